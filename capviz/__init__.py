@@ -1,0 +1,73 @@
+"""capviz: a Jupyter-friendly visual graph debugger for tensor programs.
+
+Capture NumPy-style tensor code into a networkx graph without computing it, draw it (SVG, live in
+Jupyter), replay it on NumPy or CuPy, and see seed violations (reseeding while capturing) in the
+graph, with the fix.
+
+Example:
+    >>> import numpy as np, capviz as cv
+    >>> graph = cv.capture(lambda x: np.tanh(x * 2.0), cv.spec((2, 3), "float32"))
+    >>> graph.replay({"x": np.ones((2, 3), np.float32)})["out"].dtype
+    dtype('float32')
+"""
+
+from __future__ import annotations
+
+from capviz import random, rng  # noqa: F401  (rng registers the random ops)
+from capviz.capture import (
+    CaptureDevice,
+    CaptureScope,
+    Device,
+    Spec,
+    capture,
+    default_device,
+    is_capturing,
+    name_scope,
+    seed,
+    spec,
+    tensor,
+)
+from capviz.errors import (
+    BackendUnavailableError,
+    BoundaryError,
+    CaptureError,
+    CaptureViolation,
+    CapvizError,
+    DataReadError,
+    DeviceMismatchError,
+    DuplicateBoundaryError,
+    GraphFormatError,
+    GraphVerifyError,
+    InvalidInputError,
+    InvalidOutputError,
+    NonFiniteError,
+    RenderError,
+    ReplayError,
+    ReplayInputError,
+    ScopeAlreadyActiveError,
+    ScopeClosedError,
+    SeedViolationError,
+    ShapeError,
+    UndeclaredInputError,
+    UnknownBoundaryError,
+    UnseededRandomWarning,
+    UnsupportedOperationError,
+)
+from capviz.ir import CapturedGraph, Node, Violation
+from capviz.numpy_api import supported_functions
+from capviz.serialize import load
+from capviz.tensor import Tensor
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendUnavailableError", "BoundaryError", "CaptureDevice", "CaptureError", "CaptureScope",
+    "CaptureViolation", "CapturedGraph", "CapvizError", "DataReadError", "Device",
+    "DeviceMismatchError", "DuplicateBoundaryError", "GraphFormatError", "GraphVerifyError",
+    "InvalidInputError", "InvalidOutputError", "Node", "NonFiniteError", "RenderError",
+    "ReplayError", "ReplayInputError", "ScopeAlreadyActiveError", "ScopeClosedError",
+    "SeedViolationError", "ShapeError", "Spec", "Tensor", "UndeclaredInputError",
+    "UnknownBoundaryError", "UnseededRandomWarning", "UnsupportedOperationError", "Violation",
+    "capture", "default_device", "is_capturing", "load", "name_scope", "random", "seed", "spec",
+    "supported_functions", "tensor",
+]

@@ -1,0 +1,7 @@
+"""``python -m capviz``: the ``capviz`` command."""
+
+import sys
+
+from capviz.cli import main
+
+sys.exit(main())

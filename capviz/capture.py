@@ -1,0 +1,481 @@
+"""Devices, capture scopes, boundaries and the function form :func:`capture`.
+
+``Device`` is an eager device (NumPy or CuPy) with its own counter-based generator;
+``CaptureDevice`` opens capture scopes. A scope owns one :class:`Recorder`, checks the graph's
+boundaries when it exits (as burn's capture does), and always leaves its graph on
+``scope.graph``, also when the body raised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from capviz import hooks
+from capviz.backends.capture import (
+    STATE,
+    Recorder,
+    active,
+    describe_node,
+    pop_name_scope,
+    push_name_scope,
+    user_source,
+)
+from capviz.backends.eager import EagerBackend
+from capviz.errors import (
+    BoundaryError,
+    CapvizError,
+    DuplicateBoundaryError,
+    InvalidInputError,
+    InvalidOutputError,
+    ScopeAlreadyActiveError,
+    UndeclaredInputError,
+    UnknownBoundaryError,
+)
+from capviz.ir import CapturedGraph, format_source
+from capviz.rng import check_seed, fresh_seed
+from capviz.tensor import Tensor
+from capviz.violations import make_error, seed_message
+
+
+class Spec(NamedTuple):
+    """Shape and dtype of a graph input (see :func:`spec`)."""
+
+    shape: tuple
+    dtype: np.dtype
+
+
+def spec(shape: Any, dtype: Any = "float32") -> Spec:
+    """The shape and dtype of an input for :func:`capture` or ``scope.input``."""
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"shape must hold non-negative sizes, got {shape}")
+    return Spec(shape, np.dtype(dtype))
+
+
+class Device:
+    """An eager device: ``Device("numpy")`` or ``Device("cupy")``, with its own generator.
+
+    Random draws are numbered; draw ``k`` after ``seed(s)`` is the Philox stream keyed by
+    ``(s, k)``, so it is the same on every device kind and in every replay of a capture.
+    """
+
+    def __init__(self, kind: str = "numpy") -> None:
+        if kind == "numpy":
+            xp = np
+        elif kind == "cupy":
+            from capviz.backends.cupy import load_cupy
+
+            xp = load_cupy()
+        else:
+            raise ValueError(f"unknown device kind {kind!r}; expected 'numpy' or 'cupy'")
+        self.kind = kind
+        self.backend = EagerBackend(xp, self)
+        self._seed: int | None = None
+        self._entropy: int | None = None
+        self._draws = 0
+        self._lock = threading.Lock()
+
+    @property
+    def xp(self) -> Any:
+        """The array namespace (``numpy`` or ``cupy``)."""
+        return self.backend.xp
+
+    @property
+    def current_seed(self) -> int | None:
+        """The seed given to :meth:`seed`, or ``None`` if the device was never seeded."""
+        return self._seed
+
+    def seed(self, seed: int) -> None:
+        """Seed the device's generator (a ``seed`` violation inside a capture)."""
+        if active() is not None:
+            hooks.report_seed(hooks.call_text(f"Device({self.kind!r}).seed", (seed,), {}))
+        with self._lock:
+            self._seed = check_seed(seed)
+            self._draws = 0
+
+    def next_draw(self) -> int:
+        """Reserve the next draw index."""
+        with self._lock:
+            draw = self._draws
+            self._draws += 1
+            return draw
+
+    def rng_key(self) -> int:
+        """The seed draws use: the given seed, else entropy fixed once per device."""
+        if self._seed is not None:
+            return self._seed
+        with self._lock:
+            if self._entropy is None:
+                self._entropy = fresh_seed()
+            return self._entropy
+
+    def __repr__(self) -> str:
+        return f"Device({self.kind!r})"
+
+
+_default: Device | None = None
+_default_lock = threading.Lock()
+
+
+def default_device() -> Device:
+    """CuPy when it imports and sees a GPU, else NumPy (chosen once per process)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            from capviz.backends.cupy import cupy_available
+
+            _default = Device("cupy" if cupy_available() else "numpy")
+        return _default
+
+
+def tensor(data: Any, device: Device | None = None) -> Tensor:
+    """An eager tensor holding a copy of ``data`` on ``device`` (default: the default device)."""
+    device = device or default_device()
+    if isinstance(data, Tensor):
+        data = data.numpy()
+    backend = device.backend
+    value = np.array(data, copy=True) if device.xp is np else backend.to_array(data)
+    if value.dtype == object:
+        raise TypeError("cv.tensor() needs numbers; got an object array")
+    return Tensor(value, backend)
+
+
+def seed(n: int) -> None:
+    """Seed the default device (a ``seed`` violation inside a capture)."""
+    if active() is not None:
+        hooks.report_seed(hooks.call_text("cv.seed", (n,), {}))
+    default_device().seed(n)
+
+
+def is_capturing() -> bool:
+    """True inside an active capture scope of the current thread."""
+    return bool(STATE.recorders)
+
+
+@contextlib.contextmanager
+def name_scope(name: str) -> Iterator[None]:
+    """Group the ops recorded inside into a named scope (a cluster when drawn)."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"a name scope needs a non-empty string, got {name!r}")
+    push_name_scope(name)
+    try:
+        yield
+    finally:
+        pop_name_scope()
+
+
+_names = itertools.count()
+_observers: list[Callable[[CapturedGraph], None]] = []
+
+
+def observe(callback: Callable[[CapturedGraph], None]) -> Callable[[], None]:
+    """Call ``callback(graph)`` whenever a capture scope ends (the pytest plugin uses this).
+    Returns a function that removes the callback."""
+    _observers.append(callback)
+
+    def remove() -> None:
+        if callback in _observers:
+            _observers.remove(callback)
+
+    return remove
+
+
+class CaptureDevice:
+    """A device that records instead of computing. Reusable; one active scope at a time."""
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name or f"capture{next(_names)}"
+        self._lock = threading.Lock()
+        self._active: CaptureScope | None = None
+
+    def capture_scope(self, live: bool = False, on_violation: str = "raise",
+                      rng: Device | None = None) -> CaptureScope:
+        """A context manager that records the ops of its body (see :class:`CaptureScope`)."""
+        return CaptureScope(self, live=live, on_violation=on_violation, rng=rng)
+
+    def seed(self, seed: int) -> None:
+        """Always a ``seed`` violation: a capture device has no generator to reseed."""
+        call = hooks.call_text(f"CaptureDevice({self.name!r}).seed", (seed,), {})
+        if active() is not None:
+            hooks.report_seed(call)
+            return
+        from capviz.ir import Violation
+
+        source = user_source()
+        raise make_error(Violation("seed", "error", seed_message(call, source), call, source, -1),
+                         None)
+
+    def __repr__(self) -> str:
+        return f"CaptureDevice({self.name!r})"
+
+
+class _Declared(NamedTuple):
+    name: str
+    value: Any
+    source: Any
+
+
+class CaptureScope:
+    """One capture: ``with cap.capture_scope() as scope: ...``.
+
+    Args:
+        device: the capture device.
+        live: show a live graph view in Jupyter (a no-op, with one warning, elsewhere).
+        on_violation: ``"raise"`` (default) raises at the first error-level violation;
+            ``"record"`` keeps capturing and collects them (``graph.check()`` raises the first).
+        rng: the real device whose seeded stream random ops use (default: the default device).
+    """
+
+    def __init__(self, device: CaptureDevice, live: bool = False, on_violation: str = "raise",
+                 rng: Device | None = None) -> None:
+        if on_violation not in ("raise", "record"):
+            raise ValueError(f"on_violation must be 'raise' or 'record', got {on_violation!r}")
+        if rng is not None and not isinstance(rng, Device):
+            raise TypeError(f"rng must be a cv.Device, got {type(rng).__name__}")
+        self.device = device
+        self.live = live
+        self.on_violation = on_violation
+        self.rng = rng
+        self.recorder: Recorder | None = None
+        self.view: Any = None
+        self._inputs: list[_Declared] = []
+        self._outputs: list[_Declared] = []
+        self._opened_at: Any = None
+
+    @property
+    def graph(self) -> CapturedGraph:
+        """The graph (partial while recording or when the capture failed)."""
+        if self.recorder is None:
+            raise RuntimeError("the capture scope has not been entered yet")
+        return self.recorder.graph
+
+    # --- entering and leaving -------------------------------------------------------------------
+
+    def __enter__(self) -> CaptureScope:
+        if self.recorder is not None:
+            raise RuntimeError("a CaptureScope object can be entered once; call "
+                               "capture_scope() again for a new capture")
+        source = user_source()
+        with self.device._lock:
+            other = self.device._active
+            if other is not None:
+                err = ScopeAlreadyActiveError(
+                    f"capture device {self.device.name!r} already has an active capture scope "
+                    f"(opened at {format_source(other._opened_at)}); a device records one scope "
+                    "at a time: use another cv.CaptureDevice() for a concurrent capture")
+                raise err
+            self.device._active = self
+        self._opened_at = source
+        recorder = Recorder(self.device, self.on_violation)
+        rng = self.rng or default_device()
+        recorder.graph.rng_seed = rng.current_seed
+        recorder.seeded = rng.current_seed is not None
+        recorder.next_draw = rng.next_draw
+        self.recorder = recorder
+        STATE.recorders.append(recorder)
+        hooks.install()
+        if self.live:
+            from capviz.render.live import attach
+
+            self.view = attach(self)
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        recorder = self.recorder
+        recorder.closed = True
+        try:
+            STATE.recorders.remove(recorder)
+        finally:
+            hooks.uninstall()
+            with self.device._lock:
+                self.device._active = None
+        graph = recorder.graph
+        error: BaseException | None = exc
+        if error is None and recorder.raised is not None:
+            error = recorder.raised  # a violation the body caught: it still fails the capture
+        if error is None:
+            try:
+                self._check_boundaries(recorder)
+            except BoundaryError as err:
+                error = err
+        if isinstance(error, CapvizError) and getattr(error, "graph", None) is None:
+            error.graph = graph
+        graph.error = error
+        graph.complete = error is None
+        if self.view is not None:
+            self.view.finish(graph)
+        for callback in list(_observers):
+            callback(graph)
+        if error is not None and error is not exc:
+            raise error
+        return False
+
+    # --- boundaries --------------------------------------------------------------------------
+
+    def input(self, name: str, shape_or_example: Any, dtype: Any = None) -> Tensor:
+        """Declare an input: ``input("x", (1, 4), "float32")``, ``input("x", cv.spec(...))``,
+        or ``input("x", example)`` with an array or eager tensor (uses of that object inside the
+        scope then read this input)."""
+        recorder = self._recorder()
+        source = user_source()
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"an input name must be a non-empty string, got {name!r}")
+        self._inputs.append(_Declared(name, shape_or_example, source))
+        value = shape_or_example
+        if isinstance(value, Tensor) and isinstance(value._backend, Recorder):
+            return value  # produced inside a graph: reported at exit (invalid or unknown input)
+        stands_for = None
+        if isinstance(value, Spec):
+            shape, dt = value.shape, value.dtype
+        elif isinstance(value, (tuple, list)) and all(isinstance(s, (int, np.integer))
+                                                       for s in value):
+            given = spec(value, "float32" if dtype is None else dtype)
+            shape, dt = given.shape, given.dtype
+        elif isinstance(value, Tensor) or (hasattr(value, "shape") and hasattr(value, "dtype")):
+            shape, dt = tuple(value.shape), np.dtype(value.dtype)
+            stands_for = value
+        else:
+            return Tensor(recorder._append("input", None, (), {"declared": False,
+                                                              "unknown": True}, (),
+                                           np.dtype("float32"), source, name), recorder)
+        if dtype is not None and np.dtype(dtype) != dt:
+            raise TypeError(f"input {name!r}: dtype {np.dtype(dtype)} does not match the "
+                            f"example's {dt}")
+        return recorder.input(name, shape, dt, source, stands_for)
+
+    def constant(self, value: Any, name: str | None = None) -> Tensor:
+        """Record ``value`` (an array-like) as a named constant of the graph."""
+        recorder = self._recorder()
+        if isinstance(value, Tensor):
+            value = value.numpy()
+        from capviz.backends.capture import host_array
+
+        node = recorder.constant(host_array(value), name, user_source())
+        return Tensor(node, recorder)
+
+    def output(self, value: Any, name: str | None = None) -> None:
+        """Declare an output (default names ``out0``, ``out1``...); checked at scope exit."""
+        self._recorder()
+        if name is None:
+            name = f"out{len(self._outputs)}"
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"an output name must be a non-empty string, got {name!r}")
+        self._outputs.append(_Declared(name, value, user_source()))
+
+    def _recorder(self) -> Recorder:
+        if self.recorder is None:
+            raise RuntimeError("use the scope inside its with-block")
+        self.recorder.check_usable()
+        return self.recorder
+
+    def _check_boundaries(self, recorder: Recorder) -> None:
+        graph = recorder.graph
+
+        def where(source: Any) -> str:
+            loc = format_source(source)
+            return f" (declared at {loc})" if loc else ""
+
+        seen: dict[str, _Declared] = {}
+        ids: dict[int, _Declared] = {}
+        for d in self._inputs:
+            v = d.value
+            if isinstance(v, Tensor) and isinstance(v._backend, Recorder):
+                if v._backend is not recorder:
+                    raise UnknownBoundaryError(
+                        f"input {d.name!r}{where(d.source)} is a tensor of another capture "
+                        f"({describe_node(v._data)} of {v._backend.name!r}), unknown to this one")
+                raise InvalidInputError(
+                    f"input {d.name!r}{where(d.source)} is {describe_node(v._data)}, a tensor "
+                    "produced inside this graph; an input must come from outside (an array, an "
+                    "eager tensor, or a shape and dtype)")
+            if not (isinstance(v, (Spec, Tensor, tuple, list)) or hasattr(v, "shape")):
+                raise UnknownBoundaryError(
+                    f"input {d.name!r}{where(d.source)} is a {type(v).__name__}, not a shape, "
+                    "spec, array or tensor")
+            if d.name in seen:
+                raise DuplicateBoundaryError(
+                    f"input name {d.name!r} is declared twice: at "
+                    f"{format_source(seen[d.name].source)} and at {format_source(d.source)}")
+            seen[d.name] = d
+            if isinstance(v, Tensor) or hasattr(v, "dtype"):
+                if id(v) in ids:
+                    raise DuplicateBoundaryError(
+                        f"the same tensor is declared as input {ids[id(v)].name!r} and as "
+                        f"input {d.name!r}{where(d.source)}")
+                ids[id(v)] = d
+        for node in graph.nodes:
+            if node.kind == "input" and node.params.get("declared") is False \
+                    and not node.params.get("unknown"):
+                raise UndeclaredInputError(
+                    f"the graph reads a tensor ({node.dtype}{list(node.shape)}, first used at "
+                    f"{format_source(node.source)}) that is neither a declared input nor a "
+                    "constant; declare it with scope.input(name, t) before using it, or record "
+                    "its value with scope.constant(t)")
+        names: dict[str, _Declared] = {}
+        checked = []
+        for d in self._outputs:
+            if d.name in names:
+                raise DuplicateBoundaryError(
+                    f"output name {d.name!r} is declared twice: at "
+                    f"{format_source(names[d.name].source)} and at {format_source(d.source)}")
+            names[d.name] = d
+            v = d.value
+            if isinstance(v, Tensor) and isinstance(v._backend, Recorder):
+                if v._backend is not recorder:
+                    raise UnknownBoundaryError(
+                        f"output {d.name!r}{where(d.source)} is a tensor of another capture "
+                        f"({describe_node(v._data)} of {v._backend.name!r}), unknown to this one")
+                checked.append((d, v._data))
+            else:
+                kind = "an eager tensor" if isinstance(v, Tensor) else f"a {type(v).__name__}"
+                raise InvalidOutputError(
+                    f"output {d.name!r}{where(d.source)} is {kind}, not a tensor of this "
+                    "capture; outputs must be computed inside the scope")
+        for d, node in checked:
+            recorder.output(node, d.name, d.source)
+
+
+def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "raise",
+            rng: Device | None = None, device: CaptureDevice | None = None) -> CapturedGraph:
+    """Capture ``fn`` called on inputs of the given specs, like ``jax.make_jaxpr``.
+
+    Inputs are named after ``fn``'s parameters; outputs ``out`` (one result), ``out0``,
+    ``out1``... (a tuple or list) or the keys of a returned dict.
+
+    Raises:
+        CaptureError: as the scope form; the exception's ``graph`` holds the partial graph.
+    """
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    if len(names) < len(specs):
+        names += [f"arg{i}" for i in range(len(names), len(specs))]
+    cap = device or CaptureDevice(getattr(fn, "__name__", None))
+    scope = cap.capture_scope(live=live, on_violation=on_violation, rng=rng)
+    try:
+        with scope:
+            args = [scope.input(n, s) for n, s in zip(names, specs)]
+            result = fn(*args)
+            if isinstance(result, dict):
+                for key, value in result.items():
+                    scope.output(value, str(key))
+            elif isinstance(result, (tuple, list)):
+                for i, value in enumerate(result):
+                    scope.output(value, f"out{i}")
+            else:
+                scope.output(result, "out")
+    except BaseException as err:
+        if scope.recorder is not None and getattr(err, "graph", None) is None:
+            with contextlib.suppress(AttributeError, TypeError):
+                err.graph = scope.recorder.graph
+        raise
+    return scope.graph

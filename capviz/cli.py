@@ -1,0 +1,226 @@
+"""The ``capviz`` command: ``demo``, ``render``, ``show``, ``check``.
+
+Exit codes: 0 success, 1 violations or failed checks, 2 usage errors (bad arguments, a module
+that does not import, a malformed input spec). User mistakes print one line on stderr, no
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+class UsageError(Exception):
+    """A mistake in the command line (exit code 2)."""
+
+
+def _parse_input(text: str) -> tuple[str, Any]:
+    """``x=2,3:float32`` -> ``("x", Spec((2, 3), float32))``."""
+    import capviz as cv
+
+    name, eq, rest = text.partition("=")
+    if not eq or not name.isidentifier():
+        raise UsageError(f"bad --input {text!r}: expected NAME=SHAPE:DTYPE, e.g. x=2,3:float32")
+    shape_text, _, dtype = rest.partition(":")
+    try:
+        shape = tuple(int(s) for s in shape_text.replace("x", ",").split(",") if s.strip()) \
+            if shape_text.strip() not in ("", "()") else ()
+        return name, cv.spec(shape, dtype or "float32")
+    except (ValueError, TypeError) as err:
+        raise UsageError(f"bad --input {text!r}: {err}") from None
+
+
+def _import_function(target: str) -> Any:
+    module_name, colon, attr = target.partition(":")
+    if not colon or not module_name or not attr:
+        raise UsageError(f"bad target {target!r}: expected MODULE:FUNCTION")
+    sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise UsageError(f"cannot import module {module_name!r}: {err}") from None
+    fn = module
+    for part in attr.split("."):
+        fn = getattr(fn, part, None)
+        if fn is None:
+            raise UsageError(f"module {module_name!r} has no attribute {attr!r}")
+    if not callable(fn):
+        raise UsageError(f"{target} is not callable")
+    return fn
+
+
+def _write(graph: Any, out: str | None, fmt: str, collapse: Any) -> str:
+    if fmt == "json":
+        path = out or "graph.json"
+        graph.save(path)
+        return path
+    if fmt == "dot":
+        text = graph.to_dot(collapse=collapse).source
+    else:
+        text = graph.to_svg(collapse=collapse)
+    path = out or f"graph.{fmt}"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def _print_violations(graph: Any) -> None:
+    for v in graph.violations:
+        print(f"{v.level}: {v.kind} at {v.location}: {v.message.splitlines()[0]}",
+              file=sys.stderr)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    import capviz as cv
+    from capviz.models import mlp, mlp_weights
+
+    weights = mlp_weights()
+    device = cv.default_device() if args.backend == "auto" else None
+    t0 = time.perf_counter()
+    graph = cv.capture(lambda x: mlp(x, weights), cv.spec((4, 8), "float32"))
+    t1 = time.perf_counter()
+    x = np.random.default_rng(1).standard_normal((4, 8)).astype(np.float32)
+    result = graph.replay({"x": x}, backend=args.backend, to_numpy=True)
+    t2 = time.perf_counter()
+    eager = mlp(x, weights)
+    same = bool(np.array_equal(result["out"], eager))
+    path = _write(graph, args.out, "svg", None)
+    print("capviz demo: a 3-layer MLP written in plain NumPy")
+    print(f"  captured   {len(graph.ops)} ops, {len(graph.constants)} constants, "
+          f"{len(graph.violations)} violations in {1e3 * (t1 - t0):.1f} ms")
+    print(f"  replayed   on {result.backend} "
+          f"(default device: {device.kind if device else args.backend}) "
+          f"in {1e3 * (t2 - t1):.1f} ms")
+    print(f"  output     {result['out'].dtype}{list(result['out'].shape)}, "
+          f"{'identical to' if same else 'DIFFERS from'} eager NumPy")
+    print(f"  wrote      {path}")
+    print()
+    print(graph)
+    return 0 if same else 1
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    import capviz as cv
+
+    fn = _import_function(args.target)
+    specs = [_parse_input(text) for text in args.input or []]
+    graph = None
+    try:
+        names = [n for n, _ in specs]
+        graph = cv.capture(lambda *xs: fn(**dict(zip(names, xs))), *[s for _, s in specs],
+                           on_violation="record")
+    except cv.CaptureError as err:
+        graph = err.graph
+        print(f"capture failed: {type(err).__name__}: {str(err).splitlines()[0]}",
+              file=sys.stderr)
+        if graph is not None:
+            path = _write(graph, args.output, args.format, args.collapse)
+            print(f"wrote partial graph to {path}", file=sys.stderr)
+        return 1
+    path = _write(graph, args.output, args.format, args.collapse)
+    print(f"wrote {path} ({len(graph.ops)} ops, {len(graph.violations)} violations)")
+    errors = [v for v in graph.violations if v.level == "error"]
+    if graph.violations:
+        _print_violations(graph)
+    return 1 if errors and not args.allow_violations else 0
+
+
+def _load(path: str) -> Any:
+    import capviz as cv
+
+    try:
+        return cv.load(path)
+    except cv.GraphFormatError as err:
+        raise UsageError(str(err)) from None
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    graph = _load(args.graph)
+    out = args.output or os.path.splitext(args.graph)[0] + ".svg"
+    path = _write(graph, out, "svg", args.collapse)
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import capviz as cv
+
+    graph = _load(args.graph)
+    try:
+        graph.verify()
+    except cv.GraphVerifyError as err:
+        print(f"invalid graph: {str(err).splitlines()[0]}", file=sys.stderr)
+        return 1
+    _print_violations(graph)
+    errors = [v for v in graph.violations if v.level == "error"]
+    state = "complete" if graph.complete else "partial"
+    print(f"{args.graph}: {state} graph, {len(graph.inputs)} inputs, {len(graph.ops)} ops, "
+          f"{len(graph.outputs)} outputs, {len(graph.violations)} violations")
+    return 1 if errors or not graph.complete else 0
+
+
+def _collapse(text: str | None) -> Any:
+    if text is None:
+        return 600
+    if text.isdigit():
+        return int(text)
+    return [s for s in text.split(",") if s]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="capviz", description="Capture, draw and check tensor "
+                                     "graphs.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="capture a built-in MLP, replay it, write an SVG")
+    demo.add_argument("--out", default="capviz-demo.svg", help="SVG path (capviz-demo.svg)")
+    demo.add_argument("--backend", default="auto", choices=["auto", "numpy", "cupy"])
+    demo.set_defaults(run=cmd_demo)
+    render = sub.add_parser("render", help="capture MODULE:FUNCTION and write its graph")
+    render.add_argument("target", help="MODULE:FUNCTION")
+    render.add_argument("--input", "-i", action="append", metavar="NAME=SHAPE:DTYPE",
+                        help="one per parameter, e.g. x=2,3:float32")
+    render.add_argument("-o", "--output", help="output file (graph.FORMAT)")
+    render.add_argument("--format", default="svg", choices=["svg", "dot", "json"])
+    render.add_argument("--collapse", type=_collapse, default=600,
+                        help="node budget (an int) or comma-separated scope paths")
+    render.add_argument("--allow-violations", action="store_true",
+                        help="exit 0 even if the capture recorded violations")
+    render.set_defaults(run=cmd_render)
+    show = sub.add_parser("show", help="render a saved graph (JSON) to SVG")
+    show.add_argument("graph")
+    show.add_argument("-o", "--output")
+    show.add_argument("--collapse", type=_collapse, default=600)
+    show.set_defaults(run=cmd_show)
+    check = sub.add_parser("check", help="verify a saved graph; exit 1 on violations")
+    check.add_argument("graph")
+    check.set_defaults(run=cmd_check)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; return its exit code."""
+    from capviz.errors import CapvizError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except UsageError as err:
+        print(f"capviz {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except CapvizError as err:
+        print(f"capviz {args.command}: {type(err).__name__}: {str(err).splitlines()[0]}",
+              file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,147 @@
+"""The exception tree of capviz: one base class, one subclass per thing that can go wrong.
+
+Every error a user can meet derives from :class:`CapvizError`. Errors about a capture derive from
+:class:`CaptureError`; the violations a capture records (seeding, data reads, unsupported ops)
+derive from :class:`CaptureViolation` and carry the partial graph and the violation record.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CapvizError(Exception):
+    """Base class of every error raised by capviz."""
+
+
+# --- capture ---------------------------------------------------------------------------------
+
+
+class CaptureError(CapvizError):
+    """A capture could not be completed as written.
+
+    Attributes:
+        graph: the graph captured so far (also set when the capture failed), or ``None`` when the
+            error happened before a graph existed.
+    """
+
+    graph: Any = None
+
+
+class ShapeError(CaptureError, ValueError):
+    """An op's operands do not fit its shape rule (the eager op would fail the same way)."""
+
+
+class DeviceMismatchError(CaptureError):
+    """Tensors of two different devices, or two capture devices, met in one op."""
+
+
+class ScopeAlreadyActiveError(CaptureError):
+    """A capture scope was opened on a device that already has an active scope."""
+
+
+class ScopeClosedError(CaptureError):
+    """A capture tensor or scope was used after its capture scope completed."""
+
+
+class BoundaryError(CaptureError):
+    """Base class of the boundary checks made when a capture scope exits."""
+
+
+class UnknownBoundaryError(BoundaryError):
+    """A boundary names a tensor this capture does not know (another scope's, or a non-tensor)."""
+
+
+class DuplicateBoundaryError(BoundaryError):
+    """Two inputs or two outputs share a name, or one tensor is declared an input twice."""
+
+
+class UndeclaredInputError(BoundaryError):
+    """The graph reads a tensor that is neither a declared input nor a constant."""
+
+
+class InvalidInputError(BoundaryError):
+    """A declared input is a tensor that was produced inside the graph."""
+
+
+class InvalidOutputError(BoundaryError):
+    """A declared output is not a tensor of this capture."""
+
+
+class CaptureViolation(CaptureError):
+    """Something the capture cannot represent faithfully (see ``capviz`` violations).
+
+    Attributes:
+        violation: the :class:`capviz.ir.Violation` record (kind, message, source, order).
+        graph: the partial graph, holding the violation node.
+    """
+
+    violation: Any = None
+
+
+class SeedViolationError(CaptureViolation):
+    """A random generator was reseeded while a capture was active."""
+
+
+class DataReadError(CaptureViolation):
+    """The value of a captured (not yet computed) tensor was read during capture."""
+
+
+class UnsupportedOperationError(CaptureViolation, TypeError):
+    """An operation (often a NumPy function) that capviz cannot record or run."""
+
+
+class UnseededRandomWarning(UserWarning):
+    """A random op was captured in a scope whose randomness has no known seed."""
+
+
+# --- graphs on disk ------------------------------------------------------------------------------
+
+
+class GraphFormatError(CapvizError, ValueError):
+    """A saved graph is corrupt, truncated, hand-edited into inconsistency, or unsafe to load."""
+
+
+class GraphVerifyError(CapvizError):
+    """``graph.verify()`` found an inconsistency in a graph's structure."""
+
+
+# --- replay ------------------------------------------------------------------------------------
+
+
+class ReplayError(CapvizError):
+    """An op failed while a graph was replayed.
+
+    Attributes:
+        node: the node whose op failed (``None`` for errors before any op ran).
+    """
+
+    node: Any = None
+
+
+class ReplayInputError(ReplayError, ValueError):
+    """Replay inputs are missing, extra, or of the wrong shape, dtype or type."""
+
+
+class NonFiniteError(ReplayError):
+    """``check_finite=True`` found the first op whose output holds NaN or Inf.
+
+    Attributes:
+        node: the first node whose output is not finite.
+        inputs: the values that fed it, by operand node.
+        value: the non-finite value.
+    """
+
+    inputs: Any = None
+    value: Any = None
+
+
+class BackendUnavailableError(CapvizError, RuntimeError):
+    """A requested backend (CuPy, a GPU) is not available on this machine."""
+
+
+# --- rendering ---------------------------------------------------------------------------------
+
+
+class RenderError(CapvizError, RuntimeError):
+    """The Graphviz renderer failed, timed out or could not be found."""

@@ -1,0 +1,330 @@
+"""The graph model: one :class:`Node` type with a fixed set of kinds, and :class:`CapturedGraph`.
+
+A graph is a list of nodes in program order. Each node's ``index`` is its position in that list,
+its id in :attr:`CapturedGraph.nx` and its ``order`` attribute, so ids never depend on ``id()``
+and the same program always gives the same graph.
+
+Node kinds:
+
+``input``      a declared graph input (``name``, ``shape``, ``dtype``).
+``constant``   a recorded value (an ndarray met during capture, or ``scope.constant``).
+``op``         one op of :mod:`capviz.ops`; ``args`` holds operand nodes and static literals.
+``output``     a declared graph output (``name``); its one arg is the node it returns.
+``violation``  something the capture could not represent (see :class:`Violation`).
+
+Printing (:mod:`capviz.printing`), saving (:mod:`capviz.serialize`), replay
+(:mod:`capviz.executor`) and drawing (:mod:`capviz.render`) live in their own modules; the methods
+of :class:`CapturedGraph` that reach them are thin facades that import them when called.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import graphviz
+    import networkx as nx
+
+    from capviz.executor import Executor, Stats
+
+KINDS = ("input", "constant", "op", "output", "violation")
+Source = tuple  # (file, line, function)
+
+
+def format_source(source: Source | None) -> str | None:
+    """``("model.py", 12, "forward")`` -> ``"model.py:12 in forward"``."""
+    if source is None:
+        return None
+    file, line, func = source
+    return f"{file}:{line} in {func}"
+
+
+class Node:
+    """One node of a captured graph.
+
+    Attributes:
+        index: position in program order; also the node id in ``graph.nx``.
+        kind: one of ``input``, ``constant``, ``op``, ``output``, ``violation``.
+        op: the op name for ``op`` nodes, the violation kind for ``violation`` nodes.
+        args: operands: :class:`Node` objects (tensor operands, one edge each) and static literals.
+        params: keyword parameters of the op (static values).
+        shape: the output shape (``None`` for multi-output ops and for violations/outputs).
+        dtype: the output dtype as a ``numpy.dtype`` (or ``None``).
+        source: ``(file, line, function)`` of the user's code that made the node.
+        scope: the name-scope path (``"block1/attn"``), ``""`` at top level.
+        name: the user's name for inputs, outputs and named constants.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "args",
+        "dtype",
+        "index",
+        "kind",
+        "name",
+        "op",
+        "params",
+        "scope",
+        "shape",
+        "source",
+    )
+
+    def __init__(self, index: int, kind: str, op: str | None, args: tuple, params: dict,
+                 shape: tuple | None, dtype: np.dtype | None, source: Source | None,
+                 scope: str = "", name: str | None = None) -> None:
+        self.index = index
+        self.kind = kind
+        self.op = op
+        self.args = args
+        self.params = params
+        self.shape = shape
+        self.dtype = dtype
+        self.source = source
+        self.scope = scope
+        self.name = name
+
+    @property
+    def operands(self) -> list[tuple[int, Node]]:
+        """``(argument position, node)`` for each tensor operand."""
+        return [(i, a) for i, a in enumerate(self.args) if isinstance(a, Node)]
+
+    @property
+    def location(self) -> str | None:
+        """The user's source as ``file:line in function``."""
+        return format_source(self.source)
+
+    def __repr__(self) -> str:
+        what = self.op if self.kind in ("op", "violation") else self.name
+        return f"<Node %{self.index} {self.kind} {what}>"
+
+
+@dataclasses.dataclass
+class Violation:
+    """A thing the capture could not represent faithfully.
+
+    Attributes:
+        kind: ``seed``, ``data_read``, ``unsupported_op`` or ``unseeded_random``.
+        level: ``error`` or ``warning``.
+        message: the full message, with the fixes.
+        call: the API that caused it (``np.random.seed``, ``float()``...).
+        source: ``(file, line, function)`` of the user's code.
+        order: the index of its node in the graph.
+    """
+
+    kind: str
+    level: str
+    message: str
+    call: str
+    source: Source | None
+    order: int
+
+    @property
+    def location(self) -> str | None:
+        """The user's source as ``file:line in function``."""
+        return format_source(self.source)
+
+
+VIOLATION_LEVELS = {"seed": "error", "data_read": "error", "unsupported_op": "error",
+                    "unseeded_random": "warning"}
+
+
+class CapturedGraph:
+    """A captured program: nodes in program order, constants, boundaries and violations.
+
+    Attributes:
+        nodes: every node, in program order.
+        constant_values: the recorded value of each constant node, by node index.
+        rng_seed: the seed random ops replay with by default (``None``: unknown, fresh entropy).
+        marks: nodes flagged by the debugger (``{"nonfinite": index, "diverged": index}``).
+        stats: per-node statistics set by :meth:`set_stats`, shown in tooltips.
+        complete: ``False`` while recording and for the partial graph of a failed capture.
+        error: the error that ended a failed capture, if any.
+    """
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.constant_values: dict[int, Any] = {}
+        self.violation_records: list[Violation] = []
+        self.rng_seed: int | None = None
+        self.marks: dict[str, int] = {}
+        self.stats: dict[int, dict[str, float]] = {}
+        self.complete = False
+        self.error: BaseException | None = None
+        self._nx: nx.MultiDiGraph | None = None
+        self._nx_len = -1
+        self._compiled: dict[Any, Any] = {}
+
+    # --- structure ------------------------------------------------------------------------------
+
+    def add(self, node: Node) -> Node:
+        """Append a node (its ``index`` must be the next position)."""
+        self.nodes.append(node)
+        return node
+
+    def _of_kind(self, kind: str) -> list[Node]:
+        return [n for n in self.nodes if n.kind == kind]
+
+    @property
+    def input_nodes(self) -> list[Node]:
+        """Input nodes in declaration order."""
+        return self._of_kind("input")
+
+    @property
+    def output_nodes(self) -> list[Node]:
+        """Output nodes in declaration order."""
+        return self._of_kind("output")
+
+    @property
+    def inputs(self) -> list[str]:
+        """Input names in declaration order."""
+        return [n.name for n in self.input_nodes]
+
+    @property
+    def outputs(self) -> list[str]:
+        """Output names in declaration order."""
+        return [n.name for n in self.output_nodes]
+
+    @property
+    def ops(self) -> list[Node]:
+        """Op nodes in program order."""
+        return self._of_kind("op")
+
+    @property
+    def constants(self) -> list[Node]:
+        """Constant nodes in program order."""
+        return self._of_kind("constant")
+
+    @property
+    def violations(self) -> list[Violation]:
+        """Violations in program order."""
+        return list(self.violation_records)
+
+    def node(self, ref: int | str | Node) -> Node:
+        """Find a node by index, by input/output/constant name, or return the node itself."""
+        if isinstance(ref, Node):
+            return ref
+        if isinstance(ref, (int, np.integer)) and not isinstance(ref, bool):
+            if 0 <= ref < len(self.nodes):
+                return self.nodes[ref]
+            raise KeyError(f"graph has no node %{ref} (it has {len(self.nodes)} nodes)")
+        for n in self.nodes:
+            if n.name == ref and n.kind in ("input", "output", "constant"):
+                return n
+        raise KeyError(f"graph has no input, output or constant named {ref!r}")
+
+    def users(self) -> dict[int, list[Node]]:
+        """For each node index, the nodes that take it as an operand."""
+        out: dict[int, list[Node]] = {}
+        for n in self.nodes:
+            for _, a in n.operands:
+                out.setdefault(a.index, []).append(n)
+        return out
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    # --- networkx view -------------------------------------------------------------------------
+
+    @property
+    def nx(self) -> nx.MultiDiGraph:
+        """The graph as a ``networkx.MultiDiGraph`` whose attributes are plain JSON values.
+
+        Built from :attr:`nodes` on first access and cached until more nodes are added.
+        """
+        if self._nx is None or self._nx_len != len(self.nodes):
+            from capviz.serialize import to_networkx
+
+            self._nx = to_networkx(self)
+            self._nx_len = len(self.nodes)
+        return self._nx
+
+    # --- facades onto higher layers ------------------------------------------------------------
+
+    def __str__(self) -> str:
+        from capviz.printing import format_graph
+
+        return format_graph(self)
+
+    def __repr__(self) -> str:
+        state = "complete" if self.complete else "partial"
+        return (f"<CapturedGraph {state}: {len(self.inputs)} inputs, {len(self.ops)} ops, "
+                f"{len(self.outputs)} outputs, {len(self.violation_records)} violations>")
+
+    def check(self) -> None:
+        """Raise the first error-level violation (as its exception class), if any."""
+        from capviz.violations import raise_for
+
+        for v in self.violation_records:
+            if v.level == "error":
+                raise_for(v, self)
+
+    def verify(self) -> None:
+        """Check the structure: kinds, acyclic program order, operand shapes and dtypes, boundaries.
+
+        Raises:
+            GraphVerifyError: naming the first inconsistent node, with the listing around it.
+        """
+        from capviz.verify import verify_graph
+
+        verify_graph(self)
+
+    def save(self, path: str) -> None:
+        """Write ``path`` (JSON) and ``path`` with ``.npz`` suffix (constants); never pickles."""
+        from capviz.serialize import save
+
+        save(self, path)
+
+    def replay(self, inputs: Mapping[str, Any] | None = None, backend: str = "auto",
+               seed: int | None = None, check_finite: bool = False,
+               to_numpy: bool = False) -> dict[str, Any]:
+        """Run the graph on NumPy or CuPy; see :func:`capviz.executor.replay`."""
+        from capviz.executor import replay
+
+        return replay(self, inputs, backend=backend, seed=seed, check_finite=check_finite,
+                      to_numpy=to_numpy)
+
+    def executor(self, inputs: Mapping[str, Any] | None = None, backend: str = "auto",
+                 keep: bool | str = True, seed: int | None = None) -> Executor:
+        """A stepping executor (the debugger); see :class:`capviz.executor.Executor`."""
+        from capviz.executor import Executor
+
+        return Executor(self, inputs, backend=backend, keep=keep, seed=seed)
+
+    def compare(self, fn: Callable | None = None, inputs: Mapping[str, Any] | None = None,
+                rtol: float = 1e-5, atol: float = 1e-6, backend: str = "numpy",
+                against: str | None = None) -> Any:
+        """Find the first node whose value differs from eager ``fn`` (or another backend)."""
+        from capviz.executor import compare
+
+        return compare(self, fn, inputs, rtol=rtol, atol=atol, backend=backend, against=against)
+
+    def compute_stats(self, inputs: Mapping[str, Any] | None = None, backend: str = "numpy",
+                      seed: int | None = None) -> dict[int, Stats]:
+        """Replay keeping every value and attach per-node statistics (shown in tooltips)."""
+        from capviz.executor import compute_stats
+
+        return compute_stats(self, inputs, backend=backend, seed=seed)
+
+    def to_dot(self, **options: Any) -> graphviz.Digraph:
+        """The graph as a ``graphviz.Digraph`` (no subprocess); see :mod:`capviz.render.dot`."""
+        from capviz.render.dot import to_dot
+
+        return to_dot(self, **options)
+
+    def to_svg(self, path: str | None = None, **options: Any) -> str:
+        """Render SVG text (and write it to ``path`` if given); see :mod:`capviz.render.svg`."""
+        from capviz.render.svg import to_svg
+
+        return to_svg(self, path, **options)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from capviz.render.jupyter import mimebundle
+
+        return mimebundle(self, include, exclude)

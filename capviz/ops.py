@@ -1,0 +1,481 @@
+"""The op table: one :class:`Op` per operation, its shape and dtype rule, and how it runs.
+
+An op never touches data at capture time: its ``meta`` rule maps operand shapes and dtypes (and
+static literals) to the output's shape and dtype. At run time ``op.bind(xp)`` gives the callable
+for an array namespace ``xp`` (``numpy`` or ``cupy``): the table holds one implementation for
+both. Rules are exact copies of NumPy's behaviour, obtained three ways:
+
+* elementwise ops: NumPy's own dtype resolution run on one-element proxies (so NumPy 2's weak
+  Python scalars follow automatically), and broadcasting; both cached per signature;
+* structural ops (reshape, indexing, split, concatenate...): the op itself, run on a dummy array
+  of the zero-byte dtype ``np.dtype([])``, which has the real shape but holds no memory;
+* reductions, matmul, take: a written shape rule, dtype from proxies as above.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from capviz.errors import ShapeError, UnsupportedOperationError
+
+_VOID = np.dtype([])
+_EMPTY: dict = {}
+
+
+class Op:
+    """One entry of the op table.
+
+    Attributes:
+        name: the op name recorded in graphs (usually NumPy's function name).
+        impl: ``impl(xp) -> callable``; the callable takes the node's args and params.
+        meta: ``meta(args, params) -> (shape, dtype)``, or a list of them for multi-output ops;
+            tensor operands in ``args`` are objects with ``.shape`` and ``.dtype``.
+        params: the keyword parameter names the op accepts.
+        nargs: ``(min, max)`` number of positional args (``max`` ``None``: variadic).
+        multi: the op returns a tuple of arrays (read with ``unpack`` nodes).
+        random: the callable takes the replay seed as its first argument.
+    """
+
+    __slots__ = ("_bound", "impl", "meta", "multi", "name", "nargs", "params", "random")
+
+    def __init__(self, name: str, impl: Callable[[Any], Callable], meta: Callable,
+                 params: Sequence[str] = (), nargs: tuple[int, int | None] = (1, 1),
+                 multi: bool = False, random: bool = False) -> None:
+        self.name = name
+        self.impl = impl
+        self.meta = meta
+        self.params = frozenset(params)
+        self.nargs = nargs
+        self.multi = multi
+        self.random = random
+        self._bound: dict[str, Callable] = {}
+
+    def bind(self, xp: Any) -> Callable:
+        """The callable that runs this op on namespace ``xp`` (cached per namespace)."""
+        key = xp.__name__
+        fn = self._bound.get(key)
+        if fn is None:
+            try:
+                fn = self.impl(xp)
+            except AttributeError:
+                raise UnsupportedOperationError(
+                    f"op {self.name!r} is not available in {key}") from None
+            self._bound[key] = fn
+        return fn
+
+    def __repr__(self) -> str:
+        return f"<Op {self.name}>"
+
+
+OPS: dict[str, Op] = {}
+
+
+def register(op: Op) -> Op:
+    """Add an op to the table (names are unique)."""
+    if op.name in OPS:
+        raise ValueError(f"op {op.name!r} is already registered")
+    OPS[op.name] = op
+    return op
+
+
+def get(name: str) -> Op:
+    """Look an op up by name."""
+    try:
+        return OPS[name]
+    except KeyError:
+        raise UnsupportedOperationError(f"unknown op {name!r}") from None
+
+
+# --- helpers for rules ---------------------------------------------------------------------------
+
+SCALAR_TYPES = (bool, int, float, complex)
+
+
+def is_tensor_meta(a: Any) -> bool:
+    """True for operand metadata (anything with ``shape`` and ``dtype`` that is not a literal)."""
+    return not isinstance(a, SCALAR_TYPES) and hasattr(a, "dtype") and hasattr(a, "shape")
+
+
+def shape_of(a: Any) -> tuple:
+    return a.shape if is_tensor_meta(a) else ()
+
+
+def proxy(a: Any, ndim: int | None = None) -> Any:
+    """A one-element array standing for operand ``a`` (literals stand for themselves)."""
+    if is_tensor_meta(a):
+        nd = len(a.shape) if ndim is None else ndim
+        return np.ones((1,) * nd, dtype=a.dtype)
+    return a
+
+
+def dummy(a: Any) -> Any:
+    """A zero-byte array of ``a``'s shape (dtype ``np.dtype([])``) for structural shape rules."""
+    if is_tensor_meta(a):
+        return np.empty(a.shape, dtype=_VOID)
+    return a
+
+
+def _key(a: Any) -> Any:
+    return (a.shape, a.dtype) if is_tensor_meta(a) else type(a)
+
+
+_DTYPE_CACHE: dict = {}
+
+
+def proxy_dtype(fn: Callable, args: Sequence, params: dict, cache_key: Any = None) -> np.dtype:
+    """The dtype ``fn`` gives on one-element proxies of ``args`` (cached under ``cache_key``)."""
+    if cache_key is not None:
+        hit = _DTYPE_CACHE.get(cache_key)
+        if hit is not None:
+            return hit
+    with np.errstate(all="ignore"):
+        out = fn(*[proxy(a) for a in args], **params)
+    dt = np.asarray(out).dtype
+    if cache_key is not None:
+        _DTYPE_CACHE[cache_key] = dt
+    return dt
+
+
+def _fail(name: str, args: Sequence, params: dict, err: Exception) -> ShapeError:
+    shapes = ", ".join(str(tuple(a.shape)) if is_tensor_meta(a) else repr(a) for a in args)
+    extra = "".join(f", {k}={v!r}" for k, v in params.items())
+    return ShapeError(f"{name}({shapes}{extra}): {err}")
+
+
+def _hashable(params: dict) -> Any:
+    try:
+        items = tuple(sorted(params.items()))
+        hash(items)
+        return items
+    except TypeError:
+        return None
+
+
+# --- elementwise (every NumPy ufunc of one or two operands) ------------------------------------
+
+_UFUNC_CACHE: dict = {}
+
+
+def _ufunc_meta(name: str, ufunc: np.ufunc) -> Callable:
+    def meta(args: Sequence, params: dict) -> tuple:
+        key = (name,) + tuple(_key(a) for a in args)
+        hit = _UFUNC_CACHE.get(key)
+        if hit is not None:
+            return hit
+        try:
+            shapes = [shape_of(a) for a in args]
+            shape = shapes[0] if len(shapes) == 1 else tuple(np.broadcast_shapes(*shapes))
+            with np.errstate(all="ignore"):
+                dt = ufunc(*[proxy(a) for a in args]).dtype
+        except (ValueError, TypeError) as err:
+            raise _fail(name, args, params, err) from None
+        _UFUNC_CACHE[key] = (shape, dt)
+        return shape, dt
+
+    return meta
+
+
+def _ufunc_impl(name: str) -> Callable:
+    return lambda xp: getattr(xp, name)
+
+
+UFUNCS: dict[str, np.ufunc] = {}
+for _name in sorted(dir(np)):
+    _u = getattr(np, _name)
+    if (isinstance(_u, np.ufunc) and _u.nout == 1 and _u.nin in (1, 2) and _u.signature is None
+            and _u.__name__ not in UFUNCS):
+        UFUNCS[_u.__name__] = _u
+        register(Op(_u.__name__, _ufunc_impl(_u.__name__), _ufunc_meta(_u.__name__, _u),
+                    nargs=(_u.nin, _u.nin)))
+
+
+def ufunc_op(ufunc: np.ufunc) -> Op | None:
+    """The op for a NumPy ufunc, or ``None`` when capviz does not support it."""
+    name = ufunc.__name__
+    return OPS[name] if name in UFUNCS or name == "matmul" else None
+
+
+# --- matmul and dot -----------------------------------------------------------------------------
+
+
+def _matmul_shape(a: tuple, b: tuple) -> tuple:
+    if not a or not b:
+        raise ValueError("matmul: input operand does not have enough dimensions")
+    a2 = (1,) + a if len(a) == 1 else a
+    b2 = b + (1,) if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        raise ValueError(f"matmul: core dimension mismatch ({a2[-1]} != {b2[-2]})")
+    batch = tuple(np.broadcast_shapes(a2[:-2], b2[:-2]))
+    out = batch + (a2[-2], b2[-1])
+    if len(a) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b) == 1:
+        out = out[:-1]
+    return out
+
+
+def _dot_shape(a: tuple, b: tuple) -> tuple:
+    if not a or not b:
+        return a or b
+    if len(b) == 1:
+        if a[-1] != b[0]:
+            raise ValueError(f"shapes {a} and {b} not aligned")
+        return a[:-1]
+    if a[-1] != b[-2]:
+        raise ValueError(f"shapes {a} and {b} not aligned")
+    return a[:-1] + b[:-2] + b[-1:]
+
+
+def _product_meta(name: str, shape_rule: Callable, fn: Callable) -> Callable:
+    def meta(args: Sequence, params: dict) -> tuple:
+        try:
+            shape = shape_rule(shape_of(args[0]), shape_of(args[1]))
+            dt = proxy_dtype(fn, args, params, (name,) + tuple(_key(a) for a in args))
+        except (ValueError, TypeError) as err:
+            raise _fail(name, args, params, err) from None
+        return shape, dt
+
+    return meta
+
+
+register(Op("matmul", lambda xp: xp.matmul, _product_meta("matmul", _matmul_shape, np.matmul),
+            nargs=(2, 2)))
+register(Op("dot", lambda xp: xp.dot, _product_meta("dot", _dot_shape, np.dot), nargs=(2, 2)))
+
+
+# --- reductions ---------------------------------------------------------------------------------
+
+
+def normalize_axis(axis: Any, ndim: int) -> tuple | None:
+    """``axis`` (None, int or sequence) as a sorted tuple of non-negative axes."""
+    if axis is None:
+        return None
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        a = operator.index(a)
+        if not -ndim <= a < ndim:
+            raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
+        out.append(a % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return tuple(sorted(out))
+
+
+def reduced_shape(shape: tuple, axis: Any, keepdims: bool) -> tuple:
+    axes = normalize_axis(axis, len(shape))
+    if axes is None:
+        return (1,) * len(shape) if keepdims else ()
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _reduce_meta(name: str, fn: Callable, single_axis: bool = False) -> Callable:
+    def meta(args: Sequence, params: dict) -> tuple:
+        x = args[0]
+        axis = params.get("axis")
+        try:
+            if single_axis and axis is not None and not isinstance(axis, (int, np.integer)):
+                raise TypeError(f"{name} takes an integer axis or None, got {axis!r}")
+            shape = reduced_shape(x.shape, axis, params.get("keepdims", False))
+            axes = normalize_axis(axis, len(x.shape))
+            reduced = range(len(x.shape)) if axes is None else axes
+            if name in ("max", "min", "argmax", "argmin") and any(x.shape[a] == 0 for a in reduced):
+                raise ValueError(f"zero-size array to reduction operation {name} "
+                                 "which has no identity")
+            key = _hashable(params)
+            dt = proxy_dtype(fn, args, params,
+                             None if key is None else (name, len(x.shape), x.dtype, key))
+        except (ValueError, TypeError, np.exceptions.AxisError) as err:
+            raise _fail(name, args, params, err) from None
+        return shape, dt
+
+    return meta
+
+
+def _reduction(name: str, np_fn: Callable, xp_name: str, params: Sequence[str],
+               single_axis: bool = False) -> None:
+    register(Op(name, lambda xp: getattr(xp, xp_name), _reduce_meta(name, np_fn, single_axis),
+                params=params))
+
+
+_reduction("sum", np.sum, "sum", ("axis", "keepdims"))
+_reduction("prod", np.prod, "prod", ("axis", "keepdims"))
+_reduction("mean", np.mean, "mean", ("axis", "keepdims"))
+_reduction("var", np.var, "var", ("axis", "keepdims", "ddof"))
+_reduction("std", np.std, "std", ("axis", "keepdims", "ddof"))
+_reduction("max", np.max, "max", ("axis", "keepdims"))
+_reduction("min", np.min, "min", ("axis", "keepdims"))
+_reduction("any", np.any, "any", ("axis", "keepdims"))
+_reduction("all", np.all, "all", ("axis", "keepdims"))
+_reduction("argmax", np.argmax, "argmax", ("axis", "keepdims"), single_axis=True)
+_reduction("argmin", np.argmin, "argmin", ("axis", "keepdims"), single_axis=True)
+
+
+# --- structural ops: shape from a zero-byte dummy ----------------------------------------------
+
+
+def _structural(name: str, fn: Callable[[Any], Callable], params: Sequence[str] = (),
+                nargs: tuple[int, int | None] = (1, 1), dtype: str = "same",
+                multi: bool = False) -> Op:
+    """An op whose shape comes from running it on zero-byte dummies (``dtype``: same/promote)."""
+    np_fn = fn(np)
+
+    def meta(args: Sequence, p: dict) -> Any:
+        try:
+            out = np_fn(*[dummy(a) for a in args], **p)
+            tensors = [a for a in args if is_tensor_meta(a)]
+            if dtype == "same":
+                dt = tensors[0].dtype
+            else:
+                dt = np.result_type(*[t.dtype for t in tensors])
+        except (ValueError, TypeError, IndexError, np.exceptions.AxisError) as err:
+            raise _fail(name, args, p, err) from None
+        if multi:
+            return [(tuple(o.shape), dt) for o in out]
+        return tuple(out.shape), dt
+
+    return register(Op(name, fn, meta, params=params, nargs=nargs, multi=multi))
+
+
+def _getitem(xp: Any) -> Callable:
+    def getitem(x: Any, index: tuple) -> Any:
+        return x[index]
+
+    return getitem
+
+
+_structural("reshape", lambda xp: xp.reshape, ("shape",))
+_structural("transpose", lambda xp: xp.transpose, ("axes",))
+_structural("swapaxes", lambda xp: xp.swapaxes, ("axis1", "axis2"))
+_structural("expand_dims", lambda xp: xp.expand_dims, ("axis",))
+_structural("squeeze", lambda xp: xp.squeeze, ("axis",))
+_structural("broadcast_to", lambda xp: xp.broadcast_to, ("shape",))
+_structural("tril", lambda xp: xp.tril, ("k",))
+_structural("triu", lambda xp: xp.triu, ("k",))
+_structural("getitem", _getitem, ("index",))
+_structural("concatenate", lambda xp: lambda *xs, axis=0: xp.concatenate(xs, axis=axis),
+            ("axis",), nargs=(1, None), dtype="promote")
+_structural("stack", lambda xp: lambda *xs, axis=0: xp.stack(xs, axis=axis),
+            ("axis",), nargs=(1, None), dtype="promote")
+_structural("hstack", lambda xp: lambda *xs: xp.hstack(xs), nargs=(1, None), dtype="promote")
+_structural("vstack", lambda xp: lambda *xs: xp.vstack(xs), nargs=(1, None), dtype="promote")
+_structural("split", lambda xp: xp.split, ("indices_or_sections", "axis"), multi=True)
+_structural("array_split", lambda xp: xp.array_split, ("indices_or_sections", "axis"),
+            multi=True)
+
+
+def _unpack_meta(args: Sequence, params: dict) -> tuple:
+    raise TypeError("unpack nodes take their shape from the multi-output op")  # set by recorder
+
+
+def _unpack(xp: Any) -> Callable:
+    def unpack(results: Sequence, index: int) -> Any:
+        return results[index]
+
+    return unpack
+
+
+register(Op("unpack", _unpack, _unpack_meta, params=("index",)))
+
+
+# --- ops with a written rule --------------------------------------------------------------------
+
+
+def _broadcast_meta(name: str, fn: Callable) -> Callable:
+    def meta(args: Sequence, params: dict) -> tuple:
+        try:
+            shape = tuple(np.broadcast_shapes(*[shape_of(a) for a in args]))
+            key = (name,) + tuple(_key(a) for a in args)
+            dt = proxy_dtype(fn, args, params, key)
+        except (ValueError, TypeError) as err:
+            raise _fail(name, args, params, err) from None
+        return shape, dt
+
+    return meta
+
+
+register(Op("where", lambda xp: xp.where, _broadcast_meta("where", np.where), nargs=(3, 3)))
+register(Op("clip", lambda xp: xp.clip, _broadcast_meta("clip", np.clip), nargs=(3, 3)))
+
+
+def _astype(xp: Any) -> Callable:
+    def astype(x: Any, dtype: str) -> Any:
+        return x.astype(dtype)
+
+    return astype
+
+
+def _astype_meta(args: Sequence, params: dict) -> tuple:
+    try:
+        return args[0].shape, np.dtype(params["dtype"])
+    except TypeError as err:
+        raise _fail("astype", args, params, err) from None
+
+
+register(Op("astype", _astype, _astype_meta, params=("dtype",)))
+
+
+def _like_meta(args: Sequence, params: dict) -> tuple:
+    x = args[0]
+    dt = np.dtype(params["dtype"]) if params.get("dtype") is not None else x.dtype
+    if "fill_value" in params:
+        dt = np.full_like(np.ones(1, x.dtype), params["fill_value"],
+                          dtype=params.get("dtype")).dtype
+    return x.shape, dt
+
+
+register(Op("zeros_like", lambda xp: xp.zeros_like, _like_meta, params=("dtype",)))
+register(Op("ones_like", lambda xp: xp.ones_like, _like_meta, params=("dtype",)))
+register(Op("full_like", lambda xp: xp.full_like, _like_meta, params=("fill_value", "dtype")))
+
+
+def _take_meta(args: Sequence, params: dict) -> tuple:
+    x, idx = args
+    axis = params.get("axis")
+    try:
+        if not np.issubdtype(idx.dtype, np.integer):
+            raise TypeError(f"indices must be integers, got {idx.dtype}")
+        if axis is None:
+            shape = tuple(idx.shape)
+        else:
+            (ax,) = normalize_axis(axis, len(x.shape))
+            shape = x.shape[:ax] + tuple(idx.shape) + x.shape[ax + 1:]
+    except (ValueError, TypeError) as err:
+        raise _fail("take", args, params, err) from None
+    return shape, x.dtype
+
+
+register(Op("take", lambda xp: xp.take, _take_meta, params=("axis",), nargs=(2, 2)))
+
+
+def _index_meta(args: Sequence, params: dict) -> tuple:
+    x, idx = args
+    if not np.issubdtype(idx.dtype, np.integer):
+        raise _fail("index", args, params, TypeError(
+            f"only integer tensors can index a tensor, got {idx.dtype} "
+            "(a boolean mask gives a data-dependent shape, which a graph cannot record)"))
+    if not x.shape:
+        raise _fail("index", args, params, IndexError("too many indices for a 0-d tensor"))
+    return tuple(idx.shape) + tuple(x.shape[1:]), x.dtype
+
+
+def _index(xp: Any) -> Callable:
+    def index(x: Any, idx: Any) -> Any:
+        return x[idx]
+
+    return index
+
+
+register(Op("index", _index, _index_meta, nargs=(2, 2)))
+
+
+def numel(shape: Sequence[int]) -> int:
+    """Number of elements of ``shape``."""
+    return math.prod(shape)

@@ -1,0 +1,118 @@
+"""The capviz pytest plugin (registered through the ``pytest11`` entry point).
+
+Fixtures: ``capture_device`` (a fresh :class:`capviz.CaptureDevice`), ``capviz_graphs`` (graphs
+captured so far in the test), ``capviz_snapshot`` (``snapshot(graph, name)`` against baselines in
+``__capviz_snapshots__`` beside the test file). Marker: ``@pytest.mark.capviz(no_violations=True)``
+fails a test whose captures recorded a violation. Options: ``--capviz-artifacts DIR`` writes the
+SVG and JSON of each graph of a failing test there and lists the paths in the report;
+``--capviz-update-snapshots`` (re)writes snapshot baselines. Disable with ``-p no:capviz``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from capviz import testing
+from capviz.capture import CaptureDevice, observe
+from capviz.errors import CapvizError, RenderError
+from capviz.ir import CapturedGraph
+
+_GRAPHS = pytest.StashKey[list]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("capviz", "capviz graph debugging")
+    group.addoption("--capviz-artifacts", metavar="DIR", default=None,
+                    help="write the SVG and JSON of the graphs of failing tests to DIR")
+    group.addoption("--capviz-update-snapshots", action="store_true", default=False,
+                    help="(re)write capviz graph snapshot baselines")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "capviz(no_violations=False): capviz checks for the "
+                                       "captures this test makes")
+    testing.UPDATE_SNAPSHOTS = bool(config.getoption("--capviz-update-snapshots"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[Any]:
+    graphs: list[CapturedGraph] = item.stash.setdefault(_GRAPHS, [])
+    remove = observe(graphs.append)
+    try:
+        result = yield
+    finally:
+        remove()
+    marker = item.get_closest_marker("capviz")
+    if marker is not None and marker.kwargs.get("no_violations"):
+        found = [(g, v) for g in graphs for v in g.violations]
+        if found:
+            rows = "\n".join(f"  {v.level} {v.kind} at {v.location}: "
+                             f"{v.message.splitlines()[0]}" for _, v in found)
+            raise AssertionError(f"@pytest.mark.capviz(no_violations=True): the test's captures "
+                                 f"recorded {len(found)} violation(s):\n{rows}")
+    return result
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:120] or "test"
+
+
+def write_artifacts(graphs: list[CapturedGraph], directory: str, stem: str) -> list[str]:
+    """Write ``stem-K.svg`` and ``stem-K.json`` for each graph; return the paths."""
+    os.makedirs(directory, exist_ok=True)
+    paths = []
+    for k, graph in enumerate(graphs):
+        base = os.path.join(directory, f"{_safe(stem)}-{k}")
+        graph.save(base + ".json")
+        paths.append(base + ".json")
+        try:
+            graph.to_svg(base + ".svg")
+            paths.append(base + ".svg")
+        except RenderError as err:
+            paths.append(f"(no SVG: {err})")
+    return paths
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    report = yield
+    directory = item.config.getoption("--capviz-artifacts")
+    if directory and report.when == "call" and report.failed:
+        graphs = list(item.stash.get(_GRAPHS, []))
+        error = call.excinfo.value if call.excinfo is not None else None
+        extra = getattr(error, "graph", None) if isinstance(error, CapvizError) else None
+        if isinstance(extra, CapturedGraph) and all(extra is not g for g in graphs):
+            graphs.append(extra)
+        if graphs:
+            paths = write_artifacts(graphs, directory, item.nodeid)
+            report.sections.append(("capviz artifacts", "\n".join(paths)))
+    return report
+
+
+@pytest.fixture
+def capture_device() -> CaptureDevice:
+    """A fresh capture device for the test."""
+    return CaptureDevice(name="test")
+
+
+@pytest.fixture
+def capviz_graphs(request: pytest.FixtureRequest) -> list[CapturedGraph]:
+    """The graphs captured so far during this test (in order)."""
+    return request.node.stash.setdefault(_GRAPHS, [])
+
+
+@pytest.fixture
+def capviz_snapshot(request: pytest.FixtureRequest) -> Callable[[CapturedGraph, str], None]:
+    """``snapshot(graph, name)``: compare with ``__capviz_snapshots__/name.json`` beside the
+    test file (written with ``--capviz-update-snapshots``)."""
+    directory = os.path.join(os.path.dirname(str(request.node.path)), "__capviz_snapshots__")
+
+    def snapshot(graph: CapturedGraph, name: str) -> None:
+        testing.assert_graph_snapshot(graph, name, directory=directory)
+
+    return snapshot
