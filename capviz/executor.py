@@ -16,6 +16,7 @@ operands and the user's source line.
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -133,8 +134,22 @@ def _result(graph: CapturedGraph, values: list, xp: Any, to_numpy: bool) -> Repl
 # --- compiled replay --------------------------------------------------------------------------
 
 
+def _inline_literal(value: Any) -> str | None:
+    """Source text for a literal that can sit in generated code exactly (ints, bools, finite
+    floats: ``repr`` round-trips them); ``None`` for anything else (bound by name instead)."""
+    if type(value) is bool or type(value) is int:
+        return repr(value)
+    if type(value) is float and math.isfinite(value):
+        return repr(value)
+    return None
+
+
 class Program:
     """A graph compiled into one straight-line Python function for a backend.
+
+    Values live in local variables; a variable is reused once the value it held is dead, and a
+    dead value whose variable is not reused at once is deleted, so every intermediate is freed
+    right after its last use.
 
     Attributes:
         source: the generated code (for reading, not for running elsewhere).
@@ -144,52 +159,75 @@ class Program:
         self.graph = graph
         self.xp = xp
         env: dict[str, Any] = {}
-        lines: list[str] = []
+        body: list[str] = []
         self.line_nodes: dict[int, Node] = {}
-        keep = {n.args[0].index for n in graph.output_nodes}
+        outputs = {n.args[0].index for n in graph.output_nodes}
         last_use: dict[int, int] = {}
         for n in graph.nodes:
             for _, a in n.operands:
                 last_use[a.index] = n.index
-        free_after: dict[int, list[int]] = {}
+        dying: dict[int, list[int]] = {}
         for value, user in last_use.items():
-            if value not in keep:
-                free_after.setdefault(user, []).append(value)
-        inputs = [f"v{n.index}" for n in graph.input_nodes]
-        lines.append("def run(inputs, seed):")
-        if inputs:
-            lines.append(f"    {', '.join(inputs)}, = inputs")
+            if value not in outputs and graph.nodes[value].kind != "constant":
+                dying.setdefault(user, []).append(value)
+        slot: dict[int, str] = {}
+        free: list[str] = []
+        count = 0
+
+        def new_slot() -> str:
+            nonlocal count
+            count += 1
+            return f"v{count - 1}"
+
+        def ref(node: Node) -> str:
+            return slot[node.index]
+
+        params_line = []
+        for n in graph.input_nodes:
+            slot[n.index] = new_slot()
+            params_line.append(slot[n.index])
         for n in graph.nodes:
             i = n.index
             if n.kind == "constant":
                 value = graph.constant_values[i]
-                env[f"v{i}"] = value if xp is np else xp.asarray(value)
+                slot[i] = f"k{i}"
+                env[f"k{i}"] = value if xp is np else xp.asarray(value)
                 continue
             if n.kind != "op":
                 continue
             op = ops.OPS[n.op]
             if n.op == "unpack":
-                lines.append(f"    v{i} = v{n.args[0].index}[{int(n.params['index'])}]")
+                expr = f"{ref(n.args[0])}[{int(n.params['index'])}]"
             else:
                 env[f"f{i}"] = op.bind(xp)
                 args = ["seed"] if op.random else []
                 for pos, a in enumerate(n.args):
                     if isinstance(a, Node):
-                        args.append(f"v{a.index}")
-                    else:
-                        env[f"l{i}_{pos}"] = a
-                        args.append(f"l{i}_{pos}")
+                        args.append(ref(a))
+                        continue
+                    text = _inline_literal(a)
+                    if text is None:
+                        text = f"l{i}_{pos}"
+                        env[text] = a
+                    args.append(text)
                 if n.params:
                     env[f"p{i}"] = n.params
                     args.append(f"**p{i}")
-                lines.append(f"    v{i} = f{i}({', '.join(args)})")
-            self.line_nodes[len(lines)] = n
-            dead = [f"v{v}" for v in free_after.get(i, ()) if graph.nodes[v].kind != "constant"]
+                expr = f"f{i}({', '.join(args)})"
+            released = [slot[v] for v in dying.get(i, ())]
+            free.extend(released)
+            slot[i] = free.pop() if free else new_slot()
+            body.append(f"    {slot[i]} = {expr}")
+            self.line_nodes[len(body) + 2] = n
+            dead = [name for name in released if name != slot[i]]
             if dead:
-                lines.append(f"    del {', '.join(dead)}")
-        outs = [f"v{n.args[0].index}" for n in graph.output_nodes]
-        lines.append(f"    return ({', '.join(outs)}{',' if outs else ''})")
-        self.source = "\n".join(lines) + "\n"
+                body.append(f"    del {', '.join(dead)}")
+                self.line_nodes[len(body) + 2] = n
+        outs = [ref(n.args[0]) for n in graph.output_nodes]
+        head = ["def run(inputs, seed):",
+                f"    {', '.join(params_line)}, = inputs" if params_line else "    pass"]
+        tail = [f"    return ({', '.join(outs)}{',' if outs else ''})"]
+        self.source = "\n".join(head + body + tail) + "\n"
         code = compile(self.source, f"<capviz replay {id(self):x}>", "exec")
         exec(code, env)  # noqa: S102 - generated from identifiers only; values bound in env
         self._run = env["run"]

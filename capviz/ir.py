@@ -35,6 +35,19 @@ KINDS = ("input", "constant", "op", "output", "violation")
 Source = tuple  # (file, line, function)
 
 
+_DTYPE_NAMES: dict[np.dtype, str] = {}
+
+
+def dtype_name(dtype: np.dtype | None) -> str | None:
+    """``np.dtype("float32")`` -> ``"float32"`` (cached: ``dtype.name`` is slow)."""
+    if dtype is None:
+        return None
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = np.dtype(dtype).name
+    return name
+
+
 def format_source(source: Source | None) -> str | None:
     """``("model.py", 12, "forward")`` -> ``"model.py:12 in forward"``."""
     if source is None:

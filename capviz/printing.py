@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from capviz.ir import CapturedGraph, Node
+from capviz.ir import CapturedGraph, Node, dtype_name
 
 _HIDDEN = ("draw", "shape", "dtype")
 
@@ -13,7 +13,7 @@ def type_text(node: Node) -> str:
     """``float32[4,4]``."""
     if node.dtype is None or node.shape is None:
         return ""
-    return f"{node.dtype}[{','.join(map(str, node.shape))}]"
+    return f"{dtype_name(node.dtype)}[{','.join(map(str, node.shape))}]"
 
 
 def literal_text(value: object) -> str:

@@ -19,7 +19,15 @@ import numpy as np
 
 from capviz import ops
 from capviz.errors import GraphFormatError, GraphVerifyError
-from capviz.ir import KINDS, VIOLATION_LEVELS, CapturedGraph, Node, Violation, format_source
+from capviz.ir import (
+    KINDS,
+    VIOLATION_LEVELS,
+    CapturedGraph,
+    Node,
+    Violation,
+    dtype_name,
+    format_source,
+)
 
 FORMAT = "capviz-graph"
 VERSION = 1
@@ -82,20 +90,22 @@ def decode(data: Any, where: str = "value") -> Any:
 
 def node_attributes(node: Node) -> dict[str, Any]:
     """The JSON attributes of a node in ``graph.nx``."""
-    literals = {str(i): encode(a) for i, a in enumerate(node.args) if not isinstance(a, Node)}
     attrs = {
         "kind": node.kind,
         "op": node.op,
         "shape": None if node.shape is None else list(node.shape),
-        "dtype": None if node.dtype is None else node.dtype.name,
-        "params": {k: encode(v) for k, v in node.params.items()},
+        "dtype": dtype_name(node.dtype),
+        "params": {k: encode(v) for k, v in node.params.items()} if node.params else {},
         "source": format_source(node.source),
         "order": node.index,
         "scope": node.scope,
         "name": node.name,
     }
-    if literals:
-        attrs["literals"] = literals
+    if len(node.args) > 1 or (node.args and not isinstance(node.args[0], Node)):
+        literals = {str(i): encode(a) for i, a in enumerate(node.args)
+                    if not isinstance(a, Node)}
+        if literals:
+            attrs["literals"] = literals
     return attrs
 
 
@@ -131,13 +141,8 @@ def to_networkx(graph: CapturedGraph) -> nx.MultiDiGraph:
     """Build the ``networkx.MultiDiGraph`` of a graph (one edge per operand, keyed by position)."""
     g = nx.MultiDiGraph(inputs=graph.inputs, outputs=graph.outputs, rng_seed=graph.rng_seed)
     g.add_nodes_from((n.index, node_attributes(n)) for n in graph.nodes)
-    edges = []
-    for n in graph.nodes:
-        for pos, a in n.operands:
-            edges.append((a.index, n.index, pos, {
-                "kind": "operand", "shape": None if a.shape is None else list(a.shape),
-                "dtype": None if a.dtype is None else a.dtype.name}))
-    g.add_edges_from(edges)
+    g.add_edges_from((a.index, n.index, pos, {"kind": "operand"})
+                     for n in graph.nodes for pos, a in enumerate(n.args) if type(a) is Node)
     g.add_edges_from((u, v, key, {"kind": key}) for u, v, key in violation_links(graph))
     return g
 
@@ -158,7 +163,7 @@ def _node_json(node: Node) -> dict[str, Any]:
                  for a in node.args],
         "params": {k: encode(v) for k, v in node.params.items()},
         "shape": None if node.shape is None else list(node.shape),
-        "dtype": None if node.dtype is None else node.dtype.name,
+        "dtype": dtype_name(node.dtype),
         "source": source,
         "scope": node.scope,
         "name": node.name,
