@@ -35,6 +35,7 @@ from capviz.errors import (
     InvalidInputError,
     InvalidOutputError,
     ScopeAlreadyActiveError,
+    ScopeClosedError,
     UndeclaredInputError,
     UnknownBoundaryError,
 )
@@ -299,8 +300,8 @@ class CaptureScope:
                 self.device._active = None
         graph = recorder.graph
         error: BaseException | None = exc
-        if error is None and recorder.raised is not None:
-            error = recorder.raised  # a violation the body caught: it still fails the capture
+        if recorder.raised is not None and (error is None or isinstance(error, ScopeClosedError)):
+            error = recorder.raised  # a violation the body caught still fails the capture
         if error is None:
             try:
                 self._check_boundaries(recorder)
@@ -315,7 +316,7 @@ class CaptureScope:
         for callback in list(_observers):
             callback(graph)
         if error is not None and error is not exc:
-            raise error
+            raise error from exc
         return False
 
     # --- boundaries --------------------------------------------------------------------------

@@ -18,7 +18,9 @@ From raw 64-bit words to values, with operations that round identically on CPU a
 
 from __future__ import annotations
 
+import math
 import secrets
+import sys
 from typing import Any
 
 import numpy as np
@@ -94,41 +96,61 @@ def raw_bits(xp: Any, seed: int, draw: int, n: int) -> Any:
     return philox_raw(xp, seed, draw, n)
 
 
-def _unit(xp: Any, words: Any, dtype: np.dtype) -> Any:
-    """Uniform values in [0, 1) of ``dtype`` from raw words."""
-    if dtype == np.float32:
-        return (words >> xp.uint64(40)).astype(np.float32) * np.float32(2.0 ** -24)
-    return (words >> xp.uint64(11)).astype(np.float64) * (2.0 ** -53)
+def raw_u32(xp: Any, seed: int, draw: int, n: int) -> Any:
+    """``n`` uint32 words: each raw 64-bit word gives its low half, then its high half."""
+    words = raw_bits(xp, seed, draw, (n + 1) // 2)
+    if xp is np and sys.byteorder == "little":
+        return words.view(np.uint32)[:n]
+    low = (words & xp.uint64(_M32)).astype(xp.uint32)
+    high = (words >> xp.uint64(32)).astype(xp.uint32)
+    return xp.stack([low, high], axis=1).reshape(-1)[:n]
+
+
+def _mantissas(xp: Any, seed: int, draw: int, n: int, work: Any) -> Any:
+    """Integers ``k`` in ``[0, 2**p)`` as floats of ``work`` (p = 24 for float32, 53 for
+    float64): uniform ``k * 2**-p`` has every value exactly representable."""
+    if work is np.float32:
+        return (raw_u32(xp, seed, draw, n) >> xp.uint32(8)).astype(np.float32)
+    return (raw_bits(xp, seed, draw, n) >> xp.uint64(11)).astype(np.float64)
+
+
+def _bits(work: Any) -> int:
+    return 24 if work is np.float32 else 53
 
 
 def uniform(xp: Any, seed: int, *, draw: int, shape: tuple, dtype: str, low: float,
             high: float) -> Any:
-    """Uniform draw on ``[low, high)``."""
-    dt = np.dtype(dtype)
-    n = ops.numel(shape)
-    work = np.float32 if dt == np.float32 else np.float64
-    u = _unit(xp, raw_bits(xp, seed, draw, n), np.dtype(work))
-    scale = work(high) - work(low)
-    return (work(low) + scale * u).astype(dt, copy=False).reshape(shape)
+    """Uniform draw on ``[low, high)``: ``k * ((high - low) * 2**-p) + low``."""
+    work = np.float32 if np.dtype(dtype) == np.float32 else np.float64
+    u = _mantissas(xp, seed, draw, ops.numel(shape), work)
+    step = (work(high) - work(low)) * work(2.0 ** -_bits(work))  # exact power-of-two scaling
+    xp.multiply(u, step, out=u)
+    xp.add(u, work(low), out=u)
+    return u.astype(np.dtype(dtype), copy=False).reshape(shape)
 
 
 def normal(xp: Any, seed: int, *, draw: int, shape: tuple, dtype: str, mean: float,
            std: float) -> Any:
-    """Normal draw (Box-Muller on float64 uniforms)."""
+    """Normal draw: Box-Muller on pairs of uniforms, both of each pair's values used."""
+    work = np.float32 if np.dtype(dtype) == np.float32 else np.float64
     n = ops.numel(shape)
-    words = raw_bits(xp, seed, draw, 2 * n)
-    u1 = 1.0 - _unit(xp, words[:n], np.dtype(np.float64))  # in (0, 1]
-    u2 = _unit(xp, words[n:], np.dtype(np.float64))
-    radius = xp.sqrt(-2.0 * xp.log(u1))
-    z = radius * xp.cos((2.0 * np.pi) * u2)
-    return (np.float64(mean) + np.float64(std) * z).astype(np.dtype(dtype)).reshape(shape)
+    half = (n + 1) // 2
+    k = _mantissas(xp, seed, draw, 2 * half, work)
+    unit = work(2.0 ** -_bits(work))
+    u1 = work(1.0) - k[:half] * unit  # in (0, 1]: log is finite
+    theta = k[half:] * work(2.0 * np.pi * 2.0 ** -_bits(work))
+    radius = xp.sqrt(work(-2.0) * xp.log(u1))
+    z = xp.concatenate([radius * xp.cos(theta), radius * xp.sin(theta)])[:n]
+    if std != 1.0 or mean != 0.0:
+        z = z * work(std) + work(mean)
+    return z.astype(np.dtype(dtype), copy=False).reshape(shape)
 
 
 def bernoulli(xp: Any, seed: int, *, draw: int, shape: tuple, dtype: str, p: float) -> Any:
-    """Bernoulli draw: 1 with probability ``p``."""
-    n = ops.numel(shape)
-    u = _unit(xp, raw_bits(xp, seed, draw, n), np.dtype(np.float64))
-    return (u < np.float64(p)).astype(np.dtype(dtype)).reshape(shape)
+    """Bernoulli draw: 1 where the 53-bit uniform ``k * 2**-53 < p``."""
+    k = raw_bits(xp, seed, draw, ops.numel(shape)) >> xp.uint64(11)
+    threshold = math.ceil(p * 2.0 ** 53)  # k < p * 2**53  <=>  k < ceil(p * 2**53)
+    return (k < xp.uint64(min(threshold, 2**53))).astype(np.dtype(dtype)).reshape(shape)
 
 
 def _random_meta(args: Any, params: dict) -> tuple:

@@ -134,6 +134,12 @@ class Recorder(Backend):
                 "records only the thread that opened its scope")
 
     def closed_error(self, node: Node | None = None) -> ScopeClosedError:
+        if self.raised is not None:
+            first = str(self.raised).splitlines()[0]
+            err = ScopeClosedError(f"the capture scope of {self.name!r} was closed by a violation "
+                                   f"and records nothing more: {first}")
+            err.graph = self.graph
+            return err
         what = f"tensor {describe_node(node)}" if node is not None else "this tensor"
         err = ScopeClosedError(
             f"capture scope is already complete: {what} belongs to a capture scope of "
