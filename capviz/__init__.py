@@ -53,6 +53,7 @@ from capviz.errors import (
     UnseededRandomWarning,
     UnsupportedOperationError,
 )
+from capviz.executor import Executor
 from capviz.ir import CapturedGraph, Node, Violation
 from capviz.numpy_api import supported_functions
 from capviz.serialize import load
@@ -63,7 +64,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BackendUnavailableError", "BoundaryError", "CaptureDevice", "CaptureError", "CaptureScope",
     "CaptureViolation", "CapturedGraph", "CapvizError", "DataReadError", "Device",
-    "DeviceMismatchError", "DuplicateBoundaryError", "GraphFormatError", "GraphVerifyError",
+    "DeviceMismatchError", "DuplicateBoundaryError", "Executor", "GraphFormatError", "GraphVerifyError",
     "InvalidInputError", "InvalidOutputError", "Node", "NonFiniteError", "RenderError",
     "ReplayError", "ReplayInputError", "ScopeAlreadyActiveError", "ScopeClosedError",
     "SeedViolationError", "ShapeError", "Spec", "Tensor", "UndeclaredInputError",

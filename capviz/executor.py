@@ -83,7 +83,8 @@ def check_inputs(graph: CapturedGraph, inputs: Mapping[str, Any] | None, xp: Any
                                    f"{_type_text(node.shape, node.dtype)}, got "
                                    f"{type(value).__name__} (wrap it with np.asarray first)")
         if is_gpu and xp is np:
-            raise ReplayInputError(f"input {node.name!r} is a {type(value).__module__} GPU "
+            library = type(value).__module__.split(".")[0]
+            raise ReplayInputError(f"input {node.name!r} is a {library} GPU "
                                    "array but the replay runs on NumPy; pass a NumPy array or "
                                    "replay with backend='cupy'")
         got_shape, got_dtype = tuple(value.shape), np.dtype(value.dtype)
@@ -433,6 +434,9 @@ class Executor:
         try:
             if op.random:
                 return op.bind(self.xp)(self.seed, **node.params)
+            if self.check_finite:  # the check reports NaN/Inf; NumPy's warnings would repeat it
+                with np.errstate(all="ignore"):
+                    return op.bind(self.xp)(*args, **node.params)
             return op.bind(self.xp)(*args, **node.params)
         except CapvizError:
             raise

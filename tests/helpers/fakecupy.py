@@ -1,0 +1,49 @@
+"""A stand-in for CuPy built on NumPy, for testing capviz's CuPy code paths without a GPU.
+
+A GPU cannot exist on CI machines, so this is the one mocked component: arrays carry
+``__cuda_array_interface__`` and ``.get()`` like CuPy's, and ``cuda.runtime.getDeviceCount``
+reports one device. The real CuPy runs the same tests on the GPU machine (benchmarks/gpu_check.py).
+"""
+
+import sys
+import types
+
+import numpy as np
+
+
+class ndarray(np.ndarray):  # noqa: N801 - CuPy's name
+    __module__ = "cupy"
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "version": 3}
+
+    def get(self):
+        return np.asarray(self).copy()
+
+
+class _Namespace(types.ModuleType):
+    def __getattr__(self, name):
+        value = getattr(np, name)
+        if callable(value) and not isinstance(value, type):
+            def wrapped(*args, **kwargs):
+                out = value(*args, **kwargs)
+                if isinstance(out, np.ndarray) and not isinstance(out, ndarray):
+                    return out.view(ndarray)
+                return out
+
+            return wrapped
+        return value
+
+
+def install(monkeypatch, devices=1):
+    cupy = _Namespace("cupy")
+    cupy.ndarray = ndarray
+    cupy.asarray = lambda a, dtype=None: np.array(a, dtype=dtype).view(ndarray)
+    cupy.asnumpy = lambda a: np.asarray(a).copy()
+    cupy.uint64, cupy.uint32 = np.uint64, np.uint32
+    cupy.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(
+        getDeviceCount=lambda: devices))
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setattr(sys.modules["capviz.capture"], "_default", None)
+    return cupy

@@ -1,0 +1,96 @@
+"""The CuPy backend: the same op table on another namespace. Without a GPU these run against
+helpers.fakecupy (the GPU is what is mocked); with CuPy and a GPU the ``gpu`` tests run for real."""
+
+import numpy as np
+import pytest
+from helpers import fakecupy
+
+import capviz as cv
+from capviz.models import transformer_block, transformer_weights
+
+
+@pytest.fixture
+def cupy(monkeypatch):
+    return fakecupy.install(monkeypatch)
+
+
+def test_auto_picks_cupy_and_says_so(cupy):
+    g = cv.capture(lambda x: np.tanh(x) * 2, cv.spec(3))
+    out = g.replay({"x": np.ones(3, np.float32)}, backend="auto")
+    assert out.backend == "cupy" and isinstance(out["out"], cupy.ndarray)
+    host = g.replay({"x": np.ones(3, np.float32)}, backend="cupy", to_numpy=True)
+    assert type(host["out"]) is np.ndarray
+    assert cv.default_device().kind == "cupy"
+
+
+def test_cupy_replay_matches_numpy(cupy):
+    p = transformer_weights(d=8, heads=2)
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    g = cv.capture(lambda x: transformer_block(x, p), cv.spec(x.shape))
+    a = g.replay({"x": x}, backend="cupy", to_numpy=True)["out"]
+    b = g.replay({"x": x}, backend="numpy")["out"]
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_random_ops_give_the_same_bits_on_both_backends(cupy):
+    dev = cv.Device("numpy")
+    dev.seed(11)
+    g = cv.capture(lambda: (cv.random.uniform((64,)), cv.random.bernoulli((64,), p=0.4),
+                            cv.random.normal((64,))), rng=dev)
+    a = g.replay({}, backend="cupy", to_numpy=True)
+    b = g.replay({}, backend="numpy")
+    for name in g.outputs:
+        assert np.array_equal(a[name], b[name]), name
+
+
+def test_eager_cupy_device(cupy):
+    dev = cv.Device("cupy")
+    t = cv.tensor(np.arange(3.0), device=dev)
+    assert isinstance(t._data, cupy.ndarray)
+    assert (t * 2).numpy().tolist() == [0.0, 2.0, 4.0]
+    with pytest.raises(cv.DeviceMismatchError, match="'numpy' met a tensor on 'cupy'"):
+        t + cv.tensor(np.ones(3), device=cv.Device("numpy"))
+
+
+def test_gpu_array_on_a_numpy_replay_is_refused(cupy):
+    g = cv.capture(lambda x: x + 1, cv.spec(3))
+    with pytest.raises(cv.ReplayInputError, match="input 'x' is a cupy GPU array"):
+        g.replay({"x": cupy.asarray(np.ones(3, np.float32))}, backend="numpy")
+
+
+def test_gpu_array_met_in_capture_becomes_a_host_constant(cupy):
+    c = cupy.asarray(np.arange(3.0))
+    g = cv.capture(lambda x: x + c, cv.spec(3, "float64"))
+    assert type(g.constant_values[g.constants[0].index]) is np.ndarray
+
+
+def test_no_gpu_visible(monkeypatch):
+    fakecupy.install(monkeypatch, devices=0)
+    with pytest.raises(cv.BackendUnavailableError, match="no GPU is visible"):
+        cv.Device("cupy")
+
+
+def _real_cupy():
+    try:
+        import cupy
+
+        return cupy if cupy.cuda.runtime.getDeviceCount() > 0 else None
+    except Exception:
+        return None
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_real_cupy() is None, reason="needs CuPy and a GPU (pip install "
+                                                 "'capviz[cuda]' on a machine with one)")
+def test_real_cupy_random_bits_and_replay():
+    cupy = _real_cupy()
+    dev = cv.Device("numpy")
+    dev.seed(5)
+    g = cv.capture(lambda: (cv.random.uniform((1000,)), cv.random.bernoulli((1000,), p=0.2),
+                            cv.random.normal((1000,), dtype="float64")), rng=dev)
+    a = g.replay({}, backend="cupy")
+    b = g.replay({}, backend="numpy")
+    assert isinstance(a["out0"], cupy.ndarray)
+    assert np.array_equal(cupy.asnumpy(a["out0"]), b["out0"])
+    assert np.array_equal(cupy.asnumpy(a["out1"]), b["out1"])
+    np.testing.assert_array_max_ulp(cupy.asnumpy(a["out2"]), b["out2"], maxulp=8)

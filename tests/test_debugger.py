@@ -1,0 +1,160 @@
+"""The executor as a debugger: stepping, breakpoints, values, first NaN, first divergence, stats."""
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+
+def model(x):
+    h = np.tanh(x * 2.0)  # LINE h
+    y = h @ np.ones((3, 3), np.float32)
+    return np.exp(y) - 1.0
+
+
+@pytest.fixture
+def graph():
+    return cv.capture(model, cv.spec((2, 3)))
+
+
+X = {"x": np.ones((2, 3), np.float32)}
+
+
+def test_stepping_order_is_program_order(graph):
+    ex = graph.executor(X, backend="numpy")
+    seen = []
+    while not ex.finished:
+        seen.append(ex.step().index)
+        assert ex.position == seen[-1] + 1
+    assert seen == [n.index for n in graph.nodes]
+    with pytest.raises(StopIteration):
+        ex.step()
+    assert np.array_equal(ex.outputs()["out"], model(X["x"]))
+
+
+def test_run_until_breakpoints_and_values(graph):
+    ex = graph.executor(X, backend="numpy")
+    tanh = next(n for n in graph.ops if n.op == "tanh")
+    assert ex.run(until=tanh) is tanh
+    assert np.array_equal(ex.values[tanh], np.tanh(X["x"] * 2.0))
+    assert np.array_equal(ex.values["x"], X["x"])
+    with pytest.raises(KeyError, match="has not run yet"):
+        ex.values[graph.ops[-1]]
+    ex.break_at(graph.ops[-1])
+    stopped = ex.run()
+    assert stopped is graph.ops[-1] and not ex.finished
+    assert ex.run() is None and ex.finished
+    ex2 = graph.executor(X, backend="numpy")
+    hit = ex2.run(until=lambda node, value: node.op == "matmul")
+    assert hit.op == "matmul"
+
+
+def test_keep_false_frees_values(graph):
+    ex = graph.executor(X, backend="numpy", keep=False)
+    ex.run()
+    assert set(ex.values) == {graph.output_nodes[0].args[0].index} | {
+        n.index for n in graph.constants if n.index not in
+        {a.index for m in graph.nodes for _, a in m.operands}}
+
+
+def nan_program(x):
+    y = np.log(x - 1.0)  # NAN CAUSE: log of a negative number
+    for _ in range(20):
+        y = y * 0.5 + 1.0
+    return y
+
+
+def test_check_finite_finds_the_first_nan_20_ops_before_it_shows():
+    g = cv.capture(nan_program, cv.spec(4))
+    x = np.array([2.0, 3.0, 0.5, 4.0], np.float32)
+    with pytest.raises(cv.NonFiniteError) as info:
+        g.replay({"x": x}, backend="numpy", check_finite=True)
+    err = info.value
+    assert err.node.op == "log" and "1 of 4 elements NaN/Inf" in str(err)
+    assert "test_debugger.py" in str(err)
+    assert g.marks["nonfinite"] == err.node.index
+    (operand, value), = err.inputs.items()
+    assert operand.op == "subtract" and value[2] == -0.5
+    svg = ET.fromstring(g.to_svg())
+    marked = [e for e in svg.iter("{http://www.w3.org/2000/svg}g") if e.get("id") ==
+              f"n{err.node.index}"][0]
+    assert any(p.get("stroke") == "#dc2626" for p in marked.iter()
+               if p.tag.endswith(("path", "polygon")))
+
+
+def test_compare_finds_the_perturbed_op(graph):
+    def perturbed(x):
+        h = np.tanh(x * 2.0)
+        y = h @ np.full((3, 3), 1.001, np.float32)  # the deliberate change: other weights
+        return np.exp(y) - 1.0
+
+    same = graph.compare(model, X)
+    assert not same and same.node is None
+    found = graph.compare(perturbed, X)
+    assert found.node.op == "matmul"
+    assert graph.marks["diverged"] == found.node.index
+    assert found.message.startswith(f"%{found.node.index} (matmul, recorded at ")
+    assert "max abs error" in found.message
+
+
+def test_compare_reports_a_different_program():
+    g = cv.capture(lambda x: np.exp(x) + 1.0, cv.spec(3))
+    found = g.compare(lambda x: np.exp(x) * 1.0 + 1.0, {"x": np.ones(3, np.float32)})
+    assert found.node.op == "add"
+    assert found.message == f"eager ran multiply where the graph has %{found.node.index} add: " \
+                            "the programs differ here"
+
+
+def test_compare_reports_the_first_value_difference():
+    base = cv.capture(lambda x: np.sin(x) * 3.0 + 1.0, cv.spec(3))
+
+    def off(x):
+        return np.sin(x) * 3.001 + 1.0
+
+    found = base.compare(off, {"x": np.ones(3, np.float32)}, rtol=1e-6, atol=0)
+    assert found.node.op == "multiply"
+    assert found.max_abs == pytest.approx(np.sin(1.0) * 0.001, rel=1e-2)
+
+
+def test_compare_between_backends_without_a_second_backend(graph):
+    found = graph.compare(backend="numpy", against="numpy", inputs=X)
+    assert not found
+
+
+def test_replay_error_names_the_users_line():
+    def f(x, i):
+        return x[i]  # INDEX LINE
+
+    g = cv.capture(f, cv.spec(3), cv.spec(2, "int64"))
+    with pytest.raises(cv.ReplayError, match=r"index.*test_debugger\.py:\d+ in f") as info:
+        g.executor({"x": np.ones(3, np.float32), "i": np.array([0, 5])}).run()
+    assert info.value.node.op == "index"
+
+
+def test_stats_appear_in_tooltips(graph):
+    stats = graph.compute_stats(X)
+    tanh = next(n for n in graph.ops if n.op == "tanh")
+    assert stats[tanh.index].max == pytest.approx(np.tanh(2.0))
+    assert stats[tanh.index].nan == 0
+    svg = ET.fromstring(graph.to_svg())
+    titles = [a.get("{http://www.w3.org/1999/xlink}title") for a in svg.iter()
+              if a.get("{http://www.w3.org/1999/xlink}title")]
+    assert any("max 0.964" in t for t in titles)
+
+
+class Counting(cv.Executor):
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.ops = []
+
+    def run_op(self, node):
+        self.ops.append(node.op)
+        return super().run_op(node)
+
+
+def test_executor_methods_can_be_overridden(graph):
+    ex = Counting(graph, X, backend="numpy")
+    ex.run()
+    assert ex.ops == [n.op for n in graph.ops]
