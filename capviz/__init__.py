@@ -64,7 +64,8 @@ __version__ = "0.1.0"
 __all__ = [
     "BackendUnavailableError", "BoundaryError", "CaptureDevice", "CaptureError", "CaptureScope",
     "CaptureViolation", "CapturedGraph", "CapvizError", "DataReadError", "Device",
-    "DeviceMismatchError", "DuplicateBoundaryError", "Executor", "GraphFormatError", "GraphVerifyError",
+    "DeviceMismatchError", "DuplicateBoundaryError", "Executor", "GraphFormatError",
+    "GraphVerifyError",
     "InvalidInputError", "InvalidOutputError", "Node", "NonFiniteError", "RenderError",
     "ReplayError", "ReplayInputError", "ScopeAlreadyActiveError", "ScopeClosedError",
     "SeedViolationError", "ShapeError", "Spec", "Tensor", "UndeclaredInputError",

@@ -78,8 +78,8 @@ def test_check_finite_finds_the_first_nan_20_ops_before_it_shows():
     (operand, value), = err.inputs.items()
     assert operand.op == "subtract" and value[2] == -0.5
     svg = ET.fromstring(g.to_svg())
-    marked = [e for e in svg.iter("{http://www.w3.org/2000/svg}g") if e.get("id") ==
-              f"n{err.node.index}"][0]
+    marked = next(e for e in svg.iter("{http://www.w3.org/2000/svg}g") if e.get("id") ==
+              f"n{err.node.index}")
     assert any(p.get("stroke") == "#dc2626" for p in marked.iter()
                if p.tag.endswith(("path", "polygon")))
 

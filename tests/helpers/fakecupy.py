@@ -11,7 +11,7 @@ import types
 import numpy as np
 
 
-class ndarray(np.ndarray):  # noqa: N801 - CuPy's name
+class ndarray(np.ndarray):
     __module__ = "cupy"
 
     @property
