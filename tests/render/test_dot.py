@@ -1,0 +1,189 @@
+"""DOT building and the SVG it renders to, parsed as XML."""
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from capviz.render.dot import choose_collapsed
+
+SVG = "{http://www.w3.org/2000/svg}"
+XLINK = "{http://www.w3.org/1999/xlink}"
+HOSTILE = ['x"];evil[label="', "<script>alert(1)</script>", "back\\slash\\", "new\nline",
+           "&amp; <b>bold</b>", "}\ndigraph {", "ends with \\"]
+
+
+def svg_nodes(svg_text):
+    root = ET.fromstring(svg_text)
+    out = {}
+    for g in root.iter(f"{SVG}g"):
+        if "node" in (g.get("class") or "").split():
+            out[g.get("id")] = g
+    return root, out
+
+
+def texts(g):
+    return "".join(t.text or "" for t in g.iter(f"{SVG}text"))
+
+
+def tooltip(g):
+    return next((a.get(f"{XLINK}title") for a in g.iter() if a.get(f"{XLINK}title")), "")
+
+
+def violation_graph():
+    dev = cv.Device("numpy")
+    dev.seed(0)
+    with cv.CaptureDevice().capture_scope(on_violation="record", rng=dev) as scope:
+        x = scope.input("x", (2, 3))
+        w = scope.constant(np.ones((3, 3), np.float32), name="w")
+        with cv.name_scope("block"):
+            h = np.tanh(x @ w)
+            np.random.seed(1)
+            r = cv.random.uniform((2, 3))
+        scope.output(h + r, "y")
+    return scope.graph
+
+
+def test_each_kind_has_its_own_style_in_the_svg():
+    g = violation_graph()
+    _, nodes = svg_nodes(g.to_svg())
+    kinds = {n.index: n.kind for n in g.nodes}
+    for index, kind in kinds.items():
+        elem = nodes[f"n{index}"]
+        assert f"capviz-{kind}" in elem.get("class").split()
+    fills = {}
+    for index, kind in kinds.items():
+        shape = next(e for e in nodes[f"n{index}"].iter() if e.tag in (f"{SVG}path",
+                                                                       f"{SVG}polygon"))
+        fills.setdefault(kind, set()).add(shape.get("fill"))
+    assert fills["input"] == {"#dbeafe"} and fills["output"] == {"#dcfce7"}
+    assert fills["violation"] == {"#fee2e2"} and fills["constant"] == {"#f3f4f6"}
+    assert fills["op"] == {"#ffffff", "#ede9fe"}  # random ops are tinted
+
+
+def test_op_nodes_show_op_shape_dtype_and_source_tooltip():
+    g = violation_graph()
+    _, nodes = svg_nodes(g.to_svg())
+    matmul = next(n for n in g.ops if n.op == "matmul")
+    elem = nodes[f"n{matmul.index}"]
+    assert texts(elem) == "matmulfloat32[2,3]"
+    assert f"test_dot.py:{matmul.source[1]} in violation_graph" in tooltip(elem)
+
+
+def test_violation_is_red_with_its_message_and_links():
+    g = violation_graph()
+    root, nodes = svg_nodes(g.to_svg())
+    v = g.violations[0]
+    elem = nodes[f"n{v.order}"]
+    assert "error: seed" in texts(elem) and "np.random.seed(1)" in texts(elem)
+    assert "seeding is not supported during graph capture" in tooltip(elem)
+    stroke = next(e for e in elem.iter() if e.tag == f"{SVG}polygon").get("stroke")
+    assert stroke == "#dc2626"
+    edges = {e.find(f"{SVG}title").text for e in root.iter(f"{SVG}g")
+             if e.get("class") == "edge"}
+    random_op = next(n for n in g.ops if n.op == "random_uniform")
+    assert f"n{v.order}->n{random_op.index}" in edges  # "affects" the random op after it
+
+
+def test_warning_is_amber():
+    dev = cv.Device("numpy")
+    with pytest.warns(cv.UnseededRandomWarning):
+        g = cv.capture(lambda: cv.random.normal((2,)), rng=dev)
+    _, nodes = svg_nodes(g.to_svg())
+    elem = nodes[f"n{g.violations[0].order}"]
+    assert next(e for e in elem.iter() if e.tag == f"{SVG}polygon").get("stroke") == "#d97706"
+
+
+def test_edge_labels_on_request():
+    g = cv.capture(lambda x: x * 2, cv.spec((2, 5)))
+    assert "float32[2,5]" not in g.to_dot().source.split("->", 1)[1]
+    assert 'label="float32[2,5]"' in g.to_dot(edge_labels=True).source
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_names_are_escaped_everywhere(name):
+    with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+        x = scope.input(name, (2,))
+        with cv.name_scope(name):
+            c = scope.constant(np.ones(2, np.float32), name=name)
+            y = x * c
+        float(y.sum())  # a violation whose message holds the listing of a hostile name
+        scope.output(y, name)
+    g = scope.graph
+    dot = g.to_dot().source
+    svg = g.to_svg()
+    root, nodes = svg_nodes(svg)  # parses: nothing broke out of the SVG
+    assert not [e for e in root.iter() if e.tag.endswith("script")]
+    assert "<script" not in svg
+    assert set(nodes) == {f"n{n.index}" for n in g.nodes}  # no node injected, none lost
+    assert dot.count(" -> ") == len(root.findall(f".//{SVG}g[@class='edge']"))
+    assert texts(nodes[f"n{g.node(name).index}"]).startswith(name.replace("\n", ""))
+    assert "<script" not in g._repr_mimebundle_()["image/svg+xml"]
+
+
+def test_same_graph_same_dot():
+    def f(x):
+        with cv.name_scope("a"):
+            y = np.exp(x)
+        with cv.name_scope("b"):
+            return y + x
+
+    assert cv.capture(f, cv.spec(3)).to_dot().source == cv.capture(f, cv.spec(3)).to_dot().source
+    g = cv.capture(f, cv.spec(3))
+    assert g.to_dot().source == g.to_dot().source
+
+
+def scoped(blocks=4, per_block=5):
+    def f(x):
+        for b in range(blocks):
+            with cv.name_scope(f"block{b}"):
+                for _ in range(per_block):
+                    x = np.tanh(x) * 1.5
+        return x
+
+    return cv.capture(f, cv.spec(3))
+
+
+def test_scopes_become_clusters():
+    root, _ = svg_nodes(scoped(blocks=3, per_block=1).to_svg())
+    clusters = [g for g in root.iter(f"{SVG}g") if g.get("class") == "cluster"]
+    labels = sorted(texts(c) for c in clusters)
+    assert labels == ["block0", "block1", "block2"]
+
+
+def test_collapse_listed_scopes():
+    g = scoped(blocks=3, per_block=2)
+    _, nodes = svg_nodes(g.to_svg(collapse=["block1"]))
+    scope_nodes = [e for e in nodes.values() if "capviz-scope" in e.get("class").split()]
+    assert len(scope_nodes) == 1
+    assert texts(scope_nodes[0]) == "block14 opsin: float32[3]out: float32[3]"
+
+
+def test_collapse_to_a_node_budget():
+    g = scoped(blocks=10, per_block=10)
+    chosen = choose_collapsed(g, 30)
+    drawn = len(g.nodes) - sum(1 for n in g.nodes if n.scope in chosen) + len(chosen)
+    assert drawn <= 30 and chosen
+    _, nodes = svg_nodes(g.to_svg(collapse=30))
+    assert len(nodes) <= 30
+    assert len(svg_nodes(g.to_svg(collapse=None))[1]) == len(g.nodes)
+
+
+def test_collapsed_scope_with_a_violation_stays_marked():
+    g = violation_graph()
+    _, nodes = svg_nodes(g.to_svg(collapse=["block"]))
+    (elem,) = [e for e in nodes.values() if "capviz-scope" in e.get("class").split()]
+    assert "1 violation" in texts(elem)
+    assert next(e for e in elem.iter() if e.tag in (f"{SVG}polygon", f"{SVG}path")).get(
+        "stroke") == "#dc2626"
+
+
+def test_mimebundle_keys():
+    g = cv.capture(lambda x: x + 1, cv.spec(2))
+    bundle = g._repr_mimebundle_()
+    assert set(bundle) == {"image/svg+xml", "text/plain"}
+    ET.fromstring(bundle["image/svg+xml"])
+    assert bundle["text/plain"] == str(g)
+    assert set(g._repr_mimebundle_(include=["text/plain"])) == {"text/plain"}
+    assert set(g._repr_mimebundle_(exclude=["text/plain"])) == {"image/svg+xml"}

@@ -1,0 +1,50 @@
+"""The notebooks, executed headless by a real kernel (nbclient), outputs parsed."""
+
+import os
+import xml.etree.ElementTree as ET
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NOTEBOOKS = os.path.join(os.path.dirname(HERE), "notebooks")
+
+
+def run(name, tmp_path):
+    nb = nbformat.read(os.path.join(NOTEBOOKS, name), as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, "commit without outputs"
+    client = NotebookClient(nb, timeout=120, kernel_name="python3", store_widget_state=True,
+                            resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    return nb
+
+
+def outputs(nb, mime):
+    return [o["data"][mime] for c in nb.cells if c.cell_type == "code" for o in c.outputs
+            if mime in o.get("data", {})]
+
+
+def streams(nb):
+    return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                   for o in c.outputs if o["output_type"] == "stream")
+
+
+def test_quickstart(tmp_path):
+    nb = run("quickstart.ipynb", tmp_path)
+    svgs = [ET.fromstring(s) for s in outputs(nb, "image/svg+xml")]
+    assert len(svgs) >= 3  # the graph, the collapsed graph, the live view's final static output
+    text = streams(nb)
+    assert "numpy True" in text
+    assert "[('seed', " in text
+    final = svgs[-1]
+    ids = {g.get("id") for g in final.iter("{http://www.w3.org/2000/svg}g")}
+    assert any(i and i.startswith("n") for i in ids)
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    html_models = [m for m in state.values() if m["model_name"] == "HTMLModel"]
+    assert any("1 violations" in m["state"]["value"] for m in html_models)
+    assert any("<svg" in m["state"]["value"] for m in html_models)
+    views = outputs(nb, "application/vnd.jupyter.widget-view+json")
+    assert views, "the live widget was displayed"
