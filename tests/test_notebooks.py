@@ -4,7 +4,6 @@ import os
 import xml.etree.ElementTree as ET
 
 import nbformat
-import pytest
 from nbclient import NotebookClient
 
 HERE = os.path.dirname(os.path.abspath(__file__))
