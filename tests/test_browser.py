@@ -72,24 +72,33 @@ def test_live_widget_draws_the_graph_and_the_violation_in_the_browser(lab):
             "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync"])
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"{url}/lab/tree/quickstart.ipynb?token={token}")
-        page.wait_for_selector(".jp-Notebook", timeout=60_000)
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                               timeout=60_000)
-        page.click(".lm-MenuBar-itemLabel:text-is('Run')")
-        page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
-        widget_svg = ".widget-html-content svg"
-        page.wait_for_selector(f"{widget_svg} g.node", timeout=90_000)
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('.widget-html-content')]"
-            ".some(e => e.textContent.includes('capviz done'))", timeout=90_000)
-        nodes = page.locator(f"{widget_svg} g.node")
-        violation = page.locator(f"{widget_svg} g.capviz-violation")
-        assert nodes.count() >= 8
-        assert violation.count() == 1
-        stroke = violation.locator("polygon").first.get_attribute("stroke")
-        assert stroke == "#dc2626"
-        assert "1 violations" in page.locator(".widget-html-content").first.text_content()
-        violation.scroll_into_view_if_needed()
-        page.screenshot(path=os.path.join(artifacts, "browser-quickstart.png"), full_page=False)
-        browser.close()
+        try:
+            drive(page, url, token, artifacts)
+        except Exception:
+            page.screenshot(path=os.path.join(artifacts, "browser-failure.png"))
+            raise
+        finally:
+            browser.close()
+
+
+def drive(page, url, token, artifacts):
+    page.goto(f"{url}/lab/tree/quickstart.ipynb?token={token}")
+    page.wait_for_selector(".jp-Notebook", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
+                           timeout=60_000)
+    page.click(".lm-MenuBar-itemLabel:text-is('Run')")
+    page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+    widget_svg = ".widget-html-content svg"
+    page.wait_for_selector(f"{widget_svg} g.node", timeout=90_000)
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.widget-html-content')]"
+        ".some(e => e.textContent.includes('capviz done'))", timeout=90_000)
+    nodes = page.locator(f"{widget_svg} g.node")
+    violation = page.locator(f"{widget_svg} g.capviz-violation")
+    assert nodes.count() >= 8
+    assert violation.count() == 1
+    stroke = violation.locator("polygon").first.get_attribute("stroke")
+    assert stroke == "#dc2626"
+    assert "1 violations" in page.locator(".widget-html-content").first.text_content()
+    violation.scroll_into_view_if_needed()
+    page.screenshot(path=os.path.join(artifacts, "browser-quickstart.png"), full_page=False)

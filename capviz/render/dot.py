@@ -120,11 +120,14 @@ def choose_collapsed(graph: CapturedGraph, collapse: Any) -> set[str]:
     if not isinstance(collapse, int) or isinstance(collapse, bool):
         return {str(s) for s in collapse}
     budget = collapse
-    sizes: dict[str, int] = {}
+    per_scope: dict[str, int] = {}
     for n in graph.nodes:
         if n.scope:
-            for p in _scope_prefixes(n.scope):
-                sizes[p] = sizes.get(p, 0) + 1
+            per_scope[n.scope] = per_scope.get(n.scope, 0) + 1
+    sizes: dict[str, int] = {}
+    for scope, count in per_scope.items():
+        for p in _scope_prefixes(scope):
+            sizes[p] = sizes.get(p, 0) + count
     drawn = len([n for n in graph.nodes if n.op != "unpack"])
     chosen: set[str] = set()
     depth = 1
@@ -171,18 +174,23 @@ def to_dot(graph: CapturedGraph, edge_labels: bool = False, collapse: Any = None
     if title:
         dot.attr(label=attr(title), labelloc="t")
     collapsed = choose_collapsed(graph, collapse)
+    scope_ids = {p: f"s{i}" for i, p in enumerate(sorted(collapsed))}
+    collapsed_of: dict[str, str | None] = {}
     rep: dict[int, str] = {}
     members: dict[str, list[Node]] = {}
     for n in graph.nodes:
-        c = _collapsed_of(n.scope, collapsed)
+        if n.scope not in collapsed_of:
+            collapsed_of[n.scope] = _collapsed_of(n.scope, collapsed)
+        c = collapsed_of[n.scope]
         if c is not None:
             members.setdefault(c, []).append(n)
-            rep[n.index] = f"s{sorted(collapsed).index(c)}"
+            rep[n.index] = scope_ids[c]
         elif n.op == "unpack":
             rep[n.index] = rep[n.args[0].index]
         else:
             rep[n.index] = f"n{n.index}"
     marked = set(graph.marks.values())
+    users = graph.users() if members else {}
     statements: dict[str, list[tuple[str, dict]]] = {}
     for n in graph.nodes:
         if n.op == "unpack" or rep[n.index] != f"n{n.index}":
@@ -199,8 +207,8 @@ def to_dot(graph: CapturedGraph, edge_labels: bool = False, collapse: Any = None
         bad = [n for n in nodes if n.kind == "violation"]
         inside = {n.index for n in nodes}
         ins = sorted({type_text(a) for n in nodes for _, a in n.operands if a.index not in inside})
-        outs = sorted({type_text(n) for n in nodes for u in graph.nodes if u.index not in inside
-                       for _, a in u.operands if a is n})
+        outs = sorted({type_text(n) for n in nodes
+                       if any(u.index not in inside for u in users.get(n.index, ()))})
         lines = [f"{ops_count} ops", "in: " + ", ".join(ins[:3]), "out: " + ", ".join(outs[:3])]
         attrs = dict(STYLE["scope"])
         if bad:

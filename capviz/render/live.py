@@ -1,17 +1,23 @@
 """The live view: an ipywidgets view that grows while a capture records.
 
 ``capture_scope(live=True)`` (or :func:`live`) attaches a :class:`LiveView` to the scope's
-recorder. The recorder tells it of each node; the view re-renders from a snapshot at most every
-``interval`` seconds, and at least four render-durations apart, so rendering never costs a capture
-more than about a quarter of its time. A violation renders at once, its node red. On scope exit
-the final graph is drawn and also left as a static ``image/svg+xml`` output (through a display
-handle), so saved or exported notebooks show it without widget JavaScript. Outside a notebook, or
-without ipywidgets, attaching does nothing and warns once.
+recorder. The recorder tells it of each node. At most every ``interval`` seconds the view takes a
+snapshot of the nodes recorded so far and hands it to a worker thread, which builds the DOT, runs
+the renderer and updates the widget: the capturing code never waits for Graphviz. A snapshot is
+taken only once the capture has run four times as long as rendering it is expected to take
+(learned from earlier renders), so rendering costs a capture at most about a quarter of its
+time. A violation hands over a snapshot at once, its node red. The widget itself appears with the
+first snapshot; a capture too short for one shows its final graph when its cell ends. In a
+notebook the final graph is also left as a static ``image/svg+xml`` output (through a display
+handle) before the cell finishes, so saved, executed or exported notebooks show it without
+widget JavaScript. Outside a notebook, or without ipywidgets,
+attaching does nothing and warns once.
 """
 
 from __future__ import annotations
 
 import html
+import threading
 import time
 import warnings
 from typing import Any
@@ -39,34 +45,71 @@ def _warn_once(why: str) -> None:
         warnings.warn(f"capviz live view disabled: {why}", RuntimeWarning, stacklevel=4)
 
 
+def snapshot(graph: CapturedGraph) -> CapturedGraph:
+    """A copy of the graph's node list and records, safe to render while capture goes on."""
+    copy = CapturedGraph()
+    copy.nodes = list(graph.nodes)
+    copy.constant_values = graph.constant_values
+    copy.violation_records = list(graph.violation_records)
+    copy.marks = dict(graph.marks)
+    copy.stats = graph.stats
+    copy.complete = graph.complete
+    return copy
+
+
 class LiveView:
     """A widget showing a graph while it is captured.
+
+    Args:
+        graph: the graph being recorded.
+        interval: least time between two renders while recording, in seconds.
+        display: show the widget (and, at the end, the static SVG) in the notebook.
+        background: render on a worker thread (``True`` in a notebook); ``False`` renders on the
+            capturing thread, which tests use for determinism.
 
     Attributes:
         widget: the ``ipywidgets.VBox`` (status line over the SVG).
         status: the status ``ipywidgets.HTML`` (ops so far, violations, elapsed).
         image: the ``ipywidgets.HTML`` holding the latest SVG.
-        renders: how many times the graph was rendered.
-        ops: ops recorded so far; ``violations``: violations so far.
+        renders: how many renders finished; ``ops``/``violations``: counts so far.
     """
 
     def __init__(self, graph: CapturedGraph, interval: float = 0.25, display: bool = True,
-                 **render_options: Any) -> None:
+                 background: bool = True, **render_options: Any) -> None:
         import ipywidgets
 
         self.graph = graph
         self.interval = interval
         self.render_options = render_options
+        self.background = background
+        self.display = display
+        self.per_node = 5e-6  # seconds to render one node; refined after each render
+        self.svg: str | None = None
         self.ops = 0
         self.violations = 0
         self.renders = 0
         self.started = time.monotonic()
         self._next = self.started + interval
-        self.status = ipywidgets.HTML(value=self._status_text("recording"))
-        self.image = ipywidgets.HTML(value="")
-        self.widget = ipywidgets.VBox([self.status, self.image])
+        self._lock = threading.Lock()
+        self._pending: tuple[CapturedGraph, str] | None = None
+        self._wake = threading.Condition(self._lock)
+        self._busy = False
+        self._closed = False
+        self._worker: threading.Thread | None = None
+        self._widgets = ipywidgets
+        self.widget: Any = None
         self.handle: Any = None
-        if display:
+        if not display:
+            self._ensure_widget()
+
+    def _ensure_widget(self) -> None:
+        """Create the widget (and, in a notebook, display it with a handle for the final SVG)."""
+        if self.widget is not None:
+            return
+        self.status = self._widgets.HTML(value=self._status_text("recording"))
+        self.image = self._widgets.HTML(value="")
+        self.widget = self._widgets.VBox([self.status, self.image])
+        if self.display:
             from IPython.display import display as show
 
             show(self.widget)
@@ -79,52 +122,141 @@ class LiveView:
         return (f'<span style="font-family:monospace;color:{colour}">capviz {html.escape(state)}'
                 f": {self.ops} ops, {self.violations} violations, {elapsed:.2f} s</span>")
 
-    # --- recorder callbacks --------------------------------------------------------------------
+    # --- recorder callbacks (the capturing thread) -------------------------------------------
 
     def node_added(self, node: Node) -> None:
         if node.kind == "op":
             self.ops += 1
         now = time.monotonic()
         if now >= self._next:
-            self.render("recording")
+            expected = self.per_node * len(self.graph.nodes)
+            if now - self.started >= 4 * expected:
+                self._submit("recording")
+            else:
+                self._next = self.started + 4 * expected
 
     def violation(self, node: Node) -> None:
         self.violations += 1
-        self.render("recording")
+        self._submit("recording")
 
-    def render(self, state: str) -> None:
-        """Draw the graph now (from the nodes recorded so far)."""
+    def _submit(self, state: str, final: bool = False) -> None:
+        self._ensure_widget()
+        graph = self.graph if final else snapshot(self.graph)
+        self._next = time.monotonic() + self.interval
+        if not self.background:
+            self._render(graph, state)
+            return
+        with self._lock:
+            self._pending = (graph, state)
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._work, name="capviz-live",
+                                                daemon=True)
+                self._worker.start()
+            self._wake.notify()
+
+    # --- rendering (the worker thread) ---------------------------------------------------------
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                while self._pending is None and not self._closed:
+                    self._wake.wait()
+                if self._pending is None:
+                    return
+                graph, state = self._pending
+                self._pending = None
+                self._busy = True
+            try:
+                self._render(graph, state)
+            finally:
+                with self._lock:
+                    self._busy = False
+                    self._wake.notify_all()
+
+    def _render(self, graph: CapturedGraph, state: str) -> None:
         from capviz.render.svg import to_svg
 
         start = time.monotonic()
         try:
-            svg = to_svg(self.graph, **self.render_options)
+            svg = to_svg(graph, **self.render_options)
+            self.svg = svg
             self.image.value = svg
         except RenderError as err:
+            self.svg = None
             self.image.value = f"<pre>{html.escape(str(err))}</pre>"
         self.renders += 1
         end = time.monotonic()
-        self._next = end + max(self.interval, 4 * (end - start))
+        self.per_node = (end - start) / max(1, len(graph.nodes))
+        self._next = max(self._next, end + 4 * (end - start))
         self.status.value = self._status_text(state)
 
+    def wait(self, timeout: float = 60.0) -> None:
+        """Block until every render handed over so far has finished."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._pending is not None or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RenderError(f"the live view did not finish rendering in {timeout} s")
+                self._wake.wait(left)
+
     def finish(self, graph: CapturedGraph) -> None:
-        """Draw the final graph and leave it as a static SVG output."""
+        """Render the final graph; in a notebook, leave it as a static SVG output before the
+        cell ends (the capturing code goes on meanwhile)."""
         self.graph = graph
         state = "done" if graph.complete else f"failed: {type(graph.error).__name__}"
-        self.render(state)
-        if self.handle is not None:
+        if not self.display:
+            self._submit(state, final=True)
+            if self.background:
+                self.wait()
+                self._close()
+            return
+        started = self.widget is not None
+        if started:  # a long capture: its watcher sees the final graph at once
+            self._submit(state, final=True)
+        from IPython import get_ipython
+
+        shell = get_ipython()
+
+        def publish(*_: Any) -> None:
+            if shell is not None:
+                shell.events.unregister("post_run_cell", publish)
+            if not started:
+                self._submit(state, final=True)
+            self.wait()
+            self._close()
             from capviz.render.jupyter import mimebundle
 
-            self.handle.update(mimebundle(graph), raw=True)
+            bundle = mimebundle(graph, exclude=["image/svg+xml"])
+            if self.svg:
+                bundle["image/svg+xml"] = self.svg
+            self.handle.update(bundle, raw=True)
+
+        if shell is None:
+            publish()
+        else:
+            shell.events.register("post_run_cell", publish)
+
+    def _close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._wake.notify_all()
 
 
 def attach(scope: Any, force: bool = False, **options: Any) -> LiveView | None:
-    """Attach a live view to an entered capture scope (``None`` outside a notebook)."""
-    if not force and not in_notebook():
+    """Attach a live view to an entered capture scope (``None`` outside a notebook).
+
+    ``force=True`` attaches outside a notebook too, rendering on the capturing thread and
+    displaying nothing (for tests and scripts that read the widget's state).
+    """
+    notebook = in_notebook()
+    if not force and not notebook:
         _warn_once("not running in a Jupyter kernel")
         return None
+    options.setdefault("display", notebook)
+    options.setdefault("background", notebook)
     try:
-        view = LiveView(scope.graph, display=not force or in_notebook(), **options)
+        view = LiveView(scope.graph, **options)
     except ImportError:
         _warn_once("ipywidgets is not installed")
         return None

@@ -75,3 +75,14 @@ def test_outside_a_notebook_live_is_a_no_op_that_warns_once(monkeypatch):
         warnings.simplefilter("error")
         with cv.CaptureDevice().capture_scope(live=True) as again:
             again.output(again.input("x", (1,)) + 1)
+
+
+def test_background_rendering_never_blocks_and_finishes_the_final_graph():
+    with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+        view = live.attach(scope, force=True, background=True, interval=0.0)
+        program(scope)
+    view.wait()
+    assert view.ops == 10 and view.violations == 1 and view.renders >= 1
+    assert "capviz done" in view.status.value
+    ET.fromstring(view.image.value)
+    assert (view._worker is not None and not view._worker.is_alive()) or view._closed
