@@ -74,6 +74,10 @@ def check_inputs(graph: CapturedGraph, inputs: Mapping[str, Any] | None, xp: Any
     for node in graph.input_nodes:
         value = inputs[node.name]
         if isinstance(value, Tensor):
+            if not hasattr(value._backend, "xp"):
+                raise ReplayInputError(f"input {node.name!r} is a capture tensor, which has no "
+                                       "value; pass an array "
+                                       f"{_type_text(node.shape, node.dtype)}")
             value = value._data
         is_gpu = hasattr(value, "__cuda_array_interface__")
         if isinstance(value, np.generic):

@@ -30,10 +30,24 @@ def test_replay_returns_outputs_by_name(graph):
      r"input 'x': expected float32\[2,4\], got float64\[2,4\]"),
     ({"x": [[1.0] * 4] * 2, "y": np.zeros(3)}, "input 'x' must be an array.*got list"),
     ({"x": np.ones((2, 4), np.float32), "y": 3.0}, "input 'y' must be an array.*got float"),
+    ({"x": cv.tensor(np.ones((2, 4), np.float32), device=cv.Device("numpy")),
+      "y": np.zeros(3)}, None),
 ])
 def test_replay_input_errors_name_input_expected_and_got(graph, inputs, message):
+    if message is None:  # eager tensors are accepted
+        assert graph.replay(inputs, backend="numpy")["out1"].tolist() == [0, 0, 0]
+        return
     with pytest.raises(cv.ReplayInputError, match=message):
         graph.replay(inputs, backend="numpy")
+
+
+def test_a_capture_tensor_is_not_a_replay_input(graph):
+    with cv.CaptureDevice().capture_scope() as scope:
+        x = scope.input("x", (2, 4))
+        with pytest.raises(cv.ReplayInputError, match="input 'x' is a capture tensor, which has "
+                                                      "no value"):
+            graph.replay({"x": x, "y": np.zeros(3)}, backend="numpy")
+        scope.output(x)
 
 
 def test_replay_is_compiled_once_and_reused(graph):

@@ -47,3 +47,31 @@ def test_quickstart(tmp_path):
     assert any("<svg" in m["state"]["value"] for m in html_models)
     views = outputs(nb, "application/vnd.jupyter.widget-view+json")
     assert views, "the live widget was displayed"
+
+
+def test_seed_violations(tmp_path):
+    nb = run("seed_violations.ipynb", tmp_path)
+    text = streams(nb)
+    assert "seeding is not supported during graph capture: np.random.seed(42)" in text
+    assert "reported at" in text and "in init_linear" in text
+    assert "violations: []" in text
+    assert "[('seed', 'np.random.seed(1)'), ('seed', 'random.seed(2)')]" in text
+    assert "fix 1 exact: True" in text
+    assert "fix 2 violations: []" in text
+    assert "fix 3 inputs: ['x', 'w'] True" in text
+    svgs = [ET.fromstring(s) for s in outputs(nb, "image/svg+xml")]
+    assert any(g.get("class") == "node capviz-violation"
+               for svg in svgs for g in svg.iter("{http://www.w3.org/2000/svg}g"))
+
+
+def test_debugging(tmp_path):
+    nb = run("debugging.ipynb", tmp_path)
+    text = streams(nb)
+    assert "stopped after <Node %2 op log> value:" in text
+    assert "first non-finite value at node %2 (log, 1 of 4 elements NaN/Inf)" in text
+    assert "fed by:" in text
+    assert "differs: max abs error" in text
+    assert "nan 0" in text and "replayed on numpy" in text
+    svg = ET.fromstring(outputs(nb, "image/svg+xml")[0])
+    marked = [g for g in svg.iter("{http://www.w3.org/2000/svg}g") if g.get("id") == "n2"]
+    assert any(e.get("stroke") == "#dc2626" for e in marked[0].iter())

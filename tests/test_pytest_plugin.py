@@ -1,0 +1,136 @@
+"""The pytest plugin, run for real with pytester in a temporary directory."""
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+GRAPH_TESTS = '''
+import numpy as np
+import pytest
+import capviz as cv
+
+
+def test_fixture(capture_device, capviz_graphs):
+    with capture_device.capture_scope() as scope:
+        scope.output(scope.input("x", (2,)) * 2)
+    assert capture_device.name == "test" and capviz_graphs == [scope.graph]
+
+
+@pytest.mark.capviz(no_violations=True)
+def test_marked_with_violation():
+    with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+        x = scope.input("x", (2,))
+        np.random.seed(0)
+        scope.output(x + 1)
+
+
+@pytest.mark.capviz(no_violations=True)
+def test_marked_clean():
+    cv.capture(lambda x: x + 1, cv.spec(2))
+
+
+def test_failing_with_a_graph():
+    g = cv.capture(lambda x: np.tanh(x), cv.spec(3))
+    assert len(g.ops) == 99
+
+
+def test_capture_error():
+    cv.capture(lambda x: np.linalg.norm(x), cv.spec(3))
+'''
+
+
+def test_fixtures_marker_and_artifacts(pytester):
+    pytester.makepyfile(test_graphs=GRAPH_TESTS)
+    artifacts = pytester.path / "artifacts"
+    result = pytester.runpytest("--capviz-artifacts", str(artifacts), "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=3)
+    result.stdout.fnmatch_lines([
+        "*test_marked_with_violation*",
+        "*no_violations=True*recorded 1 violation(s)*",
+        "*error seed at *test_graphs.py:*np.random.seed(0)*",
+    ])
+    result.stdout.fnmatch_lines(["*capviz artifacts*", f"*{artifacts}*failing_with_a_graph-0.svg"])
+    svgs = sorted(p.name for p in artifacts.glob("*.svg"))
+    assert svgs == ["test_graphs.py_test_capture_error-0.svg",
+                    "test_graphs.py_test_failing_with_a_graph-0.svg",
+                    "test_graphs.py_test_marked_with_violation-0.svg"]
+    for svg in artifacts.glob("*.svg"):
+        ET.fromstring(svg.read_text())
+    doc = json.loads((artifacts / "test_graphs.py_test_capture_error-0.json").read_text())
+    assert doc["format"] == "capviz-graph" and not doc["complete"]
+
+
+def test_no_artifacts_without_the_option(pytester):
+    pytester.makepyfile(test_graphs=GRAPH_TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=3)
+    assert "capviz artifacts" not in result.stdout.str()
+
+
+SNAPSHOT_TEST = '''
+import numpy as np
+import capviz as cv
+
+
+def test_snap(capviz_snapshot):
+    capviz_snapshot(cv.capture(lambda x: np.exp(x) {op} 1.0, cv.spec(3)), "model")
+'''
+
+
+def test_snapshots_create_compare_update(pytester):
+    pytester.makepyfile(test_snap=SNAPSHOT_TEST.format(op="+"))
+    missing = pytester.runpytest("-p", "no:cacheprovider")
+    missing.assert_outcomes(failed=1)
+    missing.stdout.fnmatch_lines(["*no snapshot baseline*--capviz-update-snapshots*"])
+    pytester.runpytest("--capviz-update-snapshots", "-p", "no:cacheprovider").assert_outcomes(
+        passed=1)
+    baseline = pytester.path / "__capviz_snapshots__" / "model.json"
+    assert "add" in baseline.read_text()
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.makepyfile(test_snap=SNAPSHOT_TEST.format(op="*"))
+    changed = pytester.runpytest("-p", "no:cacheprovider")
+    changed.assert_outcomes(failed=1)
+    changed.stdout.fnmatch_lines(["*graph differs from snapshot*", "*-%2 op add*",
+                                  "*+%2 op multiply*"])
+    pytester.runpytest("--capviz-update-snapshots", "-p", "no:cacheprovider").assert_outcomes(
+        passed=1)
+    assert "multiply" in baseline.read_text()
+
+
+def test_plugin_can_be_disabled(pytester):
+    pytester.makepyfile(test_x='''
+def test_uses_fixture(capture_device):
+    pass
+''')
+    result = pytester.runpytest("-p", "no:capviz", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*fixture 'capture_device' not found*"])
+    bad = pytester.runpytest("-p", "no:capviz", "--capviz-artifacts", "x")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_assertions():
+    import numpy as np
+
+    import capviz as cv
+    from capviz import testing
+
+    g = cv.capture(lambda x: np.tanh(x) * 2, cv.spec(3))
+    testing.assert_no_violations(g)
+    testing.assert_replay_matches(g, lambda x: np.tanh(x) * 2, {"x": np.ones(3, np.float32)})
+    with pytest.raises(AssertionError, match="output 'out': replay differs from eager fn"):
+        testing.assert_replay_matches(g, lambda x: np.tanh(x) * 3,
+                                      {"x": np.ones(3, np.float32)})
+    other = cv.capture(lambda x: np.tanh(x) + 2, cv.spec(3))
+    with pytest.raises(AssertionError, match=r"(?s)graphs differ.*-%2 op multiply.*\+%2 op add"):
+        testing.assert_graph_equal(other, g)
+    testing.assert_graph_equal(g, cv.capture(lambda x: np.tanh(x) * 2, cv.spec(3)))
+    with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+        x = scope.input("x", ())
+        float(x)
+        scope.output(x)
+    with pytest.raises(AssertionError, match=r"1 violation\(s\):\n  error data_read at "):
+        testing.assert_no_violations(scope.graph)
