@@ -322,9 +322,12 @@ class CaptureScope:
     # --- boundaries --------------------------------------------------------------------------
 
     def input(self, name: str, shape_or_example: Any, dtype: Any = None) -> Tensor:
-        """Declare an input: ``input("x", (1, 4), "float32")``, ``input("x", cv.spec(...))``,
-        or ``input("x", example)`` with an array or eager tensor (uses of that object inside the
-        scope then read this input)."""
+        """Declare a graph input and return its capture tensor.
+
+        Forms: ``input("x", (1, 4), "float32")``, ``input("x", cv.spec(...))``, or
+        ``input("x", example)`` with an array or eager tensor (uses of that object inside the
+        scope then read this input).
+        """
         recorder = self._recorder()
         source = user_source()
         if not isinstance(name, str) or not name:
