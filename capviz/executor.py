@@ -161,8 +161,7 @@ class Program:
     """
 
     def __init__(self, graph: CapturedGraph, xp: Any) -> None:
-        self.graph = graph
-        self.xp = xp
+        self.xp = xp  # no reference to the graph: the graph holds its programs
         env: dict[str, Any] = {}
         body: list[str] = []
         self.line_nodes: dict[int, Node] = {}

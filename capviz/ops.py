@@ -121,7 +121,11 @@ def dummy(a: Any) -> Any:
 
 
 def _key(a: Any) -> Any:
-    return (a.shape, a.dtype) if is_tensor_meta(a) else type(a)
+    if is_tensor_meta(a):
+        return (a.shape, a.dtype)
+    if type(a) is int and not -128 <= a <= 127:
+        return (int, a)  # whether a Python int fits the other operand's dtype depends on its value
+    return type(a)
 
 
 _DTYPE_CACHE: dict = {}
@@ -172,8 +176,10 @@ def _ufunc_meta(name: str, ufunc: np.ufunc) -> Callable:
             shape = shapes[0] if len(shapes) == 1 else tuple(np.broadcast_shapes(*shapes))
             with np.errstate(all="ignore"):
                 dt = ufunc(*[proxy(a) for a in args]).dtype
-        except (ValueError, TypeError) as err:
+        except (ValueError, TypeError, OverflowError) as err:
             raise _fail(name, args, params, err) from None
+        if len(_UFUNC_CACHE) > 100_000:
+            _UFUNC_CACHE.clear()
         _UFUNC_CACHE[key] = (shape, dt)
         return shape, dt
 

@@ -91,6 +91,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
         if graphs:
             paths = write_artifacts(graphs, directory, item.nodeid)
             report.sections.append(("capviz artifacts", "\n".join(paths)))
+    if report.when == "teardown":
+        item.stash.get(_GRAPHS, []).clear()  # items live all session; their graphs need not
     return report
 
 

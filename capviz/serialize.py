@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import zipfile
 from typing import Any
 
 import networkx as nx
@@ -88,15 +87,22 @@ def decode(data: Any, where: str = "value") -> Any:
 # --- the networkx view -----------------------------------------------------------------------
 
 
-def node_attributes(node: Node) -> dict[str, Any]:
-    """The JSON attributes of a node in ``graph.nx``."""
+def node_attributes(node: Node, sources: dict | None = None) -> dict[str, Any]:
+    """The JSON attributes of a node in ``graph.nx`` (``sources``: a cache of source strings,
+    shared by the many nodes one line of a loop makes)."""
+    if sources is None:
+        source = format_source(node.source)
+    else:
+        source = sources.get(node.source)
+        if source is None:
+            source = sources[node.source] = format_source(node.source)
     attrs = {
         "kind": node.kind,
         "op": node.op,
         "shape": None if node.shape is None else list(node.shape),
         "dtype": dtype_name(node.dtype),
         "params": {k: encode(v) for k, v in node.params.items()} if node.params else {},
-        "source": format_source(node.source),
+        "source": source,
         "order": node.index,
         "scope": node.scope,
         "name": node.name,
@@ -140,7 +146,9 @@ def violation_links(graph: CapturedGraph) -> list[tuple[int, int, str]]:
 def to_networkx(graph: CapturedGraph) -> nx.MultiDiGraph:
     """Build the ``networkx.MultiDiGraph`` of a graph (one edge per operand, keyed by position)."""
     g = nx.MultiDiGraph(inputs=graph.inputs, outputs=graph.outputs, rng_seed=graph.rng_seed)
-    g.add_nodes_from((n.index, node_attributes(n)) for n in graph.nodes)
+    sources: dict[tuple, str | None] = {}
+
+    g.add_nodes_from((n.index, node_attributes(n, sources)) for n in graph.nodes)
     g.add_edges_from((a.index, n.index, pos, {"kind": "operand"})
                      for n in graph.nodes for pos, a in enumerate(n.args) if type(a) is Node)
     g.add_edges_from((u, v, key, {"kind": key}) for u, v, key in violation_links(graph))
@@ -303,10 +311,13 @@ def _load_constants(path: str, doc: dict, graph: CapturedGraph) -> None:
                       f"constant %{node.index}", f"array is {arr.dtype}{list(arr.shape)} but the "
                       f"node says {node.dtype}{list(node.shape or ())}")
                 graph.constant_values[node.index] = arr
+    except GraphFormatError:
+        raise
     except FileNotFoundError:
         raise GraphFormatError(f"constants file {npz} is missing") from None
-    except (zipfile.BadZipFile, OSError, EOFError, KeyError) as err:
-        raise GraphFormatError(f"constants file {npz} is corrupt or truncated: {err}") from None
+    except Exception as err:  # zipfile, zlib and format errors come in many types
+        raise GraphFormatError(f"constants file {npz} is corrupt or truncated: "
+                               f"{type(err).__name__}: {err}") from None
 
 
 def load(path: str) -> CapturedGraph:
@@ -332,8 +343,7 @@ def load(path: str) -> CapturedGraph:
         raise
     except GraphVerifyError as err:
         raise GraphFormatError(f"{path} describes an inconsistent graph: {err}") from None
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError,
-            RecursionError, MemoryError) as err:
+    except Exception as err:  # untrusted input: whatever broke, the file is what is wrong
         raise GraphFormatError(f"{path} is not a valid capviz graph: "
                                f"{type(err).__name__}: {err}") from None
 

@@ -1,7 +1,19 @@
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, settings
 
 import capviz as cv
+
+# Hypothesis profiles: "ci" (the default here; CI's budget), "thorough" and "dev"
+# (pytest --hypothesis-profile=NAME).
+settings.register_profile("ci", max_examples=1000, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", max_examples=20_000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=100, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci")
+
 
 
 @pytest.fixture
