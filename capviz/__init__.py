@@ -56,6 +56,7 @@ from capviz.errors import (
 from capviz.executor import Executor
 from capviz.ir import CapturedGraph, Node, Violation
 from capviz.numpy_api import supported_functions
+from capviz.render.live import live
 from capviz.serialize import load
 from capviz.tensor import Tensor
 
@@ -70,6 +71,6 @@ __all__ = [
     "ReplayError", "ReplayInputError", "ScopeAlreadyActiveError", "ScopeClosedError",
     "SeedViolationError", "ShapeError", "Spec", "Tensor", "UndeclaredInputError",
     "UnknownBoundaryError", "UnseededRandomWarning", "UnsupportedOperationError", "Violation",
-    "capture", "default_device", "is_capturing", "load", "name_scope", "random", "seed", "spec",
-    "supported_functions", "tensor",
+    "capture", "default_device", "is_capturing", "live", "load", "name_scope", "random", "seed",
+    "spec", "supported_functions", "tensor",
 ]

@@ -1,7 +1,8 @@
 """The capviz pytest plugin (registered through the ``pytest11`` entry point).
 
-Fixtures: ``capture_device`` (a fresh :class:`capviz.CaptureDevice`), ``capviz_graphs`` (graphs
-captured so far in the test), ``capviz_snapshot`` (``snapshot(graph, name)`` against baselines in
+Fixtures: ``capture_device`` (a fresh :class:`capviz.CaptureDevice`), ``capviz_graph`` (capture
+a function in record mode and verify its graph), ``capviz_graphs`` (graphs captured so far in the
+test), ``capviz_snapshot`` (``snapshot(graph, name)`` against baselines in
 ``__capviz_snapshots__`` beside the test file). Marker: ``@pytest.mark.capviz(no_violations=True)``
 fails a test whose captures recorded a violation. Options: ``--capviz-artifacts DIR`` writes the
 SVG and JSON of each graph of a failing test there and lists the paths in the report;
@@ -100,6 +101,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
 def capture_device() -> CaptureDevice:
     """A fresh capture device for the test."""
     return CaptureDevice(name="test")
+
+
+@pytest.fixture
+def capviz_graph() -> Callable[..., CapturedGraph]:
+    """``capviz_graph(fn, *specs, **options)``: capture ``fn`` in record mode (violations are
+    collected, not raised), check the graph's structure with ``graph.verify()``, return it."""
+    from capviz.capture import capture
+
+    def make(fn: Callable, *specs: Any, **options: Any) -> CapturedGraph:
+        options.setdefault("on_violation", "record")
+        graph = capture(fn, *specs, **options)
+        graph.verify()
+        return graph
+
+    return make
 
 
 @pytest.fixture

@@ -13,10 +13,15 @@ import pytest
 import capviz as cv
 
 
-def test_fixture(capture_device, capviz_graphs):
+def test_fixture(capture_device, capviz_graphs, capviz_graph):
     with capture_device.capture_scope() as scope:
         scope.output(scope.input("x", (2,)) * 2)
     assert capture_device.name == "test" and capviz_graphs == [scope.graph]
+    def seeds(x):
+        np.random.seed(0)
+        return x + 1
+    g = capviz_graph(seeds, cv.spec(2))
+    assert [v.kind for v in g.violations] == ["seed"] and capviz_graphs[-1] is g
 
 
 @pytest.mark.capviz(no_violations=True)

@@ -190,6 +190,15 @@ class LiveView:
         self._next = max(self._next, end + 4 * (end - start))
         self.status.value = self._status_text(state)
 
+    def refresh(self, graph: CapturedGraph | None = None) -> None:
+        """Draw ``graph`` (default: the view's graph) again, e.g. after ``graph.compute_stats``
+        put statistics in its tooltips, or after the debugger marked a node."""
+        if graph is not None:
+            self.graph = graph
+        self._submit("done" if self.graph.complete else "recording", final=True)
+        if self.background:
+            self.wait()
+
     def wait(self, timeout: float = 60.0) -> None:
         """Block until every render handed over so far has finished."""
         deadline = time.monotonic() + timeout
@@ -266,5 +275,8 @@ def attach(scope: Any, force: bool = False, **options: Any) -> LiveView | None:
 
 
 def live(scope: Any, **options: Any) -> LiveView | None:
-    """Show a live view of an active capture scope (what ``capture_scope(live=True)`` does)."""
+    """Show a live view of an entered capture scope (what ``capture_scope(live=True)`` does).
+
+    Returns the :class:`LiveView`, or ``None`` (with one warning) outside a notebook.
+    """
     return attach(scope, **options)

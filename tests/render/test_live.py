@@ -86,3 +86,24 @@ def test_background_rendering_never_blocks_and_finishes_the_final_graph():
     assert "capviz done" in view.status.value
     ET.fromstring(view.image.value)
     assert (view._worker is not None and not view._worker.is_alive()) or view._closed
+
+
+def test_hostile_names_are_escaped_in_the_widget():
+    name = "<script>alert(1)</script>"
+    with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+        view = cv.live(scope, force=True, interval=0.0)
+        x = scope.input(name, (2,))
+        with cv.name_scope(name):
+            y = x * 2
+        scope.output(y, name)
+    assert "<script" not in view.image.value and "<script" not in view.status.value
+    ET.fromstring(view.image.value)
+
+
+def test_refresh_shows_statistics_in_the_widget():
+    with cv.CaptureDevice().capture_scope() as scope:
+        view = cv.live(scope, force=True)
+        scope.output(np.tanh(scope.input("x", (3,))), "y")
+    scope.graph.compute_stats({"x": np.ones(3, np.float32)})
+    view.refresh()
+    assert "max 0.7616" in view.image.value
