@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from capviz.render.svg import DEFAULT_BUDGET
+
 
 class UsageError(Exception):
     """A mistake in the command line (exit code 2)."""
@@ -167,9 +169,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 1 if errors or not graph.complete else 0
 
 
-def _collapse(text: str | None) -> Any:
-    if text is None:
-        return 600
+def _collapse(text: str) -> Any:
     if text.isdigit():
         return int(text)
     return [s for s in text.split(",") if s]
@@ -189,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="one per parameter, e.g. x=2,3:float32")
     render.add_argument("-o", "--output", help="output file (graph.FORMAT)")
     render.add_argument("--format", default="svg", choices=["svg", "dot", "json"])
-    render.add_argument("--collapse", type=_collapse, default=600,
+    render.add_argument("--collapse", type=_collapse, default=DEFAULT_BUDGET,
                         help="node budget (an int) or comma-separated scope paths")
     render.add_argument("--allow-violations", action="store_true",
                         help="exit 0 even if the capture recorded violations")
@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     show = sub.add_parser("show", help="render a saved graph (JSON) to SVG")
     show.add_argument("graph")
     show.add_argument("-o", "--output")
-    show.add_argument("--collapse", type=_collapse, default=600)
+    show.add_argument("--collapse", type=_collapse, default=DEFAULT_BUDGET)
     show.set_defaults(run=cmd_show)
     check = sub.add_parser("check", help="verify a saved graph; exit 1 on violations")
     check.add_argument("graph")

@@ -112,7 +112,27 @@ def _scope_prefixes(path: str) -> list[str]:
     return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
 
 
-def choose_collapsed(graph: CapturedGraph, collapse: Any) -> set[str]:
+def placements(graph: CapturedGraph) -> list[str]:
+    """The scope each node is drawn in: its own, except for inputs and constants, which sit in
+    the deepest scope shared by all their users (weights used by every layer sit outside them)."""
+    users = graph.users()
+    out = []
+    for n in graph.nodes:
+        scope = n.scope
+        if n.kind in ("input", "constant") and users.get(n.index):
+            scopes = [u.scope.split("/") if u.scope else [] for u in users[n.index]]
+            common: list[str] = []
+            for parts in zip(*scopes):
+                if any(p != parts[0] for p in parts):
+                    break
+                common.append(parts[0])
+            scope = "/".join(common)
+        out.append(scope)
+    return out
+
+
+def choose_collapsed(graph: CapturedGraph, collapse: Any,
+                     placed: list[str] | None = None) -> set[str]:
     """Scope paths to draw collapsed: a list given, or (an int) enough of the largest scopes to
     bring the drawn node count under that budget."""
     if not collapse and collapse != 0:
@@ -120,10 +140,11 @@ def choose_collapsed(graph: CapturedGraph, collapse: Any) -> set[str]:
     if not isinstance(collapse, int) or isinstance(collapse, bool):
         return {str(s) for s in collapse}
     budget = collapse
+    placed = placed if placed is not None else placements(graph)
     per_scope: dict[str, int] = {}
-    for n in graph.nodes:
-        if n.scope:
-            per_scope[n.scope] = per_scope.get(n.scope, 0) + 1
+    for n, scope in zip(graph.nodes, placed):
+        if scope and n.op != "unpack":
+            per_scope[scope] = per_scope.get(scope, 0) + 1
     sizes: dict[str, int] = {}
     for scope, count in per_scope.items():
         for p in _scope_prefixes(scope):
@@ -168,20 +189,21 @@ def to_dot(graph: CapturedGraph, edge_labels: bool = False, collapse: Any = None
         title: a graph label.
     """
     dot = graphviz.Digraph("capviz", format="svg")
-    dot.attr(rankdir=attr(rankdir), fontname="Helvetica", newrank="true")
+    dot.attr(rankdir=attr(rankdir), fontname="Helvetica")
     dot.attr("node", fontname="Helvetica", fontsize="12")
     dot.attr("edge", fontname="Helvetica", fontsize="9", color="#6b7280")
     if title:
         dot.attr(label=attr(title), labelloc="t")
-    collapsed = choose_collapsed(graph, collapse)
+    placed = placements(graph)
+    collapsed = choose_collapsed(graph, collapse, placed)
     scope_ids = {p: f"s{i}" for i, p in enumerate(sorted(collapsed))}
     collapsed_of: dict[str, str | None] = {}
     rep: dict[int, str] = {}
     members: dict[str, list[Node]] = {}
-    for n in graph.nodes:
-        if n.scope not in collapsed_of:
-            collapsed_of[n.scope] = _collapsed_of(n.scope, collapsed)
-        c = collapsed_of[n.scope]
+    for n, scope in zip(graph.nodes, placed):
+        if scope not in collapsed_of:
+            collapsed_of[scope] = _collapsed_of(scope, collapsed)
+        c = collapsed_of[scope]
         if c is not None:
             members.setdefault(c, []).append(n)
             rep[n.index] = scope_ids[c]
@@ -190,7 +212,8 @@ def to_dot(graph: CapturedGraph, edge_labels: bool = False, collapse: Any = None
         else:
             rep[n.index] = f"n{n.index}"
     marked = set(graph.marks.values())
-    users = graph.users() if members else {}
+    users = graph.users()
+    copies = _constant_copies(graph, users, rep, placed)
     statements: dict[str, list[tuple[str, dict]]] = {}
     for n in graph.nodes:
         if n.op == "unpack" or rep[n.index] != f"n{n.index}":
@@ -199,8 +222,9 @@ def to_dot(graph: CapturedGraph, edge_labels: bool = False, collapse: Any = None
         if n.index in marked:
             attrs.update(STYLE["marked"])
         attrs.update(label=node_label(n), tooltip=attr(node_tooltip(n, graph)),
-                     id=f"n{n.index}", **{"class": f"capviz-{n.kind}"})
-        statements.setdefault(n.scope, []).append((f"n{n.index}", attrs))
+                     **{"class": f"capviz-{n.kind}"})
+        for scope, name in copies.get(n.index, {placed[n.index]: f"n{n.index}"}).items():
+            statements.setdefault(scope, []).append((name, dict(attrs, id=name)))
     for path in sorted(members):
         nodes = members[path]
         ops_count = sum(1 for n in nodes if n.kind == "op" and n.op != "unpack")
@@ -229,6 +253,10 @@ def to_dot(graph: CapturedGraph, edge_labels: bool = False, collapse: Any = None
             continue
         for _, a in n.operands:
             u, v = rep[a.index], rep[n.index]
+            if a.index in copies:
+                if v.startswith("s"):
+                    continue  # a shared constant read inside a collapsed scope: part of it
+                u = copies[a.index][placed[n.index]]
             if u == v:
                 continue
             if u.startswith("s") or v.startswith("s"):
@@ -244,6 +272,30 @@ def to_dot(graph: CapturedGraph, edge_labels: bool = False, collapse: Any = None
         if ru != rv:
             dot.edge(ru, rv, **EDGE_STYLE[key])
     return dot
+
+
+def _constant_copies(graph: CapturedGraph, users: dict[int, list[Node]], rep: dict[int, str],
+                     placed: list[str]) -> dict[int, dict[str, str]]:
+    """Constants read in several scopes are drawn once per scope that reads them (TensorBoard
+    does the same): an edge from one shared weight to every layer would cross the whole drawing
+    and cost Graphviz minutes. Reads inside collapsed scopes are part of the collapsed node.
+    Returns ``{constant index: {scope: drawn id}}`` for such constants only."""
+    out: dict[int, dict[str, str]] = {}
+    for n in graph.nodes:
+        if n.kind != "constant" or rep[n.index] != f"n{n.index}":
+            continue
+        readers = users.get(n.index, ())
+        scopes: list[str] = []
+        absorbed = False
+        for u in readers:
+            if rep[u.index].startswith("s"):
+                absorbed = True
+            elif placed[u.index] not in scopes:
+                scopes.append(placed[u.index])
+        if len(scopes) > 1 or absorbed:
+            out[n.index] = {scope: f"n{n.index}" if k == 0 else f"n{n.index}_{k}"
+                            for k, scope in enumerate(scopes)}
+    return out
 
 
 def _emit_scopes(dot: graphviz.Digraph, statements: dict[str, list[tuple[str, dict]]]) -> None:

@@ -19,7 +19,7 @@ from capviz.errors import RenderError
 from capviz.ir import CapturedGraph
 
 DEFAULT_TIMEOUT = 60.0
-DEFAULT_BUDGET = 600  # nodes drawn before the largest scopes collapse (override: collapse=)
+DEFAULT_BUDGET = 250  # nodes drawn before the largest scopes collapse (override: collapse=)
 _configured: str | None = None
 
 

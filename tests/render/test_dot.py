@@ -163,10 +163,10 @@ def test_collapse_listed_scopes():
 def test_collapse_to_a_node_budget():
     g = scoped(blocks=10, per_block=10)
     chosen = choose_collapsed(g, 30)
-    drawn = len(g.nodes) - sum(1 for n in g.nodes if n.scope in chosen) + len(chosen)
-    assert drawn <= 30 and chosen
+    assert chosen and chosen < {f"block{b}" for b in range(10)}
     _, nodes = svg_nodes(g.to_svg(collapse=30))
     assert len(nodes) <= 30
+    assert len([i for i in nodes if i.startswith("s")]) == len(chosen)
     assert len(svg_nodes(g.to_svg(collapse=None))[1]) == len(g.nodes)
 
 
@@ -187,3 +187,26 @@ def test_mimebundle_keys():
     assert bundle["text/plain"] == str(g)
     assert set(g._repr_mimebundle_(include=["text/plain"])) == {"text/plain"}
     assert set(g._repr_mimebundle_(exclude=["text/plain"])) == {"image/svg+xml"}
+
+
+def test_shared_constants_are_drawn_once_per_scope_that_reads_them():
+    w = np.ones((3, 3), np.float32)
+
+    def f(x):
+        for b in range(3):
+            with cv.name_scope(f"layer{b}"):
+                x = np.tanh(x @ w)
+        return x
+
+    g = cv.capture(f, cv.spec((2, 3)))
+    (const,) = g.constants
+    root, nodes = svg_nodes(g.to_svg(collapse=None))
+    copies = sorted(i for i in nodes if i == f"n{const.index}" or
+                    i.startswith(f"n{const.index}_"))
+    assert copies == [f"n{const.index}", f"n{const.index}_1", f"n{const.index}_2"]
+    edges = {e.find(f"{SVG}title").text for e in root.iter(f"{SVG}g") if e.get("class") == "edge"}
+    matmuls = [n.index for n in g.ops if n.op == "matmul"]
+    assert {f"n{const.index}->n{matmuls[0]}", f"n{const.index}_1->n{matmuls[1]}",
+            f"n{const.index}_2->n{matmuls[2]}"} <= edges
+    _, collapsed = svg_nodes(g.to_svg(collapse=["layer0", "layer1", "layer2"]))
+    assert not any(i.startswith(f"n{const.index}") for i in collapsed)  # part of each layer
