@@ -82,12 +82,21 @@ def test_live_widget_draws_the_graph_and_the_violation_in_the_browser(lab):
 
 
 def drive(page, url, token, artifacts):
+    sync_api = pytest.importorskip("playwright.sync_api")
     page.goto(f"{url}/lab/tree/quickstart.ipynb?token={token}")
     page.wait_for_selector(".jp-Notebook", timeout=60_000)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
                            timeout=60_000)
-    page.click(".lm-MenuBar-itemLabel:text-is('Run')")
-    page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+    for _ in range(3):  # a Run All sent while the kernel is still connecting can be dropped
+        page.click(".lm-MenuBar-itemLabel:text-is('Run')")
+        page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
+        try:
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.jp-InputPrompt')]"
+                ".some(e => /\\[\\d+\\]/.test(e.textContent))", timeout=20_000)
+            break
+        except sync_api.TimeoutError:
+            continue
     widget_svg = ".widget-html-content svg"
     page.wait_for_selector(f"{widget_svg} g.node", timeout=90_000)
     page.wait_for_function(
