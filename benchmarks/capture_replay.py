@@ -15,16 +15,9 @@ import tracemalloc
 
 import networkx as nx
 import numpy as np
-from _common import best, header, row
+from _common import best, chain, header, row
 
 import capviz as cv
-
-
-def chain(x, n):
-    for _ in range(n // 2):
-        x = x * 1.0001
-        x = x + 0.5
-    return x
 
 
 def bare_networkx(n):

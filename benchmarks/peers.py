@@ -18,17 +18,10 @@ import subprocess
 import time
 
 import numpy as np
-from _common import best
+from _common import best, chain
 
 import capviz as cv
 from capviz.render.svg import _pure_binary
-
-
-def chain(x, n):
-    for _ in range(n // 2):
-        x = x * 1.0001
-        x = x + 0.5
-    return x
 
 
 def table(rows):

@@ -8,16 +8,9 @@ replay, and the stepping executor with and without keeping every value.
 from __future__ import annotations
 
 import numpy as np
-from _common import best, header, row
+from _common import best, chain, header, row
 
 import capviz as cv
-
-
-def chain(x, n):
-    for _ in range(n // 2):
-        x = x * 1.0001
-        x = x + 0.5
-    return x
 
 
 def torch_rows(n: int, t_eager: float) -> None:

@@ -381,41 +381,30 @@ class CaptureScope:
         return self.recorder
 
     def _check_boundaries(self, recorder: Recorder) -> None:
-        graph = recorder.graph
-
-        def where(source: Any) -> str:
-            loc = format_source(source)
-            return f" (declared at {loc})" if loc else ""
-
-        seen: dict[str, _Declared] = {}
-        ids: dict[int, _Declared] = {}
+        """Raise the first boundary error (inputs, undeclared reads, then outputs); on success
+        append the output nodes."""
+        names: dict[str, _Declared] = {}
+        tensors: dict[int, _Declared] = {}
         for d in self._inputs:
             v = d.value
-            if isinstance(v, Tensor) and isinstance(v._backend, Recorder):
-                if v._backend is not recorder:
-                    raise UnknownBoundaryError(
-                        f"input {d.name!r}{where(d.source)} is a tensor of another capture "
-                        f"({describe_node(v._data)} of {v._backend.name!r}), unknown to this one")
+            if _capture_tensor(v):
+                _check_known("input", d, recorder)
                 raise InvalidInputError(
-                    f"input {d.name!r}{where(d.source)} is {describe_node(v._data)}, a tensor "
+                    f"input {d.name!r}{_declared_at(d)} is {describe_node(v._data)}, a tensor "
                     "produced inside this graph; an input must come from outside (an array, an "
                     "eager tensor, or a shape and dtype)")
             if not (isinstance(v, (Spec, Tensor, tuple, list)) or hasattr(v, "shape")):
                 raise UnknownBoundaryError(
-                    f"input {d.name!r}{where(d.source)} is a {type(v).__name__}, not a shape, "
+                    f"input {d.name!r}{_declared_at(d)} is a {type(v).__name__}, not a shape, "
                     "spec, array or tensor")
-            if d.name in seen:
-                raise DuplicateBoundaryError(
-                    f"input name {d.name!r} is declared twice: at "
-                    f"{format_source(seen[d.name].source)} and at {format_source(d.source)}")
-            seen[d.name] = d
+            _check_unique("input", d, names)
             if isinstance(v, Tensor) or hasattr(v, "dtype"):
-                if id(v) in ids:
+                if id(v) in tensors:
                     raise DuplicateBoundaryError(
-                        f"the same tensor is declared as input {ids[id(v)].name!r} and as "
-                        f"input {d.name!r}{where(d.source)}")
-                ids[id(v)] = d
-        for node in graph.nodes:
+                        f"the same tensor is declared as input {tensors[id(v)].name!r} and as "
+                        f"input {d.name!r}{_declared_at(d)}")
+                tensors[id(v)] = d
+        for node in recorder.graph.nodes:
             if node.kind == "input" and node.params.get("declared") is False \
                     and not node.params.get("unknown"):
                 raise UndeclaredInputError(
@@ -423,28 +412,44 @@ class CaptureScope:
                     f"{format_source(node.source)}) that is neither a declared input nor a "
                     "constant; declare it with scope.input(name, t) before using it, or record "
                     "its value with scope.constant(t)")
-        names: dict[str, _Declared] = {}
-        checked = []
+        names = {}
         for d in self._outputs:
-            if d.name in names:
-                raise DuplicateBoundaryError(
-                    f"output name {d.name!r} is declared twice: at "
-                    f"{format_source(names[d.name].source)} and at {format_source(d.source)}")
-            names[d.name] = d
-            v = d.value
-            if isinstance(v, Tensor) and isinstance(v._backend, Recorder):
-                if v._backend is not recorder:
-                    raise UnknownBoundaryError(
-                        f"output {d.name!r}{where(d.source)} is a tensor of another capture "
-                        f"({describe_node(v._data)} of {v._backend.name!r}), unknown to this one")
-                checked.append((d, v._data))
-            else:
-                kind = "an eager tensor" if isinstance(v, Tensor) else f"a {type(v).__name__}"
+            _check_unique("output", d, names)
+            if not _capture_tensor(d.value):
+                kind = "an eager tensor" if isinstance(d.value, Tensor) else \
+                    f"a {type(d.value).__name__}"
                 raise InvalidOutputError(
-                    f"output {d.name!r}{where(d.source)} is {kind}, not a tensor of this "
+                    f"output {d.name!r}{_declared_at(d)} is {kind}, not a tensor of this "
                     "capture; outputs must be computed inside the scope")
-        for d, node in checked:
-            recorder.output(node, d.name, d.source)
+            _check_known("output", d, recorder)
+        for d in self._outputs:
+            recorder.output(d.value._data, d.name, d.source)
+
+
+def _declared_at(d: _Declared) -> str:
+    loc = format_source(d.source)
+    return f" (declared at {loc})" if loc else ""
+
+
+def _capture_tensor(value: Any) -> bool:
+    return isinstance(value, Tensor) and isinstance(value._backend, Recorder)
+
+
+def _check_known(role: str, d: _Declared, recorder: Recorder) -> None:
+    """A capture tensor named as a boundary must belong to this capture."""
+    other = d.value._backend
+    if other is not recorder:
+        raise UnknownBoundaryError(
+            f"{role} {d.name!r}{_declared_at(d)} is a tensor of another capture "
+            f"({describe_node(d.value._data)} of {other.name!r}), unknown to this one")
+
+
+def _check_unique(role: str, d: _Declared, seen: dict[str, _Declared]) -> None:
+    if d.name in seen:
+        raise DuplicateBoundaryError(
+            f"{role} name {d.name!r} is declared twice: at "
+            f"{format_source(seen[d.name].source)} and at {format_source(d.source)}")
+    seen[d.name] = d
 
 
 def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "raise",

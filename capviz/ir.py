@@ -304,7 +304,7 @@ class CapturedGraph:
                       to_numpy=to_numpy)
 
     def executor(self, inputs: Mapping[str, Any] | None = None, backend: str = "auto",
-                 keep: bool | str = True, seed: int | None = None) -> Executor:
+                 keep: bool = True, seed: int | None = None) -> Executor:
         """A stepping executor (the debugger); see :class:`capviz.executor.Executor`."""
         from capviz.executor import Executor
 

@@ -8,6 +8,7 @@ so an eager tensor that meets a capture becomes an undeclared input the boundary
 
 from __future__ import annotations
 
+import abc
 import operator
 from collections.abc import Iterator
 from typing import Any
@@ -20,19 +21,19 @@ from capviz.errors import UnsupportedOperationError
 _EMPTY: dict = {}
 
 
-class Backend:
+class Backend(abc.ABC):
     """What a tensor's backend provides (eager NumPy/CuPy, or the capture recorder)."""
 
     priority = 0
     name = "backend"
 
+    @abc.abstractmethod
     def apply(self, op: ops.Op, args: tuple, params: dict) -> Any:
         """Run (eager) or record (capture) ``op``; return a Tensor or a tuple of them."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def read(self, tensor: Tensor, call: str) -> np.ndarray:
         """The host value of ``tensor`` (a data read, which a capture records as a violation)."""
-        raise NotImplementedError
 
     def describe(self, tensor: Tensor) -> str:
         """The tensor's ``repr``."""
@@ -65,7 +66,9 @@ def unsupported(call: str, args: Any, reason: str = "") -> UnsupportedOperationE
     """The error (recorded as a violation when capturing) for an unsupported call."""
     backend = backend_of(args)
     if backend is None:
-        backend = Backend()
+        from capviz.violations import unsupported_message
+
+        return UnsupportedOperationError(unsupported_message(call, None, reason))
     return backend.unsupported(call, reason)
 
 

@@ -111,7 +111,6 @@ class Recorder(Backend):
         self.device = device
         self.name = getattr(device, "name", "capture")
         self.graph = CapturedGraph()
-        self.graph.error = None
         self.thread = threading.get_ident()
         self.closed = False
         self.on_violation = on_violation

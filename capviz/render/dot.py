@@ -9,7 +9,6 @@ and marked non-HTML in plain attributes, so no name can break the DOT or inject 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
 from typing import Any
 
 import graphviz
@@ -315,8 +314,3 @@ def _emit_scopes(dot: graphviz.Digraph, statements: dict[str, list[tuple[str, di
                 emit(sub, child)
 
     emit(dot, "")
-
-
-def node_ids(nodes: Iterable[Node]) -> list[str]:
-    """The DOT/SVG ids of nodes (``n3``)."""
-    return [f"n{n.index}" for n in nodes]
