@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     import graphviz
     import networkx as nx
 
-    from capviz.executor import Executor, Stats
+    from capviz.diagnostics import Stats
+    from capviz.executor import Executor
 
 KINDS = ("input", "constant", "op", "output", "violation")
 Source = tuple  # (file, line, function)
@@ -314,14 +315,14 @@ class CapturedGraph:
                 rtol: float = 1e-5, atol: float = 1e-6, backend: str = "numpy",
                 against: str | None = None) -> Any:
         """Find the first node whose value differs from eager ``fn`` (or another backend)."""
-        from capviz.executor import compare
+        from capviz.diagnostics import compare
 
         return compare(self, fn, inputs, rtol=rtol, atol=atol, backend=backend, against=against)
 
     def compute_stats(self, inputs: Mapping[str, Any] | None = None, backend: str = "numpy",
                       seed: int | None = None) -> dict[int, Stats]:
         """Replay keeping every value and attach per-node statistics (shown in tooltips)."""
-        from capviz.executor import compute_stats
+        from capviz.diagnostics import compute_stats
 
         return compute_stats(self, inputs, backend=backend, seed=seed)
 

@@ -1,0 +1,162 @@
+"""Diagnostics on top of replay: per-node statistics, and where a graph first differs from a
+reference (eager code, or another backend)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from capviz import ops
+from capviz.executor import Executor, resolve_seed
+from capviz.ir import CapturedGraph, Node, format_source
+
+
+@dataclasses.dataclass
+class Stats:
+    """Summary of one node's value."""
+
+    min: float
+    max: float
+    mean: float
+    std: float
+    nan: int
+    inf: int
+
+    def text(self) -> str:
+        """One line for tooltips."""
+        return (f"min {self.min:.4g}  max {self.max:.4g}  mean {self.mean:.4g}  "
+                f"std {self.std:.4g}  nan {self.nan}  inf {self.inf}")
+
+
+def value_stats(value: Any) -> Stats | None:
+    """Statistics of an array (``None`` for non-numeric or empty values)."""
+    arr = np.asarray(value if not hasattr(value, "get") else value.get())
+    if arr.dtype.kind not in "biuf" or arr.size == 0:
+        return None
+    a = arr.astype(np.float64)
+    finite = a[np.isfinite(a)]
+    nan, inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
+    if finite.size == 0:
+        return Stats(float("nan"), float("nan"), float("nan"), float("nan"), nan, inf)
+    return Stats(float(finite.min()), float(finite.max()), float(finite.mean()),
+                 float(finite.std()), nan, inf)
+
+
+def compute_stats(graph: CapturedGraph, inputs: Mapping[str, Any] | None, backend: str = "numpy",
+                  seed: int | None = None) -> dict[int, Stats]:
+    """Replay keeping every value; store and return per-node :class:`Stats`."""
+    ex = Executor(graph, inputs, backend=backend, keep=True, seed=seed)
+    ex.run()
+    stats = {}
+    for index, value in ex._store.items():
+        s = value_stats(value)
+        if s is not None:
+            stats[index] = s
+    graph.stats = stats
+    return stats
+
+
+@dataclasses.dataclass
+class Divergence:
+    """Where a graph first differs from a reference (``graph.compare``)."""
+
+    node: Node | None
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    message: str = ""
+
+    def __bool__(self) -> bool:
+        return self.node is not None
+
+
+def _differs(a: Any, b: Any, rtol: float, atol: float) -> tuple[bool, float, float]:
+    a = np.asarray(a if not hasattr(a, "get") else a.get())
+    b = np.asarray(b if not hasattr(b, "get") else b.get())
+    if a.shape != b.shape:
+        return True, float("inf"), float("inf")
+    if a.size == 0:
+        return False, 0.0, 0.0
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    diff = np.abs(a64 - b64)
+    both_nan = np.isnan(a64) & np.isnan(b64)
+    diff = np.where(both_nan, 0.0, diff)
+    diff = np.where(np.isnan(diff), np.inf, diff)
+    rel = diff / np.maximum(np.abs(b64), np.finfo(np.float64).tiny)
+    bad = diff > atol + rtol * np.abs(b64)
+    return bool(bad.any()), float(diff.max()), float(rel.max())
+
+
+def _eager_trace(graph: CapturedGraph, fn: Callable, inputs: Mapping[str, Any]) -> list:
+    """Run ``fn`` eagerly on NumPy, logging ``(op name, result)`` of every op in order."""
+    from capviz.backends.eager import EagerBackend
+    from capviz.tensor import Tensor
+
+    log: list[tuple[str, Any]] = []
+
+    class Tracing(EagerBackend):
+        def apply(self, op: ops.Op, args: tuple, params: dict) -> Any:
+            out = super().apply(op, args, params)
+            if op.multi:
+                log.append((op.name, None))
+                log.extend(("unpack", t._data) for t in out)
+            else:
+                log.append((op.name, out._data))
+            return out
+
+    backend = Tracing(np)
+    args = [Tensor(np.array(inputs[name], copy=True), backend) for name in graph.inputs]
+    fn(*args)
+    return log
+
+
+def compare(graph: CapturedGraph, fn: Callable | None, inputs: Mapping[str, Any] | None,
+            rtol: float = 1e-5, atol: float = 1e-6, backend: str = "numpy",
+            against: str | None = None, seed: int | None = None) -> Divergence:
+    """Find the first node, in program order, whose value differs beyond tolerance.
+
+    With ``fn``: ``fn`` runs eagerly on NumPy (called with the inputs in graph order) while every
+    op's result is logged; the graph replays on ``backend``; op results are compared in program
+    order. With ``against``: the graph replays on ``backend`` and on ``against``.
+    The first differing node is marked (``graph.marks["diverged"]``).
+    """
+    key = resolve_seed(graph, seed)
+    ex = Executor(graph, inputs, backend=backend, keep=True, seed=key)
+    ex.run()
+    op_nodes = [n for n in graph.nodes if n.kind == "op"]
+    if against is not None:
+        other = Executor(graph, inputs, backend=against, keep=True, seed=key)
+        other.run()
+        pairs = [(n, ex._store[n.index], other._store[n.index]) for n in op_nodes]
+    elif fn is not None:
+        log = _eager_trace(graph, fn, inputs or {})
+        pairs = []
+        for n, (name, value) in zip(op_nodes, log):
+            if name != n.op:
+                graph.marks["diverged"] = n.index
+                return Divergence(n, float("inf"), float("inf"),
+                                  f"eager ran {name} where the graph has %{n.index} {n.op}: the "
+                                  "programs differ here")
+            pairs.append((n, ex._store[n.index], value))
+        if len(log) != len(op_nodes):
+            n = op_nodes[min(len(log), len(op_nodes) - 1)] if op_nodes else None
+            if n is not None:
+                graph.marks["diverged"] = n.index
+            return Divergence(n, float("inf"), float("inf"),
+                              f"eager ran {len(log)} ops, the graph has {len(op_nodes)}")
+    else:
+        raise TypeError("compare needs fn (an eager function) or against (a backend)")
+    for n, mine, ref in pairs:
+        if mine is None or ref is None or isinstance(mine, (tuple, list)):
+            continue
+        bad, max_abs, max_rel = _differs(mine, ref, rtol, atol)
+        if bad:
+            graph.marks["diverged"] = n.index
+            return Divergence(n, max_abs, max_rel,
+                              f"%{n.index} ({n.op}, recorded at {format_source(n.source)}) "
+                              f"differs: max abs error {max_abs:.3g}, max rel error "
+                              f"{max_rel:.3g}")
+    graph.marks.pop("diverged", None)
+    return Divergence(None, 0.0, 0.0, "no node differs beyond tolerance")
