@@ -112,13 +112,14 @@ def _scope_prefixes(path: str) -> list[str]:
 
 
 def placements(graph: CapturedGraph) -> list[str]:
-    """The scope each node is drawn in: its own, except for inputs and constants, which sit in
-    the deepest scope shared by all their users (weights used by every layer sit outside them)."""
+    """The scope each node is drawn in: its own, except for constants, which sit in the deepest
+    scope shared by all their users (a weight drawn next to the layer that reads it). Inputs stay
+    where they were declared: they are the graph's boundary."""
     users = graph.users()
     out = []
     for n in graph.nodes:
         scope = n.scope
-        if n.kind in ("input", "constant") and users.get(n.index):
+        if n.kind == "constant" and users.get(n.index):
             scopes = [u.scope.split("/") if u.scope else [] for u in users[n.index]]
             common: list[str] = []
             for parts in zip(*scopes):
