@@ -395,8 +395,8 @@ class CaptureScope:
                     "eager tensor, or a shape and dtype)")
             if not (isinstance(v, (Spec, Tensor, tuple, list)) or hasattr(v, "shape")):
                 raise UnknownBoundaryError(
-                    f"input {d.name!r}{_declared_at(d)} is a {type(v).__name__}, not a shape, "
-                    "spec, array or tensor")
+                    f"input {d.name!r}{_declared_at(d)} is a value of type {type(v).__name__}, "
+                    "not a shape, spec, array or tensor")
             _check_unique("input", d, names)
             if isinstance(v, Tensor) or hasattr(v, "dtype"):
                 if id(v) in tensors:
@@ -417,7 +417,7 @@ class CaptureScope:
             _check_unique("output", d, names)
             if not _capture_tensor(d.value):
                 kind = "an eager tensor" if isinstance(d.value, Tensor) else \
-                    f"a {type(d.value).__name__}"
+                    f"a value of type {type(d.value).__name__}"
                 raise InvalidOutputError(
                     f"output {d.name!r}{_declared_at(d)} is {kind}, not a tensor of this "
                     "capture; outputs must be computed inside the scope")
