@@ -160,7 +160,8 @@ def test_invalid_input_produced_inside_the_graph():
 
 def test_invalid_output():
     cap = cv.CaptureDevice()
-    with pytest.raises(cv.InvalidOutputError, match="output 'y'.*is a value of type ndarray, not a tensor of this capture"):
+    with pytest.raises(cv.InvalidOutputError,
+                       match="output 'y'.*is a value of type ndarray, not a tensor of this"):
         with cap.capture_scope() as scope:
             scope.input("x", (2,))
             scope.output(np.ones(2), "y")
@@ -178,7 +179,8 @@ def test_unknown_boundary_from_another_capture():
 
 def test_unknown_boundary_for_a_non_tensor_input():
     cap = cv.CaptureDevice()
-    with pytest.raises(cv.UnknownBoundaryError, match="input 'x'.*is a value of type str, not a shape"):
+    with pytest.raises(cv.UnknownBoundaryError,
+                       match="input 'x'.*is a value of type str, not a shape"):
         with cap.capture_scope() as scope:
             scope.input("x", "float32")
 
