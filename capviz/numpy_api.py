@@ -54,20 +54,9 @@ def _reject(name: str, args: Any, **given: Any) -> None:
 def _reduction(name: str, *funcs: Callable) -> None:
     @implements(*funcs)
     def handler(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
-                keepdims: Any = False, *, initial: Any = None, where: Any = None,
-                **kw: Any) -> Any:
+                keepdims: Any = False, *, initial: Any = None, where: Any = None) -> Any:
         _reject(f"np.{name}", (a,), dtype=dtype, out=out, initial=initial, where=where)
-        return apply(ops.OPS[name], (a,), {"axis": _axis(axis), "keepdims": bool(keepdims),
-                                           **_ddof(name, kw)})
-
-
-def _ddof(name: str, kw: dict) -> dict:
-    extra = {}
-    if name in ("var", "std"):
-        extra["ddof"] = operator.index(kw.pop("ddof", 0))
-    if kw:
-        raise TypeError(f"np.{name}() got unexpected keyword arguments {sorted(kw)}")
-    return extra
+        return apply(ops.OPS[name], (a,), {"axis": _axis(axis), "keepdims": bool(keepdims)})
 
 
 _reduction("sum", np.sum)
@@ -79,20 +68,21 @@ _reduction("any", np.any)
 _reduction("all", np.all)
 
 
-@implements(np.var)
-def _var(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
-         keepdims: Any = False, **kw: Any) -> Any:
-    _reject("np.var", (a,), dtype=dtype, out=out, **{k: kw.get(k) for k in ("where", "mean")})
-    return apply(ops.OPS["var"], (a,), {"axis": _axis(axis), "keepdims": bool(keepdims),
-                                        "ddof": operator.index(ddof)})
+def _moment(name: str, func: Callable) -> None:
+    """np.var / np.std: ``ddof`` comes before ``keepdims`` in NumPy's signature."""
+
+    @implements(func)
+    def handler(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
+                keepdims: Any = False, *, where: Any = None, mean: Any = None,
+                correction: Any = None) -> Any:
+        _reject(f"np.{name}", (a,), dtype=dtype, out=out, where=where, mean=mean,
+                correction=correction)
+        return apply(ops.OPS[name], (a,), {"axis": _axis(axis), "keepdims": bool(keepdims),
+                                           "ddof": operator.index(ddof)})
 
 
-@implements(np.std)
-def _std(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
-         keepdims: Any = False, **kw: Any) -> Any:
-    _reject("np.std", (a,), dtype=dtype, out=out, **{k: kw.get(k) for k in ("where", "mean")})
-    return apply(ops.OPS["std"], (a,), {"axis": _axis(axis), "keepdims": bool(keepdims),
-                                        "ddof": operator.index(ddof)})
+_moment("var", np.var)
+_moment("std", np.std)
 
 
 def _arg(name: str, func: Callable) -> None:
