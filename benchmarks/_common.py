@@ -32,3 +32,26 @@ def row(name: str, value: str, baseline: str, ratio: float, goal: str = "") -> N
 def header(title: str) -> None:
     print(f"\n{title}")
     print(f"{'measure':<46} {'capviz':>14} {'baseline':>24} {'ratio':>9}  goal")
+
+
+def interleaved(fns: list[Callable[[], object]], rounds: int = 11) -> list[float]:
+    """Median wall time of each of ``fns``, run in turn for ``rounds`` rounds, in seconds.
+
+    As ``timeit`` does, each call runs with the cycle collector off, after a collection, so no
+    side pays for garbage the other left.
+    """
+    import gc
+    import statistics
+
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for fn, kept in zip(fns, times):
+            gc.collect()
+            gc.disable()
+            try:
+                start = time.perf_counter()
+                fn()
+                kept.append(time.perf_counter() - start)
+            finally:
+                gc.enable()
+    return [statistics.median(kept) for kept in times]

@@ -2,11 +2,15 @@
 
 Each peer is measured where it is installed and skipped with a note where it is not
 (``pip install torch==2.13.0`` takes the CPU build on this machine; ``pip install jax jaxlib``).
+Every figure is the median of interleaved rounds (the tools run in turn), and each row compares
+the same work:
 
-- capture per op of a 1,000- and a 10,000-op elementwise chain: capviz ``cv.capture`` vs
-  ``torch.fx.symbolic_trace`` vs ``jax.make_jaxpr``;
-- replay per op on shape (4,): capviz's compiled replay vs NumPy eager, torch.fx GraphModule and
-  ``torch.fx.Interpreter``;
+- capture per op of a 1,000- and a 10,000-op elementwise chain, capture alone: capviz
+  ``cv.capture`` vs ``jax.make_jaxpr`` (both build an IR and stop there);
+- capture + compile per op: capviz ``cv.capture`` + ``graph.compile()`` vs
+  ``torch.fx.symbolic_trace``, which traces and also generates and compiles the module's code;
+- replay per op on shape (4,): capviz's compiled replay (``graph.compile()`` and
+  ``graph.replay()``) vs NumPy eager, torch.fx GraphModule and ``torch.fx.Interpreter``;
 - SVG of the raw 1,000-op graph: capviz ``to_svg`` (every node drawn) vs the system ``dot`` on
   the same DOT text (or graphviz-pure where no system dot is installed).
 """
@@ -18,7 +22,7 @@ import subprocess
 import time
 
 import numpy as np
-from _common import best, chain
+from _common import chain, interleaved
 
 import capviz as cv
 from capviz.render.svg import _pure_binary
@@ -60,38 +64,52 @@ def main() -> None:
         notes.append("jax skipped: not installed (pip install jax jaxlib)")
 
     for n in (1_000, 10_000):
-        rows = [("capture", "capviz cv.capture",
-                 best(lambda n=n: cv.capture(lambda x: chain(x, n), cv.spec(4)), 3) / n, "us")]
-        if torch is not None:
-            module = torch_module(n)
-            rows.append(("capture", "torch.fx.symbolic_trace",
-                         best(lambda module=module: torch.fx.symbolic_trace(module), 3) / n,
-                         "us"))
+        rounds = 5 if n <= 1_000 else 3
+        tools = [("capviz cv.capture", lambda n=n: cv.capture(lambda x: chain(x, n),
+                                                               cv.spec(4)))]
         if jax is not None:
             x = jnp.ones(4, jnp.float32)
-            rows.append(("capture", "jax.make_jaxpr",
-                         best(lambda n=n, x=x: jax.make_jaxpr(lambda v: chain(v, n))(x), 3) / n,
-                         "us"))
-        print(f"capture, {n}-op chain")
-        table(rows)
+            tools.append(("jax.make_jaxpr",
+                          lambda n=n, x=x: jax.make_jaxpr(lambda v: chain(v, n))(x)))
+        times = interleaved([fn for _, fn in tools], rounds=rounds)
+        print(f"capture alone, {n}-op chain (medians of {rounds} interleaved rounds)")
+        table([("capture", name, t / n, "us") for (name, _), t in zip(tools, times)])
+
+        tools = [("capviz capture + compile",
+                  lambda n=n: cv.capture(lambda x: chain(x, n), cv.spec(4)).compile(
+                      backend="numpy"))]
+        if torch is not None:
+            module = torch_module(n)
+            tools.append(("torch.fx.symbolic_trace",
+                          lambda module=module: torch.fx.symbolic_trace(module)))
+        times = interleaved([fn for _, fn in tools], rounds=rounds)
+        print(f"capture + compile, {n}-op chain (medians of {rounds} interleaved rounds)")
+        table([("capture + compile", name, t / n, "us") for (name, _), t in zip(tools, times)])
 
     n = 10_000
     graph = cv.capture(lambda x: chain(x, n), cv.spec(4))
     x4 = np.ones(4, np.float32)
-    graph.replay({"x": x4}, backend="numpy")
-    rows = [("replay", "capviz compiled replay",
-             best(lambda: graph.replay({"x": x4}, backend="numpy"), 7) / n, "us"),
-            ("replay", "NumPy eager (same code)", best(lambda: chain(x4, n), 7) / n, "us")]
+    fn = graph.compile(backend="numpy")
+    fn(x4)
+    tools = [("capviz graph.compile() call", lambda: fn(x4)),
+             ("capviz graph.replay()", lambda: graph.replay({"x": x4}, backend="numpy")),
+             ("NumPy eager (same code)", lambda: chain(x4, n))]
     if torch is not None:
         gm = torch.fx.symbolic_trace(torch_module(n))
         xt = torch.ones(4)
-        with torch.no_grad():
-            rows.append(("replay", "torch.fx GraphModule", best(lambda: gm(xt), 5) / n, "us"))
-            interp = torch.fx.Interpreter(gm)
-            rows.append(("replay", "torch.fx Interpreter", best(lambda: interp.run(xt), 3) / n,
-                         "us"))
-    print(f"replay per op, {n}-op chain on shape (4,)")
-    table(rows)
+        interp = torch.fx.Interpreter(gm)
+
+        def no_grad(call):
+            def run():
+                with torch.no_grad():
+                    call()
+            return run
+
+        tools.append(("torch.fx GraphModule", no_grad(lambda: gm(xt))))
+        tools.append(("torch.fx Interpreter", no_grad(lambda: interp.run(xt))))
+    times = interleaved([fn for _, fn in tools], rounds=7)
+    print(f"replay per op, {n}-op chain on shape (4,) (medians of 7 interleaved rounds)")
+    table([("replay", name, t / n, "us") for (name, _), t in zip(tools, times)])
 
     small = cv.capture(lambda x: chain(x, 1000), cv.spec(4))
     source = small.to_dot(collapse=None).source

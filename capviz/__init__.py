@@ -13,7 +13,8 @@ Example:
 
 from __future__ import annotations
 
-from capviz import random, rng  # noqa: F401  (rng registers the random ops)
+# rng registers the random ops; methods attaches the ndarray API to Tensor
+from capviz import methods, random, rng  # noqa: F401
 from capviz.capture import (
     CaptureDevice,
     CaptureScope,
@@ -35,15 +36,19 @@ from capviz.errors import (
     CapvizError,
     DataReadError,
     DeviceMismatchError,
+    DTypeError,
     DuplicateBoundaryError,
+    FrozenRandomError,
     GraphFormatError,
     GraphVerifyError,
+    IncompleteGraphError,
     InvalidInputError,
     InvalidOutputError,
     NonFiniteError,
     RenderError,
     ReplayError,
     ReplayInputError,
+    ScalarOverflowError,
     ScopeAlreadyActiveError,
     ScopeClosedError,
     SeedViolationError,
@@ -53,10 +58,11 @@ from capviz.errors import (
     UnseededRandomWarning,
     UnsupportedOperationError,
 )
-from capviz.executor import Executor
+from capviz.executor import CompiledReplay, Executor
 from capviz.ir import CapturedGraph, Node, Violation
 from capviz.numpy_api import supported_functions
 from capviz.render.live import live
+from capviz.replay_plan import MemoryPlan
 from capviz.serialize import load
 from capviz.tensor import Tensor
 
@@ -64,11 +70,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BackendUnavailableError", "BoundaryError", "CaptureDevice", "CaptureError", "CaptureScope",
-    "CaptureViolation", "CapturedGraph", "CapvizError", "DataReadError", "Device",
-    "DeviceMismatchError", "DuplicateBoundaryError", "Executor", "GraphFormatError",
-    "GraphVerifyError",
-    "InvalidInputError", "InvalidOutputError", "Node", "NonFiniteError", "RenderError",
-    "ReplayError", "ReplayInputError", "ScopeAlreadyActiveError", "ScopeClosedError",
+    "CaptureViolation", "CapturedGraph", "CapvizError", "CompiledReplay", "DTypeError",
+    "DataReadError", "Device",
+    "DeviceMismatchError", "DuplicateBoundaryError", "Executor", "FrozenRandomError",
+    "GraphFormatError", "GraphVerifyError", "IncompleteGraphError",
+    "InvalidInputError", "InvalidOutputError", "MemoryPlan", "Node", "NonFiniteError",
+    "RenderError",
+    "ReplayError", "ReplayInputError", "ScalarOverflowError", "ScopeAlreadyActiveError",
+    "ScopeClosedError",
     "SeedViolationError", "ShapeError", "Spec", "Tensor", "UndeclaredInputError",
     "UnknownBoundaryError", "UnseededRandomWarning", "UnsupportedOperationError", "Violation",
     "capture", "default_device", "is_capturing", "live", "load", "name_scope", "random", "seed",

@@ -11,23 +11,28 @@ from __future__ import annotations
 import contextlib
 import inspect
 import itertools
+import sys
 import threading
-from collections.abc import Callable, Iterator
+import weakref
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from capviz import hooks
 from capviz.backends.capture import (
-    STATE,
     Recorder,
     active,
     describe_node,
-    pop_name_scope,
-    push_name_scope,
+    name_scope_entries,
+    register,
+    set_name_scope_entries,
+    unregister,
     user_source,
 )
 from capviz.backends.eager import EagerBackend
+from capviz.backends.mutation import current
+from capviz.backends.scopes import ExplicitScope, user_frame
 from capviz.errors import (
     BoundaryError,
     CapvizError,
@@ -83,6 +88,7 @@ class Device:
         self._entropy: int | None = None
         self._draws = 0
         self._lock = threading.Lock()
+        self._captures: weakref.WeakSet[Recorder] = weakref.WeakSet()  # captures drawing from it
 
     @property
     def xp(self) -> Any:
@@ -95,12 +101,28 @@ class Device:
         return self._seed
 
     def seed(self, seed: int) -> None:
-        """Seed the device's generator (a ``seed`` violation inside a capture)."""
-        if active() is not None:
-            hooks.report_seed(hooks.call_text(f"Device({self.kind!r}).seed", (seed,), {}))
+        """Seed the device's generator (a ``seed`` violation inside a capture, and of every open
+        capture drawing from this device, whichever thread it runs in)."""
+        self.reseed(seed, hooks.call_text(f"Device({self.kind!r}).seed", (seed,), {}))
+
+    def reseed(self, seed: int, call: str) -> None:
+        """Seed the generator; ``call`` is how the user's code did it (for the violation)."""
+        seed = check_seed(seed)
         with self._lock:
-            self._seed = check_seed(seed)
+            users = [r for r in self._captures if not r.closed]
+        if users or active() is not None:
+            hooks.report_seed(call, users)
+        with self._lock:
+            self._seed = seed
             self._draws = 0
+
+    def bind_capture(self, recorder: Recorder) -> None:
+        """Make ``recorder`` draw from this device until its scope closes."""
+        recorder.graph.rng_seed = self.current_seed
+        recorder.seeded = self.current_seed is not None
+        recorder.next_draw = self.next_draw
+        with self._lock:
+            self._captures.add(recorder)  # weakly: a finished capture's graph is freed
 
     def next_draw(self) -> int:
         """Reserve the next draw index."""
@@ -151,26 +173,47 @@ def tensor(data: Any, device: Device | None = None) -> Tensor:
 
 def seed(n: int) -> None:
     """Seed the default device (a ``seed`` violation inside a capture)."""
-    if active() is not None:
-        hooks.report_seed(hooks.call_text("cv.seed", (n,), {}))
-    default_device().seed(n)
+    default_device().reseed(n, hooks.call_text("cv.seed", (n,), {}))
 
 
 def is_capturing() -> bool:
-    """True inside an active capture scope of the current thread."""
-    return bool(STATE.recorders)
+    """True inside an open capture scope of the current context (thread or asyncio task)."""
+    return active() is not None
 
 
-@contextlib.contextmanager
-def name_scope(name: str) -> Iterator[None]:
+class _NameScope:
+    """The context manager :func:`name_scope` returns: it saves the context's open name scopes
+    on entry and puts them back on exit, each one ``ContextVar.set``, so an interrupt leaves no
+    stray scope. Each entry is its own :class:`ExplicitScope` (two entries of one name are two
+    scopes) and remembers the user frame that entered it, to nest it among the call-stack
+    scopes (see :mod:`capviz.backends.scopes`)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.previous: tuple[ExplicitScope, ...] = ()
+
+    def __enter__(self) -> None:
+        self.previous = name_scope_entries()
+        entry = ExplicitScope(self.name, user_frame(sys._getframe(1)))
+        try:
+            set_name_scope_entries((*self.previous, entry))
+        except BaseException:  # interrupted just after the set: undo it
+            set_name_scope_entries(self.previous)
+            raise
+
+    def __exit__(self, *exc_info: Any) -> None:
+        try:
+            set_name_scope_entries(self.previous)
+        except BaseException:  # interrupted around the set: set again, it is idempotent
+            set_name_scope_entries(self.previous)
+            raise
+
+
+def name_scope(name: str) -> contextlib.AbstractContextManager[None]:
     """Group the ops recorded inside into a named scope (a cluster when drawn)."""
     if not isinstance(name, str) or not name:
         raise TypeError(f"a name scope needs a non-empty string, got {name!r}")
-    push_name_scope(name)
-    try:
-        yield
-    finally:
-        pop_name_scope()
+    return _NameScope(name)
 
 
 _names = itertools.count()
@@ -198,9 +241,11 @@ class CaptureDevice:
         self._active: CaptureScope | None = None
 
     def capture_scope(self, live: bool = False, on_violation: str = "raise",
-                      rng: Device | None = None) -> CaptureScope:
+                      rng: Device | None = None,
+                      global_random: str = "violation") -> CaptureScope:
         """A context manager that records the ops of its body (see :class:`CaptureScope`)."""
-        return CaptureScope(self, live=live, on_violation=on_violation, rng=rng)
+        return CaptureScope(self, live=live, on_violation=on_violation, rng=rng,
+                            global_random=global_random)
 
     def seed(self, seed: int) -> None:
         """Always a ``seed`` violation: a capture device has no generator to reseed."""
@@ -233,18 +278,28 @@ class CaptureScope:
         on_violation: ``"raise"`` (default) raises at the first error-level violation;
             ``"record"`` keeps capturing and collects them (``graph.check()`` raises the first).
         rng: the real device whose seeded stream random ops use (default: the default device).
+        global_random: what a draw from NumPy's or Python's global generator in the body is:
+            ``"violation"`` (default) a ``frozen_random`` violation, since its values would be
+            frozen into the graph; ``"record"`` records NumPy's common draws (``rand``,
+            ``randn``, ``random``, ``uniform``, ``normal``, ``standard_normal``...) as capviz
+            random ops, so each replay draws fresh, reproducible values from capviz's Philox
+            generator (not NumPy's numbers); other draws stay violations.
     """
 
     def __init__(self, device: CaptureDevice, live: bool = False, on_violation: str = "raise",
-                 rng: Device | None = None) -> None:
+                 rng: Device | None = None, global_random: str = "violation") -> None:
         if on_violation not in ("raise", "record"):
             raise ValueError(f"on_violation must be 'raise' or 'record', got {on_violation!r}")
+        if global_random not in ("violation", "record"):
+            raise ValueError("global_random must be 'violation' or 'record', got "
+                             f"{global_random!r}")
         if rng is not None and not isinstance(rng, Device):
             raise TypeError(f"rng must be a cv.Device, got {type(rng).__name__}")
         self.device = device
         self.live = live
         self.on_violation = on_violation
         self.rng = rng
+        self.global_random = global_random
         self.recorder: Recorder | None = None
         self.view: Any = None
         self._inputs: list[_Declared] = []
@@ -264,40 +319,83 @@ class CaptureScope:
         if self.recorder is not None:
             raise RuntimeError("a CaptureScope object can be entered once; call "
                                "capture_scope() again for a new capture")
-        source = user_source()
+        self._opened_at = user_source()
+        recorder = Recorder(self.device, self.on_violation)
+        recorder.global_random = self.global_random
+        rng = self.rng or default_device()
+        self.recorder = recorder
+        try:
+            self._acquire(rng)
+            return self
+        except BaseException:  # anything, a KeyboardInterrupt included: undo every step
+            self._release()
+            raise
+
+    def _acquire(self, rng: Device) -> None:
+        """Take the device, bind the rng device, register the recorder in this context, install
+        the hooks, attach the live view: in this order, each step one atomic change that
+        :meth:`_release` undoes whether or not the step completed."""
+        recorder = self.recorder
         with self.device._lock:
             other = self.device._active
             if other is not None:
-                err = ScopeAlreadyActiveError(
+                raise ScopeAlreadyActiveError(
                     f"capture device {self.device.name!r} already has an active capture scope "
                     f"(opened at {format_source(other._opened_at)}); a device records one scope "
                     "at a time: use another cv.CaptureDevice() for a concurrent capture")
-                raise err
             self.device._active = self
-        self._opened_at = source
-        recorder = Recorder(self.device, self.on_violation)
-        rng = self.rng or default_device()
-        recorder.graph.rng_seed = rng.current_seed
-        recorder.seeded = rng.current_seed is not None
-        recorder.next_draw = rng.next_draw
-        self.recorder = recorder
-        STATE.recorders.append(recorder)
-        hooks.install()
+        rng.bind_capture(recorder)
+        register(recorder)
+        hooks.install(recorder)
         if self.live:
             from capviz.render.live import attach
 
-            self.view = attach(self)
-        return self
+            attach(self)
+
+    def _release(self, keep_view: bool = False) -> None:
+        """Undo :meth:`_acquire`, last step first.
+
+        The recorder is ended first (inert: it records nothing and the hooks skip it). Each
+        undo is idempotent, is tried even when another failed, and runs at the call depth of
+        the step it undoes, going no deeper than that step did, so it also completes after a
+        ``RecursionError``. The first failure is raised once all were tried; a caller that got
+        one (an interrupt landing here) can call again to finish.
+        """
+        self.recorder.closed = True
+        self.recorder.ended = True
+        undo: list[tuple[Callable[[Any], None], Any]] = [
+            (hooks.uninstall, self.recorder), (unregister, self.recorder), (_free_device, self)]
+        if not keep_view:
+            undo.insert(0, (_close_view, self))
+        failure: BaseException | None = None
+        for step, arg in undo:
+            try:
+                step(arg)
+            except BaseException as err:
+                failure = failure or err
+        if failure is not None:
+            raise failure
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
-        recorder = self.recorder
-        recorder.closed = True
+        # An exception anywhere in here (a KeyboardInterrupt, a RecursionError) still releases
+        # everything; one that cuts the first release short is followed by a second, complete
+        # one. Only a KeyboardInterrupt delivered at this method's very first instruction,
+        # before any `try` is in force, escapes: no Python __exit__ can catch that one
+        # (docs/guide/capture-state.md).
         try:
-            STATE.recorders.remove(recorder)
+            hooks.untracked_state_changes(self.recorder)  # a reseed no hook saw
+            self.recorder.flush_pending()  # a reseed from another thread, not yet recorded
         finally:
-            hooks.uninstall()
-            with self.device._lock:
-                self.device._active = None
+            try:
+                self._release(keep_view=True)  # the view stays, to show the final graph
+            except BaseException:
+                self._release(keep_view=True)
+                raise
+        return self._finish(exc)
+
+    def _finish(self, exc: BaseException | None) -> bool:
+        """Check the boundaries, set the graph's outcome, show it, call the observers."""
+        recorder = self.recorder
         graph = recorder.graph
         error: BaseException | None = exc
         if recorder.raised is not None and (error is None or isinstance(error, ScopeClosedError)):
@@ -307,14 +405,20 @@ class CaptureScope:
                 self._check_boundaries(recorder)
             except BoundaryError as err:
                 error = err
+        recorder.settle_scopes()  # final scope names (block -> block[0] once block[1] exists)
         if isinstance(error, CapvizError) and getattr(error, "graph", None) is None:
             error.graph = graph
         graph.error = error
         graph.complete = error is None
-        if self.view is not None:
-            self.view.finish(graph)
-        for callback in list(_observers):
-            callback(graph)
+        try:
+            if self.view is not None:
+                self.view.finish(graph)  # raises a render failure of the live view
+        except BaseException:
+            self.view.close()
+            raise
+        finally:
+            for callback in list(_observers):
+                callback(graph)
         if error is not None and error is not exc:
             raise error from exc
         return False
@@ -423,7 +527,22 @@ class CaptureScope:
                     "capture; outputs must be computed inside the scope")
             _check_known("output", d, recorder)
         for d in self._outputs:
-            recorder.output(d.value._data, d.name, d.source)
+            recorder.output(current(recorder, d.value), d.name, d.source)  # after writes
+
+
+def _free_device(scope: CaptureScope) -> None:
+    """Mark the scope's capture device free, if this scope holds it."""
+    with scope.device._lock:
+        if scope.device._active is scope:
+            scope.device._active = None
+
+
+def _close_view(scope: CaptureScope) -> None:
+    """Detach the live view from a scope that failed to open and stop its worker."""
+    view, scope.view = scope.view, None
+    scope.recorder.listener = None
+    if view is not None:
+        view.close()
 
 
 def _declared_at(d: _Declared) -> str:
@@ -453,11 +572,13 @@ def _check_unique(role: str, d: _Declared, seen: dict[str, _Declared]) -> None:
 
 
 def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "raise",
-            rng: Device | None = None, device: CaptureDevice | None = None) -> CapturedGraph:
+            rng: Device | None = None, device: CaptureDevice | None = None,
+            global_random: str = "violation") -> CapturedGraph:
     """Capture ``fn`` called on inputs of the given specs, like ``jax.make_jaxpr``.
 
     Inputs are named after ``fn``'s parameters; outputs ``out`` (one result), ``out0``,
-    ``out1``... (a tuple or list) or the keys of a returned dict.
+    ``out1``... (a tuple or list) or the keys of a returned dict. ``live``, ``on_violation``,
+    ``rng`` and ``global_random`` are those of :class:`CaptureScope`.
 
     Raises:
         CaptureError: as the scope form; the exception's ``graph`` holds the partial graph.
@@ -469,7 +590,8 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     if len(names) < len(specs):
         names += [f"arg{i}" for i in range(len(names), len(specs))]
     cap = device or CaptureDevice(getattr(fn, "__name__", None))
-    scope = cap.capture_scope(live=live, on_violation=on_violation, rng=rng)
+    scope = cap.capture_scope(live=live, on_violation=on_violation, rng=rng,
+                              global_random=global_random)
     try:
         with scope:
             args = [scope.input(n, s) for n, s in zip(names, specs)]

@@ -1,8 +1,10 @@
 """The ``capviz`` command: ``demo``, ``render``, ``show``, ``check``.
 
 Exit codes: 0 success, 1 violations or failed checks, 2 usage errors (bad arguments, a module
-that does not import, a malformed input spec). User mistakes print one line on stderr, no
-traceback.
+that does not import, a malformed input spec, an unreadable graph, an output that cannot be
+written). User mistakes print one line on stderr, no traceback. Text that comes from a graph or
+from the user's code is printed through :func:`terminal_text`, so a name in a graph file cannot
+drive the terminal (colours, titles, hyperlinks, cursor moves).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -22,6 +25,31 @@ from capviz.render.svg import DEFAULT_BUDGET
 
 class UsageError(Exception):
     """A mistake in the command line (exit code 2)."""
+
+
+# ESC-introduced sequences: CSI (colours, cursor), OSC (titles, hyperlinks; ended by BEL or ST),
+# DCS/SOS/PM/APC strings, and two-character escapes; also their 8-bit C1 forms.
+_TERMINAL_SEQUENCE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x9b[0-?]*[ -/]*[@-~]"
+    r"|(?:\x1b[]PX^_]|[\x90\x98\x9d-\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?")
+# What is left that a terminal would act on or that cannot be encoded: control characters (a
+# newline too: each message is one line), lone surrogates, line separators, bidi overrides.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e"
+                          "\u2066-\u2069]")
+
+
+def terminal_text(text: Any) -> str:
+    """``text`` made safe to print: escape sequences removed, other control characters, lone
+    surrogates and bidi controls written as visible Python escapes (``\\x07``, ``\\udcff``)."""
+    text = _TERMINAL_SEQUENCE.sub("", str(text))
+    return _UNPRINTABLE.sub(
+        lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
+
+
+def _say(text: str, error: bool = False) -> None:
+    """Print one line made safe by :func:`terminal_text` (to stderr when ``error``)."""
+    print(terminal_text(text), file=sys.stderr if error else sys.stdout)
 
 
 def _parse_input(text: str) -> tuple[str, Any]:
@@ -44,11 +72,18 @@ def _import_function(target: str) -> Any:
     module_name, colon, attr = target.partition(":")
     if not colon or not module_name or not attr:
         raise UsageError(f"bad target {target!r}: expected MODULE:FUNCTION")
+    if module_name.startswith("."):
+        raise UsageError(f"bad target {target!r}: a relative module name has no package to be "
+                         "relative to here; give the full dotted name (package.module:function) "
+                         "and run from the folder that holds the package")
     sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
         raise UsageError(f"cannot import module {module_name!r}: {err}") from None
+    except Exception as err:  # the module itself is broken: say where, not a traceback
+        raise UsageError(f"cannot import module {module_name!r}: it raised "
+                         f"{type(err).__name__}: {err}") from None
     fn = module
     for part in attr.split("."):
         fn = getattr(fn, part, None)
@@ -60,24 +95,43 @@ def _import_function(target: str) -> Any:
 
 
 def _write(graph: Any, out: str | None, fmt: str, collapse: Any) -> str:
-    if fmt == "json":
-        path = out or "graph.json"
-        graph.save(path)
-        return path
+    path = out or f"graph.{fmt}"
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise UsageError(f"cannot write {path}: the folder {folder} does not exist")
+    text = None
     if fmt == "dot":
         text = graph.to_dot(collapse=collapse).source
-    else:
+    elif fmt == "html":  # the interactive view, a standalone page
+        text = graph.to_html()
+    elif fmt == "svg":
         text = graph.to_svg(collapse=collapse)
-    path = out or f"graph.{fmt}"
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    try:
+        if text is None:
+            graph.save(path)
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+    except OSError as err:  # a directory, no permission, a constants file capviz did not write
+        raise UsageError(f"cannot write {path}: {err.strerror or err}") from None
     return path
 
 
 def _print_violations(graph: Any) -> None:
     for v in graph.violations:
-        print(f"{v.level}: {v.kind} at {v.location}: {v.message.splitlines()[0]}",
-              file=sys.stderr)
+        _say(f"{v.level}: {v.kind} at {v.location}: {v.message.splitlines()[0]}", error=True)
+
+
+def _error_violations(graph: Any) -> list:
+    return [v for v in graph.violations if v.level == "error"]
+
+
+def _say_incomplete(graph: Any) -> None:
+    """Say that a graph with error-level violations is not complete (replay refuses it)."""
+    errors = _error_violations(graph)
+    if errors:
+        _say(f"not complete: {len(errors)} error-level violation(s), so a replay would not "
+             "compute what the code did (replay refuses it unless allow_violations=True)")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -95,6 +149,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     eager = mlp(x, weights)
     same = bool(np.array_equal(result["out"], eager))
     path = _write(graph, args.out, "svg", None)
+    path = terminal_text(path)
     print("capviz demo: a 3-layer MLP written in plain NumPy")
     print(f"  captured   {len(graph.ops)} ops, {len(graph.constants)} constants, "
           f"{len(graph.violations)} violations in {1e3 * (t1 - t0):.1f} ms")
@@ -121,18 +176,22 @@ def cmd_render(args: argparse.Namespace) -> int:
                            on_violation="record")
     except cv.CaptureError as err:
         graph = err.graph
-        print(f"capture failed: {type(err).__name__}: {str(err).splitlines()[0]}",
-              file=sys.stderr)
+        _say(f"capture failed: {type(err).__name__}: {_first_line(err)}", error=True)
         if graph is not None:
             path = _write(graph, args.output, args.format, args.collapse)
-            print(f"wrote partial graph to {path}", file=sys.stderr)
+            _say(f"wrote partial graph to {path}", error=True)
         return 1
     path = _write(graph, args.output, args.format, args.collapse)
-    print(f"wrote {path} ({len(graph.ops)} ops, {len(graph.violations)} violations)")
-    errors = [v for v in graph.violations if v.level == "error"]
+    _say(f"wrote {path} ({len(graph.ops)} ops, {len(graph.violations)} violations)")
+    _say_incomplete(graph)
     if graph.violations:
         _print_violations(graph)
-    return 1 if errors and not args.allow_violations else 0
+    return 1 if _error_violations(graph) and not args.allow_violations else 0
+
+
+def _first_line(err: BaseException) -> str:
+    lines = str(err).splitlines()
+    return lines[0] if lines else ""
 
 
 def _load(path: str) -> Any:
@@ -148,7 +207,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     graph = _load(args.graph)
     out = args.output or os.path.splitext(args.graph)[0] + ".svg"
     path = _write(graph, out, "svg", args.collapse)
-    print(f"wrote {path}")
+    _say(f"wrote {path}")
     return 0
 
 
@@ -159,13 +218,15 @@ def cmd_check(args: argparse.Namespace) -> int:
     try:
         graph.verify()
     except cv.GraphVerifyError as err:
-        print(f"invalid graph: {str(err).splitlines()[0]}", file=sys.stderr)
+        _say(f"invalid graph: {_first_line(err)}", error=True)
         return 1
     _print_violations(graph)
-    errors = [v for v in graph.violations if v.level == "error"]
-    state = "complete" if graph.complete else "partial"
-    print(f"{args.graph}: {state} graph, {len(graph.inputs)} inputs, {len(graph.ops)} ops, "
-          f"{len(graph.outputs)} outputs, {len(graph.violations)} violations")
+    errors = _error_violations(graph)
+    state = ("partial graph (its capture failed)" if not graph.complete else
+             f"graph not complete ({len(errors)} error-level violations)" if errors else
+             "complete graph")
+    _say(f"{args.graph}: {state}, {len(graph.inputs)} inputs, {len(graph.ops)} ops, "
+         f"{len(graph.outputs)} outputs, {len(graph.violations)} violations")
     return 1 if errors or not graph.complete else 0
 
 
@@ -188,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--input", "-i", action="append", metavar="NAME=SHAPE:DTYPE",
                         help="one per parameter, e.g. x=2,3:float32")
     render.add_argument("-o", "--output", help="output file (graph.FORMAT)")
-    render.add_argument("--format", default="svg", choices=["svg", "dot", "json"])
+    render.add_argument("--format", default="svg", choices=["svg", "dot", "json", "html"])
     render.add_argument("--collapse", type=_collapse, default=DEFAULT_BUDGET,
                         help="node budget (an int) or comma-separated scope paths")
     render.add_argument("--allow-violations", action="store_true",
@@ -209,16 +270,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; return its exit code."""
     from capviz.errors import CapvizError
 
+    for stream in (sys.stdout, sys.stderr):  # a name the terminal cannot encode is escaped
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.run(args)
     except UsageError as err:
-        print(f"capviz {args.command}: error: {err}", file=sys.stderr)
+        _say(f"capviz {args.command}: error: {err}", error=True)
         return 2
     except CapvizError as err:
-        print(f"capviz {args.command}: {type(err).__name__}: {str(err).splitlines()[0]}",
-              file=sys.stderr)
+        _say(f"capviz {args.command}: {type(err).__name__}: {_first_line(err)}", error=True)
         return 1
 
 

@@ -46,9 +46,10 @@ def value_stats(value: Any) -> Stats | None:
 
 
 def compute_stats(graph: CapturedGraph, inputs: Mapping[str, Any] | None, backend: str = "numpy",
-                  seed: int | None = None) -> dict[int, Stats]:
+                  seed: int | None = None, allow_violations: bool = False) -> dict[int, Stats]:
     """Replay keeping every value; store and return per-node :class:`Stats`."""
-    ex = Executor(graph, inputs, backend=backend, keep=True, seed=seed)
+    ex = Executor(graph, inputs, backend=backend, keep=True, seed=seed,
+                  allow_violations=allow_violations)
     ex.run()
     stats = {}
     for index, value in ex._store.items():
@@ -114,20 +115,24 @@ def _eager_trace(graph: CapturedGraph, fn: Callable, inputs: Mapping[str, Any]) 
 
 def compare(graph: CapturedGraph, fn: Callable | None, inputs: Mapping[str, Any] | None,
             rtol: float = 1e-5, atol: float = 1e-6, backend: str = "numpy",
-            against: str | None = None, seed: int | None = None) -> Divergence:
+            against: str | None = None, seed: int | None = None,
+            allow_violations: bool = False) -> Divergence:
     """Find the first node, in program order, whose value differs beyond tolerance.
 
     With ``fn``: ``fn`` runs eagerly on NumPy (called with the inputs in graph order) while every
     op's result is logged; the graph replays on ``backend``; op results are compared in program
     order. With ``against``: the graph replays on ``backend`` and on ``against``.
-    The first differing node is marked (``graph.marks["diverged"]``).
+    The first differing node is marked (``graph.marks["diverged"]``). A graph with error-level
+    violations raises :class:`capviz.IncompleteGraphError` unless ``allow_violations``.
     """
     key = resolve_seed(graph, seed)
-    ex = Executor(graph, inputs, backend=backend, keep=True, seed=key)
+    ex = Executor(graph, inputs, backend=backend, keep=True, seed=key,
+                  allow_violations=allow_violations)
     ex.run()
     op_nodes = [n for n in graph.nodes if n.kind == "op"]
     if against is not None:
-        other = Executor(graph, inputs, backend=against, keep=True, seed=key)
+        other = Executor(graph, inputs, backend=against, keep=True, seed=key,
+                         allow_violations=allow_violations)
         other.run()
         pairs = [(n, ex._store[n.index], other._store[n.index]) for n in op_nodes]
     elif fn is not None:

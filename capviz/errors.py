@@ -29,7 +29,18 @@ class CaptureError(CapvizError):
 
 
 class ShapeError(CaptureError, ValueError):
-    """An op's operands do not fit its shape rule (the eager op would fail the same way)."""
+    """An op's operands do not fit its shape or dtype rule (the eager op would fail the same
+    way; the message is NumPy's)."""
+
+
+class DTypeError(ShapeError, TypeError):
+    """NumPy has no loop or promotion for the operands' dtypes: a ``TypeError``, as eager NumPy
+    raises (``~float_tensor``, ``int_tensor << 1.5``)."""
+
+
+class ScalarOverflowError(ShapeError, OverflowError):
+    """A Python integer operand does not fit the tensor's dtype: an ``OverflowError``, as eager
+    NumPy raises (``uint8_tensor + (-1)``)."""
 
 
 class DeviceMismatchError(CaptureError):
@@ -83,6 +94,11 @@ class SeedViolationError(CaptureViolation):
     """A random generator was reseeded while a capture was active."""
 
 
+class FrozenRandomError(CaptureViolation):
+    """A draw from a global generator (NumPy's, Python's) inside a capture: its values would be
+    frozen into the graph as a constant, the same on every replay."""
+
+
 class DataReadError(CaptureViolation):
     """The value of a captured (not yet computed) tensor was read during capture."""
 
@@ -121,6 +137,19 @@ class ReplayError(CapvizError):
 
 class ReplayInputError(ReplayError, ValueError):
     """Replay inputs are missing, extra, or of the wrong shape, dtype or type."""
+
+
+class IncompleteGraphError(ReplayError):
+    """Replay refused: the graph has error-level violations, so it cannot replay what the code
+    did (pass ``allow_violations=True`` to replay it anyway).
+
+    Attributes:
+        violations: the error-level :class:`capviz.ir.Violation` records.
+        graph: the graph.
+    """
+
+    violations: Any = ()
+    graph: Any = None
 
 
 class NonFiniteError(ReplayError):

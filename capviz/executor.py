@@ -1,11 +1,11 @@
 """Replay: run a graph on NumPy or CuPy, fast or one node at a time.
 
-Two ways to run, like torch.fx's codegen and Interpreter:
+Two ways to run, like torch.fx's GraphModule and Interpreter:
 
-* :class:`Program` compiles the graph once per backend into a straight-line Python function
-  (``v3 = f3(v1, v2)``, ``del v1`` after its last use) and is what :func:`replay` calls. Only
-  identifiers made here appear in the generated code; every op, param and literal is bound by
-  name in its namespace, so no string from a graph file is ever evaluated.
+* :class:`capviz.replay_program.Program` compiles the graph once per backend into a table of
+  steps run by one tight loop, with the memory plan of :mod:`capviz.replay_plan` (results
+  written into dead buffers with ``out=``); :func:`replay` and :class:`CompiledReplay`
+  (``graph.compile()``) run it. Nothing from a graph file is ever evaluated.
 * :class:`Executor` steps node by node with one overridable method per node kind, keeps values
   for inspection, and supports breakpoints; ``check_finite`` and ``compare`` use it.
 
@@ -15,8 +15,6 @@ operands and the user's source line.
 
 from __future__ import annotations
 
-import math
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -26,7 +24,10 @@ from capviz import ops
 from capviz.backends.cupy import load_cupy
 from capviz.errors import CapvizError, NonFiniteError, ReplayError, ReplayInputError
 from capviz.ir import CapturedGraph, Node, format_source
+from capviz.replay_program import Program, picker
+from capviz.replay_warnings import user_warnings
 from capviz.rng import check_seed, fresh_seed
+from capviz.violations import check_replayable
 
 # --- backends and inputs ------------------------------------------------------------------------
 
@@ -124,148 +125,127 @@ class ReplayResult(dict):
     backend: str = "numpy"
 
 
-def _result(graph: CapturedGraph, values: list, xp: Any, to_numpy: bool) -> ReplayResult:
-    out = ReplayResult()
+def _result(names: Any, values: Any, xp: Any, to_numpy: bool) -> ReplayResult:
+    out = ReplayResult(zip(names, values))
     out.backend = xp.__name__
-    for name, value in zip(graph.outputs, values):
-        value = xp.asarray(value)
-        if to_numpy and xp is not np:
-            value = xp.asnumpy(value)
-        out[name] = value
+    if to_numpy and xp is not np:
+        for name, value in out.items():
+            out[name] = xp.asnumpy(value)
     return out
 
 
 # --- compiled replay --------------------------------------------------------------------------
 
 
-def _inline_literal(value: Any) -> str | None:
-    """Source text for a literal that can sit in generated code exactly (ints, bools, finite
-    floats: ``repr`` round-trips them); ``None`` for anything else (bound by name instead)."""
-    if type(value) is bool or type(value) is int:
-        return repr(value)
-    if type(value) is float and math.isfinite(value):
-        return repr(value)
-    return None
+def program(graph: CapturedGraph, xp: Any) -> Program:
+    """The compiled program of ``graph`` for ``xp``: compiled once, reused until the graph
+    changes (a node added, a constant replaced: ``graph.version`` moves)."""
+    return _compiled(graph, xp)[0]
 
 
-class Program:
-    """A graph compiled into one straight-line Python function for a backend.
+def _compiled(graph: CapturedGraph, xp: Any) -> tuple[Program, InputCheck]:
+    """The program and the input check of ``graph`` for ``xp``, cached on the graph per
+    namespace and rebuilt when the graph changed."""
+    token = (len(graph.nodes), graph.version)
+    entry = graph._compiled.get(xp.__name__)
+    if entry is None or entry[0] != token:
+        entry = (token, Program(graph, xp), InputCheck(graph, xp))
+        graph._compiled[xp.__name__] = entry
+    return entry[1], entry[2]
 
-    Values live in local variables; a variable is reused once the value it held is dead, and a
-    dead value whose variable is not reused at once is deleted, so every intermediate is freed
-    right after its last use.
 
-    Attributes:
-        source: the generated code (for reading, not for running elsewhere).
-    """
+class InputCheck:
+    """The graph's input shapes and dtypes as tuples, to check positional inputs fast; anything
+    but an ndarray of exactly the right type goes through :func:`check_inputs` for its error
+    (or its conversion: eager tensors, NumPy scalars, host arrays for CuPy)."""
 
     def __init__(self, graph: CapturedGraph, xp: Any) -> None:
-        self.xp = xp  # no reference to the graph: the graph holds its programs
-        env: dict[str, Any] = {}
-        body: list[str] = []
-        self.line_nodes: dict[int, Node] = {}
-        outputs = {n.args[0].index for n in graph.output_nodes}
-        last_use: dict[int, int] = {}
-        for n in graph.nodes:
-            for _, a in n.operands:
-                last_use[a.index] = n.index
-        dying: dict[int, list[int]] = {}
-        for value, user in last_use.items():
-            if value not in outputs and graph.nodes[value].kind != "constant":
-                dying.setdefault(user, []).append(value)
-        slot: dict[int, str] = {}
-        free: list[str] = []
-        count = 0
+        self.xp = xp  # no reference to the graph: the graph holds its input checks
+        self.names = tuple(graph.inputs)
+        self.types = tuple((n.shape, n.dtype) for n in graph.input_nodes)
+        self.array_type = np.ndarray if xp is np else xp.ndarray
+        self._pick = picker(self.names) if self.names else None
 
-        def new_slot() -> str:
-            nonlocal count
-            count += 1
-            return f"v{count - 1}"
-
-        def ref(node: Node) -> str:
-            return slot[node.index]
-
-        params_line = []
-        for n in graph.input_nodes:
-            slot[n.index] = new_slot()
-            params_line.append(slot[n.index])
-        for n in graph.nodes:
-            i = n.index
-            if n.kind == "constant":
-                value = graph.constant_values[i]
-                slot[i] = f"k{i}"
-                env[f"k{i}"] = value if xp is np else xp.asarray(value)
-                continue
-            if n.kind != "op":
-                continue
-            op = ops.OPS[n.op]
-            if n.op == "unpack":
-                expr = f"{ref(n.args[0])}[{int(n.params['index'])}]"
+    def positional(self, graph: CapturedGraph, args: tuple) -> Any:
+        """``args`` in input order, checked (a tuple, or a list after conversion)."""
+        if len(args) == len(self.types):
+            array_type = self.array_type
+            for value, (shape, dtype) in zip(args, self.types):
+                if type(value) is not array_type or value.shape != shape \
+                        or (value.dtype is not dtype and value.dtype != dtype):
+                    break
             else:
-                env[f"f{i}"] = op.bind(xp)
-                args = ["seed"] if op.random else []
-                for pos, a in enumerate(n.args):
-                    if isinstance(a, Node):
-                        args.append(ref(a))
-                        continue
-                    text = _inline_literal(a)
-                    if text is None:
-                        text = f"l{i}_{pos}"
-                        env[text] = a
-                    args.append(text)
-                if n.params:
-                    env[f"p{i}"] = n.params
-                    args.append(f"**p{i}")
-                expr = f"f{i}({', '.join(args)})"
-            released = [slot[v] for v in dying.get(i, ())]
-            free.extend(released)
-            slot[i] = free.pop() if free else new_slot()
-            body.append(f"    {slot[i]} = {expr}")
-            self.line_nodes[len(body) + 2] = n
-            dead = [name for name in released if name != slot[i]]
-            if dead:
-                body.append(f"    del {', '.join(dead)}")
-                self.line_nodes[len(body) + 2] = n
-        outs = [ref(n.args[0]) for n in graph.output_nodes]
-        head = ["def run(inputs, seed):",
-                f"    {', '.join(params_line)}, = inputs" if params_line else "    pass"]
-        tail = [f"    return ({', '.join(outs)}{',' if outs else ''})"]
-        self.source = "\n".join(head + body + tail) + "\n"
-        code = compile(self.source, f"<capviz replay {id(self):x}>", "exec")
-        exec(code, env)  # noqa: S102 - generated from identifiers only; values bound in env
-        self._run = env["run"]
-        self._filename = code.co_filename
+                return args
+        if len(args) != len(self.types):
+            raise ReplayInputError(f"expected {len(self.types)} inputs "
+                                   f"({', '.join(self.names) or 'none'}), got {len(args)}")
+        return check_inputs(graph, dict(zip(self.names, args)), self.xp)
 
-    def __call__(self, inputs: list, seed: int) -> tuple:
-        try:
-            return self._run(inputs, seed)
-        except Exception as err:
-            node = self._failing_node(sys.exc_info()[2])
-            if node is None or isinstance(err, CapvizError):
-                raise
-            raise replay_error(node, [a for a in node.args if isinstance(a, Node)], err) from err
-
-    def _failing_node(self, tb: Any) -> Node | None:
-        while tb is not None:
-            if tb.tb_frame.f_code.co_filename == self._filename:
-                return self.line_nodes.get(tb.tb_lineno)
-            tb = tb.tb_next
-        return None
+    def named(self, graph: CapturedGraph, inputs: Mapping[str, Any] | None) -> Any:
+        """``inputs`` (by name) in input order, checked."""
+        if self._pick is not None and inputs is not None and len(inputs) == len(self.names):
+            try:
+                args = self._pick(inputs)
+            except (KeyError, TypeError):
+                pass
+            else:
+                return self.positional(graph, args)
+        return check_inputs(graph, inputs, self.xp)
 
 
-def program(graph: CapturedGraph, xp: Any) -> Program:
-    """The compiled program of ``graph`` for ``xp`` (compiled once, then reused)."""
-    key = (xp.__name__, len(graph.nodes))
-    prog = graph._compiled.get(key)
-    if prog is None:
-        prog = Program(graph, xp)
-        graph._compiled = {key: prog}
-    return prog
+class CompiledReplay:
+    """A graph compiled for repeated replay: ``fn(x, y)`` runs it on positional inputs.
+
+    Made by ``graph.compile()``. A call checks its inputs against precomputed shapes and dtypes,
+    runs the compiled program and returns the outputs as a tuple in ``graph.outputs`` order.
+    The program is rebuilt when the graph changes (``graph.version``).
+
+    Attributes:
+        graph: the graph.
+        backend: ``numpy`` or ``cupy``.
+    """
+
+    def __init__(self, graph: CapturedGraph, backend: str = "auto", seed: int | None = None,
+                 allow_violations: bool = False) -> None:
+        self.graph = graph
+        self._xp = namespace(backend)
+        self.backend = self._xp.__name__
+        self._allow = allow_violations
+        self._seed = None if seed is None else check_seed(seed)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        graph = self.graph
+        check_replayable(graph, self._allow)
+        self._program, self._check = _compiled(graph, self._xp)
+        self._version = graph.version
+        self._length = len(graph.nodes)
+        seed = self._seed if self._seed is not None else graph.rng_seed
+        self._fixed_seed = 0 if not self._program.random else seed  # no random op: no seed
+
+    def __call__(self, *inputs: Any) -> tuple:
+        """Replay on ``inputs`` (in ``graph.inputs`` order); returns the outputs' tuple."""
+        graph = self.graph
+        if graph.version != self._version or len(graph.nodes) != self._length:
+            self._refresh()
+        args = self._check.positional(graph, inputs)
+        seed = self._fixed_seed if self._fixed_seed is not None else fresh_seed()
+        return self._program(args, seed)
+
+    def __repr__(self) -> str:
+        return (f"<CompiledReplay of {len(self.graph.inputs)} inputs, {len(self.graph.ops)} ops "
+                f"on {self.backend}>")
+
+
+def compile_graph(graph: CapturedGraph, backend: str = "auto", seed: int | None = None,
+                  allow_violations: bool = False) -> CompiledReplay:
+    """``graph.compile()``: see :class:`CompiledReplay`."""
+    return CompiledReplay(graph, backend, seed, allow_violations)
 
 
 def replay(graph: CapturedGraph, inputs: Mapping[str, Any] | None = None, backend: str = "auto",
            seed: int | None = None, check_finite: bool = False,
-           to_numpy: bool = False) -> ReplayResult:
+           to_numpy: bool = False, allow_violations: bool = False) -> ReplayResult:
     """Run ``graph`` on ``inputs`` (a mapping by input name); return its outputs by name.
 
     Args:
@@ -276,21 +256,29 @@ def replay(graph: CapturedGraph, inputs: Mapping[str, Any] | None = None, backen
         check_finite: stop at the first op whose output holds NaN or Inf
             (:class:`NonFiniteError`), and mark it in the graph.
         to_numpy: return host arrays from a CuPy replay.
+        allow_violations: replay a graph that has error-level violations anyway.
 
     Raises:
+        IncompleteGraphError: the graph has error-level violations (and not
+            ``allow_violations``): it would not compute what the captured code did.
         ReplayInputError: a missing, extra or mistyped input, naming it, expected and got.
         ReplayError: an op failed; names the node and the user's source line.
         NonFiniteError: with ``check_finite``, the first non-finite op.
     """
+    if graph.violation_records and not allow_violations:
+        check_replayable(graph, allow_violations)
     xp = namespace(backend)
-    args = check_inputs(graph, inputs, xp)
-    key = resolve_seed(graph, seed)
     if check_finite:
-        ex = Executor(graph, None, backend=xp.__name__, keep=False, seed=key, _checked=args)
+        args = check_inputs(graph, inputs, xp)
+        ex = Executor(graph, None, backend=xp.__name__, keep=False,
+                      seed=resolve_seed(graph, seed), _checked=args, allow_violations=True)
         ex.check_finite = True
         ex.run()
         return ex.outputs(to_numpy)
-    return _result(graph, list(program(graph, xp)(args, key)), xp, to_numpy)
+    prog, check = _compiled(graph, xp)
+    args = check.named(graph, inputs)
+    key = resolve_seed(graph, seed) if prog.random or seed is not None else 0
+    return _result(prog.output_names, prog(args, key), xp, to_numpy)
 
 
 # --- the stepping executor ------------------------------------------------------------------
@@ -332,6 +320,8 @@ class Executor:
         backend: ``auto``, ``numpy`` or ``cupy``.
         keep: keep every value (``True``) or free each after its last use (``False``).
         seed: the seed of random ops.
+        allow_violations: step through a graph that has error-level violations anyway (else
+            :class:`IncompleteGraphError`).
 
     Attributes:
         position: index of the next node to run (``len(graph)`` when finished).
@@ -341,7 +331,8 @@ class Executor:
 
     def __init__(self, graph: CapturedGraph, inputs: Mapping[str, Any] | None = None,
                  backend: str = "auto", keep: bool = True, seed: int | None = None,
-                 _checked: list | None = None) -> None:
+                 _checked: list | None = None, allow_violations: bool = False) -> None:
+        check_replayable(graph, allow_violations)
         self.graph = graph
         self.xp = namespace(backend)
         args = _checked if _checked is not None else check_inputs(graph, inputs, self.xp)
@@ -414,8 +405,9 @@ class Executor:
         """The outputs by name (after the graph has run to the end)."""
         if not self.finished:
             raise RuntimeError(f"the executor stopped at %{self.position}; run() it to the end")
-        values = [self._store[n.args[0].index] for n in self.graph.output_nodes]
-        return _result(self.graph, values, self.xp, to_numpy)
+        values = [self.xp.asarray(self._store[n.args[0].index])
+                  for n in self.graph.output_nodes]
+        return _result(self.graph.outputs, values, self.xp, to_numpy)
 
     # --- one method per node kind ----------------------------------------------------------
 
@@ -439,7 +431,8 @@ class Executor:
             if self.check_finite:  # the check reports NaN/Inf; NumPy's warnings would repeat it
                 with np.errstate(all="ignore"):
                     return op.bind(self.xp)(*args, **node.params)
-            return op.bind(self.xp)(*args, **node.params)
+            with user_warnings(lambda frame: node):  # NumPy's warnings at the user's line
+                return op.bind(self.xp)(*args, **node.params)
         except CapvizError:
             raise
         except Exception as err:

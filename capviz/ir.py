@@ -20,6 +20,7 @@ of :class:`CapturedGraph` that reach them are thin facades that import them when
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,9 @@ if TYPE_CHECKING:
     import networkx as nx
 
     from capviz.diagnostics import Stats
-    from capviz.executor import Executor
+    from capviz.executor import CompiledReplay, Executor
+    from capviz.render.view import GraphView
+    from capviz.replay_plan import MemoryPlan
 
 KINDS = ("input", "constant", "op", "output", "violation")
 Source = tuple  # (file, line, function)
@@ -121,7 +124,8 @@ class Violation:
     """A thing the capture could not represent faithfully.
 
     Attributes:
-        kind: ``seed``, ``data_read``, ``unsupported_op`` or ``unseeded_random``.
+        kind: ``seed``, ``frozen_random``, ``data_read``, ``unsupported_op`` or
+            ``unseeded_random``.
         level: ``error`` or ``warning``.
         message: the full message, with the fixes.
         call: the API that caused it (``np.random.seed``, ``float()``...).
@@ -142,8 +146,50 @@ class Violation:
         return format_source(self.source)
 
 
-VIOLATION_LEVELS = {"seed": "error", "data_read": "error", "unsupported_op": "error",
-                    "unseeded_random": "warning"}
+VIOLATION_LEVELS = {"seed": "error", "frozen_random": "error", "data_read": "error",
+                    "unsupported_op": "error", "unseeded_random": "warning"}
+
+
+class ConstantValues(dict):
+    """The constants' values by node index; replacing or removing one moves the graph's
+    ``version``, so a compiled replay never runs with an old value."""
+
+    def __init__(self, graph: CapturedGraph) -> None:
+        super().__init__()
+        self._graph = weakref.ref(graph)  # a graph is freed without the cycle collector
+
+    def _changed(self, result: Any = None) -> Any:
+        graph = self._graph()
+        if graph is not None:
+            graph.version += 1
+        return result
+
+    def __setitem__(self, key: int, value: Any) -> None:
+        super().__setitem__(key, value)
+        self._changed()
+
+    def __delitem__(self, key: int) -> None:
+        super().__delitem__(key)
+        self._changed()
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._changed(super().update(*args, **kwargs))
+
+    def pop(self, *args: Any) -> Any:
+        return self._changed(super().pop(*args))
+
+    def popitem(self) -> tuple:
+        return self._changed(super().popitem())
+
+    def setdefault(self, key: int, default: Any = None) -> Any:
+        return self._changed(super().setdefault(key, default))
+
+    def clear(self) -> None:
+        self._changed(super().clear())
+
+    def __ior__(self, other: Any) -> ConstantValues:
+        self.update(other)
+        return self
 
 
 class CapturedGraph:
@@ -157,11 +203,15 @@ class CapturedGraph:
         stats: per-node statistics set by :meth:`set_stats`, shown in tooltips.
         complete: ``False`` while recording and for the partial graph of a failed capture.
         error: the error that ended a failed capture, if any.
+        version: moves on every change a compiled replay depends on (a node added through
+            :meth:`add`, a constant set or removed); call :meth:`changed` after editing a
+            node or a constant's array in place.
     """
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
-        self.constant_values: dict[int, Any] = {}
+        self.version = 0
+        self.constant_values: dict[int, Any] = ConstantValues(self)
         self.violation_records: list[Violation] = []
         self.rng_seed: int | None = None
         self.marks: dict[str, int] = {}
@@ -177,7 +227,13 @@ class CapturedGraph:
     def add(self, node: Node) -> Node:
         """Append a node (its ``index`` must be the next position)."""
         self.nodes.append(node)
+        self.version += 1
         return node
+
+    def changed(self) -> None:
+        """Say the graph was edited in place (a node's fields, a constant's array): compiled
+        replays are rebuilt at their next call."""
+        self.version += 1
 
     def _of_kind(self, kind: str) -> list[Node]:
         return [n for n in self.nodes if n.kind == kind]
@@ -290,41 +346,84 @@ class CapturedGraph:
         verify_graph(self)
 
     def save(self, path: str) -> None:
-        """Write ``path`` (JSON) and ``path`` with ``.npz`` suffix (constants); never pickles."""
+        """Write ``path`` (JSON) and ``path + ".npz"`` (constants), atomically; never pickles.
+
+        Raises:
+            FileExistsError: ``path + ".npz"`` exists and was not written by capviz for ``path``.
+        """
         from capviz.serialize import save
 
         save(self, path)
 
     def replay(self, inputs: Mapping[str, Any] | None = None, backend: str = "auto",
                seed: int | None = None, check_finite: bool = False,
-               to_numpy: bool = False) -> dict[str, Any]:
-        """Run the graph on NumPy or CuPy; see :func:`capviz.executor.replay`."""
+               to_numpy: bool = False, allow_violations: bool = False) -> dict[str, Any]:
+        """Run the graph on NumPy or CuPy; see :func:`capviz.executor.replay` (a graph with
+        error-level violations raises :class:`capviz.IncompleteGraphError` unless
+        ``allow_violations``)."""
         from capviz.executor import replay
 
         return replay(self, inputs, backend=backend, seed=seed, check_finite=check_finite,
-                      to_numpy=to_numpy)
+                      to_numpy=to_numpy, allow_violations=allow_violations)
+
+    def compile(self, backend: str = "auto", seed: int | None = None,
+                allow_violations: bool = False) -> CompiledReplay:
+        """The graph compiled for tight loops: ``fn = graph.compile(); y, = fn(x)``.
+
+        A call takes the inputs positionally (in :attr:`inputs` order), checks them against
+        precomputed shapes and dtypes, and returns the outputs as a tuple (in :attr:`outputs`
+        order); see :class:`capviz.executor.CompiledReplay`.
+
+        Raises:
+            IncompleteGraphError: the graph has error-level violations (and not
+                ``allow_violations``).
+        """
+        from capviz.executor import compile_graph
+
+        return compile_graph(self, backend=backend, seed=seed,
+                             allow_violations=allow_violations)
+
+    def memory_plan(self, inputs_or_specs: Mapping[str, Any] | None = None,
+                    min_bytes: int | None = None) -> MemoryPlan:
+        """What a replay allocates: ``.peak_bytes`` and bytes per node, and which results are
+        written into a dead buffer (``out=``); see :mod:`capviz.replay_plan`.
+
+        Args:
+            inputs_or_specs: arrays or ``cv.spec(...)`` by input name, checked against the
+                graph's inputs (shapes are fixed at capture; the plan does not depend on them).
+            min_bytes: plan only results at least this large (default: as replay does).
+        """
+        from capviz.replay_plan import MIN_PLAN_BYTES, check_specs, memory_plan
+
+        check_specs(self, inputs_or_specs)
+        return memory_plan(self, MIN_PLAN_BYTES if min_bytes is None else min_bytes)
 
     def executor(self, inputs: Mapping[str, Any] | None = None, backend: str = "auto",
-                 keep: bool = True, seed: int | None = None) -> Executor:
+                 keep: bool = True, seed: int | None = None,
+                 allow_violations: bool = False) -> Executor:
         """A stepping executor (the debugger); see :class:`capviz.executor.Executor`."""
         from capviz.executor import Executor
 
-        return Executor(self, inputs, backend=backend, keep=keep, seed=seed)
+        return Executor(self, inputs, backend=backend, keep=keep, seed=seed,
+                        allow_violations=allow_violations)
 
     def compare(self, fn: Callable | None = None, inputs: Mapping[str, Any] | None = None,
                 rtol: float = 1e-5, atol: float = 1e-6, backend: str = "numpy",
-                against: str | None = None) -> Any:
+                against: str | None = None, allow_violations: bool = False) -> Any:
         """Find the first node whose value differs from eager ``fn`` (or another backend)."""
         from capviz.diagnostics import compare
 
-        return compare(self, fn, inputs, rtol=rtol, atol=atol, backend=backend, against=against)
+        return compare(self, fn, inputs, rtol=rtol, atol=atol, backend=backend, against=against,
+                       allow_violations=allow_violations)
 
     def compute_stats(self, inputs: Mapping[str, Any] | None = None, backend: str = "numpy",
-                      seed: int | None = None) -> dict[int, Stats]:
+                      seed: int | None = None,
+                      allow_violations: bool = False) -> dict[int, Stats]:
         """Replay keeping every value and attach per-node statistics (shown in tooltips)."""
         from capviz.diagnostics import compute_stats
 
-        return compute_stats(self, inputs, backend=backend, seed=seed)
+        return compute_stats(self, inputs, backend=backend, seed=seed,
+                             allow_violations=allow_violations)
 
     def to_dot(self, **options: Any) -> graphviz.Digraph:
         """The graph as a ``graphviz.Digraph`` (no subprocess); see :mod:`capviz.render.dot`."""
@@ -337,6 +436,32 @@ class CapturedGraph:
         from capviz.render.svg import to_svg
 
         return to_svg(self, path, **options)
+
+    def view(self, values: Mapping[Any, Any] | None = None, title: str | None = None,
+             budget: int = 160) -> GraphView:
+        """The interactive view (pan, zoom, open scopes, search, hover, value panel) for a
+        notebook; see :mod:`capviz.render.view`.
+
+        Args:
+            values: kept values by node (``executor.values`` after ``keep=True``) for the value
+                panel; without them, statistics from :meth:`compute_stats` are shown.
+            title: a heading for the view.
+            budget: how many boxes are drawn at first; scopes open level by level while they fit.
+
+        Returns:
+            A ``GraphView``, which displays itself as self-contained HTML.
+        """
+        from capviz.render.view import GraphView
+
+        return GraphView(self, values=values, title=title, budget=budget)
+
+    def to_html(self, path: str | None = None, values: Mapping[Any, Any] | None = None,
+                title: str | None = None) -> str:
+        """The interactive view as a standalone HTML page (no server, nothing fetched); written
+        to ``path`` when given. Returns the page's text."""
+        from capviz.render.view import to_html
+
+        return to_html(self, path, values=values, title=title)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         from capviz.render.jupyter import mimebundle

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.errors import ShapeError, UnsupportedOperationError
+from capviz.errors import DTypeError, ScalarOverflowError, ShapeError, UnsupportedOperationError
 
 _VOID = np.dtype([])
 _EMPTY: dict = {}
@@ -39,14 +39,18 @@ class Op:
         nargs: ``(min, max)`` number of positional args (``max`` ``None``: variadic).
         multi: the op returns a tuple of arrays (read with ``unpack`` nodes).
         random: the callable takes the replay seed as its first argument.
+        out: the callable accepts ``out=`` (an array of the result's shape and dtype) and then
+            returns exactly the bits it returns without it; replay's memory plan writes
+            results into dead buffers only for such ops (ufuncs, matmul, sum, prod, max...).
     """
 
-    __slots__ = ("_bound", "impl", "meta", "multi", "name", "nargs", "params", "random")
+    __slots__ = ("_bound", "impl", "meta", "multi", "name", "nargs", "out", "params", "random")
 
     def __init__(self, name: str, impl: Callable[[Any], Callable], meta: Callable,
                  params: Sequence[str] = (), nargs: tuple[int, int | None] = (1, 1),
-                 multi: bool = False, random: bool = False) -> None:
+                 multi: bool = False, random: bool = False, out: bool = False) -> None:
         self.name = name
+        self.out = out
         self.impl = impl
         self.meta = meta
         self.params = frozenset(params)
@@ -83,6 +87,12 @@ def register(op: Op) -> Op:
     return op
 
 
+def is_random(name: str | None) -> bool:
+    """True when ``name`` is a random op (its ``random`` flag; a name no op has is not)."""
+    op = OPS.get(name) if name is not None else None
+    return op is not None and op.random
+
+
 def get(name: str) -> Op:
     """Look an op up by name."""
     try:
@@ -97,8 +107,10 @@ SCALAR_TYPES = (bool, int, float, complex)
 
 
 def is_tensor_meta(a: Any) -> bool:
-    """True for operand metadata (anything with ``shape`` and ``dtype`` that is not a literal)."""
-    return not isinstance(a, SCALAR_TYPES) and hasattr(a, "dtype") and hasattr(a, "shape")
+    """True for operand metadata (anything with ``shape`` and ``dtype`` that is not a literal;
+    NumPy scalars such as ``np.float32(0.5)`` are typed literals)."""
+    return (not isinstance(a, (bool, int, float, complex, np.generic)) and hasattr(a, "dtype")
+            and hasattr(a, "shape"))
 
 
 def shape_of(a: Any) -> tuple:
@@ -120,12 +132,43 @@ def dummy(a: Any) -> Any:
     return a
 
 
+_PLAIN_LITERALS = frozenset((bool, float, complex, np.bool_, np.float16, np.float32, np.float64,
+                             np.complex64, np.complex128))
+_META_TYPES: set[type] = set()  # types found to be tensor metadata (is_tensor_meta)
+_INT_LITERALS = frozenset((int, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                           np.uint32, np.uint64))
+
+
 def _key(a: Any) -> Any:
-    if is_tensor_meta(a):
+    """The part of operand ``a`` that NumPy's dtype rules (and errors) depend on.
+
+    A tensor: its shape and dtype. A literal: its type (NumPy 2 promotes Python scalars weakly and
+    NumPy scalars by their dtype), and for an integer outside 0..127 also its value: whether it
+    fits the other operand's dtype (``uint8 + (-1)`` raises OverflowError) or is a negative power
+    depends on it. Every integer in 0..127 fits every dtype, so they share one entry.
+    """
+    t = type(a)
+    if t in _META_TYPES:
         return (a.shape, a.dtype)
-    if type(a) is int and not -128 <= a <= 127:
-        return (int, a)  # whether a Python int fits the other operand's dtype depends on its value
-    return type(a)
+    if t in _PLAIN_LITERALS:
+        return t
+    if t in _INT_LITERALS:
+        return t if 0 <= a <= 127 else (t, int(a))
+    if is_tensor_meta(a):
+        _META_TYPES.add(t)  # capture nodes, eager arrays: one type test per call from now on
+        return (a.shape, a.dtype)
+    if isinstance(a, np.integer) and not 0 <= a <= 127:
+        return (t, int(a))
+    return t
+
+
+def _keys(name: str, args: Sequence) -> tuple:
+    """The cache key of an op on ``args`` (unrolled for the usual one or two operands)."""
+    if len(args) == 2:
+        return (name, _key(args[0]), _key(args[1]))
+    if len(args) == 1:
+        return (name, _key(args[0]))
+    return (name, *[_key(a) for a in args])
 
 
 _DTYPE_CACHE: dict = {}
@@ -146,9 +189,17 @@ def proxy_dtype(fn: Callable, args: Sequence, params: dict, cache_key: Any = Non
 
 
 def _fail(name: str, args: Sequence, params: dict, err: Exception) -> ShapeError:
+    """The capture error for NumPy's ``err``: its message, and its type (OverflowError and
+    TypeError stay catchable as such; everything else is a ValueError)."""
     shapes = ", ".join(str(tuple(a.shape)) if is_tensor_meta(a) else repr(a) for a in args)
     extra = "".join(f", {k}={v!r}" for k, v in params.items())
-    return ShapeError(f"{name}({shapes}{extra}): {err}")
+    if isinstance(err, OverflowError):
+        kind = ScalarOverflowError
+    elif isinstance(err, TypeError):
+        kind = DTypeError
+    else:
+        kind = ShapeError
+    return kind(f"{name}({shapes}{extra}): {err}")
 
 
 def _hashable(params: dict) -> Any:
@@ -166,22 +217,26 @@ _UFUNC_CACHE: dict = {}
 
 
 def _ufunc_meta(name: str, ufunc: np.ufunc) -> Callable:
-    def meta(args: Sequence, params: dict) -> tuple:
-        key = (name,) + tuple(_key(a) for a in args)
+    def meta(args: Sequence, params: dict) -> Any:
+        key = (name, _key(args[0]), _key(args[1])) if len(args) == 2 else _keys(name, args)
         hit = _UFUNC_CACHE.get(key)
         if hit is not None:
             return hit
-        try:
+        try:  # dtypes first, as NumPy resolves the loop before it broadcasts
+            with np.errstate(all="ignore"):
+                out = ufunc(*[proxy(a) for a in args])
             shapes = [shape_of(a) for a in args]
             shape = shapes[0] if len(shapes) == 1 else tuple(np.broadcast_shapes(*shapes))
-            with np.errstate(all="ignore"):
-                dt = ufunc(*[proxy(a) for a in args]).dtype
         except (ValueError, TypeError, OverflowError) as err:
             raise _fail(name, args, params, err) from None
+        if ufunc.nout == 1:
+            result: Any = (shape, out.dtype)
+        else:  # divmod, modf, frexp: one (shape, dtype) per result
+            result = [(shape, o.dtype) for o in out]
         if len(_UFUNC_CACHE) > 100_000:
             _UFUNC_CACHE.clear()
-        _UFUNC_CACHE[key] = (shape, dt)
-        return shape, dt
+        _UFUNC_CACHE[key] = result
+        return result
 
     return meta
 
@@ -193,17 +248,69 @@ def _ufunc_impl(name: str) -> Callable:
 UFUNCS: dict[str, np.ufunc] = {}
 for _name in sorted(dir(np)):
     _u = getattr(np, _name)
-    if (isinstance(_u, np.ufunc) and _u.nout == 1 and _u.nin in (1, 2) and _u.signature is None
-            and _u.__name__ not in UFUNCS):
+    if (isinstance(_u, np.ufunc) and _u.nout in (1, 2) and _u.nin in (1, 2)
+            and _u.signature is None and _u.__name__ not in UFUNCS):
         UFUNCS[_u.__name__] = _u
         register(Op(_u.__name__, _ufunc_impl(_u.__name__), _ufunc_meta(_u.__name__, _u),
-                    nargs=(_u.nin, _u.nin)))
+                    nargs=(_u.nin, _u.nin), multi=_u.nout == 2, out=_u.nout == 1))
+
+
+GUFUNCS: set[str] = {"matmul"}
+"""Generalized ufuncs with an op of the same name (``capviz.oplib.products`` adds vecdot...)."""
 
 
 def ufunc_op(ufunc: np.ufunc) -> Op | None:
     """The op for a NumPy ufunc, or ``None`` when capviz does not support it."""
     name = ufunc.__name__
-    return OPS[name] if name in UFUNCS or name == "matmul" else None
+    return OPS[name] if name in UFUNCS or name in GUFUNCS else None
+
+
+# ndarray.__pow__ does not always call np.power: for a float or complex array and an exponent
+# that is exactly the Python int 2 or -1 or the Python float 0.5 it calls square, reciprocal or
+# sqrt, which round differently (float16 ** 0.5, complex ** 2) or give another dtype (bool ** 2
+# is int8 through square, int64 through power). NumPy 2's number.c fast_scalar_power; checked
+# against eager NumPy for every dtype by tests/test_operators.py.
+_POW_FAST = {(int, 2): "square", (int, -1): "reciprocal", (float, 0.5): "sqrt"}
+
+
+def power_op(dtype: np.dtype, exponent: Any) -> Op:
+    """The op ``array ** exponent`` runs for an array of ``dtype`` (``**`` and ``**=``)."""
+    kind = type(exponent)
+    name = _POW_FAST.get((kind, exponent)) if kind is int or kind is float else None
+    if name is not None and (dtype.kind in "fc" or (name == "square" and dtype.kind == "b")):
+        return OPS[name]
+    return OPS["power"]
+
+
+# A NumPy scalar's ** is its own scalar math (C pow in the scalar's precision), not np.power's
+# loops, and the two differ in the last bits for most exponents (np.float32(x) ** 1.5), as well
+# as in the fast paths above. ``x.sum() ** 0.5`` is a scalar ** in eager NumPy, so a 0-d tensor
+# that stands for a scalar records ``scalar_power``, which replays the ** operator on scalars.
+def _as_scalar(value: Any) -> Any:
+    return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
+
+
+def _scalar_power(xp: Any) -> Callable:
+    def scalar_power(base: Any, exponent: Any) -> Any:
+        return _as_scalar(base) ** _as_scalar(exponent)
+
+    return scalar_power
+
+
+register(Op("scalar_power", _scalar_power, _ufunc_meta("power", np.power), nargs=(2, 2)))
+
+
+def _round_meta(args: Sequence, params: dict) -> tuple:
+    x = args[0]
+    try:
+        with np.errstate(all="ignore"):
+            dt = np.round(proxy(x), params.get("decimals", 0)).dtype
+    except (ValueError, TypeError, OverflowError) as err:
+        raise _fail("round", args, params, err) from None
+    return tuple(x.shape), dt
+
+
+register(Op("round", lambda xp: xp.round, _round_meta, params=("decimals",)))
 
 
 # --- matmul and dot -----------------------------------------------------------------------------
@@ -239,10 +346,10 @@ def _dot_shape(a: tuple, b: tuple) -> tuple:
 
 def _product_meta(name: str, shape_rule: Callable, fn: Callable) -> Callable:
     def meta(args: Sequence, params: dict) -> tuple:
-        try:
+        try:  # dtype first: NumPy converts the operands (OverflowError) before shape checks
+            dt = proxy_dtype(fn, args, params, _keys(name, args))
             shape = shape_rule(shape_of(args[0]), shape_of(args[1]))
-            dt = proxy_dtype(fn, args, params, (name,) + tuple(_key(a) for a in args))
-        except (ValueError, TypeError) as err:
+        except (ValueError, TypeError, OverflowError) as err:
             raise _fail(name, args, params, err) from None
         return shape, dt
 
@@ -250,7 +357,7 @@ def _product_meta(name: str, shape_rule: Callable, fn: Callable) -> Callable:
 
 
 register(Op("matmul", lambda xp: xp.matmul, _product_meta("matmul", _matmul_shape, np.matmul),
-            nargs=(2, 2)))
+            nargs=(2, 2), out=True))
 register(Op("dot", lambda xp: xp.dot, _product_meta("dot", _dot_shape, np.dot), nargs=(2, 2)))
 
 
@@ -296,7 +403,8 @@ def _reduce_meta(name: str, fn: Callable, single_axis: bool = False) -> Callable
                 raise ValueError(f"zero-size array to reduction operation {name} "
                                  "which has no identity")
             key = _hashable(params)
-            dt = proxy_dtype(fn, args, params,
+            probe = {**params, "ddof": 0} if "ddof" in params else params  # no dof warning
+            dt = proxy_dtype(fn, args, probe,
                              None if key is None else (name, len(x.shape), x.dtype, key))
         except (ValueError, TypeError, np.exceptions.AxisError) as err:
             raise _fail(name, args, params, err) from None
@@ -306,20 +414,22 @@ def _reduce_meta(name: str, fn: Callable, single_axis: bool = False) -> Callable
 
 
 def _reduction(name: str, np_fn: Callable, xp_name: str, params: Sequence[str],
-               single_axis: bool = False) -> None:
+               single_axis: bool = False, out: bool = False) -> None:
     register(Op(name, lambda xp: getattr(xp, xp_name), _reduce_meta(name, np_fn, single_axis),
-                params=params))
+                params=params, out=out))
 
 
-_reduction("sum", np.sum, "sum", ("axis", "keepdims"))
-_reduction("prod", np.prod, "prod", ("axis", "keepdims"))
-_reduction("mean", np.mean, "mean", ("axis", "keepdims"))
-_reduction("var", np.var, "var", ("axis", "keepdims", "ddof"))
-_reduction("std", np.std, "std", ("axis", "keepdims", "ddof"))
-_reduction("max", np.max, "max", ("axis", "keepdims"))
-_reduction("min", np.min, "min", ("axis", "keepdims"))
-_reduction("any", np.any, "any", ("axis", "keepdims"))
-_reduction("all", np.all, "all", ("axis", "keepdims"))
+# out= of the result's own dtype reduces in that dtype, as without it, for these; not for mean,
+# var and std (float16 into float16 accumulates in float32 and rounds once more).
+_reduction("sum", np.sum, "sum", ("axis", "keepdims", "dtype"), out=True)
+_reduction("prod", np.prod, "prod", ("axis", "keepdims", "dtype"), out=True)
+_reduction("mean", np.mean, "mean", ("axis", "keepdims", "dtype"))
+_reduction("var", np.var, "var", ("axis", "keepdims", "ddof", "dtype"))
+_reduction("std", np.std, "std", ("axis", "keepdims", "ddof", "dtype"))
+_reduction("max", np.max, "max", ("axis", "keepdims"), out=True)
+_reduction("min", np.min, "min", ("axis", "keepdims"), out=True)
+_reduction("any", np.any, "any", ("axis", "keepdims"), out=True)
+_reduction("all", np.all, "all", ("axis", "keepdims"), out=True)
 _reduction("argmax", np.argmax, "argmax", ("axis", "keepdims"), single_axis=True)
 _reduction("argmin", np.argmin, "argmin", ("axis", "keepdims"), single_axis=True)
 
@@ -398,9 +508,9 @@ def _broadcast_meta(name: str, fn: Callable) -> Callable:
     def meta(args: Sequence, params: dict) -> tuple:
         try:
             shape = tuple(np.broadcast_shapes(*[shape_of(a) for a in args]))
-            key = (name,) + tuple(_key(a) for a in args)
+            key = _keys(name, args)
             dt = proxy_dtype(fn, args, params, key)
-        except (ValueError, TypeError) as err:
+        except (ValueError, TypeError, OverflowError) as err:
             raise _fail(name, args, params, err) from None
         return shape, dt
 
@@ -466,7 +576,9 @@ def _index_meta(args: Sequence, params: dict) -> tuple:
     if not np.issubdtype(idx.dtype, np.integer):
         raise _fail("index", args, params, TypeError(
             f"only integer tensors can index a tensor, got {idx.dtype} "
-            "(a boolean mask gives a data-dependent shape, which a graph cannot record)"))
+            "(a boolean mask gives a data-dependent shape, which a graph cannot record; keep "
+            "the shape with np.where(mask, t, fill), or take a fixed-size top-k with "
+            "np.argpartition)"))
     if not x.shape:
         raise _fail("index", args, params, IndexError("too many indices for a 0-d tensor"))
     return tuple(idx.shape) + tuple(x.shape[1:]), x.dtype

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
+from capviz import ops
 from capviz.ir import CapturedGraph, Node, dtype_name
 
 _HIDDEN = ("draw", "shape", "dtype")
@@ -26,8 +29,39 @@ def literal_text(value: object) -> str:
     return repr(value)
 
 
-def index_text(index: tuple) -> str:
-    return "[" + ", ".join(literal_text(i) for i in index) + "]"
+def index_text(index: tuple, short: bool = False) -> str:
+    """``[0, 1:3]``; with ``short``, long index lists are abbreviated (:func:`short_text`)."""
+    text = short_text if short else literal_text
+    return "[" + ", ".join(text(i) for i in index) + "]"
+
+
+LONG = 6  # sequences longer than this are abbreviated in labels
+
+
+def short_text(value: object) -> str:
+    """A static argument as a label shows it: long lists abbreviated, ``[0, 1, ..., 199]``."""
+    if isinstance(value, (list, tuple)) and len(value) > LONG:
+        head = ", ".join(short_text(v) for v in value[:2])
+        text = f"{head}, ..., {short_text(value[-1])}"
+        return f"[{text}]" if isinstance(value, list) else f"({text})"
+    if isinstance(value, list):
+        return "[" + ", ".join(short_text(v) for v in value) + "]"
+    if isinstance(value, tuple):
+        inner = ", ".join(short_text(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, np.generic):
+        return str(value)  # 1e-05, not np.float32(1e-05): the dtype is on the node's type
+    return literal_text(value)
+
+
+def constant_text(node: Node, value: object = None) -> str:
+    """How a constant shows on the ops that read it: a scalar (0-d or one element) by its
+    value (``eps = 1e-05``, ``0.5``), an array by name and type (``w float32[8,8]``)."""
+    size = getattr(value, "size", None)
+    if size == 1:
+        shown = str(value.reshape(())[()])  # NumPy's own shortest text: 1e-05 for float32
+        return f"{node.name} = {shown}" if node.name else shown
+    return f"{node.name or 'const'} {type_text(node)}"
 
 
 def short_source(node: Node) -> str:
@@ -59,7 +93,10 @@ def format_node(node: Node, names: dict[int, str] | None = None) -> str:
     params = dict(node.params)
     if node.op == "getitem":
         args += index_text(params.pop("index"))
-    if node.op.startswith("random_"):
+    elif node.op == "setitem":  # %3 = setitem %0[1:] %2: the written part, then the value
+        target, value = args.split(" ", 1)
+        args = f"{target}{index_text(params.pop('index'))} {value}"
+    if ops.is_random(node.op):
         params = {k: v for k, v in params.items() if k not in _HIDDEN or k == "draw"}
     extra = " ".join(f"{k}={literal_text(v)}" for k, v in params.items() if v is not None)
     text = f"{me} = {node.op}"
@@ -75,15 +112,20 @@ def format_node(node: Node, names: dict[int, str] | None = None) -> str:
 
 def format_graph(graph: CapturedGraph) -> str:
     """The whole listing: one line per node in program order; a multi-output op is printed
-    once, naming its results (``%3, %4 = split %1 ...``)."""
+    once, naming its results (``%3, %4 = split %1 ...``). A ``# block[0]/mha`` line precedes
+    the nodes of each scope (``# (top level)`` when the code returns to the top)."""
     results: dict[int, list[Node]] = {}
     for n in graph.nodes:
         if n.op == "unpack":
             results.setdefault(n.args[0].index, []).append(n)
     lines = []
+    scope = ""
     for n in graph.nodes:
         if n.op == "unpack":
             continue
+        if n.scope != scope and n.kind != "output":
+            scope = n.scope
+            lines.append(f"# {scope or '(top level)'}")  # the scope the next lines are in
         line = format_node(n)
         parts = results.get(n.index)
         if parts:

@@ -5,14 +5,17 @@ a function in record mode and verify its graph), ``capviz_graphs`` (graphs captu
 test), ``capviz_snapshot`` (``snapshot(graph, name)`` against baselines in
 ``__capviz_snapshots__`` beside the test file). Marker: ``@pytest.mark.capviz(no_violations=True)``
 fails a test whose captures recorded a violation. Options: ``--capviz-artifacts DIR`` writes the
-SVG and JSON of each graph of a failing test there and lists the paths in the report;
-``--capviz-update-snapshots`` (re)writes snapshot baselines. Disable with ``-p no:capviz``.
+SVG and JSON of each graph of a failing test there, named by :func:`artifact_stem` (unique per
+test id), and lists the paths in the report; ``--capviz-update-snapshots`` (re)writes snapshot
+baselines. Disable with ``-p no:capviz``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -59,18 +62,31 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[Any]:
     return result
 
 
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:120] or "test"
+class IncompleteGraphWarning(UserWarning):
+    """A graph made by the ``capviz_graph`` fixture has error-level violations: it is not
+    complete, and ``replay()`` refuses it unless ``allow_violations=True``."""
+
+
+def artifact_stem(nodeid: str) -> str:
+    """A file name stem for a test id, unique per id: the id made safe for file names and cut
+    to 80 characters, then the first 10 hex digits of the id's SHA-256 (``a/b`` and ``a_b``, or
+    two long ids that share a prefix, differ in the hash)."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid).strip("_.")[:80] or "test"
+    return f"{safe}-{hashlib.sha256(nodeid.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
 
 
 def write_artifacts(graphs: list[CapturedGraph], directory: str, stem: str) -> list[str]:
-    """Write ``stem-K.svg`` and ``stem-K.json`` for each graph; return the paths."""
+    """Write ``STEM-K.svg`` and ``STEM-K.json`` (with its constants) for each graph, where
+    ``STEM`` is :func:`artifact_stem` of ``stem``; return the paths (or why one is missing)."""
     os.makedirs(directory, exist_ok=True)
     paths = []
     for k, graph in enumerate(graphs):
-        base = os.path.join(directory, f"{_safe(stem)}-{k}")
-        graph.save(base + ".json")
-        paths.append(base + ".json")
+        base = os.path.join(directory, f"{artifact_stem(stem)}-{k}")
+        try:
+            graph.save(base + ".json")
+            paths.append(base + ".json")
+        except OSError as err:
+            paths.append(f"(no JSON: {err})")
         try:
             graph.to_svg(base + ".svg")
             paths.append(base + ".svg")
@@ -106,13 +122,25 @@ def capture_device() -> CaptureDevice:
 @pytest.fixture
 def capviz_graph() -> Callable[..., CapturedGraph]:
     """``capviz_graph(fn, *specs, **options)``: capture ``fn`` in record mode (violations are
-    collected, not raised), check the graph's structure with ``graph.verify()``, return it."""
+    collected, not raised), check the graph's structure with ``graph.verify()``, return it.
+
+    A graph with error-level violations is not complete; the fixture says so with an
+    :class:`IncompleteGraphWarning` (shown in pytest's warnings summary) listing them."""
     from capviz.capture import capture
 
     def make(fn: Callable, *specs: Any, **options: Any) -> CapturedGraph:
         options.setdefault("on_violation", "record")
         graph = capture(fn, *specs, **options)
         graph.verify()
+        errors = [v for v in graph.violations if v.level == "error"]
+        if errors:
+            listed = "; ".join(f"{v.kind} at {v.location}" for v in errors[:5])
+            more = f"; and {len(errors) - 5} more" if len(errors) > 5 else ""
+            name = getattr(fn, "__qualname__", repr(fn))
+            warnings.warn(IncompleteGraphWarning(
+                f"capviz_graph({name}): the graph is not complete: {len(errors)} error-level "
+                f"violation(s) ({listed}{more}); replay() refuses it unless "
+                "allow_violations=True"), stacklevel=2)
         return graph
 
     return make

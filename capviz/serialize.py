@@ -2,16 +2,25 @@
 
 Nothing here unpickles or evaluates: the JSON holds only numbers, strings, lists and objects
 (static values that JSON lacks are tagged: ``{"$tuple": [...]}``, ``{"$slice": [...]}``,
-``{"$float": "nan"}``...), and constants are read with ``np.load(allow_pickle=False)``. A file
-that does not describe a valid graph raises :class:`capviz.GraphFormatError` saying what is wrong.
+``{"$float": "nan"}``, NumPy scalar literals ``{"$scalar": ["float32", 0.5]}``...), and constants
+are numeric ``.npy`` members of an uncompressed zip, each header checked against the JSON before
+a byte of the array is allocated; a strided constant's node carries its ``strides``
+(:mod:`capviz.layout`). A file that does not describe a valid graph raises
+:class:`capviz.GraphFormatError` saying what is wrong. Saving is atomic, and never replaces a
+constants file capviz did not write for that graph file (see :func:`save`).
 """
 
 from __future__ import annotations
 
+import bisect
+import contextlib
+import hashlib
 import json
 import math
 import os
-from typing import Any
+import secrets
+import zipfile
+from typing import Any, BinaryIO
 
 import networkx as nx
 import numpy as np
@@ -27,6 +36,7 @@ from capviz.ir import (
     dtype_name,
     format_source,
 )
+from capviz.layout import file_strides, with_strides
 
 FORMAT = "capviz-graph"
 VERSION = 1
@@ -35,10 +45,18 @@ VERSION = 1
 # --- static values <-> JSON ---------------------------------------------------------------------
 
 
+# NumPy scalar literals keep their dtype in a file: {"$scalar": ["float32", 0.5]}. Each of these
+# dtypes holds values a JSON number (or a $complex pair of them) gives back exactly.
+_SCALAR_DTYPES = frozenset(("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                            "uint64", "float16", "float32", "float64", "complex64", "complex128"))
+
+
 def encode(value: Any) -> Any:
     """A static value as JSON data."""
     if value is None or isinstance(value, (bool, str)):
         return value
+    if isinstance(value, np.generic) and value.dtype.name in _SCALAR_DTYPES:
+        return {"$scalar": [value.dtype.name, encode(value.item())]}
     if isinstance(value, (int, np.integer)):
         return int(value)
     if isinstance(value, (float, np.floating)):
@@ -79,9 +97,29 @@ def decode(data: Any, where: str = "value") -> Any:
             return complex(decode(body[0], where), decode(body[1], where))
         if tag == "$ellipsis" and body is None:
             return Ellipsis
+        if tag == "$scalar" and isinstance(body, list) and len(body) == 2:
+            return _scalar(body[0], decode(body[1], where), where)
         if tag == "$dict" and isinstance(body, dict):
             return {k: decode(v, where) for k, v in body.items()}
     raise GraphFormatError(f"{where}: unrecognised value {json.dumps(data)[:80]}")
+
+
+def _scalar(dtype: Any, value: Any, where: str) -> np.generic:
+    """The NumPy scalar ``{"$scalar": [dtype, value]}`` stands for; it must hold ``value``
+    exactly (no rounding, no wrap-around)."""
+    if dtype not in _SCALAR_DTYPES or isinstance(value, (str, list, tuple, dict)) \
+            or value is None:
+        raise GraphFormatError(f"{where}: {json.dumps([dtype, repr(value)])[:80]} is not a "
+                               "NumPy scalar of a numeric dtype")
+    try:
+        with np.errstate(all="ignore"):
+            scalar = np.dtype(dtype).type(value)
+        exact = scalar.item() == value or (value != value and scalar != scalar)
+    except (OverflowError, TypeError, ValueError):
+        exact = False
+    if not exact:
+        raise GraphFormatError(f"{where}: {value!r} is not exactly a {dtype}")
+    return scalar
 
 
 # --- the networkx view -----------------------------------------------------------------------
@@ -121,37 +159,64 @@ def violation_links(graph: CapturedGraph) -> list[tuple[int, int, str]]:
     ``after``: the last node before the violation in program order; ``reads``: the tensor a data
     read read; ``affects``: for a seed violation, each random op recorded after it (until the next
     seed violation); for an unseeded-random warning, every random op of the graph.
+
+    One pass over the nodes plus a binary search per seed violation: linear in nodes + edges.
     """
     links = []
     nodes = graph.nodes
-    random_ops = [n.index for n in nodes if n.kind == "op" and n.op.startswith("random_")]
+    random_ops = [n.index for n in nodes if n.kind == "op" and ops.is_random(n.op)]
+    seeds = [n.index for n in nodes if n.kind == "violation" and n.op == "seed"]
+    before = None  # the last non-violation node seen
     for n in nodes:
         if n.kind != "violation":
+            before = n.index
             continue
-        before = next((m for m in reversed(nodes[:n.index]) if m.kind != "violation"), None)
         if before is not None:
-            links.append((before.index, n.index, "after"))
+            links.append((before, n.index, "after"))
         target = n.params.get("target")
         if isinstance(target, int):
             links.append((target, n.index, "reads"))
         if n.op == "seed":
-            later_seed = next((m.index for m in nodes[n.index + 1:]
-                               if m.kind == "violation" and m.op == "seed"), len(nodes))
-            links += [(n.index, r, "affects") for r in random_ops if n.index < r < later_seed]
+            next_seed = bisect.bisect_right(seeds, n.index)
+            until = seeds[next_seed] if next_seed < len(seeds) else len(nodes)
+            first = bisect.bisect_right(random_ops, n.index)
+            last = bisect.bisect_left(random_ops, until)
+            links += [(n.index, r, "affects") for r in random_ops[first:last]]
         elif n.op == "unseeded_random":
             links += [(n.index, r, "affects") for r in random_ops]
     return links
 
 
 def to_networkx(graph: CapturedGraph) -> nx.MultiDiGraph:
-    """Build the ``networkx.MultiDiGraph`` of a graph (one edge per operand, keyed by position)."""
-    g = nx.MultiDiGraph(inputs=graph.inputs, outputs=graph.outputs, rng_seed=graph.rng_seed)
-    sources: dict[tuple, str | None] = {}
+    """Build the ``networkx.MultiDiGraph`` of a graph (one edge per operand, keyed by position).
 
-    g.add_nodes_from((n.index, node_attributes(n, sources)) for n in graph.nodes)
-    g.add_edges_from((a.index, n.index, pos, {"kind": "operand"})
-                     for n in graph.nodes for pos, a in enumerate(n.args) if type(a) is Node)
-    g.add_edges_from((u, v, key, {"kind": key}) for u, v, key in violation_links(graph))
+    The adjacency is filled in networkx's documented dict-of-dict-of-dict-of-dict layout
+    (``succ[u][v][key] = data``, with ``pred[v][u]`` the same key dict) rather than through
+    ``add_nodes_from``/``add_edges_from``, whose per-item checks and attribute copies cost twice
+    the whole build; ``tests/test_serialize.py`` checks the result equals the public API's.
+    """
+    g = nx.MultiDiGraph(inputs=graph.inputs, outputs=graph.outputs, rng_seed=graph.rng_seed)
+    node_data, succ, pred = g._node, g._succ, g._pred
+    sources: dict[tuple, str | None] = {}
+    for n in graph.nodes:
+        i = n.index
+        node_data[i] = node_attributes(n, sources)
+        succ[i] = {}
+        pred[i] = {}
+
+    def link(u: int, v: int, key: Any, kind: str) -> None:
+        keys = succ[u].get(v)
+        if keys is None:
+            keys = succ[u][v] = pred[v][u] = {}
+        keys[key] = {"kind": kind}
+
+    for n in graph.nodes:
+        v = n.index
+        for pos, a in enumerate(n.args):
+            if type(a) is Node:
+                link(a.index, v, pos, "operand")
+    for u, v, key in violation_links(graph):
+        link(u, v, key, key)
     return g
 
 
@@ -179,28 +244,122 @@ def _node_json(node: Node) -> dict[str, Any]:
 
 
 def constants_path(path: str) -> str:
-    """The ``.npz`` that goes with a graph file."""
-    root, ext = os.path.splitext(path)
-    return (root if ext == ".json" else path) + ".npz"
+    """The constants file of a graph file: the whole file name plus ``.npz``.
+
+    ``run.json`` -> ``run.json.npz``; ``run.txt`` -> ``run.txt.npz``. Two graph files never share
+    a constants file, whatever their extensions.
+    """
+    return os.fspath(path) + ".npz"
+
+
+def _marker(path: str) -> bytes:
+    """The zip comment that marks a constants file as written by capviz for graph file ``path``."""
+    return json.dumps({"capviz": "constants", "graph": os.path.basename(path)}).encode("ascii")
+
+
+def _written_for(npz: str, path: str) -> bool:
+    """Whether ``npz`` is a constants file capviz wrote for the graph file ``path``."""
+    try:
+        with zipfile.ZipFile(npz) as zf:
+            return zf.comment == _marker(path)
+    except (OSError, zipfile.BadZipFile, EOFError, ValueError):
+        return False
+
+
+def _write_constants(f: BinaryIO, graph: CapturedGraph, marker: bytes) -> None:
+    """Constants as an uncompressed ``.npz`` (what ``np.load`` reads), byte for byte the same
+    for the same graph (fixed timestamps), marked with ``marker`` as its zip comment."""
+    with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as zf:
+        for index, value in graph.constant_values.items():
+            info = zipfile.ZipInfo(f"c{index}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            with zf.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asarray(value), allow_pickle=False)
+        zf.comment = marker
+
+
+def _with_strides(nodes: list[dict], graph: CapturedGraph) -> list[dict]:
+    """The node documents, each strided constant's with its ``strides`` (see capviz.layout)."""
+    for index, value in graph.constant_values.items():
+        strides = file_strides(np.asarray(value))
+        if strides is not None:
+            nodes[index]["strides"] = strides
+    return nodes
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _temp_beside(target: str) -> tuple[str, BinaryIO]:
+    """A new temporary file in ``target``'s directory (so ``os.replace`` is atomic), created
+    with the usual permissions (``0o666`` less the umask, as ``open`` gives)."""
+    directory, name = os.path.split(os.path.abspath(target))
+    while True:
+        temp = os.path.join(directory, f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        return temp, os.fdopen(fd, "wb")
 
 
 def save(graph: CapturedGraph, path: str) -> None:
-    """Write the graph to ``path`` (JSON) and its constants to :func:`constants_path`."""
+    """Write the graph to ``path`` (JSON) and its constants to :func:`constants_path`.
+
+    Both files are written to temporary files beside them and renamed into place, the
+    constants first; the JSON records the constants' SHA-256, so a pair torn by a crash between
+    the two renames is refused by :func:`load`, never read wrong. An existing constants file is
+    replaced only when capviz wrote it for a graph file of this name (its zip comment says so).
+
+    Raises:
+        FileExistsError: the constants file exists and was not written by capviz for ``path``.
+        FileNotFoundError: the folder of ``path`` does not exist.
+        IsADirectoryError: ``path`` is a directory.
+    """
     path = os.fspath(path)
     npz = constants_path(path)
-    doc = {
-        "format": FORMAT,
-        "version": VERSION,
-        "complete": graph.complete,
-        "rng_seed": graph.rng_seed,
-        "constants": os.path.basename(npz),
-        "nodes": [_node_json(n) for n in graph.nodes],
-    }
-    arrays = {f"c{i}": np.asarray(v) for i, v in graph.constant_values.items()}
-    with open(npz, "wb") as f:
-        np.savez(f, **arrays)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1, allow_nan=False)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"cannot save {path}: the folder {folder} does not exist")
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"cannot save {path}: it is a directory")
+    if os.path.lexists(npz) and not _written_for(npz, path):
+        raise FileExistsError(f"refusing to overwrite {npz}: it was not written by capviz for "
+                              f"the graph file {os.path.basename(path)}; move it away or save "
+                              "the graph under another name")
+    temps = []
+    try:
+        npz_temp, f = _temp_beside(npz)
+        temps.append(npz_temp)
+        with f:
+            _write_constants(f, graph, _marker(path))
+            f.flush()
+            os.fsync(f.fileno())
+        doc = {
+            "format": FORMAT,
+            "version": VERSION,
+            "complete": graph.complete,
+            "rng_seed": graph.rng_seed,
+            "constants": os.path.basename(npz),
+            "constants_sha256": _sha256(npz_temp),
+            "nodes": _with_strides([_node_json(n) for n in graph.nodes], graph),
+        }
+        json_temp, f = _temp_beside(path)
+        temps.append(json_temp)
+        with f:
+            f.write(json.dumps(doc, indent=1, allow_nan=False).encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(npz_temp, npz)
+        os.replace(json_temp, path)
+    finally:
+        for temp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
 
 
 # --- load ------------------------------------------------------------------------------------
@@ -231,8 +390,8 @@ def _dtype(value: Any, where: str) -> np.dtype | None:
 def _shape(value: Any, where: str) -> tuple | None:
     if value is None:
         return None
-    _need(isinstance(value, list) and all(_is_int(s) and s >= 0 for s in value), where,
-          f"shape must be a list of non-negative integers, got {json.dumps(value)[:60]}")
+    _need(isinstance(value, list) and all(_is_int(s) and 0 <= s < 2**63 for s in value), where,
+          f"shape must be a list of integers in [0, 2**63), got {json.dumps(value)[:60]}")
     return tuple(value)
 
 
@@ -285,6 +444,60 @@ def _build_node(i: int, raw: Any, nodes: list[Node]) -> Node:
                 _dtype(raw.get("dtype"), where), _source(raw.get("source"), where), scope, name)
 
 
+def _read_header(f: BinaryIO) -> tuple[tuple, bool, np.dtype]:
+    """``(shape, fortran_order, dtype)`` from the ``.npy`` header at the start of ``f``."""
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        return np.lib.format.read_array_header_1_0(f)
+    if version == (2, 0):
+        return np.lib.format.read_array_header_2_0(f)
+    raise ValueError(f".npy format version {version} is not one capviz writes")
+
+
+def _read_constant(zf: zipfile.ZipFile, node: Node, name: str, file_size: int) -> np.ndarray:
+    """One constant's array, checked against its node before a byte of it is allocated.
+
+    The member must be stored uncompressed (as capviz writes it) and lie inside the file, and
+    its ``.npy`` header must give the node's shape and dtype and account for the member's exact
+    size, so what loading allocates is bounded by the size of the file on disk.
+    """
+    where = f"constant %{node.index}"
+    key = f"c{node.index}"
+    try:
+        info = zf.getinfo(key + ".npy")
+    except KeyError:
+        raise GraphFormatError(f"{where}: its array {key!r} is absent from {name}") from None
+    _need(info.compress_type == zipfile.ZIP_STORED, where,
+          f"{name}[{key!r}] is compressed; capviz writes constants uncompressed, so that the "
+          "size of the file bounds what loading it allocates")
+    _need(info.compress_size == info.file_size
+          and info.header_offset + info.compress_size <= file_size, where,
+          f"{name}[{key!r}] claims {info.file_size} bytes, more than the file holds")
+    with zf.open(info) as f:
+        try:
+            shape, fortran, dtype = _read_header(f)
+        except ValueError as err:
+            raise GraphFormatError(f"{where}: {name}[{key!r}] has no valid .npy header: "
+                                   f"{err}") from None
+        _need(not dtype.hasobject and dtype.kind in "biufc", where,
+              f"{name}[{key!r}] holds dtype {dtype}, which cannot be loaded safely (capviz "
+              "reads only numeric arrays)")
+        _need(shape == node.shape and dtype == node.dtype, where,
+              f"array is {dtype}{list(shape)} but the node says "
+              f"{node.dtype}{list(node.shape or ())}")
+        nbytes = math.prod(shape) * dtype.itemsize
+        data_size = info.file_size - f.tell()
+        _need(data_size == nbytes, where, f"{name}[{key!r}] holds {data_size} bytes of data; "
+                                          f"{dtype}{list(shape)} takes {nbytes}")
+        buffer = bytearray(nbytes)
+        view, filled = memoryview(buffer), 0
+        while filled < nbytes:
+            got = f.readinto(view[filled:])
+            _need(got > 0, where, f"{name}[{key!r}] is truncated")
+            filled += got
+    return np.ndarray(shape, dtype, buffer=buffer, order="F" if fortran else "C")
+
+
 def _load_constants(path: str, doc: dict, graph: CapturedGraph) -> None:
     wanted = [n for n in graph.nodes if n.kind == "constant"]
     if not wanted:
@@ -293,24 +506,25 @@ def _load_constants(path: str, doc: dict, graph: CapturedGraph) -> None:
     _need(isinstance(name, str) and name and os.path.basename(name) == name
           and name not in (".", ".."), "graph file",
           f"'constants' must be a plain file name next to the graph, got {name!r}")
+    digest = doc.get("constants_sha256")
+    _need(digest is None or isinstance(digest, str), "graph file",
+          "'constants_sha256' must be a string")
     npz = os.path.join(os.path.dirname(os.path.abspath(path)), name)
     try:
-        with np.load(npz, allow_pickle=False) as data:
+        _need(digest is None or _sha256(npz) == digest, "graph file",
+              f"the constants file {name} is not the one saved with this graph (its SHA-256 "
+              "differs): a save was interrupted, or one of the two files was replaced")
+        file_size = os.path.getsize(npz)
+        with zipfile.ZipFile(npz) as zf:
             for node in wanted:
-                key = f"c{node.index}"
-                _need(key in data.files, f"constant %{node.index}",
-                      f"its array {key!r} is absent from {name}")
-                try:
-                    arr = data[key]
-                except ValueError as err:
-                    raise GraphFormatError(f"constant %{node.index}: {name}[{key!r}] cannot be "
-                                           f"loaded safely: {err}") from None
-                _need(arr.dtype.kind in "biufc", f"constant %{node.index}",
-                      f"array of dtype {arr.dtype} is not numeric")
-                _need(arr.shape == node.shape and arr.dtype == node.dtype,
-                      f"constant %{node.index}", f"array is {arr.dtype}{list(arr.shape)} but the "
-                      f"node says {node.dtype}{list(node.shape or ())}")
-                graph.constant_values[node.index] = arr
+                value = _read_constant(zf, node, name, file_size)
+                strides = doc["nodes"][node.index].get("strides")
+                if strides is not None:
+                    try:
+                        value = with_strides(value, strides)
+                    except ValueError as err:
+                        raise GraphFormatError(f"constant %{node.index}: {err}") from None
+                graph.constant_values[node.index] = value
     except GraphFormatError:
         raise
     except FileNotFoundError:
@@ -337,6 +551,11 @@ def load(path: str) -> CapturedGraph:
             from None
     except RecursionError:
         raise GraphFormatError(f"{path} nests too deeply to be a capviz graph") from None
+    except ValueError as err:  # Python's limit on the digits of an integer, 4,300 by default
+        raise GraphFormatError(f"{path} holds a number capviz will not read: {err}") from None
+    except OSError as err:
+        raise GraphFormatError(f"cannot read graph file {path}: {err.strerror or err}") \
+            from None
     try:
         return _from_doc(path, doc)
     except GraphFormatError:

@@ -26,6 +26,7 @@ class Backend(abc.ABC):
 
     priority = 0
     name = "backend"
+    records = False  # True for a capture: values exist only at replay
 
     @abc.abstractmethod
     def apply(self, op: ops.Op, args: tuple, params: dict) -> Any:
@@ -38,6 +39,29 @@ class Backend(abc.ABC):
     def describe(self, tensor: Tensor) -> str:
         """The tensor's ``repr``."""
         return f"<tensor {tensor.dtype}{list(tensor.shape)}>"
+
+    def holds_scalar(self, tensor: Tensor) -> bool:
+        """Whether 0-d ``tensor`` stands for a NumPy scalar (what ``x.sum()`` or ``x[0]``
+        returns eagerly), not a 0-d array: ``**`` and ``round()`` differ between the two. Eager
+        backends keep no record of it, and a 0-d result of an op is a scalar in NumPy."""
+        return True
+
+    def inplace(self, symbol: str, target: Tensor, other: Any) -> Tensor:
+        """``target <symbol> other`` for an in-place operator (``"+="``...); returns the tensor
+        Python binds (``target`` itself, mutated, unless NumPy rebinds)."""
+        raise self.unsupported(f"tensor {symbol} value")
+
+    def setitem(self, target: Tensor, key: Any, value: Any) -> None:
+        """``target[key] = value``."""
+        raise self.unsupported("tensor[...] = value")
+
+    def write_ufunc(self, op: ops.Op, inputs: tuple, out: Tensor, where: Any) -> Tensor:
+        """``ufunc(*inputs, out=out, where=where)``; returns ``out``."""
+        raise self.unsupported(f"np.{op.name}(..., out=tensor)")
+
+    def replace(self, target: Tensor, new: Tensor) -> Tensor:
+        """Write ``new`` (same shape) into ``target`` with NumPy's assignment casting."""
+        raise self.unsupported("writing into a tensor")
 
     def unsupported(self, call: str, reason: str = "") -> UnsupportedOperationError:
         """The error for an operation capviz cannot run or record."""
@@ -72,6 +96,24 @@ def unsupported(call: str, args: Any, reason: str = "") -> UnsupportedOperationE
     return backend.unsupported(call, reason)
 
 
+# ``ndarray += t`` is np.add(ndarray, t, out=(ndarray,)): NumPy gives no hook to make the ndarray
+# hold a recorded value, so the in-place update is refused at the user's line with the rewrite.
+_OUT_NDARRAY = ("NumPy would write the result into an ndarray, as `a += t` on an ndarray `a` "
+                "does, and an ndarray cannot hold a recorded value; write `a = a + t` (a new "
+                "tensor), or record the buffer first, b = scope.constant(a), and update the "
+                "tensor: b += t")
+
+
+def _ufunc_into_ndarray(ufunc: np.ufunc, call: str, inputs: tuple, kwargs: dict) -> Any:
+    """``ufunc(..., out=ndarray)`` (what ``a += t`` on an ndarray ``a`` calls): eager tensors are
+    read and NumPy writes into the ndarray, as for ndarray operands; a capture refuses it."""
+    backend = backend_of(inputs)
+    if backend is None or backend.records or any(type(o) is Tensor for o in kwargs["out"]):
+        raise unsupported(f"{call}(..., out=ndarray)", inputs, _OUT_NDARRAY)
+    values = [backend.read(a, call) if type(a) is Tensor else a for a in inputs]
+    return ufunc(*values, **kwargs)
+
+
 def _op(name: str) -> ops.Op:
     return ops.OPS[name]
 
@@ -90,6 +132,93 @@ def _binary(name: str, reflected: bool = False) -> Any:
             return self._backend.apply(op, (self, other), _EMPTY)
     method.__name__ = f"__{'r' if reflected else ''}{name}__"
     return method
+
+
+def _is_scalar(value: Any) -> bool:
+    """Whether ``value`` is a NumPy or Python scalar or a 0-d tensor standing for a NumPy
+    scalar: what a NumPy scalar's own ``**`` takes (with a 0-d array it calls np.power)."""
+    if type(value) is Tensor:
+        return not value._data.shape and value._backend.holds_scalar(value)
+    return isinstance(value, (bool, int, float, complex, np.generic))
+
+
+def _power(self: Tensor, other: Any, modulo: Any = None) -> Any:
+    """``t ** other`` as ndarray's ``**`` (its fast paths, see :func:`capviz.ops.power_op`), or
+    as a NumPy scalar's ``**`` when ``t`` stands for one (``scalar_power``)."""
+    if modulo is not None:
+        return NotImplemented  # like ndarray: three-argument pow is not implemented
+    if _is_scalar(self) and _is_scalar(other):
+        return apply(_op("scalar_power"), (self, other))
+    if type(other) is Tensor:
+        return apply(_op("power"), (self, other))
+    op = ops.power_op(self.dtype, other)
+    if op.name == "power":
+        return self._backend.apply(op, (self, other), _EMPTY)
+    return self._backend.apply(op, (self,), _EMPTY)
+
+
+def _rpower(self: Tensor, other: Any) -> Any:
+    """``other ** t``: a NumPy scalar's ``**`` when both stand for scalars, else np.power."""
+    name = "scalar_power" if _is_scalar(self) and _is_scalar(other) else "power"
+    return apply(_op(name), (other, self))
+
+
+def _round(self: Tensor, ndigits: Any = None) -> Any:
+    """``round(t, ndigits)``: as NumPy's scalars (a 0-d tensor stands for the scalar a NumPy
+    reduction returns); ``round()`` of an n-d tensor raises as ``round()`` of an ndarray does."""
+    kind = self.dtype.kind
+    scalar = not self.ndim and self._backend.holds_scalar(self)
+    if not scalar or kind not in "iuf":
+        what = f"numpy.{self.dtype.type.__name__}" if scalar else "numpy.ndarray"
+        raise TypeError(f"type {what} doesn't define __round__ method (round() of a "
+                        f"{self.ndim}-d {self.dtype} tensor fails as it does in NumPy); write "
+                        "np.round(t, decimals), which capture records")
+    if ndigits is None:  # a Python int: the value is needed
+        return round(self._backend.read(self, "round()")[()])
+    return self._backend.apply(_op("round"), (self,), {"decimals": operator.index(ndigits)})
+
+
+def _inplace(symbol: str) -> Any:
+    """An in-place operator: mutates the tensor object, as ndarray's does (so every Python
+    reference sees the new value); a capture records it as an update (backends/mutation.py)."""
+
+    def method(self: Tensor, other: Any) -> Any:
+        return self._backend.inplace(symbol, self, other)
+
+    method.__name__ = f"__i{symbol[:-1]}__"
+    return method
+
+
+def _ufunc_into(ufunc: np.ufunc, call: str, inputs: tuple, kwargs: dict) -> Any:
+    """``np.<ufunc>(..., out=t)`` with a tensor ``t``: the result written into ``t``."""
+    kwargs = dict(kwargs)
+    out = kwargs.pop("out")
+    where = kwargs.pop("where", True)
+    op = ops.ufunc_op(ufunc)
+    if len(out) != 1 or op is None or op.multi:
+        raise unsupported(f"{call}(..., out=...)", inputs, "out= is recorded for ufuncs with "
+                                                           "one output")
+    if kwargs.pop("casting", "same_kind") != "same_kind" or kwargs:
+        raise unsupported(f"{call}(..., out=...)", inputs, "with out=, only where= and "
+                                                           "casting='same_kind' are supported")
+    return out[0]._backend.write_ufunc(op, inputs, out[0], where)
+
+
+def _ufunc_at(ufunc: np.ufunc, call: str, inputs: tuple, kwargs: dict) -> None:
+    """``np.add.at(t, indices, values)``: the unbuffered update written into tensor ``t``."""
+    if len(inputs) != 3 or kwargs:
+        raise unsupported(call, inputs, "recorded as ufunc.at(t, indices, values) with "
+                                        "integer indices")
+    target, indices, values = inputs
+    if type(target) is not Tensor:
+        raise unsupported(call, inputs, _OUT_NDARRAY)
+    if isinstance(indices, tuple):
+        raise unsupported(f"{call} with a tuple index", inputs, "index the first axis with "
+                                                               "one integer array or tensor")
+    if type(indices) is not Tensor:
+        indices = np.asarray(indices)
+    new = apply(_op("ufunc_at"), (target, indices, values), {"ufunc": ufunc.__name__})
+    target._backend.replace(target, new)
 
 
 def _unary(name: str) -> Any:
@@ -142,13 +271,14 @@ class Tensor:
     ``__array_ufunc__`` / ``__array_function__``.
     """
 
-    __slots__ = ("__weakref__", "_backend", "_data")
+    __slots__ = ("__weakref__", "_alias", "_backend", "_data")
     __array_priority__ = 1000
     __hash__ = None  # type: ignore[assignment]  # like ndarray: == is elementwise
 
     def __init__(self, data: Any, backend: Backend) -> None:
         self._data = data
         self._backend = backend
+        self._alias: Any = None  # capture only: the buffer it shares (backends/mutation.py)
 
     # --- metadata --------------------------------------------------------------------------------
 
@@ -216,8 +346,15 @@ class Tensor:
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         call = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        if method == "at":
+            return _ufunc_at(ufunc, call, inputs, kwargs)
         if method != "__call__":
             raise unsupported(call, inputs, f"the ufunc method {method!r} is not recorded")
+        out = kwargs.get("out")
+        if out is not None and any(type(o) is not Tensor for o in out):
+            return _ufunc_into_ndarray(ufunc, call, inputs, kwargs)
+        if out is not None:
+            return _ufunc_into(ufunc, call, inputs, kwargs)
         if kwargs:
             raise unsupported(call, inputs, f"keyword arguments {sorted(kwargs)} are not "
                                             "supported")
@@ -228,80 +365,23 @@ class Tensor:
         return apply(op, inputs, _EMPTY)
 
     def __array_function__(self, func: Any, types: Any, args: tuple, kwargs: dict) -> Any:
-        from capviz.numpy_api import HANDLED, function_name
+        from capviz.numpy_api import HANDLED, function_name, refusal
 
         handler = HANDLED.get(func)
         if handler is None:
-            raise unsupported(function_name(func), _flat(args, kwargs))
+            name = function_name(func)
+            raise unsupported(name, _flat(args, kwargs), refusal(name))
         return handler(*args, **kwargs)
 
     # --- methods -------------------------------------------------------------------------------
-
-    def reshape(self, *shape: Any) -> Tensor:
-        """Reshape (``t.reshape(2, 3)`` or ``t.reshape((2, 3))``; one ``-1`` allowed)."""
-        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
-            shape = tuple(shape[0])
-        return apply(_op("reshape"), (self,), {"shape": tuple(operator.index(s) for s in shape)})
-
-    def transpose(self, *axes: Any) -> Tensor:
-        """Permute axes (reverse them when none are given)."""
-        if len(axes) == 1 and not isinstance(axes[0], (int, np.integer)):
-            axes = axes[0]
-        return apply(_op("transpose"), (self,), {"axes": _axis(axes) if axes else None})
 
     @property
     def T(self) -> Tensor:  # noqa: N802
         """The transpose (axes reversed)."""
         return apply(_op("transpose"), (self,), {"axes": None})
 
-    def swapaxes(self, axis1: int, axis2: int) -> Tensor:
-        """Swap two axes."""
-        return apply(_op("swapaxes"), (self,), {"axis1": operator.index(axis1),
-                                                 "axis2": operator.index(axis2)})
-
-    def astype(self, dtype: Any) -> Tensor:
-        """Cast to ``dtype``."""
-        return apply(_op("astype"), (self,), {"dtype": np.dtype(dtype).name})
-
-    def _reduce(self, name: str, axis: Any, keepdims: bool, **extra: Any) -> Tensor:
-        return apply(_op(name), (self,), {"axis": _axis(axis), "keepdims": bool(keepdims),
-                                          **extra})
-
-    def sum(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        """Sum over ``axis``."""
-        return self._reduce("sum", axis, keepdims)
-
-    def mean(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        """Mean over ``axis``."""
-        return self._reduce("mean", axis, keepdims)
-
-    def var(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Tensor:
-        """Variance over ``axis``."""
-        return self._reduce("var", axis, keepdims, ddof=operator.index(ddof))
-
-    def std(self, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Tensor:
-        """Standard deviation over ``axis``."""
-        return self._reduce("std", axis, keepdims, ddof=operator.index(ddof))
-
-    def max(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        """Maximum over ``axis``."""
-        return self._reduce("max", axis, keepdims)
-
-    def min(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        """Minimum over ``axis``."""
-        return self._reduce("min", axis, keepdims)
-
-    def argmax(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        """Index of the maximum over one ``axis`` (or the flattened tensor)."""
-        return self._reduce("argmax", axis, keepdims)
-
-    def argmin(self, axis: Any = None, keepdims: bool = False) -> Tensor:
-        """Index of the minimum over one ``axis`` (or the flattened tensor)."""
-        return self._reduce("argmin", axis, keepdims)
-
-    def clip(self, low: Any, high: Any) -> Tensor:
-        """Clip values to ``[low, high]``."""
-        return apply(_op("clip"), (self, low, high))
+    # The rest of ndarray's API (reshape, sum, astype, clip...) is attached by capviz.methods,
+    # generated from the NumPy functions' handlers.
 
     def __getitem__(self, key: Any) -> Tensor:
         if type(key) is Tensor:
@@ -313,9 +393,49 @@ class Tensor:
                               "index with one integer tensor, or use np.take(t, idx, axis=...)")
         return apply(_op("getitem"), (self,), {"index": normalize_index(key)})
 
+    # --- writes: NumPy's mutation; a capture records update ops (backends/mutation.py) ----
+
     def __setitem__(self, key: Any, value: Any) -> None:
-        raise TypeError("capviz tensors are immutable: build a new tensor "
-                        "(np.where(mask, value, t)) instead of assigning into one")
+        self._backend.setitem(self, key, value)
+
+    def fill(self, value: Any) -> None:
+        """Set every element to ``value`` (as ``ndarray.fill``: ``t[...] = value``)."""
+        self._backend.setitem(self, Ellipsis, value)
+
+    def sort(self, axis: int = -1, kind: Any = None, order: Any = None) -> None:
+        """Sort in place along ``axis`` (as ``ndarray.sort``: ``np.sort``'s result written
+        back into the tensor)."""
+        if order is not None:
+            raise unsupported("tensor.sort(order=...)", (self,), "order= needs a structured "
+                                                                "dtype, which tensors do not have")
+        self._backend.replace(self, np.sort(self, axis=axis, kind=kind))
+
+    def partition(self, kth: Any, axis: int = -1, kind: str = "introselect",
+                  order: Any = None) -> None:
+        """Partition in place (as ``ndarray.partition``: ``np.partition``'s result written
+        back)."""
+        if order is not None:
+            raise unsupported("tensor.partition(order=...)", (self,), "order= needs a "
+                                                                     "structured dtype")
+        self._backend.replace(self, np.partition(self, kth, axis=axis, kind=kind))
+
+    def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
+        """Write ``values`` at flat ``indices`` (as ``ndarray.put``: ``np.put(t, ...)``)."""
+        np.put(self, indices, values, mode=mode)
+
+    __iadd__ = _inplace("+=")
+    __isub__ = _inplace("-=")
+    __imul__ = _inplace("*=")
+    __itruediv__ = _inplace("/=")
+    __ifloordiv__ = _inplace("//=")
+    __imod__ = _inplace("%=")
+    __ipow__ = _inplace("**=")
+    __imatmul__ = _inplace("@=")
+    __iand__ = _inplace("&=")
+    __ior__ = _inplace("|=")
+    __ixor__ = _inplace("^=")
+    __ilshift__ = _inplace("<<=")
+    __irshift__ = _inplace(">>=")
 
     __add__ = _binary("add")
     __radd__ = _binary("add", True)
@@ -329,8 +449,15 @@ class Tensor:
     __rfloordiv__ = _binary("floor_divide", True)
     __mod__ = _binary("remainder")
     __rmod__ = _binary("remainder", True)
-    __pow__ = _binary("power")
-    __rpow__ = _binary("power", True)
+    __divmod__ = _binary("divmod")
+    __rdivmod__ = _binary("divmod", True)
+    __pow__ = _power
+    __rpow__ = _rpower
+    __round__ = _round
+    __lshift__ = _binary("left_shift")
+    __rlshift__ = _binary("left_shift", True)
+    __rshift__ = _binary("right_shift")
+    __rrshift__ = _binary("right_shift", True)
     __matmul__ = _binary("matmul")
     __rmatmul__ = _binary("matmul", True)
     __and__ = _binary("bitwise_and")

@@ -17,7 +17,22 @@ def _fail(graph: CapturedGraph, node: Node, what: str) -> GraphVerifyError:
     return GraphVerifyError(f"node %{node.index}: {what}\n{window}")
 
 
-def _check_op(graph: CapturedGraph, node: Node) -> None:
+def _check_read_target(graph: CapturedGraph, node: Node) -> None:
+    """A data read's ``target`` (the tensor read, drawn as a ``reads`` edge) is an earlier
+    tensor node."""
+    if "target" not in node.params:
+        return
+    target = node.params["target"]
+    if node.op != "data_read" or type(target) is not int or not 0 <= target < node.index \
+            or graph.nodes[target].kind in ("violation", "output") \
+            or (graph.nodes[target].kind == "op" and graph.nodes[target].shape is None):
+        raise _fail(graph, node, f"a data read's target must be an earlier tensor node, got "
+                                 f"{target!r}")
+
+
+def _check_op(graph: CapturedGraph, node: Node, results: dict[int, list]) -> None:
+    """Check one op node; ``results`` caches each multi-output op's result types by index, so a
+    k-way split and its k unpacks cost O(k), not O(k**2)."""
     op = ops.OPS.get(node.op)
     if op is None:
         raise _fail(graph, node, f"unknown op {node.op!r}")
@@ -35,7 +50,10 @@ def _check_op(graph: CapturedGraph, node: Node) -> None:
         if not isinstance(parent, Node) or parent.kind != "op" or \
                 not ops.OPS[parent.op].multi:
             raise _fail(graph, node, "unpack must read a multi-output op")
-        metas = ops.OPS[parent.op].meta(list(parent.args), parent.params)
+        metas = results.get(parent.index)
+        if metas is None:
+            metas = results[parent.index] = ops.OPS[parent.op].meta(list(parent.args),
+                                                                    parent.params)
         index = node.params.get("index")
         if not isinstance(index, int) or not 0 <= index < len(metas):
             raise _fail(graph, node, f"unpack index {index!r} out of range "
@@ -44,9 +62,11 @@ def _check_op(graph: CapturedGraph, node: Node) -> None:
     else:
         try:
             expected = op.meta(list(node.args), node.params)
-        except (CapvizError, ValueError, TypeError, IndexError, KeyError) as err:
+        except (CapvizError, ValueError, TypeError, IndexError, KeyError,
+                OverflowError) as err:  # OverflowError: an update op's literal (update_ops)
             raise _fail(graph, node, f"operands do not fit {node.op}: {err}") from None
         if op.multi:
+            results[node.index] = expected
             if node.shape is not None or node.dtype is not None:
                 raise _fail(graph, node, "a multi-output op has no shape of its own")
             return
@@ -67,6 +87,7 @@ def verify_graph(graph: CapturedGraph) -> None:
     """
     input_names: set[str] = set()
     output_names: set[str] = set()
+    results: dict[int, list] = {}
     for position, node in enumerate(graph.nodes):
         if node.index != position:
             raise _fail(graph, node, f"index {node.index} at position {position}")
@@ -99,7 +120,7 @@ def verify_graph(graph: CapturedGraph) -> None:
             if tuple(value.shape) != node.shape or value.dtype != node.dtype:
                 raise _fail(graph, node, f"constant value is {value.dtype}{list(value.shape)}")
         elif node.kind == "op":
-            _check_op(graph, node)
+            _check_op(graph, node, results)
         elif node.kind == "output":
             if len(node.args) != 1 or not isinstance(node.args[0], Node):
                 raise _fail(graph, node, "an output returns exactly one node")
@@ -116,3 +137,4 @@ def verify_graph(graph: CapturedGraph) -> None:
     for n in violation_nodes:
         if records[n.index].kind != n.op:
             raise _fail(graph, n, "violation record kind differs from its node")
+        _check_read_target(graph, n)

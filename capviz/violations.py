@@ -12,6 +12,8 @@ from typing import Any
 from capviz.errors import (
     CaptureViolation,
     DataReadError,
+    FrozenRandomError,
+    IncompleteGraphError,
     SeedViolationError,
     UnsupportedOperationError,
 )
@@ -33,6 +35,7 @@ SEED_FIXES = (
 
 ERROR_TYPES: dict[str, type[CaptureViolation]] = {
     "seed": SeedViolationError,
+    "frozen_random": FrozenRandomError,
     "data_read": DataReadError,
     "unsupported_op": UnsupportedOperationError,
 }
@@ -50,6 +53,28 @@ def seed_message(call: str, source: Any) -> str:
             "middle of it cannot be replayed.\n" + SEED_FIXES)
 
 
+def frozen_message(call: str, generator: str, source: Any, reason: str = "") -> str:
+    """Message of a ``frozen_random`` violation (``generator``: whose global generator)."""
+    record = ("  3. Let the scope record NumPy's global-generator draws as capviz random ops:\n"
+              "       cap.capture_scope(global_random=\"record\")   # or cv.capture(..., "
+              "global_random=\"record\")\n"
+              "     (rand, randn, random, random_sample, uniform, normal, standard_normal; the "
+              "numbers then come from capviz's Philox generator, not NumPy's)")
+    if reason:
+        record = f"  (global_random=\"record\" does not help here: {reason})"
+    return (f"{call} drew from {generator} global generator{_where(source)} while a capture "
+            "scope was recording: the values drawn now would be frozen into the graph as a "
+            "constant, and every replay would reuse them (a dropout mask that never changes).\n"
+            "Fixes:\n"
+            "  1. Use capviz's random ops, which replay fresh, reproducible draws:\n"
+            "       mask = cv.random.bernoulli(x.shape, p=0.9)   # or cv.random.uniform, "
+            "cv.random.normal\n"
+            "  2. Make the draw before the capture and pass it in as an input:\n"
+            "       noise = np.random.rand(4, 4)   # outside the scope\n"
+            "       with cap.capture_scope() as scope: n = scope.input(\"noise\", noise)\n"
+            + record)
+
+
 def data_read_message(call: str, what: str, source: Any) -> str:
     """Message of a ``data_read`` violation."""
     return (f"cannot read the value of a captured tensor during capture: {call} of {what}"
@@ -58,7 +83,15 @@ def data_read_message(call: str, what: str, source: Any) -> str:
             "data-dependent Python control flow outside the capture; use np.where(cond, a, b) "
             "for data-dependent selection. NumPy offers no hook when an ndarray is indexed by a "
             "tensor (arr[t] calls np.asarray(t)): record the array first, c = "
-            "scope.constant(arr), then write c[t] or np.take(c, t, axis=0).")
+            "scope.constant(arr), then write c[t] or np.take(c, t, axis=0)."
+            + (_CONVERTED if call == "np.asarray()" else ""))
+
+
+# NumPy converts a tensor with np.asarray (no hook capviz can record) in these ndarray methods too
+_CONVERTED = (" The same conversion happens in `np.array([t1, t2])` (write np.stack([t1, t2])), "
+              "in `buf[...] = t` on an ndarray `buf` (write into a recorded buffer instead: "
+              "b = scope.constant(buf); b[...] = t) and in `a.dot(t)` (write np.dot(a, t) or "
+              "a @ t).")
 
 
 def unsupported_message(call: str, source: Any, reason: str = "") -> str:
@@ -76,6 +109,30 @@ def unseeded_message(op: str, source: Any) -> str:
             "seed: each replay draws fresh values and none reproduces eager execution. Seed the "
             "device before the scope (dev.seed(42)) and capture with rng=dev, or pass "
             "seed= to graph.replay().")
+
+
+def check_replayable(graph: CapturedGraph, allow_violations: bool) -> None:
+    """Refuse to replay a graph with error-level violations unless ``allow_violations``.
+
+    Raises:
+        IncompleteGraphError: listing each violation (kind, call, where).
+    """
+    if allow_violations:
+        return
+    errors = [v for v in graph.violation_records if v.level == "error"]
+    if not errors:
+        return
+    shown = errors[:10]
+    lines = [f"  %{v.order} {v.kind}: {v.call}{_where(v.source)}" for v in shown]
+    if len(errors) > len(shown):
+        lines.append(f"  ... and {len(errors) - len(shown)} more")
+    err = IncompleteGraphError(
+        f"the graph has {len(errors)} error-level violation(s), so a replay would not compute "
+        "what the captured code did:\n" + "\n".join(lines) + "\nFix the capture (each "
+        "violation's message has the fixes), or replay anyway with allow_violations=True.")
+    err.violations = errors
+    err.graph = graph
+    raise err
 
 
 def make_error(violation: Violation, graph: CapturedGraph | None) -> CaptureViolation:

@@ -1,4 +1,4 @@
-"""JupyterLab in a real headless Chromium: the quickstart's live widget draws the graph and the
+"""JupyterLab in a real headless Chromium: the quickstart's live view draws the graph and the
 violation node in the page. Skipped (with the reason) when Chromium, JupyterLab or Playwright is
 missing; .ci/run installs them. The screenshot is left in test-artifacts/ for a person to see.
 
@@ -35,17 +35,27 @@ def test_live_widget_draws_the_graph_and_the_violation_in_the_browser(lab):
     with chromium_page("browser") as page:
         open_notebook(page, lab, "quickstart.ipynb")
         run_all_cells(page, "quickstart.ipynb")
-        widget_svg = ".widget-html-content svg"
-        page.wait_for_selector(f"{widget_svg} g.node", timeout=60_000)
+        # the live cell leaves one interactive view behind (the first view is the graph's own
+        # display, the last the live cell's final state), drawn by the page's script
         page.wait_for_function(
-            "() => [...document.querySelectorAll('.widget-html-content')]"
-            ".some(e => e.textContent.includes('capviz done'))", timeout=60_000)
-        nodes = page.locator(f"{widget_svg} g.node")
-        violation = page.locator(f"{widget_svg} g.capviz-violation")
-        assert nodes.count() >= 8
+            "() => document.querySelectorAll('.capviz-view[data-ready]').length >= 2",
+            timeout=60_000)
+        view = page.locator(".capviz-view").last
+        page.wait_for_function(
+            "() => { const v = [...document.querySelectorAll('.capviz-view')].pop();"
+            " const s = v && v.querySelector('.cv-status');"
+            " return s && s.textContent.startsWith('capviz done: '); }", timeout=60_000)
+        status = view.locator(".cv-status").text_content()
+        assert "1 violations" in status, status
+        # x, matmul, tanh, the violation, matmul, y; w1 and w2 are annotations on the matmuls
+        assert view.locator("g.cv-node").count() == 6
+        drawn_text = view.locator("svg").first.text_content()
+        assert "w1" in drawn_text and "w2" in drawn_text, drawn_text
+        violation = view.locator("g.cv-node.cv-k4")
         assert violation.count() == 1
-        stroke = violation.locator("polygon").first.get_attribute("stroke")
-        assert stroke == "#dc2626"
-        assert "1 violations" in page.locator(".widget-html-content").first.text_content()
-        violation.scroll_into_view_if_needed()
+        stroke = violation.first.evaluate(
+            "e => getComputedStyle(e.querySelector('rect, polygon, path, ellipse')).stroke")
+        assert stroke == "rgb(220, 38, 38)"
+        assert page.locator(".widget-html-content svg").count() == 0  # no stale widget left
+        violation.first.scroll_into_view_if_needed()
         page.screenshot(path=os.path.join(ARTIFACTS, "browser-quickstart.png"), full_page=False)

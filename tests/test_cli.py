@@ -61,6 +61,8 @@ def test_python_dash_m(tmp_path):
     ("svg", lambda text: ET.fromstring(text)),
     ("dot", lambda text: text.startswith("digraph capviz {")),
     ("json", lambda text: json.loads(text)["format"] == "capviz-graph"),
+    ("html", lambda text: text.startswith("<!DOCTYPE html>") and 'class="capviz-view' in text
+     and "window.CapvizView" in text),
 ])
 def test_render_formats(project, fmt, check):
     out = capviz("render", "model:mlp", "--input", "x=2,4:float32", "--format", fmt,
@@ -124,3 +126,134 @@ def test_show_and_check(project):
     (project / "broken.json").write_text("{")
     broken = capviz("check", "broken.json", cwd=project)
     assert broken.returncode == 2 and "is not valid JSON" in broken.stderr
+
+
+def test_render_says_a_graph_with_error_violations_is_not_complete(project):
+    out = capviz("render", "model:seeds", "-i", "x=3:float32", "-o", "s.svg",
+                 "--allow-violations", cwd=project)
+    assert out.returncode == 0
+    assert out.stdout.splitlines() == [
+        "wrote s.svg (1 ops, 1 violations)",
+        "not complete: 1 error-level violation(s), so a replay would not compute what the code "
+        "did (replay refuses it unless allow_violations=True)"]
+    capviz("render", "model:seeds", "-i", "x=3:float32", "--format", "json", "-o", "s.json",
+           "--allow-violations", cwd=project)
+    check = capviz("check", "s.json", cwd=project)
+    assert check.returncode == 1
+    assert check.stdout.strip() == ("s.json: graph not complete (1 error-level violations), "
+                                    "1 inputs, 1 ops, 1 outputs, 1 violations")
+
+
+def assert_one_line_usage_error(out, message):
+    assert "Traceback" not in out.stderr, out.stderr
+    assert out.returncode == 2, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert message in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("command", ["show", "check"])
+def test_a_directory_as_graph_is_a_usage_error(project, command):
+    (project / "graphs").mkdir()
+    out = capviz(command, "graphs", cwd=project)
+    assert_one_line_usage_error(out, "cannot read graph file graphs: Is a directory")
+
+
+@pytest.mark.parametrize("fmt", ["svg", "dot", "json"])
+def test_output_into_a_missing_folder_is_a_usage_error(project, fmt):
+    out = capviz("render", "model:mlp", "-i", "x=2,4:float32", "--format", fmt,
+                 "-o", f"nowhere/g.{fmt}", cwd=project)
+    assert_one_line_usage_error(out, f"cannot write nowhere/g.{fmt}: the folder nowhere does "
+                                     "not exist")
+    assert not (project / "nowhere").exists()
+
+
+def test_show_into_a_missing_folder_is_a_usage_error(project):
+    capviz("render", "model:mlp", "-i", "x=2,4:float32", "--format", "json", "-o", "g.json",
+           cwd=project)
+    out = capviz("show", "g.json", "-o", "nowhere/g.svg", cwd=project)
+    assert_one_line_usage_error(out, "cannot write nowhere/g.svg: the folder nowhere does not "
+                                     "exist")
+
+
+def test_output_that_is_a_directory_is_a_usage_error(project):
+    (project / "out.svg").mkdir()
+    out = capviz("render", "model:mlp", "-i", "x=2,4:float32", "-o", "out.svg", cwd=project)
+    assert_one_line_usage_error(out, "cannot write out.svg: Is a directory")
+
+
+def test_json_output_never_overwrites_an_unrelated_constants_file(project):
+    (project / "run.json.npz").write_bytes(b"somebody else's data")
+    out = capviz("render", "model:mlp", "-i", "x=2,4:float32", "--format", "json",
+                 "-o", "run.json", cwd=project)
+    assert_one_line_usage_error(out, "cannot write run.json: refusing to overwrite")
+    assert (project / "run.json.npz").read_bytes() == b"somebody else's data"
+
+
+def test_relative_module_target_is_a_usage_error(project):
+    out = capviz("render", ".model:mlp", "-i", "x=2,4:float32", cwd=project)
+    assert_one_line_usage_error(out, "bad target '.model:mlp': a relative module name has no "
+                                     "package")
+
+
+def test_module_that_raises_on_import_is_a_usage_error(project):
+    (project / "broken.py").write_text("x = 1 / 0\n")
+    out = capviz("render", "broken:f", "-i", "x=2:float32", cwd=project)
+    assert_one_line_usage_error(out, "cannot import module 'broken': it raised "
+                                     "ZeroDivisionError: division by zero")
+
+
+def test_names_that_are_not_valid_utf8_are_printed_escaped(project):
+    """An argument of undecodable bytes reaches Python as lone surrogates (surrogateescape);
+    it is printed escaped even where stdout is strict UTF-8."""
+    exe = shutil.which("capviz", path=os.path.dirname(sys.executable))
+    cmd = [exe] if exe else [sys.executable, "-m", "capviz"]
+    env = dict(os.environ, PYTHONIOENCODING="utf-8")
+    out = subprocess.run(cmd + ["render", "model:mlp", "-i", "x=2,4:float32", "--format", "json",
+                                "-o", b"g\xff.json"], capture_output=True, cwd=project,
+                         timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.decode().strip() == "wrote g\\udcff.json (2 ops, 0 violations)"
+    assert (project / os.fsdecode(b"g\xff.json")).exists()
+    bad = subprocess.run(cmd + ["render", b"mod\xff:f", "-i", "x=2:float32"],
+                         capture_output=True, cwd=project, timeout=120, env=env)
+    assert bad.returncode == 2 and b"Traceback" not in bad.stderr
+    assert bad.stderr.decode().strip() == ("capviz render: error: cannot import module "
+                                           "'mod\\udcff': No module named 'mod\\udcff'")
+
+
+HOSTILE = "evil\x1b]0;pwned\x07\x1b[2J\x1b[31m\ud800\u202e\nline"
+
+
+def test_text_from_graph_files_cannot_drive_the_terminal(project):
+    capviz("render", "model:seeds", "-i", "x=3:float32", "--format", "json", "-o", "s.json",
+           "--allow-violations", cwd=project)
+    doc = json.loads((project / "s.json").read_text())
+    for node in doc["nodes"]:
+        if node["source"] is not None:
+            node["source"]["file"] = HOSTILE + ".py"
+        if node["kind"] == "violation":
+            node["params"]["message"] = HOSTILE + " message"
+    (project / "s.json").write_text(json.dumps(doc))
+    out = subprocess.run([sys.executable, "-m", "capviz", "check", "s.json"],
+                         capture_output=True, cwd=project, timeout=120)
+    assert out.returncode == 1
+    err = out.stderr.decode("utf-8")
+    for bad in ("\x1b", "\x07", "\u202e", "\n" + "line"):
+        assert bad not in err, err
+    # (a message prints its first line only)
+    assert err.strip() == ("error: seed at evil\\ud800\\u202e\\nline.py:12 in seeds: "
+                           "evil\\ud800\\u202e")
+
+
+def test_a_graph_with_a_lone_surrogate_name_shows_and_checks(project):
+    (project / "odd.py").write_text(
+        "import numpy as np\nimport capviz as cv\n\n\ndef f(x):\n"
+        "    with cv.name_scope('bad\\udcff\\x1b[31m'):\n        return np.tanh(x)\n")
+    made = capviz("render", "odd:f", "-i", "x=2:float32", "--format", "json", "-o", "o.json",
+                  cwd=project)
+    assert made.returncode == 0, made.stderr
+    shown = capviz("show", "o.json", cwd=project)
+    assert shown.returncode == 0 and "Traceback" not in shown.stderr, shown.stderr
+    ET.fromstring((project / "o.svg").read_text())
+    checked = capviz("check", "o.json", cwd=project)
+    assert checked.returncode == 0, checked.stderr

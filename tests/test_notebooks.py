@@ -44,9 +44,14 @@ def test_quickstart(tmp_path):
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     html_models = [m for m in state.values() if m["model_name"] == "HTMLModel"]
     assert any("1 violations" in m["state"]["value"] for m in html_models)
-    assert any("<svg" in m["state"]["value"] for m in html_models)
-    views = outputs(nb, "application/vnd.jupyter.widget-view+json")
-    assert views, "the live widget was displayed"
+    streamed = [o["data"] for m in state.values() if m["model_name"] == "OutputModel"
+                for o in m["state"]["outputs"]]
+    assert any("<svg" in d["image/svg+xml"] and 'class="capviz-view"' in d["text/html"]
+               for d in streamed), "the live widget showed the interactive view"
+    assert not outputs(nb, "application/vnd.jupyter.widget-view+json"), \
+        "the widget's output was replaced by the final view: the final state shows once"
+    final = [h for h in outputs(nb, "text/html") if 'data-field="title">"capviz done"' in h]
+    assert len(final) == 1
 
 
 def test_seed_violations(tmp_path):

@@ -206,3 +206,135 @@ def test_capture_replay_equals_eager(program, seed):
         for name in graph.outputs:
             assert np.array_equal(again[name], replayed[name],
                                   equal_nan=replayed[name].dtype.kind == "f")
+
+
+# --- operators, literals and ndarray layouts (issue 10) ------------------------------------------
+# One random expression per example over the nine dtypes: a Python operator with the tensor on
+# either side of a Python scalar, a NumPy scalar, a 0-d array or an ndarray whose layout is C,
+# Fortran, strided or reversed; ** with the fast-path exponents, and ** of a reduction (a NumPy
+# scalar, whose ** is scalar math); divmod, round, abs, ~, -.
+# Eager NumPy and capture + replay (and save + load + replay) agree bit for bit with equal dtype,
+# or both raise the same error type.
+
+import operator  # noqa: E402
+
+OP_DTYPES = ["bool", "int8", "uint8", "int64", "float16", "float32", "float64", "complex64",
+             "complex128"]
+OPERATORS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+             operator.mod, operator.pow, operator.and_, operator.or_, operator.xor,
+             operator.lshift, operator.rshift, operator.lt, operator.le, operator.eq,
+             operator.ne, operator.matmul, divmod]
+UNARY_OPERATORS = [abs, operator.neg, operator.invert, operator.pos]
+POW_EXPONENTS = [2, 0.5, -1, 1, 0, 2.0, -1.0, 3, 0.5 + 0j, np.float32(2), np.int8(2)]
+
+
+def _values(shape, dtype, seed):
+    raw = np.random.default_rng(seed).standard_normal(shape) * 3
+    if dtype == "bool":
+        return raw > 0
+    if dtype.startswith("complex"):
+        return (raw + 1j * raw[..., ::-1]).astype(dtype)
+    return raw.astype(dtype)
+
+
+def _laid_out(values, layout):
+    """``values`` with the same elements in another memory layout."""
+    if layout == "fortran":
+        return np.asfortranarray(values)
+    if layout == "reversed":
+        spread = np.empty(values.shape, values.dtype)[::-1]
+        spread[...] = values
+        return spread
+    if layout == "strided":
+        wide = np.zeros(values.shape[:-1] + (values.shape[-1] * 2,), values.dtype)
+        wide[..., ::2] = values
+        return wide[..., ::2]
+    return values
+
+
+@st.composite
+def operator_cases(draw):
+    dtype = draw(st.sampled_from(OP_DTYPES))
+    shape = draw(st.sampled_from([(3,), (2, 3), (3, 3), (1, 3)]))
+    kind = draw(st.sampled_from(["operand", "operand", "pow", "unary", "round", "scalar_pow"]))
+    if kind == "pow":
+        return dtype, shape, ("pow", draw(st.sampled_from(POW_EXPONENTS)))
+    if kind == "scalar_pow":  # x.sum() is a NumPy scalar: its ** is scalar math
+        exponent = draw(st.sampled_from(POW_EXPONENTS + [1.5, 0.3, np.float64(2.5)]))
+        return dtype, shape, ("scalar_pow", exponent, draw(st.booleans()))
+    if kind == "unary":
+        return dtype, shape, ("unary", draw(st.sampled_from(UNARY_OPERATORS)))
+    if kind == "round":
+        return dtype, shape, ("round", draw(st.integers(-1, 3)))
+    other_kind = draw(st.sampled_from(["python", "numpy", "zerod", "array"]))
+    other_dtype = draw(st.sampled_from(OP_DTYPES))
+    if other_kind == "python":
+        other = draw(st.sampled_from([0, 1, 2, -1, 3, 200, -129, 0.5, -2.5, True, 1 - 2j]))
+    elif other_kind in ("numpy", "zerod"):
+        value = draw(st.sampled_from([0, 1, 2, 3, 5]))
+        other = np.dtype(other_dtype).type(value)
+        other = np.array(other) if other_kind == "zerod" else other
+    else:
+        layout = draw(st.sampled_from(["c", "fortran", "reversed", "strided"]))
+        other_shape = draw(st.sampled_from([shape, shape[-1:], (shape[-1], 3)]))
+        other = _laid_out(_values(other_shape, other_dtype, draw(st.integers(0, 9))), layout)
+    fn = draw(st.sampled_from(OPERATORS))
+    return dtype, shape, ("binary", fn, other, draw(st.booleans()))
+
+
+def _apply(case, x):
+    what = case[0]
+    if what == "pow":
+        return x ** case[1]
+    if what == "unary":
+        return case[1](x)
+    if what == "round":
+        return round(x.sum(), case[1])
+    if what == "scalar_pow":
+        return case[1] ** x.max() if case[2] else x.sum() ** case[1]
+    _, fn, other, tensor_left = case
+    return fn(x, other) if tensor_left else fn(other, x)
+
+
+def _run(fn, *args):
+    try:
+        with np.errstate(all="ignore"):
+            return fn(*args), None
+    except (ValueError, TypeError, OverflowError, ZeroDivisionError, cv.ReplayError) as err:
+        return None, err
+
+
+def _catchable(err):
+    for base in (OverflowError, TypeError, ValueError, ZeroDivisionError):
+        if isinstance(err, base):
+            return base
+    raise AssertionError(f"unexpected {err!r}")
+
+
+@given(operator_cases(), st.integers(0, 2**16))
+def test_operators_replay_equals_eager(case, seed):
+    dtype, shape, op = case
+    x = _values(shape, dtype, seed)
+    eager, eager_err = _run(_apply, op, x)
+    graph, capture_err = _run(cv.capture, lambda t: _apply(op, t), cv.spec(shape, dtype))
+    if capture_err is not None:
+        assert eager_err is not None, f"capture raised {capture_err!r}, eager gave a value"
+        assert isinstance(capture_err, _catchable(eager_err)), (eager_err, capture_err)
+        return
+    replayed, replay_err = _run(graph.replay, {"t": x})
+    if eager_err is not None:
+        assert replay_err is not None, f"eager raised {eager_err!r}, replay did not"
+        assert isinstance(replay_err.__cause__, _catchable(eager_err))
+        return
+    assert replay_err is None, replay_err
+    want = eager if isinstance(eager, tuple) else (eager,)
+    path = os.path.join(WORK, "ops.json")
+    graph.save(path)
+    again, _ = _run(cv.load(path).replay, {"t": x})
+    for got_all in (replayed, again):
+        got = list(got_all.values())
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            w = np.asarray(w)
+            assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, w.dtype)
+            assert g.tobytes() == np.ascontiguousarray(w).tobytes(), (g, w)

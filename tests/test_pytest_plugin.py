@@ -5,6 +5,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from capviz.pytest_plugin import artifact_stem
+
 pytest_plugins = ["pytester"]
 
 GRAPH_TESTS = '''
@@ -43,7 +45,7 @@ def test_failing_with_a_graph():
 
 
 def test_capture_error():
-    cv.capture(lambda x: np.linalg.norm(x), cv.spec(3))
+    cv.capture(lambda x: np.unique(x), cv.spec(3))  # a data-dependent shape: refused
 '''
 
 
@@ -57,15 +59,63 @@ def test_fixtures_marker_and_artifacts(pytester):
         "*no_violations=True*recorded 1 violation(s)*",
         "*error seed at *test_graphs.py:*np.random.seed(0)*",
     ])
-    result.stdout.fnmatch_lines(["*capviz artifacts*", f"*{artifacts}*failing_with_a_graph-0.svg"])
+    failing = artifact_stem("test_graphs.py::test_failing_with_a_graph")
+    result.stdout.fnmatch_lines(["*capviz artifacts*", f"*{artifacts}*{failing}-0.svg"])
     svgs = sorted(p.name for p in artifacts.glob("*.svg"))
-    assert svgs == ["test_graphs.py_test_capture_error-0.svg",
-                    "test_graphs.py_test_failing_with_a_graph-0.svg",
-                    "test_graphs.py_test_marked_with_violation-0.svg"]
+    assert svgs == sorted(f"{artifact_stem('test_graphs.py::' + name)}-0.svg" for name in
+                          ("test_capture_error", "test_failing_with_a_graph",
+                           "test_marked_with_violation"))
+    assert svgs[0].startswith("test_graphs.py_test_capture_error-")  # readable, then the hash
     for svg in artifacts.glob("*.svg"):
         ET.fromstring(svg.read_text())
-    doc = json.loads((artifacts / "test_graphs.py_test_capture_error-0.json").read_text())
+    doc = json.loads((artifacts / f"{artifact_stem('test_graphs.py::test_capture_error')}-0.json")
+                     .read_text())
     assert doc["format"] == "capviz-graph" and not doc["complete"]
+
+
+def test_capviz_graph_says_when_its_graph_is_not_complete(pytester):
+    pytester.makepyfile(test_graphs=GRAPH_TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-k", "test_fixture")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*IncompleteGraphWarning: capviz_graph(test_fixture.<locals>.seeds): the graph is not "
+        "complete: 1 error-level violation(s) (seed at *test_graphs.py:11 in seeds); replay() "
+        "refuses it unless allow_violations=True"])
+    clean = pytester.runpytest("-p", "no:cacheprovider", "-k", "test_marked_clean")
+    clean.assert_outcomes(passed=1)
+    assert "IncompleteGraphWarning" not in clean.stdout.str()
+
+
+COLLIDING_IDS = '''
+import numpy as np
+import pytest
+import capviz as cv
+
+LONG = "x" * 150
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4], ids=["a/b", "a_b", LONG + "1", LONG + "2"])
+def test_ids(k):
+    g = cv.capture(lambda x: x * np.full(2, k, np.float32), cv.spec(2))
+    assert k == 0
+'''
+
+
+def test_artifact_names_are_unique_per_test_id(pytester):
+    import capviz as cv
+
+    pytester.makepyfile(test_ids=COLLIDING_IDS)
+    artifacts = pytester.path / "artifacts"
+    result = pytester.runpytest("--capviz-artifacts", str(artifacts), "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=4)
+    graphs = sorted(artifacts.glob("*.json"))
+    assert len(graphs) == 4 and len(list(artifacts.glob("*.svg"))) == 4
+    assert all(len(p.name) < 120 for p in graphs)
+    factors = set()
+    for path in graphs:
+        loaded = cv.load(str(path))
+        factors.add(float(loaded.constant_values[loaded.constants[0].index][0]))
+    assert factors == {1.0, 2.0, 3.0, 4.0}  # each test's own graph, none overwritten
 
 
 def test_no_artifacts_without_the_option(pytester):

@@ -2,11 +2,14 @@
 
 import json
 import os
+import tracemalloc
+import zipfile
 
 import numpy as np
 import pytest
 
 import capviz as cv
+from capviz import ops
 from capviz.testing import assert_graph_equal
 
 
@@ -25,6 +28,10 @@ def saved(tmp_path):
     return graph, path
 
 
+def npz_of(path):
+    return str(path) + ".npz"
+
+
 def test_round_trip(saved):
     graph, path = saved
     loaded = cv.load(str(path))
@@ -33,7 +40,7 @@ def test_round_trip(saved):
     assert [n.source for n in loaded.nodes] == [n.source for n in graph.nodes]
     x = np.ones((2, 4), np.float32)
     assert np.array_equal(loaded.replay({"x": x})["out"], graph.replay({"x": x})["out"])
-    assert os.path.exists(str(path)[:-5] + ".npz")
+    assert sorted(os.listdir(path.parent)) == ["g.json", "g.json.npz"]  # no temporary left
 
 
 def test_round_trip_keeps_special_values(tmp_path):
@@ -58,6 +65,7 @@ def edit(path, change):
     (lambda d: d["nodes"][2].update(shape=[7, 7]), "recorded as float32[7, 7] but matmul"),
     (lambda d: d["nodes"][2].update(dtype="object"), "not a numeric dtype"),
     (lambda d: d["nodes"][2].update(shape="big"), "shape must be a list"),
+    (lambda d: d["nodes"][2].update(shape=[2**70]), "shape must be a list of integers in"),
     (lambda d: d.update(version=99), "version 99 is not supported"),
     (lambda d: d.update(format="other"), "not a capviz graph"),
     (lambda d: d.update(constants="../../etc/passwd"), "plain file name"),
@@ -78,33 +86,57 @@ def test_truncated_json(saved):
         cv.load(str(path))
 
 
+def test_ten_thousand_digit_integer_is_a_format_error(saved):
+    _, path = saved
+    text = path.read_text().replace('"shape": [\n    2,\n    4\n   ]',
+                                    '"shape": [' + "9" * 10_000 + ", 4]", 1)
+    assert "9" * 10_000 in text
+    path.write_text(text)
+    with pytest.raises(cv.GraphFormatError, match="holds a number capviz will not read"):
+        cv.load(str(path))
+
+
+def test_a_directory_is_a_format_error(tmp_path):
+    with pytest.raises(cv.GraphFormatError, match="cannot read graph file .*: Is a directory"):
+        cv.load(str(tmp_path))
+
+
+# --- the constants file -------------------------------------------------------------------
+
+
+def replace_constants(path, **arrays):
+    """Write ``arrays`` as the graph's constants, as a user editing them by hand would: the JSON
+    then has no checksum (old files had none), so the member checks are what answers."""
+    edit(path, lambda d: d.pop("constants_sha256"))
+    np.savez(npz_of(path), **arrays)
+
+
 def test_missing_constant_array(saved):
     _, path = saved
-    npz = str(path)[:-5] + ".npz"
-    np.savez(npz)
+    replace_constants(path)
     with pytest.raises(cv.GraphFormatError, match="its array 'c1' is absent"):
         cv.load(str(path))
 
 
 def test_missing_constants_file(saved):
     _, path = saved
-    os.remove(str(path)[:-5] + ".npz")
+    os.remove(npz_of(path))
     with pytest.raises(cv.GraphFormatError, match="constants file .* is missing"):
         cv.load(str(path))
 
 
 def test_pickled_object_array_is_refused(saved):
     _, path = saved
-    npz = str(path)[:-5] + ".npz"
-    np.savez(npz, c1=np.array([{"x": 1}, None], dtype=object))
-    with pytest.raises(cv.GraphFormatError, match="cannot be loaded safely"):
+    replace_constants(path, c1=np.array([{"x": 1}, None], dtype=object))
+    with pytest.raises(cv.GraphFormatError, match="holds dtype object, which cannot be loaded "
+                                                  "safely"):
         cv.load(str(path))
 
 
 def test_corrupt_npz(saved):
     _, path = saved
-    npz = str(path)[:-5] + ".npz"
-    with open(npz, "wb") as f:
+    edit(path, lambda d: d.pop("constants_sha256"))
+    with open(npz_of(path), "wb") as f:
         f.write(b"PK\x03\x04 not a zip")
     with pytest.raises(cv.GraphFormatError, match="corrupt or truncated"):
         cv.load(str(path))
@@ -112,11 +144,317 @@ def test_corrupt_npz(saved):
 
 def test_constant_of_wrong_shape(saved):
     _, path = saved
-    np.savez(str(path)[:-5] + ".npz", c1=np.zeros((2, 2), np.float32))
+    replace_constants(path, c1=np.zeros((2, 2), np.float32))
     with pytest.raises(cv.GraphFormatError, match=r"array is float32\[2, 2\] but the node says"):
         cv.load(str(path))
 
 
-def test_missing_file(tmp_path):
-    with pytest.raises(cv.GraphFormatError, match="no graph file"):
-        cv.load(str(tmp_path / "nope.json"))
+def test_swapped_constants_are_refused_by_checksum(saved, tmp_path):
+    _, path = saved
+    other = cv.capture(lambda x: x @ np.full((4, 3), 7, np.float32), cv.spec((2, 4)))
+    other.save(str(tmp_path / "other.json"))
+    os.replace(npz_of(tmp_path / "other.json"), npz_of(path))  # same shape, other values
+    with pytest.raises(cv.GraphFormatError, match="is not the one saved with this graph"):
+        cv.load(str(path))
+
+
+def test_files_without_checksum_still_load(saved):
+    graph, path = saved
+    edit(path, lambda d: d.pop("constants_sha256"))
+    assert_graph_equal(cv.load(str(path)), graph)
+
+
+def write_member(npz, header_shape, data, compress=zipfile.ZIP_STORED):
+    with zipfile.ZipFile(npz, "w", compress) as zf:
+        with zf.open("c1.npy", "w", force_zip64=True) as f:
+            np.lib.format.write_array_header_1_0(
+                f, {"descr": "<f4", "fortran_order": False, "shape": header_shape})
+            for chunk in data:
+                f.write(chunk)
+
+
+def claim_huge_constant(path, shape):
+    """Make the JSON say constant %1 has ``shape`` (the npz then has to back that up)."""
+    def change(doc):
+        doc.pop("constants_sha256")
+        doc["nodes"][1]["shape"] = list(shape)
+    edit(path, change)
+
+
+def peak_bytes_of(fn):
+    tracemalloc.start()
+    try:
+        fn()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+def test_crafted_header_cannot_make_load_allocate_a_gigabyte(saved):
+    _, path = saved
+    huge = (250_000_000,)  # 1 GB of float32, in a file of a few hundred bytes
+    claim_huge_constant(path, huge)
+    write_member(npz_of(path), huge, [b"\0" * 16])
+    assert os.path.getsize(npz_of(path)) < 1000
+
+    def load():
+        with pytest.raises(cv.GraphFormatError,
+                           match=r"holds 16 bytes of data; float32\[250000000\] takes 1000000000"):
+            cv.load(str(path))
+
+    peak = peak_bytes_of(load)
+    assert peak < 20_000_000, f"load allocated {peak} bytes for a file of a few hundred"
+
+
+def test_compressed_member_is_refused_before_it_is_inflated(saved):
+    _, path = saved
+    huge = (64 * 2**20,)  # 256 MB inflated from about 256 kB
+    claim_huge_constant(path, huge)
+    write_member(npz_of(path), huge, [bytes(2**20)] * 256, compress=zipfile.ZIP_DEFLATED)
+    assert os.path.getsize(npz_of(path)) < 2**20
+
+    def load():
+        with pytest.raises(cv.GraphFormatError, match=r"\['c1'\] is compressed; capviz writes "
+                                                      "constants uncompressed"):
+            cv.load(str(path))
+
+    assert peak_bytes_of(load) < 20_000_000
+
+
+def test_header_that_disagrees_with_the_json_is_refused(saved):
+    _, path = saved
+    edit(path, lambda d: d.pop("constants_sha256"))
+    write_member(npz_of(path), (250_000_000,), [b"\0" * 16])
+    with pytest.raises(cv.GraphFormatError, match=r"array is float32\[250000000\] but the node "
+                                                  r"says float32\[4, 3\]"):
+        cv.load(str(path))
+
+
+def test_trailing_bytes_in_a_member_are_refused(saved):
+    _, path = saved
+    edit(path, lambda d: d.pop("constants_sha256"))
+    write_member(npz_of(path), (4, 3), [b"\0" * 48, b"extra"])
+    with pytest.raises(cv.GraphFormatError, match=r"holds 53 bytes of data; float32\[4, 3\] "
+                                                  "takes 48"):
+        cv.load(str(path))
+
+
+def test_fortran_order_constants_round_trip(tmp_path):
+    w = np.asfortranarray(np.arange(12, dtype=np.float64).reshape(3, 4))
+    g = cv.capture(lambda x: x @ w, cv.spec((2, 3), "float64"))
+    g.save(str(tmp_path / "f.json"))
+    loaded = cv.load(str(tmp_path / "f.json"))
+    value = loaded.constant_values[loaded.constants[0].index]
+    assert value.flags.f_contiguous and value.flags.writeable and np.array_equal(value, w)
+
+
+# --- saving: names, refusals, atomicity ---------------------------------------------------
+
+
+def test_constants_are_named_after_the_whole_file_name(tmp_path):
+    a = cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2))
+    b = cv.capture(lambda x: x + np.full(2, 5, np.float32), cv.spec(2))
+    a.save(str(tmp_path / "run.json"))
+    b.save(str(tmp_path / "run.txt"))
+    assert sorted(os.listdir(tmp_path)) == ["run.json", "run.json.npz", "run.txt",
+                                            "run.txt.npz"]
+    x = np.zeros(2, np.float32)
+    assert cv.load(str(tmp_path / "run.json")).replay({"x": x})["out"].tolist() == [1, 1]
+    assert cv.load(str(tmp_path / "run.txt")).replay({"x": x})["out"].tolist() == [5, 5]
+
+
+def test_save_refuses_to_overwrite_an_unrelated_file(tmp_path):
+    np.savez(tmp_path / "run.json.npz", precious=np.arange(3))
+    before = (tmp_path / "run.json.npz").read_bytes()
+    g = cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2))
+    with pytest.raises(FileExistsError, match=r"refusing to overwrite .*run\.json\.npz: it was "
+                                              "not written by capviz for the graph file "
+                                              "run.json"):
+        g.save(str(tmp_path / "run.json"))
+    assert (tmp_path / "run.json.npz").read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["run.json.npz"]
+
+
+def test_constants_written_for_another_graph_file_are_not_overwritten(tmp_path):
+    g = cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2))
+    g.save(str(tmp_path / "a.json"))
+    os.rename(tmp_path / "a.json.npz", tmp_path / "b.json.npz")
+    with pytest.raises(FileExistsError, match="not written by capviz for the graph file b.json"):
+        g.save(str(tmp_path / "b.json"))
+
+
+def test_saving_again_replaces_its_own_constants(tmp_path):
+    path = str(tmp_path / "run.json")
+    cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2)).save(path)
+    cv.capture(lambda x: x * np.full(2, 3, np.float32), cv.spec(2)).save(path)
+    out = cv.load(path).replay({"x": np.ones(2, np.float32)})["out"]
+    assert out.tolist() == [3, 3]
+
+
+def test_the_same_graph_saves_byte_for_byte_the_same_files(tmp_path):
+    g = cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2))
+    g.save(str(tmp_path / "a.json"))
+    first = (tmp_path / "a.json.npz").read_bytes()
+    g.save(str(tmp_path / "a.json"))
+    assert (tmp_path / "a.json.npz").read_bytes() == first
+
+
+class Crash(BaseException):
+    """Stands for the process dying (not an Exception, so nothing handles it)."""
+
+
+def test_a_crash_while_writing_leaves_the_old_pair_intact(tmp_path, monkeypatch):
+    path = str(tmp_path / "run.json")
+    cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2)).save(path)
+    new = cv.capture(lambda x: x * np.full(2, 3, np.float32), cv.spec(2))
+
+    def crash(*args, **kwargs):
+        raise Crash
+    monkeypatch.setattr(np.lib.format, "write_array", crash)
+    with pytest.raises(Crash):
+        new.save(path)
+    monkeypatch.undo()
+    assert sorted(os.listdir(tmp_path)) == ["run.json", "run.json.npz"]
+    assert cv.load(path).replay({"x": np.ones(2, np.float32)})["out"].tolist() == [2, 2]
+
+
+def test_a_crash_between_the_renames_is_refused_not_misread(tmp_path, monkeypatch):
+    path = str(tmp_path / "run.json")
+    cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2)).save(path)
+    new = cv.capture(lambda x: x + np.full(2, 3, np.float32), cv.spec(2))  # same shapes
+    real_replace = os.replace
+
+    def replace(src, dst):
+        if dst == path:
+            raise Crash  # the constants are already renamed, the JSON is not
+        real_replace(src, dst)
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(Crash):
+        new.save(path)
+    monkeypatch.undo()
+    with pytest.raises(cv.GraphFormatError, match="is not the one saved with this graph"):
+        cv.load(path)
+    new.save(path)  # the next save repairs the pair
+    assert cv.load(path).replay({"x": np.ones(2, np.float32)})["out"].tolist() == [4, 4]
+
+
+# --- loading is linear -----------------------------------------------------------------------
+
+
+def test_a_4000_way_split_computes_the_split_rule_once_per_load(tmp_path, monkeypatch):
+    g = cv.capture(lambda x: np.split(x, 4000)[7] * 2, cv.spec(4000))
+    g.save(str(tmp_path / "split.json"))
+    split = ops.OPS["split"]
+    calls = []
+    real_meta = split.meta
+
+    def counting_meta(args, params):
+        calls.append(1)
+        return real_meta(args, params)
+    monkeypatch.setattr(split, "meta", counting_meta)
+    loaded = cv.load(str(tmp_path / "split.json"))
+    assert len([n for n in loaded.ops if n.op == "unpack"]) == 4000
+    assert len(calls) == 1, f"split's rule ran {len(calls)} times for one load"
+
+
+class CountingNodes(list):
+    """A node list that counts the elements read through it (slices count their length)."""
+
+    def __init__(self, nodes):
+        super().__init__(nodes)
+        self.reads = 0
+
+    def __iter__(self):
+        self.reads += len(self)
+        return super().__iter__()
+
+    def __reversed__(self):
+        self.reads += len(self)
+        return super().__reversed__()
+
+    def __getitem__(self, key):
+        self.reads += len(range(*key.indices(len(self)))) if isinstance(key, slice) else 1
+        return super().__getitem__(key)
+
+
+def violation_graph(n):
+    def f(x):
+        y = x + 1
+        for _ in range(n):
+            float(y[0])  # a data read: one violation per iteration
+        return y
+    return cv.capture(f, cv.spec(3), on_violation="record")
+
+
+def test_nx_reads_each_node_a_bounded_number_of_times():
+    reads = {}
+    for n in (500, 2000):
+        g = violation_graph(n)
+        assert len(g.violations) == n
+        g.nodes = CountingNodes(g.nodes)
+        g.nx
+        reads[n] = g.nodes.reads / len(g.nodes)
+    assert reads[2000] <= reads[500] * 1.1, reads  # per node: flat, not growing with n
+
+
+def test_violation_edges_are_kept(tmp_path):
+    def f(x):
+        y = cv.random.normal((2,)) + x
+        np.random.seed(1)
+        z = cv.random.uniform((2,)) * y
+        float(z[0])
+        return z
+    dev = cv.Device("numpy")
+    dev.seed(0)
+    g = cv.capture(f, cv.spec(2), on_violation="record", rng=dev)
+    edges = {(u, v, k) for u, v, k in g.nx.edges(keys=True) if k in ("after", "affects",
+                                                                      "reads")}
+    seed = next(n.index for n in g.nodes if n.kind == "violation" and n.op == "seed")
+    read = next(n.index for n in g.nodes if n.kind == "violation" and n.op == "data_read")
+    uniform = next(n.index for n in g.ops if n.op == "random_uniform")
+    assert (seed, uniform, "affects") in edges
+    assert (seed - 1, seed, "after") in edges and (read - 1, read, "after") in edges
+    assert [k for _, v, k in g.nx.in_edges(uniform, keys=True)] == ["affects"]
+
+
+def test_save_into_a_missing_folder_or_onto_a_directory_says_so(tmp_path):
+    g = cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2))
+    with pytest.raises(FileNotFoundError, match="cannot save .*nowhere/g.json: the folder "
+                                                ".*nowhere does not exist"):
+        g.save(str(tmp_path / "nowhere" / "g.json"))
+    (tmp_path / "d.json").mkdir()
+    with pytest.raises(IsADirectoryError, match="cannot save .*d.json: it is a directory"):
+        g.save(str(tmp_path / "d.json"))
+    assert sorted(os.listdir(tmp_path)) == ["d.json"]  # no stray constants or temporaries
+
+
+def test_nx_view_equals_the_graph_built_through_networkx_public_api():
+    """to_networkx fills networkx's dict layout directly; it must equal add_*_from's result."""
+    import networkx as nx
+
+    from capviz.ir import Node
+    from capviz.serialize import node_attributes, violation_links
+
+    cap = cv.CaptureDevice()
+    with cap.capture_scope(on_violation="record") as scope:
+        x = scope.input("x", (4, 6), "float32")
+        a, b = np.split(x * x, 2, axis=1)
+        y = a @ b.T
+        float(y.sum())  # a data read: a violation with 'after' and 'reads' edges
+        np.random.seed(3)  # a seed violation
+        scope.output(np.tanh(y), name="y")
+    graph = scope.graph
+    expected = nx.MultiDiGraph(inputs=graph.inputs, outputs=graph.outputs,
+                               rng_seed=graph.rng_seed)
+    expected.add_nodes_from((n.index, node_attributes(n)) for n in graph.nodes)
+    expected.add_edges_from((a.index, n.index, pos, {"kind": "operand"}) for n in graph.nodes
+                            for pos, a in enumerate(n.args) if type(a) is Node)
+    expected.add_edges_from((u, v, k, {"kind": k}) for u, v, k in violation_links(graph))
+    got = graph.nx
+    assert nx.utils.graphs_equal(got, expected)
+    assert sorted(got.edges(keys=True, data=True), key=repr) == \
+        sorted(expected.edges(keys=True, data=True), key=repr)
+    assert got.number_of_edges(0, 1) == 2  # x * x keeps both operands
+    assert next(iter(nx.topological_sort(got))) == 0
+    assert got.graph == expected.graph

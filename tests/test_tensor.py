@@ -71,10 +71,12 @@ def test_eager_tensor_copies_its_data():
     assert t.numpy()[0] == 0
 
 
-def test_tensors_are_immutable():
+def test_eager_tensors_mutate_like_ndarrays():
     t = cv.tensor(np.zeros(3), device=cv.Device("numpy"))
-    with pytest.raises(TypeError, match="immutable"):
-        t[0] = 1
+    alias = t
+    t[0] = 1
+    t += 2
+    assert alias is t and t.numpy().tolist() == [3.0, 2.0, 2.0]
 
 
 def test_unknown_device_kind():
@@ -84,19 +86,19 @@ def test_unknown_device_kind():
 
 def test_unsupported_numpy_function_is_named():
     t = cv.tensor(np.ones(3), device=cv.Device("numpy"))
-    with pytest.raises(cv.UnsupportedOperationError, match=r"np\.linalg\.norm"):
-        np.linalg.norm(t)
+    with pytest.raises(cv.UnsupportedOperationError, match=r"np\.unique .*np\.where"):
+        np.unique(t)
     with pytest.raises(cv.UnsupportedOperationError, match=r"np\.add\.reduce"):
         np.add.reduce(t)
-    with pytest.raises(cv.UnsupportedOperationError, match=r"np\.divmod"):
-        np.divmod(t, 2)
+    with pytest.raises(cv.UnsupportedOperationError, match=r"np\.vecdot"):
+        np.vecdot(t, t, axis=0)  # a generalized ufunc's keywords
 
 
 def test_unsupported_numpy_function_in_capture_names_it_and_the_line():
     def fn(x):
-        return np.linalg.norm(x)
+        return np.unique(x)
 
-    with pytest.raises(cv.UnsupportedOperationError, match=r"np\.linalg\.norm is not supported") \
+    with pytest.raises(cv.UnsupportedOperationError, match=r"np\.unique is not supported") \
             as info:
         cv.capture(fn, cv.spec((3,)))
     assert "test_tensor.py" in str(info.value)

@@ -1,21 +1,27 @@
 """The capture backend: records ops into a :class:`capviz.ir.CapturedGraph`, never computes.
 
-One :class:`Recorder` serves one capture scope. It belongs to the thread that opened the scope;
-``STATE`` (thread-local) holds that thread's active recorders and name scopes, so a capture in one
-thread records nothing from another. Violations are recorded here as nodes; whether they raise
-is the scope's ``on_violation`` policy.
+One :class:`Recorder` serves one capture scope. It belongs to the execution context (the
+:mod:`contextvars` context: a thread, or an asyncio task) that opened the scope: the context
+variables below hold that context's open recorders and name scopes, so a capture records
+nothing from another thread or task. Each change to them is one ``ContextVar.set`` of an
+immutable value, so an interrupt can never leave half a change behind. Violations are recorded
+here as nodes; whether they raise is the scope's ``on_violation`` policy.
 """
 
 from __future__ import annotations
 
-import os
+import contextvars
 import sys
 import threading
+from types import FrameType
 from typing import Any
 
 import numpy as np
 
 from capviz import ops
+from capviz.backends import mutation, views
+from capviz.backends.names import Namer, user_frames
+from capviz.backends.scopes import ExplicitScope, ScopeTracker, source_of, user_frame
 from capviz.errors import (
     CaptureError,
     CaptureViolation,
@@ -25,67 +31,98 @@ from capviz.errors import (
     UnsupportedOperationError,
 )
 from capviz.ir import VIOLATION_LEVELS, CapturedGraph, Node, Violation, format_source
+from capviz.layout import layout_copy, layout_key, same_bits
 from capviz.tensor import Backend, Tensor
 from capviz.violations import make_error, unsupported_message
 
-_LITERALS = frozenset((bool, int, float, complex, type(None)))
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_SKIP = (_PACKAGE_DIR, os.path.dirname(os.path.abspath(np.__file__)) + os.sep, "<frozen ")
-_USER_FILES = frozenset({os.path.join(_PACKAGE_DIR, "models.py")})  # capviz's own example code
+# NumPy scalars are typed literals, like Python scalars: np.float32(0.5) keeps its dtype (NumPy 2
+# promotes it strongly, a Python float weakly). Not long double: a file cannot hold it exactly.
+_NUMPY_SCALARS = frozenset(
+    t for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128,
+                np.intc, np.uintc, np.longlong, np.ulonglong)
+    if np.dtype(t).itemsize <= 16 and t not in (np.longdouble, np.clongdouble))
+_LITERALS = frozenset((bool, int, float, complex, type(None))) | _NUMPY_SCALARS
 
 
-class _ThreadState(threading.local):
-    def __init__(self) -> None:
-        self.recorders: list[Recorder] = []
-        self.name_scopes: list[str] = []
-        self.scope_path = ""
+_VIEWS = views.VIEWS  # op name -> how its result shares memory (views.py)
+
+_RECORDERS: contextvars.ContextVar[tuple[Recorder, ...]] = contextvars.ContextVar(
+    "capviz_recorders", default=())
+_NAME_SCOPE: contextvars.ContextVar[tuple[ExplicitScope, ...]] = contextvars.ContextVar(
+    "capviz_name_scope", default=())
 
 
-STATE = _ThreadState()
+def active_recorders() -> tuple[Recorder, ...]:
+    """The recorders of the capture scopes open in the current context, outermost first.
+
+    A call made here happens inside each of these captures (the seed hooks report to them). A
+    recorder closed by a violation in ``raise`` mode stays listed until its scope exits.
+    """
+    return tuple(r for r in _RECORDERS.get() if not r.ended)
 
 
 def active() -> Recorder | None:
-    """The innermost recorder active in the current thread, or ``None``."""
-    recorders = STATE.recorders
-    return recorders[-1] if recorders else None
+    """The recorder of the innermost capture scope open in the current context, or ``None``."""
+    for recorder in reversed(_RECORDERS.get()):
+        if not recorder.ended:
+            return recorder
+    return None
 
 
 def is_capturing() -> bool:
-    """True inside an active capture scope of the current thread."""
-    return bool(STATE.recorders)
+    """True inside an open capture scope of the current context (thread or asyncio task)."""
+    return active() is not None
+
+
+def registered_recorders() -> tuple[Recorder, ...]:
+    """Every recorder registered in the current context, open or not (leak checks read it)."""
+    return _RECORDERS.get()
+
+
+def register(recorder: Recorder) -> None:
+    """Make ``recorder`` the innermost capture of the current context (one atomic step)."""
+    _RECORDERS.set((*_RECORDERS.get(), recorder))
+
+
+def unregister(recorder: Recorder) -> None:
+    """Remove ``recorder`` from the current context; idempotent, so a cleanup can repeat it."""
+    current = _RECORDERS.get()
+    if recorder in current:
+        i = current.index(recorder)
+        _RECORDERS.set(current[:i] + current[i + 1:])
+
+
+def name_scope_path() -> str:
+    """The "/"-joined explicit name-scope path of the current context ("" outside any)."""
+    return "/".join(e.name for e in _NAME_SCOPE.get())
+
+
+def name_scope_entries() -> tuple[ExplicitScope, ...]:
+    """The explicit name scopes open in the current context, outermost first."""
+    return _NAME_SCOPE.get()
+
+
+def set_name_scope_entries(entries: tuple[ExplicitScope, ...]) -> None:
+    """Set the current context's open name scopes (one atomic step)."""
+    _NAME_SCOPE.set(entries)
 
 
 def user_source() -> tuple | None:
-    """``(file, line, function)`` of the innermost frame outside capviz and NumPy."""
-    f = sys._getframe(1)
-    skip = _SKIP
-    while f is not None and f.f_code.co_filename.startswith(skip) \
-            and f.f_code.co_filename not in _USER_FILES:
-        f = f.f_back
-    if f is None:
-        return None
-    code = f.f_code
-    return (code.co_filename, f.f_lineno, code.co_name)
-
-
-def push_name_scope(name: str) -> None:
-    STATE.name_scopes.append(name)
-    STATE.scope_path = "/".join(STATE.name_scopes)
-
-
-def pop_name_scope() -> None:
-    STATE.name_scopes.pop()
-    STATE.scope_path = "/".join(STATE.name_scopes)
+    """``(file, line, function)`` of the innermost frame outside capviz and NumPy (a notebook
+    cell's file shows as ``In [3]``)."""
+    return source_of(user_frame(sys._getframe(1)))
 
 
 def host_array(value: Any) -> np.ndarray:
-    """A host copy of an array-like value (CuPy arrays are copied to the host)."""
+    """A private host copy of an array-like value with its memory layout (strides, order) kept,
+    so replay runs the kernels eager NumPy ran (CuPy arrays are copied to the host)."""
     if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
         return value.get()
     arr = np.asarray(value)
     if arr.dtype == object:
         raise TypeError("object arrays cannot be recorded (they could hold anything)")
-    return arr.copy(order="K")
+    return layout_copy(arr)
 
 
 def describe_node(node: Node) -> str:
@@ -106,6 +143,7 @@ class Recorder(Backend):
     """
 
     priority = 1
+    records = True
 
     def __init__(self, device: Any, on_violation: str = "raise") -> None:
         self.device = device
@@ -113,24 +151,36 @@ class Recorder(Backend):
         self.graph = CapturedGraph()
         self.thread = threading.get_ident()
         self.closed = False
+        self.ended = False  # the scope has exited (closed stays True then; a violation in
+        #                     "raise" mode closes the recorder while its scope is still open)
         self.on_violation = on_violation
         self.listener: Any = None
         self.raised: CaptureViolation | None = None
         self.next_draw: Any = None  # callable -> draw index, set by the scope
         self.seeded = True
+        self.global_random = "violation"  # or "record": see CaptureScope
+        self.last_draw = -1
+        self.pending: list[tuple] = []  # violations reported from other threads (see hooks)
+        self.global_states: Any = None  # global generators' states at scope entry (see hooks)
         self._warned_unseeded = False
         self._adopted: dict[int, tuple[Any, Node]] = {}
+        self.layouts: dict[int, Any] = {}  # view node index -> stride stand-in
+        self.scopes = ScopeTracker(user_frame(sys._getframe(1)), _NAME_SCOPE.get())
+        self.namer = Namer()
 
     # --- state checks ------------------------------------------------------------------------
 
     def check_usable(self) -> None:
-        """Raise unless this recorder may record now (open, and in its own thread)."""
+        """Raise unless this recorder may record now (open, and in its own context)."""
         if self.closed:
             raise self.closed_error()
-        if threading.get_ident() != self.thread:
+        if self not in _RECORDERS.get():
+            where = "thread" if threading.get_ident() != self.thread else "asyncio task"
             raise CaptureError(
-                f"a capture tensor of {self.name!r} was used from another thread; a capture "
-                "records only the thread that opened its scope")
+                f"a capture tensor of {self.name!r} was used from another {where}; a capture "
+                f"records only the {where} that opened its scope (its contextvars context). "
+                "Capture in that thread or task, or open a scope on another cv.CaptureDevice() "
+                "here")
 
     def closed_error(self, node: Node | None = None) -> ScopeClosedError:
         if self.raised is not None:
@@ -147,26 +197,47 @@ class Recorder(Backend):
         err.graph = self.graph
         return err
 
+    def settle_scopes(self) -> None:
+        """Give the nodes their final scope paths and release the frames the scope tracker
+        held (called once, when the scope ends)."""
+        self.scopes.finish(self.graph.nodes)
+        self.namer.release()
+
+    def name_of(self, value: Any) -> str | None:
+        """What the user called array ``value`` (a variable, or a path such as
+        ``params["blocks"][3]["w"]``; see :mod:`capviz.backends.names`)."""
+        frames = user_frames(user_frame(sys._getframe(1)), self.scopes.entry)
+        return self.namer.find(value, frames)
+
     # --- recording ------------------------------------------------------------------------------
 
     def _append(self, kind: str, op: str | None, args: tuple, params: dict, shape: Any,
-                dtype: Any, source: Any, name: str | None = None) -> Node:
+                dtype: Any, source: Any, name: str | None = None,
+                frame: FrameType | None = None) -> Node:
+        """Append a node; its scope comes from the user frame (``frame``, else found here)."""
         nodes = self.graph.nodes
-        node = Node(len(nodes), kind, op, args, params, shape, dtype, source,
-                    STATE.scope_path, name)
+        if frame is None:
+            frame = user_frame(sys._getframe(1))
+        scope = self.scopes.path(frame, _NAME_SCOPE.get())
+        node = Node(len(nodes), kind, op, args, params, shape, dtype, source, scope, name)
         nodes.append(node)
         if self.listener is not None:
             self.listener.node_added(node)
         return node
 
     def apply(self, op: ops.Op, args: tuple, params: dict) -> Any:
-        if self.closed or self.thread != threading.get_ident():
+        if self.closed or self not in _RECORDERS.get():
             self.check_usable()
         conv = []
         for a in args:
             ta = type(a)
             if ta is Tensor:
-                conv.append(a._data if a._backend is self else self.adopt(a))
+                if a._backend is not self:
+                    conv.append(self.adopt(a))
+                elif a._alias is None:
+                    conv.append(a._data)
+                else:  # shares a buffer that may have been written since (mutation.py)
+                    conv.append(mutation.current(self, a))
             elif ta in _LITERALS:
                 conv.append(a)
             else:
@@ -175,18 +246,47 @@ class Recorder(Backend):
             meta = op.meta(conv, params)
         except ShapeError as err:
             raise self._located(err, user_source()) from None
-        source = user_source()
+        frame = user_frame(sys._getframe(1))
+        source = source_of(frame)
         if op.multi:
-            parent = self._append("op", op.name, tuple(conv), params, None, None, source)
-            return tuple(Tensor(self._append("op", "unpack", (parent,), {"index": i}, shape, dt,
-                                             source), self)
-                         for i, (shape, dt) in enumerate(meta))
-        return Tensor(self._append("op", op.name, tuple(conv), params, meta[0], meta[1], source),
-                      self)
+            parent = self._append("op", op.name, tuple(conv), params, None, None, source,
+                                  frame=frame)
+            result: Any = tuple(Tensor(self._append("op", "unpack", (parent,), {"index": i},
+                                                    shape, dt, source, frame=frame), self)
+                                for i, (shape, dt) in enumerate(meta))
+        else:
+            result = Tensor(self._append("op", op.name, tuple(conv), params, meta[0], meta[1],
+                                         source, frame=frame), self)
+        view = _VIEWS.get(op.name)
+        if view is not None:  # the result shares its operand's memory, as in NumPy
+            view(self, op, args, params, result)
+        return result
+
+    def record(self, op: ops.Op, args: tuple, params: dict) -> Node:
+        """Record ``op`` on operand nodes and literals (used by :mod:`.mutation`); NumPy's
+        error, unchanged, when the operands do not fit."""
+        shape, dtype = op.meta(args, params)
+        frame = user_frame(sys._getframe(1))
+        return self._append("op", op.name, args, params, shape, dtype, source_of(frame),
+                            frame=frame)
+
+    # --- writes (functionalized: see capviz.backends.mutation) ------------------------------
+
+    def inplace(self, symbol: str, target: Tensor, other: Any) -> Tensor:
+        return mutation.inplace(self, symbol, target, other)
+
+    def setitem(self, target: Tensor, key: Any, value: Any) -> None:
+        mutation.setitem(self, target, key, value)
+
+    def write_ufunc(self, op: ops.Op, inputs: tuple, out: Tensor, where: Any) -> Tensor:
+        return mutation.write_ufunc(self, op, inputs, out, where)
+
+    def replace(self, target: Tensor, new: Tensor) -> Tensor:
+        return mutation.replace(self, target, new)
 
     def _located(self, err: Exception, source: Any) -> ShapeError:
         loc = format_source(source)
-        new = ShapeError(f"{err} (at {loc})" if loc else str(err))
+        new = type(err)(f"{err} (at {loc})" if loc else str(err))  # ShapeError or a subclass
         new.graph = self.graph
         return new
 
@@ -207,17 +307,33 @@ class Recorder(Backend):
         self._adopted[id(tensor)] = (tensor, node)
         return node
 
-    def adopt_value(self, value: Any) -> Node:
-        """The constant node for an ndarray, NumPy scalar or other array met in this capture."""
-        hit = self._adopted.get(id(value))
-        if hit is not None:
-            return hit[1]
+    def adopt_value(self, value: Any) -> Any:
+        """The operand for a non-tensor value met in this capture: a typed literal for a 0-d
+        ndarray (as for a NumPy scalar), else a constant node holding a snapshot of the value.
+
+        An ndarray met again is the same node only while its bits are unchanged (one compare
+        pass against the snapshot): a buffer refilled between two uses is recorded as its value
+        at each use, as eager NumPy reads it.
+        """
+        if type(value) is np.ndarray:
+            if value.ndim == 0 and value.dtype.type in _NUMPY_SCALARS:
+                return value[()]
+            hit = self._adopted.get(id(value))
+            if hit is not None:
+                node = hit[1]
+                if node.kind != "constant" or self._unchanged(node, value):
+                    return node
+            node = self.constant(host_array(value), self.name_of(value), user_source())
+            self._adopted[id(value)] = (value, node)
+            return node
         if isinstance(value, (str, bytes, dict, set)) or value is Ellipsis:
             raise TypeError(f"a {type(value).__name__} cannot be an operand of a tensor op")
-        node = self.constant(host_array(value), None, user_source())
-        if isinstance(value, np.ndarray):
-            self._adopted[id(value)] = (value, node)
-        return node
+        return self.constant(host_array(value), None, user_source())
+
+    def _unchanged(self, node: Node, value: np.ndarray) -> bool:
+        """Whether ndarray ``value`` still holds what constant ``node`` recorded of it."""
+        kept = self.graph.constant_values[node.index]
+        return layout_key(kept) == layout_key(value) and same_bits(kept, value)
 
     def constant(self, array: np.ndarray, name: str | None, source: Any) -> Node:
         """Record a constant node holding ``array`` (already a private copy)."""
@@ -243,7 +359,13 @@ class Recorder(Backend):
     def random(self, op: ops.Op, params: dict) -> Tensor:
         """Record a random op (its draw index comes from the scope's rng device)."""
         self.check_usable()
-        params = dict(params, draw=self.next_draw())
+        if self.pending:
+            self.flush_pending(raise_now=True)
+        draw = self.next_draw()
+        if draw <= self.last_draw:  # the device was reseeded meanwhile: never repeat a stream
+            draw = self.last_draw + 1
+        self.last_draw = draw
+        params = dict(params, draw=draw)
         shape, dtype = op.meta((), params)
         source = user_source()
         node = self._append("op", op.name, (), params, shape, dtype, source)
@@ -257,15 +379,20 @@ class Recorder(Backend):
 
     # --- violations -------------------------------------------------------------------------
 
-    def violation(self, kind: str, call: str, message: str, source: Any = None) -> Violation:
-        """Record a violation node; raise it when it is an error and the policy is ``raise``."""
+    def violation(self, kind: str, call: str, message: str, source: Any = None,
+                  raise_now: bool = True, target: Node | None = None) -> Violation:
+        """Record a violation node; raise it when it is an error and the policy is ``raise``
+        (with ``raise_now=False`` the error is only kept on ``raised`` and the scope closed).
+        ``target``: the tensor a data read read (the graph links it with a ``reads`` edge)."""
         if source is None:
             source = user_source()
         level = VIOLATION_LEVELS[kind]
         graph = self.graph
-        node = Node(len(graph.nodes), "violation", kind, (),
-                    {"level": level, "call": call, "message": message}, None, None, source,
-                    STATE.scope_path)
+        params = {"level": level, "call": call, "message": message}
+        if target is not None:
+            params["target"] = target.index
+        node = Node(len(graph.nodes), "violation", kind, (), params, None, None, source,
+                    self.scopes.path(user_frame(sys._getframe(1)), _NAME_SCOPE.get()))
         graph.nodes.append(node)
         record = Violation(kind, level, message, call, source, node.index)
         graph.violation_records.append(record)
@@ -282,8 +409,16 @@ class Recorder(Backend):
             if self.raised is None:
                 self.raised = err
             self.closed = True
-            raise err
+            if raise_now:
+                raise err
         return record
+
+    def flush_pending(self, raise_now: bool = False) -> None:
+        """Record the violations other threads reported for this capture (a reseed of its
+        device), here in its own thread and program order."""
+        while self.pending:
+            kind, call, message, source = self.pending.pop(0)
+            self.violation(kind, call, message, source, raise_now=raise_now)
 
     def unsupported(self, call: str, reason: str = "") -> UnsupportedOperationError:
         self.check_usable()
@@ -295,15 +430,18 @@ class Recorder(Backend):
 
     def read(self, tensor: Tensor, call: str) -> np.ndarray:
         self.check_usable()
-        node = tensor._data
+        node = mutation.current(self, tensor)
         if node.kind == "constant":
             return self.graph.constant_values[node.index].copy()
         from capviz.violations import data_read_message
 
         source = user_source()
         self.violation("data_read", call, data_read_message(call, describe_node(node), source),
-                       source)
+                       source, target=node)
         return np.zeros(node.shape, dtype=node.dtype)  # record mode: a placeholder value
+
+    def holds_scalar(self, tensor: Tensor) -> bool:
+        return mutation.is_numpy_scalar(tensor)
 
     def describe(self, tensor: Tensor) -> str:
         state = "closed " if self.closed else ""

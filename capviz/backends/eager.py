@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -9,6 +10,12 @@ import numpy as np
 from capviz import ops
 from capviz.errors import DeviceMismatchError
 from capviz.tensor import Backend, Tensor
+
+_INPLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul,
+            "/=": operator.itruediv, "//=": operator.ifloordiv, "%=": operator.imod,
+            "**=": operator.ipow, "@=": operator.imatmul, "&=": operator.iand,
+            "|=": operator.ior, "^=": operator.ixor, "<<=": operator.ilshift,
+            ">>=": operator.irshift}
 
 
 class EagerBackend(Backend):
@@ -57,6 +64,28 @@ class EagerBackend(Backend):
         if op.multi:
             return tuple(self.wrap(o) for o in out)
         return self.wrap(out)
+
+    # --- writes: the array's own in-place operations ------------------------------------------
+
+    def inplace(self, symbol: str, target: Tensor, other: Any) -> Tensor:
+        target._data = _INPLACE[symbol](target._data, self.unwrap(other))
+        return target
+
+    def setitem(self, target: Tensor, key: Any, value: Any) -> None:
+        if isinstance(key, tuple):
+            key = tuple(self.unwrap(k) if type(k) is Tensor else k for k in key)
+        elif type(key) is Tensor:
+            key = self.unwrap(key)
+        target._data[key] = self.unwrap(value)
+
+    def write_ufunc(self, op: ops.Op, inputs: tuple, out: Tensor, where: Any) -> Tensor:
+        extra = {} if where is True else {"where": self.unwrap(where)}
+        op.bind(self.xp)(*[self.unwrap(a) for a in inputs], out=out._data, **extra)
+        return out
+
+    def replace(self, target: Tensor, new: Tensor) -> Tensor:
+        target._data[...] = self.unwrap(new)
+        return target
 
     def random(self, op: ops.Op, seed: int, params: dict) -> Tensor:
         """Draw with a random op (``seed`` and ``params['draw']`` fix the values)."""

@@ -2,21 +2,29 @@
 
 ``capture_scope(live=True)`` (or :func:`live`) attaches a :class:`LiveView` to the scope's
 recorder. The recorder tells it of each node. At most every ``interval`` seconds the view takes a
-snapshot of the nodes recorded so far and hands it to a worker thread, which builds the DOT, runs
-the renderer and updates the widget: the capturing code never waits for Graphviz. A snapshot is
-taken only once the capture has run four times as long as rendering it is expected to take
-(learned from earlier renders), so rendering costs a capture at most about a quarter of its
-time. A violation hands over a snapshot at once, its node red. The widget itself appears with the
-first snapshot; a capture too short for one shows its final graph when its cell ends. In a
-notebook the final graph is also left as a static ``image/svg+xml`` output (through a display
-handle) before the cell finishes, so saved, executed or exported notebooks show it without
-widget JavaScript. Outside a notebook, or without ipywidgets,
-attaching does nothing and warns once.
+snapshot of the nodes recorded so far and hands it to a worker thread, which builds the DOT,
+runs the renderer and shows the snapshot in the widget as the interactive view
+(:mod:`capviz.render.view`, laid out so drawn nodes keep their places; the SVG is its fallback):
+the capturing code never waits for Graphviz. A snapshot is taken only once the capture has run
+four times as long as rendering it is expected to take (learned from earlier renders), so
+rendering costs a capture at most about a quarter of its time. A violation hands over a
+snapshot at once, its node red. The widget itself appears with the first snapshot; a capture too
+short for one shows its final graph when its cell ends. In a notebook the widget is displayed
+through a display handle, and when the cell ends that one output is replaced by the final graph
+as the interactive view (with the static ``image/svg+xml`` beside it), so the final state shows
+once, and saved, executed or exported notebooks show it without widget JavaScript. Outside a
+notebook, or without ipywidgets, attaching does nothing and warns once.
+
+A render that fails with anything but a :class:`~capviz.errors.RenderError` (which the widget
+shows) stops the view, and the failure reaches the user at once: the next recorded op, or the
+scope's exit, raises a ``RenderError`` whose cause is the original exception. Nothing waits for a
+worker that is gone.
 """
 
 from __future__ import annotations
 
 import html
+import secrets
 import threading
 import time
 import warnings
@@ -24,6 +32,7 @@ from typing import Any
 
 from capviz.errors import RenderError
 from capviz.ir import CapturedGraph, Node
+from capviz.render.escape import printable
 
 _warned = False
 
@@ -68,9 +77,11 @@ class LiveView:
             capturing thread, which tests use for determinism.
 
     Attributes:
-        widget: the ``ipywidgets.VBox`` (status line over the SVG).
+        widget: the ``ipywidgets.VBox`` (status line over the graph).
         status: the status ``ipywidgets.HTML`` (ops so far, violations, elapsed).
-        image: the ``ipywidgets.HTML`` holding the latest SVG.
+        image: the ``ipywidgets.Output`` showing the latest snapshot as the interactive view
+            (``text/html``, laid out for streaming), with its SVG beside it.
+        svg: the latest SVG (``None`` when the renderer failed); html: the latest view.
         renders: how many renders finished; ``ops``/``violations``: counts so far.
     """
 
@@ -85,6 +96,8 @@ class LiveView:
         self.display = display
         self.per_node = 5e-6  # seconds to render one node; refined after each render
         self.svg: str | None = None
+        self.html: str | None = None  # the latest interactive view (text/html)
+        self.key = f"live-{secrets.token_hex(6)}"  # the page keeps this view's state under it
         self.ops = 0
         self.violations = 0
         self.renders = 0
@@ -96,6 +109,8 @@ class LiveView:
         self._busy = False
         self._closed = False
         self._worker: threading.Thread | None = None
+        self.failure: BaseException | None = None  # what stopped the view, if anything
+        self._reported = False
         self._widgets = ipywidgets
         self.widget: Any = None
         self.handle: Any = None
@@ -107,14 +122,14 @@ class LiveView:
         if self.widget is not None:
             return
         self.status = self._widgets.HTML(value=self._status_text("recording"))
-        self.image = self._widgets.HTML(value="")
+        # an Output widget renders its outputs trusted, so the view's script runs in it
+        self.image = self._widgets.Output()
         self.widget = self._widgets.VBox([self.status, self.image])
         if self.display:
             from IPython.display import display as show
 
-            show(self.widget)
-            self.handle = show({"text/plain": "capviz: capture in progress"}, raw=True,
-                               display_id=True)
+            # one output: the widget while recording, replaced by the final view at the end
+            self.handle = show(self.widget, display_id=True)
 
     def _status_text(self, state: str) -> str:
         elapsed = time.monotonic() - self.started
@@ -125,6 +140,9 @@ class LiveView:
     # --- recorder callbacks (the capturing thread) -------------------------------------------
 
     def node_added(self, node: Node) -> None:
+        if self.failure is not None:
+            self._report_failure()
+            return
         if node.kind == "op":
             self.ops += 1
         now = time.monotonic()
@@ -136,15 +154,31 @@ class LiveView:
                 self._next = self.started + 4 * expected
 
     def violation(self, node: Node) -> None:
+        if self.failure is not None:
+            self._report_failure()
+            return
         self.violations += 1
         self._submit("recording")
+
+    def _report_failure(self) -> None:
+        """Raise the render failure once, as a ``RenderError`` caused by it; afterwards the
+        stopped view ignores the capture."""
+        if self._reported:
+            return
+        self._reported = True
+        cause = self.failure
+        err = RenderError(f"the live view stopped: rendering the graph failed with "
+                          f"{type(cause).__name__}: {printable(str(cause))}")
+        err.graph = self.graph
+        raise err from cause
 
     def _submit(self, state: str, final: bool = False) -> None:
         self._ensure_widget()
         graph = self.graph if final else snapshot(self.graph)
         self._next = time.monotonic() + self.interval
         if not self.background:
-            self._render(graph, state)
+            self._render_or_stop(graph, state)
+            self._raise_failure()
             return
         with self._lock:
             self._pending = (graph, state)
@@ -167,11 +201,29 @@ class LiveView:
                 self._pending = None
                 self._busy = True
             try:
-                self._render(graph, state)
+                self._render_or_stop(graph, state)
             finally:
                 with self._lock:
                     self._busy = False
                     self._wake.notify_all()
+            if self.failure is not None:
+                return
+
+    def _render_or_stop(self, graph: CapturedGraph, state: str) -> None:
+        """Render; any failure stops the view and is kept on ``failure`` for the capturing
+        thread to raise."""
+        try:
+            self._render(graph, state)
+        except BaseException as err:
+            with self._lock:
+                self.failure = err
+                self._closed = True
+                self._pending = None
+                self._wake.notify_all()
+
+    def _raise_failure(self) -> None:
+        if self.failure is not None:
+            self._report_failure()
 
     def _render(self, graph: CapturedGraph, state: str) -> None:
         from capviz.render.svg import to_svg
@@ -180,15 +232,27 @@ class LiveView:
         try:
             svg = to_svg(graph, **self.render_options)
             self.svg = svg
-            self.image.value = svg
-        except RenderError as err:
+        except RenderError as err:  # the interactive view still draws; the error is its fallback
             self.svg = None
-            self.image.value = f"<pre>{html.escape(str(err))}</pre>"
+            svg = f"<pre>{html.escape(printable(str(err)))}</pre>"
+        self.html = self._view_html(graph, state, svg)
+        data = {"text/html": self.html, "text/plain": repr(graph)}
+        if self.svg:
+            data["image/svg+xml"] = self.svg
+        self.image.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
         self.renders += 1
         end = time.monotonic()
         self.per_node = (end - start) / max(1, len(graph.nodes))
         self._next = max(self._next, end + 4 * (end - start))
         self.status.value = self._status_text(state)
+
+    def _view_html(self, graph: CapturedGraph, state: str, fallback: str | None) -> str:
+        """The interactive view of a snapshot, laid out for streaming: nodes keep their places
+        as more arrive, and the page keeps its zoom and open scopes across updates (``key``)."""
+        from capviz.render.view import fragment
+
+        return fragment(graph, title=f"capviz {state}", fallback_svg=fallback, live=True,
+                        key=self.key)
 
     def refresh(self, graph: CapturedGraph | None = None) -> None:
         """Draw ``graph`` (default: the view's graph) again, e.g. after ``graph.compute_stats``
@@ -203,22 +267,27 @@ class LiveView:
         """Block until every render handed over so far has finished."""
         deadline = time.monotonic() + timeout
         with self._lock:
-            while self._pending is not None or self._busy:
+            while (self._pending is not None or self._busy) and self.failure is None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise RenderError(f"the live view did not finish rendering in {timeout} s")
                 self._wake.wait(left)
+        self._raise_failure()
 
     def finish(self, graph: CapturedGraph) -> None:
         """Render the final graph; in a notebook, leave it as a static SVG output before the
         cell ends (the capturing code goes on meanwhile)."""
         self.graph = graph
         state = "done" if graph.complete else f"failed: {type(graph.error).__name__}"
+        if self.failure is not None:  # the view stopped: say why (once), draw nothing more
+            self.close()
+            self._raise_failure()
+            return
         if not self.display:
             self._submit(state, final=True)
             if self.background:
                 self.wait()
-                self._close()
+                self.close()
             return
         started = self.widget is not None
         if started:  # a long capture: its watcher sees the final graph at once
@@ -233,10 +302,9 @@ class LiveView:
             if not started:
                 self._submit(state, final=True)
             self.wait()
-            self._close()
-            from capviz.render.jupyter import mimebundle
-
-            bundle = mimebundle(graph, exclude=["image/svg+xml"])
+            self.close()
+            bundle = {"text/plain": str(graph),
+                      "text/html": self._view_html(graph, state, self.svg)}
             if self.svg:
                 bundle["image/svg+xml"] = self.svg
             self.handle.update(bundle, raw=True)
@@ -246,7 +314,8 @@ class LiveView:
         else:
             shell.events.register("post_run_cell", publish)
 
-    def _close(self) -> None:
+    def close(self) -> None:
+        """Stop the worker thread (once it has finished what it was given); idempotent."""
         with self._lock:
             self._closed = True
             self._wake.notify_all()

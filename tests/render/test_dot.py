@@ -48,7 +48,7 @@ def violation_graph():
 def test_each_kind_has_its_own_style_in_the_svg():
     g = violation_graph()
     _, nodes = svg_nodes(g.to_svg())
-    kinds = {n.index: n.kind for n in g.nodes}
+    kinds = {n.index: n.kind for n in g.nodes if n.kind != "constant"}  # constants: annotations
     for index, kind in kinds.items():
         elem = nodes[f"n{index}"]
         assert f"capviz-{kind}" in elem.get("class").split()
@@ -58,7 +58,7 @@ def test_each_kind_has_its_own_style_in_the_svg():
                                                                        f"{SVG}polygon"))
         fills.setdefault(kind, set()).add(shape.get("fill"))
     assert fills["input"] == {"#dbeafe"} and fills["output"] == {"#dcfce7"}
-    assert fills["violation"] == {"#fee2e2"} and fills["constant"] == {"#f3f4f6"}
+    assert fills["violation"] == {"#fee2e2"} and "constant" not in fills
     assert fills["op"] == {"#ffffff", "#ede9fe"}  # random ops are tinted
 
 
@@ -67,7 +67,7 @@ def test_op_nodes_show_op_shape_dtype_and_source_tooltip():
     _, nodes = svg_nodes(g.to_svg())
     matmul = next(n for n in g.ops if n.op == "matmul")
     elem = nodes[f"n{matmul.index}"]
-    assert texts(elem) == "matmulfloat32[2,3]"
+    assert texts(elem) == "matmulfloat32[2,3]w float32[3,3]"  # the constant it reads
     assert f"test_dot.py:{matmul.source[1]} in violation_graph" in tooltip(elem)
 
 
@@ -116,9 +116,12 @@ def test_hostile_names_are_escaped_everywhere(name):
     root, nodes = svg_nodes(svg)  # parses: nothing broke out of the SVG
     assert not [e for e in root.iter() if e.tag.endswith("script")]
     assert "<script" not in svg
-    assert set(nodes) == {f"n{n.index}" for n in g.nodes}  # no node injected, none lost
+    drawn = {f"n{n.index}" for n in g.nodes if n.kind != "constant"}  # constants: annotations
+    assert set(nodes) == drawn  # no node injected, none lost
     assert dot.count(" -> ") == len(root.findall(f".//{SVG}g[@class='edge']"))
     assert texts(nodes[f"n{g.node(name).index}"]).startswith(name.replace("\n", ""))
+    (mul,) = [n for n in g.ops if n.op == "multiply"]
+    assert texts(nodes[f"n{mul.index}"]).endswith(name.replace("\n", "") + " float32[2]")
     assert "<script" not in g._repr_mimebundle_()["image/svg+xml"]
 
 
@@ -182,14 +185,19 @@ def test_collapsed_scope_with_a_violation_stays_marked():
 def test_mimebundle_keys():
     g = cv.capture(lambda x: x + 1, cv.spec(2))
     bundle = g._repr_mimebundle_()
-    assert set(bundle) == {"image/svg+xml", "text/plain"}
+    assert set(bundle) == {"text/html", "image/svg+xml", "text/plain"}
     ET.fromstring(bundle["image/svg+xml"])
     assert bundle["text/plain"] == str(g)
     assert set(g._repr_mimebundle_(include=["text/plain"])) == {"text/plain"}
-    assert set(g._repr_mimebundle_(exclude=["text/plain"])) == {"image/svg+xml"}
+    assert set(g._repr_mimebundle_(exclude=["text/plain", "text/html"])) == {"image/svg+xml"}
 
 
-def test_shared_constants_are_drawn_once_per_scope_that_reads_them():
+def edges_of(root):
+    return {e.find(f"{SVG}title").text.replace("&#45;", "-") for e in root.iter(f"{SVG}g")
+            if e.get("class") == "edge"}
+
+
+def test_a_shared_constant_is_an_annotation_on_every_reader():
     w = np.ones((3, 3), np.float32)
 
     def f(x):
@@ -201,12 +209,62 @@ def test_shared_constants_are_drawn_once_per_scope_that_reads_them():
     g = cv.capture(f, cv.spec((2, 3)))
     (const,) = g.constants
     root, nodes = svg_nodes(g.to_svg(collapse=None))
-    copies = sorted(i for i in nodes if i == f"n{const.index}" or
-                    i.startswith(f"n{const.index}_"))
-    assert copies == [f"n{const.index}", f"n{const.index}_1", f"n{const.index}_2"]
-    edges = {e.find(f"{SVG}title").text for e in root.iter(f"{SVG}g") if e.get("class") == "edge"}
-    matmuls = [n.index for n in g.ops if n.op == "matmul"]
-    assert {f"n{const.index}->n{matmuls[0]}", f"n{const.index}_1->n{matmuls[1]}",
-            f"n{const.index}_2->n{matmuls[2]}"} <= edges
-    _, collapsed = svg_nodes(g.to_svg(collapse=["layer0", "layer1", "layer2"]))
-    assert not any(i.startswith(f"n{const.index}") for i in collapsed)  # part of each layer
+    assert not any(i.startswith(f"n{const.index}") for i in nodes)
+    for n in g.ops:
+        if n.op == "matmul":
+            assert texts(nodes[f"n{n.index}"]) == "matmulfloat32[2,3]w float32[3,3]"
+    assert not any(e.startswith(f"n{const.index}-") for e in edges_of(root))
+
+
+def test_chain_reading_one_shared_ndarray_renders_every_node():
+    mask = np.full((4,), 0.5, np.float32)
+
+    def f(x):
+        for _ in range(1000):
+            x = x * mask
+        return x
+
+    g = cv.capture(f, cv.spec((4,)))
+    root, nodes = svg_nodes(g.to_svg(collapse=None))  # every op drawn, the mask on each
+    assert len(nodes) == len(g.nodes) - 1
+    assert all(texts(nodes[f"n{n.index}"]).endswith("mask float32[4]") for n in g.ops)
+    assert len(edges_of(root)) == len(g.ops) + 1  # the chain and the output, nothing else
+    _, overview = svg_nodes(g.to_svg())  # the default budget: program-order chunks
+    assert 1 < len(overview) <= 250
+
+
+def rnn_graph(steps=120):
+    with cv.CaptureDevice().capture_scope() as scope:
+        xs = scope.input("xs", (steps, 1, 8))
+        w, u, b = scope.input("W", (8, 8)), scope.input("U", (8, 8)), scope.input("b", (1, 8))
+        h = np.zeros((1, 8), np.float32)
+        for t in range(steps):
+            h = np.tanh(xs[t] @ w + h @ u + b)
+        scope.output(h, "h")
+    return scope.graph
+
+
+def test_unrolled_rnn_sets_its_weights_aside_with_stubs():
+    g = rnn_graph()
+    root, nodes = svg_nodes(g.to_svg(collapse=None))
+    stubs = [e for e in nodes.values() if "capviz-stub" in e.get("class").split()]
+    assert len(stubs) == 4 * 120  # W, U, b and xs next to each of their 120 readers
+    assert sorted({texts(s) for s in stubs}) == ["U", "W", "b", "xs"]
+    weights = {f"n{g.node(name).index}" for name in ("W", "U", "b", "xs")}
+    assert weights <= set(nodes)  # each drawn once, in its place
+    assert not any(e.split("->")[0] in weights for e in edges_of(root))
+
+
+def test_identical_blocks_fold_into_one_box():
+    def block(x):
+        return np.tanh(x @ np.eye(4, dtype=np.float32)) + x
+
+    def model(x):
+        for _ in range(12):
+            x = block(x)
+        return x
+
+    g = cv.capture(lambda x: model(x), cv.spec((1, 4)))
+    _, nodes = svg_nodes(g.to_svg(collapse=6))
+    (fold,) = [e for e in nodes.values() if "capviz-fold" in e.get("class").split()]
+    assert texts(fold).startswith("block x 1236 ops")

@@ -26,7 +26,7 @@ def test_live_view_state_after_a_capture_with_a_violation():
     assert view.renders >= 2  # while recording, and the final graph
     assert "capviz done: 10 ops, 1 violations" in view.status.value
     assert "#dc2626" in view.status.value
-    root = ET.fromstring(view.image.value)
+    root = ET.fromstring(view.svg)
     violation = scope.graph.violations[0].order
     elem = next(g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("id") ==
                 f"n{violation}")
@@ -41,7 +41,7 @@ def test_violation_renders_at_once_even_when_throttled():
         x = x + 1
         assert view.renders == 0  # throttled: no render for ops yet
         np.random.seed(1)
-        assert view.renders == 1 and "error: seed" in view.image.value
+        assert view.renders == 1 and "error: seed" in view.svg
         scope.output(x)
 
 
@@ -84,7 +84,7 @@ def test_background_rendering_never_blocks_and_finishes_the_final_graph():
     view.wait()
     assert view.ops == 10 and view.violations == 1 and view.renders >= 1
     assert "capviz done" in view.status.value
-    ET.fromstring(view.image.value)
+    ET.fromstring(view.svg)
     assert (view._worker is not None and not view._worker.is_alive()) or view._closed
 
 
@@ -96,8 +96,8 @@ def test_hostile_names_are_escaped_in_the_widget():
         with cv.name_scope(name):
             y = x * 2
         scope.output(y, name)
-    assert "<script" not in view.image.value and "<script" not in view.status.value
-    ET.fromstring(view.image.value)
+    assert "<script" not in view.svg and "<script" not in view.status.value
+    ET.fromstring(view.svg)
 
 
 def test_refresh_shows_statistics_in_the_widget():
@@ -106,4 +106,63 @@ def test_refresh_shows_statistics_in_the_widget():
         scope.output(np.tanh(scope.input("x", (3,))), "y")
     scope.graph.compute_stats({"x": np.ones(3, np.float32)})
     view.refresh()
-    assert "max 0.7616" in view.image.value
+    assert "max 0.7616" in view.svg
+
+
+def test_a_render_failure_on_the_worker_reaches_the_user_at_once():
+    with pytest.raises(cv.RenderError, match="the live view stopped: rendering the graph failed "
+                                             "with TypeError") as info:
+        with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+            # an option the renderer does not take: the worker's render raises TypeError
+            view = live.attach(scope, force=True, background=True, interval=0.0, colour=1)
+            x = scope.input("x", (3,))
+            x = x + 1  # hands a snapshot to the worker, whose render fails
+            view.wait()  # returns with the failure, instead of waiting 60 s for a dead worker
+    assert isinstance(info.value.__cause__, TypeError)
+    assert info.value.graph is scope.graph and not scope.graph.complete
+    assert view.failure is info.value.__cause__
+    assert not view._worker.is_alive() or view._closed
+
+
+def test_a_render_failure_raises_at_the_next_recorded_op():
+    with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+        view = live.attach(scope, force=True, interval=0.0, colour=1)  # renders in-thread
+        with pytest.raises(cv.RenderError, match="failed with TypeError") as info:
+            scope.input("x", (3,))  # recorded, then its render fails
+        y = scope.input("z", (3,)) * 3.0  # reported once: the stopped view takes no part
+        scope.output(y, "y")
+    assert isinstance(info.value.__cause__, TypeError)
+    assert scope.graph.complete and view.renders == 0
+    assert [n.name for n in scope.graph.nodes if n.kind == "input"] == ["x", "z"]
+
+
+def test_a_render_failure_of_the_final_graph_raises_at_scope_exit():
+    with pytest.raises(cv.RenderError, match="failed with TypeError"):
+        with cv.CaptureDevice().capture_scope() as scope:
+            live.attach(scope, force=True, interval=3600, colour=1)  # no render before exit
+            scope.output(scope.input("x", (3,)) + 1, "y")
+    assert scope.graph.complete  # the capture itself succeeded
+    assert not cv.is_capturing()
+
+
+def test_a_source_file_whose_name_is_not_utf8_renders(tmp_path):
+    import importlib.util
+    import os
+    import xml.etree.ElementTree as ET
+
+    path = os.path.join(os.fsencode(tmp_path), b"caf\xe9\x1b[31m.py")
+    with open(path, "w") as f:
+        f.write("import numpy as np\n\ndef model(x):\n    return np.tanh(x) * 2.0\n")
+    name = os.fsdecode(path)  # holds the lone surrogate '\udce9'
+    spec = importlib.util.spec_from_file_location("not_utf8_model", name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    with cv.CaptureDevice().capture_scope() as scope:
+        view = live.attach(scope, force=True, background=True, interval=0.0)
+        scope.output(module.model(scope.input("x", (3,))), "y")
+    view.wait()
+    assert view.failure is None
+    assert scope.graph.ops[0].source[0] == name
+    svg = view.svg
+    ET.fromstring(svg)
+    assert "caf\\udce9\\x1b[31m.py" in svg and "\x1b" not in svg

@@ -1,8 +1,8 @@
-"""NumPy functions that capviz tensors handle through ``__array_function__``.
+"""Handlers written by hand: reductions, reshape and friends, concatenation, where, clip...
 
-Each handler has the NumPy function's signature, rejects the arguments capviz cannot honour
-(``out=``, ``dtype=`` on reductions, ``where=``...) with a clear error, and calls :func:`apply`
-with the op of :mod:`capviz.ops`. :data:`HANDLED` maps the NumPy function to its handler.
+These ops predate the spec table (:mod:`capviz.oplib`) and have their own ops in
+:mod:`capviz.ops`; tests/test_numpy_coverage.py checks each handler's parameters against NumPy's
+signature.
 """
 
 from __future__ import annotations
@@ -14,58 +14,70 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
+from capviz.numpy_api.registry import implements, reject
+from capviz.numpy_api.writes import write_elementwise, write_into
 from capviz.tensor import Tensor, _axis, apply, unsupported
 
-HANDLED: dict[Callable, Callable] = {}
 
-
-def function_name(func: Any) -> str:
-    """``numpy.linalg.norm`` -> ``"np.linalg.norm"``."""
-    module = getattr(func, "__module__", None) or "numpy"
-    module = module.replace("numpy", "np", 1) if module.startswith("numpy") else module
-    for private in (".core", "._core", ".lib", ".fromnumeric", ".shape_base", ".numeric",
-                    ".multiarray", "._multiarray_umath", ".function_base", "._function_base_impl",
-                    "._shape_base_impl", "._twodim_base_impl", ".twodim_base", ".umath"):
-        module = module.replace(private, "")
-    return f"{module}.{getattr(func, '__name__', repr(func))}"
-
-
-def supported_functions() -> list[str]:
-    """Names of the NumPy functions capviz records (ufuncs aside: every 1- and 2-operand one)."""
-    return sorted(function_name(f) for f in HANDLED)
-
-
-def implements(*funcs: Callable) -> Callable:
-    def register(handler: Callable) -> Callable:
-        for f in funcs:
-            HANDLED[f] = handler
-        return handler
-
-    return register
-
-
-def _reject(name: str, args: Any, **given: Any) -> None:
-    bad = [k for k, v in given.items() if v is not None and v is not np._NoValue]
-    if bad:
-        raise unsupported(f"{name}(..., {bad[0]}=...)", args,
-                          f"the argument {bad[0]!r} is not supported")
+def _reduce(call: str, name: str, a: Any, axis: Any, keepdims: Any, out: Any,
+            dtype: Any = None) -> Any:
+    """Record reduction ``name``; with ``out=`` a tensor, NumPy's call with ``out=`` is
+    recorded and written into it (numpy_api/writes.py)."""
+    params = {"axis": _axis(axis), "keepdims": bool(keepdims)}
+    if dtype is not None:  # the accumulator's dtype, as NumPy's dtype= (recorded by name)
+        params["dtype"] = np.dtype(dtype).name
+    if out is None:
+        return apply(ops.OPS[name], (a,), params)
+    if type(out) is not Tensor:
+        raise unsupported(f"{call}(..., out=ndarray)", (a, out), "write into a tensor: "
+                                                               "record the array with "
+                                                               "scope.constant first")
+    return write_into(call, ops.OPS[name], (a,), params, out)
 
 
 def _reduction(name: str, *funcs: Callable) -> None:
+    """np.sum / np.prod: ``(a, axis, dtype, out, keepdims, initial, where)``."""
+
     @implements(*funcs)
     def handler(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
-                keepdims: Any = False, *, initial: Any = None, where: Any = None) -> Any:
-        _reject(f"np.{name}", (a,), dtype=dtype, out=out, initial=initial, where=where)
-        return apply(ops.OPS[name], (a,), {"axis": _axis(axis), "keepdims": bool(keepdims)})
+                keepdims: Any = False, initial: Any = None, where: Any = None) -> Any:
+        reject(f"np.{name}", (a,), initial=initial, where=where)
+        return _reduce(f"np.{name}", name, a, axis, keepdims, out, dtype)
+
+
+def _extreme(name: str, *funcs: Callable) -> None:
+    """np.max / np.min: no ``dtype`` parameter."""
+
+    @implements(*funcs)
+    def handler(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False,
+                initial: Any = None, where: Any = None) -> Any:
+        reject(f"np.{name}", (a,), initial=initial, where=where)
+        return _reduce(f"np.{name}", name, a, axis, keepdims, out)
+
+
+def _logical(name: str, func: Callable) -> None:
+    """np.any / np.all: ``where`` is keyword-only."""
+
+    @implements(func)
+    def handler(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, *,
+                where: Any = None) -> Any:
+        reject(f"np.{name}", (a,), where=where)
+        return _reduce(f"np.{name}", name, a, axis, keepdims, out)
+
+
+@implements(np.mean)
+def _mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False,
+          *, where: Any = None) -> Any:
+    reject("np.mean", (a,), where=where)
+    return _reduce("np.mean", "mean", a, axis, keepdims, out, dtype)
 
 
 _reduction("sum", np.sum)
 _reduction("prod", np.prod)
-_reduction("mean", np.mean)
-_reduction("max", np.max, np.amax)
-_reduction("min", np.min, np.amin)
-_reduction("any", np.any)
-_reduction("all", np.all)
+_extreme("max", np.max, np.amax)
+_extreme("min", np.min, np.amin)
+_logical("any", np.any)
+_logical("all", np.all)
 
 
 def _moment(name: str, func: Callable) -> None:
@@ -75,10 +87,11 @@ def _moment(name: str, func: Callable) -> None:
     def handler(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
                 keepdims: Any = False, *, where: Any = None, mean: Any = None,
                 correction: Any = None) -> Any:
-        _reject(f"np.{name}", (a,), dtype=dtype, out=out, where=where, mean=mean,
-                correction=correction)
-        return apply(ops.OPS[name], (a,), {"axis": _axis(axis), "keepdims": bool(keepdims),
-                                           "ddof": operator.index(ddof)})
+        reject(f"np.{name}", (a,), out=out, where=where, mean=mean, correction=correction)
+        params = {"axis": _axis(axis), "keepdims": bool(keepdims), "ddof": operator.index(ddof)}
+        if dtype is not None:
+            params["dtype"] = np.dtype(dtype).name
+        return apply(ops.OPS[name], (a,), params)
 
 
 _moment("var", np.var)
@@ -88,7 +101,7 @@ _moment("std", np.std)
 def _arg(name: str, func: Callable) -> None:
     @implements(func)
     def handler(a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = False) -> Any:
-        _reject(f"np.{name}", (a,), out=out)
+        reject(f"np.{name}", (a,), out=out)
         return apply(ops.OPS[name], (a,), {"axis": _axis(axis), "keepdims": bool(keepdims)})
 
 
@@ -97,9 +110,7 @@ _arg("argmin", np.argmin)
 
 
 @implements(np.reshape)
-def _reshape(a: Any, shape: Any = None, order: str = "C", *, copy: Any = None,
-             **kw: Any) -> Any:
-    shape = kw.pop("newshape", shape)
+def _reshape(a: Any, /, shape: Any, order: str = "C", *, copy: Any = None) -> Any:
     if order != "C":
         raise unsupported("np.reshape(..., order=...)", (a,), "only order='C' is supported")
     shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
@@ -155,7 +166,7 @@ def _sequence(name: str, arrays: Any) -> tuple:
 def _concatenate(arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None,
                  casting: str = "same_kind") -> Any:
     seq = _sequence("concatenate", arrays)
-    _reject("np.concatenate", seq, out=out, dtype=dtype)
+    reject("np.concatenate", seq, out=out, dtype=dtype)
     if axis is None:
         raise unsupported("np.concatenate(..., axis=None)", seq, "flatten first with reshape(-1)")
     return apply(ops.OPS["concatenate"], seq, {"axis": operator.index(axis)})
@@ -165,21 +176,21 @@ def _concatenate(arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = No
 def _stack(arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any = None,
            casting: str = "same_kind") -> Any:
     seq = _sequence("stack", arrays)
-    _reject("np.stack", seq, out=out, dtype=dtype)
+    reject("np.stack", seq, out=out, dtype=dtype)
     return apply(ops.OPS["stack"], seq, {"axis": operator.index(axis)})
 
 
 @implements(np.hstack)
 def _hstack(tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Any:
     seq = _sequence("hstack", tup)
-    _reject("np.hstack", seq, dtype=dtype)
+    reject("np.hstack", seq, dtype=dtype)
     return apply(ops.OPS["hstack"], seq)
 
 
 @implements(np.vstack)
 def _vstack(tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Any:
     seq = _sequence("vstack", tup)
-    _reject("np.vstack", seq, dtype=dtype)
+    reject("np.vstack", seq, dtype=dtype)
     return apply(ops.OPS["vstack"], seq)
 
 
@@ -205,36 +216,38 @@ def _array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
 def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
     if x is None or y is None:
         raise unsupported("np.where(condition)", (condition,),
-                          "the one-argument form has a data-dependent shape")
+                          "the one-argument form has a data-dependent shape; write "
+                          "np.where(condition, x, fill) to keep the shape")
     return apply(ops.OPS["where"], (condition, x, y))
 
 
 @implements(np.clip)
 def _clip(a: Any, a_min: Any = np._NoValue, a_max: Any = np._NoValue, out: Any = None,
           *, min: Any = np._NoValue, max: Any = np._NoValue, **kw: Any) -> Any:
-    _reject("np.clip", (a,), out=out)
     lo = a_min if a_min is not np._NoValue else min
     hi = a_max if a_max is not np._NoValue else max
     lo = None if lo is np._NoValue else lo
     hi = None if hi is np._NoValue else hi
+    if out is not None:  # np.clip is a ufunc: out= is written as for ufuncs (writes.py)
+        return write_elementwise("np.clip", ops.OPS["clip"], (a, lo, hi), out)
     return apply(ops.OPS["clip"], (a, lo, hi))
 
 
 @implements(np.matmul)
 def _matmul(x1: Any, x2: Any, **kw: Any) -> Any:
-    _reject("np.matmul", (x1, x2), **kw)
+    reject("np.matmul", (x1, x2), **kw)
     return apply(ops.OPS["matmul"], (x1, x2))
 
 
 @implements(np.dot)
 def _dot(a: Any, b: Any, out: Any = None) -> Any:
-    _reject("np.dot", (a, b), out=out)
+    reject("np.dot", (a, b), out=out)
     return apply(ops.OPS["dot"], (a, b))
 
 
 @implements(np.take)
 def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
-    _reject("np.take", (a, indices), out=out)
+    reject("np.take", (a, indices), out=out)
     if mode != "raise":
         raise unsupported("np.take(..., mode=...)", (a, indices), "only mode='raise'")
     if not isinstance(indices, Tensor):
@@ -291,3 +304,14 @@ def _result_type(*arrays_and_dtypes: Any) -> np.dtype:
 @implements(np.astype)
 def _astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
     return apply(ops.OPS["astype"], (x,), {"dtype": np.dtype(dtype).name})
+
+
+@implements(np.round, np.around)
+def _round(a: Any, decimals: int = 0, out: Any = None) -> Any:
+    reject("np.round", (a,), out=out)
+    return apply(ops.OPS["round"], (a,), {"decimals": operator.index(decimals)})
+
+
+@implements(np.linalg.matmul)
+def _linalg_matmul(x1: Any, x2: Any, /) -> Any:
+    return apply(ops.OPS["matmul"], (x1, x2))

@@ -1,0 +1,32 @@
+"""NumPy functions that capviz tensors handle through ``__array_function__``.
+
+:data:`HANDLED` maps a NumPy function to its handler: handlers generated from the op specs of
+:mod:`capviz.oplib` (:mod:`.generated`), handlers written by hand (:mod:`.handwritten`), and
+functions answered from shapes or values (:mod:`.reads`). :data:`REFUSED` maps every other
+dispatchable NumPy function to the alternative its error names (:mod:`.refusals`).
+"""
+
+from __future__ import annotations
+
+from capviz.numpy_api import (  # noqa: F401  (they register)
+    generated,
+    handwritten,
+    reads,
+    writes,
+)
+from capviz.numpy_api.refusals import REFUSED, refusal
+from capviz.numpy_api.registry import HANDLED, function_name, implements
+
+
+def supported_functions() -> list[str]:
+    """Names of the NumPy functions capviz records or answers (``np.cumsum``,
+    ``np.linalg.inv``...); ufuncs aside (every ufunc of one or two operands is recorded).
+
+    ``docs/numpy-coverage.md`` lists every dispatchable function and ndarray method with its
+    status.
+    """
+    return sorted(function_name(f) for f in HANDLED)
+
+
+__all__ = ["HANDLED", "REFUSED", "function_name", "implements", "refusal",
+           "supported_functions"]

@@ -1,0 +1,92 @@
+"""The table of NumPy functions capviz handles (:data:`HANDLED`) and what handlers share.
+
+A handler has the NumPy function's signature and calls :func:`capviz.tensor.apply` with an op;
+arguments that are not tensor operands become the op's static parameters, which must be plain
+values a graph file can hold (:func:`static`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from capviz.tensor import Tensor, unsupported
+
+HANDLED: dict[Callable, Callable] = {}
+"""NumPy function -> handler, for every function capture records or answers."""
+
+_PRIVATE = (".core", "._core", ".lib", ".fromnumeric", ".shape_base", ".numeric", ".multiarray",
+            "._multiarray_umath", ".function_base", "._function_base_impl", "._shape_base_impl",
+            "._twodim_base_impl", ".twodim_base", ".umath", "._linalg", "._pocketfft",
+            "._helper", "._stride_tricks_impl", "._nanfunctions_impl", "._arraysetops_impl",
+            "._histograms_impl", "._polynomial_impl", "._index_tricks_impl", "._arraypad_impl",
+            "._type_check_impl", "._ufunclike_impl", "._utils_impl", "._npyio_impl",
+            "._arrayprint", ".arrayprint", "._scimath_impl", "._array_utils_impl")
+_PUBLIC = {"np.stride_tricks": "np.lib.stride_tricks", "np.scimath": "np.emath"}
+
+
+def function_name(func: Any) -> str:
+    """``numpy.linalg.norm`` -> ``"np.linalg.norm"``."""
+    module = getattr(func, "__module__", None) or "numpy"
+    module = module.replace("numpy", "np", 1) if module.startswith("numpy") else module
+    for private in _PRIVATE:
+        module = module.replace(private, "")
+    module = _PUBLIC.get(module, module)
+    return f"{module}.{getattr(func, '__name__', repr(func))}"
+
+
+def implements(*funcs: Callable) -> Callable:
+    """Decorator: the handler of ``funcs`` (each a NumPy function)."""
+    def register(handler: Callable) -> Callable:
+        for f in funcs:
+            HANDLED[f] = handler
+        return handler
+
+    return register
+
+
+def reject(name: str, args: Any, **given: Any) -> None:
+    """Refuse, by name, the first of ``given`` that is set (not None, not NumPy's no-value)."""
+    bad = [k for k, v in given.items() if v is not None and v is not np._NoValue]
+    if bad:
+        raise unsupported(f"{name}(..., {bad[0]}=...)", args,
+                          f"the argument {bad[0]!r} is not supported")
+
+
+_PLAIN = (type(None), bool, int, float, complex, str)
+
+
+def static(call: str, name: str, value: Any, operands: Any) -> Any:
+    """``value`` of parameter ``name`` as a static graph parameter, or a refusal naming it.
+
+    Python scalars, strings, None, slices and lists/tuples of them stay as they are (a NumPy
+    function treats a list and a tuple alike); NumPy integers and float64 scalars become the
+    equal Python numbers; a dtype becomes its name; a small int64/float64/bool ndarray becomes a
+    list. Anything else (a tensor, a callable, a float32 scalar whose type would change the
+    result) is refused.
+    """
+    t = type(value)
+    if t in _PLAIN:
+        return value
+    if isinstance(value, (list, tuple)):
+        return t(static(call, name, v, operands) for v in value) if t in (list, tuple) \
+            else tuple(static(call, name, v, operands) for v in value)
+    if isinstance(value, slice):
+        return slice(*(static(call, name, v, operands)
+                       for v in (value.start, value.stop, value.step)))
+    if t is Tensor:
+        raise unsupported(f"{call}(..., {name}=<tensor>)", operands,
+                          f"{name} must be a Python value: the result's shape or meaning "
+                          "would depend on tensor data, which a capture does not have")
+    if isinstance(value, (np.bool_, np.integer)) or t is np.float64:
+        return value.item()
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)) \
+            or any(value is py for py in (int, float, complex, bool)):
+        return np.dtype(value).name
+    if isinstance(value, np.ndarray) and value.dtype in (np.int64, np.float64, np.bool_):
+        return value.tolist()
+    raise unsupported(f"{call}(..., {name}=...)", operands,
+                      f"a {t.__name__} cannot be recorded as {name!r}; pass a Python int, float, "
+                      "str or a list of them")

@@ -1,0 +1,144 @@
+"""NumPy functions that write into an argument: ``np.copyto``, ``np.put``, ``np.place``,
+``np.put_along_axis``.
+
+Each computes the written value with an op (``setitem``, ``put``, ``put_along_axis`` of
+:mod:`capviz.update_ops`, or ``where``) and writes it into the destination tensor through its
+backend: an eager tensor's array is written in place; a capture records the update and every
+reference to the tensor, and every view of its buffer, sees it (:mod:`capviz.backends.mutation`).
+NumPy's own checks run first on stand-ins, so a write NumPy refuses raises NumPy's error.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from capviz import ops
+from capviz.backends.capture import Recorder
+from capviz.backends.mutation import is_numpy_scalar, located
+from capviz.errors import CapvizError
+from capviz.numpy_api.registry import implements
+from capviz.tensor import Tensor, apply, unsupported
+
+_NDARRAY_DEST = ("the destination is an ndarray, which cannot hold a recorded value; record it "
+                 "first, a = scope.constant(a), and write into that tensor")
+
+
+def _destination(name: str, dst: Any, *others: Any, scalar_error: str = "") -> Tensor:
+    """The tensor written into; an ndarray is refused by name, and a NumPy scalar (a 0-d op
+    result) raises ``scalar_error`` as NumPy does."""
+    if type(dst) is not Tensor:
+        raise unsupported(f"{name} into an ndarray", (dst, *others), _NDARRAY_DEST)
+    backend = dst._backend
+    if scalar_error and isinstance(backend, Recorder) and is_numpy_scalar(dst):
+        raise located(backend, TypeError(scalar_error.format(
+            type=f"numpy.{dst.dtype.type.__name__}")))
+    return dst
+
+
+def _record(op: ops.Op, args: tuple, params: dict, dst: Tensor) -> Tensor:
+    """``apply(op, ...)``; in a capture, NumPy's error (from the op's rule) gets the user's
+    line, as every capture error does."""
+    try:
+        return apply(op, args, params)
+    except CapvizError:
+        raise
+    except (ValueError, TypeError, IndexError, OverflowError) as err:
+        if isinstance(dst._backend, Recorder):
+            raise located(dst._backend, err) from None
+        raise
+
+
+def _standin(value: Any) -> Any:
+    """A one-element stand-in with the value's dtype (a literal stays itself)."""
+    if type(value) is Tensor or isinstance(value, np.ndarray):
+        return np.ones((), value.dtype)
+    return value
+
+
+def _values(value: Any, dtype: np.dtype) -> Any:
+    """A written list becomes an array of the destination's dtype, as NumPy converts it."""
+    if isinstance(value, (list, tuple)):
+        return np.asarray(value, dtype=dtype)
+    return value
+
+
+@implements(np.copyto)
+def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+    dst = _destination("np.copyto", dst, src, scalar_error="copyto() argument 1 must be a "
+                                                           "numpy.ndarray, not {type}")
+    src = _values(src, dst.dtype)
+    with np.errstate(all="ignore"):  # NumPy's casting check, on a one-element destination
+        np.copyto(np.ones((), dst.dtype), _standin(src), casting=casting)
+    if where is True:
+        dst[...] = src
+        return
+    cast = src.astype(dst.dtype) if type(src) is Tensor else np.asarray(src).astype(dst.dtype)
+    dst[...] = np.where(where, cast, dst)
+
+
+@implements(np.put)
+def _put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
+    a = _destination("np.put", a, ind, v)
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    ind = ind if type(ind) is Tensor else np.asarray(ind)
+    new = _record(ops.OPS["put"], (a, ind, _values(v, a.dtype)), {"mode": mode}, a)
+    a._backend.replace(a, new)
+
+
+@implements(np.put_along_axis)
+def _put_along_axis(arr: Any, indices: Any, values: Any, axis: Any) -> None:
+    arr = _destination("np.put_along_axis", arr, indices, values)
+    if axis is None:
+        raise unsupported("np.put_along_axis(..., axis=None)", (arr, indices, values),
+                          "flatten first: t2 = t.reshape(-1), then write along axis=0")
+    indices = indices if type(indices) is Tensor else np.asarray(indices)
+    new = _record(ops.OPS["put_along_axis"], (arr, indices, _values(values, arr.dtype)),
+                  {"axis": operator.index(axis)}, arr)
+    arr._backend.replace(arr, new)
+
+
+@implements(np.place)
+def _place(arr: Any, mask: Any, vals: Any) -> None:
+    arr = _destination("np.place", arr, mask, vals, scalar_error="place() argument 1 must be "
+                                                                 "numpy.ndarray, not {type}")
+    size = vals.size if type(vals) is Tensor else np.size(vals)
+    if size != 1:
+        raise unsupported("np.place with several values", (arr, mask, vals),
+                          "which value lands where depends on the number of True entries; "
+                          "write np.where(mask, values, arr) with values of arr's shape")
+    if tuple(np.shape(mask)) != arr.shape:
+        raise unsupported("np.place with a mask of another shape", (arr, mask, vals),
+                          "reshape the mask to the array's shape")
+    one = vals.reshape(()) if type(vals) is Tensor else _values(np.ravel(vals), arr.dtype)[0]
+    arr[mask] = one
+
+
+def write_into(call: str, op: ops.Op, operands: Any, params: dict, out: Tensor) -> Tensor:
+    """``f(*operands, out=out)`` for a NumPy function recorded as ``op``: the ``into`` update op
+    runs NumPy's function with ``out=`` at replay (the numerics of a call with ``out=`` can
+    differ from those without: ``np.mean`` of float16 into float16), then writes ``out``. An
+    ``out`` of another shape or dtype than the result is refused by name (NumPy's casting
+    into it is the function's own)."""
+    try:
+        shape, dtype = op.meta(list(operands), params)
+    except (ValueError, TypeError, IndexError):
+        shape, dtype = out.shape, out.dtype  # the op's own error is raised, located, below
+    if tuple(shape) != out.shape or np.dtype(dtype) != out.dtype:
+        raise unsupported(f"{call}(..., out=...)", (out, *operands),
+                          f"out is {out.dtype}{list(out.shape)} but the result is "
+                          f"{np.dtype(dtype)}{list(shape)}; write y = {call}(...) and "
+                          "then out[...] = y (NumPy's casting on assignment)")
+    new = _record(ops.OPS["into"], (out, *operands), {"op": op.name, "params": dict(params)},
+                  out)
+    return out._backend.replace(out, new)
+
+
+def write_elementwise(call: str, op: ops.Op, inputs: tuple, out: Any) -> Tensor:
+    """An elementwise function with ``out=`` (``np.clip(a, lo, hi, out=a)``): NumPy runs it as a
+    ufunc, so it is recorded as one (the result cast to ``out`` with "same_kind")."""
+    out = _destination(call, out, *inputs)
+    return out._backend.write_ufunc(op, inputs, out, True)

@@ -1,0 +1,17 @@
+"""The op definitions for NumPy functions, one module per family; importing this package
+registers them all into :data:`capviz.ops.OPS` (see :mod:`capviz.oplib.base`)."""
+
+from capviz.oplib import (
+    arrays,
+    fft,
+    indices,
+    linalg,
+    numeric,
+    pointwise,
+    products,
+    reductions,
+)
+from capviz.oplib.base import SPECS, FunctionSpec
+
+__all__ = ["SPECS", "FunctionSpec", "arrays", "fft", "indices", "linalg", "numeric", "pointwise",
+           "products", "reductions"]

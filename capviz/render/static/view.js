@@ -1,0 +1,776 @@
+/* capviz interactive graph view. Self-contained: no network, no framework, no server.
+ * Data: the JSON written by capviz/render/view_data.py. Every user string is set with
+ * textContent or as an SVG text node, never parsed as markup.
+ * Layout: each scope's contents are laid out on their own (a layered layout: rank = longest path
+ * from the scope's sources, rows ordered by the mean position of their predecessors) and the
+ * result is cached by the scope's structure, so identical blocks are laid out once. Only open
+ * scopes are laid out and drawn. */
+(function () {
+  "use strict";
+  if (window.CapvizView) return;
+  var SVGNS = "http://www.w3.org/2000/svg";
+  var CHUNK = 48;           // a scope with more direct items than this is grouped by program order
+  var NODE_H = 36, STUB_H = 10, SCOPE_H = 44, HEAD = 20, PAD = 10, GAP_X = 16, GAP_Y = 30;
+  var CHAR_W = 6.6;
+  var KIND_NAMES = ["input", "constant", "op", "output", "violation"];
+  var liveState = window.__capvizLiveState = window.__capvizLiveState || {};
+
+  function el(tag, attrs, text, parent) {
+    var e = document.createElement(tag);
+    if (attrs) for (var k in attrs) e.setAttribute(k, attrs[k]);
+    if (text != null) e.textContent = text;
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function sv(tag, attrs, parent) {
+    var e = document.createElementNS(SVGNS, tag);
+    if (attrs) for (var k in attrs) e.setAttribute(k, attrs[k]);
+    if (parent) parent.appendChild(e);
+    return e;
+  }
+  function svText(parent, x, y, text, cls) {
+    var t = sv("text", {x: x, y: y}, parent);
+    if (cls) t.setAttribute("class", cls);
+    t.textContent = text;
+    return t;
+  }
+  function clip(text, n) { return text.length > n ? text.slice(0, n - 1) + "\u2026" : text; }
+  function fmt(x) {
+    if (x === null || x === undefined) return "n/a";
+    var a = Math.abs(x);
+    if (a !== 0 && (a < 1e-3 || a >= 1e5)) return x.toExponential(3);
+    return String(Math.round(x * 1e4) / 1e4);
+  }
+
+  /* ---- the model: nodes, users, scope tree (with program-order groups), lifted edges ---- */
+  function Model() {}
+  /* Built in steps (a generator) so that no main-thread task runs long on a big graph. */
+  function* modelSteps(d) {
+    var S = d.strings, n = d.kind.length, i, j, off;
+    this.d = d; this.n = n; this.S = S;
+    this.kind = d.kind;
+    this.label = function (i) { return S[d.label[i]]; };
+    this.type = function (i) { return S[d.type[i]]; };
+    var aside = new Uint8Array(n);  // read constants are annotations; high degree: stubs
+    for (i = 0; i < d.aside.length; i++) aside[d.aside[i]] = 1;
+    this.aside = aside;
+    var drawn = this.drawn = function (i) { return !(aside[i] && d.kind[i] === 1); };
+    var args = new Array(n);
+    var indeg = new Int32Array(n + 1);
+    for (i = 0, off = 0; i < n; i++) {  // operands: a count per node, then distances back
+      var k = d.argc[i], list = new Array(k);
+      for (j = 0; j < k; j++) { list[j] = i - d.argd[off + j]; indeg[list[j]]++; }
+      off += k;
+      args[i] = list;
+      if ((i & 4095) === 4095) yield;
+    }
+    this.args = args;
+    var start = new Int32Array(n + 1);
+    for (i = 0; i < n; i++) start[i + 1] = start[i] + indeg[i];
+    var fill = start.slice(0, n), users = new Int32Array(start[n]);
+    for (i = 0; i < n; i++) for (j = 0; j < args[i].length; j++) users[fill[args[i][j]]++] = i;
+    this.userStart = start; this.users = users;
+
+    // scopes: real ones from the data, then groups of CHUNK items made here
+    var parent = d.scopes.parent.slice(), names = d.scopes.name.map(function (k) { return S[k]; });
+    var virt = names.map(function () { return false; });
+    var nodeScope = Int32Array.from(d.scope);
+    var first = new Array(parent.length).fill(-1);
+    var items = names.map(function () { return []; });   // item: node i >= 0, scope s as ~s
+    for (i = 0; i < n; i++) {
+      if (!drawn(i)) continue;
+      var s = nodeScope[i];
+      var chain = [];
+      for (var a2 = s; a2 > 0 && first[a2] < 0; a2 = parent[a2]) { first[a2] = i; chain.push(a2); }
+      for (j = chain.length - 1; j >= 0; j--) items[parent[chain[j]]].push(~chain[j]);
+      items[s].push(i);
+      if ((i & 4095) === 4095) yield;
+    }
+    first[0] = 0;
+    var fold = names.map(function () { return false; });
+    // runs of structurally identical sibling scopes (12 transformer blocks) fold into one
+    // "name × N" group, closed until opened
+    var hash = new Int32Array(parent.length);
+    function structure(s) {
+      var h = 2166136261 | 0, its = items[s];
+      function mix(x) { h = Math.imul(h ^ x, 16777619); }
+      for (var k = 0; k < its.length; k++) {
+        var it = its[k];
+        if (it >= 0) { mix(d.kind[it] === 2 ? d.label[it] : -d.kind[it]); mix(d.type[it]); mix(args[it].length); }
+        else { mix(structure(~it)); mix(-7); }
+      }
+      hash[s] = h;
+      return h;
+    }
+    structure(0);
+    yield;
+    function base(s) { return names[s].replace(/\[\d+\]$/, ""); }
+    function foldRuns(s) {
+      var its = items[s], out = [], k = 0;
+      while (k < its.length) {
+        var it = its[k], end = k + 1;
+        if (it < 0) {
+          while (end < its.length && its[end] < 0 && hash[~its[end]] === hash[~it] &&
+                 base(~its[end]) === base(~it)) end++;
+        }
+        if (end - k >= 3) {
+          var g = parent.length, run = its.slice(k, end);
+          parent.push(s); virt.push(true); fold.push(true); items.push(run); first.push(first[~it]);
+          names.push(base(~it) + " \u00d7 " + run.length);
+          for (var r = 0; r < run.length; r++) parent[~run[r]] = g;
+          out.push(~g);
+        } else {
+          for (var r2 = k; r2 < end; r2++) out.push(its[r2]);
+        }
+        k = end;
+      }
+      items[s] = out;
+      for (k = 0; k < its.length; k++) if (its[k] < 0) foldRuns(~its[k]);
+    }
+    if (!d.live) foldRuns(0);  // live: blocks would jump into a fold as they stream in
+    yield;
+    var self = this;
+    function group(s) {
+      while (items[s].length > CHUNK) {
+        var old = items[s], fresh = [];
+        for (var k = 0; k < old.length; k += CHUNK) {
+          var part = old.slice(k, k + CHUNK), g = parent.length;
+          parent.push(s); virt.push(true); fold.push(false); items.push(part);
+          var lo = part[0] >= 0 ? part[0] : first[~part[0]];
+          first.push(lo);
+          names.push("");
+          for (var m = 0; m < part.length; m++) {
+            if (part[m] >= 0) nodeScope[part[m]] = g; else parent[~part[m]] = g;
+          }
+          fresh.push(~g);
+        }
+        items[s] = fresh;
+      }
+      for (var q = 0; q < items[s].length; q++) if (items[s][q] < 0) group(~items[s][q]);
+    }
+    group(0);
+    yield;
+    var ns = parent.length;
+    this.parent = parent; this.names = names; this.virt = virt; this.fold = fold; this.items = items;
+    this.nodeScope = nodeScope; this.first = first; this.ns = ns;
+    // depth, local positions, sizes, paths (preorder from the root)
+    var depth = new Int32Array(ns), local = new Int32Array(ns), nodeLocal = new Int32Array(n);
+    var count = new Int32Array(ns), last = new Int32Array(ns), path = new Array(ns);
+    path[0] = "";
+    var order = [0];
+    for (var o = 0; o < order.length; o++) {
+      var sc = order[o], its = items[sc];
+      for (var t = 0; t < its.length; t++) {
+        var it = its[t];
+        if (it >= 0) { nodeLocal[it] = t; continue; }
+        var c = ~it;
+        depth[c] = depth[sc] + 1; local[c] = t; order.push(c);
+        path[c] = "";
+      }
+      if ((o & 2047) === 2047) yield;
+    }
+    for (o = order.length - 1; o >= 0; o--) {
+      var s2 = order[o], its2 = items[s2], cnt = 0, lastIdx = -1;
+      for (t = 0; t < its2.length; t++) {
+        if (its2[t] >= 0) { if (d.kind[its2[t]] === 2) cnt++; lastIdx = Math.max(lastIdx, its2[t]); }
+        else { cnt += count[~its2[t]]; lastIdx = Math.max(lastIdx, last[~its2[t]]); }
+      }
+      count[s2] = cnt; last[s2] = lastIdx;
+      if ((o & 2047) === 2047) yield;
+    }
+    for (o = 0; o < order.length; o++) {   // group names: "%12…%59"
+      var s3 = order[o];
+      if (virt[s3] && !fold[s3]) names[s3] = "%" + first[s3] + "\u2026%" + last[s3];
+      var up = parent[s3];
+      while (up > 0 && virt[up]) up = parent[up];  // a scope's path is its call-stack path
+      if (s3) path[s3] = (path[up] ? path[up] + "/" : "") + names[s3];
+      if ((o & 2047) === 2047) yield;
+    }
+    this.depth = depth; this.local = local; this.nodeLocal = nodeLocal; this.count = count;
+    this.path = path; this.order = order;
+    // edges lifted to the items of their lowest common scope
+    var scopeEdges = names.map(function () { return []; });
+    var edges = [];
+    function addEdge(u, v, type) {
+      if (!drawn(u) || !drawn(v)) return;
+      edges.push([u, v, type]);
+      var a = nodeScope[u], b = nodeScope[v], ia = u, ib = v, la, lb;
+      while (depth[a] > depth[b]) { ia = ~a; a = parent[a]; }
+      while (depth[b] > depth[a]) { ib = ~b; b = parent[b]; }
+      while (a !== b) { ia = ~a; a = parent[a]; ib = ~b; b = parent[b]; }
+      if (ia === ib) return;
+      la = ia >= 0 ? nodeLocal[ia] : local[~ia];
+      lb = ib >= 0 ? nodeLocal[ib] : local[~ib];
+      scopeEdges[a].push(la, lb);
+    }
+    for (i = 0; i < n; i++) {
+      for (j = 0; j < args[i].length; j++) if (!aside[args[i][j]]) addEdge(args[i][j], i, 0);
+      if ((i & 4095) === 4095) yield;
+    }
+    for (i = 0; i < d.links.length; i++) addEdge(d.links[i][0], d.links[i][1], 1);
+    this.edges = edges; this.scopeEdges = scopeEdges;
+    // problems: violations, non-finite mark, and the path from the inputs to the first NaN
+    var bad = new Uint8Array(ns), onPath = new Uint8Array(n), pathScope = new Uint8Array(ns);
+    function markUp(i, arr) { for (var a = nodeScope[i]; a > 0 && !arr[a]; a = parent[a]) arr[a] = 1; }
+    for (i = 0; i < d.violations.length; i++) if (d.violations[i].level === "error") markUp(d.violations[i].node, bad);
+    var nan = d.marks.nonfinite;
+    if (nan !== undefined && nan < n) {
+      markUp(nan, bad);
+      var stack = [nan]; onPath[nan] = 1;
+      while (stack.length) {
+        var v = stack.pop();
+        markUp(v, pathScope);
+        for (j = 0; j < args[v].length; j++) if (!onPath[args[v][j]]) { onPath[args[v][j]] = 1; stack.push(args[v][j]); }
+      }
+    }
+    this.bad = bad; this.onPath = onPath; this.pathScope = pathScope; this.nan = nan;
+    this.level = {};
+    for (i = 0; i < d.violations.length; i++) this.level[d.violations[i].node] = d.violations[i].level;
+    this.hay = null;
+    void self;
+  }
+  Model.build = function (d) {  // all at once (tests, small graphs)
+    var m = new Model(), it = modelSteps.call(m, d);
+    while (!it.next().done) { /* steps */ }
+    return m;
+  };
+  Model.prototype.stubs = function (i) {
+    var out = [], a = this.args[i];
+    for (var j = 0; j < a.length; j++) if (this.aside[a[j]]) out.push(this.label(a[j]));
+    return out;
+  };
+  Model.prototype.haystack = function (i) {
+    if (!this.hay) {
+      var d = this.d, S = this.S, hay = new Array(this.n);
+      for (var k = 0; k < this.n; k++) {
+        hay[k] = ("%" + k + " " + S[d.label[k]] + " " + S[d.type[k]] + " " + S[d.source[k]] + " " +
+                  S[d.code[k]] + " " + KIND_NAMES[d.kind[k]]).toLowerCase();
+      }
+      this.hay = hay;
+    }
+    return this.hay[i];
+  };
+  Model.prototype.nodeSize = function (i) {
+    var stubs = this.stubs(i), stubChars = stubs.length ? clip("\u2190 " + stubs.join(", "), 40).length * 0.8 : 0;
+    var chars = Math.max(clip(this.label(i), 30).length, this.type(i).length, stubChars);
+    var h = NODE_H + (stubs.length ? STUB_H : 0);
+    return [Math.max(70, Math.min(230, chars * CHAR_W + 16)), h];
+  };
+  Model.prototype.scopeTitle = function (s) {
+    return this.names[s];
+  };
+
+  /* ---- layout of one scope: layered, cached by structure ---- */
+  function Layout(model, stable) {
+    this.m = model; this.stable = stable; this.cache = new Map();
+  }
+  Layout.prototype.signature = function (s, open) {
+    var m = this.m, its = m.items[s], parts = [];
+    for (var t = 0; t < its.length; t++) {
+      var it = its[t];
+      if (it >= 0) parts.push(m.d.label[it] + ":" + m.d.type[it] + ":" + m.stubs(it).length);
+      else if (open[~it]) parts.push("(" + this.signature(~it, open) + ")");
+      else parts.push("[" + this.collapsedSize(~it)[0] + "]");
+    }
+    return parts.join(",") + "|" + m.scopeEdges[s].join(",");
+  };
+  Layout.prototype.collapsedSize = function (s) {
+    var m = this.m, name = m.scopeTitle(s).replace(/\[\d+\]$/, "[00]");
+    var text = Math.max(name.length, (m.count[s] + " ops").length);
+    return [Math.max(110, Math.min(260, text * CHAR_W + 24)), SCOPE_H];
+  };
+  Layout.prototype.scope = function (s, open) {
+    var key = this.signature(s, open);
+    var hit = this.cache.get(key);
+    if (hit) return hit;
+    var m = this.m, its = m.items[s], k = its.length, t, j;
+    var w = new Float64Array(k), h = new Float64Array(k), inner = new Array(k);
+    for (t = 0; t < k; t++) {
+      var it = its[t], size;
+      if (it >= 0) size = m.nodeSize(it);
+      else if (open[~it]) { inner[t] = this.scope(~it, open); size = [inner[t].w + 2 * PAD, inner[t].h + HEAD + PAD]; }
+      else size = this.collapsedSize(~it);
+      w[t] = size[0]; h[t] = size[1];
+    }
+    var e = m.scopeEdges[s], preds = new Array(k), rank = new Int32Array(k);
+    for (t = 0; t < k; t++) preds[t] = [];
+    for (j = 0; j < e.length; j += 2) if (e[j] < e[j + 1]) preds[e[j + 1]].push(e[j]);
+    var rows = [];
+    for (t = 0; t < k; t++) {
+      var r = 0;
+      for (j = 0; j < preds[t].length; j++) r = Math.max(r, rank[preds[t][j]] + 1);
+      rank[t] = r;
+      (rows[r] = rows[r] || []).push(t);
+    }
+    var x = new Float64Array(k), y = new Float64Array(k), width = 0, rowW = [], yy = 0;
+    for (r = 0; r < rows.length; r++) {
+      var sum = 0;
+      for (j = 0; j < rows[r].length; j++) sum += w[rows[r][j]] + (j ? GAP_X : 0);
+      rowW[r] = sum; width = Math.max(width, sum);
+    }
+    var cx = new Float64Array(k);
+    for (r = 0; r < rows.length; r++) {
+      var row = rows[r];
+      if (!this.stable && r > 0) {
+        var bary = {};
+        row.forEach(function (t2) {
+          var p = preds[t2], acc = 0;
+          for (var q = 0; q < p.length; q++) acc += cx[p[q]];
+          bary[t2] = p.length ? acc / p.length : Infinity;
+        });
+        row = row.slice().sort(function (a, b) { return (bary[a] - bary[b]) || (a - b); });
+      }
+      var xx = this.stable ? 0 : (width - rowW[r]) / 2, rh = 0;
+      for (j = 0; j < row.length; j++) {
+        t = row[j]; x[t] = xx; y[t] = yy; cx[t] = xx + w[t] / 2; xx += w[t] + GAP_X;
+        rh = Math.max(rh, h[t]);
+      }
+      if (!this.stable) for (j = 0; j < row.length; j++) y[row[j]] += (rh - h[row[j]]) / 2;  // live: top-aligned, a growing box moves nothing
+      yy += rh + GAP_Y;
+    }
+    var out = {w: Math.max(width, 60), h: Math.max(yy - GAP_Y, 20), x: x, y: y, iw: w, ih: h, inner: inner};
+    this.cache.set(key, out);
+    return out;
+  };
+
+  /* ---- the view ---- */
+  function View(root, data, model) {
+    this.root = root;
+    this.d = data;
+    this.m = model;
+    this.key = root.getAttribute("data-key") || "";
+    this.live = !!data.live;
+    this.layout = new Layout(this.m, this.live);
+    this.open = new Uint8Array(this.m.ns);
+    this.open[0] = 1;
+    this.k = 1; this.tx = 20; this.ty = 20;
+    this.selected = -1; this.focused = -1; this.matches = []; this.matchAt = -1;
+    this.build();
+    var saved = this.live ? liveState[this.key] : null;
+    this.initialOpen(saved);
+    this.draw();
+    if (saved && !saved.follow) { this.k = saved.k; this.tx = saved.tx; this.ty = saved.ty; this.apply(); }
+    else if (this.live) this.follow();
+    else this.fit();
+    if (this.live) liveState[this.key] = this.saveState(saved ? saved.follow : true);
+    this.listProblems();
+  }
+  View.prototype.build = function () {
+    var self = this, root = this.root, m = this.m, d = this.d;
+    var bar = el("div", {"class": "cv-bar"}, null, root);
+    this.search = el("input", {type: "search", placeholder: "search op, name, shape, file:line, code", "class": "cv-search"}, null, bar);
+    var fit = el("button", {"class": "cv-fit", title: "fit the drawing"}, "fit", bar);
+    var plus = el("button", {"class": "cv-zoom-in"}, "+", bar);
+    var minus = el("button", {"class": "cv-zoom-out"}, "\u2212", bar);
+    this.status = el("span", {"class": "cv-status"}, null, bar);
+    var ops = 0;
+    for (var i = 0; i < m.n; i++) if (d.kind[i] === 2) ops++;
+    var text = (d.title ? d.title + ": " : "") + ops + " ops, " + d.violations.length + " violations";
+    if (m.nan !== undefined) text += ", first NaN/Inf at %" + m.nan;
+    this.status.textContent = text;
+    if (d.violations.length || m.nan !== undefined) this.status.classList.add("cv-bad");
+    var main = el("div", {"class": "cv-main"}, null, root);
+    this.canvas = el("div", {"class": "cv-canvas"}, null, main);
+    this.results = el("div", {"class": "cv-results"}, null, this.canvas);
+    this.results.style.display = "none";
+    this.svg = sv("svg", {}, this.canvas);
+    var defs = sv("defs", {}, this.svg);
+    var marker = sv("marker", {id: "cv-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse"}, defs);
+    sv("path", {d: "M0,0 L10,5 L0,10 z", fill: "#9ca3af"}, marker);
+    this.vp = sv("g", {"class": "cv-viewport"}, this.svg);
+    this.tip = el("div", {"class": "cv-tip"}, null, root);
+    this.side = el("div", {"class": "cv-side"}, null, main);
+    el("h4", {}, "Problems", this.side);
+    this.problems = el("ul", {"class": "cv-problems"}, null, this.side);
+    el("h4", {}, "Selected", this.side);
+    this.panel = el("div", {"class": "cv-panel"}, "click a node", this.side);
+
+    fit.addEventListener("click", function () { self.fit(); });
+    plus.addEventListener("click", function () { self.zoomBy(1.25); });
+    minus.addEventListener("click", function () { self.zoomBy(0.8); });
+    this.search.addEventListener("input", function () { self.runSearch(); });
+    this.search.addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter") { ev.preventDefault(); self.nextMatch(); }
+      if (ev.key === "Escape") { self.results.style.display = "none"; }
+    });
+    this.results.addEventListener("click", function (ev) {
+      var t = ev.target.closest("[data-i]");
+      if (t) { self.matchAt = +t.getAttribute("data-at"); self.focus(+t.getAttribute("data-i")); }
+    });
+    this.problems.addEventListener("click", function (ev) {
+      var t = ev.target.closest("[data-i]");
+      if (t) self.focus(+t.getAttribute("data-i"));
+    });
+    this.panel.addEventListener("click", function (ev) {
+      var t = ev.target.closest("[data-i]");
+      if (t) self.focus(+t.getAttribute("data-i"));
+    });
+    this.vp.addEventListener("click", function (ev) {
+      var node = ev.target.closest("g.cv-node");
+      if (node) { self.select(+node.getAttribute("data-i")); return; }
+      var scope = ev.target.closest("g.cv-scope");
+      if (scope) {
+        var s = +scope.getAttribute("data-s");
+        if (!self.open[s] || ev.target.classList.contains("cv-head")) self.toggle(s);
+      }
+    });
+    this.vp.addEventListener("mouseover", function (ev) {
+      var node = ev.target.closest("g.cv-node");
+      if (node) self.showTip(+node.getAttribute("data-i"), ev);
+      else self.tip.style.display = "none";
+    });
+    this.vp.addEventListener("mousemove", function (ev) { if (self.tip.style.display !== "none") self.moveTip(ev); });
+    this.vp.addEventListener("mouseleave", function () { self.tip.style.display = "none"; });
+    var drag = null;
+    this.svg.addEventListener("pointerdown", function (ev) {
+      if (ev.target.closest("g.cv-node, g.cv-scope")) return;
+      drag = {x: ev.clientX, y: ev.clientY, tx: self.tx, ty: self.ty};
+      if (self.svg.setPointerCapture) self.svg.setPointerCapture(ev.pointerId);  // no window listeners: a replaced view leaves nothing behind
+      self.canvas.style.cursor = "grabbing";
+    });
+    this.svg.addEventListener("pointermove", function (ev) {
+      if (!drag) return;
+      self.tx = drag.tx + ev.clientX - drag.x; self.ty = drag.ty + ev.clientY - drag.y; self.apply();
+      self.userMoved();
+    });
+    var release = function () { drag = null; self.canvas.style.cursor = ""; };
+    this.svg.addEventListener("pointerup", release);
+    this.svg.addEventListener("pointercancel", release);
+    this.svg.addEventListener("wheel", function (ev) {
+      ev.preventDefault();
+      var r = self.svg.getBoundingClientRect();
+      self.zoomBy(Math.exp(-ev.deltaY * 0.0015), ev.clientX - r.left, ev.clientY - r.top);
+      self.userMoved();
+    }, {passive: false});
+  };
+  View.prototype.userMoved = function () {
+    if (this.live) liveState[this.key] = this.saveState(false);
+  };
+  View.prototype.saveState = function (follow) {
+    var paths = [];
+    for (var s = 1; s < this.m.ns; s++) if (this.open[s]) paths.push(this.m.path[s]);
+    return {open: paths, k: this.k, tx: this.tx, ty: this.ty, follow: follow};
+  };
+  View.prototype.initialOpen = function (saved) {
+    var m = this.m, open = this.open, s, t;
+    if (saved) {  // while recording, a first call shows as "f" until a second makes it "f[0]"
+      var plain = function (p) { return p.replace(/\[0\](?=\/|$)/g, ""); };
+      var want = new Set(saved.open.map(plain));
+      for (s = 1; s < m.ns; s++) if (want.has(plain(m.path[s]))) open[s] = 1;
+    }
+    // open whole levels while they fit the budget (a level half open reads as noise)
+    var budget = this.d.budget, shown = m.items[0].length, level = [0];
+    while (level.length) {
+      var next = [], cost = 0;
+      for (var q = 0; q < level.length; q++) {
+        var its = m.items[level[q]];
+        for (t = 0; t < its.length; t++) {
+          if (its[t] >= 0 || m.fold[~its[t]]) continue;
+          next.push(~its[t]); cost += m.items[~its[t]].length - 1;
+        }
+      }
+      if (!next.length || (shown + cost > budget && !next.every(function (c) { return open[c]; }))) break;
+      for (q = 0; q < next.length; q++) open[next[q]] = 1;
+      shown += cost; level = next;
+    }
+    if (this.live) {  // the scopes being recorded into stay open: the view follows the capture
+      if (m.n) for (var a = m.nodeScope[m.n - 1]; a > 0; a = m.parent[a]) open[a] = 1;
+    }
+  };
+  View.prototype.toggle = function (s) {
+    var before = this.box(s);
+    this.open[s] = this.open[s] ? 0 : 1;
+    if (!this.open[s]) {  // closing a scope closes what is inside it
+      for (var c = 1; c < this.m.ns; c++) if (this.open[c] && this.inside(c, s)) this.open[c] = 0;
+    }
+    this.draw();
+    var after = this.box(s);
+    if (before && after) { this.tx += (before[0] - after[0]) * this.k; this.ty += (before[1] - after[1]) * this.k; this.apply(); }
+    if (this.live) liveState[this.key] = this.saveState(false);
+  };
+  View.prototype.inside = function (c, s) {
+    for (var a = c; a > 0; a = this.m.parent[a]) if (a === s) return true;
+    return false;
+  };
+  View.prototype.expandTo = function (i) {
+    var changed = false;
+    for (var a = this.m.nodeScope[i]; a > 0; a = this.m.parent[a]) if (!this.open[a]) { this.open[a] = 1; changed = true; }
+    return changed;
+  };
+  View.prototype.box = function (s) { return this.scopeBox[s]; };
+
+  /* place every visible item, then draw scopes, edges and nodes */
+  View.prototype.place = function () {
+    var m = this.m, open = this.open, nodeBox = {}, scopeBox = {};
+    var L = this.layout;
+    function walk(s, lay, ox, oy) {
+      var its = m.items[s];
+      for (var t = 0; t < its.length; t++) {
+        var x = ox + lay.x[t], y = oy + lay.y[t], w = lay.iw[t], h = lay.ih[t], it = its[t];
+        if (it >= 0) nodeBox[it] = [x, y, w, h];
+        else {
+          scopeBox[~it] = [x, y, w, h];
+          if (open[~it]) walk(~it, lay.inner[t], x + PAD, y + HEAD);
+        }
+      }
+    }
+    var top = L.scope(0, open);
+    walk(0, top, 0, 0);
+    this.size = [top.w, top.h];
+    this.nodeBox = nodeBox; this.scopeBox = scopeBox;
+  };
+  View.prototype.repScopes = function () {  // per scope: its closed outermost ancestor, or -1
+    var m = this.m, r = new Int32Array(m.ns).fill(-1);
+    for (var o = 1; o < m.order.length; o++) {
+      var s = m.order[o], up = r[m.parent[s]];
+      r[s] = up >= 0 ? up : (this.open[s] ? -1 : s);
+    }
+    this.repOfScope = r;
+  };
+  View.prototype.rep = function (i) {  // the drawn item standing for node i: itself or a scope
+    var r = this.repOfScope[this.m.nodeScope[i]];
+    return r < 0 ? i : ~r;
+  };
+  View.prototype.draw = function () {
+    var m = this.m, d = this.d, vp = this.vp, self = this;
+    this.place();
+    this.repScopes();
+    while (vp.firstChild) vp.removeChild(vp.firstChild);
+    var gScopes = sv("g", {"class": "cv-scopes"}, vp), gEdges = sv("g", {"class": "cv-edges"}, vp);
+    var gNodes = sv("g", {"class": "cv-nodes"}, vp);
+    var s, b, g;
+    var scopes = Object.keys(this.scopeBox).map(Number).sort(function (a, c) { return m.depth[a] - m.depth[c]; });
+    for (var q = 0; q < scopes.length; q++) {
+      s = scopes[q]; b = this.scopeBox[s];
+      var cls = "cv-scope" + (this.open[s] ? " cv-open" : "") + (m.bad[s] ? " cv-bad" : "") +
+        (m.pathScope[s] && !this.open[s] ? " cv-nanpath" : "") + (m.virt[s] ? (m.fold[s] ? " cv-fold" : " cv-group") : "");
+      g = sv("g", {"class": cls, "data-s": s, "data-path": m.path[s]}, gScopes);
+      sv("rect", {x: b[0], y: b[1], width: b[2], height: b[3], rx: 5}, g);
+      if (this.open[s]) {
+        sv("rect", {"class": "cv-head", x: b[0], y: b[1], width: b[2], height: HEAD - 4, rx: 5}, g);
+        svText(g, b[0] + 6, b[1] + 12, "\u25be " + clip(m.scopeTitle(s), 60), "cv-name");
+      } else {
+        svText(g, b[0] + 8, b[1] + 17, "\u25b8 " + clip(m.scopeTitle(s), 36), "cv-name");
+        svText(g, b[0] + 8, b[1] + 33, m.count[s] + " ops", "cv-type");
+      }
+    }
+    var seen = new Set(), boxOf = function (r) { return r >= 0 ? self.nodeBox[r] : self.scopeBox[~r]; };
+    for (var e = 0; e < m.edges.length; e++) {
+      var ed = m.edges[e], ru = this.rep(ed[0]), rv = this.rep(ed[1]);
+      if (ru === rv) continue;
+      var key = ru + ">" + rv;
+      var onPath = ed[2] === 0 && m.onPath[ed[0]] && m.onPath[ed[1]];
+      if (seen.has(key) && !onPath) continue;
+      seen.add(key);
+      var A = boxOf(ru), B = boxOf(rv);
+      if (!A || !B) continue;
+      var x1 = A[0] + A[2] / 2, y1 = A[1] + A[3], x2 = B[0] + B[2] / 2, y2 = B[1], dy = Math.max(20, Math.abs(y2 - y1) / 2);
+      sv("path", {"class": "cv-edge" + (ed[2] ? " cv-link" : "") + (onPath ? " cv-nanpath" : ""),
+        d: "M" + x1 + "," + y1 + " C" + x1 + "," + (y1 + dy) + " " + x2 + "," + (y2 - dy) + " " + x2 + "," + y2}, gEdges);
+    }
+    for (var key2 in this.nodeBox) {
+      var i = +key2;
+      b = this.nodeBox[i];
+      var kind = d.kind[i], level = m.level[i];
+      var c2 = "cv-node cv-k" + kind + (level === "warning" ? " cv-warning" : "") +
+        (m.onPath[i] ? " cv-nanpath" : "") + (i === m.nan ? " cv-nonfinite cv-bad" : "") +
+        (i === this.focused ? " cv-focus" : "");
+      g = sv("g", {"class": c2, "data-i": i}, gNodes);
+      sv("rect", {x: b[0], y: b[1], width: b[2], height: b[3], rx: kind === 4 ? 2 : 6}, g);
+      var stubs = m.stubs(i), y0 = b[1];
+      if (stubs.length) { svText(g, b[0] + 6, y0 + 9, clip("\u2190 " + stubs.join(", "), 40), "cv-stub"); y0 += STUB_H; }
+      svText(g, b[0] + 7, y0 + 15, clip(m.label(i), 30), "cv-label");
+      svText(g, b[0] + 7, y0 + 29, m.type(i), "cv-type");
+    }
+    this.apply();
+  };
+  View.prototype.apply = function () {
+    this.vp.setAttribute("transform", "translate(" + this.tx + "," + this.ty + ") scale(" + this.k + ")");
+  };
+  View.prototype.viewSize = function () {
+    var r = this.svg.getBoundingClientRect();
+    return [r.width || 800, r.height || 500];
+  };
+  View.prototype.fit = function () {
+    var v = this.viewSize(), w = this.size[0] + 40, h = this.size[1] + 40;
+    this.k = Math.min(1, v[0] / w, v[1] / h);
+    if (this.k < 0.4) this.k = Math.max(0.05, Math.min(0.4, v[0] / w));  // tall: fit the width
+    this.tx = (v[0] - this.size[0] * this.k) / 2; this.ty = 20 * this.k;
+    this.apply();
+  };
+  View.prototype.follow = function () {  /* live: fit the width, keep the newest node in sight */
+    var v = this.viewSize(), last = -1;
+    for (var key in this.nodeBox) last = Math.max(last, +key);
+    this.k = Math.max(0.2, Math.min(1, (v[0] - 20) / (this.size[0] + 20)));
+    this.tx = 10;
+    var b = last >= 0 ? this.nodeBox[last] : [0, 0, 0, 0];
+    this.ty = Math.min(10, v[1] - 20 - (b[1] + b[3]) * this.k);
+    this.apply();
+  };
+  View.prototype.zoomBy = function (f, cx, cy) {
+    var v = this.viewSize();
+    if (cx === undefined) { cx = v[0] / 2; cy = v[1] / 2; }
+    var k = Math.max(0.02, Math.min(4, this.k * f));
+    this.tx = cx - (cx - this.tx) * (k / this.k); this.ty = cy - (cy - this.ty) * (k / this.k); this.k = k;
+    this.apply();
+  };
+  View.prototype.focus = function (i) {
+    var m = this.m;
+    if (!m.drawn(i) && m.userStart[i + 1] > m.userStart[i]) i = m.users[m.userStart[i]];  // an annotation: its first reader
+    if (this.expandTo(i) || this.focused !== i) { this.focused = i; this.draw(); }
+    var b = this.nodeBox[i], v = this.viewSize();
+    if (b) {
+      this.k = Math.max(this.k, 0.8);
+      this.tx = v[0] / 2 - (b[0] + b[2] / 2) * this.k; this.ty = v[1] / 2 - (b[1] + b[3] / 2) * this.k;
+      this.apply();
+    }
+    this.select(i);
+    if (this.live) liveState[this.key] = this.saveState(false);
+  };
+
+  /* search */
+  View.prototype.runSearch = function () {
+    var q = this.search.value.trim().toLowerCase(), m = this.m, out = [];
+    var res = this.results;
+    while (res.firstChild) res.removeChild(res.firstChild);
+    this.matches = out; this.matchAt = -1;
+    if (!q) { res.style.display = "none"; return; }
+    var ranked = [[], [], []], d = this.d;  // the op or name first, then type or file:line, then code
+    for (var i = 0; i < m.n; i++) {
+      if (m.haystack(i).indexOf(q) < 0) continue;
+      var rank = (("%" + i + " " + m.label(i)).toLowerCase().indexOf(q) >= 0) ? 0 :
+        (m.S[d.code[i]].toLowerCase().indexOf(q) >= 0 && (m.type(i) + " " + m.S[d.source[i]]).toLowerCase().indexOf(q) < 0) ? 2 : 1;
+      if (ranked[rank].length < 200) ranked[rank].push(i);
+    }
+    out = ranked[0].concat(ranked[1], ranked[2]).slice(0, 200);
+    this.matches = out;
+    for (var j = 0; j < Math.min(out.length, 50); j++) {
+      var k = out[j], src = m.S[this.d.source[k]];
+      el("div", {"data-i": k, "data-at": j, "class": "cv-match"},
+        "%" + k + " " + clip(m.label(k), 28) + "  " + m.type(k) + (src ? "  " + src : ""), res);
+    }
+    if (!out.length) el("div", {"class": "cv-nomatch"}, "no match", res);
+    res.style.display = "block";
+  };
+  View.prototype.nextMatch = function () {
+    if (!this.matches.length) return;
+    this.matchAt = (this.matchAt + 1) % this.matches.length;
+    this.focus(this.matches[this.matchAt]);
+  };
+
+  /* hover and the side panel */
+  View.prototype.tipText = function (i) {
+    var m = this.m, d = this.d, S = m.S, lines = [m.label(i) + "  (%" + i + ", " + KIND_NAMES[d.kind[i]] + ")"];
+    var ty = m.type(i);
+    if (ty) {
+      var br = ty.indexOf("[");
+      lines.push("shape (" + ty.slice(br + 1, -1) + ")  dtype " + ty.slice(0, br));
+    }
+    if (S[d.params[i]]) lines.push(S[d.params[i]]);
+    if (S[d.source[i]]) lines.push(S[d.source[i]] + (S[d.code[i]] ? "\n  " + S[d.code[i]] : ""));
+    var v = d.values[i];
+    if (v) lines.push("min " + fmt(v[0]) + "  max " + fmt(v[1]) + "  mean " + fmt(v[2]) + "  nan " + v[4] + "  inf " + v[5]);
+    if (i === m.nan) lines.push("first NaN/Inf");
+    return lines.join("\n");
+  };
+  View.prototype.showTip = function (i, ev) {
+    this.tip.textContent = this.tipText(i);
+    this.tip.style.display = "block";
+    this.tip.setAttribute("data-i", i);
+    this.moveTip(ev);
+  };
+  View.prototype.moveTip = function (ev) {
+    var r = this.root.getBoundingClientRect();
+    this.tip.style.left = (ev.clientX - r.left + 14) + "px";
+    this.tip.style.top = (ev.clientY - r.top + 14) + "px";
+  };
+  View.prototype.select = function (i) {
+    var m = this.m, d = this.d, S = m.S, p = this.panel;
+    this.selected = i;
+    var prev = this.vp.querySelectorAll("g.cv-node.cv-focus");
+    for (var q = 0; q < prev.length; q++) prev[q].classList.remove("cv-focus");
+    var me = this.vp.querySelector('g.cv-node[data-i="' + i + '"]');
+    if (me) me.classList.add("cv-focus");
+    this.focused = i;
+    while (p.firstChild) p.removeChild(p.firstChild);
+    p.setAttribute("data-i", i);
+    el("pre", {"class": "cv-detail"}, this.tipText(i), p);
+    var scopePath = m.path[m.nodeScope[i]];
+    if (scopePath) el("div", {"class": "cv-scope-path"}, "scope " + scopePath, p);
+    function list(title, ids) {
+      el("h4", {}, title + " (" + ids.length + ")", p);
+      var ul = el("ul", {}, null, p);
+      for (var j = 0; j < Math.min(ids.length, 60); j++) {
+        el("li", {"data-i": ids[j]}, "%" + ids[j] + " " + clip(m.label(ids[j]), 30) + "  " + m.type(ids[j]), ul);
+      }
+    }
+    list("inputs", m.args[i]);
+    list("outputs", Array.prototype.slice.call(m.users, m.userStart[i], m.userStart[i + 1]));
+    var v = d.values[i];
+    if (v) {
+      el("h4", {}, "value", p);
+      el("pre", {"class": "cv-value"}, "shape " + (m.type(i) || "?") + "\nmin " + fmt(v[0]) + "  max " + fmt(v[1]) +
+        "\nmean " + fmt(v[2]) + "  std " + fmt(v[3]) + "\nNaN " + v[4] + "  Inf " + v[5], p);
+      if (v[6] && v[6].length) {
+        var top = Math.max.apply(null, v[6]) || 1, W = 240, H = 40, bw = W / v[6].length;
+        var hs = sv("svg", {"class": "cv-hist", width: W, height: H + 12}, p);
+        for (var j2 = 0; j2 < v[6].length; j2++) {
+          var bh = Math.max(v[6][j2] ? 1 : 0, v[6][j2] / top * H);
+          sv("rect", {x: j2 * bw, y: H - bh, width: bw - 1, height: bh}, hs);
+        }
+        svText(hs, 0, H + 10, fmt(v[7]), "cv-type");
+        svText(hs, W - 40, H + 10, fmt(v[8]), "cv-type");
+      }
+    }
+    var vio = d.violations.filter(function (x) { return x.node === i; });
+    if (vio.length) el("pre", {"class": "cv-message"}, vio[0].message, p);
+    void S;
+  };
+  View.prototype.listProblems = function () {
+    var m = this.m, d = this.d, ul = this.problems;
+    for (var j = 0; j < d.violations.length; j++) {
+      var v = d.violations[j];
+      el("li", {"data-i": v.node, "class": v.level === "error" ? "cv-problem" : "cv-warning"},
+        v.level + ": " + v.kind + " (" + v.call + ") at " + (m.S[d.source[v.node]] || "%" + v.node), ul);
+    }
+    if (m.nan !== undefined) {
+      el("li", {"data-i": m.nan, "class": "cv-problem cv-first-nan"},
+        "first NaN/Inf: %" + m.nan + " " + m.label(m.nan) + " at " + (m.S[d.source[m.nan]] || ""), ul);
+    }
+    if (d.marks.diverged !== undefined) {
+      el("li", {"data-i": d.marks.diverged, "class": "cv-problem"}, "first divergence: %" + d.marks.diverged + " " + m.label(d.marks.diverged), ul);
+    }
+    if (!ul.firstChild) el("li", {"class": "cv-none"}, "none", ul);
+  };
+
+  function boot(root) {
+    if (root.getAttribute("data-booted")) return;
+    root.setAttribute("data-booted", "1");
+    var data = {}, model = new Model(), steps = null;
+    var fields = Array.prototype.slice.call(root.querySelectorAll("script.cv-data"));
+    function pump() {  // each step in its own short task: the page stays responsive
+      var start = performance.now();
+      while (fields.length && performance.now() - start < 12) {  // one JSON field at a time
+        var f = fields.shift();
+        data[f.getAttribute("data-field")] = JSON.parse(f.textContent);
+      }
+      if (fields.length) { setTimeout(pump, 0); return; }
+      if (steps === null) { steps = modelSteps.call(model, data); setTimeout(pump, 0); return; }
+      while (performance.now() - start < 12) {  // a step is a few ms; stop before the next
+        if (steps.next().done) { setTimeout(show, 0); return; }
+      }
+      setTimeout(pump, 0);
+    }
+    function show() {
+      var fallback = root.querySelector(".cv-fallback");
+      if (fallback) fallback.parentNode.removeChild(fallback);
+      root.capvizView = new View(root, data, model);
+      requestAnimationFrame(function () {
+        root.setAttribute("data-ready", "1");
+        if (window.performance && performance.mark) performance.mark("capviz-drawn");
+      });
+    }
+    setTimeout(pump, 0);
+  }
+  window.CapvizView = {boot: boot, Model: Model};
+})();

@@ -1,0 +1,212 @@
+"""The data the interactive view draws: a graph as compact, column-wise JSON.
+
+The browser side (``static/view.js``) lays out and draws it; nothing here depends on the page.
+Strings (labels, types, source lines, scope names) are interned in one table and referred to by
+position; operands are flat: a count per node (``argc``) and their distances back in program
+order (``argd``), so a 50,000-op GPT is about 1.7 MB of JSON, in flat arrays that parse fast.
+Every string is data, never markup: the page sets it with ``textContent``, and
+:func:`script_json` makes the JSON safe to embed in a ``<script>`` element.
+
+Constants that are read are annotations on their readers (as in :mod:`capviz.render.model`),
+listed in ``aside`` with the nodes read by more than :data:`ASIDE_DEGREE` ops, whose readers
+show a stub instead of an edge. Scopes come from :func:`scope_paths` (the render model's
+placement rule: a constant sits with its readers), the one place that decides where a node is
+drawn.
+"""
+
+from __future__ import annotations
+
+import json
+import linecache
+import math
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from capviz.ir import CapturedGraph, Node
+from capviz.printing import constant_text, index_text, literal_text, type_text
+
+KIND_CODES = {"input": 0, "constant": 1, "op": 2, "output": 3, "violation": 4}
+ASIDE_DEGREE = 12  # a node read by more ops than this is set aside: its readers show a stub
+HIST_BINS = 16
+
+
+def scope_paths(graph: CapturedGraph) -> list[str]:
+    """The scope each node is drawn in (the adapter onto the render layer's placement rule)."""
+    from capviz.render.model import placements
+
+    return placements(graph)
+
+
+def node_title(node: Node, value: Any = None) -> str:
+    """The node's first label line: op with its literals, the input/output name, or a constant
+    as it shows on its readers (``eps = 1e-05``, ``w float32[8,8]``)."""
+    if node.kind == "input":
+        return node.name if node.name is not None else "undeclared input"
+    if node.kind == "constant":
+        return constant_text(node, value)
+    if node.kind == "output":
+        return f"output {node.name}"
+    if node.kind == "violation":
+        return f"{node.params.get('level', 'error')}: {node.op}"
+    if node.op == "getitem":
+        return f"getitem{index_text(node.params['index'])}"
+    literals = [literal_text(a) for a in node.args if not isinstance(a, Node)]
+    return node.op + (f" {' '.join(literals)}" if literals else "")
+
+
+def _params_text(node: Node) -> str:
+    if node.kind == "violation":
+        return node.params.get("message", "")
+    return "\n".join(f"{k} = {literal_text(v)}" for k, v in node.params.items()
+                     if k != "index")
+
+
+def _source_text(node: Node) -> tuple[str, str]:
+    """``("model.py:12 in forward", "y = x @ w")``; empty strings when unknown."""
+    if node.source is None:
+        return "", ""
+    file, line, func = node.source
+    code = linecache.getline(file, line).strip() if isinstance(line, int) else ""
+    return f"{os.path.basename(str(file))}:{line} in {func}", code
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def value_summary(value: Any) -> list | None:
+    """``[min, max, mean, std, nan, inf, [histogram counts], lo, hi]`` of an array, or ``None``
+    for non-numeric or empty values (non-finite statistics become ``null``)."""
+    from capviz.diagnostics import value_stats
+
+    stats = value_stats(value)
+    if stats is None:
+        return None
+    arr = np.asarray(value if not hasattr(value, "get") else value.get()).astype(np.float64)
+    finite = arr[np.isfinite(arr)]
+    hist: list[int] = []
+    lo = hi = None
+    if finite.size:
+        counts, edges = np.histogram(finite, bins=HIST_BINS)
+        hist = [int(c) for c in counts]
+        lo, hi = float(edges[0]), float(edges[-1])
+    return [_finite(stats.min), _finite(stats.max), _finite(stats.mean), _finite(stats.std),
+            stats.nan, stats.inf, hist, lo, hi]
+
+
+def _stats_summary(stats: Any) -> list | None:
+    fields = [getattr(stats, k, None) if not isinstance(stats, Mapping) else stats.get(k)
+              for k in ("min", "max", "mean", "std", "nan", "inf")]
+    if any(f is None for f in fields):
+        return None
+    return [_finite(float(f)) for f in fields[:4]] + [int(fields[4]), int(fields[5]), [],
+                                                      None, None]
+
+
+class _Strings:
+    def __init__(self) -> None:
+        self.table: list[str] = [""]
+        self.ids: dict[str, int] = {"": 0}
+
+    def __call__(self, text: str) -> int:
+        found = self.ids.get(text)
+        if found is None:
+            found = self.ids[text] = len(self.table)
+            self.table.append(text)
+        return found
+
+
+def view_data(graph: CapturedGraph, values: Mapping[Any, Any] | None = None,
+              title: str | None = None, budget: int = 160, live: bool = False) -> dict[str, Any]:
+    """The graph as the view's JSON-ready dict.
+
+    Args:
+        graph: the graph.
+        values: kept values by node index (``executor.values``) for the value panel; without
+            them, ``graph.stats`` (``compute_stats``) is shown when present.
+        title: a heading for the view.
+        budget: how many boxes the view draws at first; scopes open level by level while they fit.
+        live: lay out for streaming (append-only order, nothing moves when nodes are added).
+    """
+    strings = _Strings()
+    placed = scope_paths(graph)
+    scope_ids: dict[str, int] = {"": 0}
+    scope_name = [0]
+    scope_parent = [-1]
+
+    def scope_id(path: str) -> int:
+        found = scope_ids.get(path)
+        if found is not None:
+            return found
+        parent, _, name = path.rpartition("/")
+        pid = scope_id(parent)
+        sid = scope_ids[path] = len(scope_name)
+        scope_name.append(strings(name))
+        scope_parent.append(pid)
+        return sid
+
+    kind, label, types, source, code, params, scope = [], [], [], [], [], [], []
+    argc: list[int] = []  # operands per node, then their distances back in program order
+    argd: list[int] = []
+    for n, path in zip(graph.nodes, placed):
+        kind.append(KIND_CODES[n.kind])
+        label.append(strings(node_title(n, graph.constant_values.get(n.index))))
+        types.append(strings(type_text(n)))
+        where, line = _source_text(n)
+        source.append(strings(where))
+        code.append(strings(line))
+        params.append(strings(_params_text(n)))
+        scope.append(scope_id(path))
+        operands = n.operands
+        argc.append(len(operands))
+        argd.extend(n.index - a.index for _, a in operands)
+    readers = graph.users()
+    aside = []  # drawn as a stub on each reader, not as an edge: read constants, high degree
+    for n in graph.nodes:
+        users = readers.get(n.index, ())
+        if len(users) > ASIDE_DEGREE or (n.kind == "constant" and users):
+            aside.append(n.index)
+    links = [[u, v] for u, v, key in _violation_links(graph) if key in ("after", "reads")]
+    summaries: dict[str, list] = {}
+    if values is not None:
+        for key in values:
+            index = graph.node(key).index
+            summary = value_summary(values[key])
+            if summary is not None:
+                summaries[str(index)] = summary
+    else:
+        for index, stats in graph.stats.items():
+            summary = _stats_summary(stats)
+            if summary is not None:
+                summaries[str(index)] = summary
+    violations = [{"node": v.order, "level": v.level, "kind": v.kind, "call": v.call,
+                   "message": v.message} for v in graph.violation_records]
+    return {
+        "version": 1, "title": title or "", "budget": budget, "live": live,
+        "complete": graph.complete, "strings": strings.table,
+        "kind": kind, "label": label, "type": types, "source": source, "code": code,
+        "params": params, "scope": scope, "argc": argc, "argd": argd,
+        "scopes": {"name": scope_name, "parent": scope_parent},
+        "aside": aside, "links": links, "violations": violations,
+        "marks": {k: int(v) for k, v in graph.marks.items()}, "values": summaries,
+    }
+
+
+def _violation_links(graph: CapturedGraph) -> list[tuple[int, int, str]]:
+    from capviz.serialize import violation_links
+
+    return violation_links(graph)
+
+
+def script_json(data: Any) -> str:
+    """JSON that is safe inside a ``<script>`` element: no ``<`` (so no ``</script>`` or
+    ``<!--``), no ``>``/``&``, and no U+2028/U+2029, each written as a ``\\u`` escape."""
+    from capviz.render.escape import json_surrogates
+
+    text = json_surrogates(json.dumps(data, separators=(",", ":"), ensure_ascii=False,
+                                      allow_nan=False))  # a file name that is not UTF-8
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))

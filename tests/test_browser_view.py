@@ -1,0 +1,453 @@
+"""The interactive view in a real headless Chromium: a 12-block GPT written in plain NumPy (no
+name scopes; benchmarks/gpt_numpy.py) captured unchanged, then driven through the DOM:
+
+- a standalone ``graph.to_html`` page opened from disk (fast; most assertions);
+- JupyterLab running a notebook that displays the graph (the essentials);
+- the nbconvert HTML export of that notebook opened from disk with no kernel.
+
+Each asserts: the scope tree matches the call stack, opening a block shows its ops, searching for
+a source line focuses its node, hovering shows the shape, a violation is red and listed, and after
+a replay with a NaN injected the path from the input to the first NaN is highlighted. Skipped,
+with the reason, when Chromium, Playwright or JupyterLab is missing."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from browser_support import (
+    ROOT,
+    chromium_page,
+    needs_chromium,
+    open_notebook,
+    run_all_cells,
+    running_lab,
+)
+
+import capviz as cv
+
+pytestmark = [needs_chromium]
+GPT_FILE = os.path.join(ROOT, "benchmarks", "gpt_numpy.py")
+RED = "rgb(220, 38, 38)"
+BLOCK = "gpt/transformer_block[3]"
+
+
+def gpt_module():
+    spec = importlib.util.spec_from_file_location("gpt_numpy", GPT_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def violation_graph(g):
+    params = g.init_params(12)
+    cap = cv.CaptureDevice()
+    with cap.capture_scope(on_violation="record") as scope:
+        x = scope.input("x", (g.T, g.D), "float32")
+        y = g.gpt(x, params)
+        np.random.seed(0)
+        scope.output(y, "logits")
+    return scope.graph
+
+
+def nan_graph(g):
+    params = g.init_params(12)
+    graph = cv.capture(lambda x: g.gpt(x, params), cv.spec((g.T, g.D), "float32"))
+    x = np.ones((g.T, g.D), np.float32)
+    x[0, 0] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(cv.NonFiniteError):
+            graph.replay({"x": x}, check_finite=True)
+    return graph
+
+
+def line_of(text):
+    with open(GPT_FILE) as f:
+        return next(i for i, line in enumerate(f, 1) if text in line)
+
+
+def ancestors(graph, index):
+    seen, stack = {index}, [index]
+    while stack:
+        for _, a in graph.nodes[stack.pop()].operands:
+            if a.index not in seen:
+                seen.add(a.index)
+                stack.append(a.index)
+    return seen
+
+
+def click(locator):
+    """Click an SVG element wherever the drawing has panned it (a DOM click, no viewport)."""
+    locator.locator("rect").first.dispatch_event("click")
+
+
+def ids(locator):
+    return {int(e.get_attribute("data-i")) for e in locator.all()}
+
+
+def check_scopes_and_blocks(page, view, graph):
+    assert view.locator('g.cv-scope[data-path="gpt"]').count() == 1
+    fold = view.locator("g.cv-scope.cv-fold")
+    assert "transformer_block \u00d7 12" in fold.text_content()
+    click(fold)
+    blocks = [e.get_attribute("data-path") for e in
+              view.locator("g.cv-scope[data-path^='gpt/transformer_block[']").all()]
+    assert blocks == [f"gpt/transformer_block[{k}]" for k in range(12)]
+    click(view.locator(f'g.cv-scope[data-path="{BLOCK}"]'))
+    children = {e.get_attribute("data-path") for e in
+                view.locator(f"g.cv-scope[data-path^='{BLOCK}/']").all()}
+    assert children == {f"{BLOCK}/{name}" for name in ("layer_norm[0]", "mha", "layer_norm[1]",
+                                                        "mlp")}
+    assert children == {"/".join(n.scope.split("/")[:3]) for n in graph.nodes
+                        if n.scope.startswith(BLOCK + "/")}
+    own = {n.index for n in graph.nodes if n.scope == BLOCK}
+    assert own and own <= ids(view.locator("g.cv-node"))
+    labels = {view.locator(f'g.cv-node[data-i="{i}"] text.cv-label').text_content() for i in own}
+    assert labels == {"add"}
+
+
+def check_search_and_hover(page, view, graph, query, line):
+    view.locator(".cv-search").fill(query)
+    view.locator(".cv-search").press("Enter")
+    focused = view.locator("g.cv-node.cv-focus")
+    focused.wait_for(timeout=10_000)
+    index = int(focused.get_attribute("data-i"))
+    node = graph.nodes[index]
+    assert node.source[1] == line and node.op in ("max", "subtract", "exp")
+    assert f"%{index}" in view.locator(".cv-panel").text_content()
+    focused.hover()
+    tip = view.locator(".cv-tip")
+    tip.wait_for(state="visible", timeout=10_000)
+    assert f"shape ({','.join(map(str, node.shape))})  dtype float32" in tip.text_content()
+
+
+def check_violation(page, view, graph):
+    (violation,) = graph.violations
+    bad = view.locator("g.cv-node.cv-k4")
+    assert ids(bad) == {violation.order}
+    stroke = bad.locator("rect").evaluate("e => getComputedStyle(e).stroke")
+    assert stroke == RED
+    item = view.locator("li.cv-problem")
+    assert item.count() == 1 and "error: seed (np.random.seed(0))" in item.text_content()
+    item.click()
+    assert ids(view.locator("g.cv-node.cv-focus")) == {violation.order}
+
+
+def check_first_nan(page, view, graph):
+    first = graph.marks["nonfinite"]
+    assert view.locator("g.cv-scope.cv-nanpath").count() >= 1  # closed scopes on the path
+    view.locator("li.cv-first-nan").click()
+    assert ids(view.locator("g.cv-node.cv-nonfinite")) == {first}
+    marked = view.locator("g.cv-node.cv-nonfinite rect").evaluate(
+        "e => getComputedStyle(e).stroke")
+    assert marked == RED
+    path = ids(view.locator("g.cv-node.cv-nanpath"))
+    assert first in path and graph.node("x").index in path
+    assert path <= ancestors(graph, first)
+    assert view.locator("path.cv-edge.cv-nanpath").count() >= 1
+
+
+def check_value_panel(page, view, graph, values):
+    """After ``check_first_nan`` selected the first NaN: its inputs, outputs and value."""
+    first = graph.marks["nonfinite"]
+    panel = view.locator(".cv-panel")
+    assert panel.get_attribute("data-i") == str(first)
+    inputs = ids(panel.locator("li"))
+    assert {a.index for _, a in graph.nodes[first].operands} <= inputs
+    value = np.asarray(values[first])
+    text = panel.locator(".cv-value").text_content()
+    assert f"NaN {int(np.isnan(value).sum())}  Inf 0" in text
+    assert f"shape float32[{','.join(map(str, value.shape))}]" in text
+    assert panel.locator("svg.cv-hist rect").count() == 16
+
+
+def check_all(page, views, graphs, query, line):
+    check_scopes_and_blocks(page, views[0], graphs[0])
+    check_search_and_hover(page, views[0], graphs[0], query, line)
+    check_violation(page, views[0], graphs[0])
+    check_first_nan(page, views[1], graphs[1])
+
+
+def test_standalone_page_from_disk(tmp_path):
+    g = gpt_module()
+    graphs = [violation_graph(g), nan_graph(g)]
+    graphs[0].to_html(str(tmp_path / "view0.html"))
+    x = np.ones((g.T, g.D), np.float32)
+    x[0, 0] = np.nan
+    ex = graphs[1].executor({"x": x})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ex.run()
+    graphs[1].to_html(str(tmp_path / "view1.html"), values=ex.values)
+    line = line_of("np.exp(")
+    with chromium_page("browser-view-page") as page:
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((tmp_path / "view0.html").as_uri())
+        page.wait_for_selector(".capviz-view[data-ready]", state="attached")
+        view = page.locator(".capviz-view")
+        check_scopes_and_blocks(page, view, graphs[0])
+        check_search_and_hover(page, view, graphs[0], f"gpt_numpy.py:{line}", line)
+        check_violation(page, view, graphs[0])
+        page.goto((tmp_path / "view1.html").as_uri())
+        page.wait_for_selector(".capviz-view[data-ready]", state="attached")
+        check_first_nan(page, page.locator(".capviz-view"), graphs[1])
+        check_value_panel(page, page.locator(".capviz-view"), graphs[1], ex.values)
+        assert errors == []
+
+
+NOTEBOOK_CELLS = [
+    "{model}\n",
+    "import capviz as cv\n"
+    "params = init_params(12)\n"
+    "cap = cv.CaptureDevice()\n"
+    "with cap.capture_scope(on_violation='record') as scope:\n"
+    "    x = scope.input('x', (T, D), 'float32')\n"
+    "    y = gpt(x, params)\n"
+    "    np.random.seed(0)\n"
+    "    scope.output(y, 'logits')\n"
+    "graph = scope.graph\n"
+    "graph\n",
+    "import warnings\n"
+    "clean = cv.capture(lambda x: gpt(x, params), cv.spec((T, D), 'float32'))\n"
+    "x = np.ones((T, D), np.float32)\n"
+    "x[0, 0] = np.nan\n"
+    "with warnings.catch_warnings():\n"
+    "    warnings.simplefilter('ignore', RuntimeWarning)\n"
+    "    try:\n"
+    "        clean.replay({'x': x}, check_finite=True)\n"
+    "    except cv.NonFiniteError as err:\n"
+    "        print(type(err).__name__)\n"
+    "clean.view()\n",
+    "import time\n"
+    "watched = cv.CaptureDevice()\n"
+    "with watched.capture_scope(live=True, on_violation='record') as live_scope:\n"
+    "    h = live_scope.input('x', (T, D), 'float32')\n"
+    "    for p in params['blocks']:\n"
+    "        h = transformer_block(h, p)\n"
+    "        time.sleep(0.5)  # a slow model: the view streams while it records\n"
+    "    np.random.seed(0)\n"
+    "    live_scope.output(h, 'h')\n",
+]
+SAW_RECORDING = """() => {
+  window.__sawRecording = false;
+  new MutationObserver(() => {
+    if ([...document.querySelectorAll('.capviz-view .cv-status')]
+        .some(e => e.textContent.startsWith('capviz recording'))) window.__sawRecording = true;
+  }).observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""
+
+
+def check_live_final(page, cell):
+    """The live cell leaves its final state once: one view, no widget, the violation red."""
+    views = cell.locator(".capviz-view")
+    assert views.count() == 1
+    assert cell.locator(".jupyter-widgets, .widget-vbox").count() == 0
+    status = views.locator(".cv-status").text_content()
+    assert status.startswith("capviz done: ") and "1 violations" in status
+    bad = views.locator("g.cv-node.cv-k4")
+    assert bad.count() == 1
+    assert bad.locator("rect").evaluate("e => getComputedStyle(e).stroke") == RED
+
+
+def write_notebook(path):
+    import nbformat
+
+    with open(GPT_FILE) as f:
+        model = f.read()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c.format(model=model) if "{model}" in c else c)
+                for c in NOTEBOOK_CELLS]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, str(path))
+
+
+def notebook_graphs():
+    """The notebook's two graphs, captured here the same way (same program, same nodes)."""
+    g = gpt_module()
+    return [violation_graph(g), nan_graph(g)]
+
+
+def test_notebook_in_jupyterlab(tmp_path):
+    write_notebook(tmp_path / "view.ipynb")
+    graphs = notebook_graphs()
+    with running_lab(str(tmp_path)) as lab:
+        lab.start_kernel("view.ipynb")
+        with chromium_page("browser-view-lab") as page:
+            open_notebook(page, lab, "view.ipynb")
+            page.evaluate(SAW_RECORDING)
+            run_all_cells(page, "view.ipynb")
+            page.wait_for_function(
+                "() => document.querySelectorAll('.capviz-view[data-ready]').length === 3",
+                timeout=60_000)
+            views = [page.locator(".capviz-view").nth(k) for k in range(2)]
+            check_scopes_and_blocks(page, views[0], graphs[0])
+            check_violation(page, views[0], graphs[0])
+            check_first_nan(page, views[1], graphs[1])
+            assert page.evaluate("() => window.__sawRecording"), "no live update was drawn"
+            check_live_final(page, page.locator(".jp-CodeCell").nth(3))
+
+
+def test_nbconvert_export_from_disk_with_no_kernel(tmp_path):
+    pytest.importorskip("nbconvert", reason="nbconvert is not installed (comes with jupyterlab)")
+    write_notebook(tmp_path / "view.ipynb")
+    subprocess.run([sys.executable, "-m", "nbconvert", "--to", "html", "--execute",
+                    str(tmp_path / "view.ipynb")], check=True, capture_output=True, timeout=600)
+    graphs = notebook_graphs()
+    with chromium_page("browser-view-export") as page:
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((tmp_path / "view.html").as_uri())
+        page.wait_for_function(
+            "() => document.querySelectorAll('.capviz-view[data-ready]').length === 3")
+        views = [page.locator(".capviz-view").nth(k) for k in range(2)]
+        check_all(page, views, graphs, "np.exp(x - x.max", line_of("np.exp("))
+        check_live_final(page, page.locator(".jp-Cell").nth(3))
+        assert errors == []
+
+
+def prefix(graph, count):
+    """The graph as the live view saw it after ``count`` nodes."""
+    from capviz.render.live import snapshot
+
+    part = snapshot(graph)
+    part.nodes = graph.nodes[:count]
+    part.violation_records = [v for v in graph.violation_records if v.order < count]
+    part.complete = False
+    return part
+
+
+INSERT = """(html) => {
+  const old = document.querySelector('.capviz-view');
+  const fresh = document.createRange().createContextualFragment(html);  // its script runs
+  if (old) old.replaceWith(fresh); else document.body.appendChild(fresh);
+}"""
+
+POSITIONS = """() => Object.fromEntries([...document.querySelectorAll('g.cv-node')].map(g => {
+  const r = g.querySelector('rect');
+  return [g.getAttribute('data-i'), [+r.getAttribute('x'), +r.getAttribute('y')]];
+}))"""
+
+IN_SIGHT = """(i) => {
+  const r = document.querySelector(`g.cv-node[data-i="${i}"] rect`).getBoundingClientRect();
+  const c = document.querySelector('.cv-canvas').getBoundingClientRect();
+  return r.top >= c.top && r.bottom <= c.bottom && r.left >= c.left && r.right <= c.right;
+}"""
+
+
+def test_live_updates_keep_drawn_nodes_in_place_and_follow_the_newest(tmp_path):
+    from capviz.render.view import fragment
+
+    g = gpt_module()
+    graph = violation_graph(g)
+    sizes = [120, 300, len(graph.nodes)]
+    with chromium_page("browser-view-live") as page:
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.set_content("<!DOCTYPE html><html><body></body></html>")
+        before = None
+        for count in sizes:
+            snap = prefix(graph, count)
+            page.evaluate(INSERT, fragment(snap, title="capviz recording", live=True,
+                                           key="live-test"))
+            page.wait_for_selector(".capviz-view[data-ready]", state="attached")
+            now = page.evaluate(POSITIONS)
+            if before is not None:
+                kept = set(before) & set(now)
+                assert len(kept) >= len(before) // 2
+                assert {i: now[i] for i in kept} == {i: before[i] for i in kept}
+            newest = max(int(i) for i in now)
+            assert page.evaluate(IN_SIGHT, newest), f"node %{newest} is out of sight"
+            before = now
+        assert page.locator("g.cv-node.cv-k4").count() == 1  # the seed violation, at the end
+        assert errors == []
+
+
+def test_a_flat_graph_opens_in_program_order_groups(tmp_path):
+    eps = np.full(4, 1e-3, np.float32)
+
+    def chain(x):
+        for _ in range(100):
+            x = np.tanh(x) + eps
+        return x
+
+    graph = cv.capture(chain, cv.spec(4, "float32"))
+    graph.to_html(str(tmp_path / "flat.html"))
+    with chromium_page("browser-view-flat") as page:
+        page.goto((tmp_path / "flat.html").as_uri())
+        page.wait_for_selector(".capviz-view[data-ready]", state="attached")
+        view = page.locator(".capviz-view")
+        groups = view.locator("g.cv-scope.cv-group")
+        names = [g.locator("text.cv-name").text_content() for g in groups.all()]
+        # 48 drawn items each: %1, the constant eps, is an annotation on its readers
+        assert len(names) == 5 and names[:2] == ["\u25b8 %0\u2026%48", "\u25b8 %49\u2026%96"]
+        assert view.locator("g.cv-node").count() == 0
+        click(groups.nth(1))
+        shown = ids(view.locator("g.cv-node"))
+        assert len(shown) == 48 and min(shown) == 49 and max(shown) == 96
+        stubs = view.locator("g.cv-node text.cv-stub")
+        assert stubs.count() == 24 and stubs.first.text_content() == "\u2190 eps float32[4]"
+
+
+def test_hostile_names_are_shown_as_text_and_never_run(tmp_path):
+    hostile = '</script><script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">'
+    cap = cv.CaptureDevice()
+    with cap.capture_scope() as scope:
+        x = scope.input(hostile, (2,), "float32")
+        with cv.name_scope("<b onmouseover=window.__pwned=3>"):
+            y = np.tanh(x)
+        scope.output(y, hostile)
+    scope.graph.to_html(str(tmp_path / "hostile.html"))
+    with chromium_page("browser-view-hostile") as page:
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((tmp_path / "hostile.html").as_uri())
+        page.wait_for_selector(".capviz-view[data-ready]", state="attached")
+        view = page.locator(".capviz-view")
+        label = view.locator('g.cv-node[data-i="0"] text.cv-label').text_content()
+        assert label == hostile[:29] + "\u2026"  # clipped, as text
+        view.locator('g.cv-node[data-i="0"]').hover()
+        assert hostile in view.locator(".cv-tip").text_content()
+        view.locator(".cv-search").fill("window.__pwned")
+        assert view.locator(".cv-results .cv-match").count() >= 2
+        assert view.locator("img, b, script:not(.cv-data)").count() == 1  # only our own script
+        assert page.evaluate("() => window.__pwned") is None
+        assert errors == []
+
+
+TRANSFORM = """() => document.querySelector('g.cv-viewport').getAttribute('transform')"""
+
+
+def parse_transform(text):
+    numbers = [float(v) for v in text.replace("translate(", "").replace(") scale(", ",")
+               .rstrip(")").split(",")]
+    return numbers  # tx, ty, k
+
+
+def test_drag_pans_and_the_wheel_zooms_around_the_pointer(tmp_path):
+    graph = cv.capture(lambda x: np.tanh(x) * 2.0, cv.spec(4, "float32"))
+    graph.to_html(str(tmp_path / "small.html"))
+    with chromium_page("browser-view-panzoom") as page:
+        page.goto((tmp_path / "small.html").as_uri())
+        page.wait_for_selector(".capviz-view[data-ready]", state="attached")
+        box = page.locator(".cv-canvas").bounding_box()
+        x0, y0 = box["x"] + 15, box["y"] + box["height"] - 15  # an empty corner
+        tx, ty, k = parse_transform(page.evaluate(TRANSFORM))
+        page.mouse.move(x0, y0)
+        page.mouse.down()
+        page.mouse.move(x0 + 40, y0 - 30, steps=4)
+        page.mouse.up()
+        assert parse_transform(page.evaluate(TRANSFORM)) == [tx + 40, ty - 30, k]
+        page.mouse.move(x0, y0)
+        page.mouse.wheel(0, -200)  # zoom in, the point under the pointer stays put
+        page.wait_for_function(f"() => !{TRANSFORM[6:]}.endsWith('scale({k})')")
+        tx2, ty2, k2 = parse_transform(page.evaluate(TRANSFORM))
+        assert k2 > k
+        px, py = x0 - box["x"], y0 - box["y"]
+        assert abs((px - tx2) / k2 - (px - (tx + 40)) / k) < 1e-6
+        assert abs((py - ty2) / k2 - (py - (ty - 30)) / k) < 1e-6
