@@ -31,14 +31,19 @@ import capviz as cv
 
 
 def bare_networkx(n):
-    """The baseline recorder: one node with attributes and one keyed edge per op."""
+    """The baseline recorder: one node per op carrying the same attributes as capviz's
+    ``graph.nx`` (kind, op, shape, dtype, params, source, order, scope, name, the literal
+    operand), and one keyed edge per tensor operand."""
     g = nx.MultiDiGraph()
-    g.add_node(0, kind="input", shape=[4], dtype="float32")
+    g.add_node(0, kind="input", op=None, shape=[4], dtype="float32", params={}, source=None,
+               order=0, scope="", name="x")
     frame = sys._getframe()
     for i in range(1, n + 1):
-        g.add_node(i, kind="op", op="multiply", shape=[4], dtype="float32",
-                   source=f"{frame.f_code.co_filename}:{frame.f_lineno}", order=i)
-        g.add_edge(i - 1, i, key=0)
+        code = frame.f_code
+        g.add_node(i, kind="op", op="multiply", shape=[4], dtype="float32", params={},
+                   source=f"{code.co_filename}:{frame.f_lineno} in {code.co_name}", order=i,
+                   scope="", name=None, literals={"1": 1.0001})
+        g.add_edge(i - 1, i, key=0, kind="operand")
     return g
 
 

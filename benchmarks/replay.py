@@ -5,7 +5,8 @@ in turn (interleaved rounds), each figure the median of its rounds. The first re
 (which compiles it) is reported apart from the steady state.
 
 - tiny tensors: a 10,000-op chain on shape (4,), per op (goal <= 1.1x eager);
-- fixed cost per call: a 1-op graph through ``graph.compile()`` and through ``graph.replay()``,
+- fixed cost per call: a 1-op graph through ``graph.compile()`` and through ``graph.replay()``
+  (NumPy, and the default ``backend="auto"``, which looks for CuPy),
   minus the eager op (goal <= 3 us);
 - a 100-op elementwise chain on (1024, 1024) float32 (goal <= 0.8x eager: the memory plan
   writes every result into one buffer, where eager allocates 100);
@@ -59,9 +60,9 @@ def fixed_cost(calls: int = 2_000) -> None:
                 call()
         return run
 
-    t_fn, t_replay, t_eager = interleaved(
+    t_fn, t_replay, t_auto, t_eager = interleaved(
         [repeat(lambda: fn(x4)), repeat(lambda: graph.replay(feed, backend="numpy")),
-         repeat(lambda: x4 * 2.0)], rounds=11)
+         repeat(lambda: graph.replay(feed)), repeat(lambda: x4 * 2.0)], rounds=11)
     header("fixed cost per call: a 1-op graph minus the eager op (medians of 11 rounds)")
     row("graph.compile() call beyond its op (us)", f"{1e6 * (t_fn - t_eager) / calls:.2f}",
         f"eager op {1e6 * t_eager / calls:.2f}", (t_fn - t_eager) / calls / 3e-6,
@@ -69,6 +70,9 @@ def fixed_cost(calls: int = 2_000) -> None:
     row("graph.replay() beyond its op (us)", f"{1e6 * (t_replay - t_eager) / calls:.2f}",
         f"eager op {1e6 * t_eager / calls:.2f}", (t_replay - t_eager) / calls / 3e-6,
         "(dict in, dict out; ratio to 3 us)")
+    row("graph.replay(), backend auto (us)", f"{1e6 * (t_auto - t_eager) / calls:.2f}",
+        f"eager op {1e6 * t_eager / calls:.2f}", (t_auto - t_eager) / calls / 3e-6,
+        "(the default: looks for CuPy; ratio to 3 us)")
 
 
 def large_chain() -> None:

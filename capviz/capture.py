@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from capviz import hooks
+from capviz import generator_watch, hooks
 from capviz.backends.capture import (
     Recorder,
     active,
@@ -305,6 +305,8 @@ class CaptureScope:
         self._inputs: list[_Declared] = []
         self._outputs: list[_Declared] = []
         self._opened_at: Any = None
+        self._entry_function: Callable | None = None  # set by capture(): fn, not the caller
+        self._watched: list[generator_watch.Watched] = []  # generator objects it can reach
 
     @property
     def graph(self) -> CapturedGraph:
@@ -324,6 +326,10 @@ class CaptureScope:
         recorder.global_random = self.global_random
         rng = self.rng or default_device()
         self.recorder = recorder
+        roots = generator_watch.frame_roots(recorder.scopes.entry) \
+            if self._entry_function is None \
+            else generator_watch.function_roots(self._entry_function)
+        self._watched = generator_watch.note(roots)
         try:
             self._acquire(rng)
             return self
@@ -384,6 +390,9 @@ class CaptureScope:
         # (docs/guide/capture-state.md).
         try:
             hooks.untracked_state_changes(self.recorder)  # a reseed no hook saw
+            self.recorder.pending += generator_watch.pending_violations(  # a draw from an object
+                self._watched, user_source())
+            self._watched = []
             self.recorder.flush_pending()  # a reseed from another thread, not yet recorded
         finally:
             try:
@@ -592,6 +601,7 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     cap = device or CaptureDevice(getattr(fn, "__name__", None))
     scope = cap.capture_scope(live=live, on_violation=on_violation, rng=rng,
                               global_random=global_random)
+    scope._entry_function = fn  # generator objects are looked for from fn, not from here
     try:
         with scope:
             args = [scope.input(n, s) for n, s in zip(names, specs)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import os
 import re
 import sys
@@ -164,24 +165,68 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0 if same else 1
 
 
+FORMATS = {".svg": "svg", ".dot": "dot", ".gv": "dot", ".json": "json", ".html": "html",
+           ".htm": "html"}
+
+
+def _format(args: argparse.Namespace) -> str:
+    """``--format``, else the output file's suffix, else SVG (``-o g.html`` writes the view)."""
+    if args.format is not None:
+        return args.format
+    suffix = os.path.splitext(args.output or "")[1].lower()
+    if args.output and suffix not in FORMATS:
+        raise UsageError(f"cannot tell the format of {args.output!r} from its suffix; name one "
+                         f"of {', '.join(sorted(FORMATS))}, or pass --format")
+    return FORMATS.get(suffix, "svg")
+
+
+def _check_inputs_bind(fn: Any, target: str, names: list[str]) -> None:
+    """The declared inputs must be ``fn``'s parameters: a usage error, not a traceback."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # a builtin or C function: let the call say
+    try:
+        signature.bind(**dict.fromkeys(names))
+    except TypeError as err:
+        given = ", ".join(names) or "none"
+        raise UsageError(f"{target}{signature} cannot take the inputs given with -i "
+                         f"({given}): {err}") from None
+
+
+def _user_location(err: BaseException) -> str:
+    """``file:line in function`` of the innermost frame of the traceback outside capviz."""
+    import traceback
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frames = [f for f in traceback.extract_tb(err.__traceback__)
+              if not os.path.abspath(f.filename).startswith(package)]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f" (at {f.filename}:{f.lineno} in {f.name})"
+
+
 def cmd_render(args: argparse.Namespace) -> int:
     import capviz as cv
 
+    fmt = _format(args)
     fn = _import_function(args.target)
     specs = [_parse_input(text) for text in args.input or []]
-    graph = None
+    names = [n for n, _ in specs]
+    _check_inputs_bind(fn, args.target, names)
     try:
-        names = [n for n, _ in specs]
         graph = cv.capture(lambda *xs: fn(**dict(zip(names, xs))), *[s for _, s in specs],
                            on_violation="record")
-    except cv.CaptureError as err:
-        graph = err.graph
-        _say(f"capture failed: {type(err).__name__}: {_first_line(err)}", error=True)
+    except Exception as err:  # the user's function failed: say where, keep the partial graph
+        graph = getattr(err, "graph", None)
+        where = "" if isinstance(err, cv.CaptureError) else _user_location(err)
+        _say(f"capture failed: {type(err).__name__}: {_first_line(err)}{where}", error=True)
         if graph is not None:
-            path = _write(graph, args.output, args.format, args.collapse)
+            path = _write(graph, args.output, fmt, args.collapse)
             _say(f"wrote partial graph to {path}", error=True)
         return 1
-    path = _write(graph, args.output, args.format, args.collapse)
+    path = _write(graph, args.output, fmt, args.collapse)
     _say(f"wrote {path} ({len(graph.ops)} ops, {len(graph.violations)} violations)")
     _say_incomplete(graph)
     if graph.violations:
@@ -248,8 +293,10 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("target", help="MODULE:FUNCTION")
     render.add_argument("--input", "-i", action="append", metavar="NAME=SHAPE:DTYPE",
                         help="one per parameter, e.g. x=2,3:float32")
-    render.add_argument("-o", "--output", help="output file (graph.FORMAT)")
-    render.add_argument("--format", default="svg", choices=["svg", "dot", "json", "html"])
+    render.add_argument("-o", "--output",
+                        help="output file (graph.FORMAT); its suffix picks the format")
+    render.add_argument("--format", default=None, choices=["svg", "dot", "json", "html"],
+                        help="output format (default: from the -o suffix, else svg)")
     render.add_argument("--collapse", type=_collapse, default=DEFAULT_BUDGET,
                         help="node budget (an int) or comma-separated scope paths")
     render.add_argument("--allow-violations", action="store_true",
@@ -277,6 +324,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
+    except BrokenPipeError:  # `capviz demo | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's documented recipe for SIGPIPE
+        return 1
     except UsageError as err:
         _say(f"capviz {args.command}: error: {err}", error=True)
         return 2

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.cupy import load_cupy
+from capviz.backends.cupy import cupy_available, load_cupy
 from capviz.errors import CapvizError, NonFiniteError, ReplayError, ReplayInputError
 from capviz.ir import CapturedGraph, Node, format_source
 from capviz.replay_program import Program, picker
@@ -39,8 +39,6 @@ def namespace(backend: str) -> Any:
     if backend == "cupy":
         return load_cupy()
     if backend == "auto":
-        from capviz.backends.cupy import cupy_available
-
         return load_cupy() if cupy_available() else np
     raise ValueError(f"unknown backend {backend!r}; expected 'auto', 'numpy' or 'cupy'")
 
@@ -91,13 +89,33 @@ def check_inputs(graph: CapturedGraph, inputs: Mapping[str, Any] | None, xp: Any
             raise ReplayInputError(f"input {node.name!r} is a {library} GPU "
                                    "array but the replay runs on NumPy; pass a NumPy array or "
                                    "replay with backend='cupy'")
+        _check_array_type(node, value)
         got_shape, got_dtype = tuple(value.shape), np.dtype(value.dtype)
         if got_shape != node.shape or got_dtype != node.dtype:
             raise ReplayInputError(f"input {node.name!r}: expected "
                                    f"{_type_text(node.shape, node.dtype)}, got "
                                    f"{_type_text(got_shape, got_dtype)}")
+        if node.params.get("layout") == "C" and not value.flags.c_contiguous:
+            raise ReplayInputError(
+                f"input {node.name!r}: expected a C-contiguous array (the layout it was "
+                "captured with), got a non-C-contiguous one (Fortran-ordered, transposed or "
+                "strided): the graph writes into this input, or into a reshape or ravel whose "
+                "view-or-copy answer in NumPy depends on its layout, and eager NumPy would "
+                f"write otherwise for another layout. Pass np.ascontiguousarray({node.name})")
         out.append(value if xp is np else xp.asarray(value))
     return out
+
+
+def _check_array_type(node: Node, value: Any) -> None:
+    """Refuse an ndarray subclass other than ``np.memmap`` (``np.matrix``, a masked array...):
+    it may compute otherwise than the plain arrays the graph was captured for."""
+    from capviz.backends.capture import subclass_fix, type_name
+
+    fix = subclass_fix(value)
+    if fix is not None:
+        raise ReplayInputError(f"input {node.name!r}: expected a numpy.ndarray "
+                               f"{_type_text(node.shape, node.dtype)}, got {type_name(value)} "
+                               f"(replay computes on plain arrays, and {fix})")
 
 
 def resolve_seed(graph: CapturedGraph, seed: int | None) -> int:
@@ -127,7 +145,8 @@ class ReplayResult(dict):
 
 def _result(names: Any, values: Any, xp: Any, to_numpy: bool) -> ReplayResult:
     out = ReplayResult(zip(names, values))
-    out.backend = xp.__name__
+    if xp is not np:  # "numpy" is the class default
+        out.backend = xp.__name__
     if to_numpy and xp is not np:
         for name, value in out.items():
             out[name] = xp.asnumpy(value)
@@ -146,12 +165,11 @@ def program(graph: CapturedGraph, xp: Any) -> Program:
 def _compiled(graph: CapturedGraph, xp: Any) -> tuple[Program, InputCheck]:
     """The program and the input check of ``graph`` for ``xp``, cached on the graph per
     namespace and rebuilt when the graph changed."""
-    token = (len(graph.nodes), graph.version)
     entry = graph._compiled.get(xp.__name__)
-    if entry is None or entry[0] != token:
-        entry = (token, Program(graph, xp), InputCheck(graph, xp))
+    if entry is None or entry[0] != graph.version or entry[1] != len(graph.nodes):
+        entry = (graph.version, len(graph.nodes), Program(graph, xp), InputCheck(graph, xp))
         graph._compiled[xp.__name__] = entry
-    return entry[1], entry[2]
+    return entry[2], entry[3]
 
 
 class InputCheck:
@@ -163,6 +181,7 @@ class InputCheck:
         self.xp = xp  # no reference to the graph: the graph holds its input checks
         self.names = tuple(graph.inputs)
         self.types = tuple((n.shape, n.dtype) for n in graph.input_nodes)
+        self.c_only = tuple(n.params.get("layout") == "C" for n in graph.input_nodes)
         self.array_type = np.ndarray if xp is np else xp.ndarray
         self._pick = picker(self.names) if self.names else None
 
@@ -170,9 +189,10 @@ class InputCheck:
         """``args`` in input order, checked (a tuple, or a list after conversion)."""
         if len(args) == len(self.types):
             array_type = self.array_type
-            for value, (shape, dtype) in zip(args, self.types):
+            for value, (shape, dtype), c_only in zip(args, self.types, self.c_only):
                 if type(value) is not array_type or value.shape != shape \
-                        or (value.dtype is not dtype and value.dtype != dtype):
+                        or (value.dtype is not dtype and value.dtype != dtype) \
+                        or (c_only and not value.flags.c_contiguous):
                     break
             else:
                 return args

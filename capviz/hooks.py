@@ -57,9 +57,11 @@ NUMPY_NOT_HOOKED = {
     "get_state": "reads the global state; changes nothing",
     "get_bit_generator": "returns the global bit generator; assigning its `.state` is seen "
                          "when the scope closes (an unhooked use)",
-    "Generator": "a class that seeds nothing itself: draws from a Generator object (its methods "
-                 "are C code) are not seen",
-    "BitGenerator": "the base class: assigning `.state` of your own bit generator is not seen",
+    "Generator": "a class that seeds nothing itself: a Generator object's methods are C code, "
+                 "so draws from one are seen only by its state, when the scope closes, and only "
+                 "for an object the capture can reach (capviz.generator_watch)",
+    "BitGenerator": "the base class: assigning `.state` of your own bit generator is seen only "
+                    "when the capture can reach it (capviz.generator_watch)",
     "SeedSequence": "a class: makes seeds, draws nothing",
     "Sequence": "not an RNG entry point (`collections.abc.Sequence`, imported by mtrand)",
     "test": "not an RNG entry point (NumPy's test runner)",
@@ -78,7 +80,8 @@ PYTHON_DRAWS = (
 
 PYTHON_NOT_HOOKED = {
     "getstate": "reads the global state; changes nothing",
-    "Random": "a class: `random.Random(seed)` objects and their draws are not seen",
+    "Random": "a class: making `random.Random(seed)` objects is not seen; their draws only by "
+              "state, for an object the capture can reach (capviz.generator_watch)",
     "SystemRandom": "a class: draws from the OS entropy source are not seen (and never "
                     "reproducible)",
 }

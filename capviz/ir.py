@@ -20,6 +20,7 @@ of :class:`CapturedGraph` that reach them are thin facades that import them when
 from __future__ import annotations
 
 import dataclasses
+import sys
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -148,6 +149,15 @@ class Violation:
 
 VIOLATION_LEVELS = {"seed": "error", "frozen_random": "error", "data_read": "error",
                     "unsupported_op": "error", "unseeded_random": "warning"}
+
+
+def _import_executor() -> Any:
+    """The replay layer (above this one), imported when first used; ``graph.replay`` looks it
+    up in ``sys.modules`` after that, since an ``import`` statement per call costs a
+    microsecond, a third of a tiny replay's fixed cost."""
+    import capviz.executor
+
+    return capviz.executor
 
 
 class ConstantValues(dict):
@@ -361,10 +371,10 @@ class CapturedGraph:
         """Run the graph on NumPy or CuPy; see :func:`capviz.executor.replay` (a graph with
         error-level violations raises :class:`capviz.IncompleteGraphError` unless
         ``allow_violations``)."""
-        from capviz.executor import replay
-
-        return replay(self, inputs, backend=backend, seed=seed, check_finite=check_finite,
-                      to_numpy=to_numpy, allow_violations=allow_violations)
+        executor = sys.modules.get("capviz.executor") or _import_executor()
+        return executor.replay(self, inputs, backend=backend, seed=seed,
+                               check_finite=check_finite, to_numpy=to_numpy,
+                               allow_violations=allow_violations)
 
     def compile(self, backend: str = "auto", seed: int | None = None,
                 allow_violations: bool = False) -> CompiledReplay:

@@ -92,7 +92,23 @@ def astype(self: Tensor, dtype: Any, order: str = "K", casting: str = "unsafe",
     if not np.can_cast(self.dtype, dtype, casting):
         raise TypeError(f"Cannot cast array data from {self.dtype!r} to {np.dtype(dtype)!r} "
                         f"according to the rule {casting!r}")
-    return apply(ops.OPS["astype"], (self,), {"dtype": np.dtype(dtype).name})
+    if not copy and np.dtype(dtype) == self.dtype and _layout_allows(self, dtype, order):
+        return self  # NumPy returns the array itself: writes through the result reach it
+    return apply(ops.OPS["astype"], (self,), {"dtype": ops.dtype_param(dtype)})
+
+
+def _layout_allows(self: Tensor, dtype: Any, order: str) -> bool:
+    """Whether ``astype(dtype, order, copy=False)`` of an equal dtype returns the array itself:
+    always for order 'K'; for 'A', 'C', 'F' when the memory layout fits, which an eager tensor's
+    array answers and a capture refuses to guess."""
+    if order in ("K", "k"):
+        return True
+    if not self._backend.records:
+        return self._data.astype(dtype, order=order, copy=False) is self._data
+    raise unsupported(f"tensor.astype(..., order={order!r}, copy=False)", (self,),
+                      "whether NumPy returns the array itself depends on its memory layout, "
+                      "which a capture does not decide; write order='K' (the tensor itself) "
+                      "or copy=True (a new tensor)")
 
 
 def compress(self: Tensor, condition: Any, axis: Any = None, out: Any = None) -> Tensor:
@@ -111,7 +127,11 @@ def copy(self: Tensor, order: str = "C") -> Tensor:
 
 
 def conj(self: Tensor) -> Tensor:
-    """``ndarray.conj``: the complex conjugate (the tensor's values for real dtypes)."""
+    """``ndarray.conj``: the complex conjugate, or the tensor itself for a real dtype.
+
+    NumPy returns a real array itself, so writes through the result reach it."""
+    if self.dtype.kind in "biuf":
+        return self
     return apply(ops.OPS["conjugate"], (self,))
 
 

@@ -528,6 +528,13 @@ def _astype(xp: Any) -> Callable:
     return astype
 
 
+def dtype_param(dtype: Any) -> str:
+    """The ``dtype`` param of ``astype``: the dtype's name (``"float32"``), or its string form
+    where NumPy cannot read the name back (``"|S4"`` for ``bytes32``)."""
+    dt = np.dtype(dtype)
+    return dt.name if dt.kind in "biufc" else dt.str
+
+
 def _astype_meta(args: Sequence, params: dict) -> tuple:
     try:
         return args[0].shape, np.dtype(params["dtype"])

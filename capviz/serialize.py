@@ -125,6 +125,17 @@ def _scalar(dtype: Any, value: Any, where: str) -> np.generic:
 # --- the networkx view -----------------------------------------------------------------------
 
 
+_POSITIONS = [str(i) for i in range(64)]
+
+
+def _literal(value: Any) -> Any:
+    """``encode`` with a fast path for the literals most ops carry (finite floats, ints)."""
+    t = type(value)
+    if t is int or (t is float and math.isfinite(value)):
+        return value
+    return encode(value)
+
+
 def node_attributes(node: Node, sources: dict | None = None) -> dict[str, Any]:
     """The JSON attributes of a node in ``graph.nx`` (``sources``: a cache of source strings,
     shared by the many nodes one line of a loop makes)."""
@@ -134,20 +145,23 @@ def node_attributes(node: Node, sources: dict | None = None) -> dict[str, Any]:
         source = sources.get(node.source)
         if source is None:
             source = sources[node.source] = format_source(node.source)
+    shape = node.shape
+    params = node.params
     attrs = {
         "kind": node.kind,
         "op": node.op,
-        "shape": None if node.shape is None else list(node.shape),
+        "shape": None if shape is None else list(shape),
         "dtype": dtype_name(node.dtype),
-        "params": {k: encode(v) for k, v in node.params.items()} if node.params else {},
+        "params": {k: encode(v) for k, v in params.items()} if params else {},
         "source": source,
         "order": node.index,
         "scope": node.scope,
         "name": node.name,
     }
-    if len(node.args) > 1 or (node.args and not isinstance(node.args[0], Node)):
-        literals = {str(i): encode(a) for i, a in enumerate(node.args)
-                    if not isinstance(a, Node)}
+    args = node.args
+    if args and (len(args) > 1 or type(args[0]) is not Node):
+        literals = {(_POSITIONS[i] if i < 64 else str(i)): _literal(a)
+                    for i, a in enumerate(args) if type(a) is not Node}
         if literals:
             attrs["literals"] = literals
     return attrs
@@ -204,17 +218,22 @@ def to_networkx(graph: CapturedGraph) -> nx.MultiDiGraph:
         succ[i] = {}
         pred[i] = {}
 
+    for n in graph.nodes:  # operand edges, inlined: the bulk of every graph
+        v = n.index
+        for pos, a in enumerate(n.args):
+            if type(a) is Node:
+                out = succ[a.index]
+                keys = out.get(v)
+                if keys is None:
+                    keys = out[v] = pred[v][a.index] = {}
+                keys[pos] = {"kind": "operand"}
+
     def link(u: int, v: int, key: Any, kind: str) -> None:
         keys = succ[u].get(v)
         if keys is None:
             keys = succ[u][v] = pred[v][u] = {}
         keys[key] = {"kind": kind}
 
-    for n in graph.nodes:
-        v = n.index
-        for pos, a in enumerate(n.args):
-            if type(a) is Node:
-                link(a.index, v, pos, "operand")
     for u, v, key in violation_links(graph):
         link(u, v, key, key)
     return g

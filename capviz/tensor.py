@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import operator
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -163,6 +164,30 @@ def _rpower(self: Tensor, other: Any) -> Any:
     return apply(_op(name), (other, self))
 
 
+def _numpy_scalar_base(inputs: tuple) -> bool:
+    """Whether ``np.power`` got a NumPy scalar base and a tensor standing for a NumPy scalar:
+    what a NumPy scalar's ``**`` hands on (it never defers to ``__rpow__``), and what
+    ``np.power(b, t)`` passes too."""
+    return (len(inputs) == 2 and isinstance(inputs[0], np.generic)
+            and type(inputs[1]) is Tensor and _is_scalar(inputs[1]))
+
+
+def _scalar_base_power(inputs: tuple) -> Any:
+    """``b ** t`` (NumPy's scalar math, ``scalar_power``) or ``np.power(b, t)`` (its array
+    loops, ``power``), told apart by the call running in the caller's frame
+    (:mod:`capviz.backends.call_site`); refused when that call cannot be read."""
+    from capviz.backends.call_site import power_call
+
+    kind = power_call(sys._getframe(2))  # the frame that called __array_ufunc__
+    if kind is None:
+        base = f"numpy.{type(inputs[0]).__name__}"
+        raise unsupported(f"{base} ** tensor", inputs, "a NumPy scalar's ** rounds "
+                          "differently from np.power, and capture could not read which of the "
+                          "two this line calls; write b ** t (NumPy's scalar math) or "
+                          "np.power(b, t) (its array loops) at this line")
+    return apply(_op("scalar_power" if kind == "operator" else "power"), inputs)
+
+
 def _round(self: Tensor, ndigits: Any = None) -> Any:
     """``round(t, ndigits)``: as NumPy's scalars (a 0-d tensor stands for the scalar a NumPy
     reduction returns); ``round()`` of an n-d tensor raises as ``round()`` of an ndarray does."""
@@ -287,6 +312,16 @@ class Tensor:
         """The shape."""
         return tuple(self._data.shape)
 
+    @shape.setter
+    def shape(self, shape: Any) -> None:
+        """``t.shape = (3, 2)``: an eager tensor's array is reshaped in place as NumPy does (or
+        raises NumPy's AttributeError); a capture refuses it (it would change what every
+        reference to the tensor sees, view or copy, from a layout capture does not decide)."""
+        if self._backend.records:
+            raise unsupported("t.shape = ...", (self,), "write t = t.reshape(...), which "
+                                                        "capture records")
+        self._data.shape = shape
+
     @property
     def dtype(self) -> np.dtype:
         """The dtype (a ``numpy.dtype``)."""
@@ -319,6 +354,21 @@ class Tensor:
     def __repr__(self) -> str:
         return self._backend.describe(self)
 
+    def __format__(self, spec: str) -> str:
+        """``f"{t}"`` is ``str(t)``; ``f"{t:.3f}"`` formats the value as NumPy does (a data
+        read, which a capture records as a violation at the user's line)."""
+        if not spec:
+            return str(self)
+        return format(self._backend.read(self, f"format(tensor, {spec!r})"), spec)
+
+    def __copy__(self) -> Tensor:
+        """``copy.copy(t)``: ``np.copy(t)`` (an eager copy, or a recorded ``copy`` op)."""
+        return np.copy(self)
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """``copy.deepcopy(t)``: ``np.copy(t)``, as for an ndarray of numbers."""
+        return np.copy(self)
+
     # --- data reads ---------------------------------------------------------------------------
 
     def numpy(self) -> np.ndarray:
@@ -331,6 +381,17 @@ class Tensor:
 
     def __float__(self) -> float:
         return float(self._backend.read(self, "float()"))
+
+    def is_integer(self) -> bool:
+        """Whether the NumPy scalar a 0-d tensor stands for is an integer (a data read).
+
+        As ``x.sum().is_integer()`` eagerly (NumPy's integer and float scalars); while
+        capturing it is a data read."""
+        if self.ndim or not self._backend.holds_scalar(self) or self.dtype.kind not in "iuf":
+            raise AttributeError(f"'Tensor' object has no attribute 'is_integer' (only the "
+                                 f"NumPy integer and float scalars have it; this is a "
+                                 f"{self.ndim}-d {self.dtype} tensor)")
+        return bool(self._backend.read(self, ".is_integer()")[()].is_integer())
 
     def __int__(self) -> int:
         return int(self._backend.read(self, "int()"))
@@ -358,6 +419,8 @@ class Tensor:
         if kwargs:
             raise unsupported(call, inputs, f"keyword arguments {sorted(kwargs)} are not "
                                             "supported")
+        if ufunc is np.power and _numpy_scalar_base(inputs):
+            return _scalar_base_power(inputs)
         op = ops.ufunc_op(ufunc)
         if op is None:
             raise unsupported(call, inputs, "multi-output and generalized ufuncs are not "

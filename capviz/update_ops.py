@@ -82,7 +82,7 @@ def selected_shape(shape: tuple, index: Any) -> tuple:
 def _copy_then(write: Callable) -> Callable[[Any], Callable]:
     def impl(xp: Any) -> Callable:
         def run(x: Any, *operands: Any, **params: Any) -> Any:
-            y = x.copy()
+            y = x.copy(order="K")  # the written array keeps its axis order, as in eager
             write(xp, y, *operands, **params)
             return y
 
@@ -220,7 +220,7 @@ register(Op("put_along_axis", _copy_then(_put_along_axis), _put_along_axis_meta,
 
 def _into(xp: Any) -> Callable:
     def into(target: Any, *operands: Any, op: str, params: dict) -> Any:
-        y = target.copy()
+        y = target.copy(order="K")
         OPS[op].bind(xp)(*operands, out=y, **params)
         return y
 

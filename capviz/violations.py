@@ -75,6 +75,30 @@ def frozen_message(call: str, generator: str, source: Any, reason: str = "") -> 
             + record)
 
 
+def frozen_object_message(name: str, kind: str, source: Any) -> str:
+    """Message of a ``frozen_random`` violation for a generator object (``rng``, a ``kind``)
+    whose state changed while a capture was open (seen when the scope closed)."""
+    return (f"{name} (a {kind} the capture can reach) was drawn from or reseeded while a capture "
+            f"scope was recording: its state changed between the scope's entry and its exit"
+            f"{_where(source)}. The values drawn now would be frozen into the graph as a "
+            "constant, and every replay would reuse them, where eager code draws fresh values "
+            "on each call. (A draw from an object cannot be hooked, so capviz cannot say which "
+            "line drew.)\n"
+            "Fixes:\n"
+            "  1. Use capviz's random ops, which replay fresh, reproducible draws:\n"
+            "       noise = cv.random.normal(x.shape, dtype=x.dtype)   # or cv.random.uniform, "
+            "cv.random.bernoulli\n"
+            "  2. Make the draw before the capture and pass it in as an input:\n"
+            f"       noise = {_same_draw(name, kind)}   # outside the scope\n"
+            "       with cap.capture_scope() as scope: n = scope.input(\"noise\", noise)")
+
+
+def _same_draw(name: str, kind: str) -> str:
+    if kind in ("np.random.Generator", "np.random.RandomState"):
+        return f"{name}.standard_normal(shape)"
+    return f"np.array(<the same draws from {name}>)"
+
+
 def data_read_message(call: str, what: str, source: Any) -> str:
     """Message of a ``data_read`` violation."""
     return (f"cannot read the value of a captured tensor during capture: {call} of {what}"

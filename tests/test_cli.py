@@ -26,6 +26,11 @@ def seeds(x):
 
 def two(x, y):
     return x + y
+
+
+def boom(x):
+    y = x * 2
+    raise RuntimeError("boom")  # BOOM LINE
 '''
 
 
@@ -257,3 +262,54 @@ def test_a_graph_with_a_lone_surrogate_name_shows_and_checks(project):
     ET.fromstring((project / "o.svg").read_text())
     checked = capviz("check", "o.json", cwd=project)
     assert checked.returncode == 0, checked.stderr
+
+
+def test_inputs_that_do_not_fit_the_function_are_a_usage_error(project):
+    missing = capviz("render", "model:mlp", cwd=project)
+    assert missing.returncode == 2, missing.stderr
+    assert "Traceback" not in missing.stderr
+    assert "model:mlp(x) cannot take the inputs given with -i (none)" in missing.stderr
+    extra = capviz("render", "model:mlp", "-i", "x=2,4:float32", "-i", "y=3:float32",
+                   cwd=project)
+    assert extra.returncode == 2 and "Traceback" not in extra.stderr
+    assert "(x, y)" in extra.stderr and "unexpected keyword argument 'y'" in extra.stderr
+
+
+def test_an_exception_in_the_users_function_names_its_line_and_keeps_the_graph(project):
+    line = MODEL.splitlines().index('    raise RuntimeError("boom")  # BOOM LINE') + 1
+    out = capviz("render", "model:boom", "-i", "x=3:float32", "-o", "partial.svg", cwd=project)
+    assert out.returncode == 1
+    assert "Traceback" not in out.stderr
+    assert f"capture failed: RuntimeError: boom (at {project / 'model.py'}:{line} in boom)" \
+        in out.stderr
+    assert "wrote partial graph to partial.svg" in out.stderr
+    root = ET.fromstring((project / "partial.svg").read_text())
+    assert "multiply" in ET.tostring(root, encoding="unicode")
+
+
+@pytest.mark.parametrize("name,fmt", [("g.html", "html"), ("g.dot", "dot"), ("g.json", "json"),
+                                      ("g.svg", "svg")])
+def test_the_output_suffix_picks_the_format(project, name, fmt):
+    out = capviz("render", "model:mlp", "-i", "x=2,4:float32", "-o", name, cwd=project)
+    assert out.returncode == 0, out.stderr
+    text = (project / name).read_text()
+    first = {"html": "<!DOCTYPE html>", "dot": "digraph", "json": "{", "svg": "<?xml"}[fmt]
+    assert text.lstrip().startswith(first), text[:80]
+
+
+def test_an_unknown_output_suffix_is_a_usage_error(project):
+    out = capviz("render", "model:mlp", "-i", "x=2,4:float32", "-o", "g.png", cwd=project)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "cannot tell the format of 'g.png'" in out.stderr
+
+
+def test_demo_into_a_closed_pipe_ends_quietly(tmp_path):
+    exe = shutil.which("capviz", path=os.path.dirname(sys.executable))
+    cmd = [exe] if exe else [sys.executable, "-m", "capviz"]
+    proc = subprocess.Popen(cmd + ["demo", "--out", "d.svg"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()  # the reader leaves, as `capviz demo | head -1` does
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

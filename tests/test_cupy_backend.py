@@ -81,7 +81,7 @@ def _real_cupy():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(_real_cupy() is None, reason="needs CuPy and a GPU (pip install "
-                                                 "'capviz[cuda]' on a machine with one)")
+                                                 "'.[cuda]' on a machine with one)")
 def test_real_cupy_random_bits_and_replay():
     cupy = _real_cupy()
     dev = cv.Device("numpy")
@@ -94,3 +94,35 @@ def test_real_cupy_random_bits_and_replay():
     assert np.array_equal(cupy.asnumpy(a["out0"]), b["out0"])
     assert np.array_equal(cupy.asnumpy(a["out1"]), b["out1"])
     np.testing.assert_array_max_ulp(cupy.asnumpy(a["out2"]), b["out2"], maxulp=8)
+
+
+def test_a_failed_cupy_import_is_remembered_not_retried_on_every_auto_replay(monkeypatch):
+    """backend="auto" asks for CuPy on every replay; a failed import searches every path entry
+    (tens of microseconds), so its failure is remembered until a 'cupy' module appears."""
+    import importlib
+    import sys
+
+    from capviz.backends import cupy as cupy_backend
+
+    monkeypatch.delitem(sys.modules, "cupy", raising=False)
+    monkeypatch.setattr(cupy_backend, "_MISSING", [])
+    calls = []
+    real_import = importlib.import_module
+
+    def counting(name, *args):
+        calls.append(name)
+        if name == "cupy" and "cupy" not in sys.modules:
+            raise ImportError("No module named 'cupy'")
+        return real_import(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", counting)
+    g = cv.capture(lambda x: x + 1, cv.spec(3))
+    for _ in range(3):
+        assert g.replay({"x": np.ones(3, np.float32)}).backend == "numpy"
+        with pytest.raises(cv.BackendUnavailableError,
+                           match=r"No module named 'cupy'.*pip install '\.\[cuda\]'"):
+            g.replay({"x": np.ones(3, np.float32)}, backend="cupy")
+    assert calls.count("cupy") == 1
+    fake = fakecupy.install(monkeypatch)  # a CuPy that appears later is found
+    assert g.replay({"x": np.ones(3, np.float32)}).backend == "cupy"
+    assert isinstance(g.replay({"x": np.ones(3, np.float32)})["out"], fake.ndarray)

@@ -3,8 +3,10 @@ violations or recorded, every reseeding path is seen, a device reseeded from ano
 nested captures are accounted for, graphs with violations refuse to replay, and the inventory in
 docs/guide/randomness.md matches NumPy's and Python's live modules."""
 
+import functools
 import os
 import random
+import re
 import runpy
 import sys
 import threading
@@ -278,35 +280,48 @@ def test_unseeded_or_wrapping_generators_are_fine_and_the_classes_still_behave()
 
 
 UNDETECTED = {
-    "**Draws from a `np.random.Generator` or `RandomState` object**":
-        lambda made_before: made_before.random(3),
-    "`rs.rand(...)`": lambda made_before: np.random.RandomState().rand(3),
+    "**Draws from a generator object the capture cannot reach**":
+        lambda deep, many: deep.rng.random(3),
+    '`cfg["a"]["rng"]`': lambda deep, many: deep.cfg["a"]["rng"].random(3),
+    "past the first 32 items of a container": lambda deep, many: many[-1].random(3),
+    "**Draws from a generator object made inside the capture**":
+        lambda deep, many: np.random.default_rng().random(3),
+    "`np.random.RandomState().rand(...)`": lambda deep, many: np.random.RandomState().rand(3),
+    "**A draw undone before the scope closes**": "undone",
     "`numpy.random._pcg64.PCG64(5)`":
-        lambda made_before: np.random.Generator(np.random._pcg64.PCG64(5)).random(3),
-    "`random.Random(5)`": lambda made_before: np.array([random.Random(5).random()] * 3),
+        lambda deep, many: np.random.Generator(np.random._pcg64.PCG64(5)).random(3),
+    "`random.Random(5)`": lambda deep, many: np.array([random.Random(5).random()] * 3),
     "subclass of them (`MyState(5)`)": "subclass",
     "`my_state.seed(5)`": "own seed",
-    "**Assigning `.state`** of a bit generator of your own": "state",
+    "**Assigning `.state`** of a bit generator of your own that the capture cannot reach":
+        "state",
 }
 
 
 @pytest.mark.parametrize("case", sorted(UNDETECTED))
 def test_what_the_docs_say_is_not_seen_really_is_not_seen(case):
     """The documented limits stay true: if capviz learns to see one, this fails and the docs'
-    list must change."""
+    list must change. The generators made before the capture sit deeper than one level (an
+    attribute of a plain object, a dict in a dict) or past the 32 items looked at."""
     assert case in open(PAGE, encoding="utf-8").read()
     how = UNDETECTED[case]
-    made_before = np.random.default_rng(1)
-    made_before_state = np.random.RandomState(1)
+    deep = types.SimpleNamespace(rng=np.random.default_rng(1), state=np.random.RandomState(1),
+                                 cfg={"a": {"rng": np.random.default_rng(2)}})
+    many = [np.random.default_rng(i) for i in range(40)]
     saved_own = np.random.default_rng(7).bit_generator.state
+    undone = np.random.default_rng(3)  # reachable: a local of this frame
     with cv.CaptureDevice().capture_scope() as scope:
         x = scope.input("x", (3,), "float64")
         if how == "state":
-            made_before.bit_generator.state = saved_own
-            value = made_before.random(3)
+            deep.rng.bit_generator.state = saved_own
+            value = deep.rng.random(3)
         elif how == "own seed":
-            made_before_state.seed(5)
-            value = made_before_state.rand(3)
+            deep.state.seed(5)
+            value = deep.state.rand(3)
+        elif how == "undone":
+            saved = undone.bit_generator.state
+            value = undone.random(3)
+            undone.bit_generator.state = saved
         elif how == "subclass":
 
             class MyState(np.random.RandomState):
@@ -314,7 +329,7 @@ def test_what_the_docs_say_is_not_seen_really_is_not_seen(case):
 
             value = MyState(5).rand(3)
         else:
-            value = how(made_before)
+            value = how(deep, many)
         scope.output(x + value)
     assert scope.graph.violations == []
     assert len(scope.graph.constants) == 1  # the drawn values, frozen
@@ -693,3 +708,211 @@ def test_a_draw_through_a_function_bound_before_the_capture_is_an_unhooked_use()
     assert "an unhooked use of NumPy's global generator" in violation.message
     with pytest.raises(cv.IncompleteGraphError):
         scope.graph.replay({"x": np.zeros(3)})
+
+
+# --- generator objects the capture can reach: states compared when the scope closes ----------
+
+MODULE_RNG = np.random.default_rng(11)
+
+
+def _noisy(x):
+    return x + MODULE_RNG.standard_normal(x.shape)
+
+
+def _frozen(match):
+    return pytest.raises(cv.FrozenRandomError, match=match)
+
+
+def _drawn(name, kind="np.random.Generator"):
+    return f"^{re.escape(name)} \\(a {re.escape(kind)} the capture can reach\\) was drawn from"
+
+
+def test_a_module_level_generator_drawn_from_in_a_capture_is_frozen_random():
+    with _frozen(_drawn("MODULE_RNG")) as info:
+        cv.capture(_noisy, cv.spec((3,), "float64"))
+    err = info.value
+    assert err.violation.kind == "frozen_random" and err.violation.level == "error"
+    assert "cv.random.normal(x.shape" in str(err)
+    assert "MODULE_RNG.standard_normal(shape)   # outside the scope" in str(err)
+    assert f"{HERE}:" in str(err)  # the line of the cv.capture call: the scope's exit
+    assert err.graph.nodes[-1].kind == "violation"  # placed at the scope's exit
+
+
+def test_a_generator_in_a_closure_is_seen():
+    def make():
+        rng = np.random.default_rng(1)
+        return lambda x: x * rng.random(x.shape)
+
+    with _frozen(_drawn("rng")):
+        cv.capture(make(), cv.spec((2,), "float64"))
+
+
+class _Noise:
+    def __init__(self):
+        self.rng = np.random.default_rng(2)
+        self.scale = 0.5
+
+    def forward(self, x):
+        return x + self.scale * self.rng.normal(size=x.shape)
+
+    def __call__(self, x):
+        return self.forward(x)
+
+
+@pytest.mark.parametrize("how", ["bound method", "callable object"])
+def test_self_rng_of_a_captured_method_or_callable_object_is_seen(how):
+    noise = _Noise()
+    fn = noise.forward if how == "bound method" else noise
+    with _frozen(_drawn("self.rng")):
+        cv.capture(fn, cv.spec((2,), "float64"))
+
+
+def test_a_local_generator_of_the_with_form_is_seen():
+    rng = np.random.default_rng(3)
+    with _frozen(_drawn("rng")):
+        with cv.CaptureDevice().capture_scope() as scope:
+            x = scope.input("x", (3,), "float64")
+            scope.output(x + rng.random(3))
+
+
+REACHED = {
+    "params['rng']": lambda: _param_draw,
+    "rng (a default)": lambda: _default_draw,
+    "RandomState": lambda: _legacy_draw,
+    "random.Random": lambda: _python_draw,
+    "bit generator .state assigned": lambda: _state_assigned,
+    "RandomState reseeded": lambda: _legacy_reseeded,
+    "a partial's argument": lambda: functools.partial(_draw_from, rng=np.random.default_rng(10)),
+    "a classmethod's class": lambda: _Shared.draw,
+}
+PARAMS = {"scale": 2.0, "rng": np.random.default_rng(4)}
+LEGACY = np.random.RandomState(5)
+PY_RNG = random.Random(6)
+BITGEN = np.random.PCG64(7)
+OTHER_STATE = np.random.PCG64(99).state
+
+
+def _param_draw(x):
+    return x + PARAMS["rng"].random(x.shape)
+
+
+def _default_draw(x, rng=np.random.default_rng(8)):
+    return x + rng.random(x.shape)
+
+
+def _legacy_draw(x):
+    return x + LEGACY.rand(*x.shape)
+
+
+def _python_draw(x):
+    return x + PY_RNG.random()
+
+
+def _state_assigned(x):
+    BITGEN.state = OTHER_STATE
+    return x + 1
+
+
+def _legacy_reseeded(x):
+    LEGACY.seed(5)
+    return x + 1
+
+
+def _draw_from(x, rng):
+    return x + rng.random(x.shape)
+
+
+class _Shared:
+    rng = np.random.default_rng(15)
+
+    @classmethod
+    def draw(cls, x):
+        return x + cls.rng.random(x.shape)
+
+
+@pytest.mark.parametrize("case, name, kind", [
+    ("params['rng']", "PARAMS['rng']", "np.random.Generator"),
+    ("rng (a default)", "rng", "np.random.Generator"),
+    ("RandomState", "LEGACY", "np.random.RandomState"),
+    ("random.Random", "PY_RNG", "random.Random"),
+    ("bit generator .state assigned", "BITGEN", "np.random.PCG64"),
+    ("RandomState reseeded", "LEGACY", "np.random.RandomState"),
+    ("a partial's argument", "partial argument rng", "np.random.Generator"),
+    ("a classmethod's class", "cls.rng", "np.random.Generator"),
+])
+def test_every_reachable_kind_of_generator_is_named_where_it_was_found(case, name, kind):
+    with _frozen(_drawn(name, kind)):
+        cv.capture(REACHED[case](), cv.spec((2,), "float64"))
+
+
+def test_a_generator_drawn_from_in_record_mode_is_one_violation_and_refuses_replay():
+    graph = cv.capture(_noisy, cv.spec((3,), "float64"), on_violation="record")
+    (violation,) = graph.violations
+    assert violation.kind == "frozen_random" and violation.level == "error"
+    assert violation.call.startswith("MODULE_RNG (np.random.Generator")
+    assert graph.nodes[violation.order].kind == "violation"
+    assert violation.order == len(graph.nodes) - 2  # after the add, before the output
+    with pytest.raises(cv.IncompleteGraphError, match="frozen_random"):
+        graph.replay({"x": np.zeros(3)})
+
+
+def test_one_generator_under_several_names_is_one_violation():
+    rng = np.random.default_rng(9)
+    also = {"rng": rng, "bitgen": rng.bit_generator}
+    with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+        x = scope.input("x", (2,), "float64")
+        scope.output(x + rng.random(2))
+    assert [v.call.split(" ")[0] for v in scope.graph.violations] == ["rng"]
+    assert also["rng"] is rng
+
+
+def test_an_untouched_reachable_generator_changes_nothing():
+    def scaled(x):
+        return x * 2.0 + MODULE_RNG_UNTOUCHED.bit_generator.state["state"]["inc"] % 3
+
+    inputs = {"x": np.arange(3.0)}
+    graph = cv.capture(scaled, cv.spec((3,), "float64"))
+    assert graph.violations == []
+    out = graph.replay(inputs)["out"]
+    eager = scaled(inputs["x"])
+    assert out.dtype == eager.dtype and out.tobytes() == eager.tobytes()
+
+
+MODULE_RNG_UNTOUCHED = np.random.default_rng(12)
+
+
+def test_graphs_without_generators_are_unchanged_by_the_watch():
+    def plain(x):
+        return np.tanh(x) * 3.0
+
+    reachable = np.random.default_rng(13)  # a local of this frame: watched, never drawn from
+    with cv.CaptureDevice().capture_scope() as scope:
+        x = scope.input("x", (4,), "float32")
+        scope.output(np.tanh(x) * 3.0, name="out")
+    graph = cv.capture(plain, cv.spec((4,), "float32"))
+    assert scope.graph.violations == [] and graph.violations == []
+    assert [n.op for n in scope.graph.nodes] == [n.op for n in graph.nodes]
+    x = np.linspace(-1, 1, 4, dtype=np.float32)
+    for g in (scope.graph, graph):
+        out = g.replay({"x": x})["out"]
+        assert out.dtype == np.float32 and out.tobytes() == plain(x).tobytes()
+    assert reachable.bit_generator.state == np.random.default_rng(13).bit_generator.state
+
+
+def test_an_input_example_drawn_inside_the_with_block_counts_too():
+    rng = np.random.default_rng(14)
+    with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+        x = scope.input("x", rng.standard_normal(3))
+        scope.output(x + 1)
+    assert [v.kind for v in scope.graph.violations] == ["frozen_random"]
+
+
+def test_the_global_generators_are_left_to_the_hooks():
+    legacy = np.random.mtrand._rand  # NumPy's global RandomState, bound before the capture
+    python = random._inst
+    for draw, call in ((lambda: legacy.rand(2), "an unhooked use of NumPy's"),
+                       (lambda: python.random(), "random._inst.random()")):
+        with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+            draw()  # reported by the hooks or their backstop, once; not by the watch
+        (violation,) = scope.graph.violations
+        assert violation.call.startswith(call)

@@ -116,13 +116,87 @@ def user_source() -> tuple | None:
 
 def host_array(value: Any) -> np.ndarray:
     """A private host copy of an array-like value with its memory layout (strides, order) kept,
-    so replay runs the kernels eager NumPy ran (CuPy arrays are copied to the host)."""
+    so replay runs the kernels eager NumPy ran (CuPy arrays are copied to the host).
+
+    Raises:
+        UnsupportedOperationError: an ndarray subclass other than ``np.memmap`` (see
+            :func:`subclass_refusal`), or a dtype outside the numbers and booleans.
+    """
     if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
         return value.get()
+    refusal = subclass_refusal(value)
+    if refusal is not None:
+        raise UnsupportedOperationError(f"{refusal}{_at(user_source())}")
     arr = np.asarray(value)
     if arr.dtype == object:
         raise TypeError("object arrays cannot be recorded (they could hold anything)")
+    if arr.dtype.kind not in NUMERIC_KINDS:
+        raise UnsupportedOperationError(
+            f"{dtype_refusal(arr.dtype, 'an array constant')}{_at(user_source())}")
     return layout_copy(arr)
+
+
+#: The dtype kinds a graph holds (booleans, integers, floats, complex): what replay backends
+#: compute and what a saved graph stores.
+NUMERIC_KINDS = "biufc"
+
+#: ndarray subclasses whose operators and ufuncs are exactly ndarray's (a memmap is an
+#: ndarray over a file); any other subclass is refused, since it may redefine them.
+PLAIN_SUBCLASSES = (np.memmap,)
+
+
+def subclass_refusal(value: Any) -> str | None:
+    """Why ndarray subclass ``value`` cannot enter a capture (``None``: a plain array)."""
+    fix = subclass_fix(value)
+    if fix is None:
+        return None
+    return (f"an ndarray subclass ({type_name(value)}) cannot be recorded: the graph holds "
+            f"plain ndarrays, and {fix}")
+
+
+def type_name(value: Any) -> str:
+    """``module.Class`` of ``value``'s type (``numpy.ma.MaskedArray``)."""
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def subclass_fix(value: Any) -> str | None:
+    """What ndarray subclass ``value`` changes and what to pass instead (``None``: a plain
+    ndarray, or ``np.memmap``, which computes as one).
+
+    ``np.matrix`` makes ``*`` and ``**`` matrix products, a masked array leaves masked elements
+    out of its results, and any other subclass may redefine operators and ufuncs: a graph holds
+    plain ndarrays, so recording one would silently change what the code computes.
+    """
+    kind = type(value)
+    if not isinstance(value, np.ndarray) or kind is np.ndarray or kind in PLAIN_SUBCLASSES:
+        return None
+    if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
+        return None  # a GPU array: host_array copies its values to the host
+    if isinstance(value, np.matrix):
+        fix = ("np.matrix makes * and ** matrix products; pass np.asarray(M) and write @ for a "
+               "matrix product")
+    elif isinstance(value, np.ma.MaskedArray):
+        fix = ("a masked array leaves its masked elements out of results; pass m.filled(value) "
+               "or compute with np.where(mask, ..., ...) on plain arrays")
+    else:
+        fix = ("a subclass may redefine operators and ufuncs; pass np.asarray(value) if it "
+               "computes as a plain ndarray")
+    return fix
+
+
+def dtype_refusal(dtype: np.dtype, what: str) -> str:
+    """Why ``what`` of non-numeric ``dtype`` cannot be recorded."""
+    return (f"{what} of dtype {dtype} cannot be recorded: a graph holds booleans, integers, "
+            "floats and complex numbers only (object arrays could hold anything; strings, "
+            "datetime64, timedelta64 and structured dtypes are not computed by the replay "
+            "backends nor stored by graph.save). Compute this part outside the capture, or "
+            "keep numbers (for datetime64: x.astype('int64') counts of its unit)")
+
+
+def _at(source: Any) -> str:
+    where = format_source(source)
+    return f" (at {where})" if where else ""
 
 
 def describe_node(node: Node) -> str:
@@ -165,6 +239,8 @@ class Recorder(Backend):
         self._warned_unseeded = False
         self._adopted: dict[int, tuple[Any, Node]] = {}
         self.layouts: dict[int, Any] = {}  # view node index -> stride stand-in
+        self.layout_inputs: dict[int, frozenset] = {}  # view node index -> inputs its
+        #                                                stand-in assumes C-contiguous
         self.scopes = ScopeTracker(user_frame(sys._getframe(1)), _NAME_SCOPE.get())
         self.namer = Namer()
 
@@ -246,6 +322,8 @@ class Recorder(Backend):
             meta = op.meta(conv, params)
         except ShapeError as err:
             raise self._located(err, user_source()) from None
+        if op.multi or meta[1] is None or meta[1].kind not in NUMERIC_KINDS:
+            self._check_dtype(op, meta)
         frame = user_frame(sys._getframe(1))
         source = source_of(frame)
         if op.multi:
@@ -328,7 +406,26 @@ class Recorder(Backend):
             return node
         if isinstance(value, (str, bytes, dict, set)) or value is Ellipsis:
             raise TypeError(f"a {type(value).__name__} cannot be an operand of a tensor op")
+        refusal = subclass_refusal(value)
+        if refusal is not None:
+            raise self.refuse(f"a {type(value).__name__} operand", refusal)
         return self.constant(host_array(value), None, user_source())
+
+    def refuse(self, call: str, reason: str) -> UnsupportedOperationError:
+        """Record an ``unsupported_op`` violation whose message is ``reason`` at the user's
+        line; return its error for the caller to raise (``raise`` mode raises it here)."""
+        self.check_usable()
+        source = user_source()
+        self.violation("unsupported_op", call, f"{reason}{_at(source)}", source)
+        return make_error(self.graph.violation_records[-1], self.graph)
+
+    def _check_dtype(self, op: ops.Op, meta: Any) -> None:
+        """Refuse an op whose result is not a number or a boolean (``x.astype(object)``)."""
+        results = meta if op.multi else (meta,)
+        for _, dtype in results:
+            if dtype is not None and np.dtype(dtype).kind not in NUMERIC_KINDS:
+                what = f"x.astype({dtype})" if op.name == "astype" else op.name
+                raise self.refuse(what, dtype_refusal(np.dtype(dtype), f"the result of {what}"))
 
     def _unchanged(self, node: Node, value: np.ndarray) -> bool:
         """Whether ndarray ``value`` still holds what constant ``node`` recorded of it."""
@@ -345,8 +442,17 @@ class Recorder(Backend):
 
     def input(self, name: str, shape: tuple, dtype: np.dtype, source: Any,
               stands_for: Any = None) -> Tensor:
-        """Record a declared input (``stands_for``: an eager tensor or array it replaces)."""
+        """Record a declared input (``stands_for``: an eager tensor or array it replaces).
+
+        The graph assumes the input C-contiguous, whatever the example's layout: the example
+        gives the shape and dtype only (see :mod:`capviz.backends.views`).
+        """
         self.check_usable()
+        refusal = subclass_refusal(stands_for)
+        if refusal is not None:
+            raise self.refuse(f"input {name!r}", refusal)
+        if np.dtype(dtype).kind not in NUMERIC_KINDS:
+            raise self.refuse(f"input {name!r}", dtype_refusal(np.dtype(dtype), f"input {name!r}"))
         node = self._append("input", None, (), {}, tuple(shape), np.dtype(dtype), source, name)
         if stands_for is not None:
             self._adopted[id(stands_for)] = (stands_for, node)

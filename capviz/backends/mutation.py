@@ -48,14 +48,21 @@ class Storage:
         version: bumped by every write into the buffer.
         uncertain: weak references to the views whose sharing with the buffer capture cannot
             decide.
+        assumes: indices of the graph inputs whose C-contiguous layout the buffer's layout
+            stand-in assumes (see :mod:`capviz.backends.views`).
+        decided: the inputs whose assumed layout a view-or-copy decision on this buffer read
+            (a ``reshape`` or ``ravel``): a write into the buffer makes the graph need them
+            C-contiguous at replay (:func:`require_c_layout`).
     """
 
-    __slots__ = ("node", "uncertain", "version")
+    __slots__ = ("assumes", "decided", "node", "uncertain", "version")
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: Node, assumes: frozenset = frozenset()) -> None:
         self.node = node
         self.version = 0
         self.uncertain: list[weakref.ref] = []
+        self.assumes = assumes
+        self.decided: frozenset = frozenset()
 
 
 class Step:
@@ -155,7 +162,21 @@ def operand(rec: Any, value: Any, dtype: np.dtype | None = None) -> Any:
         return value
     if isinstance(value, (list, tuple)) and dtype is not None:
         value = np.asarray(value, dtype=dtype)
+    if type(value) is np.ndarray and value.ndim == 0:  # cast unsafely, unlike a NumPy scalar
+        from capviz.backends.capture import host_array, user_source
+
+        return rec.constant(host_array(value), rec.name_of(value), user_source())
     return rec.adopt_value(value)
+
+
+def basic_write_value(rec: Any, value: Any, dtype: np.dtype) -> Any:
+    """The operand for ``t[basic index] = value`` (and ``t.fill``): a NumPy number stays a
+    typed literal, since NumPy checks its value against the destination's range as it does a
+    Python number's (``int8_t[0] = np.int64(300)`` raises OverflowError), which the op's rule
+    then runs on a one-element stand-in; every other value is :func:`operand`'s."""
+    if isinstance(value, (np.number, np.bool_)):
+        return value
+    return operand(rec, value, dtype)
 
 
 def is_numpy_scalar(tensor: Tensor) -> bool:
@@ -170,6 +191,9 @@ def is_numpy_scalar(tensor: Tensor) -> bool:
 def assign(rec: Any, tensor: Tensor, node: Node) -> None:
     """Make ``node`` (same shape and dtype) the tensor's value, through its storage if any."""
     alias = tensor._alias
+    root = tensor._data if alias is None else alias.storage.node
+    if root.kind == "input":  # replay's copy of a strided input would not keep its strides
+        require_c_layout(rec, frozenset((root.index,)))
     if alias is None:
         tensor._data = node
         if not node.shape:  # a 0-d array stays an array (not a scalar) once written
@@ -177,6 +201,8 @@ def assign(rec: Any, tensor: Tensor, node: Node) -> None:
         return
     storage = alias.storage
     _check_uncertain(storage, tensor)
+    if storage.decided:
+        require_c_layout(rec, storage.decided)
     if alias.version != storage.version:  # the inverse steps need the parents' current values
         _rederive(rec, tensor, alias)
     values = [node]
@@ -189,6 +215,23 @@ def assign(rec: Any, tensor: Tensor, node: Node) -> None:
     alias.path = tuple(values)
     alias.version = storage.version
     tensor._data = values[-1]
+
+
+def require_c_layout(rec: Any, inputs: frozenset) -> None:
+    """Mark graph inputs (by node index) as needing a C-contiguous array at replay.
+
+    Called for a write into an input's buffer (an update op copies the input; eager writes in
+    place, keeping strides the copy would not keep: reversed, gapped), and for a write into a
+    buffer on which capture decided view-or-copy (``reshape``, ``ravel``) from the assumed C
+    layout of these inputs (with another layout eager NumPy decides otherwise, so the written
+    values would differ). The mark is the input node's param ``layout: "C"``; replay refuses a
+    non-C-contiguous array for it (it survives save/load).
+    """
+    nodes = rec.graph.nodes
+    for index in inputs:
+        node = nodes[index]
+        if node.params.get("layout") != "C":
+            node.params = {**node.params, "layout": "C"}
 
 
 def check_writable(tensor: Tensor) -> None:
@@ -344,8 +387,9 @@ def setitem(rec: Any, target: Tensor, key: Any, value: Any) -> None:
                               "np.put_along_axis(t, idx, value, axis=...)")
     else:
         index = normalize_index(key)
-        args = (current(rec, target), operand(rec, value, target.dtype))
-        node = record(rec, ops.OPS["setitem"], args, {"index": index})
+        fancy = any(isinstance(k, list) for k in index)  # a fancy write casts unsafely
+        written = (operand if fancy else basic_write_value)(rec, value, target.dtype)
+        node = record(rec, ops.OPS["setitem"], (current(rec, target), written), {"index": index})
     assign(rec, target, node)
 
 

@@ -14,7 +14,10 @@ storage carries a stand-in of its strides in a C-contiguous buffer of one-byte e
 memory: ``as_strided`` over one byte, never read), and NumPy's own ``reshape(..., copy=False)``
 on it says whether eager NumPy copies. Where capture does not know the layout (a buffer made from
 operands of unknown layout), the reshape is *uncertain*: a write through it, or into its base
-while it lives, is refused by name.
+while it lives, is refused by name. Inputs are assumed C-contiguous: a reshape or ravel decided
+from that assumption is noted on the buffer's :class:`~capviz.backends.mutation.Storage`
+(``decided``), and a write into such a buffer marks the inputs it rested on as needing a
+C-contiguous array at replay (:func:`~capviz.backends.mutation.require_c_layout`).
 """
 
 from __future__ import annotations
@@ -241,10 +244,18 @@ def track_view(rec: Any, op: ops.Op, args: tuple, params: dict, out: Tensor) -> 
         return  # indexing a NumPy scalar gives a new array
     alias = base._alias
     if alias is None:
-        alias = Alias(Storage(base._data), (), (base._data,), _root_layout(rec, base._data))
+        layout, assumes = _root_layout(rec, base._data)
+        alias = Alias(Storage(base._data, assumes), (), (base._data,), layout)
         base._alias = alias
     made = VIEW_RULES[op.name](base._data, out._data, params, alias.layout)
+    storage = alias.storage
+    depends = storage.assumes if op.name in LAYOUT_DECISIONS and alias.layout is not None \
+        else frozenset()
+    if depends:  # this view-or-copy decision read the inputs' assumed C layout
+        storage.decided |= depends
     if made is None:
+        if depends:  # a copy here, a view of the base with another input layout
+            _layout_dependent_copy(out, depends)
         return
     step, layout = made
     uncertain = layout is UNCERTAIN
@@ -253,8 +264,25 @@ def track_view(rec: Any, op: ops.Op, args: tuple, params: dict, out: Tensor) -> 
         step.refusal = _uncertain_refusal(op.name)
     out._alias = Alias(alias.storage, alias.steps + (step,), alias.path + (out._data,), layout)
     rec.layouts[out._data.index] = layout
+    if storage.assumes:
+        rec.layout_inputs[out._data.index] = storage.assumes
     if uncertain:
         alias.storage.uncertain.append(weakref.ref(out))
+
+
+#: View ops whose view-or-copy answer depends on the operand's memory layout.
+LAYOUT_DECISIONS = frozenset(("reshape", "ravel"))
+
+
+def _layout_dependent_copy(out: Tensor, depends: frozenset) -> None:
+    """``out`` is a fresh C-ordered copy only because the inputs ``depends`` were assumed
+    C-contiguous: give it a buffer of its own whose writes mark those inputs (see
+    :func:`capviz.backends.mutation.require_c_layout`)."""
+    shape = tuple(out._data.shape)
+    storage = Storage(out._data, depends)
+    storage.decided = depends
+    layout = as_strided(np.zeros(1, np.uint8), shape, _c_strides(shape))
+    out._alias = Alias(storage, (), (out._data,), layout)
 
 
 def _foreign_view(op: ops.Op, out: Tensor) -> None:
@@ -310,13 +338,15 @@ for _name in ("hsplit", "vsplit", "dsplit", "unstack", "broadcast_arrays"):
 
 # --- memory layout: is a buffer C-contiguous? -------------------------------------------------
 
-def _root_layout(rec: Any, node: Node) -> np.ndarray | None:
-    """A stand-in for ``node``'s value as a C-contiguous buffer of 1-byte elements, or ``None``
-    when eager NumPy may lay it out otherwise."""
-    if not _c_contiguous(rec, node):
-        return None
+def _root_layout(rec: Any, node: Node) -> tuple[np.ndarray | None, frozenset]:
+    """A stand-in for ``node``'s value as a C-contiguous buffer of 1-byte elements (``None``
+    when eager NumPy may lay it out otherwise), and the indices of the inputs whose assumed C
+    layout that answer rests on."""
+    assumed: set[int] = set()
+    if not _c_contiguous(rec, node, 0, assumed):
+        return None, frozenset()
     shape = tuple(node.shape)
-    return as_strided(np.zeros(1, np.uint8), shape, _c_strides(shape))
+    return as_strided(np.zeros(1, np.uint8), shape, _c_strides(shape)), frozenset(assumed)
 
 
 def _c_strides(shape: tuple) -> tuple:
@@ -328,12 +358,14 @@ def _c_strides(shape: tuple) -> tuple:
     return tuple(reversed(strides))
 
 
-def _c_contiguous(rec: Any, node: Node, depth: int = 0) -> bool:
-    """Whether eager NumPy certainly holds ``node``'s value C-contiguous: declared inputs (as
-    replay and ``cv.spec`` make them), C-ordered constants, views whose strides say so, and op
-    results whose tensor operands all are (ufuncs and ``astype`` keep their operands' order;
-    a result of C-contiguous operands is C-contiguous). Anything else is unknown: ``False``."""
+def _c_contiguous(rec: Any, node: Node, depth: int, assumed: set[int]) -> bool:
+    """Whether eager NumPy certainly holds ``node``'s value C-contiguous: inputs (assumed so,
+    as ``cv.spec`` makes them; their indices are added to ``assumed``), C-ordered constants,
+    views whose strides say so, and op results whose tensor operands all are (ufuncs and
+    ``astype`` keep their operands' order; a result of C-contiguous operands is C-contiguous).
+    Anything else is unknown: ``False``."""
     if node.kind == "input":
+        assumed.add(node.index)
         return True
     if node.kind == "constant":
         value = rec.graph.constant_values.get(node.index)
@@ -342,7 +374,8 @@ def _c_contiguous(rec: Any, node: Node, depth: int = 0) -> bool:
         return False
     if node.index in rec.layouts:
         layout = rec.layouts[node.index]
+        assumed.update(rec.layout_inputs.get(node.index, ()))
         return layout is not None and bool(layout.flags.c_contiguous)
     if node.op in VIEWS or node.op == "unpack":
         return False  # a view of unknown strides, or a copy made by a view op: unknown
-    return all(_c_contiguous(rec, a, depth + 1) for _, a in node.operands)
+    return all(_c_contiguous(rec, a, depth + 1, assumed) for _, a in node.operands)

@@ -303,7 +303,9 @@ def _result_type(*arrays_and_dtypes: Any) -> np.dtype:
 
 @implements(np.astype)
 def _astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
-    return apply(ops.OPS["astype"], (x,), {"dtype": np.dtype(dtype).name})
+    if not copy and type(x) is Tensor and np.dtype(dtype) == x.dtype:
+        return x  # NumPy returns x itself: writes through the result reach it
+    return apply(ops.OPS["astype"], (x,), {"dtype": ops.dtype_param(dtype)})
 
 
 @implements(np.round, np.around)

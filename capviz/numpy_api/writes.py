@@ -11,6 +11,7 @@ NumPy's own checks run first on stand-ins, so a write NumPy refuses raises NumPy
 from __future__ import annotations
 
 import operator
+import warnings
 from typing import Any
 
 import numpy as np
@@ -113,8 +114,24 @@ def _place(arr: Any, mask: Any, vals: Any) -> None:
     if tuple(np.shape(mask)) != arr.shape:
         raise unsupported("np.place with a mask of another shape", (arr, mask, vals),
                           "reshape the mask to the array's shape")
+    _check_place_values(arr, vals)
     one = vals.reshape(()) if type(vals) is Tensor else _values(np.ravel(vals), arr.dtype)[0]
     arr[mask] = one
+
+
+def _check_place_values(arr: Tensor, vals: Any) -> None:
+    """NumPy's conversion of ``vals`` to ``arr``'s dtype, which ``np.place`` runs before
+    writing (safe casting for an array, a range check for a Python number): run on a
+    one-element destination with no True entry, so its error is NumPy's, at the user's line."""
+    standin = np.ones(vals.shape, vals.dtype) if type(vals) is Tensor else vals
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            np.place(np.zeros(1, arr.dtype), np.zeros(1, bool), standin)
+    except (ValueError, TypeError, OverflowError) as err:
+        if isinstance(arr._backend, Recorder):
+            raise located(arr._backend, err) from None
+        raise
 
 
 def write_into(call: str, op: ops.Op, operands: Any, params: dict, out: Tensor) -> Tensor:

@@ -6,6 +6,8 @@ would make NumPy walk every element (``roll``, ``copy``, ``pad``): those have wr
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from capviz import ops
@@ -40,6 +42,105 @@ def _roll_shape(shapes: list, params: dict) -> tuple:
 
 _EMPTY_PAD = "np.pad(..., mode='constant') (mode='empty' leaves the new values undefined)"
 
+def _repeat_shape(shapes: list, params: dict) -> tuple:
+    shape = tuple(shapes[0])
+    axis = params.get("axis")
+    if axis is None:
+        shape, ax = (ops.numel(shape),), 0
+    else:
+        ax = axis_index(axis, len(shape))
+    repeats = np.asarray(params["repeats"])
+    if not np.issubdtype(repeats.dtype, np.integer) and repeats.size:
+        raise TypeError("Cannot cast array data from dtype('float64') to dtype('int64') "
+                        "according to the rule 'safe'")
+    if (repeats < 0).any():
+        raise ValueError("repeats may not contain negative values.")
+    if repeats.ndim > 1:
+        raise ValueError("object too deep for desired array")
+    n = shape[ax]
+    if repeats.size == 1:
+        length = n * int(repeats.reshape(()))
+    elif repeats.size == n:
+        length = int(repeats.sum())
+    else:
+        raise ValueError(f"operands could not be broadcast together with shape ({n},) "
+                         f"({repeats.size},)")
+    return shape[:ax] + (length,) + shape[ax + 1:]
+
+
+def _take_along_axis_shape(shapes: list, params: dict) -> tuple:
+    arr, idx = tuple(shapes[0]), tuple(shapes[1])
+    axis = params.get("axis", -1)
+    if axis is None:
+        if len(idx) != 1:
+            raise ValueError("when axis=None, `indices` must have a single dimension.")
+        return idx
+    ax = axis_index(axis, len(arr))
+    if len(idx) != len(arr):
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    rest = np.broadcast_shapes(arr[:ax] + (1,) + arr[ax + 1:], idx[:ax] + (1,) + idx[ax + 1:])
+    return tuple(rest[:ax]) + (idx[ax],) + tuple(rest[ax + 1:])
+
+
+def _append_shape(shapes: list, params: dict) -> tuple:
+    arr, values = tuple(shapes[0]), tuple(shapes[1] or ())
+    axis = params.get("axis")
+    if axis is None:
+        return (ops.numel(arr) + ops.numel(values),)
+    ax = axis_index(axis, len(arr))
+    if len(values) != len(arr) or any(v != a for i, (v, a) in enumerate(zip(values, arr))
+                                      if i != ax):
+        raise ValueError("all the input array dimensions except for the concatenation axis "
+                         "must match exactly")
+    return arr[:ax] + (arr[ax] + values[ax],) + arr[ax + 1:]
+
+
+def _tile_shape(shapes: list, params: dict) -> tuple:
+    shape = tuple(shapes[0])
+    reps = params["reps"]
+    reps = (reps,) if isinstance(reps, int) else tuple(reps)
+    if any(not isinstance(r, int) or r < 0 for r in reps):
+        raise ValueError("negative dimensions are not allowed")
+    n = max(len(shape), len(reps))
+    shape = (1,) * (n - len(shape)) + shape
+    reps = (1,) * (n - len(reps)) + reps
+    return tuple(d * r for d, r in zip(shape, reps))
+
+
+_SPLIT_AXIS = {"hsplit": (1, 1), "vsplit": (0, 2), "dsplit": (2, 3)}
+
+
+def _split_shapes(name: str) -> object:
+    """hsplit / vsplit / dsplit: pieces along a fixed axis (hsplit: 0 for 1-d)."""
+    axis, min_ndim = _SPLIT_AXIS[name]
+
+    def rule(shapes: list, params: dict) -> list:
+        shape = tuple(shapes[0])
+        if len(shape) < min_ndim:
+            raise ValueError(f"{name} only works on arrays of {min_ndim} or more dimensions")
+        ax = 0 if name == "hsplit" and len(shape) == 1 else axis
+        n = shape[ax]
+        sections = params["indices_or_sections"]
+        if isinstance(sections, int):
+            if sections <= 0 or n % sections:
+                raise ValueError("array split does not result in an equal division")
+            if sections > max(n, 4096):  # empty pieces of an empty axis: bounded for load
+                raise ValueError(f"{name} into {sections} empty pieces is not recorded")
+            bounds = [i * (n // sections) for i in range(sections + 1)]
+        else:
+            bounds = [0] + [min(max(i if i >= 0 else i + n, 0), n) for i in sections] + [n]
+        return [shape[:ax] + (max(hi - lo, 0),) + shape[ax + 1:]
+                for lo, hi in itertools.pairwise(bounds)]
+
+    return rule
+
+
+def _index_dtype(dtypes: list, params: dict) -> np.dtype:
+    if not np.issubdtype(dtypes[1], np.integer):
+        raise IndexError("`indices` must be an integer array")
+    return dtypes[0]
+
+
 define(FunctionSpec("pad", ("array",), _pad_shape, "same",
                     refuse_values={"mode": {"empty": _EMPTY_PAD}},
                     keywords=("stat_length", "constant_values", "end_values", "reflect_type")))
@@ -48,7 +149,7 @@ define(FunctionSpec("copy", ("a",), "same", "same"))
 
 for _path, _tensors in [
     ("flip", ("m",)), ("fliplr", ("m",)), ("flipud", ("m",)), ("rot90", ("m",)),
-    ("tile", ("A",)), ("repeat", ("a",)), ("moveaxis", ("a",)), ("rollaxis", ("a",)),
+    ("moveaxis", ("a",)), ("rollaxis", ("a",)),
     ("matrix_transpose", ("x",)), ("linalg.matrix_transpose", ("x",)),
     ("ravel", ("a",)), ("diagonal", ("a",)), ("linalg.diagonal", ("x",)), ("diag", ("v",)),
     ("diagflat", ("v",)), ("delete", ("arr",)), ("resize", ("a",)), ("compress", ("a",)),
@@ -57,15 +158,19 @@ for _path, _tensors in [
     define(FunctionSpec(_path, _tensors, "dummy", "same"))
 
 define(FunctionSpec("insert", ("arr", "values"), "dummy", "same"))
-define(FunctionSpec("append", ("arr", "values"), "dummy", "promote"))
+define(FunctionSpec("repeat", ("a",), _repeat_shape, "same"))
+define(FunctionSpec("append", ("arr", "values"), _append_shape, "promote"))
 define(FunctionSpec("column_stack", ("tup[]",), "dummy", "promote"))
 define(FunctionSpec("dstack", ("tup[]",), "dummy", "promote"))
-define(FunctionSpec("take_along_axis", ("arr", "indices"), "dummy", "same", index=("indices",)))
+define(FunctionSpec("take_along_axis", ("arr", "indices"), _take_along_axis_shape,
+                    _index_dtype))
 define(FunctionSpec("broadcast_arrays", ("*args",), "dummy", "each", multi=True))
 define(FunctionSpec("meshgrid", ("*xi",), "dummy", "each", multi=True, probe={"copy": False}))
 define(FunctionSpec("unstack", ("x",), "dummy", "same", multi=True))
+define(FunctionSpec("tile", ("A",), _tile_shape, "same"))
 for _path in ("hsplit", "vsplit", "dsplit"):
-    define(FunctionSpec(_path, ("ary",), "dummy", "same", multi=True, container=list))
+    define(FunctionSpec(_path, ("ary",), _split_shapes(_path), "same", multi=True,
+                        container=list))
 for _path in ("atleast_1d", "atleast_2d", "atleast_3d"):
     define(FunctionSpec(_path, ("*arys",), "dummy", "same", per_operand=True))
 

@@ -30,8 +30,9 @@ SPECS: dict[str, FunctionSpec] = {}
 
 _VOID = np.dtype([])
 _DTYPE_CACHE: dict = {}
-_RULE_ERRORS = (ValueError, TypeError, IndexError, KeyError, OverflowError,
-                np.exceptions.AxisError, np.linalg.LinAlgError)
+_RULE_ERRORS = (ValueError, TypeError, IndexError, KeyError, ArithmeticError, AttributeError,
+                RuntimeError, MemoryError, np.exceptions.AxisError, np.linalg.LinAlgError)
+"""What a rule raises for operands or parameters NumPy would refuse (a capture's ShapeError)."""
 
 
 @dataclass(frozen=True)
