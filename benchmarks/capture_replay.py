@@ -17,15 +17,12 @@ interleaved rounds (capviz, baseline, capviz, baseline, ...), the same work on b
 
 from __future__ import annotations
 
-import gc
-import statistics
 import sys
-import time
 import tracemalloc
 
 import networkx as nx
 import numpy as np
-from _common import best, chain, header, row
+from _common import best, chain, header, interleaved, row
 
 import capviz as cv
 
@@ -45,26 +42,6 @@ def bare_networkx(n):
                    scope="", name=None, literals={"1": 1.0001})
         g.add_edge(i - 1, i, key=0, kind="operand")
     return g
-
-
-def interleaved(fns: list, rounds: int = 11) -> list[float]:
-    """Median wall time of each of ``fns``, run in turn for ``rounds`` rounds, in seconds.
-
-    As ``timeit`` does, each call runs with the cycle collector off, after a collection, so no
-    side pays for garbage the other left.
-    """
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(rounds):
-        for fn, kept in zip(fns, times):
-            gc.collect()
-            gc.disable()
-            try:
-                start = time.perf_counter()
-                fn()
-                kept.append(time.perf_counter() - start)
-            finally:
-                gc.enable()
-    return [statistics.median(kept) for kept in times]
 
 
 def numpy_scalar_chain(x, n):

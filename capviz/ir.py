@@ -372,9 +372,8 @@ class CapturedGraph:
         error-level violations raises :class:`capviz.IncompleteGraphError` unless
         ``allow_violations``)."""
         executor = sys.modules.get("capviz.executor") or _import_executor()
-        return executor.replay(self, inputs, backend=backend, seed=seed,
-                               check_finite=check_finite, to_numpy=to_numpy,
-                               allow_violations=allow_violations)
+        return executor.replay(self, inputs, backend, seed, check_finite, to_numpy,
+                               allow_violations)
 
     def compile(self, backend: str = "auto", seed: int | None = None,
                 allow_violations: bool = False) -> CompiledReplay:

@@ -176,6 +176,8 @@ def violation_links(graph: CapturedGraph) -> list[tuple[int, int, str]]:
 
     One pass over the nodes plus a binary search per seed violation: linear in nodes + edges.
     """
+    if not graph.violation_records:
+        return []  # links place violations: none to place
     links = []
     nodes = graph.nodes
     random_ops = [n.index for n in nodes if n.kind == "op" and ops.is_random(n.op)]
