@@ -445,12 +445,17 @@ def _structural(name: str, fn: Callable[[Any], Callable], params: Sequence[str] 
 
     def meta(args: Sequence, p: dict) -> Any:
         try:
-            out = np_fn(*[dummy(a) for a in args], **p)
+            # a literal operand (np.hstack([t, 1.0])) is an array to these functions, as
+            # NumPy converts it: a dummy of its shape, and its array dtype (1.0: float64, not
+            # a weak scalar) in the promotion
+            out = np_fn(*[dummy(a) if is_tensor_meta(a) else np.empty(np.shape(a), _VOID)
+                          for a in args], **p)
             tensors = [a for a in args if is_tensor_meta(a)]
             if dtype == "same":
                 dt = tensors[0].dtype
             else:
-                dt = np.result_type(*[t.dtype for t in tensors])
+                dt = np.result_type(*[a.dtype if is_tensor_meta(a) else np.asarray(a).dtype
+                                      for a in args])
         except (ValueError, TypeError, IndexError, np.exceptions.AxisError) as err:
             raise _fail(name, args, p, err) from None
         if multi:

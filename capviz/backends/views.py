@@ -336,6 +336,17 @@ for _name in ("hsplit", "vsplit", "dsplit", "unstack", "broadcast_arrays"):
     VIEWS[_name] = track_maybe_view_pieces
 
 
+def track_meshgrid(rec: Any, op: ops.Op, args: tuple, params: dict, pieces: tuple) -> None:
+    """``np.meshgrid(..., copy=False)`` returns broadcast views of its operands (the default
+    ``copy=True`` returns copies): tracked like ``broadcast_arrays``."""
+    if not params.get("copy", True):
+        track_maybe_view_pieces(rec, op, args, params, pieces)
+
+
+VIEW_RULES["meshgrid"] = _maybe_view_rule("meshgrid")
+VIEWS["meshgrid"] = track_meshgrid
+
+
 # --- memory layout: is a buffer C-contiguous? -------------------------------------------------
 
 def _root_layout(rec: Any, node: Node) -> tuple[np.ndarray | None, frozenset]:

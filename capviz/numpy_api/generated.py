@@ -86,7 +86,8 @@ def handler_for(spec: FunctionSpec) -> Callable:
                 params[name] = static(call, name, value, operands)
         _check(spec, call, params, operands)
         if spec.per_operand:
-            results = [apply(op, (a,), params) for a in operands]
+            results = [apply(op, (a,), params) if type(a) is Tensor  # a literal: as NumPy
+                       else spec.numpy_function(a, **params) for a in operands]
             return results[0] if len(results) == 1 else tuple(results)
         if out is not None:
             return write_into(call, op, operands, params, out)

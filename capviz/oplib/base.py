@@ -280,8 +280,9 @@ def _dtype(spec: FunctionSpec, args: Sequence, params: dict, n: int) -> Any:
     tensors = [a for a in _present(args) if ops.is_tensor_meta(a)]
     if rule == "proxy":
         return proxy_dtypes(spec, args, params)
-    if rule == "each":
-        return [t.dtype for t in tensors]
+    if rule == "each":  # a literal operand is a result too, as NumPy converts it (0.0: float64)
+        return [a.dtype if ops.is_tensor_meta(a) else np.asarray(a).dtype
+                for a in _present(args)]
     if rule == "same":
         dt = tensors[0].dtype
     elif rule == "promote":
@@ -302,8 +303,8 @@ def _meta(spec: FunctionSpec) -> Callable:
             dtype = _dtype(spec, args, params, len(shape) if spec.multi else 1)
         except _RULE_ERRORS as err:
             raise ops._fail(spec.path, _present(args), params, err) from None
-        if spec.multi:
-            return list(zip(shape, dtype))
+        if spec.multi:  # strict: a rule that lost a result must fail, never drop it
+            return list(zip(shape, dtype, strict=True))
         return shape, dtype
 
     return meta
