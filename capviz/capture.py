@@ -391,7 +391,7 @@ class CaptureScope:
         try:
             hooks.untracked_state_changes(self.recorder)  # a reseed no hook saw
             self.recorder.pending += generator_watch.pending_violations(  # a draw from an object
-                self._watched, user_source())
+                self._watched + self.recorder.made_generators, user_source())
             self._watched = []
             self.recorder.flush_pending()  # a reseed from another thread, not yet recorded
         finally:

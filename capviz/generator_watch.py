@@ -209,6 +209,13 @@ def note(roots: list[tuple[str, Any]]) -> list[Watched]:
     return watched
 
 
+def note_made(obj: Any, name: str) -> list[Watched]:
+    """``obj``, a generator just made inside a capture, watched under ``name`` (empty when its
+    state cannot be read)."""
+    state = state_of(obj)
+    return [] if state is UNREADABLE else [Watched(name, obj, state)]
+
+
 def changed(watched: Iterable[Watched]) -> list[Watched]:
     """The watched objects whose state is not what it was when noted."""
     out = []

@@ -28,8 +28,9 @@ from typing import Any
 import numpy.random
 import numpy.random.mtrand
 
-from capviz import legacy_random
+from capviz import generator_watch, legacy_random
 from capviz.backends.capture import Recorder, active, active_recorders, user_source
+from capviz.ir import format_source
 from capviz.violations import frozen_message, seed_message
 
 # --- the inventory -----------------------------------------------------------------------------
@@ -212,13 +213,28 @@ def _report_creation(label: str, args: tuple, kwargs: dict) -> None:
             report_seed(call_text(label, args, kwargs))
 
 
+def _watch_made(made: Any, label: str, args: tuple, kwargs: dict) -> Any:
+    """A generator made without a seed inside a capture is watched like one the capture can
+    reach (:mod:`capviz.generator_watch`): a draw from it by scope exit is ``frozen_random``."""
+    if active() is None or _seeded(args, kwargs):
+        return made
+    here = _open_here()
+    if here:
+        source = format_source(user_source())
+        watched = generator_watch.note_made(
+            made, f"the generator made by {call_text(label, args, kwargs)} at {source}")
+        for recorder in here:
+            recorder.made_generators += watched
+    return made
+
+
 def _creation_hook(name: str, original: Callable) -> Callable:
     """``default_rng(seed)``: seeding a new generator inside a capture is a reseed."""
 
     def hooked(*args: Any, **kwargs: Any) -> Any:
         _calls[0] += 1
         _report_creation(name, args, kwargs)
-        return original(*args, **kwargs)
+        return _watch_made(original(*args, **kwargs), name, args, kwargs)
 
     return _wrap(hooked, original, name)
 
@@ -237,7 +253,7 @@ class _ClassStandIn:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         _report_creation(self._label, args, kwargs)
-        return self.__wrapped__(*args, **kwargs)
+        return _watch_made(self.__wrapped__(*args, **kwargs), self._label, args, kwargs)
 
     def __instancecheck__(self, obj: Any) -> bool:
         return isinstance(obj, self.__wrapped__)

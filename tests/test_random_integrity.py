@@ -284,9 +284,8 @@ UNDETECTED = {
         lambda deep, many: deep.rng.random(3),
     '`cfg["a"]["rng"]`': lambda deep, many: deep.cfg["a"]["rng"].random(3),
     "past the first 32 items of a container": lambda deep, many: many[-1].random(3),
-    "**Draws from a generator object made inside the capture**":
-        lambda deep, many: np.random.default_rng().random(3),
-    "`np.random.RandomState().rand(...)`": lambda deep, many: np.random.RandomState().rand(3),
+    "**Draws from a `random.Random()` object made inside the capture**":
+        lambda deep, many: np.array([random.Random().random()] * 3),
     "**A draw undone before the scope closes**": "undone",
     "`numpy.random._pcg64.PCG64(5)`":
         lambda deep, many: np.random.Generator(np.random._pcg64.PCG64(5)).random(3),
@@ -916,3 +915,28 @@ def test_the_global_generators_are_left_to_the_hooks():
             draw()  # reported by the hooks or their backstop, once; not by the watch
         (violation,) = scope.graph.violations
         assert violation.call.startswith(call)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: np.random.default_rng(),
+    lambda: np.random.Generator(np.random.PCG64()),
+    lambda: np.random.RandomState(),
+], ids=["default_rng()", "Generator(PCG64())", "RandomState()"])
+def test_a_generator_made_inside_the_capture_and_drawn_from_is_frozen_random(make):
+    def noisy(x):
+        rng = make()
+        draw = rng.random(3) if hasattr(rng, "random") else rng.rand(3)
+        return x + draw
+
+    with pytest.raises(cv.FrozenRandomError, match=r"the generator made by np\.random\.") as info:
+        cv.capture(noisy, cv.spec(3, "float64"))
+    assert "test_random_integrity.py" in str(info.value)
+
+
+def test_a_generator_made_inside_the_capture_but_not_drawn_from_is_fine():
+    def program(x):
+        np.random.default_rng()
+        return x + 1
+
+    graph = cv.capture(program, cv.spec(3, "float64"))
+    assert graph.violations == []

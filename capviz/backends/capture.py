@@ -236,6 +236,7 @@ class Recorder(Backend):
         self.last_draw = -1
         self.pending: list[tuple] = []  # violations reported from other threads (see hooks)
         self.global_states: Any = None  # global generators' states at scope entry (see hooks)
+        self.made_generators: list = []  # generators made unseeded inside it (see hooks)
         self._warned_unseeded = False
         self._adopted: dict[int, tuple[Any, Node]] = {}
         self.layouts: dict[int, Any] = {}  # view node index -> stride stand-in
