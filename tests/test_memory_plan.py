@@ -9,7 +9,7 @@ import pytest
 from helpers import fakecupy
 from hypothesis import given
 from hypothesis import strategies as st
-from test_properties import execute, make_inputs, programs, value_of
+from test_properties import make_inputs, program_function, programs, value_of
 
 import capviz as cv
 from capviz.executor import check_inputs, namespace, program
@@ -62,10 +62,7 @@ def test_planned_replay_equals_unplanned_and_eager_on_generated_programs(program
     specs, steps = program
     inputs = make_inputs(specs, seed)
     n_in = len(inputs)
-
-    def fn(*xs):
-        pool = execute(steps, list(xs))
-        return tuple(pool[n_in:]) or (pool[-1] * 1,)
+    fn = program_function(steps, n_in)
 
     with np.errstate(all="ignore"):
         cv.seed(seed)

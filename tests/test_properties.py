@@ -164,15 +164,22 @@ def make_inputs(specs, seed):
     return [(gen.standard_normal(s) * 3).astype(d) for s, d in specs]
 
 
+def program_function(steps, n_in):
+    """The generated program as a function of its inputs, returning every value it made."""
+
+    def fn(*xs):
+        pool = execute(steps, list(xs))
+        return tuple(pool[n_in:]) or (pool[-1] * 1,)
+
+    return fn
+
+
 @given(programs(), st.integers(0, 2**32))
 def test_capture_replay_equals_eager(program, seed):
     specs, steps = program
     inputs = make_inputs(specs, seed)
     n_in = len(inputs)
-
-    def fn(*xs):
-        pool = execute(steps, list(xs))
-        return tuple(pool[n_in:]) or (pool[-1] * 1,)
+    fn = program_function(steps, n_in)
 
     with np.errstate(all="ignore"):
         cv.seed(seed)
