@@ -112,10 +112,10 @@ def compile_sizes(sizes: tuple[int, ...]) -> None:
     for n in sizes:
         graph = cv.capture(lambda x, n=n: chain(x, n), cv.spec((4,)))
         rounds = 5 if n <= 10_000 else 3 if n <= 100_000 else 1
-        (t,) = interleaved([lambda graph=graph: Program(graph, np)], rounds=rounds)
+        (t,) = interleaved([lambda graph=graph: Program(graph, "numpy")], rounds=rounds)
         tracemalloc.start()
         try:
-            Program(graph, np)
+            Program(graph, "numpy")
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
+from capviz.backends import registry
+from capviz.backends.registry import host_array
 from capviz.executor import Executor, resolve_seed
 from capviz.ir import CapturedGraph, Node, format_source
 
@@ -33,7 +35,7 @@ class Stats:
 
 def value_stats(value: Any) -> Stats | None:
     """Statistics of an array (``None`` for non-numeric or empty values)."""
-    arr = np.asarray(value if not hasattr(value, "get") else value.get())
+    arr = host_array(value)
     if arr.dtype.kind not in "biuf" or arr.size == 0:
         return None
     a = arr.astype(np.float64)
@@ -74,8 +76,8 @@ class Divergence:
 
 
 def _differs(a: Any, b: Any, rtol: float, atol: float) -> tuple[bool, float, float]:
-    a = np.asarray(a if not hasattr(a, "get") else a.get())
-    b = np.asarray(b if not hasattr(b, "get") else b.get())
+    a = host_array(a)
+    b = host_array(b)
     if a.shape != b.shape:
         return True, float("inf"), float("inf")
     if a.size == 0:
@@ -107,17 +109,38 @@ def _eager_trace(graph: CapturedGraph, fn: Callable, inputs: Mapping[str, Any]) 
                 log.append((op.name, out._data))
             return out
 
-    backend = Tracing(np)
+    backend = Tracing(registry.host())
     args = [Tensor(np.array(inputs[name], copy=True), backend) for name in graph.inputs]
     fn(*args)
     return log
 
 
+DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-6
+
+
+def _tolerance(rtol: float | None, atol: float | None, *names: str | None
+               ) -> tuple[float, float]:
+    """``rtol``/``atol`` as given, else the default widened to every inexact backend's own."""
+    r, a = DEFAULT_RTOL, DEFAULT_ATOL
+    for name in names:
+        if name is None:
+            continue
+        chosen = registry.get(name)
+        if not chosen.exact:
+            r, a = max(r, chosen.tolerance[0]), max(a, chosen.tolerance[1])
+    return (r if rtol is None else rtol), (a if atol is None else atol)
+
+
 def compare(graph: CapturedGraph, fn: Callable | None, inputs: Mapping[str, Any] | None,
-            rtol: float = 1e-5, atol: float = 1e-6, backend: str = "numpy",
+            rtol: float | None = None, atol: float | None = None, backend: str = "numpy",
             against: str | None = None, seed: int | None = None,
             allow_violations: bool = False) -> Divergence:
     """Find the first node, in program order, whose value differs beyond tolerance.
+
+    The tolerance defaults to ``rtol=1e-5, atol=1e-6``, widened to the documented tolerance of
+    an inexact backend taking part (``backend`` or ``against``: JAX's ``(1e-4, 1e-4)``, see
+    ``docs/guide/replay.md``), so that a difference within what the backend promises is not
+    reported as a divergence. Pass ``rtol``/``atol`` to override.
 
     With ``fn``: ``fn`` runs eagerly on NumPy (called with the inputs in graph order) while every
     op's result is logged; the graph replays on ``backend``; op results are compared in program
@@ -125,6 +148,7 @@ def compare(graph: CapturedGraph, fn: Callable | None, inputs: Mapping[str, Any]
     The first differing node is marked (``graph.marks["diverged"]``). A graph with error-level
     violations raises :class:`capviz.IncompleteGraphError` unless ``allow_violations``.
     """
+    rtol, atol = _tolerance(rtol, atol, backend, against)
     key = resolve_seed(graph, seed)
     ex = Executor(graph, inputs, backend=backend, keep=True, seed=key,
                   allow_violations=allow_violations)

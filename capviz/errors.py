@@ -165,6 +165,19 @@ class NonFiniteError(ReplayError):
     value: Any = None
 
 
+class ReplayMemoryError(ReplayError, MemoryError):
+    """A replay on a backend holding its results in this machine's memory (NumPy) would need
+    more than the memory available; raised before anything is allocated.
+
+    Attributes:
+        peak_bytes: the peak of the replay's memory plan.
+        available_bytes: the memory available when the replay was asked for.
+    """
+
+    peak_bytes: int = 0
+    available_bytes: int = 0
+
+
 class BackendUnavailableError(CapvizError, RuntimeError):
     """A requested backend (CuPy, a GPU) is not available on this machine."""
 

@@ -1,11 +1,14 @@
-"""Replay: run a graph on NumPy or CuPy, fast or one node at a time.
+"""Replay: run a graph on a backend (NumPy, CuPy, Dask, JAX), fast or one node at a time.
 
 Two ways to run, like torch.fx's GraphModule and Interpreter:
 
 * :class:`capviz.replay_program.Program` compiles the graph once per backend into a table of
   steps run by one tight loop, with the memory plan of :mod:`capviz.replay_plan` (results
   written into dead buffers with ``out=``); :func:`replay` and :class:`CompiledReplay`
-  (``graph.compile()``) run it. Nothing from a graph file is ever evaluated.
+  (``graph.compile()``) hand it to the backend's ``execute``. Nothing from a graph file is
+  ever evaluated.
+
+Backends are looked up by name in :mod:`capviz.backends.registry`; nothing here names one.
 * :class:`Executor` steps node by node with one overridable method per node kind, keeps values
   for inspection, and supports breakpoints; ``check_finite`` and ``compare`` use it.
 
@@ -21,9 +24,13 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.cupy import cupy_available, load_cupy
+from capviz.backends import registry
+from capviz.backends.capture import subclass_fix, type_name
+from capviz.backends.eager import EagerBackend
+from capviz.backends.registry import Backend
 from capviz.errors import CapvizError, NonFiniteError, ReplayError, ReplayInputError
 from capviz.ir import CapturedGraph, Node, format_source
+from capviz.replay_plan import check_fits
 from capviz.replay_program import Program, picker
 from capviz.replay_warnings import user_warnings
 from capviz.rng import check_seed, fresh_seed
@@ -32,23 +39,22 @@ from capviz.violations import check_replayable
 # --- backends and inputs ------------------------------------------------------------------------
 
 
-def namespace(backend: str) -> Any:
-    """The array namespace for ``backend`` (``auto``: CuPy when it is usable, else NumPy)."""
-    if backend == "numpy":
-        return np
-    if backend == "cupy":
-        return load_cupy()
-    if backend == "auto":
-        return load_cupy() if cupy_available() else np
-    raise ValueError(f"unknown backend {backend!r}; expected 'auto', 'numpy' or 'cupy'")
+def backend_of(backend: str | Backend) -> Backend:
+    """The :class:`Backend` for a name (``auto``: CuPy when it is usable, else NumPy)."""
+    return backend if isinstance(backend, Backend) else registry.get(backend)
 
 
 def _type_text(shape: Any, dtype: Any) -> str:
     return f"{np.dtype(dtype)}[{','.join(map(str, shape))}]"
 
 
-def check_inputs(graph: CapturedGraph, inputs: Mapping[str, Any] | None, xp: Any) -> list[Any]:
-    """Validate replay inputs; return them as arrays of ``xp`` in graph input order."""
+def check_inputs(graph: CapturedGraph, inputs: Mapping[str, Any] | None,
+                 backend: Backend) -> list[Any]:
+    """Validate replay inputs; return them as arrays of ``backend`` in graph input order.
+
+    An input is a NumPy array (moved with ``backend.from_host``), an array of ``backend``
+    itself, or an eager tensor. The messages are the same on every backend.
+    """
     from capviz.tensor import Tensor
 
     inputs = dict(inputs or {})
@@ -72,45 +78,46 @@ def check_inputs(graph: CapturedGraph, inputs: Mapping[str, Any] | None, xp: Any
     for node in graph.input_nodes:
         value = inputs[node.name]
         if isinstance(value, Tensor):
-            if not hasattr(value._backend, "xp"):
+            if not isinstance(value._backend, EagerBackend):
                 raise ReplayInputError(f"input {node.name!r} is a capture tensor, which has no "
                                        "value; pass an array "
                                        f"{_type_text(node.shape, node.dtype)}")
             value = value._data
-        is_gpu = hasattr(value, "__cuda_array_interface__")
-        if isinstance(value, np.generic):
-            value = np.asarray(value)
-        if not (isinstance(value, np.ndarray) or is_gpu):
-            raise ReplayInputError(f"input {node.name!r} must be an array "
-                                   f"{_type_text(node.shape, node.dtype)}, got "
-                                   f"{type(value).__name__} (wrap it with np.asarray first)")
-        if is_gpu and xp is np:
-            library = type(value).__module__.split(".")[0]
-            raise ReplayInputError(f"input {node.name!r} is a {library} GPU "
-                                   "array but the replay runs on NumPy; pass a NumPy array or "
-                                   "replay with backend='cupy'")
-        _check_array_type(node, value)
+        native = backend.is_native(value)
+        if not native:
+            foreign = registry.owner(value)
+            if foreign is not None:
+                raise ReplayInputError(
+                    f"input {node.name!r} is an array of the {foreign.name} backend "
+                    f"({type_name(value)}) but the replay runs on {backend.name}; pass a NumPy "
+                    f"array or replay with backend={foreign.name!r}")
+            if isinstance(value, np.generic):
+                value = np.asarray(value)
+            if not isinstance(value, np.ndarray):
+                raise ReplayInputError(f"input {node.name!r} must be an array "
+                                       f"{_type_text(node.shape, node.dtype)}, got "
+                                       f"{type(value).__name__} (wrap it with np.asarray first)")
+            _check_array_type(node, value)
         got_shape, got_dtype = tuple(value.shape), np.dtype(value.dtype)
         if got_shape != node.shape or got_dtype != node.dtype:
             raise ReplayInputError(f"input {node.name!r}: expected "
                                    f"{_type_text(node.shape, node.dtype)}, got "
                                    f"{_type_text(got_shape, got_dtype)}")
-        if node.params.get("layout") == "C" and not value.flags.c_contiguous:
+        flags = getattr(value, "flags", None)  # arrays without a layout (Dask, JAX) have none
+        if node.params.get("layout") == "C" and flags is not None and not flags.c_contiguous:
             raise ReplayInputError(
                 f"input {node.name!r}: expected a C-contiguous array (the layout it was "
                 "captured with), got a non-C-contiguous one (Fortran-ordered, transposed or "
                 "strided): the graph writes into this input, or into a reshape or ravel whose "
                 "view-or-copy answer in NumPy depends on its layout, and eager NumPy would "
                 f"write otherwise for another layout. Pass np.ascontiguousarray({node.name})")
-        out.append(value if xp is np else xp.asarray(value))
+        out.append(value if native else backend.from_host(value))
     return out
 
 
 def _check_array_type(node: Node, value: Any) -> None:
     """Refuse an ndarray subclass other than ``np.memmap`` (``np.matrix``, a masked array...):
     it may compute otherwise than the plain arrays the graph was captured for."""
-    from capviz.backends.capture import subclass_fix, type_name
-
     fix = subclass_fix(value)
     if fix is not None:
         raise ReplayInputError(f"input {node.name!r}: expected a numpy.ndarray "
@@ -138,59 +145,68 @@ def replay_error(node: Node, args: list, err: BaseException) -> ReplayError:
 
 
 class ReplayResult(dict):
-    """Outputs by name; ``backend`` says where the replay ran (``numpy`` or ``cupy``)."""
+    """Outputs by name; ``backend`` is the name of the backend the replay ran on."""
 
-    backend: str = "numpy"
+    __slots__ = ("backend",)
 
 
-def _result(names: Any, values: Any, xp: Any, to_numpy: bool) -> ReplayResult:
+def _result(names: Any, values: Any, backend: Backend, to_numpy: bool) -> ReplayResult:
     out = ReplayResult(zip(names, values))
-    if xp is not np:  # "numpy" is the class default
-        out.backend = xp.__name__
-    if to_numpy and xp is not np:
+    out.backend = backend.name
+    if to_numpy:
+        to_host = backend.to_host
         for name, value in out.items():
-            out[name] = xp.asnumpy(value)
+            out[name] = to_host(value)
     return out
 
 
 # --- compiled replay --------------------------------------------------------------------------
 
 
-def program(graph: CapturedGraph, xp: Any) -> Program:
-    """The compiled program of ``graph`` for ``xp``: compiled once, reused until the graph
+def program(graph: CapturedGraph, backend: str | Backend) -> Program:
+    """The compiled program of ``graph`` for ``backend``: compiled once, reused until the graph
     changes (a node added, a constant replaced: ``graph.version`` moves)."""
-    return _compiled(graph, xp)[0]
+    return _compiled(graph, backend_of(backend))[0]
 
 
-def _compiled(graph: CapturedGraph, xp: Any) -> tuple[Program, InputCheck]:
-    """The program and the input check of ``graph`` for ``xp``, cached on the graph per
-    namespace and rebuilt when the graph changed."""
-    entry = graph._compiled.get(xp.__name__)
+def _compiled(graph: CapturedGraph, backend: Backend) -> tuple[Program, InputCheck, bool]:
+    """The program and the input check of ``graph`` for ``backend``, and whether the backend
+    runs the program as it is (its ``execute`` is :class:`Backend`'s), cached on the graph per
+    backend name and rebuilt when the graph changed. A backend holding results in this
+    machine's memory first checks that the replay fits (:func:`check_fits`)."""
+    entry = graph._compiled.get(backend.name)
     if entry is None or entry[0] != graph.version or entry[1] != len(graph.nodes):
-        entry = (graph.version, len(graph.nodes), Program(graph, xp), InputCheck(graph, xp))
-        graph._compiled[xp.__name__] = entry
-    return entry[2], entry[3]
+        if backend.host_memory:
+            check_fits(graph)
+        entry = (graph.version, len(graph.nodes), Program(graph, backend),
+                 InputCheck(graph, backend), type(backend).execute is Backend.execute)
+        graph._compiled[backend.name] = entry
+    return entry[2], entry[3], entry[4]
 
 
 class InputCheck:
     """The graph's input shapes and dtypes as tuples, to check positional inputs fast; anything
-    but an ndarray of exactly the right type goes through :func:`check_inputs` for its error
-    (or its conversion: eager tensors, NumPy scalars, host arrays for CuPy)."""
+    but an array of the backend with exactly the right type goes through :func:`check_inputs`
+    for its error (or its conversion: eager tensors, NumPy scalars, host arrays)."""
 
-    def __init__(self, graph: CapturedGraph, xp: Any) -> None:
-        self.xp = xp  # no reference to the graph: the graph holds its input checks
+    def __init__(self, graph: CapturedGraph, backend: Backend) -> None:
+        self.backend = backend  # no reference to the graph: the graph holds its input checks
         self.names = tuple(graph.inputs)
         self.types = tuple((n.shape, n.dtype) for n in graph.input_nodes)
-        self.c_only = tuple(n.params.get("layout") == "C" for n in graph.input_nodes)
-        self.array_type = np.ndarray if xp is np else xp.ndarray
+        # an array of an immutable backend has no memory layout to check
+        self.c_only = tuple(backend.mutable and n.params.get("layout") == "C"
+                            for n in graph.input_nodes)
+        self.native = backend.is_native
+        self.array_type = backend.array_type  # checked first: no call for the common case
         self._pick = picker(self.names) if self.names else None
 
     def positional(self, graph: CapturedGraph, args: tuple) -> Any:
         """``args`` in input order, checked (a tuple, or a list after conversion)."""
         if len(args) == len(self.types):
-            array_type = self.array_type
+            native, array_type = self.native, self.array_type
             for value, (shape, dtype), c_only in zip(args, self.types, self.c_only):
-                if type(value) is not array_type or value.shape != shape \
+                if (type(value) is not array_type and not native(value)) \
+                        or value.shape != shape \
                         or (value.dtype is not dtype and value.dtype != dtype) \
                         or (c_only and not value.flags.c_contiguous):
                     break
@@ -199,7 +215,7 @@ class InputCheck:
         if len(args) != len(self.types):
             raise ReplayInputError(f"expected {len(self.types)} inputs "
                                    f"({', '.join(self.names) or 'none'}), got {len(args)}")
-        return check_inputs(graph, dict(zip(self.names, args)), self.xp)
+        return check_inputs(graph, dict(zip(self.names, args)), self.backend)
 
     def named(self, graph: CapturedGraph, inputs: Mapping[str, Any] | None) -> Any:
         """``inputs`` (by name) in input order, checked."""
@@ -210,7 +226,7 @@ class InputCheck:
                 pass
             else:
                 return self.positional(graph, args)
-        return check_inputs(graph, inputs, self.xp)
+        return check_inputs(graph, inputs, self.backend)
 
 
 class CompiledReplay:
@@ -222,14 +238,16 @@ class CompiledReplay:
 
     Attributes:
         graph: the graph.
-        backend: ``numpy`` or ``cupy``.
+        backend: the backend's name (``numpy``, ``cupy``, ``dask``, ``jax``).
     """
 
     def __init__(self, graph: CapturedGraph, backend: str = "auto", seed: int | None = None,
-                 allow_violations: bool = False) -> None:
+                 allow_violations: bool = False, **options: Any) -> None:
         self.graph = graph
-        self._xp = namespace(backend)
-        self.backend = self._xp.__name__
+        self._backend = backend_of(backend)
+        registry.check_options(self._backend, options)
+        self._options = options
+        self.backend = self._backend.name
         self._allow = allow_violations
         self._seed = None if seed is None else check_seed(seed)
         self._refresh()
@@ -237,7 +255,7 @@ class CompiledReplay:
     def _refresh(self) -> None:
         graph = self.graph
         check_replayable(graph, self._allow)
-        self._program, self._check = _compiled(graph, self._xp)
+        self._program, self._check, self._direct = _compiled(graph, self._backend)
         self._version = graph.version
         self._length = len(graph.nodes)
         seed = self._seed if self._seed is not None else graph.rng_seed
@@ -250,7 +268,9 @@ class CompiledReplay:
             self._refresh()
         args = self._check.positional(graph, inputs)
         seed = self._fixed_seed if self._fixed_seed is not None else fresh_seed()
-        return self._program(args, seed)
+        if self._direct:
+            return self._program(args, seed)
+        return self._backend.execute(self._program, args, seed, self._options)
 
     def __repr__(self) -> str:
         return (f"<CompiledReplay of {len(self.graph.inputs)} inputs, {len(self.graph.ops)} ops "
@@ -258,47 +278,69 @@ class CompiledReplay:
 
 
 def compile_graph(graph: CapturedGraph, backend: str = "auto", seed: int | None = None,
-                  allow_violations: bool = False) -> CompiledReplay:
+                  allow_violations: bool = False, **options: Any) -> CompiledReplay:
     """``graph.compile()``: see :class:`CompiledReplay`."""
-    return CompiledReplay(graph, backend, seed, allow_violations)
+    return CompiledReplay(graph, backend, seed, allow_violations, **options)
 
 
 def replay(graph: CapturedGraph, inputs: Mapping[str, Any] | None = None, backend: str = "auto",
            seed: int | None = None, check_finite: bool = False,
-           to_numpy: bool = False, allow_violations: bool = False) -> ReplayResult:
+           to_numpy: bool = False, allow_violations: bool = False,
+           **options: Any) -> ReplayResult:
     """Run ``graph`` on ``inputs`` (a mapping by input name); return its outputs by name.
 
     Args:
         graph: the graph.
         inputs: arrays by input name; shape and dtype must match exactly.
-        backend: ``auto`` (CuPy with a GPU, else NumPy), ``numpy`` or ``cupy``.
+        backend: a backend name (``capviz.backends.registry.names()``): ``auto`` (CuPy with a
+            GPU, else NumPy), ``numpy``, ``cupy``, ``dask``, ``jax``.
         seed: the seed of random ops (default: the seed of the device captured with).
         check_finite: stop at the first op whose output holds NaN or Inf
             (:class:`NonFiniteError`), and mark it in the graph.
-        to_numpy: return host arrays from a CuPy replay.
+        to_numpy: return host (NumPy) arrays whatever the backend.
         allow_violations: replay a graph that has error-level violations anyway.
+        **options: the backend's own options (Dask: ``chunks=``, ``compute=``).
 
     Raises:
+        TypeError: an option the backend does not take (naming the ones it does).
         IncompleteGraphError: the graph has error-level violations (and not
             ``allow_violations``): it would not compute what the captured code did.
         ReplayInputError: a missing, extra or mistyped input, naming it, expected and got.
+        ReplayMemoryError: on a backend holding results in this machine's memory (NumPy),
+            the replay's memory plan exceeds the memory available; raised before allocating.
+        UnsupportedOperationError: an op the backend cannot run, named with the reason.
         ReplayError: an op failed; names the node and the user's source line.
         NonFiniteError: with ``check_finite``, the first non-finite op.
     """
+    return replay_with(graph, inputs, backend, seed, check_finite, to_numpy, allow_violations,
+                       options)
+
+
+def replay_with(graph: CapturedGraph, inputs: Mapping[str, Any] | None, backend: str | Backend,
+                seed: int | None, check_finite: bool, to_numpy: bool, allow_violations: bool,
+                options: Mapping[str, Any]) -> ReplayResult:
+    """:func:`replay` with the backend's options as one mapping (what ``graph.replay`` calls:
+    no keyword unpacking on the way)."""
     if graph.violation_records and not allow_violations:
         check_replayable(graph, allow_violations)
-    xp = namespace(backend)
+    engine = registry.get(backend) if type(backend) is str else backend
+    if options:
+        registry.check_options(engine, options)
     if check_finite:
-        args = check_inputs(graph, inputs, xp)
-        ex = Executor(graph, None, backend=xp.__name__, keep=False,
+        if options:
+            raise TypeError(f"check_finite=True steps node by node and takes no backend option "
+                            f"(got {', '.join(sorted(options))})")
+        args = check_inputs(graph, inputs, engine)
+        ex = Executor(graph, None, backend=engine, keep=False,
                       seed=resolve_seed(graph, seed), _checked=args, allow_violations=True)
         ex.check_finite = True
         ex.run()
         return ex.outputs(to_numpy)
-    prog, check = _compiled(graph, xp)
+    prog, check, direct = _compiled(graph, engine)
     args = check.named(graph, inputs)
     key = resolve_seed(graph, seed) if prog.random or seed is not None else 0
-    return _result(prog.output_names, prog(args, key), xp, to_numpy)
+    values = prog(args, key) if direct else engine.execute(prog, args, key, options)
+    return _result(prog.output_names, values, engine, to_numpy)
 
 
 # --- the stepping executor ------------------------------------------------------------------
@@ -337,25 +379,31 @@ class Executor:
     Args:
         graph: the graph.
         inputs: arrays by input name.
-        backend: ``auto``, ``numpy`` or ``cupy``.
+        backend: a backend name (``auto``, ``numpy``, ``cupy``, ``dask``, ``jax``) or a
+            :class:`~capviz.backends.registry.Backend`.
         keep: keep every value (``True``) or free each after its last use (``False``).
         seed: the seed of random ops.
         allow_violations: step through a graph that has error-level violations anyway (else
             :class:`IncompleteGraphError`).
 
     Attributes:
+        backend: the :class:`~capviz.backends.registry.Backend` it runs on.
         position: index of the next node to run (``len(graph)`` when finished).
         values: kept values, by node, index or name.
         check_finite: raise :class:`NonFiniteError` at the first non-finite op output.
     """
 
     def __init__(self, graph: CapturedGraph, inputs: Mapping[str, Any] | None = None,
-                 backend: str = "auto", keep: bool = True, seed: int | None = None,
+                 backend: str | Backend = "auto", keep: bool = True, seed: int | None = None,
                  _checked: list | None = None, allow_violations: bool = False) -> None:
         check_replayable(graph, allow_violations)
         self.graph = graph
-        self.xp = namespace(backend)
-        args = _checked if _checked is not None else check_inputs(graph, inputs, self.xp)
+        self.backend = backend_of(backend)
+        self.xp = self.backend.namespace()
+        if self.backend.host_memory:
+            check_fits(graph)
+        args = _checked if _checked is not None else check_inputs(graph, inputs, self.backend)
+        self._bound: dict[str, Callable] = {}
         self._inputs = dict(zip((n.index for n in graph.input_nodes), args))
         self.seed = resolve_seed(graph, seed)
         self.keep = keep
@@ -427,7 +475,7 @@ class Executor:
             raise RuntimeError(f"the executor stopped at %{self.position}; run() it to the end")
         values = [self.xp.asarray(self._store[n.args[0].index])
                   for n in self.graph.output_nodes]
-        return _result(self.graph.outputs, values, self.xp, to_numpy)
+        return _result(self.graph.outputs, values, self.backend, to_numpy)
 
     # --- one method per node kind ----------------------------------------------------------
 
@@ -439,20 +487,21 @@ class Executor:
         return self._inputs[node.index]
 
     def run_constant(self, node: Node) -> Any:
-        value = self.graph.constant_values[node.index]
-        return value if self.xp is np else self.xp.asarray(value)
+        return self.backend.from_host(self.graph.constant_values[node.index])
 
     def run_op(self, node: Node) -> Any:
-        op = ops.OPS[node.op]
+        fn = self._bound.get(node.op)
+        if fn is None:
+            fn = self._bound[node.op] = self.backend.bind(ops.OPS[node.op])
         args = [self._store[a.index] if isinstance(a, Node) else a for a in node.args]
         try:
-            if op.random:
-                return op.bind(self.xp)(self.seed, **node.params)
+            if ops.OPS[node.op].random:
+                return fn(self.seed, **node.params)
             if self.check_finite:  # the check reports NaN/Inf; NumPy's warnings would repeat it
                 with np.errstate(all="ignore"):
-                    return op.bind(self.xp)(*args, **node.params)
+                    return fn(*args, **node.params)
             with user_warnings(lambda frame: node):  # NumPy's warnings at the user's line
-                return op.bind(self.xp)(*args, **node.params)
+                return fn(*args, **node.params)
         except CapvizError:
             raise
         except Exception as err:

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from capviz import ops
-from capviz.errors import ReplayInputError
+from capviz.errors import ReplayInputError, ReplayMemoryError
 from capviz.ir import CapturedGraph, Node
 
 MIN_PLAN_BYTES = 1 << 16
@@ -370,7 +371,8 @@ def _multi_bytes(graph: CapturedGraph, i: int) -> int:
 
 
 def check_specs(graph: CapturedGraph, inputs_or_specs: Mapping[str, Any] | None) -> None:
-    """Check arrays or specs by input name against the graph's inputs (names, shapes, dtypes).
+    """Check arrays, ``cv.spec(...)`` or ``(shape, dtype)`` pairs by input name against the
+    graph's inputs (names, shapes, dtypes).
 
     Raises:
         ReplayInputError: a missing, extra or mistyped input, naming it, expected and got.
@@ -389,9 +391,12 @@ def check_specs(graph: CapturedGraph, inputs_or_specs: Mapping[str, Any] | None)
     for node in graph.input_nodes:
         value = inputs_or_specs[node.name]
         shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+        if shape is None and type(value) is tuple and len(value) == 2:
+            shape, dtype = value  # a (shape, dtype) pair
+            shape = (shape,) if isinstance(shape, int) else shape
         if shape is None or dtype is None:
-            raise ReplayInputError(f"input {node.name!r} must be an array or cv.spec(...), got "
-                                   f"{type(value).__name__}")
+            raise ReplayInputError(f"input {node.name!r} must be an array, cv.spec(...) or a "
+                                   f"(shape, dtype) pair, got {type(value).__name__}")
         if tuple(shape) != node.shape or np.dtype(dtype) != node.dtype:
             raise ReplayInputError(f"input {node.name!r}: expected {_text(node.shape, node.dtype)}"
                                    f", got {_text(tuple(shape), dtype)}")
@@ -399,3 +404,70 @@ def check_specs(graph: CapturedGraph, inputs_or_specs: Mapping[str, Any] | None)
 
 def _text(shape: tuple, dtype: Any) -> str:
     return f"{np.dtype(dtype)}[{','.join(map(str, shape))}]"
+
+
+# --- knowing before running: does a replay fit in memory? -------------------------------------
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to a new allocation now: ``MemAvailable`` of
+    ``/proc/meminfo`` (Linux), else free physical pages (``os.sysconf``); ``None`` when the
+    system says neither."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # the figure is in kB
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_fits(graph: CapturedGraph, available: int | None = None) -> None:
+    """Refuse a replay whose memory plan needs more than ``available`` bytes (default:
+    :func:`available_memory`), before anything is allocated.
+
+    The bytes of every op result together bound the plan's peak from above, so the plan itself
+    is computed only when that sum does not fit.
+
+    Raises:
+        ReplayMemoryError: with the plan's peak, the bytes available, and the way out (Dask).
+    """
+    upper = sum(nbytes(n) for n in graph.nodes if n.kind == "op")
+    if available is None:
+        if upper < MIN_CHECKED_BYTES:
+            return
+        available = available_memory()
+        if available is None:
+            return
+    if upper <= available:
+        return
+    plan = memory_plan(graph)
+    if plan.peak_bytes <= available:
+        return
+    err = ReplayMemoryError(
+        f"this replay needs {_size(plan.peak_bytes)} of results at its peak "
+        f"(graph.memory_plan().peak_bytes = {plan.peak_bytes:,}), more than the "
+        f"{_size(available)} of memory available ({available:,} bytes); nothing was "
+        "allocated. Replay it on Dask, which computes in chunks and can spread them over a "
+        "cluster: graph.replay(inputs, backend='dask', chunks=...) (pip install "
+        "'.[dask]' in the capviz checkout), or replay smaller inputs")
+    err.peak_bytes = plan.peak_bytes
+    err.available_bytes = available
+    raise err
+
+
+MIN_CHECKED_BYTES = 1 << 26
+"""A replay whose op results total less than this (64 MiB) is not checked: reading the memory
+available costs more than such a replay risks."""
+
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.1f} {unit}" if unit != "bytes" else f"{n} bytes"
+        n /= 1024
+    return f"{n} bytes"  # pragma: no cover

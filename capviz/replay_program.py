@@ -3,8 +3,9 @@
 :class:`Program` is what :func:`capviz.executor.replay` and ``graph.compile()`` run. Building
 it is one pass over the graph (:func:`capviz.replay_plan.schedule` gives every value a
 register, decides when it dies and which results go into a dead buffer with ``out=``), then
-one tuple per op: ``(kind, fn, a, b, o, node)``, where ``fn`` is the op's callable for the
-namespace, ``a`` and ``b`` the registers of its operands, ``o`` its result's register. Literals,
+one tuple per op: ``(kind, fn, a, b, o, node)``, where ``fn`` is the op's callable as the backend
+binds it (:meth:`capviz.backends.registry.Backend.bind`), ``a`` and ``b`` the registers of its
+operands, ``o`` its result's register. Literals,
 constants and the seed sit in registers too, so a step never tests what its operands are.
 
 Why a table and not generated Python code (torch.fx's way, and capviz's before): CPython's
@@ -16,6 +17,12 @@ evaluate.
 
 A failing op is re-raised as :class:`capviz.ReplayError` naming the node; NumPy's
 floating-point warnings are issued at the user's line (:mod:`capviz.replay_warnings`).
+
+The program names no backend: constants go onto the backend with its ``from_host``, ops are
+bound by its ``bind`` (which may refuse one by name), and the memory plan (``out=`` steps) is
+made only for a backend whose arrays are ``mutable``. A backend whose ``execute`` does not call
+the program may still read its :attr:`Program.table` (Dask builds one lazy expression from it,
+JAX traces it under ``jax.jit``).
 """
 
 from __future__ import annotations
@@ -27,8 +34,10 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.errors import CapvizError
-from capviz.ir import CapturedGraph, Node
+from capviz.backends.registry import Backend
+from capviz.backends.registry import get as get_backend
+from capviz.errors import CapvizError, UnsupportedOperationError
+from capviz.ir import CapturedGraph, Node, format_source
 from capviz.replay_plan import ALWAYS_C, MIN_PLAN_BYTES, schedule
 from capviz.replay_warnings import user_warnings
 
@@ -99,24 +108,32 @@ def _literal_key(value: Any) -> Any:
 
 
 class Program:
-    """A graph compiled for one array namespace: a table of steps and its register file.
+    """A graph compiled for one backend: a table of steps and its register file.
 
     Args:
         graph: the graph (not kept: the graph holds its programs).
-        xp: the array namespace (``numpy`` or ``cupy``).
+        backend: the :class:`~capviz.backends.registry.Backend`, or its name.
         min_bytes: results at least this large are planned (written into dead buffers).
-        plan: ``False`` compiles without the memory plan (every result freshly allocated).
+        plan: ``False`` compiles without the memory plan (every result freshly allocated); a
+            backend whose arrays are not ``mutable`` never has one.
+
+    Raises:
+        UnsupportedOperationError: an op the backend refuses, named with the reason.
 
     Attributes:
+        backend: the backend.
         table: the steps.
         n_inputs: how many inputs a call takes, in graph input order.
         random: the graph has random ops (only then does a call need a seed).
     """
 
-    def __init__(self, graph: CapturedGraph, xp: Any, min_bytes: int = MIN_PLAN_BYTES,
-                 plan: bool = True) -> None:
-        self.xp = xp
-        sched = schedule(graph, min_bytes, plan)
+    def __init__(self, graph: CapturedGraph, backend: Backend | str,
+                 min_bytes: int = MIN_PLAN_BYTES, plan: bool = True) -> None:
+        if isinstance(backend, str):
+            backend = get_backend(backend)
+        self.backend = backend
+        self.xp = backend.namespace()
+        sched = schedule(graph, min_bytes, plan and backend.mutable)
         reg = sched.reg
         template: list = [None] * sched.registers
         shared: dict[Any, int] = {}
@@ -136,14 +153,15 @@ class Program:
         kills = sched.kills
         out = sched.out
         constants = graph.constant_values
-        bound: dict[str, tuple] = {}  # op name -> (op, its callable for xp)
+        bound: dict[str, tuple] = {}  # op name -> (op, its callable on the backend)
+        from_host = backend.from_host
         random = False
         for n in graph.nodes:
             if n.kind != "op":
                 if n.kind == "constant":  # before its first reader, in program order
                     value = constants[n.index]
                     reg[n.index] = len(template)
-                    template.append(value if xp is np else xp.asarray(value))
+                    template.append(from_host(value))
                 continue
             i = n.index
             o = reg[i]
@@ -154,7 +172,7 @@ class Program:
                 pair = bound.get(n.op)
                 if pair is None:
                     op = ops.OPS[n.op]
-                    pair = bound[n.op] = (op, op.bind(xp))
+                    pair = bound[n.op] = (op, _bind(backend, op, n))
                 op, fn = pair
                 random = random or op.random
                 regs = [seed_reg] if op.random else []
@@ -231,6 +249,16 @@ class Program:
                 return frame.f_locals.get("node")
             frame = frame.f_back
         return None
+
+
+def _bind(backend: Backend, op: ops.Op, node: Node) -> Any:
+    """``backend.bind(op)``; a refusal names the node and the user's line too."""
+    try:
+        return backend.bind(op)
+    except UnsupportedOperationError as err:
+        where = format_source(node.source) or "unknown source"
+        raise UnsupportedOperationError(f"{err} (node %{node.index}, recorded at {where})"
+                                        ) from None
 
 
 def picker(registers: tuple) -> Any:

@@ -54,7 +54,10 @@ def test_eager_cupy_device(cupy):
 
 def test_gpu_array_on_a_numpy_replay_is_refused(cupy):
     g = cv.capture(lambda x: x + 1, cv.spec(3))
-    with pytest.raises(cv.ReplayInputError, match="input 'x' is a cupy GPU array"):
+    with pytest.raises(cv.ReplayInputError, match=r"input 'x' is an array of the cupy backend "
+                                                  r"\(cupy\.ndarray\) but the replay runs on "
+                                                  r"numpy; pass a NumPy array or replay with "
+                                                  r"backend='cupy'"):
         g.replay({"x": cupy.asarray(np.ones(3, np.float32))}, backend="numpy")
 
 
@@ -126,3 +129,16 @@ def test_a_failed_cupy_import_is_remembered_not_retried_on_every_auto_replay(mon
     fake = fakecupy.install(monkeypatch)  # a CuPy that appears later is found
     assert g.replay({"x": np.ones(3, np.float32)}).backend == "cupy"
     assert isinstance(g.replay({"x": np.ones(3, np.float32)})["out"], fake.ndarray)
+
+
+def test_statistics_and_compare_read_gpu_values_through_the_backend(cupy):
+    g = cv.capture(lambda x: np.tanh(x) * 2, cv.spec(4, "float64"))
+    x = np.array([-1.0, 0.0, 0.5, np.nan])
+    stats = g.compute_stats({"x": x}, backend="cupy")
+    out = g.ops[-1].index
+    assert stats[out].nan == 1 and stats[out].max == np.tanh(0.5) * 2
+    assert not g.compare(inputs={"x": x}, backend="cupy", against="numpy")
+    tensor = cv.tensor(np.arange(3.0), device=cv.Device("cupy"))
+    assert type(tensor.numpy()) is np.ndarray and tensor.numpy().tolist() == [0.0, 1.0, 2.0]
+    copied = cv.tensor(cupy.asarray(np.arange(3.0)), device=cv.Device("numpy"))
+    assert type(copied._data) is np.ndarray and copied.numpy().tolist() == [0.0, 1.0, 2.0]

@@ -113,3 +113,26 @@ def test_huge_shapes_record_without_allocating():
     g = cv.capture(lambda x, y: (x @ y).sum(axis=0) + 1, cv.spec((10**6, 10**6)),
                    cv.spec((10**6, 10**6)))
     assert g.ops[0].shape == (10**6, 10**6)
+
+
+@pytest.mark.parametrize("kind", ["dask", "jax"])
+def test_a_replay_only_backend_is_no_eager_device(kind):
+    with pytest.raises(ValueError, match=rf"'{kind}' is a replay-only backend, not an eager "
+                                         rf"device \(expected 'numpy' or 'cupy'\): capture on "
+                                         rf"cv\.Device\('numpy'\) and run the graph with "
+                                         rf"graph\.replay\(inputs, backend='{kind}'\)"):
+        cv.Device(kind)
+    from capviz.backends import registry
+
+    assert cv.Device("auto").kind == registry.resolve().name  # as backend="auto"
+
+
+def test_backend_options_are_checked_and_not_taken_by_check_finite():
+    g = cv.capture(lambda x: x * 2, cv.spec(3))
+    x = np.ones(3, np.float32)
+    with pytest.raises(TypeError, match=r"the numpy backend takes no option 'chunks' "
+                                        r"\(its options: none\)"):
+        g.replay({"x": x}, backend="numpy", chunks=2)
+    with pytest.raises(TypeError, match=r"the numpy backend takes no option 'chunks'"):
+        g.compile(backend="numpy", chunks=2)
+    assert g.replay({"x": x}, backend="numpy").backend == "numpy"

@@ -12,17 +12,19 @@ from hypothesis import strategies as st
 from test_properties import make_inputs, program_function, programs, value_of
 
 import capviz as cv
-from capviz.executor import check_inputs, namespace, program
+from capviz.backends import registry
+from capviz.executor import check_inputs, program
 from capviz.models import transformer_block, transformer_weights
 from capviz.replay_program import PLANNED, Program
 
 MB4 = 1024 * 1024 * 4
 
 
-def run_program(graph, inputs, plan, xp=np):
+def run_program(graph, inputs, plan, backend="numpy"):
     """Replay ``graph`` with every result >= 1 byte planned (``plan``) or none planned."""
-    prog = Program(graph, xp, min_bytes=0, plan=plan)
-    args = check_inputs(graph, dict(zip(graph.inputs, inputs)), xp)
+    backend = registry.get(backend)
+    prog = Program(graph, backend, min_bytes=0, plan=plan)
+    args = check_inputs(graph, dict(zip(graph.inputs, inputs)), backend)
     return prog(args, graph.rng_seed if graph.rng_seed is not None else 0), prog
 
 
@@ -178,7 +180,7 @@ def test_cupy_replay_uses_the_same_plan(monkeypatch):
     on_cupy = graph.replay({"x": x}, backend="cupy")["out"]
     assert isinstance(on_cupy, cupy.ndarray)
     assert np.asarray(on_cupy).tobytes() == on_numpy.tobytes()
-    prog = program(graph, namespace("cupy"))  # the program the replay above compiled
+    prog = program(graph, "cupy")  # the program the replay above compiled
     assert any(step[0] == PLANNED for step in prog.table)
     assert graph.memory_plan().reuses  # the same plan the figures describe
 
@@ -266,3 +268,61 @@ def test_planned_results_keep_eager_layout(fn, order):
     eager = fn(x.copy(order="K"))
     assert planned.tobytes(order="A") == eager.tobytes(order="A")
     assert planned.strides == eager.strides and planned.dtype == eager.dtype
+
+
+# --- know before you run: a replay that cannot fit is refused before it allocates ---------------
+
+
+def test_a_numpy_replay_larger_than_memory_is_refused_before_allocating():
+    from capviz.replay_plan import available_memory
+
+    available = available_memory()
+    assert available is not None and available > 0
+    side = int((4 * available) ** 0.5 // 4) + 1  # one float32 result is > 4x the memory available
+    x = np.broadcast_to(np.float32(1.5), (side, side))  # 0-stride: a huge shape in 4 bytes
+    graph = cv.capture(lambda x: np.tanh(x * 2.0) + 1.0, cv.spec(x.shape))
+    tracemalloc.start()
+    try:
+        with pytest.raises(cv.ReplayMemoryError,
+                           match=r"this replay needs .* of results at its peak "
+                                 r"\(graph\.memory_plan\(\)\.peak_bytes = [\d,]+\), more than the "
+                                 r".* of memory available .*nothing was allocated.*"
+                                 r"backend='dask'.*pip install '\.\[dask\]'") as info:
+            graph.replay({"x": x}, backend="numpy")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20  # nothing big was allocated
+    plan = graph.memory_plan({"x": x})
+    assert info.value.peak_bytes == plan.peak_bytes == side * side * 4
+    assert info.value.available_bytes > 0
+    assert isinstance(info.value, cv.ReplayError) and isinstance(info.value, MemoryError)
+    with pytest.raises(cv.ReplayMemoryError):  # the stepping executor checks too
+        graph.executor({"x": x}, backend="numpy")
+    with pytest.raises(cv.ReplayMemoryError):
+        graph.compile(backend="numpy")
+
+
+def test_the_check_uses_the_plans_peak_not_the_sum_of_results():
+    from capviz.replay_plan import check_fits
+
+    x = _f32(256, 256)
+    graph = cv.capture(_chain, cv.spec(x.shape))  # 100 results of 256 KiB, one live at a time
+    plan = graph.memory_plan()
+    total = sum(plan.sizes.values())
+    assert plan.peak_bytes == x.nbytes and total == 100 * x.nbytes
+    check_fits(graph, available=2 * x.nbytes)  # fits: the sum would not
+    with pytest.raises(cv.ReplayMemoryError, match=r"\(graph\.memory_plan\(\)\.peak_bytes = "
+                                                   r"262,144\).*than the 128\.0 KiB"):
+        check_fits(graph, available=x.nbytes // 2)
+
+
+def test_memory_plan_takes_shape_and_dtype_pairs():
+    graph = cv.capture(lambda x: x * 2, cv.spec((512, 128)))
+    assert graph.memory_plan({"x": ((512, 128), "float32")}).peak_bytes == 512 * 128 * 4
+    with pytest.raises(cv.ReplayInputError, match=r"input 'x': expected float32\[512,128\], "
+                                                  r"got float64\[512,128\]"):
+        graph.memory_plan({"x": ((512, 128), "float64")})
+    with pytest.raises(cv.ReplayInputError, match=r"input 'x' must be an array, cv\.spec\(\.\.\.\)"
+                                                  r" or a \(shape, dtype\) pair, got str"):
+        graph.memory_plan({"x": "float32"})

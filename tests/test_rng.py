@@ -5,6 +5,7 @@ import pytest
 
 import capviz as cv
 from capviz import rng
+from capviz.backends import registry
 
 
 class OtherNamespace:
@@ -25,10 +26,63 @@ def test_generic_philox_equals_numpy_philox(seed, draw, n):
     expected = np.random.Philox(key=np.array([seed, draw], np.uint64)).random_raw(n)
     assert np.array_equal(rng.philox_raw(np, seed, draw, n), expected)
     assert np.array_equal(rng.raw_bits(XP, seed, draw, n), expected)
+    assert np.array_equal(registry.get("numpy").random_bits(seed, draw, n), expected)
 
 
 def test_u32_split_is_the_same_on_both_paths():
-    assert np.array_equal(rng.raw_u32(np, 9, 2, 11), rng.raw_u32(XP, 9, 2, 11))
+    host = registry.get("numpy")
+    assert np.array_equal(rng.raw_u32(np, 9, 2, 11, source=host), rng.raw_u32(XP, 9, 2, 11))
+
+
+class Generic(registry.Backend):
+    """A backend that overrides no random hook: Philox in array operations on its namespace."""
+
+    name = "generic"
+
+    def namespace(self):
+        return XP
+
+
+@pytest.mark.parametrize("start,n", [(0, 9), (1, 1), (3, 6), (4, 4), (5, 10), (1001, 37)])
+@pytest.mark.parametrize("backend", [registry.get("numpy"), Generic()], ids=["numpy", "generic"])
+def test_random_bits_from_any_word_of_the_stream(backend, start, n):
+    """A backend drawing one block of a tensor (Dask) asks for the words at its position."""
+    stream = np.random.Philox(key=np.array([31, 4], np.uint64)).random_raw(start + n)
+    assert np.array_equal(backend.random_bits(31, 4, n, start), stream[start:])
+    assert np.array_equal(backend.random_u32(31, 4, 2 * n - 1),
+                          stream[:n].view(np.uint32)[:2 * n - 1])
+
+
+class ReadOnly:
+    """NumPy whose results are read-only: ``out=`` into them or an in-place write raises, as
+    with immutable arrays (JAX)."""
+
+    __name__ = "readonly"
+
+    def __getattr__(self, name):
+        value = getattr(np, name)
+        if not callable(value) or isinstance(value, type):
+            return value
+
+        def frozen(*args, **kwargs):
+            out = value(*args, **kwargs)
+            if isinstance(out, np.ndarray):
+                out = out.view()
+                out.flags.writeable = False
+            return out
+
+        return frozen
+
+
+@pytest.mark.parametrize("fn,params", [
+    (rng.uniform, {"low": -2.0, "high": 5.0, "dtype": "float32"}),
+    (rng.normal, {"mean": 1.0, "std": 3.0, "dtype": "float64"}),
+    (rng.bernoulli, {"p": 0.3, "dtype": "float32"}),
+])
+def test_transforms_never_write_into_an_array(fn, params):
+    expected = fn(np, 5, draw=1, shape=(4, 7), source=registry.get("numpy"), **params)
+    got = fn(ReadOnly(), 5, draw=1, shape=(4, 7), **params)
+    assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
 
 
 @pytest.mark.parametrize("fn,params", [
@@ -39,7 +93,7 @@ def test_u32_split_is_the_same_on_both_paths():
     (rng.bernoulli, {"p": 0.3, "dtype": "bool"}),
 ])
 def test_transforms_are_identical_on_the_generic_path(fn, params):
-    a = fn(np, 77, draw=4, shape=(3, 5), **params)
+    a = fn(np, 77, draw=4, shape=(3, 5), source=registry.get("numpy"), **params)
     b = fn(XP, 77, draw=4, shape=(3, 5), **params)
     assert a.dtype == b.dtype == np.dtype(params["dtype"]) and a.shape == (3, 5)
     assert np.array_equal(a, b)
@@ -71,6 +125,7 @@ def test_cupy_backend_without_cupy_names_the_extra():
     with pytest.raises(cv.BackendUnavailableError, match=r"pip install '\.\[cuda\]'"):
         cv.Device("cupy")
     g = cv.capture(lambda x: x + 1, cv.spec(2))
-    with pytest.raises(cv.BackendUnavailableError, match=r"needs CuPy.*pip install '\.\[cuda\]'"):
+    with pytest.raises(cv.BackendUnavailableError,
+                       match=r"needs CuPy.*pip install '\.\[cuda\]'"):
         g.replay({"x": np.ones(2, np.float32)}, backend="cupy")
     assert g.replay({"x": np.ones(2, np.float32)}, backend="auto").backend == "numpy"

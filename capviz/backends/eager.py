@@ -1,4 +1,6 @@
-"""Eager backends: run each op at once on an array namespace (NumPy, or CuPy for a GPU)."""
+"""Eager backends: run each op at once on a replay backend's namespace (NumPy, or CuPy for a
+GPU): the registry's :class:`~capviz.backends.registry.Backend` binds the ops and moves values,
+so nothing here names an engine."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
+from capviz.backends import registry
 from capviz.errors import DeviceMismatchError
 from capviz.tensor import Backend, Tensor
 
@@ -19,33 +22,56 @@ _INPLACE = {"+=": operator.iadd, "-=": operator.isub, "*=": operator.imul,
 
 
 class EagerBackend(Backend):
-    """Runs ops on the array namespace ``xp`` and wraps results in tensors.
+    """Runs ops on a replay backend's namespace and wraps results in tensors.
 
     Attributes:
-        xp: the array namespace (``numpy`` or ``cupy``).
+        engine: the :class:`capviz.backends.registry.Backend` that binds ops and moves values.
+        xp: its array namespace.
+        name: its name (``numpy`` or ``cupy``).
         device: the :class:`capviz.Device` that owns this backend.
     """
 
     priority = 0
 
-    def __init__(self, xp: Any, device: Any = None) -> None:
-        self.xp = xp
-        self.name = xp.__name__
+    def __init__(self, engine: registry.Backend, device: Any = None) -> None:
+        self.engine = engine
+        self.xp = engine.namespace()
+        self.name = engine.name
         self.device = device
+        self._bound: dict[str, Any] = {}  # op name -> its callable (ops other than random)
+
+    def bind(self, op: ops.Op) -> Any:
+        """``op``'s callable on this backend (kept per op)."""
+        fn = self._bound.get(op.name)
+        if fn is None:
+            fn = self.engine.bind(op)
+            if not op.random:
+                self._bound[op.name] = fn
+        return fn
+
+    def copy_of(self, data: Any) -> Any:
+        """A new array of this backend holding ``data``'s values (its layout kept)."""
+        if self.engine.is_native(data):
+            return self.xp.array(data, copy=True)
+        other = registry.owner(data)
+        host = other.to_host(data) if other is not None else data
+        return self.engine.from_host(np.array(host, copy=True))
 
     def to_array(self, value: Any) -> Any:
-        """``value`` as an array of this namespace (host arrays are copied to the device)."""
-        xp = self.xp
-        if xp is np:
-            if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
-                return value.get()
-            return np.asarray(value)
-        return xp.asarray(value)
+        """``value`` as an array of this backend (another backend's array goes through the
+        host: a CuPy array meets a NumPy device as its copy)."""
+        engine = self.engine
+        if engine.is_native(value):
+            return value
+        other = registry.owner(value)
+        if other is not None:
+            value = other.to_host(value)
+        return engine.from_host(value)
 
     def unwrap(self, a: Any) -> Any:
         if type(a) is Tensor:
             if a._backend is not self:
-                if isinstance(a._backend, EagerBackend) and a._backend.xp is self.xp:
+                if isinstance(a._backend, EagerBackend) and a._backend.engine is self.engine:
                     return a._data
                 raise DeviceMismatchError(
                     f"a tensor on device {a._backend.name!r} met a tensor on {self.name!r} in "
@@ -59,7 +85,7 @@ class EagerBackend(Backend):
         return Tensor(self.xp.asarray(value), self)
 
     def apply(self, op: ops.Op, args: tuple, params: dict) -> Any:
-        fn = op.bind(self.xp)
+        fn = self.bind(op)
         out = fn(*[self.unwrap(a) for a in args], **params)
         if op.multi:
             return tuple(self.wrap(o) for o in out)
@@ -80,7 +106,7 @@ class EagerBackend(Backend):
 
     def write_ufunc(self, op: ops.Op, inputs: tuple, out: Tensor, where: Any) -> Tensor:
         extra = {} if where is True else {"where": self.unwrap(where)}
-        op.bind(self.xp)(*[self.unwrap(a) for a in inputs], out=out._data, **extra)
+        self.bind(op)(*[self.unwrap(a) for a in inputs], out=out._data, **extra)
         return out
 
     def replace(self, target: Tensor, new: Tensor) -> Tensor:
@@ -89,13 +115,10 @@ class EagerBackend(Backend):
 
     def random(self, op: ops.Op, seed: int, params: dict) -> Tensor:
         """Draw with a random op (``seed`` and ``params['draw']`` fix the values)."""
-        return self.wrap(op.bind(self.xp)(seed, **params))
+        return self.wrap(self.bind(op)(seed, **params))
 
     def read(self, tensor: Tensor, call: str) -> np.ndarray:
-        data = tensor._data
-        if self.xp is np:
-            return np.asarray(data)
-        return self.xp.asnumpy(data)
+        return self.engine.to_host(tensor._data)
 
     def describe(self, tensor: Tensor) -> str:
         body = np.array2string(self.read(tensor, "repr"), separator=", ", prefix="tensor(")

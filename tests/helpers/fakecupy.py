@@ -22,15 +22,33 @@ class ndarray(np.ndarray):
         return np.asarray(self).copy()
 
 
+def _device(out):
+    if isinstance(out, np.ndarray) and not isinstance(out, ndarray):
+        return out.view(ndarray)
+    return out
+
+
+class _Ufunc:
+    """A NumPy ufunc whose results are device arrays; ``.at`` and the rest pass through."""
+
+    def __init__(self, ufunc):
+        self._ufunc = ufunc
+
+    def __call__(self, *args, **kwargs):
+        return _device(self._ufunc(*args, **kwargs))
+
+    def __getattr__(self, name):
+        return getattr(self._ufunc, name)
+
+
 class _Namespace(types.ModuleType):
     def __getattr__(self, name):
         value = getattr(np, name)
+        if isinstance(value, np.ufunc):
+            return _Ufunc(value)
         if callable(value) and not isinstance(value, type):
             def wrapped(*args, **kwargs):
-                out = value(*args, **kwargs)
-                if isinstance(out, np.ndarray) and not isinstance(out, ndarray):
-                    return out.view(ndarray)
-                return out
+                return _device(value(*args, **kwargs))
 
             return wrapped
         return value
@@ -46,4 +64,8 @@ def install(monkeypatch, devices=1):
         getDeviceCount=lambda: devices))
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setattr(sys.modules["capviz.capture"], "_default", None)
+    from capviz import ops
+
+    for op in ops.OPS.values():  # ops bound to this stand-in are forgotten after the test
+        monkeypatch.setattr(op, "_bound", {k: v for k, v in op._bound.items() if k != "cupy"})
     return cupy

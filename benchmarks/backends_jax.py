@@ -1,0 +1,100 @@
+"""The JAX backend vs the NumPy replay (issue: backends). Run: python benchmarks/backends_jax.py
+
+Same graph, same inputs, both sides measured in this run: medians of interleaved rounds
+(NumPy replay, JAX replay, NumPy replay, ...), the cycle collector off during each call
+(``_common.interleaved``).
+
+- the 100-op elementwise chain (``_common.chain``: multiply, add...) over (1024, 1024) float32
+  (goal: JAX >= 5x faster);
+- the transformer block of ``capviz.models`` (seq 256, width 128, 4 heads; goal: >= 1.5x);
+- each on device: every value lives where the backend computes (the NumPy input and result in
+  host memory; the JAX input already a jax array on jax's default device and the result left
+  there, waited for with ``block_until_ready``), so neither side pays a transfer; and end to
+  end: a NumPy input, the JAX result copied back to a NumPy array (``to_numpy=True``);
+- the first JAX call (trace + XLA compile) apart, against one steady NumPy replay.
+
+Figures are ratios NumPy time / JAX time (above 1: JAX is faster). On a machine whose cores are
+busy, OpenBLAS's threads spin against the load and the NumPy matmuls slow down many times over,
+which flatters JAX: measure on an idle machine, or compare with a run under
+``OPENBLAS_NUM_THREADS=1``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from _common import chain, interleaved
+
+import capviz as cv
+from capviz import models
+
+
+def _cases() -> list[tuple[str, cv.CapturedGraph, np.ndarray, str]]:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1024, 1024)).astype(np.float32)
+    chain_graph = cv.capture(lambda x: chain(x, 100), cv.spec(x.shape, x.dtype))
+    params = models.transformer_weights(d=128, heads=4)
+    h = rng.standard_normal((256, 128)).astype(np.float32)
+    block = cv.capture(lambda x: models.transformer_block(x, params), cv.spec(h.shape, h.dtype))
+    return [("100-op chain, (1024, 1024) float32", chain_graph, x, ">= 5x faster"),
+            ("transformer block (256 x 128, 4 heads)", block, h, ">= 1.5x faster")]
+
+
+def run(rounds: int = 5) -> list[tuple[str, str, str]]:
+    """Rows ``(name, figure, goal)`` for ``benchmarks/backends.py``."""
+    import jax
+
+    from capviz.backends.jax import BACKEND
+
+    device = jax.devices()[0]
+    rows = []
+    for name, graph, x, goal in _cases():
+        name_of_input = graph.inputs[0]
+        feed = {name_of_input: x}
+        graph.replay(feed, backend="numpy")  # the NumPy program built before timing
+        start = time.perf_counter()
+        graph.replay(feed, backend="jax")[graph.outputs[0]].block_until_ready()
+        first = time.perf_counter() - start
+        on_device = {name_of_input: BACKEND.from_host(x)}
+        out = graph.outputs[0]
+
+        def numpy_replay(feed=feed, graph=graph):
+            graph.replay(feed, backend="numpy")
+
+        def jax_replay(on_device=on_device, graph=graph, out=out):
+            graph.replay(on_device, backend="jax")[out].block_until_ready()
+
+        def jax_to_host(feed=feed, graph=graph):
+            graph.replay(feed, backend="jax", to_numpy=True)
+
+        t_np, t_jax, t_host = interleaved([numpy_replay, jax_replay, jax_to_host], rounds)
+        expected = graph.replay(feed, backend="numpy")[out]
+        got = graph.replay(feed, backend="jax", to_numpy=True)[out]
+        rtol, atol = BACKEND.tolerance
+        agree = "outputs agree" if np.allclose(got, expected, rtol=rtol, atol=atol) \
+            else "OUTPUTS DIFFER"
+        rows.append((f"jax vs numpy replay: {name} ({device.platform})",
+                     f"{t_np / t_jax:.2f}x ({1e3 * t_jax:.2f} ms vs {1e3 * t_np:.2f} ms; "
+                     f"{agree})", goal))
+        rows.append(("  same, end to end (host input, to_numpy=True)",
+                     f"{t_np / t_host:.2f}x ({1e3 * t_host:.2f} ms)", goal))
+        rows.append(("  first jax call (trace + compile) vs one numpy replay",
+                     f"{first / t_np:.1f}x ({1e3 * first:.0f} ms)", "reported apart"))
+    return rows
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds")
+    args = parser.parse_args()
+    rows = run(args.rounds)
+    width = max(len(name) for name, _, _ in rows)
+    for name, figure, goal in rows:
+        print(f"{name:<{width}}  {figure:<48}  goal: {goal}")
+
+
+if __name__ == "__main__":
+    main()

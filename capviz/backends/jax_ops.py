@@ -1,0 +1,510 @@
+"""The ops of the JAX backend: which it refuses (:data:`UNSUPPORTED`), and the functional forms
+it runs instead of ``op.bind(jax.numpy)`` (:data:`OVERRIDES`).
+
+jax arrays are immutable, so every write (``setitem``, ``index_put``, ``put``, ``ufunc_at``...)
+becomes "assign values at flat positions, the last one wins" (:func:`_assign_flat`), which is
+deterministic where a scatter of repeated indices is not. Where NumPy raises on values (an index
+out of bounds) or leaves a result to the platform (a float cast to an integer out of range), a
+form checks the values with :func:`capviz.backends.jax_trace.require`; where XLA defines a
+result otherwise than NumPy (an integer divided by zero), the form computes NumPy's. A ufunc
+runs in the loop NumPy picks for its operands' dtypes (:func:`_in_loop_dtypes`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from capviz import ops
+from capviz.backends.jax_random import bernoulli, normal, uniform
+from capviz.backends.jax_trace import dtype_of, require
+
+UNSUPPORTED: dict[str, str] = {
+    "partition": "the order of the elements on each side of the kth is NumPy's introselect's "
+                 "own; jax.numpy orders them otherwise (use np.sort, or a stable np.argsort)",
+    "argpartition": "the order of the indices on each side of the kth is NumPy's "
+                    "introselect's own; jax.numpy orders them otherwise (use np.argsort with "
+                    "kind='stable')",
+    "linalg.eigh": "eigenvectors are unique only up to sign, and XLA chooses the signs "
+                   "otherwise than LAPACK in NumPy (use np.linalg.eigvalsh for the values)",
+    "linalg.svd": "singular vectors are unique only up to sign, and XLA chooses the signs "
+                  "otherwise than LAPACK in NumPy (use np.linalg.svdvals for the values)",
+    "linalg.qr": "the signs of Q's columns and R's rows are XLA's choice on GPUs, not "
+                 "LAPACK's (use np.linalg.solve or np.linalg.cholesky where they serve)",
+    "histogram": "a value on a bin edge may fall in the neighbouring bin (jax.numpy computes "
+                 "the bin of a value otherwise than NumPy), which changes integer counts",
+    "histogram2d": "a value on a bin edge may fall in the neighbouring bin (jax.numpy "
+                   "computes the bin of a value otherwise than NumPy)",
+    "isnat": "jax has no datetime or timedelta arrays",
+    "ravel_multi_index": "jax.numpy clips an index out of bounds where NumPy raises "
+                         "(compute the flat index with arithmetic: i * n + j)",
+    "unravel_index": "jax.numpy clips an index out of bounds where NumPy raises (compute the "
+                     "indices with // and %)",
+    "choose": "jax.numpy's choose clips or wraps an index out of bounds where NumPy raises "
+              "(use np.where or np.select)",
+    "compress": "jax.numpy's compress needs a condition known at trace time and an output "
+                "size (use np.take with the indices np.flatnonzero(condition) gives)",
+    "gradient": "jax.numpy's gradient takes no edge_order and differs from NumPy's at the "
+                "edges (write the differences with slicing)",
+    "histogramdd": "jax.numpy's histogramdd counts in integers where NumPy gives floats, and "
+                   "a value on a bin edge may fall in the neighbouring bin",
+    "block": "jax.numpy's block reads nested lists of arrays, which a replay passes as "
+             "operands (use np.concatenate)",
+    "linalg.eig": "eigenvectors are unique only up to a complex factor, which XLA chooses "
+                  "otherwise than LAPACK in NumPy, and NumPy's result is real or complex "
+                  "depending on the values (use np.linalg.eigh for a symmetric matrix)",
+    "linalg.eigvals": "XLA orders complex eigenvalues otherwise than LAPACK in NumPy (use "
+                      "np.linalg.eigvalsh for a symmetric matrix)",
+    "fix": "jax.numpy has no fix (use np.trunc, which rounds the same way)",
+    "lib.stride_tricks.sliding_window_view": "jax.numpy has no sliding_window_view (gather "
+                                             "the windows with np.take and np.arange offsets)",
+    **{f"emath.{name}": "jax.numpy has no emath: its result's dtype (real or complex) would "
+                        "depend on the values (use np.sqrt, np.log... on complex inputs)"
+       for name in ("sqrt", "log", "log10", "log2", "logn", "power", "arccos", "arcsin",
+                    "arctanh")},
+    "scalar_power": "a NumPy scalar's ** is C's pow in the scalar's precision, which XLA's "
+                    "power does not reproduce (write np.power(x, y) on arrays)",
+}
+"""Ops this backend refuses, by name, with the reason (raised by :meth:`JaxBackend.bind`)."""
+
+
+def _is_int(dtype: Any) -> bool:
+    return np.dtype(dtype).kind in "iub"
+
+
+def cast(jnp: Any, value: Any, dtype: Any) -> Any:
+    """``value`` as ``dtype``, as NumPy's unsafe cast does; a float cast to an integer outside
+    its range (or NaN), which NumPy leaves to the platform and XLA saturates, fails the
+    replay."""
+    dtype = np.dtype(dtype)
+    value = jnp.asarray(value)
+    source = np.dtype(value.dtype)
+    if source.kind in "fc" and dtype.kind in "iu":
+        real = jnp.real(value) if source.kind == "c" else value
+        info = np.iinfo(dtype)
+        # the bounds as powers of two (exact in every float type); truncation keeps (lo-1, hi+1)
+        low, high = float(info.min) - 1.0 if info.min else -1.0, float(info.max) + 1.0
+        ok = jnp.all((real > low) & (real < high))
+        require(ok, f"a {source} value cast to {dtype} is NaN or outside {dtype}'s range; "
+                    "NumPy's result for it is the platform's, XLA's saturates (clip or "
+                    "np.nan_to_num the values first)")
+        value = real
+    elif source.kind == "c" and dtype.kind != "c":
+        value = jnp.real(value)  # NumPy drops the imaginary part (ComplexWarning)
+    return value.astype(dtype)
+
+
+def _lists_as_arrays(fn: Callable) -> Callable:
+    """``fn`` with list arguments passed as NumPy arrays: NumPy reads a list as an array
+    (``np.delete(x, [0, 2])``), jax.numpy refuses lists."""
+
+    def run(*args: Any, **params: Any) -> Any:
+        args = tuple(np.asarray(a) if type(a) is list else a for a in args)
+        params = {k: np.asarray(v) if type(v) is list else v for k, v in params.items()}
+        return fn(*args, **params)
+
+    run.__name__ = getattr(fn, "__name__", "op")
+    return run
+
+
+def _loop_key(value: Any) -> Any:
+    """An operand as ``ufunc.resolve_dtypes`` takes it: a dtype, or a Python scalar's type
+    (NumPy 2 promotes those weakly)."""
+    kind = type(value)
+    if kind is int or kind is float or kind is complex:
+        return kind
+    if kind is bool:
+        return np.dtype(bool)
+    return dtype_of(value)
+
+
+def _in_loop_dtypes(jnp: Any, ufunc: np.ufunc, fn: Callable) -> Callable:
+    """``fn`` (the ufunc on jax.numpy) called on operands cast to the loop NumPy picks for
+    them (``np.sin`` of int32 runs in float64, of uint8 in float16; ``bool << bool`` in int8):
+    the casts are exact, and jax's own promotion would pick other loops."""
+
+    def run(*args: Any) -> Any:
+        loop = ufunc.resolve_dtypes(tuple(_loop_key(a) for a in args) + (None,) * ufunc.nout)
+        cast_args = [a.astype(dt) if hasattr(a, "dtype") and not isinstance(a, np.generic)
+                     and np.dtype(a.dtype) != dt else a for a, dt in zip(args, loop)]
+        return fn(*cast_args)
+
+    run.__name__ = ufunc.__name__
+    return run
+
+
+def _astype(jnp: Any) -> Callable:
+    def astype(x: Any, dtype: str) -> Any:
+        return cast(jnp, x, dtype)
+
+    return astype
+
+
+def _integer_division(jnp: Any, name: str) -> Callable:
+    """floor_divide, remainder, fmod: an integer divided by zero gives 0 in NumPy (with a
+    warning), while XLA defines it otherwise."""
+    fn = getattr(jnp, name)
+
+    def run(a: Any, b: Any) -> Any:
+        if not (_is_int(dtype_of(a)) and _is_int(dtype_of(b))):
+            return fn(a, b)
+        zero = jnp.asarray(b) == 0
+        result = fn(a, jnp.where(zero, jnp.ones_like(b), b))
+        return jnp.where(zero, jnp.zeros_like(result), result)
+
+    run.__name__ = name
+    return run
+
+
+def _divmod(jnp: Any) -> Callable:
+    floor_divide = _integer_division(jnp, "floor_divide")
+    remainder = _integer_division(jnp, "remainder")
+
+    def divmod_(a: Any, b: Any) -> tuple:
+        return floor_divide(a, b), remainder(a, b)
+
+    return divmod_
+
+
+def _copy(jnp: Any) -> Callable:
+    def copy(a: Any, order: str = "K", subok: bool = False) -> Any:
+        return jnp.array(a, copy=True)  # jax arrays have no memory order to keep
+
+    return copy
+
+
+def split_pieces(x: Any, indices_or_sections: Any, axis: int, even: bool) -> list:
+    """NumPy's ``array_split`` (``even``: ``split``'s check) with static slices, which keep
+    NumPy's slicing rules for negative, repeated and out-of-range split points (jax.numpy's
+    split refuses them)."""
+    axis %= len(x.shape)
+    n = x.shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        if even and n % sections:
+            raise ValueError("array split does not result in an equal division")
+        size, extra = divmod(n, sections)
+        sizes = [0] + extra * [size + 1] + (sections - extra) * [size]
+        points = list(np.cumsum(sizes))
+    else:
+        points = [0, *[int(i) for i in indices_or_sections], n]
+    pieces = []
+    for start, stop in itertools.pairwise(points):
+        index = [slice(None)] * len(x.shape)
+        index[axis] = slice(start, stop)
+        pieces.append(x[tuple(index)])
+    return pieces
+
+
+def _split(name: str) -> Callable[[Any], Callable]:
+    def make(jnp: Any) -> Callable:
+        def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list:
+            if name == "hsplit":
+                axis = 1 if len(x.shape) > 1 else 0
+            elif name in ("vsplit", "dsplit"):
+                axis = 0 if name == "vsplit" else 2
+            return split_pieces(x, indices_or_sections, axis, name != "array_split")
+
+        return split
+
+    return make
+
+
+def _reciprocal(jnp: Any) -> Callable:
+    def reciprocal(x: Any) -> Any:
+        if not _is_int(dtype_of(x)):
+            return jnp.reciprocal(x)
+        require(jnp.all(x != 0), "the integer reciprocal of 0 is the platform's in NumPy")
+        one = jnp.ones_like(x)
+        return jnp.where(x == 1, one, jnp.where(x == -1, -one, jnp.zeros_like(x)))
+
+    return reciprocal
+
+
+def _power(jnp: Any) -> Callable:
+    def power(a: Any, b: Any) -> Any:
+        if _is_int(dtype_of(a)) and _is_int(dtype_of(b)) and dtype_of(b).kind == "i":
+            require(jnp.all(jnp.asarray(b) >= 0), "integers to negative integer powers are "
+                    "not allowed (NumPy raises ValueError)")
+        return jnp.power(a, b)
+
+    return power
+
+
+def _in_bounds(jnp: Any, idx: Any, n: int, what: str) -> Any:
+    """``idx`` with negative entries wrapped, checked to lie in ``[-n, n)`` (NumPy raises
+    IndexError otherwise; jax clips or drops)."""
+    idx = jnp.asarray(idx)
+    require(jnp.all((idx >= -n) & (idx < n)), f"{what} is out of bounds for an axis of size "
+                                              f"{n} (NumPy raises IndexError)")
+    return jnp.where(idx < 0, idx + n, idx)
+
+
+def _index(jnp: Any) -> Callable:
+    def index(x: Any, idx: Any) -> Any:
+        return x[_in_bounds(jnp, idx, x.shape[0], "an index")]
+
+    return index
+
+
+def _take(jnp: Any) -> Callable:
+    def take(x: Any, idx: Any, axis: int | None = None) -> Any:
+        n = math.prod(x.shape) if axis is None else x.shape[axis]
+        return jnp.take(x, _in_bounds(jnp, idx, n, "an index of take"), axis=axis)
+
+    return take
+
+
+def _take_along_axis(jnp: Any) -> Callable:
+    def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, **params: Any) -> Any:
+        n = math.prod(arr.shape) if axis is None else arr.shape[axis]
+        return jnp.take_along_axis(arr, _in_bounds(jnp, indices, n, "an index of "
+                                                   "take_along_axis"), axis, **params)
+
+    return take_along_axis
+
+
+def _sort(jnp: Any) -> Callable:
+    def sort(a: Any, axis: int | None = -1, kind: str | None = None, order: Any = None,
+             **params: Any) -> Any:
+        if order is not None:
+            raise NotImplementedError("sort(order=...) sorts structured arrays, which jax "
+                                      "has not")
+        params.pop("stable", None)  # equal values are equal: the sorted values are the same
+        return jnp.sort(a, axis=axis, **params)
+
+    return sort
+
+
+def _argsort(jnp: Any) -> Callable:
+    def argsort(a: Any, axis: int | None = -1, kind: str | None = None,
+                order: Any = None, **params: Any) -> Any:
+        if order is not None:
+            raise NotImplementedError("argsort(order=...) sorts structured arrays, which jax "
+                                      "has not")
+        if params.pop("stable", None):
+            kind = "stable"
+        result = jnp.argsort(a, axis=axis, stable=True, **params)
+        if kind not in ("stable", "mergesort"):
+            ordered = jnp.sort(a.reshape(-1) if axis is None else a,
+                               axis=0 if axis is None else axis)
+            ax = 0 if axis is None else axis
+            n = ordered.shape[ax]
+            if n > 1:
+                first = jnp.take(ordered, jnp.arange(n - 1), axis=ax)
+                rest = jnp.take(ordered, jnp.arange(1, n), axis=ax)
+                require(jnp.all(first != rest), "argsort of equal values with NumPy's default "
+                        "kind (quicksort): the order of ties is NumPy's own; pass "
+                        "kind='stable'")
+        return result
+
+    return argsort
+
+
+# the writes: every update op becomes "assign values at flat positions, the last one wins"
+
+
+def _assign_flat(jnp: Any, x: Any, positions: Any, values: Any) -> Any:
+    """``x`` with ``x.flat[positions[k]] = values[k]`` in order (a later write wins, as in
+    NumPy's assignment loops); deterministic, where a scatter of duplicates is not."""
+    flat = x.reshape(-1)
+    m = positions.shape[0]
+    if m == 0:
+        return x
+    order = jnp.arange(m)
+    winner = jnp.full(flat.shape, -1, order.dtype).at[positions].max(order)
+    written = values[jnp.maximum(winner, 0)]
+    return jnp.where(winner >= 0, written, flat).reshape(x.shape)
+
+
+def _positions(jnp: Any, shape: tuple) -> Any:
+    return jnp.arange(math.prod(shape)).reshape(shape)
+
+
+def _setitem(jnp: Any) -> Callable:
+    def setitem(x: Any, value: Any, index: tuple) -> Any:
+        index = tuple(np.asarray(k) if isinstance(k, list) else k for k in index)
+        value = cast(jnp, value, x.dtype)
+        if all(k is None or k is Ellipsis or isinstance(k, (int, slice)) for k in index):
+            return x.at[index].set(value)  # a basic index selects each element once
+        target = _positions(jnp, x.shape)[index]  # an array in the index may repeat one
+        values = jnp.broadcast_to(value, target.shape)
+        return _assign_flat(jnp, x, target.reshape(-1), values.reshape(-1))
+
+    return setitem
+
+
+def _index_put(jnp: Any) -> Callable:
+    def index_put(x: Any, idx: Any, value: Any) -> Any:
+        value = cast(jnp, value, x.dtype)
+        if np.dtype(idx.dtype) == np.bool_:  # value fits one row: where the mask is set
+            mask = idx.reshape(idx.shape + (1,) * (len(x.shape) - len(idx.shape)))
+            row = jnp.broadcast_to(value, (1, *x.shape[len(idx.shape):]))
+            return jnp.where(mask, row.reshape(row.shape[1:]), x)
+        rows = _in_bounds(jnp, idx, x.shape[0], "an index").reshape(-1)
+        inner = math.prod(x.shape[1:])
+        target = (*idx.shape, *x.shape[1:])
+        positions = (rows[:, None] * inner + jnp.arange(inner)[None, :]).reshape(-1)
+        return _assign_flat(jnp, x, positions, jnp.broadcast_to(value, target).reshape(-1))
+
+    return index_put
+
+
+def _put(jnp: Any) -> Callable:
+    def put(x: Any, ind: Any, v: Any, mode: str = "raise") -> Any:
+        n = math.prod(x.shape)
+        ind = jnp.asarray(ind).reshape(-1)
+        if mode == "wrap":
+            ind = jnp.remainder(ind, n)
+        elif mode == "clip":
+            ind = jnp.clip(ind, 0, n - 1)
+        else:
+            ind = _in_bounds(jnp, ind, n, "an index of put")
+        values = cast(jnp, v, x.dtype).reshape(-1)
+        if values.shape[0] == 0 or ind.shape[0] == 0:
+            return x
+        values = values[jnp.arange(ind.shape[0]) % values.shape[0]]  # v repeats, as np.put
+        return _assign_flat(jnp, x, ind, values)
+
+    return put
+
+
+def _put_along_axis(jnp: Any) -> Callable:
+    def put_along_axis(x: Any, indices: Any, values: Any, axis: int) -> Any:
+        axis %= len(x.shape)
+        fancy = tuple(1 if i == axis else d for i, d in enumerate(x.shape))
+        shape = tuple(np.broadcast_shapes(fancy, tuple(indices.shape)))
+        along = jnp.broadcast_to(_in_bounds(jnp, indices, x.shape[axis], "an index of "
+                                            "put_along_axis"), shape)
+        grid = list(jnp.indices(shape, sparse=True))
+        grid[axis] = along
+        positions = jnp.ravel_multi_index(tuple(jnp.broadcast_to(g, shape) for g in grid),
+                                          x.shape, mode="clip").reshape(-1)
+        written = jnp.broadcast_to(cast(jnp, values, x.dtype), shape).reshape(-1)
+        return _assign_flat(jnp, x, positions, written)
+
+    return put_along_axis
+
+
+def _cycled(jnp: Any, values: Any, dtype: Any, n: int) -> Any:
+    """``n`` values from ``values`` repeated in flat order, as a flat assignment repeats a
+    shorter value (``a.flat[...] = v``, ``np.putmask``), cast to ``dtype``."""
+    flat = cast(jnp, values, dtype).reshape(-1)
+    if flat.shape[0] == 0:
+        raise ValueError("cannot assign from an empty value")
+    return flat[np.arange(n) % flat.shape[0]]
+
+
+def _fill_diagonal(jnp: Any) -> Callable:
+    def fill_diagonal(x: Any, val: Any, wrap: bool = False) -> Any:
+        shape = x.shape  # NumPy's own positions: a.flat[:end:step] = val
+        if len(shape) == 2:
+            step = shape[1] + 1
+            end = None if wrap else shape[1] * shape[1]
+        else:
+            step, end = 1 + int(np.cumprod(shape[:-1]).sum()), None
+        positions = np.arange(math.prod(shape))[:end:step]
+        if positions.size == 0:
+            return x
+        values = _cycled(jnp, val, x.dtype, positions.size)
+        return _assign_flat(jnp, x, jnp.asarray(positions), values)
+
+    return fill_diagonal
+
+
+def _putmask(jnp: Any) -> Callable:
+    def putmask(x: Any, mask: Any, values: Any) -> Any:
+        n = math.prod(x.shape)
+        if n == 0:
+            return x
+        chosen = jnp.asarray(mask).reshape(-1).astype(bool)
+        written = _cycled(jnp, values, x.dtype, n)  # a.flat[k] = values.flat[k % size]
+        return jnp.where(chosen, written, x.reshape(-1)).reshape(x.shape)
+
+    return putmask
+
+
+_SCATTERS = {"add": "add", "subtract": "add", "multiply": "multiply", "maximum": "max",
+             "minimum": "min"}
+
+
+def _ufunc_at(jnp: Any) -> Callable:
+    def ufunc_at(x: Any, indices: Any, values: Any, ufunc: str) -> Any:
+        method = _SCATTERS.get(ufunc)
+        if method is None:
+            raise NotImplementedError(f"np.{ufunc}.at has no scatter form in jax (its repeated "
+                                      f"indices apply in order); supported: "
+                                      f"{', '.join(f'np.{u}.at' for u in _SCATTERS)}")
+        rows = _in_bounds(jnp, indices, x.shape[0], "an index of ufunc.at")
+        values = jnp.broadcast_to(jnp.asarray(values), (*indices.shape, *x.shape[1:]))
+        if ufunc == "subtract":
+            values = -values
+        if dtype_of(values) != np.dtype(x.dtype):
+            values = cast(jnp, values, x.dtype)
+        return getattr(x.at[rows], method)(values)
+
+    return ufunc_at
+
+
+def _into(jnp: Any) -> Callable:
+    def into(target: Any, *operands: Any, op: str, params: dict) -> Any:
+        # the function's own result (out= has its shape and dtype); its value checks, if any,
+        # are made at this node
+        inner = ops.OPS[op]
+        if inner.name in UNSUPPORTED:
+            raise NotImplementedError(f"{inner.name}(..., out=...): {UNSUPPORTED[inner.name]}")
+        result = functional(inner, jnp)(*operands, **params)
+        return jnp.asarray(result).astype(target.dtype)
+
+    return into
+
+
+OVERRIDES: dict[str, Callable[[Any], Callable]] = {
+    "astype": _astype,
+    "floor_divide": lambda jnp: _integer_division(jnp, "floor_divide"),
+    "remainder": lambda jnp: _integer_division(jnp, "remainder"),
+    "fmod": lambda jnp: _integer_division(jnp, "fmod"),
+    "divmod": _divmod,
+    "power": _power,
+    "index": _index,
+    "take": _take,
+    "take_along_axis": _take_along_axis,
+    "argsort": _argsort,
+    "sort": _sort,
+    "copy": _copy,
+    **{name: _split(name) for name in ("split", "array_split", "hsplit", "vsplit", "dsplit")},
+    "reciprocal": _reciprocal,
+    "setitem": _setitem,
+    "index_put": _index_put,
+    "put": _put,
+    "put_along_axis": _put_along_axis,
+    "ufunc_at": _ufunc_at,
+    "fill_diagonal": _fill_diagonal,
+    "putmask": _putmask,
+    "into": _into,
+    "random_uniform": uniform,
+    "random_normal": normal,
+    "random_bernoulli": bernoulli,
+}
+"""Ops bound to a functional form here instead of ``op.bind(jax.numpy)``: the writes (jax
+arrays are immutable), the random ops (a traced seed), and the ops whose NumPy result on some
+values XLA does not give (checked, see :func:`require`)."""
+
+
+def functional(op: ops.Op, jnp: Any) -> Callable:
+    """The callable that runs ``op`` on ``jnp`` as NumPy does: its form of :data:`OVERRIDES`, or
+    ``op.bind(jnp)``; a ufunc in NumPy's loop, list arguments as arrays. (Refusals are the
+    caller's: :data:`UNSUPPORTED`.)"""
+    make = OVERRIDES.get(op.name)
+    fn = make(jnp) if make is not None else op.bind(jnp)
+    if op.name in ops.UFUNCS:
+        return _in_loop_dtypes(jnp, ops.UFUNCS[op.name], fn)
+    if make is None:
+        return _lists_as_arrays(fn)
+    return fn

@@ -1,0 +1,275 @@
+"""Replay backends: one object per engine, registered by name (the seam).
+
+A backend answers these questions, and nothing outside its module names it:
+
+* which array namespace the op table binds to (:meth:`Backend.namespace`; loaded on first use,
+  :class:`~capviz.errors.BackendUnavailableError` naming the pip extra otherwise);
+* how values move: :meth:`Backend.from_host` (a NumPy array or constant onto the backend),
+  :meth:`Backend.to_host` (a result back to a NumPy array), :meth:`Backend.is_native` (an input
+  that is already the backend's own array, such as a CuPy or Dask array);
+* what it cannot do: :meth:`Backend.bind` refuses an op by name with the reason at bind time,
+  and ``mutable = False`` says its arrays take no ``out=`` and no in-place write (the memory
+  plan is then off, and an op that writes is bound to its functional form);
+* how a compiled program runs: :meth:`Backend.execute` (NumPy and CuPy run the step table;
+  Dask builds one lazy expression from it; JAX traces it once under ``jax.jit``);
+* how exact it is: ``exact`` (bit-equal to the NumPy replay) or the ``tolerance`` it is held
+  to (``tests/test_backend_contract.py`` checks it on every op);
+* where random bits come from: :meth:`Backend.random_bits` (Philox4x64-10 words, the same on
+  every backend; the default runs :func:`capviz.rng.philox_raw` on the namespace) and
+  :meth:`Backend.random_u32`;
+* whether results live in this machine's memory (``host_memory``): a replay is then refused
+  before it allocates when its memory plan exceeds the memory available.
+
+``backend="auto"`` means CuPy when a GPU is usable, else NumPy (:func:`resolve`). Values of any
+loaded backend go to the host through :func:`host_array` (diagnostics, the view's statistics).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from capviz.errors import BackendUnavailableError, UnsupportedOperationError
+
+
+class Backend:
+    """One replay engine. Subclass it in a module of ``capviz/backends/`` and :func:`register`
+    an instance; see ``docs/architecture.md``, "Writing a backend".
+
+    Attributes:
+        name: the name users pass as ``backend=``.
+        extra: the pip extra that installs the engine (``None``: always installed).
+        mutable: arrays accept ``out=`` and in-place writes (the memory plan applies).
+        exact: replays equal NumPy's bit for bit, random ops included.
+        tolerance: ``(rtol, atol)`` its results are held to when not ``exact``.
+        options: the keyword options ``graph.replay(..., **options)`` accepts for it.
+        eager: an eager :class:`capviz.Device` can run on it (``cv.Device(name)``): ops run
+            one at a time on concrete, mutable arrays. A backend that is not eager is
+            replay-only (Dask, JAX).
+        host_memory: results are held in this machine's memory, so a replay whose
+            :meth:`capviz.CapturedGraph.memory_plan` peak exceeds the memory available is
+            refused before anything is allocated (:class:`capviz.ReplayMemoryError`).
+    """
+
+    name: str = ""
+    extra: str | None = None
+    mutable: bool = True
+    exact: bool = True
+    tolerance: tuple[float, float] = (0.0, 0.0)
+    options: frozenset[str] = frozenset()
+    host_memory: bool = False
+    eager: bool = False
+
+    def namespace(self) -> Any:
+        """The array namespace ops are bound to (imported on first use).
+
+        Raises:
+            BackendUnavailableError: the engine is not installed or cannot run here; the
+                message names the extra that installs it.
+        """
+        raise NotImplementedError
+
+    def available(self) -> bool:
+        """True when :meth:`namespace` would succeed."""
+        try:
+            self.namespace()
+        except BackendUnavailableError:
+            return False
+        return True
+
+    def from_host(self, value: np.ndarray) -> Any:
+        """``value`` (a NumPy array) as an array of this backend."""
+        return self.namespace().asarray(value)
+
+    def to_host(self, value: Any) -> np.ndarray:
+        """A result of this backend as a NumPy array."""
+        return np.asarray(value)
+
+    def is_native(self, value: Any) -> bool:
+        """True when ``value`` is already an array of this backend (not a NumPy array)."""
+        return False
+
+    @property
+    def array_type(self) -> type | None:
+        """The exact type of this backend's arrays when it has one (``np.ndarray``): the
+        replay's input check tests it before calling :meth:`is_native`. ``None``: ask
+        :meth:`is_native` only."""
+        return None
+
+    def bind(self, op: Any) -> Callable:
+        """The callable that runs ``op`` (an :class:`capviz.ops.Op`) on this backend.
+
+        A random op's callable is given this backend as its bit ``source`` (it draws with
+        :meth:`random_bits` and :meth:`random_u32`).
+
+        Raises:
+            UnsupportedOperationError: naming the op and why this backend cannot run it.
+        """
+        fn = op.bind(self.namespace())
+        if op.random:
+            return functools.partial(fn, source=self)
+        return fn
+
+    def random_bits(self, seed: int, draw: int, n: int, start: int = 0) -> Any:
+        """Words ``start .. start + n`` (uint64, on this backend) of the Philox4x64-10 stream
+        keyed by ``(seed, draw)``: equal, bit for bit, to NumPy's
+        ``np.random.Philox(key=[seed, draw]).random_raw(start + n)[start:]``."""
+        from capviz.rng import philox_raw
+
+        return philox_raw(self.namespace(), seed, draw, n, start)
+
+    def random_u32(self, seed: int, draw: int, n: int) -> Any:
+        """``n`` uint32 words: each word of :meth:`random_bits` gives its low half, then its
+        high half."""
+        from capviz.rng import split_u32
+
+        return split_u32(self.namespace(), self.random_bits(seed, draw, (n + 1) // 2), n)
+
+    def execute(self, program: Any, args: list | tuple, seed: int, options: Mapping[str, Any]
+                ) -> tuple:
+        """Run a compiled :class:`capviz.replay_program.Program` on checked ``args`` (arrays
+        of this backend, in graph input order); return the outputs in graph output order."""
+        return program(args, seed)
+
+    def __repr__(self) -> str:
+        return f"<capviz backend {self.name!r}>"
+
+
+_REGISTRY: dict[str, Backend] = {}
+_LAZY: dict[str, str] = {}  # name -> module that registers it when imported
+
+
+def register(backend: Backend) -> Backend:
+    """Make ``backend`` available as ``backend=backend.name``; returns it."""
+    _REGISTRY[backend.name] = backend
+    return backend
+
+
+def register_lazy(name: str, module: str) -> None:
+    """Say that importing ``module`` registers the backend ``name`` (imported on first use,
+    so that ``import capviz`` never imports an engine)."""
+    _LAZY[name] = module
+
+
+def names() -> list[str]:
+    """Every backend name, ``auto`` first."""
+    return ["auto", *sorted(set(_REGISTRY) | set(_LAZY))]
+
+
+def get(name: str) -> Backend:
+    """The backend registered as ``name`` (``auto``: see :func:`resolve`).
+
+    Raises:
+        ValueError: no backend has that name (the message lists the names).
+    """
+    backend = _REGISTRY.get(name)
+    if backend is not None:
+        return backend
+    if name == "auto":
+        return resolve()
+    if name in _LAZY:
+        _import_backend(name)
+        backend = _REGISTRY.get(name)
+    if backend is None:
+        known = ", ".join(map(repr, names()))
+        raise ValueError(f"unknown backend {name!r}; expected one of {known}")
+    return backend
+
+
+def _import_backend(name: str) -> None:
+    """Import the module that registers ``name``. Its engine missing (``import dask`` failing
+    inside it) is a :class:`BackendUnavailableError` naming the pip extra."""
+    module = _LAZY[name]
+    try:
+        importlib.import_module(module)
+    except ImportError as err:
+        if err.name is not None and (err.name == module or module.startswith(err.name + ".")):
+            raise  # the backend's own module is missing: a bug, not a missing engine
+        raise BackendUnavailableError(
+            f"the {name} backend needs {err.name or 'a package'}, which is not installed "
+            f"({err}); {install_hint(name)}") from None
+
+
+def install_hint(name: str) -> str:
+    """How to install the engine of backend ``name``: its extra (``Backend.extra``; a lazy
+    backend's is its name), from the capviz checkout (capviz is not installed from PyPI)."""
+    backend = _REGISTRY.get(name)
+    extra = backend.extra if backend is not None and backend.extra else name
+    return f"install the extra from the capviz checkout with: pip install '.[{extra}]'"
+
+
+def host() -> Backend:
+    """The backend whose arrays are host NumPy arrays: the reference every other backend is
+    compared with (eager code runs on it in :func:`capviz.compare`)."""
+    return _REGISTRY["numpy"]
+
+
+def eager_names() -> list[str]:
+    """Names of the backends an eager :class:`capviz.Device` can run on (``eager``), the
+    host's first."""
+    eager = sorted(name for name, backend in _REGISTRY.items() if backend.eager)
+    return sorted(eager, key=lambda name: _REGISTRY[name] is not host())
+
+
+def loaded() -> list[Backend]:
+    """The backends registered so far (a lazy one only once something imported it)."""
+    return list(_REGISTRY.values())
+
+
+def owner(value: Any) -> Backend | None:
+    """The loaded backend, other than the host's (:func:`host`), whose own array ``value`` is:
+    a CuPy, Dask or JAX array. ``None`` for NumPy arrays and anything no backend claims."""
+    host_backend = _REGISTRY["numpy"]
+    for backend in _REGISTRY.values():
+        if backend is not host_backend and backend.is_native(value):
+            return backend
+    return None
+
+
+def host_array(value: Any) -> np.ndarray:
+    """``value`` as a NumPy array: a loaded backend's array through its :meth:`Backend.to_host`
+    (a CuPy array is copied from the GPU), anything else through ``np.asarray``."""
+    backend = owner(value)
+    if backend is not None:
+        return backend.to_host(value)
+    return np.asarray(value)
+
+
+def resolve() -> Backend:
+    """``backend="auto"``: CuPy when it is installed and a GPU is usable, else NumPy."""
+    gpu = _REGISTRY["cupy"]
+    return gpu if gpu.available() else _REGISTRY["numpy"]
+
+
+def check_options(backend: Backend, options: Mapping[str, Any]) -> None:
+    """Refuse a replay option ``backend`` does not take.
+
+    Raises:
+        TypeError: naming the option and the ones the backend accepts.
+    """
+    unknown = sorted(set(options) - backend.options)
+    if unknown:
+        accepted = ", ".join(sorted(backend.options)) or "none"
+        raise TypeError(f"the {backend.name} backend takes no option {unknown[0]!r} "
+                        f"(its options: {accepted})")
+
+
+def unsupported(backend: Backend, op_name: str, reason: str) -> UnsupportedOperationError:
+    """The error :meth:`Backend.bind` raises for an op the backend cannot run."""
+    return UnsupportedOperationError(
+        f"op {op_name!r} cannot run on the {backend.name} backend: {reason}")
+
+
+def _register_builtins() -> None:
+    from capviz.backends import numpy  # noqa: F401, I001 - each registers its backend
+    from capviz.backends import cupy  # noqa: F401
+
+    register_lazy("dask", "capviz.backends.dask")
+    register_lazy("jax", "capviz.backends.jax")
+
+
+_register_builtins()

@@ -1,0 +1,108 @@
+"""One example program per op of the op table, for the backend contract
+(tests/test_backend_contract.py).
+
+The examples are the ones the rest of the suite already uses to check each NumPy function and
+ndarray method against eager NumPy (``test_numpy_coverage.CASES`` and ``METHOD_CASES``), one per
+ufunc of the table (inputs of a dtype the ufunc has a loop for), and written ones for what those
+do not reach: the random ops, the update ops a write records, integer-tensor indexing and NumPy
+scalar power. :func:`uncovered` names any op of the table no example reaches, so a new op
+without an example fails the contract's coverage test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import test_numpy_coverage as coverage_cases
+
+import capviz as cv
+from capviz import ops
+
+# ops no example can reach, with the reason
+UNREACHABLE = {
+    "isnat": "needs datetime64 or timedelta64 operands, which a graph never holds",
+}
+
+_RNG = np.random.default_rng(20261130)
+
+
+def _ufunc_inputs(name: str) -> list[np.ndarray] | None:
+    """Inputs for ufunc ``name``: of its first loop over float64, int64 and bool operands
+    (float64 first); values inside the domains of the inverse functions and small enough for
+    shifts."""
+    ufunc = getattr(np, name)
+    make = {"d": lambda: _RNG.uniform(-0.9, 0.9, (3, 4)),
+            "l": lambda: _RNG.integers(1, 6, (3, 4)),
+            "?": lambda: _RNG.integers(0, 2, (3, 4)).astype(bool)}
+    loops = [t[:ufunc.nin] for t in ufunc.types if set(t[:ufunc.nin]) <= set(make)]
+    if not loops:
+        return None
+    loop = min(loops, key=lambda codes: "d" not in codes)
+    return [make[code]().astype(np.dtype(code)) for code in loop]
+
+
+def _ufunc(name: str):
+    ufunc = getattr(np, name)
+    return lambda *xs: ufunc(*xs)
+
+
+def _updates(x, i):
+    y = x * 1.0
+    y[0] = 2.0  # setitem
+    y[i] = 3.0  # index_put
+    np.put(y, [0, 5], [5.0, 6.0])
+    np.put_along_axis(y, np.array([[0], [1], [0]]), 1.5, axis=1)
+    np.add.at(y, [0, 1], 1.0)  # ufunc_at
+    np.fill_diagonal(y, [7.0, 8.0])
+    np.putmask(y, y > 2.5, [0.5, 0.25])
+    z = np.zeros_like(y)
+    np.cumsum(y, axis=1, out=z)  # into
+    return y, z
+
+
+def _index(x, i):
+    return x[i % 3]
+
+
+def _scalar_power(x):
+    return x.sum() ** 2.5
+
+
+def _random():
+    return (cv.random.uniform((5, 7)), cv.random.normal((5, 7), dtype="float64"),
+            cv.random.bernoulli((5, 7), p=0.3))
+
+
+def examples() -> list[tuple[str, object, list]]:
+    """``(id, fn, input arrays)`` for every example."""
+    out = []
+    for k, (name, fn, kinds, dtypes) in enumerate(coverage_cases.CASES):
+        out.append((f"{name}-{k}", fn, [coverage_cases.make(kind, dtypes[0])
+                                        for kind in kinds.split()]))
+    for k, (name, fn) in enumerate(coverage_cases.METHOD_CASES):
+        out.append((f"method.{name}-{k}", fn, [coverage_cases.make("m", "float64")]))
+    for name in sorted(ops.UFUNCS):
+        arrays = _ufunc_inputs(name)
+        if arrays is not None:
+            out.append((f"ufunc.{name}", _ufunc(name), arrays))
+    x = _RNG.standard_normal((3, 4))
+    out.append(("updates", _updates, [x, np.array([1, 2], np.int64)]))
+    out.append(("index", _index, [x, np.array([0, 5, 1], np.int64)]))
+    out.append(("scalar_power", _scalar_power, [np.abs(x)]))
+    out.append(("random", _random, []))
+    return out
+
+
+def capture(fn, arrays) -> cv.CapturedGraph:
+    """The graph of ``fn`` on inputs shaped like ``arrays`` (random ops seeded)."""
+    device = cv.Device("numpy")
+    device.seed(7)
+    return cv.capture(fn, *[cv.spec(a.shape, a.dtype) for a in arrays], rng=device)
+
+
+def uncovered() -> list[str]:
+    """Ops of the table that no example's graph holds (and are not :data:`UNREACHABLE`)."""
+    seen = set()
+    for _, fn, arrays in examples():
+        with np.errstate(all="ignore"):
+            seen |= {n.op for n in capture(fn, arrays).ops}
+    return sorted(set(ops.OPS) - seen - set(UNREACHABLE))

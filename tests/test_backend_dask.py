@@ -1,0 +1,374 @@
+"""The Dask backend: one lazy dask.array expression per replay, on threads or a LocalCluster.
+
+Elementwise ops, data movement, per-block and one-block rules are bit for bit the NumPy
+replay; reductions and products agree within the backend's tolerance; random ops draw the
+Philox words of their own global positions, so any chunking on any scheduler gives NumPy's bits.
+"""
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+distributed = pytest.importorskip("distributed")
+
+from capviz import ops  # noqa: E402
+from capviz.backends import dask as dask_backend  # noqa: E402
+from capviz.backends import registry  # noqa: E402
+
+RNG = np.random.default_rng(3)
+
+
+def _bits_equal(got, expected):
+    got, expected = np.asarray(got), np.asarray(expected)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(expected).tobytes()
+
+
+class CountingScheduler:
+    """The threaded scheduler, counting the graphs it is asked to run."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, dsk, keys, **kwargs):
+        self.calls += 1
+        return dask.threaded.get(dsk, keys, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def cluster_client():
+    """A 2-worker LocalCluster on loopback, worker processes of 256 MiB each (a worker
+    process holds about 100 MiB before it computes anything)."""
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                           host="127.0.0.1", memory_limit="256MiB", dashboard_address=None)
+    client = Client(cluster)
+    yield client
+    client.close()
+    cluster.close()
+
+
+# --- the rule table ----------------------------------------------------------------------------
+
+
+def test_every_op_of_the_table_has_a_declared_rule():
+    missing = sorted(set(ops.OPS) - set(dask_backend.RULES))
+    assert not missing, f"add a rule for these ops to capviz/backends/dask.py: {missing}"
+    kinds = {"elementwise", "axis", "move", "select", "reduce", "contract", "gather", "split",
+             "whole", "random", "unpack", "into"}
+    assert set(dask_backend.RULES.values()) <= kinds
+    assert all(ops.OPS[name].random for name, k in dask_backend.RULES.items() if k == "random")
+
+
+def test_an_op_without_a_rule_is_refused_by_name_at_bind_time():
+    made_up = ops.Op("made_up_op", lambda xp: xp.negative, lambda args, params: ((), "f4"))
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"op 'made_up_op' cannot run on the dask backend: no Dask rule is "
+                             r"declared for it in capviz/backends/dask.py"):
+        registry.get("dask").bind(made_up)
+
+
+def test_a_ravel_in_memory_order_is_refused_naming_the_op_and_the_alternative():
+    g = cv.capture(lambda x: np.ravel(x.T, order="K"), cv.spec((3, 4)))
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"op 'ravel' cannot run on the dask backend: order='K' ravels in "
+                             r"memory order, and a dask array has none \(ravel with order='C' "
+                             r"or 'F'\)"):
+        g.replay({"x": np.ones((3, 4), np.float32)}, backend="dask")
+
+
+def test_the_backend_declares_what_it_is():
+    backend = registry.get("dask")
+    assert isinstance(backend, dask_backend.DaskBackend)
+    assert (backend.name, backend.extra, backend.mutable, backend.exact) == ("dask", "dask",
+                                                                            False, False)
+    assert backend.options == {"chunks", "compute"}
+    assert backend.is_native(da.ones(3)) and not backend.is_native(np.ones(3))
+
+
+# --- exactness ----------------------------------------------------------------------------------
+
+
+def _chain(x, y):
+    a = np.tanh(x * 0.5 + y) - np.exp(-np.abs(x))
+    b = np.where(a > 0, np.sqrt(np.abs(a)), a ** 2) / (1.0 + y * y)
+    c = np.maximum(b, -0.25) * np.float32(3.0) + np.sin(x) * np.cos(y.T).T
+    return c, np.floor_divide(c, 0.3), (c > 0.1).astype(np.int32), np.clip(c, -1, 1)
+
+
+CHUNKINGS = ["auto", 4, (5, 3), ((7, 1, 9), (2, 2, 2)), ((17,), (1, 5))]
+
+
+@pytest.mark.parametrize("chunks", CHUNKINGS, ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_elementwise_chain_is_bit_for_bit_numpy_for_any_chunking(chunks, dtype):
+    x = RNG.standard_normal((17, 6)).astype(dtype)
+    y = RNG.standard_normal((17, 6)).astype(dtype)
+    g = cv.capture(_chain, cv.spec(x.shape, dtype), cv.spec(y.shape, dtype))
+    expected = g.replay({"x": x, "y": y}, backend="numpy")
+    got = g.replay({"x": x, "y": y}, backend="dask", chunks=chunks)
+    assert got.backend == "dask"
+    for name in g.outputs:
+        _bits_equal(got[name], expected[name])
+
+
+def _moves_and_blocks(x, idx):
+    t = np.transpose(x.reshape(4, 3, 6), (2, 0, 1))[:, 1:, ::-1]
+    parts = np.split(x, 3, axis=1)
+    s = np.sort(x, axis=0)
+    c = np.cumsum(x, axis=1)
+    m = np.median(x, axis=1)
+    inv = np.linalg.inv(x[:6, :6] + 6 * np.eye(6, dtype=x.dtype))
+    return (t, np.concatenate([parts[2], parts[0]], axis=0), s, c, m, inv, x[idx],
+            np.take(x, idx % 6, axis=1), x.max(axis=0), np.argmax(x, axis=1),
+            np.flip(np.roll(x, 2, axis=0), axis=1), np.pad(x, 1))
+
+
+@pytest.mark.parametrize("chunks", ["auto", 5, ((3, 9), (1, 4, 1))], ids=str)
+def test_movement_axis_gather_and_whole_rules_are_bit_for_bit(chunks):
+    x = RNG.standard_normal((12, 6)).astype(np.float32)
+    idx = np.array([[0, 5], [11, 2], [3, 3]], dtype=np.int64)
+    g = cv.capture(_moves_and_blocks, cv.spec(x.shape, x.dtype), cv.spec(idx.shape, idx.dtype))
+    expected = g.replay({"x": x, "idx": idx}, backend="numpy")
+    got = g.replay({"x": x, "idx": da.from_array(idx, chunks=2)}, backend="dask",
+                   chunks=chunks)
+    for name in g.outputs:
+        _bits_equal(got[name], expected[name])
+
+
+def test_chunks_that_do_not_fit_an_input_are_refused_naming_it():
+    g = cv.capture(lambda x, i: x[i], cv.spec((12, 6)), cv.spec((3,), "int64"))
+    inputs = {"x": np.ones((12, 6), np.float32), "i": np.zeros(3, np.int64)}
+    with pytest.raises(ValueError, match=r"chunks=\(5, 2\) does not fit input 1 \(in graph "
+                                         r"input order\) of shape \(3,\)"):
+        g.replay(inputs, backend="dask", chunks=(5, 2))
+
+
+def _reductions(x, w):
+    return (x.sum(axis=0), x.mean(), x.var(axis=1), np.std(x, axis=0, ddof=1), x @ w,
+            np.einsum("ij,jk->ik", x, w), np.prod(x[:, :3] * 0.1 + 1.0, axis=1))
+
+
+def test_float_reductions_and_products_agree_within_the_declared_tolerance():
+    x = RNG.standard_normal((300, 40)).astype(np.float32)
+    w = RNG.standard_normal((40, 8)).astype(np.float32)
+    g = cv.capture(_reductions, cv.spec(x.shape), cv.spec(w.shape))
+    expected = g.replay({"x": x, "w": w}, backend="numpy")
+    got = g.replay({"x": x, "w": w}, backend="dask", chunks=(64, 16))
+    rtol, atol = registry.get("dask").tolerance
+    for name in g.outputs:
+        assert got[name].dtype == expected[name].dtype
+        np.testing.assert_allclose(got[name], expected[name], rtol=rtol, atol=atol)
+
+
+def test_integer_reductions_are_exact():
+    x = RNG.integers(-1000, 1000, (200, 30)).astype(np.int32)
+    g = cv.capture(lambda x: (x.sum(axis=0), x.sum(), np.prod(x[:, :2] % 5, axis=1),
+                              x.max(), x @ x.T), cv.spec(x.shape, x.dtype))
+    expected = g.replay({"x": x}, backend="numpy")
+    got = g.replay({"x": x}, backend="dask", chunks=(33, 7))
+    for name in g.outputs:
+        _bits_equal(got[name], expected[name])
+
+
+def test_an_error_while_computing_names_the_node_and_the_users_line():
+    def solve(a):
+        b = a * 2.0
+        return np.linalg.inv(b)  # the failing line: a singular matrix
+
+    g = cv.capture(solve, cv.spec((3, 3), "float64"))
+    line = solve.__code__.co_firstlineno + 2
+    with pytest.raises(cv.ReplayError, match=rf"replay failed at node %{g.ops[-1].index} "
+                                             rf"\(linalg.inv\) of float64\[3,3\], recorded at "
+                                             rf".*test_backend_dask.py:{line} in solve: "
+                                             r"LinAlgError: Singular matrix") as info:
+        g.replay({"a": np.ones((3, 3))}, backend="dask")
+    assert info.value.node is g.ops[-1]
+
+
+# --- laziness and inputs ------------------------------------------------------------------------
+
+
+def test_the_replay_builds_one_expression_and_computes_it_once():
+    x = RNG.standard_normal((40, 10)).astype(np.float32)
+    g = cv.capture(lambda x: (np.tanh(x).sum(axis=1), np.sort(x, axis=0), x.max()),
+                   cv.spec(x.shape))
+    counting = CountingScheduler()
+    with dask.config.set(scheduler=counting):
+        lazy = g.replay({"x": x}, backend="dask", chunks=(8, 5), compute=False)
+        assert counting.calls == 0  # no op computed anything while the expression was built
+        assert all(isinstance(v, da.Array) for v in lazy.values())
+        assert lazy["out0"].chunks == ((8,) * 5,)  # the input's chunks carried through
+        got = g.replay({"x": x}, backend="dask", chunks=(8, 5))
+        assert counting.calls == 1  # one dask.compute over every output
+    expected = g.replay({"x": x}, backend="numpy")
+    rtol, atol = registry.get("dask").tolerance
+    for name in g.outputs:
+        assert isinstance(got[name], np.ndarray)
+        np.testing.assert_allclose(got[name], expected[name], rtol=rtol, atol=atol)
+        np.testing.assert_allclose(lazy[name].compute(), expected[name], rtol=rtol, atol=atol)
+
+
+def test_a_dask_array_input_larger_than_memory_stays_lazy():
+    """A 3.2 GB input made by da.ones is never materialized: the replay returns dask arrays,
+    and computing a slice of the result reads only the blocks it needs."""
+    big = da.ones((20_000, 20_000), chunks=(100, 20_000), dtype=np.float64)
+    g = cv.capture(lambda x: (np.tanh(x * 0.5).sum(axis=1), x[:, :3] + 1.0),
+                   cv.spec(big.shape, big.dtype))
+    counting = CountingScheduler()
+    with dask.config.set(scheduler=counting):
+        lazy = g.replay({"x": big}, backend="dask", compute=False)
+        assert counting.calls == 0
+        head = lazy["out0"][:100].compute()
+    assert lazy["out0"].chunks[0][0] == 100  # the input's own chunks were kept
+    np.testing.assert_allclose(head, np.full(100, 20_000 * np.tanh(0.5)), rtol=1e-9)
+
+
+def test_lazy_results_do_not_see_later_writes_to_a_numpy_input():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    g = cv.capture(lambda x: x * 2.0, cv.spec(x.shape))
+    lazy = g.replay({"x": x}, backend="dask", chunks=2, compute=False)
+    x[...] = -1.0
+    assert np.array_equal(lazy["out"].compute(), np.arange(12).reshape(3, 4) * 2.0)
+
+
+def test_inputs_are_checked_for_dask_arrays_too():
+    g = cv.capture(lambda x: x + 1, cv.spec((4, 3)))
+    with pytest.raises(cv.ReplayInputError,
+                       match=r"input 'x': expected float32\[4,3\], got float64\[4,3\]"):
+        g.replay({"x": da.zeros((4, 3), dtype=np.float64)}, backend="dask")
+    with pytest.raises(cv.ReplayInputError,
+                       match=r"input 'x': expected float32\[4,3\], got float32\[5,3\]"):
+        g.replay({"x": da.zeros((5, 3), dtype=np.float32)}, backend="dask")
+    unknown = da.zeros((8, 3), dtype=np.float32)
+    unknown = unknown[unknown[:, 0] > -1]  # a boolean mask: dask no longer knows the rows
+    with pytest.raises(cv.ReplayInputError, match=r"input 'x': expected float32\[4,3\], got "
+                                                  r"float32\[nan,3\]"):
+        g.replay({"x": unknown}, backend="dask")
+
+
+def test_an_unknown_option_is_refused_naming_the_accepted_ones():
+    g = cv.capture(lambda x: x + 1, cv.spec((4,)))
+    with pytest.raises(TypeError, match=r"the dask backend takes no option 'chunk' \(its "
+                                        r"options: chunks, compute\)"):
+        g.replay({"x": np.ones(4, np.float32)}, backend="dask", chunk=2)
+
+
+# --- random ops ---------------------------------------------------------------------------------
+
+
+def test_philox_at_gives_the_words_at_any_positions():
+    from capviz.rng import philox_at
+
+    words = np.random.Philox(key=np.array([2**64 - 1, 7], np.uint64)).random_raw(5000)
+    positions = np.array([[0, 4999, 3], [4, 5, 2047]])
+    assert np.array_equal(philox_at(np, 2**64 - 1, 7, positions), words[positions])
+
+
+def _random_graph(shape):
+    dev = cv.Device("numpy")
+    dev.seed(11)
+    return cv.capture(lambda: (cv.random.uniform(shape, low=-2.0, high=3.0),
+                               cv.random.uniform(shape, dtype="float64"),
+                               cv.random.bernoulli(shape, p=0.3),
+                               cv.random.normal(shape, mean=1.0, std=2.0),
+                               cv.random.normal(shape, dtype="float64")), rng=dev)
+
+
+# (1, 50): one run per block (NumPy's Philox per run); (25, 7): 25 short runs per block;
+# (100, 7): many short runs (philox_at at the block's positions); uneven chunks too
+RANDOM_CHUNKINGS = ["auto", (1, 50), (25, 7), (100, 7), ((3, 90, 7), (49, 1))]
+
+
+def _assert_random_equal(got, expected, names):
+    for name in names[:3]:  # uniform and bernoulli: the same bits
+        _bits_equal(got[name], expected[name])
+    for name in names[3:]:  # normal: within the documented ulp bound (docs/guide/replay.md)
+        assert got[name].dtype == expected[name].dtype
+        np.testing.assert_array_max_ulp(got[name], expected[name], maxulp=4)
+
+
+@pytest.mark.parametrize("chunks", RANDOM_CHUNKINGS, ids=str)
+def test_random_ops_give_numpy_bits_for_any_chunking(chunks):
+    g = _random_graph((100, 50))
+    expected = g.replay({}, backend="numpy")
+    got = g.replay({}, backend="dask", chunks=chunks)
+    _assert_random_equal(got, expected, g.outputs)
+
+
+@pytest.mark.parametrize("shape,chunks", [((7, 13), (7, 2)), ((131, 4), (131, 3)),
+                                          ((131, 4), (40, 4))], ids=str)
+def test_normal_pairs_crossing_the_middle_inside_a_block_are_drawn_as_numpy_does(shape, chunks):
+    """A normal draw pairs element i with i + half: a run of a block that crosses the middle
+    (odd sizes too) switches from cos to sin there, on both drawing paths."""
+    g = _random_graph(shape)
+    _assert_random_equal(g.replay({}, backend="dask", chunks=chunks),
+                         g.replay({}, backend="numpy"), g.outputs)
+
+
+@pytest.mark.slow
+def test_random_ops_give_numpy_bits_on_a_two_worker_cluster(cluster_client):
+    g = _random_graph((100, 50))
+    expected = g.replay({}, backend="numpy")
+    for chunks in [(30, 50), ((3, 90, 7), (49, 1))]:
+        got = g.replay({}, backend="dask", chunks=chunks)
+        _assert_random_equal(got, expected, g.outputs)
+
+
+# --- larger than one worker ---------------------------------------------------------------------
+
+ROWS, COLS, BLOCK = 262_144, 1024, 2048  # 1 GiB of float32 input: 4x one worker's 256 MiB
+P_KEEP = 0.9
+
+
+def _body(x, keep, w):
+    h = np.tanh(x * 0.5 + 0.1) * keep / P_KEEP  # dropout
+    y = h @ w
+    return y, h.mean(axis=1), np.abs(y).max(axis=1), y.sum(axis=0)
+
+
+@pytest.mark.slow
+def test_a_two_worker_cluster_replays_inputs_larger_than_a_worker(cluster_client):
+    """A graph (elementwise chain, dropout drawn by a capviz random op, matmul, reductions)
+    over an input 4x one worker's memory limit, generated on the workers (never in this
+    process), matches the NumPy replay of the same computation on row blocks that fit."""
+    w = np.random.default_rng(0).standard_normal((COLS, 16)).astype(np.float32)
+    dev = cv.Device("numpy")
+    dev.seed(21)
+
+    def model(x):
+        keep = cv.random.bernoulli(x.shape, p=P_KEEP, dtype="float32")
+        return _body(x, keep, w)
+
+    g = cv.capture(model, cv.spec((ROWS, COLS)), rng=dev)
+    x = da.random.default_rng(5).random((ROWS, COLS), dtype=np.float32, chunks=(BLOCK, COLS))
+    got = g.replay({"x": x}, backend="dask", chunks=(BLOCK, COLS))
+    assert got["out0"].shape == (ROWS, 16) and got["out3"].shape == (16,)
+
+    # the reference: the same body on row blocks in NumPy, the dropout mask drawn at the
+    # block's global positions by NumPy's own Philox
+    (draw,) = [n.params["draw"] for n in g.nodes if n.op == "random_bernoulli"]
+    block_graph = cv.capture(_body, cv.spec((BLOCK, COLS)), cv.spec((BLOCK, COLS)),
+                             cv.spec(w.shape))
+    threshold = np.uint64(np.ceil(P_KEEP * 2.0 ** 53))
+    rtol, atol = registry.get("dask").tolerance
+    for k in (0, ROWS // BLOCK // 2 + 3, ROWS // BLOCK - 1):
+        xk = x[k * BLOCK:(k + 1) * BLOCK].compute()
+        words = registry.get("numpy").random_bits(21, draw, BLOCK * COLS, k * BLOCK * COLS)
+        keep = ((words >> np.uint64(11)) < threshold).astype(np.float32).reshape(BLOCK, COLS)
+        ref = block_graph.replay({"x": xk, "keep": keep, "w": w}, backend="numpy")
+        rows = slice(k * BLOCK, (k + 1) * BLOCK)
+        _bits_equal(got["out1"][rows], ref["out1"])  # the mean of each row: one block each
+        np.testing.assert_allclose(got["out0"][rows], ref["out0"], rtol=rtol, atol=atol)
+        np.testing.assert_allclose(got["out2"][rows], ref["out2"], rtol=rtol, atol=atol)
+        if k == 0:  # the first block's positions are a block graph's own: no hand-made mask
+            dev.seed(21)
+            first = cv.capture(lambda x: _body(x, cv.random.bernoulli(
+                x.shape, p=P_KEEP, dtype="float32"), w), cv.spec((BLOCK, COLS)), rng=dev)
+            _bits_equal(first.replay({"x": xk}, backend="numpy")["out1"], ref["out1"])
+    total = got["out0"].astype(np.float64).sum(axis=0)
+    np.testing.assert_allclose(got["out3"], total, rtol=1e-4)

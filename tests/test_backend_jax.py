@@ -1,0 +1,312 @@
+"""The JAX backend: one jax.jit function per graph, x64 kept local, NumPy's results (bit for bit
+where XLA is exact, within the backend's tolerance elsewhere), refusals by name."""
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from capviz import models, ops
+
+jax = pytest.importorskip("jax")
+jax_backend = pytest.importorskip("capviz.backends.jax")
+BACKEND = jax_backend.BACKEND
+RNG = np.random.default_rng(3)
+
+
+def both(graph, feed, **kw):
+    """The NumPy replay and the JAX replay (as host arrays) of ``graph`` on ``feed``."""
+    expected = graph.replay(feed, backend="numpy", **kw)
+    got = graph.replay(feed, backend="jax", to_numpy=True, **kw)
+    assert got.backend == "jax"
+    return expected, got
+
+
+def assert_bits_equal(expected, got):
+    for name in expected:
+        assert got[name].dtype == expected[name].dtype, name
+        assert got[name].shape == expected[name].shape, name
+        assert got[name].tobytes() == np.ascontiguousarray(expected[name]).tobytes(), name
+
+
+def assert_close(expected, got):
+    rtol, atol = BACKEND.tolerance
+    for name in expected:
+        assert got[name].dtype == expected[name].dtype, name
+        assert got[name].shape == expected[name].shape, name
+        np.testing.assert_allclose(got[name], expected[name], rtol=rtol, atol=atol)
+
+
+def test_mlp_matches_the_numpy_replay_and_returns_jax_arrays():
+    weights = models.mlp_weights()
+    graph = cv.capture(lambda x: models.mlp(x, weights), cv.spec((16, 8), "float32"))
+    feed = {"x": RNG.standard_normal((16, 8)).astype(np.float32)}
+    expected, got = both(graph, feed)
+    assert_close(expected, got)
+    out = graph.replay(feed, backend="jax")["out"]
+    assert isinstance(out, jax.Array) and out.dtype == np.float32
+
+
+def test_transformer_block_matches_the_numpy_replay():
+    params = models.transformer_weights(d=32, heads=4)
+    graph = cv.capture(lambda x: models.transformer_block(x, params), cv.spec((24, 32), "float32"))
+    feed = {"x": RNG.standard_normal((24, 32)).astype(np.float32)}
+    expected, got = both(graph, feed)
+    assert_close(expected, got)
+
+
+def integer_program(a, b):
+    total = np.sum(a, axis=0)  # int32 sums to int64, as in NumPy
+    q = a // b  # b holds zeros: NumPy gives 0 where XLA defines another value
+    r = np.remainder(a, b)
+    m = np.fmod(a, b)
+    bits = (a & 0b1010) ^ (b << 2) | (a >> 1)
+    compare = (a < b) & (a != 3) | np.isin(a, b)
+    picked = np.where(compare, a * b - 7, np.maximum(a, b))
+    return total, q, r, m, bits, compare, picked, np.argmax(a, axis=1), np.sort(b, axis=1)
+
+
+def test_integer_and_comparison_ops_are_bit_equal():
+    a = RNG.integers(-50, 50, (6, 7)).astype(np.int32)
+    b = RNG.integers(-3, 4, (6, 7)).astype(np.int32)
+    assert (b == 0).any()
+    graph = cv.capture(integer_program, cv.spec(a.shape, a.dtype), cv.spec(b.shape, b.dtype))
+    with np.errstate(all="ignore"):
+        expected, got = both(graph, {"a": a, "b": b})
+    assert_bits_equal(expected, got)
+
+
+def test_ufunc_loops_follow_numpy_dtypes():
+    """np.sin of int32 runs in float64, of uint8 in float16, as NumPy picks the loop."""
+    def fn(i, u):
+        return np.sin(i), np.exp(u), np.cov(i.astype(np.float32))
+
+    i = RNG.integers(-5, 5, (3, 4)).astype(np.int32)
+    u = RNG.integers(0, 5, (3, 4)).astype(np.uint8)
+    graph = cv.capture(fn, cv.spec(i.shape, i.dtype), cv.spec(u.shape, u.dtype))
+    expected, got = both(graph, {"i": i, "u": u})
+    assert [got[k].dtype for k in graph.outputs] == [np.float64, np.float16, np.float64]
+    np.testing.assert_allclose(got["out0"], expected["out0"], rtol=1e-12)
+    np.testing.assert_allclose(got["out1"], expected["out1"], rtol=2e-3)  # a float16 ulp
+    np.testing.assert_allclose(got["out2"], expected["out2"], rtol=1e-12)
+
+
+def random_program():
+    return (cv.random.uniform((1001,), low=-2.0, high=3.0, dtype="float32"),
+            cv.random.uniform((999,), low=0.5, high=7.25, dtype="float64"),
+            cv.random.bernoulli((1003,), p=0.3),
+            cv.random.bernoulli((5, 7), p=0.9, dtype="float32"),
+            cv.random.normal((1001,), mean=1.0, std=2.0, dtype="float32"),
+            cv.random.normal((1000,), dtype="float64"))
+
+
+@pytest.fixture(scope="module")
+def random_graph():
+    device = cv.Device("numpy")
+    device.seed(11)
+    return cv.capture(random_program, rng=device)
+
+
+@pytest.mark.parametrize("seed", [0, 7, 2**64 - 1])
+def test_uniform_and_bernoulli_draws_are_bit_equal_and_normal_within_tolerance(random_graph,
+                                                                             seed):
+    expected, got = both(random_graph, {}, seed=seed)
+    assert_bits_equal({k: expected[k] for k in ("out0", "out1", "out2", "out3")}, got)
+    assert_close({k: expected[k] for k in ("out4", "out5")}, got)
+
+
+def test_a_new_seed_does_not_trace_again(random_graph):
+    random_graph.replay({}, backend="jax", seed=1)
+    before = BACKEND.traces
+    first = random_graph.replay({}, backend="jax", seed=2, to_numpy=True)["out0"]
+    second = random_graph.replay({}, backend="jax", seed=3, to_numpy=True)["out0"]
+    assert BACKEND.traces == before
+    assert not np.array_equal(first, second)
+
+
+def test_the_second_replay_does_not_trace_and_a_changed_graph_does():
+    graph = cv.capture(lambda x: np.tanh(x) * 2.0 + 1.0, cv.spec((5, 3), "float32"))
+    x = RNG.standard_normal((5, 3)).astype(np.float32)
+    before = BACKEND.traces
+    graph.replay({"x": x}, backend="jax")
+    assert BACKEND.traces == before + 1
+    graph.replay({"x": x}, backend="jax")
+    graph.replay({"x": BACKEND.from_host(x)}, backend="jax")  # a jax array: same signature
+    graph.compile(backend="jax")(x)
+    assert BACKEND.traces == before + 1
+    graph.changed()  # a new graph version: a new program, traced once
+    graph.replay({"x": x}, backend="jax")
+    graph.replay({"x": x}, backend="jax")
+    assert BACKEND.traces == before + 2
+
+
+def test_x64_is_enabled_only_inside_the_replay():
+    assert jax.config.jax_enable_x64 is False
+    graph = cv.capture(lambda x, i: (x * 3.0 + 1e-300, i * 2**40), cv.spec((4,), "float64"),
+                       cv.spec((4,), "int64"))
+    x = np.array([1e-300, 2.0, 3.5, -1e300])
+    i = np.arange(4, dtype=np.int64)
+    expected, got = both(graph, {"x": x, "i": i})
+    assert got["out1"].dtype == np.int64 and got["out0"].dtype == np.float64
+    np.testing.assert_array_equal(got["out1"], expected["out1"])
+    assert_close({"out0": expected["out0"]}, got)
+    assert jax.config.jax_enable_x64 is False
+
+
+def writes(x, idx, v):
+    y = x.copy()
+    y[1:3, ::2] = 7.5
+    y[idx] = v  # idx repeats a row: the last write wins, as in NumPy
+    np.put(y, [0, 5, 0, -1], [1.0, 2.0, 3.0])
+    np.add.at(y, idx, 1.0)
+    np.put_along_axis(y, np.argsort(y, axis=1, kind="stable")[:, :1], -1.0, axis=1)
+    y[y > 5] = 0.25
+    return y
+
+
+def test_writes_are_bit_equal():
+    x = RNG.standard_normal((5, 4)).astype(np.float32)
+    idx = np.array([3, 1, 3, 0], dtype=np.int64)
+    v = RNG.standard_normal((4, 4)).astype(np.float32)
+    graph = cv.capture(writes, cv.spec(x.shape, x.dtype), cv.spec(idx.shape, idx.dtype),
+                       cv.spec(v.shape, v.dtype))
+    expected, got = both(graph, {"x": x, "idx": idx, "v": v})
+    assert_bits_equal(expected, got)
+
+
+@pytest.mark.parametrize("fn, message", [
+    (lambda x, i: x[i], r"\(index\).*an index is out of bounds for an axis of size 5"),
+    (lambda x, i: np.take(x, i, axis=1), r"\(take\).*out of bounds for an axis of size 4"),
+    (lambda x, i: x.astype(np.int32)[i % 5],
+     r"\(astype\).*a float32 value cast to int32 is NaN or outside int32's range"),
+])
+def test_values_numpy_refuses_fail_the_replay_at_the_node(fn, message):
+    x = RNG.standard_normal((5, 4)).astype(np.float32)
+    x[2, 1] = np.nan
+    i = np.array([0, 4, 9], dtype=np.int64)
+    graph = cv.capture(fn, cv.spec(x.shape, x.dtype), cv.spec(i.shape, i.dtype))
+    with pytest.raises(cv.ReplayError, match=message) as info:
+        graph.replay({"x": x, "i": i}, backend="jax")
+    assert "test_backend_jax.py" in str(info.value)
+    assert info.value.node.op in ("index", "take", "astype")
+
+
+def test_argsort_of_ties_with_the_default_kind_is_refused_and_stable_runs():
+    x = np.array([[3.0, 1.0, 3.0, 2.0]], dtype=np.float32)
+    plain = cv.capture(lambda x: np.argsort(x, axis=1), cv.spec(x.shape, x.dtype))
+    with pytest.raises(cv.ReplayError, match="pass kind='stable'"):
+        plain.replay({"x": x}, backend="jax")
+    stable = cv.capture(lambda x: np.argsort(x, axis=1, kind="stable"), cv.spec(x.shape, x.dtype))
+    assert_bits_equal(*both(stable, {"x": x}))
+
+
+def test_an_op_jax_cannot_run_as_numpy_is_refused_by_name():
+    graph = cv.capture(lambda x: np.partition(x, 2), cv.spec((6,), "float32"))
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"op 'partition' cannot run on the jax backend: the order of the "
+                             r"elements.*\(node %1, recorded at .*test_backend_jax.py"):
+        graph.replay({"x": np.zeros(6, np.float32)}, backend="jax")
+
+
+def test_a_dtype_jax_gives_otherwise_is_a_replay_error_naming_both():
+    graph = cv.capture(lambda x: np.cumsum(x), cv.spec((4,), "int8"))
+    with pytest.raises(cv.ReplayError,
+                       match=r"jax.numpy's cumsum gives int8\[4\] where NumPy gives int64\[4\]"):
+        graph.replay({"x": np.ones(4, np.int8)}, backend="jax")
+
+
+def test_every_op_is_bound_or_refused_with_a_reason():
+    refused = {}
+    for name, op in ops.OPS.items():
+        reason = BACKEND.refusal(op)
+        if reason is None:
+            assert callable(BACKEND.bind(op)), name
+        else:
+            refused[name] = reason
+            with pytest.raises(cv.UnsupportedOperationError, match=f"op '{name}' cannot run on "
+                                                                    "the jax backend"):
+                BACKEND.bind(op)
+    declared = jax_backend.UNSUPPORTED
+    assert set(declared) <= set(refused)
+    for name, reason in refused.items():
+        assert name in declared or reason.startswith(f"jax.numpy has no {name}"), name
+    assert len(refused) < len(ops.OPS) // 8
+
+
+@pytest.mark.parametrize("feed, message", [
+    ({}, r"missing input 'x': expected float32\[2,3\]"),
+    ({"x": np.zeros((2, 3), np.float64)}, r"input 'x': expected float32\[2,3\], got float64"),
+    ({"x": np.zeros((2, 3), np.float32), "y": np.zeros(2)}, "unexpected input 'y'"),
+    ({"x": [[0.0] * 3] * 2}, "input 'x' must be an array float32"),
+])
+def test_inputs_are_checked_as_on_numpy(feed, message):
+    graph = cv.capture(lambda x: x + 1.0, cv.spec((2, 3), "float32"))
+    with pytest.raises(cv.ReplayInputError, match=message):
+        graph.replay(feed, backend="jax")
+    with pytest.raises(cv.ReplayInputError, match=message):
+        graph.replay(feed, backend="numpy")
+
+
+def stepped(x, i):
+    u = cv.random.uniform((4, 8), low=-1.0, high=2.0)
+    return np.log(x + u) * 2.0, x[i], (x * 1e30).astype(np.float64) * 1e300
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in multiply")
+def test_the_stepping_executor_runs_each_op_with_the_same_checks():
+    device = cv.Device("numpy")
+    device.seed(5)
+    graph = cv.capture(stepped, cv.spec((4, 8), "float32"), cv.spec((3,), "int64"), rng=device)
+    x = np.abs(RNG.standard_normal((4, 8))).astype(np.float32) + 3.0
+    feed = {"x": x, "i": np.array([0, 3, 1])}
+    ex = graph.executor(feed, backend="jax")
+    ex.run()
+    draw = next(n for n in graph.ops if n.op == "random_uniform")
+    expected = graph.executor(feed, backend="numpy")
+    expected.run()
+    assert np.asarray(ex.values[draw]).tobytes() == expected.values[draw].tobytes()
+    assert ex.outputs(to_numpy=True)["out2"].dtype == np.float64
+    with pytest.raises(cv.NonFiniteError, match=r"first non-finite value at node %\d+ \(multiply"):
+        graph.replay(feed, backend="jax", check_finite=True)
+    with pytest.raises(cv.ReplayError, match=r"\(index\).*an index is out of bounds"):
+        graph.executor({"x": x, "i": np.array([0, 9, 1])}, backend="jax").run()
+    assert jax.config.jax_enable_x64 is False
+
+
+def test_compare_against_numpy_finds_no_divergence_within_the_tolerance():
+    params = models.transformer_weights(d=32, heads=4)
+    graph = cv.capture(lambda x: models.transformer_block(x, params), cv.spec((16, 32), "float32"))
+    feed = {"x": RNG.standard_normal((16, 32)).astype(np.float32)}
+    found = graph.compare(None, feed, backend="numpy", against="jax")  # JAX's own tolerance
+    assert found.node is None, found.message
+    tight = graph.compare(None, feed, backend="numpy", against="jax", rtol=0.0, atol=0.0)
+    assert tight.node is not None and "differs: max abs error" in tight.message
+
+
+def test_a_subnormal_input_which_xla_flushes_to_zero_is_refused():
+    graph = cv.capture(lambda x: x * 1e30, cv.spec((3,), "float32"))
+    tiny = np.array([1.0, 1e-40, 3.0], np.float32)
+    assert graph.replay({"x": tiny}, backend="numpy")["out"][1] > 0
+    with pytest.raises(cv.ReplayError, match=r"input 0 \(in graph.inputs order\) holds "
+                                             "subnormal floats, which XLA flushes to zero"):
+        graph.replay({"x": tiny}, backend="jax")
+    normal = np.array([1.0, np.nan, -0.0], np.float32)
+    np.testing.assert_array_equal(graph.replay({"x": normal}, backend="jax", to_numpy=True)["out"],
+                                  graph.replay({"x": normal}, backend="numpy")["out"])
+
+
+def test_a_program_is_released_with_its_compiled_function():
+    """The backend caches the jitted function weakly by program: dropping the program (a
+    changed or deleted graph drops it) frees both."""
+    import gc
+    import weakref
+
+    from capviz.replay_program import Program
+
+    graph = cv.capture(lambda x: x * 2.0, cv.spec((3,), "float32"))
+    program = Program(graph, BACKEND)
+    out = BACKEND.execute(program, [np.ones(3, np.float32)], 0, {})
+    np.testing.assert_array_equal(np.asarray(out[0]), np.full(3, 2.0, np.float32))
+    released = weakref.ref(program)
+    del program
+    gc.collect()
+    assert released() is None
