@@ -8,9 +8,10 @@ number of things, runs interleaved, medians of several rounds:
   node per graph node, constants included, one edge per operand, no clusters) through the same
   renderer. Cases: a 1,000-op chain reading one shared ndarray, an unrolled RNN reading W, U and
   b at every step, and stacked transformer blocks (100, 1,000, 5,000 ops).
-- "overview": ``to_svg()`` with its default budget of 250 (scopes opened top-down, identical
-  blocks folded, flat code chunked) vs plain DOT of the graph's first 250 nodes: the same number
-  of boxes, so the ratio is what deciding the overview of the whole graph costs on top.
+- "overview": ``to_svg()`` with its default budget (``capviz.render.rules.RULES.budget``, the
+  view's too: whole levels of scopes opened top-down, identical blocks folded, flat code
+  grouped) vs plain DOT of the graph's first that-many nodes: the same number of boxes, so the
+  ratio is what deciding the overview of the whole graph costs on top.
 - DOT building for 2,000 and 4,000 single-op name scopes (linear: the ratio should be ~2).
 - capture time with ``live=True`` vs without, in a real kernel (nbclient), for a 2,000-op chain.
 
@@ -32,7 +33,7 @@ from _common import header, row
 
 import capviz as cv
 from capviz.models import transformer_block, transformer_weights
-from capviz.render.svg import _pure_binary
+from capviz.render.svg import DEFAULT_BUDGET, _pure_binary
 
 OPS_PER_BLOCK = 64  # transformer_block with d=8, heads=2
 ROUNDS = 3
@@ -145,17 +146,19 @@ def render_rows() -> None:
     for label, g, goal in cases:
         ours, theirs, bounded = compare(lambda g=g: g.to_svg(collapse=None), plain_dot(g))
         show(f"{label} ({len(g.ops)} ops)", ours, theirs, bounded, "plain", goal)
-    header(f"overview: to_svg() with the default budget (s) vs the first 250 nodes as {every}")
+    budget = DEFAULT_BUDGET
+    header(f"overview: to_svg() with the default budget (s) vs the first {budget} nodes as "
+           f"{every}")
     cases = [("1,000-op chain, one shared ndarray", shared_chain(), "goal <= 0.5 s"),
              ("unrolled RNN reading W, U, b", rnn(), "goal < 1 s"),
              ("transformer blocks, 5,000 ops", transformer(5000), ""),
              ("flat code, 100,000 ops", flat(100_000), "goal <= 3 s")]
     for label, g, goal in cases:
-        ours, theirs, bounded = compare(lambda g=g: g.to_svg(), plain_dot(g, 250))
-        show(f"{label} ({len(g.ops)} ops)", ours, theirs, bounded, "250 plain", goal)
+        ours, theirs, bounded = compare(lambda g=g: g.to_svg(), plain_dot(g, budget))
+        show(f"{label} ({len(g.ops)} ops)", ours, theirs, bounded, f"{budget} plain", goal)
     header("DOT building, one name scope per layer (s): 4,000 layers vs 2,000 layers")
     graphs = {n: _layers(n) for n in (2000, 4000)}
-    for collapse in (None, 250):
+    for collapse in (None, budget):
         small, large = [], []
         for _ in range(ROUNDS):
             small.append(timed(lambda c=collapse: graphs[2000].to_dot(collapse=c)))

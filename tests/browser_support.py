@@ -1,4 +1,4 @@
-"""JupyterLab driven by a real headless Chromium, deterministically.
+"""JupyterLab and Notebook 7 driven by a real headless Chromium, deterministically.
 
 The flaky part of driving JupyterLab was its start-up race: when a notebook opens before the
 kernel specs have loaded, JupyterLab cannot resolve the notebook's kernel and shows the modal
@@ -13,7 +13,13 @@ on that race:
   being ready and runs cells with the ``notebook:run-all-cells`` command, not by clicking menus;
 * should any dialog still appear, the failure says which (its title), with a screenshot.
 
-Everything is skipped, with the reason, when Chromium, JupyterLab or Playwright is missing.
+Notebook 7 is built from JupyterLab's components (the same document manager, session context,
+commands and dialogs) and exposes the same application object
+(``--JupyterNotebookApp.expose_app_in_browser``), so the same steps drive it; only the server
+module and the notebook's URL (``/notebooks/<path>``) differ.
+
+Everything is skipped, with the reason, when Chromium, JupyterLab/Notebook or Playwright is
+missing.
 """
 
 from __future__ import annotations
@@ -51,12 +57,14 @@ def free_port() -> int:
 
 
 class Lab:
-    """A running JupyterLab server: its URL, token and REST helpers."""
+    """A running JupyterLab or Notebook 7 server (``app``: ``lab`` or ``notebook``): its URL,
+    token and REST helpers."""
 
-    def __init__(self, url: str, token: str, root: str) -> None:
+    def __init__(self, url: str, token: str, root: str, app: str = "lab") -> None:
         self.url = url
         self.token = token
         self.root = root
+        self.app = app
 
     def api(self, path: str, body: dict | None = None, method: str = "GET") -> dict | list:
         data = None if body is None else json.dumps(body).encode()
@@ -81,26 +89,43 @@ class Lab:
         return kernel_id
 
     def notebook_url(self, notebook: str) -> str:
+        if self.app == "notebook":  # Notebook 7: one page per notebook
+            return f"{self.url}/notebooks/{notebook}?token={self.token}"
         return f"{self.url}/lab/tree/{notebook}?token={self.token}&reset"
 
 
+# Both front ends expose their JupyterLab application object as window.jupyterapp.
+APPS = {
+    "lab": ("jupyterlab", "JupyterLab", ["--LabApp.expose_app_in_browser=True",
+                                          "--LabApp.news_url=",
+                                          "--LabServerApp.announcements=False"]),
+    "notebook": ("notebook", "Notebook 7", ["--JupyterNotebookApp.expose_app_in_browser=True"]),
+}
+
+
 @contextlib.contextmanager
-def running_lab(root: str) -> Iterator[Lab]:
-    """Start JupyterLab serving ``root`` on a free loopback port; stop it afterwards."""
-    pytest.importorskip("jupyterlab", reason="JupyterLab is not installed (the test extra)")
+def running_lab(root: str, app: str = "lab") -> Iterator[Lab]:
+    """Start JupyterLab (``app="lab"``) or Notebook 7 (``app="notebook"``) serving ``root`` on a
+    free loopback port; stop it afterwards."""
+    module, name, flags = APPS[app]
+    pytest.importorskip(module, reason=f"{name} is not installed (the test extra)")
+    if app == "notebook":
+        import notebook
+
+        if int(notebook.__version__.split(".")[0]) < 7:
+            pytest.skip(f"notebook {notebook.__version__} is not Notebook 7")
     port, token = free_port(), "capviz-test"
     env = dict(os.environ, JUPYTER_CONFIG_DIR=os.path.join(root, ".config"),
                JUPYTER_RUNTIME_DIR=os.path.join(root, ".runtime"))
-    log_path = os.path.join(root, "lab.log")
+    log_path = os.path.join(root, f"{app}.log")
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
+            [sys.executable, "-m", module, "--no-browser", f"--port={port}",
              "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
              f"--ServerApp.root_dir={root}", "--ServerApp.open_browser=False",
-             "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
-             "--LabServerApp.announcements=False", "--allow-root"],
+             *flags, "--allow-root"],
             stdout=subprocess.DEVNULL, stderr=log, env=env)
-    lab = Lab(f"http://127.0.0.1:{port}", token, root)
+    lab = Lab(f"http://127.0.0.1:{port}", token, root, app)
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -110,9 +135,9 @@ def running_lab(root: str) -> Iterator[Lab]:
             except OSError:
                 if proc.poll() is not None:
                     with open(log_path) as f:
-                        pytest.fail(f"JupyterLab exited: {f.read()[-2000:]}")
+                        pytest.fail(f"{name} exited: {f.read()[-2000:]}")
                 if time.monotonic() > deadline:
-                    pytest.fail("JupyterLab did not answer in 120 s")
+                    pytest.fail(f"{name} did not answer in 120 s")
                 time.sleep(0.25)
         yield lab
     finally:
@@ -173,7 +198,7 @@ def open_notebook(page: object, lab: Lab, notebook: str, timeout: float = 120.0)
     while time.monotonic() < deadline:
         dialog = page.evaluate(_DIALOG)
         if dialog is not None:
-            raise AssertionError(f"JupyterLab showed a dialog over the notebook: {dialog!r}")
+            raise AssertionError(f"{lab.app} showed a dialog over the notebook: {dialog!r}")
         status = page.evaluate(_ATTACHED, notebook)
         if status == "idle":
             return

@@ -12,6 +12,7 @@ with the reason, when Chromium, Playwright or JupyterLab is missing."""
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -91,11 +92,17 @@ def ids(locator):
 
 def check_scopes_and_blocks(page, view, graph):
     assert view.locator('g.cv-scope[data-path="gpt"]').count() == 1
-    fold = view.locator("g.cv-scope.cv-fold")
-    assert "transformer_block \u00d7 12" in fold.text_content()
-    click(fold)
-    blocks = [e.get_attribute("data-path") for e in
-              view.locator("g.cv-scope[data-path^='gpt/transformer_block[']").all()]
+    # the 12 identical blocks are one fold; the budget opens its first block, the other
+    # eleven stay one box until clicked (the static SVG shows the same: tests/render)
+    folds = view.locator("g.cv-scope.cv-fold")
+    heads = [f.locator("text.cv-name").text_content() for f in folds.all()]
+    assert heads == ["\u25be transformer_block \u00d7 12", "\u25b8 transformer_block \u00d7 11"]
+    first = view.locator('g.cv-scope[data-path="gpt/transformer_block[0]"]')
+    assert "cv-open" in first.get_attribute("class").split()
+    click(folds.nth(1))
+    paths = [e.get_attribute("data-path") for e in
+             view.locator("g.cv-scope[data-path^='gpt/transformer_block[']").all()]
+    blocks = [p for p in paths if re.fullmatch(r"gpt/transformer_block\[\d+\]", p)]
     assert blocks == [f"gpt/transformer_block[{k}]" for k in range(12)]
     click(view.locator(f'g.cv-scope[data-path="{BLOCK}"]'))
     children = {e.get_attribute("data-path") for e in
@@ -139,7 +146,12 @@ def check_violation(page, view, graph):
 
 def check_first_nan(page, view, graph):
     first = graph.marks["nonfinite"]
-    assert view.locator("g.cv-scope.cv-nanpath").count() >= 1  # closed scopes on the path
+    # the first NaN is in the first block, open at first; closed, its scope is on the path
+    gpt = view.locator('g.cv-scope[data-path="gpt"]')
+    gpt.locator("rect.cv-head").dispatch_event("click")
+    assert "cv-open" not in gpt.get_attribute("class").split()
+    assert ids(view.locator("g.cv-node.cv-nanpath")) == {graph.node("x").index}
+    assert "cv-nanpath" in gpt.get_attribute("class").split()  # a closed scope on the path
     view.locator("li.cv-first-nan").click()
     assert ids(view.locator("g.cv-node.cv-nonfinite")) == {first}
     marked = view.locator("g.cv-node.cv-nonfinite rect").evaluate(
@@ -451,3 +463,29 @@ def test_drag_pans_and_the_wheel_zooms_around_the_pointer(tmp_path):
         px, py = x0 - box["x"], y0 - box["y"]
         assert abs((px - tx2) / k2 - (px - (tx + 40)) / k) < 1e-6
         assert abs((py - ty2) / k2 - (py - (ty - 30)) / k) < 1e-6
+
+
+@pytest.mark.parametrize("budget", [3, 5, 160])
+def test_the_view_draws_what_the_static_svg_draws(tmp_path, budget):
+    """One set of folding rules (capviz/render/rules.py): the page's DOM shows the same open
+    scopes, closed boxes and nodes as the static SVG parsed as XML."""
+    from render.test_same_rules import svg_picture, twelve_blocks
+
+    from capviz.render.view import to_html
+
+    graph = twelve_blocks()
+    clusters, boxes, nodes, notes = svg_picture(graph, budget)
+    to_html(graph, str(tmp_path / "blocks.html"), budget=budget)
+    with chromium_page("browser-view-same-rules") as page:
+        page.goto((tmp_path / "blocks.html").as_uri())
+        page.wait_for_selector(".capviz-view[data-ready]", state="attached")
+        view = page.locator(".capviz-view")
+        scopes = [(g.get_attribute("class").split(), g.locator("text.cv-name").text_content())
+                  for g in view.locator("g.cv-scope").all()]
+        assert sorted(name[2:] for cls, name in scopes if "cv-open" in cls) == clusters
+        assert sorted(name[2:] for cls, name in scopes if "cv-open" not in cls) == boxes
+        assert ids(view.locator("g.cv-node")) == nodes
+        for i in nodes:  # the np.eye constants: annotations on their readers in both
+            stub = view.locator(f'g.cv-node[data-i="{i}"] text.cv-stub')
+            texts = [stub.text_content()] if stub.count() else []
+            assert [t.replace("\u2190 ", "") for t in texts] == notes[i]

@@ -198,27 +198,31 @@ def _short_name(item: Item) -> str:
 
 
 def _emit_clusters(dot: graphviz.Digraph, model: Model, statement: Any) -> None:
-    """Nodes in nested ``cluster_`` subgraphs, written iteratively (deep recursion in the
-    user's program makes deep clusters), in one pass over items and clusters."""
-    children: dict[str, list[str]] = {}
-    for path, parent in model.clusters.items():
-        children.setdefault(parent, []).append(path)
-    members: dict[str, list[Item]] = {}
+    """Nodes in nested ``cluster_`` subgraphs (one per open box of the outline), written
+    iteratively (deep recursion in the user's program makes deep clusters), in one pass over
+    items and clusters."""
+    children: dict[int, list[int]] = {}
+    for box, parent in model.clusters.items():
+        children.setdefault(parent, []).append(box)
+    members: dict[int, list[Item]] = {}
     for item in model.items:
         members.setdefault(item.parent, []).append(item)
-    ids = {path: k for k, path in enumerate(model.clusters)}
-    stack: list[tuple[bool, str]] = [(True, "")]
+    ids = {box: k for k, box in enumerate(model.clusters)}
+    boxes = model.outline.boxes
+    stack: list[tuple[bool, int]] = [(True, 0)]
     while stack:
-        opening, path = stack.pop()
+        opening, b = stack.pop()
         if not opening:
             dot.body.append("}\n")
             continue
-        if path:
-            dot.body.append(f"subgraph cluster_{ids[path]} {{\n")
-            dot.attr(label=attr(model.tree[path].name), style="rounded,dashed",
-                     color="#94a3b8", fontcolor="#475569", tooltip=attr(path))
-            stack.append((False, path))
-        for item in members.get(path, ()):
+        if b:
+            box = boxes[b]
+            dot.body.append(f"subgraph cluster_{ids[b]} {{\n")
+            dot.attr(label=attr(box.title), style="rounded,dashed", color="#94a3b8",
+                     fontcolor="#475569", tooltip=attr(box.path or box.title),
+                     **{"class": f"capviz-cluster capviz-{box.kind}"})
+            stack.append((False, b))
+        for item in members.get(b, ()):
             dot.node(item.id, **dict(statement(item), id=item.id))
-        for child in reversed(children.get(path, ())):
+        for child in reversed(children.get(b, ())):
             stack.append((True, child))

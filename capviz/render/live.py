@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import html
 import secrets
+import sys
 import threading
 import time
 import warnings
@@ -51,7 +52,20 @@ def _warn_once(why: str) -> None:
     global _warned
     if not _warned:
         _warned = True
-        warnings.warn(f"capviz live view disabled: {why}", RuntimeWarning, stacklevel=4)
+        warnings.warn(f"capviz live view disabled: {why}", RuntimeWarning,
+                      stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that points a warning raised from the caller at the user's line: the
+    first frame outside capviz and NumPy (``capture_scope`` and ``cv.capture`` reach the live
+    view through different depths)."""
+    from capviz.backends.scopes import is_user_file
+
+    level, frame = 2, sys._getframe(2)
+    while frame is not None and not is_user_file(frame.f_code.co_filename):
+        level, frame = level + 1, frame.f_back
+    return level if frame is not None else 2
 
 
 def snapshot(graph: CapturedGraph) -> CapturedGraph:

@@ -1,27 +1,28 @@
-"""What a picture of a graph shows, decided once for every renderer: ``{items, edges, clusters}``.
+"""What a picture of a graph shows, decided once for every renderer.
 
-DOT/SVG (:mod:`capviz.render.dot`), the interactive view and the live view draw from a
-:class:`Model`; none of them decides again what is collapsed or folded. The decisions:
+DOT/SVG (:mod:`capviz.render.dot`) draws a :class:`Model` (``{items, edges, clusters}``); the
+interactive view (:mod:`capviz.render.view_data`) draws the same :class:`Outline` and starts
+with the same boxes open. Neither decides again what is folded or opened. The thresholds are
+:data:`capviz.render.rules.RULES`. The decisions:
 
 - **Scope tree.** Each node sits in its ``scope`` (a constant in the deepest scope shared by
   its readers). :func:`scope_tree` builds the tree with every scope's direct nodes, children in
-  program order, drawable size and a structural signature.
+  program order of their first drawn node, drawable size and a structural signature.
 - **Constants and scalars are annotations** on the ops that read them, not nodes: a shared
   epsilon array or mask is one line on each reader (``w float32[8,8]``, ``eps = 1e-05``), never
   an edge across the drawing. A constant nobody reads is drawn as a node.
-- **Collapse to a budget.** With an int budget the tree is opened top-down, breadth first, a
-  scope at a time in program order, while the drawn count fits; everything below stays one
-  collapsed box (op count, in/out types, violations).
-- **Runs of identical siblings fold** into one ``name x N`` box unless the budget opens them all:
-  scopes are identical when their signatures are (same ops, types and wiring, recursively), so
-  12 identical blocks are recognised once.
-- **Flat graphs are chunked.** A scope with more items than the budget (a graph with no
-  functions and no name scopes) shows its items in program-order chunks (``%0 - %799``) of
-  at least the budget each, at most half the budget of them.
-- **High-degree nodes are set aside.** A drawn item that feeds more than
-  :data:`ASIDE_DEGREE` other items keeps its place; each item that reads it gets a small stub
-  naming it next to each reader instead of a long edge (TensorBoard does the same), which
-  keeps every edge short and Graphviz fast.
+- **The outline** (:func:`outline`): each scope is a box; a run of at least ``fold_min``
+  identical sibling scopes (same name up to the call number, same signature: same ops, types
+  and wiring, recursively) is one ``fold`` box ``block × 12`` holding the first member and a
+  ``rest`` box ``block × 11`` with the others; a box with more than ``chunk`` items shows them
+  in program-order ``group`` boxes (``%0…%47``), groups of groups when needed.
+- **Open to a budget** (:func:`open_levels`): whole levels of boxes open, top down, while the
+  drawn count fits; a ``rest`` box stays closed. So 12 identical blocks show as one block opened
+  and ``block × 11`` beside it when the budget allows, as one ``block × 12`` box when not.
+- **High-degree nodes are set aside.** A drawn item that feeds more than ``aside_degree``
+  other items keeps its place; each item that reads it gets a small stub naming it next to each
+  reader instead of a long edge (TensorBoard does the same), which keeps every edge short and
+  Graphviz fast.
 
 Every step is linear in nodes + edges + scopes (a constant's placement is linear in its readers).
 """
@@ -31,16 +32,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-import math
 from collections.abc import Iterator
 from typing import Any
 
 from capviz.ir import CapturedGraph, Node, dtype_name
 from capviz.printing import constant_text, type_text
+from capviz.render.rules import RULES, Rules
 from capviz.serialize import violation_links
 
-ASIDE_DEGREE = 12  # an item feeding more items than this is set aside, with stubs
-MAX_ANNOTATIONS = 3  # constant lines shown on one op; more become "+N more"
+ASIDE_DEGREE = RULES.aside_degree  # an item feeding more items than this is set aside
+MAX_ANNOTATIONS = RULES.max_annotations  # constant lines on one op; more become "+N more"
 
 
 # --- the scope tree ----------------------------------------------------------------------------
@@ -132,17 +133,21 @@ def scope_tree(graph: CapturedGraph, placed: list[str] | None = None,
     """Every scope of the graph, the root (``""``) first, parents before children.
 
     A scope's ``nodes`` are the nodes drawn as boxes: unpacks (drawn as their op) and constants
-    that have readers (drawn as annotations on them) are left out.
+    that have readers (drawn as annotations on them) are left out. A child scope takes its
+    place among its parent's ``items`` at its first drawn node (as the view orders them).
     """
     users = readers(graph) if users is None else users
     placed = placements(graph, users) if placed is None else placed
     tree: dict[str, ScopeInfo] = {"": ScopeInfo("", "", None, 0)}
+    entered = {""}
     for n, path in zip(graph.nodes, placed):
         info = tree.get(path)
         if info is None:
             info = _add_path(tree, path)
         if n.op == "unpack" or (n.kind == "constant" and n.index in users):
             continue
+        if path not in entered:
+            _enter(tree, entered, path)
         info.nodes.append(n.index)
         info.items.append(("node", n.index))
     signatures: dict[tuple, int] = {}
@@ -178,10 +183,21 @@ def _add_path(tree: dict[str, ScopeInfo], path: str) -> ScopeInfo:
         sub = "/".join(parts[:k])
         if sub not in tree:
             tree[sub] = ScopeInfo(sub, parts[k - 1], parent, k)
-            tree[parent].children.append(sub)
-            tree[parent].items.append(("scope", sub))
         parent = sub
     return tree[path]
+
+
+def _enter(tree: dict[str, ScopeInfo], entered: set[str], path: str) -> None:
+    """List ``path`` (and its ancestors not listed yet) among its parent's items."""
+    chain = []
+    while path not in entered:
+        chain.append(path)
+        path = tree[path].parent
+    for sub in reversed(chain):
+        parent = tree[tree[sub].parent]
+        parent.children.append(sub)
+        parent.items.append(("scope", sub))
+        entered.add(sub)
 
 
 def runs(tree: dict[str, ScopeInfo], info: ScopeInfo) -> list[list[tuple[str, Any]]]:
@@ -198,6 +214,176 @@ def runs(tree: dict[str, ScopeInfo], info: ScopeInfo) -> list[list[tuple[str, An
     return groups
 
 
+# --- the outline: the boxes a picture can show -------------------------------------------------
+
+
+@dataclasses.dataclass
+class Box:
+    """One box of the outline: a scope, or a box the folding rules make.
+
+    Attributes:
+        id: position in :attr:`Outline.boxes` (0: the root).
+        kind: ``root``; ``scope`` (a scope of the graph); ``fold`` (a run of identical sibling
+            scopes: its first member and a ``rest`` box); ``rest`` (the run's other members);
+            ``group`` (a program-order group of a box with too many items).
+        parent: the id of the box it is drawn in (-1 for the root).
+        path: the scope path (``scope``), the first member's path (``fold``, ``rest``), the
+            path of the scope the group belongs to (``group``).
+        title: the box's label: the scope's name, ``block × 12``, ``%0…%47``.
+        items: its content in program order: ``("node", index)`` and ``("box", id)``.
+        count: the scopes a ``fold`` or ``rest`` box holds.
+    """
+
+    id: int
+    kind: str
+    parent: int
+    path: str
+    title: str
+    items: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    count: int = 0
+
+
+@dataclasses.dataclass
+class Outline:
+    """The boxes of a picture and where every node sits.
+
+    Attributes:
+        boxes: every box, the root first.
+        order: box ids, parents before children (breadth first).
+        box_of: the box of each scope path that has one.
+        node_box: for each node index, the box it is drawn in (an unpack: its op's; a constant
+            shown as annotations: the box of the scope it is placed in).
+        depth: for each box id, its depth (0: the root).
+    """
+
+    boxes: list[Box]
+    order: list[int]
+    box_of: dict[str, int]
+    node_box: list[int]
+    depth: list[int]
+
+
+def outline(graph: CapturedGraph, tree: dict[str, ScopeInfo], placed: list[str],
+            fold: bool = True, chunk: bool = True, rules: Rules = RULES) -> Outline:
+    """The boxes a picture shows, from the scope tree and the folding rules.
+
+    With ``fold``, a run of at least ``rules.fold_min`` identical sibling scopes becomes a
+    ``fold`` box (``block × 12``) holding the first member and a ``rest`` box with the others.
+    With ``chunk``, a box with more than ``rules.chunk`` items shows them in program-order
+    ``group`` boxes of that many (groups of groups when needed).
+    """
+    boxes = [Box(0, "root", -1, "", "")]
+    box_of = {"": 0}
+
+    def new(kind: str, parent: int, path: str, title: str, count: int = 0) -> Box:
+        box = Box(len(boxes), kind, parent, path, title, count=count)
+        boxes.append(box)
+        return box
+
+    for path, info in tree.items():  # parents first
+        here = box_of.get(path)
+        if here is None:
+            continue  # a scope with nothing drawn
+        entries: list[tuple[str, int]] = []
+        for group in (runs(tree, info) if fold else [[item] for item in info.items]):
+            kind, ref = group[0]
+            if kind == "node":
+                entries.append(("node", ref))
+                continue
+            members = []
+            for _, p in group:
+                box = new("scope", here, p, tree[p].name)
+                box_of[p] = box.id
+                members.append(box)
+            if len(members) < max(rules.fold_min, 2):
+                entries.extend(("box", m.id) for m in members)
+                continue
+            base = tree[members[0].path].base
+            head = new("fold", here, members[0].path, f"{base} \u00d7 {len(members)}",
+                       count=len(members))
+            rest = new("rest", head.id, members[1].path, f"{base} \u00d7 {len(members) - 1}",
+                       count=len(members) - 1)
+            members[0].parent = head.id
+            for m in members[1:]:
+                m.parent = rest.id
+            head.items = [("box", members[0].id), ("box", rest.id)]
+            rest.items = [("box", m.id) for m in members[1:]]
+            entries.append(("box", head.id))
+        boxes[here].items = entries
+    if chunk:
+        for box in list(boxes):
+            _split(box, boxes, rules.chunk)
+    order, depth = [0], [0] * len(boxes)
+    for b in order:  # grows while walked
+        for kind, ref in boxes[b].items:
+            if kind == "box":
+                depth[ref] = depth[b] + 1
+                order.append(ref)
+    node_box = [0] * len(graph.nodes)
+    for b in order:
+        for kind, ref in boxes[b].items:
+            if kind == "node":
+                node_box[ref] = b
+    for n, path in zip(graph.nodes, placed):
+        if n.op == "unpack":
+            node_box[n.index] = node_box[n.args[0].index]
+        elif n.kind == "constant" and path in box_of and node_box[n.index] == 0:
+            node_box[n.index] = box_of[path]
+    _group_titles(boxes, order, graph)
+    return Outline(boxes, order, box_of, node_box, depth)
+
+
+def _split(box: Box, boxes: list[Box], size: int) -> None:
+    """Program-order groups of ``size`` items while ``box`` holds more than ``size``."""
+    while len(box.items) > size:
+        fresh: list[tuple[str, int]] = []
+        for k in range(0, len(box.items), size):
+            group = Box(len(boxes), "group", box.id, box.path, "")
+            boxes.append(group)
+            group.items = box.items[k:k + size]
+            for kind, ref in group.items:
+                if kind == "box":
+                    boxes[ref].parent = group.id
+            fresh.append(("box", group.id))
+        box.items = fresh
+
+
+def _group_titles(boxes: list[Box], order: list[int], graph: CapturedGraph) -> None:
+    """``%first…%last``: the span of drawn nodes of each group."""
+    first = [len(graph.nodes)] * len(boxes)
+    last = [-1] * len(boxes)
+    for b in reversed(order):  # children before parents
+        for kind, ref in boxes[b].items:
+            lo, hi = (ref, ref) if kind == "node" else (first[ref], last[ref])
+            first[b] = min(first[b], lo)
+            last[b] = max(last[b], hi)
+        if boxes[b].kind == "group":
+            boxes[b].title = f"%{first[b]}\u2026%{last[b]}"
+
+
+def open_levels(out: Outline, budget: int) -> set[int]:
+    """The boxes open at first: whole levels, top down, while the drawn count fits ``budget``.
+
+    Opening a box draws its items instead of it. A level opens entirely or not at all (a
+    level half open reads as noise); a ``rest`` box (the folded members after the first) stays
+    closed until the user opens it.
+    """
+    boxes = out.boxes
+    opened = {0}
+    shown = len(boxes[0].items)
+    level = [0]
+    while level:
+        following = [ref for b in level for kind, ref in boxes[b].items
+                     if kind == "box" and boxes[ref].kind != "rest"]
+        cost = sum(len(boxes[b].items) - 1 for b in following)
+        if not following or shown + cost > budget:
+            break
+        opened.update(following)
+        shown += cost
+        level = following
+    return opened
+
+
 # --- the drawn model ---------------------------------------------------------------------------
 
 
@@ -206,26 +392,26 @@ class Item:
     """One thing drawn.
 
     Attributes:
-        id: unique id: ``n<index>`` (a node), ``s<k>`` (a collapsed scope), ``f<k>`` (a folded
-            run of identical scopes), ``c<k>`` (a chunk of a flat scope), ``t<k>`` (a stub).
+        id: unique id: ``n<index>`` (a node), ``s<k>`` (a closed scope), ``f<k>`` (a closed
+            fold or rest box), ``c<k>`` (a closed program-order group), ``t<k>`` (a stub).
         kind: ``node``, ``scope``, ``fold``, ``chunk`` or ``stub``.
-        parent: the path of the cluster it is drawn in (``""``: top level).
+        parent: the id of the outline box it is drawn in (0: top level).
         node: the graph node (``node`` items), or the set-aside node a stub stands for.
-        path: the scope path (``scope``), the first member's path (``fold``), the chunked
-            scope (``chunk``).
+        path: the outline box's path (closed boxes; see :class:`Box`).
         title: the first label line of a box (``node`` items: empty, the renderer labels them).
-        count: members of a fold; boxes of a chunk.
-        ops: op nodes inside (``scope``, ``fold``, ``chunk``).
+        count: scopes inside a fold.
+        ops: op nodes inside (closed boxes).
         annotations: folded constants shown on a node, one line each.
-        violations: violation nodes inside (collapsed items).
+        violations: violation nodes inside (closed boxes).
         level: ``error`` or ``warning`` when a violation is inside.
         marked: a debugger mark (first NaN/Inf, first divergence) is on or inside it.
-        ins, outs: types entering and leaving a collapsed item.
+        ins, outs: types entering and leaving a closed box.
+        box: the outline box a closed item shows (-1 for nodes and stubs).
     """
 
     id: str
     kind: str
-    parent: str
+    parent: int
     node: Node | None = None
     path: str | None = None
     title: str = ""
@@ -237,6 +423,7 @@ class Item:
     marked: bool = False
     ins: set[str] = dataclasses.field(default_factory=set)
     outs: set[str] = dataclasses.field(default_factory=set)
+    box: int = -1
 
 
 @dataclasses.dataclass
@@ -256,21 +443,25 @@ class Model:
 
     Attributes:
         items: drawn things, in program order of their first node (stubs last).
-        edges: drawn edges; between collapsed items, one per pair and kind.
-        clusters: the opened scopes that hold drawn items, parents first
-            (``{path: parent path}``; the root is not a cluster).
+        edges: drawn edges; between closed boxes, one per pair and kind.
+        clusters: the open boxes that hold drawn items, parents first (``{box id: parent box
+            id}``; the root, 0, is not a cluster).
         tree: the full scope tree (:func:`scope_tree`).
+        outline: the boxes (:func:`outline`).
         rep: for each node index, the id of the item that shows it (``None``: a constant
             shown as annotations on its readers).
         opened: the scope paths drawn open (the root included).
+        open_boxes: the ids of the outline boxes drawn open (the root included).
     """
 
     items: list[Item]
     edges: list[Edge]
-    clusters: dict[str, str]
+    clusters: dict[int, int]
     tree: dict[str, ScopeInfo]
+    outline: Outline
     rep: list[str | None]
     opened: set[str]
+    open_boxes: set[int]
 
 
 def build(graph: CapturedGraph, collapse: Any = None) -> Model:
@@ -281,12 +472,12 @@ def build(graph: CapturedGraph, collapse: Any = None) -> Model:
         collapse: ``None`` (every node drawn, nothing folded or chunked), an int node budget,
             or a list of scope paths to draw collapsed.
     """
-    with _collector_paused():
+    with collector_paused():
         return _build(graph, collapse)
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Building allocates many small acyclic objects next to a large graph; every full pass of
     Python's cycle collector scans the whole heap, which made 8,000 scopes cost 9x 2,000
     instead of 4x. Paused while building (restored as found: a build started while it was
@@ -304,132 +495,53 @@ def _build(graph: CapturedGraph, collapse: Any) -> Model:
     users = readers(graph)
     placed = placements(graph, users)
     tree = scope_tree(graph, placed, users)
-    groups = {path: runs(tree, info) for path, info in tree.items()}
     budget = collapse if isinstance(collapse, int) and not isinstance(collapse, bool) else None
     if budget is not None:
-        opened, chunked = open_to_budget(tree, groups, max(budget, 2))
+        out = outline(graph, tree, placed)
+        opened = open_levels(out, max(budget, 2))
     else:
+        out = outline(graph, tree, placed, fold=False, chunk=False)
         listed = {str(s) for s in collapse} if collapse else set()
-        opened = {""}
-        for path, info in tree.items():  # parents come first
-            if path and info.parent in opened and path not in listed:
-                opened.add(path)
-        chunked = {}
-    return _assemble(graph, users, placed, tree, groups, opened, chunked)
+        opened = {b.id for b in out.boxes if b.path not in listed or b.kind == "root"}
+    return _assemble(graph, users, tree, out, opened)
 
 
-def _boxes(groups: list, budget: int) -> tuple[int, int]:
-    """(boxes drawn when the scope is open, chunk size or 0)."""
-    if len(groups) <= budget:
-        return len(groups), 0
-    size = max(budget, math.ceil(len(groups) / max(1, budget // 2)))
-    return math.ceil(len(groups) / size), size
-
-
-def open_to_budget(tree: dict[str, ScopeInfo], groups: dict[str, list], budget: int
-                   ) -> tuple[set[str], dict[str, int]]:
-    """Open scopes breadth first, in program order, while the drawn count fits ``budget``.
-
-    A run of identical siblings opens all together or stays one folded box. A scope with more
-    items than the budget is chunked (``{path: items per chunk}``) and its children stay
-    closed inside their chunks. Returns the opened paths and the chunked scopes.
-    """
-    opened = {""}
-    chunked: dict[str, int] = {}
-    drawn, size = _boxes(groups[""], budget)
-    if size:
-        chunked[""] = size
-    level = [""]
-    while level:
-        following: list[str] = []
-        for path in level:
-            if path in chunked:
-                continue
-            for group in groups[path]:
-                if group[0][0] != "scope":
-                    continue
-                members = [p for _, p in group]
-                costs = [_boxes(groups[p], budget) for p in members]
-                cost = sum(c for c, _ in costs) - 1
-                if drawn + cost > budget:
-                    continue
-                drawn += cost
-                for p, (_, chunk) in zip(members, costs):
-                    opened.add(p)
-                    following.append(p)
-                    if chunk:
-                        chunked[p] = chunk
-        level = following
-    return opened, chunked
-
-
-def _assemble(graph: CapturedGraph, users: dict[int, list[Node]], placed: list[str],
-              tree: dict[str, ScopeInfo], groups: dict[str, list], opened: set[str],
-              chunked: dict[str, int]) -> Model:
+def _assemble(graph: CapturedGraph, users: dict[int, list[Node]], tree: dict[str, ScopeInfo],
+              out: Outline, opened: set[int]) -> Model:
+    boxes = out.boxes
+    shown_by: list[int] = [-1] * len(boxes)  # the outermost closed box around it, or -1
+    for b in out.order[1:]:
+        up = shown_by[boxes[b].parent]
+        shown_by[b] = up if up >= 0 else (-1 if b in opened else b)
     items: dict[str, Item] = {}
-    scope_rep: dict[str, str | None] = {"": None}
-    group_of: dict[tuple[str, Any], int] = {}  # (kind, ref) -> position of its group
-    for path, size in chunked.items():
-        for k, group in enumerate(groups[path]):
-            for item in group:
-                group_of[item] = k // size
+    box_item: dict[int, str] = {}
+    prefix = {"scope": "s", "fold": "f", "rest": "f", "group": "c"}
     counter = {"s": 0, "f": 0, "c": 0}
-
-    def new_box(kind: str, prefix: str, parent: str, path: str, title: str) -> str:
-        ident = f"{prefix}{counter[prefix]}"
-        counter[prefix] += 1
-        items[ident] = Item(ident, kind, parent, path=path, title=title)
-        return ident
-
-    chunk_ids: dict[tuple[str, int], str] = {}
-
-    def chunk(path: str, k: int) -> str:
-        ident = chunk_ids.get((path, k))
-        if ident is None:
-            ident = chunk_ids[(path, k)] = new_box("chunk", "c", path, path, "")
-        return ident
-
-    for path, info in tree.items():  # parents before children
-        if not path or path in opened:
-            if path:
-                scope_rep[path] = None
-            for group in groups[path]:
-                if group[0][0] != "scope":
-                    continue
-                closed = [p for _, p in group if p not in opened]
-                if path in chunked:
-                    for p in closed:
-                        scope_rep[p] = chunk(path, group_of[("scope", p)])
-                elif len(group) > 1 and len(closed) == len(group):
-                    head = tree[closed[0]]
-                    ident = new_box("fold", "f", path, closed[0],
-                                    f"{head.base} x {len(closed)}")
-                    items[ident].count = len(closed)
-                    for p in closed:
-                        scope_rep[p] = ident
-                else:
-                    for p in closed:
-                        scope_rep[p] = new_box("scope", "s", path, p, tree[p].name)
-            continue
-        if path not in scope_rep:  # inside a closed ancestor
-            scope_rep[path] = scope_rep[info.parent]
     rep: list[str | None] = []
     order: list[str] = []
     seen: set[str] = set()
-    for n, path in zip(graph.nodes, placed):
+    for n in graph.nodes:
         if n.op == "unpack":
             rep.append(rep[n.args[0].index])
             continue
         if n.kind == "constant" and n.index in users:
             rep.append(None)  # shown as annotations on its readers
             continue
-        r = scope_rep[path]
-        if r is None:
-            if path in chunked:
-                r = chunk(path, group_of[("node", n.index)])
-            else:
-                r = f"n{n.index}"
-                items[r] = Item(r, "node", path, node=n)
+        b = out.node_box[n.index]
+        closed = shown_by[b]
+        if closed < 0:
+            r = f"n{n.index}"
+            items[r] = Item(r, "node", b, node=n)
+        else:
+            r = box_item.get(closed)
+            if r is None:
+                box = boxes[closed]
+                p = prefix[box.kind]
+                r = box_item[closed] = f"{p}{counter[p]}"
+                counter[p] += 1
+                kind = {"s": "scope", "f": "fold", "c": "chunk"}[p]
+                items[r] = Item(r, kind, box.parent, path=box.path, title=box.title,
+                                count=box.count, box=closed)
         rep.append(r)
         if r not in seen:
             seen.add(r)
@@ -439,7 +551,9 @@ def _assemble(graph: CapturedGraph, users: dict[int, list[Node]], placed: list[s
     _summarise(graph, items, rep, edges)
     drawn = [items[i] for i in order]
     drawn += [it for it in items.values() if it.kind == "stub"]
-    return Model(drawn, edges, _clusters(tree, drawn), tree, rep, opened)
+    visible = {b for b in opened if shown_by[b] < 0}
+    paths = {boxes[b].path for b in visible if boxes[b].kind in ("root", "scope")}
+    return Model(drawn, edges, _clusters(out, drawn), tree, out, rep, paths, visible)
 
 
 def _annotate(graph: CapturedGraph, users: dict[int, list[Node]], items: dict[str, Item],
@@ -513,9 +627,8 @@ def _edges(graph: CapturedGraph, items: dict[str, Item], rep: list[str | None]) 
 
 def _summarise(graph: CapturedGraph, items: dict[str, Item], rep: list[str | None],
                edges: list[Edge]) -> None:
-    """Op counts, violations, marks, spans and in/out types of the collapsed items."""
+    """Op counts, violations, marks and in/out types of the closed boxes."""
     marked = set(graph.marks.values())
-    spans: dict[str, list[int]] = {}
     for n in graph.nodes:
         ident = rep[n.index]
         item = items.get(ident) if ident is not None else None
@@ -529,11 +642,6 @@ def _summarise(graph: CapturedGraph, items: dict[str, Item], rep: list[str | Non
                 item.level = n.params.get("level", "error")
         if n.index in marked:
             item.marked = True
-        if item.kind == "chunk":
-            span = spans.setdefault(ident, [n.index, n.index])
-            span[1] = n.index
-    for ident, (first, last) in spans.items():
-        items[ident].title = f"%{first} - %{last}"
     for e in edges:
         if e.kind != "operand" or e.value is None:
             continue
@@ -544,12 +652,12 @@ def _summarise(graph: CapturedGraph, items: dict[str, Item], rep: list[str | Non
             items[e.source].outs.add(text)
 
 
-def _clusters(tree: dict[str, ScopeInfo], drawn: list[Item]) -> dict[str, str]:
-    """The opened scopes that hold something drawn, parents first: ``{path: parent}``."""
-    used: set[str] = set()
+def _clusters(out: Outline, drawn: list[Item]) -> dict[int, int]:
+    """The open boxes that hold something drawn, parents first: ``{box id: parent id}``."""
+    used: set[int] = set()
     for item in drawn:
-        path = item.parent
-        while path and path not in used:
-            used.add(path)
-            path = tree[path].parent
-    return {p: tree[p].parent for p in tree if p in used}
+        b = item.parent
+        while b > 0 and b not in used:
+            used.add(b)
+            b = out.boxes[b].parent
+    return {b: out.boxes[b].parent for b in out.order if b in used}

@@ -17,9 +17,10 @@ from typing import Any
 
 from capviz.errors import RenderError
 from capviz.ir import CapturedGraph
+from capviz.render.rules import RULES
 
 DEFAULT_TIMEOUT = 60.0
-DEFAULT_BUDGET = 250  # nodes drawn before the largest scopes collapse (override: collapse=)
+DEFAULT_BUDGET = RULES.budget  # boxes drawn at first, as in the view (override: collapse=)
 _configured: str | None = None
 
 

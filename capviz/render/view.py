@@ -19,9 +19,10 @@ from importlib import resources
 from typing import Any
 
 from capviz.ir import CapturedGraph
+from capviz.render.rules import RULES
 from capviz.render.view_data import script_json, view_data
 
-DEFAULT_BUDGET = 160  # boxes drawn at first: scopes open level by level while they fit
+DEFAULT_BUDGET = RULES.budget  # boxes drawn at first: whole levels open while they fit
 
 
 @cache
@@ -95,11 +96,11 @@ class GraphView:
     """
 
     def __init__(self, graph: CapturedGraph, values: Mapping[Any, Any] | None = None,
-                 title: str | None = None, budget: int = DEFAULT_BUDGET) -> None:
+                 title: str | None = None, budget: int | None = None) -> None:
         self.graph = graph
         self.values = values
         self.title = title
-        self.budget = budget
+        self.budget = DEFAULT_BUDGET if budget is None else budget
 
     def html(self, fallback_svg: str | None = None) -> str:
         """The view as an HTML fragment (``text/html``)."""

@@ -8,10 +8,12 @@ Every string is data, never markup: the page sets it with ``textContent``, and
 :func:`script_json` makes the JSON safe to embed in a ``<script>`` element.
 
 Constants that are read are annotations on their readers (as in :mod:`capviz.render.model`),
-listed in ``aside`` with the nodes read by more than :data:`ASIDE_DEGREE` ops, whose readers
-show a stub instead of an edge. Scopes come from :func:`scope_paths` (the render model's
-placement rule: a constant sits with its readers), the one place that decides where a node is
-drawn.
+listed in ``aside`` with the nodes read by more than ``RULES.aside_degree`` ops, whose readers
+show a stub instead of an edge. What the view folds is not decided in the page: ``scopes`` is
+the outline of :func:`capviz.render.model.outline` (scopes, ``name × N`` folds, program-order
+groups; one box each: title, parent, kind) with the boxes :func:`~capviz.render.model.open_levels`
+opens at first, and ``scope`` gives each node's box, so the view and the static SVG fold a graph
+the same way (thresholds: :data:`capviz.render.rules.RULES`).
 """
 
 from __future__ import annotations
@@ -27,17 +29,19 @@ import numpy as np
 
 from capviz.ir import CapturedGraph, Node
 from capviz.printing import constant_text, index_text, literal_text, type_text
+from capviz.render.model import (
+    collector_paused,
+    open_levels,
+    outline,
+    placements,
+    readers,
+    scope_tree,
+)
+from capviz.render.rules import RULES
 
 KIND_CODES = {"input": 0, "constant": 1, "op": 2, "output": 3, "violation": 4}
-ASIDE_DEGREE = 12  # a node read by more ops than this is set aside: its readers show a stub
+BOX_CODES = {"root": 0, "scope": 1, "fold": 2, "rest": 3, "group": 4}
 HIST_BINS = 16
-
-
-def scope_paths(graph: CapturedGraph) -> list[str]:
-    """The scope each node is drawn in (the adapter onto the render layer's placement rule)."""
-    from capviz.render.model import placements
-
-    return placements(graph)
 
 
 def node_title(node: Node, value: Any = None) -> str:
@@ -80,12 +84,13 @@ def _finite(x: float) -> float | None:
 def value_summary(value: Any) -> list | None:
     """``[min, max, mean, std, nan, inf, [histogram counts], lo, hi]`` of an array, or ``None``
     for non-numeric or empty values (non-finite statistics become ``null``)."""
+    from capviz.backends.registry import host_array
     from capviz.diagnostics import value_stats
 
     stats = value_stats(value)
     if stats is None:
         return None
-    arr = np.asarray(value if not hasattr(value, "get") else value.get()).astype(np.float64)
+    arr = host_array(value).astype(np.float64)
     finite = arr[np.isfinite(arr)]
     hist: list[int] = []
     lo = hi = None
@@ -120,7 +125,8 @@ class _Strings:
 
 
 def view_data(graph: CapturedGraph, values: Mapping[Any, Any] | None = None,
-              title: str | None = None, budget: int = 160, live: bool = False) -> dict[str, Any]:
+              title: str | None = None, budget: int = RULES.budget,
+              live: bool = False) -> dict[str, Any]:
     """The graph as the view's JSON-ready dict.
 
     Args:
@@ -128,30 +134,26 @@ def view_data(graph: CapturedGraph, values: Mapping[Any, Any] | None = None,
         values: kept values by node index (``executor.values``) for the value panel; without
             them, ``graph.stats`` (``compute_stats``) is shown when present.
         title: a heading for the view.
-        budget: how many boxes the view draws at first; scopes open level by level while they fit.
-        live: lay out for streaming (append-only order, nothing moves when nodes are added).
+        budget: how many boxes the view draws at first; whole levels open while they fit.
+        live: lay out for streaming (append-only order, nothing moves when nodes are added;
+            identical blocks are not folded: they would jump into a fold as they arrive).
     """
+    with collector_paused():  # many small objects next to a large graph: see model.build
+        return _view_data(graph, values, title, budget, live)
+
+
+def _view_data(graph: CapturedGraph, values: Mapping[Any, Any] | None, title: str | None,
+               budget: int, live: bool) -> dict[str, Any]:
     strings = _Strings()
-    placed = scope_paths(graph)
-    scope_ids: dict[str, int] = {"": 0}
-    scope_name = [0]
-    scope_parent = [-1]
+    users_of = readers(graph)
+    placed = placements(graph, users_of)
+    boxes = outline(graph, scope_tree(graph, placed, users_of), placed, fold=not live)
+    opened = open_levels(boxes, budget)
 
-    def scope_id(path: str) -> int:
-        found = scope_ids.get(path)
-        if found is not None:
-            return found
-        parent, _, name = path.rpartition("/")
-        pid = scope_id(parent)
-        sid = scope_ids[path] = len(scope_name)
-        scope_name.append(strings(name))
-        scope_parent.append(pid)
-        return sid
-
-    kind, label, types, source, code, params, scope = [], [], [], [], [], [], []
+    kind, label, types, source, code, params = [], [], [], [], [], []
     argc: list[int] = []  # operands per node, then their distances back in program order
     argd: list[int] = []
-    for n, path in zip(graph.nodes, placed):
+    for n in graph.nodes:
         kind.append(KIND_CODES[n.kind])
         label.append(strings(node_title(n, graph.constant_values.get(n.index))))
         types.append(strings(type_text(n)))
@@ -159,15 +161,13 @@ def view_data(graph: CapturedGraph, values: Mapping[Any, Any] | None = None,
         source.append(strings(where))
         code.append(strings(line))
         params.append(strings(_params_text(n)))
-        scope.append(scope_id(path))
         operands = n.operands
         argc.append(len(operands))
         argd.extend(n.index - a.index for _, a in operands)
-    readers = graph.users()
     aside = []  # drawn as a stub on each reader, not as an edge: read constants, high degree
     for n in graph.nodes:
-        users = readers.get(n.index, ())
-        if len(users) > ASIDE_DEGREE or (n.kind == "constant" and users):
+        users = users_of.get(n.index, ())
+        if len(users) > RULES.aside_degree or (n.kind == "constant" and users):
             aside.append(n.index)
     links = [[u, v] for u, v, key in _violation_links(graph) if key in ("after", "reads")]
     summaries: dict[str, list] = {}
@@ -184,13 +184,16 @@ def view_data(graph: CapturedGraph, values: Mapping[Any, Any] | None = None,
                 summaries[str(index)] = summary
     violations = [{"node": v.order, "level": v.level, "kind": v.kind, "call": v.call,
                    "message": v.message} for v in graph.violation_records]
+    scopes = {"name": [strings(b.title) for b in boxes.boxes],
+              "parent": [b.parent for b in boxes.boxes],
+              "kind": [BOX_CODES[b.kind] for b in boxes.boxes],
+              "open": sorted(opened - {0})}
     return {
-        "version": 1, "title": title or "", "budget": budget, "live": live,
+        "version": 2, "title": title or "", "live": live,
         "complete": graph.complete, "strings": strings.table,
         "kind": kind, "label": label, "type": types, "source": source, "code": code,
-        "params": params, "scope": scope, "argc": argc, "argd": argd,
-        "scopes": {"name": scope_name, "parent": scope_parent},
-        "aside": aside, "links": links, "violations": violations,
+        "params": params, "scope": boxes.node_box, "argc": argc, "argd": argd,
+        "scopes": scopes, "aside": aside, "links": links, "violations": violations,
         "marks": {k: int(v) for k, v in graph.marks.items()}, "values": summaries,
     }
 

@@ -150,7 +150,7 @@ def scoped(blocks=4, per_block=5):
 
 def test_scopes_become_clusters():
     root, _ = svg_nodes(scoped(blocks=3, per_block=1).to_svg())
-    clusters = [g for g in root.iter(f"{SVG}g") if g.get("class") == "cluster"]
+    clusters = [g for g in root.iter(f"{SVG}g") if "cluster" in g.get("class", "").split()]
     labels = sorted(texts(c) for c in clusters)
     assert labels == ["block0", "block1", "block2"]
 
@@ -164,12 +164,13 @@ def test_collapse_listed_scopes():
 
 
 def test_collapse_to_a_node_budget():
-    g = scoped(blocks=10, per_block=10)
+    g = scoped(blocks=10, per_block=10)  # 202 nodes: x, ten blocks of 20, the output
     chosen = choose_collapsed(g, 60)
-    assert len(chosen) == 8  # 202 nodes, 20 per block: the fewest blocks that fit the budget
+    assert chosen == {f"block{b}" for b in range(10)}  # opening all ten costs 190: none open
     _, nodes = svg_nodes(g.to_svg(collapse=60))
-    assert len(nodes) <= 60
+    assert len(nodes) == 12
     assert len([i for i in nodes if i.startswith("s")]) == len(chosen)
+    assert choose_collapsed(g, 202) == set()
     assert len(svg_nodes(g.to_svg(collapse=None))[1]) == len(g.nodes)
 
 
@@ -255,6 +256,10 @@ def test_unrolled_rnn_sets_its_weights_aside_with_stubs():
     assert not any(e.split("->")[0] in weights for e in edges_of(root))
 
 
+def classes(elem):
+    return elem.get("class", "").split()
+
+
 def test_identical_blocks_fold_into_one_box():
     def block(x):
         return np.tanh(x @ np.eye(4, dtype=np.float32)) + x
@@ -265,6 +270,28 @@ def test_identical_blocks_fold_into_one_box():
         return x
 
     g = cv.capture(lambda x: model(x), cv.spec((1, 4)))
-    _, nodes = svg_nodes(g.to_svg(collapse=6))
-    (fold,) = [e for e in nodes.values() if "capviz-fold" in e.get("class").split()]
-    assert texts(fold).startswith("block x 1236 ops")
+    _, nodes = svg_nodes(g.to_svg(collapse=3))
+    (fold,) = [e for e in nodes.values() if "capviz-fold" in classes(e)]
+    assert texts(fold).startswith("block \u00d7 1236 ops")
+
+
+def test_a_fold_opens_its_first_block_and_keeps_the_rest_folded():
+    def block(x):
+        return np.tanh(x @ np.eye(4, dtype=np.float32)) + x
+
+    def model(x):
+        for _ in range(12):
+            x = block(x)
+        return x
+
+    g = cv.capture(lambda x: model(x), cv.spec((1, 4)))
+    root, nodes = svg_nodes(g.to_svg())  # the default budget
+    clusters = {next(c.iter(f"{SVG}text")).text: c for c in root.iter(f"{SVG}g")
+                if "cluster" in classes(c)}
+    assert set(clusters) == {"model", "block \u00d7 12", "block[0]"}
+    assert "capviz-fold" in classes(clusters["block \u00d7 12"])
+    first = {n.index for n in g.ops if n.scope == "model/block[0]"}
+    assert {f"n{i}" for i in first} <= set(nodes)
+    (rest,) = [e for e in nodes.values() if "capviz-fold" in classes(e)]
+    assert texts(rest).startswith("block \u00d7 1133 ops")
+    assert not any(f"n{n.index}" in nodes for n in g.ops if n.scope == "model/block[1]")

@@ -109,20 +109,23 @@ def test_data_holds_scopes_nodes_and_operands():
     strings = data["strings"]
     n = len(graph.nodes)
     assert len(data["kind"]) == len(data["label"]) == len(data["scope"]) == n
-    paths = {}
-    parents = data["scopes"]["parent"]
-    for sid, name in enumerate(data["scopes"]["name"]):
+    parents, kinds = data["scopes"]["parent"], data["scopes"]["kind"]
+
+    def path_of(box):  # the scope path: the names of the scope boxes (kind 1) above it
         parts = []
-        while sid > 0:
-            parts.append(strings[data["scopes"]["name"][sid]])
-            sid = parents[sid]
-        paths["/".join(reversed(parts))] = True
-    for node, sid in zip(graph.nodes, data["scope"]):
-        parts = []
-        while sid > 0:
-            parts.append(strings[data["scopes"]["name"][sid]])
-            sid = parents[sid]
-        assert "/".join(reversed(parts)) == node.scope or node.kind == "constant"
+        while box > 0:
+            if kinds[box] == 1:
+                parts.append(strings[data["scopes"]["name"][box]])
+            box = parents[box]
+        return "/".join(reversed(parts))
+
+    for node, box in zip(graph.nodes, data["scope"]):
+        assert path_of(box) == node.scope or node.kind == "constant"
+    # the three identical blocks: one fold (kind 2) holding block[0] and the rest (kind 3)
+    titles = [strings[k] for k in data["scopes"]["name"]]
+    fold, rest = titles.index("block \u00d7 3"), titles.index("block \u00d7 2")
+    assert (kinds[fold], kinds[rest], parents[rest]) == (2, 3, fold)
+    assert [titles[b] for b, p in enumerate(parents) if p == rest] == ["block[1]", "block[2]"]
     back = iter(data["argd"])
     for node, count in zip(graph.nodes, data["argc"], strict=True):
         assert [node.index - next(back) for _ in range(count)] == [

@@ -1,5 +1,6 @@
 """The live view, driven in-process (a real kernel runs it in tests/test_notebooks.py)."""
 
+import sys
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -75,6 +76,20 @@ def test_outside_a_notebook_live_is_a_no_op_that_warns_once(monkeypatch):
         warnings.simplefilter("error")
         with cv.CaptureDevice().capture_scope(live=True) as again:
             again.output(again.input("x", (1,)) + 1)
+
+
+@pytest.mark.parametrize("form", ["scope", "function"])
+def test_the_live_warning_points_at_the_users_line(monkeypatch, form):
+    monkeypatch.setattr(live, "_warned", False)
+    with pytest.warns(RuntimeWarning, match="live view disabled") as record:
+        if form == "scope":
+            line = sys._getframe().f_lineno + 1
+            with cv.CaptureDevice().capture_scope(live=True) as scope:
+                scope.output(scope.input("x", (1,)) + 1)
+        else:
+            line = sys._getframe().f_lineno + 1
+            cv.capture(lambda x: x + 1, cv.spec((1,), "float32"), live=True)
+    assert (record[0].filename, record[0].lineno) == (__file__, line)
 
 
 def test_background_rendering_never_blocks_and_finishes_the_final_graph():

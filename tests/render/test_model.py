@@ -102,24 +102,43 @@ def test_identical_sibling_scopes_share_a_signature():
     assert tree["mixed/block[0]"].signature != tree["mixed/block[1]"].signature
 
 
-def test_runs_of_identical_scopes_fold_into_one_box_until_the_budget_opens_them():
+def test_runs_of_identical_scopes_fold_into_one_box_until_the_budget_opens_the_first():
     g = blocks(12)
-    tight = build(g, collapse=8)
+    tight = build(g, collapse=3)  # x, model, output: no room to open the fold
     (fold,) = kinds(tight)["fold"]
-    assert fold.title == "block x 12" and fold.count == 12 and fold.ops == 36
+    assert fold.title == "block \u00d7 12" and fold.count == 12 and fold.ops == 36
     assert fold.path == "model/block[0]"
-    roomy = build(g, collapse=500)
-    assert "fold" not in kinds(roomy)
-    assert sum(1 for p in roomy.clusters if p.startswith("model/block[")) == 12
+    roomy = build(g, collapse=500)  # the first block opens, the other eleven stay one box
+    (rest,) = kinds(roomy)["fold"]
+    assert rest.title == "block \u00d7 11" and rest.count == 11 and rest.ops == 33
+    assert rest.path == "model/block[1]"
+    assert "model/block[0]" in roomy.opened and "model/block[1]" not in roomy.opened
+    shown = {i.node.index for i in kinds(roomy)["node"]}
+    assert {n.index for n in g.nodes if n.scope == "model/block[0]"} <= shown
+    titles = {roomy.outline.boxes[b].title for b in roomy.clusters}
+    assert titles == {"model", "block \u00d7 12", "block[0]"}
 
 
-def test_the_budget_bounds_what_is_drawn_and_opens_top_down():
-    g = blocks(40)
-    for budget in (5, 20, 60, 250):
+def test_two_identical_scopes_do_not_fold():
+    m = build(blocks(2), collapse=500)
+    assert "fold" not in kinds(m) and {"model/block[0]", "model/block[1]"} <= m.opened
+
+
+def test_the_budget_bounds_what_is_drawn_and_opens_whole_levels():
+    def f(x):
+        for b in range(10):
+            with cv.name_scope(f"layer{b}"):  # ten different names: nothing folds
+                for _ in range(3):
+                    x = np.tanh(x)
+        return x
+
+    g = cv.capture(f, cv.spec((4,)))
+    for budget in (12, 20, 60, 250):  # the top level's 12 items are always drawn
         m = build(g, collapse=budget)
         assert len(m.items) <= budget, budget
-    m = build(g, collapse=20)
-    assert "model" in m.opened and not any(p.startswith("model/block[") for p in m.opened)
+    # 12 boxes at the top; opening the ten layers costs 20 more: all of them or none
+    assert not any(p.startswith("layer") for p in build(g, collapse=31).opened)
+    assert {f"layer{b}" for b in range(10)} <= build(g, collapse=32).opened
 
 
 def test_listed_scopes_collapse_and_the_rest_opens():
@@ -130,7 +149,7 @@ def test_listed_scopes_collapse_and_the_rest_opens():
     assert box.ins == {"float32[4]"} and box.outs == {"float32[4]"}
 
 
-def test_a_flat_graph_is_chunked_in_program_order():
+def test_a_flat_graph_is_grouped_in_program_order():
     def flat(x):
         for _ in range(2500):
             x = x * 1.5
@@ -140,12 +159,14 @@ def test_a_flat_graph_is_chunked_in_program_order():
     g = cv.capture(flat, cv.spec((4,)))
     m = build(g, collapse=250)
     chunks = kinds(m)["chunk"]
-    assert len(m.items) <= 250 and len(chunks) >= 2
-    spans = [tuple(int(p.strip(" %")) for p in c.title.split(" - ")) for c in chunks]
-    assert spans[0][0] == 0 and spans[-1][1] >= len(g.nodes) - 2
-    assert all(a[1] < b[0] for a, b in itertools.pairwise(spans))  # consecutive, in order
+    # 5,002 items: 105 groups of 48, in 3 groups of groups (opened: 105 boxes fit 250)
+    assert len(chunks) == 105 and len(m.items) == 105 and len(m.clusters) == 3
+    spans = [tuple(int(p.strip("%")) for p in c.title.split("\u2026")) for c in chunks]
+    assert spans[0] == (0, 47) and spans[-1][1] == len(g.nodes) - 1
+    assert all(a[1] + 1 == b[0] for a, b in itertools.pairwise(spans))  # consecutive, in order
     assert sum(c.ops for c in chunks) == len(g.ops)
     assert all(e.source != e.target for e in m.edges)
+    assert len(build(g, collapse=100).items) == 3  # 105 boxes do not fit: the 3 outer groups
 
 
 def test_a_violation_inside_a_collapsed_box_is_counted():

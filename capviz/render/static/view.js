@@ -9,7 +9,6 @@
   "use strict";
   if (window.CapvizView) return;
   var SVGNS = "http://www.w3.org/2000/svg";
-  var CHUNK = 48;           // a scope with more direct items than this is grouped by program order
   var NODE_H = 36, STUB_H = 10, SCOPE_H = 44, HEAD = 20, PAD = 10, GAP_X = 16, GAP_Y = 30;
   var CHAR_W = 6.6;
   var KIND_NAMES = ["input", "constant", "op", "output", "violation"];
@@ -71,12 +70,15 @@
     for (i = 0; i < n; i++) for (j = 0; j < args[i].length; j++) users[fill[args[i][j]]++] = i;
     this.userStart = start; this.users = users;
 
-    // scopes: real ones from the data, then groups of CHUNK items made here
+    // boxes: the outline decided in Python (capviz/render/model.py, one set of rules for the
+    // view and the static SVG): scopes, "name × N" folds (kind 2, the first member and a kind 3
+    // box with the rest), program-order groups (kind 4). Nothing is folded or grouped here.
     var parent = d.scopes.parent.slice(), names = d.scopes.name.map(function (k) { return S[k]; });
-    var virt = names.map(function () { return false; });
+    var virt = d.scopes.kind.map(function (k) { return k >= 2; });
+    var fold = d.scopes.kind.map(function (k) { return k === 2 || k === 3; });
     var nodeScope = Int32Array.from(d.scope);
     var first = new Array(parent.length).fill(-1);
-    var items = names.map(function () { return []; });   // item: node i >= 0, scope s as ~s
+    var items = names.map(function () { return []; });   // item: node i >= 0, box s as ~s
     for (i = 0; i < n; i++) {
       if (!drawn(i)) continue;
       var s = nodeScope[i];
@@ -87,69 +89,8 @@
       if ((i & 4095) === 4095) yield;
     }
     first[0] = 0;
-    var fold = names.map(function () { return false; });
-    // runs of structurally identical sibling scopes (12 transformer blocks) fold into one
-    // "name × N" group, closed until opened
-    var hash = new Int32Array(parent.length);
-    function structure(s) {
-      var h = 2166136261 | 0, its = items[s];
-      function mix(x) { h = Math.imul(h ^ x, 16777619); }
-      for (var k = 0; k < its.length; k++) {
-        var it = its[k];
-        if (it >= 0) { mix(d.kind[it] === 2 ? d.label[it] : -d.kind[it]); mix(d.type[it]); mix(args[it].length); }
-        else { mix(structure(~it)); mix(-7); }
-      }
-      hash[s] = h;
-      return h;
-    }
-    structure(0);
-    yield;
-    function base(s) { return names[s].replace(/\[\d+\]$/, ""); }
-    function foldRuns(s) {
-      var its = items[s], out = [], k = 0;
-      while (k < its.length) {
-        var it = its[k], end = k + 1;
-        if (it < 0) {
-          while (end < its.length && its[end] < 0 && hash[~its[end]] === hash[~it] &&
-                 base(~its[end]) === base(~it)) end++;
-        }
-        if (end - k >= 3) {
-          var g = parent.length, run = its.slice(k, end);
-          parent.push(s); virt.push(true); fold.push(true); items.push(run); first.push(first[~it]);
-          names.push(base(~it) + " \u00d7 " + run.length);
-          for (var r = 0; r < run.length; r++) parent[~run[r]] = g;
-          out.push(~g);
-        } else {
-          for (var r2 = k; r2 < end; r2++) out.push(its[r2]);
-        }
-        k = end;
-      }
-      items[s] = out;
-      for (k = 0; k < its.length; k++) if (its[k] < 0) foldRuns(~its[k]);
-    }
-    if (!d.live) foldRuns(0);  // live: blocks would jump into a fold as they stream in
     yield;
     var self = this;
-    function group(s) {
-      while (items[s].length > CHUNK) {
-        var old = items[s], fresh = [];
-        for (var k = 0; k < old.length; k += CHUNK) {
-          var part = old.slice(k, k + CHUNK), g = parent.length;
-          parent.push(s); virt.push(true); fold.push(false); items.push(part);
-          var lo = part[0] >= 0 ? part[0] : first[~part[0]];
-          first.push(lo);
-          names.push("");
-          for (var m = 0; m < part.length; m++) {
-            if (part[m] >= 0) nodeScope[part[m]] = g; else parent[~part[m]] = g;
-          }
-          fresh.push(~g);
-        }
-        items[s] = fresh;
-      }
-      for (var q = 0; q < items[s].length; q++) if (items[s][q] < 0) group(~items[s][q]);
-    }
-    group(0);
-    yield;
     var ns = parent.length;
     this.parent = parent; this.names = names; this.virt = virt; this.fold = fold; this.items = items;
     this.nodeScope = nodeScope; this.first = first; this.ns = ns;
@@ -178,9 +119,8 @@
       count[s2] = cnt; last[s2] = lastIdx;
       if ((o & 2047) === 2047) yield;
     }
-    for (o = 0; o < order.length; o++) {   // group names: "%12…%59"
+    for (o = 0; o < order.length; o++) {
       var s3 = order[o];
-      if (virt[s3] && !fold[s3]) names[s3] = "%" + first[s3] + "\u2026%" + last[s3];
       var up = parent[s3];
       while (up > 0 && virt[up]) up = parent[up];  // a scope's path is its call-stack path
       if (s3) path[s3] = (path[up] ? path[up] + "/" : "") + names[s3];
@@ -458,21 +398,10 @@
       var want = new Set(saved.open.map(plain));
       for (s = 1; s < m.ns; s++) if (want.has(plain(m.path[s]))) open[s] = 1;
     }
-    // open whole levels while they fit the budget (a level half open reads as noise)
-    var budget = this.d.budget, shown = m.items[0].length, level = [0];
-    while (level.length) {
-      var next = [], cost = 0;
-      for (var q = 0; q < level.length; q++) {
-        var its = m.items[level[q]];
-        for (t = 0; t < its.length; t++) {
-          if (its[t] >= 0 || m.fold[~its[t]]) continue;
-          next.push(~its[t]); cost += m.items[~its[t]].length - 1;
-        }
-      }
-      if (!next.length || (shown + cost > budget && !next.every(function (c) { return open[c]; }))) break;
-      for (q = 0; q < next.length; q++) open[next[q]] = 1;
-      shown += cost; level = next;
-    }
+    // the boxes open at first: whole levels that fit the budget, decided with the static
+    // SVG's rules in Python (d.scopes.open)
+    var initial = this.d.scopes.open;
+    for (t = 0; t < initial.length; t++) open[initial[t]] = 1;
     if (this.live) {  // the scopes being recorded into stay open: the view follows the capture
       if (m.n) for (var a = m.nodeScope[m.n - 1]; a > 0; a = m.parent[a]) open[a] = 1;
     }
