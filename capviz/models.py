@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.capture import name_scope
+from capviz.capture import capture, name_scope, spec
 
 
 def mlp_weights(sizes: tuple[int, ...] = (8, 16, 16, 4), seed: int = 0) -> list[tuple]:
@@ -27,6 +27,13 @@ def mlp(x: Any, weights: list[tuple]) -> Any:
     with name_scope("softmax"):
         e = np.exp(x - np.max(x, axis=-1, keepdims=True))
         return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def capture_mlp(weights: list[tuple], batch: int = 4) -> Any:
+    """The graph of :func:`mlp` on a ``float32[batch, width]`` input named ``x``, captured
+    here, so its input is declared at a line of this file (``capviz demo``)."""
+    width = weights[0][0].shape[0]
+    return capture(lambda x: mlp(x, weights), spec((batch, width), "float32"))
 
 
 def transformer_weights(d: int = 16, heads: int = 2, seed: int = 0) -> dict[str, Any]:

@@ -313,3 +313,40 @@ def test_demo_into_a_closed_pipe_ends_quietly(tmp_path):
     err = proc.stderr.read().decode()
     proc.wait(timeout=120)
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+SCOPED = '''
+import capviz as cv
+
+
+def blocks(x):
+    for i in range(2):
+        with cv.name_scope(f"block{i}"):
+            x = x * 2
+    return x
+'''
+
+
+def test_collapse_names_scopes_the_graph_has(project):
+    (project / "scoped.py").write_text(SCOPED)
+    ok = capviz("render", "scoped:blocks", "-i", "x=3:float32", "--collapse", "block1",
+                "-o", "g.svg", cwd=project)
+    assert ok.returncode == 0, ok.stderr
+    root = ET.fromstring((project / "g.svg").read_text())
+    assert any("block1" in "".join(e.itertext()) for e in root.iter())
+    typo = capviz("render", "scoped:blocks", "-i", "x=3:float32", "--collapse", "blok1",
+                  cwd=project)
+    assert_one_line_usage_error(typo, "--collapse names scope 'blok1', which the graph does not "
+                                      "have; its top-level scopes: block0, block1")
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "a node budget must be at least 1, got '0'"),
+    ("-3", "a node budget must be at least 1, got '-3'"),
+    (",,", "expected a node budget or scope paths, got ',,'"),
+])
+def test_collapse_refuses_nonsense(project, value, message):
+    out = capviz("render", "model:mlp", "-i", "x=2,4:float32", f"--collapse={value}",
+                 cwd=project)
+    assert out.returncode == 2
+    assert message in out.stderr
