@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from capviz import generator_watch, hooks
+from capviz.backends import registry
 from capviz.backends.capture import (
     Recorder,
     active,
@@ -43,6 +44,7 @@ from capviz.errors import (
     ScopeClosedError,
     UndeclaredInputError,
     UnknownBoundaryError,
+    UnsupportedOperationError,
 )
 from capviz.ir import CapturedGraph, format_source
 from capviz.rng import check_seed, fresh_seed
@@ -71,19 +73,23 @@ class Device:
 
     Random draws are numbered; draw ``k`` after ``seed(s)`` is the Philox stream keyed by
     ``(s, k)``, so it is the same on every device kind and in every replay of a capture.
+    The kinds are the registry's eager backends; the replay-only ones (Dask, JAX) are refused
+    with the way to use them.
     """
 
     def __init__(self, kind: str = "numpy") -> None:
-        if kind == "numpy":
-            xp = np
-        elif kind == "cupy":
-            from capviz.backends.cupy import load_cupy
-
-            xp = load_cupy()
-        else:
-            raise ValueError(f"unknown device kind {kind!r}; expected 'numpy' or 'cupy'")
+        if kind == "auto":  # as replay's backend="auto": CuPy with a GPU, else NumPy
+            kind = registry.resolve().name
+        eager = registry.eager_names()
+        if kind not in eager:
+            expected = " or ".join(map(repr, eager))
+            if kind in registry.names():
+                raise ValueError(f"{kind!r} is a replay-only backend, not an eager device "
+                                 f"(expected {expected}): capture on cv.Device('numpy') and "
+                                 f"run the graph with graph.replay(inputs, backend={kind!r})")
+            raise ValueError(f"unknown device kind {kind!r}; expected {expected}")
         self.kind = kind
-        self.backend = EagerBackend(xp, self)
+        self.backend = EagerBackend(registry.get(kind), self)
         self._seed: int | None = None
         self._entropy: int | None = None
         self._draws = 0
@@ -92,7 +98,7 @@ class Device:
 
     @property
     def xp(self) -> Any:
-        """The array namespace (``numpy`` or ``cupy``)."""
+        """The array namespace of the device's backend."""
         return self.backend.xp
 
     @property
@@ -153,9 +159,7 @@ def default_device() -> Device:
     global _default
     with _default_lock:
         if _default is None:
-            from capviz.backends.cupy import cupy_available
-
-            _default = Device("cupy" if cupy_available() else "numpy")
+            _default = Device(registry.resolve().name)
         return _default
 
 
@@ -165,7 +169,7 @@ def tensor(data: Any, device: Device | None = None) -> Tensor:
     if isinstance(data, Tensor):
         data = data.numpy()
     backend = device.backend
-    value = np.array(data, copy=True) if device.xp is np else backend.to_array(data)
+    value = backend.copy_of(data)
     if value.dtype == object:
         raise TypeError("cv.tensor() needs numbers; got an object array")
     return Tensor(value, backend)
@@ -580,13 +584,46 @@ def _check_unique(role: str, d: _Declared, seen: dict[str, _Declared]) -> None:
     seen[d.name] = d
 
 
+_CONSTANT_OUTPUTS = (np.ndarray, bool, int, float, complex)
+
+
+def _function_output(scope: CaptureScope, value: Any, name: str) -> None:
+    """One result of the function form: a nested tuple or list gives ``name_0``, ``name_1``...
+    (``np.histogramdd``'s ``(hist, [edges...])``); an ndarray or a number the function returns
+    (a result NumPy computed from no tensor: ``np.ones(3)``, ``np.poly`` of no roots is
+    ``1.0``) is recorded as a constant output, its value as ``np.asarray`` gives it."""
+    if isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            _function_output(scope, item, f"{name}_{i}")
+    elif type(value) in _CONSTANT_OUTPUTS or isinstance(value, np.generic):
+        if type(value) is int and np.asarray(value).dtype == object:
+            raise UnsupportedOperationError(
+                f"output {name!r}{_returned_by(scope)} is the Python int {value}, which no "
+                "NumPy integer dtype holds (eager NumPy would make it an object array); "
+                "return float(value) or np.float64(value), or compute it outside the capture")
+        scope.output(scope.constant(np.asarray(value), name=name), name)
+    else:
+        scope.output(value, name)
+
+
+def _returned_by(scope: CaptureScope) -> str:
+    """`` returned by f at file:line`` for the function form's function (its definition)."""
+    fn = getattr(scope, "_entry_function", None)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ""
+    return f" returned by {code.co_name} ({code.co_filename}:{code.co_firstlineno})"
+
+
 def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "raise",
             rng: Device | None = None, device: CaptureDevice | None = None,
             global_random: str = "violation") -> CapturedGraph:
     """Capture ``fn`` called on inputs of the given specs, like ``jax.make_jaxpr``.
 
     Inputs are named after ``fn``'s parameters; outputs ``out`` (one result), ``out0``,
-    ``out1``... (a tuple or list) or the keys of a returned dict. ``live``, ``on_violation``,
+    ``out1``... (a tuple or list; a nested one gives ``out1_0``, ``out1_1``...) or the keys of a
+    returned dict. A returned ndarray or number (computed from no tensor) is recorded as a
+    constant output. ``live``, ``on_violation``,
     ``rng`` and ``global_random`` are those of :class:`CaptureScope`.
 
     Raises:
@@ -608,12 +645,12 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
             result = fn(*args)
             if isinstance(result, dict):
                 for key, value in result.items():
-                    scope.output(value, str(key))
+                    _function_output(scope, value, str(key))
             elif isinstance(result, (tuple, list)):
                 for i, value in enumerate(result):
-                    scope.output(value, f"out{i}")
+                    _function_output(scope, value, f"out{i}")
             else:
-                scope.output(result, "out")
+                _function_output(scope, result, "out")
     except BaseException as err:
         if scope.recorder is not None and getattr(err, "graph", None) is None:
             with contextlib.suppress(AttributeError, TypeError):

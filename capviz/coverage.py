@@ -20,6 +20,7 @@ import numpy.lib.stride_tricks
 
 from capviz import methods, ops
 from capviz.numpy_api import HANDLED, function_name, reads, refusal
+from capviz.oplib import SPECS
 from capviz.tensor import Tensor
 
 NAMESPACES = {"np": np, "np.linalg": np.linalg, "np.fft": np.fft,
@@ -62,7 +63,23 @@ def function_entry(name: str, func: Callable) -> Entry:
     if func in reads.FROM_METADATA or name in ("np.shape", "np.ndim", "np.size",
                                                "np.result_type"):
         return Entry(name, "answered", alias + "from shapes and dtypes")
-    return Entry(name, "captured", alias.rstrip("; "))
+    return Entry(name, "captured", "; ".join(filter(None, [alias.rstrip("; "),
+                                                           _limits(canonical)])))
+
+
+def _limits(name: str) -> str:
+    """What a captured function still refuses by name: its spec's refused arguments and
+    values, and the operands its ``refuse_if`` rule names (the rule's docstring)."""
+    spec = SPECS.get(name.removeprefix("np."))
+    if spec is None:
+        return ""
+    parts = [f"{k}=" for k in spec.refuse]
+    parts += [f"{k}={v!r}" for k, values in spec.refuse_values.items() for v in values]
+    if parts:
+        parts = [f"refuses {', '.join(parts)}"]
+    if spec.refuse_if is not None and spec.refuse_if.__doc__:
+        parts.append(" ".join(spec.refuse_if.__doc__.split("\n\n")[0].split()))
+    return "; ".join(parts)
 
 
 def functions() -> list[Entry]:
@@ -110,6 +127,16 @@ def _attribute_entry(attr: str) -> Entry:
     return Entry(name, "missing", "")
 
 
+def distinct_captured(funcs: list[Entry] | None = None, ufs: list[Entry] | None = None) -> int:
+    """How many distinct NumPy functions capture records (aliases such as ``np.abs`` and
+    ``np.absolute`` counted once): the figure at the top of the coverage page."""
+    funcs = functions() if funcs is None else funcs
+    ufs = ufuncs() if ufs is None else ufs
+    table = dispatchable()
+    return len({table[e.name] for e in funcs if e.status == "captured"}
+               | {getattr(np, e.name[3:]) for e in ufs if e.status == "captured"})
+
+
 def _table(entries: list[Entry]) -> list[str]:
     lines = ["| name | status | notes |", "|---|---|---|"]
     for e in entries:
@@ -129,9 +156,7 @@ def markdown() -> str:
     """The text of ``docs/numpy-coverage.md``."""
     funcs, ufs, attrs = functions(), ufuncs(), ndarray_attributes()
     captured = sum(e.status == "captured" for e in funcs + ufs)
-    table = dispatchable()
-    distinct = len({table[e.name] for e in funcs if e.status == "captured"}
-                   | {getattr(np, e.name[3:]) for e in ufs if e.status == "captured"})
+    distinct = distinct_captured(funcs, ufs)
     lines = [
         "# NumPy coverage",
         "",

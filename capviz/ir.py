@@ -20,6 +20,7 @@ of :class:`CapturedGraph` that reach them are thin facades that import them when
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import weakref
 from collections.abc import Callable, Iterator, Mapping
@@ -118,6 +119,29 @@ class Node:
     def __repr__(self) -> str:
         what = self.op if self.kind in ("op", "violation") else self.name
         return f"<Node %{self.index} {self.kind} {what}>"
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """A node is no array: NumPy meets one only when code outside capviz read a capture
+        tensor's ``_data`` as if it were an ndarray's, as ``numpy.ma`` does for
+        ``masked_array + t``. Refused by name, at the user's line."""
+        from capviz.errors import UnsupportedOperationError
+
+        raise UnsupportedOperationError(
+            f"a capture tensor ({self.dtype}{list(self.shape or ())}) met code that reads its "
+            f"internals as an ndarray{_outside_line()}: numpy.ma does this for a masked array "
+            "combined with a tensor (masked_array + t), and a masked array cannot be recorded "
+            "(its masked elements are left out of results). Pass plain arrays: "
+            "m.filled(value) + t, or np.where(m.mask, fill, m.data) and the mask as a "
+            "boolean array")
+
+
+def _outside_line() -> str:
+    """`` at file:line`` of the innermost frame outside capviz and NumPy (or ``""``)."""
+    skip = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(np.__file__))
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(skip):
+        frame = frame.f_back
+    return "" if frame is None else f" at {frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 @dataclasses.dataclass
@@ -367,16 +391,19 @@ class CapturedGraph:
 
     def replay(self, inputs: Mapping[str, Any] | None = None, backend: str = "auto",
                seed: int | None = None, check_finite: bool = False,
-               to_numpy: bool = False, allow_violations: bool = False) -> dict[str, Any]:
-        """Run the graph on NumPy or CuPy; see :func:`capviz.executor.replay` (a graph with
-        error-level violations raises :class:`capviz.IncompleteGraphError` unless
-        ``allow_violations``)."""
+               to_numpy: bool = False, allow_violations: bool = False,
+               **options: Any) -> dict[str, Any]:
+        """Run the graph on a backend (``numpy``, ``cupy``, ``dask``, ``jax``; ``auto``: CuPy
+        with a GPU, else NumPy); see :func:`capviz.executor.replay`. ``options`` are the
+        backend's own (Dask: ``chunks=``, ``compute=``); one it does not take is a
+        ``TypeError`` naming it. A graph with error-level violations raises
+        :class:`capviz.IncompleteGraphError` unless ``allow_violations``."""
         executor = sys.modules.get("capviz.executor") or _import_executor()
-        return executor.replay(self, inputs, backend, seed, check_finite, to_numpy,
-                               allow_violations)
+        return executor.replay_with(self, inputs, backend, seed, check_finite, to_numpy,
+                                    allow_violations, options)
 
     def compile(self, backend: str = "auto", seed: int | None = None,
-                allow_violations: bool = False) -> CompiledReplay:
+                allow_violations: bool = False, **options: Any) -> CompiledReplay:
         """The graph compiled for tight loops: ``fn = graph.compile(); y, = fn(x)``.
 
         A call takes the inputs positionally (in :attr:`inputs` order), checks them against
@@ -390,7 +417,7 @@ class CapturedGraph:
         from capviz.executor import compile_graph
 
         return compile_graph(self, backend=backend, seed=seed,
-                             allow_violations=allow_violations)
+                             allow_violations=allow_violations, **options)
 
     def memory_plan(self, inputs_or_specs: Mapping[str, Any] | None = None,
                     min_bytes: int | None = None) -> MemoryPlan:
@@ -417,9 +444,10 @@ class CapturedGraph:
                         allow_violations=allow_violations)
 
     def compare(self, fn: Callable | None = None, inputs: Mapping[str, Any] | None = None,
-                rtol: float = 1e-5, atol: float = 1e-6, backend: str = "numpy",
+                rtol: float | None = None, atol: float | None = None, backend: str = "numpy",
                 against: str | None = None, allow_violations: bool = False) -> Any:
-        """Find the first node whose value differs from eager ``fn`` (or another backend)."""
+        """Find the first node whose value differs from eager ``fn`` (or another backend);
+        the tolerance defaults to ``capviz.compare``'s (wider for an inexact backend)."""
         from capviz.diagnostics import compare
 
         return compare(self, fn, inputs, rtol=rtol, atol=atol, backend=backend, against=against,
@@ -447,7 +475,7 @@ class CapturedGraph:
         return to_svg(self, path, **options)
 
     def view(self, values: Mapping[Any, Any] | None = None, title: str | None = None,
-             budget: int = 160) -> GraphView:
+             budget: int | None = None) -> GraphView:
         """The interactive view (pan, zoom, open scopes, search, hover, value panel) for a
         notebook; see :mod:`capviz.render.view`.
 
@@ -455,7 +483,9 @@ class CapturedGraph:
             values: kept values by node (``executor.values`` after ``keep=True``) for the value
                 panel; without them, statistics from :meth:`compute_stats` are shown.
             title: a heading for the view.
-            budget: how many boxes are drawn at first; scopes open level by level while they fit.
+            budget: how many boxes are drawn at first (default: the budget of
+                ``capviz.render.rules.RULES``, which ``to_svg()`` uses too); whole levels of
+                scopes open while they fit.
 
         Returns:
             A ``GraphView``, which displays itself as self-contained HTML.

@@ -38,7 +38,9 @@ class Op:
         params: the keyword parameter names the op accepts.
         nargs: ``(min, max)`` number of positional args (``max`` ``None``: variadic).
         multi: the op returns a tuple of arrays (read with ``unpack`` nodes).
-        random: the callable takes the replay seed as its first argument.
+        random: the callable takes the replay seed as its first argument, and a ``source=``
+            keyword: the backend whose ``random_bits`` make the raw words (``Backend.bind``
+            passes it; without it, Philox runs in array operations on the namespace).
         out: the callable accepts ``out=`` (an array of the result's shape and dtype) and then
             returns exactly the bits it returns without it; replay's memory plan writes
             results into dead buffers only for such ops (ufuncs, matmul, sum, prod, max...).
@@ -218,7 +220,14 @@ _UFUNC_CACHE: dict = {}
 
 def _ufunc_meta(name: str, ufunc: np.ufunc) -> Callable:
     def meta(args: Sequence, params: dict) -> Any:
-        key = (name, _key(args[0]), _key(args[1])) if len(args) == 2 else _keys(name, args)
+        if len(args) == 2:  # _key inlined for a tensor and a plain literal (once per op)
+            a, b = args
+            ta, tb = type(a), type(b)
+            key = (name, (a.shape, a.dtype) if ta in _META_TYPES else _key(a),
+                   tb if tb in _PLAIN_LITERALS else
+                   (b.shape, b.dtype) if tb in _META_TYPES else _key(b))
+        else:
+            key = _keys(name, args)
         hit = _UFUNC_CACHE.get(key)
         if hit is not None:
             return hit
@@ -568,8 +577,9 @@ def _take_meta(args: Sequence, params: dict) -> tuple:
     x, idx = args
     axis = params.get("axis")
     try:
-        if not np.issubdtype(idx.dtype, np.integer):
-            raise TypeError(f"indices must be integers, got {idx.dtype}")
+        if not np.can_cast(idx.dtype, np.intp, "same_kind"):  # NumPy's cast of the indices
+            raise TypeError(f"Cannot cast array data from {idx.dtype!r} to "
+                            f"{np.dtype(np.intp)!r} according to the rule 'same_kind'")
         if axis is None:
             shape = tuple(idx.shape)
         else:
@@ -590,7 +600,8 @@ def _index_meta(args: Sequence, params: dict) -> tuple:
             f"only integer tensors can index a tensor, got {idx.dtype} "
             "(a boolean mask gives a data-dependent shape, which a graph cannot record; keep "
             "the shape with np.where(mask, t, fill), or take a fixed-size top-k with "
-            "np.argpartition)"))
+            "np.argpartition; writes through a mask, t[mask] = v and t[mask] *= v, are "
+            "recorded)"))
     if not x.shape:
         raise _fail("index", args, params, IndexError("too many indices for a 0-d tensor"))
     return tuple(idx.shape) + tuple(x.shape[1:]), x.dtype

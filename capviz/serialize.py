@@ -136,35 +136,38 @@ def _literal(value: Any) -> Any:
     return encode(value)
 
 
-def node_attributes(node: Node, sources: dict | None = None) -> dict[str, Any]:
-    """The JSON attributes of a node in ``graph.nx`` (``sources``: a cache of source strings,
-    shared by the many nodes one line of a loop makes)."""
-    if sources is None:
-        source = format_source(node.source)
-    else:
-        source = sources.get(node.source)
-        if source is None:
-            source = sources[node.source] = format_source(node.source)
+def node_attributes(node: Node) -> dict[str, Any]:
+    """The JSON attributes of one node in ``graph.nx``, as the schema lists them (the reference
+    :func:`to_networkx` is tested against; it builds them for all nodes at once)."""
     shape = node.shape
-    params = node.params
     attrs = {
         "kind": node.kind,
         "op": node.op,
         "shape": None if shape is None else list(shape),
         "dtype": dtype_name(node.dtype),
-        "params": {k: encode(v) for k, v in params.items()} if params else {},
-        "source": source,
+        "params": {k: encode(v) for k, v in node.params.items()},
+        "source": format_source(node.source),
         "order": node.index,
         "scope": node.scope,
         "name": node.name,
     }
-    args = node.args
-    if args and (len(args) > 1 or type(args[0]) is not Node):
-        literals = {(_POSITIONS[i] if i < 64 else str(i)): _literal(a)
-                    for i, a in enumerate(args) if type(a) is not Node}
-        if literals:
-            attrs["literals"] = literals
+    literals = {(_POSITIONS[i] if i < 64 else str(i)): _literal(a)
+                for i, a in enumerate(node.args) if type(a) is not Node}
+    if literals:
+        attrs["literals"] = literals
     return attrs
+
+
+# Parameter values that are their own JSON (``encode`` returns them as they are): the usual
+# ``axis=``, ``keepdims=``, ``mode=``. Exact types: a NumPy integer, a float, a tuple is encoded.
+_AS_IS = frozenset((int, str, bool, type(None)))
+
+
+def _params_json(params: dict) -> dict[str, Any]:
+    """``{k: encode(v)}`` of op parameters: a plain copy when every value is its own JSON."""
+    if _AS_IS.issuperset(map(type, params.values())):
+        return params.copy()
+    return {k: encode(v) for k, v in params.items()}
 
 
 def violation_links(graph: CapturedGraph) -> list[tuple[int, int, str]]:
@@ -206,38 +209,83 @@ def violation_links(graph: CapturedGraph) -> list[tuple[int, int, str]]:
 def to_networkx(graph: CapturedGraph) -> nx.MultiDiGraph:
     """Build the ``networkx.MultiDiGraph`` of a graph (one edge per operand, keyed by position).
 
-    The adjacency is filled in networkx's documented dict-of-dict-of-dict-of-dict layout
-    (``succ[u][v][key] = data``, with ``pred[v][u]`` the same key dict) rather than through
-    ``add_nodes_from``/``add_edges_from``, whose per-item checks and attribute copies cost twice
-    the whole build; ``tests/test_serialize.py`` checks the result equals the public API's.
+    One pass over the nodes fills networkx's documented dict-of-dict-of-dict-of-dict layout
+    (``succ[u][v][key] = data``, with ``pred[v][u]`` the same key dict) rather than calling
+    ``add_nodes_from``/``add_edges_from``, whose per-item checks and attribute copies cost more
+    than the whole build. It makes what the per-node reference makes (:func:`node_attributes`,
+    ``tests/test_serialize.py`` checks it), cheaper: a source string per distinct line, a
+    dtype name per change of dtype, parameters that are their own JSON copied rather than
+    encoded, and each adjacency dict made with its first entry. Every node and edge still gets
+    its own dicts and lists: nothing mutable is shared between two of them.
     """
     g = nx.MultiDiGraph(inputs=graph.inputs, outputs=graph.outputs, rng_seed=graph.rng_seed)
-    node_data, succ, pred = g._node, g._succ, g._pred
-    sources: dict[tuple, str | None] = {}
-    for n in graph.nodes:
-        i = n.index
-        node_data[i] = node_attributes(n, sources)
-        succ[i] = {}
-        pred[i] = {}
-
-    for n in graph.nodes:  # operand edges, inlined: the bulk of every graph
+    node_data, pred = g._node, g._pred
+    nodes = graph.nodes
+    successors: list[dict | None] = [None] * len(nodes)  # made at a node's first user
+    sources: dict[Any, str | None] = {None: None}
+    last_dtype: Any = None
+    dtype = None
+    positions = _POSITIONS
+    for n in nodes:
         v = n.index
-        for pos, a in enumerate(n.args):
-            if type(a) is Node:
-                out = succ[a.index]
-                keys = out.get(v)
-                if keys is None:
-                    keys = out[v] = pred[v][a.index] = {}
-                keys[pos] = {"kind": "operand"}
+        source = sources.get(n.source)
+        if source is None and n.source is not None:
+            source = sources[n.source] = format_source(n.source)
+        if n.dtype is not last_dtype:
+            last_dtype = n.dtype
+            dtype = dtype_name(last_dtype)
+        shape = n.shape
+        params = n.params
+        attrs = node_data[v] = {
+            "kind": n.kind,
+            "op": n.op,
+            "shape": None if shape is None else list(shape),
+            "dtype": dtype,
+            "params": _params_json(params) if params else {},
+            "source": source,
+            "order": v,
+            "scope": n.scope,
+            "name": n.name,
+        }
+        preds = None
+        literals = None
+        pos = 0
+        for a in n.args:
+            if type(a) is Node:  # an operand edge a -> n keyed by its position
+                u = a.index
+                keys = None if preds is None else preds.get(u)
+                if keys is not None:  # x * x: one more key between the same two nodes
+                    keys[pos] = {"kind": "operand"}
+                else:
+                    keys = {pos: {"kind": "operand"}}
+                    if preds is None:
+                        preds = {u: keys}
+                    else:
+                        preds[u] = keys
+                    out = successors[u]
+                    if out is None:
+                        successors[u] = {v: keys}
+                    else:
+                        out[v] = keys
+            else:
+                name = positions[pos] if pos < 64 else str(pos)
+                t = type(a)
+                value = a if t is int or (t is float and math.isfinite(a)) else encode(a)
+                if literals is None:
+                    literals = attrs["literals"] = {name: value}
+                else:
+                    literals[name] = value
+            pos += 1
+        pred[v] = {} if preds is None else preds
+    succ = g._succ
+    for n, out in zip(nodes, successors):  # keyed by the nodes' own index objects, as pred
+        succ[n.index] = {} if out is None else out
 
-    def link(u: int, v: int, key: Any, kind: str) -> None:
+    for u, v, key in violation_links(graph):
         keys = succ[u].get(v)
         if keys is None:
             keys = succ[u][v] = pred[v][u] = {}
-        keys[key] = {"kind": kind}
-
-    for u, v, key in violation_links(graph):
-        link(u, v, key, key)
+        keys[key] = {"kind": key}
     return g
 
 

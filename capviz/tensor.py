@@ -65,10 +65,8 @@ class Backend(abc.ABC):
         raise self.unsupported("writing into a tensor")
 
     def unsupported(self, call: str, reason: str = "") -> UnsupportedOperationError:
-        """The error for an operation capviz cannot run or record."""
-        from capviz.violations import unsupported_message
-
-        return UnsupportedOperationError(unsupported_message(call, None, reason))
+        """The error for an operation capviz cannot run or record (at the user's line)."""
+        return _unsupported_here(call, reason)
 
 
 def backend_of(args: Any) -> Backend | None:
@@ -91,10 +89,27 @@ def unsupported(call: str, args: Any, reason: str = "") -> UnsupportedOperationE
     """The error (recorded as a violation when capturing) for an unsupported call."""
     backend = backend_of(args)
     if backend is None:
-        from capviz.violations import unsupported_message
-
-        return UnsupportedOperationError(unsupported_message(call, None, reason))
+        return _unsupported_here(call, reason)
     return backend.unsupported(call, reason)
+
+
+def _unsupported_here(call: str, reason: str) -> UnsupportedOperationError:
+    """The error outside a capture, naming the user's file and line as a capture's does."""
+    from capviz.backends.scopes import source_of, user_frame
+    from capviz.violations import unsupported_message
+
+    source = source_of(user_frame(sys._getframe(1)))
+    return UnsupportedOperationError(unsupported_message(call, source, reason))
+
+
+def tuple_index_fix(key: tuple) -> str:
+    """The alternative to a tensor inside a tuple index (``t[m, ...]``, ``t[:, idx]``)."""
+    if any(type(k) is Tensor and k.dtype == np.bool_ for k in key):
+        return ("use a boolean mask alone, over the leading axes (t[m] = v, t[m] op= v); over "
+                "other axes keep the shape: t[...] = np.where(mb, t + v, t) to update, "
+                "np.where(mb, t, fill) to read, with mb the mask broadcast to t's axes "
+                "(m for t[:, m] of a 2-d t, m[:, None] for t[m, :])")
+    return "index with one integer tensor, or use np.take(t, idx, axis=...)"
 
 
 # ``ndarray += t`` is np.add(ndarray, t, out=(ndarray,)): NumPy gives no hook to make the ndarray
@@ -348,8 +363,9 @@ class Tensor:
         return self._data.shape[0]
 
     def __iter__(self) -> Iterator[Tensor]:
-        for i in range(len(self)):
-            yield self[i]
+        if not self._data.shape:  # raised by iter() itself, as ndarray's (np.iterable is False)
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
 
     def __repr__(self) -> str:
         return self._backend.describe(self)
@@ -400,7 +416,7 @@ class Tensor:
         return bool(self._backend.read(self, "bool()"))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        value = self._backend.read(self, "np.asarray()")
+        value = self._backend.read(self, "np.array()" if copy else "np.asarray()")
         return value if dtype is None else value.astype(dtype)
 
     # --- NumPy protocols ------------------------------------------------------------------------
@@ -448,12 +464,14 @@ class Tensor:
 
     def __getitem__(self, key: Any) -> Tensor:
         if type(key) is Tensor:
+            if self._backend.records and key.dtype == np.bool_:  # x[mask] op= v (masked.py)
+                return self._backend.select(self, key)
             return apply(_op("index"), (self, key))
         if isinstance(key, tuple) and any(type(k) is Tensor for k in key):
             if len(key) == 1:
-                return apply(_op("index"), (self, key[0]))
+                return self[key[0]]
             raise unsupported("tensor[...] with a tensor inside a tuple index", (self, *key),
-                              "index with one integer tensor, or use np.take(t, idx, axis=...)")
+                              tuple_index_fix(key))
         return apply(_op("getitem"), (self,), {"index": normalize_index(key)})
 
     # --- writes: NumPy's mutation; a capture records update ops (backends/mutation.py) ----

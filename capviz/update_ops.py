@@ -20,7 +20,8 @@ from numpy.lib.stride_tricks import as_strided
 from capviz.ops import OPS, UFUNCS, Op, is_tensor_meta, register
 
 _VOID = np.dtype([])
-_UPDATES = ("setitem", "index_put", "put", "put_along_axis", "into", "ufunc_at")
+_UPDATES = ("setitem", "index_put", "put", "put_along_axis", "into", "ufunc_at", "fill_diagonal",
+            "putmask")
 
 
 def strided_standin(shape: tuple, dtype: Any, writeable: bool = False) -> np.ndarray:
@@ -276,3 +277,48 @@ def _ufunc_at_meta(args: Sequence, params: dict) -> tuple:
 
 register(Op("ufunc_at", _copy_then(_ufunc_at), _ufunc_at_meta, params=("ufunc",),
             nargs=(3, 3)))
+
+
+# --- fill_diagonal and putmask: NumPy's functions on the copy -----------------------------------
+
+
+def _fill_diagonal(xp: Any, y: Any, val: Any, wrap: bool = False) -> None:
+    xp.fill_diagonal(y, val, wrap=wrap)
+
+
+def _fill_diagonal_meta(args: Sequence, params: dict) -> tuple:
+    x, val = args
+    shape = tuple(x.shape)
+    if len(shape) < 2:
+        raise ValueError("array must be at least 2-d")
+    if len(set(shape)) != 1 and len(shape) > 2:
+        raise ValueError("All dimensions of input must be of equal length")
+    with np.errstate(all="ignore"), warnings.catch_warnings():  # NumPy's flat assignment
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        np.fill_diagonal(np.zeros((1, 1), x.dtype), value_standin(val))
+    return shape, x.dtype
+
+
+register(Op("fill_diagonal", _copy_then(_fill_diagonal), _fill_diagonal_meta, params=("wrap",),
+            nargs=(2, 2)))
+
+
+def _putmask(xp: Any, y: Any, mask: Any, values: Any) -> None:
+    xp.putmask(y, mask, values)
+
+
+def _putmask_meta(args: Sequence, params: dict) -> tuple:
+    """NumPy's checks: the mask's size (not shape) is the array's; the values convert to the
+    array's dtype (safe casting for an array, a range check for a Python number), checked on a
+    one-element destination."""
+    x, mask, values = args
+    size = mask.shape if is_tensor_meta(mask) else np.shape(mask)
+    if int(np.prod(size)) != int(np.prod(x.shape)):
+        raise ValueError("putmask: mask and data must be the same size")
+    mask_standin = np.zeros(1, mask.dtype) if is_tensor_meta(mask) else np.zeros(1, bool)
+    standin = np.zeros(1, values.dtype) if is_tensor_meta(values) else values
+    np.putmask(np.zeros(1, x.dtype), mask_standin, standin)
+    return tuple(x.shape), x.dtype
+
+
+register(Op("putmask", _copy_then(_putmask), _putmask_meta, nargs=(3, 3)))

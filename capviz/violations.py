@@ -108,7 +108,7 @@ def data_read_message(call: str, what: str, source: Any) -> str:
             "for data-dependent selection. NumPy offers no hook when an ndarray is indexed by a "
             "tensor (arr[t] calls np.asarray(t)): record the array first, c = "
             "scope.constant(arr), then write c[t] or np.take(c, t, axis=0)."
-            + (_CONVERTED if call == "np.asarray()" else ""))
+            + _CONVERSIONS.get(call, ""))
 
 
 # NumPy converts a tensor with np.asarray (no hook capviz can record) in these ndarray methods too
@@ -116,6 +116,14 @@ _CONVERTED = (" The same conversion happens in `np.array([t1, t2])` (write np.st
               "in `buf[...] = t` on an ndarray `buf` (write into a recorded buffer instead: "
               "b = scope.constant(buf); b[...] = t) and in `a.dot(t)` (write np.dot(a, t) or "
               "a @ t).")
+# What to write instead of converting a tensor to an ndarray, keeping it a tensor (exact: the
+# same values and dtype as NumPy's conversion)
+_CONVERSIONS = {
+    "np.asarray()": (" To keep a tensor: np.asarray(t) is t itself, np.asarray(t, dtype) is "
+                     "t.astype(dtype, copy=False)." + _CONVERTED),
+    "np.array()": (" To keep a tensor: np.array(t) is t.copy(), np.array(t, dtype) is "
+                   "t.astype(dtype)." + _CONVERTED),
+}
 
 
 def unsupported_message(call: str, source: Any, reason: str = "") -> str:

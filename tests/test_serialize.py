@@ -429,32 +429,148 @@ def test_save_into_a_missing_folder_or_onto_a_directory_says_so(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["d.json"]  # no stray constants or temporaries
 
 
-def test_nx_view_equals_the_graph_built_through_networkx_public_api():
-    """to_networkx fills networkx's dict layout directly; it must equal add_*_from's result."""
+def schema_attributes(node):
+    """A node's graph.nx attributes written from the schema table (docs/architecture.md), one
+    node at a time, independently of to_networkx's caches."""
+    from capviz.ir import Node
+    from capviz.serialize import encode
+
+    attrs = {"kind": node.kind, "op": node.op,
+             "shape": None if node.shape is None else [int(d) for d in node.shape],
+             "dtype": None if node.dtype is None else np.dtype(node.dtype).name,
+             "params": {k: encode(v) for k, v in node.params.items()},
+             "source": None if node.source is None else "{}:{} in {}".format(*node.source),
+             "order": node.index, "scope": node.scope, "name": node.name}
+    literals = {str(i): encode(a) for i, a in enumerate(node.args) if not isinstance(a, Node)}
+    if literals:
+        attrs["literals"] = literals
+    return attrs
+
+
+def public_api_graph(graph):
+    """graph.nx as networkx's public API builds it (add_nodes_from / add_edges_from)."""
     import networkx as nx
 
     from capviz.ir import Node
-    from capviz.serialize import node_attributes, violation_links
+    from capviz.serialize import violation_links
 
+    expected = nx.MultiDiGraph(inputs=graph.inputs, outputs=graph.outputs,
+                               rng_seed=graph.rng_seed)
+    expected.add_nodes_from((n.index, schema_attributes(n)) for n in graph.nodes)
+    expected.add_edges_from((a.index, n.index, pos, {"kind": "operand"}) for n in graph.nodes
+                            for pos, a in enumerate(n.args) if isinstance(a, Node))
+    expected.add_edges_from((u, v, k, {"kind": k}) for u, v, k in violation_links(graph))
+    return expected
+
+
+def assert_same_nx(got, expected):
+    """Equal nodes (in order), attributes (as exact JSON: 1, 1.0 and true differ), edges with
+    their keys and data (in order), and graph attributes."""
+    import networkx as nx
+
+    assert nx.utils.graphs_equal(got, expected)
+    assert list(got.nodes) == list(expected.nodes)
+    for (u, a), (_, b) in zip(got.nodes(data=True), expected.nodes(data=True)):
+        assert json.dumps(a) == json.dumps(b), u
+    assert list(got.edges(keys=True, data=True)) == list(expected.edges(keys=True, data=True))
+    assert [list(got.pred[v]) for v in got] == [list(expected.pred[v]) for v in expected]
+    assert got.graph == expected.graph
+
+
+def test_nx_view_equals_the_graph_built_through_networkx_public_api():
+    """to_networkx fills networkx's dict layout directly, with caches; it must equal
+    add_*_from's result for every kind of node, parameter, literal and edge."""
+    import networkx as nx
+
+    from capviz.serialize import node_attributes
+
+    w = np.arange(6, dtype=np.float32)
     cap = cv.CaptureDevice()
     with cap.capture_scope(on_violation="record") as scope:
         x = scope.input("x", (4, 6), "float32")
-        a, b = np.split(x * x, 2, axis=1)
+        a, b = np.split(x * x, 2, axis=1)  # x * x: two edges between the same nodes
         y = a @ b.T
+        with cv.name_scope("blk"):
+            m = np.mean(y, axis=-1, keepdims=True) + np.mean(y, axis=-1, keepdims=True)
+            z = y[:, ::2] * np.float32(0.5) + y[:, 1::2] ** 2 + (x[..., None, 1] - w[1])
+            z = np.where(z > 0.0, z, np.nan) + 1j + m.sum() + np.clip(y, -1, 2).max()
         float(y.sum())  # a data read: a violation with 'after' and 'reads' edges
         np.random.seed(3)  # a seed violation
-        scope.output(np.tanh(y), name="y")
+        scope.output(np.tanh(x) * w, name="y")
+        scope.output(z, name="z")
     graph = scope.graph
-    expected = nx.MultiDiGraph(inputs=graph.inputs, outputs=graph.outputs,
-                               rng_seed=graph.rng_seed)
-    expected.add_nodes_from((n.index, node_attributes(n)) for n in graph.nodes)
-    expected.add_edges_from((a.index, n.index, pos, {"kind": "operand"}) for n in graph.nodes
-                            for pos, a in enumerate(n.args) if type(a) is Node)
-    expected.add_edges_from((u, v, k, {"kind": k}) for u, v, k in violation_links(graph))
     got = graph.nx
-    assert nx.utils.graphs_equal(got, expected)
-    assert sorted(got.edges(keys=True, data=True), key=repr) == \
-        sorted(expected.edges(keys=True, data=True), key=repr)
+    assert_same_nx(got, public_api_graph(graph))
+    assert [node_attributes(n) for n in graph.nodes] == [got.nodes[n.index] for n in graph.nodes]
     assert got.number_of_edges(0, 1) == 2  # x * x keeps both operands
     assert next(iter(nx.topological_sort(got))) == 0
-    assert got.graph == expected.graph
+    kinds = {k for _, _, k in got.edges(keys=True)}
+    assert {0, 1, "after", "reads"} <= kinds
+
+
+def hand_built(params_list):
+    """A graph of one input and one op per params dict (params as a hand-edited graph may
+    hold them), each op reading the one before."""
+    from capviz.ir import CapturedGraph, Node
+
+    graph = CapturedGraph()
+    f32 = np.dtype("float32")
+    prev = graph.add(Node(0, "input", None, (), {}, (2,), f32, ("m.py", 1, "f"), "", "x"))
+    for i, params in enumerate(params_list, 1):
+        prev = graph.add(Node(i, "op", "negative", (prev,), params, (2,), f32,
+                              ("m.py", 2, "f"), ""))
+    return graph
+
+
+EQUAL_LOOKING = [1, 1.0, True, 0, 0.0, -0.0, False, None, float("nan"), float("inf"), (1,),
+                 (1.0,), (True,), [1], [1.0], ((1, 2.0),), ((1.0, 2),), slice(1, None),
+                 slice(True, None), (slice(None), Ellipsis, None, 1), "1", np.float32(1),
+                 np.int64(1), 1j]
+
+
+def test_params_json_keeps_equal_looking_values_apart():
+    """Parameters that are their own JSON are copied, not encoded: values that compare equal
+    but encode differently (1, 1.0, True, np.int64(1); 0.0 and -0.0; (1,) and (1.0,)) keep
+    their own JSON."""
+    from capviz.serialize import encode
+
+    params_list = [{"v": v} for v in EQUAL_LOOKING] * 2 + [{"v": 1, "w": (2, 3.0)},
+                                                           {"w": (2, 3.0), "v": 1},
+                                                           {1: 0}, {True: 0}, {1: (0,)},
+                                                           {True: (0,)}]
+    graph = hand_built(params_list)
+    got = graph.nx
+    assert_same_nx(got, public_api_graph(graph))
+    for node, params in zip(graph.nodes[1:], params_list):
+        expected = {k: encode(v) for k, v in params.items()}
+        assert json.dumps(got.nodes[node.index]["params"]) == json.dumps(expected), params
+    texts = [json.dumps(got.nodes[i]["params"]) for i in range(1, len(EQUAL_LOOKING) + 1)]
+    assert len(set(texts)) == len(EQUAL_LOOKING)  # no two of them encode alike
+    last = len(params_list)
+    assert list(got.nodes[last - 5]["params"]) == ["v", "w"]  # order kept
+    assert list(got.nodes[last - 4]["params"]) == ["w", "v"]
+    assert [type(k) for i in range(last - 3, last + 1) for k in got.nodes[i]["params"]] == \
+        [int, bool, int, bool]  # names (in a hand-made graph) keep their types too
+
+
+def test_nx_nodes_and_edges_share_no_mutable_value():
+    """Cached encodings are copied: editing one node's params, shape, literals or one edge's
+    data leaves every other node and edge as it was."""
+    index = {"index": (slice(None), slice(1, None, 2)), "axis": [0, 1]}
+    flat = {"a": 1}
+    graph = hand_built([dict(index), dict(index), flat, flat])  # one params dict, two nodes
+    got = graph.nx
+    before = json.dumps(dict(got.nodes(data=True)), default=str)
+    got.nodes[1]["params"]["index"]["$tuple"].append(9)
+    got.nodes[1]["params"]["axis"].append(9)
+    got.nodes[3]["params"]["a"] = 2
+    got.nodes[1]["shape"].append(9)
+    got.edges[0, 1, 0]["kind"] = "edited"
+    assert got.nodes[2]["params"] == {"index": {"$tuple": [
+        {"$slice": [None, None, None]}, {"$slice": [1, None, 2]}]}, "axis": [0, 1]}
+    assert got.nodes[4]["params"] == {"a": 1} and got.nodes[2]["shape"] == [2]
+    assert graph.nodes[3].params == {"a": 1}  # the captured node's own params: untouched
+    assert got.edges[1, 2, 0] == {"kind": "operand"}
+    after = json.loads(json.dumps(dict(got.nodes(data=True)), default=str))
+    assert {k: v for k, v in after.items() if k not in ("1", "3")} == \
+        {k: v for k, v in json.loads(before).items() if k not in ("1", "3")}

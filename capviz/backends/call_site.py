@@ -88,3 +88,29 @@ def _kind(func: ast.expr) -> str | None:
     if called == "power":
         return "ufunc"
     return None
+
+
+def augmented_subscript(frame: FrameType | None) -> bool:
+    """True when ``frame`` is reading ``x[key]`` for an augmented assignment ``x[key] op= v``:
+    Python duplicates ``x`` and ``key`` (``COPY 2`` twice; ``DUP_TOP_TWO`` on Python 3.10)
+    right before the read, to store the result back with them.
+
+    The running instruction is the last one at or before ``f_lasti``: once specialized
+    (``BINARY_SUBSCR_GETITEM``) the call is made from the instruction's last inline cache entry.
+    """
+    if frame is None:
+        return False
+    previous: list[str] = []
+    current = None
+    for instruction in dis.get_instructions(frame.f_code):
+        if instruction.offset > frame.f_lasti:
+            break
+        if current is not None:
+            previous.append(f"{current.opname} {current.arg}")
+        current = instruction
+    if current is None:
+        return False
+    subscript = current.opname == "BINARY_SUBSCR" or (
+        current.opname == "BINARY_OP" and current.argrepr == "[]")
+    return subscript and (previous[-2:] == ["COPY 2", "COPY 2"]
+                          or previous[-1:] == ["DUP_TOP_TWO None"])

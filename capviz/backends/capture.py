@@ -19,9 +19,15 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends import mutation, views
+from capviz.backends import masked, mutation, registry, views
 from capviz.backends.names import Namer, user_frames
-from capviz.backends.scopes import ExplicitScope, ScopeTracker, source_of, user_frame
+from capviz.backends.scopes import (
+    ExplicitScope,
+    ScopeTracker,
+    display_file,
+    source_of,
+    user_frame,
+)
 from capviz.errors import (
     CaptureError,
     CaptureViolation,
@@ -46,6 +52,7 @@ _LITERALS = frozenset((bool, int, float, complex, type(None))) | _NUMPY_SCALARS
 
 
 _VIEWS = views.VIEWS  # op name -> how its result shares memory (views.py)
+_getframe = sys._getframe
 
 _RECORDERS: contextvars.ContextVar[tuple[Recorder, ...]] = contextvars.ContextVar(
     "capviz_recorders", default=())
@@ -122,8 +129,9 @@ def host_array(value: Any) -> np.ndarray:
         UnsupportedOperationError: an ndarray subclass other than ``np.memmap`` (see
             :func:`subclass_refusal`), or a dtype outside the numbers and booleans.
     """
-    if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
-        return value.get()
+    other = registry.owner(value)
+    if other is not None:  # another backend's array (CuPy's): copied to the host
+        return other.to_host(value)
     refusal = subclass_refusal(value)
     if refusal is not None:
         raise UnsupportedOperationError(f"{refusal}{_at(user_source())}")
@@ -171,8 +179,8 @@ def subclass_fix(value: Any) -> str | None:
     kind = type(value)
     if not isinstance(value, np.ndarray) or kind is np.ndarray or kind in PLAIN_SUBCLASSES:
         return None
-    if hasattr(value, "__cuda_array_interface__") and hasattr(value, "get"):
-        return None  # a GPU array: host_array copies its values to the host
+    if registry.owner(value) is not None:
+        return None  # another backend's array (CuPy's): host_array copies it to the host
     if isinstance(value, np.matrix):
         fix = ("np.matrix makes * and ** matrix products; pass np.asarray(M) and write @ for a "
                "matrix product")
@@ -244,6 +252,10 @@ class Recorder(Backend):
         #                                                stand-in assumes C-contiguous
         self.scopes = ScopeTracker(user_frame(sys._getframe(1)), _NAME_SCOPE.get())
         self.namer = Namer()
+        # the code object of the last user frame met, its file as shown and its function
+        self._user_code: Any = None
+        self._user_file: str | None = None
+        self._user_function: str | None = None
 
     # --- state checks ------------------------------------------------------------------------
 
@@ -303,43 +315,100 @@ class Recorder(Backend):
         return node
 
     def apply(self, op: ops.Op, args: tuple, params: dict) -> Any:
+        """Record ``op`` on ``args``. Called by capviz code only (never the user's), so the
+        user's frame is the caller's caller or above. This runs once per captured op: the
+        usual case (one or two operands that are literals or this capture's tensors, one
+        result, an op made in the same function as the one before) stays in this function."""
         if self.closed or self not in _RECORDERS.get():
             self.check_usable()
-        conv = []
-        for a in args:
+        if len(args) == 2:
+            a, b = args
             ta = type(a)
-            if ta is Tensor:
-                if a._backend is not self:
-                    conv.append(self.adopt(a))
-                elif a._alias is None:
-                    conv.append(a._data)
-                else:  # shares a buffer that may have been written since (mutation.py)
-                    conv.append(mutation.current(self, a))
-            elif ta in _LITERALS:
-                conv.append(a)
+            if ta is Tensor and a._backend is self and a._alias is None:
+                a = a._data
+            elif ta not in _LITERALS:
+                a = self.operand(a)
+            tb = type(b)
+            if tb is Tensor and b._backend is self and b._alias is None:
+                b = b._data
+            elif tb not in _LITERALS:
+                b = self.operand(b)
+            conv: tuple = (a, b)
+        elif len(args) == 1:
+            a = args[0]
+            if type(a) is Tensor and a._backend is self and a._alias is None:
+                conv = (a._data,)
             else:
-                conv.append(self.adopt_value(a))
+                conv = (self.operand(a),)
+        else:
+            conv = tuple([self.operand(a) for a in args])
         try:
             meta = op.meta(conv, params)
         except ShapeError as err:
             raise self._located(err, user_source()) from None
         if op.multi or meta[1] is None or meta[1].kind not in NUMERIC_KINDS:
             self._check_dtype(op, meta)
-        frame = user_frame(sys._getframe(1))
-        source = source_of(frame)
+        try:
+            frame = _getframe(2)
+        except ValueError:  # no caller's caller (capviz code started by C code)
+            frame = None
+        if frame is not None and frame.f_code is self._user_code:
+            source = (self._user_file, frame.f_lineno, self._user_function)
+        else:
+            frame, source = self._user_source(frame)
         if op.multi:
-            parent = self._append("op", op.name, tuple(conv), params, None, None, source,
+            parent = self._append("op", op.name, conv, params, None, None, source,
                                   frame=frame)
             result: Any = tuple(Tensor(self._append("op", "unpack", (parent,), {"index": i},
                                                     shape, dt, source, frame=frame), self)
                                 for i, (shape, dt) in enumerate(meta))
-        else:
-            result = Tensor(self._append("op", op.name, tuple(conv), params, meta[0], meta[1],
-                                         source, frame=frame), self)
+        else:  # _append, inlined
+            scopes = self.scopes
+            explicit = _NAME_SCOPE.get()
+            if frame is scopes.last_frame and explicit is scopes.last_explicit \
+                    and frame is not None and frame.f_back is scopes.last_back:
+                scope = scopes.last_path  # ScopeTracker.path's first test, inlined
+            else:
+                scope = scopes.path(frame, explicit)
+            nodes = self.graph.nodes
+            node = Node(len(nodes), "op", op.name, conv, params, meta[0], meta[1], source,
+                        scope)
+            nodes.append(node)
+            if self.listener is not None:
+                self.listener.node_added(node)
+            result = Tensor(node, self)
         view = _VIEWS.get(op.name)
         if view is not None:  # the result shares its operand's memory, as in NumPy
             view(self, op, args, params, result)
         return result
+
+    def operand(self, a: Any) -> Any:
+        """What the graph records for operand ``a``: a tensor's current node, a literal as it
+        is, a node for an ndarray or another backend's tensor (:meth:`adopt_value`,
+        :meth:`adopt`)."""
+        ta = type(a)
+        if ta is Tensor:
+            if a._backend is not self:
+                return self.adopt(a)
+            if a._alias is None:
+                return a._data
+            return mutation.current(self, a)  # shares a buffer that may have been written since
+        if ta in _LITERALS:
+            return a
+        return self.adopt_value(a)
+
+    def _user_source(self, frame: FrameType | None) -> tuple[FrameType | None, Any]:
+        """The user's frame at or above ``frame`` and its ``(file, line, function)``; the
+        file and function are kept for the next op recorded from the same code."""
+        frame = user_frame(frame)
+        if frame is None:
+            return None, None
+        code = frame.f_code
+        if code is not self._user_code:
+            self._user_code = code
+            self._user_file = display_file(code.co_filename)
+            self._user_function = code.co_name
+        return frame, (self._user_file, frame.f_lineno, self._user_function)
 
     def record(self, op: ops.Op, args: tuple, params: dict) -> Node:
         """Record ``op`` on operand nodes and literals (used by :mod:`.mutation`); NumPy's
@@ -355,7 +424,14 @@ class Recorder(Backend):
         return mutation.inplace(self, symbol, target, other)
 
     def setitem(self, target: Tensor, key: Any, value: Any) -> None:
+        if type(value) is masked.MaskedUpdate:  # the store of x[mask] op= v
+            masked.write(self, target, key, value)
+            return
         mutation.setitem(self, target, key, value)
+
+    def select(self, target: Tensor, mask: Tensor) -> Any:
+        """``target[mask]`` for a boolean tensor: see :mod:`capviz.backends.masked`."""
+        return masked.select(self, target, mask)
 
     def write_ufunc(self, op: ops.Op, inputs: tuple, out: Tensor, where: Any) -> Tensor:
         return mutation.write_ufunc(self, op, inputs, out, where)

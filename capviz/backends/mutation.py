@@ -35,7 +35,7 @@ import numpy as np
 from capviz import ops, update_ops
 from capviz.errors import UnsupportedOperationError
 from capviz.ir import Node, format_source
-from capviz.tensor import Tensor, normalize_index
+from capviz.tensor import Tensor, normalize_index, tuple_index_fix
 
 # --- the records --------------------------------------------------------------------------------
 
@@ -133,6 +133,17 @@ def located(rec: Any, err: BaseException) -> BaseException:
     return err
 
 
+def refused_here(rec: Any, err: UnsupportedOperationError) -> UnsupportedOperationError:
+    """A refusal of capviz's own with the user's line in its message (as every
+    ``UnsupportedOperationError`` has) and the partial graph as ``err.graph``."""
+    from capviz.backends.capture import user_source
+
+    where = format_source(user_source())
+    new = type(err)(f"{err} (at {where})" if where else str(err))
+    new.graph = rec.graph
+    return new
+
+
 def current(rec: Any, tensor: Tensor) -> Node:
     """The tensor's node, re-derived first when its storage was written since."""
     alias = tensor._alias
@@ -177,6 +188,29 @@ def basic_write_value(rec: Any, value: Any, dtype: np.dtype) -> Any:
     if isinstance(value, (np.number, np.bool_)):
         return value
     return operand(rec, value, dtype)
+
+
+def same_buffer(a: Tensor, b: Any) -> bool:
+    """True when ``b`` is a tensor of the same capture that is ``a`` or shares its buffer (a
+    view of it, or a view of the same base)."""
+    if type(b) is not Tensor:
+        return False
+    if a is b:
+        return True
+    alias_a, alias_b = a._alias, b._alias
+    return alias_a is not None and alias_b is not None and alias_a.storage is alias_b.storage
+
+
+def mask_overlaps(target: Tensor, mask: Any) -> bool:
+    """True when a boolean ``mask`` written through shares ``target``'s memory in a way NumPy's
+    write sees: the mask is another view of the buffer (the target itself is read at each
+    element before that element is written, so ``x[x] = v`` is exact)."""
+    return mask is not target and same_buffer(target, mask)
+
+
+MASK_SHARES_TARGET = ("NumPy reads the mask while it writes, so a mask that shares memory "
+                      "with the written array sees the writes already made; copy the mask "
+                      "first: {fix}")
 
 
 def is_numpy_scalar(tensor: Tensor) -> bool:
@@ -241,7 +275,7 @@ def check_writable(tensor: Tensor) -> None:
         return
     for step in alias.steps:
         if step.refusal is not None:
-            raise step.refusal()
+            raise refused_here(tensor._backend, step.refusal())
     _check_uncertain(alias.storage, tensor)
 
 
@@ -253,12 +287,12 @@ def _check_uncertain(storage: Storage, writer: Tensor) -> None:
         other = ref()
         if other is not None and other is not writer:
             view = other._alias.steps[-1]
-            raise UnsupportedOperationError(
+            raise refused_here(writer._backend, UnsupportedOperationError(
                 f"this write changes a buffer that a live tensor ({_describe(other)}) may or may "
                 f"not share: NumPy's {view.op.name} of it returns a view or a copy depending on "
                 "memory layout that capture does not know. Make the intent explicit: "
                 f"`.copy()` after the {view.op.name} for a copy, or write into the "
-                f"{view.op.name} result instead of its base")
+                f"{view.op.name} result instead of its base"))
 
 
 def _describe(tensor: Tensor) -> str:
@@ -379,18 +413,47 @@ def setitem(rec: Any, target: Tensor, key: Any, value: Any) -> None:
     if isinstance(key, tuple) and len(key) == 1 and type(key[0]) is Tensor:
         key = key[0]
     if type(key) is Tensor:
+        if key.dtype == np.bool_ and mask_overlaps(target, key):
+            raise rec.unsupported("tensor[mask] = value with a mask that shares the tensor's "
+                                  "memory", MASK_SHARES_TARGET.format(fix="x[m.copy()] = v"))
         args = (current(rec, target), operand(rec, key), operand(rec, value, target.dtype))
+        if key.dtype == np.bool_:
+            _check_one_value_per_row(rec, target, key, args[2])
         node = record(rec, ops.OPS["index_put"], args, {})
     elif isinstance(key, tuple) and any(type(k) is Tensor for k in key):
-        raise rec.unsupported("tensor[...] = value with a tensor inside a tuple index",
-                              "index with one integer or boolean tensor, or use "
-                              "np.put_along_axis(t, idx, value, axis=...)")
+        fix = tuple_index_fix(key)
+        if not any(type(k) is Tensor and k.dtype == np.bool_ for k in key):
+            fix = ("index with one integer tensor, or use "
+                   "np.put_along_axis(t, idx, value, axis=...)")
+        raise rec.unsupported("tensor[...] = value with a tensor inside a tuple index", fix)
     else:
         index = normalize_index(key)
         fancy = any(isinstance(k, list) for k in index)  # a fancy write casts unsafely
         written = (operand if fancy else basic_write_value)(rec, value, target.dtype)
         node = record(rec, ops.OPS["setitem"], (current(rec, target), written), {"index": index})
     assign(rec, target, node)
+
+
+def _check_one_value_per_row(rec: Any, target: Tensor, mask: Tensor, value: Any) -> None:
+    """``t[mask] = values`` with several values along the selection: NumPy hands them out in
+    order to the True entries, which works only for as many values as True entries (a count
+    capture does not have): refused by name. A value that fits no selection is left to the
+    op's rule (NumPy's error)."""
+    rest = target.shape[mask.ndim:]
+    shape = tuple(value.shape) if isinstance(value, Node) else tuple(np.shape(value))
+    while len(shape) > len(rest) + 1 and shape[0] == 1:  # NumPy drops leading length-1 axes
+        shape = shape[1:]
+    if mask.ndim == 0 or len(shape) != len(rest) + 1 or shape[0] == 1:
+        return
+    try:
+        np.broadcast_shapes(shape, (shape[0], *rest))
+    except ValueError:
+        return
+    raise rec.unsupported(
+        f"tensor[mask] = value of shape {shape}",
+        "NumPy hands the values out in order to the True entries, which works only when there "
+        "are as many values as True entries, a count capture does not know; for values laid "
+        "out like the tensor write t[...] = np.where(mask, values, t)")
 
 
 def replace(rec: Any, target: Tensor, new: Tensor) -> Tensor:

@@ -320,20 +320,46 @@ def track_split(rec: Any, op: ops.Op, args: tuple, params: dict, pieces: tuple) 
         track_view(rec, getitem, (base,), {"index": index}, piece)
 
 
+_SPLIT_AXES = {"vsplit": 0, "dsplit": 2}
+
+
+def track_fixed_split(rec: Any, op: ops.Op, args: tuple, params: dict, pieces: tuple) -> None:
+    """``np.hsplit`` / ``vsplit`` / ``dsplit``: ``np.split`` along their axis (hsplit: 1, or 0
+    for a 1-d array), so each piece is a view, a slice along it."""
+    base = args[0]
+    ndim = len(np.shape(base)) if type(base) is not Tensor else base.ndim
+    axis = _SPLIT_AXES.get(op.name, 1 if ndim > 1 else 0)
+    track_split(rec, op, args, {**params, "axis": axis}, pieces)
+
+
+def track_unstack(rec: Any, op: ops.Op, args: tuple, params: dict, pieces: tuple) -> None:
+    """``np.unstack(x, axis)`` is ``tuple(np.moveaxis(x, axis, 0))``: piece ``i`` is the view
+    ``x[:, ..., i]`` (a NumPy scalar, a copy, for a 1-d ``x``)."""
+    base = args[0]
+    ndim = len(np.shape(base)) if type(base) is not Tensor else base.ndim
+    axis = np.lib.array_utils.normalize_axis_index(params.get("axis", 0), ndim)
+    getitem = ops.OPS["getitem"]
+    for i, piece in enumerate(pieces):
+        index = (slice(None),) * axis + (i,)
+        track_view(rec, getitem, (base,), {"index": index}, piece)
+
+
 def track_maybe_view_pieces(rec: Any, op: ops.Op, args: tuple, params: dict,
                             pieces: tuple) -> None:
-    """Other multi-output ops that return views (hsplit, broadcast_arrays...): writes through a
-    piece, and writes into the base while a piece lives, are refused by name."""
+    """Other multi-output ops that return views (broadcast_arrays, meshgrid(copy=False)):
+    writes through a piece, and writes into the base while a piece lives, are refused by
+    name."""
     for piece in pieces:
         track_view(rec, op, args, params, piece)
 
 
 #: What the recorder calls after an op whose result may share its operand's memory.
 VIEWS: dict[str, Callable] = {name: track_view for name in VIEW_RULES}
-VIEWS.update(split=track_split, array_split=track_split)
-for _name in ("hsplit", "vsplit", "dsplit", "unstack", "broadcast_arrays"):
-    VIEW_RULES[_name] = _maybe_view_rule(_name)
-    VIEWS[_name] = track_maybe_view_pieces
+VIEWS.update(split=track_split, array_split=track_split, unstack=track_unstack)
+for _name in ("hsplit", "vsplit", "dsplit"):
+    VIEWS[_name] = track_fixed_split
+VIEW_RULES["broadcast_arrays"] = _maybe_view_rule("broadcast_arrays")
+VIEWS["broadcast_arrays"] = track_maybe_view_pieces
 
 
 def track_meshgrid(rec: Any, op: ops.Op, args: tuple, params: dict, pieces: tuple) -> None:

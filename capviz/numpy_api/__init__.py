@@ -1,14 +1,17 @@
 """NumPy functions that capviz tensors handle through ``__array_function__``.
 
 :data:`HANDLED` maps a NumPy function to its handler: handlers generated from the op specs of
-:mod:`capviz.oplib` (:mod:`.generated`), handlers written by hand (:mod:`.handwritten`), and
-functions answered from shapes or values (:mod:`.reads`). :data:`REFUSED` maps every other
-dispatchable NumPy function to the alternative its error names (:mod:`.refusals`).
+:mod:`capviz.oplib` (:mod:`.generated`), handlers written by hand (:mod:`.handwritten`),
+functions answered from shapes or values (:mod:`.reads`), handlers that shape a call first or
+run a callback (:mod:`.adapters`), and writes into an argument (:mod:`.writes`).
+:data:`REFUSED` maps every other dispatchable NumPy function to the alternative its error names
+(:mod:`.refusals`).
 """
 
 from __future__ import annotations
 
 from capviz.numpy_api import (  # noqa: F401  (they register)
+    adapters,
     generated,
     handwritten,
     reads,

@@ -61,6 +61,8 @@ def handler_for(spec: FunctionSpec) -> Callable:
                     operands.extend(_sequence(call, name, value))
                 else:
                     operands.append(value)
+        elif how == "trailing":  # np.gradient(f, *varargs)
+            operands = [given.get(n) for n in names[:-1]] + list(given.get(names[-1], ()))
         else:
             operands = list(given.get(names[0], ()))
         params = {k: static(call, k, v, operands) for k, v in fixed.items()}
@@ -122,6 +124,11 @@ def _check(spec: FunctionSpec, call: str, params: dict, operands: list) -> None:
         if isinstance(value, (str, int)) and value in values:
             raise unsupported(f"{call}(..., {name}={value!r})", operands,
                               f"write {values[value]}")
+    if spec.refuse_if is not None:
+        refused = spec.refuse_if(operands, params)
+        if refused is not None:
+            what, alternative = refused
+            raise unsupported(f"{call} {what}", operands, alternative)
 
 
 for _spec in SPECS.values():

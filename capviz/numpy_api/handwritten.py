@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.numpy_api.registry import implements, reject
+from capviz.numpy_api.registry import implements, reject, static
 from capviz.numpy_api.writes import write_elementwise, write_into
 from capviz.tensor import Tensor, _axis, apply, unsupported
 
@@ -145,14 +145,23 @@ def _broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
                  {"shape": tuple(operator.index(s) for s in shape)})
 
 
+def _diagonal_offset(name: str, m: Any, k: Any) -> Any:
+    """``k`` as NumPy takes it (a float or a bool works as in eager NumPy; a value it cannot
+    use raises NumPy's own error, from the same call on a 1 x 1 stand-in), recorded as a graph
+    parameter."""
+    if type(k) is not Tensor:
+        getattr(np, name)(np.zeros((1, 1)), k)
+    return static(f"np.{name}", "k", k, (m,))
+
+
 @implements(np.tril)
 def _tril(m: Any, k: int = 0) -> Any:
-    return apply(ops.OPS["tril"], (m,), {"k": operator.index(k)})
+    return apply(ops.OPS["tril"], (m,), {"k": _diagonal_offset("tril", m, k)})
 
 
 @implements(np.triu)
 def _triu(m: Any, k: int = 0) -> Any:
-    return apply(ops.OPS["triu"], (m,), {"k": operator.index(k)})
+    return apply(ops.OPS["triu"], (m,), {"k": _diagonal_offset("triu", m, k)})
 
 
 def _sequence(name: str, arrays: Any) -> tuple:
@@ -194,7 +203,26 @@ def _vstack(tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Any:
     return apply(ops.OPS["vstack"], seq)
 
 
-def _sections(indices_or_sections: Any) -> Any:
+_TENSOR_SECTIONS = ("the split points would come from tensor values, and the pieces' shapes "
+                    "with them, which a capture does not have; pass Python ints (known before "
+                    "the capture), or keep the shape: np.where(mask, x, fill) with a mask "
+                    "made from the tensor")
+
+
+def _sections(name: str, ary: Any, indices_or_sections: Any) -> Any:
+    """Python ints for the graph; split points held in a capture tensor are refused by name
+    (an eager tensor's are read, as NumPy reads an array's)."""
+    held = [indices_or_sections] if type(indices_or_sections) is Tensor else \
+        [i for i in indices_or_sections if type(i) is Tensor] \
+        if isinstance(indices_or_sections, (list, tuple)) else []
+    if any(t._backend.records for t in held):
+        raise unsupported(f"np.{name}(..., indices_or_sections=<tensor>)",
+                          (ary, indices_or_sections), _TENSOR_SECTIONS)
+    if type(indices_or_sections) is Tensor:
+        indices_or_sections = indices_or_sections.numpy().tolist()
+    elif held:
+        indices_or_sections = [i.numpy().item() if type(i) is Tensor else i
+                               for i in indices_or_sections]
     if isinstance(indices_or_sections, (int, np.integer)):
         return int(indices_or_sections)
     return [operator.index(i) for i in indices_or_sections]
@@ -203,13 +231,15 @@ def _sections(indices_or_sections: Any) -> Any:
 @implements(np.split)
 def _split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
     return list(apply(ops.OPS["split"], (ary,), {
-        "indices_or_sections": _sections(indices_or_sections), "axis": operator.index(axis)}))
+        "indices_or_sections": _sections("split", ary, indices_or_sections),
+        "axis": operator.index(axis)}))
 
 
 @implements(np.array_split)
 def _array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
     return list(apply(ops.OPS["array_split"], (ary,), {
-        "indices_or_sections": _sections(indices_or_sections), "axis": operator.index(axis)}))
+        "indices_or_sections": _sections("array_split", ary, indices_or_sections),
+        "axis": operator.index(axis)}))
 
 
 @implements(np.where)
@@ -250,10 +280,9 @@ def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "
     reject("np.take", (a, indices), out=out)
     if mode != "raise":
         raise unsupported("np.take(..., mode=...)", (a, indices), "only mode='raise'")
-    if not isinstance(indices, Tensor):
-        indices = np.asarray(indices)
-        if not np.issubdtype(indices.dtype, np.integer):
-            raise IndexError(f"np.take indices must be integers, got {indices.dtype}")
+    if type(indices) is not Tensor:  # NumPy's conversion: an array is cast "same_kind" (the
+        # op's rule checks it); a list or scalar converts straight to intp (1.5 -> 1)
+        indices = indices if isinstance(indices, np.ndarray) else np.asarray(indices, np.intp)
     return apply(ops.OPS["take"], (a, indices), {"axis": None if axis is None
                                                  else operator.index(axis)})
 

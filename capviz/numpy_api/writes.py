@@ -1,10 +1,11 @@
 """NumPy functions that write into an argument: ``np.copyto``, ``np.put``, ``np.place``,
-``np.put_along_axis``.
+``np.put_along_axis``, ``np.putmask``, ``np.fill_diagonal``.
 
-Each computes the written value with an op (``setitem``, ``put``, ``put_along_axis`` of
-:mod:`capviz.update_ops`, or ``where``) and writes it into the destination tensor through its
-backend: an eager tensor's array is written in place; a capture records the update and every
-reference to the tensor, and every view of its buffer, sees it (:mod:`capviz.backends.mutation`).
+Each computes the written value with an op (``setitem``, ``put``, ``put_along_axis``,
+``putmask``, ``fill_diagonal`` of :mod:`capviz.update_ops`, or ``where``) and writes it into the
+destination tensor through its backend: an eager tensor's array is written in place; a capture
+records the update and every reference to the tensor, and every view of its buffer, sees it
+(:mod:`capviz.backends.mutation`).
 NumPy's own checks run first on stand-ins, so a write NumPy refuses raises NumPy's error.
 """
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from capviz import ops
 from capviz.backends.capture import Recorder
-from capviz.backends.mutation import is_numpy_scalar, located
+from capviz.backends.mutation import MASK_SHARES_TARGET, is_numpy_scalar, located, same_buffer
 from capviz.errors import CapvizError
 from capviz.numpy_api.registry import implements
 from capviz.tensor import Tensor, apply, unsupported
@@ -52,6 +53,19 @@ def _record(op: ops.Op, args: tuple, params: dict, dst: Tensor) -> Tensor:
         raise
 
 
+def _overlaps(dst: Tensor, other: Any) -> bool:
+    """True when tensor ``other`` shares memory with the destination ``dst`` (a capture: the
+    same buffer; eager NumPy arrays: ``np.may_share_memory``)."""
+    if type(other) is not Tensor or other._backend is not dst._backend:
+        return False
+    if isinstance(dst._backend, Recorder):
+        return same_buffer(dst, other)
+    data, other_data = dst._data, other._data
+    if isinstance(data, np.ndarray) and isinstance(other_data, np.ndarray):
+        return np.may_share_memory(data, other_data)
+    return data is other_data
+
+
 def _standin(value: Any) -> Any:
     """A one-element stand-in with the value's dtype (a literal stays itself)."""
     if type(value) is Tensor or isinstance(value, np.ndarray):
@@ -76,6 +90,10 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
     if where is True:
         dst[...] = src
         return
+    if where is not dst and _overlaps(dst, where):
+        raise unsupported("np.copyto(dst, src, where=mask) with a mask that shares dst's memory",
+                          (dst, src, where), MASK_SHARES_TARGET.format(
+                              fix="np.copyto(dst, src, where=mask.copy())"))
     cast = src.astype(dst.dtype) if type(src) is Tensor else np.asarray(src).astype(dst.dtype)
     dst[...] = np.where(where, cast, dst)
 
@@ -115,8 +133,32 @@ def _place(arr: Any, mask: Any, vals: Any) -> None:
         raise unsupported("np.place with a mask of another shape", (arr, mask, vals),
                           "reshape the mask to the array's shape")
     _check_place_values(arr, vals)
+    if type(mask) is Tensor and mask is not arr and _overlaps(arr, mask):
+        mask = mask.copy()  # NumPy copies a mask that overlaps the array
     one = vals.reshape(()) if type(vals) is Tensor else _values(np.ravel(vals), arr.dtype)[0]
     arr[mask] = one
+
+
+@implements(np.putmask)
+def _putmask(a: Any, /, mask: Any, values: Any) -> None:
+    a = _destination("np.putmask", a, mask, values,
+                     scalar_error="putmask: first argument must be an array")
+    mask = mask if type(mask) is Tensor else np.asarray(mask)
+    new = _record(ops.OPS["putmask"], (a, mask, _values(values, a.dtype)), {}, a)
+    a._backend.replace(a, new)
+
+
+@implements(np.fill_diagonal)
+def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
+    a = _destination("np.fill_diagonal", a, val)
+    if _overlaps(a, val):
+        raise unsupported("np.fill_diagonal(a, val) with a val that shares a's memory", (a, val),
+                          "NumPy reads val while it writes the diagonal, so it sees the "
+                          "elements already written; pass a copy: "
+                          "np.fill_diagonal(a, val.copy())")
+    params = {"wrap": True} if wrap else {}
+    new = _record(ops.OPS["fill_diagonal"], (a, _values(val, a.dtype)), params, a)
+    a._backend.replace(a, new)
 
 
 def _check_place_values(arr: Tensor, vals: Any) -> None:

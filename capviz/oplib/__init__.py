@@ -3,15 +3,19 @@ registers them all into :data:`capviz.ops.OPS` (see :mod:`capviz.oplib.base`).""
 
 from capviz.oplib import (
     arrays,
+    emath,
     fft,
+    gradient,
+    histograms,
     indices,
     linalg,
     numeric,
     pointwise,
+    polynomials,
     products,
     reductions,
 )
 from capviz.oplib.base import SPECS, FunctionSpec
 
-__all__ = ["SPECS", "FunctionSpec", "arrays", "fft", "indices", "linalg", "numeric", "pointwise",
-           "products", "reductions"]
+__all__ = ["SPECS", "FunctionSpec", "arrays", "emath", "fft", "gradient", "histograms", "indices",
+           "linalg", "numeric", "pointwise", "polynomials", "products", "reductions"]

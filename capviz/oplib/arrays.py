@@ -7,11 +7,15 @@ would make NumPy walk every element (``roll``, ``copy``, ``pad``): those have wr
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from capviz import ops
 from capviz.oplib.base import FunctionSpec, axis_index, define
+
+_VOID = np.dtype([])
 
 
 def _pad_shape(shapes: list, params: dict) -> tuple:
@@ -220,3 +224,60 @@ def _choose_dtype(dtypes: list, params: dict) -> np.dtype:
 
 define(FunctionSpec("select", ("condlist[]", "choicelist[]"), _select))
 define(FunctionSpec("choose", ("a", "choices[]"), "broadcast", _choose_dtype))
+
+
+# --- block: nested lists of operands ------------------------------------------------------------
+
+
+def nest(structure: Any, operands: Sequence) -> Any:
+    """The nested lists ``np.block`` takes: ``structure`` with each int replaced by that
+    operand (a bare int: the operand itself, ``np.block(a)``)."""
+    if isinstance(structure, list):
+        return [nest(s, operands) for s in structure]
+    return operands[structure]
+
+
+def _depth(structure: Any) -> int:
+    if isinstance(structure, list) and structure:
+        return 1 + _depth(structure[0])
+    return 1 if isinstance(structure, list) else 0
+
+
+def _block_impl(xp: Any) -> Callable:
+    block = xp.block
+
+    def run(*operands: Any, structure: Any) -> Any:
+        return block(nest(structure, operands))
+
+    return run
+
+
+def _block_meta(args: list, params: dict) -> tuple:
+    """The shape from ``np.block`` on zero-byte dummies. The dtype as NumPy finds it: a small
+    result is built by nested concatenation (promotion level by level, which is not
+    associative: int8, uint8, float16), a large one by slicing into one array of the dtype of
+    all operands at once (NumPy's own threshold)."""
+    structure = params["structure"]
+    try:
+        dummies = [ops.dummy(a) if ops.is_tensor_meta(a) else np.empty(np.shape(a), _VOID)
+                   for a in args]
+        shape = tuple(np.block(nest(structure, dummies)).shape)
+        dtypes = [np.asarray(ops.proxy(a)).dtype for a in args]
+        if _depth(structure) * ops.numel(shape) > 2 * 512 * 512:
+            dtype = np.result_type(*dtypes)
+        else:
+            dtype = _concatenated_dtype(structure, dtypes)
+    except (ValueError, TypeError) as err:
+        raise ops._fail("block", args, params, err) from None
+    return shape, dtype
+
+
+def _concatenated_dtype(structure: Any, dtypes: list) -> np.dtype:
+    """The dtype of NumPy's nested concatenation: each level promotes its children's dtypes
+    (every leaf is an array of at least the result's ndim, so no value-based promotion)."""
+    if isinstance(structure, list):
+        return np.result_type(*[_concatenated_dtype(item, dtypes) for item in structure])
+    return dtypes[structure]
+
+
+ops.register(ops.Op("block", _block_impl, _block_meta, params=("structure",), nargs=(1, None)))

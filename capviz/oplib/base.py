@@ -16,6 +16,7 @@ function on one-element proxies of the operands' dtypes and ranks (NumPy's own p
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -50,7 +51,10 @@ class FunctionSpec:
         dtype: ``"proxy"`` (run on one-element proxies), ``"same"`` (the first operand's),
             ``"each"`` (result i has operand i's), ``"promote"``, or a dtype.
         multi: the function returns several arrays.
-        container: the type those come back in (``tuple``, ``list`` or a NumPy named tuple).
+        container: the type those come back in (``tuple``, ``list`` or a NumPy named tuple),
+            or a function of the results that builds NumPy's return value (``np.histogramdd``'s
+            ``(hist, [edges...])``; ``np.gradient``'s lone array for one axis). The op itself
+            returns the flat results (:func:`flat_results`).
         index: operands that are integer indices (dummies keep their dtype, zero strides).
         probe: parameter overrides for the proxy and dummy runs (``num=2`` for ``np.linspace``,
             so a dtype never costs memory), or ``probe(params) -> params``.
@@ -62,6 +66,12 @@ class FunctionSpec:
             subscripts).
         keywords: the keywords the function's ``**kwargs`` takes (``np.pad``'s
             ``constant_values``...); any other is refused by name.
+        refuse_if: ``refuse_if(operands, params) -> (what, alternative) | None``: a call
+            capture cannot make exact for these operands (a result dtype that would depend on
+            the values of a real tensor), refused by name: ``"<call> <what>"``.
+        proxies: ``proxies(operands) -> list`` builds the one-element proxies the dtype rule
+            runs on, for a function whose checks need more than one element per axis (the
+            proxy's shape is then part of the dtype cache key).
     """
 
     path: str
@@ -77,6 +87,8 @@ class FunctionSpec:
     per_operand: bool = False
     leading: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
+    refuse_if: Any = None
+    proxies: Any = None
 
     @property
     def name(self) -> str:
@@ -124,11 +136,14 @@ def define(spec: FunctionSpec) -> ops.Op:
 
 def packing(spec: FunctionSpec) -> str:
     """How operands are passed: ``"variadic"`` (``*xi``), ``"sequence"`` (one list),
-    ``"mixed"`` (single operands and lists, each list the same length: ``np.select``) or
+    ``"mixed"`` (single operands and lists, each list the same length: ``np.select``),
+    ``"trailing"`` (named operands, then a variadic one: ``np.gradient(f, *varargs)``) or
     ``"named"`` (each by its parameter name)."""
     first = spec.tensors[0] if spec.tensors else ""
     if first.startswith("*"):
         return "variadic"
+    if any(t.startswith("*") for t in spec.tensors[1:]):
+        return "trailing"
     if any(t.endswith("[]") for t in spec.tensors):
         return "sequence" if len(spec.tensors) == 1 else "mixed"
     return "named"
@@ -158,7 +173,7 @@ def call(spec: FunctionSpec, fn: Callable, operands: Sequence, params: dict) -> 
         params = dict(params)
         first = [params.pop(name) for name in spec.leading]
         return fn(*first, *operands, **params)
-    if how == "variadic":
+    if how in ("variadic", "trailing"):
         return fn(*operands, **params)
     if how == "sequence":
         return fn(list(operands), **params)
@@ -168,6 +183,17 @@ def call(spec: FunctionSpec, fn: Callable, operands: Sequence, params: dict) -> 
     return fn(**named, **params)
 
 
+def flat_results(out: Any) -> tuple:
+    """The arrays of a multi-result call, in order: nested lists flattened (``np.histogramdd``'s
+    ``(hist, [edges...])``), a lone array as one result (``np.gradient`` along one axis)."""
+    if not isinstance(out, (tuple, list)):
+        return (out,)
+    flat: list = []
+    for item in out:
+        flat.extend(flat_results(item) if isinstance(item, (tuple, list)) else (item,))
+    return tuple(flat)
+
+
 def _impl(spec: FunctionSpec) -> Callable:
     def impl(xp: Any) -> Callable:
         fn = resolve(xp, spec.path)
@@ -175,7 +201,10 @@ def _impl(spec: FunctionSpec) -> Callable:
         def run(*operands: Any, **params: Any) -> Any:
             return call(spec, fn, operands, params)
 
-        return run
+        def run_flat(*operands: Any, **params: Any) -> Any:
+            return flat_results(call(spec, fn, operands, params))
+
+        return run_flat if spec.multi and spec.container not in (tuple, list) else run
 
     return impl
 
@@ -220,11 +249,11 @@ def _call(spec: FunctionSpec, args: Sequence, params: dict) -> Any:
     return call(spec, spec.numpy_function, args, probe)
 
 
-def _key(args: Sequence, params: dict) -> Any:
+def _key(args: Sequence, params: dict, shaped: bool = False) -> Any:
     parts = []
     for a in args:
         if ops.is_tensor_meta(a):
-            parts.append((len(a.shape), a.dtype))
+            parts.append((tuple(a.shape) if shaped else len(a.shape), a.dtype))
         else:
             parts.append((type(a), a))
     try:
@@ -237,14 +266,20 @@ def _key(args: Sequence, params: dict) -> Any:
 
 def proxy_dtypes(spec: FunctionSpec, args: Sequence, params: dict) -> Any:
     """The dtype (a list for ``multi``) the function gives on one-element proxies of ``args``."""
-    key = _key(args, params)
+    key = _key(args, params, shaped=spec.proxies is not None)
     if key is not None:
         hit = _DTYPE_CACHE.get((spec.path, key))
         if hit is not None:
             return hit
-    with np.errstate(all="ignore"):
-        out = _call(spec, [ops.proxy(a) if a is not None else None for a in args], params)
-    result = [np.asarray(o).dtype for o in out] if spec.multi else np.asarray(out).dtype
+    if spec.proxies is not None:
+        proxies = spec.proxies(args)
+    else:
+        proxies = [ops.proxy(a) if a is not None else None for a in args]
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a proxy's RankWarning, ComplexWarning...
+        out = _call(spec, proxies, params)
+    result = ([np.asarray(o).dtype for o in flat_results(out)] if spec.multi
+              else np.asarray(out).dtype)
     if key is not None:
         if len(_DTYPE_CACHE) > 50_000:
             _DTYPE_CACHE.clear()
@@ -263,10 +298,10 @@ def _shape(spec: FunctionSpec, args: Sequence, params: dict) -> Any:
     if _zero_d(args):  # NumPy's 0-d special cases (axis=0 on a scalar...), exactly
         with np.errstate(all="ignore"):
             out = _call(spec, [ops.proxy(a) if a is not None else None for a in args], params)
-        return [np.shape(o) for o in out] if spec.multi else np.shape(out)
+        return [np.shape(o) for o in flat_results(out)] if spec.multi else np.shape(out)
     if rule == "dummy":
         out = _call(spec, _dummies(spec, args), params)
-        return [tuple(o.shape) for o in out] if spec.multi else tuple(out.shape)
+        return [tuple(o.shape) for o in flat_results(out)] if spec.multi else tuple(out.shape)
     shapes = [ops.shape_of(a) if a is not None else None for a in args]
     if rule == "same":
         return tuple(shapes[0])

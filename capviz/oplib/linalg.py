@@ -3,8 +3,9 @@
 A dummy cannot stand for a matrix here (the functions compute), so every shape is a written rule
 over the trailing ``(M, N)`` matrix dimensions and the leading batch dimensions; the dtypes come
 from one-element proxies (a ``(1, 1)`` matrix of ones is invertible, symmetric and positive
-definite, so every function accepts it). ``eig`` and ``eigvals`` are refused elsewhere: their
-dtype (real or complex) depends on the values.
+definite, so every function accepts it). ``eig`` and ``eigvals`` of a real matrix are refused
+by name: their dtype (real or complex) depends on the values; of a complex matrix they are
+recorded.
 """
 
 from __future__ import annotations
@@ -169,4 +170,26 @@ def _tensorsolve(shapes: list, params: dict) -> tuple:
 
 
 define(FunctionSpec("linalg.tensorinv", ("a",), _tensorinv))
+
+
+def _complex_only(eigh: str) -> object:
+    """``np.linalg.eig`` / ``eigvals`` are recorded for complex matrices (always complex)."""
+
+    def refuse(operands: list, params: dict) -> tuple[str, str] | None:
+        (a,) = operands
+        if ops.is_tensor_meta(a) and a.dtype.kind != "c":
+            return (f"of a {a.dtype} matrix", f"its dtype (real or complex) depends on the "
+                    f"values; for a symmetric matrix write {eigh}, else cast first: "
+                    "a.astype(np.complex128)")
+        return None
+
+    refuse.__doc__ = ("recorded for complex matrices; a real one is refused (its values would "
+                      "decide between a real and a complex result)")
+    return refuse
+
+
+define(FunctionSpec("linalg.eig", ("a",), _eigh, multi=True, container=_RESULTS.EigResult,
+                    refuse_if=_complex_only("np.linalg.eigh(a)")))
+define(FunctionSpec("linalg.eigvals", ("a",), _eigvalsh,
+                    refuse_if=_complex_only("np.linalg.eigvalsh(a)")))
 define(FunctionSpec("linalg.tensorsolve", ("a", "b"), _tensorsolve))

@@ -1,7 +1,6 @@
-"""Numerical routines with written shape rules: diff, interp, searchsorted, histogram, cov...
+"""Numerical routines with written shape rules: diff, interp, searchsorted, cov, trapezoid...
 
-Their output shapes depend only on operand shapes and static arguments (a histogram with a fixed
-number of bins has a fixed length even though its counts depend on the data).
+Their output shapes depend only on operand shapes and static arguments.
 """
 
 from __future__ import annotations
@@ -80,26 +79,6 @@ def _vander(shapes: list, params: dict) -> tuple:
     return (x[0], x[0] if n is None else n)
 
 
-def _bins(params: dict) -> int:
-    bins = params.get("bins", 10)
-    if isinstance(bins, str):
-        raise ValueError(f"bins={bins!r} chooses the number of bins from the data")
-    if isinstance(bins, int):
-        if bins < 1:
-            raise ValueError("`bins` must be positive, when an integer")
-        return bins
-    return len(bins) - 1
-
-
-def _histogram(shapes: list, params: dict) -> list:
-    n = _bins(params)
-    return [(n,), (n + 1,)]
-
-
-def _bin_edges(shapes: list, params: dict) -> tuple:
-    return (_bins(params) + 1,)
-
-
 def _variables(shape: tuple, rowvar: bool) -> int:
     if len(shape) > 2:
         raise ValueError("m has more than 2 dimensions")
@@ -139,14 +118,6 @@ define(FunctionSpec("interp", ("x", "xp", "fp"), _interp))
 define(FunctionSpec("digitize", ("x", "bins"), _of(0)))
 define(FunctionSpec("isin", ("element", "test_elements"), _of(0)))
 define(FunctionSpec("vander", ("x",), _vander, probe={"N": 1}))
-define(FunctionSpec("polyval", ("p", "x"), _of(1)))
-def _one_bin(params: dict) -> dict:
-    """Probe with one bin when ``bins`` is a count (explicit edges set the edges' dtype)."""
-    return {**params, "bins": 1} if isinstance(params.get("bins", 10), int) else params
-
-
-define(FunctionSpec("histogram", ("a", "weights"), _histogram, multi=True, probe=_one_bin))
-define(FunctionSpec("histogram_bin_edges", ("a", "weights"), _bin_edges, probe=_one_bin))
 define(FunctionSpec("cov", ("m", "y", "fweights", "aweights"), _cov,
                     probe={"ddof": 0, "bias": True}))
 define(FunctionSpec("corrcoef", ("x", "y"), _cov,
@@ -156,47 +127,3 @@ for _path in ("linspace", "logspace", "geomspace"):
     define(FunctionSpec(_path, ("start", "stop"), _linspace, probe={"num": 2},
                         refuse={"retstep": _RETSTEP} if _path == "linspace" else {}))
 
-
-def _poly_lengths(shapes: list) -> list[int]:
-    for s in shapes:
-        if len(s) > 1:
-            raise ValueError("polynomial coefficients must be 1-d")
-    return [ops.numel(s) for s in shapes]
-
-
-def _polyadd(shapes: list, params: dict) -> tuple:
-    a, b = (tuple(s) or (1,) for s in shapes)
-    if a[0] == b[0]:
-        return tuple(np.broadcast_shapes(a, b))
-    return (max(_poly_lengths(shapes)),)
-
-
-def _polymul(shapes: list, params: dict) -> tuple:
-    n, m = _poly_lengths(shapes)
-    return (n + m - 1,)
-
-
-def _polyint(shapes: list, params: dict) -> tuple:
-    m = params.get("m", 1)
-    if m < 0:
-        raise ValueError("Order of integral must be positive (see polyder)")
-    return (_poly_lengths(shapes)[0] + m,)
-
-
-def _histogram2d(shapes: list, params: dict) -> list:
-    bins = params.get("bins", 10)
-    if isinstance(bins, int):
-        nx = ny = bins
-    elif len(bins) == 2 and all(isinstance(b, int) for b in bins):
-        nx, ny = bins
-    else:
-        raise ValueError("np.histogram2d records an integer or a pair of integers as bins")
-    return [(nx, ny), (nx + 1,), (ny + 1,)]
-
-
-define(FunctionSpec("polyadd", ("a1", "a2"), _polyadd))
-define(FunctionSpec("polysub", ("a1", "a2"), _polyadd))
-define(FunctionSpec("polymul", ("a1", "a2"), _polymul))
-define(FunctionSpec("polyint", ("p",), _polyint, probe={"m": 1}))
-define(FunctionSpec("histogram2d", ("x", "y", "weights"), _histogram2d, multi=True,
-                    probe={"bins": 1}))
