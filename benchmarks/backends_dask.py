@@ -49,9 +49,10 @@ def _input(gib: float) -> np.ndarray:
 def _check(got: dict, expected: dict) -> None:
     from capviz.backends import registry
 
-    rtol, atol = registry.get("dask").tolerance
+    backend = registry.get("dask")
     for name, value in expected.items():
-        np.testing.assert_allclose(got[name], value, rtol=rtol * 10, atol=atol * 10)
+        rtol, atol = backend.tolerance_for(value.dtype)
+        np.testing.assert_allclose(got[name], value, rtol=rtol, atol=atol)
 
 
 CHUNKINGS = ("auto", "32MiB")

@@ -71,7 +71,7 @@ def run(rounds: int = 5) -> list[tuple[str, str, str]]:
         t_np, t_jax, t_host = interleaved([numpy_replay, jax_replay, jax_to_host], rounds)
         expected = graph.replay(feed, backend="numpy")[out]
         got = graph.replay(feed, backend="jax", to_numpy=True)[out]
-        rtol, atol = BACKEND.tolerance
+        rtol, atol = BACKEND.tolerance_for(expected.dtype)
         agree = "outputs agree" if np.allclose(got, expected, rtol=rtol, atol=atol) \
             else "OUTPUTS DIFFER"
         rows.append((f"jax vs numpy replay: {name} ({device.platform})",

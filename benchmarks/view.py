@@ -43,8 +43,15 @@ new PerformanceObserver(list => {
   for (const e of list.getEntries()) window.__longest = Math.max(window.__longest, e.duration);
 }).observe({type: "longtask", buffered: true});
 """
-FCP = """() => { const e = performance.getEntriesByName("first-contentful-paint")[0];
-                 return e ? e.startTime : null; }"""
+FCP = """() => new Promise(resolve => {  // the entry is posted after the paint: wait for it
+  const now = performance.getEntriesByName("first-contentful-paint")[0];
+  if (now) return resolve(now.startTime);
+  new PerformanceObserver(list => {
+    const e = list.getEntriesByName("first-contentful-paint")[0];
+    if (e) resolve(e.startTime);
+  }).observe({type: "paint", buffered: true});
+  setTimeout(() => resolve(null), 5000);
+})"""
 EXPAND = """async (selector) => {
   const target = document.querySelector(selector);
   if (!target) return null;

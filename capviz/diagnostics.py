@@ -118,16 +118,18 @@ def _eager_trace(graph: CapturedGraph, fn: Callable, inputs: Mapping[str, Any]) 
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-5, 1e-6
 
 
-def _tolerance(rtol: float | None, atol: float | None, *names: str | None
+def _tolerance(rtol: float | None, atol: float | None, dtype: Any, names: tuple[str | None, ...]
                ) -> tuple[float, float]:
-    """``rtol``/``atol`` as given, else the default widened to every inexact backend's own."""
+    """``rtol``/``atol`` as given, else the default widened to every inexact backend's own
+    tolerance for values of ``dtype`` (:meth:`capviz.backends.registry.Backend.tolerance_for`)."""
     r, a = DEFAULT_RTOL, DEFAULT_ATOL
     for name in names:
         if name is None:
             continue
         chosen = registry.get(name)
         if not chosen.exact:
-            r, a = max(r, chosen.tolerance[0]), max(a, chosen.tolerance[1])
+            own_r, own_a = chosen.tolerance_for(np.dtype(dtype))
+            r, a = max(r, own_r), max(a, own_a)
     return (r if rtol is None else rtol), (a if atol is None else atol)
 
 
@@ -138,9 +140,10 @@ def compare(graph: CapturedGraph, fn: Callable | None, inputs: Mapping[str, Any]
     """Find the first node, in program order, whose value differs beyond tolerance.
 
     The tolerance defaults to ``rtol=1e-5, atol=1e-6``, widened to the documented tolerance of
-    an inexact backend taking part (``backend`` or ``against``: JAX's ``(1e-4, 1e-4)``, see
-    ``docs/guide/replay.md``), so that a difference within what the backend promises is not
-    reported as a divergence. Pass ``rtol``/``atol`` to override.
+    an inexact backend taking part (``backend`` or ``against``) for each compared value's dtype
+    (``Backend.tolerance_for``: JAX's ``(1e-4, 1e-4)``, float16's ``(1e-2, 1e-1)`` on JAX and
+    Dask, see ``docs/guide/replay.md``), so that a difference within what the backend promises
+    is not reported as a divergence. Pass ``rtol``/``atol`` to override.
 
     With ``fn``: ``fn`` runs eagerly on NumPy (called with the inputs in graph order) while every
     op's result is logged; the graph replays on ``backend``; op results are compared in program
@@ -148,7 +151,7 @@ def compare(graph: CapturedGraph, fn: Callable | None, inputs: Mapping[str, Any]
     The first differing node is marked (``graph.marks["diverged"]``). A graph with error-level
     violations raises :class:`capviz.IncompleteGraphError` unless ``allow_violations``.
     """
-    rtol, atol = _tolerance(rtol, atol, backend, against)
+    names = (backend, against)
     key = resolve_seed(graph, seed)
     ex = Executor(graph, inputs, backend=backend, keep=True, seed=key,
                   allow_violations=allow_violations)
@@ -180,7 +183,9 @@ def compare(graph: CapturedGraph, fn: Callable | None, inputs: Mapping[str, Any]
     for n, mine, ref in pairs:
         if mine is None or ref is None or isinstance(mine, (tuple, list)):
             continue
-        bad, max_abs, max_rel = _differs(mine, ref, rtol, atol)
+        ref = host_array(ref)
+        tol = _tolerance(rtol, atol, ref.dtype, names)
+        bad, max_abs, max_rel = _differs(mine, ref, *tol)
         if bad:
             graph.marks["diverged"] = n.index
             return Divergence(n, max_abs, max_rel,

@@ -98,6 +98,9 @@ def check_inputs(graph: CapturedGraph, inputs: Mapping[str, Any] | None,
                                        f"{_type_text(node.shape, node.dtype)}, got "
                                        f"{type(value).__name__} (wrap it with np.asarray first)")
             _check_array_type(node, value)
+        problem = backend.input_problem(value) if native else None
+        if problem is not None:
+            raise ReplayInputError(f"input {node.name!r}: {problem}")
         got_shape, got_dtype = tuple(value.shape), np.dtype(value.dtype)
         if got_shape != node.shape or got_dtype != node.dtype:
             raise ReplayInputError(f"input {node.name!r}: expected "

@@ -197,6 +197,7 @@ class Program:
         self._template = template
         self._seed_reg = seed_reg
         self.n_inputs = len(graph.input_nodes)
+        self.input_names = tuple(n.name for n in graph.input_nodes)
         outputs = graph.output_nodes
         self.output_names = tuple(n.name for n in outputs)
         self._outputs = tuple(reg[n.args[0].index] for n in outputs)

@@ -120,7 +120,7 @@ def declared_refusals(backend: registry.Backend) -> set[str]:
 def assert_agrees(got, expected, backend: registry.Backend, what: str) -> None:
     """``got`` (a backend's result on the host) is ``expected`` (the NumPy replay's): same
     type, dtype and shape; bit for bit where the backend is exact, or for integer and boolean
-    results; within its tolerance otherwise."""
+    results; within its tolerance for the result's dtype otherwise."""
     expected = np.asarray(expected)
     assert type(got) is np.ndarray, (what, type(got))
     assert got.dtype == expected.dtype, (what, got.dtype, expected.dtype)
@@ -129,7 +129,7 @@ def assert_agrees(got, expected, backend: registry.Backend, what: str) -> None:
         assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(expected).tobytes(), \
             what
     else:
-        rtol, atol = backend.tolerance
+        rtol, atol = backend.tolerance_for(expected.dtype)
         np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, equal_nan=True,
                                    err_msg=what)
 

@@ -1,5 +1,6 @@
 """The executor as a debugger: stepping, breakpoints, values, first NaN, first divergence, stats."""
 
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -158,3 +159,16 @@ def test_executor_methods_can_be_overridden(graph):
     ex = Counting(graph, X, backend="numpy")
     ex.run()
     assert ex.ops == [n.op for n in graph.ops]
+
+
+def test_compare_holds_float16_values_to_the_backends_float16_tolerance():
+    pytest.importorskip("jax")
+    x = np.random.default_rng(0).standard_normal((7, 5)).astype(np.float16)
+    x = np.where(np.abs(x) < np.finfo(np.float16).tiny, np.float16(0.5), x)  # no subnormals
+    graph = cv.capture(lambda a: (a * 2).sum(axis=0), cv.spec((7, 5), "float16"))
+    found = graph.compare(inputs={"a": x}, backend="numpy", against="jax")
+    assert not found, found.message  # XLA adds the float16 column sums in another order
+    exact = graph.compare(inputs={"a": x}, backend="numpy", against="jax", rtol=0.0, atol=0.0)
+    assert exact.node is graph.ops[-1]  # explicit rtol/atol still override
+    assert re.search(r"\(sum, recorded at .*test_debugger.py:\d+ in <lambda>\) differs: max abs "
+                     r"error 0.00\d+", exact.message), exact.message

@@ -380,6 +380,15 @@ def _matches(result: Any, out: Any) -> bool:
                for r, (s, d) in zip(results, outs))
 
 
+def select(op: ops.Op, args: tuple, params: dict) -> Any:
+    """dask.array's own reduction of an order-free operation (max, argmin, any...); ``whole``
+    when an operand is empty, where dask's tree reduction fails on its empty blocks but NumPy
+    gives an empty result or raises its own error (both cheap on no data)."""
+    if any(_is_array(a) and 0 in a.shape for a in args):
+        return whole(op, args, params)
+    return native(op, args, params)
+
+
 def native(op: ops.Op, args: tuple, params: dict) -> Any:
     """dask.array's own function (reductions, products); its result is checked."""
     shape, dtype = _out(op, args, params)
@@ -463,7 +472,7 @@ def into(op: ops.Op, args: tuple, params: dict) -> Any:
 
 
 _LOWER: dict[str, Callable] = {
-    "elementwise": elementwise, "axis": along_axis, "move": move, "select": native,
+    "elementwise": elementwise, "axis": along_axis, "move": move, "select": select,
     "reduce": accumulate, "contract": accumulate, "gather": gather, "split": split, "whole": whole,
     "into": into,
 }
@@ -546,6 +555,10 @@ class DaskBackend(Backend):
     mutable = False
     exact = False
     tolerance = (1e-5, 1e-5)
+    float16_tolerance = (1e-2, 1e-1)
+    """float16 reductions and products: sums of up to 1000 unit-scale terms, ``a @ a.T`` and var
+    measured within ``rtol=1e-2`` plus ``atol`` 0.071 (each partial sum rounds to float16's 11
+    bits in another order than NumPy's); see ``docs/guide/replay.md``."""
     options = frozenset({"chunks", "compute"})
     host_memory = False
 
@@ -554,6 +567,12 @@ class DaskBackend(Backend):
 
     def namespace(self) -> Any:
         return da
+
+    def tolerance_for(self, dtype: Any) -> tuple[float, float]:
+        """:attr:`float16_tolerance` for float16, else :attr:`tolerance`."""
+        if np.dtype(dtype) == np.float16:
+            return self.float16_tolerance
+        return self.tolerance
 
     def from_host(self, value: Any) -> Any:
         """A host array as a dask array (chunks ``"auto"``; a replay's ``chunks`` option
@@ -571,6 +590,15 @@ class DaskBackend(Backend):
 
     def is_native(self, value: Any) -> bool:
         return _is_array(value)
+
+    def input_problem(self, value: Any) -> str | None:
+        """Refuses a dask array with unknown chunk sizes (after boolean indexing, say): its
+        shape has ``nan`` where the graph needs a size."""
+        if not any(np.isnan(size) for size in value.shape):
+            return None
+        return (f"a dask array of unknown shape {_shape_text(value.shape)} (some chunk sizes "
+                "are unknown, as after boolean indexing): call x.compute_chunk_sizes() on it "
+                "first, or pass an array of known shape")
 
     def bind(self, op: ops.Op) -> Callable:
         """The callable that builds ``op``'s dask array (see :data:`RULES`).
@@ -602,7 +630,8 @@ class DaskBackend(Backend):
         ``dask.compute`` over every output) or return its dask arrays."""
         chunks = options.get("chunks", "auto")
         compute = options.get("compute", True)
-        args = [self._chunked(a, chunks, k, not compute) for k, a in enumerate(args)]
+        args = [self._chunked(a, chunks, name, not compute)
+                for name, a in zip(program.input_names, args)]
         steps = _Steps(program)
         chunks_token, steps_token = _CHUNKS.set(chunks), _STEPS.set(steps)
         try:
@@ -619,7 +648,7 @@ class DaskBackend(Backend):
             raise failed_at(node, failed.error) from failed.error
         return tuple(np.asarray(v) for v in computed)
 
-    def _chunked(self, value: Any, chunks: Any, position: int, copy: bool) -> Any:
+    def _chunked(self, value: Any, chunks: Any, input_name: str, copy: bool) -> Any:
         """An input made by :meth:`from_host`, chunked with the replay's ``chunks`` (and
         copied when the replay returns lazy arrays, which must not see later writes to it).
 
@@ -633,10 +662,14 @@ class DaskBackend(Backend):
             return host_blocks(host.copy() if copy else host, chunks)
         except (ValueError, TypeError) as err:
             raise ValueError(
-                f"chunks={chunks!r} does not fit input {position} (in graph input order) of "
-                f"shape {host.shape}: {err}. Give chunks that fit every NumPy input (an int, "
+                f"chunks={chunks!r} does not fit input {input_name!r} of shape "
+                f"{host.shape}: {err}. Give chunks that fit every NumPy input (an int, "
                 "'auto', a byte size such as '64MiB'), or pass that input as a dask array "
                 "with its own chunks") from None
+
+
+def _shape_text(shape: tuple) -> str:
+    return "(" + ", ".join("?" if np.isnan(size) else str(size) for size in shape) + ")"
 
 
 def host_blocks(array: np.ndarray, chunks: Any) -> Any:

@@ -6,7 +6,8 @@ becomes "assign values at flat positions, the last one wins" (:func:`_assign_fla
 deterministic where a scatter of repeated indices is not. Where NumPy raises on values (an index
 out of bounds) or leaves a result to the platform (a float cast to an integer out of range), a
 form checks the values with :func:`capviz.backends.jax_trace.require`; where XLA defines a
-result otherwise than NumPy (an integer divided by zero), the form computes NumPy's. A ufunc
+result otherwise than NumPy (an integer divided by zero, ``gcd`` of ``INT_MIN``, ``modf`` of an
+infinity or of a negative integer), the form computes NumPy's. A ufunc
 runs in the loop NumPy picks for its operands' dtypes (:func:`_in_loop_dtypes`).
 """
 
@@ -299,12 +300,116 @@ def _argsort(jnp: Any) -> Callable:
             if n > 1:
                 first = jnp.take(ordered, jnp.arange(n - 1), axis=ax)
                 rest = jnp.take(ordered, jnp.arange(1, n), axis=ax)
-                require(jnp.all(first != rest), "argsort of equal values with NumPy's default "
-                        "kind (quicksort): the order of ties is NumPy's own; pass "
-                        "kind='stable'")
+                # two NaNs are a tie too (NaN != NaN, but their order is quicksort's own)
+                tie = (first == rest) | (jnp.isnan(first) & jnp.isnan(rest)) \
+                    if dtype_of(a).kind in "fc" else first == rest
+                require(~jnp.any(tie), "argsort of equal values (or of several NaNs) with "
+                        "NumPy's default kind (quicksort): the order of ties is NumPy's own; "
+                        "pass kind='stable'")
         return result
 
     return argsort
+
+
+def _magnitude(jnp: Any, x: Any) -> Any:
+    """``|x|`` in the unsigned type of ``x``'s width: exact for every value, ``INT_MIN``
+    included (its magnitude does not fit the signed type, where ``abs`` leaves it negative)."""
+    dtype = np.dtype(x.dtype)
+    unsigned = np.dtype(f"u{dtype.itemsize}")
+    u = x.astype(unsigned)  # a same-width integer conversion keeps the bits
+    if dtype.kind == "u":
+        return u
+    return jnp.where(x < 0, jnp.zeros_like(u) - u, u)
+
+
+def _gcd_of(jnp: Any, a: Any, b: Any) -> Any:
+    """NumPy's gcd of two integer arrays of one dtype: Euclid's algorithm on the magnitudes in
+    the unsigned type (each step lowers the remainder, so the loop ends for every value; a
+    signed ``abs`` of ``INT_MIN`` stays negative, and jax.numpy's gcd never ends on it), the
+    result cast back as NumPy's C code does (``gcd(INT_MIN, 0)`` is ``INT_MIN``)."""
+    from jax import lax
+
+    dtype = np.dtype(a.dtype)
+    x, y = jnp.broadcast_arrays(_magnitude(jnp, a), _magnitude(jnp, b))
+
+    def step(pair: tuple) -> tuple:
+        x, y = pair
+        nonzero = y != 0
+        return (jnp.where(nonzero, y, x),
+                jnp.where(nonzero, lax.rem(x, jnp.where(nonzero, y, 1)), 0).astype(y.dtype))
+
+    g, _ = lax.while_loop(lambda pair: jnp.any(pair[1] != 0), step, (x, y))
+    return g.astype(dtype)
+
+
+def _integers(jnp: Any, a: Any, b: Any) -> tuple:
+    """``a`` and ``b`` as arrays of their common integer dtype (the ufunc loop's; a Python int
+    takes the array's dtype, as NumPy's weak promotion does)."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    dtype = jnp.result_type(a, b)
+    if not _is_int(dtype):
+        raise TypeError(f"gcd and lcm take integers, not {dtype}")
+    return a.astype(dtype), b.astype(dtype)
+
+
+def _gcd(jnp: Any) -> Callable:
+    def gcd(a: Any, b: Any) -> Any:
+        return _gcd_of(jnp, *_integers(jnp, a, b))
+
+    return gcd
+
+
+def _lcm(jnp: Any) -> Callable:
+    """NumPy's lcm: ``|a| / gcd(a, b) * |b|`` in C, where int8 and int16 compute in ``int``
+    (32 bits) and wider types wrap in their own width (``abs(INT_MIN)`` stays ``INT_MIN``);
+    the result wraps to the dtype."""
+    from jax import lax
+
+    def lcm(a: Any, b: Any) -> Any:
+        a, b = _integers(jnp, a, b)
+        dtype = np.dtype(a.dtype)
+        work = np.dtype(np.int32) if dtype.kind == "i" and dtype.itemsize < 4 else dtype
+        a, b = a.astype(work), b.astype(work)
+        g = _gcd_of(jnp, a, b)
+        zero = g == 0
+        divisor = jnp.where(zero, 1, g).astype(work)
+        multiple = lax.div(*jnp.broadcast_arrays(jnp.abs(a), divisor)) * jnp.abs(b)
+        result = jnp.where(zero, jnp.zeros_like(multiple), multiple)
+        return result.astype(dtype)
+
+    return lcm
+
+
+def _modf(jnp: Any) -> Callable:
+    """NumPy's modf (C's): the fractional part has the sign of ``x`` (``-0.0`` for ``-1.0``
+    and ``-0.0``), is a signed zero for an infinity, and NaN for NaN; jax.numpy's gives NaN for
+    infinities and ``+0.0`` for negative integers. ``x - trunc(x)`` is exact in floats."""
+
+    def modf(x: Any) -> tuple:
+        whole = jnp.trunc(x)
+        fraction = jnp.where(jnp.isinf(x), jnp.zeros_like(x), x - whole)
+        fraction = jnp.where(jnp.isnan(x), x, jnp.copysign(fraction, x))
+        return fraction, whole
+
+    return modf
+
+
+def _arg_extremum(name: str) -> Callable[[Any], Callable]:
+    def make(jnp: Any) -> Callable:
+        fn = getattr(jnp, name)
+
+        def run(a: Any, *args: Any, **params: Any) -> Any:
+            if dtype_of(a).kind == "c":
+                raise NotImplementedError(
+                    f"{name} of complex values: XLA cannot order complex numbers in {name} "
+                    f"(NumPy orders them by real, then imaginary part); replay with "
+                    f"backend='numpy', or take np.{name} of np.real or np.abs of the values")
+            return fn(a, *args, **params)
+
+        run.__name__ = name
+        return run
+
+    return make
 
 
 # the writes: every update op becomes "assign values at flat positions, the last one wins"
@@ -480,6 +585,10 @@ OVERRIDES: dict[str, Callable[[Any], Callable]] = {
     "copy": _copy,
     **{name: _split(name) for name in ("split", "array_split", "hsplit", "vsplit", "dsplit")},
     "reciprocal": _reciprocal,
+    "gcd": _gcd,
+    "lcm": _lcm,
+    "modf": _modf,
+    **{name: _arg_extremum(name) for name in ("argmax", "argmin", "nanargmax", "nanargmin")},
     "setitem": _setitem,
     "index_put": _index_put,
     "put": _put,

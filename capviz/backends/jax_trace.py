@@ -75,6 +75,31 @@ INDEX_RESULTS = frozenset(("searchsorted", "digitize", "argwhere", "nonzero", "f
 the widening cast is exact."""
 
 
+ACCUMULATED = frozenset(("sum", "prod", "nansum", "nanprod", "cumsum", "cumprod", "nancumsum",
+                         "nancumprod", "trace", "mean", "nanmean", "average", "var", "nanvar",
+                         "std", "nanstd", "median", "nanmedian"))
+"""Reductions NumPy computes on integer or boolean operands in a wider accumulator: ``int64``
+(``uint64``) sums and products, ``float64`` means, variances and medians. jax.numpy keeps the
+operand's type (``cumsum`` of int8) or takes float32 (``mean`` of int32), so the operand is cast
+to NumPy's result dtype first (:func:`_accumulated`), as NumPy's own loops cast each element."""
+
+
+def _accumulated(op: ops.Op, node: Node | None, args: tuple, params: dict) -> tuple:
+    """``args`` with an integer or boolean operand of an :data:`ACCUMULATED` reduction cast to
+    NumPy's accumulator (the node's dtype when it is an integer type or float64; a narrower
+    ``dtype=`` the user passed is left to jax)."""
+    if op.name not in ACCUMULATED or not args or not hasattr(args[0], "dtype"):
+        return args
+    have = dtype_of(args[0])
+    if have.kind not in "biu":
+        return args
+    want = np.dtype(node.dtype) if node is not None else np.dtype(op.meta(list(args),
+                                                                          params)[1])
+    if want == have or not (want.kind in "iu" or want == np.float64):
+        return args
+    return (args[0].astype(want), *args[1:])
+
+
 def _types(op: ops.Op, node: Node | None, args: tuple, params: dict, result: Any) -> tuple:
     """(what NumPy gives, what jax gave) as lists of ``(shape, dtype)``: the node's type, or
     the op's rule on the operands when no node is known (an op run on its own)."""
@@ -111,6 +136,7 @@ def _widened(args: tuple, dtype: np.dtype) -> tuple | None:
 def _call_conformed(op: ops.Op, node: Node | None, fn: Callable, args: tuple, params: dict) -> Any:
     """``fn(*args, **params)`` with the node's shape and dtype (NumPy's), or TypeError (a
     ReplayError at the node, from the program): a replay keeps the graph's types."""
+    args = _accumulated(op, node, args, params)
     result = fn(*args, **params)
     want, got = _types(op, node, args, params, result)
     if want == got:

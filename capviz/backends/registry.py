@@ -13,7 +13,8 @@ A backend answers these questions, and nothing outside its module names it:
 * how a compiled program runs: :meth:`Backend.execute` (NumPy and CuPy run the step table;
   Dask builds one lazy expression from it; JAX traces it once under ``jax.jit``);
 * how exact it is: ``exact`` (bit-equal to the NumPy replay) or the ``tolerance`` it is held
-  to (``tests/test_backend_contract.py`` checks it on every op);
+  to, per dtype through :meth:`Backend.tolerance_for` (``tests/test_backend_contract.py``
+  checks it on every op);
 * where random bits come from: :meth:`Backend.random_bits` (Philox4x64-10 words, the same on
   every backend; the default runs :func:`capviz.rng.philox_raw` on the namespace) and
   :meth:`Backend.random_u32`;
@@ -64,6 +65,14 @@ class Backend:
     host_memory: bool = False
     eager: bool = False
 
+    def tolerance_for(self, dtype: Any) -> tuple[float, float]:
+        """The ``(rtol, atol)`` results of ``dtype`` are held to (default: :attr:`tolerance`).
+
+        A backend whose error grows as precision shrinks (float16 sums added in another order)
+        overrides it for those dtypes; ``compare`` and the contract tests use it per value.
+        """
+        return self.tolerance
+
     def namespace(self) -> Any:
         """The array namespace ops are bound to (imported on first use).
 
@@ -92,6 +101,11 @@ class Backend:
     def is_native(self, value: Any) -> bool:
         """True when ``value`` is already an array of this backend (not a NumPy array)."""
         return False
+
+    def input_problem(self, value: Any) -> str | None:
+        """Why ``value``, an array of this backend (:meth:`is_native`), cannot be an input of a
+        replay, with the fix; ``None`` when it can."""
+        return None
 
     @property
     def array_type(self) -> type | None:

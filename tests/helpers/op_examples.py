@@ -67,6 +67,18 @@ def _scalar_power(x):
     return x.sum() ** 2.5
 
 
+def _float16_sums(x, m):
+    """float16 reductions and products over hundreds of terms: where float16 partial sums added
+    in another order than NumPy's differ most (a backend's ``tolerance_for(float16)``)."""
+    return x.sum(), x.mean(), x.var(), m @ m.T, m.sum(axis=0), m.std(axis=1)
+
+
+def _float16(shape: tuple) -> np.ndarray:
+    """Unit-scale float16 values without subnormals (XLA flushes those: JAX refuses them)."""
+    x = _RNG.standard_normal(shape).astype(np.float16)
+    return np.where(np.abs(x) < np.finfo(np.float16).tiny, np.float16(0.5), x)
+
+
 def _random():
     return (cv.random.uniform((5, 7)), cv.random.normal((5, 7), dtype="float64"),
             cv.random.bernoulli((5, 7), p=0.3))
@@ -88,6 +100,7 @@ def examples() -> list[tuple[str, object, list]]:
     out.append(("updates", _updates, [x, np.array([1, 2], np.int64)]))
     out.append(("index", _index, [x, np.array([0, 5, 1], np.int64)]))
     out.append(("scalar_power", _scalar_power, [np.abs(x)]))
+    out.append(("float16_sums", _float16_sums, [_float16((600,)), _float16((30, 400))]))
     out.append(("random", _random, []))
     return out
 
