@@ -1,8 +1,8 @@
 """The JAX backend vs the NumPy replay (issue: backends). Run: python benchmarks/backends_jax.py
 
 Same graph, same inputs, both sides measured in this run: medians of interleaved rounds
-(NumPy replay, JAX replay, NumPy replay, ...), the cycle collector off during each call
-(``_common.interleaved``).
+(NumPy replay, JAX replay, NumPy replay, ...), each round ``CALLS`` replays per side, the cycle
+collector off during each round (``_common.interleaved``); figures are per replay.
 
 - the 100-op elementwise chain (``_common.chain``: multiply, add...) over (1024, 1024) float32
   (goal: JAX >= 5x faster);
@@ -28,6 +28,10 @@ from _common import chain, interleaved
 
 import capviz as cv
 from capviz import models
+
+
+CALLS = 10  # replays per timed round, each side: one call after the collection that
+#             interleaved() makes finds XLA's worker threads parked and pays their wake-up
 
 
 def _cases() -> list[tuple[str, cv.CapturedGraph, np.ndarray, str]]:
@@ -60,15 +64,19 @@ def run(rounds: int = 5) -> list[tuple[str, str, str]]:
         out = graph.outputs[0]
 
         def numpy_replay(feed=feed, graph=graph):
-            graph.replay(feed, backend="numpy")
+            for _ in range(CALLS):
+                graph.replay(feed, backend="numpy")
 
         def jax_replay(on_device=on_device, graph=graph, out=out):
-            graph.replay(on_device, backend="jax")[out].block_until_ready()
+            for _ in range(CALLS):
+                graph.replay(on_device, backend="jax")[out].block_until_ready()
 
         def jax_to_host(feed=feed, graph=graph):
-            graph.replay(feed, backend="jax", to_numpy=True)
+            for _ in range(CALLS):
+                graph.replay(feed, backend="jax", to_numpy=True)
 
-        t_np, t_jax, t_host = interleaved([numpy_replay, jax_replay, jax_to_host], rounds)
+        t_np, t_jax, t_host = (t / CALLS for t in interleaved(
+            [numpy_replay, jax_replay, jax_to_host], rounds))
         expected = graph.replay(feed, backend="numpy")[out]
         got = graph.replay(feed, backend="jax", to_numpy=True)[out]
         rtol, atol = BACKEND.tolerance_for(expected.dtype)
