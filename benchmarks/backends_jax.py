@@ -29,7 +29,6 @@ from _common import chain, interleaved
 import capviz as cv
 from capviz import models
 
-
 CALLS = 10  # replays per timed round, each side: one call after the collection that
 #             interleaved() makes finds XLA's worker threads parked and pays their wake-up
 
