@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 
 class CapvizError(Exception):
     """Base class of every error raised by capviz."""
@@ -31,6 +33,20 @@ class CaptureError(CapvizError):
 class ShapeError(CaptureError, ValueError):
     """An op's operands do not fit its shape or dtype rule (the eager op would fail the same
     way; the message is NumPy's)."""
+
+
+class IndexShapeError(ShapeError, IndexError):
+    """NumPy raised an ``IndexError`` (an axis or index out of range; NumPy's ``AxisError`` is
+    both): catchable as ``IndexError``, as eager NumPy's error is."""
+
+
+class AxisShapeError(IndexShapeError, np.exceptions.AxisError):
+    """NumPy raised its ``AxisError`` (an axis out of range): catchable as such."""
+
+
+class LinAlgShapeError(ShapeError, np.linalg.LinAlgError):
+    """NumPy raised ``np.linalg.LinAlgError`` (a non-square matrix to ``eig``): catchable as
+    such, as eager NumPy's error is."""
 
 
 class DTypeError(ShapeError, TypeError):

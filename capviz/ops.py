@@ -21,7 +21,15 @@ from typing import Any
 
 import numpy as np
 
-from capviz.errors import DTypeError, ScalarOverflowError, ShapeError, UnsupportedOperationError
+from capviz.errors import (
+    AxisShapeError,
+    DTypeError,
+    IndexShapeError,
+    LinAlgShapeError,
+    ScalarOverflowError,
+    ShapeError,
+    UnsupportedOperationError,
+)
 
 _VOID = np.dtype([])
 _EMPTY: dict = {}
@@ -191,14 +199,21 @@ def proxy_dtype(fn: Callable, args: Sequence, params: dict, cache_key: Any = Non
 
 
 def _fail(name: str, args: Sequence, params: dict, err: Exception) -> ShapeError:
-    """The capture error for NumPy's ``err``: its message, and its type (OverflowError and
-    TypeError stay catchable as such; everything else is a ValueError)."""
+    """The capture error for NumPy's ``err``: its message, and its type (OverflowError,
+    TypeError, IndexError (so AxisError) and LinAlgError stay catchable as such; everything
+    else is a ValueError)."""
     shapes = ", ".join(str(tuple(a.shape)) if is_tensor_meta(a) else repr(a) for a in args)
     extra = "".join(f", {k}={v!r}" for k, v in params.items())
     if isinstance(err, OverflowError):
         kind = ScalarOverflowError
     elif isinstance(err, TypeError):
         kind = DTypeError
+    elif isinstance(err, np.exceptions.AxisError):
+        kind = AxisShapeError
+    elif isinstance(err, IndexError):
+        kind = IndexShapeError
+    elif isinstance(err, np.linalg.LinAlgError):
+        kind = LinAlgShapeError
     else:
         kind = ShapeError
     return kind(f"{name}({shapes}{extra}): {err}")
@@ -382,7 +397,8 @@ def normalize_axis(axis: Any, ndim: int) -> tuple | None:
     for a in axes:
         a = operator.index(a)
         if not -ndim <= a < ndim:
-            raise ValueError(f"axis {a} is out of bounds for array of dimension {ndim}")
+            raise np.exceptions.AxisError(f"axis {a} is out of bounds for array of dimension "
+                                          f"{ndim}")  # NumPy's: a ValueError and an IndexError
         out.append(a % ndim)
     if len(set(out)) != len(out):
         raise ValueError("duplicate value in 'axis'")

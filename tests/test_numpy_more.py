@@ -943,3 +943,21 @@ def test_masked_power_by_an_out_of_range_literal_is_numpys_overflow_error():
     with pytest.raises(OverflowError) as info:
         cv.capture(fn, cv.spec((3,), "int8"))
     assert any(HERE in note for note in info.value.__notes__)
+
+
+@pytest.mark.parametrize("fn, spec, numpy_type", [
+    (lambda x: np.gradient(x, axis=3), cv.spec((3, 4)), IndexError),
+    (lambda x: np.sum(x, axis=2), cv.spec((3, 4)), np.exceptions.AxisError),
+    (lambda x: np.apply_over_axes(np.sum, x, [5]), cv.spec((2, 3)), np.exceptions.AxisError),
+    (lambda x: np.split(x, 2), cv.spec(()), IndexError),
+    (lambda x: np.linalg.eig(x), cv.spec((3, 4), "complex128"), np.linalg.LinAlgError),
+])
+def test_a_shape_rule_error_is_catchable_as_numpys_own_type(fn, spec, numpy_type):
+    value = np.zeros(spec.shape, spec.dtype)
+    with pytest.raises(numpy_type) as eager:
+        fn(value)
+    with pytest.raises(numpy_type) as captured:
+        cv.capture(fn, spec)
+    assert isinstance(captured.value, cv.ShapeError)  # and still capviz's, a ValueError
+    assert isinstance(captured.value, ValueError)
+    assert str(eager.value) in str(captured.value)
