@@ -229,3 +229,13 @@ def run_all_cells(page: object, notebook: str, timeout: float = 180.0) -> None:
     """Run every cell of the open notebook through JupyterLab's command; wait for all to end."""
     page.evaluate(_RUN_ALL, notebook)
     page.wait_for_function(_DONE, arg=notebook, timeout=timeout * 1000, polling=250)
+
+
+RED = "rgb(220, 38, 38)"  # the view's colour for a violation or a non-finite mark
+SAW_RECORDING = """() => {  // sets window.__sawRecording once a live view says it is recording
+  window.__sawRecording = false;
+  new MutationObserver(() => {
+    if ([...document.querySelectorAll('.capviz-view .cv-status')]
+        .some(e => e.textContent.startsWith('capviz recording'))) window.__sawRecording = true;
+  }).observe(document.body, {subtree: true, childList: true, characterData: true});
+}"""

@@ -12,7 +12,15 @@ when Chromium, Notebook 7 or Playwright is missing.
 
 import nbformat
 import pytest
-from browser_support import chromium_page, needs_chromium, open_notebook, run_all_cells, running_lab
+from browser_support import (
+    RED,
+    SAW_RECORDING,
+    chromium_page,
+    needs_chromium,
+    open_notebook,
+    run_all_cells,
+    running_lab,
+)
 
 pytestmark = [needs_chromium]
 
@@ -39,14 +47,6 @@ CELLS = [
     "    np.random.seed(0)\n"
     "    scope.output(h, 'h')\n",
 ]
-SAW_RECORDING = """() => {
-  window.__sawRecording = false;
-  new MutationObserver(() => {
-    if ([...document.querySelectorAll('.capviz-view .cv-status')]
-        .some(e => e.textContent.startsWith('capviz recording'))) window.__sawRecording = true;
-  }).observe(document.body, {subtree: true, childList: true, characterData: true});
-}"""
-RED = "rgb(220, 38, 38)"
 
 
 @pytest.fixture

@@ -20,7 +20,9 @@ import warnings
 import numpy as np
 import pytest
 from browser_support import (
+    RED,
     ROOT,
+    SAW_RECORDING,
     chromium_page,
     needs_chromium,
     open_notebook,
@@ -32,7 +34,6 @@ import capviz as cv
 
 pytestmark = [needs_chromium]
 GPT_FILE = os.path.join(ROOT, "benchmarks", "gpt_numpy.py")
-RED = "rgb(220, 38, 38)"
 BLOCK = "gpt/transformer_block[3]"
 
 
@@ -245,13 +246,6 @@ NOTEBOOK_CELLS = [
     "    np.random.seed(0)\n"
     "    live_scope.output(h, 'h')\n",
 ]
-SAW_RECORDING = """() => {
-  window.__sawRecording = false;
-  new MutationObserver(() => {
-    if ([...document.querySelectorAll('.capviz-view .cv-status')]
-        .some(e => e.textContent.startsWith('capviz recording'))) window.__sawRecording = true;
-  }).observe(document.body, {subtree: true, childList: true, characterData: true});
-}"""
 
 
 def check_live_final(page, cell):

@@ -121,36 +121,31 @@ REFUSED: dict[str, str] = {}
 has a rule; an op added to the table without one is refused until it gets one)."""
 
 
+def _kind(name: str) -> str | None:
+    """The rule kind of the op ``name``, or ``None`` when it has none (refused)."""
+    if name in ops.UFUNCS:
+        return "elementwise"
+    for kind, names in _KINDS:
+        if name in names:
+            return kind
+    if name.startswith(_WHOLE_PREFIXES):
+        return "whole"
+    return None
+
+
+_KINDS = (("elementwise", _ELEMENTWISE), ("axis", _AXIS), ("move", _MOVE),
+          ("select", _SELECT), ("reduce", _REDUCE), ("contract", _CONTRACT),
+          ("gather", _GATHER), ("split", _SPLIT), ("random", _RANDOM), ("whole", _WHOLE),
+          ("unpack", {"unpack"}),  # the program picks a result of a multi-result op itself
+          ("into", {"into"}))  # f(..., out=y): f's own rule where out= changes no bit, else whole
+
+
 def _rules() -> dict[str, str]:
     table: dict[str, str] = {}
     for name in ops.OPS:
-        if name in ops.UFUNCS or name in _ELEMENTWISE:
-            kind = "elementwise"
-        elif name in _AXIS:
-            kind = "axis"
-        elif name in _MOVE:
-            kind = "move"
-        elif name in _SELECT:
-            kind = "select"
-        elif name in _REDUCE:
-            kind = "reduce"
-        elif name in _CONTRACT:
-            kind = "contract"
-        elif name in _GATHER:
-            kind = "gather"
-        elif name in _SPLIT:
-            kind = "split"
-        elif name in _RANDOM:
-            kind = "random"
-        elif name in _WHOLE or name.startswith(_WHOLE_PREFIXES):
-            kind = "whole"
-        elif name == "unpack":
-            kind = "unpack"  # the program picks a result of a multi-result op itself
-        elif name == "into":
-            kind = "into"  # f(..., out=y): f's own rule where out= changes no bit, else whole
-        else:
-            continue
-        table[name] = kind
+        kind = _kind(name)
+        if kind is not None:
+            table[name] = kind
     return table
 
 

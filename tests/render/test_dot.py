@@ -260,7 +260,8 @@ def classes(elem):
     return elem.get("class", "").split()
 
 
-def test_identical_blocks_fold_into_one_box():
+def twelve_blocks():
+    """A model of 12 identical ``block`` calls, captured."""
     def block(x):
         return np.tanh(x @ np.eye(4, dtype=np.float32)) + x
 
@@ -269,22 +270,18 @@ def test_identical_blocks_fold_into_one_box():
             x = block(x)
         return x
 
-    g = cv.capture(lambda x: model(x), cv.spec((1, 4)))
+    return cv.capture(lambda x: model(x), cv.spec((1, 4)))
+
+
+def test_identical_blocks_fold_into_one_box():
+    g = twelve_blocks()
     _, nodes = svg_nodes(g.to_svg(collapse=3))
     (fold,) = [e for e in nodes.values() if "capviz-fold" in classes(e)]
     assert texts(fold).startswith("block \u00d7 1236 ops")
 
 
 def test_a_fold_opens_its_first_block_and_keeps_the_rest_folded():
-    def block(x):
-        return np.tanh(x @ np.eye(4, dtype=np.float32)) + x
-
-    def model(x):
-        for _ in range(12):
-            x = block(x)
-        return x
-
-    g = cv.capture(lambda x: model(x), cv.spec((1, 4)))
+    g = twelve_blocks()
     root, nodes = svg_nodes(g.to_svg())  # the default budget
     clusters = {next(c.iter(f"{SVG}text")).text: c for c in root.iter(f"{SVG}g")
                 if "cluster" in classes(c)}
