@@ -11,7 +11,12 @@ collector off during each round (``_common.interleaved``); figures are per repla
   host memory; the JAX input already a jax array on jax's default device and the result left
   there, waited for with ``block_until_ready``), so neither side pays a transfer; and end to
   end: a NumPy input, the JAX result copied back to a NumPy array (``to_numpy=True``);
-- the first JAX call (trace + XLA compile) apart, against one steady NumPy replay.
+- the first JAX call (trace + XLA compile) apart, against one steady NumPy replay;
+- for the chain, two references measured in the same rounds: eager NumPy running the same
+  Python function (a fresh array per op, where the NumPy replay writes into dead buffers), and a
+  bare ``jax.jit`` of that function on the same device input with none of capviz's checks (the
+  ceiling XLA gives on this machine; the gap to it is what capviz's checks cost: the subnormal
+  input check, the trace's flags).
 
 Figures are ratios NumPy time / JAX time (above 1: JAX is faster). On a machine whose cores are
 busy, OpenBLAS's threads spin against the load and the NumPy matmuls slow down many times over,
@@ -33,15 +38,20 @@ CALLS = 10  # replays per timed round, each side: one call after the collection 
 #             interleaved() makes finds XLA's worker threads parked and pays their wake-up
 
 
-def _cases() -> list[tuple[str, cv.CapturedGraph, np.ndarray, str]]:
+def _chain100(x):
+    return chain(x, 100)
+
+
+def _cases() -> list[tuple[str, cv.CapturedGraph, np.ndarray, str, object]]:
+    """(name, graph, input, goal, the captured function when jax.jit can trace it as it is)."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1024, 1024)).astype(np.float32)
-    chain_graph = cv.capture(lambda x: chain(x, 100), cv.spec(x.shape, x.dtype))
+    chain_graph = cv.capture(_chain100, cv.spec(x.shape, x.dtype))
     params = models.transformer_weights(d=128, heads=4)
     h = rng.standard_normal((256, 128)).astype(np.float32)
     block = cv.capture(lambda x: models.transformer_block(x, params), cv.spec(h.shape, h.dtype))
-    return [("100-op chain, (1024, 1024) float32", chain_graph, x, ">= 5x faster"),
-            ("transformer block (256 x 128, 4 heads)", block, h, ">= 1.5x faster")]
+    return [("100-op chain, (1024, 1024) float32", chain_graph, x, ">= 5x faster", _chain100),
+            ("transformer block (256 x 128, 4 heads)", block, h, ">= 1.5x faster", None)]
 
 
 def run(rounds: int = 5) -> list[tuple[str, str, str]]:
@@ -52,7 +62,7 @@ def run(rounds: int = 5) -> list[tuple[str, str, str]]:
 
     device = jax.devices()[0]
     rows = []
-    for name, graph, x, goal in _cases():
+    for name, graph, x, goal, function in _cases():
         name_of_input = graph.inputs[0]
         feed = {name_of_input: x}
         graph.replay(feed, backend="numpy")  # the NumPy program built before timing
@@ -74,8 +84,21 @@ def run(rounds: int = 5) -> list[tuple[str, str, str]]:
             for _ in range(CALLS):
                 graph.replay(feed, backend="jax", to_numpy=True)
 
-        t_np, t_jax, t_host = (t / CALLS for t in interleaved(
-            [numpy_replay, jax_replay, jax_to_host], rounds))
+        sides = [numpy_replay, jax_replay, jax_to_host]
+        if function is not None:
+            bare = jax.jit(function)
+            bare(on_device[name_of_input]).block_until_ready()
+
+            def eager(x=x, function=function):
+                for _ in range(CALLS):
+                    function(x)
+
+            def bare_jit(x=on_device[name_of_input], bare=bare):
+                for _ in range(CALLS):
+                    bare(x).block_until_ready()
+
+            sides += [eager, bare_jit]
+        t_np, t_jax, t_host, *refs = (t / CALLS for t in interleaved(sides, rounds))
         expected = graph.replay(feed, backend="numpy")[out]
         got = graph.replay(feed, backend="jax", to_numpy=True)[out]
         rtol, atol = BACKEND.tolerance_for(expected.dtype)
@@ -86,6 +109,13 @@ def run(rounds: int = 5) -> list[tuple[str, str, str]]:
                      f"{agree})", goal))
         rows.append(("  same, end to end (host input, to_numpy=True)",
                      f"{t_np / t_host:.2f}x ({1e3 * t_host:.2f} ms)", goal))
+        if refs:
+            t_eager, t_bare = refs
+            rows.append(("  reference: bare jax.jit of the function vs numpy replay",
+                         f"{t_np / t_bare:.2f}x ({1e3 * t_bare:.2f} ms; capviz's checks "
+                         f"{t_jax / t_bare:.2f}x of it)", "the ceiling here"))
+            rows.append(("  reference: capviz jax vs eager numpy of the function",
+                         f"{t_eager / t_jax:.2f}x (eager {1e3 * t_eager:.2f} ms)", "-"))
         rows.append(("  first jax call (trace + compile) vs one numpy replay",
                      f"{first / t_np:.1f}x ({1e3 * first:.0f} ms)", "reported apart"))
     return rows

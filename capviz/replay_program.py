@@ -123,6 +123,7 @@ class Program:
     Attributes:
         backend: the backend.
         table: the steps.
+        constant_registers: the registers holding the graph's constants, in program order.
         n_inputs: how many inputs a call takes, in graph input order.
         random: the graph has random ops (only then does a call need a seed).
     """
@@ -156,11 +157,13 @@ class Program:
         bound: dict[str, tuple] = {}  # op name -> (op, its callable on the backend)
         from_host = backend.from_host
         random = False
+        constant_registers: list[int] = []
         for n in graph.nodes:
             if n.kind != "op":
                 if n.kind == "constant":  # before its first reader, in program order
                     value = constants[n.index]
                     reg[n.index] = len(template)
+                    constant_registers.append(len(template))
                     template.append(from_host(value))
                 continue
             i = n.index
@@ -194,6 +197,7 @@ class Program:
                 table.append((KILL, None, tuple(dead), 0, 0, n))
         self.table = table
         self.random = random
+        self.constant_registers = tuple(constant_registers)
         self._template = template
         self._seed_reg = seed_reg
         self.n_inputs = len(graph.input_nodes)
@@ -206,12 +210,22 @@ class Program:
         self._scalar_outputs = tuple(k for k, n in enumerate(outputs) if n.args[0].shape == ())
         self._warnings = _WarningRoute(self._warning_node)
 
-    def __call__(self, inputs: list | tuple, seed: int) -> tuple:
+    @property
+    def constants(self) -> tuple:
+        """The graph's constants on the backend, in the order of :attr:`constant_registers`."""
+        return tuple(self._template[k] for k in self.constant_registers)
+
+    def __call__(self, inputs: list | tuple, seed: int, constants: dict | None = None) -> tuple:
         """Run on ``inputs`` (arrays of the namespace, checked, in graph input order); returns
-        the outputs' arrays in graph output order."""
+        the outputs' arrays in graph output order. ``constants`` maps registers of
+        :attr:`constant_registers` to values used in place of the constants (the JAX backend
+        passes its large constants as arguments of the compiled function, not baked into it)."""
         r = self._template.copy()
         r[:self.n_inputs] = inputs
         r[self._seed_reg] = seed
+        if constants:
+            for k, value in constants.items():
+                r[k] = value
         warnings = self._warnings
         var = warnings.var
         if var is not None:  # NumPy's error state as user_warnings makes it, one set per call

@@ -421,3 +421,24 @@ def test_argmax_of_complex_values_is_refused_at_the_node(name):
     with pytest.raises(cv.ReplayError, match=rf"\({name}\).*test_backend_jax.py.*{name} of "
                                              "complex values: XLA cannot order complex"):
         graph.replay({"a": c}, backend="jax")
+
+
+def test_large_constants_are_arguments_of_the_compiled_function_not_baked_into_it():
+    """A model's weights baked into the XLA program are copied and constant-folded at compile
+    time (seconds for a GPT-sized model, and a second copy in memory): constants of
+    BAKED_CONSTANT_BYTES or more are passed as arguments; small ones stay baked in."""
+    from capviz.replay_program import Program
+
+    weight = RNG.standard_normal((256, 256)).astype(np.float32)  # 256 KiB
+    bias = np.arange(4, dtype=np.float32)  # 16 bytes
+    graph = cv.capture(lambda x: (x @ weight)[:, :4] + bias, cv.spec((8, 256), "float32"))
+    x = RNG.standard_normal((8, 256)).astype(np.float32)
+    program = Program(graph, BACKEND)
+    out = BACKEND.execute(program, [BACKEND.from_host(x)], 0, {})
+    np.testing.assert_allclose(np.asarray(out[0]), (x @ weight)[:, :4] + bias, rtol=1e-5)
+    compiled = BACKEND._compiled[program]
+    assert [c.shape for c in compiled.constants] == [(256, 256)]
+    with jax_backend.x64():
+        text = compiled._fn.lower((x,), compiled.constants, None).as_text()
+    assert len(text) < 20_000, len(text)  # the weight's 262,144 bytes are not in the program
+    assert "tensor<256x256xf32>" in text  # an argument of that type
