@@ -5,7 +5,10 @@ Run: python benchmarks/gpu_check.py [--layers 12 --width 768 --seq 1024]
 1. the CuPy tests (pytest -m gpu), when CuPy and a GPU are present;
 2. the core's plain-NumPy transformer, scaled up, replayed on NumPy and on CuPy: outputs within
    tolerance, and the speed ratio;
-3. random-op replay on NumPy vs CuPy: uniform and bernoulli bits identical, normal within a few
+3. the same transformer replayed on JAX (``backend="jax"``, on jax's default device: a GPU
+   when the installed jax has one), within the backend's tolerance, its first call (trace and
+   XLA compile) apart from the steady replay; skipped when jax is not installed;
+4. random-op replay on NumPy vs CuPy: uniform and bernoulli bits identical, normal within a few
    ulp;
 and prints a table. Without a GPU it runs the CPU-only parts (capture, NumPy replay, the generic
 Philox path against NumPy's) at a smaller size and says what it skipped.
@@ -103,6 +106,7 @@ def main() -> int:
         status |= not ok
     else:
         rows.append(("replay on CuPy", "skipped: no CuPy/GPU", "-"))
+    status |= _jax_rows(graph, x, out_np, t_np, rows)
 
     dev = cv.Device("numpy")
     dev.seed(2026)
@@ -135,10 +139,35 @@ def main() -> int:
         rows.append(("random ops on CuPy", "skipped: no CuPy/GPU", "-"))
 
     width = max(len(r[0]) for r in rows)
-    print(f"{'check':<{width}}  {'result':<40} status")
+    print(f"{'check':<{width}}  {'result':<48} status")
     for name, result, state in rows:
-        print(f"{name:<{width}}  {result:<40} {state}")
+        print(f"{name:<{width}}  {result:<48} {state}")
     return int(status)
+
+
+def _jax_rows(graph, x, out_np, t_np, rows) -> int:
+    """The JAX replay of ``graph`` against the NumPy replay's ``out_np``; 1 on a mismatch."""
+    try:
+        import jax
+
+        from capviz.backends.jax import BACKEND
+    except ImportError:
+        rows.append(("replay on JAX", "skipped: jax not installed (capviz[jax])", "-"))
+        return 0
+    platform = jax.devices()[0].platform
+    start = time.perf_counter()
+    out = graph.replay({"x": x}, backend="jax", to_numpy=True)["out"]
+    first = time.perf_counter() - start
+    t_jax = timed(lambda: graph.replay({"x": x}, backend="jax")["out"].block_until_ready())
+    rtol, atol = BACKEND.tolerance_for(out_np.dtype)
+    ok = bool(np.allclose(out, out_np, rtol=rtol, atol=atol))
+    err = float(np.max(np.abs(out - out_np)) / (np.max(np.abs(out_np)) + 1e-30))
+    rows.append((f"replay on JAX ({platform})",
+                 f"{t_jax * 1e3:.1f} ms, {t_np / t_jax:.1f}x faster; first call {first:.1f} s",
+                 "ok"))
+    rows.append(("JAX vs NumPy output (max rel err)", f"{err:.2e} (rtol {rtol:g}, atol {atol:g})",
+                 "ok" if ok else "FAIL"))
+    return int(not ok)
 
 
 if __name__ == "__main__":
