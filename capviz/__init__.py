@@ -21,6 +21,7 @@ from capviz.capture import (
     Device,
     Spec,
     capture,
+    constant,
     default_device,
     is_capturing,
     name_scope,
@@ -81,6 +82,6 @@ __all__ = [
     "ScopeAlreadyActiveError", "ScopeClosedError",
     "SeedViolationError", "ShapeError", "Spec", "Tensor", "UndeclaredInputError",
     "UnknownBoundaryError", "UnseededRandomWarning", "UnsupportedOperationError", "Violation",
-    "capture", "default_device", "is_capturing", "live", "load", "name_scope", "random", "seed",
-    "spec", "supported_functions", "tensor",
+    "capture", "constant", "default_device", "is_capturing", "live", "load", "name_scope",
+    "random", "seed", "spec", "supported_functions", "tensor",
 ]

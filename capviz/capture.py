@@ -185,6 +185,36 @@ def is_capturing() -> bool:
     return active() is not None
 
 
+def constant(value: Any, name: str | None = None) -> Any:
+    """``value`` recorded as a constant of the innermost open capture, as a capture tensor;
+    outside a capture, ``value`` itself.
+
+    For the NumPy that takes a tensor only where an ndarray stood: ``table[labels]`` with an
+    ndarray ``table`` calls ``np.asarray(labels)`` (a data read), while
+    ``cv.constant(table)[labels]`` records a gather; a buffer written with tensors
+    (``buf = cv.constant(np.zeros(n)); buf[i] = t``) is recorded like any tensor. Code
+    written so runs eagerly unchanged, since there the array is returned as it is.
+
+    Args:
+        value: an array-like (copied when recorded: later changes to it are not seen).
+        name: the constant's name in the graph (default: the variable's name, when found).
+
+    Returns:
+        A capture tensor inside a capture; ``value`` otherwise.
+    """
+    recorder = active()
+    if recorder is None:
+        return value
+    from capviz.backends.capture import host_array
+
+    if isinstance(value, Tensor):
+        value = value.numpy()  # an eager tensor's value; a capture tensor is a data read
+    if name is None and isinstance(value, np.ndarray):
+        name = recorder.name_of(value)
+    node = recorder.constant(host_array(value), name, user_source())
+    return Tensor(node, recorder)
+
+
 class _NameScope:
     """The context manager :func:`name_scope` returns: it saves the context's open name scopes
     on entry and puts them back on exit, each one ``ContextVar.set``, so an interrupt leaves no
@@ -411,8 +441,12 @@ class CaptureScope:
         recorder = self.recorder
         graph = recorder.graph
         error: BaseException | None = exc
-        if recorder.raised is not None and (error is None or isinstance(error, ScopeClosedError)):
-            error = recorder.raised  # a violation the body caught still fails the capture
+        if recorder.raised is not None and (error is None or isinstance(error, ScopeClosedError)
+                                            or _wrapped(error, recorder.raised)):
+            # a violation the body caught still fails the capture; one NumPy turned into its
+            # own error (`ndarray[i] = t` calls float(t) and raises "setting an array element
+            # with a sequence" from the data-read violation) is raised as itself
+            error = recorder.raised
         if error is None:
             try:
                 self._check_boundaries(recorder)
@@ -535,9 +569,14 @@ class CaptureScope:
             if not _capture_tensor(d.value):
                 kind = "an eager tensor" if isinstance(d.value, Tensor) else \
                     f"a value of type {type(d.value).__name__}"
+                fix = "outputs must be computed inside the scope"
+                if d.value is None and getattr(self, "_entry_function", None) is not None:
+                    fix = ("the function returned None: a function that writes into its "
+                           "input (X -= X.mean(axis=0)) outputs the written value only when "
+                           "it returns it (return X)")
                 raise InvalidOutputError(
                     f"output {d.name!r}{_declared_at(d)} is {kind}, not a tensor of this "
-                    "capture; outputs must be computed inside the scope")
+                    f"capture; {fix}")
             _check_known("output", d, recorder)
         for d in self._outputs:
             recorder.output(current(recorder, d.value), d.name, d.source)  # after writes
@@ -657,3 +696,18 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
                 err.graph = scope.recorder.graph
         raise
     return scope.graph
+
+
+def _wrapped(error: BaseException, violation: BaseException) -> bool:
+    """Whether ``error``, not a capviz error, was raised from ``violation`` (its cause or
+    context chain holds it)."""
+    if isinstance(error, CapvizError):
+        return False
+    seen: set[int] = set()
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        if link is violation:
+            return True
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return False

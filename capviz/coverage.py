@@ -105,6 +105,19 @@ def ufuncs() -> list[Entry]:
     return out
 
 
+def ufunc_methods() -> list[Entry]:
+    """One entry per method of a ufunc (``np.add.reduce``...), for the ufuncs of one output."""
+    return [
+        Entry("ufunc.reduce", "captured", "ufunc_reduce; axis, dtype, keepdims, initial, out= "
+                                          "a tensor"),
+        Entry("ufunc.accumulate", "captured", "ufunc_accumulate; axis, dtype, out= a tensor"),
+        Entry("ufunc.outer", "captured", "ufunc_outer; out= a tensor"),
+        Entry("ufunc.at", "captured", "ufunc_at, for ufuncs of two operands"),
+        Entry("ufunc.reduceat", "refused", "reduce static slices: np.stack([np.add.reduce("
+                                           "a[i:j]) for i, j in ...])"),
+    ]
+
+
 def ndarray_attributes() -> list[Entry]:
     """One entry per public ``np.ndarray`` attribute."""
     out = []
@@ -190,7 +203,11 @@ def markdown() -> str:
         "",
         *_table(ufs),
         "",
-        "## ndarray methods and attributes",
+        "## Ufunc methods",
+        "",
+        *_table(ufunc_methods()),
+        "",
+                "## ndarray methods and attributes",
         "",
         *_table(attrs),
         "",

@@ -30,6 +30,7 @@ from capviz.backends.eager import EagerBackend
 from capviz.backends.registry import Backend
 from capviz.errors import CapvizError, NonFiniteError, ReplayError, ReplayInputError
 from capviz.ir import CapturedGraph, Node, format_source
+from capviz.replay_aliases import AliasCheck
 from capviz.replay_plan import check_fits
 from capviz.replay_program import Program, picker
 from capviz.replay_warnings import user_warnings
@@ -74,7 +75,7 @@ def check_inputs(graph: CapturedGraph, inputs: Mapping[str, Any] | None,
     if extra:
         raise ReplayInputError(f"unexpected input {extra[0]!r}: the graph's inputs are "
                                f"{', '.join(names) or '(none)'}")
-    out = []
+    out, host = [], []
     for node in graph.input_nodes:
         value = inputs[node.name]
         if isinstance(value, Tensor):
@@ -114,7 +115,9 @@ def check_inputs(graph: CapturedGraph, inputs: Mapping[str, Any] | None,
                 "strided): the graph writes into this input, or into a reshape or ravel whose "
                 "view-or-copy answer in NumPy depends on its layout, and eager NumPy would "
                 f"write otherwise for another layout. Pass np.ascontiguousarray({node.name})")
+        host.append(value)
         out.append(value if native else backend.from_host(value))
+    AliasCheck(graph).check(host)
     return out
 
 
@@ -202,6 +205,8 @@ class InputCheck:
         self.native = backend.is_native
         self.array_type = backend.array_type  # checked first: no call for the common case
         self._pick = picker(self.names) if self.names else None
+        aliases = AliasCheck(graph)  # only a graph writing into an input has a check to make
+        self.aliases = aliases if aliases.written else None
 
     def positional(self, graph: CapturedGraph, args: tuple) -> Any:
         """``args`` in input order, checked (a tuple, or a list after conversion)."""
@@ -214,6 +219,8 @@ class InputCheck:
                         or (c_only and not value.flags.c_contiguous):
                     break
             else:
+                if self.aliases is not None:
+                    self.aliases.check(args)
                 return args
         if len(args) != len(self.types):
             raise ReplayInputError(f"expected {len(self.types)} inputs "

@@ -232,6 +232,9 @@ class CapturedGraph:
     Attributes:
         nodes: every node, in program order.
         constant_values: the recorded value of each constant node, by node index.
+        constant_origins: for a constant copied from a user's ndarray, a weak reference to that
+            array, by node index (a replay refuses an input that shares its memory when the
+            graph writes into that input; not saved with the graph).
         rng_seed: the seed random ops replay with by default (``None``: unknown, fresh entropy).
         marks: nodes flagged by the debugger (``{"nonfinite": index, "diverged": index}``).
         stats: per-node statistics set by :meth:`set_stats`, shown in tooltips.
@@ -246,6 +249,7 @@ class CapturedGraph:
         self.nodes: list[Node] = []
         self.version = 0
         self.constant_values: dict[int, Any] = ConstantValues(self)
+        self.constant_origins: dict[int, Any] = {}
         self.violation_records: list[Violation] = []
         self.rng_seed: int | None = None
         self.marks: dict[str, int] = {}

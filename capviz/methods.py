@@ -136,11 +136,17 @@ def conj(self: Tensor) -> Tensor:
 
 
 def view(self: Tensor, dtype: Any = None, type: Any = None) -> Tensor:
-    """``ndarray.view(dtype)``: the same bytes read as ``dtype``."""
-    if type is not None or dtype is None or (isinstance(dtype, builtins.type)
-                                             and issubclass(dtype, np.ndarray)):
-        raise unsupported("tensor.view(type=...)", (self,),
-                          "a capture tensor has one array type; write t.view(dtype)")
+    """``ndarray.view(dtype)``: the same bytes read as ``dtype``; ``t.view()`` and
+    ``t.view(np.ndarray)``: a view of the same array (``t[...]``, writes through it reach
+    ``t``)."""
+    if isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray):
+        dtype, type = None, dtype  # NumPy's t.view(np.ndarray): an array type, not a dtype
+    if type is not None and type is not np.ndarray:
+        raise unsupported(f"tensor.view(type={type.__name__})", (self,),
+                          "a capture tensor has one array type, ndarray's: write t.view() or "
+                          "t.view(dtype)")
+    if dtype is None:
+        return self[...]
     return apply(ops.OPS["view"], (self,), {"dtype": np.dtype(dtype).name})
 
 

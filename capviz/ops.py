@@ -576,17 +576,26 @@ register(Op("astype", _astype, _astype_meta, params=("dtype",)))
 
 
 def _like_meta(args: Sequence, params: dict) -> tuple:
+    """``np.zeros_like(x, dtype=..., shape=...)`` and the others: x's shape unless ``shape``
+    (a tuple of ints) is given, x's dtype unless ``dtype`` is."""
     x = args[0]
     dt = np.dtype(params["dtype"]) if params.get("dtype") is not None else x.dtype
     if "fill_value" in params:
         dt = np.full_like(np.ones(1, x.dtype), params["fill_value"],
                           dtype=params.get("dtype")).dtype
-    return x.shape, dt
+    shape = params.get("shape")
+    if shape is None:
+        return x.shape, dt
+    shape = tuple(shape)
+    if any(size < 0 for size in shape):
+        raise _fail("zeros_like", args, params, ValueError("negative dimensions are not allowed"))
+    return shape, dt
 
 
-register(Op("zeros_like", lambda xp: xp.zeros_like, _like_meta, params=("dtype",)))
-register(Op("ones_like", lambda xp: xp.ones_like, _like_meta, params=("dtype",)))
-register(Op("full_like", lambda xp: xp.full_like, _like_meta, params=("fill_value", "dtype")))
+register(Op("zeros_like", lambda xp: xp.zeros_like, _like_meta, params=("dtype", "shape")))
+register(Op("ones_like", lambda xp: xp.ones_like, _like_meta, params=("dtype", "shape")))
+register(Op("full_like", lambda xp: xp.full_like, _like_meta,
+            params=("fill_value", "dtype", "shape")))
 
 
 def _take_meta(args: Sequence, params: dict) -> tuple:

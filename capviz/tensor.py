@@ -116,7 +116,7 @@ def tuple_index_fix(key: tuple) -> str:
 # hold a recorded value, so the in-place update is refused at the user's line with the rewrite.
 _OUT_NDARRAY = ("NumPy would write the result into an ndarray, as `a += t` on an ndarray `a` "
                 "does, and an ndarray cannot hold a recorded value; write `a = a + t` (a new "
-                "tensor), or record the buffer first, b = scope.constant(a), and update the "
+                "tensor), or record the buffer first, b = cv.constant(a), and update the "
                 "tensor: b += t")
 
 
@@ -148,6 +148,24 @@ def _binary(name: str, reflected: bool = False) -> Any:
             return self._backend.apply(op, (self, other), _EMPTY)
     method.__name__ = f"__{'r' if reflected else ''}{name}__"
     return method
+
+
+def _sequence_aware(method: Any) -> Any:
+    """``*`` with a list, tuple or str: for a tensor standing for a NumPy scalar, Python's
+    repetition (``[0] * n`` with ``n = x.max()``: the count is data, read through
+    ``__index__``; a float or bool scalar: NumPy's TypeError); a 0-d or n-d array multiplies
+    elementwise, as ndarray's ``*`` does."""
+
+    def multiply(self: Tensor, other: Any) -> Any:
+        if type(other) in (list, tuple, str) and _is_scalar(self):
+            if self.dtype.kind not in "iu":
+                raise TypeError(f"can't multiply sequence by non-int of type "
+                                f"'numpy.{self.dtype.name}'")
+            return other * self.__index__()
+        return method(self, other)
+
+    multiply.__name__ = method.__name__
+    return multiply
 
 
 def _is_scalar(value: Any) -> bool:
@@ -244,6 +262,11 @@ def _ufunc_into(ufunc: np.ufunc, call: str, inputs: tuple, kwargs: dict) -> Any:
     return out[0]._backend.write_ufunc(op, inputs, out[0], where)
 
 
+_UFUNC_AT_TUPLE = ("index the first axis with one integer array or tensor; for (i, j, ...) "
+                   "indices, update the flat view: {call}(t.reshape(-1), "
+                   "np.ravel_multi_index((i, j), t.shape), v) (t C-contiguous)")
+
+
 def _ufunc_at(ufunc: np.ufunc, call: str, inputs: tuple, kwargs: dict) -> None:
     """``np.add.at(t, indices, values)``: the unbuffered update written into tensor ``t``."""
     if len(inputs) != 3 or kwargs:
@@ -251,10 +274,13 @@ def _ufunc_at(ufunc: np.ufunc, call: str, inputs: tuple, kwargs: dict) -> None:
                                         "integer indices")
     target, indices, values = inputs
     if type(target) is not Tensor:
-        raise unsupported(call, inputs, _OUT_NDARRAY)
+        raise unsupported(f"{call} into an ndarray", inputs, (
+            "an ndarray cannot hold a recorded value; make the buffer a tensor and update "
+            f"it: b = np.zeros_like(t, shape=a.shape) or b = cv.constant(a), then {call}(b, "
+            "idx, v) (a + v would not accumulate repeated indices)"))
     if isinstance(indices, tuple):
-        raise unsupported(f"{call} with a tuple index", inputs, "index the first axis with "
-                                                               "one integer array or tensor")
+        raise unsupported(f"{call} with a tuple index", inputs, _UFUNC_AT_TUPLE.format(
+            call=call))
     if type(indices) is not Tensor:
         indices = np.asarray(indices)
     new = apply(_op("ufunc_at"), (target, indices, values), {"ufunc": ufunc.__name__})
@@ -412,6 +438,13 @@ class Tensor:
     def __int__(self) -> int:
         return int(self._backend.read(self, "int()"))
 
+    def __index__(self) -> int:
+        """A 0-d integer tensor as a Python int (``range(t)``, ``x[:t]``, ``np.zeros(t)``), as
+        NumPy's integer scalars and 0-d arrays convert: a data read while capturing."""
+        if self.ndim or self.dtype.kind not in "iu":
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return operator.index(self._backend.read(self, "operator.index()")[()])
+
     def __bool__(self) -> bool:
         return bool(self._backend.read(self, "bool()"))
 
@@ -425,8 +458,10 @@ class Tensor:
         call = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         if method == "at":
             return _ufunc_at(ufunc, call, inputs, kwargs)
-        if method != "__call__":
-            raise unsupported(call, inputs, f"the ufunc method {method!r} is not recorded")
+        if method != "__call__":  # reduce, accumulate, outer; reduceat refused with a rewrite
+            from capviz.numpy_api.ufunc_methods import ufunc_method
+
+            return ufunc_method(ufunc, method, inputs, kwargs)
         out = kwargs.get("out")
         if out is not None and any(type(o) is not Tensor for o in out):
             return _ufunc_into_ndarray(ufunc, call, inputs, kwargs)
@@ -463,6 +498,10 @@ class Tensor:
     # generated from the NumPy functions' handlers.
 
     def __getitem__(self, key: Any) -> Tensor:
+        if type(key) is list or (type(key) is tuple and list in map(type, key)):
+            from capviz.oplib.advanced_index import tensor_key  # a list holding tensors
+
+            key = tensor_key(key, lambda k: type(k) is Tensor)
         if type(key) is Tensor:
             if self._backend.records and key.dtype == np.bool_:  # x[mask] op= v (masked.py)
                 return self._backend.select(self, key)
@@ -470,8 +509,14 @@ class Tensor:
         if isinstance(key, tuple) and any(type(k) is Tensor for k in key):
             if len(key) == 1:
                 return self[key[0]]
-            raise unsupported("tensor[...] with a tensor inside a tuple index", (self, *key),
-                              tuple_index_fix(key))
+            if any(type(k) is Tensor and k.dtype == np.bool_ for k in key):
+                raise unsupported("tensor[...] with a boolean tensor inside a tuple index",
+                                  (self, *key), tuple_index_fix(key))
+            from capviz.oplib.advanced_index import READ, split_key  # x[i, j], x[:, idx]
+
+            index, positions, tensors = split_key(key, lambda k: type(k) is Tensor,
+                                                  normalize_index)
+            return apply(_op(READ), (self, *tensors), {"index": index, "tensors": positions})
         return apply(_op("getitem"), (self,), {"index": normalize_index(key)})
 
     # --- writes: NumPy's mutation; a capture records update ops (backends/mutation.py) ----
@@ -522,8 +567,8 @@ class Tensor:
     __radd__ = _binary("add", True)
     __sub__ = _binary("subtract")
     __rsub__ = _binary("subtract", True)
-    __mul__ = _binary("multiply")
-    __rmul__ = _binary("multiply", True)
+    __mul__ = _sequence_aware(_binary("multiply"))
+    __rmul__ = _sequence_aware(_binary("multiply", True))
     __truediv__ = _binary("divide")
     __rtruediv__ = _binary("divide", True)
     __floordiv__ = _binary("floor_divide")

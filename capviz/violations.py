@@ -107,18 +107,31 @@ def data_read_message(call: str, what: str, source: Any) -> str:
             "data-dependent Python control flow outside the capture; use np.where(cond, a, b) "
             "for data-dependent selection. NumPy offers no hook when an ndarray is indexed by a "
             "tensor (arr[t] calls np.asarray(t)): record the array first, c = "
-            "scope.constant(arr), then write c[t] or np.take(c, t, axis=0)."
+            "cv.constant(arr), then write c[t]."
             + _CONVERSIONS.get(call, ""))
 
 
 # NumPy converts a tensor with np.asarray (no hook capviz can record) in these ndarray methods too
 _CONVERTED = (" The same conversion happens in `np.array([t1, t2])` (write np.stack([t1, t2])), "
+              "in `np.ascontiguousarray(t)`, `np.asfortranarray(t)`, `np.require(t)` and "
+              "`np.asanyarray(t)` (use t itself, or t.copy() for a C-ordered copy), "
               "in `buf[...] = t` on an ndarray `buf` (write into a recorded buffer instead: "
-              "b = scope.constant(buf); b[...] = t) and in `a.dot(t)` (write np.dot(a, t) or "
+              "b = cv.constant(buf); b[...] = t) and in `a.dot(t)` (write np.dot(a, t) or "
               "a @ t).")
 # What to write instead of converting a tensor to an ndarray, keeping it a tensor (exact: the
 # same values and dtype as NumPy's conversion)
+# NumPy stores a tensor into an ndarray's element by converting it (float(t), int(t), bool(t))
+_ELEMENT = (" If this is NumPy storing t into an ndarray (`buf[i] = t`, `buf.fill(t)`), make the "
+            "buffer a tensor: buf = cv.constant(np.zeros(n)), or np.zeros_like(t, shape=n).")
+# Python and NumPy call __index__ for a count, size or position: range(t), x[:t], [0] * t
+_COUNT = (" Python calls it to use t as a count, size or position (`range(t)`, `x[:t]`, "
+          "`[0] * t`, `np.zeros((n, t))`): these depend on the data, and a graph's shapes "
+          "cannot; take sizes from shapes (x.shape[0]) or pass the size in as a Python int.")
 _CONVERSIONS = {
+    "operator.index()": _COUNT,
+    "float()": _ELEMENT,
+    "int()": _ELEMENT,
+    "bool()": _ELEMENT,
     "np.asarray()": (" To keep a tensor: np.asarray(t) is t itself, np.asarray(t, dtype) is "
                      "t.astype(dtype, copy=False)." + _CONVERTED),
     "np.array()": (" To keep a tensor: np.array(t) is t.copy(), np.array(t, dtype) is "
@@ -131,8 +144,9 @@ def unsupported_message(call: str, source: Any, reason: str = "") -> str:
     why = f" ({reason})" if reason else ""
     return (f"{call} is not supported by capviz{why}{_where(source)}. "
             "capviz records only the ops of its op table (cv.supported_functions() lists the "
-            "NumPy functions); compute this value outside the capture and pass it in with "
-            "scope.input(...) or scope.constant(...).")
+            "NumPy functions); compute this value outside the capture and pass it in as an "
+            "input (a cv.spec argument of cv.capture, or scope.input(...)) or as "
+            "cv.constant(value).")
 
 
 def unseeded_message(op: str, source: Any) -> str:

@@ -405,3 +405,42 @@ def test_a_two_worker_cluster_replays_inputs_larger_than_a_worker(cluster_client
             _bits_equal(first.replay({"x": xk}, backend="numpy")["out1"], ref["out1"])
     total = got["out0"].astype(np.float64).sum(axis=0)
     np.testing.assert_allclose(got["out3"], total, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["argmax", "argmin", "nanargmax", "nanargmin"])
+def test_a_flat_arg_reduction_gives_numpys_first_tie_in_c_order_whatever_the_chunks(name):
+    """dask.array's arg reductions over several blocks pick the first tie in block order;
+    NumPy's, over the flattened array, the first in C order."""
+    fn = getattr(np, name)
+    rng = np.random.default_rng(9)
+    for shape in [(4, 4), (3, 5), (2, 3, 4)]:
+        x = rng.integers(0, 2, shape).astype(np.float64)
+        if name.startswith("nan"):
+            x[rng.random(shape) < 0.2] = np.nan
+            x.flat[0] = 1.0  # not all NaN
+        graph = cv.capture(lambda a, fn=fn: fn(a), cv.spec(shape, "float64"))
+        expected = fn(x)
+        for chunks in (1, 2, (2,) * len(shape), "auto"):
+            got = graph.replay({"a": x}, backend="dask", chunks=chunks, to_numpy=True)["out"]
+            assert got == expected, (shape, chunks)
+
+
+def test_a_loop_of_column_writes_builds_in_time_linear_in_its_length():
+    """Each whole op hands dask.delayed its operands as single-block Delayed objects: handed
+    the arrays, dask copied their whole graphs at every step, exponential in the chain's
+    length (37 ops made 11,615 tasks; 55 ops did not finish in 230 s). Counted, not timed:
+    the graph of the result holds a bounded number of tasks per recorded op."""
+
+    def naive_grad(W, X):
+        dW = np.zeros_like(W)
+        for i in range(2):
+            for j in range(W.shape[1]):
+                dW[:, j] += X[i] * 0.5
+        return dW
+
+    W, X = np.zeros((5, 3), np.float32), np.ones((4, 5), np.float32)
+    graph = cv.capture(naive_grad, cv.spec(W.shape, W.dtype), cv.spec(X.shape, X.dtype))
+    lazy = graph.replay({"W": W, "X": X}, backend="dask", compute=False)["out"]
+    assert len(dict(lazy.__dask_graph__())) < 10 * len(graph.ops)
+    got = graph.replay({"W": W, "X": X}, backend="dask", to_numpy=True)["out"]
+    np.testing.assert_array_equal(got, naive_grad(W.copy(), X))

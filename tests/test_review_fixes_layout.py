@@ -173,7 +173,7 @@ def test_layout_mark_survives_save_and_load(tmp_path):
     path = tmp_path / "g.json"
     g.save(path)
     loaded = cv.load(path)
-    assert loaded.input_nodes[0].params == {"layout": "C"}
+    assert loaded.input_nodes[0].params == g.input_nodes[0].params == {"layout": "C", "written": 2}
     with pytest.raises(cv.ReplayInputError, match=r"np\.ascontiguousarray\(x\)"):
         loaded.replay({"x": np.asfortranarray(_example())})
     a = _example()

@@ -13,13 +13,21 @@ from __future__ import annotations
 import contextvars
 import sys
 import threading
+import weakref
 from types import FrameType
 from typing import Any
 
 import numpy as np
 
 from capviz import ops
-from capviz.backends import masked, mutation, registry, views
+from capviz.backends import (
+    advanced_views,  # noqa: F401 - registers its view rules
+    masked,
+    mutation,
+    registry,
+    views,
+    zero_d,
+)
 from capviz.backends.names import Namer, user_frames
 from capviz.backends.scopes import (
     ExplicitScope,
@@ -51,13 +59,27 @@ _NUMPY_SCALARS = frozenset(
 _LITERALS = frozenset((bool, int, float, complex, type(None))) | _NUMPY_SCALARS
 
 
-_VIEWS = views.VIEWS  # op name -> how its result shares memory (views.py)
+_VIEWS = views.VIEWS  # op name -> how its result shares memory (views.py, advanced_views.py)
 _getframe = sys._getframe
 
 _RECORDERS: contextvars.ContextVar[tuple[Recorder, ...]] = contextvars.ContextVar(
     "capviz_recorders", default=())
 _NAME_SCOPE: contextvars.ContextVar[tuple[ExplicitScope, ...]] = contextvars.ContextVar(
     "capviz_name_scope", default=())
+
+
+def zero_d_result(op: ops.Op, args: tuple, params: dict, result: Tensor) -> None:
+    """Give a 0-d result the kind NumPy gives it (:mod:`capviz.backends.zero_d`): a 0-d
+    array has a storage of its own (written in place, seen through every name), a NumPy scalar
+    none (``s += 1`` rebinds), whichever an op's view rule decided."""
+    if result._alias is None and op.name in ops.UFUNCS:
+        return  # the usual case: a ufunc's 0-d result is a scalar
+    kind = zero_d.returns_array(op, args, params)
+    if kind is True and result._alias is None:
+        node = result._data
+        result._alias = mutation.Alias(mutation.Storage(node), (), (node,), None)
+    elif kind is False and result._alias is not None and op.name in _VIEWS:
+        result._alias = None  # np.flip of a 0-d array: a scalar, sharing nothing
 
 
 def active_recorders() -> tuple[Recorder, ...]:
@@ -279,10 +301,14 @@ class Recorder(Backend):
             err.graph = self.graph
             return err
         what = f"tensor {describe_node(node)}" if node is not None else "this tensor"
+        if node is not None and node.source is not None:
+            what += f", recorded at {format_source(node.source)},"
         err = ScopeClosedError(
             f"capture scope is already complete: {what} belongs to a capture scope of "
             f"{self.name!r} that has ended; capture tensors cannot be used after their scope. "
-            "Replay the graph (graph.replay) to compute values.")
+            "Replay the graph (graph.replay) to compute values. A value the captured code "
+            "kept (in a list, a dict or an attribute: eager NumPy leaves it there) is a "
+            "capture tensor: return it as an output and take it from graph.replay(...)")
         err.graph = self.graph
         return err
 
@@ -320,6 +346,9 @@ class Recorder(Backend):
         usual case (one or two operands that are literals or this capture's tensors, one
         result, an op made in the same function as the one before) stays in this function."""
         if self.closed or self not in _RECORDERS.get():
+            if self.closed:  # name the tensor used after its scope
+                raise self.closed_error(next((a._data for a in args if type(a) is Tensor
+                                              and a._backend is self), None))
             self.check_usable()
         if len(args) == 2:
             a, b = args
@@ -380,6 +409,8 @@ class Recorder(Backend):
         view = _VIEWS.get(op.name)
         if view is not None:  # the result shares its operand's memory, as in NumPy
             view(self, op, args, params, result)
+        if not op.multi and not meta[0]:  # a 0-d result: an array or a scalar, as NumPy's
+            zero_d_result(op, conv, params, result)
         return result
 
     def operand(self, a: Any) -> Any:
@@ -480,6 +511,7 @@ class Recorder(Backend):
                     return node
             node = self.constant(host_array(value), self.name_of(value), user_source())
             self._adopted[id(value)] = (value, node)
+            self.graph.constant_origins[node.index] = weakref.ref(value)
             return node
         if isinstance(value, (str, bytes, dict, set)) or value is Ellipsis:
             raise TypeError(f"a {type(value).__name__} cannot be an operand of a tensor op")

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from capviz import ops
 from capviz.backends.registry import Backend, install_hint, register
 from capviz.errors import BackendUnavailableError
 
@@ -87,6 +89,52 @@ class CupyBackend(Backend):
     def is_native(self, value: Any) -> bool:
         cupy = sys.modules.get("cupy")  # no CuPy loaded: nothing can be a CuPy array
         return cupy is not None and isinstance(value, getattr(cupy, "ndarray", ()))
+
+    def bind(self, op: Any) -> Callable:
+        fn = super().bind(op)
+        if op.name in _CUPY_METHODS:
+            return _ufunc_method(op.name, fn)
+        if op.name == "into":  # f(..., out=y) of a ufunc method: the form above, then copied
+            return _into(self, fn)
+        return fn
+
+
+_CUPY_METHODS = {"ufunc_reduce": "reduce", "ufunc_accumulate": "accumulate"}
+_CUPY_REDUCES = frozenset(("add", "multiply"))
+"""The ufuncs whose ``reduce`` and ``accumulate`` CuPy has (its docs: "ufunc.reduce: add,
+multiply"; ``outer`` it has for every ufunc)."""
+
+
+def _ufunc_method(name: str, fn: Callable) -> Callable:
+    """``np.<ufunc>.reduce`` / ``.accumulate`` on CuPy: CuPy's own for add and multiply
+    (without ``initial=``, which CuPy's reduce does not take); for the other ufuncs NumPy's on
+    a host copy, moved back to the GPU: NumPy's exact result, at the cost of two transfers."""
+    method = _CUPY_METHODS[name]
+
+    def run(a: Any, *, ufunc: str, **params: Any) -> Any:
+        if ufunc in _CUPY_REDUCES and "initial" not in params:
+            return fn(a, ufunc=ufunc, **params)
+        cupy = sys.modules["cupy"]
+        out = params.pop("out", None)
+        result = getattr(getattr(np, ufunc), method)(cupy.asnumpy(a), **params)
+        if out is None:
+            return cupy.asarray(result)
+        out[...] = cupy.asarray(result)
+        return out
+
+    run.__name__ = name
+    return run
+
+
+def _into(backend: CupyBackend, fn: Callable) -> Callable:
+    def into(target: Any, *operands: Any, op: str, params: dict) -> Any:
+        if op not in _CUPY_METHODS:
+            return fn(target, *operands, op=op, params=params)
+        y = target.copy()
+        y[...] = backend.bind(ops.OPS[op])(*operands, **params)
+        return y
+
+    return into
 
 
 register(CupyBackend())

@@ -31,7 +31,8 @@ whole array into this process. The kinds:
   are exact);
 * ``whole``: the operands gathered into one block (one task on one worker, never this process)
   and the NumPy function run on it (linear algebra, FFT, histograms, polynomials, in-place
-  updates); exact, but that block must fit one worker's memory;
+  updates, ``x[i, j]`` with several index tensors); exact, but that block must fit one
+  worker's memory;
 * ``into``: a function called with ``out=`` (``np.add(x, y, out=z)``): the function's own
   rule where ``out=`` changes no bit of the result, else ``whole``;
 * ``random``: counter-based Philox per block (:func:`random_block`): each block draws the words
@@ -87,6 +88,7 @@ _AXIS = {  # op -> the axis of NumPy's signature when the node has none
     "nanpercentile": None, "nanquantile": None, "ptp": None, "count_nonzero": None,
     "nanargmax": None, "nanargmin": None, "linalg.vector_norm": None, "average": None,
     "trapezoid": -1,
+    "ufunc_reduce": 0, "ufunc_accumulate": 0,  # np.<ufunc>.reduce/accumulate: NumPy per block
 }
 _MOVE = {
     "reshape", "transpose", "swapaxes", "expand_dims", "squeeze", "broadcast_to", "tril",
@@ -94,6 +96,7 @@ _MOVE = {
     "moveaxis", "rollaxis", "ravel", "flip", "fliplr", "flipud", "rot90", "roll", "tile",
     "repeat", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays", "meshgrid",
     "diagonal", "outer", "matrix_transpose", "linalg.matrix_transpose", "linalg.outer",
+    "ufunc_outer",  # dask.array's ufunc.outer: NumPy's ufunc per pair of blocks
 }
 _SELECT = {"max", "min", "any", "all", "argmax", "argmin", "nanmax", "nanmin"}
 _REDUCE = {"sum", "prod", "mean", "var", "std", "nansum", "nanprod", "nanmean", "nanvar",
@@ -113,6 +116,7 @@ _WHOLE = {
     "unpackbits", "ix_", "unravel_index", "ravel_multi_index", "vander", "geomspace",
     "linspace", "logspace", "linalg.trace", "block", "ediff1d", "gradient", "histogramdd",
     "poly", "polyder", "polyfit", "fill_diagonal", "putmask",
+    "advanced_index", "advanced_index_put",  # x[i, j]: several index arrays, one gather
 }
 _WHOLE_PREFIXES = ("linalg.", "fft.", "emath.")  # emath: a block's dtype may follow its values
 
@@ -290,7 +294,11 @@ def whole(op: ops.Op, args: tuple, params: dict) -> Any:
     fn = numpy_callable(op)
     out = _out(op, args, params)
     template, slots, arrays = _split_args(args)
-    task = dask.delayed(_Call(fn, template, slots, params), pure=True)(*arrays)
+    # each operand as the one task of its single block: handing dask.delayed the arrays
+    # themselves unpacks their whole graphs at every step, so a chain of whole ops (a loop of
+    # writes) took time exponential in its length
+    blocks = [_one_block(a) for a in arrays]
+    task = dask.delayed(_Call(fn, template, slots, params), pure=True)(*blocks)
     if not op.multi:
         shape, dtype = out
         return da.from_delayed(task, shape, dtype=dtype, meta=_meta_array(shape, dtype))
@@ -298,8 +306,19 @@ def whole(op: ops.Op, args: tuple, params: dict) -> Any:
                  for k, (shape, dtype) in enumerate(out))
 
 
+def _one_block(array: Any) -> Any:
+    """``array`` as one ``Delayed`` (its blocks concatenated into one task), its graph kept as
+    it is (not optimized: optimizing it again at every step would cost as much)."""
+    if array.npartitions != 1:
+        array = array.rechunk(tuple((size,) for size in array.shape) or ())
+    (block,) = array.to_delayed(optimize_graph=False).ravel()
+    return block
+
+
 def elementwise(op: ops.Op, args: tuple, params: dict) -> Any:
     """The op's NumPy function on each block (blocks broadcast as the operands do)."""
+    if params.get("shape") is not None:  # np.zeros_like(x, shape=...): not x's blocks
+        return native(op, args, params)
     fn = numpy_callable(op)
     out = _out(op, args, params)
     if not op.multi:
@@ -381,7 +400,15 @@ def select(op: ops.Op, args: tuple, params: dict) -> Any:
     gives an empty result or raises its own error (both cheap on no data)."""
     if any(_is_array(a) and 0 in a.shape for a in args):
         return whole(op, args, params)
+    if op.name in _FLAT_ARG and params.get("axis") is None and args[0].ndim > 1 \
+            and not params.get("keepdims"):
+        # over the flattened array NumPy gives the first of equal values in C order; dask
+        # would give the first in block order: the blocks of the raveled array are in C order
+        args = (args[0].ravel(), *args[1:])
     return native(op, args, params)
+
+
+_FLAT_ARG = frozenset(("argmax", "argmin", "nanargmax", "nanargmin"))
 
 
 def native(op: ops.Op, args: tuple, params: dict) -> Any:

@@ -23,6 +23,8 @@ import numpy as np
 from capviz import ops
 from capviz.backends.jax_random import bernoulli, normal, uniform
 from capviz.backends.jax_trace import dtype_of, require
+from capviz.backends.jax_ufunc_methods import FORMS as UFUNC_METHODS
+from capviz.oplib.advanced_index import tensor_axes
 
 UNSUPPORTED: dict[str, str] = {
     "partition": "the order of the elements on each side of the kth is NumPy's introselect's "
@@ -461,6 +463,34 @@ def _index_put(jnp: Any) -> Callable:
     return index_put
 
 
+def _advanced_key(jnp: Any, shape: tuple, idx: tuple, index: tuple, tensors: tuple) -> tuple:
+    """The tuple index of an ``advanced_index`` node: static lists as arrays, each tensor checked
+    to lie in bounds of the axis it indexes (jax clips where NumPy raises)."""
+    full = [np.asarray(k) if isinstance(k, list) else k for k in index]
+    for pos, axis, value in zip(tensors, tensor_axes(index, tensors, len(shape)), idx):
+        full[pos] = _in_bounds(jnp, value, shape[axis], "an index")
+    return tuple(full)
+
+
+def _advanced_index(jnp: Any) -> Callable:
+    def advanced_index(x: Any, *idx: Any, index: tuple, tensors: tuple) -> Any:
+        return x[_advanced_key(jnp, x.shape, idx, index, tensors)]
+
+    return advanced_index
+
+
+def _advanced_index_put(jnp: Any) -> Callable:
+    def advanced_index_put(x: Any, value: Any, *idx: Any, index: tuple, tensors: tuple) -> Any:
+        value = cast(jnp, value, x.dtype)
+        target = _positions(jnp, x.shape)[_advanced_key(jnp, x.shape, idx, index, tensors)]
+        while len(value.shape) > len(target.shape) and value.shape[0] == 1:
+            value = value[0]  # NumPy drops a value's leading length-1 axes
+        values = jnp.broadcast_to(value, target.shape)
+        return _assign_flat(jnp, x, target.reshape(-1), values.reshape(-1))
+
+    return advanced_index_put
+
+
 def _put(jnp: Any) -> Callable:
     def put(x: Any, ind: Any, v: Any, mode: str = "raise") -> Any:
         n = math.prod(x.shape)
@@ -591,6 +621,8 @@ OVERRIDES: dict[str, Callable[[Any], Callable]] = {
     **{name: _arg_extremum(name) for name in ("argmax", "argmin", "nanargmax", "nanargmin")},
     "setitem": _setitem,
     "index_put": _index_put,
+    "advanced_index": _advanced_index,
+    "advanced_index_put": _advanced_index_put,
     "put": _put,
     "put_along_axis": _put_along_axis,
     "ufunc_at": _ufunc_at,
@@ -600,6 +632,7 @@ OVERRIDES: dict[str, Callable[[Any], Callable]] = {
     "random_uniform": uniform,
     "random_normal": normal,
     "random_bernoulli": bernoulli,
+    **UFUNC_METHODS,  # np.<ufunc>.reduce / accumulate / outer
 }
 """Ops bound to a functional form here instead of ``op.bind(jax.numpy)``: the writes (jax
 arrays are immutable), the random ops (a traced seed), and the ops whose NumPy result on some

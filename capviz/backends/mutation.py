@@ -35,6 +35,7 @@ import numpy as np
 from capviz import ops, update_ops
 from capviz.errors import UnsupportedOperationError
 from capviz.ir import Node, format_source
+from capviz.oplib import advanced_index
 from capviz.tensor import Tensor, normalize_index, tuple_index_fix
 
 # --- the records --------------------------------------------------------------------------------
@@ -66,7 +67,7 @@ class Storage:
 
 
 class Step:
-    """One view step: ``op(parent, **params)`` gives the view.
+    """One view step: ``op(parent, *operands, **params)`` gives the view.
 
     Attributes:
         op: the op recorded to derive the view from its parent.
@@ -74,16 +75,19 @@ class Step:
         inverse: ``inverse(recorder, parent_node, new_view_node) -> new parent node``, or
             ``None`` when a write through the view cannot be recorded.
         refusal: the error a write through the view raises (``None`` when writable).
+        operands: the op's operands after the parent (the index tensors' nodes of
+            ``x[p, 1:]`` with ``p`` a NumPy scalar; :mod:`capviz.backends.advanced_views`).
     """
 
-    __slots__ = ("inverse", "op", "params", "refusal")
+    __slots__ = ("inverse", "op", "operands", "params", "refusal")
 
     def __init__(self, op: ops.Op, params: dict, inverse: Callable | None,
-                 refusal: Callable[[], Exception] | None = None) -> None:
+                 refusal: Callable[[], Exception] | None = None, operands: tuple = ()) -> None:
         self.op = op
         self.params = params
         self.inverse = inverse
         self.refusal = refusal
+        self.operands = operands
 
 
 class Alias:
@@ -157,7 +161,7 @@ def _rederive(rec: Any, tensor: Tensor, alias: Alias) -> None:
     node = storage.node
     path = [node]
     for step in alias.steps:
-        node = record(rec, step.op, (node,), step.params)
+        node = record(rec, step.op, (node, *step.operands), step.params)
         path.append(node)
     alias.path = tuple(path)
     alias.version = storage.version
@@ -228,6 +232,8 @@ def assign(rec: Any, tensor: Tensor, node: Node) -> None:
     root = tensor._data if alias is None else alias.storage.node
     if root.kind == "input":  # replay's copy of a strided input would not keep its strides
         require_c_layout(rec, frozenset((root.index,)))
+        if "written" not in root.params:  # replay refuses inputs sharing its memory
+            root.params = {**root.params, "written": node.index}
     if alias is None:
         tensor._data = node
         if not node.shape:  # a 0-d array stays an array (not a scalar) once written
@@ -410,6 +416,10 @@ def setitem(rec: Any, target: Tensor, key: Any, value: Any) -> None:
         raise located(rec, TypeError(f"'numpy.{target.dtype.type.__name__}' object does not "
                                      "support item assignment"))
     check_writable(target)
+    try:
+        key = advanced_index.tensor_key(key, _is_tensor)  # A[[k, p]] with p a tensor
+    except IndexError as err:
+        raise located(rec, err) from None
     if isinstance(key, tuple) and len(key) == 1 and type(key[0]) is Tensor:
         key = key[0]
     if type(key) is Tensor:
@@ -421,17 +431,35 @@ def setitem(rec: Any, target: Tensor, key: Any, value: Any) -> None:
             _check_one_value_per_row(rec, target, key, args[2])
         node = record(rec, ops.OPS["index_put"], args, {})
     elif isinstance(key, tuple) and any(type(k) is Tensor for k in key):
-        fix = tuple_index_fix(key)
-        if not any(type(k) is Tensor and k.dtype == np.bool_ for k in key):
-            fix = ("index with one integer tensor, or use "
-                   "np.put_along_axis(t, idx, value, axis=...)")
-        raise rec.unsupported("tensor[...] = value with a tensor inside a tuple index", fix)
+        node = _advanced_put(rec, target, key, value)
     else:
         index = normalize_index(key)
         fancy = any(isinstance(k, list) for k in index)  # a fancy write casts unsafely
         written = (operand if fancy else basic_write_value)(rec, value, target.dtype)
         node = record(rec, ops.OPS["setitem"], (current(rec, target), written), {"index": index})
     assign(rec, target, node)
+
+
+def _is_tensor(value: Any) -> bool:
+    return type(value) is Tensor
+
+
+def _advanced_put(rec: Any, target: Tensor, key: tuple, value: Any) -> Node:
+    """``target[i, j] = value`` with integer tensors in the tuple index: ``advanced_index_put``
+    (:mod:`capviz.oplib.advanced_index`); a boolean tensor there is refused by name."""
+    if any(type(k) is Tensor and k.dtype == np.bool_ for k in key):
+        raise rec.unsupported("tensor[...] = value with a boolean tensor inside a tuple index",
+                              tuple_index_fix(key))
+    try:
+        index, positions, tensors = advanced_index.split_key(key, _is_tensor, normalize_index)
+    except IndexError as err:
+        raise located(rec, err) from None
+    basic = advanced_index.is_basic(index, positions, tensors,
+                                    lambda t: t._backend is rec and is_numpy_scalar(t))
+    written = (basic_write_value if basic else operand)(rec, value, target.dtype)
+    args = (current(rec, target), written, *[operand(rec, t) for t in tensors])
+    return record(rec, ops.OPS[advanced_index.WRITE], args,
+                  {"index": index, "tensors": positions})
 
 
 def _check_one_value_per_row(rec: Any, target: Tensor, mask: Tensor, value: Any) -> None:

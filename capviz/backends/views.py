@@ -168,7 +168,10 @@ def _read_only_rule(name: str, on_layout: Callable | None = None) -> Callable:
 
     def rule(parent: Node, out: Node, params: dict, layout: Any) -> Any:
         view = None if layout is None or on_layout is None else on_layout(layout, params)
-        return Step(ops.OPS[name], params, None, _read_only), view
+        # sliding_window_view(writeable=True): NumPy writes through overlapping windows
+        refusal = _write_refusal(f"np.{name}(..., writeable=True)") \
+            if params.get("writeable") else _read_only
+        return Step(ops.OPS[name], params, None, refusal), view
 
     return rule
 

@@ -176,7 +176,7 @@ def _piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> A
         raise unsupported("np.piecewise with a function", (x, condlist), _PIECEWISE_FUNCTION)
     if type(x) is not Tensor:
         raise unsupported("np.piecewise of an ndarray with tensor conditions", (x, condlist),
-                          "record the array first, x = scope.constant(x)")
+                          "record the array first, x = cv.constant(x)")
     if not x.ndim:
         raise unsupported("np.piecewise of a 0-d tensor", (x, condlist),
                           "NumPy returns a 0-d array here, which capture cannot tell from a "

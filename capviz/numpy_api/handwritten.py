@@ -31,7 +31,7 @@ def _reduce(call: str, name: str, a: Any, axis: Any, keepdims: Any, out: Any,
     if type(out) is not Tensor:
         raise unsupported(f"{call}(..., out=ndarray)", (a, out), "write into a tensor: "
                                                                "record the array with "
-                                                               "scope.constant first")
+                                                               "cv.constant(arr) first")
     return write_into(call, ops.OPS[name], (a,), params, out)
 
 
@@ -300,8 +300,9 @@ def _like(name: str, func: Callable) -> None:
         if args and dtype is None:
             dtype = args[0]
         params["dtype"] = None if dtype is None else np.dtype(dtype).name
-        if shape is not None:
-            raise unsupported(f"np.{name}(..., shape=...)", (a,), "shape= is not supported")
+        if shape is not None:  # NumPy's forms: an int or a sequence of ints
+            shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
+            params["shape"] = tuple(operator.index(size) for size in shape)
         return apply(ops.OPS[name], (a,), params)
 
 
@@ -339,8 +340,14 @@ def _astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> 
 
 @implements(np.round, np.around)
 def _round(a: Any, decimals: int = 0, out: Any = None) -> Any:
-    reject("np.round", (a,), out=out)
-    return apply(ops.OPS["round"], (a,), {"decimals": operator.index(decimals)})
+    params = {"decimals": operator.index(decimals)}
+    if out is None:
+        return apply(ops.OPS["round"], (a,), params)
+    if type(out) is not Tensor:
+        raise unsupported("np.round(..., out=ndarray)", (a, out), "write into a tensor: "
+                                                                "record the array with "
+                                                                "cv.constant(arr) first")
+    return write_into("np.round", ops.OPS["round"], (a,), params, out)
 
 
 @implements(np.linalg.matmul)

@@ -25,7 +25,7 @@ from capviz.numpy_api.registry import implements
 from capviz.tensor import Tensor, apply, unsupported
 
 _NDARRAY_DEST = ("the destination is an ndarray, which cannot hold a recorded value; record it "
-                 "first, a = scope.constant(a), and write into that tensor")
+                 "first, a = cv.constant(a), and write into that tensor")
 
 
 def _destination(name: str, dst: Any, *others: Any, scalar_error: str = "") -> Tensor:

@@ -38,7 +38,16 @@ class _Ufunc:
         return _device(self._ufunc(*args, **kwargs))
 
     def __getattr__(self, name):
-        return getattr(self._ufunc, name)
+        method = getattr(self._ufunc, name)
+        if name in ("reduce", "accumulate"):  # as CuPy: add and multiply only, no initial=
+            def limited(array, axis=0, dtype=None, out=None, **kwargs):
+                if self._ufunc.__name__ not in ("add", "multiply") or "initial" in kwargs:
+                    raise NotImplementedError(f"{self._ufunc.__name__}.{name} (CuPy has it "
+                                              "for add and multiply only)")
+                return _device(method(array, axis=axis, dtype=dtype, out=out, **kwargs))
+
+            return limited
+        return method
 
 
 class _Namespace(types.ModuleType):

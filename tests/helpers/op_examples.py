@@ -63,6 +63,23 @@ def _index(x, i):
     return x[i % 3]
 
 
+def _advanced_index(x, i):
+    y = x * 1.0
+    y[np.arange(2), i] -= 1.0  # advanced_index, then advanced_index_put
+    y[i * 0, i * 0] = np.array([5.0, 6.0])  # one position twice: the last write wins
+    return y, x[:, i], x[i[:, None], i], x[i, None, 1:3]
+
+
+def _ufunc_methods(x, i):
+    """np.<ufunc>.reduce / accumulate / outer: associative ufuncs, a left fold (subtract), a
+    mixed ndarray operand, and out= a tensor (recorded as ``into``)."""
+    z = np.zeros_like(x)
+    np.subtract.accumulate(x, axis=1, out=z)
+    return (np.maximum.accumulate(x), np.add.reduce(i, axis=1), np.subtract.outer(x[0], i[:, 0]),
+            np.logical_or.reduce(x > 0, axis=None), np.subtract.reduce(x, axis=0), z,
+            np.multiply.outer(x[:, 0], np.array([1.5, -2.0])), np.add.reduce(x, initial=1.0))
+
+
 def _scalar_power(x):
     return x.sum() ** 2.5
 
@@ -99,7 +116,9 @@ def examples() -> list[tuple[str, object, list]]:
     x = _RNG.standard_normal((3, 4))
     out.append(("updates", _updates, [x, np.array([1, 2], np.int64)]))
     out.append(("index", _index, [x, np.array([0, 5, 1], np.int64)]))
+    out.append(("advanced_index", _advanced_index, [x, np.array([1, 2], np.int64)]))
     out.append(("scalar_power", _scalar_power, [np.abs(x)]))
+    out.append(("ufunc_methods", _ufunc_methods, [x, np.array([[1, -2], [3, 4]], np.int32)]))
     out.append(("float16_sums", _float16_sums, [_float16((600,)), _float16((30, 400))]))
     out.append(("random", _random, []))
     return out

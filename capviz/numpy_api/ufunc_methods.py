@@ -1,0 +1,114 @@
+"""``np.<ufunc>.reduce``, ``.accumulate`` and ``.outer`` on tensors (``Tensor.__array_ufunc__``
+hands them here): NumPy's arguments read as NumPy reads them, recorded as the ops of
+:mod:`capviz.oplib.ufunc_methods`; ``.reduceat`` and the arguments capture cannot honour are
+refused at the user's line with the rewrite.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from capviz import ops
+from capviz.numpy_api.writes import write_into
+from capviz.oplib.ufunc_methods import METHODS, op_name
+from capviz.tensor import Tensor, apply, backend_of, unsupported
+
+_ONE_OUTPUT = ("recorded for NumPy's own ufuncs of one output (np.add, np.maximum, "
+               "np.logical_or...)")
+_OUT_NDARRAY = ("NumPy would write the result into an ndarray, and an ndarray cannot hold a "
+                "recorded value; write `y = {call}(...)` (a new tensor), or record the buffer "
+                "first, b = cv.constant(a), and pass out=b")
+
+
+def _reduceat(name: str) -> str:
+    return (f"np.{name}.reduceat(a, indices) reduces the slices between the indices; write the "
+            f"slices out: np.stack([np.{name}.reduce(a[i:j]) for i, j in "
+            "zip(indices, list(indices[1:]) + [len(a)])]) for increasing indices")
+
+
+def _axis(axis: Any) -> Any:
+    """``axis`` as NumPy reads it (None, an int or a tuple of ints); a value NumPy refuses is
+    kept, for the op's rule to raise NumPy's error."""
+    if axis is None:
+        return None
+    try:
+        if isinstance(axis, (tuple, list)):
+            return tuple(operator.index(a) for a in axis)
+        return operator.index(axis)
+    except TypeError:
+        return axis
+
+
+def _initial(call: str, inputs: tuple, initial: Any) -> Any:
+    if type(initial) is Tensor or (isinstance(initial, np.ndarray) and initial.ndim):
+        raise unsupported(f"{call}(..., initial=<array>)", inputs,
+                          "initial= is recorded as a Python or NumPy scalar; combine a "
+                          f"tensor afterwards: {call.rsplit('.', 1)[0]}({call}(a, ...), init)")
+    if isinstance(initial, np.ndarray):
+        return initial[()]
+    return initial
+
+
+def _params(call: str, method: str, ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> dict:
+    """The op's parameters for NumPy's keyword arguments (``out`` already taken)."""
+    kwargs = dict(kwargs)
+    where = kwargs.pop("where", True)
+    if not (isinstance(where, (bool, np.bool_)) and where):
+        fill = (f"the ufunc's identity, {ufunc.identity!r}" if ufunc.identity is not None else
+                "a value that leaves the result unchanged (-np.inf for np.maximum)")
+        raise unsupported(f"{call}(..., where=...)", inputs,
+                          f"where= is not recorded; mask the operand first: {call}("
+                          f"np.where(mask, a, fill), ...) with fill {fill}")
+    allowed = {"reduce": ("axis", "dtype", "keepdims", "initial"),
+               "accumulate": ("axis", "dtype"), "outer": ()}[method]
+    extra = sorted(set(kwargs) - set(allowed))
+    if extra:
+        raise unsupported(f"{call}(..., {', '.join(extra)}=...)", inputs,
+                          f"{call} records {', '.join(allowed) or 'no keyword arguments'}; "
+                          "cast operands with .astype(...) first")
+    params: dict = {"ufunc": ufunc.__name__}
+    if method != "outer":
+        params["axis"] = _axis(kwargs.get("axis", 0))
+    if kwargs.get("dtype") is not None:
+        params["dtype"] = ops.dtype_param(kwargs["dtype"])
+    if kwargs.get("keepdims"):
+        params["keepdims"] = True
+    if "initial" in kwargs:
+        params["initial"] = _initial(call, inputs, kwargs["initial"])
+    return params
+
+
+def _operand(value: Any) -> Any:
+    """A tensor as it is; anything else as NumPy converts it (``np.subtract.outer(t, 2.0)``
+    reads 2.0 as a float64 array, not as a weak Python scalar)."""
+    return value if type(value) is Tensor else np.asarray(value)
+
+
+def ufunc_method(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    """``ufunc.<method>(*inputs, **kwargs)`` with a tensor among the arguments."""
+    name = ufunc.__name__
+    call = f"np.{name}.{method}"
+    if method == "reduceat":
+        raise unsupported(call, inputs, _reduceat(name))
+    if method not in METHODS:
+        raise unsupported(call, inputs, f"the ufunc method {method!r} is not recorded")
+    if ops.UFUNCS.get(name) is not ufunc or ufunc.nout != 1:
+        raise unsupported(call, inputs, _ONE_OUTPUT)
+    kwargs = dict(kwargs)
+    out = kwargs.pop("out", None)
+    params = _params(call, method, ufunc, inputs, kwargs)
+    operands = tuple(_operand(a) for a in inputs)
+    op = ops.OPS[op_name(method)]
+    if out is None:
+        return apply(op, operands, params)
+    (dest,) = out
+    if type(dest) is Tensor:
+        return write_into(call, op, operands, params, dest)
+    backend = backend_of(inputs)
+    if backend is None or backend.records:
+        raise unsupported(f"{call}(..., out=ndarray)", inputs, _OUT_NDARRAY.format(call=call))
+    values = [backend.read(a, call) if type(a) is Tensor else a for a in inputs]
+    return getattr(ufunc, method)(*values, out=out, **kwargs)

@@ -1,0 +1,333 @@
+"""Idioms of public NumPy programs that a hostile review found refused or failing: each is now
+captured and replayed bit for bit as eager NumPy computes it, or refused at the user's line as
+a capviz error with an alternative that works (tested here too)."""
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from capviz.backends.registry import get
+
+RNG = np.random.default_rng(14)
+
+
+def replay_equals_eager(fn, *arrays, backends=("numpy",)):
+    eager = fn(*[a.copy() for a in arrays])
+    eager = eager if isinstance(eager, tuple) else (eager,)
+    graph = cv.capture(fn, *[cv.spec(a.shape, a.dtype) for a in arrays])
+    for backend in backends:
+        got = graph.replay(dict(zip(graph.inputs, [a.copy() for a in arrays])),
+                           backend=backend, to_numpy=True)
+        outs = [got[k] for k in graph.outputs]
+        for e, o in zip(eager, outs):
+            e = np.asarray(e)
+            assert o.dtype == e.dtype and o.shape == e.shape, backend
+            if get(backend).exact or e.dtype.kind in "biu":
+                assert o.tobytes() == np.ascontiguousarray(e).tobytes(), backend
+            else:
+                np.testing.assert_allclose(o, e, *get(backend).tolerance_for(e.dtype))
+    return graph
+
+
+# --- cv.constant --------------------------------------------------------------------------------
+
+TABLE = np.eye(4)
+
+
+def onehot(labels):
+    return cv.constant(TABLE)[labels]
+
+
+def gram_schmidt_first(A):
+    R = cv.constant(np.zeros((A.shape[1], A.shape[1])))
+    v = A[:, 0]
+    R[0, 0] = np.sqrt(v @ v)
+    return R
+
+
+def test_cv_constant_is_the_array_itself_outside_a_capture():
+    assert cv.constant(TABLE) is TABLE
+    np.testing.assert_array_equal(onehot(np.array([2, 0])), TABLE[[2, 0]])
+
+
+def test_cv_constant_records_an_array_indexed_by_a_tensor_and_a_buffer_written_with_one():
+    graph = replay_equals_eager(onehot, np.array([0, 3, 1, 3]))
+    (constant,) = graph.constants
+    assert constant.name == "TABLE"
+    replay_equals_eager(gram_schmidt_first, RNG.standard_normal((3, 3)))
+    graph = cv.capture(lambda x: x + cv.constant(np.ones(3), name="bias"), cv.spec((3,)))
+    assert [n.name for n in graph.constants] == ["bias"]
+
+
+def test_an_ndarray_element_set_from_a_tensor_is_a_data_read_error_at_the_users_line():
+    """NumPy turns the error of float(t) into its own ValueError ("setting an array element
+    with a sequence"); the capture raises capviz's DataReadError, with the fix."""
+
+    def fill_ndarray(x):
+        R = np.zeros(3)
+        R[0] = x.sum()
+        return R
+
+    with pytest.raises(cv.DataReadError,
+                       match=r"(?s)float\(\) of %\d+ \(sum, float64\[\]\) at "
+                             r".*test_numpy_idioms.py:\d+ in fill_ndarray.*"
+                             r"buf = cv.constant\(np.zeros\(n\)\), or "
+                             r"np.zeros_like\(t, shape=n\)") as caught:
+        cv.capture(fill_ndarray, cv.spec((3,), "float64"))
+    assert not caught.value.graph.complete  # the partial graph is kept
+    assert [n.op for n in caught.value.graph.ops] == ["sum"]
+
+    def flag(x):
+        flags = np.zeros(3, bool)
+        flags[0] = x.sum() > 0
+        return flags
+
+    with pytest.raises(cv.DataReadError, match=r"bool\(\) of"):
+        cv.capture(flag, cv.spec((3,), "float64"))
+
+
+def test_an_ndarray_indexed_by_a_tensor_is_told_to_use_cv_constant():
+    with pytest.raises(cv.DataReadError, match=r"c = cv.constant\(arr\), then write c\[t\]"):
+        cv.capture(lambda labels: TABLE[labels], cv.spec((2,), "int64"))
+
+
+# --- the *_like functions with shape= -----------------------------------------------------------
+
+
+def like_with_shape(z):
+    z0 = np.zeros_like(z, shape=len(z) + (len(z) - 1) * 3)  # numpy-100 #70
+    z0[::4] = z
+    return (z0, np.full_like(z, 7, shape=(2, 3), dtype=np.int8),
+            np.ones_like(z, shape=np.int64(4)))
+
+
+def test_like_functions_take_shape_on_every_backend():
+    replay_equals_eager(like_with_shape, np.arange(1, 6, dtype=np.float32),
+                        backends=("numpy", "dask", "jax"))
+
+
+def test_a_negative_shape_is_numpys_error_at_capture():
+    with pytest.raises(cv.ShapeError, match="negative dimensions are not allowed"):
+        cv.capture(lambda z: np.zeros_like(z, shape=(-1, 2)), cv.spec((3,)))
+
+
+# --- views --------------------------------------------------------------------------------------
+
+
+def write_through_views(a):
+    b = a.view()
+    b += 1
+    c = a.view(np.ndarray)
+    c[0] = 9
+    return a, b, c
+
+
+def test_view_without_a_dtype_is_the_same_array_and_writes_reach_it():
+    replay_equals_eager(write_through_views, np.arange(3.0, dtype=np.float32))
+
+
+def test_view_as_another_array_type_is_refused_by_name():
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"tensor.view\(type=matrix\).*write t.view\(\) or t.view\(dtype\)"):
+        cv.capture(lambda a: a.view(type=np.matrix), cv.spec((3,)))
+
+
+def test_a_write_through_a_writeable_sliding_window_is_refused_and_the_default_is_numpys():
+    def writeable(a):
+        w = np.lib.stride_tricks.sliding_window_view(a, 3, writeable=True)
+        w[0, 0] = 9
+        return a
+
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"sliding_window_view\(\.\.\., writeable=True\).*test_numpy_idioms"):
+        cv.capture(writeable, cv.spec((6,)))
+
+    def read_only(a):
+        np.lib.stride_tricks.sliding_window_view(a, 3)[0, 0] = 9
+
+    with pytest.raises(ValueError, match="assignment destination is read-only"):
+        read_only(np.zeros(6))  # eager NumPy
+    with pytest.raises(ValueError, match="assignment destination is read-only"):
+        cv.capture(read_only, cv.spec((6,)))
+
+
+# --- out= and ufunc.at ------------------------------------------------------------------------
+
+
+def round_into(a):
+    b = np.zeros_like(a)
+    np.round(a, 1, out=b)
+    np.around(a, -1, out=a)
+    return a, b
+
+
+def test_round_writes_into_an_out_tensor():
+    replay_equals_eager(round_into, np.array([1.25, 17.5, -3.14159, 0.05], np.float32),
+                        backends=("numpy", "dask", "jax"))
+    with pytest.raises(cv.UnsupportedOperationError, match=r"out is int32\[2\] but the result "
+                                                           r"is float32\[2\]"):
+        cv.capture(lambda a: np.round(a, out=np.zeros(2, np.int32) + a.astype(np.int32)),
+                   cv.spec((2,), "float32"))
+
+
+I_ROWS, J_COLS = np.array([0, 0, 1]), np.array([1, 1, 2])
+
+
+def test_ufunc_at_with_a_tuple_index_names_the_flat_rewrite_which_replays_as_eager():
+    def tuple_at(a):
+        np.add.at(a, (I_ROWS, J_COLS), 1)
+        return a
+
+    def flat_at(a):
+        np.add.at(a.reshape(-1), np.ravel_multi_index((I_ROWS, J_COLS), a.shape), 1)
+        return a
+
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"np.add.at\(t.reshape\(-1\), np.ravel_multi_index\(\(i, j\), "
+                             r"t.shape\), v\)"):
+        cv.capture(tuple_at, cv.spec((2, 3)))
+    graph = cv.capture(flat_at, cv.spec((2, 3), "float64"))
+    got = graph.replay({"a": np.zeros((2, 3))})["out"]
+    np.testing.assert_array_equal(got, tuple_at(np.zeros((2, 3))))
+
+
+def test_conversions_nobody_can_hook_name_the_tensor_that_replaces_them():
+    with pytest.raises(cv.DataReadError, match=r"`np.ascontiguousarray\(t\)`.*use t itself, or "
+                                               r"t.copy\(\)"):
+        cv.capture(lambda x: np.ascontiguousarray(x).sum(), cv.spec((3,)))
+
+
+# --- 0-d results: an array or a scalar, as NumPy gives them -----------------------------------
+
+
+def _inc(a):
+    a += 1
+
+
+ZERO_D = {
+    # NumPy gives a 0-d array: mutable, seen through every name
+    "copy": lambda x: x.copy(), "np.copy": np.copy, "zeros_like": np.zeros_like,
+    "full_like": lambda x: np.full_like(x, 3), "astype": lambda x: x.astype(np.float32),
+    "where": lambda x: np.where(x > 0, x, 0.0), "roll": lambda x: np.roll(x, 1),
+    "reshape": lambda x: x.reshape(()), "ellipsis": lambda x: x[...],
+    # NumPy gives a scalar: `a += 1` in a helper rebinds only the helper's name
+    "flip": np.flip, "clip": lambda x: np.clip(x, 0, 5), "sum": lambda x: x.sum(),
+    "round": np.round, "add": lambda x: np.add(x, 1), "take": lambda x: np.take(x[None], 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_D))
+def test_a_0d_result_is_an_array_or_a_scalar_as_numpy_gives_it(name):
+    def update_through_a_helper(x, op=ZERO_D[name]):
+        y = op(x)
+        y0 = y
+        _inc(y)
+        return y0
+
+    replay_equals_eager(update_through_a_helper, np.array(1.5))
+
+
+def test_a_0d_copy_takes_a_masked_write_as_numpy_does():
+    def relu_backward(dout, x):
+        dx = dout.copy()
+        dx[x <= 0] = 0
+        return dx
+
+    replay_equals_eager(relu_backward, np.array(2.0), np.array(-1.0))
+    replay_equals_eager(relu_backward, np.array(2.0), np.array(3.0))
+
+
+def test_a_row_read_with_a_numpy_scalar_index_is_a_view_as_in_numpy():
+    def swap_through_row(x):
+        p = np.argmax(x[:, 0])
+        row = x[p]  # eagerly a view: p is a NumPy scalar
+        row[0] = 100.0
+        return x
+
+    def write_base_then_read_row(x):
+        p = np.argmax(x[:, 0])
+        row = x[p]
+        x[p, 1] = 7.0
+        return row
+
+    replay_equals_eager(swap_through_row, np.arange(6.0).reshape(3, 2))
+    replay_equals_eager(write_base_then_read_row, np.arange(6.0).reshape(3, 2))
+
+
+# --- a tensor used as a Python int ------------------------------------------------------------
+
+
+def test_a_count_from_the_data_is_a_data_read_at_the_users_line():
+    def pad(lengths):
+        return [0] * lengths.max()  # eagerly list repetition: the count is data
+
+    with pytest.raises(cv.DataReadError,
+                       match=r"(?s)operator.index\(\) of %\d+ \(max, int64\[\]\) at "
+                             r".*test_numpy_idioms.py:\d+ in pad.*take sizes from shapes"):
+        cv.capture(pad, cv.spec((3,), "int64"))
+    for size in (lambda t: np.zeros((2, t.max() + 1)), lambda t: range(t.max()),
+                 lambda t: t[:t.max()], lambda t: "-" * t.max()):
+        with pytest.raises(cv.DataReadError, match=r"operator.index\(\) of"):
+            cv.capture(size, cv.spec((3,), "int64"))
+
+
+def test_a_sequence_times_a_float_scalar_is_numpys_error_and_times_a_0d_array_multiplies():
+    with pytest.raises(TypeError, match="can't multiply sequence by non-int of type "
+                                        "'numpy.float64'"):
+        cv.capture(lambda x: [0.0] * x.sum(), cv.spec((3,), "float64"))
+    replay_equals_eager(lambda x: [1.0, 2.0] * x, np.array(3.0))  # ndarray's elementwise *
+
+
+# --- state the function leaves behind -----------------------------------------------------------
+
+BN_PARAM = {"momentum": 0.9}
+
+
+def batchnorm_forward(x):
+    """CS231n's batchnorm_forward: the running mean is stored into the dict it was given."""
+    running_mean = BN_PARAM.get("running_mean", np.zeros(x.shape[1], dtype=x.dtype))
+    sample_mean = x.mean(axis=0)
+    BN_PARAM["running_mean"] = 0.9 * running_mean + 0.1 * sample_mean
+    return (x - sample_mean) / np.sqrt(x.var(axis=0) + 1e-5)
+
+
+def test_a_tensor_kept_past_the_capture_names_its_line_when_used_later():
+    """As JAX's leaked tracers: keeping a capture tensor (a running mean stored into a dict,
+    activations appended to a list) is allowed, using it after the scope is an error naming
+    where it was recorded and the fix, never a value silently stale."""
+    BN_PARAM.pop("running_mean", None)
+    graph = cv.capture(batchnorm_forward, cv.spec((3, 2), "float64"))
+    assert graph.outputs == ["out"]
+    with pytest.raises(cv.ScopeClosedError,
+                       match=r"tensor %\d+ \(add, float64\[2\]\), recorded at "
+                             r".*test_numpy_idioms.py:\d+ in batchnorm_forward,.*return it as "
+                             r"an output and take it from graph.replay"):
+        BN_PARAM["running_mean"] + 1
+    BN_PARAM.pop("running_mean")
+
+
+def test_a_function_writing_its_input_and_returning_none_is_told_to_return_it():
+    def center_(X):
+        X -= X.mean(axis=0)
+
+    with pytest.raises(cv.InvalidOutputError,
+                       match=r"the function returned None: .* \(return X\)"):
+        cv.capture(center_, cv.spec((3, 2), "float64"))
+
+
+def test_ufunc_at_into_an_ndarray_names_a_tensor_buffer_which_replays_as_eager():
+    def col2im(cols):
+        x = np.zeros((4,))
+        np.add.at(x, np.array([0, 0, 1]), cols)
+        return x
+
+    def col2im_tensor(cols):
+        x = np.zeros_like(cols, shape=(4,))
+        np.add.at(x, np.array([0, 0, 1]), cols)
+        return x
+
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"np.add.at into an ndarray .*b = np.zeros_like\(t, shape=a.shape\)"):
+        cv.capture(col2im, cv.spec((3,), "float64"))
+    graph = replay_equals_eager(col2im_tensor, np.array([1.0, 2.0, 3.0]))
+    assert graph.replay({"cols": np.ones(3)})["out"].tolist() == col2im(np.ones(3)).tolist()
