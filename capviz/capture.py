@@ -26,6 +26,7 @@ from capviz.backends.capture import (
     active,
     describe_node,
     name_scope_entries,
+    note_origin,
     register,
     set_name_scope_entries,
     unregister,
@@ -212,6 +213,8 @@ def constant(value: Any, name: str | None = None) -> Any:
     if name is None and isinstance(value, np.ndarray):
         name = recorder.name_of(value)
     node = recorder.constant(host_array(value), name, user_source())
+    if isinstance(value, np.ndarray):
+        note_origin(recorder.graph, node, value)
     return Tensor(node, recorder)
 
 

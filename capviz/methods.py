@@ -122,7 +122,10 @@ def flatten(self: Tensor, order: str = "C") -> Tensor:
 
 
 def copy(self: Tensor, order: str = "C") -> Tensor:
-    """``ndarray.copy``."""
+    """``ndarray.copy``; a NumPy scalar's ``copy()`` is a scalar again (immutable: the
+    tensor itself), where ``np.copy`` of one makes a 0-d array."""
+    if not self.ndim and self._backend.holds_scalar(self):
+        return self
     return HANDLED[np.copy](self, order)
 
 
@@ -145,8 +148,10 @@ def view(self: Tensor, dtype: Any = None, type: Any = None) -> Tensor:
         raise unsupported(f"tensor.view(type={type.__name__})", (self,),
                           "a capture tensor has one array type, ndarray's: write t.view() or "
                           "t.view(dtype)")
-    if dtype is None:
+    if dtype is None and (self.ndim or not self._backend.holds_scalar(self)):
         return self[...]
+    if dtype is None:  # a NumPy scalar's view() is a scalar again
+        dtype = self.dtype
     return apply(ops.OPS["view"], (self,), {"dtype": np.dtype(dtype).name})
 
 

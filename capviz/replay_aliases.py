@@ -5,7 +5,8 @@ its memory sees the write: ``a += 1; return a + b`` called as ``f(x, x)`` adds t
 to itself. A replay is functional: the write makes a new value, and every other input keeps
 what the caller passed. So a replay whose inputs share memory with an input the graph writes
 into would compute something else, silently; it is refused before anything runs
-(:class:`capviz.ReplayInputError`), naming both and the write.
+(:class:`capviz.ReplayInputError`), naming both and the write. So is a read-only input the
+graph writes into (a ``np.broadcast_to`` result, a read-only memmap): eager NumPy raises.
 
 Which inputs the graph writes into is recorded at capture: the input node's param
 ``written`` holds the index of the first update node of its buffer
@@ -52,6 +53,14 @@ class AliasCheck:
             a = values[k]
             if not isinstance(a, np.ndarray) or not a.size:
                 continue
+            if not a.flags.writeable:
+                write = self._writes[k]
+                raise ReplayInputError(
+                    f"input {self.names[k]!r} is read-only, and the graph writes into it "
+                    f"(node %{write.index} {write.op}, recorded at "
+                    f"{format_source(write.source) or 'unknown source'}): eager NumPy raises "
+                    "ValueError (output array is read-only). Pass a writeable array: "
+                    f"{self.names[k]}.copy()")
             for j, b in enumerate(values):
                 if j != k and isinstance(b, np.ndarray) and _shared(a, b):
                     raise self._error(k, f"input {self.names[j]!r}", f"{self.names[j]}.copy()")

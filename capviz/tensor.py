@@ -304,6 +304,11 @@ def _axis(axis: Any) -> Any:
     return tuple(operator.index(a) for a in axis)
 
 
+def _zero_d_array_in(key: Any) -> bool:
+    items = key if isinstance(key, tuple) else (key,)
+    return any(type(k) is np.ndarray and k.ndim == 0 for k in items)
+
+
 def normalize_index(key: Any) -> tuple:
     """A static index as a tuple of ints, slices, None, Ellipsis and lists of ints/bools."""
     items = key if isinstance(key, tuple) else (key,)
@@ -516,8 +521,14 @@ class Tensor:
 
             index, positions, tensors = split_key(key, lambda k: type(k) is Tensor,
                                                   normalize_index)
-            return apply(_op(READ), (self, *tensors), {"index": index, "tensors": positions})
-        return apply(_op("getitem"), (self,), {"index": normalize_index(key)})
+            result = apply(_op(READ), (self, *tensors), {"index": index, "tensors": positions})
+        else:
+            result = apply(_op("getitem"), (self,), {"index": normalize_index(key)})
+        if result._alias is not None and _zero_d_array_in(key):
+            # a 0-d ndarray in an index is an index array (recorded as the int it holds):
+            # NumPy's advanced indexing, a copy, not a view
+            return np.copy(result)
+        return result
 
     # --- writes: NumPy's mutation; a capture records update ops (backends/mutation.py) ----
 

@@ -331,3 +331,59 @@ def test_ufunc_at_into_an_ndarray_names_a_tensor_buffer_which_replays_as_eager()
         cv.capture(col2im, cv.spec((3,), "float64"))
     graph = replay_equals_eager(col2im_tensor, np.array([1.0, 2.0, 3.0]))
     assert graph.replay({"cols": np.ones(3)})["out"].tolist() == col2im(np.ones(3)).tolist()
+
+
+SCALAR_OPS = {  # on a NumPy scalar s = x[1]: NumPy gives a scalar again (immutable)...
+    "copy": lambda s: s.copy(), "astype": lambda s: s.astype(np.float32), "T": lambda s: s.T,
+    "real": lambda s: s.real, "squeeze": lambda s: s.squeeze(), "view": lambda s: s.view(),
+    "reshape": lambda s: s.reshape(()), "np.transpose": np.transpose,
+    # ...or a new 0-d array (mutable)
+    "np.copy": np.copy, "real_if_close": np.real_if_close, "zeros_like": np.zeros_like,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR_OPS))
+def test_an_op_on_a_numpy_scalar_gives_what_numpy_gives(name):
+    def update_through_an_alias(x, op=SCALAR_OPS[name]):
+        y = op(x[1])
+        y0 = y
+        y += 1
+        return y0
+
+    replay_equals_eager(update_through_an_alias, np.array([1.0, -2.0, 3.0]))
+
+
+def test_a_numpy_scalar_cast_still_indexes_basically_and_a_0d_array_index_copies():
+    def scalar_index_view(x, a):
+        p = np.argmax(a).astype(np.int32)  # a NumPy scalar: x[p, 1:] is a view
+        r = x[p, 1:]
+        r[...] = 3
+        return x
+
+    def zero_d_array_index(x):
+        r = x[np.array(1), 1:]  # an index array: advanced indexing, a copy
+        r[...] = -1
+        s = x[np.array(1)]
+        s += 100
+        return x, r, s
+
+    x = np.arange(12).reshape(3, 4)
+    replay_equals_eager(scalar_index_view, x, np.array([0, 5, 1]))
+    replay_equals_eager(zero_d_array_index, x)
+
+
+def test_a_read_only_view_of_a_numpy_scalar_refuses_writes_as_numpy():
+    def broadcast_then_write(x):
+        y = np.broadcast_to(x[1], ())
+        y += 1
+        return y
+
+    with pytest.raises(ValueError, match="read-only"):
+        broadcast_then_write(np.arange(3.0))
+    with pytest.raises(ValueError, match="assignment destination is read-only"):
+        cv.capture(broadcast_then_write, cv.spec((3,), "float64"))
+
+
+def test_a_0d_tensor_as_a_like_shape_is_a_data_read():
+    with pytest.raises(cv.DataReadError, match=r"operator.index\(\) of %\d+ \(n, int64\[\]\)"):
+        cv.capture(lambda x, n: np.zeros_like(x, shape=n), cv.spec((3,)), cv.spec((), "int64"))

@@ -86,3 +86,33 @@ def test_a_loaded_graph_keeps_which_inputs_it_writes(add_graph, tmp_path):
     x = np.arange(3.0)
     with pytest.raises(cv.ReplayInputError, match="shares memory with input 'b'"):
         loaded.replay({"a": x, "b": x})
+
+
+BASE = np.arange(6.0)
+
+
+def write_then_dot_with_a_view_of_base(a):
+    a[0] = 50.0
+    return np.dot(a, BASE[:3])
+
+
+def test_an_input_sharing_the_base_of_a_constant_view_is_refused():
+    """The constant was copied from the temporary view BASE[:3]: the base BASE is what the
+    check compares with (cv.constant too)."""
+    graph = cv.capture(write_then_dot_with_a_view_of_base, cv.spec((3,), "float64"))
+    with pytest.raises(cv.ReplayInputError, match="shares memory with the graph's constant"):
+        graph.replay({"a": BASE[:3]})
+    graph = cv.capture(lambda a: add_after_write(a, cv.constant(BASE)), cv.spec((6,), "float64"))
+    with pytest.raises(cv.ReplayInputError, match="shares memory with the graph's constant"):
+        graph.replay({"a": BASE})
+
+
+def test_a_read_only_input_the_graph_writes_is_refused_as_eager_numpy_raises():
+    graph = cv.capture(lambda a: add_after_write(a, 0.0), cv.spec((3,), "float64"))
+    x = np.arange(3.0)
+    x.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        add_after_write(x, 0.0)
+    for backend in ("numpy", "jax", "dask"):
+        with pytest.raises(cv.ReplayInputError, match=r"input 'a' is read-only.*a\.copy\(\)"):
+            graph.replay({"a": x}, backend=backend)

@@ -68,6 +68,17 @@ _NAME_SCOPE: contextvars.ContextVar[tuple[ExplicitScope, ...]] = contextvars.Con
     "capviz_name_scope", default=())
 
 
+def note_origin(graph: CapturedGraph, node: Node, value: np.ndarray) -> None:
+    """Keep a weak reference to the array whose memory constant ``node`` was copied from: the
+    base of ``value``'s views (``W[:3]`` is a temporary, ``W`` lives on), so a replay can
+    refuse an input sharing that memory when it writes into the input (replay_aliases.py).
+    Conservative: any part of the base counts, not only the part the view covers."""
+    root = value
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    graph.constant_origins[node.index] = weakref.ref(root)
+
+
 def zero_d_result(op: ops.Op, args: tuple, params: dict, result: Tensor) -> None:
     """Give a 0-d result the kind NumPy gives it (:mod:`capviz.backends.zero_d`): a 0-d
     array has a storage of its own (written in place, seen through every name), a NumPy scalar
@@ -77,7 +88,10 @@ def zero_d_result(op: ops.Op, args: tuple, params: dict, result: Tensor) -> None
     kind = zero_d.returns_array(op, args, params)
     if kind is True and result._alias is None:
         node = result._data
-        result._alias = mutation.Alias(mutation.Storage(node), (), (node,), None)
+        if op.name in views.READ_ONLY:  # of a NumPy scalar: NumPy's read-only array
+            result._alias = views.read_only_array(node, op, params)
+        else:
+            result._alias = mutation.Alias(mutation.Storage(node), (), (node,), None)
     elif kind is False and result._alias is not None and op.name in _VIEWS:
         result._alias = None  # np.flip of a 0-d array: a scalar, sharing nothing
 
@@ -410,7 +424,7 @@ class Recorder(Backend):
         if view is not None:  # the result shares its operand's memory, as in NumPy
             view(self, op, args, params, result)
         if not op.multi and not meta[0]:  # a 0-d result: an array or a scalar, as NumPy's
-            zero_d_result(op, conv, params, result)
+            zero_d_result(op, args, params, result)
         return result
 
     def operand(self, a: Any) -> Any:
@@ -511,7 +525,7 @@ class Recorder(Backend):
                     return node
             node = self.constant(host_array(value), self.name_of(value), user_source())
             self._adopted[id(value)] = (value, node)
-            self.graph.constant_origins[node.index] = weakref.ref(value)
+            note_origin(self.graph, node, value)
             return node
         if isinstance(value, (str, bytes, dict, set)) or value is Ellipsis:
             raise TypeError(f"a {type(value).__name__} cannot be an operand of a tensor op")

@@ -227,6 +227,18 @@ VIEW_RULES: dict[str, Callable] = {
         "lib.stride_tricks.sliding_window_view"),
     "einsum": _maybe_view_rule("einsum"),
 }
+READ_ONLY = frozenset(("broadcast_to", "diagonal", "linalg.diagonal", "diag",
+                       "lib.stride_tricks.sliding_window_view"))
+"""View ops whose result NumPy makes read-only (a write raises its ValueError)."""
+
+
+def read_only_array(node: Node, op: ops.Op, params: dict) -> Alias:
+    """The alias of a read-only 0-d array NumPy made from a NumPy scalar
+    (``np.broadcast_to(x[1], ())``): its own storage, whose writes raise NumPy's ValueError."""
+    step = Step(op, params, None, _read_only)
+    return Alias(Storage(node), (step,), (node, node), None)
+
+
 for _name in ("moveaxis", "rollaxis", "matrix_transpose", "linalg.matrix_transpose",
               "permute_dims"):
     VIEW_RULES[_name] = _permutation_rule(_name)

@@ -7,7 +7,8 @@ capture could state: ufuncs and reductions give scalars; ``copy``, ``astype``, `
 ``*_like`` functions, ``roll``, ``tensordot``, ``isin`` give 0-d arrays; ``np.flip`` of a 0-d
 array gives a scalar although it is a view op elsewhere. So capture asks NumPy: the op's own
 NumPy function runs once on stand-ins of the operands (zero-strided, no memory), and the answer
-is kept per op, params and operand ranks and dtypes.
+is kept per op, params, and each operand's rank, dtype and kind (a NumPy scalar or an array:
+``np.float64(1).T`` is a scalar, ``np.zeros(()).T`` an array).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.ir import Node
+from capviz.tensor import Tensor
 
 _answers: dict[Any, bool | None] = {}
 _lock = threading.Lock()
@@ -26,8 +27,8 @@ _lock = threading.Lock()
 
 def returns_array(op: ops.Op, args: tuple, params: dict) -> bool | None:
     """True when NumPy's function for ``op`` returns a 0-d ndarray on operands like ``args``
-    (nodes and literals, as recorded), False for a NumPy scalar, ``None`` when that cannot be
-    asked (the stand-in call failed)."""
+    (the call's operands: tensors, ndarrays, literals), False for a NumPy scalar, ``None`` when
+    that cannot be asked (the stand-in call failed)."""
     if op.name in ops.UFUNCS or op.random or op.multi:
         return False if op.name in ops.UFUNCS else None
     key = _key(op, args, params)
@@ -57,11 +58,18 @@ def _key(op: ops.Op, args: tuple, params: dict) -> Any:
 
 
 def _signature(value: Any) -> Any:
-    if isinstance(value, Node):
-        return (len(value.shape), value.dtype.char)
+    if type(value) is Tensor:
+        return (value.ndim, value.dtype.char, _scalar(value))
+    if isinstance(value, np.ndarray):
+        return ("ndarray", value.ndim, value.dtype.char)
     if isinstance(value, (list, tuple)):
         return tuple(_signature(v) for v in value)
     return type(value)
+
+
+def _scalar(tensor: Tensor) -> bool:
+    """Whether the tensor stands for a NumPy scalar (``x[1]``, ``x.sum()``), not an array."""
+    return not tensor.ndim and tensor._backend.holds_scalar(tensor)
 
 
 SMALL = 1 << 16
@@ -71,16 +79,20 @@ that broadcast still do), so asking costs no more than a tiny call (a determinan
 (4096, 4096) operand would cost seconds)."""
 
 
-def _nodes(value: Any) -> list:
-    if isinstance(value, Node):
+def _arrays(value: Any) -> list:
+    if type(value) is Tensor or isinstance(value, np.ndarray):
         return [value]
     if isinstance(value, (list, tuple)):
-        return [n for v in value for n in _nodes(v)]
+        return [a for v in value for a in _arrays(v)]
     return []
 
 
 def _stand_in(value: Any, small: bool) -> Any:
-    if isinstance(value, Node):
+    """A zero-strided array of the operand's dtype and shape (a NumPy scalar for a tensor
+    standing for one: NumPy's answer differs, ``np.float64(1).T`` is a scalar)."""
+    if type(value) is Tensor and _scalar(value):
+        return value.dtype.type(0)
+    if type(value) is Tensor or isinstance(value, np.ndarray):
         shape = value.shape if small else tuple(min(size, 2) for size in value.shape)
         return np.broadcast_to(np.zeros((), value.dtype), shape)
     if isinstance(value, (list, tuple)):
@@ -89,7 +101,7 @@ def _stand_in(value: Any, small: bool) -> Any:
 
 
 def _ask(op: ops.Op, args: tuple, params: dict) -> bool | None:
-    small = sum(int(np.prod(n.shape)) for n in _nodes(args)) <= SMALL
+    small = sum(int(np.prod(a.shape)) for a in _arrays(args)) <= SMALL
     try:
         fn = op.bind(np)
         with np.errstate(all="ignore"):

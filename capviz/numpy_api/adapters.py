@@ -156,8 +156,8 @@ def _poly(recorded: Callable, seq_of_zeros: Any) -> Any:
 def _real_if_close(a: Any, tol: Any = 100) -> Any:
     """A real tensor is returned itself, as NumPy returns a real array; for a complex one the
     dtype (real or complex) would depend on the values."""
-    if a.dtype.kind != "c":
-        return a
+    if a.dtype.kind != "c":  # a NumPy scalar becomes a 0-d array, as np.asanyarray makes it
+        return np.copy(a) if not a.ndim and a._backend.holds_scalar(a) else a
     raise unsupported("np.real_if_close of a complex tensor", (a,),
                       "its output dtype (real or complex) depends on the values; write "
                       "np.real(a) for the real part, or keep a complex")

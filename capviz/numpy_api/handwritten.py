@@ -301,7 +301,8 @@ def _like(name: str, func: Callable) -> None:
             dtype = args[0]
         params["dtype"] = None if dtype is None else np.dtype(dtype).name
         if shape is not None:  # NumPy's forms: an int or a sequence of ints
-            shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
+            if isinstance(shape, (int, np.integer)) or getattr(shape, "ndim", None) == 0:
+                shape = (shape,)  # a 0-d tensor too: its __index__ is a data read
             params["shape"] = tuple(operator.index(size) for size in shape)
         return apply(ops.OPS[name], (a,), params)
 
