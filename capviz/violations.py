@@ -113,6 +113,9 @@ def data_read_message(call: str, what: str, source: Any) -> str:
 
 # NumPy converts a tensor with np.asarray (no hook capviz can record) in these ndarray methods too
 _CONVERTED = (" The same conversion happens in `np.array([t1, t2])` (write np.stack([t1, t2])), "
+              "in a ufunc method given a list or tuple of tensors, `np.maximum.reduce([a, b, c])` "
+              "or `np.add.accumulate((a, b))` (write np.maximum.reduce(np.stack([a, b, c])): "
+              "NumPy converts the list exactly as np.stack does, same values and dtype), "
               "in `np.ascontiguousarray(t)`, `np.asfortranarray(t)`, `np.require(t)` and "
               "`np.asanyarray(t)` (use t itself, or t.copy() for a C-ordered copy), "
               "in `buf[...] = t` on an ndarray `buf` (write into a recorded buffer instead: "

@@ -442,3 +442,53 @@ def test_large_constants_are_arguments_of_the_compiled_function_not_baked_into_i
         text = compiled._fn.lower((x,), compiled.constants, None).as_text()
     assert len(text) < 20_000, len(text)  # the weight's 262,144 bytes are not in the program
     assert "tensor<256x256xf32>" in text  # an argument of that type
+
+
+def _index_forms():
+    """Reads and writes through an index array (index, take, advanced_index, index_put,
+    advanced_index_put)."""
+    def fn(x, j):
+        y = x * 1.0
+        y[0, j] = 5.0  # advanced_index_put
+        z = x[:1] * 1.0
+        z[j[:1] * 0] = -1.0  # index_put
+        return x[:, j], x[0][j], np.take(x, j, axis=1), x[np.arange(2), j[:2]], y, z
+
+    return fn
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint64", "int8", "int16"])
+def test_index_arrays_of_every_integer_dtype_in_bounds_replay_as_numpy(dtype):
+    """The bounds check compares in int64, not in the index's dtype: -n wraps in an unsigned
+    dtype, and an axis of 300 overflows int8 (both were refused as out of bounds)."""
+    x = np.arange(600.0).reshape(2, 300)
+    top = min(np.iinfo(dtype).max, 299)
+    j = np.array([0, 4, top, 1], dtype)
+    graph = cv.capture(_index_forms(), cv.spec(x.shape, x.dtype), cv.spec(j.shape, j.dtype))
+    expected, got = both(graph, {"x": x, "j": j})
+    assert_bits_equal(expected, got)
+    eager = _index_forms()(x, j)
+    for name, want in zip(graph.outputs, eager):
+        assert got[name].tobytes() == want.tobytes()
+    if np.dtype(dtype).kind == "i":  # a negative index counts from the end, as NumPy
+        j = np.array([-1, max(np.iinfo(dtype).min, -300), 2, 0], dtype)
+        expected, got = both(graph, {"x": x, "j": j})
+        assert_bits_equal(expected, got)
+
+
+@pytest.mark.parametrize("dtype, bad", [("uint8", 255), ("uint64", 2**63 + 5), ("int16", -301),
+                                        ("int8", 127)])
+def test_index_arrays_out_of_bounds_still_fail_at_the_node(dtype, bad):
+    x = np.arange(200.0).reshape(2, 100)
+    j = np.array([0, bad], dtype)
+    if dtype == "int16":
+        x = np.arange(600.0).reshape(2, 300)
+    if dtype == "int8":
+        x = np.arange(20.0).reshape(2, 10)
+    with pytest.raises(IndexError):
+        x[:, j]
+    graph = cv.capture(lambda x, j: x[:, j], cv.spec(x.shape, x.dtype),
+                       cv.spec(j.shape, j.dtype))
+    with pytest.raises(cv.ReplayError, match=r"\(advanced_index\).*out of bounds for an axis "
+                                             f"of size {x.shape[1]}"):
+        graph.replay({"x": x, "j": j}, backend="jax")

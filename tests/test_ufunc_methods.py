@@ -8,6 +8,7 @@ examples (tests/helpers/op_examples.py); a few checks here name them directly.""
 from __future__ import annotations
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -343,3 +344,171 @@ def test_jax_names_the_reductions_numpy_does_not_fold_left(fn, call):
     with pytest.raises(cv.ReplayError, match=re.escape(call) + r" on the jax backend: .*not a "
                                                                r"left fold"):
         graph.replay({"a": x}, backend="jax")
+
+
+# --- review 15: initial=None, axis=(k,), keepdims=np.True_, lists of tensors, non-fold loops ----
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax", "dask"])
+@pytest.mark.parametrize("dtype", ["float64", "int64", "float32", "uint8"])
+def test_initial_none_means_no_initial_value_on_every_backend(backend, dtype):
+    pytest.importorskip({"numpy": "numpy", "dask": "dask.array", "jax": "jax"}[backend])
+    x = _values((4, 3), dtype)
+    replay_equals_eager(lambda a: np.add.reduce(a, initial=None), x, backend=backend)
+    replay_equals_eager(lambda a: np.maximum.reduce(a, axis=1, initial=None), x, backend=backend)
+    replay_equals_eager(lambda a: np.subtract.reduce(a, axis=1, initial=None), x,
+                        backend=backend)
+    replay_equals_eager(lambda a: np.add.reduce(a[:, :1], axis=1, initial=None), x,
+                        backend=backend)
+
+
+def test_initial_none_keeps_a_negative_zero_and_refuses_an_empty_axis():
+    x = np.array([-0.0, -0.0])
+    graph = replay_equals_eager(lambda a: np.add.reduce(a, initial=None), x)
+    assert np.signbit(graph.replay({"a": x})["out"])  # no identity added: -0.0 as NumPy
+    with pytest.raises(ValueError, match=f"zero-size array.*{HERE}"):
+        cv.capture(lambda a: np.add.reduce(a[:0], initial=None), cv.spec((2,), "float64"))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax", "dask"])
+def test_accumulate_takes_a_one_axis_tuple_as_numpy_does(backend):
+    pytest.importorskip({"numpy": "numpy", "dask": "dask.array", "jax": "jax"}[backend])
+    x = _values((3, 4), "float64")
+    graph = replay_equals_eager(lambda a: np.add.accumulate(a, axis=(0,)), x, backend=backend)
+    assert graph.ops[-1].params["axis"] == 0  # recorded as the axis NumPy uses
+    replay_equals_eager(lambda a: np.subtract.accumulate(a, axis=(-1,)), x, backend=backend)
+    replay_equals_eager(lambda a: np.maximum.accumulate(a, axis=(1,)), _values((3, 4), "int8"),
+                        backend=backend)
+
+
+def test_accumulate_refuses_several_axes_as_numpy_does():
+    with pytest.raises(ValueError, match=f"accumulate does not allow multiple axes.*{HERE}"):
+        cv.capture(lambda a: np.add.accumulate(a, axis=(0, 1)), cv.spec((3, 4), "float64"))
+
+
+@pytest.mark.parametrize("keepdims", [np.True_, np.False_, 1.0])
+def test_keepdims_numpy_refuses_raises_numpys_type_error_at_capture(keepdims):
+    x = np.arange(3.0)
+    with pytest.raises(TypeError, match="integer") as eager:
+        np.add.reduce(x, keepdims=keepdims)
+    with pytest.raises(TypeError, match=re.escape(str(eager.value)) + f".*{HERE}"):
+        cv.capture(lambda a: np.add.reduce(a, keepdims=keepdims), cv.spec(x.shape, x.dtype))
+
+
+@pytest.mark.parametrize("keepdims", [True, 1, 0, np.int64(1), False])
+def test_keepdims_integers_numpy_accepts_replay_as_eager(keepdims):
+    replay_equals_eager(lambda a: np.add.reduce(a, axis=1, keepdims=keepdims),
+                        _values((3, 4), "float32"))
+
+
+@pytest.mark.parametrize("fn, rewrite", [
+    (lambda a, b: np.maximum.reduce([a, b, a * 0.5]), "np.maximum.reduce(np.stack([a, b, c]))"),
+    (lambda a, b: np.logical_or.reduce([a > 0, b > 0]), "np.maximum.reduce(np.stack([a, b, c]))"),
+    (lambda a, b: np.add.reduce((a, b)), "np.add.accumulate((a, b))"),
+    (lambda a, b: np.add.accumulate([a, b]), "np.add.accumulate((a, b))"),
+])
+def test_a_ufunc_method_of_a_list_of_tensors_is_refused_with_the_stack_rewrite(fn, rewrite):
+    spec = cv.spec((3,), "float64")
+    with pytest.raises(cv.DataReadError, match=f"(?s){HERE}.*" + re.escape(rewrite)) as info:
+        cv.capture(fn, spec, spec)
+    assert "np.stack" in str(info.value)
+
+
+@pytest.mark.parametrize("dtypes", [("float64", "float64"), ("float32", "int8"),
+                                    ("float16", "uint8"), ("bool", "int32"),
+                                    ("complex64", "float64")])
+@pytest.mark.parametrize("shape", [(4,), (2, 3), (0,), ()], ids=str)
+def test_the_stack_rewrite_replays_the_list_form_bit_for_bit(dtypes, shape):
+    a, b = (_values(shape, dt) for dt in dtypes)
+    with np.errstate(all="ignore"):
+        eager = (np.add.reduce([a, b, a]), np.maximum.accumulate([b, a]),
+                 np.multiply.reduce((a, b), axis=None))
+
+    def rewritten(x, y):
+        return (np.add.reduce(np.stack([x, y, x])), np.maximum.accumulate(np.stack([y, x])),
+                np.multiply.reduce(np.stack((x, y)), axis=None))
+
+    graph = cv.capture(rewritten, cv.spec(a.shape, a.dtype), cv.spec(b.shape, b.dtype))
+    with np.errstate(all="ignore"):
+        got = graph.replay({"x": a, "y": b})
+    for name, want in zip(graph.outputs, eager):
+        value = np.asarray(got[name])
+        want = np.asarray(want)
+        assert (value.dtype, value.shape) == (want.dtype, want.shape)
+        assert value.tobytes() == want.tobytes()
+
+
+def test_the_stack_rewrite_matches_a_list_with_python_scalars():
+    a = np.array(3, np.int8)
+    eager = np.add.reduce([a, 300, a])  # NumPy converts the list as np.stack does: int64
+    graph = cv.capture(lambda x: np.add.reduce(np.stack([x, 300, x])), cv.spec((), "int8"))
+    got = graph.replay({"x": a})["out"]
+    assert got.dtype == eager.dtype and got.tobytes() == np.asarray(eager).tobytes()
+
+
+def _layouts(x: np.ndarray) -> list:
+    """``x``'s values in several memory layouts (C, Fortran, strided) and as column blocks."""
+    return [x, np.asfortranarray(x), np.repeat(x, 2, axis=1)[:, ::2],
+            np.ascontiguousarray(x.T).T]
+
+
+def test_not_a_fold_lists_exactly_the_reductions_that_follow_the_layout():
+    from capviz import ops
+    from capviz.oplib.ufunc_methods import NOT_A_FOLD
+
+    found = set()
+    for name, ufunc in ops.UFUNCS.items():
+        if not (isinstance(ufunc, np.ufunc) and ufunc.nin == 2 and ufunc.nout == 1):
+            continue
+        for dtype in ["int8", "int32", "uint8", "float16", "float32", "float64", "complex128"]:
+            x = _values((37, 5), dtype)
+            for kwargs in ({}, {"dtype": np.float64}):
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # a complex operand cast to float64
+                    try:
+                        results = [ufunc.reduce(v, **kwargs) for v in _layouts(x)]
+                        blocks = ufunc.reduce(x[:, :2], **kwargs)
+                    except (TypeError, ValueError):
+                        continue
+                    results.append(np.concatenate([blocks, results[0][2:]]))
+                rtol = 1e-2 if results[0].dtype == np.float16 else 1e-5
+                first = results[0].astype(np.complex128)  # every result dtype, compared alike
+                for r in results[1:]:
+                    r = r.astype(np.complex128)
+                    with np.errstate(all="ignore"):
+                        same = (np.isclose(r, first, rtol=rtol, atol=0, equal_nan=True)
+                                | (np.abs(r - first) <= rtol * (np.abs(first) + 1)))
+                    if not np.all(same):
+                        found.add(name)
+    assert found == set(NOT_A_FOLD)
+
+
+@pytest.mark.parametrize("backend", ["dask", "jax"])
+@pytest.mark.parametrize("ufunc, dtype", [("arctan2", "float64"), ("power", "float32"),
+                                          ("ldexp", "int32"), ("arctan2", "int8")])
+def test_backends_refuse_the_reductions_numpy_does_not_fold_by_name(backend, ufunc, dtype):
+    pytest.importorskip({"dask": "dask.array", "jax": "jax"}[backend])
+    x = np.abs(_values((6, 5), dtype)) + 1
+    fn = getattr(np, ufunc).reduce
+    graph = cv.capture(lambda a: fn(a.T, axis=0), cv.spec(x.shape, x.dtype))
+    np.testing.assert_array_equal(graph.replay({"a": x})["out"], fn(x.T, axis=0))
+    with pytest.raises(cv.ReplayError, match=f"np.{ufunc}.reduce on the {backend} backend: "
+                                             ".*not a left fold.*backend='numpy'"):
+        graph.replay({"a": x}, backend=backend, **({"chunks": 2} if backend == "dask" else {}))
+
+
+@pytest.mark.parametrize("chunks", [1, 2])
+def test_dask_runs_the_folding_ufunc_methods_on_transposed_and_strided_operands(chunks):
+    pytest.importorskip("dask.array")
+    x = _values((6, 5), "float64")
+    i = _values((6, 5), "int8")
+    for fn, operand in [(lambda a: np.subtract.reduce(a.T * 1, axis=0), x),
+                        (lambda a: np.hypot.reduce(a[:, ::2], axis=1), x),
+                        (lambda a: np.subtract.accumulate(a.T[::2], axis=1), i),
+                        (lambda a: np.floor_divide.reduce(a.T, axis=0, dtype=np.float64), i)]:
+        graph = cv.capture(fn, cv.spec(operand.shape, operand.dtype))
+        with np.errstate(all="ignore"):
+            eager = fn(operand)
+            got = graph.replay({"a": operand}, backend="dask", chunks=chunks, to_numpy=True)
+        np.testing.assert_allclose(got["out"], eager, rtol=1e-12, equal_nan=True)
+        assert got["out"].dtype == eager.dtype

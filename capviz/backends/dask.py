@@ -65,6 +65,7 @@ from capviz.backends.dask_random import random_block
 from capviz.backends.registry import Backend, get, register, unsupported
 from capviz.errors import ReplayError, UnsupportedOperationError
 from capviz.ir import Node, format_source
+from capviz.oplib.ufunc_methods import refuse_not_a_fold
 
 _HOST = "capviz-host-"
 """Name prefix of the dask arrays made from host arrays (inputs and constants)."""
@@ -344,7 +345,10 @@ def _blockwise_all(call: _Call, arrays: list, shape: tuple, dtype: Any) -> Any:
 
 def along_axis(op: ops.Op, args: tuple, params: dict) -> Any:
     """The op's NumPy function per block, its axis rechunked into one chunk; ``whole`` when the
-    op reads more than one tensor or flattens (``axis=None``)."""
+    op reads more than one tensor or flattens (``axis=None``). ``np.arctan2.reduce`` and the
+    other reductions whose NumPy loop follows the operand's layout are refused by name."""
+    if op.name == "ufunc_reduce":
+        refuse_not_a_fold("reduce", params["ufunc"], "dask")
     template, slots, arrays = _split_args(args)
     axis = params.get("axis", _AXIS[op.name])
     if len(arrays) != 1 or isinstance(axis, (tuple, list)) or axis is None or not arrays[0].ndim:
@@ -486,6 +490,10 @@ def into(op: ops.Op, args: tuple, params: dict) -> Any:
     """A function called with ``out=`` of its result's own shape and dtype: the function's own
     result where ``out=`` changes no bit (the op's ``out`` flag), else ``whole``."""
     inner = ops.OPS[params["op"]]
+    target = args[0]
+    if getattr(target, "ndim", None) == 0:  # a 0-d block may compute as a NumPy scalar, and
+        # f(..., out=) needs an array (np.round(x[1, 1], out=x[0, 0, ...]))
+        args = (target.map_blocks(np.asarray, dtype=target.dtype), *args[1:])
     if not inner.out:
         return whole(op, args, params)
     shape, dtype = _out(op, args, params)

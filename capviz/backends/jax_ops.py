@@ -242,10 +242,16 @@ def _power(jnp: Any) -> Callable:
 
 def _in_bounds(jnp: Any, idx: Any, n: int, what: str) -> Any:
     """``idx`` with negative entries wrapped, checked to lie in ``[-n, n)`` (NumPy raises
-    IndexError otherwise; jax clips or drops)."""
+    IndexError otherwise; jax clips or drops). The comparison runs in int64 (replays run under
+    x64), never in the index's own dtype: ``-n`` wraps in an unsigned type and ``n`` overflows
+    int8; a uint64 index has no negative entries and is compared with ``n`` alone."""
     idx = jnp.asarray(idx)
-    require(jnp.all((idx >= -n) & (idx < n)), f"{what} is out of bounds for an axis of size "
-                                              f"{n} (NumPy raises IndexError)")
+    message = f"{what} is out of bounds for an axis of size {n} (NumPy raises IndexError)"
+    if idx.dtype == np.uint64:
+        require(jnp.all(idx < np.uint64(n)), message)
+        return idx.astype(np.int64)  # in bounds: below n, so it fits
+    idx = idx.astype(np.int64)  # every other integer (or bool) index fits int64 exactly
+    require(jnp.all((idx >= -n) & (idx < n)), message)
     return jnp.where(idx < 0, idx + n, idx)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
+from capviz.oplib.ufunc_methods import refuse_not_a_fold
 
 ASSOCIATIVE = frozenset(("add", "multiply", "maximum", "minimum", "logical_and", "logical_or",
                          "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"))
@@ -28,20 +29,14 @@ ASSOCIATIVE = frozenset(("add", "multiply", "maximum", "minimum", "logical_and",
 
 _ABSENT = object()
 
-_NOT_A_FOLD = ("NumPy 2's reduce loop for {name} is not a left fold ({example}), which JAX "
-               "cannot reproduce")
-_REFUSED = {
-    "arctan2": _NOT_A_FOLD.format(name="arctan2", example="np.arctan2.reduce([a, b, c]) is "
-                                                          "arctan2(a, c)"),
-    "power": _NOT_A_FOLD.format(name="power", example="np.power.reduce([a, b, c]) of floats is "
-                                                      "a ** c"),
-}
-
 
 def _refuse(method: str, ufunc: str, dtype: np.dtype) -> None:
-    """Raise for a method JAX cannot run as NumPy does (named, with the reason)."""
+    """Raise for a method JAX cannot run as NumPy does (named, with the reason): a reduce
+    that is not a left fold (:data:`capviz.oplib.ufunc_methods.NOT_A_FOLD`), an integer or
+    complex power."""
+    refuse_not_a_fold(method, ufunc, "jax")
     name = {"atan2": "arctan2", "pow": "power"}.get(ufunc, ufunc)
-    reason = _REFUSED.get(name) if method == "reduce" else None
+    reason = None
     if name == "power" and dtype.kind in "iubc":
         reason = ("an integer power checks every exponent's sign (NumPy raises on a negative "
                   "one), which a jax scan cannot report; a complex power's infinities and "
@@ -109,7 +104,9 @@ def _reduce(jnp: Any) -> Callable:
         flat = moved.reshape((n, *kept))
         if initial is _ABSENT and getattr(np, ufunc).identity is not None:
             initial = _identity(ufunc, dt)  # NumPy's default initial (add.reduce(-0.0) is 0.0)
-        start = None if initial is _ABSENT else jnp.full(kept, np.asarray(initial).astype(dt))
+        # initial=None is NumPy's "no initial value" (not even the identity): a plain fold
+        no_start = initial is _ABSENT or initial is None
+        start = None if no_start else jnp.full(kept, np.asarray(initial).astype(dt))
         if flat.shape[0] == 0:
             result = start
         elif ufunc in ASSOCIATIVE:

@@ -42,6 +42,24 @@ def _axis(axis: Any) -> Any:
         return axis
 
 
+def _accumulate_axis(axis: Any) -> Any:
+    """``np.<ufunc>.accumulate``'s axis as NumPy uses it: a one-element tuple ``(k,)`` is the
+    axis ``k`` (NumPy accepts it); anything else is kept for the op's rule."""
+    if isinstance(axis, tuple) and len(axis) == 1:
+        return axis[0]
+    return axis
+
+
+def _keepdims(value: Any) -> Any:
+    """``keepdims`` as NumPy reads it (an integer: ``True``, ``1``, ``np.int64(0)``) as a bool;
+    a value NumPy refuses (``np.True_``, ``1.0``) is kept, for the op's rule to raise NumPy's
+    TypeError at the user's line."""
+    try:
+        return bool(operator.index(value))
+    except TypeError:
+        return value
+
+
 def _initial(call: str, inputs: tuple, initial: Any) -> Any:
     if type(initial) is Tensor or (isinstance(initial, np.ndarray) and initial.ndim):
         raise unsupported(f"{call}(..., initial=<array>)", inputs,
@@ -72,10 +90,13 @@ def _params(call: str, method: str, ufunc: np.ufunc, inputs: tuple, kwargs: dict
     params: dict = {"ufunc": ufunc.__name__}
     if method != "outer":
         params["axis"] = _axis(kwargs.get("axis", 0))
+    if method == "accumulate":
+        params["axis"] = _accumulate_axis(params["axis"])
     if kwargs.get("dtype") is not None:
         params["dtype"] = ops.dtype_param(kwargs["dtype"])
-    if kwargs.get("keepdims"):
-        params["keepdims"] = True
+    keepdims = _keepdims(kwargs.get("keepdims", False))
+    if keepdims is not False:
+        params["keepdims"] = keepdims
     if "initial" in kwargs:
         params["initial"] = _initial(call, inputs, kwargs["initial"])
     return params

@@ -189,8 +189,12 @@ def write_into(call: str, op: ops.Op, operands: Any, params: dict, out: Tensor) 
     if tuple(shape) != out.shape or np.dtype(dtype) != out.dtype:
         raise unsupported(f"{call}(..., out=...)", (out, *operands),
                           f"out is {out.dtype}{list(out.shape)} but the result is "
-                          f"{np.dtype(dtype)}{list(shape)}; write y = {call}(...) and "
-                          "then out[...] = y (NumPy's casting on assignment)")
+                          f"{np.dtype(dtype)}{list(shape)}: NumPy then computes inside out's "
+                          "dtype with its own intermediate roundings, which capture does not "
+                          f"record. Give out the result's dtype and shape (np.zeros_like(x, "
+                          f"dtype={np.dtype(dtype).name!r}, shape={tuple(shape)})), or compute "
+                          "this call outside the capture; y = "
+                          f"{call}(...) then out[...] = y may differ from NumPy's bits")
     new = _record(ops.OPS["into"], (out, *operands), {"op": op.name, "params": dict(params)},
                   out)
     return out._backend.replace(out, new)

@@ -27,6 +27,17 @@ from capviz import ops
 METHODS = ("reduce", "accumulate", "outer")
 """The ufunc methods recorded (``at`` is the update op ``ufunc_at``; ``reduceat`` is refused)."""
 
+NOT_A_FOLD: dict[str, str] = {
+    "arctan2": "np.arctan2.reduce([a, b, c]) is arctan2(a, c)",
+    "power": "np.power.reduce([a, b, c]) of floats is a ** c",
+    "ldexp": "its loop mixes a float and an integer operand",
+}
+"""Ufuncs whose NumPy ``reduce`` loop is not a left fold, with an example: the result follows the
+operand's memory layout and SIMD blocking (a transposed or strided operand, a slice of its
+columns, give other values), which only NumPy's own call on the operand the NumPy replay holds
+reproduces. Backends that reduce per block or by a scan (dask, jax) refuse these by name
+(:func:`refuse_not_a_fold`); the sweep of ``tests/test_ufunc_methods.py`` checks the list."""
+
 _RULE_ERRORS = (ValueError, TypeError, OverflowError, IndexError, np.exceptions.AxisError)
 _CACHE: dict = {}
 
@@ -34,6 +45,22 @@ _CACHE: dict = {}
 def op_name(method: str) -> str:
     """The op recording ``ufunc.<method>`` (``"ufunc_reduce"``)."""
     return f"ufunc_{method}"
+
+
+def refuse_not_a_fold(method: str, ufunc: str, backend: str) -> None:
+    """Raise NotImplementedError naming ``np.<ufunc>.<method>`` on ``backend`` when NumPy's
+    loop for it is not a left fold (:data:`NOT_A_FOLD`).
+
+    Raises:
+        NotImplementedError: ``method`` is ``"reduce"`` and ``ufunc`` is in :data:`NOT_A_FOLD`.
+    """
+    name = {"atan2": "arctan2", "pow": "power"}.get(ufunc, ufunc)
+    if method != "reduce" or name not in NOT_A_FOLD:
+        return
+    raise NotImplementedError(
+        f"np.{name}.reduce on the {backend} backend: NumPy's reduce loop for {name} is not a "
+        f"left fold ({NOT_A_FOLD[name]}) and its result follows the operand's memory layout, "
+        f"which the {backend} backend cannot reproduce; replay with backend='numpy'")
 
 
 def _ufunc(params: dict) -> np.ufunc:
