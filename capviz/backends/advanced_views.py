@@ -23,7 +23,7 @@ from typing import Any
 
 from capviz import ops
 from capviz.backends import views
-from capviz.backends.mutation import Alias, Step, Storage, is_numpy_scalar, record
+from capviz.backends.mutation import Alias, Step, is_numpy_scalar, record
 from capviz.ir import Node
 from capviz.oplib.advanced_index import READ, WRITE, is_basic
 from capviz.tensor import Tensor
@@ -41,16 +41,17 @@ def track(rec: Any, op: ops.Op, args: tuple, params: dict, out: Tensor) -> None:
     if not is_basic(index, positions, tensors,
                     lambda t: type(t) is Tensor and t._backend is rec and is_numpy_scalar(t)):
         return
-    alias = base._alias
-    if alias is None:
-        layout, assumes = views._root_layout(rec, base._data)
-        alias = Alias(Storage(base._data, assumes), (), (base._data,), layout)
-        base._alias = alias
+    alias = views.base_alias(rec, base)
     operands = tuple(t._data for t in tensors)
     step = Step(ops.OPS[READ], params, _put_back(params, operands), operands=operands)
     layout = None
     if alias.layout is not None:  # the strides do not depend on the index's values
         layout = alias.layout[tuple(0 if pos in positions else k for pos, k in enumerate(index))]
+    _join(rec, alias, step, out, layout)
+
+
+def _join(rec: Any, alias: Alias, step: Step, out: Tensor, layout: Any) -> None:
+    """Make ``out`` the view ``step`` takes of the tensor whose alias is ``alias``."""
     out._alias = Alias(alias.storage, alias.steps + (step,), alias.path + (out._data,), layout)
     rec.layouts[out._data.index] = layout
     if alias.storage.assumes:
@@ -74,18 +75,10 @@ def track_index(rec: Any, op: ops.Op, args: tuple, params: dict, out: Tensor) ->
     if is_numpy_scalar(base) or type(key) is not Tensor or key._backend is not rec \
             or not is_numpy_scalar(key) or key.dtype.kind not in "iu":
         return
-    alias = base._alias
-    if alias is None:
-        layout, assumes = views._root_layout(rec, base._data)
-        alias = Alias(Storage(base._data, assumes), (), (base._data,), layout)
-        base._alias = alias
+    alias = views.base_alias(rec, base)
     operands = (key._data,)
     step = Step(op, params, _index_put_back(operands), operands=operands)
-    layout = None if alias.layout is None else alias.layout[0]  # strides of any row
-    out._alias = Alias(alias.storage, alias.steps + (step,), alias.path + (out._data,), layout)
-    rec.layouts[out._data.index] = layout
-    if alias.storage.assumes:
-        rec.layout_inputs[out._data.index] = alias.storage.assumes
+    _join(rec, alias, step, out, None if alias.layout is None else alias.layout[0])  # any row
 
 
 def _index_put_back(operands: tuple) -> Any:

@@ -249,6 +249,17 @@ for _name in ("rot90", "real", "imag", "atleast_1d", "atleast_2d", "atleast_3d",
     VIEW_RULES[_name] = _forward_only_rule(_name)
 
 
+def base_alias(rec: Any, base: Tensor) -> Alias:
+    """The alias of ``base``, a view's operand: made (the root of its own storage) the first
+    time a view is taken of it."""
+    alias = base._alias
+    if alias is None:
+        layout, assumes = _root_layout(rec, base._data)
+        alias = Alias(Storage(base._data, assumes), (), (base._data,), layout)
+        base._alias = alias
+    return alias
+
+
 def track_view(rec: Any, op: ops.Op, args: tuple, params: dict, out: Tensor) -> None:
     """After a view op: make ``out`` share the storage of its operand ``args[0]``."""
     base = args[0]
@@ -257,11 +268,7 @@ def track_view(rec: Any, op: ops.Op, args: tuple, params: dict, out: Tensor) -> 
         return
     if is_numpy_scalar(base):
         return  # indexing a NumPy scalar gives a new array
-    alias = base._alias
-    if alias is None:
-        layout, assumes = _root_layout(rec, base._data)
-        alias = Alias(Storage(base._data, assumes), (), (base._data,), layout)
-        base._alias = alias
+    alias = base_alias(rec, base)
     made = VIEW_RULES[op.name](base._data, out._data, params, alias.layout)
     storage = alias.storage
     depends = storage.assumes if op.name in LAYOUT_DECISIONS and alias.layout is not None \
