@@ -324,6 +324,29 @@ def _scalar_power(xp: Any) -> Callable:
 register(Op("scalar_power", _scalar_power, _ufunc_meta("power", np.power), nargs=(2, 2)))
 
 
+# A complex NumPy scalar's * and abs() are its scalar math too, which differs from np.multiply's
+# and np.absolute's loops in the last bit (the loops use the CPU's fused multiply-add where it
+# has one; (0.6+0.8j) * (0.6-0.8j) has an imaginary part of 0 or -2.7e-17). Real scalars' * and
+# abs are exactly rounded on both sides, so only complex operands record these ops.
+def _scalar_multiply(xp: Any) -> Callable:
+    def scalar_multiply(a: Any, b: Any) -> Any:
+        return _as_scalar(a) * _as_scalar(b)
+
+    return scalar_multiply
+
+
+def _scalar_absolute(xp: Any) -> Callable:
+    def scalar_absolute(a: Any) -> Any:
+        return abs(_as_scalar(a))
+
+    return scalar_absolute
+
+
+register(Op("scalar_multiply", _scalar_multiply, _ufunc_meta("multiply", np.multiply),
+            nargs=(2, 2)))
+register(Op("scalar_absolute", _scalar_absolute, _ufunc_meta("absolute", np.absolute)))
+
+
 def _round_meta(args: Sequence, params: dict) -> tuple:
     x = args[0]
     try:

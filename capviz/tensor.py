@@ -150,24 +150,6 @@ def _binary(name: str, reflected: bool = False) -> Any:
     return method
 
 
-def _sequence_aware(method: Any) -> Any:
-    """``*`` with a list, tuple or str: for a tensor standing for a NumPy scalar, Python's
-    repetition (``[0] * n`` with ``n = x.max()``: the count is data, read through
-    ``__index__``; a float or bool scalar: NumPy's TypeError); a 0-d or n-d array multiplies
-    elementwise, as ndarray's ``*`` does."""
-
-    def multiply(self: Tensor, other: Any) -> Any:
-        if type(other) in (list, tuple, str) and _is_scalar(self):
-            if self.dtype.kind not in "iu":
-                raise TypeError(f"can't multiply sequence by non-int of type "
-                                f"'numpy.{self.dtype.name}'")
-            return other * self.__index__()
-        return method(self, other)
-
-    multiply.__name__ = method.__name__
-    return multiply
-
-
 def _is_scalar(value: Any) -> bool:
     """Whether ``value`` is a NumPy or Python scalar or a 0-d tensor standing for a NumPy
     scalar: what a NumPy scalar's own ``**`` takes (with a 0-d array it calls np.power)."""
@@ -197,28 +179,76 @@ def _rpower(self: Tensor, other: Any) -> Any:
     return apply(_op(name), (other, self))
 
 
-def _numpy_scalar_base(inputs: tuple) -> bool:
-    """Whether ``np.power`` got a NumPy scalar base and a tensor standing for a NumPy scalar:
-    what a NumPy scalar's ``**`` hands on (it never defers to ``__rpow__``), and what
-    ``np.power(b, t)`` passes too."""
-    return (len(inputs) == 2 and isinstance(inputs[0], np.generic)
-            and type(inputs[1]) is Tensor and _is_scalar(inputs[1]))
+def _complex_scalar_math(a: Any, b: Any) -> bool:
+    """Whether ``a * b`` is a complex NumPy scalar's own math (both stand for scalars, one is
+    complex): it rounds otherwise than np.multiply's loops (see ``scalar_multiply``)."""
+    if not (_is_scalar(a) and _is_scalar(b)):
+        return False
+    return any(type(v) is complex or (isinstance(v, (Tensor, np.generic)) and v.dtype.kind == "c")
+               for v in (a, b))
 
 
-def _scalar_base_power(inputs: tuple) -> Any:
+def _multiply(reflected: bool) -> Any:
+    """``t * other`` as ndarray's ``*``, except for a tensor standing for a NumPy scalar: with a
+    list, tuple or str, Python's repetition (``[0] * n`` with ``n = x.max()``: the count is
+    data, read through ``__index__``; a float or bool scalar: NumPy's TypeError); with another
+    scalar, one of them complex, the complex scalar's own math (``scalar_multiply``)."""
+    method = _binary("multiply", reflected)
+
+    def multiply(self: Tensor, other: Any) -> Any:
+        if not self._data.shape:  # 0-d: perhaps a NumPy scalar, whose own * may run
+            if type(other) in (list, tuple, str) and _is_scalar(self):
+                if self.dtype.kind not in "iu":
+                    raise TypeError(f"can't multiply sequence by non-int of type "
+                                    f"'numpy.{self.dtype.name}'")
+                return other * self.__index__()
+            if _complex_scalar_math(self, other):
+                args = (other, self) if reflected else (self, other)
+                return apply(_op("scalar_multiply"), args)
+        return method(self, other)
+
+    multiply.__name__ = method.__name__
+    return multiply
+
+
+def _abs(self: Tensor) -> Any:
+    """``abs(t)``: a complex NumPy scalar's own ``abs`` (``scalar_absolute``) when ``t`` stands
+    for one, else np.absolute."""
+    name = "scalar_absolute" if self.dtype.kind == "c" and _is_scalar(self) else "absolute"
+    return self._backend.apply(_op(name), (self,), _EMPTY)
+
+
+def _scalar_operator(ufunc: np.ufunc, inputs: tuple) -> bool:
+    """Whether ``np.power`` or ``np.multiply`` got a NumPy scalar first and a tensor standing
+    for a NumPy scalar: what a NumPy scalar's ``**`` and ``*`` hand on (they never defer to
+    ``__rpow__``/``__rmul__``), and what ``np.power(b, t)`` passes too. Only a complex
+    multiplication's scalar math differs from its loops."""
+    if len(inputs) != 2 or not isinstance(inputs[0], np.generic):
+        return False
+    if type(inputs[1]) is not Tensor or not _is_scalar(inputs[1]):
+        return False
+    return ufunc is np.power or (ufunc is np.multiply and _complex_scalar_math(*inputs))
+
+
+def _scalar_base_call(ufunc: np.ufunc, inputs: tuple) -> Any:
     """``b ** t`` (NumPy's scalar math, ``scalar_power``) or ``np.power(b, t)`` (its array
     loops, ``power``), told apart by the call running in the caller's frame
-    (:mod:`capviz.backends.call_site`); refused when that call cannot be read."""
-    from capviz.backends.call_site import power_call
+    (:mod:`capviz.backends.call_site`); the same for ``b * t`` and ``np.multiply(b, t)``;
+    refused when that call cannot be read."""
+    from capviz.backends.call_site import MULTIPLY, POWER, power_call
 
-    kind = power_call(sys._getframe(2))  # the frame that called __array_ufunc__
+    operator = POWER if ufunc is np.power else MULTIPLY
+    kind = power_call(sys._getframe(2), operator)  # the frame that called __array_ufunc__
     if kind is None:
         base = f"numpy.{type(inputs[0]).__name__}"
-        raise unsupported(f"{base} ** tensor", inputs, "a NumPy scalar's ** rounds "
-                          "differently from np.power, and capture could not read which of the "
-                          "two this line calls; write b ** t (NumPy's scalar math) or "
-                          "np.power(b, t) (its array loops) at this line")
-    return apply(_op("scalar_power" if kind == "operator" else "power"), inputs)
+        symbol = "**" if ufunc is np.power else "*"
+        raise unsupported(f"{base} {symbol} tensor", inputs, (
+            f"a NumPy scalar's {symbol} rounds differently from np.{operator.ufunc}, and "
+            "capture could not read which of the two this line calls; write "
+            f"b {symbol} t (NumPy's scalar math) or np.{operator.ufunc}(b, t) (its array "
+            "loops) at this line"))
+    name = f"scalar_{operator.ufunc}" if kind == "operator" else operator.ufunc
+    return apply(_op(name), inputs)
 
 
 def _round(self: Tensor, ndigits: Any = None) -> Any:
@@ -475,8 +505,8 @@ class Tensor:
         if kwargs:
             raise unsupported(call, inputs, f"keyword arguments {sorted(kwargs)} are not "
                                             "supported")
-        if ufunc is np.power and _numpy_scalar_base(inputs):
-            return _scalar_base_power(inputs)
+        if _scalar_operator(ufunc, inputs):
+            return _scalar_base_call(ufunc, inputs)
         op = ops.ufunc_op(ufunc)
         if op is None:
             raise unsupported(call, inputs, "multi-output and generalized ufuncs are not "
@@ -578,8 +608,8 @@ class Tensor:
     __radd__ = _binary("add", True)
     __sub__ = _binary("subtract")
     __rsub__ = _binary("subtract", True)
-    __mul__ = _sequence_aware(_binary("multiply"))
-    __rmul__ = _sequence_aware(_binary("multiply", True))
+    __mul__ = _multiply(False)
+    __rmul__ = _multiply(True)
     __truediv__ = _binary("divide")
     __rtruediv__ = _binary("divide", True)
     __floordiv__ = _binary("floor_divide")
@@ -611,7 +641,7 @@ class Tensor:
     __ne__ = _binary("not_equal")  # type: ignore[assignment]
     __neg__ = _unary("negative")
     __pos__ = _unary("positive")
-    __abs__ = _unary("absolute")
+    __abs__ = _abs
     __invert__ = _unary("invert")
 
 

@@ -99,10 +99,26 @@ def _same_draw(name: str, kind: str) -> str:
     return f"np.array(<the same draws from {name}>)"
 
 
-def data_read_message(call: str, what: str, source: Any) -> str:
-    """Message of a ``data_read`` violation."""
+# NumPy functions that convert a tensor argument to an ndarray in their Python code (no hook
+# capviz can record), and what to write instead (the same values and dtype)
+NUMPY_COPIES = {
+    "full": ("np.full(shape, t) copies t into a new ndarray; write np.broadcast_to(t, "
+             "shape).copy(), or np.broadcast_to(t, shape).astype(dtype) for np.full(shape, t, "
+             "dtype): the same values and dtype"),
+    "full_like": ("np.full_like(a, t) with an ndarray a copies t into a new ndarray; record a "
+                  "first, np.full_like(cv.constant(a), t), or write np.broadcast_to(t, "
+                  "a.shape).astype(a.dtype): the same values and dtype"),
+}
+
+
+def data_read_message(call: str, what: str, source: Any, inside: str | None = None) -> str:
+    """Message of a ``data_read`` violation (``inside``: the NumPy function that converted the
+    tensor, see :data:`NUMPY_COPIES`)."""
+    copies = f" NumPy's np.{inside} makes it: {NUMPY_COPIES[inside]}." if inside in NUMPY_COPIES \
+        else ""
     return (f"cannot read the value of a captured tensor during capture: {call} of {what}"
-            f"{_where(source)}. Captured tensors hold no values until the graph is replayed.\n"
+            f"{_where(source)}.{copies} Captured tensors hold no values until the graph is "
+            "replayed.\n"
             "Fixes: replay the graph (graph.replay(inputs)) and read its outputs; keep "
             "data-dependent Python control flow outside the capture; use np.where(cond, a, b) "
             "for data-dependent selection. NumPy offers no hook when an ndarray is indexed by a "

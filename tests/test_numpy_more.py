@@ -961,3 +961,79 @@ def test_a_shape_rule_error_is_catchable_as_numpys_own_type(fn, spec, numpy_type
     assert isinstance(captured.value, cv.ShapeError)  # and still capviz's, a ValueError
     assert isinstance(captured.value, ValueError)
     assert str(eager.value) in str(captured.value)
+
+
+# --- review 16: fills from a tensor, einsum's sublist form ---------------------------------------
+
+BASE = np.ones((2, 5), np.float32)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: np.full_like(x, x.mean()),
+    lambda x: np.full_like(x, x[1:3].sum(), dtype=np.int8),
+    lambda x: np.full_like(x, x * 2, shape=(3, 5)),
+    lambda x: np.full_like(x, x.max() + 1j),  # complex into float: NumPy drops the imaginary part
+    lambda x: np.full_like(x.reshape(5, 1).T, x[0]),
+], ids=["mean", "int8", "broadcast-shape", "complex", "view"])
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
+def test_full_like_with_a_tensor_fill_replays_as_eager(fn):
+    graph = replay_equals_eager(fn, RNG.standard_normal(5) * 40)
+    assert [node.op for node in graph.ops][-2:] == ["zeros_like", "setitem"]
+
+
+def test_full_like_with_a_tensor_fill_that_does_not_broadcast_raises_numpys_error():
+    with pytest.raises(ValueError, match="could not broadcast"):
+        np.full_like(np.ones(5), np.ones(3))
+    with pytest.raises(ValueError, match=rf"(?s)could not broadcast.*{HERE}"):
+        cv.capture(lambda x: np.full_like(x, x[:3]), cv.spec(5, "float64"))
+
+
+def test_full_of_a_tensor_is_refused_with_the_exact_rewrite():
+    with pytest.raises(cv.DataReadError, match=rf"np.asarray\(\) of %1 .*{HERE}.*NumPy's np.full "
+                                               r"makes it: .*np.broadcast_to\(t, shape\).copy\(\)"):
+        cv.capture(lambda x: np.full(3, x[0]), cv.spec(5, "float64"))
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=rf"np.full\(\.\.\., t\) of a tensor t .*astype\(dtype\).*{HERE}"):
+        cv.capture(lambda x: np.full((2, 3), x.sum(), dtype=np.float32), cv.spec(5, "float64"))
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=rf"np.full_like\(\.\.\., t\) .*np.full_like\(cv.constant\(a\), t\)"
+                             rf".*{HERE}"):
+        cv.capture(lambda x: np.full_like(BASE, x[0]), cv.spec(5, "float64"))
+
+
+@pytest.mark.parametrize(("rewrite", "original"), [
+    (lambda x: np.broadcast_to(x[0], 3).copy(), lambda x: np.full(3, x[0])),
+    (lambda x: np.broadcast_to(x.sum(), (2, 3)).astype(np.float32),
+     lambda x: np.full((2, 3), x.sum(), dtype=np.float32)),
+    (lambda x: np.full_like(cv.constant(BASE), x[0]), lambda x: np.full_like(BASE, x[0])),
+], ids=["full", "full-dtype", "full_like-constant"])
+def test_the_rewrites_the_fill_refusals_offer_replay_as_the_original(rewrite, original):
+    x = RNG.standard_normal(5)
+    got = cv.capture(rewrite, cv.spec(5, "float64")).replay({"x": x})["out"]
+    want = original(x)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    assert got.flags.writeable
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a, b: np.einsum(a, [0, 1], b, [1, 2], [0, 2]),
+    lambda a, b: np.einsum(a, [0, 1], b, [1, 2]),
+    lambda a, b: np.einsum(a, [Ellipsis, 1], b, [1, Ellipsis]),
+    lambda a, b: np.einsum(a, [26, 1]),  # labels 26-51 sort after 0-25, as in NumPy
+    lambda a, b: np.einsum(a, [0, 1], []),
+    lambda a, b: np.einsum(a, [np.int64(0), 1], b, [1, 2], [2, 0], optimize=True),
+])
+def test_einsum_sublist_form_replays_as_eager(fn):
+    graph = replay_equals_eager(fn, RNG.standard_normal((2, 3)), RNG.standard_normal((3, 2)))
+    assert graph.ops[-1].op == "einsum"
+
+
+@pytest.mark.parametrize(("sublist", "error", "message"), [
+    ([0, 52], ValueError, r"subscript is not within the valid range \[0, 52\)"),
+    ([0, "a"], TypeError, "each subscript must be either an integer or an ellipsis"),
+])
+def test_einsum_bad_sublists_raise_numpys_error(sublist, error, message):
+    with pytest.raises(error, match=message):
+        np.einsum(np.ones((2, 3)), sublist)
+    with pytest.raises(error, match=message):
+        cv.capture(lambda a: np.einsum(a, sublist), cv.spec((2, 3), "float64"))

@@ -197,6 +197,68 @@ def test_numpy_scalar_base_with_an_nd_tensor_is_still_np_power():
     assert graph.ops[-1].op == "power"
 
 
+# --- review 16: a complex NumPy scalar's * and abs() are its scalar math ----------------------
+
+COMPLEX_C = np.complex128(0.3 + 0.7j)
+COMPLEX_SCALAR_FORMS = {
+    "s * conj(s)": (lambda a: a[0] * np.conj(a[0]), "scalar_multiply"),
+    "s * t": (lambda a: a[0] * a[1], "scalar_multiply"),
+    "abs(s)": (lambda a: abs(a[0]), "scalar_absolute"),
+    "abs(a.sum())": (lambda a: abs(a.sum()), "scalar_absolute"),
+    "s * 2.5j": (lambda a: a[1] * 2.5j, "scalar_multiply"),
+    "2.5j * s": (lambda a: 2.5j * a[1], "scalar_multiply"),
+    "numpy scalar * s": (lambda a: COMPLEX_C * a[1], "scalar_multiply"),
+    "operator.mul(numpy scalar, s)": (lambda a: operator.mul(COMPLEX_C, a[1]),
+                                      "scalar_multiply"),
+    "s *= t": (lambda a: _imul(a[0], a[1]), "scalar_multiply"),
+    "np.multiply(numpy scalar, s)": (lambda a: np.multiply(COMPLEX_C, a[1]), "multiply"),
+    "np.abs(s)": (lambda a: np.abs(a[0]), "absolute"),
+    "s * array": (lambda a: a[0] * a, "multiply"),
+}
+
+
+def _imul(s, t):
+    s *= t
+    return s
+
+
+def test_complex_scalar_math_and_the_loops_differ():  # the premise (on a CPU with FMA)
+    rng = np.random.default_rng(0)
+    z = (rng.standard_normal(200) + 1j * rng.standard_normal(200))
+    scalar = [z[k] * np.conj(z[k]) for k in range(200)]
+    loops = np.multiply(z, np.conj(z))
+    if all(s == v for s, v in zip(scalar, loops)):
+        pytest.skip("this CPU's loops round complex * as the scalar math does (no FMA)")
+    assert any(s != v for s, v in zip(scalar, loops))
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("form", sorted(COMPLEX_SCALAR_FORMS))
+def test_complex_numpy_scalar_math_replays_bit_equal(form, dtype):
+    fn, op = COMPLEX_SCALAR_FORMS[form]
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        a = (rng.standard_normal(4) + 1j * rng.standard_normal(4)).astype(dtype)
+        graph = replay_matches_eager(fn, a)
+    assert graph.ops[-1].op == op
+
+
+def test_real_scalar_multiply_is_still_multiply():  # real * is exactly rounded either way
+    graph = replay_matches_eager(lambda a: a[0] * a[1], np.array([0.1, 0.3]))
+    assert graph.ops[-1].op == "multiply"
+
+
+def test_numpy_complex_scalar_times_tensor_through_an_unknown_name_is_refused():
+    def f(a):
+        m = np.multiply  # the operator or np.multiply? capture cannot tell
+        return m(COMPLEX_C, a[1])
+
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"numpy.complex128 \* tensor.*write b \* t .* or "
+                             r"np.multiply\(b, t\)"):
+        cv.capture(f, cv.spec(3, "complex128"))
+
+
 # --- A7/B6: NumPy scalars and 0-d arrays written into integer tensors ------------------------
 
 OUT_OF_RANGE = {

@@ -1,4 +1,5 @@
-"""Which Python call reached a NumPy hook: ``b ** t`` or ``np.power(b, t)``.
+"""Which Python call reached a NumPy hook: ``b ** t`` or ``np.power(b, t)``, ``b * t`` or
+``np.multiply(b, t)``.
 
 A NumPy scalar's ``**`` (``np.float32(1.1) ** t``, ``pow(np.float32(1.1), t)``) does not defer
 to a tensor's ``__rpow__``: NumPy hands the operands to ``np.power``, which calls the tensor's
@@ -6,7 +7,8 @@ to a tensor's ``__rpow__``: NumPy hands the operands to ``np.power``, which call
 when ``t`` stands for a NumPy scalar (``x.sum()``): the operator is NumPy's scalar math, the
 function its array loops, and they round differently. The calling frame tells them apart: the
 instruction it is running is the ``**`` operator, or a call whose source names ``pow`` or
-``power``.
+``power``. A complex NumPy scalar's ``*`` hands on to ``np.multiply`` the same way, and its scalar
+math differs from the loops too.
 """
 
 from __future__ import annotations
@@ -15,27 +17,41 @@ import ast
 import dis
 import linecache
 from types import FrameType
-
-_POWER_OPERATORS = frozenset({"**", "**="})
-_OPERATOR_NAMES = frozenset({"pow", "__pow__", "__rpow__", "__ipow__"})
+from typing import NamedTuple
 
 
-def power_call(frame: FrameType | None) -> str | None:
+class Operator(NamedTuple):
+    """How one arithmetic operator shows in a frame's code."""
+
+    opnames: frozenset[str]  # its instructions on Python 3.10
+    symbols: frozenset[str]  # BINARY_OP's argrepr for it (Python 3.11+)
+    names: frozenset[str]  # functions that run the operator (operator.pow, __pow__...)
+    ufunc: str  # the NumPy function that runs the array loops
+
+
+POWER = Operator(frozenset({"BINARY_POWER", "INPLACE_POWER"}), frozenset({"**", "**="}),
+                 frozenset({"pow", "ipow", "__pow__", "__rpow__", "__ipow__"}), "power")
+MULTIPLY = Operator(frozenset({"BINARY_MULTIPLY", "INPLACE_MULTIPLY"}), frozenset({"*", "*="}),
+                    frozenset({"mul", "imul", "__mul__", "__rmul__", "__imul__"}), "multiply")
+
+
+def power_call(frame: FrameType | None, operator: Operator = POWER) -> str | None:
     """``"operator"`` when ``frame`` is running ``**``, ``**=`` or a call of ``pow``
     (``operator.pow``, ``b.__pow__``), ``"ufunc"`` for a call of ``np.power``, ``None`` when
-    its code cannot tell (a call through another name, no source)."""
+    its code cannot tell (a call through another name, no source); the same for ``*`` and
+    ``np.multiply`` with ``operator=MULTIPLY``."""
     if frame is None:
         return None
     instruction = _current_instruction(frame)
     if instruction is None:
         return None
     name = instruction.opname
-    if name in ("BINARY_POWER", "INPLACE_POWER"):  # Python 3.10
+    if name in operator.opnames:  # Python 3.10
         return "operator"
     if name == "BINARY_OP":
-        return "operator" if instruction.argrepr in _POWER_OPERATORS else None
+        return "operator" if instruction.argrepr in operator.symbols else None
     if name.startswith(("CALL", "PRECALL")):  # 3.11 runs a specialized call in PRECALL
-        return _called_name_kind(frame, instruction)
+        return _called_name_kind(frame, instruction, operator)
     return None
 
 
@@ -46,7 +62,8 @@ def _current_instruction(frame: FrameType) -> dis.Instruction | None:
     return None
 
 
-def _called_name_kind(frame: FrameType, instruction: dis.Instruction) -> str | None:
+def _called_name_kind(frame: FrameType, instruction: dis.Instruction,
+                      operator: Operator) -> str | None:
     """The kind of the function a call instruction calls, read from the call's source: the
     call's own span (Python 3.11+), else the line, when every call on it names one kind."""
     lines = linecache.getlines(frame.f_code.co_filename, frame.f_globals)
@@ -55,7 +72,7 @@ def _called_name_kind(frame: FrameType, instruction: dis.Instruction) -> str | N
                                      positions.col_offset, positions.end_col_offset):
         if not 0 < frame.f_lineno <= len(lines):
             return None
-        return line_call_kind(lines[frame.f_lineno - 1])
+        return line_call_kind(lines[frame.f_lineno - 1], operator)
     text = lines[positions.lineno - 1:positions.end_lineno]
     if not text:
         return None
@@ -66,26 +83,27 @@ def _called_name_kind(frame: FrameType, instruction: dis.Instruction) -> str | N
         call = ast.parse(b"".join(encoded).decode(), mode="eval").body
     except (SyntaxError, UnicodeDecodeError):
         return None
-    return _kind(call.func) if isinstance(call, ast.Call) else None
+    return _kind(call.func, operator) if isinstance(call, ast.Call) else None
 
 
-def line_call_kind(line: str) -> str | None:
-    """The one kind of power call on a line of source (``None`` when it holds both kinds,
-    neither, or does not parse alone)."""
+def line_call_kind(line: str, operator: Operator = POWER) -> str | None:
+    """The one kind of power (or ``operator``) call on a line of source (``None`` when it
+    holds both kinds, neither, or does not parse alone)."""
     try:
         tree = ast.parse(line.strip())
     except SyntaxError:
         return None
-    kinds = {_kind(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    kinds = {_kind(node.func, operator) for node in ast.walk(tree)
+             if isinstance(node, ast.Call)}
     kinds.discard(None)
     return kinds.pop() if len(kinds) == 1 else None
 
 
-def _kind(func: ast.expr) -> str | None:
+def _kind(func: ast.expr, operator: Operator) -> str | None:
     called = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
-    if called in _OPERATOR_NAMES:
+    if called in operator.names:
         return "operator"
-    if called == "power":
+    if called == operator.ufunc:
         return "ufunc"
     return None
 

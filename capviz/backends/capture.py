@@ -33,6 +33,7 @@ from capviz.backends.scopes import (
     ExplicitScope,
     ScopeTracker,
     display_file,
+    numpy_caller,
     source_of,
     user_frame,
 )
@@ -665,8 +666,9 @@ class Recorder(Backend):
         from capviz.violations import data_read_message
 
         source = user_source()
-        self.violation("data_read", call, data_read_message(call, describe_node(node), source),
-                       source, target=node)
+        inside = numpy_caller(sys._getframe(1))
+        self.violation("data_read", call, data_read_message(call, describe_node(node), source,
+                                                            inside), source, target=node)
         return np.zeros(node.shape, dtype=node.dtype)  # record mode: a placeholder value
 
     def holds_scalar(self, tensor: Tensor) -> bool:

@@ -77,7 +77,8 @@ _CHUNKS: ContextVar[Any] = ContextVar("capviz_dask_chunks", default="auto")
 # --- the rule table -------------------------------------------------------------------------------
 
 _ELEMENTWISE = {
-    "scalar_power", "astype", "round", "where", "clip", "zeros_like", "ones_like", "full_like",
+    "scalar_power", "scalar_multiply", "scalar_absolute", "astype", "round", "where", "clip",
+    "zeros_like", "ones_like", "full_like",
     "copy", "angle", "real", "imag", "i0", "sinc", "fix", "isneginf", "isposinf", "isreal",
     "iscomplex", "nan_to_num", "isclose", "choose", "select",
 }

@@ -26,6 +26,7 @@ the user's line, naming the view and what to write instead. Never a stale value.
 
 from __future__ import annotations
 
+import operator
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -317,17 +318,27 @@ INPLACE_UFUNCS = {"+=": "add", "-=": "subtract", "*=": "multiply", "/=": "divide
 def inplace(rec: Any, symbol: str, target: Tensor, other: Any) -> Tensor:
     """``target <symbol> other`` (``+=``...): NumPy's in-place operator, functionalized."""
     name = INPLACE_UFUNCS[symbol]
+    if is_numpy_scalar(target):  # immutable: `s *= t` is `s = s * t`, a NumPy scalar's own
+        return getattr(operator, name_of_operator(symbol))(target, other)  # math included
     op = ops.OPS[name]
     args = (target, other)
     if name == "power" and type(other) is not Tensor:
         op = ops.power_op(target.dtype, other)
         if op.name != "power":  # ndarray's fast path: square, sqrt or reciprocal
             args = (target,)
-    if is_numpy_scalar(target):  # immutable: `s += 1` is `s = s + 1`, as for NumPy's scalars
-        return rec.apply(op, args, {})
     if name == "matmul":
         _check_imatmul(rec, target, other)
     return write_ufunc(rec, op, args, target, None)
+
+
+_OPERATOR_NAMES = {"+=": "add", "-=": "sub", "*=": "mul", "/=": "truediv", "//=": "floordiv",
+                   "%=": "mod", "**=": "pow", "@=": "matmul", "&=": "and_", "|=": "or_",
+                   "^=": "xor", "<<=": "lshift", ">>=": "rshift"}
+
+
+def name_of_operator(symbol: str) -> str:
+    """The :mod:`operator` function of an augmented assignment's binary operator."""
+    return _OPERATOR_NAMES[symbol]
 
 
 def write_ufunc(rec: Any, op: ops.Op, inputs: tuple, out: Tensor, where: Any) -> Tensor:

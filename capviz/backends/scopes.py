@@ -46,6 +46,17 @@ def is_user_file(filename: str) -> bool:
     return not filename.startswith(_SKIP) or filename in USER_FILES
 
 
+def numpy_caller(frame: FrameType | None) -> str | None:
+    """The NumPy function running on the user's behalf at ``frame``: the name of the innermost
+    frame outside capviz when it is NumPy's Python code (``full`` for ``np.full(shape, t)``)."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_PACKAGE_DIR) or filename in USER_FILES:
+            return frame.f_code.co_name if filename.startswith(_NUMPY_DIR) else None
+        frame = frame.f_back
+    return None
+
+
 def user_frame(frame: FrameType | None) -> FrameType | None:
     """The innermost frame at or above ``frame`` outside capviz and NumPy."""
     skip = _SKIP

@@ -44,6 +44,7 @@ def handler_for(spec: FunctionSpec) -> Callable:
 
     def handler(*args: Any, **kwargs: Any) -> Any:
         if leading:  # np.einsum(subscripts, *operands, ...)
+            args = (spec.other_form and spec.other_form(args)) or args
             fixed, args = dict(zip(leading, args)), args[len(leading):]
         else:
             fixed = {}

@@ -292,11 +292,11 @@ def _like(name: str, func: Callable) -> None:
     def handler(a: Any, *args: Any, dtype: Any = None, order: str = "K", subok: bool = True,
                 shape: Any = None, **kw: Any) -> Any:
         kw.pop("device", None)
+        fill = None
         if name == "full_like":
-            params: dict = {"fill_value": args[0] if args else kw.pop("fill_value")}
+            fill = args[0] if args else kw.pop("fill_value")
             args = args[1:]
-        else:
-            params = {}
+        params: dict = {} if fill is None or type(fill) is Tensor else {"fill_value": fill}
         if args and dtype is None:
             dtype = args[0]
         params["dtype"] = None if dtype is None else np.dtype(dtype).name
@@ -304,6 +304,10 @@ def _like(name: str, func: Callable) -> None:
             if isinstance(shape, (int, np.integer)) or getattr(shape, "ndim", None) == 0:
                 shape = (shape,)  # a 0-d tensor too: its __index__ is a data read
             params["shape"] = tuple(operator.index(size) for size in shape)
+        if type(fill) is Tensor:  # NumPy's full_like: empty_like, then copyto(casting='unsafe')
+            result = apply(ops.OPS["zeros_like"], (a,), params)
+            np.copyto(result, fill, casting="unsafe")
+            return result
         return apply(ops.OPS[name], (a,), params)
 
 

@@ -12,6 +12,7 @@ NumPy's own checks run first on stand-ins, so a write NumPy refuses raises NumPy
 from __future__ import annotations
 
 import operator
+import sys
 import warnings
 from typing import Any
 
@@ -20,9 +21,11 @@ import numpy as np
 from capviz import ops
 from capviz.backends.capture import Recorder
 from capviz.backends.mutation import MASK_SHARES_TARGET, is_numpy_scalar, located, same_buffer
+from capviz.backends.scopes import numpy_caller
 from capviz.errors import CapvizError
 from capviz.numpy_api.registry import implements
 from capviz.tensor import Tensor, apply, unsupported
+from capviz.violations import NUMPY_COPIES
 
 _NDARRAY_DEST = ("the destination is an ndarray, which cannot hold a recorded value; record it "
                  "first, a = cv.constant(a), and write into that tensor")
@@ -32,6 +35,10 @@ def _destination(name: str, dst: Any, *others: Any, scalar_error: str = "") -> T
     """The tensor written into; an ndarray is refused by name, and a NumPy scalar (a 0-d op
     result) raises ``scalar_error`` as NumPy does."""
     if type(dst) is not Tensor:
+        inside = numpy_caller(sys._getframe(1))
+        if inside in NUMPY_COPIES:  # np.full(shape, t, dtype) copies t into its new ndarray
+            raise unsupported(f"np.{inside}(..., t) of a tensor t", (dst, *others),
+                              NUMPY_COPIES[inside])
         raise unsupported(f"{name} into an ndarray", (dst, *others), _NDARRAY_DEST)
     backend = dst._backend
     if scalar_error and isinstance(backend, Recorder) and is_numpy_scalar(dst):

@@ -69,6 +69,10 @@ class FunctionSpec:
         refuse_if: ``refuse_if(operands, params) -> (what, alternative) | None``: a call
             capture cannot make exact for these operands (a result dtype that would depend on
             the values of a real tensor), refused by name: ``"<call> <what>"``.
+        other_form: ``other_form(args) -> args | None``: another calling form of the function
+            rewritten into the leading-parameter one, or ``None`` when ``args`` are not in it
+            (``np.einsum(a, [0, 1], b, [1, 2])``, its sublist form, as
+            ``np.einsum("AB,BC", a, b)``).
         proxies: ``proxies(operands) -> list`` builds the one-element proxies the dtype rule
             runs on, for a function whose checks need more than one element per axis (the
             proxy's shape is then part of the dtype cache key).
@@ -88,6 +92,7 @@ class FunctionSpec:
     leading: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
     refuse_if: Any = None
+    other_form: Any = None
     proxies: Any = None
 
     @property

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import string
+from typing import Any
 
 import numpy as np
 
@@ -197,8 +198,37 @@ def _cross(shapes: list, params: dict) -> tuple:
     return tuple(np.moveaxis(np.empty(out, np.dtype([])), -1, axisc).shape)
 
 
+def _sublist_labels(sublist: Any) -> str:
+    """One operand's sublist as subscript labels, as NumPy spells them: 0-25 are A-Z, 26-51
+    a-z (so the implicit output's alphabetical order is the numbers' order), ``...`` kept."""
+    labels = []
+    for item in sublist:
+        if item is Ellipsis:
+            labels.append("...")
+            continue
+        if isinstance(item, bool) or not isinstance(item, (int, np.integer)):
+            raise TypeError("each subscript must be either an integer or an ellipsis")
+        if not 0 <= item < 52:
+            raise ValueError("subscript is not within the valid range [0, 52)")
+        labels.append(string.ascii_uppercase[item] if item < 26
+                      else string.ascii_lowercase[item - 26])
+    return "".join(labels)
+
+
+def einsum_sublists(args: tuple) -> tuple | None:
+    """``np.einsum(a, [0, 1], b, [1, 2], [0, 2])`` (the sublist form) as ``("AB,BC->AC", a,
+    b)``; ``None`` when the first argument is the subscripts string."""
+    if not args or isinstance(args[0], str):
+        return None
+    operands, sublists = args[0:len(args) - len(args) % 2:2], args[1::2]
+    terms = ",".join(_sublist_labels(sublist) for sublist in sublists)
+    if len(args) % 2:  # an output sublist after the last operand's
+        terms += "->" + _sublist_labels(args[-1])
+    return (terms, *operands)
+
+
 define(FunctionSpec("einsum", ("*operands",), einsum_shape, leading=("subscripts",),
-                    keywords=("dtype", "order", "casting")))
+                    keywords=("dtype", "order", "casting"), other_form=einsum_sublists))
 define(FunctionSpec("tensordot", ("a", "b"), _tensordot))
 define(FunctionSpec("linalg.tensordot", ("x1", "x2"), _tensordot))
 define(FunctionSpec("outer", ("a", "b"), _outer))

@@ -84,6 +84,11 @@ def _scalar_power(x):
     return x.sum() ** 2.5
 
 
+def _complex_scalar_math(z):
+    """A complex NumPy scalar's own * and abs() (``scalar_multiply``, ``scalar_absolute``)."""
+    return z[0] * np.conj(z[1]), abs(z.sum()), 2.5j * z[2]
+
+
 def _float16_sums(x, m):
     """float16 reductions and products over hundreds of terms: where float16 partial sums added
     in another order than NumPy's differ most (a backend's ``tolerance_for(float16)``)."""
@@ -118,6 +123,8 @@ def examples() -> list[tuple[str, object, list]]:
     out.append(("index", _index, [x, np.array([0, 5, 1], np.int64)]))
     out.append(("advanced_index", _advanced_index, [x, np.array([1, 2], np.int64)]))
     out.append(("scalar_power", _scalar_power, [np.abs(x)]))
+    out.append(("complex_scalar_math", _complex_scalar_math,
+                [_RNG.standard_normal(3) + 1j * _RNG.standard_normal(3)]))
     out.append(("ufunc_methods", _ufunc_methods, [x, np.array([[1, -2], [3, 4]], np.int32)]))
     out.append(("float16_sums", _float16_sums, [_float16((600,)), _float16((30, 400))]))
     out.append(("random", _random, []))
