@@ -84,6 +84,7 @@ def check_inputs(graph: CapturedGraph, inputs: Mapping[str, Any] | None,
                                        "value; pass an array "
                                        f"{_type_text(node.shape, node.dtype)}")
             value = value._data
+        value = _scalar_input(node, value)
         native = backend.is_native(value)
         if not native:
             foreign = registry.owner(value)
@@ -92,8 +93,6 @@ def check_inputs(graph: CapturedGraph, inputs: Mapping[str, Any] | None,
                     f"input {node.name!r} is an array of the {foreign.name} backend "
                     f"({type_name(value)}) but the replay runs on {backend.name}; pass a NumPy "
                     f"array or replay with backend={foreign.name!r}")
-            if isinstance(value, np.generic):
-                value = np.asarray(value)
             if not isinstance(value, np.ndarray):
                 raise ReplayInputError(f"input {node.name!r} must be an array "
                                        f"{_type_text(node.shape, node.dtype)}, got "
@@ -119,6 +118,29 @@ def check_inputs(graph: CapturedGraph, inputs: Mapping[str, Any] | None,
         out.append(value if native else backend.from_host(value))
     AliasCheck(graph).check(host)
     return out
+
+
+def _scalar_input(node: Node, value: Any) -> Any:
+    """A NumPy scalar for an input captured with a NumPy scalar example, as a 0-d array (its
+    scalar math was recorded: ``scalar_power``...); either kind given for the other is refused,
+    as NumPy computes on scalars otherwise than on 0-d arrays."""
+    scalar = "scalar" in node.params
+    if isinstance(value, np.generic) and scalar:
+        return np.asarray(value)
+    kind = _type_text(node.shape, node.dtype)
+    if isinstance(value, np.generic):
+        raise ReplayInputError(
+            f"input {node.name!r} was captured as a 0-d array {kind} and got a NumPy scalar "
+            f"numpy.{type(value).__name__}, on which NumPy computes otherwise (a scalar's own "
+            "*, ** and abs() round otherwise than the array loops; += rebinds it): pass "
+            f"np.asarray({node.name}), or capture with a NumPy scalar example "
+            f"(scope.input({node.name!r}, np.{node.dtype.name}(0))) to replay scalar math")
+    if scalar and isinstance(value, np.ndarray) and value.ndim == 0:
+        raise ReplayInputError(
+            f"input {node.name!r} was captured as a NumPy scalar numpy.{node.dtype.name} and got "
+            "a 0-d array, on which NumPy computes otherwise (a scalar's own *, ** and abs() "
+            f"round otherwise than the array loops): pass {node.name}[()], the scalar")
+    return value
 
 
 def _check_array_type(node: Node, value: Any) -> None:
@@ -205,12 +227,14 @@ class InputCheck:
         self.native = backend.is_native
         self.array_type = backend.array_type  # checked first: no call for the common case
         self._pick = picker(self.names) if self.names else None
+        # an input captured as a NumPy scalar refuses a 0-d array: checked by check_inputs
+        self.scalars = any("scalar" in n.params for n in graph.input_nodes)
         aliases = AliasCheck(graph)  # only a graph writing into an input has a check to make
         self.aliases = aliases if aliases.written else None
 
     def positional(self, graph: CapturedGraph, args: tuple) -> Any:
         """``args`` in input order, checked (a tuple, or a list after conversion)."""
-        if len(args) == len(self.types):
+        if len(args) == len(self.types) and not self.scalars:
             native, array_type = self.native, self.array_type
             for value, (shape, dtype), c_only in zip(args, self.types, self.c_only):
                 if (type(value) is not array_type and not native(value)) \

@@ -136,3 +136,63 @@ def test_backend_options_are_checked_and_not_taken_by_check_finite():
     with pytest.raises(TypeError, match=r"the numpy backend takes no option 'chunks'"):
         g.compile(backend="numpy", chunks=2)
     assert g.replay({"x": x}, backend="numpy").backend == "numpy"
+
+
+# --- inputs that are NumPy scalars (review 16) ----------------------------------------------------
+
+def _square_magnitude(z):
+    return abs(z * z)  # a complex scalar's own * and abs(): they round otherwise than the loops
+
+
+def test_a_numpy_scalar_for_a_0d_array_input_is_refused():
+    graph = cv.capture(_square_magnitude, cv.spec((), "complex128"))
+    # a 0-d array's * is ndarray's loop; its result is a NumPy scalar, whose abs() is its own
+    assert [node.op for node in graph.ops] == ["multiply", "scalar_absolute"]
+    with pytest.raises(cv.ReplayInputError,
+                       match=r"input 'z' was captured as a 0-d array complex128\[\] and got a "
+                             r"NumPy scalar numpy.complex128.*pass np.asarray\(z\), or capture "
+                             r"with a NumPy scalar example \(scope.input\('z', "
+                             r"np.complex128\(0\)\)\)"):
+        graph.replay({"z": np.complex128(0.6 + 0.8j)})
+    z = np.asarray(0.6 + 0.8j)
+    assert_bitwise(graph.replay({"z": z})["out"], _square_magnitude(z))
+
+
+@pytest.mark.parametrize("capture", [
+    lambda: cv.capture(_square_magnitude, np.complex128(0)),
+    lambda: _scope_capture(np.complex128(0)),
+], ids=["capture", "scope.input"])
+def test_an_input_captured_with_a_numpy_scalar_replays_scalar_math(capture):
+    graph = capture()
+    assert [node.op for node in graph.ops] == ["scalar_multiply", "scalar_absolute"]
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        z = np.complex128(complex(*rng.standard_normal(2)))
+        assert_bitwise(graph.replay({"z": z})["out"], np.asarray(_square_magnitude(z)))
+    with pytest.raises(cv.ReplayInputError,
+                       match=r"input 'z' was captured as a NumPy scalar numpy.complex128 and got "
+                             r"a 0-d array.*pass z\[\(\)\], the scalar"):
+        graph.replay({"z": np.asarray(z)})
+    compiled = graph.compile(backend="numpy")  # the positional fast path checks it too
+    with pytest.raises(cv.ReplayInputError, match="got a 0-d array"):
+        compiled(np.asarray(z))
+
+
+def _scope_capture(example):
+    with cv.CaptureDevice().capture_scope() as scope:
+        z = scope.input("z", example)
+        scope.output(_square_magnitude(z), "out")
+    return scope.graph
+
+
+def test_a_scalar_input_is_immutable_and_survives_save_and_load(tmp_path):
+    def f(s):
+        s += 1  # a NumPy scalar rebinds; the caller's value is unchanged
+        return s ** 1.5
+
+    graph = cv.capture(f, np.float32(0))
+    assert [node.op for node in graph.ops] == ["add", "scalar_power"]
+    graph.save(str(tmp_path / "g.json"))
+    loaded = cv.load(str(tmp_path / "g.json"))
+    s = np.float32(2.5)
+    assert_bitwise(loaded.replay({"s": s})["out"], np.asarray(f(s)))

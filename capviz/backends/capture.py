@@ -577,7 +577,9 @@ class Recorder(Backend):
             raise self.refuse(f"input {name!r}", refusal)
         if np.dtype(dtype).kind not in NUMERIC_KINDS:
             raise self.refuse(f"input {name!r}", dtype_refusal(np.dtype(dtype), f"input {name!r}"))
-        node = self._append("input", None, (), {}, tuple(shape), np.dtype(dtype), source, name)
+        params = {"scalar": True} if isinstance(stands_for, np.generic) else {}
+        node = self._append("input", None, (), params, tuple(shape), np.dtype(dtype), source,
+                            name)
         if stands_for is not None:
             self._adopted[id(stands_for)] = (stands_for, node)
         return Tensor(node, self)

@@ -220,8 +220,12 @@ MASK_SHARES_TARGET = ("NumPy reads the mask while it writes, so a mask that shar
 
 def is_numpy_scalar(tensor: Tensor) -> bool:
     """True for a 0-d tensor that eager NumPy holds as a scalar (``x.sum()``, ``x[0]`` of a 1-d
-    ``x``, any op's 0-d result), not as a 0-d array: it is immutable, so ``s += 1`` rebinds."""
-    return not tensor._data.shape and tensor._alias is None and tensor._data.kind == "op"
+    ``x``, any op's 0-d result, an input declared with a NumPy scalar example), not as a 0-d
+    array: it is immutable, so ``s += 1`` rebinds."""
+    node = tensor._data
+    if node.shape or tensor._alias is not None:
+        return False
+    return node.kind == "op" or (node.kind == "input" and "scalar" in node.params)
 
 
 # --- writes -------------------------------------------------------------------------------------

@@ -94,7 +94,12 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
     src = _values(src, dst.dtype)
     with np.errstate(all="ignore"):  # NumPy's casting check, on a one-element destination
         np.copyto(np.ones((), dst.dtype), _standin(src), casting=casting)
-    if where is True:
+    if where is True:  # copyto casts a NumPy scalar or a Python float as an array (300.0 into
+        # int8 is 44), where dst[...] = s converts it to a Python int first (an OverflowError)
+        if type(src) is Tensor and is_numpy_scalar(src):
+            src = src.astype(dst.dtype)
+        elif isinstance(src, (np.generic, float, complex)):
+            src = np.asarray(src).astype(dst.dtype)
         dst[...] = src
         return
     if where is not dst and _overlaps(dst, where):

@@ -300,9 +300,12 @@ def _zero_d(args: Sequence) -> bool:
 
 def _shape(spec: FunctionSpec, args: Sequence, params: dict) -> Any:
     rule = spec.shape
-    if _zero_d(args):  # NumPy's 0-d special cases (axis=0 on a scalar...), exactly
-        with np.errstate(all="ignore"):
-            out = _call(spec, [ops.proxy(a) if a is not None else None for a in args], params)
+    if _zero_d(args):  # NumPy's 0-d special cases (axis=0 on a scalar...), exactly: with the
+        # call's own params, not the dtype probe's (np.linspace's num=2 would be the length)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # nanstd's "degrees of freedom <= 0"...
+            proxies = [ops.proxy(a) if a is not None else None for a in args]
+            out = call(spec, spec.numpy_function, proxies, params)
         return [np.shape(o) for o in flat_results(out)] if spec.multi else np.shape(out)
     if rule == "dummy":
         out = _call(spec, _dummies(spec, args), params)
