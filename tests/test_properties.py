@@ -160,8 +160,10 @@ def execute(steps, pool, sample_mode=False):
 
 
 def make_inputs(specs, seed):
+    """Arrays of the specs (a 0-d spec is a 0-d array, not the NumPy scalar ``* 3`` makes of
+    one: a replay refuses a scalar for a 0-d array input)."""
     gen = np.random.default_rng(seed)
-    return [(gen.standard_normal(s) * 3).astype(d) for s, d in specs]
+    return [np.asarray((gen.standard_normal(s) * 3).astype(d)) for s, d in specs]
 
 
 def program_function(steps, n_in):

@@ -126,7 +126,8 @@ def test_outer_replays_as_eager(ufunc, dtype, shapes):
     u = getattr(np, ufunc)
     a, b = _values(shapes[0], dtype), _values(shapes[1], dtype)
     if ufunc == "power" and b.dtype.kind == "i":
-        b = np.abs(b)  # NumPy raises on a negative integer power when it meets the value
+        b = np.asarray(np.abs(b))  # NumPy raises on a negative integer power when it meets
+        # the value; np.abs of a 0-d array is a NumPy scalar, which a 0-d input refuses
     replay_equals_eager(lambda x, y: u.outer(x, y), a, b)
 
 
