@@ -1,6 +1,8 @@
 """The JAX backend: one jax.jit function per graph, x64 kept local, NumPy's results (bit for bit
 where XLA is exact, within the backend's tolerance elsewhere), refusals by name."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -492,3 +494,178 @@ def test_index_arrays_out_of_bounds_still_fail_at_the_node(dtype, bad):
     with pytest.raises(cv.ReplayError, match=r"\(advanced_index\).*out of bounds for an axis "
                                              f"of size {x.shape[1]}"):
         graph.replay({"x": x, "j": j}, backend="jax")
+
+
+POWER_EDGES = {
+    "bool": [False, True],
+    **{dtype: [0, 1, 2, 3, 5, 7, 127, np.iinfo(dtype).max, np.iinfo(dtype).max - 1,
+               np.iinfo(dtype).bits - 1, np.iinfo(dtype).bits, np.iinfo(dtype).bits + 1,
+               2 * np.iinfo(dtype).bits + 3, np.iinfo(dtype).max // 2]
+       + ([-1, -2, -3, -7, np.iinfo(dtype).min, np.iinfo(dtype).min + 1]
+          if np.iinfo(dtype).min else [])
+       for dtype in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")},
+}
+
+
+def _power_matches_eager(fn, a, b):
+    """``fn(a, b)`` replayed on JAX: bit-equal to eager NumPy (and to the NumPy replay)."""
+    graph = cv.capture(fn, cv.spec(a.shape, a.dtype), cv.spec(b.shape, b.dtype))
+    with np.errstate(all="ignore"):
+        eager = np.asarray(fn(a, b))
+    expected, got = both(graph, {"a": a, "b": b})
+    assert got["out"].dtype == eager.dtype == expected["out"].dtype, (a.dtype, b.dtype)
+    assert got["out"].tobytes() == eager.tobytes() == expected["out"].tobytes(), (a.dtype,
+                                                                                  b.dtype)
+
+
+def test_integer_power_that_overflows_wraps_as_numpy_s():
+    """jax.numpy's integer power reads 6 bits of the exponent: int16 3 ** 251 was -22725,
+    int64 2 ** 70 was 64. NumPy squares and multiplies in the result dtype, wrapping."""
+    a = np.array([3, 2, -3, 5, 2], np.int16)
+    b = np.array([251, 16, 250, 255, 17], np.uint8)
+    graph = cv.capture(lambda a, b: a ** b, cv.spec((5,), "int16"), cv.spec((5,), "uint8"))
+    got = graph.replay({"a": a, "b": b}, backend="jax", to_numpy=True)["out"]
+    assert got.tolist() == [21563, 0, 29033, 6349, 0] == (a ** b).tolist()
+    big = cv.capture(lambda a: a ** np.int64(70), cv.spec((2,), "int64"))
+    assert big.replay({"a": np.array([2, 3])}, backend="jax", to_numpy=True)["out"].tolist() \
+        == (np.array([2, 3]) ** np.int64(70)).tolist() == [0, 3 ** 70 % 2 ** 64]  # < 2**63
+
+
+def test_integer_power_of_every_int8_and_uint8_pair_is_numpy_s():
+    small = {d: np.arange(np.iinfo(d).min, np.iinfo(d).max + 1).astype(d)
+             for d in ("int8", "uint8")}
+    for base, exponent in itertools.product(small, small):
+        a, b = (x.ravel() for x in np.meshgrid(small[base], small[exponent]))
+        keep = b >= 0  # a negative exponent is refused (below)
+        _power_matches_eager(lambda a, b: a ** b, a[keep], b[keep])
+
+
+def test_integer_power_of_edge_values_of_every_integer_dtype_pair_is_numpy_s():
+    for base, exponent in itertools.product(POWER_EDGES, POWER_EDGES):
+        result = np.result_type(base, exponent)
+        if result.kind not in "iu":
+            continue  # a float loop (uint64 ** int64)
+        a, b = (x.ravel() for x in np.meshgrid(np.array(POWER_EDGES[base], base),
+                                               np.array(POWER_EDGES[exponent], exponent)))
+        keep = b.astype(result) >= 0
+        _power_matches_eager(lambda a, b: np.power(a, b), a[keep], b[keep])
+
+
+POWER_FORMS = {
+    "x ** 3": lambda x: x ** 3,
+    "2 ** x": lambda x: 2 ** x,
+    "x ** np.int64(70)": lambda x: x ** np.int64(70),
+    "x ** np.uint8(200)": lambda x: x ** np.uint8(200),
+    "np.power(x, 70)": lambda x: np.power(x, 70),
+    "np.power(3, x)": lambda x: np.power(3, x),
+    "np.int64(2) ** x": lambda x: np.int64(2) ** x,
+    "np.power.outer": lambda x: np.power.outer(x, x),
+    "out=": lambda x: np.power(x, x, out=np.zeros_like(x)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32", "uint32", "int64", "uint64"])
+def test_integer_power_with_scalar_exponents_and_bases_is_numpy_s(dtype):
+    info = np.iinfo(dtype)
+    x = np.array([0, 1, 2, 3, 5, 7, 100, info.max, info.max - 1], dtype)
+    for name, fn in POWER_FORMS.items():
+        graph = cv.capture(fn, cv.spec(x.shape, dtype))
+        with np.errstate(all="ignore"):
+            eager = np.asarray(fn(x))
+        got = graph.replay({"x": x}, backend="jax", to_numpy=True)["out"]
+        assert got.dtype == eager.dtype, name
+        if eager.dtype.kind in "iu":
+            assert got.tobytes() == eager.tobytes(), name
+        else:  # uint64 ** np.int64(70) is a float power
+            np.testing.assert_allclose(got, eager, rtol=BACKEND.tolerance[0])
+
+
+def test_integer_power_of_a_negative_exponent_still_fails_at_the_node():
+    with pytest.raises(ValueError, match="Integers to negative integer powers"):
+        np.array([2, 3], np.int8) ** np.array([1, -1], np.int8)
+    graph = cv.capture(lambda a, b: a ** b, cv.spec((2,), "int8"), cv.spec((2,), "int8"))
+    with pytest.raises(cv.ReplayError, match=r"\(power\).*test_backend_jax.py.*integers to "
+                                             "negative integer powers are not allowed"):
+        graph.replay({"a": np.array([2, 3], np.int8), "b": np.array([1, -1], np.int8)},
+                     backend="jax")
+
+
+def test_an_integer_power_reduction_is_still_refused():
+    graph = cv.capture(lambda x: np.power.accumulate(x), cv.spec((3,), "int32"))
+    with pytest.raises(cv.ReplayError, match=r"np.power.accumulate on the jax backend: an "
+                                             "integer power"):
+        graph.replay({"x": np.array([2, 3, 4], np.int32)}, backend="jax")
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint32", "int8", "int16", "int64", "bool"])
+def test_a_linear_ramp_pad_of_integers_is_refused_by_name(dtype):
+    """NumPy floors a float64 ramp and casts it (uint8 [10, 200] padded to 255 at an end
+    value of -1); jax.numpy's ramp rounds otherwise, one off, signed and unsigned alike."""
+    x = np.array([10, 200], np.uint8).astype(dtype)
+    graph = cv.capture(lambda x: np.pad(x, (0, 1), mode="linear_ramp", end_values=(0, -1)),
+                       cv.spec(x.shape, dtype))
+    with pytest.raises(cv.ReplayError, match=r"\(pad\).*test_backend_jax.py.*"
+                                             rf"mode='linear_ramp'\) of {dtype} on the jax "
+                                             r"backend.*replay with backend='numpy'"):
+        graph.replay({"x": x}, backend="jax")
+    assert graph.replay({"x": x}, backend="numpy")["out"].tobytes() == \
+        np.pad(x, (0, 1), mode="linear_ramp", end_values=(0, -1)).tobytes()
+
+
+LINEAR_RAMPS = [
+    # NumPy ramps in float64 and rounds to float16 last (jax.numpy overflowed to inf early)
+    (np.array([0.0, 3.0], np.float16), (8, 0), (131072.0, 0.0)),
+    # near a zero crossing: jax.numpy's float32 interpolation gave 1154.0625 for 1154.2858
+    (np.array([-3619878.0, 1.0], np.float32), (7, 0), (9053735.0, 0.0)),
+    # list end values (Python floats: NumPy ramps in float32), each axis from the last ramp
+    (np.array([[1.5, -2.0], [3.25, 7.0]], np.float32), [(3, 5), (7, 2)],
+     [(-1e6, 2.5e5), (1e4, -3e6)]),
+    (np.arange(6.0).reshape(2, 3), 2, [[-4.5, 8.0]]),
+    (np.array([1.0, 2.0], np.float16), (5, 7), [(-900, 700)]),  # Python ints: in float16
+    (np.array([2.0, 2.0, -1.0]), (4, 3), (2.0, -1.0)),  # a step of 0
+]
+
+
+@pytest.mark.parametrize("x, widths, end_values", LINEAR_RAMPS)
+def test_a_linear_ramp_pad_of_floats_is_numpy_s(x, widths, end_values):
+    def fn(x):
+        return np.pad(x, widths, mode="linear_ramp", end_values=end_values)
+
+    graph = cv.capture(fn, cv.spec(x.shape, x.dtype))
+    with np.errstate(all="ignore"):
+        eager = fn(x)
+    got = graph.replay({"x": x}, backend="jax", to_numpy=True)["out"]
+    assert got.dtype == eager.dtype
+    assert got.tobytes() == eager.tobytes()
+
+
+def test_pad_takes_list_arguments_on_jax():
+    """jax.numpy's pad hashes its arguments: lists (NumPy reads them as arrays) are passed as
+    tuples."""
+    x = np.arange(6, dtype=np.int16).reshape(2, 3)
+    graph = cv.capture(lambda x: np.pad(x, [(1, 2), (2, 1)], constant_values=[(7, 8), (9, 10)]),
+                       cv.spec(x.shape, x.dtype))
+    expected = np.pad(x, [(1, 2), (2, 1)], constant_values=[(7, 8), (9, 10)])
+    assert graph.replay({"x": x}, backend="jax", to_numpy=True)["out"].tobytes() == \
+        expected.tobytes()
+
+
+@pytest.mark.parametrize("name", ["nanargmax", "nanargmin"])
+def test_nanargmax_of_an_all_nan_slice_fails_at_the_node_as_on_numpy(name):
+    """NumPy raises ValueError on a slice of NaNs only; jax.numpy gives -1."""
+    fn = getattr(np, name)
+    x = np.array([[1.0, np.nan, 2.0], [np.nan, np.nan, np.nan]])
+    with pytest.raises(ValueError, match="All-NaN slice encountered"):
+        fn(x, axis=1)
+    for form, shape in [(lambda x: fn(x, axis=1), (2, 3)), (lambda x: fn(x), (3,))]:
+        graph = cv.capture(form, cv.spec(shape, "float64"))
+        feed = {"x": x if shape == (2, 3) else np.full(3, np.nan)}
+        for backend in ("numpy", "jax"):
+            with pytest.raises(cv.ReplayError, match=rf"\({name}\).*test_backend_jax.py.*"
+                                                     "ValueError: All-NaN slice encountered"):
+                graph.replay(feed, backend=backend)
+    some = np.array([[1.0, np.nan, 2.0], [np.nan, 5.0, np.nan]], np.float32)
+    graph = cv.capture(lambda x: fn(x, axis=1), cv.spec(some.shape, some.dtype))
+    assert_bits_equal(*both(graph, {"x": some}))
+    rows = cv.capture(lambda x: fn(x, axis=0), cv.spec(some.shape, some.dtype))
+    assert_bits_equal(*both(rows, {"x": some}))

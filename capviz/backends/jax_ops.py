@@ -6,8 +6,9 @@ becomes "assign values at flat positions, the last one wins" (:func:`_assign_fla
 deterministic where a scatter of repeated indices is not. Where NumPy raises on values (an index
 out of bounds) or leaves a result to the platform (a float cast to an integer out of range), a
 form checks the values with :func:`capviz.backends.jax_trace.require`; where XLA defines a
-result otherwise than NumPy (an integer divided by zero, ``gcd`` of ``INT_MIN``, ``modf`` of an
-infinity or of a negative integer), the form computes NumPy's. A ufunc
+result otherwise than NumPy (an integer divided by zero, an integer power that overflows, ``gcd``
+of ``INT_MIN``, ``modf`` of an infinity or of a negative integer), the form computes NumPy's;
+where it rounds otherwise (an integer ``np.pad`` linear ramp), the form refuses. A ufunc
 runs in the loop NumPy picks for its operands' dtypes (:func:`_in_loop_dtypes`).
 """
 
@@ -231,13 +232,157 @@ def _reciprocal(jnp: Any) -> Callable:
 
 
 def _power(jnp: Any) -> Callable:
+    """NumPy's power: in an integer loop, exponentiation by squaring in the loop's dtype,
+    wrapping on overflow (``int64`` ``2 ** 70`` is 0, ``int16`` ``3 ** 251`` is 21563), for
+    every exponent bit of the dtype; jax.numpy's integer power looks at 6 bits of the exponent
+    only. A negative integer exponent fails the replay (NumPy raises ValueError)."""
+    from jax import lax
+
     def power(a: Any, b: Any) -> Any:
-        if _is_int(dtype_of(a)) and _is_int(dtype_of(b)) and dtype_of(b).kind == "i":
-            require(jnp.all(jnp.asarray(b) >= 0), "integers to negative integer powers are "
+        loop = np.power.resolve_dtypes((_loop_key(a), _loop_key(b), None))
+        dtype = np.dtype(loop[2])
+        if dtype.kind not in "iu":
+            return jnp.power(a, b)
+        base, exponent = jnp.broadcast_arrays(jnp.asarray(a).astype(dtype),
+                                              jnp.asarray(b).astype(dtype))
+        if dtype.kind == "i":
+            require(jnp.all(exponent >= 0), "integers to negative integer powers are "
                     "not allowed (NumPy raises ValueError)")
-        return jnp.power(a, b)
+
+        def step(_: Any, carry: tuple) -> tuple:
+            result, base, exponent = carry
+            result = jnp.where((exponent & 1) != 0, result * base, result)
+            return result, base * base, lax.shift_right_logical(exponent, jnp.ones_like(exponent))
+
+        start = (jnp.ones_like(base), base, exponent)
+        result, _, _ = lax.fori_loop(0, dtype.itemsize * 8, step, start)
+        return result
 
     return power
+
+
+def _end_value_pairs(values: Any, ndim: int) -> Any:
+    """``end_values`` as np.pad reads them (its ``_as_pairs``): one pair per axis, NumPy
+    scalars where one or two values were given, Python scalars otherwise; the kind decides the
+    float type of NumPy's ramp (a NumPy float64 scalar is not weak, a Python float is)."""
+    x = np.array(values)
+    if x.ndim < 3 and x.size == 1:
+        x = x.ravel()
+        return ((x[0], x[0]),) * ndim
+    if x.ndim < 3 and x.size == 2 and x.shape != (2, 1):
+        x = x.ravel()
+        return ((x[0], x[1]),) * ndim
+    return np.broadcast_to(x, (ndim, 2)).tolist()
+
+
+def _ramp(jnp: Any, start: Any, edge: Any, num: int, dtype: np.dtype, axis: int) -> Any:
+    """``np.linspace(start, edge, num, endpoint=False, dtype=dtype, axis=axis)`` for a float or
+    complex ``dtype``, in NumPy's arithmetic: in the float type NumPy picks for ``start`` and
+    ``edge`` (float64 for a NumPy float64 or integer scalar: ``end_values=(0, 1)`` ramps a
+    float32 array in float64), ``arange(num) * step + start``, where ``step`` is ``(edge -
+    start) / num`` unless a step is 0 (then ``arange(num) / num * (edge - start)``), cast to
+    ``dtype`` last. jax.numpy's linspace interpolates in ``dtype`` instead, which misses
+    NumPy's by units near a zero crossing of a float32 ramp and overflows float16."""
+    with np.errstate(all="ignore"):
+        dt = np.linspace(start, np.zeros(1, dtype), num=1, endpoint=False).dtype
+        first = np.asarray(start).astype(dt)
+    y = jnp.arange(num, dtype=dt).reshape((num,) + (1,) * len(edge.shape))
+    delta = edge.astype(dt) - first
+    step = _divided(jnp, delta, num)
+    scaled = jnp.where(jnp.any(step == 0), _product(jnp, _divided(jnp, y, num), delta),
+                       _product(jnp, y, step))
+    if scaled.dtype != y.dtype:  # float64 holding float32 (float16) values: add, round once
+        y = (scaled + first.astype(np.float64)).astype(dt)
+    else:
+        y = scaled + first
+    return jnp.moveaxis(cast(jnp, y, dtype), 0, axis)
+
+
+def _divided(jnp: Any, x: Any, n: int) -> Any:
+    """``x / n`` rounded once, as NumPy's, for a float32 or float16 ``x``: XLA divides by a
+    constant as a multiplication by its reciprocal (an ulp off), so the quotient is taken in
+    float64 and rounded (a float32 divided by an integer below 2**27 is never within float64's
+    error of a float32 rounding boundary). A float64 or complex quotient may be an ulp off."""
+    dtype = np.dtype(x.dtype)
+    if dtype.kind == "f" and dtype.itemsize < 8:
+        return (x.astype(np.float64) / n).astype(dtype)
+    return x / n
+
+
+def _product(jnp: Any, a: Any, b: Any) -> Any:
+    """``a * b`` rounded on its own, as NumPy's, for float32 or float16 operands: exact in
+    float64 and rounded to their precision by ``reduce_precision``, kept in float64 (a product
+    rounded by a cast, LLVM narrows to a float32 product and fuses with the sum that follows
+    into one multiply-add). Float64 and complex products may be fused."""
+    from jax import lax
+
+    dtype = np.dtype(a.dtype)
+    if dtype.kind == "f" and dtype.itemsize < 8:
+        info = np.finfo(dtype)
+        exact = a.astype(np.float64) * b.astype(np.float64)
+        return lax.reduce_precision(exact, exponent_bits=info.nexp, mantissa_bits=info.nmant)
+    return a * b
+
+
+def _linear_ramp(jnp: Any, array: Any, pad_width: Any, end_values: Any) -> Any:
+    """np.pad(array, pad_width, mode='linear_ramp', end_values=...) of a float or complex
+    array: axis by axis, each ramp running from the end value to the edge of the array padded
+    so far along the earlier axes, as NumPy's."""
+    from jax import lax
+
+    dtype = np.dtype(array.dtype)
+    ndim = len(array.shape)
+    widths = np.broadcast_to(np.asarray(pad_width), (ndim, 2)).tolist()
+    if math.prod(array.shape) == 0:  # padded along an axis of 0 only: still empty
+        return jnp.zeros(tuple(d + a + b for d, (a, b) in zip(array.shape, widths)), dtype)
+    for axis, ((before, after), (first, last)) in enumerate(
+            zip(widths, _end_value_pairs(end_values, ndim))):
+        n = array.shape[axis]
+        left = _ramp(jnp, first, lax.index_in_dim(array, 0, axis, False), before, dtype, axis)
+        right = _ramp(jnp, last, lax.index_in_dim(array, n - 1, axis, False), after, dtype,
+                      axis)
+        array = jnp.concatenate([left, array, jnp.flip(right, axis)], axis=axis)
+    return array
+
+
+def _pad(jnp: Any) -> Callable:
+    """np.pad: ``mode='linear_ramp'`` in NumPy's arithmetic for floats (:func:`_linear_ramp`),
+    refused for integer and boolean arrays (NumPy floors a float ramp and casts it: a value
+    one rounding off crosses an integer); list arguments as tuples (jax.numpy's pad takes them
+    as static arguments, which must hash)."""
+    pad = ops.OPS["pad"].bind(jnp)
+
+    def run(*args: Any, **params: Any) -> Any:
+        array = args[0] if args else params.pop("array")
+        rest = list(args[1:])
+        pad_width = rest.pop(0) if rest else params.pop("pad_width")
+        mode = rest.pop(0) if rest else params.pop("mode", "constant")
+        dtype = dtype_of(array)
+        if mode == "linear_ramp":
+            if dtype.kind in "biu":
+                raise NotImplementedError(
+                    f"np.pad(..., mode='linear_ramp') of {dtype} on the jax backend: NumPy's "
+                    f"ramp is np.linspace computed in floats, floored and cast to {dtype}, "
+                    "which jax.numpy's linspace rounds otherwise (a ramp value differs by "
+                    "one), and a fused multiply-add on the device can move a value across an "
+                    "integer; replay with backend='numpy' or backend='dask', or pad a float copy "
+                    "(np.pad(x.astype(np.float64), ..., mode='linear_ramp'))")
+            return _linear_ramp(jnp, jnp.asarray(array), pad_width,
+                                params.get("end_values", 0))
+        params = {k: _as_tuples(v) for k, v in params.items()}
+        return pad(array, _as_tuples(pad_width), mode, **params)
+
+    run.__name__ = "pad"
+    return run
+
+
+def _as_tuples(value: Any) -> Any:
+    """A list or array argument as nested tuples (hashable)."""
+    if isinstance(value, np.ndarray) and not value.ndim:
+        return value[()]
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return tuple(_as_tuples(v) for v in value)
+    return value
 
 
 def _in_bounds(jnp: Any, idx: Any, n: int, what: str) -> Any:
@@ -407,11 +552,19 @@ def _arg_extremum(name: str) -> Callable[[Any], Callable]:
         fn = getattr(jnp, name)
 
         def run(a: Any, *args: Any, **params: Any) -> Any:
-            if dtype_of(a).kind == "c":
+            dtype = dtype_of(a)
+            if dtype.kind == "c":
                 raise NotImplementedError(
                     f"{name} of complex values: XLA cannot order complex numbers in {name} "
                     f"(NumPy orders them by real, then imaginary part); replay with "
                     f"backend='numpy', or take np.{name} of np.real or np.abs of the values")
+            if name.startswith("nan") and dtype.kind == "f":
+                # NumPy raises on a slice of NaNs only, where jax.numpy gives -1
+                axis = args[0] if args else params.get("axis")
+                nan = jnp.isnan(jnp.asarray(a))
+                require(~jnp.any(jnp.all(nan, axis=axis)),
+                        f"ValueError: All-NaN slice encountered (np.{name} raises on a slice "
+                        "of NaNs only, where jax.numpy gives -1)")
             return fn(a, *args, **params)
 
         run.__name__ = name
@@ -613,6 +766,7 @@ OVERRIDES: dict[str, Callable[[Any], Callable]] = {
     "fmod": lambda jnp: _integer_division(jnp, "fmod"),
     "divmod": _divmod,
     "power": _power,
+    "pad": _pad,
     "index": _index,
     "take": _take,
     "take_along_axis": _take_along_axis,
