@@ -233,6 +233,14 @@ def _hashable(params: dict) -> Any:
 _UFUNC_CACHE: dict = {}
 
 
+def remember(cache: dict, key: Any, value: Any, limit: int) -> None:
+    """Keep ``value`` in a bounded rule cache: one holding more than ``limit`` entries is
+    cleared whole first (no eviction bookkeeping; a miss only recomputes a rule)."""
+    if len(cache) > limit:
+        cache.clear()
+    cache[key] = value
+
+
 def _ufunc_meta(name: str, ufunc: np.ufunc) -> Callable:
     def meta(args: Sequence, params: dict) -> Any:
         if len(args) == 2:  # _key inlined for a tensor and a plain literal (once per op)
@@ -257,9 +265,7 @@ def _ufunc_meta(name: str, ufunc: np.ufunc) -> Callable:
             result: Any = (shape, out.dtype)
         else:  # divmod, modf, frexp: one (shape, dtype) per result
             result = [(shape, o.dtype) for o in out]
-        if len(_UFUNC_CACHE) > 100_000:
-            _UFUNC_CACHE.clear()
-        _UFUNC_CACHE[key] = result
+        remember(_UFUNC_CACHE, key, result, 100_000)
         return result
 
     return meta

@@ -286,9 +286,7 @@ def proxy_dtypes(spec: FunctionSpec, args: Sequence, params: dict) -> Any:
     result = ([np.asarray(o).dtype for o in flat_results(out)] if spec.multi
               else np.asarray(out).dtype)
     if key is not None:
-        if len(_DTYPE_CACHE) > 50_000:
-            _DTYPE_CACHE.clear()
-        _DTYPE_CACHE[(spec.path, key)] = result
+        ops.remember(_DTYPE_CACHE, (spec.path, key), result, 50_000)
     return result
 
 

@@ -128,9 +128,7 @@ def _meta(method: str) -> Callable:
         except _RULE_ERRORS as err:
             raise ops._fail(f"np.{params.get('ufunc')}.{method}", args, call, err) from None
         if key is not None:
-            if len(_CACHE) > 20_000:
-                _CACHE.clear()
-            _CACHE[key] = result
+            ops.remember(_CACHE, key, result, 20_000)
         return result
 
     return meta
