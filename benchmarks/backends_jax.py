@@ -58,7 +58,7 @@ def run(rounds: int = 5) -> list[tuple[str, str, str]]:
     """Rows ``(name, figure, goal)`` for ``benchmarks/backends.py``."""
     import jax
 
-    from capviz.backends.jax import BACKEND
+    from capviz.backends.jax.backend import BACKEND
 
     device = jax.devices()[0]
     rows = []

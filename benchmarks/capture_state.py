@@ -17,7 +17,7 @@ import time
 from _common import chain, header, row
 
 import capviz as cv
-from capviz.backends import capture as backend
+from capviz.trace import context
 
 
 class _ThreadState(threading.local):
@@ -43,8 +43,8 @@ def main() -> None:
     state = _ThreadState()
     with cv.CaptureDevice("bench").capture_scope() as scope:
         recorder = scope.recorder
-        recorders = backend._RECORDERS
-        scopes = backend._NAME_SCOPE
+        recorders = context.RECORDERS
+        scopes = context.NAME_SCOPE
         get_ident = threading.get_ident
 
         def contextvars_check():

@@ -1,5 +1,5 @@
-"""Cost of watching generator objects (capviz/generator_watch.py) when a capture scope opens and
-closes. Run: python benchmarks/generator_watch.py
+"""Cost of watching generator objects (capviz/randomness/generator_watch.py) when a capture scope
+opens and closes. Run: python benchmarks/generator_watch.py
 
 The same small function (``x * 2 + 1``) captured with ``cv.capture`` from two modules: one with
 a handful of globals (the baseline) and one with 1,000 globals (ints, strings, functions, 40
@@ -16,7 +16,7 @@ import numpy as np
 from _common import header, interleaved, row
 
 import capviz as cv
-from capviz import generator_watch
+from capviz.randomness import generator_watch
 
 SOURCE = "def small(x):\n    return x * 2 + 1\n"
 CAPTURES = 200

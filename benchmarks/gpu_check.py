@@ -114,7 +114,7 @@ def main() -> int:
                                  cv.random.bernoulli((1 << 20,), p=0.3),
                                  cv.random.normal((1 << 20,), dtype="float64")), rng=dev)
     ref = rgraph.replay({}, backend="numpy")
-    from capviz import rng
+    from capviz.ops import random as rng
 
     generic = rng.uniform(_Other(), 2026, draw=0, shape=(1 << 20,), dtype="float32", low=0.0,
                           high=1.0)
@@ -150,7 +150,7 @@ def _jax_rows(graph, x, out_np, t_np, rows) -> int:
     try:
         import jax
 
-        from capviz.backends.jax import BACKEND
+        from capviz.backends.jax.backend import BACKEND
     except ImportError:
         rows.append(("replay on JAX", "skipped: jax not installed (capviz[jax])", "-"))
         return 0

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 import capviz as cv
-from capviz import serialize
+from capviz.io.nx import to_networkx
 
 SIZES = (1_000, 10_000, 100_000)
 ROUNDS = 5
@@ -91,8 +91,8 @@ def main() -> None:
                 "save": timed(lambda: g.save(path)),
                 "load": timed(lambda: loaded.append(cv.load(path))),
                 "verify": timed(lambda: loaded[0].verify()),
-                "nx": timed(lambda: serialize.to_networkx(loaded[0])),
-                "nx, gc off": timed_without_gc(lambda: serialize.to_networkx(loaded[0])),
+                "nx": timed(lambda: to_networkx(loaded[0])),
+                "nx, gc off": timed_without_gc(lambda: to_networkx(loaded[0])),
             }
             arrays = {f"c{i}": np.asarray(v) for i, v in g.constant_values.items()}
             plain_save, plain_load = plain_round_trip(path, arrays,

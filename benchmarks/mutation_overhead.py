@@ -17,23 +17,25 @@ import time
 from _common import chain
 
 import capviz as cv
-from capviz.backends import capture as recorder_module
-from capviz.backends.capture import Recorder, source_of, user_frame
-from capviz.errors import ShapeError
-from capviz.tensor import Tensor
+from capviz.core.errors import ShapeError
+from capviz.core.source import source_of, user_frame, user_source
+from capviz.trace import context
+from capviz.trace import recorder as recorder_module
+from capviz.trace.recorder import Recorder
+from capviz.trace.tensor import Tensor
 
 ROUNDS = 61
 
 
 def apply_without_bookkeeping(self, op, args, params):
     """``Recorder.apply`` as it was before writes were recorded (single-output ops)."""
-    if self.closed or self not in recorder_module._RECORDERS.get():
+    if self.closed or self not in context.RECORDERS.get():
         self.check_usable()
     conv = []
     for a in args:
         ta = type(a)
         if ta is Tensor:
-            conv.append(a._data if a._backend is self else self.adopt(a))
+            conv.append(a._data if a._trace is self else self.adopt(a))
         elif ta in recorder_module._LITERALS:
             conv.append(a)
         else:
@@ -41,7 +43,7 @@ def apply_without_bookkeeping(self, op, args, params):
     try:
         meta = op.meta(conv, params)
     except ShapeError as err:
-        raise self._located(err, recorder_module.user_source()) from None
+        raise self._located(err, user_source()) from None
     frame = user_frame(sys._getframe(1))
     return Tensor(self._append("op", op.name, tuple(conv), params, meta[0], meta[1],
                                source_of(frame), frame=frame), self)

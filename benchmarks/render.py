@@ -32,6 +32,7 @@ import numpy as np
 from _common import header, row
 
 import capviz as cv
+from capviz.core.ir import Node
 from capviz.models import transformer_block, transformer_weights
 from capviz.render.svg import DEFAULT_BUDGET, _pure_binary
 
@@ -93,7 +94,7 @@ def plain_dot(graph, limit=None):
     for n in nodes:
         lines.append(f'n{n.index} [label="{n.op or n.kind}"]')
         for a in n.args:
-            if isinstance(a, cv.ir.Node) and (limit is None or a.index < limit):
+            if isinstance(a, Node) and (limit is None or a.index < limit):
                 lines.append(f"n{a.index} -> n{n.index}")
     lines.append("}")
     return "\n".join(lines)

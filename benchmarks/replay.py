@@ -28,7 +28,7 @@ from _common import chain, header, interleaved, row
 
 import capviz as cv
 from capviz.models import transformer_block, transformer_weights
-from capviz.replay_program import Program
+from capviz.replay.program import Program
 
 
 def tiny(n: int = 10_000) -> None:

@@ -17,7 +17,7 @@ from _common import chain, header, row
 from capture_replay import bare_networkx
 
 import capviz as cv
-from capviz.backends import scopes
+from capviz.trace import scopes
 
 N = 10_000
 ROUNDS = 15

@@ -13,23 +13,18 @@ Example:
 
 from __future__ import annotations
 
-# rng registers the random ops; methods attaches the ndarray API to Tensor
-from capviz import methods, random, rng  # noqa: F401
+from capviz import random
 from capviz.capture import (
     CaptureDevice,
     CaptureScope,
-    Device,
     Spec,
     capture,
     constant,
-    default_device,
     is_capturing,
     name_scope,
-    seed,
     spec,
-    tensor,
 )
-from capviz.errors import (
+from capviz.core.errors import (
     BackendUnavailableError,
     BoundaryError,
     CaptureError,
@@ -60,13 +55,14 @@ from capviz.errors import (
     UnseededRandomWarning,
     UnsupportedOperationError,
 )
-from capviz.executor import CompiledReplay, Executor
-from capviz.ir import CapturedGraph, Node, Violation
+from capviz.core.ir import Node, Violation
+from capviz.devices import Device, default_device, seed, tensor
+from capviz.graph import CapturedGraph, load
 from capviz.numpy_api import supported_functions
 from capviz.render.live import live
-from capviz.replay_plan import MemoryPlan
-from capviz.serialize import load
-from capviz.tensor import Tensor
+from capviz.replay.plan import MemoryPlan
+from capviz.replay.run import CompiledReplay, Executor
+from capviz.trace.tensor import Tensor
 
 __version__ = "0.1.0"
 

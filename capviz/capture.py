@@ -1,9 +1,8 @@
-"""Devices, capture scopes, boundaries and the function form :func:`capture`.
+"""Capture scopes, boundaries and the function form :func:`capture`.
 
-``Device`` is an eager device (NumPy or CuPy) with its own counter-based generator;
-``CaptureDevice`` opens capture scopes. A scope owns one :class:`Recorder`, checks the graph's
-boundaries when it exits (as burn's capture does), and always leaves its graph on
-``scope.graph``, also when the body raised.
+``CaptureDevice`` opens capture scopes (eager devices are in :mod:`capviz.devices`). A scope owns
+one :class:`Recorder`, checks the graph's boundaries when it exits (as burn's capture does), and
+always leaves its graph on ``scope.graph``, also when the body raised.
 """
 
 from __future__ import annotations
@@ -13,29 +12,13 @@ import inspect
 import itertools
 import sys
 import threading
-import weakref
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from capviz import generator_watch, hooks
-from capviz.backends import registry
-from capviz.backends.capture import (
-    Recorder,
-    active,
-    describe_node,
-    name_scope_entries,
-    note_origin,
-    register,
-    set_name_scope_entries,
-    unregister,
-    user_source,
-)
-from capviz.backends.eager import EagerBackend
-from capviz.backends.mutation import current
-from capviz.backends.scopes import ExplicitScope, user_frame
-from capviz.errors import (
+from capviz.backends.host import host_copy
+from capviz.core.errors import (
     BoundaryError,
     CapvizError,
     DuplicateBoundaryError,
@@ -47,10 +30,23 @@ from capviz.errors import (
     UnknownBoundaryError,
     UnsupportedOperationError,
 )
-from capviz.ir import CapturedGraph, format_source
-from capviz.rng import check_seed, fresh_seed
-from capviz.tensor import Tensor
-from capviz.violations import make_error, seed_message
+from capviz.core.ir import Violation
+from capviz.core.source import format_source, user_frame, user_source
+from capviz.core.violations import make_error, seed_message
+from capviz.devices import Device, default_device
+from capviz.graph import CapturedGraph
+from capviz.randomness import generator_watch, hooks
+from capviz.trace.context import (
+    active,
+    name_scope_entries,
+    register,
+    set_name_scope_entries,
+    unregister,
+)
+from capviz.trace.mutation import current
+from capviz.trace.recorder import Recorder, describe_node, note_origin
+from capviz.trace.scopes import ExplicitScope
+from capviz.trace.tensor import Tensor
 
 
 class Spec(NamedTuple):
@@ -67,118 +63,6 @@ def spec(shape: Any, dtype: Any = "float32") -> Spec:
     if any(s < 0 for s in shape):
         raise ValueError(f"shape must hold non-negative sizes, got {shape}")
     return Spec(shape, np.dtype(dtype))
-
-
-class Device:
-    """An eager device: ``Device("numpy")`` or ``Device("cupy")``, with its own generator.
-
-    Random draws are numbered; draw ``k`` after ``seed(s)`` is the Philox stream keyed by
-    ``(s, k)``, so it is the same on every device kind and in every replay of a capture.
-    The kinds are the registry's eager backends; the replay-only ones (Dask, JAX) are refused
-    with the way to use them.
-    """
-
-    def __init__(self, kind: str = "numpy") -> None:
-        if kind == "auto":  # as replay's backend="auto": CuPy with a GPU, else NumPy
-            kind = registry.resolve().name
-        eager = registry.eager_names()
-        if kind not in eager:
-            expected = " or ".join(map(repr, eager))
-            if kind in registry.names():
-                raise ValueError(f"{kind!r} is a replay-only backend, not an eager device "
-                                 f"(expected {expected}): capture on cv.Device('numpy') and "
-                                 f"run the graph with graph.replay(inputs, backend={kind!r})")
-            raise ValueError(f"unknown device kind {kind!r}; expected {expected}")
-        self.kind = kind
-        self.backend = EagerBackend(registry.get(kind), self)
-        self._seed: int | None = None
-        self._entropy: int | None = None
-        self._draws = 0
-        self._lock = threading.Lock()
-        self._captures: weakref.WeakSet[Recorder] = weakref.WeakSet()  # captures drawing from it
-
-    @property
-    def xp(self) -> Any:
-        """The array namespace of the device's backend."""
-        return self.backend.xp
-
-    @property
-    def current_seed(self) -> int | None:
-        """The seed given to :meth:`seed`, or ``None`` if the device was never seeded."""
-        return self._seed
-
-    def seed(self, seed: int) -> None:
-        """Seed the device's generator (a ``seed`` violation inside a capture, and of every open
-        capture drawing from this device, whichever thread it runs in)."""
-        self.reseed(seed, hooks.call_text(f"Device({self.kind!r}).seed", (seed,), {}))
-
-    def reseed(self, seed: int, call: str) -> None:
-        """Seed the generator; ``call`` is how the user's code did it (for the violation)."""
-        seed = check_seed(seed)
-        with self._lock:
-            users = [r for r in self._captures if not r.closed]
-        if users or active() is not None:
-            hooks.report_seed(call, users)
-        with self._lock:
-            self._seed = seed
-            self._draws = 0
-
-    def bind_capture(self, recorder: Recorder) -> None:
-        """Make ``recorder`` draw from this device until its scope closes."""
-        recorder.graph.rng_seed = self.current_seed
-        recorder.seeded = self.current_seed is not None
-        recorder.next_draw = self.next_draw
-        with self._lock:
-            self._captures.add(recorder)  # weakly: a finished capture's graph is freed
-
-    def next_draw(self) -> int:
-        """Reserve the next draw index."""
-        with self._lock:
-            draw = self._draws
-            self._draws += 1
-            return draw
-
-    def rng_key(self) -> int:
-        """The seed draws use: the given seed, else entropy fixed once per device."""
-        if self._seed is not None:
-            return self._seed
-        with self._lock:
-            if self._entropy is None:
-                self._entropy = fresh_seed()
-            return self._entropy
-
-    def __repr__(self) -> str:
-        return f"Device({self.kind!r})"
-
-
-_default: Device | None = None
-_default_lock = threading.Lock()
-
-
-def default_device() -> Device:
-    """CuPy when it imports and sees a GPU, else NumPy (chosen once per process)."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = Device(registry.resolve().name)
-        return _default
-
-
-def tensor(data: Any, device: Device | None = None) -> Tensor:
-    """An eager tensor holding a copy of ``data`` on ``device`` (default: the default device)."""
-    device = device or default_device()
-    if isinstance(data, Tensor):
-        data = data.numpy()
-    backend = device.backend
-    value = backend.copy_of(data)
-    if value.dtype == object:
-        raise TypeError("cv.tensor() needs numbers; got an object array")
-    return Tensor(value, backend)
-
-
-def seed(n: int) -> None:
-    """Seed the default device (a ``seed`` violation inside a capture)."""
-    default_device().reseed(n, hooks.call_text("cv.seed", (n,), {}))
 
 
 def is_capturing() -> bool:
@@ -206,13 +90,11 @@ def constant(value: Any, name: str | None = None) -> Any:
     recorder = active()
     if recorder is None:
         return value
-    from capviz.backends.capture import host_array
-
     if isinstance(value, Tensor):
         value = value.numpy()  # an eager tensor's value; a capture tensor is a data read
     if name is None and isinstance(value, np.ndarray):
         name = recorder.name_of(value)
-    node = recorder.constant(host_array(value), name, user_source())
+    node = recorder.constant(host_copy(value), name, user_source())
     if isinstance(value, np.ndarray):
         note_origin(recorder.graph, node, value)
     return Tensor(node, recorder)
@@ -223,7 +105,7 @@ class _NameScope:
     on entry and puts them back on exit, each one ``ContextVar.set``, so an interrupt leaves no
     stray scope. Each entry is its own :class:`ExplicitScope` (two entries of one name are two
     scopes) and remembers the user frame that entered it, to nest it among the call-stack
-    scopes (see :mod:`capviz.backends.scopes`)."""
+    scopes (see :mod:`capviz.trace.scopes`)."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -290,8 +172,6 @@ class CaptureDevice:
         if active() is not None:
             hooks.report_seed(call)
             return
-        from capviz.ir import Violation
-
         source = user_source()
         raise make_error(Violation("seed", "error", seed_message(call, source), call, source, -1),
                          None)
@@ -359,7 +239,7 @@ class CaptureScope:
             raise RuntimeError("a CaptureScope object can be entered once; call "
                                "capture_scope() again for a new capture")
         self._opened_at = user_source()
-        recorder = Recorder(self.device, self.on_violation)
+        recorder = Recorder(CapturedGraph(), self.device, self.on_violation)
         recorder.global_random = self.global_random
         rng = self.rng or default_device()
         self.recorder = recorder
@@ -488,7 +368,7 @@ class CaptureScope:
             raise TypeError(f"an input name must be a non-empty string, got {name!r}")
         self._inputs.append(_Declared(name, shape_or_example, source))
         value = shape_or_example
-        if isinstance(value, Tensor) and isinstance(value._backend, Recorder):
+        if isinstance(value, Tensor) and isinstance(value._trace, Recorder):
             return value  # produced inside a graph: reported at exit (invalid or unknown input)
         stands_for = None
         if isinstance(value, Spec):
@@ -514,9 +394,7 @@ class CaptureScope:
         recorder = self._recorder()
         if isinstance(value, Tensor):
             value = value.numpy()
-        from capviz.backends.capture import host_array
-
-        node = recorder.constant(host_array(value), name, user_source())
+        node = recorder.constant(host_copy(value), name, user_source())
         return Tensor(node, recorder)
 
     def output(self, value: Any, name: str | None = None) -> None:
@@ -606,12 +484,12 @@ def _declared_at(d: _Declared) -> str:
 
 
 def _capture_tensor(value: Any) -> bool:
-    return isinstance(value, Tensor) and isinstance(value._backend, Recorder)
+    return isinstance(value, Tensor) and isinstance(value._trace, Recorder)
 
 
 def _check_known(role: str, d: _Declared, recorder: Recorder) -> None:
     """A capture tensor named as a boundary must belong to this capture."""
-    other = d.value._backend
+    other = d.value._trace
     if other is not recorder:
         raise UnknownBoundaryError(
             f"{role} {d.name!r}{_declared_at(d)} is a tensor of another capture "

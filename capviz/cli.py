@@ -342,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; return its exit code."""
-    from capviz.errors import CapvizError
+    from capviz.core.errors import CapvizError
 
     for stream in (sys.stdout, sys.stderr):  # a name the terminal cannot encode is escaped
         if hasattr(stream, "reconfigure"):

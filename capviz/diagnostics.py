@@ -12,50 +12,23 @@ import numpy as np
 from capviz import ops
 from capviz.backends import registry
 from capviz.backends.registry import host_array
-from capviz.executor import Executor, resolve_seed
-from capviz.ir import CapturedGraph, Node, format_source
+from capviz.core.ir import Graph, Node
+from capviz.core.source import format_source
+from capviz.core.stats import Stats, value_stats
+from capviz.replay.run import Executor, resolve_seed
+from capviz.trace.eager import EagerTrace
+from capviz.trace.tensor import Tensor
 
 
-@dataclasses.dataclass
-class Stats:
-    """Summary of one node's value."""
-
-    min: float
-    max: float
-    mean: float
-    std: float
-    nan: int
-    inf: int
-
-    def text(self) -> str:
-        """One line for tooltips."""
-        return (f"min {self.min:.4g}  max {self.max:.4g}  mean {self.mean:.4g}  "
-                f"std {self.std:.4g}  nan {self.nan}  inf {self.inf}")
-
-
-def value_stats(value: Any) -> Stats | None:
-    """Statistics of an array (``None`` for non-numeric or empty values)."""
-    arr = host_array(value)
-    if arr.dtype.kind not in "biuf" or arr.size == 0:
-        return None
-    a = arr.astype(np.float64)
-    finite = a[np.isfinite(a)]
-    nan, inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
-    if finite.size == 0:
-        return Stats(float("nan"), float("nan"), float("nan"), float("nan"), nan, inf)
-    return Stats(float(finite.min()), float(finite.max()), float(finite.mean()),
-                 float(finite.std()), nan, inf)
-
-
-def compute_stats(graph: CapturedGraph, inputs: Mapping[str, Any] | None, backend: str = "numpy",
+def compute_stats(graph: Graph, inputs: Mapping[str, Any] | None, backend: str = "numpy",
                   seed: int | None = None, allow_violations: bool = False) -> dict[int, Stats]:
     """Replay keeping every value; store and return per-node :class:`Stats`."""
     ex = Executor(graph, inputs, backend=backend, keep=True, seed=seed,
                   allow_violations=allow_violations)
     ex.run()
     stats = {}
-    for index, value in ex._store.items():
-        s = value_stats(value)
+    for index, value in ex.values.items():
+        s = value_stats(host_array(value))
         if s is not None:
             stats[index] = s
     graph.stats = stats
@@ -92,14 +65,11 @@ def _differs(a: Any, b: Any, rtol: float, atol: float) -> tuple[bool, float, flo
     return bool(bad.any()), float(diff.max()), float(rel.max())
 
 
-def _eager_trace(graph: CapturedGraph, fn: Callable, inputs: Mapping[str, Any]) -> list:
+def _eager_trace(graph: Graph, fn: Callable, inputs: Mapping[str, Any]) -> list:
     """Run ``fn`` eagerly on NumPy, logging ``(op name, result)`` of every op in order."""
-    from capviz.backends.eager import EagerBackend
-    from capviz.tensor import Tensor
-
     log: list[tuple[str, Any]] = []
 
-    class Tracing(EagerBackend):
+    class Tracing(EagerTrace):
         def apply(self, op: ops.Op, args: tuple, params: dict) -> Any:
             out = super().apply(op, args, params)
             if op.multi:
@@ -133,7 +103,7 @@ def _tolerance(rtol: float | None, atol: float | None, dtype: Any, names: tuple[
     return (r if rtol is None else rtol), (a if atol is None else atol)
 
 
-def compare(graph: CapturedGraph, fn: Callable | None, inputs: Mapping[str, Any] | None,
+def compare(graph: Graph, fn: Callable | None, inputs: Mapping[str, Any] | None,
             rtol: float | None = None, atol: float | None = None, backend: str = "numpy",
             against: str | None = None, seed: int | None = None,
             allow_violations: bool = False) -> Divergence:
@@ -161,7 +131,7 @@ def compare(graph: CapturedGraph, fn: Callable | None, inputs: Mapping[str, Any]
         other = Executor(graph, inputs, backend=against, keep=True, seed=key,
                          allow_violations=allow_violations)
         other.run()
-        pairs = [(n, ex._store[n.index], other._store[n.index]) for n in op_nodes]
+        pairs = [(n, ex.values[n], other.values[n]) for n in op_nodes]
     elif fn is not None:
         log = _eager_trace(graph, fn, inputs or {})
         pairs = []
@@ -171,7 +141,7 @@ def compare(graph: CapturedGraph, fn: Callable | None, inputs: Mapping[str, Any]
                 return Divergence(n, float("inf"), float("inf"),
                                   f"eager ran {name} where the graph has %{n.index} {n.op}: the "
                                   "programs differ here")
-            pairs.append((n, ex._store[n.index], value))
+            pairs.append((n, ex.values[n], value))
         if len(log) != len(op_nodes):
             n = op_nodes[min(len(log), len(op_nodes) - 1)] if op_nodes else None
             if n is not None:

@@ -23,8 +23,8 @@ import pytest
 
 from capviz import testing
 from capviz.capture import CaptureDevice, observe
-from capviz.errors import CapvizError, RenderError
-from capviz.ir import CapturedGraph
+from capviz.core.errors import CapvizError, RenderError
+from capviz.graph import CapturedGraph
 
 _GRAPHS = pytest.StashKey[list]()
 

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.capture import active
-from capviz.capture import Device, default_device
-from capviz.tensor import Tensor
+from capviz.devices import Device, default_device
+from capviz.trace.context import active
+from capviz.trace.tensor import Tensor
 
 __all__ = ["bernoulli", "normal", "uniform"]
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from capviz.ir import CapturedGraph, Node
-from capviz.printing import literal_text, type_text
-from capviz.serialize import encode
+from capviz.core.ir import Node
+from capviz.graph import CapturedGraph
+from capviz.io.json import encode
+from capviz.io.printing import literal_text, type_text
 
 #: Default for ``update`` in :func:`assert_graph_snapshot`; the pytest plugin sets it from
 #: ``--capviz-update-snapshots``.

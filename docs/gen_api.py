@@ -24,7 +24,15 @@ def entry(name: str, obj: object) -> str:
     doc = inspect.cleandoc(obj.__doc__ or "").strip()
     lines = [f"### `cv.{name}`", "", f"*{kind}* `{name}{sig}`", "", doc, ""]
     if kind == "class" and not issubclass(obj, BaseException):
-        for attr, member in sorted(vars(obj).items()):
+        for base in obj.__mro__[1:]:  # the core Graph under CapturedGraph: its attributes
+            if base.__module__.startswith("capviz") and base.__doc__:
+                lines += [f"From `{base.__module__}.{base.__name__}`:", "",
+                          inspect.cleandoc(base.__doc__).strip(), ""]
+    if kind == "class" and not issubclass(obj, BaseException):
+        members = {}  # a base class of capviz's (the core Graph) documents its own members
+        for klass in reversed([k for k in obj.__mro__ if k.__module__.startswith("capviz")]):
+            members.update(vars(klass))
+        for attr, member in sorted(members.items()):
             if attr.startswith("_") or not (inspect.isfunction(member)
                                             or isinstance(member, property)):
                 continue

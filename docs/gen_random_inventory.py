@@ -1,4 +1,5 @@
-"""Write the inventory of RNG entry points into docs/guide/randomness.md, from capviz.hooks' tables.
+"""Write the inventory of RNG entry points into docs/guide/randomness.md, from
+capviz.randomness.hooks' tables.
 
 Run: python docs/gen_random_inventory.py   (tests/test_random_integrity.py fails when the table in
 the page is out of date, or when NumPy or Python has an entry point the tables do not classify)
@@ -13,7 +14,8 @@ import sys
 import numpy.random
 import numpy.random.mtrand
 
-from capviz import hooks, legacy_random
+from capviz.randomness import hooks
+from capviz.randomness import legacy as legacy_random
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAGE = os.path.join(HERE, "guide", "randomness.md")

@@ -1,5 +1,5 @@
 """Advanced indexing with integer tensors inside a tuple index, and list indices holding tensors
-(capviz/oplib/advanced_index.py): reads and writes capture and replay bit for bit as eager
+(capviz/ops/advanced_index.py): reads and writes capture and replay bit for bit as eager
 NumPy computes them, or raise NumPy's error at the user's line."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import capviz as cv
-from capviz.errors import IndexShapeError
+from capviz.core.errors import IndexShapeError
 
 HERE = "test_advanced_index.py"
 RNG = np.random.default_rng(14)

@@ -351,7 +351,8 @@ def test_a_missing_engine_names_the_extra(monkeypatch, name, engine):
     module = f"capviz.backends.{name}"
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{module} not written yet")
-    monkeypatch.delitem(sys.modules, module, raising=False)
+    for loaded in [m for m in sys.modules if m == module or m.startswith(module + ".")]:
+        monkeypatch.delitem(sys.modules, loaded)  # the engine's package and its modules
     monkeypatch.delitem(registry._REGISTRY, name, raising=False)
     monkeypatch.setitem(sys.modules, engine, None)  # `import engine` raises ImportError
     graph = cv.capture(lambda x: x + 1, cv.spec(3))

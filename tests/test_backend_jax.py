@@ -10,7 +10,7 @@ import capviz as cv
 from capviz import models, ops
 
 jax = pytest.importorskip("jax")
-jax_backend = pytest.importorskip("capviz.backends.jax")
+jax_backend = pytest.importorskip("capviz.backends.jax.backend")
 BACKEND = jax_backend.BACKEND
 RNG = np.random.default_rng(3)
 
@@ -332,7 +332,7 @@ def test_a_program_is_released_with_its_compiled_function():
     import gc
     import weakref
 
-    from capviz.replay_program import Program
+    from capviz.replay.program import Program
 
     graph = cv.capture(lambda x: x * 2.0, cv.spec((3,), "float32"))
     program = Program(graph, BACKEND)
@@ -429,7 +429,7 @@ def test_large_constants_are_arguments_of_the_compiled_function_not_baked_into_i
     """A model's weights baked into the XLA program are copied and constant-folded at compile
     time (seconds for a GPT-sized model, and a second copy in memory): constants of
     BAKED_CONSTANT_BYTES or more are passed as arguments; small ones stay baked in."""
-    from capviz.replay_program import Program
+    from capviz.replay.program import Program
 
     weight = RNG.standard_normal((256, 256)).astype(np.float32)  # 256 KiB
     bias = np.arange(4, dtype=np.float32)  # 16 bytes

@@ -52,7 +52,7 @@ def test_a_warning_made_an_error_in_live_mode_releases_the_scope(devices, monkey
 def test_python_dash_w_error_live_capture_leaves_nothing_behind():
     script = textwrap.dedent("""
         import capviz as cv
-        from capviz import hooks
+        from capviz.randomness import hooks
         cap = cv.CaptureDevice("w")
         try:
             with cap.capture_scope(live=True):

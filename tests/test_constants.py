@@ -10,7 +10,7 @@ import pytest
 from conftest import assert_bitwise
 
 import capviz as cv
-from capviz.layout import compact_strides, layout_copy, same_bits
+from capviz.core.layout import compact_strides, layout_copy, same_bits
 
 
 def save_load(graph):

@@ -53,9 +53,9 @@ def test_a_capture_tensor_is_not_a_replay_input(graph):
 def test_replay_is_compiled_once_and_reused(graph):
     inputs = {"x": np.ones((2, 4), np.float32), "y": np.zeros(3)}
     graph.replay(inputs, backend="numpy")
-    programs = list(graph._compiled.values())
+    programs = list(graph.replay_cache.values())
     graph.replay(inputs, backend="numpy")
-    assert list(graph._compiled.values()) == programs
+    assert list(graph.replay_cache.values()) == programs
 
 
 def test_replay_frees_each_intermediate_after_its_last_use():

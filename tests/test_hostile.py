@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import capviz as cv
-from capviz import hooks
+from capviz.randomness import hooks
 
 
 def reference_graph():

@@ -234,7 +234,7 @@ def test_an_interrupt_while_recording_keeps_the_partial_graph():
             x = x * 2.0
             scope.output(np.tanh(x), "y")
 
-    apply = cv.backends.capture.Recorder.apply.__code__
+    apply = cv.trace.recorder.Recorder.apply.__code__
     with pytest.raises(KeyboardInterrupt, match="injected at"):
         Tracer(("entry", apply, None, 2)).run(body)  # as the second op starts
     graph = scope.graph

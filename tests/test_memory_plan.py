@@ -13,9 +13,9 @@ from test_properties import make_inputs, program_function, programs, value_of
 
 import capviz as cv
 from capviz.backends import registry
-from capviz.executor import check_inputs, program
 from capviz.models import transformer_block, transformer_weights
-from capviz.replay_program import PLANNED, Program
+from capviz.replay.program import PLANNED, Program
+from capviz.replay.run import check_inputs, program
 
 MB4 = 1024 * 1024 * 4
 
@@ -274,7 +274,7 @@ def test_planned_results_keep_eager_layout(fn, order):
 
 
 def test_a_numpy_replay_larger_than_memory_is_refused_before_allocating():
-    from capviz.replay_plan import available_memory
+    from capviz.replay.plan import available_memory
 
     available = available_memory()
     assert available is not None and available > 0
@@ -304,7 +304,7 @@ def test_a_numpy_replay_larger_than_memory_is_refused_before_allocating():
 
 
 def test_the_check_uses_the_plans_peak_not_the_sum_of_results():
-    from capviz.replay_plan import check_fits
+    from capviz.replay.plan import check_fits
 
     x = _f32(256, 256)
     graph = cv.capture(_chain, cv.spec(x.shape))  # 100 results of 256 KiB, one live at a time

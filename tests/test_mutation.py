@@ -1,4 +1,4 @@
-"""Mutation and aliasing: NumPy's writes functionalized into the graph (backends/mutation.py).
+"""Mutation and aliasing: NumPy's writes functionalized into the graph (trace/mutation.py).
 
 Every test runs the same unchanged NumPy function eagerly on ndarrays and as a capture replayed
 on NumPy, and compares bit for bit with equal dtypes, or checks that capture raises what NumPy

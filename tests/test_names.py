@@ -175,7 +175,7 @@ BIG = {"layers": [{"w": np.ones((2, 2)), "meta": list(range(50))} for _ in range
 
 
 def test_containers_are_indexed_once_per_capture_not_per_array(monkeypatch):
-    from capviz.backends import names
+    from capviz.trace import names
 
     calls = [0]
     real = names._children

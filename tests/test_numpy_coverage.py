@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 import capviz as cv
-from capviz import coverage, methods
-from capviz.numpy_api import HANDLED, handwritten  # noqa: F401
-from capviz.oplib import SPECS
+from capviz.numpy_api import HANDLED, coverage, handwritten, methods  # noqa: F401
+from capviz.ops import SPECS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RNG = np.random.default_rng(7)

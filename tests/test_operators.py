@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import capviz as cv
-from capviz import ops
+from capviz.ops import elementwise, table
 
 DTYPES = ["bool", "int8", "uint8", "int64", "float16", "float32", "float64", "complex64",
           "complex128"]
@@ -281,8 +281,8 @@ def test_matmul_with_1d_operands():
 
 
 def _fresh_caches():
-    ops._UFUNC_CACHE.clear()
-    ops._DTYPE_CACHE.clear()
+    elementwise._UFUNC_CACHE.clear()
+    table._DTYPE_CACHE.clear()
 
 
 def test_uint8_minus_one_raises_whatever_was_captured_before():

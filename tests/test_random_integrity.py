@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import capviz as cv
-from capviz import hooks, legacy_random
+from capviz.randomness import hooks
+from capviz.randomness import legacy as legacy_random
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGE = os.path.join(ROOT, "docs", "guide", "randomness.md")
@@ -589,8 +590,8 @@ def test_the_inventory_classifies_every_live_entry_point():
     for module, known in ((np.random, numpy_known), (np.random.mtrand, numpy_known),
                           (np.random.RandomState, numpy_known), (random, python_known)):
         unknown = sorted(_public(module) - known)
-        assert unknown == [], (f"{module.__name__} has RNG entry points capviz.hooks does not "
-                               f"classify: {unknown}; add them and run "
+        assert unknown == [], (f"{module.__name__} has RNG entry points capviz.randomness.hooks "
+                               f"does not classify: {unknown}; add them and run "
                                "python docs/gen_random_inventory.py")
 
 

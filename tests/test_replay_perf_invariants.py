@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import capviz as cv
-from capviz.replay_program import Program
+from capviz.replay.program import Program
 
 
 def scaled():

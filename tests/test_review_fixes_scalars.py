@@ -423,6 +423,6 @@ def test_is_integer_reads_the_scalar():
     ("y = f(", None),
 ])
 def test_line_call_kind_is_the_fallback_without_column_positions(line, kind):
-    from capviz.backends.call_site import line_call_kind
+    from capviz.trace.call_site import line_call_kind
 
     assert line_call_kind(line) == kind

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import capviz as cv
-from capviz import rng
 from capviz.backends import registry
+from capviz.ops import random as rng
 
 
 class OtherNamespace:

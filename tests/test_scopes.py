@@ -1,5 +1,5 @@
 """Scopes from the call stack: each op's ``scope`` is the chain of user functions and explicit
-name scopes that recorded it, calls numbered per parent (capviz/backends/scopes.py)."""
+name scopes that recorded it, calls numbered per parent (capviz/trace/scopes.py)."""
 
 import numpy as np
 import pytest

@@ -432,8 +432,8 @@ def test_save_into_a_missing_folder_or_onto_a_directory_says_so(tmp_path):
 def schema_attributes(node):
     """A node's graph.nx attributes written from the schema table (docs/architecture.md), one
     node at a time, independently of to_networkx's caches."""
-    from capviz.ir import Node
-    from capviz.serialize import encode
+    from capviz.core.ir import Node
+    from capviz.io.json import encode
 
     attrs = {"kind": node.kind, "op": node.op,
              "shape": None if node.shape is None else [int(d) for d in node.shape],
@@ -451,8 +451,8 @@ def public_api_graph(graph):
     """graph.nx as networkx's public API builds it (add_nodes_from / add_edges_from)."""
     import networkx as nx
 
-    from capviz.ir import Node
-    from capviz.serialize import violation_links
+    from capviz.core.ir import Node
+    from capviz.io.nx import violation_links
 
     expected = nx.MultiDiGraph(inputs=graph.inputs, outputs=graph.outputs,
                                rng_seed=graph.rng_seed)
@@ -482,7 +482,7 @@ def test_nx_view_equals_the_graph_built_through_networkx_public_api():
     add_*_from's result for every kind of node, parameter, literal and edge."""
     import networkx as nx
 
-    from capviz.serialize import node_attributes
+    from capviz.io.nx import node_attributes
 
     w = np.arange(6, dtype=np.float32)
     cap = cv.CaptureDevice()
@@ -511,7 +511,8 @@ def test_nx_view_equals_the_graph_built_through_networkx_public_api():
 def hand_built(params_list):
     """A graph of one input and one op per params dict (params as a hand-edited graph may
     hold them), each op reading the one before."""
-    from capviz.ir import CapturedGraph, Node
+    from capviz.core.ir import Node
+    from capviz.graph import CapturedGraph
 
     graph = CapturedGraph()
     f32 = np.dtype("float32")
@@ -532,7 +533,7 @@ def test_params_json_keeps_equal_looking_values_apart():
     """Parameters that are their own JSON are copied, not encoded: values that compare equal
     but encode differently (1, 1.0, True, np.int64(1); 0.0 and -0.0; (1,) and (1.0,)) keep
     their own JSON."""
-    from capviz.serialize import encode
+    from capviz.io.json import encode
 
     params_list = [{"v": v} for v in EQUAL_LOOKING] * 2 + [{"v": 1, "w": (2, 3.0)},
                                                            {"w": (2, 3.0), "v": 1},

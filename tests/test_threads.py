@@ -97,7 +97,7 @@ def test_a_shared_device_refuses_the_second_thread():
 
 
 def test_hooks_are_removed_after_concurrent_captures():
-    from capviz import hooks
+    from capviz.randomness import hooks
 
     original = np.random.seed
     threads = [threading.Thread(target=program, args=(i,)) for i in range(4)]

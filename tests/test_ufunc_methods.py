@@ -455,7 +455,7 @@ def _layouts(x: np.ndarray) -> list:
 
 def test_not_a_fold_lists_exactly_the_reductions_that_follow_the_layout():
     from capviz import ops
-    from capviz.oplib.ufunc_methods import NOT_A_FOLD
+    from capviz.ops.ufunc_methods import NOT_A_FOLD
 
     found = set()
     for name, ufunc in ops.UFUNCS.items():

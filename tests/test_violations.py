@@ -12,7 +12,7 @@ import pytest
 from helpers import framework
 
 import capviz as cv
-from capviz import hooks
+from capviz.randomness import hooks
 
 SEED_CALLS = {
     "np.random.seed": lambda dev, cap: np.random.seed(1),

@@ -1,3 +1,3 @@
-"""Backends: the replay backends registered by name (:mod:`.registry`, one module each:
-:mod:`.numpy`, :mod:`.cupy`, and Dask and JAX imported on first use), eager devices on them
-(:mod:`.eager`), and the capture recorder (:mod:`.capture`)."""
+"""Replay engines only, registered by name (:mod:`.registry`): :mod:`.numpy` and
+:mod:`.cupy`, and the Dask and JAX engines (:mod:`.dask`, :mod:`.jax`), each imported on first
+use. :mod:`.host` admits host arrays for capture and replay alike."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from capviz import ops
 from capviz.backends.registry import Backend, install_hint, register
-from capviz.errors import BackendUnavailableError
+from capviz.core.errors import BackendUnavailableError
 
 _MISSING: list[str] = []  # why `import cupy` failed, remembered
 
@@ -60,7 +60,7 @@ def cupy_available() -> bool:
 class CupyBackend(Backend):
     """Replay on CuPy (``backend="cupy"``): the same table and memory plan as NumPy, on the GPU.
 
-    Random bits are Philox written in array operations (:func:`capviz.rng.philox_raw`), equal
+    Random bits are Philox written in array operations (:func:`capviz.ops.random.philox_raw`), equal
     to NumPy's; elementwise results may differ from NumPy's by an ulp where CUDA's
     transcendental functions round otherwise (``tolerance``).
     """

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from capviz.backends.registry import Backend, register
-from capviz.rng import MASK64
+from capviz.ops.random import MASK64
 
 
 class NumpyBackend(Backend):

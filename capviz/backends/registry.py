@@ -3,7 +3,7 @@
 A backend answers these questions, and nothing outside its module names it:
 
 * which array namespace the op table binds to (:meth:`Backend.namespace`; loaded on first use,
-  :class:`~capviz.errors.BackendUnavailableError` naming the pip extra otherwise);
+  :class:`~capviz.core.errors.BackendUnavailableError` naming the pip extra otherwise);
 * how values move: :meth:`Backend.from_host` (a NumPy array or constant onto the backend),
   :meth:`Backend.to_host` (a result back to a NumPy array), :meth:`Backend.is_native` (an input
   that is already the backend's own array, such as a CuPy or Dask array);
@@ -16,7 +16,7 @@ A backend answers these questions, and nothing outside its module names it:
   to, per dtype through :meth:`Backend.tolerance_for` (``tests/test_backend_contract.py``
   checks it on every op);
 * where random bits come from: :meth:`Backend.random_bits` (Philox4x64-10 words, the same on
-  every backend; the default runs :func:`capviz.rng.philox_raw` on the namespace) and
+  every backend; the default runs :func:`capviz.ops.random.philox_raw` on the namespace) and
   :meth:`Backend.random_u32`;
 * whether results live in this machine's memory (``host_memory``): a replay is then refused
   before it allocates when its memory plan exceeds the memory available.
@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from capviz.errors import BackendUnavailableError, UnsupportedOperationError
+from capviz.core.errors import BackendUnavailableError, ReplayError, UnsupportedOperationError
+from capviz.core.source import format_source
+from capviz.ops.random import philox_raw, split_u32
 
 
 class Backend:
@@ -115,7 +117,7 @@ class Backend:
         return None
 
     def bind(self, op: Any) -> Callable:
-        """The callable that runs ``op`` (an :class:`capviz.ops.Op`) on this backend.
+        """The callable that runs ``op`` (an :class:`capviz.ops.table.Op`) on this backend.
 
         A random op's callable is given this backend as its bit ``source`` (it draws with
         :meth:`random_bits` and :meth:`random_u32`).
@@ -132,20 +134,16 @@ class Backend:
         """Words ``start .. start + n`` (uint64, on this backend) of the Philox4x64-10 stream
         keyed by ``(seed, draw)``: equal, bit for bit, to NumPy's
         ``np.random.Philox(key=[seed, draw]).random_raw(start + n)[start:]``."""
-        from capviz.rng import philox_raw
-
         return philox_raw(self.namespace(), seed, draw, n, start)
 
     def random_u32(self, seed: int, draw: int, n: int) -> Any:
         """``n`` uint32 words: each word of :meth:`random_bits` gives its low half, then its
         high half."""
-        from capviz.rng import split_u32
-
         return split_u32(self.namespace(), self.random_bits(seed, draw, (n + 1) // 2), n)
 
     def execute(self, program: Any, args: list | tuple, seed: int, options: Mapping[str, Any]
                 ) -> tuple:
-        """Run a compiled :class:`capviz.replay_program.Program` on checked ``args`` (arrays
+        """Run a compiled :class:`capviz.replay.program.Program` on checked ``args`` (arrays
         of this backend, in graph input order); return the outputs in graph output order."""
         return program(args, seed)
 
@@ -194,9 +192,22 @@ def get(name: str) -> Backend:
     return backend
 
 
+_EAGER_BUILTINS = ("numpy", "cupy")
+"""The built-in engines whose modules import no engine (CuPy's asks for ``cupy`` only when
+used): loaded whenever the registry is asked about every loaded backend or an array's owner."""
+
+
+def _load_eager() -> None:
+    for name in _EAGER_BUILTINS:
+        if name not in _REGISTRY:
+            _import_backend(name)
+
+
 def _import_backend(name: str) -> None:
     """Import the module that registers ``name``. Its engine missing (``import dask`` failing
     inside it) is a :class:`BackendUnavailableError` naming the pip extra."""
+    if name not in _EAGER_BUILTINS:
+        _load_eager()  # the host's and CuPy's first, so loaded() keeps the built-ins' order
     module = _LAZY[name]
     try:
         importlib.import_module(module)
@@ -219,24 +230,27 @@ def install_hint(name: str) -> str:
 def host() -> Backend:
     """The backend whose arrays are host NumPy arrays: the reference every other backend is
     compared with (eager code runs on it in :func:`capviz.compare`)."""
-    return _REGISTRY["numpy"]
+    return _REGISTRY.get("numpy") or get("numpy")
 
 
 def eager_names() -> list[str]:
     """Names of the backends an eager :class:`capviz.Device` can run on (``eager``), the
     host's first."""
+    _load_eager()
     eager = sorted(name for name, backend in _REGISTRY.items() if backend.eager)
     return sorted(eager, key=lambda name: _REGISTRY[name] is not host())
 
 
 def loaded() -> list[Backend]:
-    """The backends registered so far (a lazy one only once something imported it)."""
+    """The backends registered so far (a lazy engine's only once something imported it)."""
+    _load_eager()
     return list(_REGISTRY.values())
 
 
 def owner(value: Any) -> Backend | None:
     """The loaded backend, other than the host's (:func:`host`), whose own array ``value`` is:
     a CuPy, Dask or JAX array. ``None`` for NumPy arrays and anything no backend claims."""
+    _load_eager()
     host_backend = _REGISTRY["numpy"]
     for backend in _REGISTRY.values():
         if backend is not host_backend and backend.is_native(value):
@@ -255,8 +269,8 @@ def host_array(value: Any) -> np.ndarray:
 
 def resolve() -> Backend:
     """``backend="auto"``: CuPy when it is installed and a GPU is usable, else NumPy."""
-    gpu = _REGISTRY["cupy"]
-    return gpu if gpu.available() else _REGISTRY["numpy"]
+    gpu = get("cupy")
+    return gpu if gpu.available() else get("numpy")
 
 
 def check_options(backend: Backend, options: Mapping[str, Any]) -> None:
@@ -278,12 +292,26 @@ def unsupported(backend: Backend, op_name: str, reason: str) -> UnsupportedOpera
         f"op {op_name!r} cannot run on the {backend.name} backend: {reason}")
 
 
-def _register_builtins() -> None:
-    from capviz.backends import numpy  # noqa: F401, I001 - each registers its backend
-    from capviz.backends import cupy  # noqa: F401
-
-    register_lazy("dask", "capviz.backends.dask")
-    register_lazy("jax", "capviz.backends.jax")
+for _name in ("numpy", "cupy", "dask", "jax"):  # by name: no import of an engine's module here
+    register_lazy(_name, f"capviz.backends.{_name}")
 
 
-_register_builtins()
+def type_text(shape: Any, dtype: Any) -> str:
+    """``float32[2,3]``: a value's dtype and shape as errors and the listing write them."""
+    return f"{np.dtype(dtype)}[{','.join(map(str, shape))}]"
+
+
+def replay_error(node: Any, args: Sequence[Any], err: BaseException) -> ReplayError:
+    """The :class:`ReplayError` for ``err`` raised by ``node``: its op, the types of ``args``
+    (its operands' values, or its operand nodes where no value exists, as in an engine whose
+    task failed while computing) and the user's line. Every engine raises this one."""
+    shapes = ", ".join(type_text(a.shape, a.dtype) if hasattr(a, "dtype")
+                       and getattr(a, "shape", None) is not None
+                       else f"{len(a)} results" if isinstance(a, (list, tuple)) else repr(a)
+                       for a in args if not (hasattr(a, "dtype") and hasattr(a, "shape")
+                                             and a.shape is None))
+    where = format_source(node.source) or "unknown source"
+    error = ReplayError(f"replay failed at node %{node.index} ({node.op}) of "
+                        f"{shapes or 'no args'}, recorded at {where}: {type(err).__name__}: {err}")
+    error.node = node
+    return error

@@ -1,7 +1,7 @@
 """NumPy functions that capviz tensors handle through ``__array_function__``.
 
 :data:`HANDLED` maps a NumPy function to its handler: handlers generated from the op specs of
-:mod:`capviz.oplib` (:mod:`.generated`), handlers written by hand (:mod:`.handwritten`),
+:mod:`capviz.ops` (:mod:`.generated`), handlers written by hand (:mod:`.handwritten`),
 functions answered from shapes or values (:mod:`.reads`), handlers that shape a call first or
 run a callback (:mod:`.adapters`), and writes into an argument (:mod:`.writes`).
 :data:`REFUSED` maps every other dispatchable NumPy function to the alternative its error names
@@ -10,15 +10,8 @@ run a callback (:mod:`.adapters`), and writes into an argument (:mod:`.writes`).
 
 from __future__ import annotations
 
-from capviz.numpy_api import (  # noqa: F401  (they register)
-    adapters,
-    generated,
-    handwritten,
-    reads,
-    writes,
-)
-from capviz.numpy_api.refusals import REFUSED, refusal
-from capviz.numpy_api.registry import HANDLED, function_name, implements
+from capviz.numpy_api import methods  # noqa: F401  (registers every handler, then the methods)
+from capviz.trace.dispatch import HANDLED, REFUSED, function_name, implements, refusal
 
 
 def supported_functions() -> list[str]:

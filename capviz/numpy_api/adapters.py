@@ -17,9 +17,10 @@ import numpy as np
 
 from capviz import ops
 from capviz.numpy_api import generated as _generated  # noqa: F401  (wrapped below)
-from capviz.numpy_api.registry import HANDLED, implements
-from capviz.oplib.polynomials import polyder_shape
-from capviz.tensor import Tensor, apply, unsupported
+from capviz.ops.polynomials import polyder_shape
+from capviz.trace.dispatch import HANDLED, implements
+from capviz.trace.mutation import located
+from capviz.trace.tensor import Tensor, apply, unsupported
 
 _TUPLE = ("{path} is a tuple. Only lists can be used to arrange blocks, and np.block does not "
           "allow implicit conversion from tuple to ndarray.")
@@ -87,7 +88,7 @@ def _gradient(recorded: Callable, f: Any, *varargs: Any, axis: Any = None,
     """A boolean ``f``: NumPy subtracts ``f - f`` (a TypeError for booleans) for an axis with
     uniform spacing and at the edges for ``edge_order=1``, and not otherwise; the error is
     raised here, at the axis where NumPy raises it."""
-    if type(f) is Tensor and f._backend.records and f.dtype == np.bool_ and f.ndim \
+    if type(f) is Tensor and f._trace.records and f.dtype == np.bool_ and f.ndim \
             and edge_order in (1, 2):
         _check_boolean_gradient(f, varargs, axis, edge_order)
     return recorded(f, *varargs, axis=axis, edge_order=edge_order)
@@ -136,9 +137,7 @@ def _check_boolean_gradient(f: Tensor, varargs: tuple, axis: Any, edge_order: in
 
 def _located(tensor: Tensor, err: BaseException) -> BaseException:
     """NumPy's ``err`` at the user's line, in a capture (an eager tensor's error as it is)."""
-    from capviz.backends.mutation import located
-
-    return located(tensor._backend, err) if tensor._backend.records else err
+    return located(tensor._trace, err) if tensor._trace.records else err
 
 
 @_wrapping(np.poly)
@@ -157,7 +156,7 @@ def _real_if_close(a: Any, tol: Any = 100) -> Any:
     """A real tensor is returned itself, as NumPy returns a real array; for a complex one the
     dtype (real or complex) would depend on the values."""
     if a.dtype.kind != "c":  # a NumPy scalar becomes a 0-d array, as np.asanyarray makes it
-        return np.copy(a) if not a.ndim and a._backend.holds_scalar(a) else a
+        return np.copy(a) if not a.ndim and a._trace.holds_scalar(a) else a
     raise unsupported("np.real_if_close of a complex tensor", (a,),
                       "its output dtype (real or complex) depends on the values; write "
                       "np.real(a) for the real part, or keep a complex")
@@ -183,7 +182,7 @@ def _piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> A
                           "NumPy scalar; write np.where(cond, value, other)")
     n2 = len(funclist)
     scalar = np.isscalar(condlist) or (type(condlist) is Tensor and not condlist.ndim
-                                       and condlist._backend.holds_scalar(condlist))
+                                       and condlist._trace.holds_scalar(condlist))
     first = None if scalar else condlist[0]
     array_like = isinstance(first, (list, np.ndarray)) or (type(first) is Tensor and first.ndim)
     if scalar or not array_like:

@@ -1,4 +1,4 @@
-"""Handlers generated from the op specs of :mod:`capviz.oplib`, one per NumPy function.
+"""Handlers generated from the op specs of :mod:`capviz.ops`, one per NumPy function.
 
 Each handler binds the call with NumPy's own signature (so it accepts exactly what NumPy
 accepts, positionally or by keyword, and fails the same way on a bad call), takes the spec's
@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.numpy_api.registry import HANDLED, function_name, static
+from capviz.numpy_api.registry import static
 from capviz.numpy_api.writes import write_into
-from capviz.oplib import SPECS, FunctionSpec
-from capviz.oplib.base import packing
-from capviz.tensor import Tensor, apply, unsupported
+from capviz.ops import SPECS, FunctionSpec
+from capviz.ops.spec import packing
+from capviz.trace.dispatch import HANDLED, function_name
+from capviz.trace.tensor import Tensor, apply, unsupported
 
 _VAR_KEYWORD = inspect.Parameter.VAR_KEYWORD
 _OUT = ("write y = {call}(...) and use y: out= into a tensor is not recorded by this function")

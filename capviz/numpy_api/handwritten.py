@@ -1,8 +1,8 @@
 """Handlers written by hand: reductions, reshape and friends, concatenation, where, clip...
 
-These ops predate the spec table (:mod:`capviz.oplib`) and have their own ops in
-:mod:`capviz.ops`; tests/test_numpy_coverage.py checks each handler's parameters against NumPy's
-signature.
+These ops predate the spec table (:mod:`capviz.ops`) and have their own ops in
+:mod:`capviz.ops.table`; tests/test_numpy_coverage.py checks each handler's parameters against
+NumPy's signature.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.numpy_api.registry import implements, reject, static
+from capviz.numpy_api.registry import reject, static
 from capviz.numpy_api.writes import write_elementwise, write_into
-from capviz.tensor import Tensor, _axis, apply, unsupported
+from capviz.trace.dispatch import implements
+from capviz.trace.tensor import Tensor, _axis, apply, unsupported
 
 
 def _reduce(call: str, name: str, a: Any, axis: Any, keepdims: Any, out: Any,
@@ -215,7 +216,7 @@ def _sections(name: str, ary: Any, indices_or_sections: Any) -> Any:
     held = [indices_or_sections] if type(indices_or_sections) is Tensor else \
         [i for i in indices_or_sections if type(i) is Tensor] \
         if isinstance(indices_or_sections, (list, tuple)) else []
-    if any(t._backend.records for t in held):
+    if any(t._trace.records for t in held):
         raise unsupported(f"np.{name}(..., indices_or_sections=<tensor>)",
                           (ary, indices_or_sections), _TENSOR_SECTIONS)
     if type(indices_or_sections) is Tensor:

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from capviz.numpy_api.registry import HANDLED, function_name
-from capviz.tensor import Tensor
+from capviz.trace.dispatch import HANDLED, function_name
+from capviz.trace.tensor import Tensor
 
 FROM_METADATA = (np.iscomplexobj, np.isrealobj, np.common_type, np.can_cast, np.einsum_path,
                  np.diag_indices_from, np.tril_indices_from, np.triu_indices_from)
@@ -51,7 +51,7 @@ def _reading(func: Callable) -> Callable:
     call = f"{function_name(func)}()"
 
     def value(t: Tensor) -> np.ndarray:
-        return t._backend.read(t, call)
+        return t._trace.read(t, call)
 
     def handler(*args: Any, **kwargs: Any) -> Any:
         return func(*_map(args, value), **{k: _map(v, value) for k, v in kwargs.items()})

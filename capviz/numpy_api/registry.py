@@ -1,50 +1,18 @@
-"""The table of NumPy functions capviz handles (:data:`HANDLED`) and what handlers share.
+"""What the NumPy API's handlers share: refusing an argument by name, and static parameters.
 
-A handler has the NumPy function's signature and calls :func:`capviz.tensor.apply` with an op;
+Handlers register in :data:`capviz.trace.dispatch.HANDLED` (:func:`implements`). A handler has
+the NumPy function's signature and calls :func:`capviz.trace.tensor.apply` with an op;
 arguments that are not tensor operands become the op's static parameters, which must be plain
 values a graph file can hold (:func:`static`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from capviz.tensor import Tensor, unsupported
-
-HANDLED: dict[Callable, Callable] = {}
-"""NumPy function -> handler, for every function capture records or answers."""
-
-_PRIVATE = (".core", "._core", ".lib", ".fromnumeric", ".shape_base", ".numeric", ".multiarray",
-            "._multiarray_umath", ".function_base", "._function_base_impl", "._shape_base_impl",
-            "._twodim_base_impl", ".twodim_base", ".umath", "._linalg", "._pocketfft",
-            "._helper", "._stride_tricks_impl", "._nanfunctions_impl", "._arraysetops_impl",
-            "._histograms_impl", "._polynomial_impl", "._index_tricks_impl", "._arraypad_impl",
-            "._type_check_impl", "._ufunclike_impl", "._utils_impl", "._npyio_impl",
-            "._arrayprint", ".arrayprint", "._scimath_impl", "._array_utils_impl")
-_PUBLIC = {"np.stride_tricks": "np.lib.stride_tricks", "np.scimath": "np.emath"}
-
-
-def function_name(func: Any) -> str:
-    """``numpy.linalg.norm`` -> ``"np.linalg.norm"``."""
-    module = getattr(func, "__module__", None) or "numpy"
-    module = module.replace("numpy", "np", 1) if module.startswith("numpy") else module
-    for private in _PRIVATE:
-        module = module.replace(private, "")
-    module = _PUBLIC.get(module, module)
-    return f"{module}.{getattr(func, '__name__', repr(func))}"
-
-
-def implements(*funcs: Callable) -> Callable:
-    """Decorator: the handler of ``funcs`` (each a NumPy function)."""
-    def register(handler: Callable) -> Callable:
-        for f in funcs:
-            HANDLED[f] = handler
-        return handler
-
-    return register
+from capviz.trace.tensor import Tensor, unsupported
 
 
 def reject(name: str, args: Any, **given: Any) -> None:

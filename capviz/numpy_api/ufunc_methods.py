@@ -1,6 +1,6 @@
 """``np.<ufunc>.reduce``, ``.accumulate`` and ``.outer`` on tensors (``Tensor.__array_ufunc__``
 hands them here): NumPy's arguments read as NumPy reads them, recorded as the ops of
-:mod:`capviz.oplib.ufunc_methods`; ``.reduceat`` and the arguments capture cannot honour are
+:mod:`capviz.ops.ufunc_methods`; ``.reduceat`` and the arguments capture cannot honour are
 refused at the user's line with the rewrite.
 """
 
@@ -13,8 +13,9 @@ import numpy as np
 
 from capviz import ops
 from capviz.numpy_api.writes import write_into
-from capviz.oplib.ufunc_methods import METHODS, op_name
-from capviz.tensor import Tensor, apply, backend_of, unsupported
+from capviz.ops.ufunc_methods import METHODS, op_name
+from capviz.trace.dispatch import implements_ufunc_methods
+from capviz.trace.tensor import Tensor, apply, trace_of, unsupported
 
 _ONE_OUTPUT = ("recorded for NumPy's own ufuncs of one output (np.add, np.maximum, "
                "np.logical_or...)")
@@ -108,6 +109,7 @@ def _operand(value: Any) -> Any:
     return value if type(value) is Tensor else np.asarray(value)
 
 
+@implements_ufunc_methods
 def ufunc_method(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     """``ufunc.<method>(*inputs, **kwargs)`` with a tensor among the arguments."""
     name = ufunc.__name__
@@ -128,7 +130,7 @@ def ufunc_method(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> A
     (dest,) = out
     if type(dest) is Tensor:
         return write_into(call, op, operands, params, dest)
-    backend = backend_of(inputs)
+    backend = trace_of(inputs)
     if backend is None or backend.records:
         raise unsupported(f"{call}(..., out=ndarray)", inputs, _OUT_NDARRAY.format(call=call))
     values = [backend.read(a, call) if type(a) is Tensor else a for a in inputs]

@@ -2,10 +2,10 @@
 ``np.put_along_axis``, ``np.putmask``, ``np.fill_diagonal``.
 
 Each computes the written value with an op (``setitem``, ``put``, ``put_along_axis``,
-``putmask``, ``fill_diagonal`` of :mod:`capviz.update_ops`, or ``where``) and writes it into the
+``putmask``, ``fill_diagonal`` of :mod:`capviz.ops.updates`, or ``where``) and writes it into the
 destination tensor through its backend: an eager tensor's array is written in place; a capture
 records the update and every reference to the tensor, and every view of its buffer, sees it
-(:mod:`capviz.backends.mutation`).
+(:mod:`capviz.trace.mutation`).
 NumPy's own checks run first on stand-ins, so a write NumPy refuses raises NumPy's error.
 """
 
@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.capture import Recorder
-from capviz.backends.mutation import MASK_SHARES_TARGET, is_numpy_scalar, located, same_buffer
-from capviz.backends.scopes import numpy_caller
-from capviz.errors import CapvizError
-from capviz.numpy_api.registry import implements
-from capviz.tensor import Tensor, apply, unsupported
-from capviz.violations import NUMPY_COPIES
+from capviz.core.errors import CapvizError
+from capviz.core.source import numpy_caller
+from capviz.core.violations import NUMPY_COPIES
+from capviz.trace.dispatch import implements
+from capviz.trace.mutation import MASK_SHARES_TARGET, is_numpy_scalar, located, same_buffer
+from capviz.trace.recorder import Recorder
+from capviz.trace.tensor import Tensor, apply, unsupported
 
 _NDARRAY_DEST = ("the destination is an ndarray, which cannot hold a recorded value; record it "
                  "first, a = cv.constant(a), and write into that tensor")
@@ -40,7 +40,7 @@ def _destination(name: str, dst: Any, *others: Any, scalar_error: str = "") -> T
             raise unsupported(f"np.{inside}(..., t) of a tensor t", (dst, *others),
                               NUMPY_COPIES[inside])
         raise unsupported(f"{name} into an ndarray", (dst, *others), _NDARRAY_DEST)
-    backend = dst._backend
+    backend = dst._trace
     if scalar_error and isinstance(backend, Recorder) and is_numpy_scalar(dst):
         raise located(backend, TypeError(scalar_error.format(
             type=f"numpy.{dst.dtype.type.__name__}")))
@@ -55,17 +55,17 @@ def _record(op: ops.Op, args: tuple, params: dict, dst: Tensor) -> Tensor:
     except CapvizError:
         raise
     except (ValueError, TypeError, IndexError, OverflowError) as err:
-        if isinstance(dst._backend, Recorder):
-            raise located(dst._backend, err) from None
+        if isinstance(dst._trace, Recorder):
+            raise located(dst._trace, err) from None
         raise
 
 
 def _overlaps(dst: Tensor, other: Any) -> bool:
     """True when tensor ``other`` shares memory with the destination ``dst`` (a capture: the
     same buffer; eager NumPy arrays: ``np.may_share_memory``)."""
-    if type(other) is not Tensor or other._backend is not dst._backend:
+    if type(other) is not Tensor or other._trace is not dst._trace:
         return False
-    if isinstance(dst._backend, Recorder):
+    if isinstance(dst._trace, Recorder):
         return same_buffer(dst, other)
     data, other_data = dst._data, other._data
     if isinstance(data, np.ndarray) and isinstance(other_data, np.ndarray):
@@ -117,7 +117,7 @@ def _put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
     ind = ind if type(ind) is Tensor else np.asarray(ind)
     new = _record(ops.OPS["put"], (a, ind, _values(v, a.dtype)), {"mode": mode}, a)
-    a._backend.replace(a, new)
+    a._trace.replace(a, new)
 
 
 @implements(np.put_along_axis)
@@ -129,7 +129,7 @@ def _put_along_axis(arr: Any, indices: Any, values: Any, axis: Any) -> None:
     indices = indices if type(indices) is Tensor else np.asarray(indices)
     new = _record(ops.OPS["put_along_axis"], (arr, indices, _values(values, arr.dtype)),
                   {"axis": operator.index(axis)}, arr)
-    arr._backend.replace(arr, new)
+    arr._trace.replace(arr, new)
 
 
 @implements(np.place)
@@ -157,7 +157,7 @@ def _putmask(a: Any, /, mask: Any, values: Any) -> None:
                      scalar_error="putmask: first argument must be an array")
     mask = mask if type(mask) is Tensor else np.asarray(mask)
     new = _record(ops.OPS["putmask"], (a, mask, _values(values, a.dtype)), {}, a)
-    a._backend.replace(a, new)
+    a._trace.replace(a, new)
 
 
 @implements(np.fill_diagonal)
@@ -170,7 +170,7 @@ def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
                           "np.fill_diagonal(a, val.copy())")
     params = {"wrap": True} if wrap else {}
     new = _record(ops.OPS["fill_diagonal"], (a, _values(val, a.dtype)), params, a)
-    a._backend.replace(a, new)
+    a._trace.replace(a, new)
 
 
 def _check_place_values(arr: Tensor, vals: Any) -> None:
@@ -183,8 +183,8 @@ def _check_place_values(arr: Tensor, vals: Any) -> None:
             warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
             np.place(np.zeros(1, arr.dtype), np.zeros(1, bool), standin)
     except (ValueError, TypeError, OverflowError) as err:
-        if isinstance(arr._backend, Recorder):
-            raise located(arr._backend, err) from None
+        if isinstance(arr._trace, Recorder):
+            raise located(arr._trace, err) from None
         raise
 
 
@@ -209,11 +209,11 @@ def write_into(call: str, op: ops.Op, operands: Any, params: dict, out: Tensor) 
                           f"{call}(...) then out[...] = y may differ from NumPy's bits")
     new = _record(ops.OPS["into"], (out, *operands), {"op": op.name, "params": dict(params)},
                   out)
-    return out._backend.replace(out, new)
+    return out._trace.replace(out, new)
 
 
 def write_elementwise(call: str, op: ops.Op, inputs: tuple, out: Any) -> Tensor:
     """An elementwise function with ``out=`` (``np.clip(a, lo, hi, out=a)``): NumPy runs it as a
     ufunc, so it is recorded as one (the result cast to ``out`` with "same_kind")."""
     out = _destination(call, out, *inputs)
-    return out._backend.write_ufunc(op, inputs, out, True)
+    return out._trace.write_ufunc(op, inputs, out, True)

@@ -17,8 +17,8 @@ from typing import Any
 import graphviz
 
 from capviz import ops
-from capviz.ir import CapturedGraph, Node
-from capviz.printing import index_text, short_text, type_text
+from capviz.core.ir import Graph, Node
+from capviz.io.printing import index_text, short_text, type_text
 from capviz.render.escape import printable
 from capviz.render.model import Item, Model, build, placements
 
@@ -84,7 +84,7 @@ def node_label(node: Node, annotations: list[str] | tuple = ()) -> str:
     return _label(title, tt, *annotations)
 
 
-def node_tooltip(node: Node, graph: CapturedGraph) -> str:
+def node_tooltip(node: Node, graph: Graph) -> str:
     """Tooltip text: source line, params, statistics, violation message."""
     parts = []
     if node.source is not None:
@@ -116,7 +116,7 @@ def _style(node: Node) -> dict[str, str]:
 __all__ = ["choose_collapsed", "node_label", "node_tooltip", "placements", "to_dot"]
 
 
-def choose_collapsed(graph: CapturedGraph, collapse: Any) -> set[str]:
+def choose_collapsed(graph: Graph, collapse: Any) -> set[str]:
     """The scope paths drawn as closed boxes (each the top of what it hides) for ``collapse``
     (a list of paths, or an int node budget); folded runs count every member."""
     if collapse is None or collapse is False:
@@ -126,7 +126,7 @@ def choose_collapsed(graph: CapturedGraph, collapse: Any) -> set[str]:
     return {p for p in tree if p and p not in model.opened and tree[p].parent in model.opened}
 
 
-def to_dot(graph: CapturedGraph, edge_labels: bool = False, collapse: Any = None,
+def to_dot(graph: Graph, edge_labels: bool = False, collapse: Any = None,
            rankdir: str = "TB", title: str | None = None) -> graphviz.Digraph:
     """The graph as a styled ``graphviz.Digraph``, drawn from the model of
     :mod:`capviz.render.model` (constants as annotations, collapsed and folded scopes,
@@ -157,7 +157,7 @@ def to_dot(graph: CapturedGraph, edge_labels: bool = False, collapse: Any = None
     return dot
 
 
-def _item_statement(item: Item, graph: CapturedGraph, marked: set[int]) -> dict[str, Any]:
+def _item_statement(item: Item, graph: Graph, marked: set[int]) -> dict[str, Any]:
     """The DOT attributes of one drawn item."""
     if item.kind == "node":
         n = item.node

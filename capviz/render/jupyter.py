@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from capviz.errors import RenderError
-from capviz.ir import CapturedGraph
+from capviz.core.errors import RenderError
+from capviz.core.ir import Graph
 
 MIME_TYPES = ("text/html", "image/svg+xml", "text/plain")
 
 
-def mimebundle(graph: CapturedGraph, include: Any = None, exclude: Any = None) -> dict[str, str]:
+def mimebundle(graph: Graph, include: Any = None, exclude: Any = None) -> dict[str, str]:
     """``{"text/html": ..., "image/svg+xml": ..., "text/plain": ...}``, honouring
     ``include``/``exclude``."""
     from capviz.render.svg import to_svg

@@ -15,7 +15,7 @@ as the interactive view (with the static ``image/svg+xml`` beside it), so the fi
 once, and saved, executed or exported notebooks show it without widget JavaScript. Outside a
 notebook, or without ipywidgets, attaching does nothing and warns once.
 
-A render that fails with anything but a :class:`~capviz.errors.RenderError` (which the widget
+A render that fails with anything but a :class:`~capviz.core.errors.RenderError` (which the widget
 shows) stops the view, and the failure reaches the user at once: the next recorded op, or the
 scope's exit, raises a ``RenderError`` whose cause is the original exception. Nothing waits for a
 worker that is gone.
@@ -31,8 +31,8 @@ import time
 import warnings
 from typing import Any
 
-from capviz.errors import RenderError
-from capviz.ir import CapturedGraph, Node
+from capviz.core.errors import RenderError
+from capviz.core.ir import Graph, Node
 from capviz.render.escape import printable
 
 _warned = False
@@ -60,7 +60,7 @@ def _user_stacklevel() -> int:
     """The ``stacklevel`` that points a warning raised from the caller at the user's line: the
     first frame outside capviz and NumPy (``capture_scope`` and ``cv.capture`` reach the live
     view through different depths)."""
-    from capviz.backends.scopes import is_user_file
+    from capviz.core.source import is_user_file
 
     level, frame = 2, sys._getframe(2)
     while frame is not None and not is_user_file(frame.f_code.co_filename):
@@ -68,9 +68,9 @@ def _user_stacklevel() -> int:
     return level if frame is not None else 2
 
 
-def snapshot(graph: CapturedGraph) -> CapturedGraph:
+def snapshot(graph: Graph) -> Graph:
     """A copy of the graph's node list and records, safe to render while capture goes on."""
-    copy = CapturedGraph()
+    copy = type(graph)()
     copy.nodes = list(graph.nodes)
     copy.constant_values = graph.constant_values
     copy.violation_records = list(graph.violation_records)
@@ -99,7 +99,7 @@ class LiveView:
         renders: how many renders finished; ``ops``/``violations``: counts so far.
     """
 
-    def __init__(self, graph: CapturedGraph, interval: float = 0.25, display: bool = True,
+    def __init__(self, graph: Graph, interval: float = 0.25, display: bool = True,
                  background: bool = True, **render_options: Any) -> None:
         import ipywidgets
 
@@ -118,7 +118,7 @@ class LiveView:
         self.started = time.monotonic()
         self._next = self.started + interval
         self._lock = threading.Lock()
-        self._pending: tuple[CapturedGraph, str] | None = None
+        self._pending: tuple[Graph, str] | None = None
         self._wake = threading.Condition(self._lock)
         self._busy = False
         self._closed = False
@@ -223,7 +223,7 @@ class LiveView:
             if self.failure is not None:
                 return
 
-    def _render_or_stop(self, graph: CapturedGraph, state: str) -> None:
+    def _render_or_stop(self, graph: Graph, state: str) -> None:
         """Render; any failure stops the view and is kept on ``failure`` for the capturing
         thread to raise."""
         try:
@@ -239,7 +239,7 @@ class LiveView:
         if self.failure is not None:
             self._report_failure()
 
-    def _render(self, graph: CapturedGraph, state: str) -> None:
+    def _render(self, graph: Graph, state: str) -> None:
         from capviz.render.svg import to_svg
 
         start = time.monotonic()
@@ -260,7 +260,7 @@ class LiveView:
         self._next = max(self._next, end + 4 * (end - start))
         self.status.value = self._status_text(state)
 
-    def _view_html(self, graph: CapturedGraph, state: str, fallback: str | None) -> str:
+    def _view_html(self, graph: Graph, state: str, fallback: str | None) -> str:
         """The interactive view of a snapshot, laid out for streaming: nodes keep their places
         as more arrive, and the page keeps its zoom and open scopes across updates (``key``)."""
         from capviz.render.view import fragment
@@ -268,7 +268,7 @@ class LiveView:
         return fragment(graph, title=f"capviz {state}", fallback_svg=fallback, live=True,
                         key=self.key)
 
-    def refresh(self, graph: CapturedGraph | None = None) -> None:
+    def refresh(self, graph: Graph | None = None) -> None:
         """Draw ``graph`` (default: the view's graph) again, e.g. after ``graph.compute_stats``
         put statistics in its tooltips, or after the debugger marked a node."""
         if graph is not None:
@@ -288,7 +288,7 @@ class LiveView:
                 self._wake.wait(left)
         self._raise_failure()
 
-    def finish(self, graph: CapturedGraph) -> None:
+    def finish(self, graph: Graph) -> None:
         """Render the final graph; in a notebook, leave it as a static SVG output before the
         cell ends (the capturing code goes on meanwhile)."""
         self.graph = graph

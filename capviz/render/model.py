@@ -35,10 +35,10 @@ import gc
 from collections.abc import Iterator
 from typing import Any
 
-from capviz.ir import CapturedGraph, Node, dtype_name
-from capviz.printing import constant_text, type_text
+from capviz.core.ir import Graph, Node, dtype_name
+from capviz.io.nx import violation_links
+from capviz.io.printing import constant_text, type_text
 from capviz.render.rules import RULES, Rules
-from capviz.serialize import violation_links
 
 ASIDE_DEGREE = RULES.aside_degree  # an item feeding more items than this is set aside
 MAX_ANNOTATIONS = RULES.max_annotations  # constant lines on one op; more become "+N more"
@@ -87,7 +87,7 @@ class ScopeInfo:
         return name
 
 
-def readers(graph: CapturedGraph) -> dict[int, list[Node]]:
+def readers(graph: Graph) -> dict[int, list[Node]]:
     """For each node index, the nodes that take it as an operand (``graph.users()``, in one
     pass over the arguments)."""
     out: dict[int, list[Node]] = {}
@@ -102,7 +102,7 @@ def readers(graph: CapturedGraph) -> dict[int, list[Node]]:
     return out
 
 
-def placements(graph: CapturedGraph, users: dict[int, list[Node]] | None = None) -> list[str]:
+def placements(graph: Graph, users: dict[int, list[Node]] | None = None) -> list[str]:
     """The scope each node is drawn in: its own, except for constants, which sit in the deepest
     scope shared by all their readers. Inputs stay where they were declared."""
     users = readers(graph) if users is None else users
@@ -128,7 +128,7 @@ def placements(graph: CapturedGraph, users: dict[int, list[Node]] | None = None)
     return out
 
 
-def scope_tree(graph: CapturedGraph, placed: list[str] | None = None,
+def scope_tree(graph: Graph, placed: list[str] | None = None,
                users: dict[int, list[Node]] | None = None) -> dict[str, ScopeInfo]:
     """Every scope of the graph, the root (``""``) first, parents before children.
 
@@ -263,7 +263,7 @@ class Outline:
     depth: list[int]
 
 
-def outline(graph: CapturedGraph, tree: dict[str, ScopeInfo], placed: list[str],
+def outline(graph: Graph, tree: dict[str, ScopeInfo], placed: list[str],
             fold: bool = True, chunk: bool = True, rules: Rules = RULES) -> Outline:
     """The boxes a picture shows, from the scope tree and the folding rules.
 
@@ -348,7 +348,7 @@ def _split(box: Box, boxes: list[Box], size: int) -> None:
         box.items = fresh
 
 
-def _group_titles(boxes: list[Box], order: list[int], graph: CapturedGraph) -> None:
+def _group_titles(boxes: list[Box], order: list[int], graph: Graph) -> None:
     """``%first…%last``: the span of drawn nodes of each group."""
     first = [len(graph.nodes)] * len(boxes)
     last = [-1] * len(boxes)
@@ -464,7 +464,7 @@ class Model:
     open_boxes: set[int]
 
 
-def build(graph: CapturedGraph, collapse: Any = None) -> Model:
+def build(graph: Graph, collapse: Any = None) -> Model:
     """Decide what to draw.
 
     Args:
@@ -491,7 +491,7 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _build(graph: CapturedGraph, collapse: Any) -> Model:
+def _build(graph: Graph, collapse: Any) -> Model:
     users = readers(graph)
     placed = placements(graph, users)
     tree = scope_tree(graph, placed, users)
@@ -506,7 +506,7 @@ def _build(graph: CapturedGraph, collapse: Any) -> Model:
     return _assemble(graph, users, tree, out, opened)
 
 
-def _assemble(graph: CapturedGraph, users: dict[int, list[Node]], tree: dict[str, ScopeInfo],
+def _assemble(graph: Graph, users: dict[int, list[Node]], tree: dict[str, ScopeInfo],
               out: Outline, opened: set[int]) -> Model:
     boxes = out.boxes
     shown_by: list[int] = [-1] * len(boxes)  # the outermost closed box around it, or -1
@@ -556,7 +556,7 @@ def _assemble(graph: CapturedGraph, users: dict[int, list[Node]], tree: dict[str
     return Model(drawn, edges, _clusters(out, drawn), tree, out, rep, paths, visible)
 
 
-def _annotate(graph: CapturedGraph, users: dict[int, list[Node]], items: dict[str, Item],
+def _annotate(graph: Graph, users: dict[int, list[Node]], items: dict[str, Item],
               rep: list[str | None]) -> None:
     """Constants become lines on the node items that read them (readers inside a closed box
     are part of it)."""
@@ -579,7 +579,7 @@ def _annotate(graph: CapturedGraph, users: dict[int, list[Node]], items: dict[st
             item.annotations[MAX_ANNOTATIONS - 1:] = [f"+{extra + 1} more constants"]
 
 
-def _edges(graph: CapturedGraph, items: dict[str, Item], rep: list[str | None]) -> list[Edge]:
+def _edges(graph: Graph, items: dict[str, Item], rep: list[str | None]) -> list[Edge]:
     raw: list[Edge] = []
     pairs: set[tuple[str, str, str]] = set()
     for n in graph.nodes:
@@ -625,7 +625,7 @@ def _edges(graph: CapturedGraph, items: dict[str, Item], rep: list[str | None]) 
     return out
 
 
-def _summarise(graph: CapturedGraph, items: dict[str, Item], rep: list[str | None],
+def _summarise(graph: Graph, items: dict[str, Item], rep: list[str | None],
                edges: list[Edge]) -> None:
     """Op counts, violations, marks and in/out types of the closed boxes."""
     marked = set(graph.marks.values())

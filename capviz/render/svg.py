@@ -15,8 +15,8 @@ import subprocess
 import sysconfig
 from typing import Any
 
-from capviz.errors import RenderError
-from capviz.ir import CapturedGraph
+from capviz.core.errors import RenderError
+from capviz.core.ir import Graph
 from capviz.render.rules import RULES
 
 DEFAULT_TIMEOUT = 60.0
@@ -90,7 +90,7 @@ def render_dot(source: str, renderer: str | None = None, timeout: float = DEFAUL
     raise AssertionError("unreachable")
 
 
-def to_svg(graph: CapturedGraph, path: str | None = None, renderer: str | None = None,
+def to_svg(graph: Graph, path: str | None = None, renderer: str | None = None,
            timeout: float = DEFAULT_TIMEOUT, collapse: Any = DEFAULT_BUDGET,
            **options: Any) -> str:
     """Render ``graph`` to SVG text; also write it to ``path`` when given.

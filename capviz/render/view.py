@@ -18,7 +18,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from capviz.ir import CapturedGraph
+from capviz.core.ir import Graph
 from capviz.render.rules import RULES
 from capviz.render.view_data import script_json, view_data
 
@@ -37,7 +37,7 @@ def _script_safe(code: str) -> str:
     return code
 
 
-def fragment(graph: CapturedGraph, values: Mapping[Any, Any] | None = None,
+def fragment(graph: Graph, values: Mapping[Any, Any] | None = None,
              title: str | None = None, budget: int = DEFAULT_BUDGET,
              fallback_svg: str | None = None, live: bool = False, key: str = "",
              page: bool = False) -> str:
@@ -71,7 +71,7 @@ def fragment(graph: CapturedGraph, values: Mapping[Any, Any] | None = None,
             "</div>")
 
 
-def to_html(graph: CapturedGraph, path: str | os.PathLike | None = None,
+def to_html(graph: Graph, path: str | os.PathLike | None = None,
             values: Mapping[Any, Any] | None = None, title: str | None = None,
             budget: int = DEFAULT_BUDGET) -> str:
     """A standalone HTML page with the interactive view; written to ``path`` when given."""
@@ -95,7 +95,7 @@ class GraphView:
         graph: the graph shown.
     """
 
-    def __init__(self, graph: CapturedGraph, values: Mapping[Any, Any] | None = None,
+    def __init__(self, graph: Graph, values: Mapping[Any, Any] | None = None,
                  title: str | None = None, budget: int | None = None) -> None:
         self.graph = graph
         self.values = values
@@ -108,7 +108,7 @@ class GraphView:
                         fallback_svg=fallback_svg)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from capviz.errors import RenderError
+        from capviz.core.errors import RenderError
         from capviz.render.svg import to_svg
 
         bundle = {"text/plain": repr(self.graph)}

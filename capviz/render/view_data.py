@@ -27,8 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from capviz.ir import CapturedGraph, Node
-from capviz.printing import constant_text, index_text, literal_text, type_text
+from capviz.backends.registry import host_array
+from capviz.core.ir import Graph, Node
+from capviz.core.stats import value_stats
+from capviz.io.printing import constant_text, index_text, literal_text, type_text
 from capviz.render.model import (
     collector_paused,
     open_levels,
@@ -84,13 +86,11 @@ def _finite(x: float) -> float | None:
 def value_summary(value: Any) -> list | None:
     """``[min, max, mean, std, nan, inf, [histogram counts], lo, hi]`` of an array, or ``None``
     for non-numeric or empty values (non-finite statistics become ``null``)."""
-    from capviz.backends.registry import host_array
-    from capviz.diagnostics import value_stats
-
-    stats = value_stats(value)
+    host = host_array(value)
+    stats = value_stats(host)
     if stats is None:
         return None
-    arr = host_array(value).astype(np.float64)
+    arr = host.astype(np.float64)
     finite = arr[np.isfinite(arr)]
     hist: list[int] = []
     lo = hi = None
@@ -124,7 +124,7 @@ class _Strings:
         return found
 
 
-def view_data(graph: CapturedGraph, values: Mapping[Any, Any] | None = None,
+def view_data(graph: Graph, values: Mapping[Any, Any] | None = None,
               title: str | None = None, budget: int = RULES.budget,
               live: bool = False) -> dict[str, Any]:
     """The graph as the view's JSON-ready dict.
@@ -142,7 +142,7 @@ def view_data(graph: CapturedGraph, values: Mapping[Any, Any] | None = None,
         return _view_data(graph, values, title, budget, live)
 
 
-def _view_data(graph: CapturedGraph, values: Mapping[Any, Any] | None, title: str | None,
+def _view_data(graph: Graph, values: Mapping[Any, Any] | None, title: str | None,
                budget: int, live: bool) -> dict[str, Any]:
     strings = _Strings()
     users_of = readers(graph)
@@ -198,8 +198,8 @@ def _view_data(graph: CapturedGraph, values: Mapping[Any, Any] | None, title: st
     }
 
 
-def _violation_links(graph: CapturedGraph) -> list[tuple[int, int, str]]:
-    from capviz.serialize import violation_links
+def _violation_links(graph: Graph) -> list[tuple[int, int, str]]:
+    from capviz.io.nx import violation_links
 
     return violation_links(graph)
 

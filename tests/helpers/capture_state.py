@@ -5,8 +5,8 @@ import random
 import numpy as np
 
 import capviz as cv
-from capviz import hooks
-from capviz.backends.capture import name_scope_path, registered_recorders
+from capviz.randomness import hooks
+from capviz.trace.context import name_scope_path, registered_recorders
 
 # The functions the seed and draw hooks replace while a capture is open, as they are before any
 # capture (this module is imported when none is open).

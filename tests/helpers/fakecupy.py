@@ -72,7 +72,7 @@ def install(monkeypatch, devices=1):
     cupy.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(
         getDeviceCount=lambda: devices))
     monkeypatch.setitem(sys.modules, "cupy", cupy)
-    monkeypatch.setattr(sys.modules["capviz.capture"], "_default", None)
+    monkeypatch.setattr(sys.modules["capviz.devices"], "_default", None)
     from capviz import ops
 
     for op in ops.OPS.values():  # ops bound to this stand-in are forgotten after the test

@@ -1,0 +1,259 @@
+"""The JAX backend: a graph replayed as one ``jax.jit``-compiled function, so XLA fuses it.
+
+``graph.replay(inputs, backend="jax")`` traces the graph's compiled program
+(:class:`capviz.replay.program.Program`, built without the memory plan since jax arrays take no
+``out=``) once under ``jax.jit``: the traced function of the inputs (and the seed, when the graph
+draws random numbers) is cached per program, that is per graph and ``graph.version``, and jax
+caches its executable per input signature. A second replay runs the executable; it does not
+trace again (:attr:`JaxBackend.traces` counts traces).
+
+What this module decides, and why:
+
+* **x64, locally.** NumPy computes with 64-bit defaults (``intp`` indices, ``int64`` sums of
+  ``int32``, float64 scalars), so every replay traces and runs inside ``jax.enable_x64(True)``,
+  a context manager: the user's global ``jax_enable_x64`` is never changed. Values moved onto
+  the backend (:meth:`JaxBackend.from_host`) keep their dtype the same way.
+* **Constants.** A graph's constants of :data:`BAKED_CONSTANT_BYTES` or more (a model's
+  weights) are arguments of the compiled function: baked into it, XLA copies and constant-folds
+  each at compile time (on a 12-layer, width-768 model: 6.0 s first call and 2.3 GB resident,
+  against 3.0 s and 1.3 GB as arguments, the steady replay unchanged). Smaller ones stay
+  baked in, where XLA may fold them.
+* **Precision.** Matmuls run at ``"highest"`` precision (no TF32 or bfloat16 passes on GPUs).
+* **Ops.** Each op of :data:`capviz.ops.table.OPS` is bound to ``jax.numpy``; the ops that write in
+  place are bound to functional forms (:mod:`capviz.backends.jax.ops`, ``OVERRIDES``), and the
+  ops jax cannot run as NumPy does are refused by name at bind time with the reason
+  (``UNSUPPORTED``, imported here). While tracing, every result is checked against the node's
+  shape and dtype (NumPy's, :mod:`capviz.backends.jax.trace`): a difference is a
+  :class:`capviz.ReplayError` at the user's line, never a silently different result.
+* **Values NumPy refuses.** Where NumPy raises on values (an index out of bounds) or gives a
+  result that XLA defines otherwise (an integer divided by zero, a float cast to an integer
+  out of its range, ties in a default-kind ``argsort``), the traced function also returns a flag
+  per check; a failed check raises :class:`capviz.ReplayError` naming the node after the run.
+* **Random ops** (:mod:`capviz.backends.jax.random`) follow capviz's Philox streams with the
+  seed as a traced ``uint64``, so a new seed does not retrace: uniform and bernoulli draws
+  equal the NumPy replay's bit for bit; normal draws agree within the backend's tolerance
+  (XLA's ``log``, ``cos``, ``sin``).
+* **Exactness.** XLA rounds some float results differently from NumPy: it contracts a
+  multiply and an add into one fused multiply-add, approximates transcendental functions
+  (``exp``, ``tanh``, ``log``...) its own way, and associates reductions (``sum``, ``mean``,
+  ``cumsum``, matmul) in another order. So :attr:`JaxBackend.exact` is ``False`` and
+  :meth:`JaxBackend.tolerance_for` gives the ``(rtol, atol)`` that comparisons use per dtype
+  (:attr:`JaxBackend.tolerance`, or :attr:`JaxBackend.float16_tolerance` for float16); integer,
+  boolean and comparison results are exact.
+
+jax is imported only when the backend is used (``import capviz`` never imports it).
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from capviz import ops
+from capviz.backends.jax import ufunc_methods, writes  # noqa: F401  (they add their forms)
+from capviz.backends.jax.ops import OVERRIDES, UNSUPPORTED, functional
+from capviz.backends.jax.trace import bound, tracing
+from capviz.backends.registry import Backend, install_hint, register, unsupported
+from capviz.core.errors import (
+    BackendUnavailableError,
+    CapvizError,
+    ReplayError,
+    UnsupportedOperationError,
+)
+from capviz.core.ir import Node
+from capviz.core.source import format_source
+
+# --- loading jax -------------------------------------------------------------------------------
+
+
+def _load() -> Any:
+    """``jax`` (BackendUnavailableError naming the extra when it is not installed)."""
+    try:
+        import jax
+        import jax.numpy
+    except ImportError as err:
+        raise BackendUnavailableError(f"the jax backend needs jax, which is not installed "
+                                      f"({err}); {install_hint('jax')}") from None
+    return jax
+
+
+def x64() -> Any:
+    """A context manager enabling 64-bit types in jax for the block only: ``jax.enable_x64``
+    (older jax: ``jax.experimental.enable_x64``); the global setting is left as it is."""
+    jax = _load()
+    enable = getattr(jax, "enable_x64", None)
+    if enable is None:  # pragma: no cover - jax before enable_x64 moved out of experimental
+        from jax.experimental import enable_x64 as enable
+    return enable(True)
+
+
+# --- the backend -------------------------------------------------------------------------------
+
+
+class JaxBackend(Backend):
+    """Replay on JAX: the graph as one ``jax.jit``-compiled function (see the module doc).
+
+    Attributes:
+        traces: how many times a program was traced (a replay that reuses the compiled function
+            does not add one).
+    """
+
+    name = "jax"
+    extra = "jax"
+    mutable = False
+    exact = False
+    tolerance = (1e-4, 1e-4)
+    float16_tolerance = (1e-2, 1e-1)
+    """float16 reductions and products (XLA adds float16 partial sums in another order than
+    NumPy): sums of up to 1000 unit-scale terms, matmul and var measured within ``rtol=1e-2``
+    plus ``atol`` 0.035; see ``docs/guide/replay.md``."""
+    options: frozenset[str] = frozenset()
+
+    def tolerance_for(self, dtype: Any) -> tuple[float, float]:
+        """:attr:`float16_tolerance` for float16, else :attr:`tolerance`."""
+        if np.dtype(dtype) == np.float16:
+            return self.float16_tolerance
+        return self.tolerance
+
+    def __init__(self) -> None:
+        self.traces = 0
+        self._compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._bind_cache: dict[str, Callable] = {}
+
+    def namespace(self) -> Any:
+        return _load().numpy
+
+    def from_host(self, value: np.ndarray) -> Any:
+        jax = _load()
+        with x64():  # a float64 array stays float64
+            return jax.device_put(np.asarray(value))
+
+    def to_host(self, value: Any) -> np.ndarray:
+        return np.asarray(value)
+
+    def is_native(self, value: Any) -> bool:
+        jax = sys.modules.get("jax")  # a jax array exists only when jax was imported
+        return jax is not None and isinstance(value, jax.Array)
+
+    def bind(self, op: ops.Op) -> Callable:
+        fn = self._bind_cache.get(op.name)
+        if fn is not None:
+            return fn
+        fn = self._bind_cache[op.name] = bound(op, self.bind_unchecked(op), x64)
+        return fn
+
+    def refusal(self, op: ops.Op) -> str | None:
+        """Why this backend refuses ``op`` (``None``: it runs it): a reason of
+        :data:`UNSUPPORTED`, or the function missing from the installed jax.numpy."""
+        reason = UNSUPPORTED.get(op.name)
+        if reason is not None or op.name in OVERRIDES:
+            return reason
+        try:
+            op.bind(self.namespace())
+        except UnsupportedOperationError:
+            return f"jax.numpy has no {op.name} (replay with backend='numpy')"
+        return None
+
+    def bind_unchecked(self, op: ops.Op) -> Callable:
+        """:meth:`bind` without the trace's check of the node's shape and dtype."""
+        reason = self.refusal(op)
+        if reason is not None:
+            raise unsupported(self, op.name, reason)
+        return functional(op, self.namespace())
+
+    def execute(self, program: Any, args: list | tuple, seed: int, options: Any) -> tuple:
+        compiled = self._compiled.get(program)
+        if compiled is None:
+            compiled = self._compiled[program] = _Compiled(self, program)
+        return compiled(tuple(args), seed)
+
+
+BAKED_CONSTANT_BYTES = 1024
+"""Constants smaller than this are baked into the compiled function (XLA may fold them);
+larger ones are passed as its arguments."""
+
+
+def _no_subnormals(jnp: Any, x: Any) -> Any:
+    """For a float input: true when it holds no subnormal value (XLA flushes them to zero, so a
+    result depending on one would differ from NumPy's beyond any tolerance); else ``None``."""
+    dtype = np.dtype(x.dtype)
+    if dtype.kind not in "fc":
+        return None
+    magnitude = jnp.abs(x)
+    return jnp.all((magnitude == 0) | ~(magnitude < np.finfo(dtype).tiny))
+
+
+class _Compiled:
+    """One program as a ``jax.jit`` function of ``(inputs, seed)`` returning the outputs and
+    the value checks' flags."""
+
+    def __init__(self, backend: JaxBackend, program: Any) -> None:
+        self._jax = _load()
+        self.random = program.random
+        self.checks: list[tuple[Node, str]] = []
+        self.inputs_checked: list[int] = []
+        self.input_names = program.input_names
+        # large constants are arguments of the compiled function: baked into it, XLA would
+        # copy and constant-fold every weight at compile time (seconds, and a second copy in
+        # memory, for a model's weights)
+        large = [(k, value) for k, value in zip(program.constant_registers, program.constants)
+                 if value.size * value.dtype.itemsize >= BAKED_CONSTANT_BYTES]
+        registers = [k for k, _ in large]
+        self.constants = tuple(value for _, value in large)
+        # the backend's cache holds this object weakly keyed by the program: a strong reference
+        # from here would keep every program alive (the large constants it holds are also the
+        # program's, and die with it)
+        program_ref = weakref.ref(program)
+
+        def traced(inputs: tuple, constants: tuple, seed: Any) -> tuple:
+            backend.traces += 1
+            program = program_ref()  # alive: a trace runs inside execute(program, ...)
+            nodes = [step[-1] for step in program.table if step[1] is not None]
+            with tracing(nodes) as trace:
+                normal = [_no_subnormals(self._jax.numpy, x) for x in inputs]
+                outputs = program(list(inputs), 0 if seed is None else seed,
+                                  dict(zip(registers, constants)))
+            self.checks = trace.checks
+            self.inputs_checked = [k for k, ok in enumerate(normal) if ok is not None]
+            flags = [ok for ok in normal if ok is not None] + trace.flags
+            # one array: one transfer to read them all after the run
+            return tuple(outputs), self._jax.numpy.stack(flags) if flags else None
+
+        self._fn = self._jax.jit(traced)
+
+    def __call__(self, inputs: tuple, seed: int) -> tuple:
+        jax = self._jax
+        # the seed, and a zero only known at run time (see capviz.backends.jax.random.uniform)
+        key = (np.uint64(seed), np.float64(0.0)) if self.random else None
+        with x64(), jax.default_matmul_precision("highest"):
+            try:
+                outputs, flags = self._fn(inputs, self.constants, key)
+            except CapvizError:
+                raise
+            except Exception as err:  # XLA refused the traced program (no node to name)
+                raise ReplayError(f"jax could not compile or run this graph: "
+                                  f"{type(err).__name__}: {err}; replay with "
+                                  "backend='numpy'") from err
+        if flags is not None:
+            failed = np.flatnonzero(~np.asarray(flags))
+            if failed.size and failed[0] < len(self.inputs_checked):
+                name = self.input_names[self.inputs_checked[int(failed[0])]]
+                raise ReplayError(
+                    f"input {name!r} holds subnormal floats, which XLA "
+                    "flushes to zero where NumPy keeps them; replay with backend='numpy', or "
+                    "flush them first: np.where(np.abs(x) < np.finfo(x.dtype).tiny, 0, x)")
+            if failed.size:
+                node, message = self.checks[int(failed[0]) - len(self.inputs_checked)]
+                err = ReplayError(f"replay failed at node %{node.index} ({node.op}), recorded "
+                                  f"at {format_source(node.source) or 'unknown source'}: "
+                                  f"{message}")
+                err.node = node
+                raise err
+        return outputs
+
+
+BACKEND = register(JaxBackend())

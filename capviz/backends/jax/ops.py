@@ -1,0 +1,632 @@
+"""The ops of the JAX backend: which it refuses (:data:`UNSUPPORTED`), and the functional forms
+it runs instead of ``op.bind(jax.numpy)`` (:data:`OVERRIDES`).
+
+jax arrays are immutable, so every write (``setitem``, ``index_put``, ``put``, ``ufunc_at``...)
+becomes "assign values at flat positions, the last one wins" (:func:`_assign_flat`), which is
+deterministic where a scatter of repeated indices is not. Where NumPy raises on values (an index
+out of bounds) or leaves a result to the platform (a float cast to an integer out of range), a
+form checks the values with :func:`capviz.backends.jax.trace.require`; where XLA defines a
+result otherwise than NumPy (an integer divided by zero, an integer power that overflows, ``gcd``
+of ``INT_MIN``, ``modf`` of an infinity or of a negative integer), the form computes NumPy's;
+where it rounds otherwise (an integer ``np.pad`` linear ramp), the form refuses. A ufunc
+runs in the loop NumPy picks for its operands' dtypes (:func:`_in_loop_dtypes`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from capviz import ops
+from capviz.backends.jax.random import bernoulli, normal, uniform
+from capviz.backends.jax.trace import dtype_of, require
+from capviz.ops.advanced_index import tensor_axes
+
+UNSUPPORTED: dict[str, str] = {
+    "partition": "the order of the elements on each side of the kth is NumPy's introselect's "
+                 "own; jax.numpy orders them otherwise (use np.sort, or a stable np.argsort)",
+    "argpartition": "the order of the indices on each side of the kth is NumPy's "
+                    "introselect's own; jax.numpy orders them otherwise (use np.argsort with "
+                    "kind='stable')",
+    "linalg.eigh": "eigenvectors are unique only up to sign, and XLA chooses the signs "
+                   "otherwise than LAPACK in NumPy (use np.linalg.eigvalsh for the values)",
+    "linalg.svd": "singular vectors are unique only up to sign, and XLA chooses the signs "
+                  "otherwise than LAPACK in NumPy (use np.linalg.svdvals for the values)",
+    "linalg.qr": "the signs of Q's columns and R's rows are XLA's choice on GPUs, not "
+                 "LAPACK's (use np.linalg.solve or np.linalg.cholesky where they serve)",
+    "histogram": "a value on a bin edge may fall in the neighbouring bin (jax.numpy computes "
+                 "the bin of a value otherwise than NumPy), which changes integer counts",
+    "histogram2d": "a value on a bin edge may fall in the neighbouring bin (jax.numpy "
+                   "computes the bin of a value otherwise than NumPy)",
+    "isnat": "jax has no datetime or timedelta arrays",
+    "ravel_multi_index": "jax.numpy clips an index out of bounds where NumPy raises "
+                         "(compute the flat index with arithmetic: i * n + j)",
+    "unravel_index": "jax.numpy clips an index out of bounds where NumPy raises (compute the "
+                     "indices with // and %)",
+    "choose": "jax.numpy's choose clips or wraps an index out of bounds where NumPy raises "
+              "(use np.where or np.select)",
+    "compress": "jax.numpy's compress needs a condition known at trace time and an output "
+                "size (use np.take with the indices np.flatnonzero(condition) gives)",
+    "gradient": "jax.numpy's gradient takes no edge_order and differs from NumPy's at the "
+                "edges (write the differences with slicing)",
+    "histogramdd": "jax.numpy's histogramdd counts in integers where NumPy gives floats, and "
+                   "a value on a bin edge may fall in the neighbouring bin",
+    "block": "jax.numpy's block reads nested lists of arrays, which a replay passes as "
+             "operands (use np.concatenate)",
+    "linalg.eig": "eigenvectors are unique only up to a complex factor, which XLA chooses "
+                  "otherwise than LAPACK in NumPy, and NumPy's result is real or complex "
+                  "depending on the values (use np.linalg.eigh for a symmetric matrix)",
+    "linalg.eigvals": "XLA orders complex eigenvalues otherwise than LAPACK in NumPy (use "
+                      "np.linalg.eigvalsh for a symmetric matrix)",
+    "fix": "jax.numpy has no fix (use np.trunc, which rounds the same way)",
+    "lib.stride_tricks.sliding_window_view": "jax.numpy has no sliding_window_view (gather "
+                                             "the windows with np.take and np.arange offsets)",
+    **{f"emath.{name}": "jax.numpy has no emath: its result's dtype (real or complex) would "
+                        "depend on the values (use np.sqrt, np.log... on complex inputs)"
+       for name in ("sqrt", "log", "log10", "log2", "logn", "power", "arccos", "arcsin",
+                    "arctanh")},
+    "scalar_power": "a NumPy scalar's ** is C's pow in the scalar's precision, which XLA's "
+                    "power does not reproduce (write np.power(x, y) on arrays)",
+}
+"""Ops this backend refuses, by name, with the reason (raised by :meth:`JaxBackend.bind`)."""
+
+
+def _is_int(dtype: Any) -> bool:
+    return np.dtype(dtype).kind in "iub"
+
+
+def cast(jnp: Any, value: Any, dtype: Any) -> Any:
+    """``value`` as ``dtype``, as NumPy's unsafe cast does; a float cast to an integer outside
+    its range (or NaN), which NumPy leaves to the platform and XLA saturates, fails the
+    replay."""
+    dtype = np.dtype(dtype)
+    value = jnp.asarray(value)
+    source = np.dtype(value.dtype)
+    if source.kind in "fc" and dtype.kind in "iu":
+        real = jnp.real(value) if source.kind == "c" else value
+        info = np.iinfo(dtype)
+        # the bounds as powers of two (exact in every float type); truncation keeps (lo-1, hi+1)
+        low, high = float(info.min) - 1.0 if info.min else -1.0, float(info.max) + 1.0
+        ok = jnp.all((real > low) & (real < high))
+        require(ok, f"a {source} value cast to {dtype} is NaN or outside {dtype}'s range; "
+                    "NumPy's result for it is the platform's, XLA's saturates (clip or "
+                    "np.nan_to_num the values first)")
+        value = real
+    elif source.kind == "c" and dtype.kind != "c":
+        value = jnp.real(value)  # NumPy drops the imaginary part (ComplexWarning)
+    return value.astype(dtype)
+
+
+def _lists_as_arrays(fn: Callable) -> Callable:
+    """``fn`` with list arguments passed as NumPy arrays: NumPy reads a list as an array
+    (``np.delete(x, [0, 2])``), jax.numpy refuses lists."""
+
+    def run(*args: Any, **params: Any) -> Any:
+        args = tuple(np.asarray(a) if type(a) is list else a for a in args)
+        params = {k: np.asarray(v) if type(v) is list else v for k, v in params.items()}
+        return fn(*args, **params)
+
+    run.__name__ = getattr(fn, "__name__", "op")
+    return run
+
+
+def _loop_key(value: Any) -> Any:
+    """An operand as ``ufunc.resolve_dtypes`` takes it: a dtype, or a Python scalar's type
+    (NumPy 2 promotes those weakly)."""
+    kind = type(value)
+    if kind is int or kind is float or kind is complex:
+        return kind
+    if kind is bool:
+        return np.dtype(bool)
+    return dtype_of(value)
+
+
+def _in_loop_dtypes(jnp: Any, ufunc: np.ufunc, fn: Callable) -> Callable:
+    """``fn`` (the ufunc on jax.numpy) called on operands cast to the loop NumPy picks for
+    them (``np.sin`` of int32 runs in float64, of uint8 in float16; ``bool << bool`` in int8):
+    the casts are exact, and jax's own promotion would pick other loops."""
+
+    def run(*args: Any) -> Any:
+        loop = ufunc.resolve_dtypes(tuple(_loop_key(a) for a in args) + (None,) * ufunc.nout)
+        cast_args = [a.astype(dt) if hasattr(a, "dtype") and not isinstance(a, np.generic)
+                     and np.dtype(a.dtype) != dt else a for a, dt in zip(args, loop)]
+        return fn(*cast_args)
+
+    run.__name__ = ufunc.__name__
+    return run
+
+
+def _astype(jnp: Any) -> Callable:
+    def astype(x: Any, dtype: str) -> Any:
+        return cast(jnp, x, dtype)
+
+    return astype
+
+
+def _integer_division(jnp: Any, name: str) -> Callable:
+    """floor_divide, remainder, fmod: an integer divided by zero gives 0 in NumPy (with a
+    warning), while XLA defines it otherwise."""
+    fn = getattr(jnp, name)
+
+    def run(a: Any, b: Any) -> Any:
+        if not (_is_int(dtype_of(a)) and _is_int(dtype_of(b))):
+            return fn(a, b)
+        zero = jnp.asarray(b) == 0
+        result = fn(a, jnp.where(zero, jnp.ones_like(b), b))
+        return jnp.where(zero, jnp.zeros_like(result), result)
+
+    run.__name__ = name
+    return run
+
+
+def _divmod(jnp: Any) -> Callable:
+    floor_divide = _integer_division(jnp, "floor_divide")
+    remainder = _integer_division(jnp, "remainder")
+
+    def divmod_(a: Any, b: Any) -> tuple:
+        return floor_divide(a, b), remainder(a, b)
+
+    return divmod_
+
+
+def _copy(jnp: Any) -> Callable:
+    def copy(a: Any, order: str = "K", subok: bool = False) -> Any:
+        return jnp.array(a, copy=True)  # jax arrays have no memory order to keep
+
+    return copy
+
+
+def split_pieces(x: Any, indices_or_sections: Any, axis: int, even: bool) -> list:
+    """NumPy's ``array_split`` (``even``: ``split``'s check) with static slices, which keep
+    NumPy's slicing rules for negative, repeated and out-of-range split points (jax.numpy's
+    split refuses them)."""
+    axis %= len(x.shape)
+    n = x.shape[axis]
+    if isinstance(indices_or_sections, (int, np.integer)):
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        if even and n % sections:
+            raise ValueError("array split does not result in an equal division")
+        size, extra = divmod(n, sections)
+        sizes = [0] + extra * [size + 1] + (sections - extra) * [size]
+        points = list(np.cumsum(sizes))
+    else:
+        points = [0, *[int(i) for i in indices_or_sections], n]
+    pieces = []
+    for start, stop in itertools.pairwise(points):
+        index = [slice(None)] * len(x.shape)
+        index[axis] = slice(start, stop)
+        pieces.append(x[tuple(index)])
+    return pieces
+
+
+def _split(name: str) -> Callable[[Any], Callable]:
+    def make(jnp: Any) -> Callable:
+        def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list:
+            if name == "hsplit":
+                axis = 1 if len(x.shape) > 1 else 0
+            elif name in ("vsplit", "dsplit"):
+                axis = 0 if name == "vsplit" else 2
+            return split_pieces(x, indices_or_sections, axis, name != "array_split")
+
+        return split
+
+    return make
+
+
+def _reciprocal(jnp: Any) -> Callable:
+    def reciprocal(x: Any) -> Any:
+        if not _is_int(dtype_of(x)):
+            return jnp.reciprocal(x)
+        require(jnp.all(x != 0), "the integer reciprocal of 0 is the platform's in NumPy")
+        one = jnp.ones_like(x)
+        return jnp.where(x == 1, one, jnp.where(x == -1, -one, jnp.zeros_like(x)))
+
+    return reciprocal
+
+
+def _power(jnp: Any) -> Callable:
+    """NumPy's power: in an integer loop, exponentiation by squaring in the loop's dtype,
+    wrapping on overflow (``int64`` ``2 ** 70`` is 0, ``int16`` ``3 ** 251`` is 21563), for
+    every exponent bit of the dtype; jax.numpy's integer power looks at 6 bits of the exponent
+    only. A negative integer exponent fails the replay (NumPy raises ValueError)."""
+    from jax import lax
+
+    def power(a: Any, b: Any) -> Any:
+        loop = np.power.resolve_dtypes((_loop_key(a), _loop_key(b), None))
+        dtype = np.dtype(loop[2])
+        if dtype.kind not in "iu":
+            return jnp.power(a, b)
+        base, exponent = jnp.broadcast_arrays(jnp.asarray(a).astype(dtype),
+                                              jnp.asarray(b).astype(dtype))
+        if dtype.kind == "i":
+            require(jnp.all(exponent >= 0), "integers to negative integer powers are "
+                    "not allowed (NumPy raises ValueError)")
+
+        def step(_: Any, carry: tuple) -> tuple:
+            result, base, exponent = carry
+            result = jnp.where((exponent & 1) != 0, result * base, result)
+            return result, base * base, lax.shift_right_logical(exponent, jnp.ones_like(exponent))
+
+        start = (jnp.ones_like(base), base, exponent)
+        result, _, _ = lax.fori_loop(0, dtype.itemsize * 8, step, start)
+        return result
+
+    return power
+
+
+def _end_value_pairs(values: Any, ndim: int) -> Any:
+    """``end_values`` as np.pad reads them (its ``_as_pairs``): one pair per axis, NumPy
+    scalars where one or two values were given, Python scalars otherwise; the kind decides the
+    float type of NumPy's ramp (a NumPy float64 scalar is not weak, a Python float is)."""
+    x = np.array(values)
+    if x.ndim < 3 and x.size == 1:
+        x = x.ravel()
+        return ((x[0], x[0]),) * ndim
+    if x.ndim < 3 and x.size == 2 and x.shape != (2, 1):
+        x = x.ravel()
+        return ((x[0], x[1]),) * ndim
+    return np.broadcast_to(x, (ndim, 2)).tolist()
+
+
+def _ramp(jnp: Any, start: Any, edge: Any, num: int, dtype: np.dtype, axis: int) -> Any:
+    """``np.linspace(start, edge, num, endpoint=False, dtype=dtype, axis=axis)`` for a float or
+    complex ``dtype``, in NumPy's arithmetic: in the float type NumPy picks for ``start`` and
+    ``edge`` (float64 for a NumPy float64 or integer scalar: ``end_values=(0, 1)`` ramps a
+    float32 array in float64), ``arange(num) * step + start``, where ``step`` is ``(edge -
+    start) / num`` unless a step is 0 (then ``arange(num) / num * (edge - start)``), cast to
+    ``dtype`` last. jax.numpy's linspace interpolates in ``dtype`` instead, which misses
+    NumPy's by units near a zero crossing of a float32 ramp and overflows float16."""
+    with np.errstate(all="ignore"):
+        dt = np.linspace(start, np.zeros(1, dtype), num=1, endpoint=False).dtype
+        first = np.asarray(start).astype(dt)
+    y = jnp.arange(num, dtype=dt).reshape((num,) + (1,) * len(edge.shape))
+    delta = edge.astype(dt) - first
+    step = _divided(jnp, delta, num)
+    scaled = jnp.where(jnp.any(step == 0), _product(jnp, _divided(jnp, y, num), delta),
+                       _product(jnp, y, step))
+    if scaled.dtype != y.dtype:  # float64 holding float32 (float16) values: add, round once
+        y = (scaled + first.astype(np.float64)).astype(dt)
+    else:
+        y = scaled + first
+    return jnp.moveaxis(cast(jnp, y, dtype), 0, axis)
+
+
+def _divided(jnp: Any, x: Any, n: int) -> Any:
+    """``x / n`` rounded once, as NumPy's, for a float32 or float16 ``x``: XLA divides by a
+    constant as a multiplication by its reciprocal (an ulp off), so the quotient is taken in
+    float64 and rounded (a float32 divided by an integer below 2**27 is never within float64's
+    error of a float32 rounding boundary). A float64 or complex quotient may be an ulp off."""
+    dtype = np.dtype(x.dtype)
+    if dtype.kind == "f" and dtype.itemsize < 8:
+        return (x.astype(np.float64) / n).astype(dtype)
+    return x / n
+
+
+def _product(jnp: Any, a: Any, b: Any) -> Any:
+    """``a * b`` rounded on its own, as NumPy's, for float32 or float16 operands: exact in
+    float64 and rounded to their precision by ``reduce_precision``, kept in float64 (a product
+    rounded by a cast, LLVM narrows to a float32 product and fuses with the sum that follows
+    into one multiply-add). Float64 and complex products may be fused."""
+    from jax import lax
+
+    dtype = np.dtype(a.dtype)
+    if dtype.kind == "f" and dtype.itemsize < 8:
+        info = np.finfo(dtype)
+        exact = a.astype(np.float64) * b.astype(np.float64)
+        return lax.reduce_precision(exact, exponent_bits=info.nexp, mantissa_bits=info.nmant)
+    return a * b
+
+
+def _linear_ramp(jnp: Any, array: Any, pad_width: Any, end_values: Any) -> Any:
+    """np.pad(array, pad_width, mode='linear_ramp', end_values=...) of a float or complex
+    array: axis by axis, each ramp running from the end value to the edge of the array padded
+    so far along the earlier axes, as NumPy's."""
+    from jax import lax
+
+    dtype = np.dtype(array.dtype)
+    ndim = len(array.shape)
+    widths = np.broadcast_to(np.asarray(pad_width), (ndim, 2)).tolist()
+    if math.prod(array.shape) == 0:  # padded along an axis of 0 only: still empty
+        return jnp.zeros(tuple(d + a + b for d, (a, b) in zip(array.shape, widths)), dtype)
+    for axis, ((before, after), (first, last)) in enumerate(
+            zip(widths, _end_value_pairs(end_values, ndim))):
+        n = array.shape[axis]
+        left = _ramp(jnp, first, lax.index_in_dim(array, 0, axis, False), before, dtype, axis)
+        right = _ramp(jnp, last, lax.index_in_dim(array, n - 1, axis, False), after, dtype,
+                      axis)
+        array = jnp.concatenate([left, array, jnp.flip(right, axis)], axis=axis)
+    return array
+
+
+def _pad(jnp: Any) -> Callable:
+    """np.pad: ``mode='linear_ramp'`` in NumPy's arithmetic for floats (:func:`_linear_ramp`),
+    refused for integer and boolean arrays (NumPy floors a float ramp and casts it: a value
+    one rounding off crosses an integer); list arguments as tuples (jax.numpy's pad takes them
+    as static arguments, which must hash)."""
+    pad = ops.OPS["pad"].bind(jnp)
+
+    def run(*args: Any, **params: Any) -> Any:
+        array = args[0] if args else params.pop("array")
+        rest = list(args[1:])
+        pad_width = rest.pop(0) if rest else params.pop("pad_width")
+        mode = rest.pop(0) if rest else params.pop("mode", "constant")
+        dtype = dtype_of(array)
+        if mode == "linear_ramp":
+            if dtype.kind in "biu":
+                raise NotImplementedError(
+                    f"np.pad(..., mode='linear_ramp') of {dtype} on the jax backend: NumPy's "
+                    f"ramp is np.linspace computed in floats, floored and cast to {dtype}, "
+                    "which jax.numpy's linspace rounds otherwise (a ramp value differs by "
+                    "one), and a fused multiply-add on the device can move a value across an "
+                    "integer; replay with backend='numpy' or backend='dask', or pad a float copy "
+                    "(np.pad(x.astype(np.float64), ..., mode='linear_ramp'))")
+            return _linear_ramp(jnp, jnp.asarray(array), pad_width,
+                                params.get("end_values", 0))
+        params = {k: _as_tuples(v) for k, v in params.items()}
+        return pad(array, _as_tuples(pad_width), mode, **params)
+
+    run.__name__ = "pad"
+    return run
+
+
+def _as_tuples(value: Any) -> Any:
+    """A list or array argument as nested tuples (hashable)."""
+    if isinstance(value, np.ndarray) and not value.ndim:
+        return value[()]
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return tuple(_as_tuples(v) for v in value)
+    return value
+
+
+def in_bounds(jnp: Any, idx: Any, n: int, what: str) -> Any:
+    """``idx`` with negative entries wrapped, checked to lie in ``[-n, n)`` (NumPy raises
+    IndexError otherwise; jax clips or drops). The comparison runs in int64 (replays run under
+    x64), never in the index's own dtype: ``-n`` wraps in an unsigned type and ``n`` overflows
+    int8; a uint64 index has no negative entries and is compared with ``n`` alone."""
+    idx = jnp.asarray(idx)
+    message = f"{what} is out of bounds for an axis of size {n} (NumPy raises IndexError)"
+    if idx.dtype == np.uint64:
+        require(jnp.all(idx < np.uint64(n)), message)
+        return idx.astype(np.int64)  # in bounds: below n, so it fits
+    idx = idx.astype(np.int64)  # every other integer (or bool) index fits int64 exactly
+    require(jnp.all((idx >= -n) & (idx < n)), message)
+    return jnp.where(idx < 0, idx + n, idx)
+
+
+def _index(jnp: Any) -> Callable:
+    def index(x: Any, idx: Any) -> Any:
+        return x[in_bounds(jnp, idx, x.shape[0], "an index")]
+
+    return index
+
+
+def _take(jnp: Any) -> Callable:
+    def take(x: Any, idx: Any, axis: int | None = None) -> Any:
+        n = math.prod(x.shape) if axis is None else x.shape[axis]
+        return jnp.take(x, in_bounds(jnp, idx, n, "an index of take"), axis=axis)
+
+    return take
+
+
+def _take_along_axis(jnp: Any) -> Callable:
+    def take_along_axis(arr: Any, indices: Any, axis: int | None = -1, **params: Any) -> Any:
+        n = math.prod(arr.shape) if axis is None else arr.shape[axis]
+        return jnp.take_along_axis(arr, in_bounds(jnp, indices, n, "an index of "
+                                                   "take_along_axis"), axis, **params)
+
+    return take_along_axis
+
+
+def _sort(jnp: Any) -> Callable:
+    def sort(a: Any, axis: int | None = -1, kind: str | None = None, order: Any = None,
+             **params: Any) -> Any:
+        if order is not None:
+            raise NotImplementedError("sort(order=...) sorts structured arrays, which jax "
+                                      "has not")
+        params.pop("stable", None)  # equal values are equal: the sorted values are the same
+        return jnp.sort(a, axis=axis, **params)
+
+    return sort
+
+
+def _argsort(jnp: Any) -> Callable:
+    def argsort(a: Any, axis: int | None = -1, kind: str | None = None,
+                order: Any = None, **params: Any) -> Any:
+        if order is not None:
+            raise NotImplementedError("argsort(order=...) sorts structured arrays, which jax "
+                                      "has not")
+        if params.pop("stable", None):
+            kind = "stable"
+        result = jnp.argsort(a, axis=axis, stable=True, **params)
+        if kind not in ("stable", "mergesort"):
+            ordered = jnp.sort(a.reshape(-1) if axis is None else a,
+                               axis=0 if axis is None else axis)
+            ax = 0 if axis is None else axis
+            n = ordered.shape[ax]
+            if n > 1:
+                first = jnp.take(ordered, jnp.arange(n - 1), axis=ax)
+                rest = jnp.take(ordered, jnp.arange(1, n), axis=ax)
+                # two NaNs are a tie too (NaN != NaN, but their order is quicksort's own)
+                tie = (first == rest) | (jnp.isnan(first) & jnp.isnan(rest)) \
+                    if dtype_of(a).kind in "fc" else first == rest
+                require(~jnp.any(tie), "argsort of equal values (or of several NaNs) with "
+                        "NumPy's default kind (quicksort): the order of ties is NumPy's own; "
+                        "pass kind='stable'")
+        return result
+
+    return argsort
+
+
+def _magnitude(jnp: Any, x: Any) -> Any:
+    """``|x|`` in the unsigned type of ``x``'s width: exact for every value, ``INT_MIN``
+    included (its magnitude does not fit the signed type, where ``abs`` leaves it negative)."""
+    dtype = np.dtype(x.dtype)
+    unsigned = np.dtype(f"u{dtype.itemsize}")
+    u = x.astype(unsigned)  # a same-width integer conversion keeps the bits
+    if dtype.kind == "u":
+        return u
+    return jnp.where(x < 0, jnp.zeros_like(u) - u, u)
+
+
+def _gcd_of(jnp: Any, a: Any, b: Any) -> Any:
+    """NumPy's gcd of two integer arrays of one dtype: Euclid's algorithm on the magnitudes in
+    the unsigned type (each step lowers the remainder, so the loop ends for every value; a
+    signed ``abs`` of ``INT_MIN`` stays negative, and jax.numpy's gcd never ends on it), the
+    result cast back as NumPy's C code does (``gcd(INT_MIN, 0)`` is ``INT_MIN``)."""
+    from jax import lax
+
+    dtype = np.dtype(a.dtype)
+    x, y = jnp.broadcast_arrays(_magnitude(jnp, a), _magnitude(jnp, b))
+
+    def step(pair: tuple) -> tuple:
+        x, y = pair
+        nonzero = y != 0
+        return (jnp.where(nonzero, y, x),
+                jnp.where(nonzero, lax.rem(x, jnp.where(nonzero, y, 1)), 0).astype(y.dtype))
+
+    g, _ = lax.while_loop(lambda pair: jnp.any(pair[1] != 0), step, (x, y))
+    return g.astype(dtype)
+
+
+def _integers(jnp: Any, a: Any, b: Any) -> tuple:
+    """``a`` and ``b`` as arrays of their common integer dtype (the ufunc loop's; a Python int
+    takes the array's dtype, as NumPy's weak promotion does)."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    dtype = jnp.result_type(a, b)
+    if not _is_int(dtype):
+        raise TypeError(f"gcd and lcm take integers, not {dtype}")
+    return a.astype(dtype), b.astype(dtype)
+
+
+def _gcd(jnp: Any) -> Callable:
+    def gcd(a: Any, b: Any) -> Any:
+        return _gcd_of(jnp, *_integers(jnp, a, b))
+
+    return gcd
+
+
+def _lcm(jnp: Any) -> Callable:
+    """NumPy's lcm: ``|a| / gcd(a, b) * |b|`` in C, where int8 and int16 compute in ``int``
+    (32 bits) and wider types wrap in their own width (``abs(INT_MIN)`` stays ``INT_MIN``);
+    the result wraps to the dtype."""
+    from jax import lax
+
+    def lcm(a: Any, b: Any) -> Any:
+        a, b = _integers(jnp, a, b)
+        dtype = np.dtype(a.dtype)
+        work = np.dtype(np.int32) if dtype.kind == "i" and dtype.itemsize < 4 else dtype
+        a, b = a.astype(work), b.astype(work)
+        g = _gcd_of(jnp, a, b)
+        zero = g == 0
+        divisor = jnp.where(zero, 1, g).astype(work)
+        multiple = lax.div(*jnp.broadcast_arrays(jnp.abs(a), divisor)) * jnp.abs(b)
+        result = jnp.where(zero, jnp.zeros_like(multiple), multiple)
+        return result.astype(dtype)
+
+    return lcm
+
+
+def _modf(jnp: Any) -> Callable:
+    """NumPy's modf (C's): the fractional part has the sign of ``x`` (``-0.0`` for ``-1.0``
+    and ``-0.0``), is a signed zero for an infinity, and NaN for NaN; jax.numpy's gives NaN for
+    infinities and ``+0.0`` for negative integers. ``x - trunc(x)`` is exact in floats."""
+
+    def modf(x: Any) -> tuple:
+        whole = jnp.trunc(x)
+        fraction = jnp.where(jnp.isinf(x), jnp.zeros_like(x), x - whole)
+        fraction = jnp.where(jnp.isnan(x), x, jnp.copysign(fraction, x))
+        return fraction, whole
+
+    return modf
+
+
+def _arg_extremum(name: str) -> Callable[[Any], Callable]:
+    def make(jnp: Any) -> Callable:
+        fn = getattr(jnp, name)
+
+        def run(a: Any, *args: Any, **params: Any) -> Any:
+            dtype = dtype_of(a)
+            if dtype.kind == "c":
+                raise NotImplementedError(
+                    f"{name} of complex values: XLA cannot order complex numbers in {name} "
+                    f"(NumPy orders them by real, then imaginary part); replay with "
+                    f"backend='numpy', or take np.{name} of np.real or np.abs of the values")
+            if name.startswith("nan") and dtype.kind == "f":
+                # NumPy raises on a slice of NaNs only, where jax.numpy gives -1
+                axis = args[0] if args else params.get("axis")
+                nan = jnp.isnan(jnp.asarray(a))
+                require(~jnp.any(jnp.all(nan, axis=axis)),
+                        f"ValueError: All-NaN slice encountered (np.{name} raises on a slice "
+                        "of NaNs only, where jax.numpy gives -1)")
+            return fn(a, *args, **params)
+
+        run.__name__ = name
+        return run
+
+    return make
+
+
+def advanced_key(jnp: Any, shape: tuple, idx: tuple, index: tuple, tensors: tuple) -> tuple:
+    """The tuple index of an ``advanced_index`` node: static lists as arrays, each tensor checked
+    to lie in bounds of the axis it indexes (jax clips where NumPy raises)."""
+    full = [np.asarray(k) if isinstance(k, list) else k for k in index]
+    for pos, axis, value in zip(tensors, tensor_axes(index, tensors, len(shape)), idx):
+        full[pos] = in_bounds(jnp, value, shape[axis], "an index")
+    return tuple(full)
+
+
+def _advanced_index(jnp: Any) -> Callable:
+    def advanced_index(x: Any, *idx: Any, index: tuple, tensors: tuple) -> Any:
+        return x[advanced_key(jnp, x.shape, idx, index, tensors)]
+
+    return advanced_index
+
+
+OVERRIDES: dict[str, Callable[[Any], Callable]] = {
+    "astype": _astype,
+    "floor_divide": lambda jnp: _integer_division(jnp, "floor_divide"),
+    "remainder": lambda jnp: _integer_division(jnp, "remainder"),
+    "fmod": lambda jnp: _integer_division(jnp, "fmod"),
+    "divmod": _divmod,
+    "power": _power,
+    "pad": _pad,
+    "index": _index,
+    "take": _take,
+    "take_along_axis": _take_along_axis,
+    "argsort": _argsort,
+    "sort": _sort,
+    "copy": _copy,
+    **{name: _split(name) for name in ("split", "array_split", "hsplit", "vsplit", "dsplit")},
+    "reciprocal": _reciprocal,
+    "gcd": _gcd,
+    "lcm": _lcm,
+    "modf": _modf,
+    **{name: _arg_extremum(name) for name in ("argmax", "argmin", "nanargmax", "nanargmin")},
+    "advanced_index": _advanced_index,
+    "random_uniform": uniform,
+    "random_normal": normal,
+    "random_bernoulli": bernoulli,
+}
+"""Ops bound to a functional form instead of ``op.bind(jax.numpy)``: the random ops (a traced
+seed) and the ops whose NumPy result on some values XLA does not give (checked, see
+:func:`require`), here; the writes (jax arrays are immutable, :mod:`.writes`) and the ufunc
+methods (:mod:`.ufunc_methods`) add theirs when imported, as the backend does."""
+
+
+def functional(op: ops.Op, jnp: Any) -> Callable:
+    """The callable that runs ``op`` on ``jnp`` as NumPy does: its form of :data:`OVERRIDES`, or
+    ``op.bind(jnp)``; a ufunc in NumPy's loop, list arguments as arrays. (Refusals are the
+    caller's: :data:`UNSUPPORTED`.)"""
+    make = OVERRIDES.get(op.name)
+    fn = make(jnp) if make is not None else op.bind(jnp)
+    if op.name in ops.UFUNCS:
+        return _in_loop_dtypes(jnp, ops.UFUNCS[op.name], fn)
+    if make is None:
+        return _lists_as_arrays(fn)
+    return fn

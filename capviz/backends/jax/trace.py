@@ -1,0 +1,180 @@
+"""Tracing a program for the JAX backend: which node each bound call runs, its type, and the
+value checks.
+
+:class:`capviz.replay.program.Program` runs its table of steps in order, one call of the bound
+callable per op step; :func:`tracing` follows those calls (``Trace.enter``) so that a result is
+checked against its node's shape and dtype (:func:`bound`: NumPy's types are kept, or the replay
+fails at the node), and a check on values (:func:`require`) is returned as a flag of the traced
+function and fails the replay at its node after the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from capviz import ops
+from capviz.core.ir import Node
+from capviz.ops import traits
+
+
+def dtype_of(value: Any) -> np.dtype:
+    """The dtype of an array, a NumPy scalar or a Python number (NumPy's reading of it)."""
+    return np.dtype(value.dtype) if hasattr(value, "dtype") else np.asarray(value).dtype
+
+
+class Trace:
+    """State of one trace of a program: which node each bound op call belongs to (the steps of
+    ``program.table`` run in order, one call per op step), and the value checks made."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        self._nodes = nodes
+        self._next = 0
+        self.node: Node | None = None
+        self.checks: list[tuple[Node, str]] = []
+        self.flags: list[Any] = []
+
+    def enter(self, op_name: str) -> Node:
+        """The node of the next step running ``op_name``."""
+        nodes = self._nodes
+        k = self._next
+        while k < len(nodes) and nodes[k].op != op_name:
+            k += 1
+        if k == len(nodes):
+            raise RuntimeError(f"capviz's jax backend lost track of the steps at op {op_name!r}")
+        self._next = k + 1
+        self.node = nodes[k]
+        return self.node
+
+    def require(self, ok: Any, message: str) -> None:
+        """Check ``ok`` (a boolean jax array) after the run; ``message`` says what failed."""
+        self.checks.append((self.node, message))
+        self.flags.append(ok)
+
+
+TRACE: contextvars.ContextVar[Trace | None] = contextvars.ContextVar("capviz_jax_trace",
+                                                                       default=None)
+
+
+def require(ok: Any, message: str) -> None:
+    """Inside a traced op: fail the replay at this node, after the run, unless ``ok``; in an
+    op run on its own (the stepping :class:`capviz.Executor`): fail it now."""
+    trace = TRACE.get()
+    if trace is not None:
+        trace.require(ok, message)
+    elif not bool(ok):
+        raise ValueError(message)
+
+
+def _accumulated(op: ops.Op, node: Node | None, args: tuple, params: dict) -> tuple:
+    """``args`` with an integer or boolean operand of an accumulating reduction
+    (:data:`capviz.ops.traits.ACCUMULATES`) cast to
+    NumPy's accumulator (the node's dtype when it is an integer type or float64; a narrower
+    ``dtype=`` the user passed is left to jax)."""
+    if op.name not in traits.ACCUMULATES or not args or not hasattr(args[0], "dtype"):
+        return args
+    have = dtype_of(args[0])
+    if have.kind not in "biu":
+        return args
+    want = np.dtype(node.dtype) if node is not None else np.dtype(op.meta(list(args),
+                                                                          params)[1])
+    if want == have or not (want.kind in "iu" or want == np.float64):
+        return args
+    return (args[0].astype(want), *args[1:])
+
+
+def _types(op: ops.Op, node: Node | None, args: tuple, params: dict, result: Any) -> tuple:
+    """(what NumPy gives, what jax gave) as lists of ``(shape, dtype)``: the node's type, or
+    the op's rule on the operands when no node is known (an op run on its own)."""
+    if op.multi:
+        want = [(tuple(s), np.dtype(d)) for s, d in op.meta(list(args), params)]
+        got = [(tuple(r.shape), np.dtype(r.dtype)) for r in result]
+        return want, got
+    if node is not None:
+        want = [(tuple(node.shape), np.dtype(node.dtype))]
+    else:
+        shape, dtype = op.meta(list(args), params)
+        want = [(tuple(shape), np.dtype(dtype))]
+    return want, [(tuple(np.shape(result)), dtype_of(result))]
+
+
+def _widened(args: tuple, dtype: np.dtype) -> tuple | None:
+    """``args`` with their float (complex) arrays cast up to ``dtype``, or ``None`` when none
+    is narrower: NumPy computes these functions in float64 when it meets a float64 constant
+    (``np.cov`` of float32 is float64), and an exact upcast of the operands does the same."""
+    changed = False
+    out = []
+    for a in args:
+        have = np.dtype(a.dtype) if hasattr(a, "dtype") and not isinstance(a, np.generic) \
+            else None
+        if have is not None and have.kind in "fc" and have.itemsize < dtype.itemsize:
+            target = dtype if have.kind == dtype.kind else np.dtype(np.float64)
+            out.append(a.astype(target))
+            changed = True
+        else:
+            out.append(a)
+    return tuple(out) if changed else None
+
+
+def _call_conformed(op: ops.Op, node: Node | None, fn: Callable, args: tuple, params: dict) -> Any:
+    """``fn(*args, **params)`` with the node's shape and dtype (NumPy's), or TypeError (a
+    ReplayError at the node, from the program): a replay keeps the graph's types."""
+    args = _accumulated(op, node, args, params)
+    result = fn(*args, **params)
+    want, got = _types(op, node, args, params, result)
+    if want == got:
+        return result
+    if not op.multi and want[0][0] == got[0][0]:
+        wanted, have = want[0][1], got[0][1]
+        if op.name in traits.INDEX_RESULTS and wanted.kind in "iu" and have.kind in "iu":
+            return result.astype(wanted)
+        if wanted.kind in "fc" and have.kind in "fc" and have.itemsize < wanted.itemsize:
+            widened = _widened(args, wanted)
+            if widened is not None:
+                result = fn(*widened, **params)
+                want, got = _types(op, node, widened, params, result)
+                if want == got:
+                    return result
+    text = "; ".join(f"{d}{list(s)}" for s, d in got)
+    expected = "; ".join(f"{d}{list(s)}" for s, d in want)
+    raise TypeError(f"jax.numpy's {op.name} gives {text} where NumPy gives {expected}; "
+                    "replay this graph with backend='numpy'")
+
+
+def bound(op: ops.Op, fn: Callable, eager_context: Callable[[], Any]) -> Callable:
+    """``fn`` with its result checked against the node while tracing; called outside a trace
+    (one op at a time, by the stepping Executor), it runs inside ``eager_context()`` and is
+    checked against the op's rule."""
+    if op.name == "unpack":
+        return fn
+
+    def run(*args: Any, **params: Any) -> Any:
+        trace = TRACE.get()
+        if trace is None:  # one op at a time (the stepping Executor)
+            with eager_context():
+                if op.random:
+                    return fn((np.uint64(args[0]), np.float64(0.0)), **params)
+                return _call_conformed(op, None, fn, args, params)
+        node = trace.enter(op.name)
+        if op.random:
+            return fn(*args, **params)
+        return _call_conformed(op, node, fn, args, params)
+
+    run.__name__ = op.name
+    return run
+
+
+@contextlib.contextmanager
+def tracing(nodes: list[Node]) -> Iterator[Trace]:
+    """Follow the bound calls of one trace of a program whose op steps run ``nodes``."""
+    trace = Trace(nodes)
+    token = TRACE.set(trace)
+    try:
+        yield trace
+    finally:
+        TRACE.reset(token)
+

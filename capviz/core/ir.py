@@ -1,0 +1,305 @@
+"""The graph model: one :class:`Node` type with a fixed set of kinds, and the :class:`Graph` data.
+
+A graph is a list of nodes in program order. Each node's ``index`` is its position in that list,
+its id in ``graph.nx`` and its ``order`` attribute, so ids never depend on ``id()``
+and the same program always gives the same graph.
+
+Node kinds:
+
+``input``      a declared graph input (``name``, ``shape``, ``dtype``).
+``constant``   a recorded value (an ndarray met during capture, or ``scope.constant``).
+``op``         one op of :mod:`capviz.ops.table`; ``args`` holds operand nodes and static literals.
+``output``     a declared graph output (``name``); its one arg is the node it returns.
+``violation``  something the capture could not represent (see :class:`Violation`).
+
+This module holds data only. Printing (:mod:`capviz.io.printing`), saving (:mod:`capviz.io.files`),
+replay (:mod:`capviz.replay`) and drawing (:mod:`capviz.render`) live in their own packages above
+it; :class:`capviz.CapturedGraph` (``capviz/graph.py``) adds the methods that reach them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from capviz.core.errors import UnsupportedOperationError
+from capviz.core.source import Source, format_source, outside_line
+
+KINDS = ("input", "constant", "op", "output", "violation")
+
+
+_DTYPE_NAMES: dict[np.dtype, str] = {}
+
+
+def dtype_name(dtype: np.dtype | None) -> str | None:
+    """``np.dtype("float32")`` -> ``"float32"`` (cached: ``dtype.name`` is slow)."""
+    if dtype is None:
+        return None
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = np.dtype(dtype).name
+    return name
+
+
+class Node:
+    """One node of a captured graph.
+
+    Attributes:
+        index: position in program order; also the node id in ``graph.nx``.
+        kind: one of ``input``, ``constant``, ``op``, ``output``, ``violation``.
+        op: the op name for ``op`` nodes, the violation kind for ``violation`` nodes.
+        args: operands: :class:`Node` objects (tensor operands, one edge each) and static literals.
+        params: keyword parameters of the op (static values).
+        shape: the output shape (``None`` for multi-output ops and for violations/outputs).
+        dtype: the output dtype as a ``numpy.dtype`` (or ``None``).
+        source: ``(file, line, function)`` of the user's code that made the node.
+        scope: the name-scope path (``"block1/attn"``), ``""`` at top level.
+        name: the user's name for inputs, outputs and named constants.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "args",
+        "dtype",
+        "index",
+        "kind",
+        "name",
+        "op",
+        "params",
+        "scope",
+        "shape",
+        "source",
+    )
+
+    def __init__(self, index: int, kind: str, op: str | None, args: tuple, params: dict,
+                 shape: tuple | None, dtype: np.dtype | None, source: Source | None,
+                 scope: str = "", name: str | None = None) -> None:
+        self.index = index
+        self.kind = kind
+        self.op = op
+        self.args = args
+        self.params = params
+        self.shape = shape
+        self.dtype = dtype
+        self.source = source
+        self.scope = scope
+        self.name = name
+
+    @property
+    def operands(self) -> list[tuple[int, Node]]:
+        """``(argument position, node)`` for each tensor operand."""
+        return [(i, a) for i, a in enumerate(self.args) if isinstance(a, Node)]
+
+    @property
+    def location(self) -> str | None:
+        """The user's source as ``file:line in function``."""
+        return format_source(self.source)
+
+    def __repr__(self) -> str:
+        what = self.op if self.kind in ("op", "violation") else self.name
+        return f"<Node %{self.index} {self.kind} {what}>"
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """A node is no array: NumPy meets one only when code outside capviz read a capture
+        tensor's ``_data`` as if it were an ndarray's, as ``numpy.ma`` does for
+        ``masked_array + t``. Refused by name, at the user's line."""
+        raise UnsupportedOperationError(
+            f"a capture tensor ({self.dtype}{list(self.shape or ())}) met code that reads its "
+            f"internals as an ndarray{outside_line()}: numpy.ma does this for a masked array "
+            "combined with a tensor (masked_array + t), and a masked array cannot be recorded "
+            "(its masked elements are left out of results). Pass plain arrays: "
+            "m.filled(value) + t, or np.where(m.mask, fill, m.data) and the mask as a "
+            "boolean array")
+
+
+@dataclasses.dataclass
+class Violation:
+    """A thing the capture could not represent faithfully.
+
+    Attributes:
+        kind: ``seed``, ``frozen_random``, ``data_read``, ``unsupported_op`` or
+            ``unseeded_random``.
+        level: ``error`` or ``warning``.
+        message: the full message, with the fixes.
+        call: the API that caused it (``np.random.seed``, ``float()``...).
+        source: ``(file, line, function)`` of the user's code.
+        order: the index of its node in the graph.
+    """
+
+    kind: str
+    level: str
+    message: str
+    call: str
+    source: Source | None
+    order: int
+
+    @property
+    def location(self) -> str | None:
+        """The user's source as ``file:line in function``."""
+        return format_source(self.source)
+
+
+VIOLATION_LEVELS = {"seed": "error", "frozen_random": "error", "data_read": "error",
+                    "unsupported_op": "error", "unseeded_random": "warning"}
+
+
+class ConstantValues(dict):
+    """The constants' values by node index; replacing or removing one moves the graph's
+    ``version``, so a compiled replay never runs with an old value."""
+
+    def __init__(self, graph: Graph) -> None:
+        super().__init__()
+        self._graph = weakref.ref(graph)  # a graph is freed without the cycle collector
+
+    def _changed(self, result: Any = None) -> Any:
+        graph = self._graph()
+        if graph is not None:
+            graph.version += 1
+        return result
+
+    def __setitem__(self, key: int, value: Any) -> None:
+        super().__setitem__(key, value)
+        self._changed()
+
+    def __delitem__(self, key: int) -> None:
+        super().__delitem__(key)
+        self._changed()
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._changed(super().update(*args, **kwargs))
+
+    def pop(self, *args: Any) -> Any:
+        return self._changed(super().pop(*args))
+
+    def popitem(self) -> tuple:
+        return self._changed(super().popitem())
+
+    def setdefault(self, key: int, default: Any = None) -> Any:
+        return self._changed(super().setdefault(key, default))
+
+    def clear(self) -> None:
+        self._changed(super().clear())
+
+    def __ior__(self, other: Any) -> ConstantValues:
+        self.update(other)
+        return self
+
+
+class Graph:
+    """A captured program's data: nodes in program order, constants, boundaries and violations.
+
+    :class:`capviz.CapturedGraph` is this class with the methods that print, save, replay and
+    draw it (``capviz/graph.py``); code below that face takes a :class:`Graph`.
+
+    Attributes:
+        nodes: every node, in program order.
+        constant_values: the recorded value of each constant node, by node index.
+        constant_origins: for a constant copied from a user's ndarray, a weak reference to that
+            array, by node index (a replay refuses an input that shares its memory when the
+            graph writes into that input; not saved with the graph).
+        rng_seed: the seed random ops replay with by default (``None``: unknown, fresh entropy).
+        marks: nodes flagged by the debugger (``{"nonfinite": index, "diverged": index}``).
+        stats: per-node statistics (``graph.compute_stats``), shown in tooltips.
+        complete: ``False`` while recording and for the partial graph of a failed capture.
+        error: the error that ended a failed capture, if any.
+        version: moves on every change a compiled replay depends on (a node added through
+            :meth:`add`, a constant set or removed); call :meth:`changed` after editing a
+            node or a constant's array in place.
+        replay_cache: compiled replays of this graph by backend name, each rebuilt when
+            :attr:`version` moved (:mod:`capviz.replay.run`).
+    """
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.version = 0
+        self.constant_values: dict[int, Any] = ConstantValues(self)
+        self.constant_origins: dict[int, Any] = {}
+        self.violation_records: list[Violation] = []
+        self.rng_seed: int | None = None
+        self.marks: dict[str, int] = {}
+        self.stats: dict[int, dict[str, float]] = {}
+        self.complete = False
+        self.error: BaseException | None = None
+        self.replay_cache: dict[str, Any] = {}
+
+    # --- structure ------------------------------------------------------------------------------
+
+    def add(self, node: Node) -> Node:
+        """Append a node (its ``index`` must be the next position)."""
+        self.nodes.append(node)
+        self.version += 1
+        return node
+
+    def changed(self) -> None:
+        """Say the graph was edited in place (a node's fields, a constant's array): compiled
+        replays are rebuilt at their next call."""
+        self.version += 1
+
+    def _of_kind(self, kind: str) -> list[Node]:
+        return [n for n in self.nodes if n.kind == kind]
+
+    @property
+    def input_nodes(self) -> list[Node]:
+        """Input nodes in declaration order."""
+        return self._of_kind("input")
+
+    @property
+    def output_nodes(self) -> list[Node]:
+        """Output nodes in declaration order."""
+        return self._of_kind("output")
+
+    @property
+    def inputs(self) -> list[str]:
+        """Input names in declaration order."""
+        return [n.name for n in self.input_nodes]
+
+    @property
+    def outputs(self) -> list[str]:
+        """Output names in declaration order."""
+        return [n.name for n in self.output_nodes]
+
+    @property
+    def ops(self) -> list[Node]:
+        """Op nodes in program order."""
+        return self._of_kind("op")
+
+    @property
+    def constants(self) -> list[Node]:
+        """Constant nodes in program order."""
+        return self._of_kind("constant")
+
+    @property
+    def violations(self) -> list[Violation]:
+        """Violations in program order."""
+        return list(self.violation_records)
+
+    def node(self, ref: int | str | Node) -> Node:
+        """Find a node by index, by input/output/constant name, or return the node itself."""
+        if isinstance(ref, Node):
+            return ref
+        if isinstance(ref, (int, np.integer)) and not isinstance(ref, bool):
+            if 0 <= ref < len(self.nodes):
+                return self.nodes[ref]
+            raise KeyError(f"graph has no node %{ref} (it has {len(self.nodes)} nodes)")
+        for n in self.nodes:
+            if n.name == ref and n.kind in ("input", "output", "constant"):
+                return n
+        raise KeyError(f"graph has no input, output or constant named {ref!r}")
+
+    def users(self) -> dict[int, list[Node]]:
+        """For each node index, the nodes that take it as an operand."""
+        out: dict[int, list[Node]] = {}
+        for n in self.nodes:
+            for _, a in n.operands:
+                out.setdefault(a.index, []).append(n)
+        return out
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.nodes)
+
+    def __len__(self) -> int:
+        return len(self.nodes)

@@ -1,0 +1,140 @@
+"""``graph.verify()``: structural checks, with errors that show the listing around the failure."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from capviz import ops
+from capviz.core.errors import CapvizError, GraphVerifyError
+from capviz.core.ir import KINDS, Graph, Node
+from capviz.io.printing import format_window
+
+_VALUE_KINDS = ("input", "constant", "op")
+
+
+def _fail(graph: Graph, node: Node, what: str) -> GraphVerifyError:
+    window = format_window(graph, node.index)
+    return GraphVerifyError(f"node %{node.index}: {what}\n{window}")
+
+
+def _check_read_target(graph: Graph, node: Node) -> None:
+    """A data read's ``target`` (the tensor read, drawn as a ``reads`` edge) is an earlier
+    tensor node."""
+    if "target" not in node.params:
+        return
+    target = node.params["target"]
+    if node.op != "data_read" or type(target) is not int or not 0 <= target < node.index \
+            or graph.nodes[target].kind in ("violation", "output") \
+            or (graph.nodes[target].kind == "op" and graph.nodes[target].shape is None):
+        raise _fail(graph, node, f"a data read's target must be an earlier tensor node, got "
+                                 f"{target!r}")
+
+
+def _check_op(graph: Graph, node: Node, results: dict[int, list]) -> None:
+    """Check one op node; ``results`` caches each multi-output op's result types by index, so a
+    k-way split and its k unpacks cost O(k), not O(k**2)."""
+    op = ops.OPS.get(node.op)
+    if op is None:
+        raise _fail(graph, node, f"unknown op {node.op!r}")
+    lo, hi = op.nargs
+    if len(node.args) < lo or (hi is not None and len(node.args) > hi):
+        raise _fail(graph, node, f"{node.op} takes {lo}..{hi if hi is not None else 'n'} "
+                                 f"arguments, got {len(node.args)}")
+    extra = set(node.params) - op.params
+    if extra:
+        raise _fail(graph, node, f"{node.op} has unknown params {sorted(extra)}")
+    if op.random and set(node.params) != op.params:
+        raise _fail(graph, node, f"{node.op} needs params {sorted(op.params)}")
+    if node.op == "unpack":
+        parent = node.args[0]
+        if not isinstance(parent, Node) or parent.kind != "op" or \
+                not ops.OPS[parent.op].multi:
+            raise _fail(graph, node, "unpack must read a multi-output op")
+        metas = results.get(parent.index)
+        if metas is None:
+            metas = results[parent.index] = ops.OPS[parent.op].meta(list(parent.args),
+                                                                    parent.params)
+        index = node.params.get("index")
+        if not isinstance(index, int) or not 0 <= index < len(metas):
+            raise _fail(graph, node, f"unpack index {index!r} out of range "
+                                     f"({parent.op} gives {len(metas)} results)")
+        expected = metas[index]
+    else:
+        try:
+            expected = op.meta(list(node.args), node.params)
+        except (CapvizError, ValueError, TypeError, IndexError, KeyError,
+                OverflowError) as err:  # OverflowError: an update op's literal (ops/updates.py)
+            raise _fail(graph, node, f"operands do not fit {node.op}: {err}") from None
+        if op.multi:
+            results[node.index] = expected
+            if node.shape is not None or node.dtype is not None:
+                raise _fail(graph, node, "a multi-output op has no shape of its own")
+            return
+    shape, dtype = expected
+    if tuple(shape) != node.shape or np.dtype(dtype) != node.dtype:
+        raise _fail(graph, node, f"recorded as {node.dtype}{list(node.shape or ())} but "
+                                 f"{node.op} of its operands gives {np.dtype(dtype)}{list(shape)}")
+
+
+def verify_graph(graph: Graph) -> None:
+    """Check a graph's structure; raise :class:`GraphVerifyError` at the first problem.
+
+    Checks: node kinds and program order (operands come earlier, so the graph is acyclic);
+    every op's arity, params, and its recorded shape and dtype against its rule applied to the
+    operands; multi-output ops read only through ``unpack``; constants hold arrays of their
+    shape and dtype; inputs and outputs are named, unique and typed; violation records match
+    their nodes.
+    """
+    input_names: set[str] = set()
+    output_names: set[str] = set()
+    results: dict[int, list] = {}
+    for position, node in enumerate(graph.nodes):
+        if node.index != position:
+            raise _fail(graph, node, f"index {node.index} at position {position}")
+        if node.kind not in KINDS:
+            raise _fail(graph, node, f"unknown kind {node.kind!r}")
+        for pos, a in node.operands:
+            if a.index >= node.index or graph.nodes[a.index] is not a:
+                raise _fail(graph, node, f"operand {pos} (%{a.index}) is not an earlier node "
+                                         "of this graph")
+            if a.kind not in _VALUE_KINDS:
+                raise _fail(graph, node, f"operand {pos} is a {a.kind} node, which has no value")
+            if a.kind == "op" and ops.OPS[a.op].multi and node.op != "unpack":
+                raise _fail(graph, node, f"operand {pos} is the multi-output op %{a.index}; "
+                                         "read it through unpack")
+        if node.kind in ("input", "constant"):
+            if node.args or node.shape is None or node.dtype is None:
+                raise _fail(graph, node, f"a {node.kind} needs a shape and dtype and no args")
+        if node.kind == "input" and node.params.get("declared", True):
+            if not isinstance(node.name, str) or not node.name:
+                raise _fail(graph, node, "an input needs a name")
+            if node.name in input_names:
+                raise _fail(graph, node, f"duplicate input name {node.name!r}")
+            input_names.add(node.name)
+        elif node.kind == "input" and graph.complete:
+            raise _fail(graph, node, "undeclared input in a complete graph")
+        elif node.kind == "constant":
+            value = graph.constant_values.get(node.index)
+            if value is None:
+                raise _fail(graph, node, "constant has no recorded value")
+            if tuple(value.shape) != node.shape or value.dtype != node.dtype:
+                raise _fail(graph, node, f"constant value is {value.dtype}{list(value.shape)}")
+        elif node.kind == "op":
+            _check_op(graph, node, results)
+        elif node.kind == "output":
+            if len(node.args) != 1 or not isinstance(node.args[0], Node):
+                raise _fail(graph, node, "an output returns exactly one node")
+            if not isinstance(node.name, str) or node.name in output_names:
+                raise _fail(graph, node, f"output name {node.name!r} is missing or duplicate")
+            output_names.add(node.name)
+            src = node.args[0]
+            if (node.shape, node.dtype) != (src.shape, src.dtype):
+                raise _fail(graph, node, "output shape/dtype differs from the node it returns")
+    records = {v.order: v for v in graph.violation_records}
+    violation_nodes = [n for n in graph.nodes if n.kind == "violation"]
+    if sorted(records) != [n.index for n in violation_nodes]:
+        raise GraphVerifyError("violation records do not match the violation nodes")
+    for n in violation_nodes:
+        if records[n.index].kind != n.op:
+            raise _fail(graph, n, "violation record kind differs from its node")
+        _check_read_target(graph, n)

@@ -1,0 +1,217 @@
+"""What capture does with every dispatchable NumPy function, ufunc and ndarray attribute.
+
+The source of ``docs/numpy-coverage.md`` (written by ``docs/gen_coverage.py``; a test fails when
+the page is stale) and of tests/test_numpy_coverage.py's list of functions to check. Statuses:
+
+* ``captured``: recorded as an op, replayed bit for bit;
+* ``answered``: computed at capture time from shapes and dtypes (``np.shape``, ``np.einsum_path``);
+* ``data read``: needs the values (a ``data_read`` violation while capturing);
+* ``refused``: :class:`capviz.UnsupportedOperationError` naming the function and the
+  alternative.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.lib.stride_tricks
+
+from capviz import ops
+from capviz.numpy_api import methods, reads
+from capviz.ops import SPECS
+from capviz.trace.dispatch import HANDLED, function_name, refusal
+from capviz.trace.tensor import Tensor
+
+NAMESPACES = {"np": np, "np.linalg": np.linalg, "np.fft": np.fft,
+              "np.lib.stride_tricks": numpy.lib.stride_tricks, "np.emath": np.emath}
+"""The NumPy namespaces whose public functions are listed."""
+
+_DISPATCHER = type(np.concatenate)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One row of the coverage table."""
+
+    name: str
+    status: str
+    detail: str
+
+
+def dispatchable() -> dict[str, Callable]:
+    """Every public function of :data:`NAMESPACES` that dispatches through
+    ``__array_function__``, by the name a user writes (aliases included)."""
+    found = {}
+    for prefix, module in NAMESPACES.items():
+        for attr in sorted(dir(module)):
+            func = getattr(module, attr)
+            if not attr.startswith("_") and isinstance(func, _DISPATCHER):
+                found[f"{prefix}.{attr}"] = func
+    return found
+
+
+def function_entry(name: str, func: Callable) -> Entry:
+    """The status of one NumPy function."""
+    handler = HANDLED.get(func)
+    canonical = function_name(func)
+    alias = f"alias of {canonical}; " if canonical != name else ""
+    if handler is None:
+        return Entry(name, "refused", alias + refusal(canonical))
+    if func in reads.DATA_READS:
+        return Entry(name, "data read", alias + "reads the values")
+    if func in reads.FROM_METADATA or name in ("np.shape", "np.ndim", "np.size",
+                                               "np.result_type"):
+        return Entry(name, "answered", alias + "from shapes and dtypes")
+    return Entry(name, "captured", "; ".join(filter(None, [alias.rstrip("; "),
+                                                           _limits(canonical)])))
+
+
+def _limits(name: str) -> str:
+    """What a captured function still refuses by name: its spec's refused arguments and
+    values, and the operands its ``refuse_if`` rule names (the rule's docstring)."""
+    spec = SPECS.get(name.removeprefix("np."))
+    if spec is None:
+        return ""
+    parts = [f"{k}=" for k in spec.refuse]
+    parts += [f"{k}={v!r}" for k, values in spec.refuse_values.items() for v in values]
+    if parts:
+        parts = [f"refuses {', '.join(parts)}"]
+    if spec.refuse_if is not None and spec.refuse_if.__doc__:
+        parts.append(" ".join(spec.refuse_if.__doc__.split("\n\n")[0].split()))
+    return "; ".join(parts)
+
+
+def functions() -> list[Entry]:
+    """One entry per dispatchable NumPy function."""
+    return [function_entry(name, func) for name, func in dispatchable().items()]
+
+
+def ufuncs() -> list[Entry]:
+    """One entry per public NumPy ufunc name (recorded through ``__array_ufunc__``)."""
+    out = []
+    for attr in sorted(dir(np)):
+        u = getattr(np, attr)
+        if attr.startswith("_") or not isinstance(u, np.ufunc):
+            continue
+        alias = f"alias of np.{u.__name__}" if u.__name__ != attr else ""
+        if ops.ufunc_op(u) is not None:
+            out.append(Entry(f"np.{attr}", "captured", alias))
+        else:
+            out.append(Entry(f"np.{attr}", "refused",
+                             "a generalized ufunc (core dimensions); write np.matmul or "
+                             "np.linalg.vecdot" if u.signature else
+                             "ufuncs of three or more operands are not recorded"))
+    return out
+
+
+def ufunc_methods() -> list[Entry]:
+    """One entry per method of a ufunc (``np.add.reduce``...), for the ufuncs of one output."""
+    return [
+        Entry("ufunc.reduce", "captured", "ufunc_reduce; axis, dtype, keepdims, initial, out= "
+                                          "a tensor"),
+        Entry("ufunc.accumulate", "captured", "ufunc_accumulate; axis, dtype, out= a tensor"),
+        Entry("ufunc.outer", "captured", "ufunc_outer; out= a tensor"),
+        Entry("ufunc.at", "captured", "ufunc_at, for ufuncs of two operands"),
+        Entry("ufunc.reduceat", "refused", "reduce static slices: np.stack([np.add.reduce("
+                                           "a[i:j]) for i, j in ...])"),
+    ]
+
+
+def ndarray_attributes() -> list[Entry]:
+    """One entry per public ``np.ndarray`` attribute."""
+    out = []
+    for attr in sorted(a for a in dir(np.ndarray) if not a.startswith("_")):
+        out.append(_attribute_entry(attr))
+    return out
+
+
+def _attribute_entry(attr: str) -> Entry:
+    name = f"ndarray.{attr}"
+    func = methods.SAME_AS_FUNCTION.get(attr)
+    if func is not None and func not in HANDLED:
+        return Entry(name, "refused", refusal(function_name(func)))
+    if attr in vars(Tensor) or attr in methods.ADAPTERS or attr in methods.PROPERTIES:
+        if attr in methods.DATA_READ_METHODS:
+            return Entry(name, "data read", "reads the values")
+        return Entry(name, "supported", f"as np.{func.__name__}(t, ...)" if func else "")
+    if attr in methods.REFUSED_ATTRIBUTES:
+        return Entry(name, "refused", methods.REFUSED_ATTRIBUTES[attr])
+    return Entry(name, "missing", "")
+
+
+def distinct_captured(funcs: list[Entry] | None = None, ufs: list[Entry] | None = None) -> int:
+    """How many distinct NumPy functions capture records (aliases such as ``np.abs`` and
+    ``np.absolute`` counted once): the figure at the top of the coverage page."""
+    funcs = functions() if funcs is None else funcs
+    ufs = ufuncs() if ufs is None else ufs
+    table = dispatchable()
+    return len({table[e.name] for e in funcs if e.status == "captured"}
+               | {getattr(np, e.name[3:]) for e in ufs if e.status == "captured"})
+
+
+def _table(entries: list[Entry]) -> list[str]:
+    lines = ["| name | status | notes |", "|---|---|---|"]
+    for e in entries:
+        detail = e.detail.replace("|", "\\|")
+        lines.append(f"| `{e.name}` | {e.status} | {detail} |")
+    return lines
+
+
+def _counts(entries: list[Entry]) -> str:
+    counts: dict[str, int] = {}
+    for e in entries:
+        counts[e.status] = counts.get(e.status, 0) + 1
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+
+
+def markdown() -> str:
+    """The text of ``docs/numpy-coverage.md``."""
+    funcs, ufs, attrs = functions(), ufuncs(), ndarray_attributes()
+    captured = sum(e.status == "captured" for e in funcs + ufs)
+    distinct = distinct_captured(funcs, ufs)
+    lines = [
+        "# NumPy coverage",
+        "",
+        "Generated by `python docs/gen_coverage.py` from the code "
+        "(`capviz/numpy_api/coverage.py`); tests/test_numpy_coverage.py fails when this page is "
+        "stale.",
+        "",
+        f"- **{captured} NumPy functions captured** (recorded as ops, replayed bit for bit "
+        f"with eager NumPy's dtype): {sum(e.status == 'captured' for e in funcs)} "
+        f"dispatchable function names and {sum(e.status == 'captured' for e in ufs)} ufunc "
+        f"names; {distinct} distinct functions (the other names are aliases: `np.abs`, "
+        "`np.concat`...).",
+        f"- Dispatchable functions ({len(funcs)}, in "
+        f"{', '.join(f'`{p}`' for p in NAMESPACES)}): {_counts(funcs)}.",
+        f"- Ufunc names ({len(ufs)}): {_counts(ufs)}.",
+        f"- ndarray attributes ({len(attrs)}): {_counts(attrs)}.",
+        "",
+        "Statuses: *captured* (an op in the graph), *answered* (computed at capture time from "
+        "shapes and dtypes, as eager NumPy would), *data read* (needs the values: a "
+        "`data_read` violation while capturing), *refused* (`cv.UnsupportedOperationError` "
+        "naming the function and what to write instead; the notes are its alternative).",
+        "",
+        "Not dispatchable, so not in the tables: `np.lib.stride_tricks.as_strided` converts "
+        "its argument with `np.asarray` (a data read while capturing); write "
+        "`np.lib.stride_tricks.sliding_window_view`, which capture records.",
+        "",
+        "## Dispatchable functions",
+        "",
+        *_table(funcs),
+        "",
+        "## Ufuncs",
+        "",
+        *_table(ufs),
+        "",
+        "## Ufunc methods",
+        "",
+        *_table(ufunc_methods()),
+        "",
+                "## ndarray methods and attributes",
+        "",
+        *_table(attrs),
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,95 @@
+"""The op table: one definition per op, the engine-neutral traits of each, every family.
+
+Importing this package registers every op into :data:`OPS` (:mod:`.table`): the ufunc,
+structural, reduction and product ops of :mod:`.table`, the NumPy-function families (one
+:class:`~capviz.ops.spec.FunctionSpec` each, :mod:`.spec`), the update ops of functional writes
+(:mod:`.updates`) and the random ops (:mod:`.random`). The table's API is re-exported here, so
+``from capviz import ops; ops.OPS[name]`` reads it. Families import :mod:`.table` directly,
+never this half-initialised package.
+"""
+
+from capviz.ops import (  # each registers its ops into the table
+    advanced_index,
+    arrays,
+    elementwise,
+    emath,
+    fft,
+    gradient,
+    histograms,
+    indices,
+    linalg,
+    numeric,
+    pointwise,
+    polynomials,
+    products,
+    random,
+    reductions,
+    structural,
+    traits,
+    ufunc_methods,
+    updates,
+)
+from capviz.ops.elementwise import GUFUNCS, UFUNCS, dtype_param, power_op, ufunc_op
+from capviz.ops.reductions import normalize_axis, reduced_shape
+from capviz.ops.spec import SPECS, FunctionSpec
+from capviz.ops.table import (
+    OPS,
+    SCALAR_TYPES,
+    Op,
+    dummy,
+    get,
+    is_random,
+    is_tensor_meta,
+    numel,
+    proxy,
+    proxy_dtype,
+    register,
+    remember,
+    rule_error,
+    shape_of,
+)
+
+__all__ = [
+    "GUFUNCS",
+    "OPS",
+    "SCALAR_TYPES",
+    "SPECS",
+    "UFUNCS",
+    "FunctionSpec",
+    "Op",
+    "advanced_index",
+    "arrays",
+    "dtype_param",
+    "dummy",
+    "elementwise",
+    "emath",
+    "fft",
+    "get",
+    "gradient",
+    "histograms",
+    "indices",
+    "is_random",
+    "is_tensor_meta",
+    "linalg",
+    "normalize_axis",
+    "numel",
+    "numeric",
+    "pointwise",
+    "polynomials",
+    "power_op",
+    "products",
+    "proxy",
+    "proxy_dtype",
+    "random",
+    "reduced_shape",
+    "reductions",
+    "register",
+    "remember",
+    "rule_error",
+    "shape_of",
+    "structural",
+    "traits",
+    "ufunc_methods",
+    "ufunc_op",
+    "updates",
+]

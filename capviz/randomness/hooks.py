@@ -1,0 +1,507 @@
+"""Randomness hooks: reseeds of, and draws from, NumPy's, Python's and CuPy's global generators.
+
+While a capture is open, a call that reseeds a global generator (``np.random.seed``,
+``random.setstate``...) is a ``seed`` violation, and a call that draws from one
+(``np.random.rand``, ``random.gauss``...) is a ``frozen_random`` violation: its values would be
+frozen into the graph as a constant. With ``global_random="record"`` NumPy's common draws are
+recorded as capviz random ops instead (:mod:`capviz.randomness.legacy`).
+
+The tables below are the inventory of every RNG entry point and what capviz does with it;
+``docs/guide/randomness.md`` shows them (``docs/gen_random_inventory.py`` writes that table and a
+test checks it, and checks the tables against ``dir(np.random)`` and ``dir(random)``).
+
+The hooks replace module attributes (and stand in for ``np.random.mtrand._rand`` and the methods
+of ``random._inst``) when the first capture scope of the process opens, and are removed when the
+last one closes, so outside a capture these functions are the originals and cost exactly what
+they always did. While installed, a hooked call from a thread that is not capturing goes straight
+to the original.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy.random
+import numpy.random.mtrand
+
+from capviz.core.source import format_source, user_source
+from capviz.core.violations import frozen_message, seed_message
+from capviz.randomness import generator_watch, legacy
+from capviz.trace.context import active, active_recorders
+from capviz.trace.recorder import Recorder
+
+# --- the inventory -----------------------------------------------------------------------------
+
+NUMPY_SEEDS = ("seed", "set_state", "set_bit_generator")
+"""Reseed NumPy's legacy global ``RandomState`` (``np.random.X``, ``np.random.mtrand.X``)."""
+
+NUMPY_DRAWS = (
+    "beta", "binomial", "bytes", "chisquare", "choice", "dirichlet", "exponential", "f", "gamma",
+    "geometric", "gumbel", "hypergeometric", "laplace", "logistic", "lognormal", "logseries",
+    "multinomial", "multivariate_normal", "negative_binomial", "noncentral_chisquare",
+    "noncentral_f", "normal", "pareto", "permutation", "poisson", "power", "rand", "randint",
+    "randn", "random", "random_integers", "random_sample", "ranf", "rayleigh", "sample",
+    "shuffle", "standard_cauchy", "standard_exponential", "standard_gamma", "standard_normal",
+    "standard_t", "tomaxint", "triangular", "uniform", "vonmises", "wald", "weibull", "zipf",
+)
+"""Draw from NumPy's legacy global ``RandomState`` (``tomaxint`` exists only as a method)."""
+
+NUMPY_SEEDED_CREATION = ("default_rng", "RandomState", "MT19937", "PCG64", "PCG64DXSM", "Philox",
+                         "SFC64")
+"""Create a generator: a ``seed`` violation when given a seed inside a capture (the classes are
+replaced by :class:`_ClassStandIn` while hooked)."""
+
+NUMPY_NOT_HOOKED = {
+    "get_state": "reads the global state; changes nothing",
+    "get_bit_generator": "returns the global bit generator; assigning its `.state` is seen "
+                         "when the scope closes (an unhooked use)",
+    "Generator": "a class that seeds nothing itself: a Generator object's methods are C code, "
+                 "so draws from one are seen only by its state, when the scope closes, and only "
+                 "for an object the capture can reach (capviz.randomness.generator_watch)",
+    "BitGenerator": "the base class: assigning `.state` of your own bit generator is seen only "
+                    "when the capture can reach it (capviz.randomness.generator_watch)",
+    "SeedSequence": "a class: makes seeds, draws nothing",
+    "Sequence": "not an RNG entry point (`collections.abc.Sequence`, imported by mtrand)",
+    "test": "not an RNG entry point (NumPy's test runner)",
+}
+
+PYTHON_SEEDS = ("seed", "setstate")
+"""Reseed Python's global ``random.Random`` (``random.X`` and ``random._inst.X``)."""
+
+PYTHON_DRAWS = (
+    "betavariate", "binomialvariate", "choice", "choices", "expovariate", "gammavariate", "gauss",
+    "getrandbits", "lognormvariate", "normalvariate", "paretovariate", "randbytes", "randint",
+    "random", "randrange", "sample", "shuffle", "triangular", "uniform", "vonmisesvariate",
+    "weibullvariate",
+)
+"""Draw from Python's global generator (``binomialvariate``: Python 3.12 and later)."""
+
+PYTHON_NOT_HOOKED = {
+    "getstate": "reads the global state; changes nothing",
+    "Random": "a class: making `random.Random(seed)` objects is not seen; their draws only by "
+              "state, for an object the capture can reach (capviz.randomness.generator_watch)",
+    "SystemRandom": "a class: draws from the OS entropy source are not seen (and never "
+                    "reproducible)",
+}
+
+CUPY_SEEDS = ("seed", "set_random_state", "reset_states")
+"""Reseed CuPy's global generators (when ``cupy.random`` is loaded; untested without a GPU)."""
+
+CUPY_DRAWS = (
+    "beta", "binomial", "chisquare", "choice", "dirichlet", "exponential", "f", "gamma",
+    "geometric", "gumbel", "hypergeometric", "laplace", "logistic", "lognormal", "logseries",
+    "multinomial", "multivariate_normal", "negative_binomial", "noncentral_chisquare",
+    "noncentral_f", "normal", "pareto", "permutation", "poisson", "power", "rand", "randint",
+    "randn", "random", "random_integers", "random_sample", "ranf", "rayleigh", "sample",
+    "shuffle", "standard_cauchy", "standard_exponential", "standard_gamma", "standard_normal",
+    "standard_t", "triangular", "uniform", "vonmises", "wald", "weibull", "zipf",
+)
+"""Draw from CuPy's global generator (a static list from CuPy's documentation)."""
+
+CUPY_NOT_HOOKED = {
+    "get_random_state": "returns the global RandomState; draws through it are not seen",
+    "default_rng": "creating a Generator is not seen",
+    "RandomState": "a class: its objects' draws are not seen",
+    "Generator": "a class: its objects' draws are not seen",
+    "BitGenerator": "a class",
+    "XORWOW": "a class (bit generator)",
+    "MRG32k3a": "a class (bit generator)",
+    "Philox4x3210": "a class (bit generator)",
+}
+
+# --- reporting -----------------------------------------------------------------------------------
+
+_busy = threading.local()  # set while a hook runs: inner hooked calls go to the original
+
+
+def call_text(name: str, args: tuple, kwargs: dict) -> str:
+    """``np.random.seed(42)``: the call as the user wrote it, shortened."""
+    parts = [_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()]
+    text = ", ".join(parts)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{name}({text})"
+
+
+def _short(value: Any) -> str:
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"<{type(value).__name__} {value.dtype}{list(value.shape)}>"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _open_here() -> list[Recorder]:
+    """The open captures of the current context (thread or asyncio task), innermost first."""
+    return list(reversed(active_recorders()))
+
+
+def report(kind: str, call: str, message: str, source: Any,
+           elsewhere: Iterable[Recorder] = (), elsewhere_message: str = "") -> None:
+    """Record a violation in every open capture it affects, then raise for the innermost one
+    whose policy is ``raise``.
+
+    The captures of this context (nested scopes included) record it at once; a capture of another
+    thread or task in ``elsewhere`` records it in its own context, at its next random op or when
+    its scope closes (a reseed of the device it draws from), with ``elsewhere_message``.
+    """
+    here = _open_here()
+    for recorder in elsewhere:
+        if recorder not in here and not recorder.closed:
+            recorder.pending.append((kind, call, elsewhere_message or message, source))
+    raising = None
+    for recorder in here:
+        recorder.violation(kind, call, message, source, raise_now=False)
+        if raising is None and recorder.on_violation == "raise" and recorder.raised is not None:
+            raising = recorder.raised
+    if raising is not None:
+        raise raising
+
+
+def report_seed(call: str, elsewhere: Iterable[Recorder] = ()) -> None:
+    """Report a reseed: a ``seed`` violation of every open capture it affects."""
+    source = user_source()
+    report("seed", call, seed_message(call, source), source, elsewhere,
+           seed_message(f"{call}, from another thread or task,", source))
+
+
+def report_frozen(call: str, generator: str, reason: str = "") -> None:
+    """Report a draw from a global generator: a ``frozen_random`` violation."""
+    source = user_source()
+    report("frozen_random", call, frozen_message(call, generator, source, reason), source)
+
+
+# --- the hooks ---------------------------------------------------------------------------------
+
+
+def _wrap(hooked: Callable, original: Callable, name: str) -> Callable:
+    hooked.__wrapped__ = original  # type: ignore[attr-defined]
+    hooked.__name__ = getattr(original, "__name__", name)
+    hooked.__doc__ = getattr(original, "__doc__", None)
+    return hooked
+
+
+def _seed_hook(name: str, original: Callable) -> Callable:
+    def hooked(*args: Any, **kwargs: Any) -> Any:
+        _calls[0] += 1
+        if active() is not None and not getattr(_busy, "on", False):
+            _busy.on = True
+            try:
+                if _open_here():
+                    report_seed(call_text(name, args, kwargs))
+                return original(*args, **kwargs)
+            finally:
+                _busy.on = False
+        return original(*args, **kwargs)
+
+    return _wrap(hooked, original, name)
+
+
+def _seeded(args: tuple, kwargs: dict) -> bool:
+    """Whether a generator made with these arguments is seeded by them (not fresh entropy, not
+    an existing generator or bit generator wrapped)."""
+    seeds = list(args) + [kwargs.get("seed"), kwargs.get("key")]
+    return any(s is not None and not hasattr(s, "capsule") and not hasattr(s, "bit_generator")
+               for s in seeds)
+
+
+def _report_creation(label: str, args: tuple, kwargs: dict) -> None:
+    if _seeded(args, kwargs) and active() is not None and not getattr(_busy, "on", False):
+        if _open_here():
+            report_seed(call_text(label, args, kwargs))
+
+
+def _watch_made(made: Any, label: str, args: tuple, kwargs: dict) -> Any:
+    """A generator made without a seed inside a capture is watched like one the capture can
+    reach (:mod:`capviz.randomness.generator_watch`): a draw from it by scope exit is
+    ``frozen_random``."""
+    if active() is None or _seeded(args, kwargs):
+        return made
+    here = _open_here()
+    if here:
+        source = format_source(user_source())
+        watched = generator_watch.note_made(
+            made, f"the generator made by {call_text(label, args, kwargs)} at {source}")
+        for recorder in here:
+            recorder.made_generators += watched
+    return made
+
+
+def _creation_hook(name: str, original: Callable) -> Callable:
+    """``default_rng(seed)``: seeding a new generator inside a capture is a reseed."""
+
+    def hooked(*args: Any, **kwargs: Any) -> Any:
+        _calls[0] += 1
+        _report_creation(name, args, kwargs)
+        return _watch_made(original(*args, **kwargs), name, args, kwargs)
+
+    return _wrap(hooked, original, name)
+
+
+class _ClassStandIn:
+    """Stands in for a generator class (``np.random.RandomState``, ``np.random.PCG64``...) while
+    hooked: calling it with a seed reports a reseed, then makes a real object. ``isinstance``,
+    ``issubclass``, subclassing and attributes go to the real class; only ``type(obj) is
+    np.random.RandomState`` differs while a capture is open."""
+
+    __slots__ = ("__wrapped__", "_label")
+
+    def __init__(self, real: type, label: str) -> None:
+        self.__wrapped__ = real
+        self._label = label
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        _report_creation(self._label, args, kwargs)
+        return _watch_made(self.__wrapped__(*args, **kwargs), self._label, args, kwargs)
+
+    def __instancecheck__(self, obj: Any) -> bool:
+        return isinstance(obj, self.__wrapped__)
+
+    def __subclasscheck__(self, cls: Any) -> bool:
+        if isinstance(cls, _ClassStandIn):
+            cls = cls.__wrapped__
+        return issubclass(cls, self.__wrapped__)
+
+    def __mro_entries__(self, bases: tuple) -> tuple:
+        return (self.__wrapped__,)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__wrapped__, name)
+
+    def __repr__(self) -> str:
+        return repr(self.__wrapped__)
+
+
+def _draw_hook(name: str, original: Callable, generator: str, numpy_name: str | None) -> Callable:
+    """A draw: a ``frozen_random`` violation, or, in a ``global_random="record"`` scope, a
+    capviz random op when :mod:`capviz.randomness.legacy` can record ``np.random.<numpy_name>``."""
+
+    def hooked(*args: Any, **kwargs: Any) -> Any:
+        _calls[0] += 1
+        if active() is None or getattr(_busy, "on", False):
+            return original(*args, **kwargs)
+        here = _open_here()
+        if not here:
+            return original(*args, **kwargs)
+        _busy.on = True
+        try:
+            if numpy_name is not None and here[0].global_random == "record":
+                try:
+                    return legacy.record(here[0], numpy_name, args, kwargs)
+                except legacy.NotRecordable:
+                    pass  # a violation; _not_recordable says why
+            reason = _not_recordable(generator, numpy_name, args, kwargs)
+            report_frozen(call_text(name, args, kwargs), generator, reason)
+            return original(*args, **kwargs)
+        finally:
+            _busy.on = False
+
+    return _wrap(hooked, original, name)
+
+
+def _not_recordable(generator: str, numpy_name: str | None, args: tuple, kwargs: dict) -> str:
+    """Why ``global_random="record"`` cannot record this draw ("" when it could: the message
+    then offers it as a fix)."""
+    if numpy_name is None:
+        return (f"it records NumPy's array draws only, not {generator} generator")
+    try:
+        legacy.plan(numpy_name, args, kwargs)
+    except legacy.NotRecordable as why:
+        return str(why)
+    except (TypeError, ValueError):
+        return ""  # arguments NumPy refuses too: it will say so
+    return ""
+
+
+class _GlobalRandomState:
+    """Stands in for ``np.random.mtrand._rand`` (NumPy's global ``RandomState``, whose methods
+    cannot be replaced) while hooks are installed: hooked methods report, the rest is the real
+    object's."""
+
+    __slots__ = ("_hooks", "_real")
+
+    def __init__(self, real: Any, hooks: dict[str, Callable]) -> None:
+        self._real = real
+        self._hooks = hooks
+
+    def __getattr__(self, name: str) -> Any:
+        hook = self._hooks.get(name)
+        return hook if hook is not None else getattr(self._real, name)
+
+    @property
+    def __class__(self) -> type:  # type: ignore[override]
+        """``RandomState``, so ``isinstance(np.random.mtrand._rand, np.random.RandomState)``
+        holds while hooked (as ``unittest.mock`` does)."""
+        return type(self._real)
+
+    def __repr__(self) -> str:
+        return repr(self._real)
+
+
+def _set_bit_generator(real: Any) -> Callable:
+    """NumPy's ``set_bit_generator`` reads ``mtrand._rand``, our stand-in while hooked; this does
+    the same to the real global ``RandomState`` (``RandomState.__init__`` with a bit generator is
+    exactly what ``set_bit_generator`` does)."""
+
+    def set_bit_generator(bitgen: Any) -> None:
+        _calls[0] += 1
+        if not hasattr(bitgen, "capsule"):
+            raise AttributeError(f"'{type(bitgen).__name__}' object has no attribute 'capsule'")
+        real.__init__(bitgen)
+
+    return set_bit_generator
+
+
+_calls = [0]  # hooked calls made so far, from any thread (see untracked_state_changes)
+_lock = threading.Lock()
+_users: set[Recorder] = set()  # the recorders whose scopes hold the hooks
+_installed: list[tuple[Any, str, Any, Any, bool]] = []  # (target, attr, original, hook,
+#                                                            set on an instance)
+
+
+def _hook_for(kind: str, label: str, original: Callable, generator: str,
+              numpy_name: str | None = None) -> Callable:
+    if kind == "seed":
+        return _seed_hook(label, original)
+    return _draw_hook(label, original, generator, numpy_name)
+
+
+def _numpy_plan() -> list[tuple[Any, str, Any, bool]]:
+    real_rand = numpy.random.mtrand._rand
+    methods: dict[str, Callable] = {}
+    plan = []
+    for name in NUMPY_SEEDS + NUMPY_DRAWS:
+        kind = "seed" if name in NUMPY_SEEDS else "draw"
+        for module, label in ((numpy.random, "np.random"),
+                              (numpy.random.mtrand, "np.random.mtrand")):
+            original = getattr(module, name, None)
+            if original is None:
+                continue
+            if name == "set_bit_generator":
+                original = _set_bit_generator(real_rand)
+            hook = _hook_for(kind, f"{label}.{name}", original, "NumPy's", name)
+            plan.append((module, name, hook, False))
+        original = getattr(real_rand, name, None)
+        if original is not None:
+            methods[name] = _hook_for(kind, f"np.random.mtrand._rand.{name}", original, "NumPy's",
+                                      name)
+    for name in NUMPY_SEEDED_CREATION:
+        for module, label in ((numpy.random, "np.random"),
+                              (numpy.random.mtrand, "np.random.mtrand")):
+            original = getattr(module, name, None)
+            if isinstance(original, type):
+                plan.append((module, name, _ClassStandIn(original, f"{label}.{name}"), False))
+            elif original is not None:
+                plan.append((module, name, _creation_hook(f"{label}.{name}", original), False))
+    plan.append((numpy.random.mtrand, "_rand", _GlobalRandomState(real_rand, methods), False))
+    return plan
+
+
+def _plan() -> list[tuple[Any, str, Any, bool]]:
+    """``(target, attribute, hook, is an instance attribute)`` for every hook to install."""
+    plan = _numpy_plan()
+    inst = random._inst  # type: ignore[attr-defined]
+    for name in PYTHON_SEEDS + PYTHON_DRAWS:
+        kind = "seed" if name in PYTHON_SEEDS else "draw"
+        for target, label, is_instance in ((random, "random", False),
+                                           (inst, "random._inst", True)):
+            original = getattr(target, name, None)
+            if original is not None:
+                hook = _hook_for(kind, f"{label}.{name}", original, "Python's")
+                plan.append((target, name, hook, is_instance))
+    cupy_random = sys.modules.get("cupy.random")
+    if cupy_random is not None:
+        for name in CUPY_SEEDS + CUPY_DRAWS:
+            original = getattr(cupy_random, name, None)
+            if original is not None:
+                kind = "seed" if name in CUPY_SEEDS else "draw"
+                hook = _hook_for(kind, f"cupy.random.{name}", original, "CuPy's")
+                plan.append((cupy_random, name, hook, False))
+    return plan
+
+
+def install(recorder: Recorder) -> None:
+    """Install the hooks for ``recorder``'s scope (held while any scope holds them).
+
+    Idempotent per recorder, so a scope's cleanup can safely repeat it.
+    """
+    with _lock:
+        if recorder in _users:
+            return
+        recorder.global_states = (_calls[0], _global_states())
+        if not _users:
+            try:
+                _remove_all()  # what an interrupted removal left behind, before the originals
+                for target, attr, hook, is_instance in _plan():
+                    original = None if is_instance else getattr(target, attr)
+                    # listed before it is placed: an interrupt between the two leaves nothing
+                    # that _remove_all cannot see
+                    _installed.append((target, attr, original, hook, is_instance))
+                    setattr(target, attr, hook)
+            except BaseException:
+                _remove_all()
+                raise
+        _users.add(recorder)
+
+
+def uninstall(recorder: Recorder) -> None:
+    """Release ``recorder``'s hold; the last one out removes the hooks (leaving alone a function
+    someone else put in place meanwhile). Idempotent."""
+    with _lock:
+        _users.discard(recorder)
+        if not _users:
+            _remove_all()
+
+
+def _remove_all() -> None:
+    while _installed:
+        target, attr, original, hook, is_instance = _installed[-1]
+        if is_instance:
+            if vars(target).get(attr) is hook:
+                delattr(target, attr)
+        elif getattr(target, attr) is hook:
+            setattr(target, attr, original)
+        _installed.pop()
+
+
+def _global_states() -> tuple[Any, Any]:
+    """The states of NumPy's legacy global generator and of Python's ``random``."""
+    return (generator_watch.freeze_state(numpy.random.mtrand._rand.get_state(legacy=False)),
+            random._inst.getstate())
+
+
+def untracked_state_changes(recorder: Recorder) -> None:
+    """At scope exit: a global generator whose state changed while no hooked function was called
+    anywhere was used through a path no hook sees (assigning ``bit_generator.state``, a draw or
+    reseed through a function saved before the capture, ``from numpy.random import rand``).
+    Draw or reseed, no replay reproduces it: queue a ``seed`` violation for ``recorder``, placed
+    at the scope's exit. When any hooked call happened meanwhile, in any thread, the change is
+    explained by it (and reported there, or not ours to report), so nothing is inferred."""
+    snapshot = getattr(recorder, "global_states", None)
+    if snapshot is None:
+        return
+    calls, (numpy_before, python_before) = snapshot
+    if _calls[0] != calls:
+        return
+    numpy_after, python_after = _global_states()
+    source = user_source()
+    for changed, call in (
+            (numpy_before != numpy_after,
+             "an unhooked use of NumPy's global generator (its state changed with no hooked "
+             "call: bit_generator.state = ..., or a draw or seed through a function saved "
+             "before the capture, like `from numpy.random import rand`; seen when the scope "
+             "closed)"),
+            (python_before != python_after,
+             "an unhooked use of Python's random (its state changed with no hooked call: a "
+             "draw or seed through a function saved before the capture, like "
+             "`from random import random`; seen when the scope closed)")):
+        if changed:
+            recorder.pending.append(("seed", call, seed_message(call, source), source))
+
+
+def installed() -> bool:
+    """True while the hooks are in place."""
+    return bool(_installed)

@@ -1,0 +1,178 @@
+"""Replay: run a graph on a backend (NumPy, CuPy, Dask, JAX), fast or one node at a time.
+
+Two ways to run, like torch.fx's GraphModule and Interpreter:
+
+* :class:`capviz.replay.program.Program` compiles the graph once per backend into a table of
+  steps run by one tight loop, with the memory plan of :mod:`capviz.replay.plan` (results
+  written into dead buffers with ``out=``); :func:`replay` and :class:`CompiledReplay`
+  (``graph.compile()``) hand it to the backend's ``execute``. Nothing from a graph file is
+  ever evaluated.
+* :class:`capviz.replay.stepper.Executor` steps node by node with one overridable method per
+  node kind, keeps values for inspection, and supports breakpoints; ``check_finite`` and
+  ``compare`` use it.
+
+Backends are looked up by name in :mod:`capviz.backends.registry`; nothing here names one.
+Inputs are checked by :mod:`capviz.replay.inputs`. An op that fails is re-raised as
+:class:`ReplayError` naming the node, its op, the shapes of its operands and the user's line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from capviz.backends import registry
+from capviz.backends.registry import Backend
+from capviz.core.ir import Graph
+from capviz.core.violations import check_replayable
+from capviz.ops.random import check_seed, fresh_seed
+from capviz.replay.inputs import (
+    InputCheck,
+    ReplayResult,
+    backend_of,
+    check_inputs,
+    resolve_seed,
+    result,
+)
+from capviz.replay.plan import check_fits
+from capviz.replay.program import Program
+from capviz.replay.stepper import Executor
+
+# --- compiled replay --------------------------------------------------------------------------
+
+
+def program(graph: Graph, backend: str | Backend) -> Program:
+    """The compiled program of ``graph`` for ``backend``: compiled once, reused until the graph
+    changes (a node added, a constant replaced: ``graph.version`` moves)."""
+    return _compiled(graph, backend_of(backend))[0]
+
+
+def _compiled(graph: Graph, backend: Backend) -> tuple[Program, InputCheck, bool]:
+    """The program and the input check of ``graph`` for ``backend``, and whether the backend
+    runs the program as it is (its ``execute`` is :class:`Backend`'s), cached on the graph per
+    backend name and rebuilt when the graph changed. A backend holding results in this
+    machine's memory first checks that the replay fits (:func:`check_fits`)."""
+    entry = graph.replay_cache.get(backend.name)
+    if entry is None or entry[0] != graph.version or entry[1] != len(graph.nodes):
+        if backend.host_memory:
+            check_fits(graph)
+        entry = (graph.version, len(graph.nodes), Program(graph, backend),
+                 InputCheck(graph, backend), type(backend).execute is Backend.execute)
+        graph.replay_cache[backend.name] = entry
+    return entry[2], entry[3], entry[4]
+
+
+class CompiledReplay:
+    """A graph compiled for repeated replay: ``fn(x, y)`` runs it on positional inputs.
+
+    Made by ``graph.compile()``. A call checks its inputs against precomputed shapes and dtypes,
+    runs the compiled program and returns the outputs as a tuple in ``graph.outputs`` order.
+    The program is rebuilt when the graph changes (``graph.version``).
+
+    Attributes:
+        graph: the graph.
+        backend: the backend's name (``numpy``, ``cupy``, ``dask``, ``jax``).
+    """
+
+    def __init__(self, graph: Graph, backend: str = "auto", seed: int | None = None,
+                 allow_violations: bool = False, **options: Any) -> None:
+        self.graph = graph
+        self._backend = backend_of(backend)
+        registry.check_options(self._backend, options)
+        self._options = options
+        self.backend = self._backend.name
+        self._allow = allow_violations
+        self._seed = None if seed is None else check_seed(seed)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        graph = self.graph
+        check_replayable(graph, self._allow)
+        self._program, self._check, self._direct = _compiled(graph, self._backend)
+        self._version = graph.version
+        self._length = len(graph.nodes)
+        seed = self._seed if self._seed is not None else graph.rng_seed
+        self._fixed_seed = 0 if not self._program.random else seed  # no random op: no seed
+
+    def __call__(self, *inputs: Any) -> tuple:
+        """Replay on ``inputs`` (in ``graph.inputs`` order); returns the outputs' tuple."""
+        graph = self.graph
+        if graph.version != self._version or len(graph.nodes) != self._length:
+            self._refresh()
+        args = self._check.positional(graph, inputs)
+        seed = self._fixed_seed if self._fixed_seed is not None else fresh_seed()
+        if self._direct:
+            return self._program(args, seed)
+        return self._backend.execute(self._program, args, seed, self._options)
+
+    def __repr__(self) -> str:
+        return (f"<CompiledReplay of {len(self.graph.inputs)} inputs, {len(self.graph.ops)} ops "
+                f"on {self.backend}>")
+
+
+def compile_graph(graph: Graph, backend: str = "auto", seed: int | None = None,
+                  allow_violations: bool = False, **options: Any) -> CompiledReplay:
+    """``graph.compile()``: see :class:`CompiledReplay`."""
+    return CompiledReplay(graph, backend, seed, allow_violations, **options)
+
+
+def replay(graph: Graph, inputs: Mapping[str, Any] | None = None, backend: str = "auto",
+           seed: int | None = None, check_finite: bool = False,
+           to_numpy: bool = False, allow_violations: bool = False,
+           **options: Any) -> ReplayResult:
+    """Run ``graph`` on ``inputs`` (a mapping by input name); return its outputs by name.
+
+    Args:
+        graph: the graph.
+        inputs: arrays by input name; shape and dtype must match exactly.
+        backend: a backend name (``capviz.backends.registry.names()``): ``auto`` (CuPy with a
+            GPU, else NumPy), ``numpy``, ``cupy``, ``dask``, ``jax``.
+        seed: the seed of random ops (default: the seed of the device captured with).
+        check_finite: stop at the first op whose output holds NaN or Inf
+            (:class:`NonFiniteError`), and mark it in the graph.
+        to_numpy: return host (NumPy) arrays whatever the backend.
+        allow_violations: replay a graph that has error-level violations anyway.
+        **options: the backend's own options (Dask: ``chunks=``, ``compute=``).
+
+    Raises:
+        TypeError: an option the backend does not take (naming the ones it does).
+        IncompleteGraphError: the graph has error-level violations (and not
+            ``allow_violations``): it would not compute what the captured code did.
+        ReplayInputError: a missing, extra or mistyped input, naming it, expected and got.
+        ReplayMemoryError: on a backend holding results in this machine's memory (NumPy),
+            the replay's memory plan exceeds the memory available; raised before allocating.
+        UnsupportedOperationError: an op the backend cannot run, named with the reason.
+        ReplayError: an op failed; names the node and the user's source line.
+        NonFiniteError: with ``check_finite``, the first non-finite op.
+    """
+    return replay_with(graph, inputs, backend, seed, check_finite, to_numpy, allow_violations,
+                       options)
+
+
+def replay_with(graph: Graph, inputs: Mapping[str, Any] | None, backend: str | Backend,
+                seed: int | None, check_finite: bool, to_numpy: bool, allow_violations: bool,
+                options: Mapping[str, Any]) -> ReplayResult:
+    """:func:`replay` with the backend's options as one mapping (what ``graph.replay`` calls:
+    no keyword unpacking on the way)."""
+    if graph.violation_records and not allow_violations:
+        check_replayable(graph, allow_violations)
+    engine = registry.get(backend) if type(backend) is str else backend
+    if options:
+        registry.check_options(engine, options)
+    if check_finite:
+        if options:
+            raise TypeError(f"check_finite=True steps node by node and takes no backend option "
+                            f"(got {', '.join(sorted(options))})")
+        args = check_inputs(graph, inputs, engine)
+        ex = Executor(graph, None, backend=engine, keep=False,
+                      seed=resolve_seed(graph, seed), _checked=args, allow_violations=True)
+        ex.check_finite = True
+        ex.run()
+        return ex.outputs(to_numpy)
+    prog, check, direct = _compiled(graph, engine)
+    args = check.named(graph, inputs)
+    key = resolve_seed(graph, seed) if prog.random or seed is not None else 0
+    values = prog(args, key) if direct else engine.execute(prog, args, key, options)
+    return result(prog.output_names, values, engine, to_numpy)
+
+
