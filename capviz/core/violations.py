@@ -1,6 +1,6 @@
 """Violation messages and the exceptions they raise.
 
-A violation is recorded by the capture backend (:mod:`capviz.trace.recorder`) as a
+A violation is recorded by the recording trace (:mod:`capviz.trace.recorder`) as a
 :class:`capviz.core.ir.Violation` plus a ``violation`` node; this module writes its message, with
 the fixes, and turns it into the matching :class:`capviz.core.errors.CaptureViolation` subclass.
 """

@@ -1,11 +1,12 @@
-"""The capture backend: records ops into a :class:`capviz.core.ir.Graph`, never computes.
+"""The recording trace: records ops into a :class:`capviz.core.ir.Graph`, never computes.
 
 One :class:`Recorder` serves one capture scope. It belongs to the execution context (the
 :mod:`contextvars` context: a thread, or an asyncio task) that opened the scope: the context
-variables below hold that context's open recorders and name scopes, so a capture records
-nothing from another thread or task. Each change to them is one ``ContextVar.set`` of an
-immutable value, so an interrupt can never leave half a change behind. Violations are recorded
-here as nodes; whether they raise is the scope's ``on_violation`` policy.
+variables of :mod:`capviz.trace.context` hold that context's open recorders and name scopes, so
+a capture records nothing from another thread or task. Each change to them is one
+``ContextVar.set`` of an immutable value, so an interrupt can never leave half a change behind.
+Violations are recorded here as nodes; whether they raise is the scope's ``on_violation``
+policy.
 """
 
 from __future__ import annotations

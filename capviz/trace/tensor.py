@@ -1,8 +1,8 @@
-"""The :class:`Tensor`: one class for eager and capture tensors; its backend decides.
+"""The :class:`Tensor`: one class for eager and capture tensors; its trace decides.
 
 An eager tensor's ``_data`` is an array of its backend (NumPy or CuPy); a capture tensor's
 ``_data`` is the :class:`capviz.core.ir.Node` that produced it. Every operator and method calls
-:func:`apply`, which picks the backend of the operands (a capture backend wins over an eager one,
+:func:`apply`, which picks the trace of the operands (a recording trace wins over an eager one,
 so an eager tensor that meets a capture becomes an undeclared input the boundary check reports).
 """
 
