@@ -1,0 +1,138 @@
+"""capviz against jax on a real model: a GPT-2 forward (issue 22). Run:
+python benchmarks/peers_gpt.py [--layers N] [--tokens T] [--rounds R] [--picogpt-scalars]
+
+The program is ``benchmarks/gpt2_pico.py``, picoGPT's ``gpt2.py`` in plain NumPy, GPT-2 small's
+shape by default (12 layers, width 768, 64 tokens, random float32 weights). capviz captures it
+unchanged; the peer runs the same source with its ``np`` bound to ``jax.numpy``. Every figure is
+the median of rounds interleaved in one run (the two sides in turn, wall time), and each row
+compares the same work:
+
+- capture: ``cv.capture(...)`` and building ``graph.nx``, vs ``jax.make_jaxpr`` of the same
+  forward (both trace the Python code once and build an IR; per op / per equation);
+- memory a capture keeps beyond the weights: what ``tracemalloc`` sees the capture allocate and
+  keep, against the bytes of the weights the program reads;
+- JAX replay: ``graph.compile(backend="jax")`` called on a token array already on the device,
+  steady state (after a first call), vs ``jax.jit`` of the same forward with its weights as
+  arguments on the device; both wait for the result (``block_until_ready``);
+- NumPy replay: ``graph.compile(backend="numpy")`` vs the same forward run eagerly by NumPy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+import tracemalloc
+
+import gpt2_pico
+import numpy as np
+from _common import interleaved
+from gpt2_pico import gpt2_embedded, init_params, with_numpy
+
+import capviz as cv
+
+
+def weight_bytes(params) -> int:
+    if isinstance(params, dict):
+        return sum(weight_bytes(v) for v in params.values())
+    if isinstance(params, list):
+        return sum(weight_bytes(v) for v in params)
+    return int(params.nbytes)
+
+
+def report(rows) -> None:
+    print(f"{'figure':<34} {'capviz':>22} {'peer':>34} {'ratio':>7}")
+    for figure, ours, peer, ratio in rows:
+        print(f"{figure:<34} {ours:>22} {peer:>34} {ratio:>6.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--picogpt-scalars", action="store_true",
+                        help="keep picoGPT's np.sqrt scalars (float64 under NumPy 2)")
+    args = parser.parse_args()
+
+    import jax
+    import jax.numpy as jnp
+
+    gpt2_pico.PICOGPT_SCALARS = args.picogpt_scalars
+    peer = with_numpy(jnp, picogpt_scalars=args.picogpt_scalars)
+    params = init_params(args.layers)
+    tokens = np.random.default_rng(1).integers(0, 50257, args.tokens)
+    ids = params["wte"][tokens] + params["wpe"][range(args.tokens)]  # picoGPT's first line
+    n_head = 12
+    weights = {k: v for k, v in params.items() if k != "wpe"}
+
+    def forward(x):
+        return gpt2_embedded(x, **weights, n_head=n_head)
+
+    def peer_forward(x, weights):
+        return peer.gpt2_embedded(x, **weights, n_head=n_head)
+
+    blocks = weight_bytes(params["blocks"])
+    print(f"GPT-2 forward: {args.layers} layers, width 768, {args.tokens} tokens, "
+          f"{blocks / 2**20:.0f} MiB of block weights, {weight_bytes(params) / 2**20:.0f} MiB "
+          f"in all; medians of {args.rounds} interleaved rounds, wall time; jax "
+          f"{jax.__version__}, numpy {np.__version__}")
+
+    spec = cv.spec(ids.shape, ids.dtype)
+    graph = cv.capture(forward, spec)
+    n_ops = len(graph.ops)
+    n_eqns = len(jax.make_jaxpr(lambda t: peer_forward(t, weights))(ids).eqns)
+
+    def capture():
+        return cv.capture(forward, spec).nx
+
+    def make_jaxpr():
+        return jax.make_jaxpr(lambda t: peer_forward(t, weights))(ids)
+
+    t_cap, t_jaxpr = interleaved([capture, make_jaxpr], rounds=args.rounds)
+    rows = [("capture (+ graph.nx)",
+             f"{t_cap:.3f} s, {1e6 * t_cap / n_ops:.0f} us/op ({n_ops})",
+             f"make_jaxpr {t_jaxpr:.3f} s, {1e6 * t_jaxpr / n_eqns:.0f} us/eqn ({n_eqns})",
+             t_cap / t_jaxpr)]
+
+    del graph
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    kept = cv.capture(forward, spec)
+    _ = kept.nx
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    kept_bytes = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    total = weight_bytes(weights)
+    rows.append(("memory a capture keeps", f"{kept_bytes / 2**20:.1f} MiB",
+                 f"weights {total / 2**20:.0f} MiB", kept_bytes / total))
+
+    device_ids = jax.device_put(ids)
+    device_params = jax.device_put(weights)
+    fn = kept.compile(backend="jax")
+    jitted = jax.jit(peer_forward)
+    jax.block_until_ready(fn(device_ids))
+    jax.block_until_ready(jitted(device_ids, device_params))
+    t_jax, t_jit = interleaved([lambda: jax.block_until_ready(fn(device_ids)),
+                                lambda: jax.block_until_ready(jitted(device_ids, device_params))],
+                               rounds=args.rounds)
+    rows.append(("replay, backend='jax'", f"{1e3 * t_jax:.1f} ms", f"jax.jit {1e3 * t_jit:.1f} ms",
+                 t_jax / t_jit))
+
+    fn_np = kept.compile(backend="numpy")
+    fn_np(ids)
+    t_np, t_eager = interleaved([lambda: fn_np(ids), lambda: forward(ids)], rounds=args.rounds)
+    rows.append(("replay, backend='numpy'", f"{1e3 * t_np:.1f} ms",
+                 f"eager NumPy {1e3 * t_eager:.1f} ms", t_np / t_eager))
+    report(rows)
+    ours = np.asarray(fn(device_ids)[0])
+    theirs = np.asarray(jitted(device_ids, device_params))
+    print(f"max |capviz jax - jax.jit| = {np.max(np.abs(ours - theirs)):.3g} "
+          f"(dtypes {ours.dtype}, {theirs.dtype})")
+
+
+if __name__ == "__main__":
+    start = time.perf_counter()
+    main()
+    print(f"({time.perf_counter() - start:.0f} s)")
