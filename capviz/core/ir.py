@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from capviz.core.errors import UnsupportedOperationError
+from capviz.core.references import fingerprint
 from capviz.core.source import Source, format_source, outside_line
 
 KINDS = ("input", "constant", "op", "output", "violation")
@@ -161,27 +162,42 @@ class ConstantValues(dict):
             graph.version += 1
         return result
 
+    def _forget(self, keys: Any) -> None:
+        """A constant replaced or removed is no longer the user's array kept by reference."""
+        graph = self._graph()
+        if graph is not None and graph.constant_fingerprints:
+            for key in list(keys):
+                graph.constant_fingerprints.pop(key, None)
+
     def __setitem__(self, key: int, value: Any) -> None:
+        self._forget((key,))
         super().__setitem__(key, value)
         self._changed()
 
     def __delitem__(self, key: int) -> None:
+        self._forget((key,))
         super().__delitem__(key)
         self._changed()
 
     def update(self, *args: Any, **kwargs: Any) -> None:
-        self._changed(super().update(*args, **kwargs))
+        new = dict(*args, **kwargs)
+        self._forget(new)
+        self._changed(super().update(new))
 
     def pop(self, *args: Any) -> Any:
+        self._forget(args[:1])
         return self._changed(super().pop(*args))
 
     def popitem(self) -> tuple:
-        return self._changed(super().popitem())
+        item = super().popitem()
+        self._forget(item[:1])
+        return self._changed(item)
 
     def setdefault(self, key: int, default: Any = None) -> Any:
         return self._changed(super().setdefault(key, default))
 
     def clear(self) -> None:
+        self._forget(list(self))
         self._changed(super().clear())
 
     def __ior__(self, other: Any) -> ConstantValues:
@@ -198,9 +214,13 @@ class Graph:
     Attributes:
         nodes: every node, in program order.
         constant_values: the recorded value of each constant node, by node index.
-        constant_origins: for a constant copied from a user's ndarray, a weak reference to that
-            array, by node index (a replay refuses an input that shares its memory when the
-            graph writes into that input; not saved with the graph).
+        constant_origins: for a constant recorded from a user's ndarray, a weak reference to
+            that array's base, by node index (a replay refuses an input that shares its memory
+            when the graph writes into that input; not saved with the graph).
+        constant_fingerprints: for a constant kept by reference (the user's array itself, not
+            a copy: :mod:`capviz.core.references`), the fingerprint of its value when recorded
+            or last accepted by :meth:`changed`, by node index; a replay refuses a constant
+            whose array changed since (not saved: a loaded graph owns its arrays).
         rng_seed: the seed random ops replay with by default (``None``: unknown, fresh entropy).
         marks: nodes flagged by the debugger (``{"nonfinite": index, "diverged": index}``).
         stats: per-node statistics (``graph.compute_stats``), shown in tooltips.
@@ -218,6 +238,7 @@ class Graph:
         self.version = 0
         self.constant_values: dict[int, Any] = ConstantValues(self)
         self.constant_origins: dict[int, Any] = {}
+        self.constant_fingerprints: dict[int, bytes] = {}
         self.violation_records: list[Violation] = []
         self.rng_seed: int | None = None
         self.marks: dict[str, int] = {}
@@ -236,7 +257,12 @@ class Graph:
 
     def changed(self) -> None:
         """Say the graph was edited in place (a node's fields, a constant's array): compiled
-        replays are rebuilt at their next call."""
+        replays are rebuilt at their next call. A constant kept by reference whose array the
+        user changed in place is accepted with its new value: every backend replays with it."""
+        if self.constant_fingerprints:
+            values = self.constant_values
+            self.constant_fingerprints = {i: fingerprint(values[i])
+                                          for i in self.constant_fingerprints}
         self.version += 1
 
     def _of_kind(self, kind: str) -> list[Node]:

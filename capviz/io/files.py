@@ -26,6 +26,7 @@ from capviz import ops
 from capviz.core.errors import GraphFormatError, GraphVerifyError
 from capviz.core.ir import KINDS, VIOLATION_LEVELS, Graph, Node, Violation, dtype_name
 from capviz.core.layout import file_strides, with_strides
+from capviz.core.references import check_unchanged
 from capviz.io.json import decode, encode
 from capviz.io.verify import verify_graph
 
@@ -133,6 +134,7 @@ def save(graph: Graph, path: str) -> None:
         FileNotFoundError: the folder of ``path`` does not exist.
         IsADirectoryError: ``path`` is a directory.
     """
+    check_unchanged(graph)  # a changed array kept by reference is not what was recorded
     path = os.fspath(path)
     npz = constants_path(path)
     folder = os.path.dirname(os.path.abspath(path))

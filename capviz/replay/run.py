@@ -24,6 +24,7 @@ from typing import Any
 from capviz.backends import registry
 from capviz.backends.registry import Backend
 from capviz.core.ir import Graph
+from capviz.core.references import check_unchanged
 from capviz.core.violations import check_replayable
 from capviz.ops.random import check_seed, fresh_seed
 from capviz.replay.inputs import (
@@ -100,6 +101,8 @@ class CompiledReplay:
         if graph.version != self._version or len(graph.nodes) != self._length:
             self._refresh()
         args = self._check.positional(graph, inputs)
+        if graph.constant_fingerprints:
+            check_unchanged(graph)
         seed = self._fixed_seed if self._fixed_seed is not None else fresh_seed()
         if self._direct:
             return self._program(args, seed)
@@ -169,6 +172,7 @@ def replay_with(graph: Graph, inputs: Mapping[str, Any] | None, backend: str | B
         ex.check_finite = True
         ex.run()
         return ex.outputs(to_numpy)
+    check_unchanged(graph)
     prog, check, direct = _compiled(graph, engine)
     args = check.named(graph, inputs)
     key = resolve_seed(graph, seed) if prog.random or seed is not None else 0

@@ -12,6 +12,7 @@ from capviz import ops
 from capviz.backends.registry import Backend, replay_error
 from capviz.core.errors import CapvizError, NonFiniteError
 from capviz.core.ir import Graph, Node
+from capviz.core.references import check_unchanged
 from capviz.core.source import format_source
 from capviz.core.violations import check_replayable
 from capviz.replay.inputs import ReplayResult, backend_of, check_inputs, resolve_seed, result
@@ -72,6 +73,7 @@ class Executor:
                  backend: str | Backend = "auto", keep: bool = True, seed: int | None = None,
                  _checked: list | None = None, allow_violations: bool = False) -> None:
         check_replayable(graph, allow_violations)
+        check_unchanged(graph)
         self.graph = graph
         self.backend = backend_of(backend)
         self.xp = self.backend.namespace()

@@ -31,6 +31,14 @@ from capviz.core.errors import (
 )
 from capviz.core.ir import VIOLATION_LEVELS, Graph, Node, Violation
 from capviz.core.layout import layout_key, same_bits
+from capviz.core.references import (
+    changed_before_end,
+    changed_between_uses,
+    changed_constants,
+    describe_constant,
+    fingerprint,
+    referenceable,
+)
 from capviz.core.source import (
     display_file,
     format_source,
@@ -373,7 +381,11 @@ class Recorder(Trace):
                 node = hit[1]
                 if node.kind != "constant" or self._unchanged(node, value):
                     return node
-            node = self.constant(host_copy(value), self.name_of(value), user_source())
+            if referenceable(value):  # kept as it is, with a fingerprint (core/references)
+                node = self.constant(value, self.name_of(value), user_source())
+                self.graph.constant_fingerprints[node.index] = fingerprint(value)
+            else:
+                node = self.constant(host_copy(value), self.name_of(value), user_source())
             self._adopted[id(value)] = (value, node)
             note_origin(self.graph, node, value)
             return node
@@ -401,9 +413,27 @@ class Recorder(Trace):
                 raise self.refuse(what, dtype_refusal(np.dtype(dtype), f"the result of {what}"))
 
     def _unchanged(self, node: Node, value: np.ndarray) -> bool:
-        """Whether ndarray ``value`` still holds what constant ``node`` recorded of it."""
-        kept = self.graph.constant_values[node.index]
-        return layout_key(kept) == layout_key(value) and same_bits(kept, value)
+        """Whether ndarray ``value`` still holds what constant ``node`` recorded of it. A
+        constant kept by reference (``value`` itself) that changed is refused here: its
+        earlier value, which the earlier ops read, is gone."""
+        graph = self.graph
+        kept = graph.constant_fingerprints.get(node.index)
+        if kept is None:
+            kept = graph.constant_values[node.index]
+            return layout_key(kept) == layout_key(value) and same_bits(kept, value)
+        if fingerprint(value) == kept:
+            return True
+        what = describe_constant(graph, node.index)
+        raise self.refuse(f"array {what}", changed_between_uses(what))
+
+    def check_references(self) -> None:
+        """At the scope's end: queue a violation for each array kept by reference that changed
+        since the capture met it (the graph would replay a value the program did not use)."""
+        graph = self.graph
+        for index in changed_constants(graph):
+            what = describe_constant(graph, index)
+            self.pending.append(("unsupported_op", f"array {what}",
+                                 changed_before_end(what), graph.nodes[index].source))
 
     def constant(self, array: np.ndarray, name: str | None, source: Any) -> Node:
         """Record a constant node holding ``array`` (already a private copy)."""

@@ -1,0 +1,195 @@
+"""Constants kept by reference (capviz/core/references.py): a capture keeps a large ndarray
+operand itself, not a copy, and never replays a value the program did not use. The documented
+rule, the same on every backend: a change of the array in place between two uses or before the
+capture ends is refused at capture; a change after the capture is refused by every replay,
+executor and save until ``graph.changed()`` accepts it, after which every backend replays
+with the new values; a loaded graph owns its arrays."""
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+from helpers import fakecupy
+
+import capviz as cv
+from capviz.core.references import REFERENCE_BYTES, fingerprint
+
+BACKENDS = ["numpy", "fakecupy", "dask", "jax"]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, monkeypatch):
+    if request.param == "fakecupy":
+        fakecupy.install(monkeypatch)
+        return "cupy"
+    if request.param == "dask":
+        pytest.importorskip("dask.array")
+    if request.param == "jax":
+        pytest.importorskip("jax")
+    return request.param
+
+
+def weight(rows=1024, cols=512, seed=0):
+    """A float32 array of 2 MiB: kept by reference."""
+    w = np.random.default_rng(seed).standard_normal((rows, cols)).astype(np.float32)
+    assert w.nbytes >= REFERENCE_BYTES
+    return w
+
+
+def x_of(rows=1024):
+    return np.random.default_rng(1).standard_normal((3, rows)).astype(np.float32)
+
+
+def replayed(graph, x, backend):
+    return np.asarray(graph.replay({"x": x}, backend=backend, to_numpy=True)["out"])
+
+
+def assert_close(got, want, backend):
+    if backend in ("numpy", "cupy", "dask"):
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def save_load(graph):
+    path = os.path.join(tempfile.mkdtemp(), "g.json")
+    graph.save(path)
+    return cv.load(path)
+
+
+# --- kept, not copied -------------------------------------------------------------------------
+
+
+def test_a_large_operand_is_kept_by_reference_and_a_small_one_copied():
+    w, b = weight(), np.ones(512, np.float32)
+    graph = cv.capture(lambda x: x @ w + b, cv.spec((3, 1024), "float32"))
+    by_name = {graph.nodes[i].name: v for i, v in graph.constant_values.items()}
+    assert by_name["w"] is w
+    assert by_name["b"] is not b and np.shares_memory(by_name["b"], b) is False
+    assert list(graph.constant_fingerprints) == [n.index for n in graph.constants
+                                                 if n.name == "w"]
+
+
+def test_fingerprint_sees_every_edit_a_user_makes_in_place():
+    w = np.random.default_rng(0).standard_normal((512, 1021)).astype(np.float64)
+    kept = fingerprint(w)
+    edits = [
+        lambda a: a.__setitem__((0, 0), np.nextafter(a[0, 0], 1)),  # one ulp
+        lambda a: a.__setitem__(slice(0, 2), -a[0:2]),  # signs of whole rows
+        lambda a: a.__setitem__((slice(None), 0), -a[:, 0]),  # signs of a column (1021 apart)
+        lambda a: a.__setitem__((0, slice(0, 2)), -a[0, 0:2]),  # two signs in one row
+        lambda a: a.__setitem__((slice(0, 2), 0), -a[0:2, 0]),  # two signs 1021 words apart
+        lambda a: a.__setitem__(slice(None), a[::-1]),  # reversed rows
+        lambda a: a.reshape(-1).sort(),  # sorted in place
+        lambda a: a.__setitem__(([0, 1],), a[[1, 0]]),  # two rows swapped (1021 words apart)
+    ]
+    for k, edit in enumerate(edits):
+        copy = w.copy()
+        edit(copy)
+        assert not np.array_equal(copy.view(np.uint64), w.view(np.uint64)), k
+        assert fingerprint(copy) != kept, k
+    assert fingerprint(w.copy()) == kept
+    assert fingerprint(w.T) != kept  # the layout is part of it
+    square = np.random.default_rng(1).standard_normal((1024, 1024)).astype(np.float32)
+    transposed = square.copy()
+    transposed[...] = square.T
+    assert fingerprint(transposed) != fingerprint(square)
+
+
+# --- during the capture -----------------------------------------------------------------------
+
+
+def test_an_array_edited_in_place_between_uses_is_refused_at_the_second_use():
+    w = weight()
+
+    def fn(x):
+        y = x @ w
+        w[0, 0] += 1.0  # plain NumPy on the user's array, between two uses
+        return y + x @ w
+
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(fn, cv.spec((3, 1024), "float32"))
+    message = str(info.value)
+    assert "array %1 'w' (float32[1024, 512], recorded at" in message
+    assert "changed in place between two uses in this capture" in message
+    assert "x @ w.copy()" in message
+    assert f"test_constant_references.py:{fn.__code__.co_firstlineno + 3} in fn" in message
+    assert info.value.graph.nodes  # the partial graph is kept
+
+
+def test_an_array_edited_after_its_use_before_the_capture_ends_is_refused():
+    w = weight()
+
+    def fn(x):
+        y = x @ w
+        w[5, 5] = 0.0  # the replay would read this, eager read the old value
+        return y
+
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(fn, cv.spec((3, 1024), "float32"))
+    message = str(info.value)
+    assert "was changed in place after the capture read it, before the capture ended" in message
+    assert f"recorded at {__file__.split(os.sep)[-1]}" in message or "recorded at" in message
+    assert "graph.changed()" in message
+
+
+def test_a_small_buffer_refilled_between_uses_is_still_recorded_at_each_use():
+    def fn(x):
+        buf = np.zeros(3, np.float32)
+        outs = []
+        for i in range(3):
+            buf[i] = i + 1
+            outs.append(x * buf)
+        return tuple(outs)
+
+    x = np.arange(3, dtype=np.float32)
+    graph = cv.capture(fn, cv.spec((3,), "float32"))
+    assert not graph.constant_fingerprints
+    got = graph.replay({"x": x})
+    for k, want in enumerate(fn(x)):
+        np.testing.assert_array_equal(got[f"out{k}"], want)
+
+
+# --- between the capture and a replay, on every backend ---------------------------------------
+
+
+def test_an_edit_after_capture_is_refused_until_graph_changed_then_replayed(backend):
+    w, x = weight(), x_of()
+    graph = cv.capture(lambda x: np.tanh(x @ w), cv.spec(x.shape, "float32"))
+    assert_close(replayed(graph, x, backend), np.tanh(x @ w), backend)
+    fn = graph.compile(backend=backend)
+    w[7] *= 2.0  # the user edits the weight in place
+    for run in (lambda: replayed(graph, x, backend), lambda: fn(x),
+                lambda: graph.executor({"x": x}, backend=backend).run(),
+                lambda: graph.save(os.path.join(tempfile.mkdtemp(), "g.json"))):
+        with pytest.raises(cv.ReplayError) as info:
+            run()
+        assert "constant %1 'w' (float32[1024, 512], recorded at" in str(info.value)
+        assert "changed in place since the capture" in str(info.value)
+        assert "Call graph.changed()" in str(info.value)
+    graph.changed()  # accepted: every backend replays with the new values
+    assert_close(replayed(graph, x, backend), np.tanh(x @ w), backend)
+    assert_close(np.asarray(fn(x)[0]), np.tanh(x @ w), backend)
+
+
+def test_a_loaded_graph_owns_its_arrays(backend):
+    w, x = weight(), x_of()
+    want = np.tanh(x @ w)
+    graph = cv.capture(lambda x: np.tanh(x @ w), cv.spec(x.shape, "float32"))
+    loaded = save_load(graph)
+    assert not loaded.constant_fingerprints
+    w[...] = 0.0  # the user's array changes; the loaded graph keeps what was saved
+    assert_close(replayed(loaded, x, backend), want, backend)
+    with pytest.raises(cv.ReplayError, match="changed in place since the capture"):
+        replayed(graph, x, backend)
+
+
+def test_replacing_a_referenced_constant_makes_it_owned():
+    w, x = weight(), x_of()
+    graph = cv.capture(lambda x: x @ w, cv.spec(x.shape, "float32"))
+    (index,) = graph.constant_fingerprints
+    graph.constant_values[index] = np.ones_like(w)
+    assert not graph.constant_fingerprints
+    w[...] = 5.0
+    np.testing.assert_array_equal(graph.replay({"x": x})["out"], x @ np.ones_like(w))
