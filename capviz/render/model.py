@@ -13,12 +13,13 @@ with the same boxes open. Neither decides again what is folded or opened. The th
   an edge across the drawing. A constant nobody reads is drawn as a node.
 - **The outline** (:func:`outline`): each scope is a box; a run of at least ``fold_min``
   identical sibling scopes (same name up to the call number, same signature: same ops, types
-  and wiring, recursively) is one ``fold`` box ``block × 12`` holding the first member and a
-  ``rest`` box ``block × 11`` with the others; a box with more than ``chunk`` items shows them
+  and wiring, recursively) is one ``fold`` box ``block × 12`` holding the members side by side,
+  as siblings; a box with more than ``chunk`` items shows them
   in program-order ``group`` boxes (``%0…%47``), groups of groups when needed.
 - **Open to a budget** (:func:`open_levels`): whole levels of boxes open, top down, while the
-  drawn count fits; a ``rest`` box stays closed. So 12 identical blocks show as one block opened
-  and ``block × 11`` beside it when the budget allows, as one ``block × 12`` box when not.
+  drawn count fits; when a level does not fit whole, the members of folds after the first stay
+  closed. So 12 identical blocks show as the first block opened and eleven closed blocks beside
+  it when the budget allows, as one ``block × 12`` box when not; a large budget opens all.
 - **High-degree nodes are set aside.** A drawn item that feeds more than ``aside_degree``
   other items keeps its place; each item that reads it gets a small stub naming it next to each
   reader instead of a long edge (TensorBoard does the same), which keeps every edge short and
@@ -224,14 +225,14 @@ class Box:
     Attributes:
         id: position in :attr:`Outline.boxes` (0: the root).
         kind: ``root``; ``scope`` (a scope of the graph); ``fold`` (a run of identical sibling
-            scopes: its first member and a ``rest`` box); ``rest`` (the run's other members);
-            ``group`` (a program-order group of a box with too many items).
+            scopes, its members side by side when opened); ``group`` (a program-order group of
+            a box with too many items).
         parent: the id of the box it is drawn in (-1 for the root).
-        path: the scope path (``scope``), the first member's path (``fold``, ``rest``), the
+        path: the scope path (``scope``), the first member's path (``fold``), the
             path of the scope the group belongs to (``group``).
         title: the box's label: the scope's name, ``block × 12``, ``%0…%47``.
         items: its content in program order: ``("node", index)`` and ``("box", id)``.
-        count: the scopes a ``fold`` or ``rest`` box holds.
+        count: the scopes a ``fold`` box holds.
     """
 
     id: int
@@ -268,7 +269,7 @@ def outline(graph: Graph, tree: dict[str, ScopeInfo], placed: list[str],
     """The boxes a picture shows, from the scope tree and the folding rules.
 
     With ``fold``, a run of at least ``rules.fold_min`` identical sibling scopes becomes a
-    ``fold`` box (``block × 12``) holding the first member and a ``rest`` box with the others.
+    ``fold`` box (``block × 12``) holding them side by side, as siblings.
     With ``chunk``, a box with more than ``rules.chunk`` items shows them in program-order
     ``group`` boxes of that many (groups of groups when needed).
     """
@@ -301,13 +302,9 @@ def outline(graph: Graph, tree: dict[str, ScopeInfo], placed: list[str],
             base = tree[members[0].path].base
             head = new("fold", here, members[0].path, f"{base} \u00d7 {len(members)}",
                        count=len(members))
-            rest = new("rest", head.id, members[1].path, f"{base} \u00d7 {len(members) - 1}",
-                       count=len(members) - 1)
-            members[0].parent = head.id
-            for m in members[1:]:
-                m.parent = rest.id
-            head.items = [("box", members[0].id), ("box", rest.id)]
-            rest.items = [("box", m.id) for m in members[1:]]
+            for m in members:  # opened, the fold shows its members side by side, as siblings
+                m.parent = head.id
+            head.items = [("box", m.id) for m in members]
             entries.append(("box", head.id))
         boxes[here].items = entries
     if chunk:
@@ -365,16 +362,24 @@ def open_levels(out: Outline, budget: int) -> set[int]:
     """The boxes open at first: whole levels, top down, while the drawn count fits ``budget``.
 
     Opening a box draws its items instead of it. A level opens entirely or not at all (a
-    level half open reads as noise); a ``rest`` box (the folded members after the first) stays
-    closed until the user opens it.
+    level half open reads as noise). A budget that fits every box open opens them all;
+    otherwise the members of a fold after the first stay closed, side by side with the first
+    (one opened block shows what the identical others hold), and the levels open below it.
     """
+    everything = _levels(out, budget, later=True)
+    if len(everything) == len(out.boxes):
+        return everything
+    return _levels(out, budget, later=False)
+
+
+def _levels(out: Outline, budget: int, later: bool) -> set[int]:
     boxes = out.boxes
     opened = {0}
     shown = len(boxes[0].items)
     level = [0]
     while level:
         following = [ref for b in level for kind, ref in boxes[b].items
-                     if kind == "box" and boxes[ref].kind != "rest"]
+                     if kind == "box" and (later or not _later_member(boxes, ref))]
         cost = sum(len(boxes[b].items) - 1 for b in following)
         if not following or shown + cost > budget:
             break
@@ -382,6 +387,21 @@ def open_levels(out: Outline, budget: int) -> set[int]:
         shown += cost
         level = following
     return opened
+
+
+def _later_member(boxes: list[Box], b: int) -> bool:
+    """Whether box ``b`` is a member of a fold other than its first (or a program-order group
+    of such members, when the fold holds more than ``chunk``)."""
+    first = True
+    while boxes[b].parent >= 0:
+        parent = boxes[boxes[b].parent]
+        if parent.kind not in ("fold", "group"):
+            return False
+        first = first and parent.items[0] == ("box", b)
+        if parent.kind == "fold":
+            return not first
+        b = parent.id
+    return False
 
 
 # --- the drawn model ---------------------------------------------------------------------------
@@ -393,7 +413,7 @@ class Item:
 
     Attributes:
         id: unique id: ``n<index>`` (a node), ``s<k>`` (a closed scope), ``f<k>`` (a closed
-            fold or rest box), ``c<k>`` (a closed program-order group), ``t<k>`` (a stub).
+            fold box), ``c<k>`` (a closed program-order group), ``t<k>`` (a stub).
         kind: ``node``, ``scope``, ``fold``, ``chunk`` or ``stub``.
         parent: the id of the outline box it is drawn in (0: top level).
         node: the graph node (``node`` items), or the set-aside node a stub stands for.
@@ -502,8 +522,20 @@ def _build(graph: Graph, collapse: Any) -> Model:
     else:
         out = outline(graph, tree, placed, fold=False, chunk=False)
         listed = {str(s) for s in collapse} if collapse else set()
+        _check_listed(graph, [str(s) for s in collapse] if collapse else [])
         opened = {b.id for b in out.boxes if b.path not in listed or b.kind == "root"}
     return _assemble(graph, users, tree, out, opened)
+
+
+def _check_listed(graph: Graph, paths: list[str]) -> None:
+    """Scope paths to collapse must be scopes of the graph: a typo would draw everything open
+    without a word (the CLI's ``--collapse`` refuses the same way)."""
+    scopes = {n.scope for n in graph.nodes if n.scope}
+    for path in paths:
+        if not any(s == path or s.startswith(path + "/") for s in scopes):
+            top = sorted({s.split("/")[0] for s in scopes})
+            raise ValueError(f"collapse names scope {path!r}, which the graph does not have; "
+                             f"its top-level scopes: {', '.join(top) or '(none)'}")
 
 
 def _assemble(graph: Graph, users: dict[int, list[Node]], tree: dict[str, ScopeInfo],
@@ -515,7 +547,7 @@ def _assemble(graph: Graph, users: dict[int, list[Node]], tree: dict[str, ScopeI
         shown_by[b] = up if up >= 0 else (-1 if b in opened else b)
     items: dict[str, Item] = {}
     box_item: dict[int, str] = {}
-    prefix = {"scope": "s", "fold": "f", "rest": "f", "group": "c"}
+    prefix = {"scope": "s", "fold": "f", "group": "c"}
     counter = {"s": 0, "f": 0, "c": 0}
     rep: list[str | None] = []
     order: list[str] = []

@@ -92,12 +92,17 @@ def render_dot(source: str, renderer: str | None = None, timeout: float = DEFAUL
 
 def to_svg(graph: Graph, path: str | None = None, renderer: str | None = None,
            timeout: float = DEFAULT_TIMEOUT, collapse: Any = DEFAULT_BUDGET,
-           **options: Any) -> str:
+           budget: int | None = None, **options: Any) -> str:
     """Render ``graph`` to SVG text; also write it to ``path`` when given.
 
     ``collapse`` defaults to a node budget, so large graphs come back readable in seconds;
-    pass ``collapse=None`` to draw every node. Other options go to :func:`capviz.render.dot.to_dot`.
+    pass ``collapse=None`` to draw every node, or a list of scope paths to draw those closed
+    (a path the graph does not have is a ``ValueError`` naming its top-level scopes).
+    ``budget=N`` is ``collapse=N``, the word ``graph.view(budget=N)`` uses: the same boxes
+    open in both. Other options go to :func:`capviz.render.dot.to_dot`.
     """
+    if budget is not None:
+        collapse = budget
     from capviz.render.dot import to_dot
 
     svg = render_dot(to_dot(graph, collapse=collapse, **options).source, renderer, timeout)

@@ -23,6 +23,9 @@ from capviz.render.rules import RULES
 from capviz.render.view_data import script_json, view_data
 
 DEFAULT_BUDGET = RULES.budget  # boxes drawn at first: whole levels open while they fit
+# dagre (static/dagre.min.js, MIT, static/dagre.LICENSE.txt) kept out of the page's globals
+_DAGRE_OPEN = "if (!window.CapvizDagre) (function () {\n"
+_DAGRE_CLOSE = "\nwindow.CapvizDagre = dagre;\n})();"
 
 
 @cache
@@ -56,6 +59,7 @@ def fragment(graph: Graph, values: Mapping[Any, Any] | None = None,
     data = view_data(graph, values=values, title=title, budget=budget, live=live)
     css = _script_safe(_asset("view.css"))
     js = _script_safe(_asset("view.js"))
+    dagre = _script_safe(_asset("dagre.min.js"))
     fallback = fallback_svg if fallback_svg is not None else (
         "<p>capviz view: this output needs JavaScript; "
         f"{html.escape(repr(graph))}</p>")
@@ -67,7 +71,7 @@ def fragment(graph: Graph, values: Mapping[Any, Any] | None = None,
             f"<style>{css}</style>"
             f'<div class="cv-fallback">{fallback}</div>'
             f"{fields}"
-            f"<script>{js}\nwindow.CapvizView.boot(document.currentScript.parentElement);</script>"
+            f"<script>{_DAGRE_OPEN}{dagre}{_DAGRE_CLOSE}\n{js}\nwindow.CapvizView.boot(document.currentScript.parentElement);</script>"
             "</div>")
 
 

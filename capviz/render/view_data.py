@@ -42,7 +42,7 @@ from capviz.render.model import (
 from capviz.render.rules import RULES
 
 KIND_CODES = {"input": 0, "constant": 1, "op": 2, "output": 3, "violation": 4}
-BOX_CODES = {"root": 0, "scope": 1, "fold": 2, "rest": 3, "group": 4}
+BOX_CODES = {"root": 0, "scope": 1, "fold": 2, "group": 4}
 HIST_BINS = 16
 
 

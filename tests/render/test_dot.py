@@ -280,15 +280,32 @@ def test_identical_blocks_fold_into_one_box():
     assert texts(fold).startswith("block \u00d7 1236 ops")
 
 
-def test_a_fold_opens_its_first_block_and_keeps_the_rest_folded():
+def test_a_fold_opens_its_first_block_with_the_others_closed_beside_it():
     g = twelve_blocks()
-    root, nodes = svg_nodes(g.to_svg())  # the default budget
+    root, nodes = svg_nodes(g.to_svg(budget=20))
     clusters = {next(c.iter(f"{SVG}text")).text: c for c in root.iter(f"{SVG}g")
                 if "cluster" in classes(c)}
     assert set(clusters) == {"model", "block \u00d7 12", "block[0]"}
     assert "capviz-fold" in classes(clusters["block \u00d7 12"])
     first = {n.index for n in g.ops if n.scope == "model/block[0]"}
     assert {f"n{i}" for i in first} <= set(nodes)
-    (rest,) = [e for e in nodes.values() if "capviz-fold" in classes(e)]
-    assert texts(rest).startswith("block \u00d7 1133 ops")
+    closed = sorted(texts(e).split("3 ops")[0] for e in nodes.values()
+                    if "capviz-scope" in classes(e))
+    assert closed == sorted(f"block[{k}]" for k in range(1, 12))
     assert not any(f"n{n.index}" in nodes for n in g.ops if n.scope == "model/block[1]")
+    # the default budget fits all twelve: every block open, side by side in the fold
+    root, nodes = svg_nodes(g.to_svg())
+    clusters = {next(c.iter(f"{SVG}text")).text for c in root.iter(f"{SVG}g")
+                if "cluster" in classes(c)}
+    assert clusters == {"model", "block \u00d7 12"} | {f"block[{k}]" for k in range(12)}
+    assert {f"n{n.index}" for n in g.ops} <= set(nodes)
+
+
+def test_to_svg_refuses_a_scope_the_graph_does_not_have_as_the_cli_does():
+    g = twelve_blocks()
+    with pytest.raises(ValueError, match=r"collapse names scope 'nosuch', which the graph does "
+                                         r"not have; its top-level scopes: model"):
+        g.to_svg(collapse=["nosuch"])
+    with pytest.raises(ValueError, match="'model/block'"):
+        g.to_dot(collapse=["model/block"])
+    assert "capviz-scope" in g.to_dot(collapse=["model/block[3]"]).source

@@ -108,15 +108,23 @@ def test_runs_of_identical_scopes_fold_into_one_box_until_the_budget_opens_the_f
     (fold,) = kinds(tight)["fold"]
     assert fold.title == "block \u00d7 12" and fold.count == 12 and fold.ops == 36
     assert fold.path == "model/block[0]"
-    roomy = build(g, collapse=500)  # the first block opens, the other eleven stay one box
-    (rest,) = kinds(roomy)["fold"]
-    assert rest.title == "block \u00d7 11" and rest.count == 11 and rest.ops == 33
-    assert rest.path == "model/block[1]"
+    roomy = build(g, collapse=20)  # the first block opens, the other eleven closed beside it
+    closed = [i.title for i in kinds(roomy)["scope"]]
+    assert closed == [f"block[{k}]" for k in range(1, 12)]
+    assert "fold" not in kinds(roomy)
     assert "model/block[0]" in roomy.opened and "model/block[1]" not in roomy.opened
     shown = {i.node.index for i in kinds(roomy)["node"]}
     assert {n.index for n in g.nodes if n.scope == "model/block[0]"} <= shown
     titles = {roomy.outline.boxes[b].title for b in roomy.clusters}
     assert titles == {"model", "block \u00d7 12", "block[0]"}
+    # a budget that fits everything opens everything: every block, side by side in the fold
+    everything = build(g, collapse=500)
+    assert "scope" not in kinds(everything) and "fold" not in kinds(everything)
+    assert {i.node.index for i in kinds(everything)["node"]} >= {n.index for n in g.ops}
+    members = [b for b in everything.outline.boxes if b.path.startswith("model/block")
+               and b.kind == "scope"]
+    fold = next(b for b in everything.outline.boxes if b.kind == "fold")
+    assert {b.parent for b in members} == {fold.id} and len(members) == 12
 
 
 def test_two_identical_scopes_do_not_fold():

@@ -92,21 +92,26 @@ def test_rules_are_the_ones_both_renderers_default_to():
     assert twelve_blocks().view().budget == RULES.budget
 
 
-@pytest.mark.parametrize("budget", [3, 5, RULES.budget])
+@pytest.mark.parametrize("budget", [3, 14, 20, RULES.budget])
 def test_twelve_blocks_fold_the_same_way_in_both(budget):
     graph = twelve_blocks()
     svg, view = svg_picture(graph, budget), view_picture(graph, budget)
     assert svg[:3] == view[:3]
+    blocks = [f"block[{k}]" for k in range(12)]
     if budget == 3:  # one `block × 12` box, nothing of it open
         assert svg[0] == ["model"] and svg[1] == ["block \u00d7 12"]
-    elif budget == 5:  # the fold open: block[0] and `block × 11`, both closed
+    elif budget == 14:  # the fold open: its twelve blocks side by side, closed
         assert svg[0] == sorted(["block \u00d7 12", "model"])
-        assert svg[1] == sorted(["block[0]", "block \u00d7 11"])
-    else:  # the first block open, the other eleven one box
+        assert svg[1] == sorted(blocks)
+    elif budget == 20:  # the first block open, the other eleven closed beside it
         assert svg[0] == sorted(["block[0]", "block \u00d7 12", "model"])
-        assert svg[1] == ["block \u00d7 11"]
+        assert svg[1] == sorted(blocks[1:])
         first = {n.index for n in graph.nodes if n.scope == "model/block[0]" and n.kind == "op"}
         assert first <= svg[2]
+    else:  # the default budget fits everything: every block open
+        assert svg[0] == sorted(["block \u00d7 12", "model", *blocks])
+        assert svg[1] == []
+        assert {n.index for n in graph.ops} <= svg[2]
 
 
 def test_a_chain_with_a_shared_constant_draws_it_as_an_annotation_in_both():

@@ -9,8 +9,8 @@
   "use strict";
   if (window.CapvizView) return;
   var SVGNS = "http://www.w3.org/2000/svg";
-  var NODE_H = 36, STUB_H = 10, SCOPE_H = 44, HEAD = 20, PAD = 10, GAP_X = 16, GAP_Y = 30;
-  var CHAR_W = 6.6;
+  var NODE_H = 40, STUB_H = 14, SCOPE_H = 44, HEAD = 20, ROW = 14, ROWB = 14, PAD = 12, GAP_X = 16, GAP_Y = 30;
+  var CHAR_W = 6.6, MINI_W = 180, MINI_H = 120, MAX_FIT = 1.5;
   var KIND_NAMES = ["input", "constant", "op", "output", "violation"];
   var liveState = window.__capvizLiveState = window.__capvizLiveState || {};
 
@@ -75,7 +75,7 @@
     // box with the rest), program-order groups (kind 4). Nothing is folded or grouped here.
     var parent = d.scopes.parent.slice(), names = d.scopes.name.map(function (k) { return S[k]; });
     var virt = d.scopes.kind.map(function (k) { return k >= 2; });
-    var fold = d.scopes.kind.map(function (k) { return k === 2 || k === 3; });
+    var fold = d.scopes.kind.map(function (k) { return k === 2; });
     var nodeScope = Int32Array.from(d.scope);
     var first = new Array(parent.length).fill(-1);
     var items = names.map(function () { return []; });   // item: node i >= 0, box s as ~s
@@ -200,7 +200,12 @@
     return this.names[s];
   };
 
-  /* ---- layout of one scope: layered, cached by structure ---- */
+  /* ---- layout of one scope: dagre (a layered layout), cached by structure ----
+   * Each open scope's items (nodes, closed boxes, open child scopes at their laid-out size) are
+   * laid out on their own by dagre; the result keeps, per local edge, dagre's bend points (one
+   * per rank the edge crosses, each clear of the nodes of its rank) and the rank bands, so that
+   * edges are drawn in the free rows between bands and never through a box (see route()). */
+  var dagreLib = window.CapvizDagre;
   function Layout(model, stable) {
     this.m = model; this.stable = stable; this.cache = new Map();
   }
@@ -216,8 +221,15 @@
   };
   Layout.prototype.collapsedSize = function (s) {
     var m = this.m, name = m.scopeTitle(s).replace(/\[\d+\]$/, "[00]");
-    var text = Math.max(name.length, (m.count[s] + " ops").length);
-    return [Math.max(110, Math.min(260, text * CHAR_W + 24)), SCOPE_H];
+    var text = Math.max(name.length + 2, (m.count[s] + " ops").length);
+    return [Math.max(110, Math.min(300, text * CHAR_W + 24)), SCOPE_H];
+  };
+  /* an open scope's box around its content: header, entry row, content, exit row */
+  Layout.prototype.titleWidth = function (s) {
+    return (clip(this.m.scopeTitle(s), 60).length + 2) * CHAR_W;
+  };
+  Layout.prototype.openSize = function (s, inner) {
+    return [Math.max(inner.w, this.titleWidth(s) + 40) + 2 * PAD, HEAD + ROW + inner.h + ROWB];
   };
   Layout.prototype.scope = function (s, open) {
     var key = this.signature(s, open);
@@ -228,50 +240,92 @@
     for (t = 0; t < k; t++) {
       var it = its[t], size;
       if (it >= 0) size = m.nodeSize(it);
-      else if (open[~it]) { inner[t] = this.scope(~it, open); size = [inner[t].w + 2 * PAD, inner[t].h + HEAD + PAD]; }
+      else if (open[~it]) { inner[t] = this.scope(~it, open); size = this.openSize(~it, inner[t]); }
       else size = this.collapsedSize(~it);
       w[t] = size[0]; h[t] = size[1];
     }
-    var e = m.scopeEdges[s], preds = new Array(k), rank = new Int32Array(k);
+    var out = this.stable ? this.rows(s, k, w, h) : this.dagre(s, k, w, h);
+    out.iw = w; out.ih = h; out.inner = inner;
+    bands(out, k);
+    this.cache.set(key, out);
+    return out;
+  };
+  Layout.prototype.dagre = function (s, k, w, h) {
+    var g = new dagreLib.graphlib.Graph();
+    g.setGraph({rankdir: "TB", nodesep: 24, edgesep: 12, ranksep: 40, marginx: 0, marginy: 0});
+    g.setDefaultEdgeLabel(function () { return {}; });
+    var t, j, e = this.m.scopeEdges[s];
+    for (t = 0; t < k; t++) g.setNode(String(t), {width: w[t], height: h[t]});
+    for (j = 0; j < e.length; j += 2) if (e[j] !== e[j + 1]) g.setEdge(String(e[j]), String(e[j + 1]));
+    dagreLib.layout(g);
+    var x = new Float64Array(k), y = new Float64Array(k), minX = Infinity, minY = Infinity, maxX = 0, maxY = 0;
+    for (t = 0; t < k; t++) {
+      var nd = g.node(String(t));
+      x[t] = nd.x - w[t] / 2; y[t] = nd.y - h[t] / 2;
+      minX = Math.min(minX, x[t]); minY = Math.min(minY, y[t]);
+    }
+    if (!k) { minX = minY = 0; }
+    for (t = 0; t < k; t++) {
+      x[t] -= minX; y[t] -= minY;
+      maxX = Math.max(maxX, x[t] + w[t]); maxY = Math.max(maxY, y[t] + h[t]);
+    }
+    var pts = new Map();
+    g.edges().forEach(function (ed) {
+      var p = g.edge(ed).points || [], mid = [];
+      for (var q = 1; q < p.length - 1; q++) mid.push([p[q].x - minX, p[q].y - minY]);
+      pts.set(ed.v + ">" + ed.w, mid);
+    });
+    return {w: Math.max(maxX, 60), h: Math.max(maxY, 20), x: x, y: y, pts: pts};
+  };
+  /* live: rows in program order, left- and top-aligned, so a node once drawn keeps its place */
+  Layout.prototype.rows = function (s, k, w, h) {
+    var e = this.m.scopeEdges[s], preds = new Array(k), rank = new Int32Array(k), t, j, r;
     for (t = 0; t < k; t++) preds[t] = [];
     for (j = 0; j < e.length; j += 2) if (e[j] < e[j + 1]) preds[e[j + 1]].push(e[j]);
     var rows = [];
     for (t = 0; t < k; t++) {
-      var r = 0;
+      r = 0;
       for (j = 0; j < preds[t].length; j++) r = Math.max(r, rank[preds[t][j]] + 1);
       rank[t] = r;
       (rows[r] = rows[r] || []).push(t);
     }
-    var x = new Float64Array(k), y = new Float64Array(k), width = 0, rowW = [], yy = 0;
+    var x = new Float64Array(k), y = new Float64Array(k), width = 0, yy = 0;
     for (r = 0; r < rows.length; r++) {
-      var sum = 0;
-      for (j = 0; j < rows[r].length; j++) sum += w[rows[r][j]] + (j ? GAP_X : 0);
-      rowW[r] = sum; width = Math.max(width, sum);
-    }
-    var cx = new Float64Array(k);
-    for (r = 0; r < rows.length; r++) {
-      var row = rows[r];
-      if (!this.stable && r > 0) {
-        var bary = {};
-        row.forEach(function (t2) {
-          var p = preds[t2], acc = 0;
-          for (var q = 0; q < p.length; q++) acc += cx[p[q]];
-          bary[t2] = p.length ? acc / p.length : Infinity;
-        });
-        row = row.slice().sort(function (a, b) { return (bary[a] - bary[b]) || (a - b); });
+      var xx = 0, rh = 0;
+      for (j = 0; j < rows[r].length; j++) {
+        t = rows[r][j]; x[t] = xx; y[t] = yy; xx += w[t] + GAP_X; rh = Math.max(rh, h[t]);
       }
-      var xx = this.stable ? 0 : (width - rowW[r]) / 2, rh = 0;
-      for (j = 0; j < row.length; j++) {
-        t = row[j]; x[t] = xx; y[t] = yy; cx[t] = xx + w[t] / 2; xx += w[t] + GAP_X;
-        rh = Math.max(rh, h[t]);
-      }
-      if (!this.stable) for (j = 0; j < row.length; j++) y[row[j]] += (rh - h[row[j]]) / 2;  // live: top-aligned, a growing box moves nothing
+      width = Math.max(width, xx - GAP_X);
       yy += rh + GAP_Y;
     }
-    var out = {w: Math.max(width, 60), h: Math.max(yy - GAP_Y, 20), x: x, y: y, iw: w, ih: h, inner: inner};
-    this.cache.set(key, out);
-    return out;
+    return {w: Math.max(width, 60), h: Math.max(yy - GAP_Y, 20), x: x, y: y, pts: new Map()};
   };
+  /* the rank bands: the items' vertical extents merged; the rows between them hold no box */
+  function bands(lay, k) {
+    var iv = [], t;
+    for (t = 0; t < k; t++) iv.push([lay.y[t], lay.y[t] + lay.ih[t], t]);
+    iv.sort(function (a, b) { return a[0] - b[0]; });
+    var out = [], band = new Int32Array(k);
+    for (var q = 0; q < iv.length; q++) {
+      var last = out[out.length - 1];
+      if (last && iv[q][0] < last[1]) last[1] = Math.max(last[1], iv[q][1]);
+      else out.push([iv[q][0], iv[q][1]]);
+      band[iv[q][2]] = out.length - 1;
+    }
+    lay.bands = out; lay.band = band;
+  }
+  /* a y in a free row between y1 and y2 (local coordinates of the layout), nearest y1 */
+  function freeRow(lay, y1, y2) {
+    var lo = Math.min(y1, y2), hi = Math.max(y1, y2), b = lay.bands, down = y2 >= y1, best = null;
+    for (var q = 0; q <= b.length; q++) {
+      var glo = q ? b[q - 1][1] : -Infinity, ghi = q < b.length ? b[q][0] : Infinity;
+      var a = Math.max(glo, lo), c = Math.min(ghi, hi);
+      if (a > c) continue;
+      var mid = (a + c) / 2;
+      if (best === null || (down ? mid < best : mid > best)) best = mid;
+    }
+    return best === null ? (y1 + y2) / 2 : best;
+  }
 
   /* ---- the view ---- */
   function View(root, data, model) {
@@ -302,6 +356,15 @@
     var fit = el("button", {"class": "cv-fit", title: "fit the drawing"}, "fit", bar);
     var plus = el("button", {"class": "cv-zoom-in"}, "+", bar);
     var minus = el("button", {"class": "cv-zoom-out"}, "\u2212", bar);
+    var expand = el("button", {"class": "cv-expand-all", title: "open every scope"}, "expand all", bar);
+    var collapse = el("button", {"class": "cv-collapse-all", title: "close every scope"}, "collapse all", bar);
+    var depth = el("select", {"class": "cv-depth", title: "open every scope down to this depth"}, null, bar);
+    var deepest = 0;
+    for (var s0 = 1; s0 < m.ns; s0++) deepest = Math.max(deepest, m.depth[s0]);
+    el("option", {value: ""}, "depth", depth);
+    for (var dv = 0; dv <= deepest; dv++) el("option", {value: dv}, "depth " + dv, depth);
+    this.depthSelect = depth;
+    var side = el("button", {"class": "cv-side-toggle", title: "show or hide the side panel"}, "panel", bar);
     this.status = el("span", {"class": "cv-status"}, null, bar);
     var ops = 0;
     for (var i = 0; i < m.n; i++) if (d.kind[i] === 2) ops++;
@@ -318,6 +381,22 @@
     var marker = sv("marker", {id: "cv-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse"}, defs);
     sv("path", {d: "M0,0 L10,5 L0,10 z", fill: "#9ca3af"}, marker);
     this.vp = sv("g", {"class": "cv-viewport"}, this.svg);
+    this.mini = el("canvas", {"class": "cv-minimap", width: MINI_W, height: MINI_H}, null, this.canvas);
+    var miniDrag = false;
+    function miniMove(ev) {  // centre the view on the point of the overview under the pointer
+      var r = self.mini.getBoundingClientRect(), f = self.miniScale, v = self.viewSize();
+      if (!f) return;
+      var gx = (ev.clientX - r.left - self.miniOff[0]) / f, gy = (ev.clientY - r.top - self.miniOff[1]) / f;
+      self.tx = v[0] / 2 - gx * self.k; self.ty = v[1] / 2 - gy * self.k;
+      self.apply(); self.userMoved();
+    }
+    this.mini.addEventListener("pointerdown", function (ev) {
+      ev.stopPropagation(); miniDrag = true;
+      if (self.mini.setPointerCapture) self.mini.setPointerCapture(ev.pointerId);
+      miniMove(ev);
+    });
+    this.mini.addEventListener("pointermove", function (ev) { if (miniDrag) miniMove(ev); });
+    this.mini.addEventListener("pointerup", function () { miniDrag = false; });
     this.tip = el("div", {"class": "cv-tip"}, null, root);
     this.side = el("div", {"class": "cv-side"}, null, main);
     el("h4", {}, "Problems", this.side);
@@ -328,6 +407,13 @@
     fit.addEventListener("click", function () { self.fit(); });
     plus.addEventListener("click", function () { self.zoomBy(1.25); });
     minus.addEventListener("click", function () { self.zoomBy(0.8); });
+    expand.addEventListener("click", function () { self.openDepth(Infinity); });
+    collapse.addEventListener("click", function () { self.openDepth(0); });
+    depth.addEventListener("change", function () { if (depth.value !== "") self.openDepth(+depth.value); });
+    side.addEventListener("click", function () {
+      root.classList.toggle("cv-noside");
+      self.apply();
+    });
     this.search.addEventListener("input", function () { self.runSearch(); });
     this.search.addEventListener("keydown", function (ev) {
       if (ev.key === "Enter") { ev.preventDefault(); self.nextMatch(); }
@@ -417,6 +503,14 @@
     if (before && after) { this.tx += (before[0] - after[0]) * this.k; this.ty += (before[1] - after[1]) * this.k; this.apply(); }
     if (this.live) liveState[this.key] = this.saveState(false);
   };
+  /* every box down to depth ``depth`` open, every deeper box closed (0: only the top level) */
+  View.prototype.openDepth = function (depth) {
+    var m = this.m;
+    for (var s = 1; s < m.ns; s++) this.open[s] = m.depth[s] <= depth ? 1 : 0;
+    this.draw();
+    this.fit();
+    if (this.live) liveState[this.key] = this.saveState(false);
+  };
   View.prototype.inside = function (c, s) {
     for (var a = c; a > 0; a = this.m.parent[a]) if (a === s) return true;
     return false;
@@ -430,23 +524,84 @@
 
   /* place every visible item, then draw scopes, edges and nodes */
   View.prototype.place = function () {
-    var m = this.m, open = this.open, nodeBox = {}, scopeBox = {};
+    var m = this.m, open = this.open, nodeBox = {}, scopeBox = {}, content = {};
     var L = this.layout;
     function walk(s, lay, ox, oy) {
+      content[s] = [ox, oy, lay];
       var its = m.items[s];
       for (var t = 0; t < its.length; t++) {
         var x = ox + lay.x[t], y = oy + lay.y[t], w = lay.iw[t], h = lay.ih[t], it = its[t];
         if (it >= 0) nodeBox[it] = [x, y, w, h];
         else {
           scopeBox[~it] = [x, y, w, h];
-          if (open[~it]) walk(~it, lay.inner[t], x + PAD, y + HEAD);
+          if (open[~it]) {
+            var inner = lay.inner[t];
+            walk(~it, inner, x + PAD + (w - 2 * PAD - inner.w) / 2, y + HEAD + ROW);
+          }
         }
       }
     }
     var top = L.scope(0, open);
     walk(0, top, 0, 0);
     this.size = [top.w, top.h];
-    this.nodeBox = nodeBox; this.scopeBox = scopeBox;
+    this.nodeBox = nodeBox; this.scopeBox = scopeBox; this.content = content;
+  };
+  /* An edge's path between two drawn items (nodes or closed boxes), as orthogonal segments that
+   * run only in the free rows between rank bands, down the columns dagre found clear in each
+   * band, and along the inner margins of open scopes: it never crosses a box that is not its
+   * endpoint, nor a scope's title (an edge enters an open scope right of its title). The last
+   * three points are the approach [x, y], [entry, y], [entry, top]; the entry is set by the
+   * caller so that the edges into one box arrive side by side (fan-in stays visible). */
+  View.prototype.route = function (ru, rv) {
+    var m = this.m, self = this, L = this.layout;
+    function cont(r) { return r >= 0 ? m.nodeScope[r] : m.parent[~r]; }
+    function loc(r) { return r >= 0 ? m.nodeLocal[r] : m.local[~r]; }
+    var a = cont(ru), b = cont(rv), ia = ru, ib = rv, ups = [], downs = [];
+    while (m.depth[a] > m.depth[b]) { ups.push([a, ia]); ia = ~a; a = m.parent[a]; }
+    while (m.depth[b] > m.depth[a]) { downs.push([b, ib]); ib = ~b; b = m.parent[b]; }
+    while (a !== b) { ups.push([a, ia]); ia = ~a; a = m.parent[a]; downs.push([b, ib]); ib = ~b; b = m.parent[b]; }
+    function box(r) { return r >= 0 ? self.nodeBox[r] : self.scopeBox[~r]; }
+    var A = box(ru), pts = [[A[0] + A[2] / 2, A[1] + A[3]]], q, c, lay, B, t, y0;
+    function cur() { return pts[pts.length - 1]; }
+    for (q = 0; q < ups.length; q++) {  // out of each open scope: to its exit row, then its centre
+      var S = ups[q][0], SB = this.scopeBox[S]; c = this.content[S]; lay = c[2];
+      t = loc(ups[q][1]);
+      var yb = c[1] + lay.h + ROWB / 2;
+      if (lay.band[t] < lay.bands.length - 1) {
+        var g0 = c[1] + freeRow(lay, lay.bands[lay.band[t]][1], lay.bands[lay.band[t] + 1][0]);
+        var xm = SB[0] + SB[2] - PAD / 2;
+        pts.push([cur()[0], g0], [xm, g0]);
+      }
+      pts.push([cur()[0], yb], [SB[0] + SB[2] / 2, yb], [SB[0] + SB[2] / 2, SB[1] + SB[3]]);
+    }
+    c = this.content[a]; lay = c[2];
+    var la = loc(ia), lb = loc(ib), dummies = lay.pts.get(la + ">" + lb) || [];
+    var x = cur()[0], y = cur()[1] - c[1];
+    B = box(ib);
+    for (q = 0; q < dummies.length; q++) {
+      var gy = freeRow(lay, y, dummies[q][1]);
+      pts.push([x, c[1] + gy], [c[0] + dummies[q][0], c[1] + gy]);
+      x = c[0] + dummies[q][0]; y = dummies[q][1];
+    }
+    var gl = c[1] + freeRow(lay, y, B[1] - c[1]);
+    pts.push([x, gl]);
+    for (q = downs.length - 1; q >= 0; q--) {  // into each open scope: right of its title
+      var T = ~ib, TB = this.scopeBox[T], xe = TB[0] + PAD + L.titleWidth(T) + 8;
+      c = this.content[T]; lay = c[2]; t = loc(downs[q][1]);
+      var yr = TB[1] + HEAD + ROW / 2, inner = box(downs[q][1]);
+      if (lay.band[t] === 0) xe = Math.max(xe, Math.min(inner[0] + inner[2] / 2, TB[0] + TB[2] - PAD));
+      pts.push([xe, cur()[1]], [xe, yr]);
+      ib = downs[q][1]; B = box(ib);
+      if (lay.band[t] > 0) {
+        var xl = TB[0] + PAD / 2;
+        y0 = c[1] + freeRow(lay, lay.bands[lay.band[t] - 1][1], lay.bands[lay.band[t]][0]);
+        pts.push([xl, yr], [xl, y0]);
+      }
+    }
+    B = box(rv);
+    var last = cur();
+    pts.push([B[0] + B[2] / 2, last[1]], [B[0] + B[2] / 2, B[1]]);
+    return pts;
   };
   View.prototype.repScopes = function () {  // per scope: its closed outermost ancestor, or -1
     var m = this.m, r = new Int32Array(m.ns).fill(-1);
@@ -477,25 +632,40 @@
       sv("rect", {x: b[0], y: b[1], width: b[2], height: b[3], rx: 5}, g);
       if (this.open[s]) {
         sv("rect", {"class": "cv-head", x: b[0], y: b[1], width: b[2], height: HEAD - 4, rx: 5}, g);
-        svText(g, b[0] + 6, b[1] + 12, "\u25be " + clip(m.scopeTitle(s), 60), "cv-name");
+        svText(g, b[0] + 6, b[1] + 13, "\u25be " + clip(m.scopeTitle(s), 60), "cv-name");
       } else {
         svText(g, b[0] + 8, b[1] + 17, "\u25b8 " + clip(m.scopeTitle(s), 36), "cv-name");
         svText(g, b[0] + 8, b[1] + 33, m.count[s] + " ops", "cv-type");
       }
     }
-    var seen = new Set(), boxOf = function (r) { return r >= 0 ? self.nodeBox[r] : self.scopeBox[~r]; };
+    var seen = new Map(), drawn = [], into = new Map();
     for (var e = 0; e < m.edges.length; e++) {
       var ed = m.edges[e], ru = this.rep(ed[0]), rv = this.rep(ed[1]);
       if (ru === rv) continue;
       var key = ru + ">" + rv;
       var onPath = ed[2] === 0 && m.onPath[ed[0]] && m.onPath[ed[1]];
-      if (seen.has(key) && !onPath) continue;
-      seen.add(key);
-      var A = boxOf(ru), B = boxOf(rv);
-      if (!A || !B) continue;
-      var x1 = A[0] + A[2] / 2, y1 = A[1] + A[3], x2 = B[0] + B[2] / 2, y2 = B[1], dy = Math.max(20, Math.abs(y2 - y1) / 2);
-      sv("path", {"class": "cv-edge" + (ed[2] ? " cv-link" : "") + (onPath ? " cv-nanpath" : ""),
-        d: "M" + x1 + "," + y1 + " C" + x1 + "," + (y1 + dy) + " " + x2 + "," + (y2 - dy) + " " + x2 + "," + y2}, gEdges);
+      var had = seen.get(key);
+      if (had !== undefined) { if (onPath) drawn[had].path = true; continue; }
+      seen.set(key, drawn.length);
+      var pts = this.route(ru, rv);
+      drawn.push({u: ru, v: rv, pts: pts, path: onPath, link: ed[2] === 1});
+      if (!into.has(rv)) into.set(rv, []);
+      into.get(rv).push(drawn.length - 1);
+    }
+    into.forEach(function (list, rv) {  // edges into one box arrive side by side, in approach order
+      var B = rv >= 0 ? self.nodeBox[rv] : self.scopeBox[~rv];
+      list.sort(function (p, q) { return drawn[p].pts[drawn[p].pts.length - 3][0] - drawn[q].pts[drawn[q].pts.length - 3][0]; });
+      for (var j = 0; j < list.length; j++) {
+        var pt = drawn[list[j]].pts, x = B[0] + B[2] * (j + 1) / (list.length + 1);
+        pt[pt.length - 2][0] = x; pt[pt.length - 1][0] = x;
+      }
+    });
+    function itemId(r) { return r >= 0 ? String(r) : "s" + (~r); }
+    for (var de = 0; de < drawn.length; de++) {
+      var dd = drawn[de], dpath = "M" + dd.pts[0][0] + "," + dd.pts[0][1];
+      for (var pq = 1; pq < dd.pts.length; pq++) dpath += " L" + dd.pts[pq][0] + "," + dd.pts[pq][1];
+      sv("path", {"class": "cv-edge" + (dd.link ? " cv-link" : "") + (dd.path ? " cv-nanpath" : ""),
+        "data-edge": itemId(dd.u) + " " + itemId(dd.v), d: dpath}, gEdges);
     }
     for (var key2 in this.nodeBox) {
       var i = +key2;
@@ -504,35 +674,73 @@
       var c2 = "cv-node cv-k" + kind + (level === "warning" ? " cv-warning" : "") +
         (m.onPath[i] ? " cv-nanpath" : "") + (i === m.nan ? " cv-nonfinite cv-bad" : "") +
         (i === this.focused ? " cv-focus" : "");
-      g = sv("g", {"class": c2, "data-i": i}, gNodes);
+      g = sv("g", {"class": c2, "data-i": i, "data-node": i, tabindex: 0}, gNodes);
       sv("rect", {x: b[0], y: b[1], width: b[2], height: b[3], rx: kind === 4 ? 2 : 6}, g);
       var stubs = m.stubs(i), y0 = b[1];
-      if (stubs.length) { svText(g, b[0] + 6, y0 + 9, clip("\u2190 " + stubs.join(", "), 40), "cv-stub"); y0 += STUB_H; }
-      svText(g, b[0] + 7, y0 + 15, clip(m.label(i), 30), "cv-label");
-      svText(g, b[0] + 7, y0 + 29, m.type(i), "cv-type");
+      if (stubs.length) { svText(g, b[0] + 6, y0 + 12, clip("\u2190 " + stubs.join(", "), 40), "cv-stub"); y0 += STUB_H; }
+      svText(g, b[0] + 7, y0 + 16, clip(m.label(i), 30), "cv-label");
+      svText(g, b[0] + 7, y0 + 32, m.type(i), "cv-type");
     }
+    this.paintMini();
     this.apply();
   };
   View.prototype.apply = function () {
     this.vp.setAttribute("transform", "translate(" + this.tx + "," + this.ty + ") scale(" + this.k + ")");
+    this.drawMini();
+  };
+  /* the overview: every drawn box at the minimap's scale (painted once per drawing), and the
+   * part of the drawing in sight as a rectangle (on every pan and zoom) */
+  View.prototype.paintMini = function () {
+    var c = document.createElement("canvas"), f = Math.min(MINI_W / (this.size[0] + 20), MINI_H / (this.size[1] + 20));
+    c.width = MINI_W; c.height = MINI_H;
+    var g = c.getContext("2d"), key, b;
+    this.miniScale = f;
+    this.miniOff = [(MINI_W - this.size[0] * f) / 2, (MINI_H - this.size[1] * f) / 2];
+    if (!g) { this.miniImage = null; return; }
+    var ox = this.miniOff[0], oy = this.miniOff[1], style = getComputedStyle(this.root);
+    g.strokeStyle = style.getPropertyValue("--cv-mini-scope").trim() || "#94a3b8";
+    for (key in this.scopeBox) { b = this.scopeBox[key]; g.strokeRect(ox + b[0] * f, oy + b[1] * f, b[2] * f, b[3] * f); }
+    g.fillStyle = style.getPropertyValue("--cv-mini-node").trim() || "#475569";
+    for (key in this.nodeBox) { b = this.nodeBox[key]; g.fillRect(ox + b[0] * f, oy + b[1] * f, Math.max(1, b[2] * f), Math.max(1, b[3] * f)); }
+    this.miniImage = c;
+  };
+  View.prototype.drawMini = function () {
+    var c = this.mini, g = c.getContext && c.getContext("2d");
+    if (!g || !this.miniImage) return;
+    g.clearRect(0, 0, MINI_W, MINI_H);
+    g.drawImage(this.miniImage, 0, 0);
+    var v = this.viewSize(), f = this.miniScale, ox = this.miniOff[0], oy = this.miniOff[1];
+    g.strokeStyle = getComputedStyle(this.root).getPropertyValue("--cv-accent").trim() || "#2563eb";
+    g.lineWidth = 2;
+    g.strokeRect(ox + (-this.tx / this.k) * f, oy + (-this.ty / this.k) * f, v[0] / this.k * f, v[1] / this.k * f);
   };
   View.prototype.viewSize = function () {
     var r = this.svg.getBoundingClientRect();
     return [r.width || 800, r.height || 500];
   };
+  /* Fit: the whole drawing when it fits at a readable size (text >= 11 px: scale >= 1);
+   * otherwise the readable size, fitting the width when it can, showing the top, and the
+   * minimap gives the overview. The first picture is the same. */
   View.prototype.fit = function () {
     var v = this.viewSize(), w = this.size[0] + 40, h = this.size[1] + 40;
-    this.k = Math.min(1, v[0] / w, v[1] / h);
-    if (this.k < 0.4) this.k = Math.max(0.05, Math.min(0.4, v[0] / w));  // tall: fit the width
-    this.tx = (v[0] - this.size[0] * this.k) / 2; this.ty = 20 * this.k;
+    this.k = Math.min(MAX_FIT, v[0] / w, v[1] / h);
+    if (this.k < 1) this.k = 1;
+    if (this.size[0] * this.k + 40 <= v[0]) this.tx = (v[0] - this.size[0] * this.k) / 2;
+    else {  // wider than the view: the first node (the graph's entry) in the middle
+      var first = null;
+      for (var key in this.nodeBox) { first = this.nodeBox[key]; break; }
+      var cx = first ? first[0] + first[2] / 2 : this.size[0] / 2;
+      this.tx = Math.max(v[0] - 20 - this.size[0] * this.k, Math.min(20, v[0] / 2 - cx * this.k));
+    }
+    this.ty = this.size[1] * this.k + 40 <= v[1] ? (v[1] - this.size[1] * this.k) / 2 : 20;
     this.apply();
   };
-  View.prototype.follow = function () {  /* live: fit the width, keep the newest node in sight */
+  View.prototype.follow = function () {  /* live: readable size, the newest node in sight */
     var v = this.viewSize(), last = -1;
     for (var key in this.nodeBox) last = Math.max(last, +key);
-    this.k = Math.max(0.2, Math.min(1, (v[0] - 20) / (this.size[0] + 20)));
-    this.tx = 10;
+    this.k = 1;
     var b = last >= 0 ? this.nodeBox[last] : [0, 0, 0, 0];
+    this.tx = Math.min(10, v[0] - 20 - (b[0] + b[2]) * this.k);
     this.ty = Math.min(10, v[1] - 20 - (b[1] + b[3]) * this.k);
     this.apply();
   };
