@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 import pytest
 from browser_support import (
+    ARTIFACTS,
     RED,
     ROOT,
     SAW_RECORDING,
@@ -694,3 +695,95 @@ def test_view_and_to_svg_honour_the_budget_alike(tmp_path):
             unpacks = {n.index for n in graph.nodes if n.op == "unpack"}  # a split's ports in SVG
             assert in_svg == drawn[budget] - unpacks
         assert len(drawn[160]) < 200 and ops <= drawn[100_000]
+
+
+# --- styled by kind from rules.py, light and dark (issue 23) ----------------------------------
+
+CONTRAST = """(view) => {  // WCAG contrast of every text in sight against what is behind it
+  const rgb = c => {
+    const m = c.match(/rgba?\\(([^)]+)\\)/);
+    if (!m) return null;
+    const v = m[1].split(',').map(Number);
+    return v.length > 3 && v[3] === 0 ? null : v.slice(0, 3);
+  };
+  const lum = c => {
+    const [r, g, b] = c.map(x => {
+      x /= 255;
+      return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const ratio = (a, b) => {
+    const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+    return (x + 0.05) / (y + 0.05);
+  };
+  const behindHtml = e => {
+    for (let p = e; p; p = p.parentElement) {
+      const c = rgb(getComputedStyle(p).backgroundColor);
+      if (c) return c;
+    }
+    return [255, 255, 255];
+  };
+  const canvas = rgb(getComputedStyle(view.querySelector('.cv-canvas')).backgroundColor);
+  const out = [];
+  for (const t of view.querySelectorAll('g.cv-node text, g.cv-scope text')) {
+    const g = t.parentNode;
+    let fill = null;
+    const under = g.classList.contains('cv-node') ? '.cv-shape'
+      : g.classList.contains('cv-open') ? 'rect.cv-head' : 'rect';
+    fill = rgb(getComputedStyle(g.querySelector(under)).fill);
+    out.push([t.textContent, ratio(rgb(getComputedStyle(t).fill), fill || canvas)]);
+  }
+  const html = '.cv-bar button, .cv-bar select, .cv-status, .cv-side h4, .cv-side li, '
+    + '.cv-side pre, .cv-panel';
+  for (const e of view.querySelectorAll(html)) {
+    if (!e.getClientRects().length) continue;
+    out.push([e.textContent.slice(0, 30), ratio(rgb(getComputedStyle(e).color), behindHtml(e))]);
+  }
+  return out;
+}"""
+
+
+def styled_graph():
+    """A graph with every kind rules.py styles, the new ones (state, guard) set on nodes as
+    issues 20 and 21 make them, a violation and a selected node."""
+    g = gpt_module()
+    graph = violation_graph(g)
+    x = graph.node("x").index
+    ops = [n for n in graph.nodes if n.kind == "op"]
+    ops[1].kind = "state"
+    ops[2].kind = "guard"
+    return graph, x, ops[1].index, ops[2].index
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_kinds_are_styled_from_rules_and_text_is_readable_in_both_themes(tmp_path, theme):
+    from capviz.render.rules import KIND_STYLES
+
+    graph, x, state, guard = styled_graph()
+    graph.to_html(str(tmp_path / "kinds.html"))
+    with chromium_page(f"browser-view-{theme}") as page:
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((tmp_path / "kinds.html").as_uri())
+        if theme == "dark":  # what JupyterLab Dark sets on the page
+            page.evaluate("() => document.body.setAttribute('data-jp-theme-light', 'false')")
+        page.wait_for_selector(".capviz-view[data-ready]", state="attached")
+        view = page.locator(".capviz-view")
+        view.locator(f'g.cv-node[data-node="{x}"]').dispatch_event("click")  # a selected node
+        for index, kind in ((state, "state"), (guard, "guard"), (x, "input")):
+            node = view.locator(f'g.cv-node[data-node="{index}"]')
+            assert f"cv-kind-{kind}" in node.get_attribute("class").split()
+            style = KIND_STYLES[kind]
+            fill = style.dark_fill if theme == "dark" else style.fill
+            got = node.locator(".cv-shape").evaluate("e => getComputedStyle(e).fill")
+            assert got == "rgb({}, {}, {})".format(*(int(fill[k:k + 2], 16) for k in (1, 3, 5)))
+        shapes = {kind: view.locator(f'g.cv-node[data-node="{i}"] .cv-shape').evaluate(
+            "e => e.tagName") for i, kind in ((state, "state"), (guard, "guard"), (x, "input"))}
+        assert shapes == {"state": "path", "guard": "polygon", "input": "rect"}
+        pairs = view.evaluate(CONTRAST)
+        assert len(pairs) > 30
+        low = [(text, round(r, 2)) for text, r in pairs if r < 4.5]
+        assert low == []
+        page.screenshot(path=os.path.join(ARTIFACTS, f"view-{theme}.png"))
+        assert errors == []

@@ -21,6 +21,7 @@ from capviz.core.ir import Graph, Node
 from capviz.io.printing import index_text, short_text, type_text
 from capviz.render.escape import printable
 from capviz.render.model import Item, Model, build, placements
+from capviz.render.rules import kind_style
 
 STYLE = {
     "input": {"shape": "box", "style": "rounded,filled", "fillcolor": "#dbeafe",
@@ -110,7 +111,19 @@ def _style(node: Node) -> dict[str, str]:
         return STYLE["error" if node.params.get("level") == "error" else "warning"]
     if node.kind == "op" and ops.is_random(node.op):
         return STYLE["random"]
-    return STYLE[node.kind]
+    return STYLE.get(node.kind) or _rules_style(node.kind)
+
+
+DOT_SHAPES = {"round": ("box", "rounded,filled"), "box": ("box", "filled"),
+              "store": ("cylinder", "filled"), "hexagon": ("hexagon", "filled"),
+              "diamond": ("diamond", "filled"), "octagon": ("octagon", "filled")}
+
+
+def _rules_style(kind: str) -> dict[str, str]:
+    """A node kind's style from :data:`capviz.render.rules.KIND_STYLES` (the view's too)."""
+    style = kind_style(kind)
+    shape, fill = DOT_SHAPES.get(style.shape, DOT_SHAPES["round"])
+    return {"shape": shape, "style": fill, "fillcolor": style.fill, "color": style.stroke}
 
 
 __all__ = ["choose_collapsed", "node_label", "node_tooltip", "placements", "to_dot"]

@@ -37,3 +37,47 @@ class Rules:
 
 
 RULES = Rules()
+
+
+@dataclasses.dataclass(frozen=True)
+class KindStyle:
+    """How the nodes of one kind are drawn, by the static SVG and the interactive view alike.
+
+    A new node kind needs one entry in :data:`KIND_STYLES` and nothing else: the view reads the
+    shapes and colours from its data and its generated style sheet (no script change), and DOT
+    maps the shape to Graphviz's.
+
+    Attributes:
+        shape: ``round`` (a rounded box), ``box``, ``store`` (a cylinder: a value that lives
+            across steps), ``hexagon``, ``diamond`` or ``octagon``.
+        fill: fill colour on a light background.
+        stroke: outline colour on a light background.
+        dark_fill: fill colour on a dark background (JupyterLab Dark).
+        dark_stroke: outline colour on a dark background.
+    """
+
+    shape: str
+    fill: str
+    stroke: str
+    dark_fill: str
+    dark_stroke: str
+
+
+# in this order: a kind's position is its code in the view's data (input 0 ... violation 4)
+KIND_STYLES: dict[str, KindStyle] = {
+    "input": KindStyle("round", "#dbeafe", "#1d4ed8", "#172554", "#93c5fd"),
+    "constant": KindStyle("box", "#f3f4f6", "#6b7280", "#1f2937", "#9ca3af"),
+    "op": KindStyle("round", "#ffffff", "#374151", "#111827", "#9ca3af"),
+    "output": KindStyle("round", "#dcfce7", "#15803d", "#052e16", "#86efac"),
+    "violation": KindStyle("box", "#fee2e2", "#dc2626", "#450a0a", "#f87171"),
+    # state (issue 20): buffers and generators written in place, drawn as a store
+    "state": KindStyle("store", "#fef9c3", "#a16207", "#422006", "#facc15"),
+    # guard (issue 21): a value read during capture that the replay checks, a decision
+    "guard": KindStyle("hexagon", "#e0f2fe", "#0369a1", "#082f49", "#38bdf8"),
+}
+DEFAULT_KIND_STYLE = KIND_STYLES["op"]
+
+
+def kind_style(kind: str) -> KindStyle:
+    """The style of a node kind (an op's for a kind not listed)."""
+    return KIND_STYLES.get(kind, DEFAULT_KIND_STYLE)

@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Any
 
 from capviz.core.ir import Graph
-from capviz.render.rules import RULES
+from capviz.render.rules import DEFAULT_KIND_STYLE, KIND_STYLES, RULES, KindStyle
 from capviz.render.view_data import script_json, view_data
 
 DEFAULT_BUDGET = RULES.budget  # boxes drawn at first: whole levels open while they fit
@@ -31,6 +31,25 @@ _DAGRE_CLOSE = "\nwindow.CapvizDagre = dagre;\n})();"
 @cache
 def _asset(name: str) -> str:
     return resources.files("capviz.render").joinpath("static", name).read_text(encoding="utf-8")
+
+
+_DARK = ('body[data-jp-theme-light="false"] .capviz-view', ".capviz-view.cv-dark")
+
+
+def _kind_rule(selector: str, style: KindStyle) -> str:
+    light = f".capviz-view {selector} > .cv-shape"
+    dark = ", ".join(f"{d} {selector} > .cv-shape" for d in _DARK)
+    return (f"{light} {{ fill: {style.fill}; stroke: {style.stroke}; stroke-width: 1.2; }}\n"
+            f"{dark} {{ fill: {style.dark_fill}; stroke: {style.dark_stroke}; }}\n")
+
+
+@cache
+def kind_css() -> str:
+    """The colours of every node kind (:data:`capviz.render.rules.KIND_STYLES`), light and
+    dark: the view styles a node by its kind from this data, so a new kind needs no script."""
+    rules = [_kind_rule("g.cv-node", DEFAULT_KIND_STYLE)]
+    rules += [_kind_rule(f"g.cv-kind-{name}", style) for name, style in KIND_STYLES.items()]
+    return "".join(rules)
 
 
 def _script_safe(code: str) -> str:
@@ -57,7 +76,7 @@ def fragment(graph: Graph, values: Mapping[Any, Any] | None = None,
         page: fill the browser window (standalone page).
     """
     data = view_data(graph, values=values, title=title, budget=budget, live=live)
-    css = _script_safe(_asset("view.css"))
+    css = _script_safe(kind_css() + _asset("view.css"))
     js = _script_safe(_asset("view.js"))
     dagre = _script_safe(_asset("dagre.min.js"))
     fallback = fallback_svg if fallback_svg is not None else (

@@ -39,9 +39,9 @@ from capviz.render.model import (
     readers,
     scope_tree,
 )
-from capviz.render.rules import RULES
+from capviz.render.rules import KIND_STYLES, RULES, kind_style
 
-KIND_CODES = {"input": 0, "constant": 1, "op": 2, "output": 3, "violation": 4}
+KIND_CODES = {name: code for code, name in enumerate(KIND_STYLES)}  # input 0 ... violation 4
 BOX_CODES = {"root": 0, "scope": 1, "fold": 2, "group": 4}
 HIST_BINS = 16
 
@@ -60,7 +60,7 @@ def node_title(node: Node, value: Any = None) -> str:
     if node.op == "getitem":
         return f"getitem{index_text(node.params['index'])}"
     literals = [literal_text(a) for a in node.args if not isinstance(a, Node)]
-    return node.op + (f" {' '.join(literals)}" if literals else "")
+    return (node.op or node.kind) + (f" {' '.join(literals)}" if literals else "")
 
 
 def _params_text(node: Node) -> str:
@@ -150,11 +150,12 @@ def _view_data(graph: Graph, values: Mapping[Any, Any] | None, title: str | None
     boxes = outline(graph, scope_tree(graph, placed, users_of), placed, fold=not live)
     opened = open_levels(boxes, budget)
 
+    kinds = dict(KIND_CODES)  # a kind rules.py does not style yet is drawn as an op
     kind, label, types, source, code, params = [], [], [], [], [], []
     argc: list[int] = []  # operands per node, then their distances back in program order
     argd: list[int] = []
     for n in graph.nodes:
-        kind.append(KIND_CODES[n.kind])
+        kind.append(kinds.setdefault(n.kind, len(kinds)))
         label.append(strings(node_title(n, graph.constant_values.get(n.index))))
         types.append(strings(type_text(n)))
         where, line = _source_text(n)
@@ -189,7 +190,8 @@ def _view_data(graph: Graph, values: Mapping[Any, Any] | None, title: str | None
               "kind": [BOX_CODES[b.kind] for b in boxes.boxes],
               "open": sorted(opened - {0})}
     return {
-        "version": 2, "title": title or "", "live": live,
+        "version": 2, "title": title or "", "live": live, "kinds": list(kinds),
+        "shapes": [kind_style(k).shape for k in kinds],
         "complete": graph.complete, "strings": strings.table,
         "kind": kind, "label": label, "type": types, "source": source, "code": code,
         "params": params, "scope": boxes.node_box, "argc": argc, "argd": argd,

@@ -309,3 +309,16 @@ def test_to_svg_refuses_a_scope_the_graph_does_not_have_as_the_cli_does():
     with pytest.raises(ValueError, match="'model/block'"):
         g.to_dot(collapse=["model/block"])
     assert "capviz-scope" in g.to_dot(collapse=["model/block[3]"]).source
+
+
+def test_new_node_kinds_are_drawn_with_the_style_rules_py_gives_them():
+    from capviz.render.rules import KIND_STYLES
+
+    g = twelve_blocks()
+    ops = [n for n in g.nodes if n.kind == "op"]
+    ops[0].kind, ops[1].kind = "state", "guard"  # as issues 20 and 21 make them
+    source = g.to_dot(collapse=None).source
+    for node, shape in ((ops[0], "cylinder"), (ops[1], "hexagon")):
+        line = next(ln for ln in source.splitlines() if ln.strip().startswith(f"n{node.index} "))
+        assert f"shape={shape}" in line
+        assert f'fillcolor="{KIND_STYLES[node.kind].fill}"' in line

@@ -11,7 +11,7 @@
   var SVGNS = "http://www.w3.org/2000/svg";
   var NODE_H = 40, STUB_H = 14, SCOPE_H = 44, HEAD = 20, ROW = 14, ROWB = 14, PAD = 12, GAP_X = 16, GAP_Y = 30;
   var CHAR_W = 6.6, MINI_W = 180, MINI_H = 120, MAX_FIT = 1.5;
-  var KIND_NAMES = ["input", "constant", "op", "output", "violation"];
+  var KIND_NAMES = ["input", "constant", "op", "output", "violation"];  // data.kinds, when given
   var liveState = window.__capvizLiveState = window.__capvizLiveState || {};
 
   function el(tag, attrs, text, parent) {
@@ -33,6 +33,26 @@
     t.textContent = text;
     return t;
   }
+  /* a node's outline by its kind's shape (capviz/render/rules.py): a rect for boxes; otherwise
+   * a transparent rect (its box, for hit tests and tests) under the drawn outline */
+  function shape(g, name, b) {
+    var x = b[0], y = b[1], w = b[2], h = b[3];
+    if (name === "round" || name === "box" || !name) {
+      return sv("rect", {"class": "cv-shape", x: x, y: y, width: w, height: h, rx: name === "box" ? 2 : 6}, g);
+    }
+    sv("rect", {"class": "cv-hit", x: x, y: y, width: w, height: h}, g);
+    var c = 7, pts;
+    if (name === "store") {
+      var r = w / 2, e = 5;
+      return sv("path", {"class": "cv-shape", d: "M" + x + "," + (y + e) + " A" + r + "," + e + " 0 0 1 " + (x + w) + "," + (y + e) +
+        " L" + (x + w) + "," + (y + h - e) + " A" + r + "," + e + " 0 0 1 " + x + "," + (y + h - e) + " Z M" + x + "," + (y + e) +
+        " A" + r + "," + e + " 0 0 0 " + (x + w) + "," + (y + e)}, g);
+    }
+    if (name === "hexagon") pts = [[x + c, y], [x + w - c, y], [x + w, y + h / 2], [x + w - c, y + h], [x + c, y + h], [x, y + h / 2]];
+    else if (name === "diamond") pts = [[x + w / 2, y], [x + w, y + h / 2], [x + w / 2, y + h], [x, y + h / 2]];
+    else pts = [[x + c, y], [x + w - c, y], [x + w, y + c], [x + w, y + h - c], [x + w - c, y + h], [x + c, y + h], [x, y + h - c], [x, y + c]];
+    return sv("polygon", {"class": "cv-shape", points: pts.map(function (p) { return p.join(","); }).join(" ")}, g);
+  }
   function clip(text, n) { return text.length > n ? text.slice(0, n - 1) + "\u2026" : text; }
   function fmt(x) {
     if (x === null || x === undefined) return "n/a";
@@ -48,6 +68,7 @@
     var S = d.strings, n = d.kind.length, i, j, off;
     this.d = d; this.n = n; this.S = S;
     this.kind = d.kind;
+    this.kindNames = d.kinds || KIND_NAMES;  // the kinds' names and shapes come from rules.py
     this.label = function (i) { return S[d.label[i]]; };
     this.type = function (i) { return S[d.type[i]]; };
     var aside = new Uint8Array(n);  // read constants are annotations; high degree: stubs
@@ -184,7 +205,7 @@
       var d = this.d, S = this.S, hay = new Array(this.n);
       for (var k = 0; k < this.n; k++) {
         hay[k] = ("%" + k + " " + S[d.label[k]] + " " + S[d.type[k]] + " " + S[d.source[k]] + " " +
-                  S[d.code[k]] + " " + KIND_NAMES[d.kind[k]]).toLowerCase();
+                  S[d.code[k]] + " " + this.kindNames[d.kind[k]]).toLowerCase();
       }
       this.hay = hay;
     }
@@ -674,8 +695,8 @@
       var c2 = "cv-node cv-k" + kind + (level === "warning" ? " cv-warning" : "") +
         (m.onPath[i] ? " cv-nanpath" : "") + (i === m.nan ? " cv-nonfinite cv-bad" : "") +
         (i === this.focused ? " cv-focus" : "");
-      g = sv("g", {"class": c2, "data-i": i, "data-node": i, tabindex: 0}, gNodes);
-      sv("rect", {x: b[0], y: b[1], width: b[2], height: b[3], rx: kind === 4 ? 2 : 6}, g);
+      g = sv("g", {"class": c2 + " cv-kind-" + m.kindNames[kind], "data-i": i, "data-node": i, tabindex: 0}, gNodes);
+      shape(g, d.shapes ? d.shapes[kind] : "round", b);
       var stubs = m.stubs(i), y0 = b[1];
       if (stubs.length) { svText(g, b[0] + 6, y0 + 12, clip("\u2190 " + stubs.join(", "), 40), "cv-stub"); y0 += STUB_H; }
       svText(g, b[0] + 7, y0 + 16, clip(m.label(i), 30), "cv-label");
@@ -797,7 +818,7 @@
 
   /* hover and the side panel */
   View.prototype.tipText = function (i) {
-    var m = this.m, d = this.d, S = m.S, lines = [m.label(i) + "  (%" + i + ", " + KIND_NAMES[d.kind[i]] + ")"];
+    var m = this.m, d = this.d, S = m.S, lines = [m.label(i) + "  (%" + i + ", " + m.kindNames[d.kind[i]] + ")"];
     var ty = m.type(i);
     if (ty) {
       var br = ty.indexOf("[");
