@@ -4,7 +4,8 @@ python benchmarks/peers_gpt.py [--layers N] [--tokens T] [--rounds R] [--picogpt
 The program is ``benchmarks/gpt2_pico.py``, picoGPT's ``gpt2.py`` in plain NumPy, GPT-2 small's
 shape by default (12 layers, width 768, 64 tokens, random float32 weights). capviz captures it
 unchanged; the peer runs the same source with its ``np`` bound to ``jax.numpy``. Every figure is
-the median of rounds interleaved in one run (the two sides in turn, wall time), and each row
+the median of rounds interleaved in one run (the two sides in turn; wall time, or with
+``--clock cpu`` this process's CPU time, XLA's threads included), and each row
 compares the same work:
 
 - capture: ``cv.capture(...)`` and building ``graph.nx``, vs ``jax.make_jaxpr`` of the same
@@ -51,9 +52,13 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=12)
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="wall time, or this process's CPU time (all threads: XLA's too), "
+                             "which other processes on a busy machine disturb less")
     parser.add_argument("--picogpt-scalars", action="store_true",
                         help="keep picoGPT's np.sqrt scalars (float64 under NumPy 2)")
     args = parser.parse_args()
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
 
     import jax
     import jax.numpy as jnp
@@ -75,7 +80,7 @@ def main() -> None:
     blocks = weight_bytes(params["blocks"])
     print(f"GPT-2 forward: {args.layers} layers, width 768, {args.tokens} tokens, "
           f"{blocks / 2**20:.0f} MiB of block weights, {weight_bytes(params) / 2**20:.0f} MiB "
-          f"in all; medians of {args.rounds} interleaved rounds, wall time; jax "
+          f"in all; medians of {args.rounds} interleaved rounds, {args.clock} time; jax "
           f"{jax.__version__}, numpy {np.__version__}")
 
     spec = cv.spec(ids.shape, ids.dtype)
@@ -89,7 +94,7 @@ def main() -> None:
     def make_jaxpr():
         return jax.make_jaxpr(lambda t: peer_forward(t, weights))(ids)
 
-    t_cap, t_jaxpr = interleaved([capture, make_jaxpr], rounds=args.rounds)
+    t_cap, t_jaxpr = interleaved([capture, make_jaxpr], rounds=args.rounds, clock=clock)
     rows = [("capture (+ graph.nx)",
              f"{t_cap:.3f} s, {1e6 * t_cap / n_ops:.0f} us/op ({n_ops})",
              f"make_jaxpr {t_jaxpr:.3f} s, {1e6 * t_jaxpr / n_eqns:.0f} us/eqn ({n_eqns})",
@@ -116,13 +121,14 @@ def main() -> None:
     jax.block_until_ready(jitted(device_ids, device_params))
     t_jax, t_jit = interleaved([lambda: jax.block_until_ready(fn(device_ids)),
                                 lambda: jax.block_until_ready(jitted(device_ids, device_params))],
-                               rounds=args.rounds)
+                               rounds=args.rounds, clock=clock)
     rows.append(("replay, backend='jax'", f"{1e3 * t_jax:.1f} ms", f"jax.jit {1e3 * t_jit:.1f} ms",
                  t_jax / t_jit))
 
     fn_np = kept.compile(backend="numpy")
     fn_np(ids)
-    t_np, t_eager = interleaved([lambda: fn_np(ids), lambda: forward(ids)], rounds=args.rounds)
+    t_np, t_eager = interleaved([lambda: fn_np(ids), lambda: forward(ids)], rounds=args.rounds,
+                                 clock=clock)
     rows.append(("replay, backend='numpy'", f"{1e3 * t_np:.1f} ms",
                  f"eager NumPy {1e3 * t_eager:.1f} ms", t_np / t_eager))
     report(rows)

@@ -15,6 +15,7 @@ from capviz.backends.registry import host_array
 from capviz.core.ir import Graph, Node
 from capviz.core.source import format_source
 from capviz.core.stats import Stats, value_stats
+from capviz.replay.exactness import inexact_nodes, origin_text
 from capviz.replay.run import Executor, resolve_seed
 from capviz.trace.eager import EagerTrace
 from capviz.trace.tensor import Tensor
@@ -92,6 +93,8 @@ def _tolerance(rtol: float | None, atol: float | None, dtype: Any, names: tuple[
                ) -> tuple[float, float]:
     """``rtol``/``atol`` as given, else the default widened to every inexact backend's own
     tolerance for values of ``dtype`` (:meth:`capviz.backends.registry.Backend.tolerance_for`)."""
+    if np.dtype(dtype).kind in "biu":  # integers and booleans: exact (capviz.replay.exactness)
+        return (0.0 if rtol is None else rtol), (0.0 if atol is None else atol)
     r, a = DEFAULT_RTOL, DEFAULT_ATOL
     for name in names:
         if name is None:
@@ -101,6 +104,20 @@ def _tolerance(rtol: float | None, atol: float | None, dtype: Any, names: tuple[
             own_r, own_a = chosen.tolerance_for(np.dtype(dtype))
             r, a = max(r, own_r), max(a, own_a)
     return (r if rtol is None else rtol), (a if atol is None else atol)
+
+
+def _why_inexact(graph: Graph, node: Node, dtype: Any, names: tuple[str | None, ...]) -> str:
+    """For an integer or boolean computed from floats an inexact backend taking part rounds
+    otherwise: why it differs (``capviz.replay.exactness``); else nothing."""
+    inexact = [name for name in names if name is not None and not registry.get(name).exact]
+    if not inexact or np.dtype(dtype).kind not in "biu":
+        return ""
+    origin = inexact_nodes(graph, registry.get(inexact[0])).get(node.index)
+    if origin is None:
+        return ""
+    return (f"; an integer or boolean computed from floats (from {origin_text(origin)}) that "
+            f"the {inexact[0]} backend rounds otherwise than NumPy: exact only on an exact "
+            "backend")
 
 
 def compare(graph: Graph, fn: Callable | None, inputs: Mapping[str, Any] | None,
@@ -161,6 +178,6 @@ def compare(graph: Graph, fn: Callable | None, inputs: Mapping[str, Any] | None,
             return Divergence(n, max_abs, max_rel,
                               f"%{n.index} ({n.op}, recorded at {format_source(n.source)}) "
                               f"differs: max abs error {max_abs:.3g}, max rel error "
-                              f"{max_rel:.3g}")
+                              f"{max_rel:.3g}{_why_inexact(graph, n, ref.dtype, names)}")
     graph.marks.pop("diverged", None)
     return Divergence(None, 0.0, 0.0, "no node differs beyond tolerance")

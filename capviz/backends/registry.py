@@ -56,6 +56,9 @@ class Backend:
         host_memory: results are held in this machine's memory, so a replay whose
             :meth:`capviz.CapturedGraph.memory_plan` peak exceeds the memory available is
             refused before anything is allocated (:class:`capviz.ReplayMemoryError`).
+        rounds: for an inexact backend, the ops whose float results it may round otherwise
+            than NumPy (``None``: every op that computes a float); what an integer or boolean
+            computed from them is exact from (:mod:`capviz.replay.exactness`).
     """
 
     name: str = ""
@@ -66,13 +69,20 @@ class Backend:
     options: frozenset[str] = frozenset()
     host_memory: bool = False
     eager: bool = False
+    rounds: frozenset[str] | None = None
 
     def tolerance_for(self, dtype: Any) -> tuple[float, float]:
         """The ``(rtol, atol)`` results of ``dtype`` are held to (default: :attr:`tolerance`).
 
-        A backend whose error grows as precision shrinks (float16 sums added in another order)
-        overrides it for those dtypes; ``compare`` and the contract tests use it per value.
+        Integers and booleans: ``(0.0, 0.0)``, exact, for a value computed from exact values.
+        One computed from floats an inexact backend rounds otherwise is not held to any
+        tolerance (an integer off by one, a flipped boolean): exactness is a property of the
+        node, :func:`capviz.replay.exactness.inexact_nodes`. A backend whose error grows as
+        precision shrinks (float16 sums added in another order) overrides it for those dtypes;
+        ``compare`` and the contract tests use it per value.
         """
+        if np.dtype(dtype).kind in "biu":
+            return (0.0, 0.0)
         return self.tolerance
 
     def namespace(self) -> Any:

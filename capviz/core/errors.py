@@ -127,6 +127,12 @@ class UnseededRandomWarning(UserWarning):
     """A random op was captured in a scope whose randomness has no known seed."""
 
 
+class InexactResultWarning(UserWarning):
+    """A replay on an inexact backend (JAX, Dask) returns integer or boolean outputs computed
+    from floats that backend rounds otherwise than NumPy: they may differ by more than any
+    tolerance (an integer off by one, a boolean flipped). See ``capviz/replay/exactness.py``."""
+
+
 # --- graphs on disk ------------------------------------------------------------------------------
 
 

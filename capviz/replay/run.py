@@ -24,9 +24,10 @@ from typing import Any
 from capviz.backends import registry
 from capviz.backends.registry import Backend
 from capviz.core.ir import Graph
-from capviz.core.references import check_unchanged
+from capviz.core.references import PENDING, check_unchanged
 from capviz.core.violations import check_replayable
 from capviz.ops.random import check_seed, fresh_seed
+from capviz.replay.exactness import warn_inexact_outputs
 from capviz.replay.inputs import (
     InputCheck,
     ReplayResult,
@@ -60,6 +61,7 @@ def _compiled(graph: Graph, backend: Backend) -> tuple[Program, InputCheck, bool
         entry = (graph.version, len(graph.nodes), Program(graph, backend),
                  InputCheck(graph, backend), type(backend).execute is Backend.execute)
         graph.replay_cache[backend.name] = entry
+        warn_inexact_outputs(graph, backend)  # once per compiled program
     return entry[2], entry[3], entry[4]
 
 
@@ -101,9 +103,10 @@ class CompiledReplay:
         if graph.version != self._version or len(graph.nodes) != self._length:
             self._refresh()
         args = self._check.positional(graph, inputs)
-        if graph.constant_fingerprints:
-            check_unchanged(graph)
         seed = self._fixed_seed if self._fixed_seed is not None else fresh_seed()
+        if graph.constant_fingerprints:
+            return _checked_run(graph, self._program, self._backend, self._direct, args, seed,
+                                self._options)
         if self._direct:
             return self._program(args, seed)
         return self._backend.execute(self._program, args, seed, self._options)
@@ -172,11 +175,33 @@ def replay_with(graph: Graph, inputs: Mapping[str, Any] | None, backend: str | B
         ex.check_finite = True
         ex.run()
         return ex.outputs(to_numpy)
-    check_unchanged(graph)
     prog, check, direct = _compiled(graph, engine)
     args = check.named(graph, inputs)
     key = resolve_seed(graph, seed) if prog.random or seed is not None else 0
-    values = prog(args, key) if direct else engine.execute(prog, args, key, options)
+    if graph.constant_fingerprints:
+        values = _checked_run(graph, prog, engine, direct, args, key, options)
+    else:
+        values = prog(args, key) if direct else engine.execute(prog, args, key, options)
     return result(prog.output_names, values, engine, to_numpy)
+
+
+def _checked_run(graph: Graph, prog: Program, engine: Backend, direct: bool, args: list,
+                 key: Any, options: Mapping[str, Any]) -> tuple:
+    """Run ``prog`` on a graph keeping constants by reference, checking them unchanged
+    (:mod:`capviz.core.references`): before an in-process run, and, on a backend that runs
+    its program elsewhere, while it runs (JAX calls ``check_pending`` after dispatching, so
+    the check reads host memory while the device computes) or else after it."""
+    if direct:
+        check_unchanged(graph)
+        return prog(args, key)
+    token = PENDING.set(graph)
+    try:
+        values = engine.execute(prog, args, key, options)
+        pending = PENDING.get()
+    finally:
+        PENDING.reset(token)
+    if pending is not None:  # the backend did not run it: results are returned only now
+        check_unchanged(graph)
+    return values
 
 

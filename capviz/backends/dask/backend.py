@@ -528,6 +528,7 @@ class DaskBackend(Backend):
     extra = "dask"
     mutable = False
     exact = False
+    rounds = frozenset(traits.REDUCE | traits.CONTRACT | traits.RANDOM)  # tree sums, products
     tolerance = (1e-5, 1e-5)
     float16_tolerance = (1e-2, 1e-1)
     """float16 reductions and products: sums of up to 1000 unit-scale terms, ``a @ a.T`` and var
@@ -543,10 +544,11 @@ class DaskBackend(Backend):
         return da
 
     def tolerance_for(self, dtype: Any) -> tuple[float, float]:
-        """:attr:`float16_tolerance` for float16, else :attr:`tolerance`."""
+        """:attr:`float16_tolerance` for float16, exact for integers and booleans computed
+        from exact values (see :meth:`Backend.tolerance_for`), else :attr:`tolerance`."""
         if np.dtype(dtype) == np.float16:
             return self.float16_tolerance
-        return self.tolerance
+        return super().tolerance_for(dtype)
 
     def from_host(self, value: Any) -> Any:
         """A host array as a dask array (chunks ``"auto"``; a replay's ``chunks`` option

@@ -39,7 +39,9 @@ What this module decides, and why:
   ``cumsum``, matmul) in another order. So :attr:`JaxBackend.exact` is ``False`` and
   :meth:`JaxBackend.tolerance_for` gives the ``(rtol, atol)`` that comparisons use per dtype
   (:attr:`JaxBackend.tolerance`, or :attr:`JaxBackend.float16_tolerance` for float16); integer,
-  boolean and comparison results are exact.
+  boolean and comparison results are exact when computed from exact values, and not when
+  computed from floats XLA rounds otherwise (``np.exp(x).astype(np.int64)``): a replay returning
+  such outputs warns, naming them (:mod:`capviz.replay.exactness`).
 
 jax is imported only when the backend is used (``import capviz`` never imports it).
 """
@@ -65,6 +67,7 @@ from capviz.core.errors import (
     UnsupportedOperationError,
 )
 from capviz.core.ir import Node
+from capviz.core.references import check_pending
 from capviz.core.source import format_source
 
 # --- loading jax -------------------------------------------------------------------------------
@@ -114,10 +117,11 @@ class JaxBackend(Backend):
     options: frozenset[str] = frozenset()
 
     def tolerance_for(self, dtype: Any) -> tuple[float, float]:
-        """:attr:`float16_tolerance` for float16, else :attr:`tolerance`."""
+        """:attr:`float16_tolerance` for float16, exact for integers and booleans computed
+        from exact values (see :meth:`Backend.tolerance_for`), else :attr:`tolerance`."""
         if np.dtype(dtype) == np.float16:
             return self.float16_tolerance
-        return self.tolerance
+        return super().tolerance_for(dtype)
 
     def __init__(self) -> None:
         self.traces = 0
@@ -238,6 +242,7 @@ class _Compiled:
                 raise ReplayError(f"jax could not compile or run this graph: "
                                   f"{type(err).__name__}: {err}; replay with "
                                   "backend='numpy'") from err
+        check_pending()  # host work while XLA runs: constants kept by reference unchanged
         if flags is not None:
             failed = np.flatnonzero(~np.asarray(flags))
             if failed.size and failed[0] < len(self.inputs_checked):
