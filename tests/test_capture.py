@@ -286,7 +286,8 @@ def test_ndarray_indexed_by_a_capture_tensor_is_a_clear_error():
     def f(i):
         return table[i]
 
-    with pytest.raises(cv.DataReadError, match=r"c = cv\.constant\(arr\), then write c\[t\]"):
+    with pytest.raises(cv.DataReadError,
+                       match=r"Fix: record the array first: cv\.constant\(table\)\[i\]"):
         cv.capture(f, cv.spec((3,), "int64"))
 
 

@@ -542,7 +542,7 @@ REFUSED_CALLS = [
 @pytest.mark.parametrize("case", REFUSED_CALLS, ids=[c[0] for c in REFUSED_CALLS])
 def test_refused_function_is_named_with_its_alternative(case):
     _, fn, pattern = case
-    with pytest.raises(cv.UnsupportedOperationError, match=pattern) as info:
+    with pytest.raises(cv.UnsupportedOperationError, match="(?s)" + pattern) as info:
         cv.capture(fn, cv.spec((3, 3), "float64"))
     violations = info.value.graph.violations
     assert violations[-1].kind == "unsupported_op"
@@ -551,8 +551,8 @@ def test_refused_function_is_named_with_its_alternative(case):
 
 def test_boolean_mask_read_is_refused_with_the_alternative():
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=r"tensor\[mask\] \(a read through a boolean mask\).*number of True "
-                             r"entries.*np\.where\(mask, t, fill\).*test_numpy_coverage\.py:\d+"):
+                       match=r"(?s)test_numpy_coverage\.py:\d+.*tensor\[mask\] \(a read through a "
+                             r"boolean mask\).*number of True entries.*np\.where\(mask, t, fill\)"):
         cv.capture(lambda x: x[x > 0], cv.spec((3,)))
 
 

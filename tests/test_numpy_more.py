@@ -112,7 +112,7 @@ def test_write_into_an_ndarray_is_refused_by_name():
         return x
 
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=rf"np\.putmask into an ndarray .*cv\.constant.*{HERE}"):
+                       match=rf"(?s){HERE}.*np\.putmask into an ndarray .*cv\.constant"):
         cv.capture(fn, cv.spec((2, 2)))
 
 
@@ -207,8 +207,8 @@ def test_masked_inplace_with_an_array_of_values_is_refused_with_the_alternative(
         return x
 
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=rf"tensor\[mask\] \*= value of shape \(4,\) .*np\.where\(mask, "
-                             rf"t \* v, t\).*{HERE}"):
+                       match=rf"(?s){HERE}.*tensor\[mask\] \*= value of shape \(4,\) .*"
+                             rf"np\.where\(mask, t \* v, t\)"):
         cv.capture(fn, cv.spec((4,)), cv.spec((4,)))
 
 
@@ -222,8 +222,8 @@ def test_masked_inplace_with_a_mask_of_the_wrong_shape_is_numpys_index_error():
 
 def test_a_boolean_mask_read_is_still_refused():
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=r"tensor\[mask\] \(a read through a boolean mask\).*number of True "
-                             r"entries.*np\.where\(mask, t, fill\).*test_numpy_more\.py:\d+"):
+                       match=r"(?s)test_numpy_more\.py:\d+.*tensor\[mask\] \(a read through a "
+                             r"boolean mask\).*number of True entries.*np\.where\(mask, t, fill\)"):
         cv.capture(lambda x: x[x > 0] * 2, cv.spec((3,)))
 
 
@@ -287,8 +287,8 @@ def test_split_at_tensor_indices_is_refused_by_name():
         return np.split(x, x[:1].astype(np.int64))
 
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=rf"np\.split\(\.\.\., indices_or_sections=<tensor>\) .*Python ints"
-                             rf".*{HERE}"):
+                       match=rf"(?s){HERE}.*np\.split\(\.\.\., "
+                             r"indices_or_sections=<tensor>\) .*Python ints"):
         cv.capture(fn, cv.spec((4,)))
 
 
@@ -318,15 +318,15 @@ def test_masked_array_meeting_a_tensor_is_refused_by_name():
 def test_converting_a_tensor_to_an_ndarray_names_the_tensor_alternative(call, convert,
                                                                         alternative):
     with pytest.raises(cv.DataReadError,
-                       match=rf"(?s){re.escape(call)} of .*{HERE}.*{alternative}"):
+                       match=rf"(?s){HERE}.*{re.escape(call)} of .*{alternative}"):
         cv.capture(lambda x: convert(x * 2), cv.spec((2,)))
 
 
 def test_refusals_outside_a_capture_name_the_users_line():
     t = cv.tensor(np.ones(3), device=cv.Device("numpy"))
-    with pytest.raises(cv.UnsupportedOperationError, match=rf"np\.unique .*at .*{HERE}:\d+"):
+    with pytest.raises(cv.UnsupportedOperationError, match=rf"(?s)at .*{HERE}:\d+.*np\.unique"):
         np.unique(t)
-    with pytest.raises(cv.UnsupportedOperationError, match=rf"tensor\.strides .*{HERE}:\d+"):
+    with pytest.raises(cv.UnsupportedOperationError, match=rf"(?s){HERE}:\d+.*tensor\.strides "):
         t.strides
 
 
@@ -513,7 +513,7 @@ def test_gradient_spacing_forms(fn):
                          ids=["histogram", "histogram_bin_edges"])
 def test_histogram_bins_chosen_from_the_data_are_refused_by_name(fn):
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=rf"np\.histogram\w* with bins='\w+' .*pass a count.*{HERE}"):
+                       match=rf"(?s){HERE}.*np\.histogram\w* with bins='\w+' .*pass a count"):
         cv.capture(fn, cv.spec((10,)))
 
 
@@ -529,7 +529,7 @@ def test_piecewise_errors_are_numpys():
 def test_piecewise_of_an_ndarray_with_tensor_conditions_is_refused_by_name():
     base = np.ones(3)
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=rf"np\.piecewise of an ndarray .*cv\.constant.*{HERE}"):
+                       match=rf"(?s){HERE}.*np\.piecewise of an ndarray .*cv\.constant"):
         cv.capture(lambda c: np.piecewise(base, [c > 0], [2.0]), cv.spec((3,)))
 
 
@@ -539,7 +539,7 @@ def test_piecewise_with_one_scalar_condition_writes_every_element():
 
 def test_piecewise_of_a_0d_tensor_is_refused_by_name():
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=rf"np\.piecewise of a 0-d tensor .*np\.where.*{HERE}"):
+                       match=rf"(?s){HERE}.*np\.piecewise of a 0-d tensor .*np\.where"):
         cv.capture(lambda x: np.piecewise(x, [x > 0], [1.0]), cv.spec(()))
 
 
@@ -573,7 +573,7 @@ def _copyto_where(x):
                                      (_copyto_where, r"where=mask\.copy\(\)")])
 def test_a_mask_sharing_the_written_tensors_memory_is_refused_at_the_line(fn, fix):
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=rf"shares (the tensor's|dst's) memory.*{fix}.*{HERE}:\d+"):
+                       match=rf"(?s){HERE}:\d+.*shares (the tensor's|dst's) memory.*{fix}"):
         cv.capture(fn, cv.spec((4,), "bool"))
 
 
@@ -604,7 +604,8 @@ def test_fill_diagonal_with_a_value_sharing_memory_is_refused():
         return x
 
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=rf"shares a's memory.*np\.fill_diagonal\(a, val\.copy\(\)\).*{HERE}"):
+                       match=rf"(?s){HERE}.*shares a's memory.*"
+                             r"np\.fill_diagonal\(a, val\.copy\(\)\)"):
         cv.capture(fn, cv.spec((3, 3), "float64"))
     with pytest.raises(cv.UnsupportedOperationError, match="shares a's memory"):
         cv.capture(lambda x: np.fill_diagonal(x[:, ::-1], x[0]), cv.spec((3, 3), "float64"))
@@ -628,8 +629,8 @@ def test_a_mask_changed_while_the_value_is_computed_is_refused():
         return x
 
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=rf"computing the value changes the mask.*v = \.\.\.; x\[m\] \+= v"
-                             rf".*{HERE}:\d+"):
+                       match=rf"(?s){HERE}:\d+.*computing the value changes the mask.*"
+                             r"v = \.\.\.; x\[m\] \+= v"):
         cv.capture(fn, cv.spec((4,), "float64"))
 
 
@@ -657,7 +658,9 @@ def test_poly_of_a_list_of_tensors_stacks_it_as_numpy(fn, arrays):
 
 
 def test_poly_of_a_nested_list_of_tensors_is_a_data_read_with_the_stack_advice():
-    with pytest.raises(cv.DataReadError, match=r"np\.array\(\[t1, t2\]\)` \(write np\.stack"):
+    with pytest.raises(cv.DataReadError,
+                       match=r"(?s)np\.atleast_1d's own Python code converts a tensor.*"
+                             r"Fix: .*np\.stack"):
         cv.capture(lambda x: np.poly([[x[0], x[1]], [x[1], x[0]]]), cv.spec((2,), "float64"))
 
 
@@ -698,8 +701,8 @@ def test_gradient_of_a_boolean_tensor_raises_numpys_error(fn, arrays):
 
 def test_gradient_of_a_boolean_tensor_with_tensor_coordinates_is_refused_by_name():
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=r"np\.gradient of a boolean tensor with coordinates given as a tensor"
-                             r".*f\.astype\(np\.float64\)"):
+                       match=r"(?s)np\.gradient of a boolean tensor with coordinates given as a "
+                             r"tensor.*f\.astype\(np\.float64\)"):
         cv.capture(lambda f, c: np.gradient(f, c, edge_order=2), cv.spec((5,), "bool"),
                    cv.spec((5,), "float64"))
 
@@ -767,8 +770,8 @@ def _mask_in_tuple_set(x):
 @pytest.mark.parametrize("fn", [_mask_in_tuple_leading, _mask_in_tuple_last, _mask_in_tuple_set])
 def test_a_boolean_mask_inside_a_tuple_index_is_refused_with_advice_for_masks(fn):
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=rf"tensor inside a tuple index.*boolean mask alone.*"
-                             rf"np\.where\(mb, t \+ v, t\).*{HERE}:\d+"):
+                       match=rf"(?s){HERE}:\d+.*tensor inside a tuple index.*boolean mask alone.*"
+                             r"np\.where\(mb, t \+ v, t\)"):
         cv.capture(fn, cv.spec((3, 3), "float64"))
 
 
@@ -779,7 +782,7 @@ def test_a_mask_read_inside_an_augmented_assignment_is_refused_by_name():
         return x
 
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=rf"a read through a boolean mask.*{HERE}:\d+"):
+                       match=rf"(?s){HERE}:\d+.*a read through a boolean mask"):
         cv.capture(fn, cv.spec((3,), "float64"))
 
 
@@ -888,8 +891,8 @@ def _set_by_mask_values(x, v):
 ], ids=["values of x's shape", "with a leading 1", "np.piecewise"])
 def test_mask_write_of_one_value_per_true_entry_is_refused_by_name(fn, shapes):
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=r"tensor\[mask\] = value of shape \(6,\).*as many values as True "
-                             rf"entries.*np\.where\(mask, values, t\).*{HERE}:\d+"):
+                       match=rf"(?s){HERE}:\d+.*tensor\[mask\] = value of shape \(6,\).*as many "
+                             r"values as True entries.*np\.where\(mask, values, t\)"):
         cv.capture(fn, *[cv.spec(s, "float64") for s in shapes])
 
 
@@ -911,7 +914,7 @@ def test_mask_write_of_one_row_replays_as_eager():
 def test_copyto_on_an_eager_tensor_with_an_overlapping_mask_is_refused():
     t = cv.tensor(np.array([True, False, False, True]), device=cv.Device("numpy"))
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=rf"shares dst's memory.*where=mask\.copy\(\).*{HERE}:\d+"):
+                       match=rf"(?s){HERE}:\d+.*shares dst's memory.*where=mask\.copy\(\)"):
         np.copyto(t, False, where=t[::-1])
     np.copyto(t, False, where=t[::-1].copy())
     assert t.numpy().tolist() == [False, False, False, False]
@@ -990,15 +993,16 @@ def test_full_like_with_a_tensor_fill_that_does_not_broadcast_raises_numpys_erro
 
 
 def test_full_of_a_tensor_is_refused_with_the_exact_rewrite():
-    with pytest.raises(cv.DataReadError, match=rf"np.asarray\(\) of %1 .*{HERE}.*NumPy's np.full "
-                                               r"makes it: .*np.broadcast_to\(t, shape\).copy\(\)"):
+    with pytest.raises(cv.DataReadError,
+                       match=rf"(?s){HERE}.*np.full copies a tensor.*np.asarray\(\) of %1 .*"
+                             r"Fix: .*np.broadcast_to\(t, shape\).copy\(\)"):
         cv.capture(lambda x: np.full(3, x[0]), cv.spec(5, "float64"))
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=rf"np.full\(\.\.\., t\) of a tensor t .*astype\(dtype\).*{HERE}"):
+                       match=rf"(?s){HERE}.*np.full\(\.\.\., t\) of a tensor t .*astype\(dtype\)"):
         cv.capture(lambda x: np.full((2, 3), x.sum(), dtype=np.float32), cv.spec(5, "float64"))
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=rf"np.full_like\(\.\.\., t\) .*np.full_like\(cv.constant\(a\), t\)"
-                             rf".*{HERE}"):
+                       match=rf"(?s){HERE}.*np.full_like\(\.\.\., t\) .*"
+                             r"np.full_like\(cv.constant\(a\), t\)"):
         cv.capture(lambda x: np.full_like(BASE, x[0]), cv.spec(5, "float64"))
 
 

@@ -1,12 +1,48 @@
-"""Violation messages and the exceptions they raise.
+"""Violation messages, the one table of situations and fixes, and the exceptions they raise.
 
 A violation is recorded by the recording trace (:mod:`capviz.trace.recorder`) as a
-:class:`capviz.core.ir.Violation` plus a ``violation`` node; this module writes its message, with
-the fixes, and turns it into the matching :class:`capviz.core.errors.CaptureViolation` subclass.
+:class:`capviz.core.ir.Violation` plus a ``violation`` node; this module writes its message and
+turns it into the matching :class:`capviz.core.errors.CaptureViolation` subclass.
+
+Every capture error that is not about randomness is written from one table, :data:`SITUATIONS`,
+in at most three lines::
+
+    `params["wte"][tokens]` at gpt.py:40 in forward: an ndarray indexed by the tensor `tokens`.
+    capviz cannot record it: NumPy converts the index with np.asarray, which no hook reaches, ...
+    Fix: record the array first: cv.constant(params["wte"])[tokens] (outside a capture ...).
+
+The API (small on purpose):
+
+- :class:`Failure`: what capviz knows where it fails: the violation ``kind``, the ``call``
+  (``np.asarray()``, ``float()``, ``np.unique``), the ``operand`` tensor, the user's ``source``,
+  the user's ``code`` at that line (:func:`capviz.core.user_code.user_code`: ``index``,
+  ``store``, ``call``, ``branch``... with its parts), the NumPy function converting (``inside``)
+  and a refusal's ``reason``. :func:`failure_here` makes one at the user's current line.
+- :class:`Situation`: one row: ``name``, ``kind``, ``applies(failure)``, and templates for the
+  three lines (``what``, ``why``, ``fix``, over :meth:`Failure.fields`: ``{array}``, ``{key}``,
+  ``{value}``, ``{callee}``, ``{first}``, ``{test}``, ``{operand}``, ``{call}``...), plus an
+  ``example`` program that meets it.
+- :func:`situation` picks the first row of the failure's kind that applies; :func:`explain`
+  writes the message. :func:`data_read_message` and :func:`unsupported_message` do both for the
+  two kinds the recorder raises.
+
+*Adding a situation*: one ``Situation(...)`` in :data:`SITUATIONS`, above the general row of its
+kind (a new kind also gets its error class in :data:`ERROR_TYPES` and a last row that applies to
+every failure of it). Its ``why`` line must differ from every other row's (a test checks), and
+its ``example`` must raise it: ``tests/test_messages.py`` runs every example and checks the
+message (at most three lines, the user's code quoted, that row's why and fix), and
+``docs/guide/messages.md`` lists the table (``python docs/gen_messages.py`` writes it; a test
+fails when it is stale). Seed and frozen-random violations keep their three fixes
+(:func:`seed_message`, :func:`frozen_message`).
 """
 
 from __future__ import annotations
 
+import sys
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
 from capviz.core.errors import (
@@ -18,7 +54,8 @@ from capviz.core.errors import (
     UnsupportedOperationError,
 )
 from capviz.core.ir import Graph, Violation
-from capviz.core.source import format_source
+from capviz.core.source import Source, format_source, source_of, user_frame
+from capviz.core.user_code import UserCode, user_code
 
 SEED_MESSAGE = "seeding is not supported during graph capture"
 
@@ -100,6 +137,8 @@ def _same_draw(name: str, kind: str) -> str:
     return f"np.array(<the same draws from {name}>)"
 
 
+# --- the table of situations: one message, with the one fix, per situation --------------------
+
 # NumPy functions that convert a tensor argument to an ndarray in their Python code (no hook
 # capviz can record), and what to write instead (the same values and dtype)
 NUMPY_COPIES = {
@@ -112,61 +151,327 @@ NUMPY_COPIES = {
 }
 
 
-def data_read_message(call: str, what: str, source: Any, inside: str | None = None) -> str:
-    """Message of a ``data_read`` violation (``inside``: the NumPy function that converted the
-    tensor, see :data:`NUMPY_COPIES`)."""
-    copies = f" NumPy's np.{inside} makes it: {NUMPY_COPIES[inside]}." if inside in NUMPY_COPIES \
-        else ""
-    return (f"cannot read the value of a captured tensor during capture: {call} of {what}"
-            f"{_where(source)}.{copies} Captured tensors hold no values until the graph is "
-            "replayed.\n"
-            "Fixes: replay the graph (graph.replay(inputs)) and read its outputs; keep "
-            "data-dependent Python control flow outside the capture; use np.where(cond, a, b) "
-            "for data-dependent selection. NumPy offers no hook when an ndarray is indexed by a "
-            "tensor (arr[t] calls np.asarray(t)): record the array first, c = "
-            "cv.constant(arr), then write c[t]."
-            + _CONVERSIONS.get(call, ""))
+@dataclass(frozen=True)
+class Failure:
+    """What capviz knows where a capture fails: the facts a :class:`Situation` is chosen by.
+
+    Attributes:
+        kind: the violation kind (``data_read``, ``unsupported_op``).
+        call: what failed, as capviz calls it: the conversion (``np.asarray()``, ``float()``,
+            ``operator.index()``, ``.numpy()``) or the refused call (``np.unique``).
+        operand: the tensor involved as the graph shows it (``%3 (sum, float32[])``), or ``""``.
+        source: ``(file, line, function)`` of the user's line.
+        code: what the user's line runs there (:func:`capviz.core.user_code.user_code`).
+        inside: the NumPy function whose Python code converted the tensor (``full``), if any.
+        reason: for a refusal, why and what to write instead (the caller's words).
+    """
+
+    kind: str
+    call: str
+    operand: str = ""
+    source: Source | None = None
+    code: UserCode = field(default_factory=UserCode)
+    inside: str | None = None
+    reason: str = ""
+
+    def fields(self) -> dict[str, str]:
+        """The names a :class:`Situation`'s templates may use (``{array}``, ``{key}``...): the
+        parts of the user's code, with generic stand-ins (``arr``, ``t``) where unknown."""
+        parts = self.code.parts
+        callee = parts.get("callee", "")
+        values = {
+            "code": self.code.text or self.call, "call": self.call,
+            "operand": self.operand or "a captured tensor", "reason": self.reason.rstrip("."),
+            "array": parts.get("array", "arr"), "key": parts.get("key", "t"),
+            "value": parts.get("value", "t"), "callee": callee or "f",
+            "first": parts.get("first", "t") or "t", "test": parts.get("test", "t"),
+            "owner": callee.rpartition(".")[0] or "a",
+            "copy": NUMPY_COPIES.get(self.inside or "", ""), "inside": self.inside or "",
+        }
+        values["reason_why"], values["reason_fix"] = _split_reason(self.reason)
+        return values
 
 
-# NumPy converts a tensor with np.asarray (no hook capviz can record) in these ndarray methods too
-_CONVERTED = (" The same conversion happens in `np.array([t1, t2])` (write np.stack([t1, t2])), "
-              "in a ufunc method given a list or tuple of tensors, `np.maximum.reduce([a, b, c])` "
-              "or `np.add.accumulate((a, b))` (write np.maximum.reduce(np.stack([a, b, c])): "
-              "NumPy converts the list exactly as np.stack does, same values and dtype), "
-              "in `np.ascontiguousarray(t)`, `np.asfortranarray(t)`, `np.require(t)` and "
-              "`np.asanyarray(t)` (use t itself, or t.copy() for a C-ordered copy), "
-              "in `buf[...] = t` on an ndarray `buf` (write into a recorded buffer instead: "
-              "b = cv.constant(buf); b[...] = t) and in `a.dot(t)` (write np.dot(a, t) or "
-              "a @ t).")
-# What to write instead of converting a tensor to an ndarray, keeping it a tensor (exact: the
-# same values and dtype as NumPy's conversion)
-# NumPy stores a tensor into an ndarray's element by converting it (float(t), int(t), bool(t))
-_ELEMENT = (" If this is NumPy storing t into an ndarray (`buf[i] = t`, `buf.fill(t)`), make the "
-            "buffer a tensor: buf = cv.constant(np.zeros(n)), or np.zeros_like(t, shape=n).")
-# Python and NumPy call __index__ for a count, size or position: range(t), x[:t], [0] * t
-_COUNT = (" Python calls it to use t as a count, size or position (`range(t)`, `x[:t]`, "
-          "`[0] * t`, `np.zeros((n, t))`): these depend on the data, and a graph's shapes "
-          "cannot; take sizes from shapes (x.shape[0]) or pass the size in as a Python int.")
-_CONVERSIONS = {
-    "operator.index()": _COUNT,
-    "float()": _ELEMENT,
-    "int()": _ELEMENT,
-    "bool()": _ELEMENT,
-    "np.asarray()": (" To keep a tensor: np.asarray(t) is t itself, np.asarray(t, dtype) is "
-                     "t.astype(dtype, copy=False)." + _CONVERTED),
-    "np.array()": (" To keep a tensor: np.array(t) is t.copy(), np.array(t, dtype) is "
-                   "t.astype(dtype)." + _CONVERTED),
-}
+_FIX_WORDS = ("keep ", "use ", "write ", "pass ", "compute ", "take ", "record ", "call ",
+              "cast ", "index ", "select ", "make ", "for ", "give ", "replay ", "move ", "apply ")
+_GENERIC_WHY = ("capviz records only the ops of its op table (cv.supported_functions() lists the "
+                "NumPy functions)")
+_GENERIC_FIX = ("compute this value outside the capture and pass it in as an input (a cv.spec "
+                "argument of cv.capture, or scope.input(...)), or as cv.constant(value).")
 
 
-def unsupported_message(call: str, source: Any, reason: str = "") -> str:
-    """Message of an ``unsupported_op`` violation."""
-    why = f" ({reason})" if reason else ""
-    return (f"{call} is not supported by capviz{why}{_where(source)}. "
-            "capviz records only the ops of its op table (cv.supported_functions() lists the "
-            "NumPy functions); compute this value outside the capture and pass it in as an "
-            "input (a cv.spec argument of cv.capture, or scope.input(...)) or as "
-            "cv.constant(value).")
+def _split_reason(reason: str) -> tuple[str, str]:
+    """A refusal's reason as (why, fix): split at the first ``"; "`` followed by a fix
+    (``"its output shape depends on the values; keep the shape with np.where(...)"``); a reason
+    with no fix in it is all why, and no reason gives the generic advice."""
+    reason = reason.strip().rstrip(".")
+    if not reason:
+        return _GENERIC_WHY, _GENERIC_FIX
+    head, sep, tail = reason.partition("; ")
+    while sep:
+        if tail.startswith(_FIX_WORDS):
+            return head, tail + "."
+        more, sep, tail = tail.partition("; ")
+        head = f"{head}; {more}"
+    return reason, ""
+
+
+@dataclass(frozen=True)
+class Situation:
+    """One row of :data:`SITUATIONS`: a kind of failure and the one fix for it.
+
+    Attributes:
+        name: a short identifier (``ndarray_indexed``), listed in the docs.
+        kind: the violation kind it belongs to (``data_read``, ``unsupported_op``).
+        applies: whether a :class:`Failure` is this situation (the first row that applies wins).
+        what: what the user wrote, completing "`<their code>` at <their line>: ..." (a template
+            over :meth:`Failure.fields`).
+        why: why capviz cannot record it: one sentence, the message's second line (a template;
+            its fixed words differ between rows, so a message names its situation).
+        fix: the one fix, the third line after ``Fix:`` (a template; ``""``: no third line).
+        example: a short program that meets the situation, for the docs and the tests: it
+            defines ``f`` and captures it with ``cv.capture`` (``np`` and ``cv`` are imported).
+    """
+
+    name: str
+    kind: str
+    applies: Callable[[Failure], bool]
+    what: str
+    why: str
+    fix: str
+    example: str
+
+
+def _call_is(*calls: str) -> Callable[[Failure], bool]:
+    return lambda f: f.call in calls
+
+
+def _conversion(f: Failure) -> bool:
+    return f.call in ("np.asarray()", "np.array()")
+
+
+def _callee(f: Failure) -> str:
+    return f.code.parts.get("callee", "") if f.code.action == "call" else ""
+
+
+def _called(*names: str) -> Callable[[Failure], bool]:
+    """A conversion at a call of a function named one of ``names`` (``asarray`` for
+    ``np.asarray(t)``, ``dot`` for ``a.dot(t)``)."""
+    return lambda f: _conversion(f) and f.code.action == "call" and \
+        f.code.parts.get("function") in names
+
+
+def _ufunc_method_of_list(f: Failure) -> bool:
+    method = _callee(f).rpartition(".")[2]
+    return _conversion(f) and method in ("reduce", "accumulate", "reduceat", "outer") and \
+        bool(f.code.parts.get("sequence"))
+
+
+_NO_VALUE = "a captured tensor has no value until the graph is replayed"
+
+SITUATIONS: list[Situation] = [
+    Situation(
+        "ndarray_indexed", "data_read",
+        lambda f: _conversion(f) and f.code.action == "index",
+        "an ndarray indexed by the tensor `{key}`",
+        "capviz cannot record it: NumPy converts the index with np.asarray, which no hook "
+        f"reaches, and {_NO_VALUE}.",
+        "record the array first: cv.constant({array})[{key}] (outside a capture cv.constant "
+        "returns the array itself).",
+        "TABLE = np.eye(4)\n\ndef f(labels):\n    return TABLE[labels]\n\n"
+        "cv.capture(f, cv.spec((3,), \"int64\"))"),
+    Situation(
+        "ndarray_store", "data_read", lambda f: f.code.action == "store",
+        "stores the tensor `{value}` into the ndarray `{array}`",
+        f"capviz cannot record it: an ndarray holds values, and {_NO_VALUE} (NumPy reads it "
+        "with {call}).",
+        "record the buffer first and write into that tensor: b = cv.constant({array}); "
+        "b[{key}] = {value}",
+        "def f(x):\n    buf = np.zeros(3)\n    buf[0] = x.sum()\n    return buf\n\n"
+        "cv.capture(f, cv.spec((3,), \"float64\"))"),
+    Situation(
+        "numpy_copies", "data_read", lambda f: _conversion(f) and f.inside in NUMPY_COPIES,
+        "np.{inside} copies a tensor into a new ndarray",
+        "capviz cannot record it: np.{inside}'s own Python code converts the tensor with "
+        f"np.asarray, and {_NO_VALUE}.",
+        "{copy}.",
+        "def f(x):\n    return np.full(3, x[0])\n\ncv.capture(f, cv.spec(5, \"float64\"))"),
+    Situation(
+        "sequence_to_array", "data_read",
+        lambda f: _called("array", "asarray", "asanyarray")(f) and
+        bool(f.code.parts.get("sequence")),
+        "makes an ndarray of a list holding tensors",
+        "capviz cannot record it: np.array converts each tensor of a list with np.asarray, and "
+        f"{_NO_VALUE}.",
+        "np.stack({first}) makes the same array (values and dtype) as a tensor.",
+        "def f(a, b):\n    return np.array([a, b])\n\n"
+        "cv.capture(f, cv.spec(3), cv.spec(3))"),
+    Situation(
+        "ufunc_method_of_list", "data_read", _ufunc_method_of_list,
+        "a ufunc method given a list holding tensors",
+        "capviz cannot record it: the ufunc method converts the list with np.asarray, and "
+        f"{_NO_VALUE}.",
+        "{callee}(np.stack({first})): NumPy converts the list exactly as np.stack does, the "
+        "same values and dtype.",
+        "def f(a, b):\n    return np.maximum.reduce([a, b])\n\n"
+        "cv.capture(f, cv.spec(3), cv.spec(3))"),
+    Situation(
+        "numpy_converts", "data_read", lambda f: _conversion(f) and bool(f.inside),
+        "np.{inside}'s own Python code converts a tensor to an ndarray",
+        "capviz cannot record it: NumPy calls np.asarray on the tensor (often while making an "
+        f"array of a nested list of tensors), and {_NO_VALUE}.",
+        "pass tensors, not lists of them: np.stack([t1, t2]) for np.array([t1, t2]).",
+        "def f(x):\n    return np.poly([[x[0], x[1]], [x[1], x[0]]])\n\n"
+        "cv.capture(f, cv.spec(2, \"float64\"))"),
+    Situation(
+        "asarray_of_tensor", "data_read", _called("asarray", "asanyarray"),
+        "converts the tensor `{first}` to an ndarray",
+        f"capviz cannot record it: np.asarray makes an ndarray, which holds values, and "
+        f"{_NO_VALUE}.",
+        "keep the tensor: np.asarray(t) is t itself, np.asarray(t, dtype) is "
+        "t.astype(dtype, copy=False).",
+        "def f(x):\n    return np.asarray(x) * 2\n\ncv.capture(f, cv.spec(3))"),
+    Situation(
+        "array_of_tensor", "data_read", _called("array"),
+        "copies the tensor `{first}` into an ndarray",
+        f"capviz cannot record it: np.array makes an ndarray, which holds values, and "
+        f"{_NO_VALUE}.",
+        "keep the tensor: np.array(t) is t.copy(), np.array(t, dtype) is t.astype(dtype).",
+        "def f(x):\n    return np.array(x) * 2\n\ncv.capture(f, cv.spec(3))"),
+    Situation(
+        "layout_conversion", "data_read",
+        _called("ascontiguousarray", "asfortranarray", "require"),
+        "converts the tensor `{first}` to an ndarray of a given layout",
+        "capviz cannot record it: {callee} makes an ndarray, which holds values, and a "
+        "captured tensor has none until replay (and no memory layout to ask for).",
+        "use {first} itself, or {first}.copy() for a C-ordered copy.",
+        "def f(x):\n    return np.ascontiguousarray(x).sum()\n\ncv.capture(f, cv.spec(3))"),
+    Situation(
+        "ndarray_dot", "data_read", _called("dot"),
+        "the ndarray method `{callee}` given the tensor `{first}`",
+        "capviz cannot record it: ndarray.dot converts its argument with np.asarray, and "
+        f"{_NO_VALUE}.",
+        "np.dot({owner}, {first}), or {owner} @ {first}.",
+        "W = np.ones((3, 3))\n\ndef f(x):\n    return W.dot(x)\n\ncv.capture(f, cv.spec(3))"),
+    Situation(
+        "size_from_data", "data_read", _call_is("operator.index()"),
+        "uses the value of {operand} as a count, size or position",
+        "capviz cannot record it: a graph's shapes cannot depend on its data, and "
+        f"{_NO_VALUE}.",
+        "take sizes from shapes (x.shape[0]), or pass the size in as a Python int.",
+        "def f(lengths):\n    return np.zeros(lengths.max())\n\n"
+        "cv.capture(f, cv.spec(3, \"int64\"))"),
+    Situation(
+        "branch_on_value", "data_read", lambda f: f.code.action == "branch",
+        "branches on the value of `{test}`",
+        f"capviz cannot record it: Python needs True or False now, and {_NO_VALUE}.",
+        "select with np.where({test}, a, b), or keep the branch outside the capture.",
+        "def f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n\n"
+        "cv.capture(f, cv.spec(3))"),
+    Situation(
+        "format_value", "data_read", lambda f: f.call.startswith("format("),
+        "formats the value of {operand}",
+        f"capviz cannot record it: formatting needs the number, and {_NO_VALUE}.",
+        "return the tensor from the captured function and format the replay's output: "
+        "graph.replay(inputs)[\"out\"].",
+        "def f(x):\n    print(f\"{x.sum():.3f}\")\n    return x\n\ncv.capture(f, cv.spec(3))"),
+    Situation(
+        "value_function", "data_read",
+        lambda f: f.call.startswith("np.") and not _conversion(f),
+        "{call} needs the values of its tensors",
+        f"capviz cannot record it: {{call}} answers from values, and {_NO_VALUE}.",
+        "compute it on the replay's outputs, outside the capture: "
+        "graph.replay(inputs)[\"out\"].",
+        "def f(x):\n    assert np.allclose(x, 0)\n    return x\n\ncv.capture(f, cv.spec(3))"),
+    Situation(
+        "read_value", "data_read", lambda f: True,
+        "reads the value of {operand} ({call})",
+        f"capviz cannot record it: the graph records operations, and {_NO_VALUE}.",
+        "return the tensor from the captured function and read it after replay: "
+        "graph.replay(inputs)[\"out\"].",
+        "def f(x):\n    return float(x.sum()) * x\n\ncv.capture(f, cv.spec(3))"),
+    Situation(
+        "refused_call", "unsupported_op", lambda f: True,
+        "{call} is not supported by capviz",
+        "capviz cannot record it: {reason_why}.",
+        "{reason_fix}",
+        "def f(x):\n    return np.unique(x)\n\ncv.capture(f, cv.spec(4))"),
+]
+"""Every situation of a failed capture, in the order they are tried (specific before general;
+the last row of each kind applies to every failure of that kind)."""
+
+
+def situation(failure: Failure) -> Situation:
+    """The first row of :data:`SITUATIONS` of ``failure.kind`` that applies to ``failure``."""
+    for row in SITUATIONS:
+        if row.kind == failure.kind and row.applies(failure):
+            return row
+    raise LookupError(f"no situation of kind {failure.kind!r} (the last row of a kind applies "
+                      "to every failure)")
+
+
+def explain(failure: Failure, row: Situation | None = None) -> str:
+    """The message of ``failure``: at most three lines (what the user wrote, at their line;
+    why capviz cannot record it; the one fix)."""
+    row = row or situation(failure)
+    values = failure.fields()
+    where = format_source(failure.source)
+    head = f"`{failure.code.text}`" if failure.code.text else failure.call
+    what = row.what.format_map(values)
+    if failure.operand and "{operand}" not in row.what and "{call}" not in row.what \
+            and failure.kind == "data_read":
+        what += f" ({failure.call} of {failure.operand})"
+    lines = [f"{head}{f' at {where}' if where else ''}: {what}.",
+             row.why.format_map(values)]
+    fix = row.fix.format_map(values)
+    if fix:
+        lines.append("Fix: " + fix)
+    return "\n".join(lines)
+
+
+def failure_here(kind: str, call: str, operand: str = "", source: Source | None = None,
+                 inside: str | None = None, reason: str = "",
+                 frame: FrameType | None = None) -> Failure:
+    """A :class:`Failure` at the user's line: ``frame`` (else the innermost frame outside capviz
+    and NumPy) gives the code; ``source`` defaults to that frame's."""
+    if frame is None:
+        frame = user_frame(sys._getframe(1))
+    if source is None:
+        source = source_of(frame)
+    return Failure(kind, call, operand, source, user_code(frame), inside, reason)
+
+
+def data_read_message(call: str, what: str, source: Any, inside: str | None = None,
+                      frame: FrameType | None = None) -> str:
+    """Message of a ``data_read`` violation: ``call`` read tensor ``what`` (as the graph shows
+    it) at ``source``; ``inside``: the NumPy function that converted the tensor."""
+    if frame is None:
+        frame = user_frame(sys._getframe(1))
+    return explain(failure_here("data_read", call, what, source, inside, frame=frame))
+
+
+def unsupported_message(call: str, source: Any, reason: str = "",
+                        frame: FrameType | None = None) -> str:
+    """Message of an ``unsupported_op`` violation (``reason``: why, and what to write)."""
+    if frame is None:
+        frame = user_frame(sys._getframe(1))
+    return explain(failure_here("unsupported_op", call, "", source, reason=reason, frame=frame))
+
+
+def catalogue() -> str:
+    """The situations as Markdown, for ``docs/guide/messages.md`` (``docs/gen_messages.py``)."""
+    out = []
+    for row in SITUATIONS:
+        fix = row.fix or "(given by the refusal)"
+        out += [f"### `{row.name}` ({row.kind})", "",
+                f"- **what you wrote:** {row.what}",
+                f"- **why:** {row.why}",
+                f"- **fix:** {fix}", "",
+                "```python", "try:", textwrap.indent(row.example, "    "),
+                f"except cv.{ERROR_TYPES[row.kind].__name__} as err:",
+                "    what, why, *fix = str(err).splitlines()",
+                f"    assert why.startswith({row.why.split('{')[0]!r})", "```", ""]
+    return "\n".join(out)
 
 
 def unseeded_message(op: str, source: Any) -> str:
