@@ -43,6 +43,7 @@ from capviz.trace.context import (
     set_name_scope_entries,
     unregister,
 )
+from capviz.trace.examples import Examples
 from capviz.trace.mutation import current
 from capviz.trace.recorder import Recorder, describe_node, note_origin
 from capviz.trace.scopes import ExplicitScope
@@ -361,7 +362,9 @@ class CaptureScope:
 
         Forms: ``input("x", (1, 4), "float32")``, ``input("x", cv.spec(...))``, or
         ``input("x", example)`` with an array or eager tensor (uses of that object inside the
-        scope then read this input).
+        scope then read this input). An example's values let the capture read values: ``if
+        np.any(t):``, ``int(t)``, ``x[mask]`` return or use the example's values and record
+        guards and size symbols (docs/guide/values.md); they are computed only when read.
         """
         recorder = self._recorder()
         source = user_source()
@@ -388,7 +391,13 @@ class CaptureScope:
         if dtype is not None and np.dtype(dtype) != dt:
             raise TypeError(f"input {name!r}: dtype {np.dtype(dtype)} does not match the "
                             f"example's {dt}")
-        return recorder.input(name, shape, dt, source, stands_for)
+        tensor = recorder.input(name, shape, dt, source, stands_for)
+        example = _example_value(stands_for)
+        if example is not None:  # values are computed from it only when the code reads one
+            if recorder.examples is None:
+                recorder.examples = Examples(recorder.graph)
+            recorder.examples.give(tensor._data, example)
+        return tensor
 
     def constant(self, value: Any, name: str | None = None) -> Tensor:
         """Record ``value`` (an array-like) as a named constant of the graph."""
@@ -462,6 +471,19 @@ class CaptureScope:
             _check_known("output", d, recorder)
         for d in self._outputs:
             recorder.output(current(recorder, d.value), d.name, d.source)  # after writes
+
+
+def _example_value(value: Any) -> Any:
+    """The host value an input's example gives (a reference to an ndarray, not a copy: a
+    capture that reads no value pays nothing for it), or ``None`` for a spec, or an array of
+    another engine (its shape and dtype only)."""
+    if type(value) is np.ndarray or isinstance(value, np.generic):
+        return value
+    if isinstance(value, np.ndarray) and not isinstance(value, np.matrix):
+        return value  # np.memmap: read as the ndarray it is
+    if isinstance(value, Tensor) and not value._trace.records:
+        return value._trace.read(value, "example")
+    return None
 
 
 def _free_device(scope: CaptureScope) -> None:
@@ -546,6 +568,13 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     returned dict. A returned ndarray or number (computed from no tensor) is recorded as a
     constant output. ``live``, ``on_violation``,
     ``rng`` and ``global_random`` are those of :class:`CaptureScope`.
+
+    A spec may be an example array (or an eager tensor): its shape and dtype make the input,
+    and its values let the captured code read values. ``if np.any(t):``, ``int(t)``,
+    ``float(t)``, ``t.item()``, ``t.tolist()`` return the example's value and record a guard
+    that every replay checks (:class:`GuardError` for inputs that take another branch);
+    ``x[mask]``, ``np.nonzero``, ``np.unique`` give their result a size symbol (``n0``).
+    Values are computed only when read (docs/guide/values.md).
 
     Raises:
         CaptureError: as the scope form; the exception's ``graph`` holds the partial graph.

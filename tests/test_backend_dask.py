@@ -68,7 +68,7 @@ def test_every_op_of_the_table_has_a_declared_rule():
     missing = sorted(set(ops.OPS) - set(dask_backend.RULES))
     assert not missing, f"add traits for these ops to capviz/ops/traits.py: {missing}"
     kinds = {"elementwise", "axis", "move", "select", "reduce", "contract", "gather", "split",
-             "whole", "random", "unpack", "into"}
+             "whole", "random", "unpack", "into", "sized"}
     assert set(dask_backend.RULES.values()) <= kinds
     assert all(ops.OPS[name].random for name, k in dask_backend.RULES.items() if k == "random")
 

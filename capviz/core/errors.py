@@ -157,6 +157,21 @@ class ReplayError(CapvizError):
     node: Any = None
 
 
+class GuardError(ReplayError):
+    """A replay's inputs take another branch than the capture's examples did: a value the
+    captured code read (``bool(t)``, ``int(t)``, ``len()`` of a data-dependent size) differs
+    from the value it had when captured, so the recorded ops are not what the code would run.
+
+    Attributes:
+        node: the guard node that failed.
+        recorded: the value the capture read on its examples.
+        got: the value on these inputs.
+    """
+
+    recorded: Any = None
+    got: Any = None
+
+
 class ReplayInputError(ReplayError, ValueError):
     """Replay inputs are missing, extra, or of the wrong shape, dtype or type."""
 

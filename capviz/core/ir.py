@@ -11,6 +11,12 @@ Node kinds:
 ``op``         one op of :mod:`capviz.ops.table`; ``args`` holds operand nodes and static literals.
 ``output``     a declared graph output (``name``); its one arg is the node it returns.
 ``violation``  something the capture could not represent (see :class:`Violation`).
+``guard``      a value the capture read on its example inputs (``bool(t)``, ``int(t)``...): its
+               ``op`` is the read, its one arg the tensor read, ``params["value"]`` what it
+               returned; every replay checks it (:mod:`capviz.core.guards`).
+
+A shape may hold :class:`capviz.core.symbols.Symbol` sizes (``n0``): the length of an axis that
+depends on the data, listed in :attr:`Graph.symbols`.
 
 This module holds data only. Printing (:mod:`capviz.io.printing`), saving (:mod:`capviz.io.files`),
 replay (:mod:`capviz.replay`) and drawing (:mod:`capviz.render`) live in their own packages above
@@ -30,7 +36,7 @@ from capviz.core.errors import UnsupportedOperationError
 from capviz.core.references import fingerprint
 from capviz.core.source import Source, format_source, outside_line
 
-KINDS = ("input", "constant", "op", "output", "violation")
+KINDS = ("input", "constant", "op", "output", "violation", "guard")
 
 
 _DTYPE_NAMES: dict[np.dtype, str] = {}
@@ -51,11 +57,13 @@ class Node:
 
     Attributes:
         index: position in program order; also the node id in ``graph.nx``.
-        kind: one of ``input``, ``constant``, ``op``, ``output``, ``violation``.
-        op: the op name for ``op`` nodes, the violation kind for ``violation`` nodes.
+        kind: one of ``input``, ``constant``, ``op``, ``output``, ``violation``, ``guard``.
+        op: the op name for ``op`` nodes, the violation kind for ``violation`` nodes, the read
+            (``bool()``) for ``guard`` nodes.
         args: operands: :class:`Node` objects (tensor operands, one edge each) and static literals.
         params: keyword parameters of the op (static values).
-        shape: the output shape (``None`` for multi-output ops and for violations/outputs).
+        shape: the output shape (``None`` for multi-output ops and for violations/guards); a
+            data-dependent size is a :class:`capviz.core.symbols.Symbol`.
         dtype: the output dtype as a ``numpy.dtype`` (or ``None``).
         source: ``(file, line, function)`` of the user's code that made the node.
         scope: the name-scope path (``"block1/attn"``), ``""`` at top level.
@@ -231,6 +239,7 @@ class Graph:
             node or a constant's array in place.
         replay_cache: compiled replays of this graph by backend name, each rebuilt when
             :attr:`version` moved (:mod:`capviz.replay.run`).
+        symbols: the data-dependent sizes its shapes hold, by name (``{"n0": Symbol}``).
     """
 
     def __init__(self) -> None:
@@ -246,6 +255,7 @@ class Graph:
         self.complete = False
         self.error: BaseException | None = None
         self.replay_cache: dict[str, Any] = {}
+        self.symbols: dict[str, Any] = {}
 
     # --- structure ------------------------------------------------------------------------------
 
@@ -292,6 +302,11 @@ class Graph:
     def ops(self) -> list[Node]:
         """Op nodes in program order."""
         return self._of_kind("op")
+
+    @property
+    def guards(self) -> list[Node]:
+        """Guard nodes in program order."""
+        return self._of_kind("guard")
 
     @property
     def constants(self) -> list[Node]:

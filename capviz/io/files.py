@@ -24,9 +24,11 @@ import numpy as np
 
 from capviz import ops
 from capviz.core.errors import GraphFormatError, GraphVerifyError
+from capviz.core.guards import READS, SIZE
 from capviz.core.ir import KINDS, VIOLATION_LEVELS, Graph, Node, Violation, dtype_name
 from capviz.core.layout import file_strides, with_strides
 from capviz.core.references import check_unchanged
+from capviz.core.symbols import Symbol
 from capviz.io.json import decode, encode
 from capviz.io.verify import verify_graph
 
@@ -49,7 +51,8 @@ def _node_json(node: Node) -> dict[str, Any]:
         "args": [{"ref": a.index} if isinstance(a, Node) else {"lit": encode(a)}
                  for a in node.args],
         "params": {k: encode(v) for k, v in node.params.items()},
-        "shape": None if node.shape is None else list(node.shape),
+        "shape": None if node.shape is None else [
+            s.name if type(s) is Symbol else s for s in node.shape],  # a size symbol by name
         "dtype": dtype_name(node.dtype),
         "source": source,
         "scope": node.scope,
@@ -159,6 +162,8 @@ def save(graph: Graph, path: str) -> None:
             "version": VERSION,
             "complete": graph.complete,
             "rng_seed": graph.rng_seed,
+            "symbols": {s.name: {"origin": s.origin, "axis": s.axis, "bound": s.bound}
+                        for s in graph.symbols.values()},
             "constants": os.path.basename(npz),
             "constants_sha256": _sha256(npz_temp),
             "nodes": _with_strides([_node_json(n) for n in graph.nodes], graph),
@@ -202,12 +207,42 @@ def _dtype(value: Any, where: str) -> np.dtype | None:
     return dt
 
 
-def _shape(value: Any, where: str) -> tuple | None:
+def _shape(value: Any, where: str, symbols: dict[str, Symbol]) -> tuple | None:
     if value is None:
         return None
-    _need(isinstance(value, list) and all(_is_int(s) and 0 <= s < 2**63 for s in value), where,
-          f"shape must be a list of integers in [0, 2**63), got {json.dumps(value)[:60]}")
-    return tuple(value)
+    _need(isinstance(value, list) and all((_is_int(s) and 0 <= s < 2**63)
+                                          or (isinstance(s, str) and s in symbols)
+                                          for s in value), where,
+          "shape must be a list of integers in [0, 2**63) and names of the graph's size "
+          f"symbols, got {json.dumps(value)[:60]}")
+    return tuple(symbols[s] if isinstance(s, str) else s for s in value)
+
+
+def _symbols(raw: Any) -> dict[str, Symbol]:
+    """The graph's size symbols (their origins are checked once the nodes are built)."""
+    if raw is None:
+        return {}
+    _need(isinstance(raw, dict), "graph file", "'symbols' must be an object")
+    symbols = {}
+    for name, spec in raw.items():
+        where = f"size symbol {name!r}"
+        _need(isinstance(name, str) and name.startswith("n") and name[1:].isdigit(), where,
+              "a size symbol is named n<number>")
+        _need(isinstance(spec, dict) and all(_is_int(spec.get(k)) and spec.get(k) >= 0
+                                             for k in ("origin", "axis", "bound")), where,
+              "needs integer origin, axis and bound >= 0")
+        symbols[name] = Symbol(name, spec["origin"], spec["axis"], spec["bound"])
+    return symbols
+
+
+def _check_symbols(graph: Graph) -> None:
+    """Each symbol is the length of an axis of its origin node, which holds it there."""
+    for s in graph.symbols.values():
+        where = f"size symbol {s.name!r}"
+        _need(s.origin < len(graph.nodes), where, f"its origin %{s.origin} is not a node")
+        shape = graph.nodes[s.origin].shape or ()
+        _need(s.axis < len(shape) and shape[s.axis] is s, where,
+              f"node %{s.origin} does not have it as axis {s.axis}")
 
 
 def _source(value: Any, where: str) -> tuple | None:
@@ -219,7 +254,7 @@ def _source(value: Any, where: str) -> tuple | None:
     return (value["file"], value["line"], value["function"])
 
 
-def _build_node(i: int, raw: Any, nodes: list[Node]) -> Node:
+def _build_node(i: int, raw: Any, nodes: list[Node], symbols: dict[str, Symbol]) -> Node:
     where = f"node {i}"
     _need(isinstance(raw, dict), where, "must be an object")
     _need(raw.get("index") == i, where, f"has index {raw.get('index')!r}, expected {i} "
@@ -232,6 +267,8 @@ def _build_node(i: int, raw: Any, nodes: list[Node]) -> Node:
         _need(isinstance(op, str) and op in ops.OPS, where, f"unknown op {op!r}")
     elif kind == "violation":
         _need(op in VIOLATION_LEVELS, where, f"unknown violation kind {op!r}")
+    elif kind == "guard":
+        _need(op in READS or op == SIZE, where, f"unknown guard read {op!r}")
     else:
         _need(op is None, where, f"a {kind} node has no op")
     args_raw = raw.get("args", [])
@@ -255,7 +292,11 @@ def _build_node(i: int, raw: Any, nodes: list[Node]) -> Node:
     _need(name is None or isinstance(name, str), where, "name must be a string or null")
     scope = raw.get("scope", "")
     _need(isinstance(scope, str), where, "scope must be a string")
-    return Node(i, kind, op, tuple(args), params, _shape(raw.get("shape"), where),
+    if kind == "guard":
+        _need(len(args) == 1 and isinstance(args[0], Node) and "value" in params
+              and (op != SIZE or _is_int(params.get("axis"))), where,
+              "a guard reads one node and holds the value it read (and the axis of a length)")
+    return Node(i, kind, op, tuple(args), params, _shape(raw.get("shape"), where, symbols),
                 _dtype(raw.get("dtype"), where), _source(raw.get("source"), where), scope, name)
 
 
@@ -395,8 +436,11 @@ def _from_doc(path: str, doc: Any, graph_class: type[Graph]) -> Graph:
     graph = graph_class()
     graph.rng_seed = seed
     graph.complete = bool(doc.get("complete", True))
+    symbols = _symbols(doc.get("symbols"))
+    graph.symbols = symbols
     for i, raw in enumerate(raw_nodes):
-        graph.nodes.append(_build_node(i, raw, graph.nodes))
+        graph.nodes.append(_build_node(i, raw, graph.nodes, symbols))
+    _check_symbols(graph)
     for n in graph.nodes:
         if n.kind == "violation":
             level = n.params.get("level")

@@ -12,6 +12,7 @@ import networkx as nx
 from capviz import ops
 from capviz.core.ir import Graph, Node, dtype_name
 from capviz.core.source import format_source
+from capviz.core.symbols import Symbol
 from capviz.io.json import encode
 
 _POSITIONS = [str(i) for i in range(64)]
@@ -32,7 +33,8 @@ def node_attributes(node: Node) -> dict[str, Any]:
     attrs = {
         "kind": node.kind,
         "op": node.op,
-        "shape": None if shape is None else list(shape),
+        "shape": None if shape is None else [str(s) if type(s) is Symbol else s
+                                             for s in shape],  # a size symbol: "n0"
         "dtype": dtype_name(node.dtype),
         "params": {k: encode(v) for k, v in node.params.items()},
         "source": format_source(node.source),
@@ -128,7 +130,8 @@ def to_networkx(graph: Graph) -> nx.MultiDiGraph:
         attrs = node_data[v] = {
             "kind": n.kind,
             "op": n.op,
-            "shape": None if shape is None else list(shape),
+            "shape": None if shape is None else [str(s) if type(s) is Symbol else s
+                                                 for s in shape],
             "dtype": dtype,
             "params": _params_json(params) if params else {},
             "source": source,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
 from capviz import ops
+from capviz.core.guards import SIZE, short
 from capviz.core.ir import Graph, Node, dtype_name
 
 _HIDDEN = ("draw", "shape", "dtype")
@@ -89,6 +91,8 @@ def format_node(node: Node, names: dict[int, str] | None = None) -> str:
     if node.kind == "violation":
         level = node.params.get("level", "error")
         return f"!! {level} {node.op}: {node.params.get('call', '')}{where}"
+    if node.kind == "guard":
+        return f"guard {me}: {guard_text(node, name)}{where}"
     args = " ".join(name(a) if isinstance(a, Node) else literal_text(a) for a in node.args)
     params = dict(node.params)
     if node.op == "getitem":
@@ -108,6 +112,21 @@ def format_node(node: Node, names: dict[int, str] | None = None) -> str:
     if type_part:
         text += f" : {type_part}"
     return text + where
+
+
+def guard_text(node: Node, name: Any = None) -> str:
+    """``bool(%2) == True``, ``len(%3, axis=0) == 5``: what a guard read and the value it
+    had on the capture's examples."""
+    target = name(node.args[0]) if name is not None else f"%{node.args[0].index}"
+    call = node.op
+    inner = f"{target}, axis={node.params['axis']}" if call == SIZE else target
+    if call.startswith("."):  # .item(), .tolist(): a method
+        read = f"{target}{call}"
+    elif call.endswith("()"):
+        read = f"{call[:-2]}({inner})"
+    else:
+        read = f"{call} {inner}"
+    return f"{read} == {short(node.params.get('value'))}"
 
 
 def format_graph(graph: Graph) -> str:
@@ -135,8 +154,14 @@ def format_graph(graph: Graph) -> str:
             line = f"{names} = {body.split(' = ', 1)[1]} : {types}" + (f"  # {where}" if sep
                                                                         else "")
         lines.append(line)
+    guards = sum(1 for n in graph.nodes if n.kind == "guard")
+    counted = f"{guards} guards, " if guards else ""
     head = (f"graph({', '.join(graph.inputs)}) -> ({', '.join(graph.outputs)})"
-            f"  [{len(graph.ops)} ops, {len(graph.violation_records)} violations]")
+            f"  [{len(graph.ops)} ops, {counted}{len(graph.violation_records)} violations]")
+    if graph.symbols:
+        sizes = ", ".join(f"{s.name} = len(%{s.origin}, axis={s.axis}) <= {s.bound}"
+                          for s in graph.symbols.values())
+        head += f"\n  # sizes: {sizes}"
     return "\n".join([head] + ["  " + line for line in lines])
 
 

@@ -6,7 +6,9 @@ import numpy as np
 
 from capviz import ops
 from capviz.core.errors import CapvizError, GraphVerifyError
+from capviz.core.guards import SIZE
 from capviz.core.ir import KINDS, Graph, Node
+from capviz.core.symbols import Pending, Symbol, has_symbol, probe, shape_text, symbols_in
 from capviz.io.printing import format_window
 
 _VALUE_KINDS = ("input", "constant", "op")
@@ -45,6 +47,9 @@ def _check_op(graph: Graph, node: Node, results: dict[int, list]) -> None:
         raise _fail(graph, node, f"{node.op} has unknown params {sorted(extra)}")
     if op.random and set(node.params) != op.params:
         raise _fail(graph, node, f"{node.op} needs params {sorted(op.params)}")
+    if _symbolic(node):
+        _check_symbolic(graph, node, op)
+        return
     if node.op == "unpack":
         parent = node.args[0]
         if not isinstance(parent, Node) or parent.kind != "op" or \
@@ -74,6 +79,68 @@ def _check_op(graph: Graph, node: Node, results: dict[int, list]) -> None:
     if tuple(shape) != node.shape or np.dtype(dtype) != node.dtype:
         raise _fail(graph, node, f"recorded as {node.dtype}{list(node.shape or ())} but "
                                  f"{node.op} of its operands gives {np.dtype(dtype)}{list(shape)}")
+
+
+def _symbolic(node: Node) -> bool:
+    """Whether the node's shape, an operand's, or (an unpack's) its parent's operands' hold a
+    size symbol."""
+    if node.shape and has_symbol(node.shape):
+        return True
+    args = node.args[0].args if node.op == "unpack" and isinstance(node.args[0], Node) \
+        else node.args
+    return any(isinstance(a, Node) and a.shape and has_symbol(a.shape) for a in args)
+
+
+def _check_symbolic(graph: Graph, node: Node, op: ops.Op) -> None:
+    """An op on data-dependent sizes: its rule run with a stand-in number for each symbol
+    (:func:`capviz.core.symbols.probe`) must give the recorded dtype and rank, each recorded
+    symbol of an operand where the rule gives its stand-in, a new symbol (one whose origin is
+    this node) where the rule gives a new size, and the recorded ints elsewhere; a rule that
+    needed the numbers (the capture guarded them) is checked for its dtype and rank only."""
+    parent = node.args[0] if node.op == "unpack" else node
+    try:
+        expected, stand_ins = probe(ops.OPS[parent.op].meta, list(parent.args),
+                                    parent.params)
+    except (CapvizError, ValueError, TypeError, IndexError, KeyError, OverflowError):
+        expected, stand_ins = None, {}
+    if op.multi:
+        if node.shape is not None or node.dtype is not None:
+            raise _fail(graph, node, "a multi-output op has no shape of its own")
+        return
+    if expected is not None and node.op == "unpack":
+        index = node.params.get("index")
+        if not isinstance(index, int) or not 0 <= index < len(expected):
+            raise _fail(graph, node, f"unpack index {index!r} out of range")
+        expected = expected[index]
+    guarded = {(g.args[0].index, g.params.get("axis")) for g in graph.nodes[:node.index]
+               if g.kind == "guard" and g.op == SIZE}
+    if expected is None:
+        if any((s.origin, s.axis) not in guarded for s in _operand_symbols(parent)):
+            raise _fail(graph, node, f"operands do not fit {parent.op} for every length of "
+                                     "their size symbols, and no guard fixes those lengths")
+        return
+    shape, dtype = expected
+    fits = np.dtype(dtype) == node.dtype and len(shape) == len(node.shape)
+    specialized = any((s.origin, s.axis) in guarded for s in _operand_symbols(parent))
+    for axis, (want, got) in enumerate(zip(shape, node.shape or ())):
+        if not fits:
+            break
+        if type(got) is Symbol:
+            origin = graph.nodes[got.origin] if got.origin < len(graph.nodes) else None
+            made_here = got.origin == node.index or (  # or by another result of this op
+                origin is not None and origin.op == "unpack" and origin.args[0] is parent)
+            fits = stand_ins.get(id(got)) == want or (
+                made_here and (type(want) is Pending or want not in stand_ins.values()))
+        else:
+            fits = want == got or specialized or (type(want) is Pending and specialized)
+    if not fits:
+        raise _fail(graph, node, f"recorded as {node.dtype}[{shape_text(node.shape)}] but "
+                                 f"{node.op} of its operands gives {np.dtype(dtype)}"
+                                 f"[{shape_text(shape)}] (size symbols at stand-in lengths)")
+
+
+def _operand_symbols(node: Node) -> list[Symbol]:
+    return [s for a in node.args if isinstance(a, Node) for s in symbols_in(a.shape)]
 
 
 def verify_graph(graph: Graph) -> None:
@@ -121,6 +188,10 @@ def verify_graph(graph: Graph) -> None:
                 raise _fail(graph, node, f"constant value is {value.dtype}{list(value.shape)}")
         elif node.kind == "op":
             _check_op(graph, node, results)
+        elif node.kind == "guard":
+            if len(node.args) != 1 or not isinstance(node.args[0], Node) \
+                    or "value" not in node.params:
+                raise _fail(graph, node, "a guard reads one node and holds the value it read")
         elif node.kind == "output":
             if len(node.args) != 1 or not isinstance(node.args[0], Node):
                 raise _fail(graph, node, "an output returns exactly one node")

@@ -25,6 +25,7 @@ from capviz.numpy_api import (  # noqa: F401  (their handlers register before th
     generated,
     handwritten,
     reads,
+    sized,
     ufunc_methods,
     writes,
 )

@@ -11,6 +11,7 @@ never this half-initialised package.
 from capviz.ops import (  # each registers its ops into the table
     advanced_index,
     arrays,
+    data_sizes,
     elementwise,
     emath,
     fft,
@@ -59,6 +60,7 @@ __all__ = [
     "Op",
     "advanced_index",
     "arrays",
+    "data_sizes",
     "dtype_param",
     "dummy",
     "elementwise",

@@ -68,6 +68,12 @@ WHOLE = {
 WHOLE_PREFIXES = ("linalg.", "fft.", "emath.")  # emath: a block's dtype may follow its values
 """Op-name prefixes of the families that run on whole operands (linalg, fft, emath)."""
 
+DATA_SIZE = {"mask_select", "mask_put", "nonzero", "flatnonzero", "argwhere", "unique",
+             "compress_data", "extract"}
+"""Ops whose result length depends on the values (``ops/data_sizes.py``), or that write back
+through a mask as many rows as it selects: an engine without static shapes for them runs
+NumPy on the whole operands, with the result's length unknown until computed."""
+
 INDEX_RESULTS = frozenset(("searchsorted", "digitize", "argwhere", "nonzero", "flatnonzero",
                            "count_nonzero"))
 """Ops whose integer results are indices or counts: jax gives them as int32, NumPy as intp;

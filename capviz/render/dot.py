@@ -18,7 +18,7 @@ import graphviz
 
 from capviz import ops
 from capviz.core.ir import Graph, Node
-from capviz.io.printing import index_text, short_text, type_text
+from capviz.io.printing import guard_text, index_text, short_text, type_text
 from capviz.render.escape import printable
 from capviz.render.model import Item, Model, build, placements
 from capviz.render.rules import kind_style
@@ -77,6 +77,9 @@ def node_label(node: Node, annotations: list[str] | tuple = ()) -> str:
     if node.kind == "violation":
         return _label(f"{node.params.get('level', 'error')}: {node.op}",
                       node.params.get("call", ""))
+    if node.kind == "guard":
+        read, _, value = guard_text(node).partition(" == ")
+        return _label(f"guard {read}", f"== {value}")
     if node.op == "getitem":
         return _label(f"getitem{index_text(node.params['index'], short=True)}", tt,
                       *annotations)

@@ -30,7 +30,7 @@ import numpy as np
 from capviz.backends.registry import host_array
 from capviz.core.ir import Graph, Node
 from capviz.core.stats import value_stats
-from capviz.io.printing import constant_text, index_text, literal_text, type_text
+from capviz.io.printing import constant_text, guard_text, index_text, literal_text, type_text
 from capviz.render.model import (
     collector_paused,
     open_levels,
@@ -57,6 +57,8 @@ def node_title(node: Node, value: Any = None) -> str:
         return f"output {node.name}"
     if node.kind == "violation":
         return f"{node.params.get('level', 'error')}: {node.op}"
+    if node.kind == "guard":
+        return f"guard {guard_text(node)}"
     if node.op == "getitem":
         return f"getitem{index_text(node.params['index'])}"
     literals = [literal_text(a) for a in node.args if not isinstance(a, Node)]

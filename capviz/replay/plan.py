@@ -39,6 +39,7 @@ import numpy as np
 from capviz import ops
 from capviz.core.errors import ReplayInputError, ReplayMemoryError
 from capviz.core.ir import Graph, Node
+from capviz.core.symbols import has_symbol, upper_shape
 
 MIN_PLAN_BYTES = 1 << 16
 """Results smaller than this are left to NumPy's allocator (its small-block cache is faster)."""
@@ -69,10 +70,11 @@ _NEVER = math.inf
 
 
 def nbytes(node: Node) -> int:
-    """Bytes of ``node``'s value (0 for multi-output ops and nodes without a shape)."""
+    """Bytes of ``node``'s value (0 for multi-output ops and nodes without a shape); a size
+    symbol counts at its upper bound."""
     if node.shape is None or node.dtype is None:
         return 0
-    return math.prod(node.shape) * np.dtype(node.dtype).itemsize
+    return math.prod(upper_shape(node.shape)) * np.dtype(node.dtype).itemsize
 
 
 @dataclasses.dataclass
@@ -162,6 +164,8 @@ def schedule(graph: Graph, min_bytes: int = MIN_PLAN_BYTES, plan: bool = True
     kills: dict[int, list[int]] = {}
     for n in nodes:
         if n.kind != "op":
+            if n.kind == "guard":  # a read: its operand may die here (no result, no register)
+                _after_guard(n, last, held, death, reg, free, kills, dying_roots, pool, nodes)
             continue
         i = n.index
         released: list[int] = []
@@ -208,6 +212,22 @@ def schedule(graph: Graph, min_bytes: int = MIN_PLAN_BYTES, plan: bool = True
 
 
 
+def _after_guard(n: Node, last: list, held: set, death: dict, reg: list, free: list,
+                 kills: dict, dying_roots: dict, pool: dict, nodes: list) -> None:
+    """A guard reads its operand: the operand's register is released after it when the guard
+    is its last reader, and buffers dying there are pooled."""
+    a = n.args[0]
+    i = n.index
+    for r in dying_roots.get(i, ()):
+        node = nodes[r]
+        pool.setdefault((node.shape, node.dtype), []).append((r, i))
+    k = a.index
+    if last[k] == i and k not in held and k not in death and a.kind != "constant" \
+            and reg[k] >= 0:
+        free.append(reg[k])
+        kills[i] = [reg[k]]
+
+
 def _c_array(value: object) -> bool:
     """Whether a constant's array is C-contiguous (planning assumes inputs are; a planned step
     checks at run time and allocates instead when one is not)."""
@@ -235,7 +255,7 @@ def _in_place(node: Node, roots: dict[int, tuple], death: dict[int, float]) -> i
 
 
 def _plannable(node: Node, op: ops.Op, min_bytes: int, sizes: dict[tuple, int]) -> bool:
-    if not node.shape or node.dtype is None or op.random or op.multi:
+    if not node.shape or node.dtype is None or op.random or op.multi or has_symbol(node.shape):
         return False
     key = (node.shape, node.dtype)
     size = sizes.get(key)

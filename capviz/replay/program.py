@@ -39,6 +39,7 @@ from capviz.backends.registry import get as get_backend
 from capviz.core.errors import CapvizError, UnsupportedOperationError
 from capviz.core.ir import Graph, Node
 from capviz.core.source import format_source
+from capviz.replay import guards
 from capviz.replay.plan import ALWAYS_C, MIN_PLAN_BYTES, schedule
 from capviz.replay.warnings import user_warnings
 
@@ -127,6 +128,7 @@ class Program:
         constant_registers: the registers holding the graph's constants, in program order.
         n_inputs: how many inputs a call takes, in graph input order.
         random: the graph has random ops (only then does a call need a seed).
+        guards: the guard nodes, in program order (each a step of the table).
     """
 
     def __init__(self, graph: Graph, backend: Backend | str,
@@ -159,6 +161,9 @@ class Program:
         from_host = backend.from_host
         random = False
         constant_registers: list[int] = []
+        guard_reg = len(template)  # where a call's guard sink goes (see guards.step)
+        template.append(None)
+        guard_nodes: list[Node] = []
         for n in graph.nodes:
             if n.kind != "op":
                 if n.kind == "constant":  # before its first reader, in program order
@@ -166,6 +171,13 @@ class Program:
                     reg[n.index] = len(template)
                     constant_registers.append(len(template))
                     template.append(from_host(value))
+                elif n.kind == "guard":  # checked where it was read, before what follows
+                    guard_nodes.append(n)
+                    table.append((CALL, guards.step(n), (reg[n.args[0].index], guard_reg), {},
+                                  guard_reg, n))
+                    dead = kills.get(n.index)
+                    if dead:
+                        table.append((KILL, None, tuple(dead), 0, 0, n))
                 continue
             i = n.index
             o = reg[i]
@@ -197,6 +209,8 @@ class Program:
             if dead:
                 table.append((KILL, None, tuple(dead), 0, 0, n))
         self.table = table
+        self.guards = tuple(guard_nodes)
+        self._guard_reg = guard_reg
         self.random = random
         self.constant_registers = tuple(constant_registers)
         self._template = template
@@ -216,14 +230,20 @@ class Program:
         """The graph's constants on the backend, in the order of :attr:`constant_registers`."""
         return tuple(self._template[k] for k in self.constant_registers)
 
-    def __call__(self, inputs: list | tuple, seed: int, constants: dict | None = None) -> tuple:
+    def __call__(self, inputs: list | tuple, seed: int, constants: dict | None = None,
+                 guard_values: list | None = None) -> tuple:
         """Run on ``inputs`` (arrays of the namespace, checked, in graph input order); returns
         the outputs' arrays in graph output order. ``constants`` maps registers of
         :attr:`constant_registers` to values used in place of the constants (the JAX backend
-        passes its large constants as arguments of the compiled function, not baked into it)."""
+        passes its large constants as arguments of the compiled function, not baked into it).
+        Each guard is checked where it was read (:class:`GuardError`), unless
+        ``guard_values`` is a list: the values the guards read are appended to it, in the order
+        of :attr:`guards`, for a backend that checks them after its run
+        (:func:`capviz.replay.guards.check_all`)."""
         r = self._template.copy()
         r[:self.n_inputs] = inputs
         r[self._seed_reg] = seed
+        r[self._guard_reg] = guard_values
         if constants:
             for k, value in constants.items():
                 r[k] = value

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.registry import Backend, replay_error
+from capviz.backends.registry import Backend, host_array, replay_error
 from capviz.core.errors import CapvizError, NonFiniteError
+from capviz.core.guards import check
 from capviz.core.ir import Graph, Node
 from capviz.core.references import check_unchanged
 from capviz.core.source import format_source
@@ -188,6 +189,11 @@ class Executor:
         return None
 
     def run_violation(self, node: Node) -> Any:
+        return None
+
+    def run_guard(self, node: Node) -> Any:
+        """Check the guard on its operand's value (:class:`GuardError` when it differs)."""
+        check(node, host_array(self._store[node.args[0].index]))
         return None
 
     def _check_finite(self, node: Node, value: Any) -> None:

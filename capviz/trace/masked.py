@@ -20,7 +20,7 @@ from capviz import ops
 from capviz.core.source import user_frame
 from capviz.trace import mutation
 from capviz.trace.call_site import augmented_subscript
-from capviz.trace.tensor import Tensor
+from capviz.trace.tensor import Tensor, tuple_index_fix
 
 
 class MaskedUpdate:
@@ -54,7 +54,10 @@ for _symbol, _name in _DUNDERS.items():
     setattr(MaskedUpdate, f"__i{_name}__", _operator(_symbol))
 
 
-_MASK_READ = ("its shape depends on the number of True entries, which a graph cannot record; "
+_MASK_READ = ("its shape depends on the number of True entries, which a graph without example "
+              "values cannot record; pass an example array instead of a spec (cv.capture(fn, "
+              "x) with x an array, scope.input(name, x)) and the read is recorded with a "
+              "symbolic length (n0), checked by guards where the code needs the number; or "
               "keep the shape with np.where(mask, t, fill), or take a fixed-size top-k with "
               "np.argpartition; writes through a mask, t[mask] = v and t[mask] *= v, are "
               "recorded")
@@ -62,10 +65,13 @@ _MASK_READ = ("its shape depends on the number of True entries, which a graph ca
 
 def select(rec: Any, target: Tensor, mask: Tensor) -> Any:
     """``target[mask]`` for a boolean tensor ``mask``: a :class:`MaskedUpdate` when the user's
-    line is ``target[mask] op= v``; otherwise the read, refused by name (its shape depends on
-    the values)."""
+    line is ``target[mask] op= v``; otherwise the read: with example values a ``mask_select``
+    whose length is a size symbol (:mod:`capviz.trace.sizes`), without them refused by name
+    (its shape depends on the values)."""
     if not augmented_subscript(user_frame(sys._getframe(1))):
-        raise rec.unsupported("tensor[mask] (a read through a boolean mask)", _MASK_READ)
+        if rec.examples is None:
+            raise rec.unsupported("tensor[mask] (a read through a boolean mask)", _MASK_READ)
+        return rec.sized(ops.OPS["mask_select"], (target, mask), {}, "tensor[mask]")
     if mutation.mask_overlaps(target, mask):
         raise rec.unsupported("tensor[mask] op= value with a mask that shares the tensor's "
                               "memory", mutation.MASK_SHARES_TARGET.format(
@@ -134,3 +140,18 @@ def _signed_array(value: Any) -> bool:
     """A tensor or ndarray of signed integers (its values, unknown to the rules, may be
     negative)."""
     return (type(value) is Tensor or isinstance(value, np.ndarray)) and value.dtype.kind == "i"
+
+
+def select_rows(rec: Any, target: Tensor, key: tuple) -> Any:
+    """``target[mask, 1:]``: a boolean tensor first, then ints and slices: the selected rows
+    ``target[mask]``, then the basic index of the other axes (NumPy's result is that copy)."""
+    mask, rest = key[0], key[1:]
+    if rec.examples is None or not all(type(k) in (int, slice) for k in rest):
+        fix = tuple_index_fix(key)
+        if rec.examples is None:
+            fix += ("; a read t[mask, 1:] (the mask first, then ints and slices) is recorded "
+                    "with a symbolic length when you pass an example array instead of a spec "
+                    "(cv.capture(fn, x) with x an array, scope.input(name, x))")
+        raise rec.unsupported("tensor[...] with a boolean tensor inside a tuple index", fix)
+    rows = rec.sized(ops.OPS["mask_select"], (target, mask), {}, "tensor[mask, ...]")
+    return rows[(slice(None), *rest)]

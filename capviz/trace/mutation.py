@@ -38,6 +38,7 @@ from capviz.backends.host import host_copy
 from capviz.core.errors import UnsupportedOperationError
 from capviz.core.ir import Node
 from capviz.core.source import format_source, user_source
+from capviz.core.symbols import Symbol
 from capviz.ops import advanced_index, updates
 from capviz.trace.tensor import Tensor, normalize_index, tuple_index_fix
 
@@ -438,6 +439,10 @@ def setitem(rec: Any, target: Tensor, key: Any, value: Any) -> None:
             raise rec.unsupported("tensor[mask] = value with a mask that shares the tensor's "
                                   "memory", MASK_SHARES_TARGET.format(fix="x[m.copy()] = v"))
         args = (current(rec, target), operand(rec, key), operand(rec, value, target.dtype))
+        if key.dtype == np.bool_ and _rows_of_mask(rec, args[2], args[1]):
+            node = record(rec, ops.OPS["mask_put"], args, {})  # y[m] = y[m] ** -1.5
+            assign(rec, target, node)
+            return
         if key.dtype == np.bool_:
             _check_one_value_per_row(rec, target, key, args[2])
         node = record(rec, ops.OPS["index_put"], args, {})
@@ -449,6 +454,36 @@ def setitem(rec: Any, target: Tensor, key: Any, value: Any) -> None:
         written = (operand if fancy else basic_write_value)(rec, value, target.dtype)
         node = record(rec, ops.OPS["setitem"], (current(rec, target), written), {"index": index})
     assign(rec, target, node)
+
+
+def _rows_of_mask(rec: Any, value: Any, mask: Node) -> bool:
+    """Whether written ``value`` has one row per element ``mask`` selects: its leading length
+    is the size symbol of a read through that same mask (``y[m] = y[m] ** -1.5``). Another
+    symbol there (a read through another mask) is refused by name."""
+    if not isinstance(value, Node) or not value.shape or type(value.shape[0]) is not Symbol:
+        return False
+    origin = rec.graph.nodes[value.shape[0].origin]
+    if origin.op == "mask_select" and same_value(origin.args[1], mask):
+        return True
+    raise rec.unsupported("tensor[mask] = values of a data-dependent length", (
+        f"the values have {value.shape[0]} rows, the length of another selection than this "
+        "mask's; write through the mask the values were selected with (y[m] = f(y[m])), or "
+        "keep the shape: y = np.where(m, f(y), y)"))
+
+
+def same_value(a: Any, b: Any, depth: int = 8) -> bool:
+    """Whether nodes ``a`` and ``b`` hold the same value whatever the inputs: the same node, or
+    the same op (not random) with the same params on operands that are (``y > 0`` written
+    twice). Literals compare by type and value."""
+    if a is b:
+        return True
+    if not isinstance(a, Node) or not isinstance(b, Node):
+        return type(a) is type(b) and not isinstance(a, Node) and a == b
+    if depth == 0 or a.kind != "op" or b.kind != "op" or a.op != b.op or ops.is_random(a.op):
+        return False
+    if a.params != b.params or len(a.args) != len(b.args):
+        return False
+    return all(same_value(x, y, depth - 1) for x, y in zip(a.args, b.args))
 
 
 def _is_tensor(value: Any) -> bool:

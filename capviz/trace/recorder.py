@@ -42,16 +42,17 @@ from capviz.core.references import (
 from capviz.core.source import (
     display_file,
     format_source,
-    numpy_caller,
     source_of,
     user_frame,
     user_source,
 )
-from capviz.core.violations import data_read_message, make_error, unsupported_message
+from capviz.core.violations import make_error, unsupported_message
 from capviz.trace import (  # noqa: F401  (advanced_views registers its view rules)
     advanced_views,
+    guards,
     masked,
     mutation,
+    sizes,
     views,
     zero_d,
 )
@@ -144,6 +145,9 @@ class Recorder(Trace):
         self.layouts: dict[int, Any] = {}  # view node index -> stride stand-in
         self.layout_inputs: dict[int, frozenset] = {}  # view node index -> inputs its
         #                                                stand-in assumes C-contiguous
+        self.examples: Any = None  # trace.examples.Examples once an input has an example
+        self.symbolic = False  # a shape of the graph holds a size symbol (trace/sizes.py)
+        self.resolved: dict = {}  # size symbol -> its guarded number (trace/guards.py)
         self.scopes = ScopeTracker(user_frame(sys._getframe(1)), NAME_SCOPE.get())
         self.namer = Namer()
         # the code object of the last user frame met, its file as shown and its function
@@ -243,8 +247,9 @@ class Recorder(Trace):
                 conv = (self.operand(a),)
         else:
             conv = tuple([self.operand(a) for a in args])
+        symbolic = self.symbolic and sizes.symbolic(conv)
         try:
-            meta = op.meta(conv, params)
+            meta = sizes.meta(self, op, conv, params) if symbolic else op.meta(conv, params)
         except ShapeError as err:
             raise self._located(err, user_source()) from None
         if op.multi or meta[1] is None or meta[1].kind not in NUMERIC_KINDS:
@@ -278,6 +283,8 @@ class Recorder(Trace):
             if self.listener is not None:
                 self.listener.node_added(node)
             result = Tensor(node, self)
+        if symbolic:  # name the new sizes the rule derived (trace/sizes.py)
+            sizes.settle(self, [t._data for t in result] if op.multi else [result._data])
         view = _VIEWS.get(op.name)
         if view is not None:  # the result shares its operand's memory, as in NumPy
             view(self, op, args, params, result)
@@ -316,10 +323,16 @@ class Recorder(Trace):
     def record(self, op: ops.Op, args: tuple, params: dict) -> Node:
         """Record ``op`` on operand nodes and literals (used by :mod:`.mutation`); NumPy's
         error, unchanged, when the operands do not fit."""
-        shape, dtype = op.meta(args, params)
+        if self.symbolic and sizes.symbolic(args):
+            shape, dtype = sizes.meta(self, op, args, params)
+        else:
+            shape, dtype = op.meta(args, params)
         frame = user_frame(sys._getframe(1))
-        return self._append("op", op.name, args, params, shape, dtype, source_of(frame),
+        node = self._append("op", op.name, args, params, shape, dtype, source_of(frame),
                             frame=frame)
+        if self.symbolic:
+            sizes.settle(self, [node])
+        return node
 
     # --- writes (functionalized: see capviz.trace.mutation) ------------------------------
 
@@ -335,6 +348,10 @@ class Recorder(Trace):
     def select(self, target: Tensor, mask: Tensor) -> Any:
         """``target[mask]`` for a boolean tensor: see :mod:`capviz.trace.masked`."""
         return masked.select(self, target, mask)
+
+    def select_rows(self, target: Tensor, key: tuple) -> Any:
+        """``target[mask, 1:]``: see :func:`capviz.trace.masked.select_rows`."""
+        return masked.select_rows(self, target, key)
 
     def write_ufunc(self, op: ops.Op, inputs: tuple, out: Tensor, where: Any) -> Tensor:
         return mutation.write_ufunc(self, op, inputs, out, where)
@@ -540,15 +557,23 @@ class Recorder(Trace):
         return err  # record mode: the op has no result, so the call still fails
 
     def read(self, tensor: Tensor, call: str) -> np.ndarray:
+        """A value read: with examples, the example's value and a guard; else a violation
+        (:mod:`capviz.trace.guards`)."""
+        return guards.read(self, tensor, call)
+
+    def resolve_size(self, symbol: Any) -> int:
+        """The number of size ``symbol`` where code needs an int (a guard)."""
+        return guards.resolve(self, symbol)
+
+    def sized(self, op: ops.Op, args: tuple, params: dict, call: str) -> Any:
+        """Record an op whose result length depends on the data (``call``: what the user
+        called): a new size symbol with examples, refused by name without."""
         self.check_usable()
-        node = mutation.current(self, tensor)
-        if node.kind == "constant":
-            return self.graph.constant_values[node.index].copy()
-        source = user_source()
-        inside = numpy_caller(sys._getframe(1))
-        self.violation("data_read", call, data_read_message(call, describe_node(node), source,
-                                                            inside), source, target=node)
-        return np.zeros(node.shape, dtype=node.dtype)  # record mode: a placeholder value
+        if self.examples is None:
+            raise self.unsupported(call, sizes.UNSIZED)
+        result = self.apply(op, args, params)
+        sizes.settle(self, [t._data for t in result] if op.multi else [result._data])
+        return result
 
     def holds_scalar(self, tensor: Tensor) -> bool:
         return mutation.is_numpy_scalar(tensor)

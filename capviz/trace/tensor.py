@@ -43,6 +43,11 @@ class Trace(abc.ABC):
     def read(self, tensor: Tensor, call: str) -> np.ndarray:
         """The host value of ``tensor`` (a data read, which a capture records as a violation)."""
 
+    def sized(self, op: ops.Op, args: tuple, params: dict, call: str) -> Any:
+        """Run or record ``op``, whose result length depends on the data (``x[mask]``,
+        ``np.nonzero``); a capture gives it a size symbol (:mod:`capviz.trace.sizes`)."""
+        return self.apply(op, args, params)
+
     def describe(self, tensor: Tensor) -> str:
         """The tensor's ``repr``."""
         return f"<tensor {tensor.dtype}{list(tensor.shape)}>"
@@ -547,6 +552,8 @@ class Tensor:
             if len(key) == 1:
                 return self[key[0]]
             if any(type(k) is Tensor and k.dtype == np.bool_ for k in key):
+                if self._trace.records and type(key[0]) is Tensor and key[0].dtype == np.bool_:
+                    return self._trace.select_rows(self, key)  # x[mask, 1:] (masked.py)
                 raise unsupported("tensor[...] with a boolean tensor inside a tuple index",
                                   (self, *key), tuple_index_fix(key))
             index, positions, tensors = split_key(key, lambda k: type(k) is Tensor,

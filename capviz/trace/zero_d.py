@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
+from capviz.core.symbols import plain
 from capviz.trace.tensor import Tensor
 
 _answers: dict[Any, bool | None] = {}
@@ -93,7 +94,8 @@ def _stand_in(value: Any, small: bool) -> Any:
     if type(value) is Tensor and _scalar(value):
         return value.dtype.type(0)
     if type(value) is Tensor or isinstance(value, np.ndarray):
-        shape = value.shape if small else tuple(min(size, 2) for size in value.shape)
+        shape = plain(value.shape)  # a size symbol stands for a length > 1 here
+        shape = shape if small else tuple(min(size, 2) for size in shape)
         return np.broadcast_to(np.zeros((), value.dtype), shape)
     if isinstance(value, (list, tuple)):
         return type(value)(_stand_in(v, small) for v in value)
@@ -101,7 +103,7 @@ def _stand_in(value: Any, small: bool) -> Any:
 
 
 def _ask(op: ops.Op, args: tuple, params: dict) -> bool | None:
-    small = sum(int(np.prod(a.shape)) for a in _arrays(args)) <= SMALL
+    small = sum(int(np.prod(plain(a.shape))) for a in _arrays(args)) <= SMALL
     try:
         fn = op.bind(np)
         with np.errstate(all="ignore"):

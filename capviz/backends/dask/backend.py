@@ -35,13 +35,21 @@ whole array into this process. The kinds:
   worker's memory;
 * ``into``: a function called with ``out=`` (``np.add(x, y, out=z)``): the function's own
   rule where ``out=`` changes no bit of the result, else ``whole``;
+* ``sized``: an op whose result length depends on the data (``x[mask]``, ``np.nonzero``,
+  ``np.unique``, the write back ``y[m] = f(y[m])``): NumPy on the operands gathered into one
+  block, like ``whole``, its data-dependent length unknown (NaN) until computed, as dask.array's
+  own boolean indexing makes it; later ops take their result's shape from the op's rule run on
+  stand-in lengths (:func:`_out`). Exact;
 * ``random``: counter-based Philox per block (:func:`random_block`): each block draws the words
   of its own global positions, so uniform and bernoulli tensors equal the NumPy replay bit for
   bit whatever the chunking and wherever the block runs; normal draws agree within a few ulp
   (NumPy's ``log``/``cos``/``sin`` may round an element differently in another array position).
 
 Shapes and dtypes of every result are checked against the op's rule when the expression is
-built (nothing computed), so chunk sizes are always known.
+built (nothing computed), so chunk sizes are always known, except the data-dependent lengths
+of ``sized`` ops and what follows from them (NaN in dask.array's shapes). Guards
+(:mod:`capviz.core.guards`) are computed with the outputs, in the same ``dask.compute``, and
+checked before anything is returned.
 """
 
 from __future__ import annotations
@@ -64,6 +72,7 @@ from capviz import ops
 from capviz.backends.dask.random import random_block
 from capviz.backends.registry import Backend, get, register, replay_error, unsupported
 from capviz.core.errors import UnsupportedOperationError
+from capviz.core.guards import check_all
 from capviz.core.ir import Node
 from capviz.ops import traits
 from capviz.ops.ufunc_methods import refuse_not_a_fold
@@ -99,6 +108,7 @@ _KINDS = (("elementwise", traits.ELEMENTWISE), ("axis", traits.AXIS), ("move", t
           ("select", traits.SELECT), ("reduce", traits.REDUCE), ("contract", traits.CONTRACT),
           ("gather", traits.GATHER), ("split", traits.SPLIT), ("random", traits.RANDOM),
           ("unpack", {"unpack"}),  # the program picks a result of a multi-result op itself
+          ("sized", traits.DATA_SIZE),
           ("into", {"into"}))  # f(..., out=y): f's own rule where out= changes no bit, else whole
 
 
@@ -197,9 +207,15 @@ def _meta_array(shape: tuple, dtype: Any) -> np.ndarray:
     return np.empty((0,) * len(shape), dtype=dtype)
 
 
+def _same_shape(a: tuple, b: tuple) -> bool:
+    """Shapes equal, an unknown length (NaN) equal to an unknown one."""
+    return len(a) == len(b) and all(x == y or (x != x and y != y) for x, y in zip(a, b))
+
+
 def _check(op: ops.Op, value: Any, shape: tuple, dtype: Any) -> Any:
     """``value`` (a dask array), after checking it has the graph's shape and dtype."""
-    if tuple(value.shape) != tuple(shape) or np.dtype(value.dtype) != np.dtype(dtype):
+    if not _same_shape(tuple(value.shape), tuple(shape)) \
+            or np.dtype(value.dtype) != np.dtype(dtype):
         raise RuntimeError(
             f"capviz's Dask rule for {op.name!r} made {value.dtype}{list(value.shape)} where "
             f"NumPy makes {np.dtype(dtype)}{list(shape)} (a bug in "
@@ -212,12 +228,50 @@ def _is_array(value: Any) -> bool:
 
 
 def _out(op: ops.Op, args: tuple, params: dict) -> Any:
-    """The op's (shape, dtype) rule on the operands (a list of them for a multi-result op)."""
-    result = op.meta(args, params)
+    """The op's (shape, dtype) rule on the operands (a list of them for a multi-result op).
+
+    An operand of unknown length (NaN, after a ``sized`` op) stands in with two different
+    lengths; a result length that moves with them is unknown (NaN) too, and a data-dependent
+    length of a ``sized`` op's own rule is unknown."""
+    if any(_is_array(a) and _unknown(a.shape) for a in args):
+        first = op.meta(_stand_ins(args, 1_000_003), params)
+        second = op.meta(_stand_ins(args, 2_000_029), params)
+        result = _merge(first, second, op.multi)
+    else:
+        result = op.meta(args, params)
     if op.multi:
-        return [(tuple(s), np.dtype(d)) for s, d in result]
+        return [(_known(s), np.dtype(d)) for s, d in result]
     shape, dtype = result
-    return tuple(shape), np.dtype(dtype)
+    return _known(shape), np.dtype(dtype)
+
+
+def _unknown(shape: tuple) -> bool:
+    return any(s != s for s in shape)
+
+
+def _stand_ins(args: tuple, length: int) -> tuple:
+    """The operands with each unknown length replaced by ``length`` (+ its axis), as
+    zero-byte stand-ins the rules read shapes and dtypes of."""
+    out = []
+    for a in args:
+        if _is_array(a) and _unknown(a.shape):
+            shape = tuple(length + k if s != s else s for k, s in enumerate(a.shape))
+            a = np.broadcast_to(np.zeros((), a.dtype), shape)  # zero strides: no memory
+        out.append(a)
+    return tuple(out)
+
+
+def _merge(first: Any, second: Any, multi: bool) -> Any:
+    """A rule's results on two sets of stand-in lengths: the lengths that differ are NaN."""
+    pairs = zip(first, second) if multi else [(first, second)]
+    merged = [(tuple(a if a == b else np.nan for a, b in zip(sa, sb)), d)
+              for (sa, d), (sb, _) in pairs]
+    return merged if multi else merged[0]
+
+
+def _known(shape: tuple) -> tuple:
+    """A rule's shape with a ``Pending`` data-dependent length as NaN (dask.array's word)."""
+    return tuple(s if isinstance(s, (int, float)) else np.nan for s in shape)
 
 
 class _Call:
@@ -267,6 +321,9 @@ def whole(op: ops.Op, args: tuple, params: dict) -> Any:
 def _one_block(array: Any) -> Any:
     """``array`` as one ``Delayed`` (its blocks concatenated into one task), its graph kept as
     it is (not optimized: optimizing it again at every step would cost as much)."""
+    if array.npartitions != 1 and _unknown(array.shape):  # blocks of unknown lengths
+        blocks = array.to_delayed(optimize_graph=False)
+        return dask.delayed(np.block, pure=True)(blocks.tolist())
     if array.npartitions != 1:
         array = array.rechunk(tuple((size,) for size in array.shape) or ())
     (block,) = array.to_delayed(optimize_graph=False).ravel()
@@ -458,10 +515,25 @@ def into(op: ops.Op, args: tuple, params: dict) -> Any:
     return _check(op, value, shape, dtype)
 
 
+def sized(op: ops.Op, args: tuple, params: dict) -> Any:
+    """An op whose result length depends on the data: NumPy on the operands gathered into one
+    block (one task), the data-dependent lengths unknown (NaN) until computed."""
+    fn = numpy_callable(op)
+    out = _out(op, args, params)
+    template, slots, arrays = _split_args(args)
+    blocks = [_one_block(a) for a in arrays]
+    task = dask.delayed(_Call(fn, template, slots, params), pure=True)(*blocks)
+    if not op.multi:
+        shape, dtype = out
+        return da.from_delayed(task, shape, dtype=dtype, meta=_meta_array(shape, dtype))
+    return tuple(da.from_delayed(task[k], shape, dtype=dtype, meta=_meta_array(shape, dtype))
+                 for k, (shape, dtype) in enumerate(out))
+
+
 _LOWER: dict[str, Callable] = {
     "elementwise": elementwise, "axis": along_axis, "move": move, "select": select,
     "reduce": accumulate, "contract": accumulate, "gather": gather, "split": split, "whole": whole,
-    "into": into,
+    "into": into, "sized": sized,
 }
 
 
@@ -610,20 +682,38 @@ class DaskBackend(Backend):
                 for name, a in zip(program.input_names, args)]
         steps = _Steps(program)
         chunks_token, steps_token = _CHUNKS.set(chunks), _STEPS.set(steps)
+        guard_values: list = []  # what the guards read: computed with the outputs
         try:
-            outputs = program(args, seed)
+            outputs = program(args, seed, None, guard_values)
         finally:
             _CHUNKS.reset(chunks_token)
             _STEPS.reset(steps_token)
         if not compute:
+            if guard_values:  # the guards only, checked before the lazy outputs are returned
+                self._check_guards(program, steps, guard_values)
             return tuple(outputs)
         try:
-            computed = dask.compute(*outputs)
+            computed = dask.compute(*outputs, *guard_values)
+        except BlockError as failed:
+            if guard_values:  # an op after a guard that fails may fail first: the guard's
+                self._check_guards(program, steps, guard_values)  # error is the one that says
+            node = steps.by_index[failed.index]
+            raise replay_error(node, [a for a in node.args if isinstance(a, Node)],
+                               failed.error) from failed.error
+        n = len(outputs)
+        check_all(program.guards, [np.asarray(v) for v in computed[n:]])
+        return tuple(np.asarray(v) for v in computed[:n])
+
+    @staticmethod
+    def _check_guards(program: Any, steps: Any, guard_values: list) -> None:
+        """Compute the values the guards read (one ``dask.compute``) and check them."""
+        try:
+            values = dask.compute(*guard_values)
         except BlockError as failed:
             node = steps.by_index[failed.index]
             raise replay_error(node, [a for a in node.args if isinstance(a, Node)],
                                failed.error) from failed.error
-        return tuple(np.asarray(v) for v in computed)
+        check_all(program.guards, [np.asarray(v) for v in values])
 
     def _chunked(self, value: Any, chunks: Any, input_name: str, copy: bool) -> Any:
         """An input made by :meth:`from_host`, chunked with the replay's ``chunks`` (and

@@ -66,6 +66,7 @@ from capviz.core.errors import (
     ReplayError,
     UnsupportedOperationError,
 )
+from capviz.core.guards import check_all
 from capviz.core.ir import Node
 from capviz.core.references import check_pending
 from capviz.core.source import format_source
@@ -201,6 +202,7 @@ class _Compiled:
         self.checks: list[tuple[Node, str]] = []
         self.inputs_checked: list[int] = []
         self.input_names = program.input_names
+        self.guards = program.guards
         # large constants are arguments of the compiled function: baked into it, XLA would
         # copy and constant-fold every weight at compile time (seconds, and a second copy in
         # memory, for a model's weights)
@@ -217,15 +219,17 @@ class _Compiled:
             backend.traces += 1
             program = program_ref()  # alive: a trace runs inside execute(program, ...)
             nodes = [step[-1] for step in program.table if step[1] is not None]
+            guard_values: list = []  # what the guards read, checked after the run
             with tracing(nodes) as trace:
                 normal = [_no_subnormals(self._jax.numpy, x) for x in inputs]
                 outputs = program(list(inputs), 0 if seed is None else seed,
-                                  dict(zip(registers, constants)))
+                                  dict(zip(registers, constants)), guard_values)
             self.checks = trace.checks
             self.inputs_checked = [k for k, ok in enumerate(normal) if ok is not None]
             flags = [ok for ok in normal if ok is not None] + trace.flags
             # one array: one transfer to read them all after the run
-            return tuple(outputs), self._jax.numpy.stack(flags) if flags else None
+            return (tuple(outputs), self._jax.numpy.stack(flags) if flags else None,
+                    tuple(guard_values))
 
         self._fn = self._jax.jit(traced)
 
@@ -235,7 +239,7 @@ class _Compiled:
         key = (np.uint64(seed), np.float64(0.0)) if self.random else None
         with x64(), jax.default_matmul_precision("highest"):
             try:
-                outputs, flags = self._fn(inputs, self.constants, key)
+                outputs, flags, guard_values = self._fn(inputs, self.constants, key)
             except CapvizError:
                 raise
             except Exception as err:  # XLA refused the traced program (no node to name)
@@ -258,6 +262,8 @@ class _Compiled:
                                   f"{message}")
                 err.node = node
                 raise err
+        if self.guards:  # the values the guards read, fetched together, checked before return
+            check_all(self.guards, jax.device_get(guard_values))
         return outputs
 
 

@@ -71,6 +71,11 @@ UNSUPPORTED: dict[str, str] = {
                     "arctanh")},
     "scalar_power": "a NumPy scalar's ** is C's pow in the scalar's precision, which XLA's "
                     "power does not reproduce (write np.power(x, y) on arrays)",
+    **{name: "its result's length depends on the data (a size symbol), and XLA compiles "
+             "only static shapes (replay on numpy or dask, or keep the shape with "
+             "np.where(mask, x, fill))"
+       for name in ("mask_select", "mask_put", "nonzero", "flatnonzero", "argwhere", "unique",
+                    "compress_data", "extract")},
 }
 """Ops this backend refuses, by name, with the reason (raised by :meth:`JaxBackend.bind`)."""
 

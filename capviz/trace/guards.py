@@ -1,0 +1,98 @@
+"""Reads of values during a capture with examples: each returns the example's value and records
+a ``guard`` node (see :mod:`capviz.core.guards` for what a guard holds and how a replay checks
+it).
+
+Without examples (inputs given by shape and dtype), a read stays a ``data_read`` violation, and
+its message says that an example array in place of the spec would have recorded a guard. A
+value that leaves the tensor world whole (``np.asarray(t)``, ``t.numpy()``) is refused with or
+without examples: what plain NumPy computes from it would be a constant baked from the example,
+silently wrong for other inputs.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+
+from capviz.core.guards import READS, SIZE, read_value
+from capviz.core.ir import Node
+from capviz.core.source import numpy_caller, user_source
+from capviz.core.symbols import Symbol
+from capviz.core.violations import data_read_message
+from capviz.trace import mutation
+from capviz.trace.examples import NoExample
+
+GUARDED = ("Passing an example array instead of a spec (cv.capture(fn, x) with x an array, "
+           "scope.input(name, x)) makes the capture read the example's value here and record "
+           "it as a guard, which every replay checks.")
+"""What a read's refusal says when the capture has no example for it."""
+
+BAKED = ("This read gives an array, which code outside the capture (plain NumPy) would turn into "
+         "a constant computed from the example, wrong for any other input: it is refused with "
+         "examples too. Reads that give Python values (bool(t), int(t), float(t), t.item(), "
+         "t.tolist()) are recorded as guards.")
+"""What the refusal of an array read says in a capture with examples."""
+
+
+def read(rec: Any, tensor: Any, call: str) -> np.ndarray:
+    """``Recorder.read``: the example's value of ``tensor`` with a guard for a read of
+    :data:`capviz.core.guards.READS`; otherwise a ``data_read`` violation."""
+    rec.check_usable()
+    node = mutation.current(rec, tensor)
+    if node.kind == "constant":
+        return rec.graph.constant_values[node.index].copy()
+    examples = rec.examples
+    reason = ""
+    if examples is not None and call in READS:
+        try:
+            value = np.asarray(examples.value(node))
+        except NoExample as err:
+            reason = f" No example value: {err}. {GUARDED}"
+        else:
+            guard(rec, call, node, read_value(call, value), {})
+            return value.copy()
+    elif examples is not None:
+        reason = f" {BAKED}"
+    elif call in READS:
+        reason = f" {GUARDED}"
+    source = user_source()
+    inside = numpy_caller(sys._getframe(2))
+    message = data_read_message(call, _describe(node), source, inside) + reason
+    rec.violation("data_read", call, message, source, target=node)
+    return np.zeros(node.shape, dtype=node.dtype)  # record mode: a placeholder value
+
+
+def _describe(node: Node) -> str:
+    what = node.op if node.kind == "op" else (node.name or node.kind)
+    shape = ",".join(map(str, node.shape or ()))
+    return f"%{node.index} ({what}, {node.dtype}[{shape}])"
+
+
+def guard(rec: Any, call: str, node: Node, value: Any, params: dict) -> Node:
+    """Append a guard node: ``call`` read ``node`` and gave ``value``."""
+    return rec._append("guard", call, (node,), {**params, "value": value}, None, None,
+                       user_source())
+
+
+def resolve(rec: Any, symbol: Symbol) -> int:
+    """A size symbol's number where code needs an int (``len(t)``, ``range(t.shape[0])``,
+    a shape rule that cannot keep the symbol): its example length, checked by a guard (one
+    per symbol)."""
+    known = rec.resolved.get(symbol)
+    if known is not None:
+        return known
+    rec.check_usable()
+    length = example_length(rec, symbol)
+    guard(rec, SIZE, rec.graph.nodes[symbol.origin], length, {"axis": symbol.axis})
+    rec.resolved[symbol] = length
+    return length
+
+
+def example_length(rec: Any, symbol: Symbol) -> int:
+    """The symbol's length on the capture's examples (computed once)."""
+    if symbol.example is None:
+        value = rec.examples.value(rec.graph.nodes[symbol.origin])
+        symbol.example = int(np.shape(value)[symbol.axis])
+    return symbol.example
