@@ -122,7 +122,7 @@ def _check_symbolic(graph: Graph, node: Node, op: ops.Op) -> None:
     shape, dtype = expected
     fits = np.dtype(dtype) == node.dtype and len(shape) == len(node.shape)
     specialized = any((s.origin, s.axis) in guarded for s in _operand_symbols(parent))
-    for axis, (want, got) in enumerate(zip(shape, node.shape or ())):
+    for want, got in zip(shape, node.shape or ()):
         if not fits:
             break
         if type(got) is Symbol:
