@@ -38,6 +38,7 @@ fails when it is stale). Seed and frozen-random violations keep their three fixe
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import textwrap
 from collections.abc import Callable
@@ -53,6 +54,7 @@ from capviz.core.errors import (
     SeedViolationError,
     UnsupportedOperationError,
 )
+from capviz.core.guards import READS
 from capviz.core.ir import Graph, Violation
 from capviz.core.source import Source, format_source, source_of, user_frame
 from capviz.core.user_code import UserCode, user_code
@@ -164,6 +166,8 @@ class Failure:
         code: what the user's line runs there (:func:`capviz.core.user_code.user_code`).
         inside: the NumPy function whose Python code converted the tensor (``full``), if any.
         reason: for a refusal, why and what to write instead (the caller's words).
+        examples: the capture has example values for the tensor read (a read that gives
+            Python a value is then a guard, never a failure; an array read still fails).
     """
 
     kind: str
@@ -173,6 +177,7 @@ class Failure:
     code: UserCode = field(default_factory=UserCode)
     inside: str | None = None
     reason: str = ""
+    examples: bool = False
 
     def fields(self) -> dict[str, str]:
         """The names a :class:`Situation`'s templates may use (``{array}``, ``{key}``...): the
@@ -261,6 +266,12 @@ def _called(*names: str) -> Callable[[Failure], bool]:
         f.code.parts.get("function") in names
 
 
+def _guardable(f: Failure) -> bool:
+    """A read that gives Python a value, which a capture with example values records as a
+    guard (:data:`capviz.core.guards.READS`)."""
+    return f.call in READS
+
+
 def _ufunc_method_of_list(f: Failure) -> bool:
     method = _callee(f).rpartition(".")[2]
     return _conversion(f) and method in ("reduce", "accumulate", "reduceat", "outer") and \
@@ -324,6 +335,14 @@ SITUATIONS: list[Situation] = [
         "def f(x):\n    return np.poly([[x[0], x[1]], [x[1], x[0]]])\n\n"
         "cv.capture(f, cv.spec(2, \"float64\"))"),
     Situation(
+        "array_from_example", "data_read", lambda f: f.examples and not _guardable(f),
+        "takes the values of {operand} out of the capture as an array ({call})",
+        "capviz cannot record it: plain NumPy would compute from the example's values a "
+        "constant that is wrong for any other input.",
+        "keep it a tensor (np.asarray(t) is t itself); reads that give Python a value, "
+        "bool(t), int(t), float(t), t.item(), t.tolist(), are recorded as guards.",
+        "def f(x):\n    return x * np.asarray(x).sum()\n\ncv.capture(f, np.ones(3))"),
+    Situation(
         "asarray_of_tensor", "data_read", _called("asarray", "asanyarray"),
         "converts the tensor `{first}` to an ndarray",
         f"capviz cannot record it: np.asarray makes an ndarray, which holds values, and "
@@ -358,14 +377,16 @@ SITUATIONS: list[Situation] = [
         "uses the value of {operand} as a count, size or position",
         "capviz cannot record it: a graph's shapes cannot depend on its data, and "
         f"{_NO_VALUE}.",
-        "take sizes from shapes (x.shape[0]), or pass the size in as a Python int.",
+        "take sizes from shapes (x.shape[0]), pass the size in as a Python int, or capture "
+        "with an example array instead of a spec: the size is then recorded as a guard.",
         "def f(lengths):\n    return np.zeros(lengths.max())\n\n"
         "cv.capture(f, cv.spec(3, \"int64\"))"),
     Situation(
         "branch_on_value", "data_read", lambda f: f.code.action == "branch",
         "branches on the value of `{test}`",
         f"capviz cannot record it: Python needs True or False now, and {_NO_VALUE}.",
-        "select with np.where({test}, a, b), or keep the branch outside the capture.",
+        "select with np.where({test}, a, b), or capture with an example array instead of a "
+        "spec (cv.capture(f, x)): the branch taken is then recorded as a guard.",
         "def f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n\n"
         "cv.capture(f, cv.spec(3))"),
     Situation(
@@ -384,12 +405,20 @@ SITUATIONS: list[Situation] = [
         "graph.replay(inputs)[\"out\"].",
         "def f(x):\n    assert np.allclose(x, 0)\n    return x\n\ncv.capture(f, cv.spec(3))"),
     Situation(
+        "value_without_example", "data_read", _guardable,
+        "reads the value of {operand} ({call})",
+        "capviz cannot record it: Python needs the value now, and this input was given by "
+        "its shape and dtype only.",
+        "capture with an example array instead of a spec (cv.capture(f, x) with x an array): "
+        "the capture reads the example's value and records a guard that every replay checks.",
+        "def f(x):\n    return float(x.sum()) * x\n\ncv.capture(f, cv.spec(3))"),
+    Situation(
         "read_value", "data_read", lambda f: True,
         "reads the value of {operand} ({call})",
         f"capviz cannot record it: the graph records operations, and {_NO_VALUE}.",
         "return the tensor from the captured function and read it after replay: "
         "graph.replay(inputs)[\"out\"].",
-        "def f(x):\n    return float(x.sum()) * x\n\ncv.capture(f, cv.spec(3))"),
+        "def f(x):\n    return x * x.numpy().sum()\n\ncv.capture(f, cv.spec(3))"),
     Situation(
         "refused_call", "unsupported_op", lambda f: True,
         "{call} is not supported by capviz",
@@ -442,12 +471,16 @@ def failure_here(kind: str, call: str, operand: str = "", source: Source | None 
 
 
 def data_read_message(call: str, what: str, source: Any, inside: str | None = None,
-                      frame: FrameType | None = None) -> str:
+                      frame: FrameType | None = None, examples: bool = False) -> str:
     """Message of a ``data_read`` violation: ``call`` read tensor ``what`` (as the graph shows
-    it) at ``source``; ``inside``: the NumPy function that converted the tensor."""
+    it) at ``source``; ``inside``: the NumPy function that converted the tensor; ``examples``:
+    the capture has example values for it (see :attr:`Failure.examples`)."""
     if frame is None:
         frame = user_frame(sys._getframe(1))
-    return explain(failure_here("data_read", call, what, source, inside, frame=frame))
+    failure = failure_here("data_read", call, what, source, inside, frame=frame)
+    if examples:
+        failure = dataclasses.replace(failure, examples=True)
+    return explain(failure)
 
 
 def unsupported_message(call: str, source: Any, reason: str = "",

@@ -24,17 +24,6 @@ from capviz.core.violations import data_read_message
 from capviz.trace import mutation
 from capviz.trace.examples import NoExample
 
-GUARDED = ("Passing an example array instead of a spec (cv.capture(fn, x) with x an array, "
-           "scope.input(name, x)) makes the capture read the example's value here and record "
-           "it as a guard, which every replay checks.")
-"""What a read's refusal says when the capture has no example for it."""
-
-BAKED = ("This read gives an array, which code outside the capture (plain NumPy) would turn into "
-         "a constant computed from the example, wrong for any other input: it is refused with "
-         "examples too. Reads that give Python values (bool(t), int(t), float(t), t.item(), "
-         "t.tolist()) are recorded as guards.")
-"""What the refusal of an array read says in a capture with examples."""
-
 
 def read(rec: Any, tensor: Any, call: str) -> np.ndarray:
     """``Recorder.read``: the example's value of ``tensor`` with a guard for a read of
@@ -44,22 +33,18 @@ def read(rec: Any, tensor: Any, call: str) -> np.ndarray:
     if node.kind == "constant":
         return rec.graph.constant_values[node.index].copy()
     examples = rec.examples
-    reason = ""
-    if examples is not None and call in READS:
+    has_example = examples is not None
+    if has_example and call in READS:
         try:
             value = np.asarray(examples.value(node))
-        except NoExample as err:
-            reason = f" No example value: {err}. {GUARDED}"
+        except NoExample:  # an input given by its spec: refused as without examples
+            has_example = False
         else:
             guard(rec, call, node, read_value(call, value), {})
             return value.copy()
-    elif examples is not None:
-        reason = f" {BAKED}"
-    elif call in READS:
-        reason = f" {GUARDED}"
     source = user_source()
     inside = numpy_caller(sys._getframe(2))
-    message = data_read_message(call, _describe(node), source, inside) + reason
+    message = data_read_message(call, _describe(node), source, inside, examples=has_example)
     rec.violation("data_read", call, message, source, target=node)
     return np.zeros(node.shape, dtype=node.dtype)  # record mode: a placeholder value
 

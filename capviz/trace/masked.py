@@ -54,13 +54,12 @@ for _symbol, _name in _DUNDERS.items():
     setattr(MaskedUpdate, f"__i{_name}__", _operator(_symbol))
 
 
-_MASK_READ = ("its shape depends on the number of True entries, which a graph without example "
-              "values cannot record; pass an example array instead of a spec (cv.capture(fn, "
-              "x) with x an array, scope.input(name, x)) and the read is recorded with a "
-              "symbolic length (n0), checked by guards where the code needs the number; or "
-              "keep the shape with np.where(mask, t, fill), or take a fixed-size top-k with "
-              "np.argpartition; writes through a mask, t[mask] = v and t[mask] *= v, are "
-              "recorded")
+_MASK_READ = ("its shape depends on the number of True entries, which a capture given specs "
+              "cannot know; pass an example array instead of a spec (cv.capture(f, x) with x "
+              "an array, scope.input(name, x)): the read is then recorded with a symbolic "
+              "length (n0), checked by guards where the code needs the number. Without "
+              "examples, keep the shape with np.where(mask, t, fill); writes through a mask, "
+              "t[mask] = v and t[mask] *= v, are recorded")
 
 
 def select(rec: Any, target: Tensor, mask: Tensor) -> Any:

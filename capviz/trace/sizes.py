@@ -21,11 +21,10 @@ from capviz.core.ir import Node
 from capviz.core.symbols import Pending, Symbol, has_symbol
 from capviz.trace import guards
 
-UNSIZED = ("its result's length depends on the values, and this capture has no example "
-           "values to give it a size symbol. Passing an example array instead of a spec "
-           "(cv.capture(fn, x) with x an array, scope.input(name, x)) records it with a "
-           "symbolic length (n0), checked by guards where the code needs the number; or keep "
-           "the shape with np.where(mask, x, fill)")
+UNSIZED = ("its result's length depends on the values, and a capture given specs has no "
+           "values to give it a size symbol; pass an example array instead of a spec "
+           "(cv.capture(f, x) with x an array, scope.input(name, x)): the capture then records "
+           "it with a symbolic length (n0), checked by guards where the code needs the number")
 """Why a data-dependent length is refused in a capture without examples."""
 
 _FIRST = 1_000_003
