@@ -54,33 +54,56 @@ def _say(text: str, error: bool = False) -> None:
     print(terminal_text(text), file=sys.stderr if error else sys.stdout)
 
 
+_INPUT_SYNTAX = ("write NAME=SHAPE:DTYPE, e.g. x=2,8:float32 or x=(2,8):float32 (x=():int64: "
+                 "a scalar)")
+
+
 def _parse_input(text: str) -> tuple[str, Any]:
-    """``x=2,3:float32`` -> ``("x", Spec((2, 3), float32))``."""
+    """``x=2,3:float32``, ``x=(2,3):float32``, ``x=[2,3]``, ``x=2x3`` -> ``("x", Spec((2, 3),
+    float32))`` (the dtype defaults to float32)."""
     import capviz as cv
 
     name, eq, rest = text.partition("=")
     if not eq or not name.isidentifier():
-        raise UsageError(f"bad --input {text!r}: expected NAME=SHAPE:DTYPE, e.g. x=2,3:float32")
-    shape_text, _, dtype = rest.partition(":")
+        raise UsageError(f"bad --input {text!r}: expected NAME=SHAPE:DTYPE; {_INPUT_SYNTAX}")
+    shape_text, _, dtype_text = rest.partition(":")
+    sizes = shape_text.strip().strip("()[]").replace("x", ",").split(",")
     try:
-        shape = tuple(int(s) for s in shape_text.replace("x", ",").split(",") if s.strip()) \
-            if shape_text.strip() not in ("", "()") else ()
-        return name, cv.spec(shape, dtype or "float32")
+        shape = tuple(int(size) for size in sizes if size.strip())
+    except ValueError:
+        raise UsageError(f"bad --input {text!r}: the shape {shape_text!r} is not a list of "
+                         f"integers; {_INPUT_SYNTAX}") from None
+    if any(size < 0 for size in shape):
+        raise UsageError(f"bad --input {text!r}: the shape {shape_text!r} has a negative size; "
+                         f"{_INPUT_SYNTAX}")
+    try:
+        dtype = np.dtype(dtype_text.strip() or "float32")
+    except TypeError:
+        raise UsageError(f"bad --input {text!r}: {dtype_text!r} is not a NumPy dtype (float32, "
+                         f"int64, bool...); {_INPUT_SYNTAX}") from None
+    try:
+        return name, cv.spec(shape, dtype)
     except (ValueError, TypeError) as err:
         raise UsageError(f"bad --input {text!r}: {err}") from None
 
 
 def _import_function(target: str) -> Any:
-    module_name, colon, attr = target.partition(":")
+    module_name, colon, attr = target.rpartition(":")
     if not colon or not module_name or not attr:
-        raise UsageError(f"bad target {target!r}: expected MODULE:FUNCTION")
-    if module_name.startswith("."):
+        raise UsageError(f"bad target {target!r}: expected MODULE:FUNCTION (model:mlp) or "
+                         "FILE.py:FUNCTION (src/model.py:mlp)")
+    if module_name.startswith(".") and not module_name.endswith(".py"):
         raise UsageError(f"bad target {target!r}: a relative module name has no package to be "
                          "relative to here; give the full dotted name (package.module:function) "
                          "and run from the folder that holds the package")
     sys.path.insert(0, os.getcwd())
     try:
-        module = importlib.import_module(module_name)
+        if module_name.endswith(".py"):
+            module = _import_file(module_name, target)
+        else:
+            module = importlib.import_module(module_name)
+    except UsageError:
+        raise
     except ImportError as err:
         raise UsageError(f"cannot import module {module_name!r}: {err}") from None
     except Exception as err:  # the module itself is broken: say where, not a traceback
@@ -94,6 +117,30 @@ def _import_function(target: str) -> Any:
     if not callable(fn):
         raise UsageError(f"{target} is not callable")
     return fn
+
+
+def _import_file(path: str, target: str) -> Any:
+    """The module of Python file ``path`` (``model.py``, ``src/model.py``), imported under its
+    file name (``model``) with its folder first on ``sys.path``, as ``python path`` would."""
+    import importlib.util
+
+    if not os.path.isfile(path):
+        dotted = path[:-3].replace(os.sep, ".").replace("/", ".").strip(".")
+        raise UsageError(f"bad target {target!r}: there is no file {path}; give an existing "
+                         f"FILE.py:FUNCTION, or the module's dotted name: {dotted}:"
+                         f"{target.rpartition(':')[2]}")
+    folder = os.path.dirname(os.path.abspath(path))
+    name = os.path.splitext(os.path.basename(path))[0]
+    sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # as an import would: the module's globals are named after it
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
 
 
 def _write(graph: Any, out: str | None, fmt: str, collapse: Any) -> str:
@@ -121,8 +168,11 @@ def _write(graph: Any, out: str | None, fmt: str, collapse: Any) -> str:
 
 
 def _print_violations(graph: Any) -> None:
+    """Each violation with its whole message (the fixes too), one printed line per line."""
     for v in graph.violations:
-        _say(f"{v.level}: {v.kind} at {v.location}: {v.message.splitlines()[0]}", error=True)
+        _say(f"{v.level}: {v.kind} at {v.location}:", error=True)
+        for line in v.message.splitlines():
+            _say(f"  {line}", error=True)
 
 
 def _error_violations(graph: Any) -> list:
@@ -174,13 +224,22 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 FORMATS = {".svg": "svg", ".dot": "dot", ".gv": "dot", ".json": "json", ".html": "html",
            ".htm": "html"}
+FORMAT_NAMES = ["svg", "html", "json", "dot"]
+_A_FILE = {"svg": "an SVG file", "html": "an HTML file", "json": "a JSON graph file",
+           "dot": "a DOT file"}
 
 
 def _format(args: argparse.Namespace) -> str:
-    """``--format``, else the output file's suffix, else SVG (``-o g.html`` writes the view)."""
-    if args.format is not None:
-        return args.format
+    """``--format``, else the output file's suffix, else SVG (``-o g.html`` writes the view);
+    a suffix of another format than ``--format`` is refused (``-o g.html --format svg``)."""
     suffix = os.path.splitext(args.output or "")[1].lower()
+    if args.format is not None:
+        implied = FORMATS.get(suffix)
+        if implied is not None and implied != args.format:
+            stem = os.path.splitext(args.output)[0]
+            raise UsageError(f"-o {args.output} names {_A_FILE[implied]} but --format is "
+                             f"{args.format}; write -o {stem}.{args.format}, or drop --format")
+        return args.format
     if args.output and suffix not in FORMATS:
         raise UsageError(f"cannot tell the format of {args.output!r} from its suffix; name one "
                          f"of {', '.join(sorted(FORMATS))}, or pass --format")
@@ -214,22 +273,59 @@ def _user_location(err: BaseException) -> str:
     return f" (at {f.filename}:{f.lineno} in {f.name})"
 
 
+def _ordered_specs(fn: Any, target: str, given: list[tuple[str, Any]]) -> list[Any]:
+    """The specs of ``given`` (``(name, spec)`` from ``-i``) in the order of ``fn``'s
+    parameters, which ``cv.capture`` passes them by (so the graph's inputs keep their names)."""
+    names = [name for name, _ in given]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise UsageError(f"input {twice[0]!r} is given twice with -i; give each parameter once")
+    _check_inputs_bind(fn, target, names)
+    try:
+        parameters = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return [spec for _, spec in given]  # a builtin: in the order given
+    specs = dict(given)
+    leading = parameters[:len(specs)]
+    if set(leading) != set(specs):
+        raise UsageError(f"{target} gets its inputs by position: give -i for its first "
+                         f"{len(specs)} parameter(s) ({', '.join(leading)}), not "
+                         f"{', '.join(names)}")
+    return [specs[name] for name in leading]
+
+
+def _sources_from(graph: Any, fn: Any) -> None:
+    """Inputs and outputs recorded by the command (the CLI declared them) get the source of
+    the function they belong to, its ``def`` line, as the library gives them the caller's."""
+    from capviz.core.source import display_file
+
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return
+    here = (display_file(code.co_filename), code.co_firstlineno, code.co_name)
+    for node in graph.nodes:
+        if node.kind in ("input", "output"):
+            node.source = here
+
+
 def cmd_render(args: argparse.Namespace) -> int:
     import capviz as cv
 
     fmt = _format(args)
     fn = _import_function(args.target)
-    specs = [_parse_input(text) for text in args.input or []]
-    names = [n for n, _ in specs]
-    _check_inputs_bind(fn, args.target, names)
+    specs = _ordered_specs(fn, args.target, [_parse_input(text) for text in args.input or []])
     try:
-        graph = cv.capture(lambda *xs: fn(**dict(zip(names, xs))), *[s for _, s in specs],
-                           on_violation="record")
+        graph = cv.capture(fn, *specs, on_violation="record")
+        _sources_from(graph, fn)
     except Exception as err:  # the user's function failed: say where, keep the partial graph
         graph = getattr(err, "graph", None)
         where = "" if isinstance(err, cv.CaptureError) else _user_location(err)
-        _say(f"capture failed: {type(err).__name__}: {_first_line(err)}{where}", error=True)
+        lines = str(err).splitlines() or [""]
+        _say(f"capture failed: {type(err).__name__}: {lines[0]}{where}", error=True)
+        for line in lines[1:]:  # a capture error's why and fix
+            _say(f"  {line}", error=True)
         if graph is not None:
+            _sources_from(graph, fn)
             path = _write(graph, args.output, fmt, args.collapse)
             _say(f"wrote partial graph to {path}", error=True)
         return 1
@@ -246,9 +342,40 @@ def _first_line(err: BaseException) -> str:
     return lines[0] if lines else ""
 
 
+# What a file that is not a saved graph is, from its first bytes: (test, what it is)
+_OTHER_FILES = (
+    (lambda head: head[:4] in (b"PK\x03\x04", b"PK\x05\x06"), "a zip archive (npz)"),
+    (lambda head: head.lstrip().lower().startswith((b"<!doctype html", b"<html")),
+     "an HTML page (capviz's interactive view?)"),
+    (lambda head: b"<svg" in head.lower(), "an SVG picture"),
+    (lambda head: head.lstrip().startswith((b"digraph", b"strict digraph")), "a DOT graph"),
+    (lambda head: head.startswith(b"\x89PNG"), "a PNG image"),
+)
+
+
+def _not_a_graph(path: str) -> str | None:
+    """Why ``path`` is another kind of file than a saved graph, with the file to pass."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1024)
+    except OSError:
+        return None  # missing, a directory: cv.load says so
+    for test, kind in _OTHER_FILES:
+        if test(head):
+            if path.endswith(".json.npz"):
+                return (f"{path} is the constants file (a zip archive) that graph.save writes "
+                        f"beside the graph; pass the graph file itself: {path[:-4]}")
+            return (f"{path} is {kind}, not a saved graph; pass the .json file that "
+                    "graph.save(path) or capviz render --format json wrote")
+    return None
+
+
 def _load(path: str) -> Any:
     import capviz as cv
 
+    other = _not_a_graph(path)
+    if other is not None:
+        raise UsageError(other)
     try:
         return cv.load(path)
     except cv.GraphFormatError as err:
@@ -256,9 +383,10 @@ def _load(path: str) -> Any:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    fmt = _format(args)
     graph = _load(args.graph)
-    out = args.output or os.path.splitext(args.graph)[0] + ".svg"
-    path = _write(graph, out, "svg", args.collapse)
+    out = args.output or os.path.splitext(args.graph)[0] + "." + fmt
+    path = _write(graph, out, fmt, args.collapse)
     _say(f"wrote {path}")
     return 0
 
@@ -322,21 +450,26 @@ def build_parser() -> argparse.ArgumentParser:
                         help="one per parameter, e.g. x=2,3:float32")
     render.add_argument("-o", "--output",
                         help="output file (graph.FORMAT); its suffix picks the format")
-    render.add_argument("--format", default=None, choices=["svg", "dot", "json", "html"],
+    render.add_argument("--format", default=None, choices=FORMAT_NAMES,
                         help="output format (default: from the -o suffix, else svg)")
     render.add_argument("--collapse", type=_collapse, default=DEFAULT_BUDGET,
                         help="node budget (an int) or comma-separated scope paths")
     render.add_argument("--allow-violations", action="store_true",
                         help="exit 0 even if the capture recorded violations")
     render.set_defaults(run=cmd_render)
-    show = sub.add_parser("show", help="render a saved graph (JSON) to SVG")
+    show = sub.add_parser("show", help="render a saved graph (JSON) to SVG, HTML or DOT")
     show.add_argument("graph")
-    show.add_argument("-o", "--output")
+    show.add_argument("-o", "--output",
+                      help="output file (GRAPH.FORMAT beside the graph); its suffix picks the "
+                           "format")
+    show.add_argument("--format", default=None, choices=FORMAT_NAMES,
+                      help="output format (default: from the -o suffix, else svg)")
     show.add_argument("--collapse", type=_collapse, default=DEFAULT_BUDGET)
     show.set_defaults(run=cmd_show)
     check = sub.add_parser("check", help="verify a saved graph; exit 1 on violations")
     check.add_argument("graph")
     check.set_defaults(run=cmd_check)
+    parser.commands = {"demo": demo, "render": render, "show": show, "check": check}
     return parser
 
 
@@ -348,7 +481,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # a bad flag of a command: that command's usage, not the top level's
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.run(args)
     except BrokenPipeError:  # `capviz demo | head`: the reader left; say nothing more
@@ -359,7 +494,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say(f"capviz {args.command}: error: {err}", error=True)
         return 2
     except CapvizError as err:
-        _say(f"capviz {args.command}: {type(err).__name__}: {_first_line(err)}", error=True)
+        lines = str(err).splitlines() or [""]
+        _say(f"capviz {args.command}: {type(err).__name__}: {lines[0]}", error=True)
+        for line in lines[1:]:
+            _say(f"  {line}", error=True)
         return 1
 
 

@@ -2,11 +2,14 @@
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import pytest
 
 MODEL = '''
@@ -31,6 +34,10 @@ def two(x, y):
 def boom(x):
     y = x * 2
     raise RuntimeError("boom")  # BOOM LINE
+
+
+def embed(tokens):
+    return W[tokens]  # EMBED LINE
 '''
 
 
@@ -81,8 +88,10 @@ def test_render_violation_exits_1_with_the_line(project):
     out = capviz("render", "model:seeds", "-i", "x=3:float32", "-o", "s.svg", cwd=project)
     line = MODEL.splitlines().index("    np.random.seed(0)  # SEED LINE") + 1
     assert out.returncode == 1
-    assert f"error: seed at {project / 'model.py'}:{line} in seeds: seeding is not supported " \
-           "during graph capture" in out.stderr
+    assert f"error: seed at {project / 'model.py'}:{line} in seeds:\n  seeding is not " \
+           "supported during graph capture" in out.stderr
+    assert "\n  Fixes:\n    1. Seed the underlying device" in out.stderr  # the whole message
+    assert "\n    3. Create random tensors before capture" in out.stderr
     allowed = capviz("render", "model:seeds", "-i", "x=3:float32", "--allow-violations",
                      cwd=project)
     assert allowed.returncode == 0
@@ -245,9 +254,9 @@ def test_text_from_graph_files_cannot_drive_the_terminal(project):
     err = out.stderr.decode("utf-8")
     for bad in ("\x1b", "\x07", "\u202e", "\n" + "line"):
         assert bad not in err, err
-    # (a message prints its first line only)
-    assert err.strip() == ("error: seed at evil\\ud800\\u202e\\nline.py:12 in seeds: "
-                           "evil\\ud800\\u202e")
+    # a message prints whole, each of its lines indented: none can pass for a line of output
+    assert err.strip().splitlines() == ["error: seed at evil\\ud800\\u202e\\nline.py:12 in seeds:",
+                                        "  evil\\ud800\\u202e", "  line message"]
 
 
 def test_a_graph_with_a_lone_surrogate_name_shows_and_checks(project):
@@ -350,3 +359,172 @@ def test_collapse_refuses_nonsense(project, value, message):
                  cwd=project)
     assert out.returncode == 2
     assert message in out.stderr
+
+
+def test_render_captures_the_function_itself_with_its_names_and_lines(project):
+    import capviz as cv
+
+    out = capviz("render", "model:two", "--input", "y=3:int8", "--input", "x=3:float32",
+                 "-o", "g.json", cwd=project)
+    assert out.returncode == 0, out.stderr
+    graph = cv.load(str(project / "g.json"))
+    inputs = [n for n in graph.nodes if n.kind == "input"]
+    assert [n.name for n in inputs] == ["x", "y"]  # the parameters, in their order
+    line = MODEL.splitlines().index("def two(x, y):") + 1
+    assert {n.location for n in inputs} == {f"{project / 'model.py'}:{line} in two"}
+    assert "graph(x, y) -> (out)" in str(graph) and "capviz:" not in str(graph)
+
+
+def test_render_prints_a_data_read_with_its_one_fix(project):
+    out = capviz("render", "model:embed", "-i", "tokens=2:int64", "-o", "e.svg", cwd=project)
+    line = MODEL.splitlines().index("    return W[tokens]  # EMBED LINE") + 1
+    assert out.returncode == 1
+    assert out.stderr.splitlines() == [
+        f"error: data_read at {project / 'model.py'}:{line} in embed:",
+        f"  `W[tokens]` at {project / 'model.py'}:{line} in embed: an ndarray indexed by the "
+        "tensor `tokens` (np.asarray() of %0 (tokens, int64[2])).",
+        "  capviz cannot record it: NumPy converts the index with np.asarray, which no hook "
+        "reaches, and a captured tensor has no value until the graph is replayed.",
+        "  Fix: record the array first: cv.constant(W)[tokens] (outside a capture cv.constant "
+        "returns the array itself).",
+    ]
+
+
+@pytest.mark.parametrize("command", ["show", "render"])
+@pytest.mark.parametrize("suffix,first", [(".html", "<!DOCTYPE html>"), (".svg", "<?xml"),
+                                          (".json", "{")])
+def test_show_and_render_write_the_format_of_the_suffix(project, command, suffix, first):
+    capviz("render", "model:mlp", "-i", "x=2,4:float32", "-o", "saved.json", cwd=project)
+    target = ["saved.json"] if command == "show" else ["model:mlp", "-i", "x=2,4:float32"]
+    out = capviz(command, *target, "-o", f"out{suffix}", cwd=project)
+    assert out.returncode == 0, out.stderr
+    assert (project / f"out{suffix}").read_text().lstrip().startswith(first)
+    named = capviz(command, *target, "--format", suffix[1:], "-o", f"named{suffix}",
+                   cwd=project)
+    assert named.returncode == 0, named.stderr
+    assert (project / f"named{suffix}").read_text().lstrip().startswith(first)
+
+
+def test_show_format_without_output_writes_beside_the_graph(project):
+    capviz("render", "model:mlp", "-i", "x=2,4:float32", "-o", "saved.json", cwd=project)
+    out = capviz("show", "saved.json", "--format", "html", cwd=project)
+    assert out.returncode == 0 and out.stdout.strip() == "wrote saved.html"
+    assert (project / "saved.html").read_text().startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("command", ["show", "render"])
+def test_a_suffix_that_does_not_match_the_format_is_a_usage_error(project, command):
+    capviz("render", "model:mlp", "-i", "x=2,4:float32", "-o", "saved.json", cwd=project)
+    target = ["saved.json"] if command == "show" else ["model:mlp", "-i", "x=2,4:float32"]
+    out = capviz(command, *target, "-o", "g.html", "--format", "svg", cwd=project)
+    assert_one_line_usage_error(out, f"capviz {command}: error: -o g.html names an HTML file "
+                                     "but --format is svg; write -o g.svg, or drop --format")
+    assert not (project / "g.html").exists()
+
+
+def test_render_of_a_file_path_works(project):
+    (project / "src").mkdir()
+    (project / "src" / "net.py").write_text(MODEL)
+    out = capviz("render", "model.py:mlp", "-i", "x=2,4:float32", "-o", "a.svg", cwd=project)
+    assert out.returncode == 0, out.stderr
+    nested = capviz("render", "src/net.py:two", "-i", "x=3", "-i", "y=3", "-o", "b.json",
+                    cwd=project)
+    assert nested.returncode == 0, nested.stderr
+    assert json.loads((project / "b.json").read_text())["format"] == "capviz-graph"
+
+
+def test_render_of_a_missing_file_says_how(project):
+    out = capviz("render", "nomodel.py:mlp", "-i", "x=2,4:float32", cwd=project)
+    assert_one_line_usage_error(out, "bad target 'nomodel.py:mlp': there is no file "
+                                     "nomodel.py; give an existing FILE.py:FUNCTION, or the "
+                                     "module's dotted name: nomodel:mlp")
+
+
+def test_a_bad_flag_of_render_prints_renders_usage(project):
+    out = capviz("render", "model:mlp", "-i", "x=2,4:float32", "--bogus", cwd=project)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.startswith("usage: capviz render ")
+    assert "{demo,render,show,check}" not in out.stderr
+    assert out.stderr.splitlines()[-1] == "capviz render: error: unrecognized arguments: --bogus"
+
+
+@pytest.mark.parametrize("command,name,message", [
+    ("show", "saved.json.npz", "saved.json.npz is the constants file (a zip archive) that "
+                               "graph.save writes beside the graph; pass the graph file itself: "
+                               "saved.json"),
+    ("check", "other.json.npz", "other.json.npz is the constants file (a zip archive) that "
+                                "graph.save writes beside the graph; pass the graph file itself: "
+                                "other.json"),
+    ("check", "g.svg", "g.svg is an SVG picture, not a saved graph; pass the .json file that "
+                       "graph.save(path) or capviz render --format json wrote"),
+    ("show", "g.html", "g.html is an HTML page (capviz's interactive view?), not a saved graph"),
+    ("check", "g.dot", "g.dot is a DOT graph, not a saved graph"),
+])
+def test_a_file_of_another_kind_is_named(project, command, name, message):
+    for out in ("saved.json", "other.json", "g.svg", "g.html", "g.dot"):
+        capviz("render", "model:mlp", "-i", "x=2,4:float32", "-o", out, cwd=project)
+    out = capviz(command, name, cwd=project)
+    assert_one_line_usage_error(out, f"capviz {command}: error: {message}")
+
+
+@pytest.mark.parametrize("spec", ["x=(2,4):float32", "x=[2,4]:float32", "x=2x4:float32",
+                                  "x=2,4"])
+def test_input_shapes_in_the_forms_people_write(project, spec):
+    import capviz as cv
+
+    out = capviz("render", "model:mlp", "-i", spec, "-o", "g.json", cwd=project)
+    assert out.returncode == 0, out.stderr
+    (x,) = [n for n in cv.load(str(project / "g.json")).nodes if n.kind == "input"]
+    assert x.shape == (2, 4) and x.dtype == np.float32
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("x=two:float32", "bad --input 'x=two:float32': the shape 'two' is not a list of integers; "
+                      "write NAME=SHAPE:DTYPE, e.g. x=2,8:float32 or x=(2,8):float32"),
+    ("x=(2,-1):float32", "the shape '(2,-1)' has a negative size; write NAME=SHAPE:DTYPE"),
+    ("x=2,4:floaty", "bad --input 'x=2,4:floaty': 'floaty' is not a NumPy dtype (float32, "
+                     "int64, bool...); write NAME=SHAPE:DTYPE"),
+    ("2,4", "bad --input '2,4': expected NAME=SHAPE:DTYPE; write NAME=SHAPE:DTYPE"),
+])
+def test_a_malformed_input_says_the_syntax(project, spec, message):
+    out = capviz("render", "model:mlp", "-i", spec, cwd=project)
+    assert_one_line_usage_error(out, message)
+
+
+def test_an_input_given_twice_is_a_usage_error(project):
+    twice = capviz("render", "model:two", "-i", "x=3", "-i", "x=3", cwd=project)
+    assert_one_line_usage_error(twice, "input 'x' is given twice with -i; give each parameter "
+                                       "once")
+
+
+GUIDE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs",
+                     "guide", "cli.md")
+
+
+def guide_sessions(text):
+    """``(argv, expected lines)`` of each ``$ capviz ...`` session shown (indented) in the
+    guide, in order: a session's output is the indented lines after its command."""
+    sessions = []
+    current = None
+    for line in text.splitlines():
+        if line.startswith("    $ "):
+            current = (shlex.split(line[6:])[1:], [])
+            sessions.append(current)
+        elif current is not None and line.startswith("    "):
+            current[1].append(line[4:])
+        elif line.strip():
+            current = None  # prose: the session has ended
+    return sessions
+
+
+def test_the_cli_guide_sessions_run_as_shown(tmp_path):
+    text = open(GUIDE, encoding="utf-8").read()
+    (model,) = [b for b in re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+                if b.startswith("# model.py\n")]
+    (tmp_path / "model.py").write_text(model)
+    sessions = guide_sessions(text)
+    assert len(sessions) >= 6
+    for argv, expected in sessions:
+        out = capviz(*argv, cwd=tmp_path)
+        shown = (out.stdout + out.stderr).replace(f"{tmp_path}{os.sep}", "")
+        assert shown.splitlines() == expected, (argv, shown)
