@@ -787,3 +787,41 @@ def test_kinds_are_styled_from_rules_and_text_is_readable_in_both_themes(tmp_pat
         assert low == []
         page.screenshot(path=os.path.join(ARTIFACTS, f"view-{theme}.png"))
         assert errors == []
+
+
+# --- everywhere a notebook goes: untrusted, live (issue 23) --------------------------------
+
+PICTURE = """() => [...document.querySelectorAll('.jp-OutputArea-output img.cv-picture')].map(
+  i => [i.complete && i.naturalWidth > 0, i.getBoundingClientRect().height])"""
+
+
+def test_an_untrusted_copy_of_a_saved_notebook_shows_a_picture_and_the_hint(tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import numpy as np\nimport capviz as cv\n"
+        "def block(x):\n    return np.tanh(x * 2.0) + x\n"
+        "def model(x):\n    for _ in range(4):\n        x = block(x)\n    return x\n"
+        "cv.capture(model, cv.spec((3,), 'float32'))\n")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    nbformat.write(nb, str(tmp_path / "colleague.ipynb"))  # from git: not signed, untrusted
+    with running_lab(str(tmp_path)) as lab:
+        lab.start_kernel("colleague.ipynb")
+        with chromium_page("browser-view-untrusted") as page:
+            open_notebook(page, lab, "colleague.ipynb")
+            page.wait_for_selector(".jp-OutputArea-output img.cv-picture", timeout=60_000)
+            page.wait_for_function(f"() => ({PICTURE})().every(p => p[0])", timeout=30_000)
+            pictures = page.evaluate(PICTURE)
+            assert len(pictures) == 1 and pictures[0][1] > 50
+            hint = page.locator(".jp-OutputArea-output .cv-hint")
+            assert hint.is_visible()
+            assert hint.text_content().startswith("Trust this notebook to open the interactive")
+            assert page.locator(".capviz-view[data-ready]").count() == 0  # no script ran
+            # no wall of text: the output shows the picture and the hint, little else
+            text = page.locator(".jp-OutputArea-output").first.inner_text()
+            assert len(text) < 300, text
+            page.screenshot(path=os.path.join(ARTIFACTS, "view-untrusted.png"))

@@ -172,3 +172,32 @@ def test_compare_holds_float16_values_to_the_backends_float16_tolerance():
     assert exact.node is graph.ops[-1]  # explicit rtol/atol still override
     assert re.search(r"\(sum, recorded at .*test_debugger.py:\d+ in <lambda>\) differs: max abs "
                      r"error 0.00\d+", exact.message), exact.message
+
+
+def test_nonfinite_error_names_the_scope_the_operand_and_the_sources():
+    w = np.ones(4, np.float32)
+    w[1] = np.nan  # a poisoned weight: the cause, upstream of the first NaN
+
+    def block(x):
+        with cv.name_scope("mlp"):
+            return np.tanh(x * 2.0) * w + x
+
+    g = cv.capture(lambda x: block(x) + 1.0, cv.spec(4, "float32"))
+    (weight,) = g.constants
+    with pytest.raises(cv.NonFiniteError) as info:
+        g.replay({"x": np.ones(4, np.float32)}, check_finite=True)
+    err = info.value
+    assert err.node.op == "multiply" and err.scope.endswith("mlp")
+    assert f"in scope {err.scope}, recorded at" in str(err)
+    assert err.operands == [1]
+    assert f"operand 1 (%{weight.index} w (constant)) holds NaN/Inf" in str(err)
+    assert [s.index for s in err.sources] == [weight.index]
+    assert g.marks["nonfinite_operand"] == g.marks["nonfinite_source"] == weight.index
+    # a NaN the op itself makes: its operands are finite, no source
+    h = cv.capture(lambda x: np.log(x - 3.0), cv.spec(2, "float32"))
+    with pytest.raises(cv.NonFiniteError) as info, np.errstate(invalid="ignore"):
+        h.replay({"x": np.ones(2, np.float32)}, check_finite=True)
+    assert "its operands are finite: log made the NaN/Inf" in str(info.value)
+    assert info.value.operands == [] and info.value.sources == []
+    assert "in scope (top level)" in str(info.value)
+    assert "nonfinite_operand" not in h.marks and "nonfinite_source" not in h.marks

@@ -26,6 +26,20 @@ def outputs(nb, mime):
             if mime in o.get("data", {})]
 
 
+def pictures(nb):
+    """The static SVG each graph display carries for viewers that run no script: an <img> in
+    its text/html (the display stores the graph once; issue 23)."""
+    import base64
+    import re
+
+    found = []
+    for html in outputs(nb, "text/html"):
+        for src in re.findall(r'class="cv-picture" alt="[^"]*" src="data:image/svg\+xml;base64,'
+                              r'([^"]+)"', html):
+            found.append(base64.b64decode(src).decode("utf-8"))
+    return found
+
+
 def streams(nb):
     return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
                    for o in c.outputs if o["output_type"] == "stream")
@@ -33,7 +47,7 @@ def streams(nb):
 
 def test_quickstart(tmp_path):
     nb = run("quickstart.ipynb", tmp_path)
-    svgs = [ET.fromstring(s) for s in outputs(nb, "image/svg+xml")]
+    svgs = [ET.fromstring(s) for s in pictures(nb) + outputs(nb, "image/svg+xml")]
     assert len(svgs) >= 3  # the graph, the collapsed graph, the live view's final static output
     text = streams(nb)
     assert "numpy True" in text
@@ -50,7 +64,10 @@ def test_quickstart(tmp_path):
                for d in streamed), "the live widget showed the interactive view"
     assert not outputs(nb, "application/vnd.jupyter.widget-view+json"), \
         "the widget's output was replaced by the final view: the final state shows once"
-    final = [h for h in outputs(nb, "text/html") if 'data-field="title">"capviz done"' in h]
+    from capviz.render.view import read_data
+
+    final = [h for h in outputs(nb, "text/html") if 'class="capviz-view"' in h
+             and read_data(h)["title"] == "capviz done"]
     assert len(final) == 1
 
 
@@ -64,7 +81,7 @@ def test_seed_violations(tmp_path):
     assert "fix 1 exact: True" in text
     assert "fix 2 violations: []" in text
     assert "fix 3 inputs: ['x', 'w'] True" in text
-    svgs = [ET.fromstring(s) for s in outputs(nb, "image/svg+xml")]
+    svgs = [ET.fromstring(s) for s in pictures(nb) + outputs(nb, "image/svg+xml")]
     assert any(g.get("class") == "node capviz-violation"
                for svg in svgs for g in svg.iter("{http://www.w3.org/2000/svg}g"))
 
@@ -77,6 +94,6 @@ def test_debugging(tmp_path):
     assert "fed by:" in text
     assert "differs: max abs error" in text
     assert "nan 0" in text and "replayed on numpy" in text
-    svg = ET.fromstring(outputs(nb, "image/svg+xml")[0])
+    svg = ET.fromstring((pictures(nb) + outputs(nb, "image/svg+xml"))[0])
     marked = [g for g in svg.iter("{http://www.w3.org/2000/svg}g") if g.get("id") == "n2"]
     assert any(e.get("stroke") == "#dc2626" for e in marked[0].iter())

@@ -196,10 +196,16 @@ class NonFiniteError(ReplayError):
         node: the first node whose output is not finite.
         inputs: the values that fed it, by operand node.
         value: the non-finite value.
+        scope: the node's scope path (``""`` at the top level); the message names it.
+        operands: the positions of its operands that hold NaN/Inf (empty: the op made it).
+        sources: the inputs and constants upstream that held NaN/Inf, in program order.
     """
 
     inputs: Any = None
     value: Any = None
+    scope: Any = None
+    operands: Any = ()
+    sources: Any = ()
 
 
 class ReplayMemoryError(ReplayError, MemoryError):

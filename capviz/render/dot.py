@@ -44,7 +44,9 @@ EDGE_STYLE = {
     "reads": {"style": "dotted", "color": "#dc2626"},
     "affects": {"style": "dashed", "color": "#dc2626"},
 }
-MARK_TEXT = {"nonfinite": "first NaN/Inf", "diverged": "first divergence"}
+MARK_TEXT = {"nonfinite": "first NaN/Inf", "diverged": "first divergence",
+             "nonfinite_operand": "the non-finite operand of the first NaN/Inf",
+             "nonfinite_source": "non-finite from the start (a source of the first NaN/Inf)"}
 
 
 def attr(text: Any) -> graphviz.quoting.NoHtml:

@@ -1,45 +1,66 @@
-"""Jupyter display: ``CapturedGraph._repr_mimebundle_``.
+"""Jupyter display: ``CapturedGraph._repr_mimebundle_`` and ``graph.view()``'s.
 
-The bundle holds the interactive view (``text/html``, see :mod:`capviz.render.view`), the static
-SVG (``image/svg+xml``) and the text listing (``text/plain``). A notebook front end shows the
-richest it can: the view where scripts run (JupyterLab, Notebook 7, VS Code, nbconvert HTML), the
-SVG in static viewers. The view's HTML also carries the SVG as its fallback, shown where the HTML
-is displayed but its scripts are stripped.
+A display stores the graph once, compactly: ``text/html`` holds the interactive view (its data
+packed, see :mod:`capviz.render.view`) with a small static picture inside it (the top levels
+as an SVG image, :data:`capviz.render.rules.RULES` ``overview`` boxes) and a hint to trust the
+notebook, shown where scripts do not run: an untrusted notebook (JupyterLab sanitizes the HTML
+and keeps the image), a static viewer. ``text/plain`` is the listing of a small graph, the
+one-line summary of a large one. The full
+static SVG (``image/svg+xml``) and the listing are there when asked for by ``include``; they
+are not stored in every display (they were three more copies of the graph: 450 KB for a
+459-op GPT, now under 120 KB in all).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from capviz.core.errors import RenderError
 from capviz.core.ir import Graph
+from capviz.render.rules import RULES
 
-MIME_TYPES = ("text/html", "image/svg+xml", "text/plain")
+MIME_TYPES = ("text/html", "text/plain")  # stored by default
+ON_REQUEST = ("image/svg+xml",)  # given when ``include`` names it
 
 
-def mimebundle(graph: Graph, include: Any = None, exclude: Any = None) -> dict[str, str]:
-    """``{"text/html": ..., "image/svg+xml": ..., "text/plain": ...}``, honouring
-    ``include``/``exclude``."""
+LISTING_MAX = 4000  # characters of listing a display stores; a larger graph stores its summary
+
+
+def plain_text(graph: Graph) -> str:
+    """The listing of a small graph; the one-line summary of a large one (``print(graph)``
+    shows its listing)."""
+    listing = str(graph)
+    if len(listing) <= LISTING_MAX:
+        return listing
+    return f"{graph!r}\n(print(graph) shows its listing of {len(graph.nodes)} nodes)"
+
+
+def mimebundle(graph: Graph, include: Any = None, exclude: Any = None,
+               values: Mapping[Any, Any] | None = None, title: str | None = None,
+               budget: int = RULES.budget) -> dict[str, str]:
+    """``{"text/html": ..., "text/plain": ...}`` (and ``image/svg+xml`` when ``include`` names
+    it), honouring ``include``/``exclude``."""
     from capviz.render.svg import to_svg
 
-    wanted = set(MIME_TYPES)
-    if include:
-        wanted &= set(include)
+    wanted = set(include) & set(MIME_TYPES + ON_REQUEST) if include else set(MIME_TYPES)
     if exclude:
         wanted -= set(exclude)
     bundle: dict[str, str] = {}
     if "text/plain" in wanted:
-        bundle["text/plain"] = str(graph)
-    svg = None
-    if wanted & {"image/svg+xml", "text/html"}:
+        bundle["text/plain"] = plain_text(graph)
+    if "image/svg+xml" in wanted:
         try:
-            svg = to_svg(graph)
+            bundle["image/svg+xml"] = to_svg(graph, budget=budget)
         except RenderError as err:
             bundle["text/plain"] = f"{bundle.get('text/plain', repr(graph))}\n(no SVG: {err})"
-    if svg is not None and "image/svg+xml" in wanted:
-        bundle["image/svg+xml"] = svg
     if "text/html" in wanted:
         from capviz.render.view import fragment
 
-        bundle["text/html"] = fragment(graph, fallback_svg=svg)
+        try:
+            overview = to_svg(graph, budget=RULES.overview)
+        except RenderError:
+            overview = None
+        bundle["text/html"] = fragment(graph, values=values, title=title, budget=budget,
+                                       fallback_svg=overview)
     return bundle

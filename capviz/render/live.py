@@ -11,9 +11,10 @@ rendering costs a capture at most about a quarter of its time. A violation hands
 snapshot at once, its node red. The widget itself appears with the first snapshot; a capture too
 short for one shows its final graph when its cell ends. In a notebook the widget is displayed
 through a display handle, and when the cell ends that one output is replaced by the final graph
-as the interactive view (with the static ``image/svg+xml`` beside it), so the final state shows
-once, and saved, executed or exported notebooks show it without widget JavaScript. Outside a
-notebook, or without ipywidgets, attaching does nothing and warns once.
+as the interactive view, folded as any display of a graph is (its data stored once, a small
+static picture inside for viewers that run no script), so the final state shows once, and
+saved, executed or exported notebooks show it without widget JavaScript. Outside a notebook,
+or without ipywidgets, attaching does nothing and warns once.
 
 A render that fails with anything but a :class:`~capviz.core.errors.RenderError` (which the widget
 shows) stops the view, and the failure reaches the user at once: the next recorded op, or the
@@ -145,11 +146,14 @@ class LiveView:
             # one output: the widget while recording, replaced by the final view at the end
             self.handle = show(self.widget, display_id=True)
 
-    def _status_text(self, state: str) -> str:
+    def _status_text(self, state: str, ops: int | None = None,
+                     violations: int | None = None) -> str:
         elapsed = time.monotonic() - self.started
-        colour = "#dc2626" if self.violations else "#374151"
+        ops = self.ops if ops is None else ops
+        violations = self.violations if violations is None else violations
+        colour = "#dc2626" if violations else "#374151"
         return (f'<span style="font-family:monospace;color:{colour}">capviz {html.escape(state)}'
-                f": {self.ops} ops, {self.violations} violations, {elapsed:.2f} s</span>")
+                f": {ops} ops, {violations} violations, {elapsed:.2f} s</span>")
 
     # --- recorder callbacks (the capturing thread) -------------------------------------------
 
@@ -258,7 +262,9 @@ class LiveView:
         end = time.monotonic()
         self.per_node = (end - start) / max(1, len(graph.nodes))
         self._next = max(self._next, end + 4 * (end - start))
-        self.status.value = self._status_text(state)
+        # the counts the drawn snapshot holds, so the status line and the view agree
+        self.status.value = self._status_text(state, sum(n.kind == "op" for n in graph.nodes),
+                                              len(graph.violation_records))
 
     def _view_html(self, graph: Graph, state: str, fallback: str | None) -> str:
         """The interactive view of a snapshot, laid out for streaming: nodes keep their places
@@ -267,6 +273,13 @@ class LiveView:
 
         return fragment(graph, title=f"capviz {state}", fallback_svg=fallback, live=True,
                         key=self.key)
+
+    def _final_bundle(self, graph: Graph, state: str) -> dict[str, str]:
+        """The cell's one output once the capture ends: the graph displayed as a graph is (its
+        view folded by the same rules, the data stored once), titled with the final state."""
+        from capviz.render.jupyter import mimebundle
+
+        return mimebundle(graph, title=f"capviz {state}")
 
     def refresh(self, graph: Graph | None = None) -> None:
         """Draw ``graph`` (default: the view's graph) again, e.g. after ``graph.compute_stats``
@@ -317,11 +330,7 @@ class LiveView:
                 self._submit(state, final=True)
             self.wait()
             self.close()
-            bundle = {"text/plain": str(graph),
-                      "text/html": self._view_html(graph, state, self.svg)}
-            if self.svg:
-                bundle["image/svg+xml"] = self.svg
-            self.handle.update(bundle, raw=True)
+            self.handle.update(self._final_bundle(graph, state), raw=True)
 
         if shell is None:
             publish()

@@ -27,6 +27,8 @@ class Rules:
         aside_degree: a node read by more items than this is set aside: its readers show a
             small stub naming it instead of an edge.
         max_annotations: constant lines shown on one op; more become ``+N more constants``.
+        overview: boxes drawn in the static picture a notebook display carries for viewers that
+            run no script (an untrusted notebook, a static viewer): small, the top levels.
     """
 
     budget: int = 160
@@ -34,6 +36,7 @@ class Rules:
     chunk: int = 48
     aside_degree: int = 12
     max_annotations: int = 3
+    overview: int = 24
 
 
 RULES = Rules()

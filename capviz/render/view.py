@@ -11,7 +11,10 @@ viewer), the fragment shows its fallback: the static SVG when one is given.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import html
+import json
 import os
 from collections.abc import Mapping
 from functools import cache
@@ -20,7 +23,7 @@ from typing import Any
 
 from capviz.core.ir import Graph
 from capviz.render.rules import DEFAULT_KIND_STYLE, KIND_STYLES, RULES, KindStyle
-from capviz.render.view_data import script_json, view_data
+from capviz.render.view_data import view_data
 
 DEFAULT_BUDGET = RULES.budget  # boxes drawn at first: whole levels open while they fit
 # dagre (static/dagre.min.js, MIT, static/dagre.LICENSE.txt) kept out of the page's globals
@@ -59,11 +62,77 @@ def _script_safe(code: str) -> str:
     return code
 
 
+LOADER = """(function (root) {
+  if (!root) return;
+  function go() { window.CapvizView.boot(root); }
+  if (window.CapvizView) { go(); return; }
+  var bin = atob(root.querySelector("script.cv-code").textContent.trim());
+  var bytes = new Uint8Array(bin.length);
+  for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+  var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  new Response(stream).text().then(function (code) {
+    if (!window.CapvizView) {
+      var script = document.createElement("script");
+      script.textContent = code;
+      (document.head || document.body).appendChild(script);
+    }
+    go();
+  }, function (err) { root.setAttribute("data-error", String(err)); });
+})(document.currentScript && document.currentScript.parentElement);"""
+
+HINT = ("Trust this notebook to open the interactive view (JupyterLab: File \u25b8 Trust "
+        "Notebook; or <code>jupyter trust NOTEBOOK.ipynb</code>).")
+
+
+def _packed(text: str) -> str:
+    """gzip, then base64: what the page inflates with ``DecompressionStream``."""
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), 9, mtime=0)).decode("ascii")
+
+
+@cache
+def code_blob() -> str:
+    """The view's script (dagre, the style sheet, ``view.js``), packed once per process."""
+    css = kind_css() + _asset("view.css")
+    code = (f"{_DAGRE_OPEN}{_asset('dagre.min.js')}{_DAGRE_CLOSE}\n"
+            f"window.CapvizCSS = {json.dumps(css)};\n{_asset('view.js')}")
+    return _packed(code)
+
+
+def data_blob(data: Mapping[str, Any]) -> str:
+    """The view's data (:func:`capviz.render.view_data.view_data`) as packed JSON; every
+    string is escaped to ASCII, so a lone surrogate or ``</script>`` in a name is inert."""
+    return _packed(json.dumps(data, separators=(",", ":"), allow_nan=False))
+
+
+def read_data(fragment_html: str) -> dict[str, Any]:
+    """The data a view fragment carries (the inverse of :func:`data_blob`, for tests and
+    tools that read a saved notebook)."""
+    packed = fragment_html.split('class="cv-data cv-blob">', 1)[1].split("<", 1)[0]
+    return json.loads(gzip.decompress(base64.b64decode(packed)))
+
+
+def picture(svg: str | None, graph: Graph, hint: bool = True) -> str:
+    """What shows where no script runs: the static SVG as an image (an ``<img>`` with a data
+    URI, which JupyterLab's sanitizer keeps in an untrusted notebook, where it drops inline
+    SVG and scripts) and a one-line hint to trust the notebook for the interactive view."""
+    if svg is None:
+        image = f"<p>capviz view: this output needs JavaScript; {html.escape(repr(graph))}</p>"
+    else:
+        uri = "data:image/svg+xml;base64," + base64.b64encode(svg.encode("utf-8")).decode("ascii")
+        image = (f'<img class="cv-picture" alt="{html.escape(repr(graph), quote=True)}" '
+                 f'src="{uri}">')
+    return f'{image}<p class="cv-hint">{HINT}</p>' if hint else image
+
+
 def fragment(graph: Graph, values: Mapping[Any, Any] | None = None,
              title: str | None = None, budget: int = DEFAULT_BUDGET,
              fallback_svg: str | None = None, live: bool = False, key: str = "",
              page: bool = False) -> str:
     """The view as one HTML element (for a notebook output or inside a page).
+
+    The data is stored once, packed (gzip and base64, about a tenth of the JSON), beside the
+    packed script; a small loader unpacks and starts the view. Where scripts do not run, the
+    element shows ``fallback_svg`` as an image and a hint to trust the notebook.
 
     Args:
         graph: the graph.
@@ -76,21 +145,14 @@ def fragment(graph: Graph, values: Mapping[Any, Any] | None = None,
         page: fill the browser window (standalone page).
     """
     data = view_data(graph, values=values, title=title, budget=budget, live=live)
-    css = _script_safe(kind_css() + _asset("view.css"))
-    js = _script_safe(_asset("view.js"))
-    dagre = _script_safe(_asset("dagre.min.js"))
-    fallback = fallback_svg if fallback_svg is not None else (
-        "<p>capviz view: this output needs JavaScript; "
-        f"{html.escape(repr(graph))}</p>")
     classes = "capviz-view cv-page" if page else "capviz-view"
-    # one JSON script per field: the browser parses (and the page reads) them in short steps
-    fields = "".join(f'<script type="application/json" class="cv-data" data-field="{field}">'
-                     f"{script_json(value)}</script>" for field, value in data.items())
     return (f'<div class="{classes}" data-key="{html.escape(key, quote=True)}">'
-            f"<style>{css}</style>"
-            f'<div class="cv-fallback">{fallback}</div>'
-            f"{fields}"
-            f"<script>{_DAGRE_OPEN}{dagre}{_DAGRE_CLOSE}\n{js}\nwindow.CapvizView.boot(document.currentScript.parentElement);</script>"
+            f'<div class="cv-fallback">{picture(fallback_svg, graph, hint=not page)}</div>'
+            f'<script type="application/octet-stream" class="cv-data cv-code">{code_blob()}'
+            "</script>"
+            f'<script type="application/octet-stream" class="cv-data cv-blob">'
+            f"{data_blob(data)}</script>"
+            f"<script>{_script_safe(LOADER)}</script>"
             "</div>")
 
 
@@ -131,14 +193,7 @@ class GraphView:
                         fallback_svg=fallback_svg)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from capviz.core.errors import RenderError
-        from capviz.render.svg import to_svg
+        from capviz.render.jupyter import mimebundle
 
-        bundle = {"text/plain": repr(self.graph)}
-        svg = None
-        try:
-            svg = bundle["image/svg+xml"] = to_svg(self.graph)
-        except RenderError as err:
-            bundle["text/plain"] += f"\n(no SVG: {err})"
-        bundle["text/html"] = self.html(fallback_svg=svg)
-        return bundle
+        return mimebundle(self.graph, include, exclude, values=self.values, title=self.title,
+                          budget=self.budget)

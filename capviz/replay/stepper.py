@@ -203,14 +203,71 @@ class Executor:
         value = xp.asarray(value)
         if value.dtype.kind not in "fc" or bool(xp.isfinite(value).all()):
             return
-        self.graph.marks["nonfinite"] = node.index
         bad = int((~xp.isfinite(value)).sum())
         feeding = {a: self._store.get(a.index) for a in node.args if isinstance(a, Node)}
+        operands = [(k, a) for k, a in enumerate(node.args) if isinstance(a, Node)
+                    and not _finite(xp, self._store.get(a.index))]
+        sources = self._nonfinite_sources(node)
+        marks = self.graph.marks
+        marks["nonfinite"] = node.index
+        for mark, found in (("nonfinite_operand", operands and operands[0][1].index),
+                            ("nonfinite_source", sources and sources[0].index)):
+            if found or found == 0:
+                marks[mark] = found
+            else:
+                marks.pop(mark, None)
+        if operands:
+            which = "; ".join(f"operand {k} (%{a.index} {_what(a)}) holds NaN/Inf"
+                              for k, a in operands)
+        else:
+            which = f"its operands are finite: {node.op} made the NaN/Inf"
+        if sources:
+            which += "; non-finite from the start: " + ", ".join(
+                f"%{s.index} {_what(s)}" for s in sources)
         err = NonFiniteError(
             f"first non-finite value at node %{node.index} ({node.op}, {bad} of {value.size} "
-            f"elements NaN/Inf), recorded at {format_source(node.source) or 'unknown source'}; "
-            "its operands are in err.inputs")
+            f"elements NaN/Inf) in scope {node.scope or '(top level)'}, recorded at "
+            f"{format_source(node.source) or 'unknown source'}; {which}; its operands are in "
+            "err.inputs")
         err.node = node
         err.inputs = feeding
         err.value = value
+        err.scope = node.scope
+        err.operands = [k for k, _ in operands]
+        err.sources = sources
         raise err
+
+    def _nonfinite_sources(self, node: Node) -> list[Node]:
+        """The inputs and constants upstream of ``node`` that hold NaN or Inf, in program
+        order: where a non-finite value came from when no op made it."""
+        seen, stack, found = {node.index}, [node], []
+        while stack:
+            for a in stack.pop().args:
+                if not isinstance(a, Node) or a.index in seen:
+                    continue
+                seen.add(a.index)
+                stack.append(a)
+                if a.kind == "input":
+                    held = self._inputs.get(a.index)
+                elif a.kind == "constant":
+                    held = self.graph.constant_values.get(a.index)
+                else:
+                    continue
+                if not _finite(self.xp, held):
+                    found.append(a)
+        return sorted(found, key=lambda n: n.index)
+
+
+def _finite(xp: Any, value: Any) -> bool:
+    """Whether a value holds no NaN or Inf (non-float values are finite)."""
+    if value is None or isinstance(value, (tuple, list)):
+        return True
+    value = xp.asarray(value)
+    return value.dtype.kind not in "fc" or bool(xp.isfinite(value).all())
+
+
+def _what(node: Node) -> str:
+    """``x`` (an input's name), ``w`` (a constant's), ``subtract`` (an op's)."""
+    if node.kind in ("input", "constant", "output") and node.name:
+        return f"{node.name} ({node.kind})"
+    return node.op or node.kind

@@ -47,9 +47,11 @@ def parse(text):
 
 
 def data_of(page):
-    """The view's data: one JSON script per field."""
-    return {attrs["data-field"]: json.loads(body) for attrs, body in page.scripts
-            if attrs.get("type") == "application/json"}
+    """The view's data: packed once in the fragment (gzip, base64)."""
+    from capviz.render.view import read_data
+
+    (blob,) = [body for attrs, body in page.scripts if "cv-blob" in attrs.get("class", "")]
+    return read_data(f'<script class="cv-data cv-blob">{blob}</script>')
 
 
 def model(x):
@@ -89,12 +91,12 @@ def test_hostile_names_cannot_close_the_script_or_inject_markup():
     text = to_html(scope.graph)
     page = parse(text)
     data = data_of(page)
-    assert text.count("</script>") == len(data) + 1  # the data's and the code's end tags only
+    assert text.count("</script>") == 3  # the packed code's, the packed data's, the loader's
     assert "<script>alert" not in text and "\u2028" not in text and "<!-- " not in text
     assert HOSTILE in data["strings"]
     names = [data["strings"][i] for i in data["scopes"]["name"]]
     assert "/".join(names[1:]) == HOSTILE  # its "/" nests scopes, as in the graph
-    assert len([t for t, _ in page.tags if t == "script"]) == len(data) + 1
+    assert len([t for t, _ in page.tags if t == "script"]) == 3
 
 
 def test_script_json_escapes_everything_that_ends_or_comments_a_script():
@@ -186,32 +188,65 @@ def test_a_constant_read_in_several_scopes_is_set_aside():
     assert data["aside"] == [const.index]
 
 
-def test_notebook_display_holds_the_view_with_the_svg_as_fallback():
+def fallback_svg(text):
+    """The static picture inside a view fragment: an <img> whose data URI is the SVG."""
+    import base64
+
+    src = re.search(r'<img class="cv-picture" alt="[^"]*" src="data:image/svg\+xml;base64,'
+                    r'([^"]+)"', text).group(1)
+    return base64.b64decode(src).decode("utf-8")
+
+
+def test_notebook_display_stores_the_graph_once_with_a_picture_and_a_hint():
+    import xml.etree.ElementTree as ET
+
     graph = cv.capture(model, cv.spec((2, 4), "float32"))
     bundle = graph._repr_mimebundle_()
-    assert set(bundle) == {"text/html", "image/svg+xml", "text/plain"}
+    assert set(bundle) == {"text/html", "text/plain"}
     page = parse(bundle["text/html"])
-    (fallback,) = [a for t, a in page.tags if a.get("class") == "cv-fallback"]
-    assert bundle["image/svg+xml"].split("?>")[-1].strip()[:40] in bundle["text/html"]
+    assert [a for t, a in page.tags if a.get("class") == "cv-fallback"]
+    svg = ET.fromstring(fallback_svg(bundle["text/html"]))
+    assert svg.tag.endswith("svg")
+    assert "Trust this notebook to open the interactive view" in bundle["text/html"]
     assert data_of(page)["kind"] == [data for data in view_data(graph)["kind"]]
-    assert fallback is not None
+    # nothing but the packed code, the packed data and the loader is a script
+    code = [body for attrs, body in page.scripts if "type" not in attrs]
+    assert len(code) == 1 and len(page.scripts) == 3
 
 
-def test_view_object_displays_the_view_with_the_svg_beside_and_inside_it():
+def test_one_display_of_a_459_op_gpt_stores_under_120_kb():
+    import importlib.util
+    import os
+
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    spec = importlib.util.spec_from_file_location(
+        "gpt_numpy", os.path.join(here, "benchmarks", "gpt_numpy.py"))
+    g = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(g)
+    params = g.init_params(6)
+    graph = cv.capture(lambda x: g.gpt(x, params), cv.spec((g.T, g.D), "float32"))
+    assert 459 <= len(graph.ops) <= 480
+    bundle = graph._repr_mimebundle_()
+    size = sum(len(v.encode("utf-8")) for v in bundle.values())
+    assert size <= 120_000, size
+    assert data_of(parse(bundle["text/html"]))["kind"] == view_data(graph)["kind"]
+
+
+def test_view_object_displays_the_view_with_its_options():
     graph = cv.capture(model, cv.spec((2, 4), "float32"))
-    view = graph.view(title="three blocks")
+    view = graph.view(title="three blocks", budget=7)
     bundle = view._repr_mimebundle_()
-    assert set(bundle) == {"text/html", "image/svg+xml", "text/plain"}
-    assert data_of(parse(bundle["text/html"]))["title"] == "three blocks"
-    svg_body = bundle["image/svg+xml"].split("<svg", 1)[1]
-    assert svg_body in bundle["text/html"]  # the fallback where scripts do not run
+    assert set(bundle) == {"text/html", "text/plain"}
+    data = data_of(parse(bundle["text/html"]))
+    assert data["title"] == "three blocks"
+    assert data == view_data(graph, title="three blocks", budget=7)
 
 
 def test_fragment_starts_its_view_from_its_own_element():
     graph = cv.capture(model, cv.spec((2, 4), "float32"))
     text = fragment(graph)
     assert text.startswith('<div class="capviz-view"')
-    assert "CapvizView.boot(document.currentScript.parentElement)" in text
+    assert "(document.currentScript && document.currentScript.parentElement)" in text
 
 
 def test_live_view_streams_the_interactive_view_with_its_key():
@@ -224,7 +259,7 @@ def test_live_view_streams_the_interactive_view_with_its_key():
         np.random.seed(0)
         first = view.html
         scope.output(y * 2.0, "y")
-    (shown,) = view.image.outputs
+    (shown,) = view.image.outputs  # a snapshot in the widget (not saved as the cell's output)
     assert set(shown["data"]) == {"text/html", "image/svg+xml", "text/plain"}
     assert shown["data"]["text/html"] == view.html
     while_recording = data_of(parse(first))

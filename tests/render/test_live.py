@@ -181,3 +181,36 @@ def test_a_source_file_whose_name_is_not_utf8_renders(tmp_path):
     svg = view.svg
     ET.fromstring(svg)
     assert "caf\\udce9\\x1b[31m.py" in svg and "\x1b" not in svg
+
+
+def test_the_status_line_counts_what_the_drawn_snapshot_holds_and_the_final_state_folds():
+    import re
+
+    from capviz.render.view import read_data
+    from capviz.render.view_data import view_data
+
+    def block(h):
+        return np.tanh(h * 2.0) + h
+
+    with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+        view = live.attach(scope, force=True, interval=0.0)
+        h = scope.input("x", (3,), "float32")
+        for _ in range(6):
+            h = block(h)
+        scope.output(h, "y")
+    # a snapshot drawn while the capture went on: the widget's counter says what the view
+    # shows (the capture had recorded more by the time the render finished)
+    part = live.snapshot(scope.graph)
+    part.nodes = scope.graph.nodes[:7]
+    part.complete = False
+    view._render(part, "recording")
+    ops = int(re.search(r"(\d+) ops", view.status.value).group(1))
+    drawn = sum(k == 2 for k in read_data(view.html)["kind"])
+    assert ops == drawn == 6 < view.ops
+    final = view._final_bundle(scope.graph, "done")
+    assert set(final) == {"text/html", "text/plain"}
+    data = read_data(final["text/html"])
+    static = view_data(scope.graph, title="capviz done")
+    assert not data["live"] and data["scopes"] == static["scopes"]
+    titles = [data["strings"][k] for k in data["scopes"]["name"]]
+    assert "block \u00d7 6" in titles  # folded as a display of the graph is, not left open

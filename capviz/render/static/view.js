@@ -901,18 +901,25 @@
     if (!ul.firstChild) el("li", {"class": "cv-none"}, "none", ul);
   };
 
+  /* base64 of gzip -> text (the data is stored once, compressed: capviz/render/view.py) */
+  function inflate(b64) {
+    var bin = atob(b64.trim()), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text();
+  }
   function boot(root) {
     if (root.getAttribute("data-booted")) return;
     root.setAttribute("data-booted", "1");
-    var data = {}, model = new Model(), steps = null;
-    var fields = Array.prototype.slice.call(root.querySelectorAll("script.cv-data"));
+    if (window.CapvizCSS && !root.querySelector("style.cv-style")) {
+      var style = document.createElement("style");
+      style.className = "cv-style";
+      style.textContent = window.CapvizCSS;
+      root.insertBefore(style, root.firstChild);
+    }
+    var data = null, model = new Model(), steps = null;
     function pump() {  // each step in its own short task: the page stays responsive
       var start = performance.now();
-      while (fields.length && performance.now() - start < 12) {  // one JSON field at a time
-        var f = fields.shift();
-        data[f.getAttribute("data-field")] = JSON.parse(f.textContent);
-      }
-      if (fields.length) { setTimeout(pump, 0); return; }
       if (steps === null) { steps = modelSteps.call(model, data); setTimeout(pump, 0); return; }
       while (performance.now() - start < 12) {  // a step is a few ms; stop before the next
         if (steps.next().done) { setTimeout(show, 0); return; }
@@ -928,7 +935,11 @@
         if (window.performance && performance.mark) performance.mark("capviz-drawn");
       });
     }
-    setTimeout(pump, 0);
+    var blob = root.querySelector("script.cv-blob");
+    inflate(blob.textContent).then(function (text) {
+      data = JSON.parse(text);
+      setTimeout(pump, 0);
+    }, function (err) { root.setAttribute("data-error", String(err)); });
   }
-  window.CapvizView = {boot: boot, Model: Model};
+  window.CapvizView = {boot: boot, Model: Model, inflate: inflate};
 })();
