@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import time
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -308,6 +309,17 @@ def _sources_from(graph: Any, fn: Any) -> None:
             node.source = here
 
 
+# The command opens the capture as a user's script would, from code of its own: the captured
+# function's module is then another module, whose arrays are named by module path (model.W),
+# as the library names them when a script captures mymodel.layer; the same with `capviz` and
+# `python -m capviz`.
+_OPENER = compile("def open_capture(capture, fn, specs):\n"
+                  "    return capture(fn, *specs, on_violation='record')\n",
+                  "<capviz render>", "exec")
+_open_capture = types.FunctionType(
+    next(c for c in _OPENER.co_consts if isinstance(c, types.CodeType)), {})
+
+
 def cmd_render(args: argparse.Namespace) -> int:
     import capviz as cv
 
@@ -315,7 +327,7 @@ def cmd_render(args: argparse.Namespace) -> int:
     fn = _import_function(args.target)
     specs = _ordered_specs(fn, args.target, [_parse_input(text) for text in args.input or []])
     try:
-        graph = cv.capture(fn, *specs, on_violation="record")
+        graph = _open_capture(cv.capture, fn, specs)
         _sources_from(graph, fn)
     except Exception as err:  # the user's function failed: say where, keep the partial graph
         graph = getattr(err, "graph", None)

@@ -528,3 +528,17 @@ def test_the_cli_guide_sessions_run_as_shown(tmp_path):
         out = capviz(*argv, cwd=tmp_path)
         shown = (out.stdout + out.stderr).replace(f"{tmp_path}{os.sep}", "")
         assert shown.splitlines() == expected, (argv, shown)
+
+
+@pytest.mark.parametrize("entry", ["capviz", "python -m capviz"])
+def test_render_names_module_globals_as_the_library_does(project, entry):
+    import capviz as cv
+
+    cmd = [sys.executable, "-m", "capviz"] if entry != "capviz" else None
+    args = ["render", "model:mlp", "-i", "x=2,4:float32", "-o", "g.json"]
+    out = capviz(*args, cwd=project) if cmd is None else subprocess.run(
+        cmd + args, capture_output=True, text=True, cwd=project, timeout=120)
+    assert out.returncode == 0, out.stderr
+    graph = cv.load(str(project / "g.json"))
+    assert [n.name for n in graph.constants] == ["model.W"]
+    assert "= constant model.W : float32[4,3]" in str(graph)

@@ -203,3 +203,84 @@ def test_containers_are_indexed_once_per_capture_not_per_array(monkeypatch):
 def test_an_array_inside_a_large_global_structure_is_found():
     g = cv.capture(lambda x: x @ BIG["layers"][7]["w"], cv.spec((2, 2)))
     assert constant_names(g) == ['BIG["layers"][7]["w"]']
+
+
+MYMODEL = '''
+import numpy as np
+
+W1 = np.full((3, 4), 0.5, np.float32)
+W2 = np.full((4, 2), 0.25, np.float32)
+BLOCKS = [{"w": np.full((2, 2), i, np.float32)} for i in range(3)]
+
+
+def layer(x):
+    return np.tanh(x @ W1) @ W2
+
+
+def block(x, b):
+    return x @ b["w"]
+
+
+def stack(x):
+    for b in BLOCKS:
+        x = block(x, b)
+    return x
+
+
+def gpt(x, blocks):
+    for blk in blocks:
+        x = block(x, blk)
+    return x
+'''
+
+
+@pytest.fixture
+def mymodel(tmp_path, monkeypatch):
+    import importlib
+    import sys
+
+    (tmp_path / "mymodel.py").write_text(MYMODEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "mymodel", raising=False)
+    return importlib.import_module("mymodel")
+
+
+def test_globals_of_a_model_module_are_named_by_module_path(mymodel):
+    for fn in (mymodel.layer, lambda x: mymodel.layer(x)):
+        g = cv.capture(fn, cv.spec((2, 3)))
+        assert constant_names(g) == ["mymodel.W1", "mymodel.W2"]
+        assert "= constant mymodel.W1 : float32[3,4]" in str(g)
+
+
+def test_a_module_global_read_by_the_captured_code_is_named_by_module_path(mymodel):
+    g = cv.capture(lambda x: x @ mymodel.W1, cv.spec((2, 3)))
+    assert constant_names(g) == ["mymodel.W1"]
+
+
+def test_a_list_walked_in_a_loop_names_every_element_alike(mymodel):
+    g = cv.capture(mymodel.stack, cv.spec((2, 2)))
+    assert constant_names(g) == [f'mymodel.BLOCKS[{i}]["w"]' for i in range(3)]
+    blocks = [{"w": np.full((2, 2), i + 5, np.float32)} for i in range(3)]
+    g = cv.capture(lambda x: mymodel.gpt(x, blocks), cv.spec((2, 2)))
+    assert constant_names(g) == [f'blocks[{i}]["w"]' for i in range(3)]  # never blk["w"]
+
+
+def test_an_array_only_a_loop_variable_holds_keeps_its_name():
+    def f(x):
+        for w in (np.eye(2, dtype=np.float32),):  # a tuple made on the line: no other name
+            x = x @ w
+        return x
+
+    g = cv.capture(f, cv.spec((2, 2)))
+    assert constant_names(g) == ["w"]
+
+
+def test_weights_in_a_loop_over_a_local_list_are_named_by_index():
+    def f(x):
+        weights = [np.full((2, 2), i, np.float32) for i in range(3)]
+        for w in weights:
+            x = x @ w
+        return x
+
+    g = cv.capture(f, cv.spec((2, 2)))
+    assert constant_names(g) == [f"weights[{i}]" for i in range(3)]

@@ -4,32 +4,42 @@ When an ndarray is met as an operand inside a capture, :class:`Namer` looks for 
 (``is``, never ``==``) in the module globals of the code that opened the capture, then among the
 local variables of the user's frames on the stack, outermost first (the frame that opened the
 capture, then each caller down to the line that used it), so the name is the one the program
-started from:
+started from; then in the globals of the other modules whose code is on the stack, and of the
+user's modules those read (``import mymodel``), named by module path:
 
 - a variable or argument: ``mask``;
 - a path through dicts, lists, tuples and object attributes below one:
   ``params["blocks"][3]["attn"]["c_attn"]["w"]``, ``self.W``;
+- a global of another module: ``mymodel.W1`` (``mymodel.BLOCKS[1]["w"]``), whether the captured
+  function is that module's (``cv.capture(mymodel.layer, ...)``) or reads it (``mymodel.W1``);
 - for a view made on the line (``params["wte"].T``), the name of its base with ``.T`` (a
   transpose) or ``view of ...`` (any other view).
 
 Within one namespace the shortest path wins (breadth first). Names starting with ``_`` and
-IPython's ``In``/``Out`` are skipped.
+IPython's ``In``/``Out`` are skipped, and so are loop variables (the targets of a ``for`` in the
+frame's code): ``for block in blocks:`` names every block's weights ``blocks[0]...``,
+``blocks[1]...``, never ``block[...]`` for the first only. A loop variable still names an array it
+holds itself when nothing else does.
 
 Cost: the arrays reachable from a namespace are indexed once per capture (breadth first, at most
 :data:`MAX_DEPTH` steps), so naming the next array is a dictionary lookup per namespace, and a
 temporary array that has no name costs as little. The innermost frame (new at every call) is
-only searched by its variable names. All indexing of one capture together looks at most
-:data:`MAX_VISITS` container entries (containers of more than :data:`MAX_CHILDREN` entries are
-data, not parameters, and are skipped); past that, arrays are still found by variable name. An index
-is taken when first needed: an array put into a container after that is found only by name.
+searched by its variable names only, and indexed only for an array a loop variable holds. The
+other modules are the user's (not Python's library, installed packages, NumPy or capviz), at most
+:data:`MAX_MODULES`. All indexing of one capture together looks at most :data:`MAX_VISITS`
+container entries (containers of more than :data:`MAX_CHILDREN` entries are data, not
+parameters, and are skipped); past that, arrays are still found by variable name. An index is
+taken when first needed: an array put into a container after that is found only by name.
 """
 
 from __future__ import annotations
 
+import dis
+import sysconfig
 import types
 from collections import deque
-from types import FrameType
-from typing import Any
+from types import CodeType, FrameType
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -39,6 +49,7 @@ MAX_DEPTH = 6
 MAX_VISITS = 50_000
 MAX_CHILDREN = 10_000
 MAX_FRAMES = 64
+MAX_MODULES = 32
 _SKIP_NAMES = frozenset({"In", "Out"})
 _OPAQUE = (type, types.ModuleType, types.FunctionType, types.MethodType, types.CodeType)
 _CONTAINERS = (dict, list, tuple)
@@ -62,6 +73,58 @@ def _named(name: Any) -> bool:
     return isinstance(name, str) and not name.startswith("_") and name not in _SKIP_NAMES
 
 
+_LOOP_NAMES: dict[CodeType, frozenset[str]] = {}
+_STORES = ("STORE_FAST", "STORE_NAME", "STORE_GLOBAL", "STORE_DEREF")
+
+
+def loop_names(code: CodeType) -> frozenset[str]:
+    """The variables ``code`` binds in a ``for`` (``block`` in ``for block in blocks:``, ``k``
+    and ``v`` in ``for k, v in ...``), read from its bytecode once per code object."""
+    found = _LOOP_NAMES.get(code)
+    if found is not None:
+        return found
+    names: set[str] = set()
+    pending = 0  # how many stores after FOR_ITER (an UNPACK_SEQUENCE adds its count)
+    for instruction in dis.get_instructions(code):
+        if instruction.opname == "FOR_ITER":
+            pending = 1
+        elif pending and instruction.opname in ("UNPACK_SEQUENCE", "UNPACK_EX"):
+            pending += (instruction.arg or 0) - 1 if instruction.opname == "UNPACK_SEQUENCE" \
+                else (instruction.arg or 0) % 256 + (instruction.arg or 0) // 256
+        elif pending and instruction.opname in _STORES:
+            names.add(instruction.argval)
+            pending -= 1
+        elif pending and instruction.opname not in ("EXTENDED_ARG", "CACHE"):
+            pending = 0
+    _LOOP_NAMES[code] = found = frozenset(names)
+    return found
+
+
+_LIBRARY_DIRS = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib",
+                                                               "purelib", "platlib")})
+
+
+def _user_module(module: types.ModuleType) -> bool:
+    """A module of the user's code: a file that is not capviz's, NumPy's, Python's own library
+    or an installed package's."""
+    file = getattr(module, "__file__", None)
+    return isinstance(file, str) and is_user_file(file) and not file.startswith(_LIBRARY_DIRS)
+
+
+def _module_prefix(namespace: dict) -> str:
+    name = namespace.get("__name__")
+    return "" if not isinstance(name, str) or name == "__main__" else f"{name}."
+
+
+class Space(NamedTuple):
+    """A namespace names are looked for in: a name found there is ``prefix + path``."""
+
+    namespace: dict
+    prefix: str  # "mymodel." for another module's globals
+    loops: frozenset[str]  # its loop variables, no roots of a path
+    by_name_only: bool  # the innermost frame (new at each call): no index
+
+
 class Namer:
     """Finds what the user called arrays, for one capture (see the module docstring)."""
 
@@ -73,44 +136,81 @@ class Namer:
         """The name or path of ``value`` from ``frames`` (outermost first), or ``None``."""
         if not frames:
             return None
-        spaces = [frames[0].f_globals] + [f.f_locals for f in frames]
+        spaces = self._spaces(frames)
         found = self._lookup(value, spaces)
-        if found is not None:
-            return found
         base = getattr(value, "base", None)
-        if isinstance(base, np.ndarray) and isinstance(value, np.ndarray):  # a view on the line
-            found = self._lookup(base, spaces)
+        if found is None and isinstance(base, np.ndarray) and isinstance(value, np.ndarray):
+            found = self._lookup(base, spaces)  # a view made on the line
             if found is not None:
                 transposed = value.shape == base.shape[::-1] and \
                     value.strides == base.strides[::-1]
                 return f"{found}.T" if transposed else f"view of {found}"
-        return None
+        if found is None:  # an array a loop variable holds, and nothing else names
+            found = self._loop_held(value, frames, spaces)
+        return found
+
+    def _loop_held(self, value: Any, frames: list[FrameType], spaces: list[Space]) -> str | None:
+        """The name of an array a loop variable holds: its path in the innermost frame, where
+        the loop's list may be (``weights[2]`` for ``for w in weights``, indexed only now), else
+        the loop variable itself."""
+        held = [name for frame in frames for name in loop_names(frame.f_code)
+                if frame.f_locals.get(name) is value and _named(name)]
+        if not held:
+            return None
+        for space in spaces:
+            if space.by_name_only:
+                hit = self._index(space.namespace, space.loops).get(id(value))
+                if hit is not None and hit[0] is value:
+                    return hit[1]
+        return held[0]
+
+    def _spaces(self, frames: list[FrameType]) -> list[Space]:
+        """Where names are looked for, in order: the opening frame's globals, each frame's
+        locals (the innermost by name only), then the other modules' globals."""
+        first = frames[0]
+        outer = first.f_globals
+        spaces = [Space(outer, "", loop_names(first.f_code) if first.f_locals is outer
+                        else frozenset(), False)]
+        spaces += [Space(f.f_locals, "", loop_names(f.f_code), k == len(frames) - 1 and k > 0)
+                   for k, f in enumerate(frames)]
+        modules = [f.f_globals for f in frames]
+        for namespace in [*modules, *(f.f_locals for f in frames)]:  # import mymodel
+            modules += [vars(v) for v in list(namespace.values())
+                        if isinstance(v, types.ModuleType) and _user_module(v)]
+        seen = {id(outer)}
+        for namespace in modules:
+            if id(namespace) not in seen and len(seen) <= MAX_MODULES:
+                seen.add(id(namespace))
+                spaces.append(Space(namespace, _module_prefix(namespace), frozenset(), False))
+        return spaces
 
     def release(self) -> None:
         """Forget the indexes (and the references they hold); called when the capture ends."""
         self.indexes = {}
 
-    def _lookup(self, value: Any, spaces: list[dict]) -> str | None:
-        last = len(spaces) - 1
-        for k, namespace in enumerate(spaces):
-            for name, v in list(namespace.items()):
-                if v is value and _named(name):
-                    return name
-            if k == last and last > 0:
-                break  # the innermost frame: new at each call, searched by name only
-            hit = self._index(namespace).get(id(value))
+    def _lookup(self, value: Any, spaces: list[Space]) -> str | None:
+        for space in spaces:
+            for name, v in list(space.namespace.items()):
+                if v is value and _named(name) and name not in space.loops:
+                    return space.prefix + name
+            if space.by_name_only:
+                continue  # the innermost frame: new at each call, searched by name only
+            hit = self._index(space.namespace, space.loops).get(id(value))
             if hit is not None and hit[0] is value:
-                return hit[1]
+                return space.prefix + hit[1]
         return None
 
-    def _index(self, namespace: dict) -> dict[int, tuple[Any, str]]:
-        """``{id(array): (array, path)}`` for the arrays below ``namespace`` (built once)."""
+    def _index(self, namespace: dict, loops: frozenset[str] = frozenset()
+               ) -> dict[int, tuple[Any, str]]:
+        """``{id(array): (array, path)}`` for the arrays below ``namespace`` (built once; the
+        loop variables ``loops`` are no roots)."""
         got = self.indexes.get(id(namespace))
         if got is not None and got[0] is namespace:
             return got[1]
         index: dict[int, tuple[Any, str]] = {}
         queue: deque[tuple[Any, str, int]] = deque(
-            (v, name, 1) for name, v in list(namespace.items()) if _named(name))
+            (v, name, 1) for name, v in list(namespace.items())
+            if _named(name) and name not in loops and not isinstance(v, types.ModuleType))
         seen: set[int] = set()
         while queue and self.visits < MAX_VISITS:
             obj, path, depth = queue.popleft()
