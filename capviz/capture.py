@@ -311,7 +311,6 @@ class CaptureScope:
             self.recorder.pending += generator_watch.pending_violations(  # a draw from an object
                 self._watched + self.recorder.made_generators, user_source())
             self._watched = []
-            self.recorder.check_references()  # an array kept by reference changed since its use
             self.recorder.flush_pending()  # a reseed from another thread, not yet recorded
         finally:
             try:

@@ -32,9 +32,7 @@ from capviz.core.errors import (
 from capviz.core.ir import VIOLATION_LEVELS, Graph, Node, Violation
 from capviz.core.layout import layout_key, same_bits
 from capviz.core.references import (
-    changed_before_end,
     changed_between_uses,
-    changed_constants,
     describe_constant,
     fingerprint,
     referenceable,
@@ -442,15 +440,6 @@ class Recorder(Trace):
             return True
         what = describe_constant(graph, node.index)
         raise self.refuse(f"array {what}", changed_between_uses(what))
-
-    def check_references(self) -> None:
-        """At the scope's end: queue a violation for each array kept by reference that changed
-        since the capture met it (the graph would replay a value the program did not use)."""
-        graph = self.graph
-        for index in changed_constants(graph):
-            what = describe_constant(graph, index)
-            self.pending.append(("unsupported_op", f"array {what}",
-                                 changed_before_end(what), graph.nodes[index].source))
 
     def constant(self, array: np.ndarray, name: str | None, source: Any) -> Node:
         """Record a constant node holding ``array`` (already a private copy)."""
