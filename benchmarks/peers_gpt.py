@@ -15,6 +15,8 @@ compares the same work:
 - JAX replay: ``graph.compile(backend="jax")`` called on a token array already on the device,
   steady state (after a first call), vs ``jax.jit`` of the same forward with its weights as
   arguments on the device; both wait for the result (``block_until_ready``);
+- the 100-op elementwise chain of ``benchmarks/capture_replay.py`` on (1024, 1024) float32, JAX
+  replay vs ``jax.jit`` the same way (ten calls per round);
 - NumPy replay: ``graph.compile(backend="numpy")`` vs the same forward run eagerly by NumPy.
 """
 
@@ -27,7 +29,7 @@ import tracemalloc
 
 import gpt2_pico
 import numpy as np
-from _common import interleaved
+from _common import chain, interleaved
 from gpt2_pico import gpt2_embedded, init_params, with_numpy
 
 import capviz as cv
@@ -124,6 +126,25 @@ def main() -> None:
                                rounds=args.rounds, clock=clock)
     rows.append(("replay, backend='jax'", f"{1e3 * t_jax:.1f} ms", f"jax.jit {1e3 * t_jit:.1f} ms",
                  t_jax / t_jit))
+
+    x = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
+    chain_graph = cv.capture(lambda v: chain(v, 100), cv.spec(x.shape, x.dtype))
+    chain_fn = chain_graph.compile(backend="jax")
+    chain_jit = jax.jit(lambda v: chain(v, 100))
+    device_x = jax.device_put(x)
+    jax.block_until_ready(chain_fn(device_x))
+    jax.block_until_ready(chain_jit(device_x))
+
+    def ten(call):
+        def run():
+            for _ in range(10):
+                jax.block_until_ready(call(device_x))
+        return run
+
+    t_chain, t_chain_jit = interleaved([ten(chain_fn), ten(chain_jit)], rounds=args.rounds,
+                                       clock=clock)
+    rows.append(("100-op chain, backend='jax'", f"{1e2 * t_chain:.2f} ms",
+                 f"jax.jit {1e2 * t_chain_jit:.2f} ms", t_chain / t_chain_jit))
 
     fn_np = kept.compile(backend="numpy")
     fn_np(ids)

@@ -326,6 +326,29 @@ def test_a_subnormal_input_which_xla_flushes_to_zero_is_refused_by_name():
                                   graph.replay(feed, backend="numpy")["out"])
 
 
+def test_a_device_input_is_checked_for_subnormals_once_and_a_new_one_every_time():
+    """A jax array is immutable: once found free of subnormals, a replay given the same array
+    again skips that pass over it (as long as a fused elementwise chain's); any other array,
+    and one that failed, is checked each time."""
+    graph = cv.capture(lambda x: x * 1e30, cv.spec((3,), "float32"))
+    fn = graph.compile(backend="jax")
+    normal = BACKEND.from_host(np.array([1.0, 2.0, 3.0], np.float32))
+    fn(normal)
+    compiled = BACKEND._compiled[graph.replay_cache["jax"][2]]
+    assert compiled._known_normal(normal)
+    traces = BACKEND.traces
+    want = graph.replay({"x": np.array([1.0, 2.0, 3.0], np.float32)}, backend="numpy")["out"]
+    np.testing.assert_allclose(np.asarray(fn(normal)[0]), want, rtol=1e-6)
+    assert BACKEND.traces == traces  # the skipped check is a branch of the same program
+    tiny = BACKEND.from_host(np.array([1.0, 1e-40, 3.0], np.float32))
+    for _ in range(2):
+        with pytest.raises(cv.ReplayError, match=r"input 'x' holds subnormal floats"):
+            fn(tiny)
+    assert not compiled._known_normal(tiny)
+    del normal
+    assert not compiled._normal  # forgotten with the array
+
+
 def test_a_program_is_released_with_its_compiled_function():
     """The backend caches the jitted function weakly by program: dropping the program (a
     changed or deleted graph drops it) frees both."""
@@ -441,7 +464,7 @@ def test_large_constants_are_arguments_of_the_compiled_function_not_baked_into_i
     compiled = BACKEND._compiled[program]
     assert [c.shape for c in compiled.constants] == [(256, 256)]
     with jax_backend.x64():
-        text = compiled._fn.lower((x,), compiled.constants, None).as_text()
+        text = compiled._fn.lower((x,), compiled.constants, None, np.zeros(1, bool)).as_text()
     assert len(text) < 20_000, len(text)  # the weight's 262,144 bytes are not in the program
     assert "tensor<256x256xf32>" in text  # an argument of that type
 

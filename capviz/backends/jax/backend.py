@@ -182,14 +182,20 @@ BAKED_CONSTANT_BYTES = 1024
 larger ones are passed as its arguments."""
 
 
-def _no_subnormals(jnp: Any, x: Any) -> Any:
+def _no_subnormals(jax: Any, x: Any, known: Any) -> Any:
     """For a float input: true when it holds no subnormal value (XLA flushes them to zero, so a
-    result depending on one would differ from NumPy's beyond any tolerance); else ``None``."""
+    result depending on one would differ from NumPy's beyond any tolerance); else ``None``.
+    ``known`` (a traced boolean): the array was checked by an earlier replay, and the pass
+    over it is skipped (a conditional)."""
     dtype = np.dtype(x.dtype)
     if dtype.kind not in "fc":
         return None
-    magnitude = jnp.abs(x)
-    return jnp.all((magnitude == 0) | ~(magnitude < np.finfo(dtype).tiny))
+
+    def check(x: Any) -> Any:
+        magnitude = jax.numpy.abs(x)
+        return jax.numpy.all((magnitude == 0) | ~(magnitude < np.finfo(dtype).tiny))
+
+    return jax.lax.cond(known, lambda x: jax.numpy.array(True), check, x)
 
 
 class _Compiled:
@@ -215,13 +221,14 @@ class _Compiled:
         # program's, and die with it)
         program_ref = weakref.ref(program)
 
-        def traced(inputs: tuple, constants: tuple, seed: Any) -> tuple:
+        def traced(inputs: tuple, constants: tuple, seed: Any, unchecked: Any) -> tuple:
             backend.traces += 1
             program = program_ref()  # alive: a trace runs inside execute(program, ...)
             nodes = [step[-1] for step in program.table if step[1] is not None]
             guard_values: list = []  # what the guards read, checked after the run
             with tracing(nodes) as trace:
-                normal = [_no_subnormals(self._jax.numpy, x) for x in inputs]
+                normal = [_no_subnormals(self._jax, x, unchecked[k])
+                          for k, x in enumerate(inputs)]
                 outputs = program(list(inputs), 0 if seed is None else seed,
                                   dict(zip(registers, constants)), guard_values)
             self.checks = trace.checks
@@ -232,14 +239,33 @@ class _Compiled:
                     tuple(guard_values))
 
         self._fn = self._jax.jit(traced)
+        # the input arrays found free of subnormals, by id: a jax array is immutable, so its
+        # check, a pass over it as long as a fused elementwise chain's, is made once
+        self._normal: dict[int, weakref.ref] = {}
+
+    def _known_normal(self, x: Any) -> bool:
+        ref = self._normal.get(id(x))
+        return ref is not None and ref() is x
+
+    def _remember_normal(self, inputs: tuple, unchecked: np.ndarray) -> None:
+        normal = self._normal
+        for k, x in enumerate(inputs):
+            if unchecked[k] or not isinstance(x, self._jax.Array):
+                continue
+            key = id(x)
+            try:
+                normal[key] = weakref.ref(x, lambda _, key=key: normal.pop(key, None))
+            except TypeError:  # pragma: no cover - an array type without weak references
+                pass
 
     def __call__(self, inputs: tuple, seed: int) -> tuple:
         jax = self._jax
         # the seed, and a zero only known at run time (see capviz.backends.jax.random.uniform)
         key = (np.uint64(seed), np.float64(0.0)) if self.random else None
+        unchecked = np.array([self._known_normal(x) for x in inputs], dtype=bool)
         with x64(), jax.default_matmul_precision("highest"):
             try:
-                outputs, flags, guard_values = self._fn(inputs, self.constants, key)
+                outputs, flags, guard_values = self._fn(inputs, self.constants, key, unchecked)
             except CapvizError:
                 raise
             except Exception as err:  # XLA refused the traced program (no node to name)
@@ -264,6 +290,8 @@ class _Compiled:
                 raise err
         if self.guards:  # the values the guards read, fetched together, checked before return
             check_all(self.guards, jax.device_get(guard_values))
+        if self.inputs_checked:
+            self._remember_normal(inputs, unchecked)
         return outputs
 
 
