@@ -174,7 +174,7 @@ class CapturedGraph(Graph):
         return to_svg(self, path, **options)
 
     def view(self, values: Mapping[Any, Any] | None = None, title: str | None = None,
-             budget: int | None = None) -> GraphView:
+             budget: int | None = None, metric: Any = None) -> GraphView:
         """The interactive view (pan, zoom, open scopes, search, hover, value panel) for a
         notebook; see :mod:`capviz.render.view`.
 
@@ -185,13 +185,16 @@ class CapturedGraph(Graph):
             budget: how many boxes are drawn at first (default: the budget of
                 ``capviz.render.rules.RULES``, which ``to_svg()`` uses too); whole levels of
                 scopes open while they fit.
+            metric: colour the nodes by a number per node, with a legend: ``"bytes"`` (each
+                op's output size) or ``(name, {node: number})``, e.g. per-node times of a
+                profiled replay or per-node errors against another backend.
 
         Returns:
             A ``GraphView``, which displays itself as self-contained HTML.
         """
         from capviz.render.view import GraphView
 
-        return GraphView(self, values=values, title=title, budget=budget)
+        return GraphView(self, values=values, title=title, budget=budget, metric=metric)
 
     def to_html(self, path: str | None = None, values: Mapping[Any, Any] | None = None,
                 title: str | None = None) -> str:

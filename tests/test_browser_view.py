@@ -825,3 +825,119 @@ def test_an_untrusted_copy_of_a_saved_notebook_shows_a_picture_and_the_hint(tmp_
             text = page.locator(".jp-OutputArea-output").first.inner_text()
             assert len(text) < 300, text
             page.screenshot(path=os.path.join(ARTIFACTS, "view-untrusted.png"))
+
+
+# --- debugging that names the cause (issue 23) -------------------------------------------------
+
+
+def poisoned_graph():
+    """The GPT with one NaN put into one weight (block 2's MLP), replayed with check_finite."""
+    g = gpt_module()
+    params = g.init_params(4)
+    params["blocks"][2]["mlp"]["c_fc"][3, 5] = np.nan
+    graph = cv.capture(lambda x: g.gpt(x, params), cv.spec((g.T, g.D), "float32"))
+    x = np.ones((g.T, g.D), np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(cv.NonFiniteError) as info:
+            graph.replay({"x": x}, check_finite=True)
+    (weight,) = [n for n in graph.constants
+                 if np.isnan(graph.constant_values[n.index]).any()]
+    return graph, info.value, weight, x
+
+
+def descendants(graph, index):
+    users = {}
+    for n in graph.nodes:
+        for _, a in n.operands:
+            users.setdefault(a.index, []).append(n.index)
+    seen, stack = {index}, [index]
+    while stack:
+        for u in users.get(stack.pop(), []):
+            if u not in seen:
+                seen.add(u)
+                stack.append(u)
+    return seen
+
+
+def test_the_first_nan_story_marks_the_source_names_the_operand_and_only_its_path(tmp_path):
+    graph, err, weight, _ = poisoned_graph()
+    first = err.node.index
+    assert "transformer_block[2]" in err.scope and "mlp" in err.scope
+    graph.to_html(str(tmp_path / "nan.html"))
+    with chromium_page("browser-view-nan") as page:
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        view = open_page(page, tmp_path / "nan.html")
+        view.locator("li.cv-first-nan").click()  # opens the scopes down to it, selects it
+        operand = view.locator(".cv-panel .cv-operand").text_content()
+        k = [a.index for _, a in err.node.operands].index(weight.index)
+        assert operand.startswith(f"operand {k} (%{weight.index} ") and "holds NaN/Inf" in operand
+        assert f"operand {k} (%{weight.index}" in view.locator("li.cv-first-nan").text_content()
+        source = view.locator("li.cv-nan-source")
+        assert source.count() == 1 and f"%{weight.index} " in source.text_content()
+        # the weight is an annotation on its reader: marked there, and it opens its panel
+        mark = view.locator(f'tspan.cv-const.cv-source[data-const="{weight.index}"]')
+        assert mark.count() == 1
+        path = ids(view.locator("g.cv-node.cv-nanpath"))
+        assert first in path and path <= ancestors(graph, first) & descendants(graph, weight.index)
+        assert graph.node("x").index not in path and len(path) <= 3
+        mark.dispatch_event("click")
+        panel = view.locator(".cv-panel")
+        assert panel.get_attribute("data-i") == str(weight.index)
+        text = panel.text_content()
+        value = graph.constant_values[weight.index]
+        assert f"shape ({','.join(map(str, value.shape))})  dtype float32" in text
+        assert "NaN 1  Inf 0" in text
+        shown = ", ".join("nan" if np.isnan(v) else f"{v:.4g}"[:6]
+                          for v in value.reshape(-1)[:2])
+        assert panel.locator(".cv-first").text_content().startswith("first values: ")
+        assert shown.split(", ")[0][:5] in panel.locator(".cv-first").text_content()
+        page.screenshot(path=os.path.join(ARTIFACTS, "view-nan.png"))
+        assert errors == []
+
+
+def test_kept_values_show_their_first_values(tmp_path):
+    g = gpt_module()
+    params = g.init_params(1)
+    graph = cv.capture(lambda x: g.gpt(x, params), cv.spec((g.T, g.D), "float32"))
+    x = np.arange(g.T * g.D, dtype=np.float32).reshape(g.T, g.D) / 100
+    ex = graph.executor({"x": x}, keep=True)
+    ex.run()
+    graph.to_html(str(tmp_path / "kept.html"), values=ex.values)
+    tanh_free = next(n for n in graph.nodes if n.op == "mean")
+    with chromium_page("browser-view-kept") as page:
+        view = open_page(page, tmp_path / "kept.html")
+        view.locator(f'g.cv-node[data-node="{tanh_free.index}"]').dispatch_event("click")
+        first = view.locator(".cv-panel .cv-first").text_content()
+        value = np.asarray(ex.values[tanh_free]).reshape(-1)
+        assert first == "first values: " + ", ".join(
+            str(round(float(v) * 1e4) / 1e4).removesuffix(".0") for v in value[:8])
+
+
+def test_colour_by_a_metric_with_a_legend(tmp_path):
+    graph = eight_blocks()
+    (tmp_path / "bytes.html").write_text(graph.view(metric="bytes").html(), encoding="utf-8")
+    times = {n: 10.5 + n.index for n in graph.nodes if n.kind == "op"}  # within 100x: linear
+    (tmp_path / "time.html").write_text(graph.view(metric=("time (us)", times)).html(),
+                                        encoding="utf-8")
+    with chromium_page("browser-view-metric") as page:
+        view = open_page(page, tmp_path / "bytes.html")
+        legend = view.locator(".cv-legend")
+        assert legend.locator(".cv-legend-name").text_content() == "output bytes (log scale)"
+        sizes = {n.index: int(np.prod(n.shape)) * 4 for n in graph.nodes
+                 if n.kind == "op" and n.shape is not None}
+        assert legend.locator(".cv-legend-lo").text_content() == str(min(sizes.values()))
+        assert legend.locator(".cv-legend-hi").text_content() == str(max(sizes.values()))
+        drawn = ids(view.locator("g.cv-node.cv-metric"))
+        assert drawn and drawn <= set(sizes)
+        fills = {i: view.locator(f'g.cv-node[data-node="{i}"] .cv-shape').evaluate(
+            "e => getComputedStyle(e).fill") for i in drawn}
+        small, big = min(drawn, key=sizes.get), max(drawn, key=sizes.get)
+        if sizes[small] < sizes[big]:
+            assert fills[small] != fills[big]
+        assert fills[big] == "rgb(249, 115, 22)" or sizes[big] < max(sizes.values())
+        view = open_page(page, tmp_path / "time.html")
+        assert view.locator(".cv-legend-name").text_content() == "time (us)"
+        assert view.locator(".cv-legend-lo").text_content() == str(min(times.values()))
+        page.screenshot(path=os.path.join(ARTIFACTS, "view-metric.png"))

@@ -38,7 +38,7 @@ def plain_text(graph: Graph) -> str:
 
 def mimebundle(graph: Graph, include: Any = None, exclude: Any = None,
                values: Mapping[Any, Any] | None = None, title: str | None = None,
-               budget: int = RULES.budget) -> dict[str, str]:
+               budget: int = RULES.budget, metric: Any = None) -> dict[str, str]:
     """``{"text/html": ..., "text/plain": ...}`` (and ``image/svg+xml`` when ``include`` names
     it), honouring ``include``/``exclude``."""
     from capviz.render.svg import to_svg
@@ -62,5 +62,5 @@ def mimebundle(graph: Graph, include: Any = None, exclude: Any = None,
         except RenderError:
             overview = None
         bundle["text/html"] = fragment(graph, values=values, title=title, budget=budget,
-                                       fallback_svg=overview)
+                                       fallback_svg=overview, metric=metric)
     return bundle

@@ -127,7 +127,7 @@ def picture(svg: str | None, graph: Graph, hint: bool = True) -> str:
 def fragment(graph: Graph, values: Mapping[Any, Any] | None = None,
              title: str | None = None, budget: int = DEFAULT_BUDGET,
              fallback_svg: str | None = None, live: bool = False, key: str = "",
-             page: bool = False) -> str:
+             page: bool = False, metric: Any = None) -> str:
     """The view as one HTML element (for a notebook output or inside a page).
 
     The data is stored once, packed (gzip and base64, about a tenth of the JSON), beside the
@@ -143,8 +143,10 @@ def fragment(graph: Graph, values: Mapping[Any, Any] | None = None,
         live: lay out for streaming: nodes keep their place as more are appended.
         key: identifies a live view across updates (its zoom and open scopes are kept).
         page: fill the browser window (standalone page).
+        metric: colour nodes by a number per node, with a legend (see
+            :func:`capviz.render.view_data.view_data`).
     """
-    data = view_data(graph, values=values, title=title, budget=budget, live=live)
+    data = view_data(graph, values=values, title=title, budget=budget, live=live, metric=metric)
     classes = "capviz-view cv-page" if page else "capviz-view"
     return (f'<div class="{classes}" data-key="{html.escape(key, quote=True)}">'
             f'<div class="cv-fallback">{picture(fallback_svg, graph, hint=not page)}</div>'
@@ -158,10 +160,10 @@ def fragment(graph: Graph, values: Mapping[Any, Any] | None = None,
 
 def to_html(graph: Graph, path: str | os.PathLike | None = None,
             values: Mapping[Any, Any] | None = None, title: str | None = None,
-            budget: int = DEFAULT_BUDGET) -> str:
+            budget: int = DEFAULT_BUDGET, metric: Any = None) -> str:
     """A standalone HTML page with the interactive view; written to ``path`` when given."""
     heading = title or "capviz graph"
-    body = fragment(graph, values=values, title=title, budget=budget, page=True)
+    body = fragment(graph, values=values, title=title, budget=budget, page=True, metric=metric)
     text = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(heading)}</title>"
             "<style>html,body{margin:0;padding:0}</style></head>"
@@ -181,8 +183,10 @@ class GraphView:
     """
 
     def __init__(self, graph: Graph, values: Mapping[Any, Any] | None = None,
-                 title: str | None = None, budget: int | None = None) -> None:
+                 title: str | None = None, budget: int | None = None,
+                 metric: Any = None) -> None:
         self.graph = graph
+        self.metric = metric
         self.values = values
         self.title = title
         self.budget = DEFAULT_BUDGET if budget is None else budget
@@ -190,10 +194,10 @@ class GraphView:
     def html(self, fallback_svg: str | None = None) -> str:
         """The view as an HTML fragment (``text/html``)."""
         return fragment(self.graph, values=self.values, title=self.title, budget=self.budget,
-                        fallback_svg=fallback_svg)
+                        fallback_svg=fallback_svg, metric=self.metric)
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
         from capviz.render.jupyter import mimebundle
 
         return mimebundle(self.graph, include, exclude, values=self.values, title=self.title,
-                          budget=self.budget)
+                          budget=self.budget, metric=self.metric)

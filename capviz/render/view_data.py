@@ -85,9 +85,25 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+FIRST_VALUES = 8  # the first values of a value shown in its panel
+
+
+def _number(x: Any) -> Any:
+    """A value as JSON can hold it: ints and finite floats as numbers, NaN/Inf as text."""
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (complex, np.complexfloating)):
+        return str(complex(x))
+    x = float(x)
+    return x if math.isfinite(x) else str(x)
+
+
 def value_summary(value: Any) -> list | None:
-    """``[min, max, mean, std, nan, inf, [histogram counts], lo, hi]`` of an array, or ``None``
-    for non-numeric or empty values (non-finite statistics become ``null``)."""
+    """``[min, max, mean, std, nan, inf, [histogram counts], lo, hi, [first values]]`` of an
+    array, or ``None`` for non-numeric or empty values (non-finite statistics become ``null``;
+    non-finite first values ``"nan"``, ``"inf"``)."""
     host = host_array(value)
     stats = value_stats(host)
     if stats is None:
@@ -100,8 +116,9 @@ def value_summary(value: Any) -> list | None:
         counts, edges = np.histogram(finite, bins=HIST_BINS)
         hist = [int(c) for c in counts]
         lo, hi = float(edges[0]), float(edges[-1])
+    first = [_number(v) for v in host.reshape(-1)[:FIRST_VALUES].tolist()]
     return [_finite(stats.min), _finite(stats.max), _finite(stats.mean), _finite(stats.std),
-            stats.nan, stats.inf, hist, lo, hi]
+            stats.nan, stats.inf, hist, lo, hi, first]
 
 
 def _stats_summary(stats: Any) -> list | None:
@@ -128,7 +145,7 @@ class _Strings:
 
 def view_data(graph: Graph, values: Mapping[Any, Any] | None = None,
               title: str | None = None, budget: int = RULES.budget,
-              live: bool = False) -> dict[str, Any]:
+              live: bool = False, metric: Any = None) -> dict[str, Any]:
     """The graph as the view's JSON-ready dict.
 
     Args:
@@ -139,9 +156,34 @@ def view_data(graph: Graph, values: Mapping[Any, Any] | None = None,
         budget: how many boxes the view draws at first; whole levels open while they fit.
         live: lay out for streaming (append-only order, nothing moves when nodes are added;
             identical blocks are not folded: they would jump into a fold as they arrive).
+        metric: colour nodes by a number per node, with a legend: ``"bytes"`` (each op's
+            output size), or ``(name, {node or index: number})`` (a profiled replay's time
+            per node, the error against another backend per node...).
     """
     with collector_paused():  # many small objects next to a large graph: see model.build
-        return _view_data(graph, values, title, budget, live)
+        data = _view_data(graph, values, title, budget, live)
+        data["metric"] = metric_data(graph, metric)
+        return data
+
+
+def metric_data(graph: Graph, metric: Any) -> dict[str, Any] | None:
+    """``{"name": ..., "values": {index: number}}`` for the view's colouring, or ``None``."""
+    if metric is None:
+        return None
+    if metric == "bytes":
+        per_node = {n.index: float(np.prod(n.shape, dtype=np.float64)) * np.dtype(n.dtype).itemsize
+                    for n in graph.nodes if n.kind == "op" and n.shape is not None
+                    and n.dtype is not None}
+        return {"name": "output bytes", "values": {str(k): v for k, v in per_node.items()}}
+    if isinstance(metric, tuple) and len(metric) == 2 and isinstance(metric[1], Mapping):
+        name, numbers = metric
+        out = {}
+        for key, number in numbers.items():
+            number = float(number)
+            if math.isfinite(number):
+                out[str(graph.node(key).index)] = number
+        return {"name": str(name), "values": out}
+    raise TypeError(f"metric must be 'bytes' or (name, {{node: number}}), got {metric!r}")
 
 
 def _view_data(graph: Graph, values: Mapping[Any, Any] | None, title: str | None,
@@ -172,7 +214,9 @@ def _view_data(graph: Graph, values: Mapping[Any, Any] | None, title: str | None
         users = users_of.get(n.index, ())
         if len(users) > RULES.aside_degree or (n.kind == "constant" and users):
             aside.append(n.index)
-    links = [[u, v] for u, v, key in _violation_links(graph) if key in ("after", "reads")]
+    # a violation links to what it affects (the tensor a data read read, the random ops a seed
+    # changes), never by program order: an arrow from the node before it reads as a cause
+    links = [[u, v] for u, v, key in _violation_links(graph) if key in ("reads", "affects")]
     summaries: dict[str, list] = {}
     if values is not None:
         for key in values:
@@ -185,6 +229,17 @@ def _view_data(graph: Graph, values: Mapping[Any, Any] | None, title: str | None
             summary = _stats_summary(stats)
             if summary is not None:
                 summaries[str(index)] = summary
+    for index, value in graph.constant_values.items():  # a constant's panel: stats, values
+        if str(index) not in summaries:
+            summary = value_summary(value)
+            if summary is not None:
+                summaries[str(index)] = summary
+    sources = []  # where the first NaN came from: inputs and constants holding NaN/Inf
+    if "nonfinite" in graph.marks:
+        sources = sorted({int(k) for k, v in summaries.items()
+                          if graph.nodes[int(k)].kind in ("input", "constant") and (v[4] or v[5])}
+                         | ({int(graph.marks["nonfinite_source"])}
+                            if "nonfinite_source" in graph.marks else set()))
     violations = [{"node": v.order, "level": v.level, "kind": v.kind, "call": v.call,
                    "message": v.message} for v in graph.violation_records]
     scopes = {"name": [strings(b.title) for b in boxes.boxes],
@@ -199,6 +254,7 @@ def _view_data(graph: Graph, values: Mapping[Any, Any] | None, title: str | None
         "params": params, "scope": boxes.node_box, "argc": argc, "argd": argd,
         "scopes": scopes, "aside": aside, "links": links, "violations": violations,
         "marks": {k: int(v) for k, v in graph.marks.items()}, "values": summaries,
+        "sources": sources,
     }
 
 

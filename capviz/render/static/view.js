@@ -174,17 +174,27 @@
     var bad = new Uint8Array(ns), onPath = new Uint8Array(n), pathScope = new Uint8Array(ns);
     function markUp(i, arr) { for (var a = nodeScope[i]; a > 0 && !arr[a]; a = parent[a]) arr[a] = 1; }
     for (i = 0; i < d.violations.length; i++) if (d.violations[i].level === "error") markUp(d.violations[i].node, bad);
-    var nan = d.marks.nonfinite;
+    // the path: nodes upstream of the first NaN and downstream of a non-finite source (an
+    // input or constant holding NaN/Inf); with no source, the op made it: the path is itself
+    var nan = d.marks.nonfinite, source = new Uint8Array(n), sources = d.sources || [];
     if (nan !== undefined && nan < n) {
       markUp(nan, bad);
-      var stack = [nan]; onPath[nan] = 1;
+      var up = new Uint8Array(n), stack = [nan], down = new Uint8Array(n);
+      up[nan] = 1;
       while (stack.length) {
         var v = stack.pop();
-        markUp(v, pathScope);
-        for (j = 0; j < args[v].length; j++) if (!onPath[args[v][j]]) { onPath[args[v][j]] = 1; stack.push(args[v][j]); }
+        for (j = 0; j < args[v].length; j++) if (!up[args[v][j]]) { up[args[v][j]] = 1; stack.push(args[v][j]); }
       }
+      for (j = 0; j < sources.length; j++) if (up[sources[j]]) { source[sources[j]] = 1; down[sources[j]] = 1; stack.push(sources[j]); }
+      while (stack.length) {
+        var w2 = stack.pop();
+        for (var q2 = start[w2]; q2 < start[w2 + 1]; q2++) if (!down[users[q2]]) { down[users[q2]] = 1; stack.push(users[q2]); }
+      }
+      onPath[nan] = 1;
+      for (i = 0; i < n; i++) if (up[i] && down[i]) onPath[i] = 1;
+      for (i = 0; i < n; i++) if (onPath[i] && drawn(i)) markUp(i, pathScope);
     }
-    this.bad = bad; this.onPath = onPath; this.pathScope = pathScope; this.nan = nan;
+    this.bad = bad; this.onPath = onPath; this.pathScope = pathScope; this.nan = nan; this.source = source;
     this.level = {};
     for (i = 0; i < d.violations.length; i++) this.level[d.violations[i].node] = d.violations[i].level;
     this.hay = null;
@@ -194,6 +204,11 @@
     var m = new Model(), it = modelSteps.call(m, d);
     while (!it.next().done) { /* steps */ }
     return m;
+  };
+  Model.prototype.stubIds = function (i) {
+    var out = [], a = this.args[i];
+    for (var j = 0; j < a.length; j++) if (this.aside[a[j]]) out.push(a[j]);
+    return out;
   };
   Model.prototype.stubs = function (i) {
     var out = [], a = this.args[i];
@@ -369,6 +384,7 @@
     else this.fit();
     if (this.live) liveState[this.key] = this.saveState(saved ? saved.follow : true);
     this.listProblems();
+    this.legend();
   }
   View.prototype.build = function () {
     var self = this, root = this.root, m = this.m, d = this.d;
@@ -453,6 +469,8 @@
       if (t) self.focus(+t.getAttribute("data-i"));
     });
     this.vp.addEventListener("click", function (ev) {
+      var konst = ev.target.closest("[data-const]");
+      if (konst) { self.select(+konst.getAttribute("data-const")); return; }
       var node = ev.target.closest("g.cv-node");
       if (node) { self.select(+node.getAttribute("data-i")); return; }
       var scope = ev.target.closest("g.cv-scope");
@@ -694,16 +712,67 @@
       var kind = d.kind[i], level = m.level[i];
       var c2 = "cv-node cv-k" + kind + (level === "warning" ? " cv-warning" : "") +
         (m.onPath[i] ? " cv-nanpath" : "") + (i === m.nan ? " cv-nonfinite cv-bad" : "") +
+        (m.source[i] ? " cv-source" : "") + (this.metricFill(i) ? " cv-metric" : "") +
         (i === this.focused ? " cv-focus" : "");
       g = sv("g", {"class": c2 + " cv-kind-" + m.kindNames[kind], "data-i": i, "data-node": i, tabindex: 0}, gNodes);
-      shape(g, d.shapes ? d.shapes[kind] : "round", b);
+      var outline = shape(g, d.shapes ? d.shapes[kind] : "round", b), fill = this.metricFill(i);
+      if (fill) outline.style.fill = fill;
       var stubs = m.stubs(i), y0 = b[1];
-      if (stubs.length) { svText(g, b[0] + 6, y0 + 12, clip("\u2190 " + stubs.join(", "), 40), "cv-stub"); y0 += STUB_H; }
+      if (stubs.length) { this.stubLine(g, i, b[0] + 6, y0 + 12); y0 += STUB_H; }
       svText(g, b[0] + 7, y0 + 16, clip(m.label(i), 30), "cv-label");
       svText(g, b[0] + 7, y0 + 32, m.type(i), "cv-type");
     }
     this.paintMini();
     this.apply();
+  };
+  /* the constants (and set-aside nodes) an op reads, each a link to its own panel; a
+   * non-finite source is marked */
+  /* colour by a metric (d.metric: a name and a number per node): light yellow to orange, on a
+   * log scale when the numbers span more than 100x; the legend says the name and the range */
+  View.prototype.metricScale = function () {
+    var met = this.d.metric;
+    if (!met) return null;
+    if (this.scale) return this.scale;
+    var lo = Infinity, hi = -Infinity;
+    for (var key in met.values) { lo = Math.min(lo, met.values[key]); hi = Math.max(hi, met.values[key]); }
+    var log = lo > 0 && hi / lo > 100;
+    var f = function (x) { return log ? Math.log(x) : x; };
+    this.scale = {lo: lo, hi: hi, log: log, at: function (x) {
+      return hi > lo ? (f(x) - f(lo)) / (f(hi) - f(lo)) : 1;
+    }};
+    return this.scale;
+  };
+  View.prototype.metricFill = function (i) {
+    var sc = this.metricScale(), x = sc && this.d.metric.values[i];
+    if (x === undefined || x === null || !sc) return null;
+    return metricColour(sc.at(x));
+  };
+  function metricColour(t) {  // #fef9c3 (low) to #f97316 (high): dark text stays readable
+    var a = [254, 249, 195], b = [249, 115, 22], c = [];
+    for (var k = 0; k < 3; k++) c.push(Math.round(a[k] + (b[k] - a[k]) * Math.max(0, Math.min(1, t))));
+    return "rgb(" + c.join(",") + ")";
+  }
+  View.prototype.legend = function () {
+    var sc = this.metricScale();
+    if (!sc) return;
+    var box = el("div", {"class": "cv-legend"}, null, this.canvas);
+    el("div", {"class": "cv-legend-name"}, this.d.metric.name + (sc.log ? " (log scale)" : ""), box);
+    var bar = el("div", {"class": "cv-legend-bar"}, null, box);
+    bar.style.background = "linear-gradient(to right, " + metricColour(0) + ", " + metricColour(1) + ")";
+    var ends = el("div", {"class": "cv-legend-ends"}, null, box);
+    el("span", {"class": "cv-legend-lo"}, fmt(sc.lo), ends);
+    el("span", {"class": "cv-legend-hi"}, fmt(sc.hi), ends);
+  };
+  View.prototype.stubLine = function (g, i, x, y) {
+    var m = this.m, ids = m.stubIds(i), t = svText(g, x, y, "", "cv-stub"), left = 39;
+    t.appendChild(document.createTextNode("\u2190 "));
+    for (var j = 0; j < ids.length && left > 0; j++) {
+      var text = (j ? ", " : "") + m.label(ids[j]);
+      if (text.length > left) text = text.slice(0, left - 1) + "\u2026";
+      left -= text.length;
+      var span = sv("tspan", {"class": "cv-const" + (m.source[ids[j]] ? " cv-source" : ""), "data-const": ids[j]}, t);
+      span.textContent = text;
+    }
   };
   View.prototype.apply = function () {
     this.vp.setAttribute("transform", "translate(" + this.tx + "," + this.ty + ") scale(" + this.k + ")");
@@ -863,12 +932,18 @@
       }
     }
     list("inputs", m.args[i]);
+    if (i === m.nan) el("div", {"class": "cv-operand"}, this.operandText(), p);
     list("outputs", Array.prototype.slice.call(m.users, m.userStart[i], m.userStart[i + 1]));
     var v = d.values[i];
     if (v) {
       el("h4", {}, "value", p);
       el("pre", {"class": "cv-value"}, "shape " + (m.type(i) || "?") + "\nmin " + fmt(v[0]) + "  max " + fmt(v[1]) +
         "\nmean " + fmt(v[2]) + "  std " + fmt(v[3]) + "\nNaN " + v[4] + "  Inf " + v[5], p);
+      if (v[9] && v[9].length) {
+        el("pre", {"class": "cv-first"}, "first values: " + v[9].map(function (x) {
+          return typeof x === "number" ? fmt(x) : String(x);
+        }).join(", "), p);
+      }
       if (v[6] && v[6].length) {
         var top = Math.max.apply(null, v[6]) || 1, W = 240, H = 40, bw = W / v[6].length;
         var hs = sv("svg", {"class": "cv-hist", width: W, height: H + 12}, p);
@@ -884,6 +959,13 @@
     if (vio.length) el("pre", {"class": "cv-message"}, vio[0].message, p);
     void S;
   };
+  /* which operand of the first NaN/Inf holds NaN/Inf, or that the op made it */
+  View.prototype.operandText = function () {
+    var m = this.m, nan = m.nan, bad = this.d.marks.nonfinite_operand;
+    if (bad === undefined) return "its operands are finite: " + m.label(nan) + " made the NaN/Inf";
+    var k = m.args[nan].indexOf(bad);
+    return "operand " + k + " (%" + bad + " " + m.label(bad) + ") holds NaN/Inf";
+  };
   View.prototype.listProblems = function () {
     var m = this.m, d = this.d, ul = this.problems;
     for (var j = 0; j < d.violations.length; j++) {
@@ -893,7 +975,13 @@
     }
     if (m.nan !== undefined) {
       el("li", {"data-i": m.nan, "class": "cv-problem cv-first-nan"},
-        "first NaN/Inf: %" + m.nan + " " + m.label(m.nan) + " at " + (m.S[d.source[m.nan]] || ""), ul);
+        "first NaN/Inf: %" + m.nan + " " + m.label(m.nan) + " at " + (m.S[d.source[m.nan]] || "") +
+        "; " + this.operandText(), ul);
+      for (var sj = 0; sj < (d.sources || []).length; sj++) {
+        var src = d.sources[sj];
+        el("li", {"data-i": src, "class": "cv-problem cv-nan-source"},
+          "non-finite from the start: %" + src + " " + m.label(src) + " (" + m.kindNames[d.kind[src]] + ")", ul);
+      }
     }
     if (d.marks.diverged !== undefined) {
       el("li", {"data-i": d.marks.diverged, "class": "cv-problem"}, "first divergence: %" + d.marks.diverged + " " + m.label(d.marks.diverged), ul);
