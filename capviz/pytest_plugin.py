@@ -8,6 +8,11 @@ fails a test whose captures recorded a violation. Options: ``--capviz-artifacts 
 SVG and JSON of each graph of a failing test there, named by :func:`artifact_stem` (unique per
 test id), and lists the paths in the report; ``--capviz-update-snapshots`` (re)writes snapshot
 baselines. Disable with ``-p no:capviz``.
+
+A failure's traceback shows the user's code, not capviz's: the fixtures and assertions set
+``__tracebackhide__`` (as pytest's own helpers do), and for a capviz error raised inside capviz
+(a ``ShapeError`` from deep in the recording trace) :func:`hide_capviz_frames` hides capviz's
+frames, so the last frame shown is the user's line. ``--full-trace`` shows every frame.
 """
 
 from __future__ import annotations
@@ -15,18 +20,53 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
+import types
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+import capviz
 from capviz import testing
 from capviz.capture import CaptureDevice, observe
 from capviz.core.errors import CapvizError, RenderError
 from capviz.graph import CapturedGraph
 
 _GRAPHS = pytest.StashKey[list]()
+PACKAGE_DIR = os.path.dirname(os.path.abspath(capviz.__file__)) + os.sep
+USER_MODULES = frozenset({"capviz.models"})  # capviz's example models: the user's code
+
+
+def _capviz_file(filename: str) -> bool:
+    return os.path.abspath(filename).startswith(PACKAGE_DIR)
+
+
+def capviz_error(excinfo: pytest.ExceptionInfo) -> bool:
+    """Whether a failure is capviz telling the user something (so capviz's frames are noise):
+    a :class:`CapvizError`, or an ``AssertionError`` raised in capviz (a graph assertion). Any
+    other exception raised in capviz is a bug, and keeps its frames."""
+    error = excinfo.value
+    if isinstance(error, CapvizError):
+        return True
+    tb = excinfo.tb
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return isinstance(error, AssertionError) and tb is not None and \
+        _capviz_file(tb.tb_frame.f_code.co_filename)
+
+
+def hide_capviz_frames() -> None:
+    """Give every loaded capviz module (its example models excepted) a ``__tracebackhide__``
+    of :func:`capviz_error`, which pytest asks for each frame of a failure's traceback (in the
+    frame's locals, then its globals): capviz's frames are left out of a capviz error's
+    traceback, so it ends at the user's line. ``--full-trace`` shows them (pytest does not
+    filter then)."""
+    for name, module in list(sys.modules.items()):
+        if (name == "capviz" or name.startswith("capviz.")) and name not in USER_MODULES and \
+                isinstance(module, types.ModuleType):
+            vars(module).setdefault("__tracebackhide__", capviz_error)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -54,6 +94,7 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[Any]:
     marker = item.get_closest_marker("capviz")
     if marker is not None and marker.kwargs.get("no_violations"):
         found = [(g, v) for g in graphs for v in g.violations]
+        __tracebackhide__ = True
         if found:
             rows = "\n".join(f"  {v.level} {v.kind} at {v.location}: "
                              f"{v.message.splitlines()[0]}" for _, v in found)
@@ -97,6 +138,8 @@ def write_artifacts(graphs: list[CapturedGraph], directory: str, stem: str) -> l
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    if call.excinfo is not None:
+        hide_capviz_frames()  # the modules the failure went through are loaded by now
     report = yield
     directory = item.config.getoption("--capviz-artifacts")
     if directory and report.when == "call" and report.failed:
@@ -129,6 +172,7 @@ def capviz_graph() -> Callable[..., CapturedGraph]:
     from capviz.capture import capture
 
     def make(fn: Callable, *specs: Any, **options: Any) -> CapturedGraph:
+        __tracebackhide__ = True
         options.setdefault("on_violation", "record")
         graph = capture(fn, *specs, **options)
         graph.verify()
@@ -159,6 +203,7 @@ def capviz_snapshot(request: pytest.FixtureRequest) -> Callable[[CapturedGraph, 
     directory = os.path.join(os.path.dirname(str(request.node.path)), "__capviz_snapshots__")
 
     def snapshot(graph: CapturedGraph, name: str) -> None:
+        __tracebackhide__ = True
         testing.assert_graph_snapshot(graph, name, directory=directory)
 
     return snapshot

@@ -2,6 +2,9 @@
 
 ``assert_graph_snapshot`` stores graph structure as JSON baselines next to the test (like
 pytest-mpl's baseline images); ``--capviz-update-snapshots`` (re)writes them.
+
+Each assertion sets ``__tracebackhide__``, as pytest's own helpers do, so a failure's traceback
+ends at the test's line, not in this module.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ def structure(graph: CapturedGraph) -> list[str]:
 
 def assert_no_violations(graph: CapturedGraph) -> None:
     """Fail listing every violation (kind, level, where, first line of the message)."""
+    __tracebackhide__ = True
     if graph.violations:
         rows = "\n".join(f"  {v.level} {v.kind} at {v.location}: {v.message.splitlines()[0]}"
                          for v in graph.violations)
@@ -51,6 +55,7 @@ def assert_no_violations(graph: CapturedGraph) -> None:
 
 def assert_graph_equal(actual: CapturedGraph, expected: CapturedGraph) -> None:
     """Fail with a unified diff when the two graphs differ in structure (see :func:`structure`)."""
+    __tracebackhide__ = True
     a, b = structure(actual), structure(expected)
     if a != b:
         diff = "\n".join(difflib.unified_diff(b, a, "expected", "actual", lineterm=""))
@@ -61,6 +66,7 @@ def assert_replay_matches(graph: CapturedGraph, fn: Callable, inputs: Mapping[st
                           rtol: float = 1e-6, atol: float = 0.0, backend: str = "numpy") -> None:
     """Replay ``graph`` and compare each output with ``fn`` run eagerly on the same inputs
     (passed positionally, in graph input order)."""
+    __tracebackhide__ = True
     replayed = graph.replay(inputs, backend=backend, to_numpy=True)
     eager = fn(*[np.array(inputs[name], copy=True) for name in graph.inputs])
     if isinstance(eager, dict):
@@ -84,6 +90,7 @@ def assert_graph_snapshot(graph: CapturedGraph, name: str, directory: str | None
     A missing baseline fails (with how to create it) unless ``update`` is true, which writes it;
     ``update`` defaults to :data:`UPDATE_SNAPSHOTS` (``--capviz-update-snapshots``).
     """
+    __tracebackhide__ = True
     if not name or os.path.basename(name) != name:
         raise ValueError(f"a snapshot name must be a plain file name, got {name!r}")
     directory = directory or os.path.join(os.getcwd(), "__capviz_snapshots__")

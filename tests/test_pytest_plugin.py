@@ -189,3 +189,56 @@ def test_assertions():
         scope.output(x)
     with pytest.raises(AssertionError, match=r"1 violation\(s\):\n  error data_read at "):
         testing.assert_no_violations(scope.graph)
+
+
+HIDDEN_FRAMES_TEST = '''
+import numpy as np
+import capviz as cv
+
+W = np.ones((3, 2), np.float32)
+
+
+def model(x):
+    return x @ W  # MODEL LINE
+
+
+def test_shape_error(capviz_graph):
+    capviz_graph(model, cv.spec((2, 4)))
+
+
+def test_snapshot_differs(capviz_snapshot):
+    graph = cv.capture(lambda x: x * 2, cv.spec(3))
+    capviz_snapshot(graph, "missing_baseline")  # SNAPSHOT LINE
+
+
+def test_internal_bug_keeps_its_frames():
+    from capviz import testing
+    testing.structure(None)  # an AttributeError inside capviz: a bug shows where it is
+'''
+
+
+def test_failure_tracebacks_show_the_users_line_not_capvizs_frames(pytester):
+    pytester.makepyfile(test_hidden=HIDDEN_FRAMES_TEST)
+    artifacts = pytester.path / "artifacts"
+    result = pytester.runpytest("--capviz-artifacts", str(artifacts), "-p", "no:cacheprovider",
+                                "-k", "shape_error or snapshot_differs")
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert "return x @ W  # MODEL LINE" in out and 'capviz_snapshot(graph, "missing_baseline")' \
+        in out  # the user's lines
+    for hidden in ("pytest_plugin.py", "testing.py:", "recorder.py", "trace/tensor.py",
+                   "ops/table.py"):
+        assert hidden not in out, (hidden, out)
+    assert "ShapeError" in out and "no snapshot baseline" in out
+    assert "capviz artifacts" in out and str(artifacts) in out  # the graphs' paths
+    assert list(artifacts.glob("*shape_error*.json")) and list(artifacts.glob("*shape_error*.svg"))
+
+
+def test_full_trace_and_capviz_bugs_keep_capvizs_frames(pytester):
+    pytester.makepyfile(test_hidden=HIDDEN_FRAMES_TEST)
+    bug = pytester.runpytest("-p", "no:cacheprovider", "-k", "internal_bug")
+    bug.assert_outcomes(failed=1)
+    assert "AttributeError" in bug.stdout.str() and "capviz/testing.py:" in bug.stdout.str()
+    full = pytester.runpytest("-p", "no:cacheprovider", "-k", "shape_error", "--full-trace")
+    full.assert_outcomes(failed=1)
+    assert "recorder.py" in full.stdout.str()
