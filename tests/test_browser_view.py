@@ -941,3 +941,82 @@ def test_colour_by_a_metric_with_a_legend(tmp_path):
         assert view.locator(".cv-legend-name").text_content() == "time (us)"
         assert view.locator(".cv-legend-lo").text_content() == str(min(times.values()))
         page.screenshot(path=os.path.join(ARTIFACTS, "view-metric.png"))
+
+
+# --- search and keys (issue 23) ----------------------------------------------------------------
+
+
+def test_search_finds_scopes_and_shapes_in_any_spelling_and_closes_on_choose(tmp_path):
+    graph = eight_blocks()
+    graph.to_html(str(tmp_path / "gpt.html"))
+    block = "gpt/transformer_block[3]"
+    with chromium_page("browser-view-search") as page:
+        view = open_page(page, tmp_path / "gpt.html")
+        search, results = view.locator(".cv-search"), view.locator(".cv-results")
+        search.fill("transformer_block[3]")
+        first = results.locator(".cv-match").first
+        assert first.locator(".cv-what").text_content() == f"scope {block}"
+        assert first.locator(".cv-where").text_content() == "  in gpt"
+        first.click()
+        assert not results.is_visible()  # closes when one is chosen
+        scope = view.locator(f'g.cv-scope[data-path="{block}"]')
+        assert "cv-focus" in scope.get_attribute("class").split()
+        shaped = {n.index for n in graph.nodes if n.shape == (8, 32)}
+        for spelling in ("(8, 32)", "8x32", "[8,32]", "8 x 32"):
+            search.fill(spelling)
+            rows = results.locator(".cv-match")
+            found = {int(r.get_attribute("data-item")) for r in rows.all()}
+            assert found and found <= shaped, spelling
+            where = rows.first.locator(".cv-where").text_content()
+            first_found = int(rows.first.get_attribute("data-item"))
+            assert where == "  in " + (graph.nodes[first_found].scope or "(top level)")
+        search.press("Enter")  # Enter chooses the first match: focused, the results closed
+        assert not results.is_visible()
+        focused = int(view.locator("g.cv-node.cv-focus").get_attribute("data-node"))
+        assert focused in shaped
+        # a source line finds its node, with the scope path it is in
+        search.fill(f"gpt_numpy.py:{line_of('np.exp(')}")
+        row = results.locator(".cv-match").first
+        assert row.locator(".cv-where").text_content().startswith("  in gpt/transformer_block[")
+
+
+def test_keys_slash_arrows_enter_and_escape(tmp_path):
+    graph = eight_blocks()
+    graph.to_html(str(tmp_path / "gpt.html"))
+    x = graph.node("x").index
+    with chromium_page("browser-view-keys") as page:
+        view = open_page(page, tmp_path / "gpt.html")
+        node = view.locator(f'g.cv-node[data-node="{x}"]')
+        node.focus()  # nodes are focusable
+        node.dispatch_event("click")
+        page.keyboard.press("/")
+        assert view.evaluate("v => document.activeElement === v.querySelector('.cv-search')")
+        page.keyboard.type("mean")
+        assert view.locator(".cv-results").is_visible()
+        page.keyboard.press("Escape")  # clears the search
+        assert view.locator(".cv-search").input_value() == ""
+        assert not view.locator(".cv-results").is_visible()
+        node = view.locator(f'g.cv-node[data-node="{x}"]')
+        node.focus()
+        node.dispatch_event("click")
+        focused = lambda: int(view.locator("g.cv-node.cv-focus").get_attribute("data-node"))  # noqa: E731
+        page.keyboard.press("ArrowDown")  # along an edge to a reader of x
+        down = focused()
+        assert x in {a.index for _, a in graph.nodes[down].operands}
+        page.keyboard.press("ArrowRight")  # another reader of x
+        right = focused()
+        assert right != down and x in {a.index for _, a in graph.nodes[right].operands}
+        page.keyboard.press("ArrowUp")  # back up the edge
+        assert focused() == x
+        page.keyboard.press("ArrowDown")
+        inside = graph.nodes[focused()].scope
+        scope = view.locator(f'g.cv-scope[data-path="{inside}"]')
+        assert "cv-open" in scope.get_attribute("class").split()
+        page.keyboard.press("Enter")  # closes the scope the node is in
+        assert "cv-open" not in scope.get_attribute("class").split()
+        assert view.evaluate("v => document.activeElement.classList.contains('cv-scope')")
+        page.keyboard.press("Enter")  # and opens it again
+        assert "cv-open" in view.locator(f'g.cv-scope[data-path="{inside}"]').get_attribute(
+            "class").split()
+        page.keyboard.press("Escape")
+        assert view.locator(".cv-focus").count() == 0

@@ -374,7 +374,7 @@
     this.open = new Uint8Array(this.m.ns);
     this.open[0] = 1;
     this.k = 1; this.tx = 20; this.ty = 20;
-    this.selected = -1; this.focused = -1; this.matches = []; this.matchAt = -1;
+    this.selected = -1; this.focused = -1; this.focusedScope = -1; this.matches = []; this.matchAt = -1;
     this.build();
     var saved = this.live ? liveState[this.key] : null;
     this.initialOpen(saved);
@@ -454,12 +454,13 @@
     this.search.addEventListener("input", function () { self.runSearch(); });
     this.search.addEventListener("keydown", function (ev) {
       if (ev.key === "Enter") { ev.preventDefault(); self.nextMatch(); }
-      if (ev.key === "Escape") { self.results.style.display = "none"; }
+      if (ev.key === "Escape") { self.closeSearch(true); }
     });
     this.results.addEventListener("click", function (ev) {
-      var t = ev.target.closest("[data-i]");
-      if (t) { self.matchAt = +t.getAttribute("data-at"); self.focus(+t.getAttribute("data-i")); }
+      var t = ev.target.closest("[data-at]");
+      if (t) self.choose(+t.getAttribute("data-at"));
     });
+    root.addEventListener("keydown", function (ev) { self.onKey(ev); });
     this.problems.addEventListener("click", function (ev) {
       var t = ev.target.closest("[data-i]");
       if (t) self.focus(+t.getAttribute("data-i"));
@@ -667,7 +668,7 @@
       s = scopes[q]; b = this.scopeBox[s];
       var cls = "cv-scope" + (this.open[s] ? " cv-open" : "") + (m.bad[s] ? " cv-bad" : "") +
         (m.pathScope[s] && !this.open[s] ? " cv-nanpath" : "") + (m.virt[s] ? (m.fold[s] ? " cv-fold" : " cv-group") : "");
-      g = sv("g", {"class": cls, "data-s": s, "data-path": m.path[s]}, gScopes);
+      g = sv("g", {"class": cls + (s === this.focusedScope ? " cv-focus" : ""), "data-s": s, "data-path": m.path[s], tabindex: 0}, gScopes);
       sv("rect", {x: b[0], y: b[1], width: b[2], height: b[3], rx: 5}, g);
       if (this.open[s]) {
         sv("rect", {"class": "cv-head", x: b[0], y: b[1], width: b[2], height: HEAD - 4, rx: 5}, g);
@@ -844,6 +845,7 @@
   View.prototype.focus = function (i) {
     var m = this.m;
     if (!m.drawn(i) && m.userStart[i + 1] > m.userStart[i]) i = m.users[m.userStart[i]];  // an annotation: its first reader
+    this.focusedScope = -1;
     if (this.expandTo(i) || this.focused !== i) { this.focused = i; this.draw(); }
     var b = this.nodeBox[i], v = this.viewSize();
     if (b) {
@@ -856,33 +858,120 @@
   };
 
   /* search */
+  /* a shape in any spelling, as the types write it: "(16, 256)", "16x256", "[16,256]" -> "[16,256]" */
+  function shapeQuery(q) {
+    var found = q.match(/^[\[(]?\s*(\d+(?:\s*[,x\u00d7*]\s*\d+)*)\s*,?\s*[\])]?$/);
+    if (!found || !/[,x\u00d7*\[(]/.test(q)) return null;  // a bare number is not a shape
+    return "[" + found[1].split(/\s*[,x\u00d7*]\s*/).join(",") + "]";
+  }
+  /* search: scopes (by path), then ops and names, then types and file:line, then code */
   View.prototype.runSearch = function () {
-    var q = this.search.value.trim().toLowerCase(), m = this.m, out = [];
+    var q = this.search.value.trim().toLowerCase(), m = this.m, d = this.d;
     var res = this.results;
     while (res.firstChild) res.removeChild(res.firstChild);
-    this.matches = out; this.matchAt = -1;
+    this.matches = []; this.matchAt = -1;
     if (!q) { res.style.display = "none"; return; }
-    var ranked = [[], [], []], d = this.d;  // the op or name first, then type or file:line, then code
-    for (var i = 0; i < m.n; i++) {
-      if (m.haystack(i).indexOf(q) < 0) continue;
-      var rank = (("%" + i + " " + m.label(i)).toLowerCase().indexOf(q) >= 0) ? 0 :
-        (m.S[d.code[i]].toLowerCase().indexOf(q) >= 0 && (m.type(i) + " " + m.S[d.source[i]]).toLowerCase().indexOf(q) < 0) ? 2 : 1;
+    var shape = shapeQuery(q), ranked = [[], [], [], []], s, i;
+    for (s = 1; s < m.ns; s++) {
+      if (m.virt[s] && !m.fold[s]) continue;  // program-order groups are not names
+      if ((m.path[s] + " " + m.names[s]).toLowerCase().indexOf(q) >= 0 && ranked[0].length < 50) ranked[0].push(~s);
+    }
+    for (i = 0; i < m.n; i++) {
+      var hay = m.haystack(i);
+      if (hay.indexOf(q) < 0 && !(shape && m.type(i).indexOf(shape) >= 0)) continue;
+      var rank = (("%" + i + " " + m.label(i)).toLowerCase().indexOf(q) >= 0) ? 1 :
+        (m.S[d.code[i]].toLowerCase().indexOf(q) >= 0 && (m.type(i) + " " + m.S[d.source[i]]).toLowerCase().indexOf(q) < 0) ? 3 : 2;
       if (ranked[rank].length < 200) ranked[rank].push(i);
     }
-    out = ranked[0].concat(ranked[1], ranked[2]).slice(0, 200);
+    var out = ranked[0].concat(ranked[1], ranked[2], ranked[3]).slice(0, 200);
     this.matches = out;
     for (var j = 0; j < Math.min(out.length, 50); j++) {
-      var k = out[j], src = m.S[this.d.source[k]];
-      el("div", {"data-i": k, "data-at": j, "class": "cv-match"},
-        "%" + k + " " + clip(m.label(k), 28) + "  " + m.type(k) + (src ? "  " + src : ""), res);
+      var k = out[j], row = el("div", {"data-item": k, "data-at": j, "class": "cv-match"}, null, res);
+      if (k < 0) {
+        el("span", {"class": "cv-what"}, "scope " + clip(m.path[~k] || m.names[~k], 60), row);
+        var up = m.parent[~k];
+        while (up > 0 && m.virt[up]) up = m.parent[up];
+        el("span", {"class": "cv-where"}, "  in " + (m.path[up] || "(top level)"), row);
+        continue;
+      }
+      var src = m.S[d.source[k]];
+      el("span", {"class": "cv-what"}, "%" + k + " " + clip(m.label(k), 28) + "  " + m.type(k) + (src ? "  " + src : ""), row);
+      el("span", {"class": "cv-where"}, "  in " + (m.path[m.nodeScope[k]] || "(top level)"), row);
     }
     if (!out.length) el("div", {"class": "cv-nomatch"}, "no match", res);
     res.style.display = "block";
   };
+  View.prototype.closeSearch = function (clear) {
+    this.results.style.display = "none";
+    if (clear) { this.search.value = ""; this.matches = []; this.matchAt = -1; }
+  };
+  /* choose a match: the results close, the scopes around it open, it is focused */
+  View.prototype.choose = function (at) {
+    this.matchAt = at;
+    var it = this.matches[at];
+    this.closeSearch(false);
+    if (it >= 0) this.focus(it); else this.focusScope(~it);
+  };
   View.prototype.nextMatch = function () {
     if (!this.matches.length) return;
-    this.matchAt = (this.matchAt + 1) % this.matches.length;
-    this.focus(this.matches[this.matchAt]);
+    this.choose((this.matchAt + 1) % this.matches.length);
+  };
+  View.prototype.focusScope = function (s) {
+    var m = this.m;
+    for (var a = m.parent[s]; a > 0; a = m.parent[a]) this.open[a] = 1;
+    this.focusedScope = s;
+    this.draw();
+    var b = this.scopeBox[s], v = this.viewSize();
+    if (b) {
+      this.k = Math.max(this.k, 1);
+      this.tx = v[0] / 2 - (b[0] + Math.min(b[2], v[0] / this.k) / 2) * this.k;
+      this.ty = Math.min(v[1] / 2 - (b[1] + b[3] / 2) * this.k, 40 - b[1] * this.k);
+      this.apply();
+    }
+    var g = this.vp.querySelector('g.cv-scope[data-s="' + s + '"]');
+    if (g && g.focus) g.focus({preventScroll: true});
+  };
+  /* keys: / focuses search, arrows move along edges (up: an operand, down: a reader,
+   * left/right: the other readers of the same operand), Enter opens or closes a scope,
+   * Esc clears the search and the selection */
+  View.prototype.onKey = function (ev) {
+    var m = this.m, key = ev.key;
+    if (ev.target === this.search) return;
+    if (key === "/") { ev.preventDefault(); this.search.focus(); return; }
+    if (key === "Escape") {
+      this.closeSearch(true);
+      this.selected = -1; this.focused = -1; this.focusedScope = -1;
+      var on = this.vp.querySelectorAll(".cv-focus");
+      for (var q = 0; q < on.length; q++) on[q].classList.remove("cv-focus");
+      return;
+    }
+    var g = ev.target.closest ? ev.target.closest("g.cv-node, g.cv-scope") : null;
+    if (key === "Enter" && g) {
+      ev.preventDefault();
+      if (g.classList.contains("cv-scope")) { var s = +g.getAttribute("data-s"); this.toggle(s); this.focusScope(s); }
+      else {  // a node: close the scope it is in
+        var inner = m.nodeScope[+g.getAttribute("data-node")];
+        if (inner > 0) { this.toggle(inner); this.focusScope(inner); }
+      }
+      return;
+    }
+    var at = this.focused;
+    if (at < 0 || ["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight"].indexOf(key) < 0) return;
+    ev.preventDefault();
+    var self = this, drawnOnly = function (list) { return list.filter(function (i) { return m.drawn(i); }); };
+    var readers = function (i) { return drawnOnly(Array.prototype.slice.call(m.users, m.userStart[i], m.userStart[i + 1])); };
+    var next = -1;
+    if (key === "ArrowUp") next = drawnOnly(m.args[at])[0];
+    else if (key === "ArrowDown") next = readers(at)[0];
+    else {
+      var from = drawnOnly(m.args[at])[0], peers = from === undefined ? [] : readers(from);
+      var k = peers.indexOf(at);
+      if (peers.length > 1) next = peers[(k + (key === "ArrowRight" ? 1 : peers.length - 1)) % peers.length];
+    }
+    if (next === undefined || next < 0) return;
+    this.focus(next);
+    var el2 = self.vp.querySelector('g.cv-node[data-node="' + next + '"]');
+    if (el2 && el2.focus) el2.focus({preventScroll: true});
   };
 
   /* hover and the side panel */
