@@ -338,3 +338,65 @@ def test_a_float_guard_tells_minus_zero_from_zero():
     graph = cv.capture(fn, np.array([0.0, 0.0]))
     with pytest.raises(cv.GuardError, match="read 0.0 when captured and -0.0 now"):
         graph.replay({"x": np.array([-0.0, -0.0])})
+
+
+def leaky_relu(z):
+    _z = z.copy()
+    _z[z < 0] = _z[z < 0] * 0.01  # the mask recomputed on the left: the same value
+    return _z
+
+
+SIZED = [
+    (lambda x: np.flatnonzero(x > 0) * 2, "flatnonzero"),
+    (lambda x: np.argwhere(x.reshape(2, 3) > 0), "argwhere"),
+    (lambda x: np.unique(np.round(x), return_index=True, return_inverse=True,
+                         return_counts=True), "unique_all_flags"),
+    (lambda x: np.compress(x > 0, x * 3), "compress"),
+    (lambda x: np.compress(x[:3] > 0, x.reshape(2, 3), axis=1), "compress_axis"),
+    (lambda x: np.extract(x < 1, x) - 1, "extract"),
+    (lambda x: x.reshape(3, 2)[x.reshape(3, 2)[:, 0] > 0, 1:] + 1, "mask_rows_slice"),
+    (lambda x: np.nonzero(x.reshape(2, 3) > 0)[1] + x.reshape(2, 3)[np.nonzero(
+        x.reshape(2, 3) > 0)], "nonzero_2d_gather"),
+    (leaky_relu, "leaky_relu"),
+    (lambda x: np.sort(x[x > 0])[::-1].cumsum(), "sort_cumsum"),
+]
+
+
+@pytest.mark.parametrize("fn", [f for f, _ in SIZED], ids=[n for _, n in SIZED])
+@pytest.mark.parametrize("backend", ["numpy", "dask"])
+def test_every_data_dependent_length_replays_as_eager(fn, backend):
+    if backend == "dask":
+        pytest.importorskip("dask")
+    graph = cv.capture(fn, EX)
+    graph.verify()
+    assert graph.symbols
+    for x in (EX, np.array([1.0, -3.0, 2.0, 0.5, -1.0, 7.0]), -EX):
+        got = graph.replay({graph.inputs[0]: x}, backend=backend, to_numpy=True)
+        for name, want in zip(graph.outputs, _outputs(fn(x.copy()))):
+            assert np.asarray(got[name]).tobytes() == np.asarray(want).tobytes(), name
+            assert np.asarray(got[name]).shape == np.shape(want)
+
+
+def test_guards_run_on_cupy_arrays(monkeypatch):
+    from helpers import fakecupy
+
+    fakecupy.install(monkeypatch)
+    graph = cv.capture(shade, EX)
+    got = graph.replay({"x": EX}, backend="cupy", to_numpy=True)["out"]
+    assert got.tobytes() == shade(EX).tobytes()
+    with pytest.raises(cv.GuardError, match="read True when captured and False now"):
+        graph.replay({"x": np.full(6, 0.1)}, backend="cupy")
+
+
+def test_the_svg_draws_guards_as_their_own_kind():
+    import xml.etree.ElementTree as ET
+
+    graph = cv.capture(shade, EX)
+    root = ET.fromstring(graph.to_svg())
+    ns = {"svg": "http://www.w3.org/2000/svg"}
+    texts = ["".join(t.itertext()) for t in root.iterfind(".//svg:g[@class='node']", ns)]
+    guard = [t for t in texts if "guard bool(%2)" in t]
+    assert guard and "== True" in guard[0]
+    shapes = [g for g in root.iterfind(".//svg:g[@class='node']", ns)
+              if "guard" in "".join(g.itertext())]
+    assert shapes[0].find("svg:polygon", ns) is not None  # a hexagon, not a rounded box path

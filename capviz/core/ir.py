@@ -125,6 +125,22 @@ class Node:
             "boolean array")
 
 
+def same_value(a: Any, b: Any, depth: int = 8) -> bool:
+    """Whether ``a`` and ``b`` (nodes or literals) hold the same value whatever the inputs: the
+    same node, or the same op with the same params on operands that are (``y > 0`` written
+    twice; two random ops differ by their ``draw`` param). Literals compare by type and value;
+    ``depth`` bounds the walk."""
+    if a is b:
+        return True
+    if not isinstance(a, Node) or not isinstance(b, Node):
+        return type(a) is type(b) and not isinstance(a, Node) and a == b
+    if depth == 0 or a.kind != "op" or b.kind != "op" or a.op != b.op:
+        return False
+    if a.params != b.params or len(a.args) != len(b.args):
+        return False
+    return all(same_value(x, y, depth - 1) for x, y in zip(a.args, b.args))
+
+
 @dataclasses.dataclass
 class Violation:
     """A thing the capture could not represent faithfully.

@@ -7,7 +7,7 @@ import numpy as np
 from capviz import ops
 from capviz.core.errors import CapvizError, GraphVerifyError
 from capviz.core.guards import SIZE
-from capviz.core.ir import KINDS, Graph, Node
+from capviz.core.ir import KINDS, Graph, Node, same_value
 from capviz.core.symbols import Pending, Symbol, has_symbol, probe, shape_text, symbols_in
 from capviz.io.printing import format_window
 
@@ -127,8 +127,8 @@ def _check_symbolic(graph: Graph, node: Node, op: ops.Op) -> None:
             break
         if type(got) is Symbol:
             origin = graph.nodes[got.origin] if got.origin < len(graph.nodes) else None
-            made_here = got.origin == node.index or (  # or by another result of this op
-                origin is not None and origin.op == "unpack" and origin.args[0] is parent)
+            made_here = got.origin == node.index or (  # or by another result of this op,
+                origin is not None and _same_op(origin, node, parent))  # or of its twin
             fits = stand_ins.get(id(got)) == want or (
                 made_here and (type(want) is Pending or want not in stand_ins.values()))
         else:
@@ -137,6 +137,13 @@ def _check_symbolic(graph: Graph, node: Node, op: ops.Op) -> None:
         raise _fail(graph, node, f"recorded as {node.dtype}[{shape_text(node.shape)}] but "
                                  f"{node.op} of its operands gives {np.dtype(dtype)}"
                                  f"[{shape_text(shape)}] (size symbols at stand-in lengths)")
+
+
+def _same_op(origin: Node, node: Node, parent: Node) -> bool:
+    """Whether symbol origin ``origin`` is a result of ``parent`` (the op of ``node``) or of an
+    earlier op computing the same (``y[y > 0]`` twice: one symbol)."""
+    first = origin.args[0] if origin.op == "unpack" else origin
+    return first is parent or (first.index < parent.index and same_value(first, parent))
 
 
 def _operand_symbols(node: Node) -> list[Symbol]:

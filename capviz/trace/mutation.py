@@ -36,7 +36,7 @@ import numpy as np
 from capviz import ops
 from capviz.backends.host import host_copy
 from capviz.core.errors import UnsupportedOperationError
-from capviz.core.ir import Node
+from capviz.core.ir import Node, same_value
 from capviz.core.source import format_source, user_source
 from capviz.core.symbols import Symbol
 from capviz.ops import advanced_index, updates
@@ -469,21 +469,6 @@ def _rows_of_mask(rec: Any, value: Any, mask: Node) -> bool:
         f"the values have {value.shape[0]} rows, the length of another selection than this "
         "mask's; write through the mask the values were selected with (y[m] = f(y[m])), or "
         "keep the shape: y = np.where(m, f(y), y)"))
-
-
-def same_value(a: Any, b: Any, depth: int = 8) -> bool:
-    """Whether nodes ``a`` and ``b`` hold the same value whatever the inputs: the same node, or
-    the same op (not random) with the same params on operands that are (``y > 0`` written
-    twice). Literals compare by type and value."""
-    if a is b:
-        return True
-    if not isinstance(a, Node) or not isinstance(b, Node):
-        return type(a) is type(b) and not isinstance(a, Node) and a == b
-    if depth == 0 or a.kind != "op" or b.kind != "op" or a.op != b.op or ops.is_random(a.op):
-        return False
-    if a.params != b.params or len(a.args) != len(b.args):
-        return False
-    return all(same_value(x, y, depth - 1) for x, y in zip(a.args, b.args))
 
 
 def _is_tensor(value: Any) -> bool:

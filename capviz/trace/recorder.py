@@ -146,6 +146,7 @@ class Recorder(Trace):
         self.examples: Any = None  # trace.examples.Examples once an input has an example
         self.symbolic = False  # a shape of the graph holds a size symbol (trace/sizes.py)
         self.resolved: dict = {}  # size symbol -> its guarded number (trace/guards.py)
+        self.sized_results: list[list[Node]] = []  # results of each sized op (trace/sizes.py)
         self.scopes = ScopeTracker(user_frame(sys._getframe(1)), NAME_SCOPE.get())
         self.namer = Namer()
         # the code object of the last user frame met, its file as shown and its function
@@ -561,7 +562,8 @@ class Recorder(Trace):
         if self.examples is None:
             raise self.unsupported(call, sizes.UNSIZED)
         result = self.apply(op, args, params)
-        sizes.settle(self, [t._data for t in result] if op.multi else [result._data])
+        nodes = [t._data for t in result] if op.multi else [result._data]
+        sizes.settle(self, nodes, sizes.twin(self, nodes))
         return result
 
     def holds_scalar(self, tensor: Tensor) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from capviz import ops
-from capviz.core.ir import Node
+from capviz.core.ir import Node, same_value
 from capviz.core.symbols import Pending, Symbol, has_symbol
 from capviz.trace import guards
 
@@ -128,10 +128,35 @@ def _specialized(rec: Any, found: list[Symbol], result: Any) -> Any:
     return result
 
 
-def settle(rec: Any, nodes: list[Node]) -> None:
+def twin(rec: Any, nodes: list[Node]) -> list[Node] | None:
+    """The results of an earlier op that computes the same thing as the sized op whose
+    results are ``nodes`` (the same op and params on operands of the same value: ``y[y > 0]``
+    written twice), whose lengths are therefore the same symbols; ``None`` when there is none.
+    The new results are remembered for the next op."""
+    op = nodes[0].args[0] if nodes[0].op == "unpack" else nodes[0]
+    found = None
+    for earlier in rec.sized_results:
+        first = earlier[0].args[0] if earlier[0].op == "unpack" else earlier[0]
+        if len(earlier) == len(nodes) and first.op == op.op and first.params == op.params \
+                and len(first.args) == len(op.args) \
+                and all(same_value(a, b) for a, b in zip(first.args, op.args)):
+            found = earlier
+            break
+    rec.sized_results.append(nodes)
+    return found
+
+
+def settle(rec: Any, nodes: list[Node], same: list[Node] | None = None) -> None:
     """Name the :class:`Pending` sizes of newly recorded ``nodes`` (one op's results): one new
-    symbol per distinct pending size, whose origin is the first result holding it."""
+    symbol per distinct pending size, whose origin is the first result holding it; or, with
+    ``same`` (the results of an earlier op computing the same, see :func:`twin`), the symbols
+    those hold at the same places."""
     named: dict[int, Symbol] = {}
+    if same is not None:
+        for node, old in zip(nodes, same):
+            for s, t in zip(node.shape or (), old.shape or ()):
+                if type(s) is Pending and type(t) is Symbol:
+                    named[id(s)] = t
     for node in nodes:
         shape = node.shape
         if not shape or not has_symbol(shape):

@@ -101,6 +101,19 @@ def _float16(shape: tuple) -> np.ndarray:
     return np.where(np.abs(x) < np.finfo(np.float16).tiny, np.float16(0.5), x)
 
 
+def _data_sizes(x):
+    """The ops whose result length depends on the data (size symbols): captured with ``x`` as
+    the example (see :func:`capture`)."""
+    y = x.copy()
+    y[y > 0] = y[y > 0] ** 0.5  # mask_select, mask_put
+    values, counts = np.unique(np.round(x), return_counts=True)
+    return (y, np.nonzero(x > 0)[1], np.flatnonzero(x < 0), np.argwhere(x > 0.5), values,
+            counts, np.compress(x[0] > 0, x, axis=1), np.extract(x > 0, x))
+
+
+_data_sizes.needs_values = True
+
+
 def _random():
     return (cv.random.uniform((5, 7)), cv.random.normal((5, 7), dtype="float64"),
             cv.random.bernoulli((5, 7), p=0.3))
@@ -128,6 +141,7 @@ def examples() -> list[tuple[str, object, list]]:
     out.append(("ufunc_methods", _ufunc_methods, [x, np.array([[1, -2], [3, 4]], np.int32)]))
     out.append(("float16_sums", _float16_sums, [_float16((600,)), _float16((30, 400))]))
     out.append(("random", _random, []))
+    out.append(("data_sizes", _data_sizes, [x]))
     return out
 
 
@@ -135,6 +149,8 @@ def capture(fn, arrays) -> cv.CapturedGraph:
     """The graph of ``fn`` on inputs shaped like ``arrays`` (random ops seeded)."""
     device = cv.Device("numpy")
     device.seed(7)
+    if getattr(fn, "needs_values", False):  # lengths from the data: the arrays are examples
+        return cv.capture(fn, *arrays, rng=device)
     return cv.capture(fn, *[cv.spec(a.shape, a.dtype) for a in arrays], rng=device)
 
 
