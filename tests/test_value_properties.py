@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import capviz as cv
-from tests.test_properties import execute, make_inputs, programs, value_of
+from test_properties import execute, make_inputs, programs, value_of
 
 VALUE_STEPS = ["branch", "int_size", "float_scale", "loop", "mask_read", "mask_mean",
                "mask_write", "flatnonzero", "unique"]
