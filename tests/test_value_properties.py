@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_properties import execute, make_inputs, programs, value_of
 
 import capviz as cv
-from test_properties import execute, make_inputs, programs, value_of
 
 VALUE_STEPS = ["branch", "int_size", "float_scale", "loop", "mask_read", "mask_mean",
                "mask_write", "flatnonzero", "unique"]
