@@ -394,9 +394,11 @@ def test_the_svg_draws_guards_as_their_own_kind():
     graph = cv.capture(shade, EX)
     root = ET.fromstring(graph.to_svg())
     ns = {"svg": "http://www.w3.org/2000/svg"}
-    texts = ["".join(t.itertext()) for t in root.iterfind(".//svg:g[@class='node']", ns)]
-    guard = [t for t in texts if "guard bool(%2)" in t]
-    assert guard and "== True" in guard[0]
-    shapes = [g for g in root.iterfind(".//svg:g[@class='node']", ns)
-              if "guard" in "".join(g.itertext())]
-    assert shapes[0].find("svg:polygon", ns) is not None  # a hexagon, not a rounded box path
+    nodes = [g for g in root.iter("{http://www.w3.org/2000/svg}g")
+             if "node" in g.get("class", "").split()]
+    guards = [g for g in nodes if "guard bool(%2)" in "".join(g.itertext())]
+    assert len(guards) == 1
+    assert "== True" in "".join(guards[0].itertext())
+    assert guards[0].find(".//svg:polygon", ns) is not None  # a hexagon, not a rounded box
+    others = [g for g in nodes if g is not guards[0]]
+    assert all(g.get("class") != guards[0].get("class") for g in others)  # its own kind

@@ -6,6 +6,7 @@ without refuses them by name (:meth:`capviz.trace.tensor.Trace.sized`); eager de
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
@@ -71,4 +72,5 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
 for _func, _handler in ((np.nonzero, nonzero), (np.flatnonzero, flatnonzero),
                         (np.argwhere, argwhere), (np.extract, extract), (np.compress, compress),
                         (np.unique, unique)):
+    _handler.__signature__ = inspect.signature(_func)  # type: ignore[attr-defined]  # NumPy's
     HANDLED[_func] = _handler

@@ -32,6 +32,7 @@ from numpy.lib.stride_tricks import as_strided
 from capviz import ops
 from capviz.core.errors import UnsupportedOperationError
 from capviz.core.ir import Node
+from capviz.core.symbols import has_symbol
 from capviz.trace.mutation import Alias, Step, Storage, is_numpy_scalar, record
 from capviz.trace.tensor import Tensor
 
@@ -402,6 +403,8 @@ def _root_layout(rec: Any, node: Node) -> tuple[np.ndarray | None, frozenset]:
     when eager NumPy may lay it out otherwise), and the indices of the inputs whose assumed C
     layout that answer rests on."""
     assumed: set[int] = set()
+    if has_symbol(node.shape):  # a data-dependent length: strides unknown until replay
+        return None, frozenset()
     if not _c_contiguous(rec, node, 0, assumed):
         return None, frozenset()
     shape = tuple(node.shape)

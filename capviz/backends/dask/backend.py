@@ -39,7 +39,8 @@ whole array into this process. The kinds:
   ``np.unique``, the write back ``y[m] = f(y[m])``): NumPy on the operands gathered into one
   block, like ``whole``, its data-dependent length unknown (NaN) until computed, as dask.array's
   own boolean indexing makes it; later ops take their result's shape from the op's rule run on
-  stand-in lengths (:func:`_out`). Exact;
+  stand-in lengths (:func:`_out`): elementwise ones per block, any other on its operands
+  gathered into one block (a rule that rechunks needs known lengths). Exact;
 * ``random``: counter-based Philox per block (:func:`random_block`): each block draws the words
   of its own global positions, so uniform and bernoulli tensors equal the NumPy replay bit for
   bit whatever the chunking and wherever the block runs; normal draws agree within a few ulp
@@ -660,13 +661,16 @@ class DaskBackend(Backend):
         if kind == "unpack":
             return op.bind(np)
         lower = _LOWER[kind]
+        blockwise = kind in ("elementwise", "sized")
 
         def build(*args: Any, **params: Any) -> Any:
             steps = _STEPS.get()
             node = steps.next(op.name) if steps is not None else None
             token = _NODE.set(None if node is None else node.index)
             try:
-                return lower(op, args, params)
+                if not blockwise and any(_is_array(a) and _unknown(a.shape) for a in args):
+                    return sized(op, args, params)  # lengths unknown until computed: NumPy
+                return lower(op, args, params)  # on the gathered operands, as `whole` does
             finally:
                 _NODE.reset(token)
 
