@@ -126,6 +126,7 @@ class Program:
         backend: the backend.
         table: the steps.
         constant_registers: the registers holding the graph's constants, in program order.
+        host_constants: the graph's constant arrays (host memory, not copies), in that order.
         n_inputs: how many inputs a call takes, in graph input order.
         random: the graph has random ops (only then does a call need a seed).
         guards: the guard nodes, in program order (each a step of the table).
@@ -161,6 +162,7 @@ class Program:
         from_host = backend.from_host
         random = False
         constant_registers: list[int] = []
+        host_constants: list = []
         guard_reg = len(template)  # where a call's guard sink goes (see guards.step)
         template.append(None)
         guard_nodes: list[Node] = []
@@ -170,6 +172,7 @@ class Program:
                     value = constants[n.index]
                     reg[n.index] = len(template)
                     constant_registers.append(len(template))
+                    host_constants.append(value)
                     template.append(from_host(value))
                 elif n.kind == "guard":  # checked where it was read, before what follows
                     guard_nodes.append(n)
@@ -213,6 +216,7 @@ class Program:
         self._guard_reg = guard_reg
         self.random = random
         self.constant_registers = tuple(constant_registers)
+        self.host_constants = tuple(host_constants)  # the graph's arrays (references)
         self._template = template
         self._seed_reg = seed_reg
         self.n_inputs = len(graph.input_nodes)
@@ -229,6 +233,13 @@ class Program:
     def constants(self) -> tuple:
         """The graph's constants on the backend, in the order of :attr:`constant_registers`."""
         return tuple(self._template[k] for k in self.constant_registers)
+
+    def drop_constants(self, registers: Any) -> None:
+        """Forget the program's backend copies of the constants in ``registers``: a backend
+        that passes copies of its own as arguments of a compiled function (JAX) frees these;
+        a call must then give them in ``constants``."""
+        for k in registers:
+            self._template[k] = None
 
     def __call__(self, inputs: list | tuple, seed: int, constants: dict | None = None,
                  guard_values: list | None = None) -> tuple:
