@@ -35,7 +35,8 @@ from capviz.core.source import format_source, user_frame, user_source
 from capviz.core.violations import make_error, seed_message
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
-from capviz.randomness import generator_watch, hooks
+from capviz.randomness import creation, generator_watch, generators, hooks
+from capviz.trace import state
 from capviz.trace.context import (
     active,
     name_scope_entries,
@@ -44,6 +45,7 @@ from capviz.trace.context import (
     unregister,
 )
 from capviz.trace.examples import Examples
+from capviz.trace.fold import known_value
 from capviz.trace.mutation import current
 from capviz.trace.recorder import Recorder, describe_node, note_origin
 from capviz.trace.scopes import ExplicitScope
@@ -162,7 +164,7 @@ class CaptureDevice:
 
     def capture_scope(self, live: bool = False, on_violation: str = "raise",
                       rng: Device | None = None,
-                      global_random: str = "violation") -> CaptureScope:
+                      global_random: str = "generator") -> CaptureScope:
         """A context manager that records the ops of its body (see :class:`CaptureScope`)."""
         return CaptureScope(self, live=live, on_violation=on_violation, rng=rng,
                             global_random=global_random)
@@ -196,8 +198,11 @@ class CaptureScope:
         on_violation: ``"raise"`` (default) raises at the first error-level violation;
             ``"record"`` keeps capturing and collects them (``graph.check()`` raises the first).
         rng: the real device whose seeded stream random ops use (default: the default device).
-        global_random: what a draw from NumPy's or Python's global generator in the body is:
-            ``"violation"`` (default) a ``frozen_random`` violation, since its values would be
+        global_random: what a draw from NumPy's global generator or from a generator object
+            the capture reaches (``self.rng``) in the body is: ``"generator"`` (default) a
+            draw of that generator, a state of the graph that every replay draws from and
+            advances, as eager calls do (:mod:`capviz.randomness.generators`);
+            ``"violation"`` a ``frozen_random`` violation, since its values would be
             frozen into the graph; ``"record"`` records NumPy's common draws (``rand``,
             ``randn``, ``random``, ``uniform``, ``normal``, ``standard_normal``...) as capviz
             random ops, so each replay draws fresh, reproducible values from capviz's Philox
@@ -205,11 +210,11 @@ class CaptureScope:
     """
 
     def __init__(self, device: CaptureDevice, live: bool = False, on_violation: str = "raise",
-                 rng: Device | None = None, global_random: str = "violation") -> None:
+                 rng: Device | None = None, global_random: str = "generator") -> None:
         if on_violation not in ("raise", "record"):
             raise ValueError(f"on_violation must be 'raise' or 'record', got {on_violation!r}")
-        if global_random not in ("violation", "record"):
-            raise ValueError("global_random must be 'violation' or 'record', got "
+        if global_random not in ("generator", "violation", "record"):
+            raise ValueError("global_random must be 'generator', 'violation' or 'record', got "
                              f"{global_random!r}")
         if rng is not None and not isinstance(rng, Device):
             raise TypeError(f"rng must be a cv.Device, got {type(rng).__name__}")
@@ -225,6 +230,8 @@ class CaptureScope:
         self._opened_at: Any = None
         self._entry_function: Callable | None = None  # set by capture(): fn, not the caller
         self._watched: list[generator_watch.Watched] = []  # generator objects it can reach
+        self._rebound: list[tuple] = []  # names bound before the capture, hooked for it
+        self._stand_ins: list[tuple] = []  # generator objects replaced for it
 
     @property
     def graph(self) -> CapturedGraph:
@@ -271,10 +278,33 @@ class CaptureScope:
         rng.bind_capture(recorder)
         register(recorder)
         hooks.install(recorder)
+        self._rebound = creation.rebind(self._namespaces(), hooks.replacements())
+        self._stand_ins = generators.install(generators.roots_of(
+            self._entry_function, recorder.scopes.entry), hooks.report_stand_in_seed)
         if self.live:
             from capviz.render.live import attach
 
             attach(self)
+
+    def _namespaces(self) -> list[dict]:
+        """The module namespaces whose names bound before the capture (``from numpy import
+        zeros``) are rebound to the hooks for its lifetime: the captured function's globals,
+        and those of the user frames on the stack when the scope opens."""
+        spaces = []
+        fn = self._entry_function
+        while isinstance(getattr(fn, "func", None), Callable):  # functools.partial
+            fn = fn.func
+        fn = getattr(fn, "__func__", fn)
+        if not hasattr(fn, "__globals__"):  # a callable object: its class's __call__
+            fn = vars(type(fn)).get("__call__")
+        if isinstance(getattr(fn, "__globals__", None), dict):
+            spaces.append(fn.__globals__)
+        frame = self.recorder.scopes.entry
+        while frame is not None:
+            if creation.user_call(frame):
+                spaces.append(frame.f_globals)
+            frame = frame.f_back
+        return spaces
 
     def _release(self, keep_view: bool = False) -> None:
         """Undo :meth:`_acquire`, last step first.
@@ -288,7 +318,9 @@ class CaptureScope:
         self.recorder.closed = True
         self.recorder.ended = True
         undo: list[tuple[Callable[[Any], None], Any]] = [
-            (hooks.uninstall, self.recorder), (unregister, self.recorder), (_free_device, self)]
+            (generators.remove, self._stand_ins), (creation.restore, self._rebound),
+            (hooks.uninstall, self.recorder),
+            (unregister, self.recorder), (_free_device, self)]
         if not keep_view:
             undo.insert(0, (_close_view, self))
         failure: BaseException | None = None
@@ -307,6 +339,7 @@ class CaptureScope:
         # before any `try` is in force, escapes: no Python __exit__ can catch that one
         # (docs/guide/capture-state.md).
         try:
+            state.restore(self.recorder, user_source())  # the written arrays' values back
             hooks.untracked_state_changes(self.recorder)  # a reseed no hook saw
             self.recorder.pending += generator_watch.pending_violations(  # a draw from an object
                 self._watched + self.recorder.made_generators, user_source())
@@ -331,12 +364,14 @@ class CaptureScope:
             # own error (`ndarray[i] = t` calls float(t) and raises "setting an array element
             # with a sequence" from the data-read violation) is raised as itself
             error = recorder.raised
+        written = state.final_values(recorder)  # what a replay writes back
         if error is None:
             try:
                 self._check_boundaries(recorder)
             except BoundaryError as err:
                 error = err
         recorder.settle_scopes()  # final scope names (block -> block[0] once block[1] exists)
+        state.finish(recorder, written, user_source())  # once no frame holds the arrays
         if isinstance(error, CapvizError) and getattr(error, "graph", None) is None:
             error.graph = graph
         graph.error = error
@@ -371,6 +406,16 @@ class CaptureScope:
             raise TypeError(f"an input name must be a non-empty string, got {name!r}")
         self._inputs.append(_Declared(name, shape_or_example, source))
         value = shape_or_example
+        if isinstance(value, Tensor) and value._trace is recorder:
+            made = current(recorder, value)
+            known = known_value(recorder.graph, made, recorder.known)
+            if known is not None:  # an example made inside the block: np.zeros((4, 3))
+                value = shape_or_example = np.asarray(known)
+                self._inputs[-1] = _Declared(name, value, source)
+                nodes = recorder.graph.nodes
+                if made.op == "create" and nodes and nodes[-1] is made:
+                    nodes.pop()  # made for this input only: the input stands in its place
+                    recorder.graph.changed()
         if isinstance(value, Tensor) and isinstance(value._trace, Recorder):
             return value  # produced inside a graph: reported at exit (invalid or unknown input)
         stands_for = None
@@ -403,6 +448,8 @@ class CaptureScope:
         recorder = self._recorder()
         if isinstance(value, Tensor):
             value = value.numpy()
+        if recorder.poisoned and state.poisoned(np.asarray(value)):
+            state.refuse_poisoned(recorder, value)  # NumPy computed it from a written array
         node = recorder.constant(host_copy(value), name, user_source())
         return Tensor(node, recorder)
 
@@ -534,9 +581,12 @@ def _function_output(scope: CaptureScope, value: Any, name: str) -> None:
     (``np.histogramdd``'s ``(hist, [edges...])``); an ndarray or a number the function returns
     (a result NumPy computed from no tensor: ``np.ones(3)``, ``np.poly`` of no roots is
     ``1.0``) is recorded as a constant output, its value as ``np.asarray`` gives it."""
+    recorder = scope.recorder
     if isinstance(value, (tuple, list)):
         for i, item in enumerate(value):
             _function_output(scope, item, f"{name}_{i}")
+    elif type(value) is np.ndarray and recorder.states and state.find(recorder, value):
+        scope.output(Tensor(state.read(recorder, value), recorder), name)  # its written value
     elif type(value) in _CONSTANT_OUTPUTS or isinstance(value, np.generic):
         if type(value) is int and np.asarray(value).dtype == object:
             raise UnsupportedOperationError(
@@ -559,7 +609,7 @@ def _returned_by(scope: CaptureScope) -> str:
 
 def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "raise",
             rng: Device | None = None, device: CaptureDevice | None = None,
-            global_random: str = "violation") -> CapturedGraph:
+            global_random: str = "generator") -> CapturedGraph:
     """Capture ``fn`` called on inputs of the given specs, like ``jax.make_jaxpr``.
 
     Inputs are named after ``fn``'s parameters; outputs ``out`` (one result), ``out0``,
@@ -600,6 +650,7 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
                     _function_output(scope, value, f"out{i}")
             else:
                 _function_output(scope, result, "out")
+            del result  # an array made by the call is dead at exit: no state (trace/state.py)
     except BaseException as err:
         if scope.recorder is not None and getattr(err, "graph", None) is None:
             with contextlib.suppress(AttributeError, TypeError):

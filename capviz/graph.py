@@ -97,14 +97,21 @@ class CapturedGraph(Graph):
     def replay(self, inputs: Mapping[str, Any] | None = None, backend: str = "auto",
                seed: int | None = None, check_finite: bool = False,
                to_numpy: bool = False, allow_violations: bool = False,
+               state: str = "write", states: Mapping[str, Any] | None = None,
                **options: Any) -> dict[str, Any]:
         """Run the graph on a backend (``numpy``, ``cupy``, ``dask``, ``jax``; ``auto``: CuPy
         with a GPU, else NumPy); see :func:`capviz.replay.run.replay`. ``options`` are the
         backend's own (Dask: ``chunks=``, ``compute=``); one it does not take is a
         ``TypeError`` naming it. A graph with error-level violations raises
-        :class:`capviz.IncompleteGraphError` unless ``allow_violations``."""
+        :class:`capviz.IncompleteGraphError` unless ``allow_violations``.
+
+        A graph with states (outside arrays and generators the captured code wrote,
+        ``graph.state_nodes``) reads their live values and writes the new ones back, as an
+        eager call does (``state="write"``); ``state="return"`` returns them in the result's
+        ``.states`` instead; ``states={name: array}`` gives the live arrays (a loaded graph
+        needs them)."""
         return replay_with(self, inputs, backend, seed, check_finite, to_numpy,
-                           allow_violations, options)
+                           allow_violations, options, state, states)
 
     def compile(self, backend: str = "auto", seed: int | None = None,
                 allow_violations: bool = False, **options: Any) -> CompiledReplay:

@@ -29,9 +29,11 @@ def _numpy_does(name: str) -> str:
     if name in hooks.NUMPY_SEEDED_CREATION:
         return "`seed` violation when given a seed"
     if name in hooks.NUMPY_DRAWS:
+        does = "a draw of the live generator (a state); `frozen_random` violation with " \
+               "`global_random=\"violation\"`"
         if name in legacy_random.RECORDABLE:
-            return "`frozen_random` violation; recorded with `global_random=\"record\"`"
-        return "`frozen_random` violation"
+            return does + "; a capviz random op with `global_random=\"record\"`"
+        return does
     return "not hooked: " + hooks.NUMPY_NOT_HOOKED[name]
 
 
@@ -65,7 +67,8 @@ def python_table() -> list[str]:
         if name in hooks.PYTHON_SEEDS:
             does = "`seed` violation"
         elif hooked:
-            does = "`frozen_random` violation"
+            does = "refused at the line (a Python number); `frozen_random` violation with " \
+                   "`global_random=\"violation\"`"
         else:
             does = "not hooked: " + hooks.PYTHON_NOT_HOOKED[name]
         inst = _cell(random._inst, name, hooked) if hooked else ""  # type: ignore[attr-defined]

@@ -160,11 +160,12 @@ def test_invalid_input_produced_inside_the_graph():
 
 def test_invalid_output():
     cap = cv.CaptureDevice()
+    ones = np.ones(2)  # made outside: inside a capture np.ones makes a capture tensor
     with pytest.raises(cv.InvalidOutputError,
                        match="output 'y'.*is a value of type ndarray, not a tensor of this"):
         with cap.capture_scope() as scope:
             scope.input("x", (2,))
-            scope.output(np.ones(2), "y")
+            scope.output(ones, "y")
 
 
 def test_unknown_boundary_from_another_capture():

@@ -72,7 +72,7 @@ def test_a_view_made_inline_is_named_after_its_base():
 
 
 def test_a_temporary_array_has_no_name_and_shows_its_type():
-    g = cv.capture(lambda x: x + np.full((4,), 2.0, np.float32), cv.spec((4,)))
+    g = cv.capture(lambda x: x + np.array([2.0] * 4, np.float32), cv.spec((4,)))
     assert constant_names(g) == [None]
     add = g.ops[0]
     assert "const float32[4]" in node_label(add, ["const float32[4]"])
@@ -189,7 +189,7 @@ def test_containers_are_indexed_once_per_capture_not_per_array(monkeypatch):
     def fresh(n):
         def f(x):
             for _ in range(n):
-                x = x * np.ones(4, np.float32)  # a temporary array: no name, nothing to find
+                x = x * np.array([1.0] * 4, np.float32)  # a temporary: no name, nothing to find
             return x
 
         calls[0] = 0
@@ -267,7 +267,7 @@ def test_a_list_walked_in_a_loop_names_every_element_alike(mymodel):
 
 def test_an_array_only_a_loop_variable_holds_keeps_its_name():
     def f(x):
-        for w in (np.eye(2, dtype=np.float32),):  # a tuple made on the line: no other name
+        for w in (np.array([[1, 0], [0, 1]], np.float32),):  # made on the line: no other name
             x = x @ w
         return x
 
@@ -277,7 +277,7 @@ def test_an_array_only_a_loop_variable_holds_keeps_its_name():
 
 def test_weights_in_a_loop_over_a_local_list_are_named_by_index():
     def f(x):
-        weights = [np.full((2, 2), i, np.float32) for i in range(3)]
+        weights = [np.array([[i] * 2] * 2, np.float32) for i in range(3)]  # ndarrays
         for w in weights:
             x = x @ w
         return x

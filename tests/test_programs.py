@@ -279,4 +279,6 @@ def test_global_generator_draw_is_refused_not_frozen(program):
         return x * mask / p
 
     with pytest.raises(cv.CaptureViolation, match="np.random.rand"):
-        cv.capture(dropout, cv.spec((4, 4), "float32"))
+        cv.capture(dropout, cv.spec((4, 4), "float32"), global_random="violation")
+    graph = cv.capture(dropout, cv.spec((4, 4), "float32"))  # the default: a draw, a state
+    assert [n.name for n in graph.state_nodes] == ["np.random"]

@@ -96,7 +96,7 @@ LONG = "x" * 150
 
 @pytest.mark.parametrize("k", [1, 2, 3, 4], ids=["a/b", "a_b", LONG + "1", LONG + "2"])
 def test_ids(k):
-    g = cv.capture(lambda x: x * np.full(2, k, np.float32), cv.spec(2))
+    g = cv.capture(lambda x: x * np.array([k, k], np.float32), cv.spec(2))
     assert k == 0
 '''
 

@@ -100,7 +100,7 @@ def test_each_numpy_global_draw_in_a_capture_is_frozen_random(label, name, get):
     args, kwargs = NUMPY_CALLS[name]
     state = np.random.get_state()
     with pytest.raises(cv.FrozenRandomError, match="drew from NumPy's global generator") as info:
-        with cv.CaptureDevice().capture_scope() as scope:
+        with cv.CaptureDevice().capture_scope(global_random="violation") as scope:
             scope.input("x", (2,))
             get()(*args, **kwargs)
     err = info.value
@@ -132,7 +132,9 @@ def test_a_dropout_mask_is_no_longer_frozen_silently():
     def dropout(x, p=0.5):
         return x * (np.random.rand(*x.shape) >= p)
 
-    with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+    with cv.CaptureDevice().capture_scope(global_random="violation",
+
+                                          on_violation="record") as scope:
         y = dropout(scope.input("x", (4,), "float64"))
         scope.output(y)
     graph = scope.graph
@@ -206,6 +208,7 @@ def test_record_mode_makes_a_dropout_mask_fresh_on_each_seed():
     assert graph.violations == [] and len(masks) == 4
 
 
+ZEROS = np.zeros(2)  # an ndarray (inside a capture np.zeros makes a tensor)
 RECORD_REFUSED = {
     "another distribution": (lambda: np.random.binomial(3, 0.5, size=2),
                              r"does not help here: np\.random\.binomial has no capviz random "
@@ -213,7 +216,7 @@ RECORD_REFUSED = {
     "no size": (lambda: np.random.rand(),
                 r"without a size returns a Python float.*pass a size \(np\.random\.rand\(1\)\)"),
     "no size, random()": (lambda: np.random.random(), r"without a size returns a Python float"),
-    "array parameter": (lambda: np.random.uniform(np.zeros(2), 1.0, size=2),
+    "array parameter": (lambda: np.random.uniform(ZEROS, 1.0, size=2),
                         r"low of type ndarray: only scalar parameters can be recorded"),
     "python": (lambda: random.random(), r"does not help here: it records NumPy's array draws "
                                         r"only, not Python's generator"),
@@ -232,7 +235,8 @@ def test_record_mode_keeps_numpys_argument_errors():
     with pytest.raises(ValueError, match="scale < 0"):
         with cv.CaptureDevice().capture_scope(global_random="record"):
             np.random.normal(0.0, -1.0, size=2)
-    with pytest.raises(ValueError, match="global_random must be 'violation' or 'record'"):
+    with pytest.raises(ValueError,
+                       match="global_random must be 'generator', 'violation' or 'record'"):
         cv.CaptureDevice().capture_scope(global_random="yes")
 
 
@@ -292,7 +296,6 @@ UNDETECTED = {
         lambda deep, many: np.random.Generator(np.random._pcg64.PCG64(5)).random(3),
     "`random.Random(5)`": lambda deep, many: np.array([random.Random(5).random()] * 3),
     "subclass of them (`MyState(5)`)": "subclass",
-    "`my_state.seed(5)`": "own seed",
     "**Assigning `.state`** of a bit generator of your own that the capture cannot reach":
         "state",
 }
@@ -310,7 +313,7 @@ def test_what_the_docs_say_is_not_seen_really_is_not_seen(case):
     many = [np.random.default_rng(i) for i in range(40)]
     saved_own = np.random.default_rng(7).bit_generator.state
     undone = np.random.default_rng(3)  # reachable: a local of this frame
-    with cv.CaptureDevice().capture_scope() as scope:
+    with cv.CaptureDevice().capture_scope(global_random="violation") as scope:
         x = scope.input("x", (3,), "float64")
         if how == "state":
             deep.rng.bit_generator.state = saved_own
@@ -461,8 +464,10 @@ def test_a_reseed_in_an_inner_record_scope_fails_the_outer_raise_scope():
 
 
 def test_a_violation_belongs_to_every_open_capture():
-    with cv.CaptureDevice().capture_scope(on_violation="record") as o:
-        with cv.CaptureDevice().capture_scope(on_violation="record") as i:
+    with cv.CaptureDevice().capture_scope(global_random="violation",
+                                          on_violation="record") as o:
+        with cv.CaptureDevice().capture_scope(global_random="violation",
+                                              on_violation="record") as i:
             random.random()
             cv.seed(1)
     for graph in (o.graph, i.graph):
@@ -484,7 +489,8 @@ def test_a_draw_an_inner_scope_records_is_a_violation_of_no_one():
 
 
 def _violated_graph():
-    with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+    with cv.CaptureDevice().capture_scope(global_random="violation",
+                                          on_violation="record") as scope:
         x = scope.input("x", (2,))
         y = x * 2
         float(y.sum())
@@ -545,7 +551,8 @@ def test_outside_a_capture_every_entry_point_is_the_original():
 
 def test_the_global_random_state_stand_in_is_still_a_random_state():
     real = np.random.mtrand._rand
-    with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+    with cv.CaptureDevice().capture_scope(global_random="violation",
+                                          on_violation="record") as scope:
         stand_in = np.random.mtrand._rand
         assert stand_in is not real
         assert isinstance(stand_in, np.random.RandomState)
@@ -566,10 +573,10 @@ def test_cupy_global_draws_and_reseeds_are_hooked_when_loaded(monkeypatch):
     fake.set_random_state = lambda state: calls.append(("state", state))
     monkeypatch.setitem(sys.modules, "cupy.random", fake)
     with pytest.raises(cv.FrozenRandomError, match=r"cupy\.random\.rand\(2\) drew from CuPy's"):
-        with cv.CaptureDevice().capture_scope():
+        with cv.CaptureDevice().capture_scope(global_random="violation"):
             sys.modules["cupy.random"].rand(2)
     with pytest.raises(cv.SeedViolationError, match=r"cupy\.random\.set_random_state"):
-        with cv.CaptureDevice().capture_scope():
+        with cv.CaptureDevice().capture_scope(global_random="violation"):
             sys.modules["cupy.random"].set_random_state(None)
     assert calls == []
     fake.rand(3)
@@ -656,25 +663,27 @@ def test_a_device_reseeded_by_another_asyncio_task_is_a_violation_of_the_capture
 
 def test_assigning_the_global_bit_generator_state_is_an_unhooked_use():
     other = np.random.MT19937(123).state
-    with pytest.raises(cv.SeedViolationError,
-                       match=r"an unhooked use of NumPy's global generator .*was called at "
-                             r".*test_random_integrity\.py") as info:
-        with cv.CaptureDevice().capture_scope() as scope:
+    with pytest.raises(cv.FrozenRandomError,
+                       match=r"NumPy's global generator changed with no call capviz saw at "
+                             r".*test_random_integrity\.py.*or an assignment to its state") \
+            as info:
+        with cv.CaptureDevice().capture_scope(global_random="violation") as scope:
             x = scope.input("x", (2,), "float32")
             np.random.get_bit_generator().state = other
             scope.output(x * 2, name="y")
-    assert [v.kind for v in info.value.graph.violations] == ["seed"]
+    assert [v.kind for v in info.value.graph.violations] == ["frozen_random"]
 
 
 def test_a_python_seed_saved_before_the_capture_is_an_unhooked_use():
     seed = random.seed  # bound before the capture: no hook sees the call
-    with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+    with cv.CaptureDevice().capture_scope(global_random="violation",
+                                          on_violation="record") as scope:
         x = scope.input("x", (2,), "float32")
         seed(12345)
         scope.output(x * 2, name="y")
     (violation,) = scope.graph.violations
-    assert violation.kind == "seed"
-    assert "an unhooked use of Python's random" in violation.message
+    assert violation.kind == "frozen_random"
+    assert violation.message.startswith("Python's random changed with no call capviz saw")
     assert scope.graph.nodes[violation.order].kind == "violation"
 
 
@@ -701,11 +710,17 @@ def test_a_state_change_explained_by_another_threads_hooked_draw_is_not_inferred
 
 def test_a_draw_through_a_function_bound_before_the_capture_is_an_unhooked_use():
     rand = np.random.rand  # bound before the capture: no hook sees the call
-    with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+    with cv.CaptureDevice().capture_scope(global_random="violation",
+                                          on_violation="record") as scope:
         x = scope.input("x", (3,), "float64")
         scope.output(x + rand(3), name="y")
     (violation,) = scope.graph.violations
-    assert "an unhooked use of NumPy's global generator" in violation.message
+    assert violation.kind == "frozen_random"  # a draw: no seed violation
+    assert violation.message.startswith("NumPy's global generator changed with no call capviz "
+                                        "saw at ")
+    assert "a draw through a function bound before the capture (`from numpy.random import " \
+           "rand` where the scope cannot rebind it)" in violation.message
+    assert len(violation.message.splitlines()) <= 3
     with pytest.raises(cv.IncompleteGraphError):
         scope.graph.replay({"x": np.zeros(3)})
 
@@ -729,7 +744,7 @@ def _drawn(name, kind="np.random.Generator"):
 
 def test_a_module_level_generator_drawn_from_in_a_capture_is_frozen_random():
     with _frozen(_drawn("MODULE_RNG")) as info:
-        cv.capture(_noisy, cv.spec((3,), "float64"))
+        cv.capture(_noisy, cv.spec((3,), "float64"), global_random="violation")
     err = info.value
     assert err.violation.kind == "frozen_random" and err.violation.level == "error"
     assert "cv.random.normal(x.shape" in str(err)
@@ -744,7 +759,7 @@ def test_a_generator_in_a_closure_is_seen():
         return lambda x: x * rng.random(x.shape)
 
     with _frozen(_drawn("rng")):
-        cv.capture(make(), cv.spec((2,), "float64"))
+        cv.capture(make(), cv.spec((2,), "float64"), global_random="violation")
 
 
 class _Noise:
@@ -764,7 +779,7 @@ def test_self_rng_of_a_captured_method_or_callable_object_is_seen(how):
     noise = _Noise()
     fn = noise.forward if how == "bound method" else noise
     with _frozen(_drawn("self.rng")):
-        cv.capture(fn, cv.spec((2,), "float64"))
+        cv.capture(fn, cv.spec((2,), "float64"), global_random="violation")
 
 
 def test_a_local_generator_of_the_with_form_is_seen():
@@ -836,17 +851,25 @@ class _Shared:
     ("RandomState", "LEGACY", "np.random.RandomState"),
     ("random.Random", "PY_RNG", "random.Random"),
     ("bit generator .state assigned", "BITGEN", "np.random.PCG64"),
-    ("RandomState reseeded", "LEGACY", "np.random.RandomState"),
     ("a partial's argument", "partial argument rng", "np.random.Generator"),
     ("a classmethod's class", "cls.rng", "np.random.Generator"),
 ])
 def test_every_reachable_kind_of_generator_is_named_where_it_was_found(case, name, kind):
     with _frozen(_drawn(name, kind)):
-        cv.capture(REACHED[case](), cv.spec((2,), "float64"))
+        cv.capture(REACHED[case](), cv.spec((2,), "float64"), global_random="violation")
+
+
+def test_a_reachable_generator_reseeded_is_a_seed_violation_at_its_line():
+    with pytest.raises(cv.SeedViolationError, match=r"LEGACY\.seed\(5\) was called at "
+                                                    r".*test_random_integrity.py:\d+ in "
+                                                    r"_legacy_reseeded") as info:
+        cv.capture(REACHED["RandomState reseeded"](), cv.spec((2,), "float64"))
+    assert [v.kind for v in info.value.graph.violations] == ["seed"]
 
 
 def test_a_generator_drawn_from_in_record_mode_is_one_violation_and_refuses_replay():
-    graph = cv.capture(_noisy, cv.spec((3,), "float64"), on_violation="record")
+    graph = cv.capture(_noisy, cv.spec((3,), "float64"), on_violation="record",
+                       global_random="violation")
     (violation,) = graph.violations
     assert violation.kind == "frozen_random" and violation.level == "error"
     assert violation.call.startswith("MODULE_RNG (np.random.Generator")
@@ -910,9 +933,10 @@ def test_an_input_example_drawn_inside_the_with_block_counts_too():
 def test_the_global_generators_are_left_to_the_hooks():
     legacy = np.random.mtrand._rand  # NumPy's global RandomState, bound before the capture
     python = random._inst
-    for draw, call in ((lambda: legacy.rand(2), "an unhooked use of NumPy's"),
+    for draw, call in ((lambda: legacy.rand(2), "a draw from NumPy's global generator"),
                        (lambda: python.random(), "random._inst.random()")):
-        with cv.CaptureDevice().capture_scope(on_violation="record") as scope:
+        with cv.CaptureDevice().capture_scope(global_random="violation",
+                                              on_violation="record") as scope:
             draw()  # reported by the hooks or their backstop, once; not by the watch
         (violation,) = scope.graph.violations
         assert violation.call.startswith(call)

@@ -253,7 +253,7 @@ def test_fortran_order_constants_round_trip(tmp_path):
 
 
 def test_constants_are_named_after_the_whole_file_name(tmp_path):
-    a = cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2))
+    a = cv.capture(lambda x: x + ONES2, cv.spec(2))
     b = cv.capture(lambda x: x + np.full(2, 5, np.float32), cv.spec(2))
     a.save(str(tmp_path / "run.json"))
     b.save(str(tmp_path / "run.txt"))
@@ -267,7 +267,7 @@ def test_constants_are_named_after_the_whole_file_name(tmp_path):
 def test_save_refuses_to_overwrite_an_unrelated_file(tmp_path):
     np.savez(tmp_path / "run.json.npz", precious=np.arange(3))
     before = (tmp_path / "run.json.npz").read_bytes()
-    g = cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2))
+    g = cv.capture(lambda x: x + ONES2, cv.spec(2))
     with pytest.raises(FileExistsError, match=r"refusing to overwrite .*run\.json\.npz: it was "
                                               "not written by capviz for the graph file "
                                               "run.json"):
@@ -277,7 +277,7 @@ def test_save_refuses_to_overwrite_an_unrelated_file(tmp_path):
 
 
 def test_constants_written_for_another_graph_file_are_not_overwritten(tmp_path):
-    g = cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2))
+    g = cv.capture(lambda x: x + ONES2, cv.spec(2))
     g.save(str(tmp_path / "a.json"))
     os.rename(tmp_path / "a.json.npz", tmp_path / "b.json.npz")
     with pytest.raises(FileExistsError, match="not written by capviz for the graph file b.json"):
@@ -286,18 +286,22 @@ def test_constants_written_for_another_graph_file_are_not_overwritten(tmp_path):
 
 def test_saving_again_replaces_its_own_constants(tmp_path):
     path = str(tmp_path / "run.json")
-    cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2)).save(path)
-    cv.capture(lambda x: x * np.full(2, 3, np.float32), cv.spec(2)).save(path)
+    cv.capture(lambda x: x + ONES2, cv.spec(2)).save(path)
+    cv.capture(lambda x: x * THREES2, cv.spec(2)).save(path)
     out = cv.load(path).replay({"x": np.ones(2, np.float32)})["out"]
     assert out.tolist() == [3, 3]
 
 
 def test_the_same_graph_saves_byte_for_byte_the_same_files(tmp_path):
-    g = cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2))
+    g = cv.capture(lambda x: x + ONES2, cv.spec(2))
     g.save(str(tmp_path / "a.json"))
     first = (tmp_path / "a.json.npz").read_bytes()
     g.save(str(tmp_path / "a.json"))
     assert (tmp_path / "a.json.npz").read_bytes() == first
+
+
+ONES2 = np.ones(2, np.float32)  # ndarrays: constants of the graphs below (np.ones inside a
+THREES2 = np.full(2, 3, np.float32)  # capture would record a create op, no constant)
 
 
 class Crash(BaseException):
@@ -306,8 +310,8 @@ class Crash(BaseException):
 
 def test_a_crash_while_writing_leaves_the_old_pair_intact(tmp_path, monkeypatch):
     path = str(tmp_path / "run.json")
-    cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2)).save(path)
-    new = cv.capture(lambda x: x * np.full(2, 3, np.float32), cv.spec(2))
+    cv.capture(lambda x: x + ONES2, cv.spec(2)).save(path)
+    new = cv.capture(lambda x: x * THREES2, cv.spec(2))
 
     def crash(*args, **kwargs):
         raise Crash
@@ -321,8 +325,8 @@ def test_a_crash_while_writing_leaves_the_old_pair_intact(tmp_path, monkeypatch)
 
 def test_a_crash_between_the_renames_is_refused_not_misread(tmp_path, monkeypatch):
     path = str(tmp_path / "run.json")
-    cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2)).save(path)
-    new = cv.capture(lambda x: x + np.full(2, 3, np.float32), cv.spec(2))  # same shapes
+    cv.capture(lambda x: x + ONES2, cv.spec(2)).save(path)
+    new = cv.capture(lambda x: x + THREES2, cv.spec(2))  # same shapes
     real_replace = os.replace
 
     def replace(src, dst):
@@ -419,7 +423,7 @@ def test_violation_edges_are_kept(tmp_path):
 
 
 def test_save_into_a_missing_folder_or_onto_a_directory_says_so(tmp_path):
-    g = cv.capture(lambda x: x + np.ones(2, np.float32), cv.spec(2))
+    g = cv.capture(lambda x: x + ONES2, cv.spec(2))
     with pytest.raises(FileNotFoundError, match="cannot save .*nowhere/g.json: the folder "
                                                 ".*nowhere does not exist"):
         g.save(str(tmp_path / "nowhere" / "g.json"))

@@ -14,6 +14,11 @@ Node kinds:
 ``guard``      a value the capture read on its example inputs (``bool(t)``, ``int(t)``...): its
                ``op`` is the read, its one arg the tensor read, ``params["value"]`` what it
                returned; every replay checks it (:mod:`capviz.core.guards`).
+``state``      something from outside the capture that the captured code writes: an ndarray
+               (an attribute, a global, a container item, an argument: ``name`` says which) or
+               a random generator drawn from. A replay reads its live value when it starts;
+               the ``output`` node whose ``params["state"]`` is the state's index holds the
+               value a replay writes back (:mod:`capviz.replay.state`).
 
 A shape may hold :class:`capviz.core.symbols.Symbol` sizes (``n0``): the length of an axis that
 depends on the data, listed in :attr:`Graph.symbols`.
@@ -36,7 +41,7 @@ from capviz.core.errors import UnsupportedOperationError
 from capviz.core.references import fingerprint
 from capviz.core.source import Source, format_source, outside_line
 
-KINDS = ("input", "constant", "op", "output", "violation", "guard")
+KINDS = ("input", "constant", "op", "output", "violation", "guard", "state")
 
 
 _DTYPE_NAMES: dict[np.dtype, str] = {}
@@ -272,6 +277,9 @@ class Graph:
         self.error: BaseException | None = None
         self.replay_cache: dict[str, Any] = {}
         self.symbols: dict[str, Any] = {}
+        self.state_values: dict[int, Any] = {}  # a state array's value when first written
+        self.state_targets: dict[int, Any] = {}  # the live object of each state (a weak
+        #                                          reference for an array; not saved)
 
     # --- structure ------------------------------------------------------------------------------
 
@@ -301,8 +309,21 @@ class Graph:
 
     @property
     def output_nodes(self) -> list[Node]:
-        """Output nodes in declaration order."""
-        return self._of_kind("output")
+        """Output nodes in declaration order (the states' final values are not outputs:
+        :attr:`state_outputs`)."""
+        return [n for n in self.nodes if n.kind == "output" and "state" not in n.params]
+
+    @property
+    def state_nodes(self) -> list[Node]:
+        """State nodes (see the module docstring), in program order."""
+        return self._of_kind("state")
+
+    @property
+    def state_outputs(self) -> list[Node]:
+        """The output nodes of the states' final values, in the order of :attr:`state_nodes`
+        (``params["state"]`` is the state's index)."""
+        return sorted((n for n in self.nodes if n.kind == "output" and "state" in n.params),
+                      key=lambda n: n.params["state"])
 
     @property
     def inputs(self) -> list[str]:
@@ -343,9 +364,9 @@ class Graph:
                 return self.nodes[ref]
             raise KeyError(f"graph has no node %{ref} (it has {len(self.nodes)} nodes)")
         for n in self.nodes:
-            if n.name == ref and n.kind in ("input", "output", "constant"):
+            if n.name == ref and n.kind in ("input", "output", "constant", "state"):
                 return n
-        raise KeyError(f"graph has no input, output or constant named {ref!r}")
+        raise KeyError(f"graph has no input, output, constant or state named {ref!r}")
 
     def users(self) -> dict[int, list[Node]]:
         """For each node index, the nodes that take it as an operand."""

@@ -298,7 +298,10 @@ SITUATIONS: list[Situation] = [
         "with {call}).",
         "record the buffer first and write into that tensor: b = cv.constant({array}); "
         "b[{key}] = {value}",
-        "def f(x):\n    buf = np.zeros(3)\n    buf[0] = x.sum()\n    return buf\n\n"
+        # an ndarray from outside is a state the capture writes (capviz/trace/state.py); an
+        # ndarray subclass such as a memmap is not
+        "buf = np.memmap(\"buf.dat\", np.float64, \"w+\", shape=(3,))\n\n"
+        "def f(x):\n    buf[0] = x.sum()\n    return x\n\n"
         "cv.capture(f, cv.spec((3,), \"float64\"))"),
     Situation(
         "numpy_copies", "data_read", lambda f: _conversion(f) and f.inside in NUMPY_COPIES,
@@ -551,3 +554,13 @@ def make_error(violation: Violation, graph: Graph | None) -> CaptureViolation:
 def raise_for(violation: Violation, graph: Graph | None) -> None:
     """Raise the exception for ``violation``."""
     raise make_error(violation, graph)
+
+
+def bound_draw_message(generator: str, example: str, source: Any) -> str:
+    """A draw from a global generator through a name bound before the capture that the scope
+    could not rebind (its state changed with no hooked call): not a reseed, its own message."""
+    return (f"{generator} changed with no call capviz saw{_where(source)}: a draw through a "
+            f"function bound before the capture ({example} where the scope cannot rebind it), "
+            "or an assignment to its state; no replay would repeat it.\n"
+            "Fix: call it through its module (np.random.rand(...)), or bind it at the top of "
+            "the captured function's module, where the scope rebinds it")

@@ -86,7 +86,12 @@ def format_node(node: Node, names: dict[int, str] | None = None) -> str:
     if node.kind == "constant":
         label = f" {node.name}" if node.name else ""
         return f"{me} = constant{label} : {type_text(node)}{where}"
+    if node.kind == "state":
+        label = node.name if node.name is not None else "<unnamed>"
+        return f"{me} = state {label!s} : {type_text(node) or 'generator'}{where}"
     if node.kind == "output":
+        if "state" in node.params:  # the value a replay writes back
+            return f"state {node.name} = {name(node.args[0])}"
         return f"output {node.name} = {name(node.args[0])}"
     if node.kind == "violation":
         level = node.params.get("level", "error")

@@ -11,7 +11,7 @@ from capviz.core.ir import KINDS, Graph, Node, same_value
 from capviz.core.symbols import Pending, Symbol, has_symbol, probe, shape_text, symbols_in
 from capviz.io.printing import format_window
 
-_VALUE_KINDS = ("input", "constant", "op")
+_VALUE_KINDS = ("input", "constant", "op", "state")
 
 
 def _fail(graph: Graph, node: Node, what: str) -> GraphVerifyError:
@@ -199,6 +199,16 @@ def verify_graph(graph: Graph) -> None:
             if len(node.args) != 1 or not isinstance(node.args[0], Node) \
                     or "value" not in node.params:
                 raise _fail(graph, node, "a guard reads one node and holds the value it read")
+        elif node.kind == "state":
+            if node.args or (node.shape is None) != (node.dtype is None):
+                raise _fail(graph, node, "a state has no args, and a shape and dtype (an "
+                                         "array) or neither (a generator)")
+        elif node.kind == "output" and "state" in node.params:
+            written = node.params["state"]
+            if not isinstance(written, int) or not 0 <= written < node.index \
+                    or graph.nodes[written].kind != "state" or len(node.args) != 1:
+                raise _fail(graph, node, "a state's output names an earlier state node and "
+                                         "returns one node")
         elif node.kind == "output":
             if len(node.args) != 1 or not isinstance(node.args[0], Node):
                 raise _fail(graph, node, "an output returns exactly one node")

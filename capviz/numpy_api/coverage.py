@@ -20,7 +20,7 @@ import numpy.lib.stride_tricks
 
 from capviz import ops
 from capviz.numpy_api import methods, reads
-from capviz.ops import SPECS
+from capviz.ops import SPECS, creation
 from capviz.trace.dispatch import HANDLED, function_name, refusal
 from capviz.trace.tensor import Tensor
 
@@ -119,6 +119,22 @@ def ufunc_methods() -> list[Entry]:
     ]
 
 
+def creation_functions() -> list[Entry]:
+    """One entry per NumPy creation function hooked while a capture is open
+    (:data:`capviz.ops.creation.HOOKED`)."""
+    notes = {"like": "of an ndarray: its shape, dtype and memory order (of a tensor: the "
+                     "`*_like` op)",
+             "copy": "of an ndarray: the value the capture recorded for it, copied",
+             "empty": "replays as zeros (the unset elements' garbage cannot be replayed)"}
+    out = []
+    for name in creation.HOOKED:
+        note = notes["like"] if name in creation.LIKE else notes["copy"] \
+            if name in creation.COPIES else notes["empty"] if name == "empty" else \
+            "plain arguments (sizes, values, dtypes)"
+        out.append(Entry(f"np.{name}", "captured", f"create; {note}"))
+    return out
+
+
 def ndarray_attributes() -> list[Entry]:
     """One entry per public ``np.ndarray`` attribute."""
     out = []
@@ -208,6 +224,15 @@ def markdown() -> str:
         "## Ufunc methods",
         "",
         *_table(ufunc_methods()),
+        "",
+        "## Creation functions",
+        "",
+        "Called by the user's code while a capture is open (also through a name bound before "
+        "it, `from numpy import zeros`, in the captured function's module), these record a "
+        "`create` op and return a tensor, so a buffer filled in a loop is recorded "
+        "(`capviz/randomness/creation.py`, docs/guide/state.md).",
+        "",
+        *_table(creation_functions()),
         "",
                 "## ndarray methods and attributes",
         "",

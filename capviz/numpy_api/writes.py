@@ -25,7 +25,7 @@ from capviz.core.violations import NUMPY_COPIES
 from capviz.trace.dispatch import implements
 from capviz.trace.mutation import MASK_SHARES_TARGET, is_numpy_scalar, located, same_buffer
 from capviz.trace.recorder import Recorder
-from capviz.trace.tensor import Tensor, apply, unsupported
+from capviz.trace.tensor import Tensor, apply, trace_of, unsupported
 
 _NDARRAY_DEST = ("the destination is an ndarray, which cannot hold a recorded value; record it "
                  "first, a = cv.constant(a), and write into that tensor")
@@ -36,6 +36,10 @@ def _destination(name: str, dst: Any, *others: Any, scalar_error: str = "") -> T
     result) raises ``scalar_error`` as NumPy does."""
     if type(dst) is not Tensor:
         inside = numpy_caller(sys._getframe(1))
+        recorder = trace_of((dst, *others))
+        if type(dst) is np.ndarray and inside not in NUMPY_COPIES and recorder is not None \
+                and recorder.records:  # an outside array written: a state of the capture
+            return recorder.state_target(dst, f"{name} into an ndarray")
         if inside in NUMPY_COPIES:  # np.full(shape, t, dtype) copies t into its new ndarray
             raise unsupported(f"np.{inside}(..., t) of a tensor t", (dst, *others),
                               NUMPY_COPIES[inside])
@@ -215,5 +219,6 @@ def write_into(call: str, op: ops.Op, operands: Any, params: dict, out: Tensor) 
 def write_elementwise(call: str, op: ops.Op, inputs: tuple, out: Any) -> Tensor:
     """An elementwise function with ``out=`` (``np.clip(a, lo, hi, out=a)``): NumPy runs it as a
     ufunc, so it is recorded as one (the result cast to ``out`` with "same_kind")."""
-    out = _destination(call, out, *inputs)
-    return out._trace.write_ufunc(op, inputs, out, True)
+    dest = _destination(call, out, *inputs)
+    written = dest._trace.write_ufunc(op, inputs, dest, True)
+    return out if type(out) is np.ndarray else written  # NumPy returns out

@@ -11,6 +11,7 @@ never this half-initialised package.
 from capviz.ops import (  # each registers its ops into the table
     advanced_index,
     arrays,
+    creation,
     data_sizes,
     elementwise,
     emath,
@@ -60,6 +61,7 @@ __all__ = [
     "Op",
     "advanced_index",
     "arrays",
+    "creation",
     "data_sizes",
     "dtype_param",
     "dummy",

@@ -29,8 +29,8 @@ import numpy.random
 import numpy.random.mtrand
 
 from capviz.core.source import format_source, user_source
-from capviz.core.violations import frozen_message, seed_message
-from capviz.randomness import generator_watch, legacy
+from capviz.core.violations import bound_draw_message, frozen_message, seed_message
+from capviz.randomness import creation, generator_watch, generators, legacy
 from capviz.trace.context import active, active_recorders
 from capviz.trace.recorder import Recorder
 
@@ -59,9 +59,11 @@ NUMPY_NOT_HOOKED = {
     "get_state": "reads the global state; changes nothing",
     "get_bit_generator": "returns the global bit generator; assigning its `.state` is seen "
                          "when the scope closes (an unhooked use)",
-    "Generator": "a class that seeds nothing itself: a Generator object's methods are C code, "
-                 "so draws from one are seen only by its state, when the scope closes, and only "
-                 "for an object the capture can reach (capviz.randomness.generator_watch)",
+    "Generator": "a class that seeds nothing itself: a Generator object's methods are C code; "
+                 "an object the capture reaches is replaced for the scope by a stand-in that "
+                 "records its draws (capviz.randomness.generators), and a draw it does not "
+                 "record is seen by the object's state when the scope closes "
+                 "(capviz.randomness.generator_watch)",
     "BitGenerator": "the base class: assigning `.state` of your own bit generator is seen only "
                     "when the capture can reach it (capviz.randomness.generator_watch)",
     "SeedSequence": "a class: makes seeds, draws nothing",
@@ -82,8 +84,9 @@ PYTHON_DRAWS = (
 
 PYTHON_NOT_HOOKED = {
     "getstate": "reads the global state; changes nothing",
-    "Random": "a class: making `random.Random(seed)` objects is not seen; their draws only by "
-              "state, for an object the capture can reach (capviz.randomness.generator_watch)",
+    "Random": "a class: making `random.Random(seed)` objects is not seen; a draw from one the "
+              "capture reaches is refused at its line (its draws are Python numbers), a "
+              "reseed is a seed violation (capviz.randomness.generators)",
     "SystemRandom": "a class: draws from the OS entropy source are not seen (and never "
                     "reproducible)",
 }
@@ -288,6 +291,8 @@ def _draw_hook(name: str, original: Callable, generator: str, numpy_name: str | 
             return original(*args, **kwargs)
         _busy.on = True
         try:
+            if here[0].global_random == "generator" and generator != "CuPy's":
+                return _record_draw(here[0], name, numpy_name, args, kwargs)  # a state
             if numpy_name is not None and here[0].global_random == "record":
                 try:
                     return legacy.record(here[0], numpy_name, args, kwargs)
@@ -300,6 +305,28 @@ def _draw_hook(name: str, original: Callable, generator: str, numpy_name: str | 
             _busy.on = False
 
     return _wrap(hooked, original, name)
+
+
+def _record_draw(recorder: Recorder, label: str, numpy_name: str | None, args: tuple,
+                 kwargs: dict) -> Any:
+    """``np.random.<name>(...)`` recorded as a draw of NumPy's global generator (a state:
+    :mod:`capviz.randomness.generators`); Python's ``random`` and what a graph cannot hold
+    refused at the line with the reason."""
+    rand = numpy.random.mtrand._rand
+    real = rand._real if isinstance(rand, _GlobalRandomState) else rand
+    try:
+        if numpy_name is None:  # Python's random
+            generators.record(recorder, random._inst, "random", label.rsplit(".", 1)[-1],
+                              args, kwargs)
+        return generators.record(recorder, real, "np.random", numpy_name, args, kwargs)
+    except generators.NotRecordable as why:
+        raise recorder.refuse_here(call_text(label, args, kwargs), str(why)) from None
+
+
+def report_stand_in_seed(label: str, args: tuple, kwargs: dict) -> None:
+    """A reseed through a generator object's stand-in (``self.rng.seed(1)``)."""
+    if _open_here():
+        report_seed(call_text(label, args, kwargs))
 
 
 def _not_recordable(generator: str, numpy_name: str | None, args: tuple, kwargs: dict) -> str:
@@ -402,7 +429,7 @@ def _numpy_plan() -> list[tuple[Any, str, Any, bool]]:
 
 def _plan() -> list[tuple[Any, str, Any, bool]]:
     """``(target, attribute, hook, is an instance attribute)`` for every hook to install."""
-    plan = _numpy_plan()
+    plan = _numpy_plan() + creation.plan()
     inst = random._inst  # type: ignore[attr-defined]
     for name in PYTHON_SEEDS + PYTHON_DRAWS:
         kind = "seed" if name in PYTHON_SEEDS else "draw"
@@ -441,6 +468,7 @@ def install(recorder: Recorder) -> None:
                     # that _remove_all cannot see
                     _installed.append((target, attr, original, hook, is_instance))
                     setattr(target, attr, hook)
+                _replacements[0] = None
             except BaseException:
                 _remove_all()
                 raise
@@ -457,6 +485,7 @@ def uninstall(recorder: Recorder) -> None:
 
 
 def _remove_all() -> None:
+    _replacements[0] = None
     while _installed:
         target, attr, original, hook, is_instance = _installed[-1]
         if is_instance:
@@ -475,11 +504,12 @@ def _global_states() -> tuple[Any, Any]:
 
 def untracked_state_changes(recorder: Recorder) -> None:
     """At scope exit: a global generator whose state changed while no hooked function was called
-    anywhere was used through a path no hook sees (assigning ``bit_generator.state``, a draw or
-    reseed through a function saved before the capture, ``from numpy.random import rand``).
-    Draw or reseed, no replay reproduces it: queue a ``seed`` violation for ``recorder``, placed
-    at the scope's exit. When any hooked call happened meanwhile, in any thread, the change is
-    explained by it (and reported there, or not ours to report), so nothing is inferred."""
+    anywhere was used through a path no hook sees (a function bound before the capture where
+    the scope could not rebind it, ``from numpy.random import rand`` in another module;
+    assigning ``bit_generator.state``). No replay reproduces it: queue a ``frozen_random``
+    violation for ``recorder`` with its own message, placed at the scope's exit. When any
+    hooked call happened meanwhile, in any thread, the change is explained by it (and
+    reported there, or not ours to report), so nothing is inferred."""
     snapshot = getattr(recorder, "global_states", None)
     if snapshot is None:
         return
@@ -488,18 +518,29 @@ def untracked_state_changes(recorder: Recorder) -> None:
         return
     numpy_after, python_after = _global_states()
     source = user_source()
-    for changed, call in (
-            (numpy_before != numpy_after,
-             "an unhooked use of NumPy's global generator (its state changed with no hooked "
-             "call: bit_generator.state = ..., or a draw or seed through a function saved "
-             "before the capture, like `from numpy.random import rand`; seen when the scope "
-             "closed)"),
-            (python_before != python_after,
-             "an unhooked use of Python's random (its state changed with no hooked call: a "
-             "draw or seed through a function saved before the capture, like "
-             "`from random import random`; seen when the scope closed)")):
+    for changed, which, example in (
+            (numpy_before != numpy_after, "NumPy's global generator",
+             "`from numpy.random import rand`"),
+            (python_before != python_after, "Python's random", "`from random import random`")):
         if changed:
-            recorder.pending.append(("seed", call, seed_message(call, source), source))
+            call = (f"a draw from {which} through a function bound before the capture "
+                    "(seen when the scope closed)")
+            message = bound_draw_message(which, example, source)
+            recorder.pending.append(("frozen_random", call, message, source))
+
+
+def replacements() -> dict[int, tuple[Any, Any]]:
+    """``{id(original): (original, hook)}`` of the module functions hooked now, to rebind names
+    bound before the capture (``from numpy import zeros``, ``from numpy.random import rand``;
+    :func:`capviz.randomness.creation.rebind`)."""
+    made = _replacements[0]
+    if made is None:
+        made = _replacements[0] = {id(original): (original, hook) for _, _, original, hook,
+                                   instance in _installed if not instance and callable(original)}
+    return made
+
+
+_replacements: list = [None]  # replacements() of the hooks installed now, made once
 
 
 def installed() -> bool:

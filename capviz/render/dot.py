@@ -75,7 +75,9 @@ def node_label(node: Node, annotations: list[str] | tuple = ()) -> str:
     if node.kind == "constant":
         return _label(node.name or "constant", tt, bold=bool(node.name))
     if node.kind == "output":
-        return _label(f"output {node.name}", tt)
+        return _label(f"{'state' if 'state' in node.params else 'output'} {node.name}", tt)
+    if node.kind == "state":
+        return _label(f"state {node.name or ''}", tt or "generator")
     if node.kind == "violation":
         return _label(f"{node.params.get('level', 'error')}: {node.op}",
                       node.params.get("call", ""))

@@ -54,7 +54,9 @@ def node_title(node: Node, value: Any = None) -> str:
     if node.kind == "constant":
         return constant_text(node, value)
     if node.kind == "output":
-        return f"output {node.name}"
+        return f"{'state' if 'state' in node.params else 'output'} {node.name}"
+    if node.kind == "state":
+        return f"state {node.name or ''}"
     if node.kind == "violation":
         return f"{node.params.get('level', 'error')}: {node.op}"
     if node.kind == "guard":

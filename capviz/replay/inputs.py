@@ -141,12 +141,13 @@ def resolve_seed(graph: Graph, seed: int | None) -> int:
 class ReplayResult(dict):
     """Outputs by name; ``backend`` is the name of the backend the replay ran on."""
 
-    __slots__ = ("backend",)
+    __slots__ = ("backend", "states")
 
 
 def result(names: Any, values: Any, backend: Backend, to_numpy: bool) -> ReplayResult:
     out = ReplayResult(zip(names, values))
     out.backend = backend.name
+    out.states = {}
     if to_numpy:
         to_host = backend.to_host
         for name, value in out.items():

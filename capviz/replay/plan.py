@@ -52,10 +52,10 @@ VIEW_OPS = frozenset(("reshape", "transpose", "swapaxes", "expand_dims", "squeez
 
 # Ops without ``out`` whose result is always a new array, never a view of an operand (NumPy
 # allocates it): their results keep no operand's buffer alive. Any other op may return a view.
-FRESH_OPS = frozenset(("mean", "var", "std", "argmax", "argmin", "dot", "where", "clip",
-                       "round", "astype", "take", "index", "concatenate", "stack", "hstack",
-                       "vstack", "zeros_like", "ones_like", "full_like", "setitem",
-                       "index_put", "put", "put_along_axis", "into", "ufunc_at"))
+FRESH_OPS = frozenset(("create", "draw", "mean", "var", "std", "argmax", "argmin", "dot",
+                       "where", "clip", "round", "astype", "take", "index", "concatenate",
+                       "stack", "hstack", "vstack", "zeros_like", "ones_like", "full_like",
+                       "setitem", "index_put", "put", "put_along_axis", "into", "ufunc_at"))
 
 # Layout: a result is planned only when its operands and its buffer are C-ordered, so that it has
 # eager's layout as well as its bits. An ``out`` op, a fresh op or one of these views is C-ordered
@@ -155,8 +155,8 @@ def schedule(graph: Graph, min_bytes: int = MIN_PLAN_BYTES, plan: bool = True
     reg = [-1] * len(nodes)  # by node index: its register
     free: list[int] = []
     count = 0
-    for n in graph.input_nodes:  # inputs first: a call fills registers 0..k-1
-        reg[n.index] = count
+    for n in graph.input_nodes + graph.state_nodes:  # inputs first, then the states: a call
+        reg[n.index] = count                           # fills registers 0..k-1
         count += 1
     pool: dict[tuple, list[tuple[int, int]]] = {}  # (shape, dtype) -> [(root, died at)]
     out: set[int] = set()

@@ -219,10 +219,12 @@ class Program:
         self.host_constants = tuple(host_constants)  # the graph's arrays (references)
         self._template = template
         self._seed_reg = seed_reg
-        self.n_inputs = len(graph.input_nodes)
+        self.states = tuple(graph.state_nodes)  # their values follow the inputs' in a call
+        self.n_states = len(self.states)
+        self.n_inputs = len(graph.input_nodes) + self.n_states
         self.input_names = tuple(n.name for n in graph.input_nodes)
-        outputs = graph.output_nodes
-        self.output_names = tuple(n.name for n in outputs)
+        outputs = graph.output_nodes + graph.state_outputs  # the states' values last
+        self.output_names = tuple(n.name for n in graph.output_nodes)
         self._outputs = tuple(reg[n.args[0].index] for n in outputs)
         self._pick = picker(self._outputs)
         # a 0-d result may be a NumPy scalar (x.sum()); outputs are arrays, as eager's 0-d are

@@ -23,10 +23,12 @@ from typing import Any
 
 from capviz.backends import registry
 from capviz.backends.registry import Backend
+from capviz.core.errors import UnsupportedOperationError
 from capviz.core.ir import Graph
 from capviz.core.references import PENDING, check_unchanged
 from capviz.core.violations import check_replayable
 from capviz.ops.random import check_seed, fresh_seed
+from capviz.replay import state as state_replay
 from capviz.replay.exactness import warn_inexact_outputs
 from capviz.replay.inputs import (
     InputCheck,
@@ -91,6 +93,8 @@ class CompiledReplay:
     def _refresh(self) -> None:
         graph = self.graph
         check_replayable(graph, self._allow)
+        if graph.state_nodes:
+            state_replay.check_backend(graph, self._backend)
         self._program, self._check, self._direct = _compiled(graph, self._backend)
         self._version = graph.version
         self._length = len(graph.nodes)
@@ -104,6 +108,11 @@ class CompiledReplay:
             self._refresh()
         args = self._check.positional(graph, inputs)
         seed = self._fixed_seed if self._fixed_seed is not None else fresh_seed()
+        if self._program.n_states:  # the live states read, the new values written back
+            if graph.constant_fingerprints:
+                check_unchanged(graph)
+            return state_replay.run(graph, self._program, self._backend, args, seed,
+                                    self._direct, self._options)[0]
         if graph.constant_fingerprints:
             return _checked_run(graph, self._program, self._backend, self._direct, args, seed,
                                 self._options)
@@ -124,8 +133,8 @@ def compile_graph(graph: Graph, backend: str = "auto", seed: int | None = None,
 
 def replay(graph: Graph, inputs: Mapping[str, Any] | None = None, backend: str = "auto",
            seed: int | None = None, check_finite: bool = False,
-           to_numpy: bool = False, allow_violations: bool = False,
-           **options: Any) -> ReplayResult:
+           to_numpy: bool = False, allow_violations: bool = False, state: str = "write",
+           states: Mapping[str, Any] | None = None, **options: Any) -> ReplayResult:
     """Run ``graph`` on ``inputs`` (a mapping by input name); return its outputs by name.
 
     Args:
@@ -138,6 +147,12 @@ def replay(graph: Graph, inputs: Mapping[str, Any] | None = None, backend: str =
             (:class:`NonFiniteError`), and mark it in the graph.
         to_numpy: return host (NumPy) arrays whatever the backend.
         allow_violations: replay a graph that has error-level violations anyway.
+        state: ``"write"`` writes the new values of the graph's states (the outside arrays
+            the captured code wrote, :mod:`capviz.replay.state`) back into the live arrays,
+            as an eager call does; ``"return"`` leaves them and returns the new values in
+            ``result.states`` (by state name).
+        states: the live arrays by state name, in place of those the capture met (a loaded
+            graph has none).
         **options: the backend's own options (Dask: ``chunks=``, ``compute=``).
 
     Raises:
@@ -152,12 +167,13 @@ def replay(graph: Graph, inputs: Mapping[str, Any] | None = None, backend: str =
         NonFiniteError: with ``check_finite``, the first non-finite op.
     """
     return replay_with(graph, inputs, backend, seed, check_finite, to_numpy, allow_violations,
-                       options)
+                       options, state, states)
 
 
 def replay_with(graph: Graph, inputs: Mapping[str, Any] | None, backend: str | Backend,
                 seed: int | None, check_finite: bool, to_numpy: bool, allow_violations: bool,
-                options: Mapping[str, Any]) -> ReplayResult:
+                options: Mapping[str, Any], state: str = "write",
+                states: Mapping[str, Any] | None = None) -> ReplayResult:
     """:func:`replay` with the backend's options as one mapping (what ``graph.replay`` calls:
     no keyword unpacking on the way)."""
     if graph.violation_records and not allow_violations:
@@ -166,6 +182,11 @@ def replay_with(graph: Graph, inputs: Mapping[str, Any] | None, backend: str | B
     if options:
         registry.check_options(engine, options)
     if check_finite:
+        if graph.state_nodes:
+            raise UnsupportedOperationError(
+                "check_finite=True steps node by node, which does not write the graph's "
+                f"states back ({state_replay.label(graph.state_nodes[0])}...); replay "
+                "without it")
         if options:
             raise TypeError(f"check_finite=True steps node by node and takes no backend option "
                             f"(got {', '.join(sorted(options))})")
@@ -175,9 +196,19 @@ def replay_with(graph: Graph, inputs: Mapping[str, Any] | None, backend: str | B
         ex.check_finite = True
         ex.run()
         return ex.outputs(to_numpy)
+    if graph.state_nodes:  # refused by name before an op is bound
+        state_replay.check_backend(graph, engine)
     prog, check, direct = _compiled(graph, engine)
     args = check.named(graph, inputs)
     key = resolve_seed(graph, seed) if prog.random or seed is not None else 0
+    if prog.n_states:
+        if graph.constant_fingerprints:
+            check_unchanged(graph)
+        values, new = state_replay.run(graph, prog, engine, args, key, direct, options, state,
+                                       states)
+        out = result(prog.output_names, values, engine, to_numpy)
+        out.states = new
+        return out
     if graph.constant_fingerprints:
         values = _checked_run(graph, prog, engine, direct, args, key, options)
     else:

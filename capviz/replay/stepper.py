@@ -3,6 +3,7 @@ kind, as ``torch.fx.Interpreter``; values kept for inspection, breakpoints, ``ch
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ from capviz.core.source import format_source
 from capviz.core.violations import check_replayable
 from capviz.replay.inputs import ReplayResult, backend_of, check_inputs, resolve_seed, result
 from capviz.replay.plan import check_fits
+from capviz.replay.state import live
 from capviz.replay.warnings import user_warnings
 
 # --- the stepping executor ------------------------------------------------------------------
@@ -118,7 +120,7 @@ class Executor:
         node = self.graph.nodes[self.position]
         value = self.run_node(node)
         self.position += 1
-        if node.kind in ("input", "constant", "op"):
+        if node.kind in ("input", "constant", "op", "state"):
             self._store[node.index] = value
             if self.check_finite and node.kind == "op":
                 self._check_finite(node, value)
@@ -160,6 +162,12 @@ class Executor:
     def run_node(self, node: Node) -> Any:
         """Dispatch on ``node.kind``."""
         return getattr(self, f"run_{node.kind}")(node)
+
+    def run_state(self, node: Node) -> Any:
+        """A state's live value (:mod:`capviz.replay.state`): stepping reads it and writes
+        nothing back (a generator is drawn from a copy)."""
+        value = live(self.graph, node, None)
+        return copy.deepcopy(value) if node.dtype is None else self.backend.from_host(value)
 
     def run_input(self, node: Node) -> Any:
         return self._inputs[node.index]

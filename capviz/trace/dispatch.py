@@ -12,7 +12,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-HANDLED: dict[Callable, Callable] = {}
+
+class _Handlers(dict):
+    """``HANDLED``: a NumPy function replaced by a hook while a capture is open
+    (:mod:`capviz.randomness.creation`, ``np.copy``) finds its original's handler through the
+    hook's ``__wrapped__`` (``HANDLED[np.copy]`` read while hooked)."""
+
+    def __missing__(self, key: Any) -> Callable:
+        original = getattr(key, "__wrapped__", None)
+        if original is not None and original is not key and dict.__contains__(self, original):
+            return self[original]
+        raise KeyError(key)
+
+
+HANDLED: dict[Callable, Callable] = _Handlers()
 """NumPy function -> handler, for every function capture records or answers."""
 
 _PRIVATE = (".core", "._core", ".lib", ".fromnumeric", ".shape_base", ".numeric", ".multiarray",

@@ -47,10 +47,12 @@ from capviz.core.source import (
 from capviz.core.violations import make_error, unsupported_message
 from capviz.trace import (  # noqa: F401  (advanced_views registers its view rules)
     advanced_views,
+    fold,
     guards,
     masked,
     mutation,
     sizes,
+    state,
     views,
     zero_d,
 )
@@ -133,13 +135,17 @@ class Recorder(Trace):
         self.raised: CaptureViolation | None = None
         self.next_draw: Any = None  # callable -> draw index, set by the scope
         self.seeded = True
-        self.global_random = "violation"  # or "record": see CaptureScope
+        self.global_random = "generator"  # or "violation", "record": see CaptureScope
         self.last_draw = -1
         self.pending: list[tuple] = []  # violations reported from other threads (see hooks)
         self.global_states: Any = None  # global generators' states at scope entry (see hooks)
         self.made_generators: list = []  # generators made unseeded inside it (see hooks)
         self._warned_unseeded = False
         self._adopted: dict[int, tuple[Any, Node]] = {}
+        self.known: dict[int, Any] = {}  # values computed from constants only (trace/fold.py)
+        self.states: dict[int, state.State] = {}  # id(array) -> the state it is (trace/state.py)
+        self.poisoned = 0  # states whose memory holds the poison now (trace/state.py)
+        self.generators: dict[int, tuple[Any, Node]] = {}  # id -> (generator, its state node)
         self.layouts: dict[int, Any] = {}  # view node index -> stride stand-in
         self.layout_inputs: dict[int, frozenset] = {}  # view node index -> inputs its
         #                                                stand-in assumes C-contiguous
@@ -220,6 +226,8 @@ class Recorder(Trace):
         user's frame is the caller's caller or above. This runs once per captured op: the
         usual case (one or two operands that are literals or this capture's tensors, one
         result, an op made in the same function as the one before) stays in this function."""
+        if self.poisoned:  # a number NumPy computed from a written array (trace/state.py)
+            state.check_operands(self, args)
         if self.closed or self not in RECORDERS.get():
             if self.closed:  # name the tensor used after its scope
                 raise self.closed_error(next((a._data for a in args if type(a) is Tensor
@@ -392,6 +400,12 @@ class Recorder(Trace):
         if type(value) is np.ndarray:
             if value.ndim == 0 and value.dtype.type in _NUMPY_SCALARS:
                 return value[()]
+            if self.states:  # an array the capture wrote: its recorded value
+                written = state.read(self, value)
+                if written is not None:
+                    return written
+                if self.poisoned and state.poisoned(value):
+                    state.refuse_poisoned(self, value)
             hit = self._adopted.get(id(value))
             if hit is not None:
                 node = hit[1]
@@ -418,6 +432,15 @@ class Recorder(Trace):
         self.check_usable()
         source = user_source()
         self.violation("unsupported_op", call, f"{reason}{at(source)}", source)
+        return make_error(self.graph.violation_records[-1], self.graph)
+
+    def refuse_here(self, call: str, reason: str) -> UnsupportedOperationError:
+        """:meth:`refuse` with the message of the situation table (at most three lines: what
+        the user's line wrote, ``reason``'s why, ``reason``'s fix after its ``"; "``)."""
+        self.check_usable()
+        source = user_source()
+        message = unsupported_message(call, source, reason, user_frame(sys._getframe(1)))
+        self.violation("unsupported_op", call, message, source)
         return make_error(self.graph.violation_records[-1], self.graph)
 
     def _check_dtype(self, op: ops.Op, meta: Any) -> None:
@@ -546,9 +569,19 @@ class Recorder(Trace):
         err = make_error(self.graph.violation_records[-1], self.graph)
         return err  # record mode: the op has no result, so the call still fails
 
+    def state_target(self, array: np.ndarray, call: str) -> Tensor:
+        """The capture tensor a write into the outside ndarray ``array`` writes (the array
+        becomes a state of the graph: :mod:`capviz.trace.state`)."""
+        self.check_usable()
+        return state.target(self, array, call)
+
     def read(self, tensor: Tensor, call: str) -> np.ndarray:
         """A value read: with examples, the example's value and a guard; else a violation
-        (:mod:`capviz.trace.guards`)."""
+        (:mod:`capviz.trace.guards`). NumPy storing ``t`` into an ndarray (``a[idx] = t``)
+        is a write into a state instead (:mod:`capviz.trace.state`)."""
+        stored = state.store(self, tensor, call)
+        if stored is not None:
+            return stored
         return guards.read(self, tensor, call)
 
     def resolve_size(self, symbol: Any) -> int:

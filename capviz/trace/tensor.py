@@ -23,6 +23,7 @@ from capviz.core.violations import unsupported_message
 from capviz.ops.advanced_index import READ, split_key, tensor_key
 from capviz.trace.call_site import MULTIPLY, POWER, power_call
 from capviz.trace.dispatch import HANDLED, UFUNC_METHODS, function_name, refusal
+from capviz.trace.statements import augments_local
 
 _EMPTY: dict = {}
 
@@ -70,6 +71,10 @@ class Trace(abc.ABC):
     def write_ufunc(self, op: ops.Op, inputs: tuple, out: Tensor, where: Any) -> Tensor:
         """``ufunc(*inputs, out=out, where=where)``; returns ``out``."""
         raise self.unsupported(f"np.{op.name}(..., out=tensor)")
+
+    def state_target(self, array: np.ndarray, call: str) -> Tensor:
+        """The tensor a write into the ndarray ``array`` writes (a capture: its state)."""
+        raise self.unsupported(call, _OUT_NDARRAY)
 
     def replace(self, target: Tensor, new: Tensor) -> Tensor:
         """Write ``new`` (same shape) into ``target`` with NumPy's assignment casting."""
@@ -132,7 +137,15 @@ def _ufunc_into_ndarray(ufunc: np.ufunc, call: str, inputs: tuple, kwargs: dict)
     """``ufunc(..., out=ndarray)`` (what ``a += t`` on an ndarray ``a`` calls): eager tensors are
     read and NumPy writes into the ndarray, as for ndarray operands; a capture refuses it."""
     backend = trace_of(inputs)
-    if backend is None or backend.records or any(type(o) is Tensor for o in kwargs["out"]):
+    outs = kwargs["out"]
+    if backend is not None and backend.records and len(outs) == 1 \
+            and type(outs[0]) is np.ndarray:  # the ndarray is a state of the capture
+        dest = backend.state_target(outs[0], f"{call}(..., out=ndarray)")
+        _ufunc_into(ufunc, call, inputs, dict(kwargs, out=(dest,)))
+        # `mem += t` on a local name rebinds it to the written tensor, so NumPy's operators
+        # on it afterwards are recorded; any other target keeps its ndarray (NumPy's `out`)
+        return dest if augments_local(user_frame(sys._getframe(1))) else outs[0]
+    if backend is None or backend.records or any(type(o) is Tensor for o in outs):
         raise unsupported(f"{call}(..., out=ndarray)", inputs, _OUT_NDARRAY)
     values = [backend.read(a, call) if type(a) is Tensor else a for a in inputs]
     return ufunc(*values, **kwargs)
@@ -310,6 +323,11 @@ def _ufunc_at(ufunc: np.ufunc, call: str, inputs: tuple, kwargs: dict) -> None:
         raise unsupported(call, inputs, "recorded as ufunc.at(t, indices, values) with "
                                         "integer indices")
     target, indices, values = inputs
+    backend = trace_of(inputs)
+    if type(target) is np.ndarray and backend is not None and backend.records:
+        _ufunc_at(ufunc, call, (backend.state_target(target, f"{call} into an ndarray"),
+                                indices, values), kwargs)
+        return None
     if type(target) is not Tensor:
         raise unsupported(f"{call} into an ndarray", inputs, (
             "an ndarray cannot hold a recorded value; make the buffer a tensor and update "

@@ -20,6 +20,8 @@ from capviz import ops
 # ops no example can reach, with the reason
 UNREACHABLE = {
     "isnat": "needs datetime64 or timedelta64 operands, which a graph never holds",
+    "draw": "draws from a live random generator, a state of the graph: replayed on NumPy and "
+            "CuPy only (tests/test_generators.py), refused by name elsewhere",
 }
 
 _RNG = np.random.default_rng(20261130)
@@ -114,6 +116,13 @@ def _data_sizes(x):
 _data_sizes.needs_values = True
 
 
+def _creation(x):
+    """Buffers made inside the capture (``create``): filled, ranges, an identity."""
+    out = np.zeros((3, 4), dtype=x.dtype)
+    out[1] = x[0] * 2.0
+    return out @ np.eye(4) + np.arange(4.0), np.full((2,), 3, np.int32), np.linspace(0, 1, 5)
+
+
 def _random():
     return (cv.random.uniform((5, 7)), cv.random.normal((5, 7), dtype="float64"),
             cv.random.bernoulli((5, 7), p=0.3))
@@ -140,6 +149,7 @@ def examples() -> list[tuple[str, object, list]]:
                 [_RNG.standard_normal(3) + 1j * _RNG.standard_normal(3)]))
     out.append(("ufunc_methods", _ufunc_methods, [x, np.array([[1, -2], [3, 4]], np.int32)]))
     out.append(("float16_sums", _float16_sums, [_float16((600,)), _float16((30, 400))]))
+    out.append(("creation", _creation, [x]))
     out.append(("random", _random, []))
     out.append(("data_sizes", _data_sizes, [x]))
     return out

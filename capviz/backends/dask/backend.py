@@ -88,9 +88,12 @@ _CHUNKS: ContextVar[Any] = ContextVar("capviz_dask_chunks", default="auto")
 # --- the rule table -------------------------------------------------------------------------------
 
 
-REFUSED: dict[str, str] = {}
-"""Ops this backend refuses at bind time, with the reason (none today: every op of the table
-has a rule; an op added to the table without one is refused until it gets one)."""
+REFUSED: dict[str, str] = {
+    "draw": "a draw from a live random generator (a state of the graph), which a lazy "
+            "expression cannot advance as eager calls do; replay on NumPy or CuPy",
+}
+"""Ops this backend refuses at bind time, with the reason (an op added to the table without a
+rule is refused until it gets one)."""
 
 
 def _kind(name: str) -> str | None:

@@ -1,0 +1,276 @@
+"""Random generators as states: draws recorded from the live generator, replayed from it.
+
+A draw inside a capture from NumPy's global generator (``np.random.rand(3)``, also through a
+name bound before the capture that the scope rebinds) or from a ``Generator`` / ``RandomState``
+object the capture reaches (``self.rng``, ``sampler.rng``, ``rng`` a global) is recorded as a
+``draw`` op (:mod:`capviz.ops.creation`) reading a ``state`` node that stands for the
+generator: a replay calls the same method with the same arguments on the live generator, which
+advances it as the eager call did, so ``np.random.seed(0); replay(x); replay(x)`` equals
+``np.random.seed(0); f(x); f(x)`` bit for bit, dtypes included. The capture learns the draw's
+shape and dtype by drawing from a copy of the generator; the live one is not advanced.
+
+Generator objects are reached where :mod:`capviz.randomness.generator_watch` looks (the
+captured function's globals, closure, defaults and ``self``; the opening frame's locals and
+globals; one level into dicts and lists) and one level further, into the attributes of the
+objects found there (``sampler.rng``). Each is replaced, for the scope's lifetime, by a
+:class:`Stand-in <StandIn>` that records its draws and still passes ``isinstance``; the exit
+puts the objects back. A draw that cannot be recorded is refused at its line with the reason:
+a parameter computed in the capture, a draw returning a Python number (no ``size=``), an
+in-place shuffle, Python's ``random`` (its draws are Python numbers). A reseed stays a
+``seed`` violation.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.random import Generator, RandomState
+
+from capviz import ops
+from capviz.core.source import user_source
+from capviz.randomness.creation import user_call
+from capviz.trace.context import active
+from capviz.trace.tensor import Tensor
+
+_TYPES = (Generator, RandomState, random.Random)
+NOT_DRAWS = frozenset(("bit_generator", "spawn", "get_state", "getstate", "set_state",
+                       "setstate", "seed", "get_bit_generator", "set_bit_generator"))
+"""Public methods of the generator classes that draw nothing."""
+SEEDS = frozenset(("seed", "set_state", "setstate", "set_bit_generator"))
+"""Methods that reseed: a ``seed`` violation inside a capture."""
+IN_PLACE = frozenset(("shuffle",))
+_PLAIN = (bool, int, float, complex, str, type(None), np.generic, np.dtype, type)
+
+
+class NotRecordable(Exception):
+    """A draw a graph cannot hold; the text says why and what to write instead."""
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return all(_plain(v) for v in value)
+    return isinstance(value, _PLAIN)
+
+
+def _static(value: Any) -> Any:
+    if isinstance(value, (np.dtype, type)):
+        return np.dtype(value).name
+    if isinstance(value, list | tuple):
+        return tuple(_static(v) for v in value)
+    return value
+
+
+def _state_node(recorder: Any, generator: Any, label: str) -> Any:
+    """The ``state`` node standing for ``generator`` in ``recorder``'s graph (made at its
+    first draw)."""
+    known = recorder.generators.get(id(generator))
+    if known is not None and known[0] is generator:
+        return known[1]
+    node = recorder._append("state", None, (), {"generator": type(generator).__name__}, None,
+                            None, user_source(), label)
+    recorder.graph.state_targets[node.index] = generator
+    recorder.generators[id(generator)] = (generator, node)
+    return node
+
+
+def record(recorder: Any, generator: Any, label: str, method: str, args: tuple,
+           kwargs: dict) -> Tensor:
+    """Record ``generator.<method>(*args, **kwargs)`` as a ``draw`` of its state.
+
+    Raises:
+        NotRecordable: the draw cannot be recorded (the reason says what to write).
+    """
+    call = f"{label}.{method}()"
+    if isinstance(generator, random.Random):
+        raise NotRecordable(f"{call} draws from Python's random, whose draws are Python numbers "
+                            "a graph cannot hold as NumPy would compute with them; use NumPy's "
+                            "draws of a size (np.random.random(size), rng.random(size)), or "
+                            "draw before the capture and pass the value in as an input")
+    if method in IN_PLACE:
+        raise NotRecordable(f"{call} shuffles its argument in place; index with a "
+                            f"permutation instead: x = x[{label}.permutation(len(x))]")
+    if not _plain(args) or not _plain(list(kwargs.values())):
+        raise NotRecordable(f"{call} with a parameter that is an array or a capture tensor: "
+                            "NumPy's generator draws with plain numbers, and only those are "
+                            "recorded; use standard values transformed with the tensors: "
+                            f"mu + sigma * {label}.standard_normal(shape)")
+    probe = copy.deepcopy(generator)  # the live generator is advanced by replays only
+    value = getattr(probe, method)(*args, **kwargs)
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biufc":
+        raise NotRecordable(f"{call} returns a {type(value).__name__}, not an array (no "
+                            "size=), which a graph cannot hold as NumPy computes with it; "
+                            f"pass a size and index it: {label}.{method}(..., size=1)[0]")
+    params = {"method": method, "args": _static(args),
+              "kwargs": {k: _static(v) for k, v in kwargs.items()},
+              "shape": tuple(value.shape), "dtype": value.dtype.name}
+    node = recorder.record(ops.OPS["draw"], (_state_node(recorder, generator, label),), params)
+    return Tensor(node, recorder)
+
+
+# --- stand-ins for generator objects ---------------------------------------------------------
+
+
+class StandIn:
+    """Stands in for a generator object while a capture is open: its draws from the capturing
+    context are recorded (:func:`record`), anything else is the real object's. ``isinstance``
+    and ``__class__`` answer the real class."""
+
+    __slots__ = ("_capviz_label", "_capviz_real", "_capviz_report")
+
+    def __init__(self, real: Any, label: str, report: Callable[[str, str], None]) -> None:
+        object.__setattr__(self, "_capviz_real", real)
+        object.__setattr__(self, "_capviz_label", label)
+        object.__setattr__(self, "_capviz_report", report)
+
+    def __getattr__(self, name: str) -> Any:
+        real = self._capviz_real
+        attr = getattr(real, name)
+        if name.startswith("_") or not callable(attr):
+            return attr
+        label = self._capviz_label
+        if name in SEEDS:
+            report = self._capviz_report
+
+            def reseed(*args: Any, **kwargs: Any) -> Any:
+                if active() is not None:
+                    report(f"{label}.{name}", args, kwargs)
+                return attr(*args, **kwargs)
+
+            return reseed
+        if name in NOT_DRAWS:
+            return attr
+
+        def draw(*args: Any, **kwargs: Any) -> Any:
+            recorder = active()
+            if recorder is None or recorder.global_random != "generator" \
+                    or not user_call(sys._getframe(1)):
+                return attr(*args, **kwargs)  # not ours: the watch sees the state change
+            try:
+                return record(recorder, real, label, name, args, kwargs)
+            except NotRecordable as why:
+                raise recorder.refuse_here(f"{label}.{name}(...)", str(why)) from None
+
+        draw.__name__ = name
+        return draw
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._capviz_real, name, value)
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:  # type: ignore[override]
+        return type(self._capviz_real)
+
+    def __deepcopy__(self, memo: dict) -> Any:
+        return copy.deepcopy(self._capviz_real, memo)
+
+    def __copy__(self) -> Any:
+        return copy.copy(self._capviz_real)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return self._capviz_real.__reduce_ex__(protocol)
+
+    def __repr__(self) -> str:
+        return repr(self._capviz_real)
+
+
+def _is_generator(value: Any) -> bool:
+    return type(value) is not StandIn and isinstance(value, _TYPES) \
+        and not isinstance(value, random.SystemRandom)
+
+
+_SKIP = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType,
+         types.MethodType)
+
+
+def _attributes(obj: Any) -> dict | None:
+    if isinstance(obj, _SKIP) or isinstance(obj, _TYPES):
+        return None
+    try:
+        found = vars(obj)
+    except TypeError:
+        return None
+    return found if type(found) is dict else None
+
+
+def _sites(roots: list[tuple[str, Any, Any, Any]]) -> list[tuple[str, Any, Any, Any]]:
+    """``(name, container, key, value)`` for the values of ``roots`` and one level below:
+    items of dicts and lists, attributes of plain objects."""
+    out = list(roots)
+    for name, _, _, value in roots:
+        if type(value) is dict and len(value) <= 64:
+            out += [(f"{name}[{k!r}]", value, k, v) for k, v in list(value.items())]
+        elif type(value) is list and len(value) <= 64:
+            out += [(f"{name}[{i}]", value, i, v) for i, v in enumerate(value)]
+        else:
+            attrs = _attributes(value)
+            if attrs is not None and len(attrs) <= 256:
+                out += [(f"{name}.{k}", attrs, k, v) for k, v in list(attrs.items())]
+    return out
+
+
+def roots_of(fn: Callable | None, frame: types.FrameType | None) -> list[tuple]:
+    """``(name, container, key, value)`` where generator objects may live: ``fn``'s globals,
+    closure cells and ``self`` (``cv.capture``), or the opening frame's locals (their objects'
+    attributes only: a function's locals cannot be rebound) and globals."""
+    roots: list[tuple] = []
+    if fn is not None:
+        owner = getattr(fn, "__self__", None)
+        func = getattr(fn, "__func__", fn)
+        if owner is not None and not isinstance(owner, types.ModuleType):
+            roots.append(("self", None, None, owner))
+        for name, cell in zip(getattr(getattr(func, "__code__", None), "co_freevars", ()),
+                              getattr(func, "__closure__", None) or ()):
+            try:
+                roots.append((name, cell, "cell_contents", cell.cell_contents))
+            except ValueError:
+                pass
+        space = getattr(func, "__globals__", None)
+        if type(space) is dict:
+            roots += [(k, space, k, v) for k, v in list(space.items())]
+    if frame is not None:
+        if frame.f_locals is not frame.f_globals:
+            roots += [(k, None, None, v) for k, v in list(frame.f_locals.items())]
+        roots += [(k, frame.f_globals, k, v) for k, v in list(frame.f_globals.items())]
+    return roots
+
+
+def install(roots: list[tuple], report: Callable[[str, str], None]) -> list[tuple]:
+    """Put a :class:`StandIn` in place of each generator object found from ``roots`` (where it
+    can be put back); returns what :func:`remove` undoes."""
+    done: list[tuple] = []
+    made: dict[int, StandIn] = {}
+    for name, container, key, value in _sites(roots):
+        if container is None or not _is_generator(value):
+            continue
+        stand_in = made.get(id(value))
+        if stand_in is None:
+            stand_in = made[id(value)] = StandIn(value, name, report)
+        try:
+            if isinstance(container, (dict, list)):
+                container[key] = stand_in
+            else:
+                setattr(container, key, stand_in)
+        except (TypeError, AttributeError, IndexError):
+            continue
+        done.append((container, key, value, stand_in))
+    return done
+
+
+def remove(done: list[tuple]) -> None:
+    """Put the generator objects back (a site the user changed meanwhile is left)."""
+    while done:
+        container, key, real, stand_in = done.pop()
+        try:
+            if isinstance(container, (dict, list)):
+                if container[key] is stand_in:
+                    container[key] = real
+            elif getattr(container, key) is stand_in:
+                setattr(container, key, real)
+        except (LookupError, AttributeError):
+            pass

@@ -1,0 +1,114 @@
+"""Replaying a graph with states: live values in, new values written back.
+
+A ``state`` node (:mod:`capviz.core.ir`) is something from outside the capture that the
+captured code writes: an ndarray, or a random generator. A replay reads each state's live
+object when it starts (the compiled program takes the states' values after the inputs) and,
+with ``state="write"`` (the default), writes each state's final value back into the live array
+once every op has run, as calling the function eagerly would: two replays advance the states
+twice, like two calls. ``state="return"`` leaves them as they are and returns the new values
+(``result.states``, by state name); a generator is then drawn from a copy.
+
+The live objects are those the capture met (held weakly for arrays), or ``states={name:
+value}`` given to the replay (a loaded graph has no live objects: it needs them). A backend
+whose arrays are not written in place (Dask, JAX) is refused by name.
+"""
+
+from __future__ import annotations
+
+import copy
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import numpy.random
+
+from capviz.backends.registry import Backend
+from capviz.core.errors import ReplayInputError, UnsupportedOperationError
+from capviz.core.ir import Graph, Node
+from capviz.core.source import format_source
+
+MODES = ("write", "return")
+
+
+def label(node: Node) -> str:
+    """A state's name, or ``state %i`` for one the capture found no name for."""
+    return node.name or f"state %{node.index}"
+
+
+def check_backend(graph: Graph, engine: Backend) -> None:
+    """Refuse a backend that cannot write the states back, naming the first."""
+    if not engine.mutable:
+        node = graph.state_nodes[0]
+        raise UnsupportedOperationError(
+            f"the graph writes the state {label(node)} (recorded at "
+            f"{format_source(node.source)}), which backend {engine.name!r} cannot write back "
+            "(its arrays are not written in place); replay it with backend='numpy' or 'cupy'")
+
+
+def live(graph: Graph, node: Node, given: Mapping[str, Any] | None) -> Any:
+    """The live object of state ``node``: ``given[name]``, else the one the capture met."""
+    if given and label(node) in given:
+        value = given[label(node)]
+    else:
+        ref = graph.state_targets.get(node.index)
+        value = ref() if type(ref) is weakref.ref else ref
+        if type(value) is np.ndarray and value.shape == node.shape \
+                and value.dtype == node.dtype:
+            return value  # the usual case: the array the capture met, unchanged in kind
+        if value is None and node.dtype is None and node.name == "np.random":
+            value = numpy.random.mtrand._rand  # NumPy's global generator: found by its name
+        if value is None:
+            raise ReplayInputError(
+                f"the graph writes the state {label(node)}, whose live array is gone (a loaded "
+                f"graph, or the array was freed); pass it: graph.replay(inputs, "
+                f"states={{{label(node)!r}: array}})")
+    if node.dtype is not None:  # an array: of the captured shape and dtype
+        if not isinstance(value, np.ndarray) or value.shape != node.shape \
+                or value.dtype != node.dtype:
+            got = f"{value.dtype}{list(value.shape)}" if isinstance(value, np.ndarray) else \
+                type(value).__name__
+            raise ReplayInputError(f"state {label(node)!r}: expected an ndarray "
+                                   f"{node.dtype}{list(node.shape)}, got {got}")
+    return value
+
+
+def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: bool,
+        options: Mapping[str, Any], mode: str = "write",
+        given: Mapping[str, Any] | None = None) -> tuple[tuple, dict[str, Any]]:
+    """Run ``prog`` (the compiled program of ``graph``) on ``args`` and the states' live
+    values; returns the outputs and the states' new values by name (written back first when
+    ``mode`` is ``"write"``)."""
+    if mode not in MODES:
+        raise ValueError(f"state must be 'write' or 'return', got {mode!r}")
+    if not engine.mutable:
+        check_backend(graph, engine)
+    nodes = prog.states
+    if given:
+        unknown = sorted(set(given) - {label(n) for n in nodes})
+        if unknown:
+            raise ReplayInputError(f"unexpected state {unknown[0]!r}: the graph's states are "
+                                   f"{[label(n) for n in nodes]}")
+    targets = [live(graph, n, given) for n in nodes]
+    from_host = engine.from_host
+    values = [from_host(target) if node.dtype is not None else  # a generator: drawn from
+              copy.deepcopy(target) if mode == "return" else target  # (a copy, to return it)
+              for node, target in zip(nodes, targets)]
+    everything = [*args, *values]
+    results = prog(everything, seed) if direct else engine.execute(prog, everything, seed,
+                                                                   options)
+    n = len(prog.output_names)
+    outputs = tuple(results[:n])
+    states: dict[str, Any] = {}
+    write = mode == "write"
+    to_host = engine.to_host
+    for node, target, value, drawn in zip(nodes, targets, results[n:], values):
+        if node.dtype is None:
+            states[node.name or label(node)] = drawn
+        elif write:
+            if value is not target:  # a state the replay left unchanged is the live array
+                np.copyto(target, to_host(value))
+            states[node.name or label(node)] = target
+        else:
+            states[node.name or label(node)] = value
+    return outputs, states

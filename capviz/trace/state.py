@@ -1,0 +1,400 @@
+"""Arrays from outside the capture that the captured code writes: the graph's states.
+
+An ndarray that existed before the capture (an attribute, a global, a closure cell, a list or
+dict item, an argument) and that the captured code writes (``a += t``, ``np.add(a, t,
+out=a)``, ``np.clip(a, lo, hi, out=a)``, ``a[idx] = t``, a write through a view of it) becomes
+a ``state`` node: its value when a replay starts. The writes are recorded on a capture tensor
+standing for it (functionalized, as every write: :mod:`capviz.trace.mutation`), every later
+read of the array or of a view of it inside the capture reads that tensor's current value,
+and the scope's exit adds an ``output`` node (``params["state"]``) with the final value, which
+a replay writes back into the live array (:mod:`capviz.replay.state`). The capture itself
+changes nothing outside: ``a[idx] = t`` stores the values ``a[idx]`` already holds.
+
+A constant the capture recorded for the array before writing it (``y = x @ W; W -= lr * g``)
+becomes the state node itself, so the read before the write reads the live value too; a view
+read before it (``W[0]``) is refused at the write, naming that read.
+
+NumPy's own operators on the array after the write (``np.sqrt(mem + 1e-8)`` with ``mem`` the
+ndarray) run on its memory, which still holds the old values: no hook sees them. So, from the
+first write until the scope exits, a floating-point state's live memory holds a marked NaN
+(:data:`POISON_BITS`, which NumPy's arithmetic, casts and reductions carry along); a value
+computed from it that reaches the capture is refused at that line, naming the array, and a
+plain value NumPy stored into it (``a[0] = 1.0``) is refused at the exit. The scope's exit puts
+the array's values back. (Integer and boolean states hold no NaN: their NumPy reads after a
+write are not seen.)
+
+An array the capture made itself through a path no hook sees (``acc = W.copy(); acc += t``)
+is no state of the program: it is dead when the scope exits, and its state node becomes the
+constant it was (the value when first written), written back nowhere.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import weakref
+from types import FrameType
+from typing import Any
+
+import numpy as np
+
+from capviz.backends.host import host_copy
+from capviz.core.ir import Node
+from capviz.core.source import format_source, source_of, user_frame
+from capviz.trace import mutation, statements
+from capviz.trace.tensor import Tensor
+
+
+def root_of(array: np.ndarray) -> np.ndarray:
+    """The ndarray owning ``array``'s memory (``array`` itself when it owns it)."""
+    root = array
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return root
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def view_key(root: np.ndarray, view: np.ndarray) -> tuple | None:
+    """The basic index ``key`` with ``root[key]`` the same view as ``view`` (same memory,
+    shape and strides), or ``None`` when no such index is found (a transpose, a reshape,
+    another dtype)."""
+    if view is root:
+        return ()
+    if view.dtype != root.dtype or any(s <= 0 for s in root.strides) or not root.size:
+        return None
+    rest = _address(view) - _address(root)
+    starts = []
+    for size, stride in zip(root.shape, root.strides):
+        start = rest // stride
+        if not 0 <= start < size:
+            return None
+        starts.append(start)
+        rest -= start * stride
+    if rest:
+        return None
+    key: list[Any] = []
+    j = 0
+    for d, (start, stride) in enumerate(zip(starts, root.strides)):
+        left = root.ndim - d
+        if j < view.ndim and view.ndim - j <= left and view.strides[j] % stride == 0 \
+                and view.strides[j] // stride >= 1:
+            step = view.strides[j] // stride
+            stop = start + (view.shape[j] - 1) * step + 1
+            whole = start == 0 and step == 1 and stop == root.shape[d]
+            key.append(slice(None) if whole else slice(start, stop, None if step == 1 else step))
+            j += 1
+        else:
+            key.append(start)
+    if j != view.ndim:
+        return None
+    made = root[tuple(key)]
+    if _address(made) != _address(view) or made.shape != view.shape \
+            or made.strides != view.strides:
+        return None
+    return tuple(key)
+
+
+def view_path(root: np.ndarray, view: np.ndarray) -> tuple[tuple, tuple | None] | None:
+    """``(key, axes)`` with ``root[key].transpose(axes)`` the same view as ``view`` (``axes``
+    ``None``: no transpose), or ``None`` (see :func:`view_key`)."""
+    key = view_key(root, view)
+    if key is not None or view.ndim < 2:
+        return None if key is None else (key, None)
+    order = tuple(int(i) for i in np.argsort([-s for s in view.strides], kind="stable"))
+    key = view_key(root, view.transpose(order))
+    if key is None:
+        return None
+    return key, tuple(int(i) for i in np.argsort(order))
+
+
+def _view(tensor: Tensor, path: tuple[tuple, tuple | None]) -> Tensor:
+    key, axes = path
+    view = tensor[key] if key else tensor
+    return view if axes is None else view.transpose(axes)
+
+
+class State:
+    """One array written by the capture: its live object (weakly), its node, the capture
+    tensor standing for it, and whether its memory holds the poison now."""
+
+    __slots__ = ("node", "poisoned", "ref", "tensor")
+
+    def __init__(self, ref: weakref.ref, node: Node, tensor: Tensor) -> None:
+        self.ref = ref
+        self.node = node
+        self.tensor = tensor
+        self.poisoned = False
+
+
+POISON_BITS = 0x7FFA5A5A00000000
+"""The float64 NaN a floating-point state's memory holds while the capture runs; float32 and
+float16 hold it cast (the same top bits). NumPy propagates a NaN operand's payload."""
+_POISON_KEY = (POISON_BITS >> 42) & 0x1FFFFF  # exponent and top 10 mantissa bits, no sign
+_POISON = np.array([POISON_BITS], np.uint64).view(np.float64)[0]
+
+
+def _parts(array: np.ndarray) -> np.ndarray | None:
+    if array.dtype.kind == "f":
+        return array
+    if array.dtype.kind == "c":
+        return np.stack([array.real, array.imag])
+    return None
+
+
+def poisoned(value: np.ndarray) -> bool:
+    """Whether ``value`` holds a NaN computed from a poisoned state (see the module
+    docstring)."""
+    parts = _parts(value)
+    if parts is None or not parts.size:
+        return False
+    nan = np.isnan(parts)
+    if not nan.any():
+        return False
+    bits = parts[nan].astype(np.float64).view(np.uint64)
+    return bool((((bits >> 42) & 0x1FFFFF) == _POISON_KEY).any())
+
+
+_FLOATS = (float, complex, np.floating, np.complexfloating)
+
+
+def check_operands(recorder: Any, args: tuple) -> None:
+    """While a state is poisoned: refuse a number among ``args`` (a literal: ``(w * 2).sum()``
+    is a NumPy scalar) that NumPy computed from it."""
+    for a in args:
+        if isinstance(a, _FLOATS) and a != a and poisoned(np.asarray(a)):
+            refuse_poisoned(recorder, a)
+
+
+def _poison(root: np.ndarray) -> bool:
+    if root.dtype.kind not in "fc" or not root.size or not root.flags.writeable:
+        return False
+    if root.dtype.kind == "c":
+        root.real[...] = _POISON
+        root.imag[...] = _POISON
+    else:
+        root.fill(_POISON)
+    return True
+
+
+def _all_poison(root: np.ndarray) -> bool:
+    parts = _parts(root)
+    bits = parts.astype(np.float64).view(np.uint64)
+    return bool(((bits & ~np.uint64(1 << 63)) == np.uint64(POISON_BITS)).all())
+
+
+def refuse_poisoned(recorder: Any, value: np.ndarray) -> None:
+    """Refuse a value NumPy computed, outside the capture's sight, from a written state."""
+    names = [s.node.name or "an ndarray from outside" for s in recorder.states.values()
+             if s.poisoned]
+    raise recorder.refuse_here("a value NumPy computed from a written ndarray", (
+        f"this value was computed by NumPy's own operators from {' or '.join(names)} after "
+        "the capture wrote it, and NumPy read its memory, which the capture does not change; "
+        "make the array meet a tensor first, so the capture records the read (a local name: "
+        "a += t rebinds it to the written tensor; else y = x * 0 + a with x a tensor)"))
+
+
+def find(recorder: Any, array: np.ndarray) -> tuple[State, np.ndarray] | None:
+    """The state ``array`` (or the array it views) is, with that root array; ``None`` when
+    it is no state."""
+    root = root_of(array)
+    state = recorder.states.get(id(root))
+    if state is None or state.ref() is not root:
+        return None
+    return state, root
+
+
+def read(recorder: Any, array: np.ndarray) -> Node | None:
+    """The node a read of ``array`` reads when it is (a view of) a state: the state tensor's
+    current value, or a ``getitem`` of it; ``None`` when it is no state."""
+    found = find(recorder, array)
+    if found is None:
+        return None
+    state, root = found
+    if array is root:
+        return mutation.current(recorder, state.tensor)
+    path = view_path(root, array)
+    if path is None:
+        raise recorder.refuse_here(f"a view of the state {state.node.name or 'array'}", (
+            f"the capture wrote {_called(state.node)} and reads it through a view it cannot "
+            "map back to an index of it (a reshape, another dtype); index the "
+            "array itself (a[i], a[:, j:k]) inside the capture"))
+    return mutation.current(recorder, _view(state.tensor, path))
+
+
+def _called(node: Node) -> str:
+    return f"the ndarray {node.name}" if node.name else "an ndarray from outside"
+
+
+def target(recorder: Any, array: np.ndarray, call: str) -> Tensor:
+    """The capture tensor a write into ndarray ``array`` (``call``) writes: the state tensor
+    of the array it belongs to (made now if it is the first write), or a view of it."""
+    found = find(recorder, array)
+    root = found[1] if found is not None else root_of(array)
+    state = found[0] if found is not None else _new_state(recorder, root, array)
+    if array is root:
+        return state.tensor
+    path = view_path(root, array)
+    if path is None:
+        raise recorder.refuse_here(call, (
+            f"{call} writes a view of {_called(state.node)} that capviz cannot map back to an "
+            "index of it (a transpose, a reshape, another dtype); write through an index of "
+            "the array itself (a[i] = t, a[:, j:k] += t)"))
+    return _view(state.tensor, path)
+
+
+def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray) -> State:
+    graph = recorder.graph
+    name = recorder.name_of(root)
+    if name is None and met is not root:
+        name = recorder.name_of(met)
+    hit = recorder._adopted.get(id(root))
+    node = hit[1] if hit is not None and hit[0] is root else None
+    if node is not None and (node.kind != "constant" or not recorder._unchanged(node, root)):
+        node = None  # read before, then changed by NumPy: that read keeps its value
+    if node is not None:  # the read before the write reads the state
+        node.kind = "state"
+        graph.state_values[node.index] = graph.constant_values.pop(node.index)
+        graph.constant_origins.pop(node.index, None)
+        if node.name is None:
+            node.name = name
+    else:
+        frame = user_frame(sys._getframe(1))
+        node = recorder._append("state", None, (), {}, tuple(root.shape), root.dtype,
+                                source_of(frame), name, frame=frame)
+        graph.state_values[node.index] = host_copy(root)
+    graph.state_targets[node.index] = weakref.ref(root)
+    state = State(weakref.ref(root), node, Tensor(node, recorder))
+    recorder.states[id(root)] = state
+    state.poisoned = _poison(root)  # the live values are in graph.state_values
+    recorder.poisoned += state.poisoned
+    recorder._adopted.pop(id(root), None)
+    _views_read_before(recorder, root, state)
+    return state
+
+
+def _views_read_before(recorder: Any, root: np.ndarray, state: State) -> None:
+    """A view of ``root`` the capture recorded as a constant before the first write would
+    replay its capture-time value on every replay, while eager reads the live array:
+    refused, naming the read."""
+    graph = recorder.graph
+    for index, ref in graph.constant_origins.items():
+        if ref() is root and index != state.node.index:
+            node = graph.nodes[index]
+            raise recorder.refuse_here(f"a write into {_called(state.node)}", (
+                f"the capture read {node.name or 'a part of it'} at "
+                f"{format_source(node.source)} before this write, and a replay must read the "
+                "live array there; make that read after the write, or read the whole array "
+                "(a, not a view of it) before it"))
+
+
+def restore(recorder: Any, source: Any) -> None:
+    """Put the poisoned states' values back (called when the scope exits, first); a plain
+    value NumPy stored into one meanwhile is queued as a violation at the exit."""
+    graph = recorder.graph
+    for state in recorder.states.values():
+        root = state.ref()
+        if not state.poisoned or root is None:
+            continue
+        state.poisoned = False
+        recorder.poisoned -= 1
+        if not _all_poison(root):
+            what = state.node.name or "an ndarray from outside"
+            message = (f"NumPy stored plain values into {what} after the capture wrote it "
+                       "(a[i] = 1.0, or a NumPy function writing it from plain arrays), which "
+                       "the capture cannot see, so no replay would store them; store a "
+                       "tensor: a[i] = cv.constant(np.float64(1.0))"
+                       f" (seen when the scope closed at {format_source(source)})")
+            recorder.pending.append(("unsupported_op", f"a write into {what}", message,
+                                     source))
+        np.copyto(root, graph.state_values[state.node.index])
+
+
+def final_values(recorder: Any) -> list[tuple[State, Node]]:
+    """Each state with the node of its final value (called when the scope exits)."""
+    states = list(recorder.states.values())
+    recorder.states = {}
+    return [(state, mutation.current(recorder, state.tensor)) for state in states]
+
+
+def finish(recorder: Any, written: list[tuple[State, Node]], source: Any) -> None:
+    """An ``output`` node with each state's final value; a state whose array died with the
+    capture (made inside it: called once the scope released its frames) becomes the constant
+    it was."""
+    graph = recorder.graph
+    recorder._adopted = {}  # its references would keep the capture's own arrays alive
+    for state, final in written:
+        node = state.node
+        if state.ref() is None:
+            node.kind = "constant"
+            graph.constant_values[node.index] = graph.state_values.pop(node.index)
+            del graph.state_targets[node.index]
+            continue
+        graph.nodes.append(Node(len(graph.nodes), "output", None, (final,),
+                                {"state": node.index}, final.shape, final.dtype, source,
+                                "", node.name))
+    for _, node in recorder.generators.values():  # a generator: the live object, advanced
+        graph.nodes.append(Node(len(graph.nodes), "output", None, (node,),
+                                {"state": node.index}, None, None, source, "", node.name))
+    recorder.generators = {}
+    graph.changed()
+
+
+# --- `a[idx] = t` with an ndarray `a`: NumPy converts t; the statement says where it goes -----
+
+def storing(frame: FrameType | None) -> tuple[str, Any, Any] | None:
+    """When ``frame`` runs ``container[key] = value`` (its STORE_SUBSCR), that statement's
+    target text, container and key, read again from the frame (only for a target made of
+    names, attributes and plain subscripts, which reading again cannot change); else
+    ``None``."""
+    if frame is None:
+        return None
+    instruction = statements.instruction(frame)
+    if instruction is None or instruction.opname != "STORE_SUBSCR":
+        return None
+    text = statements.text_at(frame, instruction)
+    if text is None:  # code compiled from a string: the target read from the bytecode
+        found = statements.stored_target(frame, instruction)
+        return None if found is None else ("a[...]", *found)
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body if text else None
+    except SyntaxError:
+        return None
+    if not isinstance(tree, ast.Subscript) or not statements.plain(tree):
+        return ("", None, None) if text is None else (text.strip(), None, None)
+    spaces = (frame.f_locals, frame.f_globals, frame.f_builtins)
+    try:
+        container = statements.value(tree.value, spaces)
+        key = statements.value(tree.slice, spaces)
+    except Exception:  # a target that does not read again (a name unbound...): not ours
+        return (text.strip(), None, None)
+    return text.strip(), container, key
+
+
+def store(recorder: Any, tensor: Tensor, call: str) -> Any:
+    """``a[idx] = t`` with ``a`` an ndarray from outside: record ``t`` written into the state
+    ``a`` and give NumPy what ``a[idx]`` holds already (the capture changes nothing outside).
+    ``None`` when NumPy is not storing into an ndarray here (a read of ``t``)."""
+    frame = user_frame(sys._getframe(2))
+    found = storing(frame)
+    if found is None:
+        return None
+    text, container, key = found
+    if type(container) is not np.ndarray or _holds_tensor(key):
+        if container is None:
+            raise recorder.refuse_here(f"{text or 'a[...]'} = <tensor>", (
+                f"NumPy stores a capture tensor into an ndarray here ({text} = <tensor>), and "
+                "capviz reads the target again only when it is names, attributes and plain "
+                "subscripts; write the array to a name first: a = <the expression>, then "
+                "a[i] = t"))
+        return None
+    dest = target(recorder, container, f"{text} = <tensor>")
+    dest[key] = tensor
+    return container[key]
+
+
+def _holds_tensor(key: Any) -> bool:
+    keys = key if isinstance(key, tuple) else (key,)
+    return any(type(k) is Tensor for k in keys)

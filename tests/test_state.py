@@ -1,0 +1,333 @@
+"""Arrays from outside that the captured code writes are states: read live at replay, written
+back as an eager call writes them (capviz/trace/state.py, capviz/replay/state.py)."""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+RNG = np.random.default_rng(2020)
+
+
+def same(a, b):
+    assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+    assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
+    assert np.array_equal(a, b, equal_nan=True)
+
+
+# --- a KV cache across two calls ------------------------------------------------------------
+
+
+class Attention:
+    """The public-code KV cache: self.cache_k[:, pos:pos + L] = xk, then attention over the
+    filled part."""
+
+    def __init__(self, heads=2, max_len=8, dim=4):
+        self.cache_k = np.zeros((heads, max_len, dim), np.float32)
+        self.cache_v = np.zeros((heads, max_len, dim), np.float32)
+
+    def __call__(self, q, xk, xv, pos):
+        L = xk.shape[1]
+        self.cache_k[:, pos:pos + L] = xk
+        self.cache_v[:, pos:pos + L] = xv
+        keys = self.cache_k[:, :pos + L]
+        values = self.cache_v[:, :pos + L]
+        scores = q @ keys.transpose(0, 2, 1) / np.float32(2.0)
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        weights = weights / weights.sum(axis=-1, keepdims=True)
+        return weights @ values
+
+
+def _qkv(L):
+    return [RNG.standard_normal((2, L, 4)).astype(np.float32) for _ in range(3)]
+
+
+def test_a_kv_cache_across_two_calls_replays_bit_for_bit_with_its_states():
+    captured, eager = Attention(), Attention()
+    g0 = cv.capture(lambda q, xk, xv: captured(q, xk, xv, 0), *_qkv(3))
+    g1 = cv.capture(lambda q, xk, xv: captured(q, xk, xv, 3), *_qkv(1))
+    assert [n.name for n in g0.state_nodes] == ["captured.cache_k", "captured.cache_v"]
+    assert not captured.cache_k.any()  # the capture changes nothing outside
+    for graph, pos, L in ((g0, 0, 3), (g1, 3, 1), (g1, 4, 1)):
+        q, xk, xv = _qkv(L)
+        if pos == 4:  # the same graph at another position is another program: recapture
+            graph = cv.capture(lambda q, xk, xv: captured(q, xk, xv, 4), q, xk, xv)
+        out = graph.replay({"q": q, "xk": xk, "xv": xv})["out"]
+        same(out, eager(q, xk, xv, pos))
+        same(captured.cache_k, eager.cache_k)
+        same(captured.cache_v, eager.cache_v)
+
+
+# --- AdaGrad over zipped lists ----------------------------------------------------------------
+
+
+class Model:
+    def __init__(self):
+        self.W = RNG.standard_normal((3, 4))
+        self.b = np.zeros(4)
+        self.mW, self.mb = np.zeros_like(self.W), np.zeros_like(self.b)
+
+    def step(self, x, y, lr=0.1):
+        pred = x @ self.W + self.b
+        d = pred - y
+        dW, db = x.T @ d, d.sum(axis=0)
+        for param, dparam, mem in zip([self.W, self.b], [dW, db], [self.mW, self.mb]):
+            mem += dparam * dparam
+            param += -lr * dparam / np.sqrt(mem + 1e-8)
+        return (d * d).mean()
+
+
+def test_adagrad_over_zipped_lists_replays_bit_for_bit_over_three_calls():
+    captured = Model()
+    eager = copy.deepcopy(captured)
+    x, y = RNG.standard_normal((5, 3)), RNG.standard_normal((5, 4))
+    graph = cv.capture(captured.step, x, y)
+    assert sorted(n.name for n in graph.state_nodes) == ["captured.W", "captured.b",
+                                                         "captured.mW", "captured.mb"]
+    w_node = graph.node("captured.W")
+    assert w_node.kind == "state" and w_node.index < graph.ops[0].index  # read before written
+    for _ in range(3):
+        x, y = RNG.standard_normal((5, 3)), RNG.standard_normal((5, 4))
+        same(graph.replay({"x": x, "y": y})["out"], np.asarray(eager.step(x, y)))
+        for name in ("W", "b", "mW", "mb"):
+            same(getattr(captured, name), getattr(eager, name))
+
+
+# --- SGD on a global --------------------------------------------------------------------------
+
+w = np.ones(4, np.float32)
+
+
+def sgd(x, y):
+    global w
+    err = x @ w - y
+    w -= np.float32(0.01) * (x.T @ err)
+    return (err * err).sum()
+
+
+def test_sgd_on_a_global_replays_bit_for_bit_and_two_replays_advance_twice():
+    global w
+    x, y = RNG.standard_normal((6, 4)).astype(np.float32), RNG.standard_normal(6).astype(
+        np.float32)
+    start = w.copy()
+    graph = cv.capture(sgd, x, y)
+    same(w, start)
+    assert "  %2 = state w : float32[4]" in str(graph) and "state w = %" in str(graph)
+    live = w
+    outs = [graph.replay({"x": x, "y": y})["out"] for _ in range(2)]
+    after_replays = w.copy()
+    w = start.copy()
+    eager = [np.asarray(sgd(x, y)) for _ in range(2)]
+    assert live is not w
+    same(after_replays, w)
+    for a, b in zip(outs, eager):
+        same(a, b)
+
+
+# --- the write forms ----------------------------------------------------------------------------
+
+
+def test_every_write_form_records_into_the_outside_array():
+    def writes(t, buf, params):
+        np.add(buf, t, out=buf)
+        np.clip(buf, -t, t, out=buf)
+        buf[1:3] = t[:2] * 2
+        params["blocks"][0]["m"][0] = t
+        view = params["blocks"][0]["m"][1]
+        view *= t
+        np.copyto(params["blocks"][0]["m"][2], t + 1)
+        return buf.dot(t) if False else t * 1
+
+    def run(fn):
+        buf = np.arange(4.0)
+        params = {"blocks": [{"m": np.ones((3, 4))}]}
+        graphs, outs = [], []
+        return buf, params, graphs, outs
+
+    buf, params, _, _ = run(writes)
+    buf_e, params_e = buf.copy(), copy.deepcopy(params)
+    t = np.array([0.5, 2.0, -1.0, 3.0])
+    graph = cv.capture(lambda t: writes(t, buf, params), t)
+    assert [n.name for n in graph.state_nodes] == ["buf", 'params["blocks"][0]["m"]']
+    for _ in range(2):
+        graph.replay({"t": t})
+        writes(t, buf_e, params_e)
+        same(buf, buf_e)
+        same(params["blocks"][0]["m"], params_e["blocks"][0]["m"])
+
+
+def test_state_return_leaves_the_arrays_and_returns_the_new_values():
+    acc = np.zeros(3)
+
+    def f(x):
+        acc[:] += x
+        return x * 2
+
+    graph = cv.capture(f, np.ones(3))
+    result = graph.replay({"x": np.ones(3)}, state="return")
+    assert not acc.any()
+    same(result.states["acc"], np.ones(3))
+    graph.replay({"x": np.ones(3)})
+    graph.replay({"x": np.ones(3)})
+    same(acc, np.full(3, 2.0))
+    with pytest.raises(ValueError, match="state must be 'write' or 'return', got 'none'"):
+        graph.replay({"x": np.ones(3)}, state="none")
+
+
+def test_compiled_replay_writes_the_states_back():
+    acc = np.zeros(3)
+
+    def f(x):
+        acc[...] += x
+        return x * acc  # a read the capture sees (x is a tensor): the written value
+
+    run = cv.capture(f, np.ones(3)).compile()
+    same(run(np.ones(3))[0], np.ones(3))
+    same(run(np.full(3, 3.0))[0], np.full(3, 12.0))
+    same(acc, np.full(3, 4.0))
+
+
+def test_an_array_made_inside_the_capture_is_no_state():
+    base = np.arange(3.0)
+
+    def f(x):
+        acc = base.copy()  # ndarray.copy: no hook sees it; the array dies with the call
+        acc += x
+        return acc
+
+    graph = cv.capture(f, np.ones(3))
+    assert graph.state_nodes == [] and len(graph.constants) == 1
+    for _ in range(2):
+        same(graph.replay({"x": np.ones(3)})["out"], f(np.ones(3)))
+
+
+# --- the graph: listed, saved, loaded, drawn, refused where it cannot be written back -------
+
+
+def test_states_are_saved_loaded_drawn_and_refused_by_name_on_jax(tmp_path):
+    cache = np.zeros((2, 3))
+
+    def f(x):
+        cache[0] = x
+        return x + 1
+
+    graph = cv.capture(f, np.ones(3))
+    graph.verify()
+    path = os.fspath(tmp_path / "g.json")
+    graph.save(path)
+    loaded = cv.load(path)
+    assert [n.kind for n in loaded.state_nodes] == ["state"] and loaded.outputs == ["out"]
+    with pytest.raises(cv.ReplayInputError,
+                       match=r"the graph writes the state cache, whose live array is gone .*"
+                             r"states=\{'cache': array\}"):
+        loaded.replay({"x": np.ones(3)})
+    mine = np.full((2, 3), 5.0)
+    loaded.replay({"x": np.full(3, 2.0)}, states={"cache": mine})
+    same(mine, np.array([[2.0] * 3, [5.0] * 3]))
+    with pytest.raises(cv.ReplayInputError, match=r"state 'cache': expected an ndarray "
+                                                  r"float64\[2, 3\], got float32\[2, 3\]"):
+        loaded.replay({"x": np.ones(3)}, states={"cache": mine.astype(np.float32)})
+    assert 'class="node capviz-state"' in graph.to_svg() or "state cache" in graph.to_svg()
+    pytest.importorskip("jax")
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"the graph writes the state cache \(recorded at .*test_state.py:"
+                             r"\d+ in f\), which backend 'jax' cannot write back"):
+        graph.replay({"x": np.ones(3)}, backend="jax")
+
+
+def test_the_stepping_executor_reads_states_and_writes_nothing():
+    acc = np.ones(2)
+
+    def f(x):
+        acc[...] += x
+        return x * acc
+
+    graph = cv.capture(f, np.ones(2))
+    ex = graph.executor({"x": np.ones(2)})
+    ex.run()
+    same(ex.values["out"], np.full(2, 2.0))
+    same(acc, np.ones(2))
+
+
+# --- refusals ------------------------------------------------------------------------------------
+
+
+def test_a_target_capviz_cannot_read_again_is_refused_with_the_fix():
+    arrays = [np.zeros(3)]
+
+    def get():
+        return arrays[0]
+
+    def f(x):
+        get()[0:3] = x
+        return x
+
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"(?s)^`get\(\)\[0:3\] = x` at .*test_state.py:\d+ in f: .*"
+                             r"Fix: write the array to a name first: a = <the expression>, "
+                             r"then a\[i\] = t\.$"):
+        cv.capture(f, np.ones(3))
+    assert not arrays[0].any()
+
+
+def test_a_view_read_before_the_write_is_refused_naming_the_read():
+    W = np.ones((2, 3))
+
+    def f(x):
+        y = x * W[0]
+        W[1] += x
+        return y
+
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"the capture read view of W at .*test_state.py:\d+ in f before "
+                             r"this write"):
+        cv.capture(f, np.ones(3))
+
+
+W_SGD = np.ones(3)
+
+
+def sgd_numpy_loss(g):
+    global W_SGD
+    W_SGD -= 0.1 * g
+    return g * 0 + (W_SGD * 2).sum()  # NumPy's own operators on the written array
+
+
+def test_numpys_own_reads_of_a_written_array_are_refused_at_their_line():
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(sgd_numpy_loss, np.ones(3))
+    lines = str(info.value).splitlines()
+    assert len(lines) == 3
+    assert lines[0].startswith("`g * 0 + (W_SGD * 2).sum()` at ") and \
+        "test_state.py" in lines[0]
+    assert "computed by NumPy's own operators from W_SGD after the capture wrote it" in lines[1]
+    assert lines[2].startswith("Fix: make the array meet a tensor first")
+    assert W_SGD.tolist() == [1.0, 1.0, 1.0]  # its values put back
+
+    def returned(g):
+        global W_SGD
+        W_SGD -= g
+        return W_SGD.sum()  # a NumPy scalar returned: a constant output, refused too
+
+    with pytest.raises(cv.UnsupportedOperationError, match="from W_SGD after the capture"):
+        cv.capture(returned, np.ones(3))
+    assert W_SGD.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_plain_store_into_a_written_array_is_refused_at_the_exit():
+    buf = np.zeros(3)
+
+    def f(x):
+        buf[...] = x  # recorded
+        buf[0] = 1.0  # a plain value: NumPy stores it, no hook sees it
+        return x * 1
+
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"NumPy stored plain values into buf after the capture wrote it"):
+        cv.capture(f, np.ones(3))
+    assert buf.tolist() == [0.0, 0.0, 0.0]
