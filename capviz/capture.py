@@ -486,7 +486,9 @@ class CaptureScope:
                     f"input {d.name!r}{_declared_at(d)} is a value of type {type(v).__name__}, "
                     "not a shape, spec, array or tensor")
             _check_unique("input", d, names)
-            if isinstance(v, Tensor) or hasattr(v, "dtype"):
+            if isinstance(v, Tensor) or (hasattr(v, "dtype") and not isinstance(v, np.generic)):
+                # (a NumPy scalar is a value, not an object: np.bool_(False) is one object
+                # wherever it is written, and two inputs may be given it)
                 if id(v) in tensors:
                     raise DuplicateBoundaryError(
                         f"the same tensor is declared as input {tensors[id(v)].name!r} and as "

@@ -81,15 +81,30 @@ _logical("any", np.any)
 _logical("all", np.all)
 
 
+def _ddof(ddof: Any) -> int | float:
+    """``ddof`` (or ``correction``) as NumPy takes it: an integer, or a real number
+    (``correction=1.5``); anything else is NumPy's TypeError."""
+    try:
+        return operator.index(ddof)
+    except TypeError:
+        if isinstance(ddof, (float, np.floating)):
+            return float(ddof)
+        raise TypeError(f"ddof must be an integer or a real number, got {ddof!r}") from None
+
+
 def _moment(name: str, func: Callable) -> None:
     """np.var / np.std: ``ddof`` comes before ``keepdims`` in NumPy's signature."""
 
     @implements(func)
     def handler(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0,
                 keepdims: Any = False, *, where: Any = None, mean: Any = None,
-                correction: Any = None) -> Any:
-        reject(f"np.{name}", (a,), out=out, where=where, mean=mean, correction=correction)
-        params = {"axis": _axis(axis), "keepdims": bool(keepdims), "ddof": operator.index(ddof)}
+                correction: Any = np._NoValue) -> Any:
+        reject(f"np.{name}", (a,), out=out, where=where, mean=mean)
+        if correction is not np._NoValue:  # the array API's name of ddof
+            if ddof != 0:
+                raise ValueError("ddof and correction can't be provided simultaneously.")
+            ddof = correction
+        params = {"axis": _axis(axis), "keepdims": bool(keepdims), "ddof": _ddof(ddof)}
         if dtype is not None:
             params["dtype"] = np.dtype(dtype).name
         return apply(ops.OPS[name], (a,), params)
@@ -112,10 +127,15 @@ _arg("argmin", np.argmin)
 
 @implements(np.reshape)
 def _reshape(a: Any, /, shape: Any, order: str = "C", *, copy: Any = None) -> Any:
-    if order != "C":
-        raise unsupported("np.reshape(..., order=...)", (a,), "only order='C' is supported")
+    if order not in ("C", "F"):
+        raise unsupported(f"np.reshape(..., order={order!r})", (a,),
+                          "order='A' reads the memory layout, which a capture does not know; "
+                          "write order='C' or order='F'")
     shape = (shape,) if isinstance(shape, (int, np.integer)) else shape
-    return apply(ops.OPS["reshape"], (a,), {"shape": tuple(operator.index(s) for s in shape)})
+    params = {"shape": tuple(operator.index(s) for s in shape)}
+    if order == "F":  # (a node without order is C's, as graphs saved before it were)
+        params["order"] = "F"
+    return apply(ops.OPS["reshape"], (a,), params)
 
 
 @implements(np.transpose)
@@ -279,13 +299,14 @@ def _dot(a: Any, b: Any, out: Any = None) -> Any:
 @implements(np.take)
 def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
     reject("np.take", (a, indices), out=out)
-    if mode != "raise":
-        raise unsupported("np.take(..., mode=...)", (a, indices), "only mode='raise'")
+    mode = ops.clip_mode(mode)
     if type(indices) is not Tensor:  # NumPy's conversion: an array is cast "same_kind" (the
         # op's rule checks it); a list or scalar converts straight to intp (1.5 -> 1)
         indices = indices if isinstance(indices, np.ndarray) else np.asarray(indices, np.intp)
-    return apply(ops.OPS["take"], (a, indices), {"axis": None if axis is None
-                                                 else operator.index(axis)})
+    params = {"axis": None if axis is None else operator.index(axis)}
+    if mode != "raise":  # (a node without mode raises, as graphs saved before it did)
+        params["mode"] = mode
+    return apply(ops.OPS["take"], (a, indices), params)
 
 
 def _like(name: str, func: Callable) -> None:

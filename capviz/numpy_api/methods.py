@@ -26,6 +26,7 @@ from capviz.numpy_api import (  # noqa: F401  (their handlers register before th
     handwritten,
     reads,
     sized,
+    tensor_params,
     ufunc_methods,
     writes,
 )
@@ -97,7 +98,9 @@ def transpose(self: Tensor, *axes: Any) -> Tensor:
 
 def astype(self: Tensor, dtype: Any, order: str = "K", casting: str = "unsafe",
            subok: bool = True, copy: bool = True) -> Tensor:
-    """``ndarray.astype``: ``casting`` is checked as NumPy checks it."""
+    """``ndarray.astype``: ``casting`` is checked as NumPy checks it; ``dtype=None`` is
+    float64, as NumPy reads it."""
+    dtype = np.dtype(dtype)
     if not np.can_cast(self.dtype, dtype, casting):
         raise TypeError(f"Cannot cast array data from {self.dtype!r} to {np.dtype(dtype)!r} "
                         f"according to the rule {casting!r}")

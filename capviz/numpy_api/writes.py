@@ -117,8 +117,7 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
 @implements(np.put)
 def _put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
     a = _destination("np.put", a, ind, v)
-    if mode not in ("raise", "wrap", "clip"):
-        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    mode = ops.clip_mode(mode)
     ind = ind if type(ind) is Tensor else np.asarray(ind)
     new = _record(ops.OPS["put"], (a, ind, _values(v, a.dtype)), {"mode": mode}, a)
     a._trace.replace(a, new)

@@ -35,12 +35,14 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from capviz.ops.elementwise import UFUNCS
 from capviz.ops.table import Op, is_tensor_meta, register, rule_error
-from capviz.ops.updates import check_assignment
+from capviz.ops.updates import check_assignment, copy_then, value_standin
 
 VOID = np.dtype([])
 READ = "advanced_index"
 WRITE = "advanced_index_put"
+UFUNC_AT = "advanced_ufunc_at"
 
 
 # --- the capture side: the user's key as a static index and tensors ----------------------------
@@ -223,3 +225,40 @@ def _write(xp: Any) -> Callable:
 
 register(Op(READ, _read, _read_meta, params=("index", "tensors"), nargs=(2, None)))
 register(Op(WRITE, _write, _write_meta, params=("index", "tensors"), nargs=(3, None)))
+
+
+# --- advanced_ufunc_at: np.add.at(x, (i, j), v), np.add.at(x, slice(1, 3), v) --------------------
+
+
+def _ufunc_at_meta(args: Sequence, params: dict) -> tuple:
+    """``np.<ufunc>.at(x, index, value)`` with any index but one integer array along the first
+    axis (``ufunc_at``): a tuple of integer arrays, tensors, slices, ``None``, ``Ellipsis``.
+    NumPy's checks: the ufunc takes two operands, the value broadcasts to ``x[index]``, the
+    ufunc has a loop for the operands."""
+    x, value, *idx = args
+    ufunc = UFUNCS.get(params["ufunc"])
+    try:
+        if ufunc is None or ufunc.nin != 2 or ufunc.nout != 1:
+            raise TypeError(f"{params['ufunc']!r}.at is recorded for ufuncs of two operands")
+        target = selected(x, idx, params, UFUNC_AT, args)
+        vshape = tuple(value.shape) if is_tensor_meta(value) else ()
+        try:
+            fits = tuple(np.broadcast_shapes(vshape, target)) == target
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError("array is not broadcastable to correct shape")
+        with np.errstate(all="ignore"):  # NumPy's loop and casting checks, on one element
+            ufunc.at(np.zeros(1, x.dtype), np.zeros(1, np.intp), value_standin(value))
+    except (ValueError, TypeError, OverflowError) as err:
+        raise rule_error(UFUNC_AT, args, params, err) from None
+    return tuple(x.shape), x.dtype
+
+
+def _ufunc_at(xp: Any, y: Any, value: Any, *idx: Any, ufunc: str, index: tuple,
+              tensors: tuple) -> None:
+    getattr(xp, ufunc).at(y, assemble(xp, index, tensors, idx), value)
+
+
+register(Op(UFUNC_AT, copy_then(_ufunc_at), _ufunc_at_meta, params=("ufunc", "index", "tensors"),
+            nargs=(2, None)))

@@ -8,8 +8,12 @@ near-zero coefficients are trimmed).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
+from capviz.core.errors import ReplayError
 from capviz.ops import table as ops
 from capviz.ops.spec import FunctionSpec, define
 
@@ -139,7 +143,33 @@ _COV = ("np.polyfit(x, y, deg) for the coefficients: cov= scales by residuals th
 define(FunctionSpec("polyval", ("p", "x"), _of(1)))
 define(FunctionSpec("polyadd", ("a1", "a2"), _polyadd))
 define(FunctionSpec("polysub", ("a1", "a2"), _polyadd))
-define(FunctionSpec("polymul", ("a1", "a2"), _polymul))
+POLYMUL_TRIMS = ("np.polymul drops leading zero coefficients of its operands (it reads them as "
+                 "np.poly1d), so the length of its result depends on their values; a replay "
+                 "keeps the captured length: give operands whose first coefficient is not 0, or "
+                 "use np.convolve(a1, a2), which keeps every coefficient")
+"""Why a replay fails at ``np.polymul`` of an operand whose first coefficient is 0."""
+
+
+def _polymul_checked(impl: Callable) -> Callable:
+    """``np.polymul`` that fails (a ReplayError at its node) where NumPy's result would be
+    shorter than the captured one: an operand of several coefficients, the first of them 0."""
+
+    def make(xp: Any) -> Callable:
+        fn = impl(xp)
+
+        def polymul(a1: Any, a2: Any) -> Any:
+            for a in (a1, a2):
+                if getattr(a, "ndim", 0) == 1 and a.shape[0] > 1 and bool(a[0] == 0):
+                    raise ReplayError(POLYMUL_TRIMS)
+            return fn(a1, a2)
+
+        return polymul
+
+    return make
+
+
+_POLYMUL = define(FunctionSpec("polymul", ("a1", "a2"), _polymul))
+_POLYMUL.impl = _polymul_checked(_POLYMUL.impl)
 define(FunctionSpec("polyint", ("p",), _polyint, probe={"m": 1}))
 define(FunctionSpec("polyder", ("p",), polyder_shape, probe={"m": 1}))
 define(FunctionSpec("poly", ("seq_of_zeros",), _poly, refuse_if=_poly_refusal))

@@ -109,12 +109,43 @@ def _empty_reduction(shape: tuple, axis: object) -> bool:
     return any(shape[a] == 0 for a in (range(len(shape)) if axes is None else axes))
 
 
+def _where_fits(shape: tuple, params: dict) -> None:
+    """NumPy's ValueError for a ``where=`` mask that does not broadcast to the operand."""
+    where = params.get("where", True)
+    if where is not True and np.ndim(where):
+        if np.broadcast_shapes(np.shape(where), shape) != shape:
+            raise ValueError(f"non-broadcastable operand with shape {np.shape(where)} doesn't "
+                             f"match the broadcast shape {shape}")
+
+
+def _reduced_where(shapes: list, params: dict) -> tuple:
+    """:func:`_reduced`, the ``where=`` mask checked against the operand."""
+    _where_fits(tuple(shapes[0]), params)
+    return _reduced(shapes, params)
+
+
+def _probe(extra: dict) -> Callable[[dict], dict]:
+    """The dtype probe's params: the call's, with ``extra``, and ``where=True`` (a mask of the
+    operand's shape does not broadcast to the one-element proxy; the dtype does not depend on
+    it)."""
+
+    def probe(params: dict) -> dict:
+        out = {**params, **extra}
+        if "where" in out:
+            out["where"] = True
+        return out
+
+    return probe
+
+
 def _no_identity(name: str, error: type = ValueError) -> object:
-    """The rule of a reduction that fails on an empty slice (no identity), as NumPy does."""
+    """The rule of a reduction that fails on an empty slice (no identity, unless ``initial=``
+    gives one), as NumPy does."""
 
     def rule(shapes: list, params: dict) -> tuple:
         shape = tuple(shapes[0])
-        if _empty_reduction(shape, params.get("axis")):
+        _where_fits(shape, params)
+        if params.get("initial") is None and _empty_reduction(shape, params.get("axis")):
             raise error(f"zero-size array to reduction operation {name} which has no identity"
                         if error is ValueError else
                         "index -1 is out of bounds for axis 0 with size 0")
@@ -214,11 +245,11 @@ define(FunctionSpec("partition", ("a",), _partitioned, "same"))
 define(FunctionSpec("argpartition", ("a",), _partitioned, np.intp))
 
 for _path in ("nansum", "nanprod", "nanmean", "count_nonzero"):
-    define(FunctionSpec(_path, ("a",), _reduced))
+    define(FunctionSpec(_path, ("a",), _reduced_where, probe=_probe({})))
 for _path in ("nanmax", "nanmin", "nanargmax", "nanargmin", "ptp"):
-    define(FunctionSpec(_path, ("a",), _no_identity(_path)))
+    define(FunctionSpec(_path, ("a",), _no_identity(_path), probe=_probe({})))
 for _path in ("nanvar", "nanstd"):  # ddof 0 on a one-element proxy: no degrees-of-freedom warning
-    define(FunctionSpec(_path, ("a",), _reduced, probe={"ddof": 0}))
+    define(FunctionSpec(_path, ("a",), _reduced_where, probe=_probe({"ddof": 0})))
 for _path in ("median", "nanmedian"):
     define(FunctionSpec(_path, ("a",), _reduced, refuse={"overwrite_input": _NO_OVERWRITE}))
 for _path in ("percentile", "quantile", "nanpercentile", "nanquantile"):

@@ -6,6 +6,7 @@ capture allocates nothing.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -57,7 +58,7 @@ def _getitem(xp: Any) -> Callable:
     return getitem
 
 
-_structural("reshape", lambda xp: xp.reshape, ("shape",))
+_structural("reshape", lambda xp: xp.reshape, ("shape", "order"))
 _structural("transpose", lambda xp: xp.transpose, ("axes",))
 _structural("swapaxes", lambda xp: xp.swapaxes, ("axis1", "axis2"))
 _structural("expand_dims", lambda xp: xp.expand_dims, ("axis",))
@@ -100,15 +101,19 @@ def _take_meta(args: Sequence, params: dict) -> tuple:
                             f"{np.dtype(np.intp)!r} according to the rule 'same_kind'")
         if axis is None:
             shape = tuple(idx.shape)
+            n = math.prod(x.shape)
         else:
             (ax,) = normalize_axis(axis, len(x.shape))
             shape = x.shape[:ax] + tuple(idx.shape) + x.shape[ax + 1:]
-    except (ValueError, TypeError) as err:
+            n = x.shape[ax]
+        if params.get("mode", "raise") != "raise" and n == 0 and math.prod(idx.shape):
+            raise IndexError("cannot do a non-empty take from an empty axes.")
+    except (ValueError, TypeError, IndexError) as err:
         raise rule_error("take", args, params, err) from None
     return shape, x.dtype
 
 
-register(Op("take", lambda xp: xp.take, _take_meta, params=("axis",), nargs=(2, 2)))
+register(Op("take", lambda xp: xp.take, _take_meta, params=("axis", "mode"), nargs=(2, 2)))
 
 
 def _index_meta(args: Sequence, params: dict) -> tuple:

@@ -224,6 +224,24 @@ def rule_error(name: str, args: Sequence, params: dict, err: Exception) -> Shape
     return kind(f"{name}({shapes}{extra}): {err}")
 
 
+CLIP_MODES = {None: "raise", 0: "clip", 1: "wrap", 2: "raise"}
+"""NumPy's other spellings of a ``mode=`` of ``np.put`` and ``np.take`` (its ``NPY_CLIPMODE``
+enumeration: ``None`` is ``'raise'``, 0 ``'clip'``, 1 ``'wrap'``, 2 ``'raise'``)."""
+
+
+def clip_mode(mode: Any) -> str:
+    """``mode`` of ``np.put``/``np.take`` as NumPy reads it: ``'raise'``, ``'wrap'`` or
+    ``'clip'`` (NumPy's ValueError for anything else)."""
+    if isinstance(mode, str):
+        if mode in ("raise", "wrap", "clip"):
+            return mode
+    elif mode is None or isinstance(mode, (int, np.integer)):
+        found = CLIP_MODES.get(None if mode is None else int(mode))
+        if found is not None:
+            return found
+    raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+
+
 def hashable_params(params: dict) -> Any:
     try:
         items = tuple(sorted(params.items()))

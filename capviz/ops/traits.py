@@ -65,6 +65,7 @@ WHOLE = {
     "advanced_index", "advanced_index_put",  # x[i, j]: several index arrays, one gather
     "create",  # np.zeros((n, h)) made inside a capture: NumPy's function, one block
     "draw",  # a live generator's draw: a graph with one is refused by name before (a state)
+    "advanced_ufunc_at",  # np.add.at(x, (i, j), v), np.add.at(x, slice(1, 3), v)
 }
 """Ops that need each operand whole (one block): no per-block rule gives NumPy's bits."""
 WHOLE_PREFIXES = ("linalg.", "fft.", "emath.")  # emath: a block's dtype may follow its values

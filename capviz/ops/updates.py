@@ -22,7 +22,7 @@ from capviz.ops.table import OPS, Op, is_tensor_meta, register
 
 VOID = np.dtype([])
 _UPDATES = ("setitem", "index_put", "put", "put_along_axis", "into", "ufunc_at", "fill_diagonal",
-            "putmask")
+            "putmask", "advanced_index_put", "advanced_ufunc_at")
 
 
 def strided_standin(shape: tuple, dtype: Any, writeable: bool = False) -> np.ndarray:
@@ -81,7 +81,7 @@ def selected_shape(shape: tuple, index: Any) -> tuple:
     return np.empty(shape, VOID)[index].shape
 
 
-def _copy_then(write: Callable) -> Callable[[Any], Callable]:
+def copy_then(write: Callable) -> Callable[[Any], Callable]:
     def impl(xp: Any) -> Callable:
         def run(x: Any, *operands: Any, **params: Any) -> Any:
             y = x.copy(order="K")  # the written array keeps its axis order, as in eager
@@ -112,7 +112,7 @@ def _setitem_meta(args: Sequence, params: dict) -> tuple:
     return tuple(x.shape), x.dtype
 
 
-register(Op("setitem", _copy_then(_setitem), _setitem_meta, params=("index",), nargs=(2, 2)))
+register(Op("setitem", copy_then(_setitem), _setitem_meta, params=("index",), nargs=(2, 2)))
 
 
 # --- index_put: y = x.copy(); y[idx] = value (an integer or boolean tensor index) -----------
@@ -148,7 +148,7 @@ def _index_put_meta(args: Sequence, params: dict) -> tuple:
     return tuple(x.shape), x.dtype
 
 
-register(Op("index_put", _copy_then(_index_put), _index_put_meta, nargs=(3, 3)))
+register(Op("index_put", copy_then(_index_put), _index_put_meta, nargs=(3, 3)))
 
 
 # --- put and put_along_axis: NumPy's functions on the copy --------------------------------------
@@ -166,7 +166,7 @@ def _put_meta(args: Sequence, params: dict) -> tuple:
     return tuple(x.shape), x.dtype
 
 
-register(Op("put", _copy_then(_put), _put_meta, params=("mode",), nargs=(3, 3)))
+register(Op("put", copy_then(_put), _put_meta, params=("mode",), nargs=(3, 3)))
 
 
 def _put_along_axis(xp: Any, y: Any, indices: Any, values: Any, axis: int) -> None:
@@ -213,7 +213,7 @@ def _value_standin_of_shape(values: Any) -> Any:
     return strided_standin(tuple(values.shape), values.dtype)
 
 
-register(Op("put_along_axis", _copy_then(_put_along_axis), _put_along_axis_meta,
+register(Op("put_along_axis", copy_then(_put_along_axis), _put_along_axis_meta,
             params=("axis",), nargs=(3, 3)))
 
 
@@ -276,7 +276,7 @@ def _ufunc_at_meta(args: Sequence, params: dict) -> tuple:
     return tuple(x.shape), x.dtype
 
 
-register(Op("ufunc_at", _copy_then(_ufunc_at), _ufunc_at_meta, params=("ufunc",),
+register(Op("ufunc_at", copy_then(_ufunc_at), _ufunc_at_meta, params=("ufunc",),
             nargs=(3, 3)))
 
 
@@ -300,7 +300,7 @@ def _fill_diagonal_meta(args: Sequence, params: dict) -> tuple:
     return shape, x.dtype
 
 
-register(Op("fill_diagonal", _copy_then(_fill_diagonal), _fill_diagonal_meta, params=("wrap",),
+register(Op("fill_diagonal", copy_then(_fill_diagonal), _fill_diagonal_meta, params=("wrap",),
             nargs=(2, 2)))
 
 
@@ -322,4 +322,4 @@ def _putmask_meta(args: Sequence, params: dict) -> tuple:
     return tuple(x.shape), x.dtype
 
 
-register(Op("putmask", _copy_then(_putmask), _putmask_meta, nargs=(3, 3)))
+register(Op("putmask", copy_then(_putmask), _putmask_meta, nargs=(3, 3)))

@@ -132,7 +132,8 @@ def schedule(graph: Graph, min_bytes: int = MIN_PLAN_BYTES, plan: bool = True
                         operands_c = False
                         break
             if n.op in ALWAYS_C or (operands_c and (op.out or op.random or n.op in FRESH_OPS
-                                                    or n.op in _C_PRESERVING_VIEWS)):
+                                                    or (n.op in _C_PRESERVING_VIEWS
+                                                        and n.params.get("order", "C") == "C"))):
                 c_order.add(i)
             if op.out and operands_c and i in c_order and _plannable(n, op, min_bytes, sizes):
                 plannable.add(i)

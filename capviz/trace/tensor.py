@@ -20,7 +20,7 @@ from capviz import ops
 from capviz.core.errors import UnsupportedOperationError
 from capviz.core.source import source_of, user_frame
 from capviz.core.violations import unsupported_message
-from capviz.ops.advanced_index import READ, split_key, tensor_key
+from capviz.ops.advanced_index import READ, UFUNC_AT, split_key, tensor_key
 from capviz.trace.call_site import MULTIPLY, POWER, power_call
 from capviz.trace.dispatch import HANDLED, UFUNC_METHODS, function_name, refusal
 from capviz.trace.statements import augments_local
@@ -312,11 +312,6 @@ def _ufunc_into(ufunc: np.ufunc, call: str, inputs: tuple, kwargs: dict) -> Any:
     return out[0]._trace.write_ufunc(op, inputs, out[0], where)
 
 
-_UFUNC_AT_TUPLE = ("index the first axis with one integer array or tensor; for (i, j, ...) "
-                   "indices, update the flat view: {call}(t.reshape(-1), "
-                   "np.ravel_multi_index((i, j), t.shape), v) (t C-contiguous)")
-
-
 def _ufunc_at(ufunc: np.ufunc, call: str, inputs: tuple, kwargs: dict) -> None:
     """``np.add.at(t, indices, values)``: the unbuffered update written into tensor ``t``."""
     if len(inputs) != 3 or kwargs:
@@ -333,12 +328,25 @@ def _ufunc_at(ufunc: np.ufunc, call: str, inputs: tuple, kwargs: dict) -> None:
             "an ndarray cannot hold a recorded value; make the buffer a tensor and update "
             f"it: b = np.zeros_like(t, shape=a.shape) or b = cv.constant(a), then {call}(b, "
             "idx, v) (a + v would not accumulate repeated indices)"))
-    if isinstance(indices, tuple):
-        raise unsupported(f"{call} with a tuple index", inputs, _UFUNC_AT_TUPLE.format(
-            call=call))
-    if type(indices) is not Tensor:
-        indices = np.asarray(indices)
-    new = apply(_op("ufunc_at"), (target, indices, values), {"ufunc": ufunc.__name__})
+    if type(indices) is Tensor or isinstance(indices, (list, np.ndarray, range)):
+        if type(indices) is not Tensor:
+            indices = np.asarray(indices)
+        if indices.dtype.kind in "iu":  # one integer array: along the first axis
+            new = apply(_op("ufunc_at"), (target, indices, values), {"ufunc": ufunc.__name__})
+            target._trace.replace(target, new)
+            return
+    # any other index (a tuple, a slice, None, Ellipsis, an int, a mask) as NumPy's indexing
+    # reads it: static entries in the index, integer tensors in their places
+    key = tensor_key(indices if isinstance(indices, tuple) else (indices,),
+                     lambda k: type(k) is Tensor)
+    if any(type(k) is Tensor and k.dtype == np.bool_ for k in key):
+        raise unsupported(f"{call} with a boolean tensor in the index", inputs,
+                          "the positions a mask selects depend on its values; write "
+                          f"{call}(t, np.flatnonzero(mask_array), v) with a mask known to "
+                          "the program, or np.where(mask, op(t, v), t)")
+    index, positions, tensors = split_key(key, lambda k: type(k) is Tensor, normalize_index)
+    new = apply(_op(UFUNC_AT), (target, values, *tensors),
+                {"ufunc": ufunc.__name__, "index": index, "tensors": positions})
     target._trace.replace(target, new)
 
 
@@ -352,10 +360,12 @@ def _unary(name: str) -> Any:
 
 
 def _axis(axis: Any) -> Any:
+    """An ``axis``/``axes`` argument as NumPy reads it: an int (a NumPy integer or a 0-d
+    integer array too: ``np.expand_dims(t, np.array(0))``), ``None``, or a tuple of ints."""
     if axis is None or isinstance(axis, int):
         return axis
-    if isinstance(axis, np.integer):
-        return int(axis)
+    if isinstance(axis, np.integer) or (isinstance(axis, np.ndarray) and axis.ndim == 0):
+        return operator.index(axis)
     return tuple(operator.index(a) for a in axis)
 
 
@@ -531,6 +541,10 @@ class Tensor:
             return _ufunc_into_ndarray(ufunc, call, inputs, kwargs)
         if out is not None:
             return _ufunc_into(ufunc, call, inputs, kwargs)
+        if set(kwargs) == {"axis"} and ufunc is np.vecdot:
+            # the core axis moved last: np.vecdot(a, b, axis=k) computes exactly that
+            axis = operator.index(kwargs.pop("axis"))
+            inputs = tuple(np.moveaxis(x, axis, -1) if np.ndim(x) else x for x in inputs)
         if kwargs:
             raise unsupported(call, inputs, f"keyword arguments {sorted(kwargs)} are not "
                                             "supported")

@@ -110,12 +110,18 @@ def _dims_rule(name: str, on_layout: Callable) -> Callable:
     return rule
 
 
+def _reshape_back_f(rec: Any, parent: Node, value: Node) -> Node:
+    return record(rec, ops.OPS["reshape"], (value,), {"shape": tuple(parent.shape),
+                                                      "order": "F"})
+
+
 def _reshape_rule(parent: Node, out: Node, params: dict, layout: Any) -> Any:
-    step = Step(ops.OPS["reshape"], params, _reshape_back)
+    order = params.get("order", "C")
+    step = Step(ops.OPS["reshape"], params, _reshape_back if order == "C" else _reshape_back_f)
     if layout is None:
         return step, UNCERTAIN
     try:
-        return step, np.reshape(layout, out.shape, copy=False)
+        return step, np.reshape(layout, out.shape, order=order, copy=False)
     except ValueError:
         return None  # NumPy copies: this layout cannot be reshaped in place
 

@@ -54,6 +54,8 @@ def _updates(x, i):
     np.put(y, [0, 5], [5.0, 6.0])
     np.put_along_axis(y, np.array([[0], [1], [0]]), 1.5, axis=1)
     np.add.at(y, [0, 1], 1.0)  # ufunc_at
+    np.add.at(y, (i, [0, 3]), 0.5)  # advanced_ufunc_at
+    np.multiply.at(y, (slice(None), 1), 2.0)
     np.fill_diagonal(y, [7.0, 8.0])
     np.putmask(y, y > 2.5, [0.5, 0.25])
     z = np.zeros_like(y)

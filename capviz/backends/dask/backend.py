@@ -450,6 +450,24 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
     return _check(op, result, shape, dtype)
 
 
+_NATIVE_KINDS = frozenset(("select", "reduce", "contract"))
+_NUMPY_ONLY_PARAMS = ("initial", "where", "correction")
+_OWN_DTYPE_REDUCTION = frozenset(("nanvar", "nanstd"))
+
+
+def numpy_only(op: ops.Op, args: tuple, params: dict) -> bool:
+    """Whether a reduction or product must run as NumPy on one block (``whole``) instead of
+    dask.array's own function: a keyword dask's function does not take (``initial=``,
+    ``where=`` of the nan-reductions), a 0-d operand (dask's ``dot`` indexes its axes), or
+    ``nanvar``/``nanstd`` with ``dtype=``, which dask computes in another way than NumPy (a
+    complex or float16 result off by far more than a rounding: ``inf`` for ``0.0``)."""
+    if any(params.get(name, True) is not True for name in _NUMPY_ONLY_PARAMS):
+        return True
+    if op.name in _OWN_DTYPE_REDUCTION and params.get("dtype") is not None:
+        return True
+    return op.name in traits.CONTRACT and any(_is_array(a) and a.ndim == 0 for a in args)
+
+
 def _native(op: ops.Op) -> Callable:
     if op.name == "linalg.tensordot":
         return ops.OPS["tensordot"].bind(da)
@@ -672,8 +690,12 @@ class DaskBackend(Backend):
             token = _NODE.set(None if node is None else node.index)
             try:
                 if not blockwise and any(_is_array(a) and _unknown(a.shape) for a in args):
-                    return sized(op, args, params)  # lengths unknown until computed: NumPy
-                return lower(op, args, params)  # on the gathered operands, as `whole` does
+                    # lengths unknown until computed: NumPy on the gathered operands, as
+                    # `whole` does
+                    return sized(op, args, params)
+                if kind in _NATIVE_KINDS and numpy_only(op, args, params):
+                    return whole(op, args, params)
+                return lower(op, args, params)
             finally:
                 _NODE.reset(token)
 

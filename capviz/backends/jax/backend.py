@@ -196,10 +196,14 @@ def _no_subnormals(jax: Any, x: Any, known: Any) -> Any:
     dtype = np.dtype(x.dtype)
     if dtype.kind not in "fc":
         return None
+    tiny = np.finfo(dtype).tiny
 
     def check(x: Any) -> Any:
-        magnitude = jax.numpy.abs(x)
-        return jax.numpy.all((magnitude == 0) | ~(magnitude < np.finfo(dtype).tiny))
+        # a complex value's parts each (its abs would flush a subnormal magnitude first)
+        parts = (jax.numpy.real(x), jax.numpy.imag(x)) if dtype.kind == "c" else (x,)
+        return jax.numpy.all(jax.numpy.stack([
+            jax.numpy.all((jax.numpy.abs(p) == 0) | ~(jax.numpy.abs(p) < tiny))
+            for p in parts]))
 
     return jax.lax.cond(known, lambda x: jax.numpy.array(True), check, x)
 

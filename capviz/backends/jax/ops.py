@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from capviz import ops
+from capviz.backends.jax.checks import checked
 from capviz.backends.jax.random import bernoulli, normal, uniform
 from capviz.backends.jax.trace import dtype_of, require
+from capviz.ops import traits
 from capviz.ops.advanced_index import tensor_axes
 
 UNSUPPORTED: dict[str, str] = {
@@ -106,20 +109,33 @@ def cast(jnp: Any, value: Any, dtype: Any) -> Any:
     return value.astype(dtype)
 
 
+_AXES_PARAMS = frozenset(("axes", "axis"))
+"""Parameters naming axes: a list there is a list of axes (``np.tensordot(a, b, axes=[[1],
+[0]])``), passed to jax.numpy as tuples, which it takes (and an array it refuses)."""
+
+
+def _list_param(name: str, value: list) -> Any:
+    """A list parameter as jax.numpy takes it: axes as tuples, a ``where=`` mask as a boolean
+    array (an empty list would make a float64 one), any other list as an array."""
+    if name in _AXES_PARAMS:
+        return _as_tuples(value)
+    return np.asarray(value, bool) if name == "where" else np.asarray(value)
+
+
 def _lists_as_arrays(fn: Callable) -> Callable:
     """``fn`` with list arguments passed as NumPy arrays: NumPy reads a list as an array
-    (``np.delete(x, [0, 2])``), jax.numpy refuses lists."""
+    (``np.delete(x, [0, 2])``), jax.numpy refuses lists; lists of axes as tuples."""
 
     def run(*args: Any, **params: Any) -> Any:
         args = tuple(np.asarray(a) if type(a) is list else a for a in args)
-        params = {k: np.asarray(v) if type(v) is list else v for k, v in params.items()}
+        params = {k: _list_param(k, v) if type(v) is list else v for k, v in params.items()}
         return fn(*args, **params)
 
     run.__name__ = getattr(fn, "__name__", "op")
     return run
 
 
-def _loop_key(value: Any) -> Any:
+def loop_key(value: Any) -> Any:
     """An operand as ``ufunc.resolve_dtypes`` takes it: a dtype, or a Python scalar's type
     (NumPy 2 promotes those weakly)."""
     kind = type(value)
@@ -136,7 +152,7 @@ def _in_loop_dtypes(jnp: Any, ufunc: np.ufunc, fn: Callable) -> Callable:
     the casts are exact, and jax's own promotion would pick other loops."""
 
     def run(*args: Any) -> Any:
-        loop = ufunc.resolve_dtypes(tuple(_loop_key(a) for a in args) + (None,) * ufunc.nout)
+        loop = ufunc.resolve_dtypes(tuple(loop_key(a) for a in args) + (None,) * ufunc.nout)
         cast_args = [a.astype(dt) if hasattr(a, "dtype") and not isinstance(a, np.generic)
                      and np.dtype(a.dtype) != dt else a for a, dt in zip(args, loop)]
         return fn(*cast_args)
@@ -243,7 +259,7 @@ def _power(jnp: Any) -> Callable:
     from jax import lax
 
     def power(a: Any, b: Any) -> Any:
-        loop = np.power.resolve_dtypes((_loop_key(a), _loop_key(b), None))
+        loop = np.power.resolve_dtypes((loop_key(a), loop_key(b), None))
         dtype = np.dtype(loop[2])
         if dtype.kind not in "iu":
             return jnp.power(a, b)
@@ -412,9 +428,17 @@ def _index(jnp: Any) -> Callable:
 
 
 def _take(jnp: Any) -> Callable:
-    def take(x: Any, idx: Any, axis: int | None = None) -> Any:
+    """np.take: ``mode='raise'`` checks the indices (jax clips), ``'wrap'`` takes them modulo
+    the axis, ``'clip'`` clips them to it (a negative index to 0, as NumPy's)."""
+
+    def take(x: Any, idx: Any, axis: int | None = None, mode: str = "raise") -> Any:
         n = math.prod(x.shape) if axis is None else x.shape[axis]
-        return jnp.take(x, in_bounds(jnp, idx, n, "an index of take"), axis=axis)
+        if mode == "raise":
+            idx = in_bounds(jnp, idx, n, "an index of take")
+        elif n:
+            idx = jnp.asarray(idx).astype(np.int64)
+            idx = jnp.mod(idx, n) if mode == "wrap" else jnp.clip(idx, 0, n - 1)
+        return jnp.take(x, idx, axis=axis)
 
     return take
 
@@ -624,14 +648,214 @@ seed) and the ops whose NumPy result on some values XLA does not give (checked, 
 methods (:mod:`.ufunc_methods`) add theirs when imported, as the backend does."""
 
 
-def functional(op: ops.Op, jnp: Any) -> Callable:
+def _integer_dtype_cast(jnp: Any, fn: Callable) -> Callable:
+    """``fn`` (a reduction or scan with ``dtype=``) with a float operand cast to an integer
+    ``dtype`` by :func:`cast` first, as NumPy casts each element into the loop's type: jax
+    casts inside the op, saturating a value out of range (``cumprod(float16, dtype=int32)``
+    of an infinity: ``INT32_MAX`` against NumPy's platform value), which :func:`cast` checks."""
+
+    def run(*args: Any, **params: Any) -> Any:
+        dtype = params.get("dtype")
+        if dtype is not None and args and hasattr(args[0], "dtype") \
+                and np.dtype(dtype).kind in "iu" and dtype_of(args[0]).kind in "fc":
+            args = (cast(jnp, args[0], dtype), *args[1:])
+        return fn(*args, **params)
+
+    run.__name__ = getattr(fn, "__name__", "op")
+    return run
+
+
+def _round(jnp: Any) -> Callable:
+    """np.round of floats with ``decimals``: NumPy's ``rint(x * 10**d) / 10**d`` (``x / 10**-d``
+    and ``* 10**-d`` for negative ``d``) in the array's precision, each step rounded on its own
+    (a float32 or float16 step exact in float64, rounded once: a huge value overflows to inf as
+    in NumPy, where XLA's fused steps do not); integers and ``decimals=0`` as jax.numpy's."""
+    from jax import lax
+
+    def steps(x: Any, decimals: int) -> Any:
+        dtype = np.dtype(x.dtype)
+        factor = 10.0 ** abs(decimals)
+        first, last = (operator.mul, operator.truediv) if decimals >= 0 else (
+            operator.truediv, operator.mul)
+        if dtype.itemsize < 8:
+            info = np.finfo(dtype)
+            wide = np.float64(np.asarray(factor, dtype))  # the factor in x's type, as NumPy's
+
+            def rounded(v: Any) -> Any:
+                return lax.reduce_precision(v, exponent_bits=info.nexp,
+                                            mantissa_bits=info.nmant)
+
+            y = rounded(first(x.astype(np.float64), wide))
+            y = jnp.rint(y)
+            return rounded(last(y, wide)).astype(dtype)
+        return last(jnp.rint(first(x, factor)), factor)
+
+    def round_(a: Any, decimals: int = 0, out: Any = None) -> Any:
+        a = jnp.asarray(a)
+        dtype = dtype_of(a)
+        decimals = int(decimals)
+        if dtype.kind not in "fc" or decimals == 0:
+            return jnp.round(a, decimals)
+        if dtype.kind == "c":
+            return jax_complex(jnp, steps(jnp.real(a), decimals), steps(jnp.imag(a), decimals))
+        return steps(a, decimals)
+
+    return round_
+
+
+def jax_complex(jnp: Any, real: Any, imag: Any) -> Any:
+    """``real + 1j * imag`` without arithmetic on the parts (``lax.complex``)."""
+    from jax import lax
+
+    return lax.complex(real, imag)
+
+
+def _trapezoid(jnp: Any) -> Callable:
+    """NumPy's trapezoid, step by step: ``(d * (y[1:] + y[:-1]) / 2.0).sum(axis)``, where the
+    sum of neighbours is taken in ``y``'s type (an integer ``y`` wraps as in NumPy; jax.numpy
+    converts it to floats first)."""
+
+    def trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
+        y = jnp.asarray(y)
+        nd = len(y.shape)
+        axis = axis % nd
+        if x is None:
+            d = dx
+        else:
+            x = jnp.asarray(x)
+            if len(x.shape) == 1:
+                d = jnp.diff(x)
+                d = d.reshape((1,) * axis + (d.shape[0],) + (1,) * (nd - axis - 1))
+            else:
+                d = jnp.diff(x, axis=axis)
+        n = y.shape[axis]
+        upper = lax_slice(y, axis, 1, n)
+        lower = lax_slice(y, axis, 0, max(n - 1, 0))
+        return (d * (upper + lower) / 2.0).sum(axis)
+
+    return trapezoid
+
+
+def lax_slice(x: Any, axis: int, start: int, stop: int) -> Any:
+    """``x[..., start:stop, ...]`` along ``axis``."""
+    index = [slice(None)] * len(x.shape)
+    index[axis] = slice(start, stop)
+    return x[tuple(index)]
+
+
+def _polymul(jnp: Any) -> Callable:
+    """np.polymul, its leading coefficients checked (:data:`capviz.ops.polynomials.
+    POLYMUL_TRIMS`), without jax's trimming."""
+    from capviz.ops.polynomials import POLYMUL_TRIMS
+
+    def polymul(a1: Any, a2: Any) -> Any:
+        for a in (a1, a2):
+            a = jnp.asarray(a)
+            if len(a.shape) == 1 and a.shape[0] > 1:
+                require(a[0] != 0, POLYMUL_TRIMS)
+        return jnp.polymul(a1, a2, trim_leading_zeros=False)
+
+    return polymul
+
+
+_REDUCTIONS_IN_FLOATS = ("var", "std", "nanvar", "nanstd", "mean", "nanmean")
+
+
+def _float_reduction(name: str) -> Callable[[Any], Callable]:
+    """mean, var, std (and their nan forms) with an integer ``dtype=``: NumPy sums in that
+    integer type (wrapping) and divides; jax.numpy computes otherwise (or not at all), so the
+    form refuses it at the node."""
+
+    def make(jnp: Any) -> Callable:
+        fn = getattr(jnp, name)
+
+        def run(*args: Any, **params: Any) -> Any:
+            dtype = params.get("dtype")
+            if dtype is not None and args and dtype_of(args[0]).kind == "c" \
+                    and np.dtype(dtype).kind != "c":
+                raise NotImplementedError(
+                    f"np.{name}(..., dtype={np.dtype(dtype)}) of complex values: jax.numpy "
+                    "takes no real dtype for them; replay with backend='numpy'")
+            if dtype is not None and np.dtype(dtype).kind in "biu":
+                raise NotImplementedError(
+                    f"np.{name}(..., dtype={np.dtype(dtype)}): NumPy accumulates in that "
+                    "integer type, wrapping on overflow, where jax.numpy computes in floats; "
+                    "replay with backend='numpy', or pass a float dtype")
+            return fn(*args, **{k: _list_param(k, v) if type(v) is list else v
+                                for k, v in params.items()})
+
+        run.__name__ = name
+        return run
+
+    return make
+
+
+def _triangle(name: str) -> Callable[[Any], Callable]:
+    """np.tril / np.triu: a 1-d operand is NumPy's too (its rows broadcast to a square), which
+    jax.numpy refuses."""
+
+    def make(jnp: Any) -> Callable:
+        fn = getattr(jnp, name)
+
+        def run(m: Any, k: int = 0) -> Any:
+            m = jnp.asarray(m)
+            if len(m.shape) == 1:
+                m = jnp.broadcast_to(m, (m.shape[0], m.shape[0]))
+            return fn(m, k)
+
+        return run
+
+    return make
+
+
+def _vander(jnp: Any) -> Callable:
+    """np.vander: booleans as NumPy's integer powers of them (jax.numpy has none)."""
+
+    def vander(x: Any, *args: Any, **params: Any) -> Any:
+        x = jnp.asarray(x)
+        if dtype_of(x) == np.bool_:
+            x = x.astype(np.int64)
+        return jnp.vander(x, *args, **params)
+
+    return vander
+
+
+def _digitize(jnp: Any) -> Callable:
+    """np.digitize: NumPy's ValueError for bins that are neither increasing nor decreasing
+    (checked), where jax.numpy returns indices."""
+
+    def digitize(x: Any, bins: Any, right: bool = False) -> Any:
+        bins = jnp.asarray(bins)
+        if bins.shape and bins.shape[0] > 1:
+            steps = jnp.diff(bins)
+            require(jnp.all(steps >= 0) | jnp.all(steps <= 0),
+                    "ValueError: bins must be monotonically increasing or decreasing")
+        return jnp.digitize(x, bins, right)
+
+    return digitize
+
+
+OVERRIDES.update({"tril": _triangle("tril"), "triu": _triangle("triu"), "vander": _vander,
+                  "digitize": _digitize})
+OVERRIDES.update({"round": _round, "trapezoid": _trapezoid, "polymul": _polymul,
+                  **{name: _float_reduction(name) for name in _REDUCTIONS_IN_FLOATS}})
+
+
+def functional(op: ops.Op, jnp: Any, checks: bool = True) -> Callable:
     """The callable that runs ``op`` on ``jnp`` as NumPy does: its form of :data:`OVERRIDES`, or
-    ``op.bind(jnp)``; a ufunc in NumPy's loop, list arguments as arrays. (Refusals are the
-    caller's: :data:`UNSUPPORTED`.)"""
+    ``op.bind(jnp)``; a ufunc in NumPy's loop, list arguments as arrays; an accumulating
+    reduction's float operand cast to an integer ``dtype=`` with :func:`cast`; the value checks
+    of :mod:`capviz.backends.jax.checks` (``checks=False``: without them, for a form that runs
+    the op inside a jax loop, where a check cannot be returned). (Refusals are the caller's:
+    :data:`UNSUPPORTED`.)"""
     make = OVERRIDES.get(op.name)
     fn = make(jnp) if make is not None else op.bind(jnp)
+    if op.random:
+        return fn
     if op.name in ops.UFUNCS:
-        return _in_loop_dtypes(jnp, ops.UFUNCS[op.name], fn)
-    if make is None:
-        return _lists_as_arrays(fn)
-    return fn
+        fn = _in_loop_dtypes(jnp, ops.UFUNCS[op.name], fn)
+    elif make is None:
+        fn = _lists_as_arrays(fn)
+    if op.name in traits.ACCUMULATES:
+        fn = _integer_dtype_cast(jnp, fn)
+    return checked(op.name, jnp, fn) if checks else fn

@@ -48,7 +48,8 @@ def _refuse(method: str, ufunc: str, dtype: np.dtype) -> None:
 
 
 def _elementwise(jnp: Any, ufunc: str) -> Callable:
-    return functional(ops.OPS[ufunc], jnp)
+    # no value checks inside a scan (they are the method's node's, on its operand and result)
+    return functional(ops.OPS[ufunc], jnp, checks=False)
 
 
 def _cast(jnp: Any, value: Any, dtype: np.dtype) -> Any:

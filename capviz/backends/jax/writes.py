@@ -19,6 +19,7 @@ from capviz.backends.jax.ops import (
     cast,
     functional,
     in_bounds,
+    loop_key,
 )
 from capviz.backends.jax.trace import dtype_of
 
@@ -159,22 +160,59 @@ _SCATTERS = {"add": "add", "subtract": "add", "multiply": "multiply", "maximum":
              "minimum": "min"}
 
 
+def _scatter_method(ufunc: str, x: Any, values: Any) -> str:
+    """The jax scatter of ``np.<ufunc>.at`` into ``x``: NumPy runs each update in the ufunc's
+    loop for ``x``'s and the values' dtypes and casts it back to ``x``'s (``int + 0.5`` in
+    floats, truncated): a scatter in ``x``'s dtype is that only when the loop is ``x``'s."""
+    method = _SCATTERS.get(ufunc)
+    if method is None:
+        raise NotImplementedError(f"np.{ufunc}.at has no scatter form in jax (its repeated "
+                                  f"indices apply in order); supported: "
+                                  f"{', '.join(f'np.{u}.at' for u in _SCATTERS)}")
+    loop = getattr(np, ufunc).resolve_dtypes((dtype_of(x), loop_key(values), None))
+    if np.dtype(loop[2]) != np.dtype(x.dtype):
+        raise NotImplementedError(
+            f"np.{ufunc}.at of {dtype_of(values)} values into a {np.dtype(x.dtype)} array: "
+            f"NumPy computes each update in {np.dtype(loop[2])} and casts it back, one repeated "
+            f"index after the other, which a scatter does not; cast the values first "
+            f"(v.astype(x.dtype)) or replay with backend='numpy'")
+    return method
+
+
+def _scatter(jnp: Any, x: Any, positions: Any, values: Any, ufunc: str) -> Any:
+    """``x`` with ``np.<ufunc>.at`` applied at the flat ``positions``."""
+    method = _scatter_method(ufunc, x, values)
+    if positions.size and not math.prod(x.shape):  # (jax's gather fails on it while tracing)
+        raise IndexError("index 0 is out of bounds for axis 0 with size 0")
+    values = jnp.broadcast_to(jnp.asarray(values), positions.shape)
+    if ufunc == "subtract":
+        values = -values
+    if dtype_of(values) != np.dtype(x.dtype):
+        values = cast(jnp, values, x.dtype)
+    flat = x.reshape(-1)
+    return getattr(flat.at[positions.reshape(-1)], method)(values.reshape(-1)).reshape(x.shape)
+
+
 def _ufunc_at(jnp: Any) -> Callable:
     def ufunc_at(x: Any, indices: Any, values: Any, ufunc: str) -> Any:
-        method = _SCATTERS.get(ufunc)
-        if method is None:
-            raise NotImplementedError(f"np.{ufunc}.at has no scatter form in jax (its repeated "
-                                      f"indices apply in order); supported: "
-                                      f"{', '.join(f'np.{u}.at' for u in _SCATTERS)}")
+        if indices.size and not math.prod(x.shape):
+            raise IndexError("index 0 is out of bounds for axis 0 with size 0")
         rows = in_bounds(jnp, indices, x.shape[0], "an index of ufunc.at")
-        values = jnp.broadcast_to(jnp.asarray(values), (*indices.shape, *x.shape[1:]))
-        if ufunc == "subtract":
-            values = -values
-        if dtype_of(values) != np.dtype(x.dtype):
-            values = cast(jnp, values, x.dtype)
-        return getattr(x.at[rows], method)(values)
+        return _scatter(jnp, x, _positions(jnp, x.shape)[rows], values, ufunc)
 
     return ufunc_at
+
+
+def _advanced_ufunc_at(jnp: Any) -> Callable:
+    """``np.<ufunc>.at(x, key, values)`` with any key: the flat positions ``x[key]`` selects
+    (tensors checked in bounds), one scatter over them (repeated positions accumulate)."""
+
+    def advanced_ufunc_at(x: Any, values: Any, *idx: Any, ufunc: str, index: tuple,
+                          tensors: tuple) -> Any:
+        key = advanced_key(jnp, x.shape, idx, index, tensors)
+        return _scatter(jnp, x, _positions(jnp, x.shape)[key], values, ufunc)
+
+    return advanced_ufunc_at
 
 
 def _into(jnp: Any) -> Callable:
@@ -197,6 +235,7 @@ OVERRIDES.update({
     "put": _put,
     "put_along_axis": _put_along_axis,
     "ufunc_at": _ufunc_at,
+    "advanced_ufunc_at": _advanced_ufunc_at,
     "fill_diagonal": _fill_diagonal,
     "putmask": _putmask,
     "into": _into,

@@ -1,0 +1,108 @@
+"""Value checks of the JAX backend for the classes of values where XLA's arithmetic is not
+NumPy's and no functional form computes NumPy's (issue 25; ``docs/guide/replay.md``, "Where
+JAX's arithmetic differs from NumPy's"). Each check is a flag of the traced function
+(:func:`capviz.backends.jax.trace.require`): the replay fails at the node, with the user's line,
+instead of returning a different value.
+
+* **Complex special values.** XLA's complex arithmetic does not follow C99's Annex G as
+  NumPy's does: a ``complex64`` product of infinities is ``inf+infj`` in XLA and
+  ``inf-infj`` in NumPy; ``log1p`` of a complex with a real part near ``finfo.max`` is ``89.07``
+  in XLA and ``inf`` in NumPy; ``sign`` of a complex whose magnitude overflows is ``nan+nanj``
+  in XLA and ``1j`` in NumPy. So every complex operand and result of an op must be finite with
+  real and imaginary parts below ``sqrt(finfo.max)`` (where both compute without overflow).
+* **Infinities in convolutions** (:data:`NONFINITE_SPREAD`).
+* **float16 overflow in reductions and products.** NumPy accumulates a float16 ``std``,
+  ``var``, ``mean`` or ``polymul`` in float16 or float32 and rounds to an infinity where XLA's
+  other order of operations gives NaN: a float16 result of those ops that is not finite, from
+  finite operands, fails the replay.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from capviz.backends.jax.trace import dtype_of, require
+from capviz.ops import traits
+
+FLOAT16_OVERFLOW = frozenset((*traits.REDUCE, *traits.CONTRACT, *traits.ACCUMULATES,
+                              "polymul", "polyval", "convolve", "correlate", "kron", "inner",
+                              "outer", "vecdot", "linalg.vecdot", "matvec", "vecmat", "cov",
+                              "corrcoef", "average", "linalg.multi_dot", "polyfit", "trapezoid"))
+"""Ops whose float16 result NumPy accumulates otherwise than XLA (NaN against NumPy's inf)."""
+
+NONFINITE_SPREAD = frozenset(("convolve", "correlate", "polymul"))
+"""Ops XLA runs as a convolution over zero padding: an infinity or NaN of an operand reaches
+every result element (``0 * nan``), where NumPy's sliding sums leave the elements it does not
+touch finite. Their float operands must be finite."""
+
+FINITE_OPERANDS = frozenset(("polyfit", "linalg.pinv", "linalg.svdvals", "linalg.matrix_rank",
+                             "linalg.cond", "linalg.eigvalsh", "linalg.cholesky",
+                             "linalg.matrix_norm"))
+"""Ops NumPy runs in LAPACK, which raises LinAlgError on an infinity or NaN (SVD did not
+converge...), where XLA returns NaNs: their float operands must be finite."""
+
+NOT_EMPTY = frozenset(("linalg.cond", "histogram_bin_edges"))
+"""Ops jax.numpy refuses on an empty operand (NumPy raises its own error or computes)."""
+
+_LAPACK = ("an operand of {op} holds an infinity or NaN: NumPy's LAPACK fails on it "
+           "(LinAlgError) where XLA returns NaNs; replay with backend='numpy', or check the "
+           "values first")
+_SPREAD = ("an operand of {op} holds an infinity or NaN: XLA's convolution multiplies it by "
+           "its zero padding and spreads NaN to every element, where NumPy's sums leave the "
+           "others finite; replay with backend='numpy', or np.nan_to_num the operands first")
+_COMPLEX = ("a complex {what} is not finite, or its real or imaginary part reaches "
+            "sqrt(finfo.max): XLA's complex arithmetic gives other values than NumPy's for "
+            "infinities, NaNs and overflowing magnitudes (C99's rules, which NumPy follows); "
+            "replay with backend='numpy', or keep complex values finite and moderate")
+_FLOAT16 = ("a float16 result of {op} overflowed: NumPy's float16 accumulation rounds it to "
+            "an infinity where XLA's order of operations gives NaN; replay with "
+            "backend='numpy', or compute in float32 (dtype=np.float32)")
+
+
+def _arrays(value: Any) -> list:
+    if isinstance(value, (tuple, list)):
+        return [a for item in value for a in _arrays(item)]
+    return [value] if hasattr(value, "dtype") and hasattr(value, "shape") else []
+
+
+def _complex_ok(jnp: Any, x: Any) -> Any:
+    """All of complex ``x`` finite, with parts below ``sqrt(finfo.max)``."""
+    bound = np.sqrt(np.finfo(np.dtype(x.dtype)).max)
+    return jnp.all((jnp.abs(jnp.real(x)) < bound) & (jnp.abs(jnp.imag(x)) < bound))
+
+
+def checked(name: str, jnp: Any, fn: Callable) -> Callable:
+    """``fn`` (the op ``name`` on jax.numpy) with the value checks of this module."""
+    float16 = name in FLOAT16_OVERFLOW
+    spread = name in NONFINITE_SPREAD
+    finite = name in FINITE_OPERANDS
+
+    def run(*args: Any, **params: Any) -> Any:
+        operands = [a for a in args if hasattr(a, "dtype") and not isinstance(a, np.generic)]
+        if spread or finite:
+            for a in operands:
+                if dtype_of(a).kind in "fc":
+                    require(jnp.all(jnp.isfinite(a)),
+                            (_SPREAD if spread else _LAPACK).format(op=name))
+        if name in NOT_EMPTY and any(not math.prod(a.shape) for a in operands):
+            raise NotImplementedError(f"jax.numpy's {name} takes no empty array; replay with "
+                                      "backend='numpy'")
+        result = fn(*args, **params)
+        complex_values = [a for a in (*operands, *_arrays(result))
+                          if dtype_of(a).kind == "c"]
+        for value in complex_values:
+            require(_complex_ok(jnp, value), _COMPLEX.format(what="operand or result"))
+        if float16:
+            for value in _arrays(result):
+                if dtype_of(value) == np.float16:
+                    finite_in = jnp.all(jnp.asarray([jnp.all(jnp.isfinite(a)) for a in operands
+                                                     if dtype_of(a).kind in "fc"] or [True]))
+                    require(~finite_in | jnp.all(jnp.isfinite(value)), _FLOAT16.format(op=name))
+        return result
+
+    run.__name__ = getattr(fn, "__name__", name)
+    return run

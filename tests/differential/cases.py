@@ -1,0 +1,119 @@
+"""The cases of the differential suite: the op table's examples and :mod:`.forms`, each with
+its data inputs drawn by a seeded sampler (dtype, value generator, shape, layout)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+
+from . import values
+from .forms import FORMS
+
+EDGE_SHAPES = [(), (0,), (1,), (2, 0), (1, 1)]
+"""Shapes given to every data input of an edge case (empty, 0-d, size 1)."""
+
+SKIPPED = {"random": "draws of cv.random, which eager NumPy has not (tests/test_rng.py "
+                     "compares them across backends)"}
+"""Examples the suite leaves out, with the reason."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Base:
+    """A program and its inputs' templates: a data input is re-drawn by the sampler (its
+    template gives the shape), a fixed one (an index) is passed as it is."""
+
+    id: str
+    fn: Callable
+    templates: tuple
+    data: tuple  # per input: True when the sampler draws it
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One case: a base program with drawn inputs."""
+
+    base: Base
+    dtype: str
+    generator: str
+    shape: str  # "own", or the edge shape it was given
+    layout: str  # "C" or "strided"
+    arrays: tuple
+
+    @property
+    def id(self) -> str:
+        return f"{self.base.id}[{self.dtype},{self.generator},{self.shape},{self.layout}]"
+
+    @property
+    def signature(self) -> tuple:
+        """What its capture depends on: the program and its inputs' shapes and dtypes."""
+        return (self.base.id, tuple((a.shape, a.dtype.str) for a in self.arrays))
+
+
+def bases() -> list[Base]:
+    """Every example of the op table (:func:`helpers.op_examples.examples`) and every form."""
+    from helpers import op_examples
+
+    out = []
+    for name, fn, arrays in op_examples.examples():
+        if name in SKIPPED:
+            continue
+        ufunc = name.startswith("ufunc.")
+        data = tuple(ufunc or a.dtype.kind in "fc" for a in arrays)
+        out.append(Base(name, fn, tuple(arrays), data))
+    for name, fn, inputs in FORMS:
+        templates = tuple(i[0] if isinstance(i, tuple) and isinstance(i[0], np.ndarray)
+                          else np.zeros(i) for i in inputs)
+        data = tuple(not (isinstance(i, tuple) and isinstance(i[0], np.ndarray))
+                     for i in inputs)
+        out.append(Base(f"form.{name}", fn, templates, data))
+    return out
+
+
+def draw(base: Base, rng: np.random.Generator, dtype: str, generator: str, shape: str,
+         layout: str) -> Case:
+    """The case of ``base`` with these choices (the values drawn from ``rng``)."""
+    arrays = []
+    for template, data in zip(base.templates, base.data):
+        if not data:
+            arrays.append(template)
+            continue
+        dims = template.shape if shape == "own" else EDGE_SHAPES[int(shape)]
+        a = values.fill(rng, dims, dtype, generator)
+        if template.dtype.kind in "fc" and np.dtype(dtype).kind in "fc" and shape == "own":
+            a = _keep_domain(template, a, generator)
+        arrays.append(values.non_contiguous(a) if layout == "strided" else a)
+    return Case(base, dtype, generator, shape, layout, tuple(arrays))
+
+
+def _keep_domain(template: np.ndarray, a: np.ndarray, generator: str) -> np.ndarray:
+    """Normal values of a structured template (a sorted vector, a positive definite matrix)
+    keep its structure: the template's values in the case's dtype."""
+    if generator != "normal":
+        return a
+    with np.errstate(all="ignore"):
+        return template.astype(a.dtype)
+
+
+def sample(n: int, seed: int, per_signature: int = 4, only: str = "") -> list[Case]:
+    """``n`` cases drawn by a seeded sampler: every base in turn, each time a dtype, a shape
+    (its own, or an edge shape one time in six) and a layout, with ``per_signature`` value
+    generators sharing them (one capture and one compile per signature; with one, a generator
+    drawn at random); ``only``: the bases whose id holds it."""
+    rng = np.random.default_rng(seed)
+    all_bases = [b for b in bases() if only in b.id]
+    cases: list[Case] = []
+    k = 0
+    while len(cases) < n:
+        base = all_bases[k % len(all_bases)]
+        k += 1
+        dtype = values.DTYPES[rng.integers(len(values.DTYPES))]
+        shape = "own" if rng.random() > 1 / 6 else str(rng.integers(len(EDGE_SHAPES)))
+        layout = "strided" if rng.random() < 0.25 else "C"
+        order = [values.GENERATORS[i] for i in rng.permutation(len(values.GENERATORS))]
+        if per_signature > 1:  # normal values first, where the others are compared with them
+            order = ["normal"] + [g for g in order if g != "normal"]
+        for generator in order[:per_signature]:
+            cases.append(draw(base, rng, dtype, generator, shape, layout))
+    return cases[:n]

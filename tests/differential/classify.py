@@ -1,0 +1,158 @@
+"""Running a case on eager NumPy and on each backend, and the class of each outcome."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+import capviz as cv
+from capviz.backends import registry
+from capviz.core.errors import CapvizError, ShapeError
+
+CLASSES = ("exact", "tolerance", "refused", "numpy_error", "raw_error", "silent")
+"""exact; within the engine's declared tolerance; refused by name (a capviz error); NumPy's
+own error where eager NumPy raises; a raw error (an exception that is not capviz's, an
+engine's error wrapped where NumPy computes, a shape rule refusing what NumPy computes); a
+silent difference. The last two must stay empty."""
+
+BAD = ("raw_error", "silent")
+
+
+def results(value: Any) -> list:
+    """The arrays of a result, nested tuples and lists flattened in order."""
+    if isinstance(value, (tuple, list)):
+        return [array for item in value for array in results(item)]
+    return [value]
+
+
+def eager(fn: Any, arrays: Sequence[np.ndarray]) -> tuple[list | None, BaseException | None]:
+    """Eager NumPy's results of ``fn`` (on copies of the inputs), or its exception."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn(*[a.copy(order="K") for a in arrays])
+            return [np.asarray(r).copy() for r in results(out)], None
+    except Exception as err:  # classified against the replay's outcome
+        return None, err
+
+
+def shifted(a: np.ndarray, k: int) -> np.ndarray:
+    """``a``'s values, in its memory order, in a buffer ``k`` elements further on: NumPy's SIMD
+    loops may give another last bit for another alignment (a complex64 product), so eager
+    NumPy itself has several answers for some calls."""
+    order = "F" if a.ndim > 1 and a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+    buffer = np.empty(a.size + k, a.dtype)
+    out = buffer[k:].reshape(a.shape, order=order)
+    out[...] = a
+    return out
+
+
+def eager_answers(fn: Any, arrays: Sequence[np.ndarray], shifts: int = 3) -> list[list]:
+    """Eager NumPy's results of ``fn`` on the inputs moved by 1, 2... elements in memory."""
+    answers = []
+    for k in range(1, shifts + 1):
+        want, _ = eager(fn, [shifted(a, k) for a in arrays])
+        if want is not None:
+            answers.append(want)
+    return answers
+
+
+def capture(fn: Any, arrays: Sequence[np.ndarray]) -> Any:
+    """The graph of ``fn`` on inputs shaped like ``arrays``, or the capture's exception."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return cv.capture(fn, *[cv.spec(a.shape, a.dtype) for a in arrays])
+    except Exception as err:  # classified against eager NumPy's outcome
+        return err
+
+
+def replay(graph: Any, arrays: Sequence[np.ndarray], backend: str) -> tuple[list | None,
+                                                                          BaseException | None]:
+    """The replay's outputs on ``backend`` (as NumPy arrays), or its exception."""
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = graph.replay(dict(zip(graph.inputs, arrays)), backend=backend, to_numpy=True)
+    except Exception as err:  # classified against eager NumPy's outcome
+        return None, err
+    return [np.asarray(got[k]) for k in graph.outputs], None
+
+
+def _deliberate(err: BaseException) -> bool:
+    """A capviz error that is capviz's own decision (a refusal, a value check, a type check),
+    not an engine's or NumPy's exception passed on inside a ReplayError."""
+    if not isinstance(err, CapvizError):
+        return False
+    cause = err.__cause__
+    return (cause is None or isinstance(cause, (CapvizError, NotImplementedError))
+            or "backend='numpy'" in str(cause))
+
+
+def _same_error(err: BaseException, expected: BaseException) -> bool:
+    """``err`` is NumPy's exception type (itself, a capviz subclass of it, or the cause a
+    ReplayError names)."""
+    kind = type(expected)
+    return isinstance(err, kind) or isinstance(err.__cause__, kind)
+
+
+def _exact(got: np.ndarray, want: np.ndarray) -> bool:
+    """The same values bit for bit, NaNs compared as NaNs (their payloads are the platform's)."""
+    if np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(want).tobytes():
+        return True
+    if want.dtype.kind not in "fc":
+        return False
+    parts = (np.real, np.imag) if want.dtype.kind == "c" else (np.asarray,)
+    for part in parts:
+        g, w = part(got), part(want)
+        nan = np.isnan(w)
+        if not np.array_equal(nan, np.isnan(g)):
+            return False
+        if not np.array_equal(g[~nan], w[~nan]) or not np.array_equal(
+                np.signbit(g[~nan]), np.signbit(w[~nan])):
+            return False
+    return True
+
+
+def _within(got: np.ndarray, want: np.ndarray, backend: registry.Backend) -> bool:
+    """Within the backend's declared tolerance for the result's dtype (floats only)."""
+    if backend.exact or want.dtype.kind not in "fc":
+        return False
+    rtol, atol = backend.tolerance_for(want.dtype)
+    with np.errstate(all="ignore"):
+        return bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
+
+
+def compare(got: list, want: list, backend: registry.Backend) -> str:
+    """The class of a replay's outputs against eager NumPy's: exact, tolerance or silent."""
+    if len(got) != len(want):
+        return "silent"
+    verdict = "exact"
+    for g, w in zip(got, want):
+        if g.dtype != w.dtype or g.shape != w.shape:
+            return "silent"
+        if _exact(g, w):
+            continue
+        if not _within(g, w, backend):
+            return "silent"
+        verdict = "tolerance"
+    return verdict
+
+
+def classify(want: list | None, eager_error: BaseException | None, got: list | None,
+             error: BaseException | None, backend: registry.Backend) -> str:
+    """The class of one outcome (see :data:`CLASSES`)."""
+    if eager_error is not None:
+        if error is None:
+            return "silent"  # computed where NumPy raises
+        if _same_error(error, eager_error):
+            return "numpy_error"
+        return "refused" if _deliberate(error) else "raw_error"
+    if error is not None:
+        if isinstance(error, ShapeError) or not _deliberate(error):
+            return "raw_error"  # NumPy computes this
+        return "refused"
+    return compare(got, want, backend)

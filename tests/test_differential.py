@@ -1,0 +1,69 @@
+"""The differential suite (tests/differential), CI profile: every example of the op table and
+every argument form once, with drawn dtypes, special values, edge shapes and layouts, replayed on
+every installed backend against eager NumPy. No outcome may be a raw error or a silent
+difference. (``python -m tests.differential --thorough``: 20,000 cases, the totals.)"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from differential import cases, classify, run
+from helpers import op_examples
+
+import capviz as cv
+from capviz.backends import registry
+
+SEED = 25
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_ci_profile_has_no_raw_error_and_no_silent_difference():
+    drawn = cases.sample(len(cases.bases()), SEED, per_signature=1)
+    outcomes = run.run(drawn, run.available())
+    bad = [f"{o.backend} {o.kind} {o.case.id}: {o.detail}" for o in outcomes
+           if o.kind in classify.BAD]
+    assert bad == []
+    counts = run.totals(outcomes)
+    assert all(c["exact"] > c["refused"] for c in counts.values()), counts
+
+
+def test_the_cases_reach_every_op_of_the_table():
+    ids = {b.id for b in cases.bases()}
+    examples = {name for name, _, _ in op_examples.examples()}
+    assert examples - ids == set(cases.SKIPPED)
+    assert op_examples.uncovered() == []
+
+
+def test_a_case_draws_its_inputs_from_the_seed():
+    first = cases.sample(40, 3)
+    again = cases.sample(40, 3)
+    assert [c.id for c in first] == [c.id for c in again]
+    assert all(a.tobytes() == b.tobytes() for c, d in zip(first, again)
+               for a, b in zip(c.arrays, d.arrays))
+    assert {c.dtype for c in cases.sample(400, 3)} >= {"float16", "complex64", "int8", "bool"}
+
+
+NUMPY = registry.get("numpy")
+
+
+def test_a_different_value_is_silent_and_a_nan_is_a_nan():
+    one, two = [np.array([1.0])], [np.array([1.0 + 2**-52])]
+    assert classify.classify(one, None, two, None, NUMPY) == "silent"
+    nans = [np.array([np.nan, -0.0])]
+    assert classify.classify(nans, None, [np.array([-np.nan, -0.0])], None, NUMPY) == "exact"
+    assert classify.classify(nans, None, [np.array([np.nan, 0.0])], None, NUMPY) == "silent"
+    assert classify.classify(one, None, [np.array([1.0], np.float32)], None, NUMPY) == "silent"
+
+
+def test_errors_are_classified_by_who_raised_them():
+    eager_error = IndexError("index 5 is out of bounds")
+    wrapped = cv.ReplayError("replay failed at node %1 (take)")
+    wrapped.__cause__ = IndexError("index 5 is out of bounds")
+    assert classify.classify(None, eager_error, None, wrapped, NUMPY) == "numpy_error"
+    assert classify.classify(None, eager_error, [np.ones(1)], None, NUMPY) == "silent"
+    assert classify.classify([np.ones(1)], None, None, wrapped, NUMPY) == "raw_error"
+    assert classify.classify([np.ones(1)], None, None, TypeError("bare"), NUMPY) == "raw_error"
+    refused = cv.UnsupportedOperationError("np.unique is not supported")
+    assert classify.classify([np.ones(1)], None, None, refused, NUMPY) == "refused"
+    rule = cv.ShapeError("nanmin((0, 4)): zero-size array")
+    assert classify.classify([np.ones(1)], None, None, rule, NUMPY) == "raw_error"

@@ -1,0 +1,192 @@
+"""Issue 25: never silent on an engine. One regression test per class of values where an
+engine's arithmetic is not NumPy's: the engine computes NumPy's value, or the replay fails at
+the node with the user's line (docs/guide/replay.md, "Where an engine's arithmetic differs from
+NumPy's")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+jax = pytest.importorskip("jax")
+pytest.importorskip("dask")
+
+F32 = np.finfo(np.float32)
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def capture(fn, *arrays):
+    return cv.capture(fn, *[cv.spec(a.shape, a.dtype) for a in arrays])
+
+
+def feed(graph, arrays):
+    return dict(zip(graph.inputs, arrays))
+
+
+def fails_at_node_on_jax(fn, arrays, message):
+    """The NumPy replay is eager NumPy's; the JAX replay fails at ``fn``'s node, saying why."""
+    graph = capture(fn, *arrays)
+    with np.errstate(all="ignore"):
+        expected = fn(*arrays)
+        got = graph.replay(feed(graph, arrays))["out"]
+    np.testing.assert_array_equal(got, expected)
+    with pytest.raises(cv.ReplayError, match=message) as info:
+        graph.replay(feed(graph, arrays), backend="jax")
+    assert "test_engine_silent.py" in str(info.value)
+
+
+def same_on_every_engine(fn, arrays):
+    graph = capture(fn, *arrays)
+    with np.errstate(all="ignore"):
+        expected = np.asarray(fn(*arrays))
+        for backend in ("numpy", "jax", "dask"):
+            got = graph.replay(feed(graph, arrays), backend=backend, to_numpy=True)["out"]
+            assert got.dtype == expected.dtype, backend
+            np.testing.assert_array_equal(got, expected, err_msg=backend)
+
+
+# --- JAX: complex special values ---------------------------------------------------------------
+
+COMPLEX = r"complex operand or result is not finite.*C99"
+
+
+def test_jax_complex_product_of_infinities_fails_at_the_node():
+    a = np.array([np.inf + np.inf * 1j, 1 + 1j], np.complex64)
+    fails_at_node_on_jax(lambda x, y: x * y, [a, a], COMPLEX)
+
+
+def test_jax_log1p_of_a_huge_complex_fails_at_the_node():
+    a = np.array([3e38 + 1j, 0.5 + 0.5j], np.complex64)
+    fails_at_node_on_jax(np.log1p, [a], COMPLEX)
+
+
+def test_jax_sign_of_an_overflowing_complex_fails_at_the_node():
+    a = np.array([1e30 + 3e38j], np.complex64)
+    fails_at_node_on_jax(np.sign, [a], COMPLEX)
+
+
+def test_jax_minimum_of_complex_nan_fails_at_the_node():
+    a = np.array([complex(np.nan, 1.0), 2 + 0j])
+    fails_at_node_on_jax(np.minimum, [a, a[::-1].copy()], COMPLEX)
+
+
+def test_jax_finite_complex_values_still_replay():
+    a = np.array([1 + 2j, -0.5 + 0.25j], np.complex64)
+    graph = capture(lambda x, y: (x * y) / (y + 1), a, a)
+    got = graph.replay({"x": a, "y": a}, backend="jax", to_numpy=True)["out"]
+    np.testing.assert_allclose(got, (a * a) / (a + 1), rtol=1e-6)
+
+
+# --- JAX: subnormals -----------------------------------------------------------------------------
+
+
+def test_jax_refuses_a_complex_input_with_a_subnormal_part():
+    a = np.array([1e-310 + 1j, 1 + 1j])
+    graph = capture(lambda x: x.astype(bool), a)
+    np.testing.assert_array_equal(graph.replay({"x": a})["out"], [True, True])
+    with pytest.raises(cv.ReplayError, match=r"input 'x' holds subnormal floats"):
+        graph.replay({"x": a}, backend="jax")
+
+
+# --- JAX: float-to-integer casts inside a reduction ----------------------------------------------
+
+
+def test_jax_cumprod_to_int32_of_an_overflowing_float16_fails_at_the_node():
+    a = np.array([np.inf, 2.0], np.float16)
+    fails_at_node_on_jax(lambda x: np.cumprod(x, dtype=np.int32), [a],
+                         r"float16 value cast to int32 is NaN or outside int32's range")
+
+
+def test_jax_cumprod_to_int32_of_floats_in_range_is_numpys():
+    same_on_every_engine(lambda x: np.cumprod(x, dtype=np.int32),
+                         [np.array([1.5, -2.7, 300.0, 7.9], np.float16)])
+
+
+# --- JAX: round, trapezoid, float16 overflow, mean of integers -------------------------------------
+
+
+def test_round_of_a_huge_float32_overflows_as_in_numpy():
+    a = np.array([F32.max, -3.3e38, 1234.5, 2.5e-3], np.float32)
+    same_on_every_engine(lambda x: np.round(x, -2), [a])
+    same_on_every_engine(lambda x: np.round(x, 3), [a])
+
+
+def test_integer_trapezoid_wraps_as_in_numpy():
+    big = np.iinfo(np.int64).max
+    same_on_every_engine(lambda y: np.trapezoid(y), [np.array([big, big, 3], np.int64)])
+
+
+def test_jax_float16_std_that_overflows_fails_at_the_node():
+    a = np.array([60000.0, -60000.0, 1.0], np.float16)
+    fails_at_node_on_jax(lambda x: np.std(x, dtype=np.float16), [a],
+                         r"float16 result of std overflowed")
+
+
+def test_jax_float16_polymul_that_overflows_fails_at_the_node():
+    a = np.array([300.0, 300.0, 300.0], np.float16)
+    fails_at_node_on_jax(np.polymul, [a, a], r"float16 result of polymul overflowed")
+
+
+def test_jax_mean_with_an_integer_dtype_is_refused_at_the_node():
+    a = np.array([2**62, 2**62, 1], np.int64)
+    fails_at_node_on_jax(lambda x: np.mean(x, dtype=np.int64), [a],
+                         r"np\.mean\(\.\.\., dtype=int64\): NumPy accumulates in that integer")
+
+
+# --- JAX: infinities in convolutions, unchecked bins, LAPACK on NaN --------------------------------
+
+
+def test_jax_correlate_of_an_infinity_fails_at_the_node():
+    a = np.array([0.0, 0.5, 1.0])
+    b = np.array([1.0, 2.0, np.inf])
+    fails_at_node_on_jax(lambda x, y: np.correlate(x, y, "full"), [a, b],
+                         r"operand of correlate holds an infinity or NaN: XLA's convolution")
+
+
+def test_jax_digitize_with_unordered_bins_fails_as_numpy_raises():
+    graph = capture(np.digitize, np.ones(3), np.ones(3))
+    bins = np.array([0.0, 2.0, 1.0])
+    with pytest.raises(ValueError, match="monotonically"):
+        np.digitize(np.ones(3), bins)
+    for backend in ("numpy", "jax"):
+        with pytest.raises(cv.ReplayError, match="monotonically"):
+            graph.replay({"x": np.ones(3), "bins": bins}, backend=backend)
+
+
+def test_jax_polyfit_of_a_nan_fails_at_the_node():
+    x = np.array([0.0, 1.0, 2.0, 3.0])
+    y = np.array([1.0, np.nan, 2.0, 0.0])
+    graph = capture(lambda x, y: np.polyfit(x, y, 1), x, y)
+    with pytest.raises(cv.ReplayError, match=r"operand of polyfit holds an infinity or NaN"):
+        graph.replay({"x": x, "y": y}, backend="jax")
+
+
+# --- every engine: np.polymul's trimmed leading zeros ----------------------------------------------
+
+
+def test_polymul_of_a_leading_zero_fails_at_the_node_on_every_engine():
+    graph = capture(np.polymul, np.ones(3), np.ones(2))
+    a1, a2 = np.array([0.0, 1.0, 2.0]), np.array([3.0, 4.0])
+    assert np.polymul(a1, a2).shape == (3,)  # NumPy's is shorter than the captured (4,)
+    for backend in ("numpy", "jax", "dask"):
+        with pytest.raises(cv.ReplayError, match=r"np\.polymul drops leading zero coeff"):
+            graph.replay({"a1": a1, "a2": a2}, backend=backend)
+
+
+# --- Dask: nanvar and nanstd with dtype= -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["nanvar", "nanstd"])
+@pytest.mark.parametrize("dtype", ["complex64", "float16"])
+def test_dask_nanvar_with_dtype_is_numpys(name, dtype):
+    rng = np.random.default_rng(4)
+    a = (rng.standard_normal((40, 30)) * 300).astype(dtype)
+    a[3, 4] = np.nan
+    fn = getattr(np, name)
+    graph = capture(lambda x: fn(x, axis=0, dtype=x.dtype), a)
+    with np.errstate(all="ignore"):
+        expected = fn(a, axis=0, dtype=a.dtype)
+    got = graph.replay({"x": a}, backend="dask", chunks=(7, 30))["out"]
+    assert got.tobytes() == expected.tobytes()
