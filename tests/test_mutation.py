@@ -445,13 +445,19 @@ def test_fill_overflow_is_numpys():
     assert_raises_like_numpy(f, I64.astype(np.int8))
 
 
-def test_place_with_several_values_is_refused_with_the_alternative():
-    def f(x):
-        np.place(x, x > 2, [1, 2])
-        return x
+def test_place_with_several_values_cycles_them_over_the_true_entries():
+    def f(x, v):
+        np.place(x, x > 0.5, [1, 2.5])
+        y = x * 2 - 5
+        np.place(y, y < 0, v[:3])
+        return x, y
 
-    with pytest.raises(cv.UnsupportedOperationError, match=r"np\.where\(mask, values, arr\)"):
-        cv.capture(f, cv.spec(4, "float32"))
+    assert_replays_eager(f, F32, F32[0])
+
+
+def test_place_with_no_values_is_refused_by_name():
+    with pytest.raises(cv.UnsupportedOperationError, match=r"np\.place with no values"):
+        cv.capture(lambda x: np.place(x, x > 2, []), cv.spec(4, "float32"))
 
 
 # --- whole programs ----------------------------------------------------------------------------
@@ -501,7 +507,7 @@ def test_gpt_forward_with_kv_cache_and_adagrad_updates_replays_bit_for_bit():
 def test_output_is_the_value_at_scope_exit():
     with cv.CaptureDevice().capture_scope() as scope:
         x = scope.input("x", (3,), "float32")
-        y = x * 2
+        y = x * 2 - 5
         scope.output(y, name="y")
         y += 1
     got = scope.graph.replay({"x": np.ones(3, np.float32)}, backend="numpy")["y"]

@@ -19,8 +19,9 @@ import numpy as np
 import numpy.lib.stride_tricks
 
 from capviz import ops
+from capviz.backends.jax.ops import UNSUPPORTED as JAX_REFUSED
 from capviz.numpy_api import methods, reads
-from capviz.ops import SPECS, creation
+from capviz.ops import SPECS, creation, traits
 from capviz.trace.dispatch import HANDLED, function_name, refusal
 from capviz.trace.tensor import Tensor
 
@@ -167,11 +168,56 @@ def distinct_captured(funcs: list[Entry] | None = None, ufs: list[Entry] | None 
                | {getattr(np, e.name[3:]) for e in ufs if e.status == "captured"})
 
 
-def _table(entries: list[Entry]) -> list[str]:
-    lines = ["| name | status | notes |", "|---|---|---|"]
+_ALIASES = {"amax": "max", "amin": "min", "around": "round", "concat": "concatenate",
+            "permute_dims": "transpose", "absolute": "abs", "linalg.matmul": "matmul"}
+
+
+_MOVES = frozenset(("move", "split", "gather", "select"))
+
+
+def recorded_op(name: str) -> str | None:
+    """The op a captured NumPy function or ufunc (``np.cumsum``, ``np.add``) records, or
+    ``None`` for one recorded as several ops (``np.block``, ``np.apply_along_axis``)."""
+    short = name.removeprefix("np.")
+    short = _ALIASES.get(short, short)
+    if short in ops.OPS:
+        return short
+    ufunc = getattr(np, short, None)
+    if isinstance(ufunc, np.ufunc) and ufunc.__name__ in ops.OPS:
+        return ufunc.__name__
+    return None
+
+
+def engines(name: str) -> tuple[str, str]:
+    """How the JAX and Dask replays run a captured function's op: *exact* (bit for bit),
+    *tolerance* (within the engine's declared tolerance: XLA's or dask's order of additions
+    and transcendental functions), *refused* (by name, when the graph is bound), or *its ops*
+    (a function recorded as several ops: each its own)."""
+    op = recorded_op(name)
+    if op is None:
+        return "its ops", "its ops"
+    word = "elementwise" if op in ops.UFUNCS else traits.treatment(op)
+    if op in JAX_REFUSED:
+        jax = "refused"
+    else:  # XLA moves and selects elements exactly; it computes new ones its own way
+        jax = "exact" if word in _MOVES else "tolerance"
+    if word is None:
+        return jax, "refused"
+    return jax, "tolerance" if word in traits.ORDER_DEPENDENT else "exact"
+
+
+def _table(entries: list[Entry], with_engines: bool = False) -> list[str]:
+    if not with_engines:
+        lines = ["| name | status | notes |", "|---|---|---|"]
+    else:
+        lines = ["| name | status | JAX | Dask | notes |", "|---|---|---|---|---|"]
     for e in entries:
         detail = e.detail.replace("|", "\\|")
-        lines.append(f"| `{e.name}` | {e.status} | {detail} |")
+        if not with_engines:
+            lines.append(f"| `{e.name}` | {e.status} | {detail} |")
+            continue
+        jax, dask = engines(e.name) if e.status == "captured" else ("", "")
+        lines.append(f"| `{e.name}` | {e.status} | {jax} | {dask} | {detail} |")
     return lines
 
 
@@ -209,17 +255,27 @@ def markdown() -> str:
         "`data_read` violation while capturing), *refused* (`cv.UnsupportedOperationError` "
         "naming the function and what to write instead; the notes are its alternative).",
         "",
+        "Engines (the JAX and Dask columns; the NumPy replay is bit for bit eager NumPy's): "
+        "*exact* (bit for bit), *tolerance* (within the engine's declared tolerance, "
+        "`backend.tolerance_for(dtype)`: XLA or dask add in another order and XLA has its "
+        "own transcendental functions; integer and boolean results are exact), *refused* (by "
+        "name when the graph is bound, with the reason), *its ops* (recorded as several ops). "
+        "Where XLA's arithmetic differs from NumPy's on some values (complex infinities, "
+        "float16 overflow, casts out of range...), the JAX replay checks those values and "
+        "fails at the node instead: docs/guide/replay.md, \"Where an engine's arithmetic "
+        "differs from NumPy's\".",
+        "",
         "Not dispatchable, so not in the tables: `np.lib.stride_tricks.as_strided` converts "
         "its argument with `np.asarray` (a data read while capturing); write "
         "`np.lib.stride_tricks.sliding_window_view`, which capture records.",
         "",
         "## Dispatchable functions",
         "",
-        *_table(funcs),
+        *_table(funcs, with_engines=True),
         "",
         "## Ufuncs",
         "",
-        *_table(ufs),
+        *_table(ufs, with_engines=True),
         "",
         "## Ufunc methods",
         "",

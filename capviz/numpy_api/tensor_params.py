@@ -1,10 +1,11 @@
 """NumPy functions whose parameter NumPy lets be an array, called with a tensor there:
-``np.roll(t, shift=<tensor>)``, ``np.ediff1d(t, to_end=<tensor>, to_begin=<tensor>)``.
+``np.roll(t, shift=<tensor>)``, ``np.ediff1d(t, to_end=<tensor>, to_begin=<tensor>)``,
+``np.insert(t, obj=<tensor>, values)``.
 
 The result's shape does not depend on the tensor's values, so the call is recorded as the
 ops that compute NumPy's result from them (an integer gather for ``roll``, a concatenation for
-``ediff1d``); with Python values the handler generated from the op's spec records the one op
-(:mod:`.generated`). Each keeps NumPy's signature.
+``ediff1d``, the ``insert_indices`` op for ``insert``); with Python values the handler generated
+from the op's spec records the one op (:mod:`.generated`). Each keeps NumPy's signature.
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from capviz import ops
+from capviz.ops.arrays import INSERT_INDICES
 from capviz.trace.dispatch import HANDLED, implements
-from capviz.trace.tensor import Tensor, unsupported
+from capviz.trace.tensor import Tensor, apply, unsupported
 
 _ROLL = HANDLED[np.roll]
 _EDIFF1D = HANDLED[np.ediff1d]
+_INSERT = HANDLED[np.insert]
 
 
 def _holds_tensor(value: Any) -> bool:
@@ -106,3 +110,15 @@ def _ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     if to_end is not None:
         parts.append(_edge(to_end, dtype, "to_end"))
     return np.concatenate(parts)
+
+
+@_with_signature(np.insert)
+def _insert(arr: Any, obj: Any, values: Any, axis: Any = None) -> Any:
+    if type(obj) is not Tensor:
+        return _INSERT(arr, obj, values, axis)
+    if obj.dtype == np.bool_:
+        raise unsupported("np.insert(..., obj=<boolean tensor>)", (arr, obj, values),
+                          "a mask inserts where it is True, a number of values that depends "
+                          "on it; pass integer indices")
+    params = {"axis": None if axis is None else operator.index(axis)}
+    return apply(ops.OPS[INSERT_INDICES], (arr, obj, values), params)

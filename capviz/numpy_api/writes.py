@@ -22,7 +22,7 @@ from capviz import ops
 from capviz.core.errors import CapvizError
 from capviz.core.source import numpy_caller
 from capviz.core.violations import NUMPY_COPIES
-from capviz.trace.dispatch import implements
+from capviz.trace.dispatch import HANDLED, implements
 from capviz.trace.mutation import MASK_SHARES_TARGET, is_numpy_scalar, located, same_buffer
 from capviz.trace.recorder import Recorder
 from capviz.trace.tensor import Tensor, apply, trace_of, unsupported
@@ -140,18 +140,29 @@ def _place(arr: Any, mask: Any, vals: Any) -> None:
     arr = _destination("np.place", arr, mask, vals, scalar_error="place() argument 1 must be "
                                                                  "numpy.ndarray, not {type}")
     size = vals.size if type(vals) is Tensor else np.size(vals)
-    if size != 1:
-        raise unsupported("np.place with several values", (arr, mask, vals),
-                          "which value lands where depends on the number of True entries; "
-                          "write np.where(mask, values, arr) with values of arr's shape")
+    if size == 0:
+        raise unsupported("np.place with no values", (arr, mask, vals),
+                          "NumPy raises for it when the mask has a True entry, which a "
+                          "capture cannot know; leave the call out where the mask is empty")
     if tuple(np.shape(mask)) != arr.shape:
         raise unsupported("np.place with a mask of another shape", (arr, mask, vals),
                           "reshape the mask to the array's shape")
     _check_place_values(arr, vals)
     if type(mask) is Tensor and mask is not arr and _overlaps(arr, mask):
         mask = mask.copy()  # NumPy copies a mask that overlaps the array
-    one = vals.reshape(()) if type(vals) is Tensor else _values(np.ravel(vals), arr.dtype)[0]
-    arr[mask] = one
+    if size == 1:
+        one = vals.reshape(()) if type(vals) is Tensor else _values(np.ravel(vals),
+                                                                    arr.dtype)[0]
+        arr[mask] = one
+        return
+    # the k-th True entry (in C order) takes vals[k % size]: k from a running count of the
+    # mask, a gather of the values, a select (shapes that do not depend on the mask's values)
+    flat = vals.reshape(-1) if type(vals) is Tensor else _values(np.ravel(vals), arr.dtype)
+    mask = mask if type(mask) is Tensor else np.asarray(mask, bool)
+    count = np.cumsum(np.ravel(mask).astype(np.intp)) - 1
+    # (np.take dispatches on its array alone: an ndarray of values takes the handler itself)
+    picked = HANDLED[np.take](flat, count % size).reshape(arr.shape)
+    arr[...] = np.where(mask, picked.astype(arr.dtype), arr)
 
 
 @implements(np.putmask)

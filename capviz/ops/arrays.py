@@ -162,6 +162,39 @@ for _path, _tensors in [
     define(FunctionSpec(_path, _tensors, "dummy", "same"))
 
 define(FunctionSpec("insert", ("arr", "values"), "dummy", "same"))
+
+
+# --- insert_indices: np.insert(arr, obj, values) with obj an integer tensor ----------------------
+
+INSERT_INDICES = "insert_indices"
+
+
+def _insert_indices_meta(args: Sequence, params: dict) -> tuple:
+    """NumPy's own shape rule and errors: np.insert on zero-byte dummies, the indices all 0 (an
+    index 0 is in bounds of every axis, empty ones too; the result's shape does not depend on
+    the indices' values, only on their shape)."""
+    arr, obj, values = args
+    try:
+        if obj.dtype.kind not in "iu":
+            raise IndexError("arrays used as indices must be of integer type (a boolean "
+                             "obj would be a mask, whose shape depends on its values)")
+        vshape = tuple(values.shape) if ops.is_tensor_meta(values) else np.shape(values)
+        out = np.insert(np.empty(arr.shape, VOID), np.zeros(obj.shape, obj.dtype),
+                        np.empty(vshape, VOID), axis=params.get("axis"))
+    except (ValueError, TypeError, IndexError, np.exceptions.AxisError) as err:
+        raise ops.rule_error(INSERT_INDICES, args, params, err) from None
+    return tuple(out.shape), arr.dtype
+
+
+def _insert_indices(xp: Any) -> Callable:
+    def insert_indices(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
+        return xp.insert(arr, obj, values, axis=axis)
+
+    return insert_indices
+
+
+ops.register(ops.Op(INSERT_INDICES, _insert_indices, _insert_indices_meta, params=("axis",),
+                    nargs=(3, 3)))
 define(FunctionSpec("repeat", ("a",), _repeat_shape, "same"))
 define(FunctionSpec("append", ("arr", "values"), _append_shape, "promote"))
 define(FunctionSpec("column_stack", ("tup[]",), "dummy", "promote"))

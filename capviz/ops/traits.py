@@ -52,7 +52,7 @@ SPLIT = {"split", "array_split", "hsplit", "vsplit", "dsplit", "unstack"}
 RANDOM = {"random_uniform", "random_normal", "random_bernoulli"}
 """The random ops (values from the counter-based generator, :mod:`capviz.ops.random`)."""
 WHOLE = {
-    "append", "insert", "delete", "resize", "compress", "pad", "diag", "diagflat",
+    "append", "insert", "insert_indices", "delete", "resize", "compress", "pad", "diag", "diagflat",
     "linalg.diagonal", "lib.stride_tricks.sliding_window_view", "take_along_axis", "put",
     "put_along_axis", "setitem", "index_put", "ufunc_at", "view", "convolve",
     "correlate", "cross", "linalg.cross", "kron", "inner", "vecdot", "linalg.vecdot", "matvec",
@@ -95,3 +95,23 @@ to NumPy's result dtype first, as NumPy's own loops cast each element."""
 def whole(name: str) -> bool:
     """Whether the op ``name`` needs its operands whole (one block each)."""
     return name in WHOLE or name.startswith(WHOLE_PREFIXES)
+
+
+TREATMENTS = (("elementwise", ELEMENTWISE), ("axis", AXIS), ("move", MOVE),
+              ("select", SELECT), ("reduce", REDUCE), ("contract", CONTRACT),
+              ("gather", GATHER), ("split", SPLIT), ("random", RANDOM), ("sized", DATA_SIZE))
+"""Each trait's word and its ops, in the order an op is looked up (its first trait counts)."""
+
+ORDER_DEPENDENT = frozenset(("reduce", "contract"))
+"""The treatments whose float results depend on the order of additions (an engine that adds
+in another order agrees within its tolerance, not bit for bit)."""
+
+
+def treatment(name: str) -> str | None:
+    """The trait word of the op ``name`` (``"reduce"``, ``"whole"``...; a ufunc's is
+    ``"elementwise"`` without being listed, which the caller knows), or ``None``: the op has no
+    traits."""
+    for word, names in TREATMENTS:
+        if name in names:
+            return word
+    return "whole" if whole(name) else None

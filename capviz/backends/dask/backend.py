@@ -97,23 +97,15 @@ rule is refused until it gets one)."""
 
 
 def _kind(name: str) -> str | None:
-    """The rule kind of the op ``name``, or ``None`` when it has none (refused)."""
+    """The rule kind of the op ``name`` (its trait, :func:`capviz.ops.traits.treatment`), or
+    ``None`` when it has none (refused)."""
     if name in ops.UFUNCS:
         return "elementwise"
-    for kind, names in _KINDS:
-        if name in names:
-            return kind
-    if traits.whole(name):
-        return "whole"
-    return None
-
-
-_KINDS = (("elementwise", traits.ELEMENTWISE), ("axis", traits.AXIS), ("move", traits.MOVE),
-          ("select", traits.SELECT), ("reduce", traits.REDUCE), ("contract", traits.CONTRACT),
-          ("gather", traits.GATHER), ("split", traits.SPLIT), ("random", traits.RANDOM),
-          ("unpack", {"unpack"}),  # the program picks a result of a multi-result op itself
-          ("sized", traits.DATA_SIZE),
-          ("into", {"into"}))  # f(..., out=y): f's own rule where out= changes no bit, else whole
+    if name in ("unpack", "into"):
+        # unpack: the program picks a result of a multi-result op itself; into: f(..., out=y),
+        # f's own rule where out= changes no bit, else whole
+        return name
+    return traits.treatment(name)
 
 
 def _rules() -> dict[str, str]:

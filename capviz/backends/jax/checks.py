@@ -45,9 +45,22 @@ FINITE_OPERANDS = frozenset(("polyfit", "linalg.pinv", "linalg.svdvals", "linalg
 """Ops NumPy runs in LAPACK, which raises LinAlgError on an infinity or NaN (SVD did not
 converge...), where XLA returns NaNs: their float operands must be finite."""
 
+UNDERFLOW = frozenset(("divide",))
+"""Float division, whose quotient XLA flushes to zero where NumPy's is subnormal: a zero that
+NumPy would not give (a nonzero divided by a finite number) fails the replay at the node,
+before a later division or logarithm turns it into ``-0.0``, an infinity or NaN where NumPy
+computes a number. Products, sums and the functions are not checked: a check per op keeps XLA
+from fusing a chain (``benchmarks/engine_checks.py``: 87x on a 100-op float32 chain), so their
+flushed subnormals stay within the backend's absolute tolerance unless a later op amplifies them
+(docs/guide/replay.md, "Where an engine's arithmetic differs from NumPy's"). Inputs holding
+subnormals are refused before the run."""
+
 NOT_EMPTY = frozenset(("linalg.cond", "histogram_bin_edges"))
 """Ops jax.numpy refuses on an empty operand (NumPy raises its own error or computes)."""
 
+_UNDERFLOW = ("{op} of a nonzero float gave 0 on XLA, which flushes subnormal results to zero "
+              "where NumPy keeps them (a later division or log would differ); replay with "
+              "backend='numpy', or scale the values away from the float's smallest normal")
 _LAPACK = ("an operand of {op} holds an infinity or NaN: NumPy's LAPACK fails on it "
            "(LinAlgError) where XLA returns NaNs; replay with backend='numpy', or check the "
            "values first")
@@ -75,6 +88,18 @@ def _complex_ok(jnp: Any, x: Any) -> Any:
     return jnp.all((jnp.abs(jnp.real(x)) < bound) & (jnp.abs(jnp.imag(x)) < bound))
 
 
+def _flushed(jnp: Any, a: Any, b: Any, result: Any) -> Any:
+    """Where the quotient ``result`` of ``a / b`` is a zero NumPy would not give."""
+    return (result == 0) & (a != 0) & jnp.isfinite(a) & jnp.isfinite(b)
+
+
+def _underflow(jnp: Any, name: str, args: tuple, result: Any) -> None:
+    if not hasattr(result, "dtype") or dtype_of(result).kind != "f":
+        return
+    a, b = (jnp.asarray(x).astype(result.dtype) for x in args)
+    require(~jnp.any(_flushed(jnp, a, b, result)), _UNDERFLOW.format(op=name))
+
+
 def checked(name: str, jnp: Any, fn: Callable) -> Callable:
     """``fn`` (the op ``name`` on jax.numpy) with the value checks of this module."""
     float16 = name in FLOAT16_OVERFLOW
@@ -96,6 +121,8 @@ def checked(name: str, jnp: Any, fn: Callable) -> Callable:
                           if dtype_of(a).kind == "c"]
         for value in complex_values:
             require(_complex_ok(jnp, value), _COMPLEX.format(what="operand or result"))
+        if name in UNDERFLOW and len(args) == 2:
+            _underflow(jnp, name, args, result)
         if float16:
             for value in _arrays(result):
                 if dtype_of(value) == np.float16:

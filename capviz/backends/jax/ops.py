@@ -835,7 +835,22 @@ def _digitize(jnp: Any) -> Callable:
     return digitize
 
 
-OVERRIDES.update({"tril": _triangle("tril"), "triu": _triangle("triu"), "vander": _vander,
+def _insert_indices(jnp: Any) -> Callable:
+    """np.insert with an index tensor: each index checked to lie in ``[-n, n]`` (NumPy raises
+    IndexError; jax.numpy clips)."""
+
+    def insert_indices(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
+        arr = jnp.asarray(arr)
+        n = math.prod(arr.shape) if axis is None else arr.shape[axis]
+        obj = jnp.asarray(obj).astype(np.int64)
+        require(jnp.all((obj >= -n) & (obj <= n)), f"an index of np.insert is out of bounds "
+                f"for an axis of size {n} (NumPy raises IndexError)")
+        return jnp.insert(arr, obj, values, axis=axis)
+
+    return insert_indices
+
+
+OVERRIDES.update({"insert_indices": _insert_indices, "tril": _triangle("tril"), "triu": _triangle("triu"), "vander": _vander,
                   "digitize": _digitize})
 OVERRIDES.update({"round": _round, "trapezoid": _trapezoid, "polymul": _polymul,
                   **{name: _float_reduction(name) for name in _REDUCTIONS_IN_FLOATS}})

@@ -1,0 +1,83 @@
+"""What the JAX backend's value checks cost (issue 25). Run: python benchmarks/engine_checks.py
+
+The checks that make the JAX replay fail at a node instead of returning a value NumPy would not
+compute (``capviz/backends/jax/checks.py``: finite, moderate complex values; zeros from
+flushed subnormals in ``*``, ``/``, ``+``, ``-``; float16 overflow of reductions) are flags of
+the compiled function. Measured here against a bare ``jax.jit`` of the same Python function on
+the same device input (no capviz check at all, the ceiling XLA gives): medians of interleaved
+rounds (``_common.interleaved``), CPU time of this process, per replay.
+
+- a 100-op chain of ``*`` and ``+`` over (1024, 1024) float32 (every op underflow-checked);
+- a 40-op chain of complex64 ``*`` and ``+`` over (512, 512) (every value's parts checked);
+- ``x.std(axis=0)`` of (4096, 256) float16 (the float16 overflow check).
+
+Figures: capviz's JAX replay time / bare ``jax.jit`` time (1.00: free). Compare with the same
+script on a checkout before the checks (``git stash`` or an older commit) for what they add.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from _common import chain, interleaved
+
+import capviz as cv
+
+CALLS = 10
+
+
+def _complex_chain(z):
+    for _ in range(20):
+        z = z * (0.999 + 0.001j)
+        z = z + (0.5 - 0.25j)
+    return z
+
+
+def _std(x):
+    return x.std(axis=0)
+
+
+def _cases() -> list:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1024, 1024)).astype(np.float32)
+    z = (rng.standard_normal((512, 512)) + 1j * rng.standard_normal((512, 512))).astype(
+        np.complex64)
+    h = rng.standard_normal((4096, 256)).astype(np.float16)
+    h = np.where(np.abs(h) < np.finfo(h.dtype).tiny, np.float16(0.5), h)  # no subnormals
+    return [("100-op chain, (1024, 1024) float32", lambda v: chain(v, 100), x),
+            ("40-op complex64 chain, (512, 512)", _complex_chain, z),
+            ("std(axis=0), (4096, 256) float16", _std, h)]
+
+
+def main() -> None:
+    import jax
+
+    from capviz.backends.jax.backend import x64
+
+    print(f"{'case':<40} {'capviz jax':>12} {'bare jit':>12} {'ratio':>7}")
+    for name, fn, value in _cases():
+        graph = cv.capture(fn, cv.spec(value.shape, value.dtype))
+        replay = graph.compile(backend="jax")
+        with x64():
+            device = jax.device_put(value)
+            bare = jax.jit(fn)
+            bare(device).block_until_ready()
+        replay(device)[0].block_until_ready()
+
+        def ours():
+            for _ in range(CALLS):
+                replay(device)[0].block_until_ready()
+
+        def theirs():
+            with x64():
+                for _ in range(CALLS):
+                    bare(device).block_until_ready()
+
+        mine, ref = interleaved([ours, theirs], rounds=7, clock=time.process_time)
+        print(f"{name:<40} {mine / CALLS * 1e3:>10.2f}ms {ref / CALLS * 1e3:>10.2f}ms "
+              f"{mine / ref:>6.2f}x")
+
+
+if __name__ == "__main__":
+    main()
