@@ -47,7 +47,7 @@ def same_on_every_engine(fn, arrays):
             np.testing.assert_array_equal(got, expected, err_msg=backend)
 
 
-# --- JAX: complex special values ---------------------------------------------------------------
+# --- JAX: complex special values --------------------------------------------------------------
 
 COMPLEX = r"complex operand or result is not finite.*C99"
 
@@ -79,7 +79,7 @@ def test_jax_finite_complex_values_still_replay():
     np.testing.assert_allclose(got, (a * a) / (a + 1), rtol=1e-6)
 
 
-# --- JAX: subnormals -----------------------------------------------------------------------------
+# --- JAX: subnormals ----------------------------------------------------------------------------
 
 
 def test_jax_refuses_a_complex_input_with_a_subnormal_part():
@@ -90,7 +90,7 @@ def test_jax_refuses_a_complex_input_with_a_subnormal_part():
         graph.replay({"x": a}, backend="jax")
 
 
-# --- JAX: float-to-integer casts inside a reduction ----------------------------------------------
+# --- JAX: float-to-integer casts inside a reduction ---------------------------------------------
 
 
 def test_jax_cumprod_to_int32_of_an_overflowing_float16_fails_at_the_node():
@@ -104,7 +104,7 @@ def test_jax_cumprod_to_int32_of_floats_in_range_is_numpys():
                          [np.array([1.5, -2.7, 300.0, 7.9], np.float16)])
 
 
-# --- JAX: round, trapezoid, float16 overflow, mean of integers -------------------------------------
+# --- JAX: round, trapezoid, float16 overflow, mean of integers ------------------------------------
 
 
 def test_round_of_a_huge_float32_overflows_as_in_numpy():
@@ -135,7 +135,7 @@ def test_jax_mean_with_an_integer_dtype_is_refused_at_the_node():
                          r"np\.mean\(\.\.\., dtype=int64\): NumPy accumulates in that integer")
 
 
-# --- JAX: infinities in convolutions, unchecked bins, LAPACK on NaN --------------------------------
+# --- JAX: infinities in convolutions, unchecked bins, LAPACK on NaN -------------------------------
 
 
 def test_jax_correlate_of_an_infinity_fails_at_the_node():
@@ -163,7 +163,7 @@ def test_jax_polyfit_of_a_nan_fails_at_the_node():
         graph.replay({"x": x, "y": y}, backend="jax")
 
 
-# --- every engine: np.polymul's trimmed leading zeros ----------------------------------------------
+# --- every engine: np.polymul's trimmed leading zeros ---------------------------------------------
 
 
 def test_polymul_of_a_leading_zero_fails_at_the_node_on_every_engine():
@@ -175,7 +175,7 @@ def test_polymul_of_a_leading_zero_fails_at_the_node_on_every_engine():
             graph.replay({"a1": a1, "a2": a2}, backend=backend)
 
 
-# --- Dask: nanvar and nanstd with dtype= -----------------------------------------------------------
+# --- Dask: nanvar and nanstd with dtype= ----------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ["nanvar", "nanstd"])

@@ -850,8 +850,8 @@ def _insert_indices(jnp: Any) -> Callable:
     return insert_indices
 
 
-OVERRIDES.update({"insert_indices": _insert_indices, "tril": _triangle("tril"), "triu": _triangle("triu"), "vander": _vander,
-                  "digitize": _digitize})
+OVERRIDES.update({"insert_indices": _insert_indices, "tril": _triangle("tril"),
+                  "triu": _triangle("triu"), "vander": _vander, "digitize": _digitize})
 OVERRIDES.update({"round": _round, "trapezoid": _trapezoid, "polymul": _polymul,
                   **{name: _float_reduction(name) for name in _REDUCTIONS_IN_FLOATS}})
 
