@@ -12,9 +12,10 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 from tests.differential import cases, run
 
-PROFILES = {"ci": (None, 1), "thorough": (20_000, 4)}
-"""Cases and value generators per signature: the CI profile draws every base once (with one
-generator drawn at random), the thorough one 20,000 cases, four generators per signature."""
+PROFILES = {"ci": (None, 1), "thorough": (20_000, 8)}
+"""Cases and value draws per signature: the CI profile draws every base once (with one
+generator drawn at random), the thorough one 20,000 cases, eight draws per signature (each
+generator twice: 2,500 captures and compiles)."""
 
 
 def main(argv: list[str] | None = None) -> int:

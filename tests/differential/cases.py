@@ -131,6 +131,8 @@ def sample(n: int, seed: int, per_signature: int = 4, only: str = "") -> list[Ca
         order = [values.GENERATORS[i] for i in rng.permutation(len(values.GENERATORS))]
         if per_signature > 1:  # normal values first, where the others are compared with them
             order = ["normal"] + [g for g in order if g != "normal"]
-        for generator in order[:per_signature]:
+        # more than one draw per generator past four (new values, one capture and compile)
+        order = (order * (per_signature // len(order) + 1))[:per_signature]
+        for generator in order:
             cases.append(draw(base, rng, dtype, generator, shape, layout))
     return cases[:n]

@@ -37,7 +37,8 @@ FLOAT16_OVERFLOW = frozenset((*traits.REDUCE, *traits.CONTRACT, *traits.ACCUMULA
 NONFINITE_SPREAD = frozenset(("convolve", "correlate", "polymul"))
 """Ops XLA runs as a convolution over zero padding: an infinity or NaN of an operand reaches
 every result element (``0 * nan``), where NumPy's sliding sums leave the elements it does not
-touch finite. Their float operands must be finite."""
+touch finite. Their float operands must be finite, as those of every ``fft.*`` op (XLA's and
+pocketfft's butterflies spread an infinity into other NaN patterns)."""
 
 FINITE_OPERANDS = frozenset(("polyfit", "linalg.pinv", "linalg.svdvals", "linalg.matrix_rank",
                              "linalg.cond", "linalg.eigvalsh", "linalg.cholesky",
@@ -55,12 +56,21 @@ flushed subnormals stay within the backend's absolute tolerance unless a later o
 (docs/guide/replay.md, "Where an engine's arithmetic differs from NumPy's"). Inputs holding
 subnormals are refused before the run."""
 
+ORDER_STATISTICS = frozenset(("median", "nanmedian", "percentile", "quantile", "nanpercentile",
+                              "nanquantile"))
+"""Ops that interpolate between sorted values: an infinity among them gives NumPy's NaN
+(``b - (b - a) * (1 - t)``) where XLA's formula gives an infinity; their float operands must
+hold no infinity, and complex ones are refused (jax.numpy has no complex quantiles)."""
+
 NOT_EMPTY = frozenset(("linalg.cond", "histogram_bin_edges"))
 """Ops jax.numpy refuses on an empty operand (NumPy raises its own error or computes)."""
 
 _UNDERFLOW = ("{op} of a nonzero float gave 0 on XLA, which flushes subnormal results to zero "
               "where NumPy keeps them (a later division or log would differ); replay with "
               "backend='numpy', or scale the values away from the float's smallest normal")
+_INFINITY = ("an operand of {op} holds an infinity: NumPy's interpolation between sorted "
+             "values gives NaN next to it where XLA's gives an infinity; replay with "
+             "backend='numpy', or np.nan_to_num the operand first")
 _LAPACK = ("an operand of {op} holds an infinity or NaN: NumPy's LAPACK fails on it "
            "(LinAlgError) where XLA returns NaNs; replay with backend='numpy', or check the "
            "values first")
@@ -103,7 +113,7 @@ def _underflow(jnp: Any, name: str, args: tuple, result: Any) -> None:
 def checked(name: str, jnp: Any, fn: Callable) -> Callable:
     """``fn`` (the op ``name`` on jax.numpy) with the value checks of this module."""
     float16 = name in FLOAT16_OVERFLOW
-    spread = name in NONFINITE_SPREAD
+    spread = name in NONFINITE_SPREAD or name.startswith("fft.")
     finite = name in FINITE_OPERANDS
 
     def run(*args: Any, **params: Any) -> Any:
@@ -113,6 +123,13 @@ def checked(name: str, jnp: Any, fn: Callable) -> Callable:
                 if dtype_of(a).kind in "fc":
                     require(jnp.all(jnp.isfinite(a)),
                             (_SPREAD if spread else _LAPACK).format(op=name))
+        if name in ORDER_STATISTICS:
+            for a in operands:
+                if dtype_of(a).kind == "c":
+                    raise NotImplementedError(f"jax.numpy's {name} takes no complex values; "
+                                              "replay with backend='numpy'")
+                if dtype_of(a).kind == "f":
+                    require(~jnp.any(jnp.isinf(a)), _INFINITY.format(op=name))
         if name in NOT_EMPTY and any(not math.prod(a.shape) for a in operands):
             raise NotImplementedError(f"jax.numpy's {name} takes no empty array; replay with "
                                       "backend='numpy'")

@@ -827,8 +827,8 @@ def _digitize(jnp: Any) -> Callable:
     def digitize(x: Any, bins: Any, right: bool = False) -> Any:
         bins = jnp.asarray(bins)
         if bins.shape and bins.shape[0] > 1:
-            steps = jnp.diff(bins)
-            require(jnp.all(steps >= 0) | jnp.all(steps <= 0),
+            later, earlier = bins[1:], bins[:-1]  # compared, not subtracted (unsigned bins)
+            require(jnp.all(later >= earlier) | jnp.all(later <= earlier),
                     "ValueError: bins must be monotonically increasing or decreasing")
         return jnp.digitize(x, bins, right)
 
@@ -850,7 +850,23 @@ def _insert_indices(jnp: Any) -> Callable:
     return insert_indices
 
 
-OVERRIDES.update({"insert_indices": _insert_indices, "tril": _triangle("tril"),
+def _polyfit(jnp: Any) -> Callable:
+    """np.polyfit: integer and boolean operands as float64, as NumPy's ``x + 0.0`` makes them
+    (jax.numpy's takes inexact types only)."""
+
+    def polyfit(x: Any, y: Any, deg: int, *args: Any, **params: Any) -> Any:
+        def inexact(v: Any) -> Any:
+            v = jnp.asarray(v)
+            return v.astype(np.float64) if dtype_of(v).kind in "biu" else v
+
+        if params.get("w") is not None:
+            params["w"] = inexact(params["w"])
+        return jnp.polyfit(inexact(x), inexact(y), deg, *args, **params)
+
+    return polyfit
+
+
+OVERRIDES.update({"polyfit": _polyfit, "insert_indices": _insert_indices, "tril": _triangle("tril"),
                   "triu": _triangle("triu"), "vander": _vander, "digitize": _digitize})
 OVERRIDES.update({"round": _round, "trapezoid": _trapezoid, "polymul": _polymul,
                   **{name: _float_reduction(name) for name in _REDUCTIONS_IN_FLOATS}})
