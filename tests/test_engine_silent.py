@@ -155,12 +155,37 @@ def test_jax_digitize_with_unordered_bins_fails_as_numpy_raises():
             graph.replay({"x": np.ones(3), "bins": bins}, backend=backend)
 
 
-def test_jax_polyfit_of_a_nan_fails_at_the_node():
-    x = np.array([0.0, 1.0, 2.0, 3.0])
-    y = np.array([1.0, np.nan, 2.0, 0.0])
-    graph = capture(lambda x, y: np.polyfit(x, y, 1), x, y)
-    with pytest.raises(cv.ReplayError, match=r"operand of polyfit holds an infinity or NaN"):
-        graph.replay({"x": x, "y": y}, backend="jax")
+def test_jax_pinv_of_a_nan_fails_at_the_node():
+    a = np.array([[1.0, np.nan], [2.0, 3.0]])
+    graph = capture(np.linalg.pinv, a)
+    with pytest.raises(cv.ReplayError, match=r"operand of linalg\.pinv holds an infinity or NaN"):
+        graph.replay({"a": a}, backend="jax")
+
+
+def test_jax_refuses_polyfit_by_name():
+    graph = capture(lambda x, y: np.polyfit(x, y, 1), np.ones(4), np.ones(4))
+    with pytest.raises(cv.UnsupportedOperationError, match=r"op 'polyfit' cannot run on the "
+                                                           r"jax backend: .*ill-conditioned"):
+        graph.replay({"x": np.arange(4.0), "y": np.ones(4)}, backend="jax")
+
+
+def test_jax_percentile_next_to_an_infinity_fails_at_the_node():
+    a = np.array([0.5, np.inf, -1.0, 0.25])
+    fails_at_node_on_jax(lambda x: np.percentile(x, 90), [a],
+                         r"operand of percentile holds an infinity: NumPy's interpolation")
+
+
+def test_jax_fft_of_float16_is_refused_at_the_node():
+    a = np.array([0.5, 65500.0, -0.25, 1.0], np.float16)
+    fails_at_node_on_jax(lambda x: np.fft.ifft(x, 3), [a],
+                         r"np\.fft\.ifft of float16: NumPy computes the transform's scale")
+
+
+def test_jax_matrix_rank_of_integers_is_declared_inexact():
+    a = np.array([[4_000_000_000, 1], [2, 3]], np.uint32)
+    graph = capture(np.linalg.matrix_rank, a)
+    with pytest.warns(cv.InexactResultWarning, match="matrix_rank"):
+        graph.replay({"A": a}, backend="jax")
 
 
 # --- every engine: np.polymul's trimmed leading zeros ---------------------------------------------

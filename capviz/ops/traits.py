@@ -77,6 +77,12 @@ DATA_SIZE = {"mask_select", "mask_put", "nonzero", "flatnonzero", "argwhere", "u
 through a mask as many rows as it selects: an engine without static shapes for them runs
 NumPy on the whole operands, with the result's length unknown until computed."""
 
+FLOATS_INSIDE = frozenset(("linalg.matrix_rank", "histogram", "histogram2d", "histogramdd",
+                           "histogram_bin_edges", "linalg.cond", "linalg.slogdet"))
+"""Ops that compute in floats whatever their operands' and results' dtypes (the rank of an
+integer matrix from its singular values; histogram counts from float bin edges): an inexact
+backend may give another integer result from exact operands."""
+
 INDEX_RESULTS = frozenset(("searchsorted", "digitize", "argwhere", "nonzero", "flatnonzero",
                            "count_nonzero"))
 """Ops whose integer results are indices or counts: jax gives them as int32, NumPy as intp;

@@ -57,7 +57,7 @@ def inexact_nodes(graph: Graph, backend: Any = None) -> dict[int, Node]:
                 break
         if origin is None and node.op not in _KEEPS and (rounds is None or node.op in rounds):
             dtype = node.dtype
-            if dtype is None or np.dtype(dtype).kind in "fc":
+            if dtype is None or np.dtype(dtype).kind in "fc" or node.op in traits.FLOATS_INSIDE:
                 origin = node  # a computed float (or several results: conservatively inexact)
         if origin is not None:
             inexact[node.index] = origin

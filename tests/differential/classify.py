@@ -13,7 +13,8 @@ from capviz.backends import registry
 from capviz.core.errors import CapvizError, ShapeError
 
 CLASSES = ("exact", "tolerance", "refused", "numpy_error", "raw_error", "silent")
-"""exact; within the engine's declared tolerance; refused by name (a capviz error); NumPy's
+"""exact; within the engine's declared tolerance (or an integer output the replay declares
+inexact, with ``cv.InexactResultWarning``); refused by name (a capviz error); NumPy's
 own error where eager NumPy raises; a raw error (an exception that is not capviz's, an
 engine's error wrapped where NumPy computes, a shape rule refusing what NumPy computes); a
 silent difference. The last two must stay empty."""
@@ -126,24 +127,37 @@ def _within(got: np.ndarray, want: np.ndarray, backend: registry.Backend) -> boo
         return bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
 
 
-def compare(got: list, want: list, backend: registry.Backend) -> str:
-    """The class of a replay's outputs against eager NumPy's: exact, tolerance or silent."""
+def declared_inexact(graph: Any, backend: registry.Backend) -> set[int]:
+    """The positions of the outputs the replay declares inexact on ``backend`` (integers or
+    booleans computed from floats the engine rounds otherwise: the replay warns,
+    ``cv.InexactResultWarning``)."""
+    from capviz.replay.exactness import inexact_integer_outputs
+
+    names = {out.index for out, _ in inexact_integer_outputs(graph, backend)}
+    return {k for k, node in enumerate(graph.output_nodes) if node.index in names}
+
+
+def compare(got: list, want: list, backend: registry.Backend,
+            declared: set[int] = frozenset()) -> str:
+    """The class of a replay's outputs against eager NumPy's: exact, tolerance (a float within
+    the backend's tolerance, or a ``declared`` inexact integer output) or silent."""
     if len(got) != len(want):
         return "silent"
     verdict = "exact"
-    for g, w in zip(got, want):
+    for k, (g, w) in enumerate(zip(got, want)):
         if g.dtype != w.dtype or g.shape != w.shape:
             return "silent"
         if _exact(g, w):
             continue
-        if not _within(g, w, backend):
+        if not (_within(g, w, backend) or k in declared):
             return "silent"
         verdict = "tolerance"
     return verdict
 
 
 def classify(want: list | None, eager_error: BaseException | None, got: list | None,
-             error: BaseException | None, backend: registry.Backend) -> str:
+             error: BaseException | None, backend: registry.Backend,
+             declared: set[int] = frozenset()) -> str:
     """The class of one outcome (see :data:`CLASSES`)."""
     if eager_error is not None:
         if error is None:
@@ -155,4 +169,4 @@ def classify(want: list | None, eager_error: BaseException | None, got: list | N
         if isinstance(error, ShapeError) or not _deliberate(error):
             return "raw_error"  # NumPy computes this
         return "refused"
-    return compare(got, want, backend)
+    return compare(got, want, backend, declared)
