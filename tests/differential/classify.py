@@ -131,8 +131,10 @@ def declared_inexact(graph: Any, backend: registry.Backend) -> set[int]:
     """The positions of the outputs the replay declares inexact on ``backend`` (integers or
     booleans computed from floats the engine rounds otherwise: the replay warns,
     ``cv.InexactResultWarning``)."""
-    from capviz.replay.exactness import inexact_integer_outputs
-
+    try:
+        from capviz.replay.exactness import inexact_integer_outputs
+    except ImportError:  # a capviz before per-node exactness (a "before" run): none declared
+        return set()
     names = {out.index for out, _ in inexact_integer_outputs(graph, backend)}
     return {k for k, node in enumerate(graph.output_nodes) if node.index in names}
 
