@@ -27,11 +27,14 @@ def test_ci_profile_has_no_raw_error_and_no_silent_difference():
     assert all(c["exact"] > c["refused"] for c in counts.values()), counts
 
 
-def test_the_cases_reach_every_op_of_the_table():
+def test_the_cases_are_every_example_of_the_op_table():
+    # (that the examples reach every op of the table is the contract suite's
+    # test_every_op_of_the_table_has_an_example)
     ids = {b.id for b in cases.bases()}
     examples = {name for name, _, _ in op_examples.examples()}
     assert examples - ids == set(cases.SKIPPED)
-    assert op_examples.uncovered() == []
+    assert {b.id for b in cases.bases() if b.id.startswith("form.")} == {
+        f"form.{name}" for name, _, _ in cases.FORMS}
 
 
 def test_a_case_draws_its_inputs_from_the_seed():
