@@ -415,7 +415,7 @@ class CaptureScope:
                 nodes = recorder.graph.nodes
                 if made.op == "create" and nodes and nodes[-1] is made:
                     nodes.pop()  # made for this input only: the input stands in its place
-                    recorder.graph.changed()
+                    recorder.graph.rebuilt()
         if isinstance(value, Tensor) and isinstance(value._trace, Recorder):
             return value  # produced inside a graph: reported at exit (invalid or unknown input)
         stands_for = None

@@ -197,3 +197,23 @@ def test_replacing_a_referenced_constant_makes_it_owned():
     assert not graph.constant_fingerprints
     w[...] = 5.0
     np.testing.assert_array_equal(graph.replay({"x": x})["out"], x @ np.ones_like(w))
+
+
+def test_a_weight_kept_by_reference_then_written_by_the_capture_becomes_a_state():
+    """Issue 20 turns an outside array the capture writes into a state; read first as a
+    constant kept by reference, its recorded value is then copied, and the user's array is
+    left as eager NumPy leaves it."""
+    w, x = weight(), x_of()
+    keep = w.copy()
+
+    def fn(x):
+        y = (x @ w).sum()
+        w[...] += y * 0.0  # a recorded write into the outside array: a state
+        return y
+
+    graph = cv.capture(fn, cv.spec(x.shape, "float32"))
+    assert [n.kind for n in graph.nodes if n.name == "w"] == ["state", "output"]
+    assert not graph.constant_fingerprints
+    np.testing.assert_array_equal(w, keep)  # as eager NumPy leaves it
+    out = graph.replay({"x": x})["out"]
+    np.testing.assert_allclose(out, (x @ keep).sum(), rtol=1e-5)

@@ -289,6 +289,13 @@ class Graph:
         self.version += 1
         return node
 
+    def rebuilt(self) -> None:
+        """Say capviz edited the graph in place (nodes added or removed at a capture's end):
+        compiled replays are rebuilt. Unlike :meth:`changed`, which the user calls, it
+        accepts no new value of a constant kept by reference: a change of the user's array
+        since the capture read it stays refused."""
+        self.version += 1
+
     def changed(self) -> None:
         """Say the graph was edited in place (a node's fields, a constant's array): compiled
         replays are rebuilt at their next call. A constant kept by reference whose array the

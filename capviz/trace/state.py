@@ -256,7 +256,10 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray) -> State:
         node = None  # read before, then changed by NumPy: that read keeps its value
     if node is not None:  # the read before the write reads the state
         node.kind = "state"
-        graph.state_values[node.index] = graph.constant_values.pop(node.index)
+        kept = graph.constant_values.pop(node.index)
+        if np.may_share_memory(kept, root):  # kept by reference (core/references): the
+            kept = host_copy(kept)            # state's value read before the write, copied
+        graph.state_values[node.index] = kept
         graph.constant_origins.pop(node.index, None)
         if node.name is None:
             node.name = name
@@ -339,7 +342,7 @@ def finish(recorder: Any, written: list[tuple[State, Node]], source: Any) -> Non
         graph.nodes.append(Node(len(graph.nodes), "output", None, (node,),
                                 {"state": node.index}, None, None, source, "", node.name))
     recorder.generators = {}
-    graph.changed()
+    graph.rebuilt()
 
 
 # --- `a[idx] = t` with an ndarray `a`: NumPy converts t; the statement says where it goes -----
