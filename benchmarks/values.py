@@ -3,7 +3,8 @@
 1. Capture with an example array against capture from a spec, on a program that reads no value
    (a 200-op elementwise chain on a 256x256 float64 input): the example is kept by reference
    and nothing is computed, so the two should cost the same (goal <= 1.05x). Interleaved,
-   medians of 15 rounds of 20 captures.
+   medians of 15 rounds of 20 captures, in this process's CPU time (other processes on a busy
+   machine disturb it less than wall time).
 2. The guard check's cost per replay: a graph of 100 guarded reads (``while x.max() > 1:
    x = x * 0.9``, unrolled to 100 tests on a 64-element input) replayed on NumPy, against the
    same 100 ops without their guards (the graph with its guard nodes dropped), per guard and
@@ -11,6 +12,8 @@
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 from _common import chain, header, interleaved, row
@@ -68,7 +71,9 @@ def main() -> None:
     example = np.random.default_rng(0).random((256, 256))
     spec = cv.spec(example.shape, example.dtype)
     captures(example)()  # warm up
-    t_spec, t_example = interleaved([captures(spec), captures(example)], rounds=15)
+    captures(spec)()
+    t_spec, t_example = interleaved([captures(spec), captures(example)], rounds=15,
+                                    clock=time.process_time)  # this process's CPU time
     per = 1e3 / CAPTURES
     header(f"capture of a 200-op program reading no value, per capture, medians of 15 rounds "
            f"of {CAPTURES}")
@@ -84,7 +89,8 @@ def main() -> None:
 
     bare = without_guards(copy.deepcopy(graph))
     replays(graph, x)()
-    t_guarded, t_bare = interleaved([replays(graph, x), replays(bare, x)], rounds=15)
+    t_guarded, t_bare = interleaved([replays(graph, x), replays(bare, x)], rounds=15,
+                                    clock=time.process_time)
     per = 1e6 / REPLAYS
     header(f"replay of a graph of {guards} guards (and {len(graph.ops)} ops) on NumPy, per "
            f"replay, medians of 15 rounds of {REPLAYS}")
