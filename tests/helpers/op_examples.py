@@ -125,6 +125,16 @@ def _creation(x):
     return out @ np.eye(4) + np.arange(4.0), np.full((2,), 3, np.int32), np.linspace(0, 1, 5)
 
 
+def _from_examples(fn):
+    """``fn``, captured with its arrays as examples (a length from the data, see
+    :func:`capture`)."""
+    def with_values(*xs):
+        return fn(*xs)
+
+    with_values.needs_values = True
+    return with_values
+
+
 def _random():
     return (cv.random.uniform((5, 7)), cv.random.normal((5, 7), dtype="float64"),
             cv.random.bernoulli((5, 7), p=0.3))
@@ -134,6 +144,8 @@ def examples() -> list[tuple[str, object, list]]:
     """``(id, fn, input arrays)`` for every example."""
     out = []
     for k, (name, fn, kinds, dtypes) in enumerate(coverage_cases.CASES):
+        if name in coverage_cases.FROM_EXAMPLES:
+            fn = _from_examples(fn)
         out.append((f"{name}-{k}", fn, [coverage_cases.make(kind, dtypes[0])
                                         for kind in kinds.split()]))
     for k, (name, fn) in enumerate(coverage_cases.METHOD_CASES):
