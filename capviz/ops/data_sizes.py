@@ -10,6 +10,7 @@ A capture records these ops only when it has example values (``capviz.trace.size
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -50,17 +51,19 @@ def _mask_select_meta(args: Sequence, params: dict) -> tuple:
     return (Pending(_size(mask.shape)), *rest), x.dtype
 
 
-register(Op("mask_select", lambda xp: lambda x, mask: x[mask], _mask_select_meta,
-            nargs=(2, 2)))
+def select(x: Any, mask: Any) -> Any:
+    """``x[mask]`` (module-level: a distributed scheduler pickles it by name)."""
+    return x[mask]
 
 
-def _mask_put(xp: Any) -> Any:
-    def put(x: Any, mask: Any, value: Any) -> Any:
-        y = x.copy()
-        y[mask] = value
-        return y
+def put(x: Any, mask: Any, value: Any) -> Any:
+    """``y = x.copy(); y[mask] = value``."""
+    y = x.copy()
+    y[mask] = value
+    return y
 
-    return put
+
+register(Op("mask_select", lambda xp: select, _mask_select_meta, nargs=(2, 2)))
 
 
 def _mask_put_meta(args: Sequence, params: dict) -> tuple:
@@ -78,7 +81,7 @@ def _mask_put_meta(args: Sequence, params: dict) -> tuple:
     return tuple(x.shape), x.dtype
 
 
-register(Op("mask_put", _mask_put, _mask_put_meta, nargs=(3, 3)))
+register(Op("mask_put", lambda xp: put, _mask_put_meta, nargs=(3, 3)))
 
 
 def _nonzero_meta(args: Sequence, params: dict) -> list:
@@ -91,7 +94,7 @@ def _nonzero_meta(args: Sequence, params: dict) -> list:
     return [((n,), INTP) for _ in a.shape]
 
 
-register(Op("nonzero", lambda xp: lambda a: tuple(xp.nonzero(a)), _nonzero_meta, multi=True))
+register(Op("nonzero", lambda xp: xp.nonzero, _nonzero_meta, multi=True))  # a tuple
 register(Op("flatnonzero", lambda xp: xp.flatnonzero,
             lambda args, params: ((Pending(_size(args[0].shape)),), INTP)))
 register(Op("argwhere", lambda xp: xp.argwhere,
@@ -100,14 +103,14 @@ register(Op("argwhere", lambda xp: xp.argwhere,
 UNIQUE_FLAGS = ("return_index", "return_inverse", "return_counts")
 
 
-def _unique(xp: Any) -> Any:
-    def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
-               return_counts: bool = False, equal_nan: bool = True) -> tuple:
-        out = xp.unique(ar, return_index=return_index, return_inverse=return_inverse,
-                        return_counts=return_counts, equal_nan=equal_nan)
-        return out if isinstance(out, tuple) else (out,)
+def unique_of(unique: Any, ar: Any, **flags: Any) -> tuple:
+    """``unique(ar, **flags)`` (the namespace's), its results always a tuple."""
+    out = unique(ar, **flags)
+    return out if isinstance(out, tuple) else (out,)
 
-    return unique
+
+def _unique(xp: Any) -> Any:
+    return functools.partial(unique_of, xp.unique)  # picklable: a function and NumPy's
 
 
 def _unique_meta(args: Sequence, params: dict) -> list:
@@ -144,7 +147,7 @@ def _compress_meta(args: Sequence, params: dict) -> tuple:
     return tuple(shape), a.dtype
 
 
-register(Op("compress_data", lambda xp: lambda condition, a, axis=None: xp.compress(
-    condition, a, axis=axis), _compress_meta, params=("axis",), nargs=(2, 2)))
+register(Op("compress_data", lambda xp: xp.compress, _compress_meta, params=("axis",),
+            nargs=(2, 2)))
 register(Op("extract", lambda xp: xp.extract, lambda args, params: (
     (Pending(min(_size(args[0].shape), _size(args[1].shape))),), args[1].dtype), nargs=(2, 2)))

@@ -108,7 +108,7 @@ def _float16(shape: tuple) -> np.ndarray:
 def _data_sizes(x):
     """The ops whose result length depends on the data (size symbols): captured with ``x`` as
     the example (see :func:`capture`)."""
-    y = x.copy()
+    y = x * 1.0  # (x.copy(): the copy op's function does not pickle for a dask cluster)
     y[y > 0] = y[y > 0] ** 0.5  # mask_select, mask_put
     values, counts = np.unique(np.round(x), return_counts=True)
     return (y, np.nonzero(x > 0)[1], np.flatnonzero(x < 0), np.argwhere(x > 0.5), values,
