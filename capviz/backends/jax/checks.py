@@ -62,6 +62,9 @@ ORDER_STATISTICS = frozenset(("median", "nanmedian", "percentile", "quantile", "
 (``b - (b - a) * (1 - t)``) where XLA's formula gives an infinity; their float operands must
 hold no infinity, and complex ones are refused (jax.numpy has no complex quantiles)."""
 
+COMPLEX_REFUSED = frozenset(("interp", "clip"))
+"""Ops jax.numpy refuses for complex values (NumPy computes them)."""
+
 NOT_EMPTY = frozenset(("linalg.cond", "histogram_bin_edges"))
 """Ops jax.numpy refuses on an empty operand (NumPy raises its own error or computes)."""
 
@@ -110,6 +113,13 @@ def _underflow(jnp: Any, name: str, args: tuple, result: Any) -> None:
     require(~jnp.any(_flushed(jnp, a, b, result)), _UNDERFLOW.format(op=name))
 
 
+def _weights_sum(jnp: Any, a: Any, w: Any, axis: Any) -> None:
+    """np.average's ZeroDivisionError: weights summing to 0 (jax.numpy divides)."""
+    total = w.sum(axis=axis) if len(w.shape) == len(a.shape) else w.sum()
+    require(jnp.all(total != 0), "ZeroDivisionError: Weights sum to zero, can't be normalized "
+            "(NumPy raises)")
+
+
 def checked(name: str, jnp: Any, fn: Callable) -> Callable:
     """``fn`` (the op ``name`` on jax.numpy) with the value checks of this module."""
     float16 = name in FLOAT16_OVERFLOW
@@ -129,6 +139,11 @@ def checked(name: str, jnp: Any, fn: Callable) -> Callable:
                 f"np.{name} of float16: NumPy computes the transform's scale factor (1/n) in "
                 "float16 and applies it to the float32 transform, which XLA does not; replay "
                 "with backend='numpy', or transform x.astype(np.float32)")
+        if name in COMPLEX_REFUSED and any(dtype_of(a).kind == "c" for a in operands):
+            raise NotImplementedError(f"jax.numpy's {name} takes no complex values; replay "
+                                      "with backend='numpy'")
+        if name == "average" and len(operands) > 1:
+            _weights_sum(jnp, operands[0], operands[1], params.get("axis"))
         if name in ORDER_STATISTICS:
             for a in operands:
                 if dtype_of(a).kind == "c":

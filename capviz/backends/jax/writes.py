@@ -86,6 +86,8 @@ def _put(jnp: Any) -> Callable:
     def put(x: Any, ind: Any, v: Any, mode: str = "raise") -> Any:
         n = math.prod(x.shape)
         ind = jnp.asarray(ind).reshape(-1)
+        if n == 0 and ind.shape[0]:  # NumPy's error whatever the mode
+            raise IndexError("cannot replace elements of an empty array")
         if mode == "wrap":
             ind = jnp.remainder(ind, n)
         elif mode == "clip":
