@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import graphviz
     import networkx as nx
 
-    from capviz.render.view import GraphView
+    from capviz.render.jupyter import GraphView
 
 
 class CapturedGraph(Graph):
@@ -199,7 +199,7 @@ class CapturedGraph(Graph):
         Returns:
             A ``GraphView``, which displays itself as self-contained HTML.
         """
-        from capviz.render.view import GraphView
+        from capviz.render.jupyter import GraphView
 
         return GraphView(self, values=values, title=title, budget=budget, metric=metric)
 

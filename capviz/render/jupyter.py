@@ -1,4 +1,4 @@
-"""Jupyter display: ``CapturedGraph._repr_mimebundle_`` and ``graph.view()``'s.
+"""Jupyter display: ``CapturedGraph._repr_mimebundle_``, and :class:`GraphView` (``graph.view()``).
 
 A display stores the graph once, compactly: ``text/html`` holds the interactive view (its data
 packed, see :mod:`capviz.render.view`) with a small static picture inside it (the top levels
@@ -19,6 +19,7 @@ from typing import Any
 from capviz.core.errors import RenderError
 from capviz.core.ir import Graph
 from capviz.render.rules import RULES
+from capviz.render.view import DEFAULT_BUDGET, fragment
 
 MIME_TYPES = ("text/html", "text/plain")  # stored by default
 ON_REQUEST = ("image/svg+xml",)  # given when ``include`` names it
@@ -55,8 +56,6 @@ def mimebundle(graph: Graph, include: Any = None, exclude: Any = None,
         except RenderError as err:
             bundle["text/plain"] = f"{bundle.get('text/plain', repr(graph))}\n(no SVG: {err})"
     if "text/html" in wanted:
-        from capviz.render.view import fragment
-
         try:
             overview = to_svg(graph, budget=RULES.overview)
         except RenderError:
@@ -64,3 +63,30 @@ def mimebundle(graph: Graph, include: Any = None, exclude: Any = None,
         bundle["text/html"] = fragment(graph, values=values, title=title, budget=budget,
                                        fallback_svg=overview, metric=metric)
     return bundle
+
+
+class GraphView:
+    """What ``graph.view()`` returns: displays as the interactive view in a notebook, with the
+    static SVG beside it (and inside it as the fallback) for viewers that run no scripts.
+
+    Attributes:
+        graph: the graph shown.
+    """
+
+    def __init__(self, graph: Graph, values: Mapping[Any, Any] | None = None,
+                 title: str | None = None, budget: int | None = None,
+                 metric: Any = None) -> None:
+        self.graph = graph
+        self.metric = metric
+        self.values = values
+        self.title = title
+        self.budget = DEFAULT_BUDGET if budget is None else budget
+
+    def html(self, fallback_svg: str | None = None) -> str:
+        """The view as an HTML fragment (``text/html``)."""
+        return fragment(self.graph, values=self.values, title=self.title, budget=self.budget,
+                        fallback_svg=fallback_svg, metric=self.metric)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return mimebundle(self.graph, include, exclude, values=self.values, title=self.title,
+                          budget=self.budget, metric=self.metric)

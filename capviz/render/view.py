@@ -172,32 +172,3 @@ def to_html(graph: Graph, path: str | os.PathLike | None = None,
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
     return text
-
-
-class GraphView:
-    """What ``graph.view()`` returns: displays as the interactive view in a notebook, with the
-    static SVG beside it (and inside it as the fallback) for viewers that run no scripts.
-
-    Attributes:
-        graph: the graph shown.
-    """
-
-    def __init__(self, graph: Graph, values: Mapping[Any, Any] | None = None,
-                 title: str | None = None, budget: int | None = None,
-                 metric: Any = None) -> None:
-        self.graph = graph
-        self.metric = metric
-        self.values = values
-        self.title = title
-        self.budget = DEFAULT_BUDGET if budget is None else budget
-
-    def html(self, fallback_svg: str | None = None) -> str:
-        """The view as an HTML fragment (``text/html``)."""
-        return fragment(self.graph, values=self.values, title=self.title, budget=self.budget,
-                        fallback_svg=fallback_svg, metric=self.metric)
-
-    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
-        from capviz.render.jupyter import mimebundle
-
-        return mimebundle(self.graph, include, exclude, values=self.values, title=self.title,
-                          budget=self.budget, metric=self.metric)
