@@ -21,8 +21,10 @@ def template_pattern(template: str) -> re.Pattern:
     return re.compile(".+?".join(re.escape(p) for p in pieces), re.S)
 
 
-def meet(row: Situation, tmp_path) -> Exception:
-    """Run ``row.example`` from a real file (so the message can quote it); its error."""
+def meet(row: Situation, tmp_path, monkeypatch) -> Exception:
+    """Run ``row.example`` from a real file (so the message can quote it), in ``tmp_path`` (an
+    example may write a file); its error."""
+    monkeypatch.chdir(tmp_path)
     path = tmp_path / f"example_{row.name}.py"
     path.write_text("import numpy as np\nimport capviz as cv\n\n" + row.example + "\n")
     with pytest.raises(ERROR_TYPES[row.kind]) as info:
@@ -31,8 +33,8 @@ def meet(row: Situation, tmp_path) -> Exception:
 
 
 @pytest.mark.parametrize("row", SITUATIONS, ids=lambda r: r.name)
-def test_each_situation_says_what_why_and_the_one_fix_in_three_lines(row, tmp_path):
-    err = meet(row, tmp_path)
+def test_each_situation_says_what_why_and_the_one_fix_in_three_lines(row, tmp_path, monkeypatch):
+    err = meet(row, tmp_path, monkeypatch)
     lines = str(err).splitlines()
     assert 2 <= len(lines) <= 3, lines
     code = lines[0].split("` at ")[0].lstrip("`")
