@@ -37,6 +37,10 @@ def make(kind, dtype):
         return RNG.integers(0, 256, (3, 4)).astype(np.uint8)
     if kind == "idx":
         return RNG.integers(0, 3, (3, 4)).astype(dt)
+    if kind in ("pv", "pw"):  # polynomial coefficients: np.polymul drops a leading 0
+        a = make(kind[1], dtype)
+        a[0] = 3 if a[0] == 0 else a[0]
+        return a
     shape = {"m": (3, 4), "v": (5,), "t3": (2, 3, 4), "sq": (4, 4), "w": (4,), "s": ()}[kind]
     if dt.kind == "c":
         return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dt)
@@ -291,7 +295,7 @@ CASES = [
     ("np.geomspace", lambda a, b: np.geomspace(np.abs(a) + 1, np.abs(b) + 2, 3), "w w", F),
     ("np.polyadd", np.polyadd, "v w", FI),
     ("np.polysub", np.polysub, "w v", F),
-    ("np.polymul", np.polymul, "v w", FI),
+    ("np.polymul", np.polymul, "pv pw", FI),
     ("np.polyint", lambda a: np.polyint(a, 2), "v", F),
     ("np.polyder", np.polyder, "v", FI),
     ("np.polyder", lambda a: np.polyder(a, m=3), "w", F),
