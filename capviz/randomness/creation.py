@@ -68,18 +68,20 @@ def user_call(frame: FrameType | None) -> bool:
     return known
 
 
-def _plain(value: Any) -> bool:
+def plain(value: Any) -> bool:
+    """Whether ``value`` is plain Python or NumPy data (numbers, strings, dtypes, sequences of
+    them): what a creation or draw keeps as a static parameter."""
     if isinstance(value, (tuple, list)):
-        return all(_plain(v) for v in value)
+        return all(plain(v) for v in value)
     return isinstance(value, _PLAIN)
 
 
-def _static(value: Any) -> Any:
+def static(value: Any) -> Any:
     """A plain argument as the graph keeps it: dtypes by name, sequences as tuples."""
     if isinstance(value, (np.dtype, type)):
         return np.dtype(value).name
     if isinstance(value, list | tuple):
-        return tuple(_static(v) for v in value)
+        return tuple(static(v) for v in value)
     return value
 
 
@@ -90,7 +92,7 @@ _FIRST = {"zeros": 1, "ones": 1, "empty": 1, "full": 2, "eye": 1, "identity": 1}
 
 
 def _create(recorder: Any, function: str, args: tuple, kwargs: dict) -> Tensor | None:
-    if not _plain(args) or not _plain(list(kwargs.values())) or "like" in kwargs \
+    if not plain(args) or not plain(list(kwargs.values())) or "like" in kwargs \
             or "device" in kwargs:
         return None
     names = _NAMES.get(function)
@@ -104,8 +106,8 @@ def _create(recorder: Any, function: str, args: tuple, kwargs: dict) -> Tensor |
         args = tuple(bound.get(k, kwargs.pop(k, None)) for k in names[:first])
         if not kwargs.keys() <= set(names):
             return None
-    params = {"function": function, "args": _static(args),
-              "kwargs": {k: _static(v) for k, v in kwargs.items()}}
+    params = {"function": function, "args": static(args),
+              "kwargs": {k: static(v) for k, v in kwargs.items()}}
     return recorder.apply(ops.OPS["create"], (), params)
 
 
@@ -121,7 +123,7 @@ def _like(recorder: Any, name: str, args: tuple, kwargs: dict) -> Tensor | None:
                                           else rest.pop(0),)
     names = ("dtype", "order", "subok", "shape")
     given = dict(zip(names, rest)) | kwargs
-    if not _plain(list(given.values())) or not _plain(fill):
+    if not plain(list(given.values())) or not plain(fill):
         return None
     order = given.get("order", "K")
     if order in ("K", "A", None):

@@ -34,7 +34,7 @@ from numpy.random import Generator, RandomState
 
 from capviz import ops
 from capviz.core.source import user_source
-from capviz.randomness.creation import user_call
+from capviz.randomness.creation import plain, static, user_call
 from capviz.trace.context import active
 from capviz.trace.tensor import Tensor
 
@@ -45,25 +45,10 @@ NOT_DRAWS = frozenset(("bit_generator", "spawn", "get_state", "getstate", "set_s
 SEEDS = frozenset(("seed", "set_state", "setstate", "set_bit_generator"))
 """Methods that reseed: a ``seed`` violation inside a capture."""
 IN_PLACE = frozenset(("shuffle",))
-_PLAIN = (bool, int, float, complex, str, type(None), np.generic, np.dtype, type)
 
 
 class NotRecordable(Exception):
     """A draw a graph cannot hold; the text says why and what to write instead."""
-
-
-def _plain(value: Any) -> bool:
-    if isinstance(value, (tuple, list)):
-        return all(_plain(v) for v in value)
-    return isinstance(value, _PLAIN)
-
-
-def _static(value: Any) -> Any:
-    if isinstance(value, (np.dtype, type)):
-        return np.dtype(value).name
-    if isinstance(value, list | tuple):
-        return tuple(_static(v) for v in value)
-    return value
 
 
 def _state_node(recorder: Any, generator: Any, label: str) -> Any:
@@ -95,7 +80,7 @@ def record(recorder: Any, generator: Any, label: str, method: str, args: tuple,
     if method in IN_PLACE:
         raise NotRecordable(f"{call} shuffles its argument in place; index with a "
                             f"permutation instead: x = x[{label}.permutation(len(x))]")
-    if not _plain(args) or not _plain(list(kwargs.values())):
+    if not plain(args) or not plain(list(kwargs.values())):
         raise NotRecordable(f"{call} with a parameter that is an array or a capture tensor: "
                             "NumPy's generator draws with plain numbers, and only those are "
                             "recorded; use standard values transformed with the tensors: "
@@ -106,8 +91,8 @@ def record(recorder: Any, generator: Any, label: str, method: str, args: tuple,
         raise NotRecordable(f"{call} returns a {type(value).__name__}, not an array (no "
                             "size=), which a graph cannot hold as NumPy computes with it; "
                             f"pass a size and index it: {label}.{method}(..., size=1)[0]")
-    params = {"method": method, "args": _static(args),
-              "kwargs": {k: _static(v) for k, v in kwargs.items()},
+    params = {"method": method, "args": static(args),
+              "kwargs": {k: static(v) for k, v in kwargs.items()},
               "shape": tuple(value.shape), "dtype": value.dtype.name}
     node = recorder.record(ops.OPS["draw"], (_state_node(recorder, generator, label),), params)
     return Tensor(node, recorder)
