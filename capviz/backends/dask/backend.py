@@ -530,18 +530,10 @@ def into(op: ops.Op, args: tuple, params: dict) -> Any:
 
 
 def sized(op: ops.Op, args: tuple, params: dict) -> Any:
-    """An op whose result length depends on the data: NumPy on the operands gathered into one
-    block (one task), the data-dependent lengths unknown (NaN) until computed."""
-    fn = numpy_callable(op)
-    out = _out(op, args, params)
-    template, slots, arrays = _split_args(args)
-    blocks = [_one_block(a) for a in arrays]
-    task = dask.delayed(_Call(fn, template, slots, params), pure=True)(*blocks)
-    if not op.multi:
-        shape, dtype = out
-        return da.from_delayed(task, shape, dtype=dtype, meta=_meta_array(shape, dtype))
-    return tuple(da.from_delayed(task[k], shape, dtype=dtype, meta=_meta_array(shape, dtype))
-                 for k, (shape, dtype) in enumerate(out))
+    """An op whose result length depends on the data: run as :func:`whole` ops are (NumPy on
+    the operands gathered into one block, one task); its rule's data-dependent lengths are
+    unknown (NaN) to Dask until computed."""
+    return whole(op, args, params)
 
 
 _LOWER: dict[str, Callable] = {
