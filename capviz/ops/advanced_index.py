@@ -37,7 +37,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from capviz.ops.elementwise import UFUNCS
 from capviz.ops.table import Op, is_tensor_meta, register, rule_error
-from capviz.ops.updates import check_assignment, copy_then, value_standin
+from capviz.ops.updates import check_assignment, check_ufunc_at, copy_then
 
 VOID = np.dtype([])
 READ = "advanced_index"
@@ -240,16 +240,7 @@ def _ufunc_at_meta(args: Sequence, params: dict) -> tuple:
     try:
         if ufunc is None or ufunc.nin != 2 or ufunc.nout != 1:
             raise TypeError(f"{params['ufunc']!r}.at is recorded for ufuncs of two operands")
-        target = selected(x, idx, params, UFUNC_AT, args)
-        vshape = tuple(value.shape) if is_tensor_meta(value) else ()
-        try:
-            fits = tuple(np.broadcast_shapes(vshape, target)) == target
-        except ValueError:
-            fits = False
-        if not fits:
-            raise ValueError("array is not broadcastable to correct shape")
-        with np.errstate(all="ignore"):  # NumPy's loop and casting checks, on one element
-            ufunc.at(np.zeros(1, x.dtype), np.zeros(1, np.intp), value_standin(value))
+        check_ufunc_at(ufunc, x.dtype, value, selected(x, idx, params, UFUNC_AT, args))
     except (ValueError, TypeError, OverflowError) as err:
         raise rule_error(UFUNC_AT, args, params, err) from None
     return tuple(x.shape), x.dtype

@@ -263,7 +263,14 @@ def _ufunc_at_meta(args: Sequence, params: dict) -> tuple:
     if not x.shape:  # NumPy's message for a 0-d array (a NumPy scalar raises TypeError)
         raise IndexError("too many indices for array: array is 0-dimensional, but 1 were "
                          "indexed")
-    target = (*indices.shape, *x.shape[1:])
+    check_ufunc_at(ufunc, x.dtype, values, (*indices.shape, *x.shape[1:]))
+    return tuple(x.shape), x.dtype
+
+
+def check_ufunc_at(ufunc: np.ufunc, dtype: np.dtype, values: Any, target: tuple) -> None:
+    """NumPy's checks of ``ufunc.at(x, index, values)`` where ``x[index]`` has shape ``target``:
+    the values broadcast to it exactly (ValueError), and the ufunc's loop and casting accept
+    them for ``dtype`` (run on one element)."""
     vshape = tuple(values.shape) if is_tensor_meta(values) else ()
     try:
         fits = tuple(np.broadcast_shapes(vshape, target)) == target
@@ -271,9 +278,8 @@ def _ufunc_at_meta(args: Sequence, params: dict) -> tuple:
         fits = False
     if not fits:
         raise ValueError("array is not broadcastable to correct shape")
-    with np.errstate(all="ignore"):  # NumPy's loop and casting checks, on one element
-        ufunc.at(np.zeros(1, x.dtype), np.zeros(1, np.intp), value_standin(values))
-    return tuple(x.shape), x.dtype
+    with np.errstate(all="ignore"):
+        ufunc.at(np.zeros(1, dtype), np.zeros(1, np.intp), value_standin(values))
 
 
 register(Op("ufunc_at", copy_then(_ufunc_at), _ufunc_at_meta, params=("ufunc",),
