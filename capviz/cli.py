@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from capviz.backends import registry
+from capviz.render.model import check_listed
 from capviz.render.svg import DEFAULT_BUDGET
 
 
@@ -437,15 +438,13 @@ def _collapse(text: str) -> Any:
 
 def _check_collapse(graph: Any, collapse: Any) -> None:
     """Scope paths in ``--collapse`` must be scopes of the graph (a typo would draw everything
-    open without a word)."""
+    open without a word): the renderer's own check, as a usage error."""
     if not isinstance(collapse, list):
         return
-    scopes = {n.scope for n in graph.nodes if n.scope}
-    for path in collapse:
-        if not any(s == path or s.startswith(path + "/") for s in scopes):
-            top = sorted({s.split("/")[0] for s in scopes})
-            raise UsageError(f"--collapse names scope {path!r}, which the graph does not have; "
-                             f"its top-level scopes: {', '.join(top) or '(none)'}")
+    try:
+        check_listed(graph, [str(s) for s in collapse])
+    except ValueError as err:
+        raise UsageError(f"--{err}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -522,14 +522,14 @@ def _build(graph: Graph, collapse: Any) -> Model:
     else:
         out = outline(graph, tree, placed, fold=False, chunk=False)
         listed = {str(s) for s in collapse} if collapse else set()
-        _check_listed(graph, [str(s) for s in collapse] if collapse else [])
+        check_listed(graph, [str(s) for s in collapse] if collapse else [])
         opened = {b.id for b in out.boxes if b.path not in listed or b.kind == "root"}
     return _assemble(graph, users, tree, out, opened)
 
 
-def _check_listed(graph: Graph, paths: list[str]) -> None:
+def check_listed(graph: Graph, paths: list[str]) -> None:
     """Scope paths to collapse must be scopes of the graph: a typo would draw everything open
-    without a word (the CLI's ``--collapse`` refuses the same way)."""
+    without a word (``ValueError``; the CLI's ``--collapse`` reports the same text)."""
     scopes = {n.scope for n in graph.nodes if n.scope}
     for path in paths:
         if not any(s == path or s.startswith(path + "/") for s in scopes):
