@@ -14,9 +14,7 @@ import capviz as cv
 from capviz.backends import registry
 
 SEED = 25
-KNOWN_OPEN = {("jax", "method.view-24"): "t.view(wider dtype) of a non-contiguous input: NumPy "
-              "raises for its layout, a jax array has none and the capture assumed C order "
-              "(open: the input check would need the layout requirement of view)"}
+KNOWN_OPEN: dict[tuple[str, str], str] = {}
 """Outcomes still wrong, each with why (reported on issue 25 as open)."""
 
 

@@ -215,3 +215,45 @@ def test_dask_nanvar_with_dtype_is_numpys(name, dtype):
         expected = fn(a, axis=0, dtype=a.dtype)
     got = graph.replay({"x": a}, backend="dask", chunks=(7, 30))["out"]
     assert got.tobytes() == expected.tobytes()
+
+
+# --- every engine: view to a dtype of another size needs a contiguous last axis -------------------
+
+STRIDED = np.arange(32, dtype=np.int32).reshape(4, 8)[:, ::2]  # the last axis not contiguous
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax", "dask"])
+def test_view_to_a_wider_dtype_refuses_a_strided_input_on_every_engine(backend):
+    # NumPy raises for this layout; a jax array has none, so JAX computed a value (silent)
+    graph = cv.capture(lambda x: x.view(np.int64), cv.spec((4, 4), "int32"))
+    assert graph.input_nodes[0].params["layout"] == "C"
+    with pytest.raises(ValueError, match="last axis must be contiguous"):
+        STRIDED.view(np.int64)
+    with pytest.raises(cv.ReplayInputError, match=r"input 'x': expected a C-contiguous array"):
+        graph.replay({"x": STRIDED}, backend=backend)
+    dense = np.ascontiguousarray(STRIDED)
+    got = graph.replay({"x": dense}, backend=backend, to_numpy=True)["out"]
+    assert got.tobytes() == dense.view(np.int64).tobytes()
+
+
+def test_view_to_a_wider_dtype_of_a_transposed_tensor_is_numpys_error_at_capture():
+    with pytest.raises(ValueError, match="last axis must be contiguous") as info:
+        cv.capture(lambda x: x.T.view(np.int64), cv.spec((4, 4), "int32"))
+    assert "test_engine_silent.py" in str(info.value)
+
+
+def test_view_to_a_wider_dtype_of_an_unknown_layout_is_refused_with_the_copy_fix():
+    with pytest.raises(cv.UnsupportedOperationError, match=r"t\.copy\(\)\.view\(int64\)"):
+        cv.capture(lambda x: (x.T + 1).view(np.int64), cv.spec((4, 4), "int32"))
+    graph = cv.capture(lambda x: (x.T + 1).copy().view(np.int64), cv.spec((4, 4), "int32"))
+    x = np.arange(16, dtype=np.int32).reshape(4, 4)
+    for backend in ("numpy", "jax", "dask"):
+        got = graph.replay({"x": x}, backend=backend, to_numpy=True)["out"]
+        assert got.tobytes() == (x.T + 1).copy().view(np.int64).tobytes(), backend
+
+
+def test_view_of_the_same_item_size_takes_any_layout():
+    graph = cv.capture(lambda x: x.view(np.float32), cv.spec((4, 4), "int32"))
+    assert "layout" not in graph.input_nodes[0].params
+    got = graph.replay({"x": STRIDED})["out"]
+    assert got.tobytes() == STRIDED.view(np.float32).tobytes()

@@ -90,8 +90,9 @@ def check_inputs(graph: Graph, inputs: Mapping[str, Any] | None,
                 f"input {node.name!r}: expected a C-contiguous array (the layout it was "
                 "captured with), got a non-C-contiguous one (Fortran-ordered, transposed or "
                 "strided): the graph writes into this input, or into a reshape or ravel whose "
-                "view-or-copy answer in NumPy depends on its layout, and eager NumPy would "
-                f"write otherwise for another layout. Pass np.ascontiguousarray({node.name})")
+                "view-or-copy answer in NumPy depends on its layout, or views it as a dtype of "
+                "another size (NumPy's view needs a contiguous last axis), and eager NumPy would "
+                f"compute otherwise for another layout. Pass np.ascontiguousarray({node.name})")
         host.append(value)
         out.append(value if native else backend.from_host(value))
     AliasCheck(graph).check(host)

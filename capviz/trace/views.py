@@ -33,6 +33,8 @@ from capviz import ops
 from capviz.core.errors import UnsupportedOperationError
 from capviz.core.ir import Node
 from capviz.core.symbols import has_symbol
+from capviz.core.source import user_source
+from capviz.trace import mutation
 from capviz.trace.mutation import Alias, Step, Storage, is_numpy_scalar, record
 from capviz.trace.tensor import Tensor
 
@@ -276,6 +278,8 @@ def track_view(rec: Any, op: ops.Op, args: tuple, params: dict, out: Tensor) -> 
     if is_numpy_scalar(base):
         return  # indexing a NumPy scalar gives a new array
     alias = base_alias(rec, base)
+    if op.name == "view":
+        _check_resizing_view(rec, base._data, params, alias)
     made = VIEW_RULES[op.name](base._data, out._data, params, alias.layout)
     storage = alias.storage
     depends = storage.assumes if op.name in LAYOUT_DECISIONS and alias.layout is not None \
@@ -297,6 +301,32 @@ def track_view(rec: Any, op: ops.Op, args: tuple, params: dict, out: Tensor) -> 
         rec.layout_inputs[out._data.index] = storage.assumes
     if uncertain:
         alias.storage.uncertain.append(weakref.ref(out))
+
+
+def _check_resizing_view(rec: Any, base: Node, params: dict, alias: Alias) -> None:
+    """NumPy's rule for ``t.view(dtype)`` to another item size: the last axis must be
+    contiguous (unless it has one element, or the array none). Where the stand-in layout says
+    it is not (``x.T.view(np.int64)``), NumPy's ValueError at the user's line; where it is only
+    because inputs were assumed C-contiguous, those inputs need a C-contiguous array at replay
+    (an engine without memory layouts, JAX, would compute what NumPy refuses); where capture
+    does not know the layout, a refusal by name."""
+    shape = tuple(base.shape)
+    if np.dtype(params["dtype"]).itemsize == np.dtype(base.dtype).itemsize or not shape \
+            or has_symbol(shape) or shape[-1] == 1 or 0 in shape:
+        return  # same size, or NumPy's own error (0-d) from the op's rule, or no constraint
+    layout = alias.layout
+    if layout is None:
+        raise mutation.refused_here(rec, UnsupportedOperationError(
+            f"t.view({params['dtype']}) changes the item size, which NumPy allows only when the "
+            "last axis is contiguous, and capture does not know the memory layout NumPy gives "
+            "this operand (computed from transposed or strided values); write "
+            f"t.copy().view({params['dtype']}) (a C-ordered copy)"))
+    if layout.strides[-1] != 1:
+        raise rec._located(ops.rule_error("view", [base], params, ValueError(
+            "To change to a dtype of a different size, the last axis must be contiguous")),
+            user_source())
+    if alias.storage.assumes:
+        mutation.require_c_layout(rec, alias.storage.assumes)
 
 
 #: View ops whose view-or-copy answer depends on the operand's memory layout.
@@ -440,6 +470,8 @@ def _c_contiguous(rec: Any, node: Node, depth: int, assumed: set[int]) -> bool:
         return value is not None and bool(value.flags.c_contiguous)
     if node.kind != "op" or depth > 32:
         return False
+    if node.op == "copy" and node.params.get("order") == "C":
+        return True  # ndarray.copy(): C-ordered whatever its operand's layout
     if node.index in rec.layouts:
         layout = rec.layouts[node.index]
         assumed.update(rec.layout_inputs.get(node.index, ()))
