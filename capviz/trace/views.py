@@ -32,8 +32,8 @@ from numpy.lib.stride_tricks import as_strided
 from capviz import ops
 from capviz.core.errors import UnsupportedOperationError
 from capviz.core.ir import Node
-from capviz.core.symbols import has_symbol
 from capviz.core.source import user_source
+from capviz.core.symbols import has_symbol
 from capviz.trace import mutation
 from capviz.trace.mutation import Alias, Step, Storage, is_numpy_scalar, record
 from capviz.trace.tensor import Tensor
