@@ -275,18 +275,60 @@ def test_a_target_capviz_cannot_read_again_is_refused_with_the_fix():
     assert not arrays[0].any()
 
 
-def test_a_view_read_before_the_write_is_refused_naming_the_read():
+def test_a_view_read_before_the_write_reads_the_live_array_when_a_replay_starts():
+    W, twin = RNG.standard_normal((3, 3)), np.empty((3, 3))
+    twin[...] = W
+
+    def f(x, W):
+        y = x * W[0] + x[:2] @ W[:, 1:].T  # views of W read before the write
+        W[1] += x
+        return y
+
+    graph = cv.capture(lambda x: f(x, W), np.ones(3))
+    views = [n for n in graph.state_nodes if "of" in n.params]
+    assert [n.params["of"] for n in views] == [graph.state_nodes[-1].index] * 2
+    assert ", a view of %" in str(graph)
+    for k in range(3):  # each replay reads what W holds when it starts, as each call does
+        x = RNG.standard_normal(3)
+        same(graph.replay({"x": x})["out"], f(x, twin))
+        same(W, twin)
+    result = graph.replay({"x": x}, state="return")  # view states are no states to return
+    assert list(result.states) == ["W"]
+
+
+def test_a_view_read_before_the_write_that_capviz_cannot_map_back_is_refused():
     W = np.ones((2, 3))
 
     def f(x):
+        y = x * W.reshape(3, 2)[:, 0]
+        W[1] += x
+        return y
+
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(f, np.ones(3))
+    assert str(info.value).splitlines() == [
+        f"`W[1] += x` at {__file__}:{f.__code__.co_firstlineno + 2} in f: a write into the "
+        "ndarray W is not supported by capviz.",
+        "capviz cannot record it: the capture read view of W at "
+        f"{__file__}:{f.__code__.co_firstlineno + 1} in f before this write, through a view "
+        "capviz cannot map back to an index of it (a reshape, another dtype) or whose values "
+        "NumPy changed since.",
+        "Fix: make that read after the write, or read it as an index of the array (a[i], "
+        "a[:, j:k], a.T) before it."]
+    assert W.tolist() == [[1.0] * 3] * 2
+
+    def changed(x):
         y = x * W[0]
+        W[0, 0] = 5.0  # NumPy's own store between the read and the write
         W[1] += x
         return y
 
     with pytest.raises(cv.UnsupportedOperationError,
-                       match=r"the capture read view of W at .*test_state.py:\d+ in f before "
-                             r"this write"):
-        cv.capture(f, np.ones(3))
+                       match=r"the capture read view of W at .*test_state.py:\d+ in changed "
+                             r"before this write, through a view capviz cannot map back to an "
+                             r"index of it \(a reshape, another dtype\) or whose values NumPy "
+                             r"changed since"):
+        cv.capture(changed, np.ones(3))
 
 
 W_SGD = np.ones(3)

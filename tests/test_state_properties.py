@@ -1,5 +1,6 @@
 """Generated programs with state (1,000 examples with the ``ci`` profile): outside arrays written
 in place (``a op= t``, ``np.<ufunc>(a, t, out=a)``, ``a[r] = t``, a write through a slice view),
+views of them read before or after a write (``a[i:j]``, ``a.T``),
 buffers made inside (``np.zeros``), reads of the written arrays and draws from NumPy's global
 generator. Capture once, then two replays equal two eager calls bit for bit: every output and
 every state array after each call, dtypes included (capviz/trace/state.py)."""
@@ -33,8 +34,8 @@ def programs(draw):
     shapes = [s for s, _ in inputs]  # the shapes of the values made so far
     steps = []
     for _ in range(draw(st.integers(1, 8))):
-        kind = draw(st.sampled_from(["iop", "ufunc_out", "setrow", "slice", "read", "reduce",
-                                     "buffer", "draw"]))
+        kind = draw(st.sampled_from(["iop", "ufunc_out", "setrow", "slice", "read", "view",
+                                     "reduce", "buffer", "draw"]))
         k = draw(st.integers(0, len(states) - 1))
         target = states[k][0]
         i = draw(st.integers(0, len(shapes) - 1))
@@ -55,6 +56,17 @@ def programs(draw):
             except ValueError:
                 continue
             steps.append(("read", k, i, draw(st.sampled_from(READS))))
+            shapes.append(shape)
+        elif kind == "view":  # a view of the array (rows, or its transpose), maybe before a write
+            a = draw(st.integers(0, target[0] - 1))
+            b = draw(st.integers(a + 1, target[0]))
+            transpose = len(target) == 2 and draw(st.booleans())
+            view = target[::-1] if transpose else (b - a,) + target[1:]
+            try:
+                shape = np.broadcast_shapes(shapes[i], view)
+            except ValueError:
+                continue
+            steps.append(("view", k, i, a, b, transpose))
             shapes.append(shape)
         elif kind == "reduce":
             steps.append(("reduce", i))
@@ -99,6 +111,9 @@ def run(steps, states, xs):
         elif kind == "read":
             _, k, i, name = step
             pool.append(getattr(np, name)(pool[i], states[k]))
+        elif kind == "view":
+            _, k, i, a, b, transpose = step
+            pool.append(np.multiply(pool[i], states[k].T if transpose else states[k][a:b]))
         elif kind == "reduce":
             pool.append(pool[step[1]].sum())
         elif kind == "buffer":

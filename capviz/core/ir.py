@@ -18,7 +18,10 @@ Node kinds:
                (an attribute, a global, a container item, an argument: ``name`` says which) or
                a random generator drawn from. A replay reads its live value when it starts;
                the ``output`` node whose ``params["state"]`` is the state's index holds the
-               value a replay writes back (:mod:`capviz.replay.state`).
+               value a replay writes back (:mod:`capviz.replay.state`). A *view state*
+               (``params["of"]``: a state's index; ``"index"``, ``"axes"``: the view) is a view
+               of that array read before the capture first wrote it: read from the live array
+               when a replay starts, never written back, no output.
 
 A shape may hold :class:`capviz.core.symbols.Symbol` sizes (``n0``): the length of an axis that
 depends on the data, listed in :attr:`Graph.symbols`.

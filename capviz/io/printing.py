@@ -88,7 +88,9 @@ def format_node(node: Node, names: dict[int, str] | None = None) -> str:
         return f"{me} = constant{label} : {type_text(node)}{where}"
     if node.kind == "state":
         label = node.name if node.name is not None else "<unnamed>"
-        return f"{me} = state {label!s} : {type_text(node) or 'generator'}{where}"
+        of = node.params.get("of")  # a view state: that state's array read before a write
+        view = "" if of is None else f", a view of %{of} at the start"
+        return f"{me} = state {label!s} : {type_text(node) or 'generator'}{view}{where}"
     if node.kind == "output":
         if "state" in node.params:  # the value a replay writes back
             return f"state {node.name} = {name(node.args[0])}"

@@ -203,6 +203,13 @@ def verify_graph(graph: Graph) -> None:
             if node.args or (node.shape is None) != (node.dtype is None):
                 raise _fail(graph, node, "a state has no args, and a shape and dtype (an "
                                          "array) or neither (a generator)")
+            of = node.params.get("of")
+            if of is not None and not (isinstance(of, int) and 0 <= of < len(graph.nodes)
+                                       and graph.nodes[of].kind == "state"
+                                       and "of" not in graph.nodes[of].params
+                                       and graph.nodes[of].dtype == node.dtype):
+                raise _fail(graph, node, "a view state names the state of an array of its "
+                                         "dtype")
         elif node.kind == "output" and "state" in node.params:
             written = node.params["state"]
             if not isinstance(written, int) or not 0 <= written < node.index \

@@ -46,8 +46,19 @@ def check_backend(graph: Graph, engine: Backend) -> None:
             "(its arrays are not written in place); replay it with backend='numpy' or 'cupy'")
 
 
+def view_of(node: Node, root: Any) -> Any:
+    """The value of view state ``node`` (``params["of"]``: a view of another state's array,
+    read before the capture first wrote it) in that array ``root``."""
+    key, axes = node.params["index"], node.params["axes"]
+    value = root[tuple(key)] if key else root
+    return value if axes is None else value.transpose(axes)
+
+
 def live(graph: Graph, node: Node, given: Mapping[str, Any] | None) -> Any:
-    """The live object of state ``node``: ``given[name]``, else the one the capture met."""
+    """The live object of state ``node``: ``given[name]``, else the one the capture met (a
+    view state: that view of its array's)."""
+    if "of" in node.params:
+        return view_of(node, live(graph, graph.nodes[node.params["of"]], given))
     if given and label(node) in given:
         value = given[label(node)]
     else:
@@ -85,10 +96,11 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
         check_backend(graph, engine)
     nodes = prog.states
     if given:
-        unknown = sorted(set(given) - {label(n) for n in nodes})
+        named = [label(n) for n in nodes if "of" not in n.params]  # view states: no name
+        unknown = sorted(set(given) - set(named))
         if unknown:
             raise ReplayInputError(f"unexpected state {unknown[0]!r}: the graph's states are "
-                                   f"{[label(n) for n in nodes]}")
+                                   f"{named}")
     targets = [live(graph, n, given) for n in nodes]
     from_host = engine.from_host
     values = [from_host(target) if node.dtype is not None else  # a generator: drawn from
@@ -102,6 +114,9 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
     states: dict[str, Any] = {}
     write = mode == "write"
     to_host = engine.to_host
+    if prog.n_views:  # the states written back: those with an output (no view state)
+        kept = [k for k, node in enumerate(nodes) if "of" not in node.params]
+        nodes, targets, values = ([seq[k] for k in kept] for seq in (nodes, targets, values))
     for node, target, value, drawn in zip(nodes, targets, results[n:], values):
         if node.dtype is None:
             states[node.name or label(node)] = drawn

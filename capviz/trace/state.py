@@ -31,6 +31,7 @@ constant it was (the value when first written), written back nowhere.
 from __future__ import annotations
 
 import ast
+import itertools
 import sys
 import weakref
 from types import FrameType
@@ -91,9 +92,9 @@ def view_key(root: np.ndarray, view: np.ndarray) -> tuple | None:
     if j != view.ndim:
         return None
     made = root[tuple(key)]
-    if _address(made) != _address(view) or made.shape != view.shape \
-            or made.strides != view.strides:
-        return None
+    if _address(made) != _address(view) or made.shape != view.shape or any(
+            a != b and n > 1 for a, b, n in zip(made.strides, view.strides, view.shape)):
+        return None  # (an axis of length 1 holds one element whatever its stride)
     return tuple(key)
 
 
@@ -104,10 +105,14 @@ def view_path(root: np.ndarray, view: np.ndarray) -> tuple[tuple, tuple | None] 
     if key is not None or view.ndim < 2:
         return None if key is None else (key, None)
     order = tuple(int(i) for i in np.argsort([-s for s in view.strides], kind="stable"))
-    key = view_key(root, view.transpose(order))
-    if key is None:
-        return None
-    return key, tuple(int(i) for i in np.argsort(order))
+    orders: Any = (order,)
+    if view.ndim <= 4 and 1 in view.shape:  # axes of length 1: their strides say nothing
+        orders = itertools.chain(orders, itertools.permutations(range(view.ndim)))
+    for order in orders:
+        key = view_key(root, view.transpose(order))
+        if key is not None:
+            return key, tuple(int(i) for i in np.argsort(order))
+    return None
 
 
 def _view(tensor: Tensor, path: tuple[tuple, tuple | None]) -> Tensor:
@@ -120,13 +125,14 @@ class State:
     """One array written by the capture: its live object (weakly), its node, the capture
     tensor standing for it, and whether its memory holds the poison now."""
 
-    __slots__ = ("node", "poisoned", "ref", "tensor")
+    __slots__ = ("node", "poisoned", "ref", "tensor", "views")
 
     def __init__(self, ref: weakref.ref, node: Node, tensor: Tensor) -> None:
         self.ref = ref
         self.node = node
         self.tensor = tensor
         self.poisoned = False
+        self.views: list[Node] = []  # its view states: views read before the first write
 
 
 POISON_BITS = 0x7FFA5A5A00000000
@@ -271,26 +277,56 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray) -> State:
     graph.state_targets[node.index] = weakref.ref(root)
     state = State(weakref.ref(root), node, Tensor(node, recorder))
     recorder.states[id(root)] = state
+    _views_read_before(recorder, root, state)  # before the poison: they read its values
     state.poisoned = _poison(root)  # the live values are in graph.state_values
     recorder.poisoned += state.poisoned
     recorder._adopted.pop(id(root), None)
-    _views_read_before(recorder, root, state)
     return state
 
 
 def _views_read_before(recorder: Any, root: np.ndarray, state: State) -> None:
-    """A view of ``root`` the capture recorded as a constant before the first write would
-    replay its capture-time value on every replay, while eager reads the live array:
-    refused, naming the read."""
+    """A view of ``root`` the capture recorded as a constant before the first write (``y =
+    W.T @ x; W -= lr * g``) reads what eager reads there, ``root``'s value when the call
+    starts: it becomes a *view state* (``params["of"]``: the state it views, ``"index"`` and
+    ``"axes"``: the view, see :func:`view_path`), which a replay reads from the live array
+    when it starts and never writes back. A view capviz cannot map back to an index of
+    ``root`` (a reshape, another dtype), or one whose memory NumPy changed since the capture
+    read it, stays refused at the write, naming the read."""
     graph = recorder.graph
-    for index, ref in graph.constant_origins.items():
-        if ref() is root and index != state.node.index:
-            node = graph.nodes[index]
+    earlier = {index for index, ref in graph.constant_origins.items()
+               if ref() is root and index != state.node.index}
+    if not earlier:
+        return
+    met = {node.index: value for value, node in recorder._adopted.values()
+           if node.kind == "constant" and node.index in earlier}
+    for index in sorted(earlier):
+        node = graph.nodes[index]
+        view = met.get(index)
+        path = None if view is None else view_path(root, view)
+        if path is None or not recorder._unchanged(node, view):
             raise recorder.refuse_here(f"a write into {_called(state.node)}", (
                 f"the capture read {node.name or 'a part of it'} at "
-                f"{format_source(node.source)} before this write, and a replay must read the "
-                "live array there; make that read after the write, or read the whole array "
-                "(a, not a view of it) before it"))
+                f"{format_source(node.source)} before this write, through a view capviz "
+                "cannot map back to an index of it (a reshape, another dtype) or whose values "
+                "NumPy changed since; make that read after the write, or read it as an index "
+                "of the array (a[i], a[:, j:k], a.T) before it"))
+        _view_state(graph, node, state, path)
+
+
+def _view_state(graph: Any, node: Node, state: State, path: tuple[tuple, tuple | None]) -> None:
+    """Turn constant ``node``, a view of ``state``'s array read before its first write, into
+    a view state (see :func:`_views_read_before`)."""
+    kept = graph.constant_values.pop(node.index)
+    root = state.ref()
+    if np.may_share_memory(kept, root):  # kept by reference: its value now, copied
+        kept = host_copy(kept)
+    graph.constant_origins.pop(node.index, None)
+    key, axes = path
+    node.kind = "state"
+    node.params = {"of": state.node.index, "index": key, "axes": axes}
+    graph.state_values[node.index] = kept
+    graph.state_targets[node.index] = state.ref
+    state.views.append(node)
 
 
 def restore(recorder: Any, source: Any) -> None:
@@ -331,9 +367,11 @@ def finish(recorder: Any, written: list[tuple[State, Node]], source: Any) -> Non
     for state, final in written:
         node = state.node
         if state.ref() is None:
-            node.kind = "constant"
-            graph.constant_values[node.index] = graph.state_values.pop(node.index)
-            del graph.state_targets[node.index]
+            for dead in (node, *state.views):
+                dead.kind = "constant"
+                dead.params = {}
+                graph.constant_values[dead.index] = graph.state_values.pop(dead.index)
+                del graph.state_targets[dead.index]
             continue
         graph.nodes.append(Node(len(graph.nodes), "output", None, (final,),
                                 {"state": node.index}, final.shape, final.dtype, source,
