@@ -241,32 +241,44 @@ def _abs(self: Tensor) -> Any:
 
 
 def _scalar_operator(ufunc: np.ufunc, inputs: tuple) -> bool:
-    """Whether ``np.power`` or ``np.multiply`` got a NumPy scalar first and a tensor standing
-    for a NumPy scalar: what a NumPy scalar's ``**`` and ``*`` hand on (they never defer to
-    ``__rpow__``/``__rmul__``), and what ``np.power(b, t)`` passes too. Only a complex
-    multiplication's scalar math differs from its loops."""
-    if len(inputs) != 2 or not isinstance(inputs[0], np.generic):
+    """Whether ``np.power`` or ``np.multiply`` got a NumPy scalar and a tensor standing for a
+    NumPy scalar: first, what a NumPy scalar's ``**`` and ``*`` hand on (they never defer to
+    ``__rpow__``/``__rmul__``), and what ``np.power(b, t)`` passes too; second, what a NumPy
+    scalar's reflected dunder called directly hands on (``s.__rpow__(t)`` is ``t ** s``, passed
+    as ``np.power(t, s)``). Only a complex multiplication's scalar math differs from its
+    loops."""
+    if len(inputs) != 2:
         return False
-    if type(inputs[1]) is not Tensor or not _is_scalar(inputs[1]):
+    a, b = inputs
+    if isinstance(a, np.generic):
+        tensor = b
+    elif isinstance(b, np.generic):
+        tensor = a
+    else:
         return False
-    return ufunc is np.power or (ufunc is np.multiply and _complex_scalar_math(*inputs))
+    if type(tensor) is not Tensor or not _is_scalar(tensor):
+        return False
+    return ufunc is np.power or (ufunc is np.multiply and _complex_scalar_math(a, b))
 
 
 def _scalar_base_call(ufunc: np.ufunc, inputs: tuple) -> Any:
     """``b ** t`` (NumPy's scalar math, ``scalar_power``) or ``np.power(b, t)`` (its array
     loops, ``power``), told apart by the call running in the caller's frame
-    (:mod:`capviz.trace.call_site`); the same for ``b * t`` and ``np.multiply(b, t)``;
-    refused when that call cannot be read."""
+    (:mod:`capviz.trace.call_site`); the same for ``b * t`` and ``np.multiply(b, t)``, and for
+    ``b.__rpow__(t)`` (``t ** b``, scalar math) and ``np.power(t, b)``; refused when that call
+    cannot be read."""
     operator = POWER if ufunc is np.power else MULTIPLY
     kind = power_call(sys._getframe(2), operator)  # the frame that called __array_ufunc__
     if kind is None:
-        base = f"numpy.{type(inputs[0]).__name__}"
+        left, right = (f"numpy.{type(v).__name__}" if isinstance(v, np.generic) else "tensor"
+                       for v in inputs)
         symbol = "**" if ufunc is np.power else "*"
-        raise unsupported(f"{base} {symbol} tensor", inputs, (
+        a, b = ("b", "t") if left != "tensor" else ("t", "b")
+        raise unsupported(f"{left} {symbol} {right}", inputs, (
             f"a NumPy scalar's {symbol} rounds differently from np.{operator.ufunc}, and "
             "capture could not read which of the two this line calls; write "
-            f"b {symbol} t (NumPy's scalar math) or np.{operator.ufunc}(b, t) (its array "
-            "loops) at this line"))
+            f"{a} {symbol} {b} (NumPy's scalar math) or np.{operator.ufunc}({a}, {b}) (its "
+            "array loops) at this line"))
     name = f"scalar_{operator.ufunc}" if kind == "operator" else operator.ufunc
     return apply(_op(name), inputs)
 
