@@ -489,6 +489,65 @@ def test_the_view_draws_what_the_static_svg_draws(tmp_path, budget):
             assert [t.replace("\u2190 ", "") for t in texts] == notes[i]
 
 
+
+def split_blocks(blocks):
+    """Blocks that unpack ``np.split``: its results are unpack nodes, drawn as the split."""
+    def block(x):
+        a, b, c = np.split(x, 3, axis=-1)
+        return np.tanh(a * b + c).repeat(3, axis=-1)
+
+    def model(x):
+        for _ in range(blocks):
+            x = block(x)
+        return x
+
+    return cv.capture(model, cv.spec((2, 6)))
+
+
+def svg_box_counts(graph, budget):
+    """{closed box title: its "N ops" line} of the static SVG, parsed as XML."""
+    import xml.etree.ElementTree as ET
+
+    from render.test_same_rules import BOX_CLASSES, SVG, classes
+
+    root = ET.fromstring(graph.to_svg(collapse=budget))
+    out = {}
+    for g in root.iter(f"{SVG}g"):
+        if "node" in classes(g) and classes(g) & BOX_CLASSES:
+            lines = [t.text for t in g.iter(f"{SVG}text")]
+            out[lines[0]] = next(line for line in lines if line.endswith(" ops"))
+    return out
+
+
+def test_a_fold_counts_and_draws_the_same_ops_in_the_svg_and_the_view(tmp_path):
+    """Issue 24: the SVG and the view counted a fold's ops differently (318 vs 336 on a GPT):
+    the view counted the unpack nodes of multi-output ops (``np.split``) and drew them as boxes
+    of their own; the SVG draws an unpack as its op. Both now count and draw the same."""
+    from render.test_same_rules import svg_picture
+
+    from capviz.render.view import to_html
+
+    graph = split_blocks(12)
+    assert sum(n.op == "unpack" for n in graph.nodes) == 36
+    counts = svg_box_counts(graph, 3)
+    assert counts == {"block \u00d7 12": "60 ops"}  # 5 ops a block: split, *, +, tanh, repeat
+    to_html(graph, str(tmp_path / "folded.html"), budget=3)
+    small = split_blocks(2)
+    to_html(small, str(tmp_path / "open.html"), budget=10_000)
+    with chromium_page("browser-view-fold-counts") as page:
+        view = open_page(page, tmp_path / "folded.html")
+        shown = {}
+        for g in view.locator("g.cv-scope:not(.cv-open)").all():
+            texts = [t.text_content() for t in g.locator("text").all()]
+            shown[texts[0].lstrip("\u25b8 ")] = next(t for t in texts if t.endswith(" ops"))
+        assert shown == counts
+        view = open_page(page, tmp_path / "open.html")
+        assert ids(view.locator("g.cv-node")) == svg_picture(small, 10_000)[2]
+        edges = {p.get_attribute("data-edge") for p in view.locator("path.cv-edge").all()}
+        split = next(n.index for n in small.nodes if n.op == "split")
+        multiply = next(n.index for n in small.nodes if n.op == "multiply")
+        assert f"{split} {multiply}" in edges  # the split's outputs leave the split itself
+
 # --- the drawing tells the truth: edges never hide (issue 23) ---------------------------------
 
 DRAWING = """(view) => {
@@ -566,7 +625,8 @@ def test_no_edge_passes_through_a_box_that_is_not_its_endpoint(tmp_path):
             ends.setdefault(edge["ends"][1], []).append((edge["ends"][0], edge["end"]))
         aside = {n.index for n in graph.nodes if n.kind == "constant"}
         for n in graph.nodes:
-            operands = {a.index for _, a in n.operands if a.index not in aside}
+            operands = {(a.args[0] if a.op == "unpack" else a).index  # drawn as its op
+                        for _, a in n.operands if a.index not in aside}
             if n.index not in drawn or not operands:
                 continue
             got = ends.get(str(n.index), [])
@@ -666,7 +726,7 @@ def test_expand_all_opens_every_scope_with_fold_members_flat_then_collapse_and_d
         rects = {p: r for p, _, r in scopes}
         # the eight blocks side by side in the one fold: none inside another
         assert all(not inside(rects[a], rects[b]) for a in blocks for b in blocks if a != b)
-        ops = {n.index for n in graph.nodes if n.kind == "op"}
+        ops = {n.index for n in graph.nodes if n.kind == "op" and n.op != "unpack"}
         assert ops <= ids(view.locator("g.cv-node"))
         view.locator(".cv-collapse-all").click()
         scopes = view.evaluate(SCOPES)
@@ -681,7 +741,7 @@ def test_view_and_to_svg_honour_the_budget_alike(tmp_path):
     import xml.etree.ElementTree as ET
 
     graph = eight_blocks()
-    ops = {n.index for n in graph.nodes if n.kind == "op"}
+    ops = {n.index for n in graph.nodes if n.kind == "op" and n.op != "unpack"}
     with chromium_page("browser-view-budget") as page:
         drawn = {}
         for budget in (160, 100_000):

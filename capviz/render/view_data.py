@@ -188,6 +188,12 @@ def metric_data(graph: Graph, metric: Any) -> dict[str, Any] | None:
     raise TypeError(f"metric must be 'bytes' or (name, {{node: number}}), got {metric!r}")
 
 
+def _drawn_as(node: Node) -> Node:
+    """The node an edge from ``node`` starts at: an unpack is drawn as the op it unpacks (as in
+    the static SVG), so an output of ``np.split`` is an edge from the split."""
+    return node.args[0] if node.op == "unpack" else node
+
+
 def _view_data(graph: Graph, values: Mapping[Any, Any] | None, title: str | None,
                budget: int, live: bool) -> dict[str, Any]:
     strings = _Strings()
@@ -210,7 +216,8 @@ def _view_data(graph: Graph, values: Mapping[Any, Any] | None, title: str | None
         params.append(strings(_params_text(n)))
         operands = n.operands
         argc.append(len(operands))
-        argd.extend(n.index - a.index for _, a in operands)
+        argd.extend(n.index - _drawn_as(a).index for _, a in operands)
+    unpacks = [n.index for n in graph.nodes if n.op == "unpack"]  # drawn as their op, as in the SVG
     aside = []  # drawn as a stub on each reader, not as an edge: read constants, high degree
     for n in graph.nodes:
         users = users_of.get(n.index, ())
@@ -254,7 +261,8 @@ def _view_data(graph: Graph, values: Mapping[Any, Any] | None, title: str | None
         "complete": graph.complete, "strings": strings.table,
         "kind": kind, "label": label, "type": types, "source": source, "code": code,
         "params": params, "scope": boxes.node_box, "argc": argc, "argd": argd,
-        "scopes": scopes, "aside": aside, "links": links, "violations": violations,
+        "scopes": scopes, "aside": aside, "unpacks": unpacks, "links": links,
+        "violations": violations,
         "marks": {k: int(v) for k, v in graph.marks.items()}, "values": summaries,
         "sources": sources,
     }

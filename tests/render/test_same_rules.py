@@ -62,7 +62,9 @@ def view_picture(graph, budget):
                    if b not in opened and shown_open(parent[b]))
     aside = set(data["aside"])
     annotation = {i for i in aside if data["kind"][i] == 1}  # read constants: not drawn
-    nodes = {i for i, box in enumerate(data["scope"]) if i not in annotation and shown_open(box)}
+    unpacks = set(data["unpacks"])  # drawn as their op, as in the SVG
+    nodes = {i for i, box in enumerate(data["scope"])
+             if i not in annotation | unpacks and shown_open(box)}
     notes = {}
     back = iter(data["argd"])
     for i, count in enumerate(data["argc"]):

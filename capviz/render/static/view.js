@@ -74,7 +74,9 @@
     var aside = new Uint8Array(n);  // read constants are annotations; high degree: stubs
     for (i = 0; i < d.aside.length; i++) aside[d.aside[i]] = 1;
     this.aside = aside;
-    var drawn = this.drawn = function (i) { return !(aside[i] && d.kind[i] === 1); };
+    var unpack = new Uint8Array(n);  // an unpack is drawn as its op (edges start there)
+    for (i = 0; i < (d.unpacks || []).length; i++) unpack[d.unpacks[i]] = 1;
+    var drawn = this.drawn = function (i) { return !(aside[i] && d.kind[i] === 1) && !unpack[i]; };
     var args = new Array(n);
     var indeg = new Int32Array(n + 1);
     for (i = 0, off = 0; i < n; i++) {  // operands: a count per node, then distances back
