@@ -194,24 +194,150 @@ def test_reseeding_a_reached_generator_stays_a_seed_violation_with_the_three_fix
 
 
 REFUSED = {
-    "a Python number": (lambda x: x + np.random.rand(),
-                        r"(?s)np\.random\.rand\(\) returns a float, not an array \(no "
-                        r"size=\).*np\.random\.rand\(\.\.\., size=1\)\[0\]"),
     "a tensor parameter": (lambda x: np.random.normal(x, 1.0),
                            r"(?s)with a parameter that is an array or a capture tensor.*mu \+ "
                            r"sigma \* np\.random\.standard_normal\(shape\)"),
     "a shuffle": (lambda x: (np.random.shuffle(np.arange(3)), x)[1],
                   r"shuffles its argument in place\.\nFix: index with a permutation instead: "
                   r"x = x\[np\.random\.permutation\(len\(x\)\)\]"),
-    "Python's random": (lambda x: x * random.random(),
-                        r"draws from Python's random, whose draws are Python numbers"),
+    "Python's shuffle": (lambda x: (random.shuffle([1, 2, 3]), x)[1],
+                         r"random\.shuffle\(\) shuffles its argument in place\.\nFix: index "
+                         r"with a permutation instead"),
+    "Python's choice": (lambda x: x * random.choice([1.0, 2.0]),
+                        r"random\.choice\(\) returns an item of its sequence, which a graph "
+                        r"cannot hold\.\nFix: index with a drawn index instead: "
+                        r"np\.asarray\(seq\)\[random\.randrange\(len\(seq\)\)\]\.$"),
+    "Python's sample": (lambda x: x * random.sample([1.0, 2.0, 3.0], 1)[0],
+                        r"random\.sample\(\) returns a list of the population's items"),
+    "a Python int into int32": (lambda x: x.astype(np.int32) + random.randint(0, 3),
+                                r"the draw is a Python int, which NumPy converts to int32 here, "
+                                r"raising OverflowError for a draw out of its range, which a "
+                                r"graph cannot check\.\nFix: compute with int64: "
+                                r"x\.astype\(np\.int64\)\.$"),
+    "a branch on a draw": (lambda x: x * 2 if random.random() < 0.5 else x,
+                           r"bool\(\) is not supported by capviz\.\ncapviz cannot record it: "
+                           r"Python reads a value computed from a random draw \(random\.random"
+                           r"\(\) at .*test_generators\.py:\d+ in <lambda>\), which each "
+                           r"replay draws anew, so no guard can hold it\.\nFix: select with "
+                           r"np\.where\(<condition>, a, b\), or draw before the capture and "
+                           r"pass the value in as an input\.$"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(REFUSED))
 def test_a_draw_a_graph_cannot_hold_is_refused_at_its_line_with_the_fix(case):
     fn, message = REFUSED[case]
-    with pytest.raises(cv.UnsupportedOperationError, match=message) as info:
+    error = cv.DataReadError if case == "a branch on a draw" else cv.UnsupportedOperationError
+    with pytest.raises(error, match=message) as info:
         cv.capture(fn, np.ones(3))
     text = str(info.value)
     assert "test_generators.py:" in text and len(text.splitlines()) <= 3
+
+
+# --- Python's random, and draws of one number --------------------------------------------------
+
+
+def augment(x):
+    """Data augmentation as public code writes it: Python's random for the parameters."""
+    scale = random.uniform(0.9, 1.1)
+    noise = random.gauss(0.0, 0.05)
+    k = random.randrange(x.shape[0])
+    flip = 1 - 2 * random.randint(0, 1)
+    return x * scale + noise * flip, x[k] * random.random()
+
+
+def _python_replays_as_eager(fn, *arrays, calls=3):
+    graph = cv.capture(fn, *arrays)
+    feed = dict(zip(graph.inputs, arrays))
+    random.seed(11)
+    replayed = [graph.replay(feed) for _ in range(calls)]
+    after_replays = random.getstate()
+    random.seed(11)
+    eager = [fn(*arrays) for _ in range(calls)]
+    assert random.getstate() == after_replays  # the live generator advanced as by the calls
+    for got, want in zip(replayed, eager):
+        want = want if isinstance(want, tuple) else (want,)
+        for name, value in zip(graph.outputs, want):
+            same(got[name], np.asarray(value))
+    return graph
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_pythons_random_draws_are_recorded_and_replay_from_the_live_generator(dtype):
+    x = DATA.standard_normal((5, 3)).astype(dtype)
+    graph = _python_replays_as_eager(augment, x)
+    (state,) = graph.state_nodes
+    assert (state.name, state.params) == ("random", {"generator": "Random"})
+    draws = [n for n in graph.ops if n.op == "draw"]
+    assert [n.params["method"] for n in draws] == ["uniform", "gauss", "randrange", "randint",
+                                                    "random"]
+    assert all(n.params["python"] and n.shape == () for n in draws)
+    if dtype != "float64":  # NumPy converts the Python floats to the array's dtype first
+        assert any(n.op == "astype" and n.params["dtype"] == dtype for n in graph.ops)
+
+
+def test_the_python_random_state_returns_and_loads_by_its_name(tmp_path):
+    x = DATA.standard_normal((5, 3))
+    graph = cv.capture(augment, x)
+    random.seed(5)
+    before = random.getstate()
+    result = graph.replay({"x": x}, state="return")
+    assert random.getstate() == before  # returned, not advanced
+    advanced = result.states["random"]
+    graph.save(str(tmp_path / "augment.json"))
+    loaded = cv.load(str(tmp_path / "augment.json"))
+    out = loaded.replay({"x": x})  # "random" is Python's global generator, found by its name
+    assert random.getstate() == advanced.getstate()
+    random.seed(5)
+    same(out[loaded.outputs[0]], augment(x)[0])
+
+
+def test_a_draw_of_one_number_from_numpy_is_recorded_too():
+    x = DATA.standard_normal(4).astype(np.float32)
+    rng = np.random.default_rng(3)
+
+    def f(x):  # a Python float (rand()), a NumPy int64 (integers()), a Python int
+        return x * np.random.rand() + rng.integers(5) - np.random.randint(3)
+
+    graph = cv.capture(f, x)
+    assert [n.params.get("python", False) for n in graph.ops if n.op == "draw"] == \
+        [True, False, True]
+    start = rng.bit_generator.state
+    np.random.seed(2)
+    replayed = [graph.replay({"x": x})["out"] for _ in range(3)]
+    rng.bit_generator.state = start
+    np.random.seed(2)
+    for got in replayed:  # float64: integers() is a NumPy int64, promoted strongly
+        same(got, f(x))
+
+
+class Jitter:
+    """A sampler holding a ``random.Random`` of its own."""
+
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+
+    def __call__(self, x):
+        return x + self.rng.gauss(0.0, 1.0)
+
+
+def test_a_random_random_object_is_recorded_and_advanced():
+    captured, eager = Jitter(8), Jitter(8)
+    x = DATA.standard_normal(3)
+    graph = cv.capture(captured, x)
+    assert type(captured.rng) is random.Random  # put back
+    for _ in range(2):
+        same(graph.replay({"x": x})["out"], eager(x))
+    assert captured.rng.getstate() == eager.rng.getstate()
+
+
+def test_random_seed_inside_the_capture_is_a_seed_violation_with_the_three_fixes():
+    def f(x):
+        random.seed(3)
+        return x * random.random()
+
+    with pytest.raises(cv.SeedViolationError) as info:
+        cv.capture(f, np.ones(2))
+    text = str(info.value)
+    assert "random.seed(3) was called at " in text and "test_generators.py" in text
+    assert all(f"  {k}. " in text for k in (1, 2, 3))

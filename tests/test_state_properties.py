@@ -2,8 +2,11 @@
 in place (``a op= t``, ``np.<ufunc>(a, t, out=a)``, ``a[r] = t``, a write through a slice view),
 views of them read before or after a write (``a[i:j]``, ``a.T``),
 buffers made inside (``np.zeros``), reads of the written arrays and draws from NumPy's global
-generator. Capture once, then two replays equal two eager calls bit for bit: every output and
-every state array after each call, dtypes included (capviz/trace/state.py)."""
+generator and from Python's ``random`` (Python numbers in float32 arithmetic too). Capture
+once, then two replays equal two eager calls bit for bit: every output and every state array
+after each call, dtypes included (capviz/trace/state.py)."""
+
+import random
 
 import numpy as np
 from hypothesis import given
@@ -35,7 +38,7 @@ def programs(draw):
     steps = []
     for _ in range(draw(st.integers(1, 8))):
         kind = draw(st.sampled_from(["iop", "ufunc_out", "setrow", "slice", "read", "view",
-                                     "reduce", "buffer", "draw"]))
+                                     "reduce", "buffer", "draw", "pydraw"]))
         k = draw(st.integers(0, len(states) - 1))
         target = states[k][0]
         i = draw(st.integers(0, len(shapes) - 1))
@@ -80,6 +83,9 @@ def programs(draw):
             shape = draw(SHAPES)
             steps.append(("draw", shape))
             shapes.append(shape)
+        elif kind == "pydraw":  # Python's random: Python numbers, promoted weakly
+            steps.append(("pydraw", i))
+            shapes.append(shapes[i])
     return states, inputs, steps
 
 
@@ -123,6 +129,9 @@ def run(steps, states, xs):
             pool.append(buf * 2)
         elif kind == "draw":
             pool.append(np.random.random(step[1]))
+        elif kind == "pydraw":
+            scale = 1.0 + 0.5 * random.gauss(0.0, 1.0)
+            pool.append(pool[step[1]] * scale + random.randint(0, 3))
     return tuple(pool[start:]) or (pool[0] * 1,)
 
 
@@ -147,11 +156,13 @@ def test_programs_with_state_replay_as_eager_over_two_calls(program, seed):
             _same(a, b, "state after capture")
         feed = dict(zip(graph.inputs, xs))
         np.random.seed(seed)
+        random.seed(seed)
         replays = []
         for _ in range(2):
             out = graph.replay(feed, backend="numpy")
             replays.append(([out[name] for name in graph.outputs], [a.copy() for a in captured]))
         np.random.seed(seed)
+        random.seed(seed)
         for call in range(2):
             outs = run(steps, eager, xs)
             got_outs, got_states = replays[call]

@@ -90,13 +90,16 @@ def _draw_meta(args: Sequence, params: dict) -> tuple:
 
 def _draw_impl(xp: Any) -> Any:
     def draw(generator: Any, *, method: str, args: tuple = (), kwargs: dict | None = None,
-             shape: tuple = (), dtype: str = "float64") -> Any:
-        return xp.asarray(getattr(generator, method)(*args, **(kwargs or {})))
+             shape: tuple = (), dtype: str = "float64", python: bool = False) -> Any:
+        value = getattr(generator, method)(*args, **(kwargs or {}))
+        return xp.asarray(value, dtype) if python else xp.asarray(value)
 
     return draw
 
 
-register(Op("draw", _draw_impl, _draw_meta, params=("method", "args", "kwargs", "shape", "dtype")))
+register(Op("draw", _draw_impl, _draw_meta,
+            params=("method", "args", "kwargs", "shape", "dtype", "python")))
 """``rng.standard_normal(shape)`` recorded from the generator ``rng`` (operand: its ``state``
 node, :mod:`capviz.randomness.generators`): a replay calls the method on the live generator,
-which advances it as the eager call did."""
+which advances it as the eager call did. ``python``: the draw is one Python number
+(``random.random()``), held as a 0-d array of ``dtype`` (float64 or int64)."""

@@ -14,9 +14,15 @@ captured function's globals, closure, defaults and ``self``; the opening frame's
 globals; one level into dicts and lists) and one level further, into the attributes of the
 objects found there (``sampler.rng``). Each is replaced, for the scope's lifetime, by a
 :class:`Stand-in <StandIn>` that records its draws and still passes ``isinstance``; the exit
-puts the objects back. A draw that cannot be recorded is refused at its line with the reason:
-a parameter computed in the capture, a draw returning a Python number (no ``size=``), an
-in-place shuffle, Python's ``random`` (its draws are Python numbers). A reseed stays a
+puts the objects back.
+
+Python's global ``random`` (its module functions are hooked) and ``random.Random`` objects are
+recorded the same way. A draw of one number (``random.random()``, ``np.random.rand()``) is a
+0-d tensor; NumPy promotes a Python number weakly (``x32 * random.random()`` is float32), so
+where the graph's float64 or int64 would give another dtype, the draw is cast to the one NumPy
+converts it to (:func:`capviz.trace.state.python_operands`). A draw that cannot be recorded is
+refused at its line with the reason: a parameter computed in the capture, an in-place
+shuffle, a draw of items (``random.choice(seq)``, ``sample``), of bytes. A reseed stays a
 ``seed`` violation.
 """
 
@@ -64,19 +70,40 @@ def _state_node(recorder: Any, generator: Any, label: str) -> Any:
     return node
 
 
+_PYTHON_REFUSED = {
+    "shuffle": "shuffles its argument in place; index with a permutation instead: x = x["
+               "np.random.permutation(len(x))]",
+    "sample": "returns a list of the population's items, which a graph cannot hold; index "
+              "with drawn indices instead: np.asarray(population)[np.random.choice("
+              "len(population), k, replace=False)]",
+    "choice": "returns an item of its sequence, which a graph cannot hold; index with a "
+              "drawn index instead: np.asarray(seq)[{label}.randrange(len(seq))]",
+    "choices": "returns a list of the population's items, which a graph cannot hold; index "
+               "with drawn indices instead: np.asarray(population)[np.random.randint("
+               "len(population), size=k)]",
+    "randbytes": "returns bytes, which a graph cannot hold; use a draw of numbers: "
+                 "np.random.randint(256, size=n)",
+}
+"""Draws of Python's ``random`` that return no number, refused with the fix."""
+_INT64 = np.iinfo(np.int64)
+
+
 def record(recorder: Any, generator: Any, label: str, method: str, args: tuple,
            kwargs: dict) -> Tensor:
     """Record ``generator.<method>(*args, **kwargs)`` as a ``draw`` of its state.
+
+    A draw of an array is a tensor of its shape and dtype. A draw of one number is a 0-d
+    tensor: a NumPy scalar (``rng.integers(5)``) of its dtype; a Python ``float`` or ``int``
+    (``random.random()``, ``np.random.rand()``) of float64 or int64, marked ``python`` in its
+    params, whose uses :func:`capviz.trace.state.python_operands` cast to the dtype NumPy's weak
+    promotion of a Python number converts it to.
 
     Raises:
         NotRecordable: the draw cannot be recorded (the reason says what to write).
     """
     call = f"{label}.{method}()"
-    if isinstance(generator, random.Random):
-        raise NotRecordable(f"{call} draws from Python's random, whose draws are Python numbers "
-                            "a graph cannot hold as NumPy would compute with them; use NumPy's "
-                            "draws of a size (np.random.random(size), rng.random(size)), or "
-                            "draw before the capture and pass the value in as an input")
+    if isinstance(generator, random.Random) and method in _PYTHON_REFUSED:
+        raise NotRecordable(f"{call} {_PYTHON_REFUSED[method].format(label=label)}")
     if method in IN_PLACE:
         raise NotRecordable(f"{call} shuffles its argument in place; index with a "
                             f"permutation instead: x = x[{label}.permutation(len(x))]")
@@ -87,14 +114,25 @@ def record(recorder: Any, generator: Any, label: str, method: str, args: tuple,
                             f"mu + sigma * {label}.standard_normal(shape)")
     probe = copy.deepcopy(generator)  # the live generator is advanced by replays only
     value = getattr(probe, method)(*args, **kwargs)
+    python = type(value) in (float, int)
+    if python:  # a Python number: float64 or int64, promoted weakly where it is used
+        if type(value) is int and not _INT64.min <= value <= _INT64.max:
+            raise NotRecordable(f"{call} returned {value}, an int beyond int64, which a graph "
+                                "cannot hold; use bounds within int64")
+        value = np.asarray(value, np.float64 if type(value) is float else np.int64)
+    elif isinstance(value, np.generic):
+        value = np.asarray(value)
     if not isinstance(value, np.ndarray) or value.dtype.kind not in "biufc":
-        raise NotRecordable(f"{call} returns a {type(value).__name__}, not an array (no "
-                            "size=), which a graph cannot hold as NumPy computes with it; "
-                            f"pass a size and index it: {label}.{method}(..., size=1)[0]")
+        raise NotRecordable(f"{call} returns a {type(value).__name__}, not a number or an "
+                            "array, which a graph cannot hold; use a draw of numbers")
     params = {"method": method, "args": static(args),
               "kwargs": {k: static(v) for k, v in kwargs.items()},
               "shape": tuple(value.shape), "dtype": value.dtype.name}
+    if python:
+        params["python"] = True
     node = recorder.record(ops.OPS["draw"], (_state_node(recorder, generator, label),), params)
+    if python:
+        recorder.python_nodes.add(node.index)
     return Tensor(node, recorder)
 
 

@@ -85,8 +85,8 @@ PYTHON_DRAWS = (
 PYTHON_NOT_HOOKED = {
     "getstate": "reads the global state; changes nothing",
     "Random": "a class: making `random.Random(seed)` objects is not seen; a draw from one the "
-              "capture reaches is refused at its line (its draws are Python numbers), a "
-              "reseed is a seed violation (capviz.randomness.generators)",
+              "capture reaches is recorded as a draw of it, a reseed is a seed violation "
+              "(capviz.randomness.generators)",
     "SystemRandom": "a class: draws from the OS entropy source are not seen (and never "
                     "reproducible)",
 }
@@ -316,8 +316,8 @@ def _record_draw(recorder: Recorder, label: str, numpy_name: str | None, args: t
     real = rand._real if isinstance(rand, _GlobalRandomState) else rand
     try:
         if numpy_name is None:  # Python's random
-            generators.record(recorder, random._inst, "random", label.rsplit(".", 1)[-1],
-                              args, kwargs)
+            return generators.record(recorder, random._inst, "random",
+                                     label.rsplit(".", 1)[-1], args, kwargs)
         return generators.record(recorder, real, "np.random", numpy_name, args, kwargs)
     except generators.NotRecordable as why:
         raise recorder.refuse_here(call_text(label, args, kwargs), str(why)) from None

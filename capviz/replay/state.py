@@ -16,6 +16,7 @@ whose arrays are not written in place (Dask, JAX) is refused by name.
 from __future__ import annotations
 
 import copy
+import random
 import weakref
 from collections.abc import Mapping
 from typing import Any
@@ -29,6 +30,9 @@ from capviz.core.ir import Graph, Node
 from capviz.core.source import format_source
 
 MODES = ("write", "return")
+GLOBAL_GENERATORS = {"np.random": lambda: numpy.random.mtrand._rand,
+                     "random": lambda: random._inst}  # type: ignore[attr-defined]
+"""The process's global generators, by the state names a loaded graph gives them."""
 
 
 def label(node: Node) -> str:
@@ -67,8 +71,8 @@ def live(graph: Graph, node: Node, given: Mapping[str, Any] | None) -> Any:
         if type(value) is np.ndarray and value.shape == node.shape \
                 and value.dtype == node.dtype:
             return value  # the usual case: the array the capture met, unchanged in kind
-        if value is None and node.dtype is None and node.name == "np.random":
-            value = numpy.random.mtrand._rand  # NumPy's global generator: found by its name
+        if value is None and node.dtype is None and node.name in GLOBAL_GENERATORS:
+            value = GLOBAL_GENERATORS[node.name]()  # a global generator: found by its name
         if value is None:
             raise ReplayInputError(
                 f"the graph writes the state {label(node)}, whose live array is gone (a loaded "

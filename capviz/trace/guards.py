@@ -2,7 +2,9 @@
 a ``guard`` node (see :mod:`capviz.core.guards` for what a guard holds and how a replay checks
 it).
 
-Without examples (inputs given by shape and dtype), a read stays a ``data_read`` violation, and
+A read of a value computed from a random draw (``if random.random() < p``) is a ``data_read``
+violation whatever the examples: each replay draws anew, so no guard can hold it. Without
+examples (inputs given by shape and dtype), a read stays a ``data_read`` violation, and
 its message says that an example array in place of the spec would have recorded a guard. A
 value that leaves the tensor world whole (``np.asarray(t)``, ``t.numpy()``) is refused with or
 without examples: what plain NumPy computes from it would be a constant baked from the example,
@@ -18,9 +20,9 @@ import numpy as np
 
 from capviz.core.guards import READS, SIZE, read_value
 from capviz.core.ir import Node
-from capviz.core.source import numpy_caller, user_source
+from capviz.core.source import format_source, numpy_caller, user_frame, user_source
 from capviz.core.symbols import Symbol
-from capviz.core.violations import data_read_message
+from capviz.core.violations import data_read_message, unsupported_message
 from capviz.trace import fold, mutation
 from capviz.trace.examples import NoExample
 
@@ -47,9 +49,34 @@ def read(rec: Any, tensor: Any, call: str) -> np.ndarray:
             return value.copy()
     source = user_source()
     inside = numpy_caller(sys._getframe(2))
-    message = data_read_message(call, _describe(node), source, inside, examples=has_example)
+    drawn = _draw_under(node)
+    if drawn is not None:  # a random draw (issue 20): each replay draws anew
+        fix = ("select with np.where(<condition>, a, b)" if call == "bool()" else
+               "keep it a tensor (NumPy arithmetic on it is recorded)")
+        message = unsupported_message(call, source, (
+            f"Python reads a value computed from a random draw ({drawn.args[0].name}."
+            f"{drawn.params['method']}() at {format_source(drawn.source)}), which each replay "
+            f"draws anew, so no guard can hold it; {fix}, or draw before the capture and pass "
+            "the value in as an input"), user_frame(sys._getframe(1)))
+    else:
+        message = data_read_message(call, _describe(node), source, inside,
+                                    examples=has_example)
     rec.violation("data_read", call, message, source, target=node)
     return np.zeros(node.shape, dtype=node.dtype)  # record mode: a placeholder value
+
+
+def _draw_under(node: Node) -> Node | None:
+    """The first ``draw`` op (a draw from a live generator) ``node``'s value depends on."""
+    stack, seen = [node], set()
+    while stack:
+        n = stack.pop()
+        if n.op == "draw" and n.kind == "op":
+            return n
+        for a in n.args:
+            if isinstance(a, Node) and a.index not in seen:
+                seen.add(a.index)
+                stack.append(a)
+    return None
 
 
 def _describe(node: Node) -> str:

@@ -146,6 +146,9 @@ class Recorder(Trace):
         self.states: dict[int, state.State] = {}  # id(array) -> the state it is (trace/state.py)
         self.poisoned = 0  # states whose memory holds the poison now (trace/state.py)
         self.generators: dict[int, tuple[Any, Node]] = {}  # id -> (generator, its state node)
+        self.python_nodes: set[int] = set()  # nodes that are Python numbers in eager code:
+        #                                       draws of one (random.random()) and arithmetic
+        #                                       on them only (trace/state.python_operands)
         self.layouts: dict[int, Any] = {}  # view node index -> stride stand-in
         self.layout_inputs: dict[int, frozenset] = {}  # view node index -> inputs its
         #                                                stand-in assumes C-contiguous
@@ -228,6 +231,9 @@ class Recorder(Trace):
         result, an op made in the same function as the one before) stays in this function."""
         if self.poisoned:  # a number NumPy computed from a written array (trace/state.py)
             state.check_operands(self, args)
+        python = False
+        if self.python_nodes:  # draws of Python numbers, promoted weakly (trace/state.py)
+            args, python = state.python_operands(self, op, args, params)
         if self.closed or self not in RECORDERS.get():
             if self.closed:  # name the tensor used after its scope
                 raise self.closed_error(next((a._data for a in args if type(a) is Tensor
@@ -297,6 +303,8 @@ class Recorder(Trace):
             view(self, op, args, params, result)
         if not op.multi and not meta[0]:  # a 0-d result: an array or a scalar, as NumPy's
             zero_d_result(op, args, params, result)
+        if python:  # Python arithmetic on draws of Python numbers: a Python number
+            state.mark_python(self, result)
         return result
 
     def operand(self, a: Any) -> Any:

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from capviz import ops
 from capviz.backends.host import host_copy
 from capviz.core.ir import Node
 from capviz.core.source import format_source, source_of, user_frame
@@ -381,6 +382,60 @@ def finish(recorder: Any, written: list[tuple[State, Node]], source: Any) -> Non
                                 {"state": node.index}, None, None, source, "", node.name))
     recorder.generators = {}
     graph.rebuilt()
+
+
+# --- a draw of one Python number (random.random()): a weak scalar in NumPy's arithmetic -----
+
+def _python(recorder: Any, a: Any) -> bool:
+    return type(a) is Tensor and a._trace is recorder and a._data.index in recorder.python_nodes
+
+
+def python_operands(recorder: Any, op: Any, args: tuple, params: dict) -> tuple[tuple, bool]:
+    """``op``'s operands, before it is recorded while the capture holds draws of Python numbers
+    (``r = random.random()``: a 0-d float64 or int64 tensor, and what Python arithmetic makes of
+    them only: ``1 + 0.1 * r``), and whether its result is a Python number too (every tensor
+    operand is one).
+
+    NumPy promotes a Python number weakly: ``x32 * r`` converts ``r`` to float32 first and is
+    float32. Where the graph's float64 or int64 would give another dtype, the draw is cast to
+    the dtype NumPy converts it to (``np.result_type`` of the other operands and a Python
+    number), which is what NumPy computes with, bit for bit; a conversion to a narrower integer
+    (which raises OverflowError for a draw out of its range) is refused at the line."""
+    drawn = [k for k, a in enumerate(args) if _python(recorder, a)]
+    if not drawn:
+        return args, False
+    if all(k in drawn or type(a) in (bool, int, float, complex) for k, a in enumerate(args)):
+        return args, True
+    strong = tuple(a._data if type(a) is Tensor else a for a in args)  # shapes and dtypes
+    weak = tuple((1.0 if a.dtype.kind == "f" else 1) if k in drawn else strong[k]
+                 for k, a in enumerate(args))
+    try:
+        got, want = op.meta(strong, params), op.meta(weak, params)
+    except Exception:  # NumPy refuses one of them: the op's own error is raised when recorded
+        return args, False
+    if got == want:
+        return args, False
+    others = [a.dtype if hasattr(a, "dtype") else a for k, a in enumerate(args)
+              if k not in drawn]
+    args = list(args)
+    for k in drawn:
+        node = args[k]._data
+        converted = np.result_type(*others, 1.0 if node.dtype.kind == "f" else 1)
+        if converted.kind not in "fc":
+            raise recorder.refuse_here(f"a Python int drawn at {format_source(node.source)}", (
+                f"the draw is a Python int, which NumPy converts to {converted} here, raising "
+                "OverflowError for a draw out of its range, which a graph cannot check; "
+                "compute with int64: x.astype(np.int64)"))
+        args[k] = Tensor(recorder.record(ops.OPS["astype"], (node,),
+                                         {"dtype": converted.name}), recorder)
+    return tuple(args), False
+
+
+def mark_python(recorder: Any, result: Any) -> None:
+    """Note that ``result`` (a tensor) is a Python number in eager code
+    (:func:`python_operands`)."""
+    if type(result) is Tensor:
+        recorder.python_nodes.add(result._data.index)
 
 
 # --- `a[idx] = t` with an ndarray `a`: NumPy converts t; the statement says where it goes -----
