@@ -13,7 +13,8 @@ import pytest
 from helpers import fakecupy
 
 import capviz as cv
-from capviz.core.references import REFERENCE_BYTES, fingerprint
+from capviz.core import references
+from capviz.core.references import REFERENCE_BYTES, changed_constants, fingerprint
 
 BACKENDS = ["numpy", "fakecupy", "dask", "jax"]
 
@@ -91,6 +92,9 @@ def test_fingerprint_sees_every_edit_a_user_makes_in_place():
         assert fingerprint(copy) != kept, k
     assert fingerprint(w.copy()) == kept
     assert fingerprint(w.T) != kept  # the layout is part of it
+    reshaped = w.copy()
+    reshaped.shape = (1021, 512)  # the same bytes, another shape set in place
+    assert fingerprint(reshaped) != kept
     square = np.random.default_rng(1).standard_normal((1024, 1024)).astype(np.float32)
     transposed = square.copy()
     transposed[...] = square.T
@@ -175,6 +179,70 @@ def test_an_edit_after_capture_is_refused_until_graph_changed_then_replayed(back
     graph.changed()  # accepted: every backend replays with the new values
     assert_close(replayed(graph, x, backend), np.tanh(x @ w), backend)
     assert_close(np.asarray(fn(x)[0]), np.tanh(x @ w), backend)
+
+
+def test_a_model_checked_while_its_program_runs_is_refused_before_any_result(backend):
+    """16 MiB of weights: the replay's check runs on a thread while the program computes,
+    and its refusal comes before any result, on every backend and every way to run."""
+    w, x = weight(rows=4096, cols=1024), x_of(rows=4096)
+    assert w.nbytes >= references.OVERLAP_BYTES
+    graph = cv.capture(lambda x: np.tanh(x @ w), cv.spec(x.shape, "float32"))
+    fn = graph.compile(backend=backend)
+    assert_close(np.asarray(fn(x)[0]), np.tanh(x @ w), backend)
+    w[4095, 1023] = np.nextafter(w[4095, 1023], np.inf)  # its last element, by one ulp
+    for run in (lambda: replayed(graph, x, backend), lambda: fn(x)):
+        with pytest.raises(cv.ReplayError) as info:
+            run()
+        assert "constant %1 'w' (float32[4096, 1024], recorded at" in str(info.value)
+        assert "changed in place since the capture" in str(info.value)
+        assert info.value.node is graph.nodes[1]
+    graph.changed()
+    assert_close(np.asarray(fn(x)[0]), np.tanh(x @ w), backend)
+
+
+def test_a_program_failing_on_a_changed_constant_is_refused_for_the_change(backend,
+                                                                           monkeypatch):
+    """The check runs beside the program; when the program fails because the user edited an
+    index array kept by reference (an index now out of bounds), the error says so, with the
+    program's failure as its cause (NumPy and Dask read the array itself; CuPy and JAX
+    compute with the copy they made on the device, and are refused all the same)."""
+    monkeypatch.setattr(references, "OVERLAP_BYTES", 0)  # the check on its own thread
+    idx = np.arange(REFERENCE_BYTES // 8, dtype=np.int64) % 3
+    x = np.arange(3, dtype=np.float32)
+    graph = cv.capture(lambda x: np.take(x, idx), cv.spec((3,), "float32"))
+    assert list(graph.constant_fingerprints)
+    np.testing.assert_array_equal(replayed_as(graph, x, backend), np.take(x, idx))
+    idx[5] = 10**6
+    with pytest.raises(cv.ReplayError) as info:
+        replayed_as(graph, x, backend)
+    assert "constant %1 'idx' (int64[131072], recorded at" in str(info.value)
+    assert "changed in place since the capture" in str(info.value)
+    if backend in ("numpy", "dask"):
+        assert info.value.__cause__ is not None  # the program's own failure
+
+
+def replayed_as(graph, x, backend):
+    return np.asarray(graph.replay({"x": x}, backend=backend, to_numpy=True)["out"])
+
+
+def test_memory_two_constants_share_is_read_once_and_an_edit_refuses_both():
+    w, x = weight(rows=512, cols=512), x_of(rows=512)
+    graph = cv.capture(lambda x: x @ w @ w.T, cv.spec(x.shape, "float32"))
+    assert len(graph.constant_fingerprints) == 2  # w, and w.T: a view of the same memory
+    read = []
+    real = references._memory_digest
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(references, "_memory_digest", lambda v: read.append(v) or real(v))
+    try:
+        assert changed_constants(graph) == []
+        assert len(read) == 1
+        np.testing.assert_allclose(graph.replay({"x": x})["out"], x @ w @ w.T, rtol=1e-5)
+        w[0, 1] = 7.0
+        assert changed_constants(graph) == sorted(graph.constant_fingerprints)
+    finally:
+        monkey.undo()
+    with pytest.raises(cv.ReplayError, match="constant %1 'w' .* changed in place"):
+        graph.replay({"x": x})
 
 
 def test_a_loaded_graph_owns_its_arrays(backend):

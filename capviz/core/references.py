@@ -7,7 +7,7 @@ array, taken when the capture met it, and compares it:
 
 * when the capture meets the array again (a changed array cannot be recorded anew: the earlier
   node's value is gone, so the capture refuses it at that line),
-* before every replay, compiled call, stepping executor and save (:func:`changed_constants`):
+* at every replay, compiled call, stepping executor and save (:func:`changed_constants`):
   an array changed since the capture read it, later in the captured code or after the capture,
   is refused, naming the constant, until ``graph.changed()`` accepts its new value, after which
   every backend replays with it (the NumPy and Dask programs read the array itself; CuPy and
@@ -15,34 +15,41 @@ array, taken when the capture met it, and compares it:
   than at the scope's exit costs the capture one pass over the weights instead of two, and
   refuses the same graphs: nothing replays without the check.
 
-Why a fingerprint, and which (measured on this 2-core CPU, 324 MiB of float32 weights):
+A replay's check reads every weight once, as the program itself does, so it is made while the
+program runs (:func:`begin_check`: on a thread of its own, the hash holding no lock of
+Python's) and waited for before the results are returned: no result of a changed constant is
+ever handed back, and on two cores it costs the replay little more than the program's own
+time. Memory two constants share (``w`` and ``w.T``) is hashed once per check.
 
-* a copy (what capviz did): 56 ms when the pages are warm, 0.7 s in a fresh process (page
-  faults), and twice the memory;
+Why a fingerprint, and which (measured on this 2-core CPU, 471 MiB of float32 weights, CPU
+time):
+
+* a copy (what capviz did): 56 ms per 324 MiB when the pages are warm, 0.7 s in a fresh
+  process (page faults), and twice the memory;
 * a write watch: a NumPy array has no write counter, setting ``writeable=False`` on the user's
   array would break their own in-place updates, and the kernel's soft-dirty page bits
   (``/proc/self/clear_refs``) reported no write here;
 * copy-on-write: NumPy offers no hook to copy a page before the user writes it;
-* fingerprints: ``zlib.crc32`` 91 ms, ``hashlib.sha1`` 177 ms, ``blake2b`` 372 ms; NumPy
-  reductions of the bits as ``uint64`` words run near memory speed: a sum 13 ms, a product
-  with per-position weights 28 ms.
+* reading the memory once is the floor: a NumPy sum of the bits as ``uint64`` words takes
+  15 ms; ``zlib.crc32`` 118 ms, ``hashlib.sha1`` and ``blake2b`` several times that;
+  capviz's earlier fingerprint (row and column sums of the words on a 1021-column grid: two
+  sums per word, each blind to some edits, such as two sign flips in one row) 28 ms;
+* XXH3-128 (the ``xxhash`` package) 16.6 ms: memory speed, a 128-bit hash of every bit and
+  its position, so no edit has a blind spot beyond a 2**-128 chance.
 
-The fingerprint is two sums of the array's bits as ``uint64`` words laid out in rows of
-:data:`_COLUMNS` (a prime) words: the sum of each row and the sum of each column, modulo 2**64,
-hashed with BLAKE2 together with the dtype, shape, strides and the bytes left over. A change of
-one element changes its row's sum; moving values (a sort, a shuffle, a transpose, a reversal)
-changes column sums unless every value moves by a multiple of 1021 words and keeps every
-row's sum; a sign flip of two float64 elements (adding 2**63 twice cancels in one sum) is seen
-by the row sums when they share a column and by the column sums when they share a row.
+The fingerprint is the 16-byte XXH3-128 digest of the array's bytes in memory order, followed
+by its dtype, shape and strides (a reshape or a new ``dtype`` set on the array in place is a
+change too).
 """
 
 from __future__ import annotations
 
-import contextvars
-import hashlib
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import xxhash
 
 from capviz.core.errors import ReplayError
 from capviz.core.source import format_source
@@ -51,8 +58,11 @@ REFERENCE_BYTES = 1 << 20
 """ndarray operands of this many bytes or more are kept by reference (smaller ones are copied:
 a copy costs little there, and keeps every value a buffer held at each use)."""
 
-_COLUMNS = 1021
-_CHUNK_ROWS = 256  # 2 MiB of rows: both sums of a chunk read memory once (19.5 ms, not 31)
+OVERLAP_BYTES = 16 << 20
+"""A replay whose constants kept by reference hold this many bytes or more checks them on a
+thread of its own while the program runs; below it the check is made at once (hashing 16 MiB
+takes 0.4 ms, starting and joining a thread 0.1 ms of CPU)."""
+
 _KINDS = "biufc"
 
 
@@ -65,32 +75,38 @@ def referenceable(value: Any) -> bool:
             and (value.flags.c_contiguous or value.flags.f_contiguous))
 
 
+def _memory_digest(value: np.ndarray) -> bytes:
+    """XXH3-128 of contiguous ``value``'s bytes in memory order (one read, no copy)."""
+    flat = value.reshape(-1, order="C" if value.flags.c_contiguous else "F")
+    return xxhash.xxh3_128_digest(flat.view(np.uint8))
+
+
+def _layout(value: np.ndarray) -> bytes:
+    return repr((value.dtype.str, value.shape, value.strides)).encode()
+
+
 def fingerprint(value: np.ndarray) -> bytes:
-    """A 16-byte digest of contiguous ``value``'s bits, dtype, shape and strides (see the
-    module docstring); one pass over the memory per sum, no copy."""
-    flat = value.reshape(-1, order="F" if not value.flags.c_contiguous else "C")
-    raw = flat.view(np.uint8)
-    n = raw.size // 8 // _COLUMNS * _COLUMNS
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(repr((value.dtype.str, value.shape, value.strides)).encode())
-    if n:
-        grid = raw[:n * 8].view(np.uint64).reshape(-1, _COLUMNS)
-        columns = np.zeros(_COLUMNS, np.uint64)
-        for start in range(0, grid.shape[0], _CHUNK_ROWS):  # each chunk read once, from cache
-            chunk = grid[start:start + _CHUNK_ROWS]
-            digest.update(np.add.reduce(chunk, axis=1).tobytes())
-            columns += np.add.reduce(chunk, axis=0)
-        digest.update(columns.tobytes())
-    digest.update(raw[n * 8:].tobytes())
-    return digest.digest()
+    """A digest of contiguous ``value``'s bits (16 bytes, see the module docstring) followed by
+    its dtype, shape and strides."""
+    return _memory_digest(value) + _layout(value)
 
 
 def changed_constants(graph: Any) -> list[int]:
     """The constants of ``graph`` kept by reference whose array changed since it was recorded
-    (or accepted by ``graph.changed()``), by node index."""
+    (or accepted by ``graph.changed()``), by node index; memory that several share is read
+    once."""
     values = graph.constant_values
-    return [index for index, kept in graph.constant_fingerprints.items()
-            if fingerprint(values[index]) != kept]
+    digests: dict[tuple[int, int], bytes] = {}
+    changed = []
+    for index, kept in graph.constant_fingerprints.items():
+        value = values[index]
+        where = (value.__array_interface__["data"][0], value.nbytes)
+        digest = digests.get(where)
+        if digest is None:
+            digest = digests[where] = _memory_digest(value)
+        if digest + _layout(value) != kept:
+            changed.append(index)
+    return changed
 
 
 def describe_constant(graph: Any, index: int) -> str:
@@ -122,19 +138,13 @@ def changed_since_capture(what: str) -> str:
             "them), or pass a copy where the array is used (x @ w.copy()) and capture again")
 
 
-PENDING: contextvars.ContextVar[Any] = contextvars.ContextVar("capviz_pending_check",
-                                                             default=None)
-"""The graph whose constants a replay still has to check, while a backend runs its program: a
-backend that dispatches its program and waits for it (JAX) calls :func:`check_pending` in
-between, so that the check reads host memory while the device computes."""
-
-
-def check_pending() -> None:
-    """Run the pending check of :data:`PENDING` (a backend calls it while its program runs)."""
-    graph = PENDING.get()
-    if graph is not None:
-        PENDING.set(None)
-        check_unchanged(graph)
+def _refusal(graph: Any, changed: list[int]) -> ReplayError | None:
+    """The error naming the first of ``changed`` (``None`` when it is empty)."""
+    if not changed:
+        return None
+    err = ReplayError(changed_since_capture(describe_constant(graph, changed[0])))
+    err.node = graph.nodes[changed[0]]
+    return err
 
 
 def check_unchanged(graph: Any) -> None:
@@ -143,8 +153,45 @@ def check_unchanged(graph: Any) -> None:
     keeps none."""
     if not graph.constant_fingerprints:
         return
-    changed = changed_constants(graph)
-    if changed:
-        err = ReplayError(changed_since_capture(describe_constant(graph, changed[0])))
-        err.node = graph.nodes[changed[0]]
+    err = _refusal(graph, changed_constants(graph))
+    if err is not None:
         raise err
+
+
+def _referenced_bytes(graph: Any) -> int:
+    values = graph.constant_values
+    return sum(values[index].nbytes for index in graph.constant_fingerprints)
+
+
+def _unchanged() -> None:
+    return None
+
+
+def begin_check(graph: Any) -> Callable[[], ReplayError | None]:
+    """Start :func:`check_unchanged` of ``graph`` while the caller runs its program; returns
+    the function that waits for it and gives its error (``None``: every constant unchanged),
+    which the caller raises before handing back any result. Large constants are hashed on a
+    thread of their own (XXH3 releases Python's lock); small ones are checked at once, and a
+    change among them raised here, before the program runs."""
+    if _referenced_bytes(graph) < OVERLAP_BYTES:
+        check_unchanged(graph)
+        return _unchanged
+    found: list[list[int]] = []
+    failed: list[BaseException] = []
+
+    def check() -> None:
+        try:
+            found.append(changed_constants(graph))
+        except BaseException as exc:  # handed to the waiting thread
+            failed.append(exc)
+
+    worker = threading.Thread(target=check, name="capviz-constant-check", daemon=True)
+    worker.start()
+
+    def wait() -> ReplayError | None:
+        worker.join()
+        if failed:
+            raise failed[0]
+        return _refusal(graph, found[0])
+
+    return wait

@@ -25,7 +25,7 @@ from capviz.backends import registry
 from capviz.backends.registry import Backend
 from capviz.core.errors import UnsupportedOperationError
 from capviz.core.ir import Graph
-from capviz.core.references import PENDING, check_unchanged
+from capviz.core.references import begin_check, check_unchanged
 from capviz.core.violations import check_replayable
 from capviz.ops.random import check_seed, fresh_seed
 from capviz.replay import state as state_replay
@@ -219,20 +219,19 @@ def replay_with(graph: Graph, inputs: Mapping[str, Any] | None, backend: str | B
 def _checked_run(graph: Graph, prog: Program, engine: Backend, direct: bool, args: list,
                  key: Any, options: Mapping[str, Any]) -> tuple:
     """Run ``prog`` on a graph keeping constants by reference, checking them unchanged
-    (:mod:`capviz.core.references`): before an in-process run, and, on a backend that runs
-    its program elsewhere, while it runs (JAX calls ``check_pending`` after dispatching, so
-    the check reads host memory while the device computes) or else after it."""
-    if direct:
-        check_unchanged(graph)
-        return prog(args, key)
-    token = PENDING.set(graph)
+    (:mod:`capviz.core.references`) while it runs: the check reads the weights on a thread
+    of its own as the program (NumPy's, or JAX's XLA threads) computes, and is waited for
+    before any result is returned. A program that fails on a changed constant is refused for
+    the change, which explains it."""
+    checked = begin_check(graph)
     try:
-        values = engine.execute(prog, args, key, options)
-        pending = PENDING.get()
-    finally:
-        PENDING.reset(token)
-    if pending is not None:  # the backend did not run it: results are returned only now
-        check_unchanged(graph)
+        values = prog(args, key) if direct else engine.execute(prog, args, key, options)
+    except Exception as exc:
+        err = checked()
+        if err is not None:
+            raise err from exc
+        raise
+    err = checked()
+    if err is not None:
+        raise err
     return values
-
-

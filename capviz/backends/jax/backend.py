@@ -68,7 +68,6 @@ from capviz.core.errors import (
 )
 from capviz.core.guards import check_all
 from capviz.core.ir import Node
-from capviz.core.references import check_pending
 from capviz.core.source import format_source
 
 # --- loading jax -------------------------------------------------------------------------------
@@ -292,7 +291,6 @@ class _Compiled:
                 raise ReplayError(f"jax could not compile or run this graph: "
                                   f"{type(err).__name__}: {err}; replay with "
                                   "backend='numpy'") from err
-        check_pending()  # host work while XLA runs: constants kept by reference unchanged
         if flags is not None:
             failed = np.flatnonzero(~np.asarray(flags))
             if failed.size and failed[0] < len(self.inputs_checked):
