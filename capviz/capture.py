@@ -278,7 +278,8 @@ class CaptureScope:
         rng.bind_capture(recorder)
         register(recorder)
         hooks.install(recorder)
-        self._rebound = creation.rebind(self._namespaces(), hooks.replacements())
+        self._rebound = creation.rebind(self._namespaces(), hooks.replacements,
+                                        hooks.hooked_ids())
         self._stand_ins = generators.install(generators.roots_of(
             self._entry_function, recorder.scopes.entry), hooks.report_stand_in_seed)
         if self.live:

@@ -32,7 +32,7 @@ import os
 import sys
 import sysconfig
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from types import FrameType
 from typing import Any
 
@@ -210,18 +210,23 @@ def plan() -> list[tuple[Any, str, Any, bool]]:
     return made
 
 
-def rebind(namespaces: Iterable[dict], replacements: dict[int, Any]) -> list[tuple]:
-    """Put ``replacements[id(value)]`` in place of each value of ``namespaces`` that has one
+def rebind(namespaces: Iterable[dict], replacements: Callable[[], dict[int, Any]],
+           candidates: Set[int]) -> list[tuple]:
+    """Put ``replacements()[id(value)]`` in place of each value of ``namespaces`` that has one
     (a name bound before the capture, ``from numpy import zeros``); returns what
-    :func:`restore` undoes. Each namespace is looked at once."""
+    :func:`restore` undoes. Each namespace is looked at once, and only a namespace holding a
+    value whose id is among ``candidates`` (the ids of the hooked functions) item by item."""
     done: list[tuple] = []
     seen: set[int] = set()
     for space in namespaces:
         if id(space) in seen:
             continue
         seen.add(id(space))
+        if candidates.isdisjoint(map(id, list(space.values()))):
+            continue  # the usual case: nothing bound before the capture (one pass in C)
+        made = replacements()
         for key, value in list(space.items()):
-            new = replacements.get(id(value))
+            new = made.get(id(value))
             if new is not None and new[0] is value:
                 done.append((space, key, value, new[1]))
                 space[key] = new[1]

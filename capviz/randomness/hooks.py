@@ -468,6 +468,8 @@ def install(recorder: Recorder) -> None:
                     # that _remove_all cannot see
                     _installed.append((target, attr, original, hook, is_instance))
                     setattr(target, attr, hook)
+                    if not is_instance and callable(original):
+                        _hooked_ids.add(id(original))
                 _replacements[0] = None
             except BaseException:
                 _remove_all()
@@ -527,6 +529,16 @@ def untracked_state_changes(recorder: Recorder) -> None:
                     "(seen when the scope closed)")
             message = bound_draw_message(which, example, source)
             recorder.pending.append(("frozen_random", call, message, source))
+
+
+def hooked_ids() -> set[int]:
+    """The ids of every module function hooked while a capture is open, from every install so
+    far (a function freed since may leave an id another object takes: a candidate only, which
+    :func:`replacements` tells apart)."""
+    return _hooked_ids
+
+
+_hooked_ids: set[int] = set()
 
 
 def replacements() -> dict[int, tuple[Any, Any]]:

@@ -222,6 +222,7 @@ class Program:
         self.states = tuple(graph.state_nodes)  # their values follow the inputs' in a call
         self.n_states = len(self.states)
         self.n_views = sum("of" in n.params for n in self.states)  # view states: no output
+        self.n_generators = sum(n.dtype is None for n in self.states)
         self.n_inputs = len(graph.input_nodes) + self.n_states
         self.input_names = tuple(n.name for n in graph.input_nodes)
         outputs = graph.output_nodes + graph.state_outputs  # the states' values last

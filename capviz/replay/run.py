@@ -112,7 +112,7 @@ class CompiledReplay:
             if graph.constant_fingerprints:
                 check_unchanged(graph)
             return state_replay.run(graph, self._program, self._backend, args, seed,
-                                    self._direct, self._options)[0]
+                                    self._direct, self._options, named=False)[0]
         if graph.constant_fingerprints:
             return _checked_run(graph, self._program, self._backend, self._direct, args, seed,
                                 self._options)

@@ -88,28 +88,49 @@ def live(graph: Graph, node: Node, given: Mapping[str, Any] | None) -> Any:
     return value
 
 
+def _live_all(graph: Graph, nodes: tuple, given: Mapping[str, Any] | None) -> list:
+    """:func:`live` of each state node; the usual case (the arrays the capture met, unchanged
+    in kind) without a call per state."""
+    if given:
+        return [live(graph, n, given) for n in nodes]
+    targets = graph.state_targets
+    found = []
+    for node in nodes:
+        ref = targets.get(node.index)
+        value = ref() if type(ref) is weakref.ref else None
+        if type(value) is not np.ndarray or value.shape != node.shape \
+                or value.dtype != node.dtype or "of" in node.params:
+            value = live(graph, node, given)
+        found.append(value)
+    return found
+
+
 def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: bool,
         options: Mapping[str, Any], mode: str = "write",
-        given: Mapping[str, Any] | None = None) -> tuple[tuple, dict[str, Any]]:
+        given: Mapping[str, Any] | None = None, named: bool = True
+        ) -> tuple[tuple, dict[str, Any]]:
     """Run ``prog`` (the compiled program of ``graph``) on ``args`` and the states' live
     values; returns the outputs and the states' new values by name (written back first when
-    ``mode`` is ``"write"``)."""
+    ``mode`` is ``"write"``; ``named=False``: written back, no names returned)."""
     if mode not in MODES:
         raise ValueError(f"state must be 'write' or 'return', got {mode!r}")
     if not engine.mutable:
         check_backend(graph, engine)
     nodes = prog.states
     if given:
-        named = [label(n) for n in nodes if "of" not in n.params]  # view states: no name
-        unknown = sorted(set(given) - set(named))
+        known = [label(n) for n in nodes if "of" not in n.params]  # view states: no name
+        unknown = sorted(set(given) - set(known))
         if unknown:
             raise ReplayInputError(f"unexpected state {unknown[0]!r}: the graph's states are "
-                                   f"{named}")
-    targets = [live(graph, n, given) for n in nodes]
-    from_host = engine.from_host
-    values = [from_host(target) if node.dtype is not None else  # a generator: drawn from
-              copy.deepcopy(target) if mode == "return" else target  # (a copy, to return it)
-              for node, target in zip(nodes, targets)]
+                                   f"{known}")
+    targets = _live_all(graph, nodes, given)
+    if prog.n_generators or engine.name != "numpy":
+        from_host = engine.from_host
+        values = [from_host(target) if node.dtype is not None else  # a generator: drawn from
+                  copy.deepcopy(target) if mode == "return" else target  # (a copy, to return)
+                  for node, target in zip(nodes, targets)]
+    else:  # NumPy's own arrays: taken as they are
+        values = targets
     everything = [*args, *values]
     results = prog(everything, seed) if direct else engine.execute(prog, everything, seed,
                                                                    options)
@@ -121,11 +142,17 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
     if prog.n_views:  # the states written back: those with an output (no view state)
         kept = [k for k, node in enumerate(nodes) if "of" not in node.params]
         nodes, targets, values = ([seq[k] for k in kept] for seq in (nodes, targets, values))
+    if write and not named and not prog.n_generators:  # the usual compiled replay
+        copyto = np.copyto
+        for target, value in zip(targets, results[n:]):
+            if value is not target:  # a state the replay left unchanged is the live array
+                copyto(target, to_host(value))
+        return outputs, states
     for node, target, value, drawn in zip(nodes, targets, results[n:], values):
         if node.dtype is None:
             states[node.name or label(node)] = drawn
         elif write:
-            if value is not target:  # a state the replay left unchanged is the live array
+            if value is not target:
                 np.copyto(target, to_host(value))
             states[node.name or label(node)] = target
         else:

@@ -40,6 +40,7 @@ from capviz.core.ir import Node, same_value
 from capviz.core.source import format_source, user_source
 from capviz.core.symbols import Symbol
 from capviz.ops import advanced_index, updates
+from capviz.ops.table import rule_key
 from capviz.trace.tensor import Tensor, normalize_index, tuple_index_fix
 
 # --- the records --------------------------------------------------------------------------------
@@ -372,9 +373,31 @@ def _standin(a: Any, probe: tuple | None) -> Any:
     return a
 
 
+_FITTING: dict[tuple, bool] = {}  # the writes _check_ufunc_out found NumPy accepts, by kind
+_MAX_FITTING = 4096
+_KEYED = frozenset((Tensor, np.ndarray, bool, int, float, complex))
+
+
 def _check_ufunc_out(rec: Any, ufunc: np.ufunc, inputs: tuple, out: Tensor, where: Any) -> None:
     """Raise NumPy's own error for a write NumPy refuses: the casting rule first (on one-element
-    stand-ins), then the shapes (on stand-ins of the real shapes, only when they fail)."""
+    stand-ins), then the shapes (on stand-ins of the real shapes, only when they fail). A write
+    of the same ufunc, operand shapes and dtypes (or literal kinds) and output as one accepted
+    before is accepted at once (an optimiser's step writes many arrays alike)."""
+    key = None
+    if (where is None or where is True) and not rec.symbolic and all(
+            type(a) in _KEYED or isinstance(a, np.generic) for a in inputs):
+        key = (ufunc, out.shape, out.dtype, *[
+            (a.shape, a.dtype) if type(a) is Tensor or type(a) is np.ndarray else rule_key(a)
+            for a in inputs])
+        if key in _FITTING:
+            return
+    _check_ufunc_fits(rec, ufunc, inputs, out, where)
+    if key is not None and len(_FITTING) < _MAX_FITTING:
+        _FITTING[key] = True
+
+
+def _check_ufunc_fits(rec: Any, ufunc: np.ufunc, inputs: tuple, out: Tensor,
+                      where: Any) -> None:
     matmul = ufunc is np.matmul
     probe = (1, 1) if matmul else ()
     try:

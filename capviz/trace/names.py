@@ -111,6 +111,23 @@ def _user_module(module: types.ModuleType) -> bool:
     return isinstance(file, str) and is_user_file(file) and not file.startswith(_LIBRARY_DIRS)
 
 
+_USER_MODULES: dict[int, tuple[types.ModuleType, bool]] = {}  # id -> (module, _user_module)
+
+
+def _imported(namespace: dict) -> list[dict]:
+    """The globals of the user's modules that ``namespace`` holds (``import mymodel``)."""
+    found = []
+    for v in list(namespace.values()):
+        if type(v) is not types.ModuleType and not isinstance(v, types.ModuleType):
+            continue
+        known = _USER_MODULES.get(id(v))
+        if known is None or known[0] is not v:
+            known = _USER_MODULES[id(v)] = (v, _user_module(v))
+        if known[1]:
+            found.append(vars(v))
+    return found
+
+
 def _module_prefix(namespace: dict) -> str:
     name = namespace.get("__name__")
     return "" if not isinstance(name, str) or name == "__main__" else f"{name}."
@@ -130,6 +147,8 @@ class Namer:
 
     def __init__(self) -> None:
         self.indexes: dict[int, tuple[dict, dict[int, tuple[Any, str]]]] = {}
+        self.imports: dict[int, tuple[dict, list[dict]]] = {}  # id(globals) -> its modules
+        self.spaces: dict[tuple, tuple] = {}  # the last frames' spaces (see _spaces)
         self.visits = 0
 
     def find(self, value: Any, frames: list[FrameType]) -> str | None:
@@ -165,6 +184,22 @@ class Namer:
         return held[0]
 
     def _spaces(self, frames: list[FrameType]) -> list[Space]:
+        """:meth:`_find_spaces`, kept for the next lookup from the same frames (each frame's
+        ``f_locals`` read again, which brings its variables up to date)."""
+        key = tuple(map(id, frames))
+        got = self.spaces.get(key)
+        if got is not None and all(a is b for a, b in zip(got[0], frames)):
+            for f in frames:
+                if f.f_locals is not got[2].get(id(f), f.f_locals):  # (3.13: a new proxy)
+                    got = None
+                    break
+        if got is None:
+            spaces = self._find_spaces(frames)
+            got = (frames, spaces, {id(f): f.f_locals for f in frames})
+            self.spaces = {key: got}  # the last frames only: they hold the frames alive
+        return got[1]
+
+    def _find_spaces(self, frames: list[FrameType]) -> list[Space]:
         """Where names are looked for, in order: the opening frame's globals, each frame's
         locals (the innermost by name only), then the other modules' globals."""
         first = frames[0]
@@ -173,10 +208,12 @@ class Namer:
                         else frozenset(), False)]
         spaces += [Space(f.f_locals, "", loop_names(f.f_code), k == len(frames) - 1 and k > 0)
                    for k, f in enumerate(frames)]
-        modules = [f.f_globals for f in frames]
-        for namespace in [*modules, *(f.f_locals for f in frames)]:  # import mymodel
-            modules += [vars(v) for v in list(namespace.values())
-                        if isinstance(v, types.ModuleType) and _user_module(v)]
+        modules = list({id(f.f_globals): f.f_globals for f in frames}.values())
+        for namespace in modules[:]:  # import mymodel (globals: looked at once per capture)
+            modules += self._imported(namespace)
+        for f in frames:
+            if f.f_locals is not f.f_globals:
+                modules += _imported(f.f_locals)
         seen = {id(outer)}
         for namespace in modules:
             if id(namespace) not in seen and len(seen) <= MAX_MODULES:
@@ -184,9 +221,19 @@ class Namer:
                 spaces.append(Space(namespace, _module_prefix(namespace), frozenset(), False))
         return spaces
 
+    def _imported(self, namespace: dict) -> list[dict]:
+        """:func:`_imported` of module globals ``namespace``, found once per capture (a module
+        imported while the capture runs is not looked for)."""
+        got = self.imports.get(id(namespace))
+        if got is None or got[0] is not namespace:
+            got = self.imports[id(namespace)] = (namespace, _imported(namespace))
+        return got[1]
+
     def release(self) -> None:
         """Forget the indexes (and the references they hold); called when the capture ends."""
         self.indexes = {}
+        self.imports = {}
+        self.spaces = {}
 
     def _lookup(self, value: Any, spaces: list[Space]) -> str | None:
         for space in spaces:

@@ -186,10 +186,23 @@ def _poison(root: np.ndarray) -> bool:
     return True
 
 
+_PATTERNS: dict[np.dtype, tuple[np.dtype, Any]] = {}  # dtype -> (unsigned type, poison bits)
+
+
 def _all_poison(root: np.ndarray) -> bool:
-    parts = _parts(root)
-    bits = parts.astype(np.float64).view(np.uint64)
-    return bool(((bits & ~np.uint64(1 << 63)) == np.uint64(POISON_BITS)).all())
+    """Whether every element of poisoned ``root`` still holds the poison's exact bits (a value
+    NumPy stored, even a NaN computed from the poison, changes them)."""
+    if not root.flags.c_contiguous:
+        parts = _parts(root)
+        bits = parts.astype(np.float64).view(np.uint64)
+        return bool((bits == np.uint64(POISON_BITS)).all())
+    pattern = _PATTERNS.get(root.dtype)
+    if pattern is None:
+        part = np.zeros(0, root.dtype).real.dtype
+        unsigned = np.dtype(f"u{part.itemsize}")
+        bits = np.array([_POISON]).astype(part).view(unsigned)[0]
+        pattern = _PATTERNS[root.dtype] = (unsigned, bits)
+    return bool((root.reshape(-1).view(pattern[0]) == pattern[1]).all())
 
 
 def refuse_poisoned(recorder: Any, value: np.ndarray) -> None:
@@ -274,7 +287,8 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray) -> State:
         frame = user_frame(sys._getframe(1))
         node = recorder._append("state", None, (), {}, tuple(root.shape), root.dtype,
                                 source_of(frame), name, frame=frame)
-        graph.state_values[node.index] = host_copy(root)
+        plain = type(root) is np.ndarray and root.dtype.kind in "biufc"
+        graph.state_values[node.index] = root.copy(order="K") if plain else host_copy(root)
     graph.state_targets[node.index] = weakref.ref(root)
     state = State(weakref.ref(root), node, Tensor(node, recorder))
     recorder.states[id(root)] = state
