@@ -11,6 +11,7 @@ a replay with a NaN injected the path from the input to the first NaN is highlig
 with the reason, when Chromium, Playwright or JupyterLab is missing."""
 
 import importlib.util
+import math
 import os
 import re
 import subprocess
@@ -1080,3 +1081,171 @@ def test_keys_slash_arrows_enter_and_escape(tmp_path):
             "class").split()
         page.keyboard.press("Escape")
         assert view.locator(".cv-focus").count() == 0
+
+
+# --- large graphs: a canvas drawing, laid out in a Web Worker (issue 23) -----------------------
+
+IDLE = "() => !document.querySelector('.capviz-view').hasAttribute('data-busy')"
+
+
+def sampled(drawing):
+    """``view.capvizView.drawing()`` (the canvas drawing's equivalent of ``data-node`` and
+    ``data-edge``) in the form crossings() reads: boxes by id, open scopes' titles, and each
+    edge's path sampled every 2 px."""
+    boxes = dict(drawing["nodes"])
+    boxes.update({f"s{s['s']}": s["box"] for s in drawing["scopes"] if not s["open"]})
+    titles = [(*s["title"], "title " + s["path"]) for s in drawing["scopes"] if s["open"]]
+    edges = []
+    for edge in drawing["edges"]:
+        points = []
+        for (x0, y0), (x1, y1) in zip(edge["points"], edge["points"][1:]):
+            steps = max(1, int(math.hypot(x1 - x0, y1 - y0) / 2))
+            points += [(x0 + (x1 - x0) * t / steps, y0 + (y1 - y0) * t / steps)
+                       for t in range(steps)]
+        points.append(tuple(edge["points"][-1]))
+        edges.append({"ends": edge["edge"].split(" "), "points": points,
+                      "end": edge["points"][-1]})
+    return {"boxes": boxes, "titles": titles, "edges": edges}
+
+
+PIXEL = """([x, y]) => {  // the canvas pixel under a point of the page, as [r, g, b]
+  const c = document.querySelector('canvas.cv-draw'), r = c.getBoundingClientRect();
+  const f = c.width / r.width;
+  return [...c.getContext('2d').getImageData((x - r.left) * f, (y - r.top) * f, 1, 1).data]
+    .slice(0, 3);
+}"""
+
+
+def centre(box):
+    return box[0] + box[2] / 2, box[1] + box[3] / 2
+
+
+def in_sight(box, canvas):
+    """Whether a box of the drawing is in sight (inside the drawing's area, clear of the
+    minimap in its bottom right corner)."""
+    x, y, w, h = box
+    right, bottom = canvas["x"] + canvas["width"], canvas["y"] + canvas["height"]
+    return (canvas["x"] <= x and x + w <= right - 200 and canvas["y"] + 30 <= y
+            and y + h <= bottom)
+
+
+def test_a_canvas_drawing_keeps_the_routes_the_clicks_search_and_keys(tmp_path):
+    from capviz.render.rules import KIND_STYLES
+    from capviz.render.view import to_html
+
+    graph = eight_blocks()
+    to_html(graph, str(tmp_path / "gpt.html"), canvas_at=0)  # every drawing on the canvas
+    x = graph.node("x").index
+    with chromium_page("browser-view-canvas") as page:
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        view = open_page(page, tmp_path / "gpt.html")
+        assert view.get_attribute("data-drawing") == "canvas"
+        assert view.locator("g.cv-node").count() == 0 and view.locator("path.cv-edge").count() == 0
+        first = view.evaluate("v => v.capvizView.drawing()")
+        assert first["mode"] == "canvas" and len(first["edges"]) > 50
+        assert crossings(sampled(first)) == []
+        # painted: inside the input's box, left of its text, the input kind's fill
+        bx, by, _, bh = first["nodes"][str(x)]
+        fill = KIND_STYLES["input"].fill.lstrip("#")
+        assert page.evaluate(PIXEL, [bx + 3.5, by + bh / 2]) == [
+            int(fill[k:k + 2], 16) for k in (0, 2, 4)]
+        # a click on a node opens its panel; hovering shows its shape
+        area = view.locator(".cv-canvas").bounding_box()
+        op = next(int(i) for i, box in first["nodes"].items()
+                  if graph.nodes[int(i)].kind == "op" and in_sight(box, area))
+        page.mouse.click(*centre(first["nodes"][str(op)]))
+        assert view.locator(".cv-panel").get_attribute("data-i") == str(op)
+        page.mouse.move(*centre(first["nodes"][str(x)]))
+        assert view.locator(".cv-tip").is_visible()
+        assert "shape (8,32)" in view.locator(".cv-tip").text_content()
+        # a click on a closed box opens it (laid out in the worker)
+        closed = next(s for s in first["scopes"] if not s["open"])
+        view.evaluate("(v, s) => v.capvizView.focusScope(s)", closed["s"])  # in sight
+        page.wait_for_function(IDLE)
+        box = next(s["box"] for s in view.evaluate("v => v.capvizView.drawing().scopes")
+                   if s["s"] == closed["s"])
+        assert in_sight(box, area)
+        page.mouse.click(*centre(box))
+        page.wait_for_function(IDLE)
+        after = view.evaluate("v => v.capvizView.drawing()")
+        assert next(s for s in after["scopes"] if s["s"] == closed["s"])["open"]
+        assert len(after["nodes"]) > len(first["nodes"])
+        # expand all: every op drawn, no edge through a box, repeated blocks laid out once
+        view.locator(".cv-expand-all").click()
+        page.wait_for_function(IDLE)
+        everything = view.evaluate("v => v.capvizView.drawing()")
+        ops = {n.index for n in graph.nodes if n.kind == "op"}
+        assert ops <= {int(i) for i in everything["nodes"]}
+        assert crossings(sampled(everything)) == []
+        layouts = everything["layouts"]
+        open_scopes = sum(s["open"] for s in everything["scopes"])
+        assert layouts["worker"] > 0  # off the main thread
+        assert layouts["worker"] + layouts["main"] < open_scopes / 3
+        # search for a scope: the results close, the scope is focused
+        view.locator(".cv-search").fill(BLOCK.split("/")[-1])
+        view.locator(".cv-search").press("Enter")
+        page.wait_for_function(IDLE)
+        assert not view.locator(".cv-results").is_visible()
+        focused = view.evaluate("v => v.capvizView.m.path[v.capvizView.focusedScope]")
+        assert focused == BLOCK
+        # keys: a click focuses a node, ArrowDown moves to a reader, Enter closes its scope
+        page.keyboard.press("Escape")
+        view.evaluate("(v, x) => v.capvizView.focus(x)", x)  # x in sight
+        page.wait_for_function(IDLE)
+        box = view.evaluate("v => v.capvizView.drawing().nodes")[str(x)]
+        assert in_sight(box, area)
+        page.mouse.click(*centre(box))
+        assert view.evaluate("v => v.capvizView.focused") == x
+        page.keyboard.press("ArrowDown")
+        down = view.evaluate("v => v.capvizView.focused")
+        assert x in {a.index for _, a in graph.nodes[down].operands}
+        inside = graph.nodes[down].scope
+        page.keyboard.press("Enter")
+        page.wait_for_function(IDLE)
+        scopes = view.evaluate("v => v.capvizView.drawing().scopes")
+        assert not next(s for s in scopes if s["path"] == inside)["open"]
+        assert page.evaluate("([x, y]) => document.querySelector('.capviz-view')"
+                             ".capvizView.nodeAt(x, y)", list(centre(box))) in (x, -1)
+        assert errors == []
+
+
+def test_past_canvas_at_nodes_the_view_draws_on_a_canvas_and_back(tmp_path):
+    from capviz.render.rules import RULES
+
+    g = gpt_module()
+    params = g.init_params(30)
+    graph = cv.capture(lambda x: g.gpt(x, params), cv.spec((g.T, g.D), "float32"))
+    assert len(graph.nodes) > RULES.canvas_at
+    graph.to_html(str(tmp_path / "big.html"))
+    with chromium_page("browser-view-canvas-at") as page:
+        view = open_page(page, tmp_path / "big.html")
+        assert view.get_attribute("data-drawing") == "svg"  # the first picture: a few boxes
+        view.locator(".cv-expand-all").click()
+        page.wait_for_function(IDLE)
+        assert view.get_attribute("data-drawing") == "canvas"
+        drawn = view.evaluate("v => Object.keys(v.capvizView.drawing().nodes).length")
+        assert drawn > RULES.canvas_at and view.locator("g.cv-node").count() == 0
+        view.locator(".cv-collapse-all").click()
+        page.wait_for_function(IDLE)
+        assert view.get_attribute("data-drawing") == "svg"
+        assert view.locator("g.cv-scope").count() == 1  # gpt, closed: its input and output
+        assert 0 < view.locator("g.cv-node").count() < 5
+
+
+def test_a_frozen_draw_is_drawn_linked_to_its_readers(tmp_path):
+    from render.test_links import frozen_draws
+
+    graph = frozen_draws()
+    draws = [n.index for n in graph.nodes if n.kind == "violation"]
+    graph.to_html(str(tmp_path / "frozen.html"))
+    with chromium_page("browser-view-frozen") as page:
+        view = open_page(page, tmp_path / "frozen.html")
+        links = {tuple(int(i) for i in e.get_attribute("data-edge").split())
+                 for e in view.locator("path.cv-edge.cv-link").all()}
+        readers = {(d, n.index) for d in draws for n in graph.nodes
+                   if any(a.kind == "constant" and a.index > d for _, a in n.operands)}
+        assert links == {(d, r) for d, r in readers
+                         if d == max(v for v in draws if v < r)}  # each reader: its own draw
+        edges = [e.get_attribute("data-edge").split() for e in view.locator("path.cv-edge").all()]
+        assert not any(int(v) in draws for _, v in edges)  # nothing drawn into a violation

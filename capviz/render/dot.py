@@ -40,7 +40,8 @@ STYLE = {
     "marked": {"color": "#dc2626", "penwidth": "3", "fillcolor": "#fecaca"},
 }
 EDGE_STYLE = {
-    "after": {"style": "dashed", "color": "#9ca3af", "arrowhead": "none"},
+    "after": {"style": "invis"},  # places a violation where it happened; never drawn: it would
+    # read as a cause (capviz.render.links)
     "reads": {"style": "dotted", "color": "#dc2626"},
     "affects": {"style": "dashed", "color": "#dc2626"},
 }

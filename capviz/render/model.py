@@ -37,8 +37,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from capviz.core.ir import Graph, Node, dtype_name
-from capviz.io.nx import violation_links
 from capviz.io.printing import constant_text, type_text
+from capviz.render.links import violation_edges
 from capviz.render.rules import RULES, Rules
 
 ASIDE_DEGREE = RULES.aside_degree  # an item feeding more items than this is set aside
@@ -629,7 +629,7 @@ def _edges(graph: Graph, items: dict[str, Item], rep: list[str | None]) -> list[
                     continue
                 pairs.add((u, v, "operand"))
             raw.append(Edge(u, v, "operand", a))
-    for a, b, kind in violation_links(graph):
+    for a, b, kind in violation_edges(graph):
         u, v = rep[a], rep[b]
         if u is None or v is None or u == v or (u, v, kind) in pairs:
             continue

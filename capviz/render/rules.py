@@ -29,6 +29,8 @@ class Rules:
         max_annotations: constant lines shown on one op; more become ``+N more constants``.
         overview: boxes drawn in the static picture a notebook display carries for viewers that
             run no script (an untrusted notebook, a static viewer): small, the top levels.
+        canvas_at: the interactive view draws on a ``<canvas>`` (not as SVG elements) once it
+            draws more nodes than this, and lays a graph of more nodes out in a Web Worker.
     """
 
     budget: int = 160
@@ -37,6 +39,7 @@ class Rules:
     aside_degree: int = 12
     max_annotations: int = 3
     overview: int = 24
+    canvas_at: int = 2000
 
 
 RULES = Rules()

@@ -31,6 +31,7 @@ from capviz.backends.registry import host_array
 from capviz.core.ir import Graph, Node
 from capviz.core.stats import value_stats
 from capviz.io.printing import constant_text, guard_text, index_text, literal_text, type_text
+from capviz.render.links import violation_edges
 from capviz.render.model import (
     collector_paused,
     open_levels,
@@ -147,7 +148,8 @@ class _Strings:
 
 def view_data(graph: Graph, values: Mapping[Any, Any] | None = None,
               title: str | None = None, budget: int = RULES.budget,
-              live: bool = False, metric: Any = None) -> dict[str, Any]:
+              live: bool = False, metric: Any = None,
+              canvas_at: int = RULES.canvas_at) -> dict[str, Any]:
     """The graph as the view's JSON-ready dict.
 
     Args:
@@ -161,10 +163,13 @@ def view_data(graph: Graph, values: Mapping[Any, Any] | None = None,
         metric: colour nodes by a number per node, with a legend: ``"bytes"`` (each op's
             output size), or ``(name, {node or index: number})`` (a profiled replay's time
             per node, the error against another backend per node...).
+        canvas_at: past this many drawn nodes the view draws on a canvas and lays out in a
+            Web Worker.
     """
     with collector_paused():  # many small objects next to a large graph: see model.build
         data = _view_data(graph, values, title, budget, live)
         data["metric"] = metric_data(graph, metric)
+        data["canvas_at"] = int(canvas_at)
         return data
 
 
@@ -224,8 +229,9 @@ def _view_data(graph: Graph, values: Mapping[Any, Any] | None, title: str | None
         if len(users) > RULES.aside_degree or (n.kind == "constant" and users):
             aside.append(n.index)
     # a violation links to what it affects (the tensor a data read read, the random ops a seed
-    # changes), never by program order: an arrow from the node before it reads as a cause
-    links = [[u, v] for u, v, key in _violation_links(graph) if key in ("reads", "affects")]
+    # changes, the readers of a frozen draw), never by program order: an arrow from the node
+    # before it reads as a cause (capviz.render.links)
+    links = [[u, v] for u, v, key in violation_edges(graph) if key in ("reads", "affects")]
     summaries: dict[str, list] = {}
     if values is not None:
         for key in values:
@@ -266,12 +272,6 @@ def _view_data(graph: Graph, values: Mapping[Any, Any] | None, title: str | None
         "marks": {k: int(v) for k, v in graph.marks.items()}, "values": summaries,
         "sources": sources,
     }
-
-
-def _violation_links(graph: Graph) -> list[tuple[int, int, str]]:
-    from capviz.io.nx import violation_links
-
-    return violation_links(graph)
 
 
 def script_json(data: Any) -> str:

@@ -228,74 +228,33 @@
     }
     return this.hay[i];
   };
-  Model.prototype.nodeSize = function (i) {
+  Model.prototype.nodeSize = function (i) {  // [w, h], fixed per node: computed once
+    var memo = this.sizes || (this.sizes = new Array(this.n));
+    if (memo[i]) return memo[i];
     var stubs = this.stubs(i), stubChars = stubs.length ? clip("\u2190 " + stubs.join(", "), 40).length * 0.8 : 0;
     var chars = Math.max(clip(this.label(i), 30).length, this.type(i).length, stubChars);
     var h = NODE_H + (stubs.length ? STUB_H : 0);
-    return [Math.max(70, Math.min(230, chars * CHAR_W + 16)), h];
+    var size = memo[i] = [Math.max(70, Math.min(230, chars * CHAR_W + 16)), h];
+    size.key = size[0] + "x" + size[1];
+    return size;
   };
   Model.prototype.scopeTitle = function (s) {
     return this.names[s];
   };
 
-  /* ---- layout of one scope: dagre (a layered layout), cached by structure ----
-   * Each open scope's items (nodes, closed boxes, open child scopes at their laid-out size) are
-   * laid out on their own by dagre; the result keeps, per local edge, dagre's bend points (one
-   * per rank the edge crosses, each clear of the nodes of its rank) and the rank bands, so that
-   * edges are drawn in the free rows between bands and never through a box (see route()). */
   var dagreLib = window.CapvizDagre;
-  function Layout(model, stable) {
-    this.m = model; this.stable = stable; this.cache = new Map();
-  }
-  Layout.prototype.signature = function (s, open) {
-    var m = this.m, its = m.items[s], parts = [];
-    for (var t = 0; t < its.length; t++) {
-      var it = its[t];
-      if (it >= 0) parts.push(m.d.label[it] + ":" + m.d.type[it] + ":" + m.stubs(it).length);
-      else if (open[~it]) parts.push("(" + this.signature(~it, open) + ")");
-      else parts.push("[" + this.collapsedSize(~it)[0] + "]");
-    }
-    return parts.join(",") + "|" + m.scopeEdges[s].join(",");
-  };
-  Layout.prototype.collapsedSize = function (s) {
-    var m = this.m, name = m.scopeTitle(s).replace(/\[\d+\]$/, "[00]");
-    var text = Math.max(name.length + 2, (m.count[s] + " ops").length);
-    return [Math.max(110, Math.min(300, text * CHAR_W + 24)), SCOPE_H];
-  };
-  /* an open scope's box around its content: header, entry row, content, exit row */
-  Layout.prototype.titleWidth = function (s) {
-    return (clip(this.m.scopeTitle(s), 60).length + 2) * CHAR_W;
-  };
-  Layout.prototype.openSize = function (s, inner) {
-    return [Math.max(inner.w, this.titleWidth(s) + 40) + 2 * PAD, HEAD + ROW + inner.h + ROWB];
-  };
-  Layout.prototype.scope = function (s, open) {
-    var key = this.signature(s, open);
-    var hit = this.cache.get(key);
-    if (hit) return hit;
-    var m = this.m, its = m.items[s], k = its.length, t, j;
-    var w = new Float64Array(k), h = new Float64Array(k), inner = new Array(k);
-    for (t = 0; t < k; t++) {
-      var it = its[t], size;
-      if (it >= 0) size = m.nodeSize(it);
-      else if (open[~it]) { inner[t] = this.scope(~it, open); size = this.openSize(~it, inner[t]); }
-      else size = this.collapsedSize(~it);
-      w[t] = size[0]; h[t] = size[1];
-    }
-    var out = this.stable ? this.rows(s, k, w, h) : this.dagre(s, k, w, h);
-    out.iw = w; out.ih = h; out.inner = inner;
-    bands(out, k);
-    this.cache.set(key, out);
-    return out;
-  };
-  Layout.prototype.dagre = function (s, k, w, h) {
-    var g = new dagreLib.graphlib.Graph();
+  /* One scope's items laid out by dagre: a pure function of the items' sizes and the scope's
+   * local edges (pairs of item positions), so the layout Web Worker runs this same function,
+   * made from its source text (see layoutWorker). x, y: the items' top-left corners; pts: per
+   * edge "a>b", dagre's bend points between its ends (one per rank it crosses). */
+  function dagreLayout(lib, k, w, h, e) {
+    var g = new lib.graphlib.Graph();
     g.setGraph({rankdir: "TB", nodesep: 24, edgesep: 12, ranksep: 40, marginx: 0, marginy: 0});
     g.setDefaultEdgeLabel(function () { return {}; });
-    var t, j, e = this.m.scopeEdges[s];
+    var t, j;
     for (t = 0; t < k; t++) g.setNode(String(t), {width: w[t], height: h[t]});
     for (j = 0; j < e.length; j += 2) if (e[j] !== e[j + 1]) g.setEdge(String(e[j]), String(e[j + 1]));
-    dagreLib.layout(g);
+    lib.layout(g);
     var x = new Float64Array(k), y = new Float64Array(k), minX = Infinity, minY = Infinity, maxX = 0, maxY = 0;
     for (t = 0; t < k; t++) {
       var nd = g.node(String(t));
@@ -314,6 +273,143 @@
       pts.set(ed.v + ">" + ed.w, mid);
     });
     return {w: Math.max(maxX, 60), h: Math.max(maxY, 20), x: x, y: y, pts: pts};
+  }
+  /* The layout Web Worker, one per page, made from an inline script (a Blob of dagre's factory
+   * and dagreLayout's own source: nothing is fetched). It lays out a batch of scopes and posts
+   * the results back; where a page may not start workers (a strict Content-Security-Policy),
+   * or the worker fails, the same layouts run on the main thread. */
+  function workerMain() {
+    var lib = null;
+    self.onmessage = function (ev) {
+      lib = lib || dagreFactory();
+      var jobs = ev.data.jobs, out = [];
+      for (var j = 0; j < jobs.length; j++) out.push(dagreLayout(lib, jobs[j].k, jobs[j].w, jobs[j].h, jobs[j].e));
+      self.postMessage({id: ev.data.id, out: out});
+    };
+  }
+  var sharedWorker = null;
+  function layoutWorker() {
+    if (sharedWorker !== null) return sharedWorker && !sharedWorker.broken ? sharedWorker : null;
+    sharedWorker = false;
+    try {
+      var src = "\"use strict\";\nvar dagreFactory = " + window.CapvizDagreFactory.toString() +
+        ";\nvar dagreLayout = " + dagreLayout.toString() + ";\n(" + workerMain.toString() + ")();\n";
+      var url = URL.createObjectURL(new Blob([src], {type: "text/javascript"}));
+      var worker = new Worker(url), me = {worker: worker, next: 1, waiting: new Map(), broken: false};
+      var fail = function () {  // every batch in flight is laid out on the main thread instead
+        me.broken = true;
+        var all = me.waiting;
+        me.waiting = new Map();
+        all.forEach(function (done) { done(null); });
+      };
+      worker.onmessage = function (ev) {
+        var done = me.waiting.get(ev.data.id);
+        me.waiting.delete(ev.data.id);
+        if (done) done(ev.data.out);
+      };
+      worker.onerror = fail;
+      me.run = function (jobs, done) {
+        var id = me.next++;
+        me.waiting.set(id, done);
+        try { worker.postMessage({id: id, jobs: jobs}); } catch (err) { fail(); }
+      };
+      sharedWorker = me;
+    } catch (err) { sharedWorker = false; }
+    return sharedWorker || null;
+  }
+
+  /* ---- layout of one scope: dagre (a layered layout), cached by structure ----
+   * Each open scope's items (nodes, closed boxes, open child scopes at their laid-out size) are
+   * laid out on their own by dagre; the result keeps, per local edge, dagre's bend points (one
+   * per rank the edge crosses, each clear of the nodes of its rank) and the rank bands, so that
+   * edges are drawn in the free rows between bands and never through a box (see route()).
+   * The cache key of a scope is its structure: its items' sizes (an open child by its own key)
+   * and its local edges, interned to a short id, so identical blocks are laid out once. */
+  function Layout(model, stable) {
+    this.m = model; this.stable = stable; this.cache = new Map();
+    this.ids = new Map(); this.memo = new Map(); this.edgeKeys = [];
+    this.stats = {worker: 0, main: 0};  // scopes laid out in the worker, on the main thread
+  }
+  /* the signatures computed for one set of open scopes are kept until it changes */
+  Layout.prototype.begin = function (open) {
+    var was = this.memoOpen;
+    if (was && was.length === open.length) {
+      var same = true;
+      for (var q = 0; q < open.length && same; q++) same = was[q] === open[q];
+      if (same) return;
+    }
+    this.memo = new Map(); this.memoOpen = open.slice();
+  };
+  Layout.prototype.signature = function (s, open) {
+    var hit = this.memo.get(s);
+    if (hit !== undefined) return hit;
+    var m = this.m, its = m.items[s], parts = [];
+    for (var t = 0; t < its.length; t++) {
+      var it = its[t];
+      if (it >= 0) parts.push(m.nodeSize(it).key);
+      else if (open[~it]) parts.push("(" + this.signature(~it, open) + ":" + this.titleWidth(~it) + ")");
+      else parts.push("[" + this.collapsedSize(~it)[0] + "]");
+    }
+    var edges = this.edgeKeys[s];
+    if (edges === undefined) edges = this.edgeKeys[s] = this.m.scopeEdges[s].join(",");
+    var text = parts.join(",") + "|" + edges, id = this.ids.get(text);
+    if (id === undefined) { id = "#" + this.ids.size; this.ids.set(text, id); }
+    this.memo.set(s, id);
+    return id;
+  };
+  Layout.prototype.collapsedSize = function (s) {
+    var m = this.m, name = m.scopeTitle(s).replace(/\[\d+\]$/, "[00]");
+    var text = Math.max(name.length + 2, (m.count[s] + " ops").length);
+    return [Math.max(110, Math.min(300, text * CHAR_W + 24)), SCOPE_H];
+  };
+  /* an open scope's box around its content: header, entry row, content, exit row */
+  Layout.prototype.titleWidth = function (s) {
+    return (clip(this.m.scopeTitle(s), 60).length + 2) * CHAR_W;
+  };
+  Layout.prototype.openSize = function (s, inner) {
+    return [Math.max(inner.w, this.titleWidth(s) + 40) + 2 * PAD, HEAD + ROW + inner.h + ROWB];
+  };
+  /* what laying out scope s needs: its items' sizes (open children laid out first) and edges */
+  Layout.prototype.job = function (s, open) {
+    var m = this.m, its = m.items[s], k = its.length;
+    var w = new Float64Array(k), h = new Float64Array(k), inner = new Array(k);
+    for (var t = 0; t < k; t++) {
+      var it = its[t], size;
+      if (it >= 0) size = m.nodeSize(it);
+      else if (open[~it]) { inner[t] = this.scope(~it, open); size = this.openSize(~it, inner[t]); }
+      else size = this.collapsedSize(~it);
+      w[t] = size[0]; h[t] = size[1];
+    }
+    return {s: s, k: k, w: w, h: h, inner: inner, e: m.scopeEdges[s]};
+  };
+  Layout.prototype.compute = function (job) {
+    return this.stable ? this.rows(job.s, job.k, job.w, job.h) : dagreLayout(dagreLib, job.k, job.w, job.h, job.e);
+  };
+  Layout.prototype.store = function (key, job, out) {
+    out.iw = job.w; out.ih = job.h; out.inner = job.inner;
+    bands(out, job.k);
+    this.cache.set(key, out);
+    return out;
+  };
+  /* the scopes under s (open ones) not laid out yet whose open children are: the next batch */
+  Layout.prototype.pending = function (s, open, jobs) {
+    var key = this.signature(s, open);
+    if (this.cache.has(key)) return true;
+    var its = this.m.items[s], ready = true;
+    for (var t = 0; t < its.length; t++) {
+      if (its[t] < 0 && open[~its[t]] && !this.pending(~its[t], open, jobs)) ready = false;
+    }
+    if (ready && !jobs.has(key)) jobs.set(key, this.job(s, open));
+    return false;
+  };
+  /* scope s laid out now, on this thread, unless cached */
+  Layout.prototype.scope = function (s, open) {
+    var key = this.signature(s, open);
+    var hit = this.cache.get(key);
+    if (hit) return hit;
+    var job = this.job(s, open);
+    this.stats.main++;
+    return this.store(key, job, this.compute(job));
   };
   /* live: rows in program order, left- and top-aligned, so a node once drawn keeps its place */
   Layout.prototype.rows = function (s, k, w, h) {
@@ -373,6 +469,8 @@
     this.key = root.getAttribute("data-key") || "";
     this.live = !!data.live;
     this.layout = new Layout(this.m, this.live);
+    this.canvasAt = data.canvas_at === undefined ? 2000 : data.canvas_at;
+    this.pendingLayouts = 0; this.idleWaiters = []; this.styles = new Map();
     this.open = new Uint8Array(this.m.ns);
     this.open[0] = 1;
     this.k = 1; this.tx = 20; this.ty = 20;
@@ -415,6 +513,8 @@
     this.canvas = el("div", {"class": "cv-canvas"}, null, main);
     this.results = el("div", {"class": "cv-results"}, null, this.canvas);
     this.results.style.display = "none";
+    this.surface = el("canvas", {"class": "cv-draw"}, null, this.canvas);  // past canvas_at nodes
+    this.probeSvg = sv("svg", {"class": "cv-probe", "aria-hidden": "true"}, root);
     this.svg = sv("svg", {}, this.canvas);
     var defs = sv("defs", {}, this.svg);
     var marker = sv("marker", {id: "cv-arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse"}, defs);
@@ -491,6 +591,7 @@
     this.vp.addEventListener("mouseleave", function () { self.tip.style.display = "none"; });
     var drag = null;
     this.svg.addEventListener("pointerdown", function (ev) {
+      self.dragged = false;
       if (ev.target.closest("g.cv-node, g.cv-scope")) return;
       drag = {x: ev.clientX, y: ev.clientY, tx: self.tx, ty: self.ty};
       if (self.svg.setPointerCapture) self.svg.setPointerCapture(ev.pointerId);  // no window listeners: a replaced view leaves nothing behind
@@ -498,10 +599,28 @@
     });
     this.svg.addEventListener("pointermove", function (ev) {
       if (!drag) return;
+      if (Math.abs(ev.clientX - drag.x) + Math.abs(ev.clientY - drag.y) > 3) self.dragged = true;
       self.tx = drag.tx + ev.clientX - drag.x; self.ty = drag.ty + ev.clientY - drag.y; self.apply();
       self.userMoved();
     });
     var release = function () { drag = null; self.canvas.style.cursor = ""; };
+    // the canvas drawing: clicks and hovers find their node, constant or scope by position
+    this.svg.addEventListener("click", function (ev) {
+      if (!self.canvasMode || self.dragged) return;
+      var hit = self.hitAt(ev.clientX, ev.clientY);
+      if (self.svg.focus) self.svg.focus({preventScroll: true});
+      self.focusedScope = hit.node < 0 && hit.scope > 0 ? hit.scope : -1;  // what Enter opens or closes
+      if (hit.konst >= 0) self.select(hit.konst);
+      else if (hit.node >= 0) self.select(hit.node);
+      else if (hit.scope > 0 && (!self.open[hit.scope] || hit.head)) self.toggle(hit.scope);
+    });
+    this.svg.addEventListener("mousemove", function (ev) {
+      if (!self.canvasMode || drag) return;
+      var hit = self.hitAt(ev.clientX, ev.clientY);
+      if (hit.node >= 0) { if (self.tip.getAttribute("data-i") !== String(hit.node) || self.tip.style.display === "none") self.showTip(hit.node, ev); else self.moveTip(ev); }
+      else self.tip.style.display = "none";
+      self.canvas.style.cursor = hit.node >= 0 || hit.scope > 0 ? "pointer" : "";
+    });
     this.svg.addEventListener("pointerup", release);
     this.svg.addEventListener("pointercancel", release);
     this.svg.addEventListener("wheel", function (ev) {
@@ -540,18 +659,63 @@
     if (!this.open[s]) {  // closing a scope closes what is inside it
       for (var c = 1; c < this.m.ns; c++) if (this.open[c] && this.inside(c, s)) this.open[c] = 0;
     }
-    this.draw();
-    var after = this.box(s);
-    if (before && after) { this.tx += (before[0] - after[0]) * this.k; this.ty += (before[1] - after[1]) * this.k; this.apply(); }
-    if (this.live) liveState[this.key] = this.saveState(false);
+    this.update(function () {
+      var after = this.box(s);
+      if (before && after) { this.tx += (before[0] - after[0]) * this.k; this.ty += (before[1] - after[1]) * this.k; this.apply(); }
+      if (this.live) liveState[this.key] = this.saveState(false);
+    });
   };
   /* every box down to depth ``depth`` open, every deeper box closed (0: only the top level) */
   View.prototype.openDepth = function (depth) {
     var m = this.m;
     for (var s = 1; s < m.ns; s++) this.open[s] = m.depth[s] <= depth ? 1 : 0;
+    this.update(function () {
+      this.fit();
+      if (this.live) liveState[this.key] = this.saveState(false);
+    });
+  };
+  /* Draw once what the open scopes need is laid out, then run ``after`` (with this view as
+   * this). A large graph (more than canvas_at nodes) is laid out in the Web Worker, batch by
+   * batch (children before their parents), while the page stays responsive: the root carries
+   * data-busy meanwhile and idle() resolves after. Otherwise, or without a worker, at once. */
+  View.prototype.update = function (after) {
+    var self = this, L = this.layout, worker = this.live || this.m.n <= this.canvasAt ? null : layoutWorker();
+    if (worker) {
+      var jobs = new Map();
+      L.begin(this.open);
+      L.pending(0, this.open, jobs);
+      if (jobs.size) {
+        var keys = [], list = [];
+        jobs.forEach(function (job, key) { keys.push(key); list.push(job); });
+        this.busy(1);
+        worker.run(list.map(function (j) { return {k: j.k, w: j.w, h: j.h, e: j.e}; }), function (out) {
+          for (var q = 0; q < list.length; q++) {
+            if (!L.cache.has(keys[q])) L.store(keys[q], list[q], out ? out[q] : L.compute(list[q]));
+          }
+          L.stats[out ? "worker" : "main"] += list.length;
+          self.update(after);
+          self.busy(-1);
+        });
+        return;
+      }
+    }
     this.draw();
-    this.fit();
-    if (this.live) liveState[this.key] = this.saveState(false);
+    if (after) after.call(this);
+  };
+  View.prototype.busy = function (delta) {
+    this.pendingLayouts += delta;
+    if (this.pendingLayouts) { this.root.setAttribute("data-busy", "1"); return; }
+    this.root.removeAttribute("data-busy");
+    var waiting = this.idleWaiters;
+    this.idleWaiters = [];
+    for (var q = 0; q < waiting.length; q++) waiting[q]();
+  };
+  /* a promise resolved when no layout is in flight and the drawing is up to date */
+  View.prototype.idle = function () {
+    var self = this;
+    return new Promise(function (resolve) {
+      if (!self.pendingLayouts) resolve(); else self.idleWaiters.push(resolve);
+    });
   };
   View.prototype.inside = function (c, s) {
     for (var a = c; a > 0; a = this.m.parent[a]) if (a === s) return true;
@@ -583,6 +747,7 @@
         }
       }
     }
+    L.begin(open);
     var top = L.scope(0, open);
     walk(0, top, 0, 0);
     this.size = [top.w, top.h];
@@ -657,34 +822,14 @@
     var r = this.repOfScope[this.m.nodeScope[i]];
     return r < 0 ? i : ~r;
   };
-  View.prototype.draw = function () {
-    var m = this.m, d = this.d, vp = this.vp, self = this;
-    this.place();
-    this.repScopes();
-    while (vp.firstChild) vp.removeChild(vp.firstChild);
-    var gScopes = sv("g", {"class": "cv-scopes"}, vp), gEdges = sv("g", {"class": "cv-edges"}, vp);
-    var gNodes = sv("g", {"class": "cv-nodes"}, vp);
-    var s, b, g;
-    var scopes = Object.keys(this.scopeBox).map(Number).sort(function (a, c) { return m.depth[a] - m.depth[c]; });
-    for (var q = 0; q < scopes.length; q++) {
-      s = scopes[q]; b = this.scopeBox[s];
-      var cls = "cv-scope" + (this.open[s] ? " cv-open" : "") + (m.bad[s] ? " cv-bad" : "") +
-        (m.pathScope[s] && !this.open[s] ? " cv-nanpath" : "") + (m.virt[s] ? (m.fold[s] ? " cv-fold" : " cv-group") : "");
-      g = sv("g", {"class": cls + (s === this.focusedScope ? " cv-focus" : ""), "data-s": s, "data-path": m.path[s], tabindex: 0}, gScopes);
-      sv("rect", {x: b[0], y: b[1], width: b[2], height: b[3], rx: 5}, g);
-      if (this.open[s]) {
-        sv("rect", {"class": "cv-head", x: b[0], y: b[1], width: b[2], height: HEAD - 4, rx: 5}, g);
-        svText(g, b[0] + 6, b[1] + 13, "\u25be " + clip(m.scopeTitle(s), 60), "cv-name");
-      } else {
-        svText(g, b[0] + 8, b[1] + 17, "\u25b8 " + clip(m.scopeTitle(s), 36), "cv-name");
-        svText(g, b[0] + 8, b[1] + 33, m.count[s] + " ops", "cv-type");
-      }
-    }
-    var seen = new Map(), drawn = [], into = new Map();
+  /* the edges between drawn items: one per pair of items, routed (see route()), with the
+   * arrivals into one item side by side */
+  View.prototype.routeEdges = function () {
+    var m = this.m, self = this, seen = new Map(), drawn = [], into = new Map(), span = m.n + m.ns + 1;
     for (var e = 0; e < m.edges.length; e++) {
       var ed = m.edges[e], ru = this.rep(ed[0]), rv = this.rep(ed[1]);
       if (ru === rv) continue;
-      var key = ru + ">" + rv;
+      var key = (ru + m.ns) * span + rv + m.ns;  // the pair as one number: a closed box is ~s
       var onPath = ed[2] === 0 && m.onPath[ed[0]] && m.onPath[ed[1]];
       var had = seen.get(key);
       if (had !== undefined) { if (onPath) drawn[had].path = true; continue; }
@@ -702,22 +847,74 @@
         pt[pt.length - 2][0] = x; pt[pt.length - 1][0] = x;
       }
     });
-    function itemId(r) { return r >= 0 ? String(r) : "s" + (~r); }
+    return drawn;
+  };
+  function itemId(r) { return r >= 0 ? String(r) : "s" + (~r); }
+  View.prototype.nodeClass = function (i) {
+    var m = this.m, kind = this.d.kind[i], level = m.level[i];
+    return "cv-node cv-k" + kind + (level === "warning" ? " cv-warning" : "") +
+      (m.onPath[i] ? " cv-nanpath" : "") + (i === m.nan ? " cv-nonfinite cv-bad" : "") +
+      (m.source[i] ? " cv-source" : "") + (this.metricFill(i) ? " cv-metric" : "") +
+      " cv-kind-" + m.kindNames[kind];
+  };
+  View.prototype.scopeClass = function (s) {
+    var m = this.m;
+    return "cv-scope" + (this.open[s] ? " cv-open" : "") + (m.bad[s] ? " cv-bad" : "") +
+      (m.pathScope[s] && !this.open[s] ? " cv-nanpath" : "") + (m.virt[s] ? (m.fold[s] ? " cv-fold" : " cv-group") : "");
+  };
+  View.prototype.edgeClass = function (dd) {
+    return "cv-edge" + (dd.link ? " cv-link" : "") + (dd.path ? " cv-nanpath" : "");
+  };
+  /* Up to canvas_at drawn nodes, the drawing is SVG elements (each node a g.cv-node with
+   * data-node, each edge a path.cv-edge with data-edge); past it, one <canvas> painted on each
+   * pan and zoom with only what is in sight (see paint()), and drawing() and nodeAt() say what
+   * is where. Both draw the same boxes, routes and colours (the canvas reads the style sheet). */
+  View.prototype.draw = function () {
+    var vp = this.vp;
+    this.place();
+    this.repScopes();
+    while (vp.firstChild) vp.removeChild(vp.firstChild);
+    this.drawnEdges = this.routeEdges();
+    var count = 0;
+    for (var key in this.nodeBox) count++;
+    this.canvasMode = count > this.canvasAt;
+    this.root.setAttribute("data-drawing", this.canvasMode ? "canvas" : "svg");
+    this.surface.style.display = this.canvasMode ? "block" : "none";
+    if (this.canvasMode) this.svg.setAttribute("tabindex", "0"); else this.svg.removeAttribute("tabindex");
+    if (this.canvasMode) this.buildScene();
+    else { this.scene = null; this.drawSvg(); }
+    this.paintMini();
+    this.apply();
+  };
+  View.prototype.drawSvg = function () {
+    var m = this.m, d = this.d, vp = this.vp;
+    var gScopes = sv("g", {"class": "cv-scopes"}, vp), gEdges = sv("g", {"class": "cv-edges"}, vp);
+    var gNodes = sv("g", {"class": "cv-nodes"}, vp);
+    var s, b, g;
+    var scopes = Object.keys(this.scopeBox).map(Number).sort(function (a, c) { return m.depth[a] - m.depth[c]; });
+    for (var q = 0; q < scopes.length; q++) {
+      s = scopes[q]; b = this.scopeBox[s];
+      g = sv("g", {"class": this.scopeClass(s) + (s === this.focusedScope ? " cv-focus" : ""), "data-s": s, "data-path": m.path[s], tabindex: 0}, gScopes);
+      sv("rect", {x: b[0], y: b[1], width: b[2], height: b[3], rx: 5}, g);
+      if (this.open[s]) {
+        sv("rect", {"class": "cv-head", x: b[0], y: b[1], width: b[2], height: HEAD - 4, rx: 5}, g);
+        svText(g, b[0] + 6, b[1] + 13, "\u25be " + clip(m.scopeTitle(s), 60), "cv-name");
+      } else {
+        svText(g, b[0] + 8, b[1] + 17, "\u25b8 " + clip(m.scopeTitle(s), 36), "cv-name");
+        svText(g, b[0] + 8, b[1] + 33, m.count[s] + " ops", "cv-type");
+      }
+    }
+    var drawn = this.drawnEdges;
     for (var de = 0; de < drawn.length; de++) {
       var dd = drawn[de], dpath = "M" + dd.pts[0][0] + "," + dd.pts[0][1];
       for (var pq = 1; pq < dd.pts.length; pq++) dpath += " L" + dd.pts[pq][0] + "," + dd.pts[pq][1];
-      sv("path", {"class": "cv-edge" + (dd.link ? " cv-link" : "") + (dd.path ? " cv-nanpath" : ""),
-        "data-edge": itemId(dd.u) + " " + itemId(dd.v), d: dpath}, gEdges);
+      sv("path", {"class": this.edgeClass(dd), "data-edge": itemId(dd.u) + " " + itemId(dd.v), d: dpath}, gEdges);
     }
     for (var key2 in this.nodeBox) {
       var i = +key2;
       b = this.nodeBox[i];
-      var kind = d.kind[i], level = m.level[i];
-      var c2 = "cv-node cv-k" + kind + (level === "warning" ? " cv-warning" : "") +
-        (m.onPath[i] ? " cv-nanpath" : "") + (i === m.nan ? " cv-nonfinite cv-bad" : "") +
-        (m.source[i] ? " cv-source" : "") + (this.metricFill(i) ? " cv-metric" : "") +
-        (i === this.focused ? " cv-focus" : "");
-      g = sv("g", {"class": c2 + " cv-kind-" + m.kindNames[kind], "data-i": i, "data-node": i, tabindex: 0}, gNodes);
+      var kind = d.kind[i];
+      g = sv("g", {"class": this.nodeClass(i) + (i === this.focused ? " cv-focus" : ""), "data-i": i, "data-node": i, tabindex: 0}, gNodes);
       var outline = shape(g, d.shapes ? d.shapes[kind] : "round", b), fill = this.metricFill(i);
       if (fill) outline.style.fill = fill;
       var stubs = m.stubs(i), y0 = b[1];
@@ -725,8 +922,241 @@
       svText(g, b[0] + 7, y0 + 16, clip(m.label(i), 30), "cv-label");
       svText(g, b[0] + 7, y0 + 32, m.type(i), "cv-type");
     }
-    this.paintMini();
-    this.apply();
+  };
+
+  /* ---- the canvas drawing (past canvas_at drawn nodes) ----
+   * Colours, widths and dashes come from the style sheet: each distinct class list is given to
+   * a hidden probe element once per drawing and its computed style read (so the theme, light or
+   * dark, and the kinds' colours from rules.py apply as in the SVG). Each frame paints only the
+   * boxes, edges and text in sight, one path per style; text only when it is 5 px or more. */
+  var TEXT_K = 0.45;
+  View.prototype.probe = function (outer, inner, tag) {
+    var key = outer + "|" + inner + "|" + (tag || "rect"), hit = this.styles.get(key);
+    if (hit) return hit;
+    var g = sv("g", {"class": outer}, this.probeSvg), e;
+    if (tag === "tspan") e = sv("tspan", {"class": inner}, sv("text", {"class": "cv-stub"}, g));  // a stub's constant
+    else e = sv(tag || "rect", {"class": inner}, g);
+    var cs = getComputedStyle(e), dash = cs.strokeDasharray;
+    var out = {fill: cs.fill, stroke: cs.stroke, width: parseFloat(cs.strokeWidth) || 1,
+      dash: dash && dash !== "none" ? dash.split(/[ ,]+/).map(parseFloat) : [],
+      font: cs.fontWeight + " " + cs.fontSize + " " + cs.fontFamily};
+    if (out.fill === "none") out.fill = null;
+    if (out.stroke === "none") out.stroke = null;
+    this.probeSvg.removeChild(g);
+    this.styles.set(key, out);
+    return out;
+  };
+  View.prototype.buildScene = function () {
+    var m = this.m, d = this.d, self = this;
+    this.styles = new Map();
+    var groups = new Map();  // style key -> {style, shape, items}
+    function group(key, style, shapeName) {
+      var grp = groups.get(key);
+      if (!grp) { grp = {style: style, shape: shapeName, items: [], ids: []}; groups.set(key, grp); }
+      return grp;
+    }
+    var nodes = [];
+    for (var key in this.nodeBox) {
+      var i = +key, cls = this.nodeClass(i), fill = this.metricFill(i), gkey = cls + "|" + (fill || ""), grp = groups.get(gkey);
+      if (!grp) {
+        var st = this.probe(cls, "cv-shape");
+        if (fill) st = {fill: fill, stroke: st.stroke, width: st.width, dash: st.dash};
+        grp = group(gkey, st, d.shapes ? d.shapes[d.kind[i]] : "round");
+        grp.cls = cls;
+      }
+      grp.items.push(this.nodeBox[i]);
+      grp.ids.push(i);
+      nodes.push(i);
+    }
+    var scopes = Object.keys(this.scopeBox).map(Number).sort(function (a, c) { return m.depth[a] - m.depth[c]; });
+    var edgeGroups = new Map();
+    for (var q = 0; q < this.drawnEdges.length; q++) {
+      var dd = this.drawnEdges[q], ecls = this.edgeClass(dd), eg = edgeGroups.get(ecls);
+      if (!eg) { eg = {style: this.probe("", ecls, "path"), items: []}; edgeGroups.set(ecls, eg); }
+      var x0 = Infinity, y0b = Infinity, x1 = -Infinity, y1 = -Infinity;
+      for (var p = 0; p < dd.pts.length; p++) {
+        x0 = Math.min(x0, dd.pts[p][0]); x1 = Math.max(x1, dd.pts[p][0]);
+        y0b = Math.min(y0b, dd.pts[p][1]); y1 = Math.max(y1, dd.pts[p][1]);
+      }
+      eg.items.push({pts: dd.pts, bb: [x0 - 6, y0b - 10, x1 - x0 + 12, y1 - y0b + 12]});
+    }
+    this.scene = {groups: groups, nodes: nodes, scopes: scopes, edges: edgeGroups, spans: new Map()};
+    void self;
+  };
+  /* the constants of node i's stub line ("\u2190 a, b"), each [index, x, width, text]: each a
+   * link to its own panel, as the SVG's tspans; measured when first painted or clicked */
+  View.prototype.spansOf = function (i) {
+    var sc = this.scene, hit = sc.spans.get(i);
+    if (hit) return hit;
+    var m = this.m, b = this.nodeBox[i], cls = this.nodeClass(i), ids = m.stubIds(i), spans = [];
+    var left = 39, x = b[0] + 6 + this.textWidth("\u2190 ", cls, "cv-stub", "text");
+    for (var j = 0; j < ids.length && left > 0; j++) {
+      var text = (j ? ", " : "") + m.label(ids[j]);
+      if (text.length > left) text = text.slice(0, left - 1) + "\u2026";
+      left -= text.length;
+      var w = this.textWidth(text, cls, "cv-const" + (m.source[ids[j]] ? " cv-source" : ""), "tspan");
+      spans.push([ids[j], x, w, text]);
+      x += w;
+    }
+    sc.spans.set(i, spans);
+    return spans;
+  };
+  View.prototype.textWidth = function (text, outer, inner, tag) {
+    var ctx = this.surface.getContext("2d");
+    if (!ctx) return text.length * CHAR_W;
+    var font = this.probe(outer, inner, tag).font, key = font + "|" + text;
+    var widths = this.widths || (this.widths = new Map()), hit = widths.get(key);
+    if (hit !== undefined) return hit;
+    if (ctx.font !== font) ctx.font = font;
+    hit = ctx.measureText(text).width;
+    widths.set(key, hit);
+    return hit;
+  };
+  function tracePath(ctx, name, b) {
+    var x = b[0], y = b[1], w = b[2], h = b[3], c = 7, pts;
+    if (name === "round" || name === "box" || !name || name === "store") {
+      var r = name === "box" ? 2 : name === "store" ? 5 : 6;
+      ctx.moveTo(x + r, y); ctx.arcTo(x + w, y, x + w, y + h, r); ctx.arcTo(x + w, y + h, x, y + h, r);
+      ctx.arcTo(x, y + h, x, y, r); ctx.arcTo(x, y, x + w, y, r); ctx.closePath();
+      return;
+    }
+    if (name === "hexagon") pts = [[x + c, y], [x + w - c, y], [x + w, y + h / 2], [x + w - c, y + h], [x + c, y + h], [x, y + h / 2]];
+    else if (name === "diamond") pts = [[x + w / 2, y], [x + w, y + h / 2], [x + w / 2, y + h], [x, y + h / 2]];
+    else pts = [[x + c, y], [x + w - c, y], [x + w, y + c], [x + w, y + h - c], [x + w - c, y + h], [x + c, y + h], [x, y + h - c], [x, y + c]];
+    ctx.moveTo(pts[0][0], pts[0][1]);
+    for (var q = 1; q < pts.length; q++) ctx.lineTo(pts[q][0], pts[q][1]);
+    ctx.closePath();
+  }
+  /* a box (a scope's, often far larger than the view) drawn only where it is in sight: its
+   * sides clipped to the view, their dashes kept in place as it pans */
+  function boxIn(ctx, b, r, st) {
+    var m = 20, x0 = b[0], y0 = b[1], x1 = b[0] + b[2], y1 = b[1] + b[3];
+    if (x0 >= r[0] - m && y0 >= r[1] - m && x1 <= r[2] + m && y1 <= r[3] + m) {
+      ctx.beginPath(); tracePath(ctx, "round", b);
+      if (st.fill) { ctx.fillStyle = st.fill; ctx.fill(); }
+      stroke(ctx, st);
+      return;
+    }
+    var cx0 = Math.max(x0, r[0] - m), cy0 = Math.max(y0, r[1] - m), cx1 = Math.min(x1, r[2] + m), cy1 = Math.min(y1, r[3] + m);
+    if (st.fill) { ctx.fillStyle = st.fill; ctx.fillRect(cx0, cy0, cx1 - cx0, cy1 - cy0); }
+    if (!st.stroke) return;
+    ctx.strokeStyle = st.stroke; ctx.lineWidth = st.width; ctx.setLineDash(st.dash);
+    var period = 0;  // the dash pattern's length: the offset taken modulo it (a large one is slow)
+    for (var d = 0; d < st.dash.length; d++) period += st.dash[d] * (st.dash.length % 2 ? 2 : 1);
+    var sides = [[y0, cx0, cx1, x0, 0], [y1, cx0, cx1, x0, 0], [x0, cy0, cy1, y0, 1], [x1, cy0, cy1, y0, 1]];
+    for (var q = 0; q < 4; q++) {
+      var at = sides[q][0], from = sides[q][1], to = sides[q][2], vert = sides[q][4];
+      if (at < (vert ? r[0] : r[1]) - m || at > (vert ? r[2] : r[3]) + m || to <= from) continue;
+      ctx.lineDashOffset = period ? (from - sides[q][3]) % period : 0;
+      ctx.beginPath();
+      if (vert) { ctx.moveTo(at, from); ctx.lineTo(at, to); } else { ctx.moveTo(from, at); ctx.lineTo(to, at); }
+      ctx.stroke();
+    }
+    ctx.lineDashOffset = 0;
+  }
+  function seen(b, r) { return b[0] < r[2] && b[0] + b[2] > r[0] && b[1] < r[3] && b[1] + b[3] > r[1]; }
+  function stroke(ctx, st) {
+    if (!st.stroke) return;
+    ctx.strokeStyle = st.stroke; ctx.lineWidth = st.width; ctx.setLineDash(st.dash);
+    ctx.stroke();
+  }
+  /* one frame of the canvas drawing: what is in sight at the current pan and zoom */
+  View.prototype.paint = function () {
+    var sc = this.scene, c = this.surface, ctx = c.getContext && c.getContext("2d");
+    if (!sc || !ctx) return;
+    var v = this.viewSize(), dpr = window.devicePixelRatio || 1, k = this.k, m = this.m;
+    var cw = Math.round(v[0] * dpr), ch = Math.round(v[1] * dpr);
+    if (c.width !== cw || c.height !== ch) { c.width = cw; c.height = ch; }
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    ctx.clearRect(0, 0, cw, ch);
+    ctx.setTransform(dpr * k, 0, 0, dpr * k, dpr * this.tx, dpr * this.ty);
+    var r = [-this.tx / k, -this.ty / k, (v[0] - this.tx) / k, (v[1] - this.ty) / k], q, b, st, s;
+    var text = k >= TEXT_K;
+    for (q = 0; q < sc.scopes.length; q++) {  // scopes, outermost first
+      s = sc.scopes[q]; b = this.scopeBox[s];
+      if (!seen(b, r)) continue;
+      var cls = this.scopeClass(s) + (s === this.focusedScope ? " cv-focus" : "");
+      st = this.probe(cls, "");
+      boxIn(ctx, b, r, st);
+      if (this.open[s]) boxIn(ctx, [b[0], b[1], b[2], HEAD - 4], r, this.probe(cls, "cv-head"));
+      if (!text) continue;
+      var ts = this.probe(cls, "cv-name", "text");
+      ctx.font = ts.font; ctx.fillStyle = ts.fill; ctx.setLineDash([]);
+      if (this.open[s]) ctx.fillText("\u25be " + clip(m.scopeTitle(s), 60), b[0] + 6, b[1] + 13);
+      else {
+        ctx.fillText("\u25b8 " + clip(m.scopeTitle(s), 36), b[0] + 8, b[1] + 17);
+        var ty = this.probe(cls, "cv-type", "text");
+        ctx.fillStyle = ty.fill; ctx.font = ty.font;
+        ctx.fillText(m.count[s] + " ops", b[0] + 8, b[1] + 33);
+      }
+    }
+    sc.edges.forEach(function (eg) {  // edges, one path per style, each with its arrowhead
+      var heads = [];
+      ctx.beginPath();
+      for (var j = 0; j < eg.items.length; j++) {
+        var it = eg.items[j], pts = it.pts;
+        if (!seen(it.bb, r)) continue;
+        ctx.moveTo(pts[0][0], pts[0][1]);
+        for (var p = 1; p < pts.length; p++) ctx.lineTo(pts[p][0], pts[p][1]);
+        heads.push(pts[pts.length - 2], pts[pts.length - 1]);
+      }
+      stroke(ctx, eg.style);
+      ctx.beginPath();
+      for (j = 0; j < heads.length; j += 2) {
+        var a = heads[j], z = heads[j + 1], dx = z[0] - a[0], dy = z[1] - a[1], len = Math.hypot(dx, dy) || 1;
+        dx /= len; dy /= len;
+        ctx.moveTo(z[0], z[1]);
+        ctx.lineTo(z[0] - 8 * dx - 3.5 * dy, z[1] - 8 * dy + 3.5 * dx);
+        ctx.lineTo(z[0] - 8 * dx + 3.5 * dy, z[1] - 8 * dy - 3.5 * dx);
+        ctx.closePath();
+      }
+      ctx.fillStyle = eg.style.stroke || "#6b7280"; ctx.fill();
+    });
+    sc.groups.forEach(function (grp) {  // nodes, one path per style
+      ctx.beginPath();
+      var any = false;
+      for (var j = 0; j < grp.items.length; j++) {
+        if (!seen(grp.items[j], r)) continue;
+        tracePath(ctx, grp.shape, grp.items[j]); any = true;
+      }
+      if (!any) return;
+      if (grp.style.fill) { ctx.fillStyle = grp.style.fill; ctx.fill(); }
+      stroke(ctx, grp.style);
+    });
+    if (this.focused >= 0 && this.nodeBox[this.focused]) {  // the focused node's outline
+      var fs = this.probe("cv-node cv-focus", "cv-shape");
+      ctx.beginPath(); tracePath(ctx, this.d.shapes ? this.d.shapes[this.d.kind[this.focused]] : "round", this.nodeBox[this.focused]);
+      stroke(ctx, fs);
+    }
+    if (!text) return;
+    var runs = new Map();  // text by style: the font and colour are set once per style
+    function put(st, str, x, y) {
+      var key = st.font + "|" + st.fill, run = runs.get(key);
+      if (!run) { run = {st: st, items: []}; runs.set(key, run); }
+      run.items.push(str, x, y);
+    }
+    var self = this;
+    sc.groups.forEach(function (grp) {  // the text of the nodes in sight
+      for (var j = 0; j < grp.items.length; j++) {
+        b = grp.items[j];
+        if (!seen(b, r)) continue;
+        var i = grp.ids[j], cls = grp.cls, y0 = b[1];
+        if (m.stubIds(i).length) {
+          var spans = self.spansOf(i);
+          put(self.probe(cls, "cv-stub", "text"), "\u2190 ", b[0] + 6, b[1] + 12);
+          for (var j2 = 0; j2 < spans.length; j2++) {
+            put(self.probe(cls, "cv-const" + (m.source[spans[j2][0]] ? " cv-source" : ""), "tspan"), spans[j2][3], spans[j2][1], b[1] + 12);
+          }
+          y0 += STUB_H;
+        }
+        put(self.probe(cls, "cv-label", "text"), clip(m.label(i), 30), b[0] + 7, y0 + 16);
+        put(self.probe(cls, "cv-type", "text"), m.type(i), b[0] + 7, y0 + 32);
+      }
+    });
+    runs.forEach(function (run) {
+      ctx.font = run.st.font; ctx.fillStyle = run.st.fill;
+      for (var j = 0; j < run.items.length; j += 3) ctx.fillText(run.items[j], run.items[j + 1], run.items[j + 2]);
+    });
   };
   /* the constants (and set-aside nodes) an op reads, each a link to its own panel; a
    * non-finite source is marked */
@@ -780,7 +1210,52 @@
   View.prototype.apply = function () {
     this.vp.setAttribute("transform", "translate(" + this.tx + "," + this.ty + ") scale(" + this.k + ")");
     this.drawMini();
+    if (this.canvasMode) this.paint();
   };
+  /* What is drawn and where, in page coordinates (CSS pixels, as getBoundingClientRect): the
+   * canvas drawing's equivalent of the SVG's data-node and data-edge attributes, the same in
+   * both modes. nodes: {index: [x, y, w, h]}; scopes: [{s, path, open, box, title}] (title: an
+   * open scope's title text); edges: [{edge: "u v" (a closed box as s<k>), points, link, path}]. */
+  View.prototype.drawing = function () {
+    var r = this.svg.getBoundingClientRect(), k = this.k, ox = r.left + this.tx, oy = r.top + this.ty;
+    var m = this.m, nodes = {}, scopes = [], edges = [], key, q;
+    function at(b) { return [ox + b[0] * k, oy + b[1] * k, b[2] * k, b[3] * k]; }
+    for (key in this.nodeBox) nodes[key] = at(this.nodeBox[key]);
+    for (key in this.scopeBox) {
+      var s = +key, b = this.scopeBox[s], title = null;
+      if (this.open[s]) title = at([b[0] + 6, b[1] + 2, this.textWidth("\u25be " + clip(m.scopeTitle(s), 60), this.scopeClass(s), "cv-name", "text"), 14]);
+      scopes.push({s: s, path: m.path[s], open: !!this.open[s], box: at(b), title: title});
+    }
+    for (q = 0; q < this.drawnEdges.length; q++) {
+      var dd = this.drawnEdges[q];
+      edges.push({edge: itemId(dd.u) + " " + itemId(dd.v), link: dd.link, path: dd.path,
+        points: dd.pts.map(function (p) { return [ox + p[0] * k, oy + p[1] * k]; })});
+    }
+    return {mode: this.canvasMode ? "canvas" : "svg", k: k, nodes: nodes, scopes: scopes, edges: edges,
+      focused: this.focused, selected: this.selected, layouts: this.layout.stats};
+  };
+  /* the node, a stub's constant, and the innermost scope at a point of the page */
+  View.prototype.hitAt = function (clientX, clientY) {
+    var r = this.svg.getBoundingClientRect(), x = (clientX - r.left - this.tx) / this.k, y = (clientY - r.top - this.ty) / this.k;
+    var out = {node: -1, konst: -1, scope: -1, head: false}, key, b, best = -1;
+    for (key in this.nodeBox) {
+      b = this.nodeBox[key];
+      if (x >= b[0] && x <= b[0] + b[2] && y >= b[1] && y <= b[1] + b[3]) { out.node = +key; break; }
+    }
+    var spans = out.node >= 0 && this.scene ? this.spansOf(out.node) : null;
+    if (spans && y <= b[1] + STUB_H) {
+      for (var j = 0; j < spans.length; j++) if (x >= spans[j][1] && x <= spans[j][1] + spans[j][2]) out.konst = spans[j][0];
+    }
+    for (key in this.scopeBox) {
+      b = this.scopeBox[key];
+      if (x >= b[0] && x <= b[0] + b[2] && y >= b[1] && y <= b[1] + b[3] && (best < 0 || this.m.depth[+key] > this.m.depth[best])) best = +key;
+    }
+    out.scope = best;
+    out.head = best > 0 && !!this.open[best] && y <= this.scopeBox[best][1] + HEAD - 4;
+    return out;
+  };
+  /* the node drawn at a point of the page, or -1 */
+  View.prototype.nodeAt = function (clientX, clientY) { return this.hitAt(clientX, clientY).node; };
   /* the overview: every drawn box at the minimap's scale (painted once per drawing), and the
    * part of the drawing in sight as a rectangle (on every pan and zoom) */
   View.prototype.paintMini = function () {
@@ -848,15 +1323,18 @@
     var m = this.m;
     if (!m.drawn(i) && m.userStart[i + 1] > m.userStart[i]) i = m.users[m.userStart[i]];  // an annotation: its first reader
     this.focusedScope = -1;
-    if (this.expandTo(i) || this.focused !== i) { this.focused = i; this.draw(); }
-    var b = this.nodeBox[i], v = this.viewSize();
-    if (b) {
-      this.k = Math.max(this.k, 0.8);
-      this.tx = v[0] / 2 - (b[0] + b[2] / 2) * this.k; this.ty = v[1] / 2 - (b[1] + b[3] / 2) * this.k;
-      this.apply();
-    }
-    this.select(i);
-    if (this.live) liveState[this.key] = this.saveState(false);
+    var then = function () {
+      var b = this.nodeBox[i], v = this.viewSize();
+      if (b) {
+        this.k = Math.max(this.k, 0.8);
+        this.tx = v[0] / 2 - (b[0] + b[2] / 2) * this.k; this.ty = v[1] / 2 - (b[1] + b[3] / 2) * this.k;
+        this.apply();
+      }
+      this.select(i);
+      if (this.live) liveState[this.key] = this.saveState(false);
+    };
+    if (this.expandTo(i) || this.focused !== i) { this.focused = i; this.update(then); }
+    else then.call(this);
   };
 
   /* search */
@@ -922,16 +1400,17 @@
     var m = this.m;
     for (var a = m.parent[s]; a > 0; a = m.parent[a]) this.open[a] = 1;
     this.focusedScope = s;
-    this.draw();
-    var b = this.scopeBox[s], v = this.viewSize();
-    if (b) {
-      this.k = Math.max(this.k, 1);
-      this.tx = v[0] / 2 - (b[0] + Math.min(b[2], v[0] / this.k) / 2) * this.k;
-      this.ty = Math.min(v[1] / 2 - (b[1] + b[3] / 2) * this.k, 40 - b[1] * this.k);
-      this.apply();
-    }
-    var g = this.vp.querySelector('g.cv-scope[data-s="' + s + '"]');
-    if (g && g.focus) g.focus({preventScroll: true});
+    this.update(function () {
+      var b = this.scopeBox[s], v = this.viewSize();
+      if (b) {
+        this.k = Math.max(this.k, 1);
+        this.tx = v[0] / 2 - (b[0] + Math.min(b[2], v[0] / this.k) / 2) * this.k;
+        this.ty = Math.min(v[1] / 2 - (b[1] + b[3] / 2) * this.k, 40 - b[1] * this.k);
+        this.apply();
+      }
+      var g = this.vp.querySelector('g.cv-scope[data-s="' + s + '"]');
+      if (g && g.focus) g.focus({preventScroll: true});
+    });
   };
   /* keys: / focuses search, arrows move along edges (up: an operand, down: a reader,
    * left/right: the other readers of the same operand), Enter opens or closes a scope,
@@ -945,14 +1424,17 @@
       this.selected = -1; this.focused = -1; this.focusedScope = -1;
       var on = this.vp.querySelectorAll(".cv-focus");
       for (var q = 0; q < on.length; q++) on[q].classList.remove("cv-focus");
+      if (this.canvasMode) this.paint();
       return;
     }
-    var g = ev.target.closest ? ev.target.closest("g.cv-node, g.cv-scope") : null;
-    if (key === "Enter" && g) {
+    var g = ev.target.closest ? ev.target.closest("g.cv-node, g.cv-scope") : null, s = -1, node = -1;
+    if (g) { if (g.classList.contains("cv-scope")) s = +g.getAttribute("data-s"); else node = +g.getAttribute("data-node"); }
+    else if (this.canvasMode) { s = this.focusedScope; node = s >= 0 ? -1 : this.focused; }  // no element per node
+    if (key === "Enter" && (s >= 0 || node >= 0)) {
       ev.preventDefault();
-      if (g.classList.contains("cv-scope")) { var s = +g.getAttribute("data-s"); this.toggle(s); this.focusScope(s); }
+      if (s >= 0) { this.toggle(s); this.focusScope(s); }
       else {  // a node: close the scope it is in
-        var inner = m.nodeScope[+g.getAttribute("data-node")];
+        var inner = m.nodeScope[node];
         if (inner > 0) { this.toggle(inner); this.focusScope(inner); }
       }
       return;
@@ -1010,6 +1492,7 @@
     var me = this.vp.querySelector('g.cv-node[data-i="' + i + '"]');
     if (me) me.classList.add("cv-focus");
     this.focused = i;
+    if (this.canvasMode) this.paint();
     while (p.firstChild) p.removeChild(p.firstChild);
     p.setAttribute("data-i", i);
     el("pre", {"class": "cv-detail"}, this.tipText(i), p);
