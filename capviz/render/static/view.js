@@ -871,6 +871,7 @@
    * is where. Both draw the same boxes, routes and colours (the canvas reads the style sheet). */
   View.prototype.draw = function () {
     var vp = this.vp;
+    this.draws = (this.draws || 0) + 1;  // drawings made so far (tests wait on it)
     this.place();
     this.repScopes();
     while (vp.firstChild) vp.removeChild(vp.firstChild);
