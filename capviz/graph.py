@@ -180,6 +180,44 @@ class CapturedGraph(Graph):
 
         return to_svg(self, path, **options)
 
+    def metric(self, name: str, inputs: Mapping[str, Any] | None = None,
+               backend: str = "numpy", against: str = "jax", rounds: int = 3,
+               seed: int | None = None,
+               allow_violations: bool = False) -> tuple[str, dict[int, float]]:
+        """A number per node, to colour the view by: ``graph.view(metric=graph.metric(...))``.
+
+        Args:
+            name: ``"time"``: seconds each op takes, the median of ``rounds`` stepping replays
+                on ``backend`` (:func:`capviz.replay.per_node.node_times`); ``"bytes"``: bytes
+                each op allocates in the memory plan (0 where it writes into a reused buffer or
+                is a view; :meth:`memory_plan`); ``"error"``: the largest absolute difference
+                of each op's value on ``backend`` and on ``against``
+                (:func:`capviz.replay.per_node.node_errors`).
+            inputs: arrays by input name (``time`` and ``error`` replay the graph).
+            backend: the engine timed, or compared.
+            against: the engine ``error`` compares with.
+            rounds: replays ``time`` takes the median of.
+            seed: the seed of random ops (both sides of ``error`` use the same).
+            allow_violations: replay a graph that has error-level violations anyway.
+
+        Returns:
+            ``(legend title, {node index: number})``, what ``view(metric=)`` takes.
+
+        Raises:
+            ValueError: an unknown ``name``.
+        """
+        from capviz.replay.per_node import node_errors, node_times
+
+        if name == "time":
+            return f"time on {backend} (s)", node_times(self, inputs, backend, rounds, seed,
+                                                        allow_violations)
+        if name == "bytes":
+            return "bytes allocated (memory plan)", dict(memory_plan(self).allocated)
+        if name == "error":
+            return (f"max abs error, {backend} vs {against}",
+                    node_errors(self, inputs, backend, against, seed, allow_violations))
+        raise ValueError(f"metric must be 'time', 'bytes' or 'error', got {name!r}")
+
     def view(self, values: Mapping[Any, Any] | None = None, title: str | None = None,
              budget: int | None = None, metric: Any = None) -> GraphView:
         """The interactive view (pan, zoom, open scopes, search, hover, value panel) for a
@@ -193,8 +231,9 @@ class CapturedGraph(Graph):
                 ``capviz.render.rules.RULES``, which ``to_svg()`` uses too); whole levels of
                 scopes open while they fit.
             metric: colour the nodes by a number per node, with a legend: ``"bytes"`` (each
-                op's output size) or ``(name, {node: number})``, e.g. per-node times of a
-                profiled replay or per-node errors against another backend.
+                op's output size) or ``(name, {node: number})``; :meth:`metric` gives the
+                built-in ones: per-op time of a profiled replay, bytes allocated in the memory
+                plan, error against another backend.
 
         Returns:
             A ``GraphView``, which displays itself as self-contained HTML.
