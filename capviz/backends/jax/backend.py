@@ -51,6 +51,7 @@ from __future__ import annotations
 import sys
 import weakref
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -187,35 +188,35 @@ def _transposed(host: Any) -> bool:
             and not host.flags.c_contiguous)
 
 
-def _no_subnormals(jax: Any, x: Any, known: Any) -> Any:
-    """For a float input: true when it holds no subnormal value (XLA flushes them to zero, so a
-    result depending on one would differ from NumPy's beyond any tolerance); else ``None``.
-    ``known`` (a traced boolean): the array was checked by an earlier replay, and the pass
-    over it is skipped (a conditional)."""
-    dtype = np.dtype(x.dtype)
-    if dtype.kind not in "fc":
-        return None
-    tiny = np.finfo(dtype).tiny
+def _no_subnormals(jax: Any, inputs: tuple) -> Any:
+    """One flag per float input: true when it holds no subnormal value (XLA flushes them to
+    zero, so a result depending on one would differ from NumPy's beyond any tolerance)."""
+    jnp = jax.numpy
 
-    def check(x: Any) -> Any:
+    def normal(x: Any) -> Any:
+        dtype = np.dtype(x.dtype)
+        tiny = np.finfo(dtype).tiny
         # a complex value's parts each (its abs would flush a subnormal magnitude first)
-        parts = (jax.numpy.real(x), jax.numpy.imag(x)) if dtype.kind == "c" else (x,)
-        return jax.numpy.all(jax.numpy.stack([
-            jax.numpy.all((jax.numpy.abs(p) == 0) | ~(jax.numpy.abs(p) < tiny))
-            for p in parts]))
+        parts = (jnp.real(x), jnp.imag(x)) if dtype.kind == "c" else (x,)
+        return jnp.all(jnp.stack([jnp.all((jnp.abs(p) == 0) | ~(jnp.abs(p) < tiny))
+                                  for p in parts]))
 
-    return jax.lax.cond(known, lambda x: jax.numpy.array(True), check, x)
+    return jnp.stack([normal(x) for x in inputs])
+
+
+def _floating(value: Any) -> bool:
+    return np.dtype(value.dtype).kind in "fc"
 
 
 class _Compiled:
     """One program as a ``jax.jit`` function of ``(inputs, seed)`` returning the outputs and
-    the value checks' flags."""
+    the value checks' flags, and the check of its float inputs for subnormals, a program of
+    its own run beside it until an input array on the device passed it."""
 
     def __init__(self, backend: JaxBackend, program: Any) -> None:
         self._jax = _load()
         self.random = program.random
         self.checks: list[tuple[Node, str]] = []
-        self.inputs_checked: list[int] = []
         self.input_names = program.input_names
         self.guards = program.guards
         # large constants are arguments of the compiled function: baked into it, XLA would
@@ -239,68 +240,82 @@ class _Compiled:
         # program's, and die with it)
         program_ref = weakref.ref(program)
 
-        def traced(inputs: tuple, constants: tuple, seed: Any, unchecked: Any) -> tuple:
+        def traced(inputs: tuple, constants: tuple, seed: Any) -> tuple:
             backend.traces += 1
             program = program_ref()  # alive: a trace runs inside execute(program, ...)
             nodes = [step[-1] for step in program.table if step[1] is not None]
             guard_values: list = []  # what the guards read, checked after the run
             with tracing(nodes) as trace:
-                normal = [_no_subnormals(self._jax, x, unchecked[k])
-                          for k, x in enumerate(inputs)]
                 constants = [c.T if flip else c for c, flip in zip(constants, flipped)]
                 outputs = program(list(inputs), 0 if seed is None else seed,
                                   dict(zip(registers, constants)), guard_values)
             self.checks = trace.checks
-            self.inputs_checked = [k for k, ok in enumerate(normal) if ok is not None]
-            flags = [ok for ok in normal if ok is not None] + trace.flags
             # one array: one transfer to read them all after the run
-            return (tuple(outputs), self._jax.numpy.stack(flags) if flags else None,
-                    tuple(guard_values))
+            flags = self._jax.numpy.stack(trace.flags) if trace.flags else None
+            return tuple(outputs), flags, tuple(guard_values)
 
         self._fn = self._jax.jit(traced)
+        # the subnormal check of the float inputs not known normal: a pass over each, as long
+        # as a fused elementwise chain's, in a program of its own, so that the replay's program
+        # has no branch, argument or result for it once its inputs are known (a conditional
+        # in the program cost a small replay a quarter of its time)
+        self._check_fn = self._jax.jit(partial(_no_subnormals, self._jax))
         # the input arrays found free of subnormals, by id: a jax array is immutable, so its
-        # check, a pass over it as long as a fused elementwise chain's, is made once
+        # check is made once
         self._normal: dict[int, weakref.ref] = {}
+
+    def _is_array(self, x: Any) -> bool:
+        return isinstance(x, self._jax.Array)
 
     def _known_normal(self, x: Any) -> bool:
         ref = self._normal.get(id(x))
         return ref is not None and ref() is x
 
-    def _remember_normal(self, inputs: tuple, unchecked: np.ndarray) -> None:
+    def _remember_normal(self, arrays: list) -> None:
         normal = self._normal
-        for k, x in enumerate(inputs):
-            if unchecked[k] or not isinstance(x, self._jax.Array):
-                continue
+        for x in arrays:
             key = id(x)
             try:
                 normal[key] = weakref.ref(x, lambda _, key=key: normal.pop(key, None))
             except TypeError:  # pragma: no cover - an array type without weak references
                 pass
 
+    def _unknown_floats(self, inputs: tuple) -> list[int]:
+        """The float inputs to check for subnormals: all but the device arrays that passed."""
+        known = self._known_normal
+        return [k for k, x in enumerate(inputs) if _floating(x) and not known(x)]
+
     def __call__(self, inputs: tuple, seed: int) -> tuple:
         jax = self._jax
         # the seed, and a zero only known at run time (see capviz.backends.jax.random.uniform)
         key = (np.uint64(seed), np.float64(0.0)) if self.random else None
-        unchecked = np.array([self._known_normal(x) for x in inputs], dtype=bool)
+        unknown = self._unknown_floats(inputs)
+        given, is_array = inputs, self._is_array
         with x64(), jax.default_matmul_precision("highest"):
             try:
-                outputs, flags, guard_values = self._fn(inputs, self.constants, key, unchecked)
+                if unknown:  # a host array goes to the device once, for the check and the run
+                    inputs = tuple(x if k not in unknown or is_array(x) else jax.device_put(x)
+                                   for k, x in enumerate(inputs))
+                outputs, flags, guard_values = self._fn(inputs, self.constants, key)
+                normal = self._check_fn(tuple(inputs[k] for k in unknown)) if unknown else None
             except CapvizError:
                 raise
             except Exception as err:  # XLA refused the traced program (no node to name)
                 raise ReplayError(f"jax could not compile or run this graph: "
                                   f"{type(err).__name__}: {err}; replay with "
                                   "backend='numpy'") from err
-        if flags is not None:
-            failed = np.flatnonzero(~np.asarray(flags))
-            if failed.size and failed[0] < len(self.inputs_checked):
-                name = self.input_names[self.inputs_checked[int(failed[0])]]
+        if normal is not None:
+            normal = np.asarray(normal)
+            if not normal.all():
+                name = self.input_names[unknown[int(np.argmin(normal))]]
                 raise ReplayError(
                     f"input {name!r} holds subnormal floats, which XLA "
                     "flushes to zero where NumPy keeps them; replay with backend='numpy', or "
                     "flush them first: np.where(np.abs(x) < np.finfo(x.dtype).tiny, 0, x)")
-            if failed.size:
-                node, message = self.checks[int(failed[0]) - len(self.inputs_checked)]
+        if flags is not None:
+            passed = np.asarray(flags)
+            if not passed.all():
+                node, message = self.checks[int(np.argmin(passed))]
                 err = ReplayError(f"replay failed at node %{node.index} ({node.op}), recorded "
                                   f"at {format_source(node.source) or 'unknown source'}: "
                                   f"{message}")
@@ -308,8 +323,8 @@ class _Compiled:
                 raise err
         if self.guards:  # the values the guards read, fetched together, checked before return
             check_all(self.guards, jax.device_get(guard_values))
-        if self.inputs_checked:
-            self._remember_normal(inputs, unchecked)
+        if unknown:  # the caller's arrays on the device are immutable: checked once
+            self._remember_normal([given[k] for k in unknown if is_array(given[k])])
         return outputs
 
 
