@@ -1146,7 +1146,7 @@ def test_a_canvas_drawing_keeps_the_routes_the_clicks_search_and_keys(tmp_path):
     from capviz.render.view import to_html
 
     graph = eight_blocks()
-    to_html(graph, str(tmp_path / "gpt.html"), canvas_at=0)  # every drawing on the canvas
+    to_html(graph, str(tmp_path / "gpt.html"), canvas_at=0, worker_at=0)  # canvas, worker
     x = graph.node("x").index
     with chromium_page("browser-view-canvas") as page:
         errors = []

@@ -30,7 +30,9 @@ class Rules:
         overview: boxes drawn in the static picture a notebook display carries for viewers that
             run no script (an untrusted notebook, a static viewer): small, the top levels.
         canvas_at: the interactive view draws on a ``<canvas>`` (not as SVG elements) once it
-            draws more nodes than this, and lays a graph of more nodes out in a Web Worker.
+            draws more nodes than this (an SVG of 1,000 nodes pans at ~10 frames a second in a
+            software-rendered Chromium; the canvas at 60 with 50,000).
+        worker_at: the view lays out a graph of more nodes than this in a Web Worker.
     """
 
     budget: int = 160
@@ -39,7 +41,8 @@ class Rules:
     aside_degree: int = 12
     max_annotations: int = 3
     overview: int = 24
-    canvas_at: int = 2000
+    canvas_at: int = 800
+    worker_at: int = 2000
 
 
 RULES = Rules()

@@ -129,7 +129,8 @@ def picture(svg: str | None, graph: Graph, hint: bool = True) -> str:
 def fragment(graph: Graph, values: Mapping[Any, Any] | None = None,
              title: str | None = None, budget: int = DEFAULT_BUDGET,
              fallback_svg: str | None = None, live: bool = False, key: str = "",
-             page: bool = False, metric: Any = None, canvas_at: int = RULES.canvas_at) -> str:
+             page: bool = False, metric: Any = None, canvas_at: int = RULES.canvas_at,
+             worker_at: int = RULES.worker_at) -> str:
     """The view as one HTML element (for a notebook output or inside a page).
 
     The data is stored once, packed (gzip and base64, about a tenth of the JSON), beside the
@@ -147,11 +148,12 @@ def fragment(graph: Graph, values: Mapping[Any, Any] | None = None,
         page: fill the browser window (standalone page).
         metric: colour nodes by a number per node, with a legend (see
             :func:`capviz.render.view_data.view_data`).
-        canvas_at: past this many drawn nodes the view draws on a ``<canvas>`` and lays out
-            in a Web Worker (``RULES.canvas_at``; 0 draws every graph on a canvas).
+        canvas_at: past this many drawn nodes the view draws on a ``<canvas>``
+            (``RULES.canvas_at``; 0 draws every graph on a canvas).
+        worker_at: a graph of more nodes is laid out in a Web Worker (``RULES.worker_at``).
     """
     data = view_data(graph, values=values, title=title, budget=budget, live=live, metric=metric,
-                     canvas_at=canvas_at)
+                     canvas_at=canvas_at, worker_at=worker_at)
     classes = "capviz-view cv-page" if page else "capviz-view"
     return (f'<div class="{classes}" data-key="{html.escape(key, quote=True)}">'
             f'<div class="cv-fallback">{picture(fallback_svg, graph, hint=not page)}</div>'
@@ -166,12 +168,12 @@ def fragment(graph: Graph, values: Mapping[Any, Any] | None = None,
 def to_html(graph: Graph, path: str | os.PathLike | None = None,
             values: Mapping[Any, Any] | None = None, title: str | None = None,
             budget: int = DEFAULT_BUDGET, metric: Any = None,
-            canvas_at: int = RULES.canvas_at) -> str:
+            canvas_at: int = RULES.canvas_at, worker_at: int = RULES.worker_at) -> str:
     """A standalone HTML page with the interactive view; written to ``path`` when given
-    (``canvas_at``: see :func:`fragment`)."""
+    (``canvas_at``, ``worker_at``: see :func:`fragment`)."""
     heading = title or "capviz graph"
     body = fragment(graph, values=values, title=title, budget=budget, page=True, metric=metric,
-                    canvas_at=canvas_at)
+                    canvas_at=canvas_at, worker_at=worker_at)
     text = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(heading)}</title>"
             "<style>html,body{margin:0;padding:0}</style></head>"

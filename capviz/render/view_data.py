@@ -149,7 +149,8 @@ class _Strings:
 def view_data(graph: Graph, values: Mapping[Any, Any] | None = None,
               title: str | None = None, budget: int = RULES.budget,
               live: bool = False, metric: Any = None,
-              canvas_at: int = RULES.canvas_at) -> dict[str, Any]:
+              canvas_at: int = RULES.canvas_at,
+              worker_at: int = RULES.worker_at) -> dict[str, Any]:
     """The graph as the view's JSON-ready dict.
 
     Args:
@@ -163,13 +164,14 @@ def view_data(graph: Graph, values: Mapping[Any, Any] | None = None,
         metric: colour nodes by a number per node, with a legend: ``"bytes"`` (each op's
             output size), or ``(name, {node or index: number})`` (a profiled replay's time
             per node, the error against another backend per node...).
-        canvas_at: past this many drawn nodes the view draws on a canvas and lays out in a
-            Web Worker.
+        canvas_at: past this many drawn nodes the view draws on a canvas.
+        worker_at: a graph of more nodes is laid out in a Web Worker.
     """
     with collector_paused():  # many small objects next to a large graph: see model.build
         data = _view_data(graph, values, title, budget, live)
         data["metric"] = metric_data(graph, metric)
         data["canvas_at"] = int(canvas_at)
+        data["worker_at"] = int(worker_at)
         return data
 
 

@@ -469,7 +469,8 @@
     this.key = root.getAttribute("data-key") || "";
     this.live = !!data.live;
     this.layout = new Layout(this.m, this.live);
-    this.canvasAt = data.canvas_at === undefined ? 2000 : data.canvas_at;
+    this.canvasAt = data.canvas_at === undefined ? 800 : data.canvas_at;
+    this.workerAt = data.worker_at === undefined ? 2000 : data.worker_at;
     this.pendingLayouts = 0; this.idleWaiters = []; this.styles = new Map();
     this.open = new Uint8Array(this.m.ns);
     this.open[0] = 1;
@@ -675,11 +676,11 @@
     });
   };
   /* Draw once what the open scopes need is laid out, then run ``after`` (with this view as
-   * this). A large graph (more than canvas_at nodes) is laid out in the Web Worker, batch by
+   * this). A large graph (more than worker_at nodes) is laid out in the Web Worker, batch by
    * batch (children before their parents), while the page stays responsive: the root carries
    * data-busy meanwhile and idle() resolves after. Otherwise, or without a worker, at once. */
   View.prototype.update = function (after) {
-    var self = this, L = this.layout, worker = this.live || this.m.n <= this.canvasAt ? null : layoutWorker();
+    var self = this, L = this.layout, worker = this.live || this.m.n <= this.workerAt ? null : layoutWorker();
     if (worker) {
       var jobs = new Map();
       L.begin(this.open);
