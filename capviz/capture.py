@@ -35,7 +35,7 @@ from capviz.core.source import format_source, user_frame, user_source
 from capviz.core.violations import make_error, seed_message
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
-from capviz.randomness import creation, generator_watch, generators, hooks
+from capviz.randomness import backstop, creation, generator_watch, generators, hooks
 from capviz.trace import state
 from capviz.trace.context import (
     active,
@@ -230,6 +230,7 @@ class CaptureScope:
         self._opened_at: Any = None
         self._entry_function: Callable | None = None  # set by capture(): fn, not the caller
         self._watched: list[generator_watch.Watched] = []  # generator objects it can reach
+        self._backstop: list[tuple] = []  # every other generator of the process, noted
         self._rebound: list[tuple] = []  # names bound before the capture, hooked for it
         self._stand_ins: list[tuple] = []  # generator objects replaced for it
 
@@ -255,6 +256,7 @@ class CaptureScope:
             if self._entry_function is None \
             else generator_watch.function_roots(self._entry_function)
         self._watched = generator_watch.note(roots)
+        self._backstop = backstop.note([w.obj for w in self._watched])  # every other one
         try:
             self._acquire(rng)
             return self
@@ -344,7 +346,9 @@ class CaptureScope:
             hooks.untracked_state_changes(self.recorder)  # a reseed no hook saw
             self.recorder.pending += generator_watch.pending_violations(  # a draw from an object
                 self._watched + self.recorder.made_generators, user_source())
+            self.recorder.pending += backstop.pending_violations(self._backstop, user_source())
             self._watched = []
+            self._backstop = []
             self.recorder.flush_pending()  # a reseed from another thread, not yet recorded
         finally:
             try:

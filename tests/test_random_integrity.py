@@ -285,10 +285,6 @@ def test_unseeded_or_wrapping_generators_are_fine_and_the_classes_still_behave()
 
 
 UNDETECTED = {
-    "**Draws from a generator object the capture cannot reach**":
-        lambda deep, many: deep.rng.random(3),
-    '`cfg["a"]["rng"]`': lambda deep, many: deep.cfg["a"]["rng"].random(3),
-    "past the first 32 items of a container": lambda deep, many: many[-1].random(3),
     "**Draws from a `random.Random()` object made inside the capture**":
         lambda deep, many: np.array([random.Random().random()] * 3),
     "**A draw undone before the scope closes**": "undone",
@@ -296,8 +292,23 @@ UNDETECTED = {
         lambda deep, many: np.random.Generator(np.random._pcg64.PCG64(5)).random(3),
     "`random.Random(5)`": lambda deep, many: np.array([random.Random(5).random()] * 3),
     "subclass of them (`MyState(5)`)": "subclass",
-    "**Assigning `.state`** of a bit generator of your own that the capture cannot reach":
-        "state",
+}
+
+SEEN_BY_THE_BACKSTOP = {  # (capviz/randomness/backstop.py), each with the name it says
+    "an attribute of a local": (lambda deep, many: deep.rng.random(3),
+                                "deep.rng (a np.random.Generator that the capture reached, "
+                                "whose draws it records only with "
+                                'global_random="generator" (the default))'),
+    "a dict in a dict": (lambda deep, many: deep.cfg["a"]["rng"].random(3),
+                         "rng (a np.random.Generator held where the capture does not look: "
+                         "the item 'rng' of a dict)"),
+    "past the first 32 items": (lambda deep, many: many[-1].random(3),
+                                "many[39] (a np.random.Generator that the capture reached, "
+                                "whose draws it records only with "
+                                'global_random="generator" (the default))'),
+    "assigning .state": ("state", "deep.rng (a np.random.Generator that the capture reached, "
+                                  "whose draws it records only with "
+                                  'global_random="generator" (the default))'),
 }
 
 
@@ -336,6 +347,29 @@ def test_what_the_docs_say_is_not_seen_really_is_not_seen(case):
         scope.output(x + value)
     assert scope.graph.violations == []
     assert len(scope.graph.constants) == 1  # the drawn values, frozen
+
+
+@pytest.mark.parametrize("case", sorted(SEEN_BY_THE_BACKSTOP))
+def test_what_no_walk_reaches_the_process_wide_backstop_refuses_by_name(case):
+    """A generator object made before the capture and held where no walk looks (deeper than
+    one level, past the 32 items looked at) is refused when the scope closes, by the name it
+    is held under."""
+    how, name = SEEN_BY_THE_BACKSTOP[case]
+    deep = types.SimpleNamespace(rng=np.random.default_rng(1), state=np.random.RandomState(1),
+                                 cfg={"a": {"rng": np.random.default_rng(2)}})
+    many = [np.random.default_rng(i) for i in range(40)]
+    saved_own = np.random.default_rng(7).bit_generator.state
+    with pytest.raises(cv.FrozenRandomError) as info, \
+            cv.CaptureDevice().capture_scope(global_random="violation") as scope:
+        x = scope.input("x", (3,), "float64")
+        if how == "state":
+            deep.rng.bit_generator.state = saved_own
+            value = deep.rng.random(3)
+        else:
+            value = how(deep, many)
+        scope.output(x + value)
+    assert str(info.value).startswith(f"{name} was drawn from or reseeded while a capture "
+                                      "scope was recording")
 
 
 # --- reseeding paths -------------------------------------------------------------------------

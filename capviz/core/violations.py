@@ -115,10 +115,12 @@ def frozen_message(call: str, generator: str, source: Any, reason: str = "") -> 
             + record)
 
 
-def frozen_object_message(name: str, kind: str, source: Any) -> str:
+def frozen_object_message(name: str, kind: str, source: Any,
+                          reach: str = "the capture can reach") -> str:
     """Message of a ``frozen_random`` violation for a generator object (``rng``, a ``kind``)
-    whose state changed while a capture was open (seen when the scope closed)."""
-    return (f"{name} (a {kind} the capture can reach) was drawn from or reseeded while a capture "
+    whose state changed while a capture was open (seen when the scope closed); ``reach``: where
+    the object is, as the capture sees it."""
+    return (f"{name} (a {kind} {reach}) was drawn from or reseeded while a capture "
             f"scope was recording: its state changed between the scope's entry and its exit"
             f"{_where(source)}. The values drawn now would be frozen into the graph as a "
             "constant, and every replay would reuse them, where eager code draws fresh values "

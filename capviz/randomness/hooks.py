@@ -64,8 +64,9 @@ NUMPY_NOT_HOOKED = {
                  "records its draws (capviz.randomness.generators), and a draw it does not "
                  "record is seen by the object's state when the scope closes "
                  "(capviz.randomness.generator_watch)",
-    "BitGenerator": "the base class: assigning `.state` of your own bit generator is seen only "
-                    "when the capture can reach it (capviz.randomness.generator_watch)",
+    "BitGenerator": "the base class: assigning `.state` of your own bit generator made before "
+                    "the capture is seen when the scope closes, wherever it is held "
+                    "(capviz.randomness.backstop)",
     "SeedSequence": "a class: makes seeds, draws nothing",
     "Sequence": "not an RNG entry point (`collections.abc.Sequence`, imported by mtrand)",
     "test": "not an RNG entry point (NumPy's test runner)",
