@@ -1,14 +1,18 @@
 """What the JAX backend's value checks cost (issue 25). Run: python benchmarks/engine_checks.py
 
 The checks that make the JAX replay fail at a node instead of returning a value NumPy would not
-compute (``capviz/backends/jax/checks.py``: finite, moderate complex values; zeros from
-flushed subnormals in ``*``, ``/``, ``+``, ``-``; float16 overflow of reductions) are flags of
+compute (``capviz/backends/jax/checks.py``: finite, moderate complex values; float16 overflow
+of reductions; ``capviz/backends/jax/subnormals.py``: zeros from flushed subnormals) are flags of
 the compiled function. Measured here against a bare ``jax.jit`` of the same Python function on
 the same device input (no capviz check at all, the ceiling XLA gives): medians of interleaved
 rounds (``_common.interleaved``), CPU time of this process, per replay.
 
-- a 100-op chain of ``*`` and ``+`` over (1024, 1024) float32 (every op underflow-checked);
-- a 40-op chain of complex64 ``*`` and ``+`` over (512, 512) (every value's parts checked);
+- a 100-op chain of ``*`` and ``+`` over (1024, 1024) float32 with literals (``x * 1.0001``,
+  ``x + 0.5``: no subnormal can come out, no check);
+- the same with a tensor operand (``x * y``, ``x + y``: every op's subnormal check, one mask
+  fused into the chain);
+- a 40-op chain of complex64 ``*`` and ``+`` over (512, 512) (the products' operands
+  checked, as one mask fused into the chain);
 - ``x.std(axis=0)`` of (4096, 256) float16 (the float16 overflow check).
 
 Figures: capviz's JAX replay time / bare ``jax.jit`` time (1.00: free). Compare with the same
@@ -34,6 +38,14 @@ def _complex_chain(z):
     return z
 
 
+def _pair_chain(xy):
+    x, y = xy[0], xy[1]
+    for _ in range(50):
+        x = x * y
+        x = x + y
+    return x
+
+
 def _std(x):
     return x.std(axis=0)
 
@@ -46,6 +58,8 @@ def _cases() -> list:
     h = rng.standard_normal((4096, 256)).astype(np.float16)
     h = np.where(np.abs(h) < np.finfo(h.dtype).tiny, np.float16(0.5), h)  # no subnormals
     return [("100-op chain, (1024, 1024) float32", lambda v: chain(v, 100), x),
+            ("100-op chain of x * y, x + y, (1024, 1024)", _pair_chain,
+             (0.5 + rng.random((2, 1024, 1024))).astype(np.float32)),
             ("40-op complex64 chain, (512, 512)", _complex_chain, z),
             ("std(axis=0), (4096, 256) float16", _std, h)]
 

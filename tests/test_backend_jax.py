@@ -484,7 +484,7 @@ def test_large_constants_are_arguments_of_the_compiled_function_not_baked_into_i
     compiled = BACKEND._compiled[program]
     assert [c.shape for c in compiled.constants] == [(256, 256)]
     with jax_backend.x64():
-        text = compiled._fn.lower((x,), compiled.constants, None).as_text()
+        text = compiled._fn.lower((x,), compiled.constants, None, False).as_text()
     assert len(text) < 20_000, len(text)  # the weight's 262,144 bytes are not in the program
     assert "tensor<256x256xf32>" in text  # an argument of that type
 

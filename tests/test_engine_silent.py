@@ -79,6 +79,44 @@ def test_jax_finite_complex_values_still_replay():
     np.testing.assert_allclose(got, (a * a) / (a + 1), rtol=1e-6)
 
 
+def _complex_chain(z):
+    z = z + (1 - 1j)
+    z = z * (1 + 1j)
+    w = np.log1p(z * np.float32(1e10))  # parts past sqrt(finfo(float32).max) only here
+    return w * 2
+
+
+def test_jax_merged_complex_check_names_the_node_that_failed():
+    # the fast program and-s the elementwise checks into one mask per shape (fused by XLA); a
+    # failed mask reruns the precise program, whose flags name the node
+    graph = capture(_complex_chain, np.ones(4, np.complex64))
+    z = np.array([1 + 1j, 1e10 + 0j, 2 + 0j, 0j], np.complex64)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(graph.replay({"z": z})["out"], _complex_chain(z))
+    with pytest.raises(cv.ReplayError, match=COMPLEX) as info:
+        graph.replay({"z": z}, backend="jax")
+    assert info.value.node.op == "log1p"
+    assert "test_engine_silent.py:" in str(info.value)
+    fine = np.array([1 + 1j, 1e-3 + 0j, 2 + 0j, 0j], np.complex64)
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(graph.replay({"z": fine}, backend="jax")["out"],
+                                   _complex_chain(fine), rtol=1e-5)
+
+
+def test_jax_complex_sums_and_moves_of_infinities_are_numpys():
+    # componentwise ops (add, sum) and moves need no check: XLA gives NumPy's values
+    z = np.array([np.inf + 1j, -np.inf + 2j, np.nan + 0j, 1 - np.inf * 1j])
+    same_on_every_engine(lambda x: (x + x[::-1]).sum() + x.T[0], [z])
+
+
+def test_jax_stepping_executor_checks_complex_values_at_the_op():
+    a = np.array([np.inf + np.inf * 1j, 1 + 1j], np.complex64)
+    graph = capture(lambda x, y: x * y, a, a)
+    ex = graph.executor({"x": a, "y": a}, backend="jax")
+    with pytest.raises(cv.ReplayError, match=COMPLEX):
+        ex.run()
+
+
 # --- JAX: subnormals ----------------------------------------------------------------------------
 
 
@@ -88,6 +126,73 @@ def test_jax_refuses_a_complex_input_with_a_subnormal_part():
     np.testing.assert_array_equal(graph.replay({"x": a})["out"], [True, True])
     with pytest.raises(cv.ReplayError, match=r"input 'x' holds subnormal floats"):
         graph.replay({"x": a}, backend="jax")
+
+
+def _fails_with_flush_on_jax(fn, arrays, op, message=r"nonzero subnormal float: XLA flushes"):
+    graph = capture(fn, *arrays)
+    with np.errstate(all="ignore"):
+        want = fn(*arrays)
+        np.testing.assert_array_equal(graph.replay(feed(graph, arrays))["out"], want)
+    with pytest.raises(cv.ReplayError, match=message) as info:
+        graph.replay(feed(graph, arrays), backend="jax")
+    assert info.value.node.op == op
+    assert "test_engine_silent.py" in str(info.value)
+
+
+def test_jax_product_flushed_to_zero_fails_before_a_large_factor_amplifies_it():
+    # NumPy: 1e-20 * -1e-20 is a subnormal, times 2**100 is -0.0127; XLA: -0.0
+    x, y = np.array([1e-20, 1.0], np.float32), np.array([-1e-20, 2.0], np.float32)
+    _fails_with_flush_on_jax(lambda a, b: (a * b) * np.float32(2.0 ** 100), [x, y], "multiply")
+
+
+def test_jax_float64_quotient_flushed_to_zero_fails_at_the_division():
+    # the float64 division: NumPy's (a / b) / a is -1e-120, XLA's -0.0
+    a, b = np.array([-1e-200, 1.0]), np.array([1e120, 2.0])
+    _fails_with_flush_on_jax(lambda x, y: (x / y) / x, [a, b], "divide")
+
+
+def test_jax_sum_cancelling_into_a_subnormal_fails_at_the_add():
+    tiny = np.finfo(np.float32).tiny
+    x, y = np.array([tiny * 1.5, 1.0], np.float32), np.array([-tiny, 2.0], np.float32)
+    _fails_with_flush_on_jax(lambda a, b: (a + b) / b, [x, y], "add")
+
+
+def test_jax_exp_into_the_subnormal_range_fails_at_the_exp():
+    # NumPy: log(exp(-100)) is -100; XLA: exp flushes to 0 and log gives -inf
+    _fails_with_flush_on_jax(lambda a: np.log(np.exp(a)), [np.array([-100.0, -1], np.float32)],
+                             "exp")
+
+
+def test_jax_einsum_whose_partial_product_may_be_subnormal_fails_at_the_node():
+    # the einsum('i,j,k->ijk'): 1e-20 * -1e-19 flushed inside the op, times 2e38
+    arrays = [np.array([1e-20], np.float32), np.array([-1e-19], np.float32),
+              np.array([2e38], np.float32)]
+    _fails_with_flush_on_jax(lambda a, b, c: np.einsum("i,j,k->ijk", a, b, c), arrays, "einsum",
+                             r"products may be subnormal")
+
+
+def test_jax_matmul_of_tiny_operands_fails_at_the_node_and_of_normal_ones_replays():
+    tiny = np.full((2, 2), 1e-20, np.float32)
+    _fails_with_flush_on_jax(lambda a, b: (a @ b) * np.float32(2.0 ** 100), [tiny, tiny],
+                             "matmul", r"products may be subnormal")
+    weight = np.full((2, 2), 3.0, np.float32)  # a constant: its magnitude measured once
+    graph = cv.capture(lambda a: a @ weight, cv.spec((2, 2), "float32"))
+    x = np.full((2, 2), 1e-2, np.float32)
+    np.testing.assert_allclose(graph.replay({"a": x}, backend="jax")["out"], x @ weight)
+    with pytest.raises(cv.ReplayError, match=r"products may be subnormal"):
+        graph.replay({"a": np.full((2, 2), 1e-37, np.float32)}, backend="jax")
+
+
+def test_jax_values_that_underflow_in_numpy_too_still_replay():
+    # exact zeros NumPy gives as well (a product below the smallest subnormal, exp(-200), a
+    # literal factor that cannot make a subnormal) are not refused
+    x = np.array([1e-30, 1.0, 0.0], np.float32)
+    same = capture(lambda a: (a * a, np.exp(a * -200), a * np.float32(3) + 0.5), x)
+    got = same.replay({"a": x}, backend="jax", to_numpy=True)
+    with np.errstate(all="ignore"):
+        want = (x * x, np.exp(x * -200), x * np.float32(3) + 0.5)
+    for key, value in zip(same.outputs, want):
+        np.testing.assert_allclose(got[key], value, rtol=1e-6)
 
 
 # --- JAX: float-to-integer casts inside a reduction ---------------------------------------------

@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.jax import ufunc_methods, writes  # noqa: F401  (they add their forms)
+from capviz.backends.jax import subnormals, ufunc_methods, writes  # noqa: F401 (forms)
 from capviz.backends.jax.ops import OVERRIDES, UNSUPPORTED, functional
 from capviz.backends.jax.trace import bound, tracing
 from capviz.backends.registry import Backend, install_hint, register, unsupported
@@ -216,7 +216,7 @@ class _Compiled:
     def __init__(self, backend: JaxBackend, program: Any) -> None:
         self._jax = _load()
         self.random = program.random
-        self.checks: list[tuple[Node, str]] = []
+        self.checks: dict[bool, list[tuple[Node | None, str]]] = {}
         self.input_names = program.input_names
         self.guards = program.guards
         # large constants are arguments of the compiled function: baked into it, XLA would
@@ -235,26 +235,34 @@ class _Compiled:
             self.constants = tuple(self._jax.device_put(np.asarray(host).T) if flip else value
                                    for (_, value, host), flip in zip(large, flipped))
         program.drop_constants(k for (k, _, _), flip in zip(large, flipped) if flip)
+        # the float constants' smallest magnitudes, for the subnormal checks of products
+        lows = [subnormals.smallest(np.asarray(host))
+                if np.dtype(value.dtype) in subnormals.FLUSHED else None
+                for _, value, host in large]
         # the backend's cache holds this object weakly keyed by the program: a strong reference
         # from here would keep every program alive (the large constants it holds are also the
         # program's, and die with it)
         program_ref = weakref.ref(program)
 
-        def traced(inputs: tuple, constants: tuple, seed: Any) -> tuple:
+        def traced(inputs: tuple, constants: tuple, seed: Any, precise: bool) -> tuple:
             backend.traces += 1
             program = program_ref()  # alive: a trace runs inside execute(program, ...)
             nodes = [step[-1] for step in program.table if step[1] is not None]
             guard_values: list = []  # what the guards read, checked after the run
-            with tracing(nodes) as trace:
+            with tracing(nodes, precise) as trace:
                 constants = [c.T if flip else c for c, flip in zip(constants, flipped)]
+                trace.known_low = {id(c): low for c, low in zip(constants, lows)
+                                   if low is not None}
                 outputs = program(list(inputs), 0 if seed is None else seed,
                                   dict(zip(registers, constants)), guard_values)
-            self.checks = trace.checks
+            self.checks[precise] = trace.checks
             # one array: one transfer to read them all after the run
             flags = self._jax.numpy.stack(trace.flags) if trace.flags else None
             return tuple(outputs), flags, tuple(guard_values)
 
-        self._fn = self._jax.jit(traced)
+        # the fast program merges the elementwise checks (one flag per shape, fused by XLA);
+        # the precise one, traced only when a merged flag fails, names the node
+        self._fn = self._jax.jit(traced, static_argnums=3)
         # the subnormal check of the float inputs not known normal: a pass over each, as long
         # as a fused elementwise chain's, in a program of its own, so that the replay's program
         # has no branch, argument or result for it once its inputs are known (a conditional
@@ -263,6 +271,26 @@ class _Compiled:
         # the input arrays found free of subnormals, by id: a jax array is immutable, so its
         # check is made once
         self._normal: dict[int, weakref.ref] = {}
+
+    def _fail(self, inputs: tuple, key: Any, first: int) -> None:
+        """Raise for the first failed check of a node; a merged check (no node) runs the
+        precise program once, whose first failed check names the node."""
+        jax = self._jax
+        checks = self.checks[False]
+        failed = [first]
+        if any(node is None for node, _ in checks):  # a merged check may have failed first
+            with x64(), jax.default_matmul_precision("highest"):
+                _, flags, _ = self._fn(inputs, self.constants, key, True)
+            checks = self.checks[True]
+            failed = np.flatnonzero(~np.asarray(flags)).tolist()
+        node, message = checks[failed[0]] if failed else (None, "")
+        if node is None:  # pragma: no cover - the precise program passes what the fast failed
+            raise ReplayError("a value check of the jax replay failed, and the precise replay "
+                              "did not find which; replay with backend='numpy'")
+        err = ReplayError(f"replay failed at node %{node.index} ({node.op}), recorded "
+                          f"at {format_source(node.source) or 'unknown source'}: {message}")
+        err.node = node
+        raise err
 
     def _is_array(self, x: Any) -> bool:
         return isinstance(x, self._jax.Array)
@@ -296,7 +324,7 @@ class _Compiled:
                 if unknown:  # a host array goes to the device once, for the check and the run
                     inputs = tuple(x if k not in unknown or is_array(x) else jax.device_put(x)
                                    for k, x in enumerate(inputs))
-                outputs, flags, guard_values = self._fn(inputs, self.constants, key)
+                outputs, flags, guard_values = self._fn(inputs, self.constants, key, False)
                 normal = self._check_fn(tuple(inputs[k] for k in unknown)) if unknown else None
             except CapvizError:
                 raise
@@ -315,12 +343,7 @@ class _Compiled:
         if flags is not None:
             passed = np.asarray(flags)
             if not passed.all():
-                node, message = self.checks[int(np.argmin(passed))]
-                err = ReplayError(f"replay failed at node %{node.index} ({node.op}), recorded "
-                                  f"at {format_source(node.source) or 'unknown source'}: "
-                                  f"{message}")
-                err.node = node
-                raise err
+                self._fail(inputs, key, int(np.argmin(passed)))
         if self.guards:  # the values the guards read, fetched together, checked before return
             check_all(self.guards, jax.device_get(guard_values))
         if unknown:  # the caller's arrays on the device are immutable: checked once

@@ -8,9 +8,15 @@ instead of returning a different value.
   NumPy's does: a ``complex64`` product of infinities is ``inf+infj`` in XLA and
   ``inf-infj`` in NumPy; ``log1p`` of a complex with a real part near ``finfo.max`` is ``89.07``
   in XLA and ``inf`` in NumPy; ``sign`` of a complex whose magnitude overflows is ``nan+nanj``
-  in XLA and ``1j`` in NumPy. So every complex operand and result of an op must be finite with
-  real and imaginary parts below ``sqrt(finfo.max)`` (where both compute without overflow).
+  in XLA and ``1j`` in NumPy. So every complex operand and result of an op that computes must
+  be finite with real and imaginary parts below ``sqrt(finfo.max)`` (where both compute
+  without overflow); moves (:data:`MOVES`) and ops on the parts apart (:data:`COMPONENTWISE`)
+  are not checked, nor a product's result (:data:`PLAIN_RESULT`). The checks are elementwise
+  (:func:`capviz.backends.jax.trace.require_each`): merged into one mask per shape that XLA
+  fuses into the computation (``benchmarks/engine_checks.py``: 2.4x a bare ``jax.jit`` on a
+  40-op complex64 chain, against 21x with a reduction per value).
 * **Infinities in convolutions** (:data:`NONFINITE_SPREAD`).
+* **Subnormals made inside the graph**: :mod:`capviz.backends.jax.subnormals`.
 * **float16 overflow in reductions and products.** NumPy accumulates a float16 ``std``,
   ``var``, ``mean`` or ``polymul`` in float16 or float32 and rounds to an infinity where XLA's
   other order of operations gives NaN: a float16 result of those ops that is not finite, from
@@ -25,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from capviz.backends.jax.trace import dtype_of, require
+from capviz.backends.jax import subnormals
+from capviz.backends.jax.trace import dtype_of, require, require_each
 from capviz.ops import traits
 
 FLOAT16_OVERFLOW = frozenset((*traits.REDUCE, *traits.CONTRACT, *traits.ACCUMULATES,
@@ -46,16 +53,6 @@ FINITE_OPERANDS = frozenset(("linalg.pinv", "linalg.svdvals", "linalg.matrix_ran
 """Ops NumPy runs in LAPACK, which raises LinAlgError on an infinity or NaN (SVD did not
 converge...), where XLA returns NaNs: their float operands must be finite."""
 
-UNDERFLOW = frozenset(("divide",))
-"""Float division, whose quotient XLA flushes to zero where NumPy's is subnormal: a zero that
-NumPy would not give (a nonzero divided by a finite number) fails the replay at the node,
-before a later division or logarithm turns it into ``-0.0``, an infinity or NaN where NumPy
-computes a number. Products, sums and the functions are not checked: a check per op keeps XLA
-from fusing a chain (``benchmarks/engine_checks.py``: 87x on a 100-op float32 chain), so their
-flushed subnormals stay within the backend's absolute tolerance unless a later op amplifies them
-(docs/guide/replay.md, "Where an engine's arithmetic differs from NumPy's"). Inputs holding
-subnormals are refused before the run."""
-
 ORDER_STATISTICS = frozenset(("median", "nanmedian", "percentile", "quantile", "nanpercentile",
                               "nanquantile"))
 """Ops that interpolate between sorted values: an infinity among them gives NumPy's NaN
@@ -68,9 +65,6 @@ COMPLEX_REFUSED = frozenset(("interp", "clip"))
 NOT_EMPTY = frozenset(("linalg.cond", "histogram_bin_edges"))
 """Ops jax.numpy refuses on an empty operand (NumPy raises its own error or computes)."""
 
-_UNDERFLOW = ("{op} of a nonzero float gave 0 on XLA, which flushes subnormal results to zero "
-              "where NumPy keeps them (a later division or log would differ); replay with "
-              "backend='numpy', or scale the values away from the float's smallest normal")
 _INFINITY = ("an operand of {op} holds an infinity: NumPy's interpolation between sorted "
              "values gives NaN next to it where XLA's gives an infinity; replay with "
              "backend='numpy', or np.nan_to_num the operand first")
@@ -95,22 +89,31 @@ def _arrays(value: Any) -> list:
     return [value] if hasattr(value, "dtype") and hasattr(value, "shape") else []
 
 
+MOVES = frozenset((*(traits.MOVE - {"outer", "linalg.outer", "ufunc_outer"}), *traits.SPLIT,
+                   *traits.GATHER, "unpack", "copy", "real", "imag", "conjugate", "negative",
+                   "positive", "where", "astype", "view", "select", "choose", "setitem",
+                   "index_put", "put", "put_along_axis", "take_along_axis", "compress",
+                   "append", "insert", "delete", "pad", "diag", "diagflat"))
+"""Ops that move, select or negate complex values without computing new ones: XLA gives
+NumPy's values whatever they are, so their complex operands and results are not checked (an
+operand a computing op reads is checked there)."""
+
+COMPONENTWISE = frozenset(("add", "subtract", "sum", "nansum", "cumsum", "nancumsum", "isnan",
+                           "isinf", "isfinite", "equal", "not_equal"))
+"""Complex ops computing the real and imaginary parts apart, with the float arithmetic of each
+(IEEE's in XLA and NumPy alike, infinities and NaNs included): not checked."""
+
+PLAIN_RESULT = frozenset(("multiply",))
+"""Complex ops whose result XLA computes with NumPy's formula from operands the check passed
+(``(ac - bd) + (ad + bc)j``: with parts below ``sqrt(finfo.max)`` no product overflows, and a
+sum that does is an infinity in both): their operands are checked, not their result, which an
+op reading it checks as its operand."""
+
+
 def _complex_ok(jnp: Any, x: Any) -> Any:
-    """All of complex ``x`` finite, with parts below ``sqrt(finfo.max)``."""
+    """Elementwise: complex ``x`` finite, with parts below ``sqrt(finfo.max)``."""
     bound = np.sqrt(np.finfo(np.dtype(x.dtype)).max)
-    return jnp.all((jnp.abs(jnp.real(x)) < bound) & (jnp.abs(jnp.imag(x)) < bound))
-
-
-def _flushed(jnp: Any, a: Any, b: Any, result: Any) -> Any:
-    """Where the quotient ``result`` of ``a / b`` is a zero NumPy would not give."""
-    return (result == 0) & (a != 0) & jnp.isfinite(a) & jnp.isfinite(b)
-
-
-def _underflow(jnp: Any, name: str, args: tuple, result: Any) -> None:
-    if not hasattr(result, "dtype") or dtype_of(result).kind != "f":
-        return
-    a, b = (jnp.asarray(x).astype(result.dtype) for x in args)
-    require(~jnp.any(_flushed(jnp, a, b, result)), _UNDERFLOW.format(op=name))
+    return (jnp.abs(jnp.real(x)) < bound) & (jnp.abs(jnp.imag(x)) < bound)
 
 
 def _weights_sum(jnp: Any, a: Any, w: Any, axis: Any) -> None:
@@ -126,6 +129,8 @@ def checked(name: str, jnp: Any, fn: Callable) -> Callable:
     transform = name.startswith("fft.") and not name.endswith(("shift", "freq"))
     spread = name in NONFINITE_SPREAD or transform
     finite = name in FINITE_OPERANDS
+    computes = name not in MOVES and name not in COMPONENTWISE
+    plain_result = name in PLAIN_RESULT
 
     def run(*args: Any, **params: Any) -> Any:
         operands = [a for a in args if hasattr(a, "dtype") and not isinstance(a, np.generic)]
@@ -155,12 +160,13 @@ def checked(name: str, jnp: Any, fn: Callable) -> Callable:
             raise NotImplementedError(f"jax.numpy's {name} takes no empty array; replay with "
                                       "backend='numpy'")
         result = fn(*args, **params)
-        complex_values = [a for a in (*operands, *_arrays(result))
-                          if dtype_of(a).kind == "c"]
-        for value in complex_values:
-            require(_complex_ok(jnp, value), _COMPLEX.format(what="operand or result"))
-        if name in UNDERFLOW and len(args) == 2:
-            _underflow(jnp, name, args, result)
+        if computes:
+            values = operands if plain_result else (*operands, *_arrays(result))
+            for value in values:
+                if dtype_of(value).kind == "c":
+                    require_each(_complex_ok(jnp, value), _COMPLEX.format(
+                        what="operand or result"))
+        subnormals.check(jnp, name, args, operands, result)
         if float16:
             for value in _arrays(result):
                 if dtype_of(value) == np.float16:

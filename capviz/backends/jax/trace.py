@@ -31,12 +31,18 @@ class Trace:
     """State of one trace of a program: which node each bound op call belongs to (the steps of
     ``program.table`` run in order, one call per op step), and the value checks made."""
 
-    def __init__(self, nodes: list[Node]) -> None:
+    def __init__(self, nodes: list[Node], precise: bool = True) -> None:
         self._nodes = nodes
         self._next = 0
         self.node: Node | None = None
-        self.checks: list[tuple[Node, str]] = []
+        self.checks: list[tuple[Node | None, str]] = []
         self.flags: list[Any] = []
+        self.precise = precise
+        self._masks: dict[tuple, Any] = {}
+        self.known_low: dict[int, float] = {}
+        """The smallest nonzero finite magnitude of each float constant argument of the
+        program, by the id of its traced value: measured once on the host, where a check
+        would read a model's weights at every replay (:mod:`capviz.backends.jax.subnormals`)."""
 
     def enter(self, op_name: str) -> Node:
         """The node of the next step running ``op_name``."""
@@ -55,6 +61,27 @@ class Trace:
         self.checks.append((self.node, message))
         self.flags.append(ok)
 
+    def require_each(self, mask: Any, message: str) -> None:
+        """Check every element of ``mask`` (a boolean jax array) after the run. In the precise
+        trace, one flag for this node, as :meth:`require`; in the fast one, ``mask`` is and-ed
+        into one mask per shape, reduced once at the end (:meth:`merged`): XLA fuses the
+        elementwise checks of a chain of ops into the chain, where a flag per op is a reduction
+        per value that it cannot fuse. A failed merged flag names no node: the replay runs the
+        precise trace to find it."""
+        if self.precise:
+            self.require(mask.all(), message)
+            return
+        key = tuple(mask.shape)
+        merged = self._masks.get(key)
+        self._masks[key] = mask if merged is None else merged & mask
+
+    def merged(self) -> None:
+        """Add the merged masks' flags (one per shape, no node: see :meth:`require_each`)."""
+        for mask in self._masks.values():
+            self.checks.append((None, ""))
+            self.flags.append(mask.all())
+        self._masks = {}
+
 
 TRACE: contextvars.ContextVar[Trace | None] = contextvars.ContextVar("capviz_jax_trace",
                                                                        default=None)
@@ -67,6 +94,23 @@ def require(ok: Any, message: str) -> None:
     if trace is not None:
         trace.require(ok, message)
     elif not bool(ok):
+        raise ValueError(message)
+
+
+def known_low(value: Any) -> float | None:
+    """The smallest nonzero finite magnitude of ``value`` when it is a constant of the traced
+    program (:attr:`Trace.known_low`), else ``None``."""
+    trace = TRACE.get()
+    return None if trace is None else trace.known_low.get(id(value))
+
+
+def require_each(mask: Any, message: str) -> None:
+    """:func:`require` of every element of ``mask``, fused with the op in a traced program
+    (:meth:`Trace.require_each`)."""
+    trace = TRACE.get()
+    if trace is not None:
+        trace.require_each(mask, message)
+    elif not bool(mask.all()):
         raise ValueError(message)
 
 
@@ -169,12 +213,14 @@ def bound(op: ops.Op, fn: Callable, eager_context: Callable[[], Any]) -> Callabl
 
 
 @contextlib.contextmanager
-def tracing(nodes: list[Node]) -> Iterator[Trace]:
-    """Follow the bound calls of one trace of a program whose op steps run ``nodes``."""
-    trace = Trace(nodes)
+def tracing(nodes: list[Node], precise: bool = True) -> Iterator[Trace]:
+    """Follow the bound calls of one trace of a program whose op steps run ``nodes``;
+    ``precise``: a flag per check (else elementwise checks merged, :meth:`Trace.require_each`)."""
+    trace = Trace(nodes, precise)
     token = TRACE.set(trace)
     try:
         yield trace
+        trace.merged()
     finally:
         TRACE.reset(token)
 

@@ -1,0 +1,181 @@
+"""Subnormal floats made inside a JAX replay: where XLA's flush to zero changes a result.
+
+XLA on the CPU flushes float32 and float64 subnormal results to zero (and reads subnormal
+operands as zero), where NumPy keeps them (float16 is computed in float32 and keeps them).
+Inputs holding subnormals are refused before the run (``backend.py``); this module checks the
+values the graph makes, so that a zero XLA gave where NumPy's value is a nonzero subnormal fails
+the replay at the node, before a later division, logarithm or large factor turns it into a
+different number (``-1.0`` against ``-0.0``, a finite value against an infinity):
+
+* **Elementwise arithmetic** (:data:`ELEMENTWISE`): ``*``, ``/``, ``+``, ``-``, ``square``,
+  ``reciprocal``, ``exp``, ``exp2``. Each has an exact test of "NumPy's result would be a
+  nonzero subnormal" from its operands where XLA's result is 0 (a sum of two floats is 0 only
+  when they cancel exactly; a product or quotient is tested scaled by ``2**(nmant + 2)``, out of
+  the subnormal range; ``exp(x)`` is nonzero above ``log(smallest_subnormal / 2)``). The test is
+  an elementwise mask (:func:`capviz.backends.jax.trace.require_each`): and-ed into one mask per
+  shape, which XLA fuses into the chain of ops, reduced once. An op with a literal or
+  constant operand that rules a subnormal out (``x * 1.0001``, ``x + 0.5``, ``x / 8``...) is
+  not checked at all.
+* **Products that contract** (:data:`PRODUCTS`: ``matmul``, ``dot``, ``einsum``, ``tensordot``,
+  ``inner``, ``outer``, ``kron``, ``vecdot``...): their products and partial sums are made inside
+  the op. A product can be subnormal only when the smallest nonzero magnitudes of the operands
+  multiply below ``tiny * 2**(nmant + 1)`` (a partial sum of products above that bound is
+  either 0 or normal; of three operands or more, a partial product of any of them may come
+  first, so each smallest magnitude below 1 counts): checked with one reduction per operand
+  (for ``matmul``, per contracted index: the smallest magnitude of each column of ``a`` times
+  that of each row of ``b``), cheap beside the product itself.
+
+Other ops computing floats (the transcendental functions but ``exp``, reductions, ``power``,
+``linalg``, ``fft``...) are not checked here: their own result, flushed, differs from NumPy's
+by less than ``tiny`` (within the backend's tolerance); ``docs/guide/replay.md`` ("Where an
+engine's arithmetic differs from NumPy's") says what remains.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from capviz.backends.jax.trace import dtype_of, known_low, require, require_each
+from capviz.ops import traits
+
+ELEMENTWISE = frozenset(("multiply", "divide", "add", "subtract", "square", "reciprocal", "exp",
+                         "exp2"))
+"""Elementwise ops with an exact test of a flushed result."""
+
+PRODUCTS = frozenset((*traits.CONTRACT, "inner", "outer", "linalg.outer", "kron", "vecdot",
+                      "linalg.vecdot", "matvec", "vecmat", "linalg.multi_dot",
+                      "linalg.tensordot"))
+"""Products whose inner products and partial sums XLA may flush."""
+
+FLUSHED = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+"""The float types XLA flushes (float16 is computed in float32: its subnormals are kept)."""
+
+_MESSAGE = ("{op} gave 0 where NumPy's result is a nonzero subnormal float: XLA flushes "
+            "subnormal results to zero, and a later division, log or large factor would give "
+            "another number than NumPy's; replay with backend='numpy', or scale the values away "
+            "from the float's smallest normal ({tiny:.3g})")
+_PRODUCT = ("an operand of {op} holds values so small that their products may be subnormal "
+            "(below {tiny:.3g}), which XLA flushes to zero where NumPy keeps them; replay with "
+            "backend='numpy', or scale the operands up")
+
+
+def check(jnp: Any, name: str, args: tuple, operands: list, result: Any) -> None:
+    """The flush checks of op ``name`` (nothing for an op or a dtype XLA does not flush)."""
+    if not hasattr(result, "dtype") or dtype_of(result) not in FLUSHED:
+        return
+    if name in ELEMENTWISE:
+        _elementwise(jnp, name, args, result)
+    elif name in PRODUCTS:
+        _products(jnp, name, operands, result)
+
+
+def _known(value: Any) -> np.ndarray | None:
+    """The values of an operand known when the program is traced (a literal, a small
+    constant), as an array; ``None`` for a traced value."""
+    if isinstance(value, (int, float, np.generic, np.ndarray)):
+        return np.asarray(value)
+    return None
+
+
+def _cannot_flush(name: str, args: tuple, info: np.finfo) -> bool:
+    """Whether a literal or constant operand rules a subnormal result out (``x * 1.0001``,
+    ``x + 0.5``, ``x / 8``: an operand XLA computed is never subnormal, so its product with a
+    factor of magnitude 1 or more is not; nor its sum with a term of magnitude
+    ``tiny * 2**(nmant + 1)`` or more, whose nonzero sums are multiples of ``tiny`` or more;
+    nor its quotient by a divisor of magnitude 1 or less, nor ``c / x`` for ``|c|`` of
+    ``tiny * finfo.max`` or more): then the op needs no check, and costs nothing."""
+    known = [_known(v) for v in args]
+    for k, value in enumerate(known):
+        if value is None or value.dtype.kind not in "biuf":
+            continue
+        magnitude = np.abs(value.astype(np.float64))
+        nonzero = magnitude[magnitude != 0]
+        low = float(nonzero.min()) if nonzero.size else np.inf
+        high = float(magnitude.max()) if magnitude.size else 0.0
+        if name == "multiply" and low >= 1:
+            return True
+        if name in ("add", "subtract") and low >= float(info.tiny) * 2.0 ** (info.nmant + 1):
+            return True
+        if name == "divide" and k == 1 and high <= 1:
+            return True
+        if name == "divide" and k == 0 and low >= float(info.tiny) * float(info.max):
+            return True
+    return False
+
+
+def _elementwise(jnp: Any, name: str, args: tuple, r: Any) -> None:
+    dtype = dtype_of(r)
+    info = np.finfo(dtype)
+    if len(args) != (2 if name in ("multiply", "divide", "add", "subtract") else 1):
+        return
+    if len(args) == 2 and _cannot_flush(name, args, info):
+        return
+    x = [jnp.asarray(v).astype(dtype) for v in args]
+    least = float(info.smallest_subnormal)  # NumPy rounds |v| above least / 2 to nonzero
+    zero = r == 0
+    if name in ("add", "subtract"):
+        a, b = x
+        exact = (a != -b) if name == "add" else (a != b)  # an exact sum of floats is 0 only so
+        flushed = zero & exact & jnp.isfinite(a) & jnp.isfinite(b)
+    elif name in ("multiply", "square", "divide"):
+        a, b = x if len(x) == 2 else (x[0], x[0])
+        scale = 2.0 ** (info.nmant + 2)  # |a|, |b| < 1 where a product of normals is 0
+        if name == "divide":
+            scaled = jnp.abs(a * scale) / jnp.abs(b)
+            bound = least * scale / 2  # (least / 2 is 0 as a Python float for float64)
+        else:
+            scaled = jnp.abs(a * scale) * jnp.abs(b * scale)
+            bound = least * scale * scale / 2
+        flushed = zero & (a != 0) & (b != 0) & jnp.isfinite(a) & jnp.isfinite(b) \
+            & (scaled > bound)
+    elif name == "reciprocal":  # 1 / finfo.max is above smallest_subnormal
+        flushed = zero & (x[0] != 0) & jnp.isfinite(x[0])
+    else:  # exp, exp2
+        log = math.log(least) - math.log(2) if name == "exp" else math.log2(least) - 1
+        flushed = zero & (x[0] > log)
+    require_each(~flushed, _MESSAGE.format(op=name, tiny=float(info.tiny)))
+
+
+def smallest(a: np.ndarray) -> float:
+    """The smallest nonzero finite magnitude of a host array (inf when there is none)."""
+    magnitude = np.abs(a)
+    magnitude = magnitude[(magnitude != 0) & np.isfinite(magnitude)]
+    return float(magnitude.min()) if magnitude.size else np.inf
+
+
+def _smallest(jnp: Any, a: Any, axis: Any = None) -> Any:
+    """The smallest nonzero finite magnitude of ``a`` (along ``axis``), as float64; inf when
+    there is none. A constant's is measured once on the host (:func:`known_low`): the smallest
+    of the whole array, which bounds that of any axis."""
+    low = known_low(a)
+    if low is not None:
+        return np.float64(low)
+    magnitude = jnp.abs(a)
+    ignored = (magnitude == 0) | ~jnp.isfinite(magnitude)
+    low = jnp.min(jnp.where(ignored, np.inf, magnitude), axis=axis, initial=np.inf)
+    return low.astype(np.float64)  # the smallest values only: a float64 copy costs a pass
+
+
+def _products(jnp: Any, name: str, operands: list, r: Any) -> None:
+    dtype = dtype_of(r)
+    info = np.finfo(dtype)
+    bound = math.log2(float(info.tiny)) + info.nmant + 1
+    floats = [a for a in operands if dtype_of(a).kind == "f"]
+    if not floats:
+        return
+    if name == "matmul" and len(floats) == 2:
+        a, b = floats
+        a = a[None, :] if a.ndim == 1 else a
+        b = b[:, None] if b.ndim == 1 else b
+        # per contracted index k: min_i |a[..., i, k]| * min_j |b[..., k, j]|
+        low = jnp.log2(_smallest(jnp, a, axis=-2)) + jnp.log2(_smallest(jnp, b, axis=-1))
+        ok = jnp.all(low >= bound)
+    else:
+        logs = [jnp.log2(_smallest(jnp, a)) for a in floats]
+        if len(logs) > 2:  # a partial product of any of them may come first: count each < 1
+            logs = [jnp.minimum(v, 0.0) for v in logs]
+        ok = sum(logs) >= bound
+    require(ok, _PRODUCT.format(op=name, tiny=float(info.tiny)))
