@@ -361,7 +361,7 @@ def test_a_replay_of_known_inputs_runs_the_program_alone():
     compiled = BACKEND._compiled[graph.replay_cache["jax"][2]]
     assert compiled._unknown_floats((x,)) == []
     with jax_backend.x64():
-        text = compiled._fn.lower((x,), compiled.constants, None).as_text()
+        text = compiled._fn.lower((x,), compiled.constants, None, False).as_text()
     assert "cond" not in text and "case" not in text
     assert text.count("tensor<4xf32>") >= 2 and "tensor<1xi1>" not in text  # no flag out
     host = np.arange(4, dtype=np.float32)  # a host array: checked at every replay
