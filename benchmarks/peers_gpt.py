@@ -14,10 +14,14 @@ compares the same work:
   keep, against the bytes of the weights the program reads;
 - JAX replay: ``graph.compile(backend="jax")`` called on a token array already on the device,
   steady state (after a first call), vs ``jax.jit`` of the same forward with its weights as
-  arguments on the device; both wait for the result (``block_until_ready``);
+  arguments on the device; both wait for the result (``block_until_ready``). capviz's figure
+  includes every check it makes: the values NumPy would refuse, in the XLA program, and the
+  read of the weights kept by reference that refuses a replay after they were edited in place
+  (on a thread of its own while XLA computes: with ``--clock cpu`` it is counted in full);
 - the 100-op elementwise chain of ``benchmarks/capture_replay.py`` on (1024, 1024) float32, JAX
   replay vs ``jax.jit`` the same way (ten calls per round);
-- NumPy replay: ``graph.compile(backend="numpy")`` vs the same forward run eagerly by NumPy.
+- NumPy replay: ``graph.compile(backend="numpy")`` vs the same forward run eagerly by NumPy
+  (capviz's figure includes the same check of the weights, made while its program runs).
 """
 
 from __future__ import annotations
