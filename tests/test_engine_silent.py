@@ -183,6 +183,19 @@ def test_jax_matmul_of_tiny_operands_fails_at_the_node_and_of_normal_ones_replay
         graph.replay({"a": np.full((2, 2), 1e-37, np.float32)}, backend="jax")
 
 
+@pytest.mark.parametrize("reduce", [np.sum, np.mean, np.cumsum], ids=lambda f: f.__name__)
+def test_jax_sum_cancelling_into_a_subnormal_fails_at_the_reduction(reduce):
+    # NumPy: x / x.sum() is [3, -2] (the sum is a subnormal); XLA flushed it: [inf, -inf]
+    tiny = np.finfo(np.float32).tiny
+    x = np.array([tiny * 1.5, -tiny], np.float32)
+    _fails_with_flush_on_jax(lambda a: a / reduce(a), [x], reduce.__name__,
+                             r"whose sums may be subnormal")
+    fine = np.array([0.5, -2.0, 0.0], np.float32)
+    graph = capture(lambda a: a / reduce(a), fine)
+    np.testing.assert_allclose(graph.replay({"a": fine}, backend="jax")["out"],
+                               fine / reduce(fine), rtol=1e-6)
+
+
 def test_jax_values_that_underflow_in_numpy_too_still_replay():
     # exact zeros NumPy gives as well (a product below the smallest subnormal, exp(-200), a
     # literal factor that cannot make a subnormal) are not refused

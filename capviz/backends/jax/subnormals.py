@@ -25,10 +25,15 @@ different number (``-1.0`` against ``-0.0``, a finite value against an infinity)
   (for ``matmul``, per contracted index: the smallest magnitude of each column of ``a`` times
   that of each row of ``b``), cheap beside the product itself.
 
-Other ops computing floats (the transcendental functions but ``exp``, reductions, ``power``,
-``linalg``, ``fft``...) are not checked here: their own result, flushed, differs from NumPy's
-by less than ``tiny`` (within the backend's tolerance); ``docs/guide/replay.md`` ("Where an
-engine's arithmetic differs from NumPy's") says what remains.
+* **Sums** (:data:`SUMS`: ``sum``, ``cumsum``, ``mean`` and their ``nan`` forms): their
+  operand's nonzero terms must reach ``tiny * 2**(nmant + 1)`` (times the count for a mean),
+  an elementwise mask merged as the arithmetic's.
+
+Other ops computing floats (the transcendental functions but ``exp``, ``var``, ``std``,
+``power``, ``linalg``, ``fft``...) are not checked here: their own result, flushed, differs
+from NumPy's by less than ``tiny`` (within the backend's tolerance), but a value they make
+subnormal reaches a later op as 0; ``docs/guide/replay.md`` ("Where an engine's arithmetic
+differs from NumPy's") declares it.
 """
 
 from __future__ import annotations
@@ -50,6 +55,11 @@ PRODUCTS = frozenset((*traits.CONTRACT, "inner", "outer", "linalg.outer", "kron"
                       "linalg.tensordot"))
 """Products whose inner products and partial sums XLA may flush."""
 
+SUMS = frozenset(("sum", "nansum", "cumsum", "nancumsum", "cumulative_sum", "mean",
+                  "nanmean"))
+"""Reductions adding their operand's elements (and dividing by their count): a partial sum
+is subnormal only when terms cancel near ``finfo.tiny``."""
+
 FLUSHED = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 """The float types XLA flushes (float16 is computed in float32: its subnormals are kept)."""
 
@@ -57,6 +67,9 @@ _MESSAGE = ("{op} gave 0 where NumPy's result is a nonzero subnormal float: XLA 
             "subnormal results to zero, and a later division, log or large factor would give "
             "another number than NumPy's; replay with backend='numpy', or scale the values away "
             "from the float's smallest normal ({tiny:.3g})")
+_SUM = ("an operand of {op} holds values of magnitude below {bound:.3g}, whose sums may be "
+        "subnormal, which XLA flushes to zero where NumPy keeps them; replay with "
+        "backend='numpy', or scale the operand up")
 _PRODUCT = ("an operand of {op} holds values so small that their products may be subnormal "
             "(below {tiny:.3g}), which XLA flushes to zero where NumPy keeps them; replay with "
             "backend='numpy', or scale the operands up")
@@ -70,6 +83,8 @@ def check(jnp: Any, name: str, args: tuple, operands: list, result: Any) -> None
         _elementwise(jnp, name, args, result)
     elif name in PRODUCTS:
         _products(jnp, name, operands, result)
+    elif name in SUMS and operands:
+        _sums(jnp, name, operands[0], result)
 
 
 def _known(value: Any) -> np.ndarray | None:
@@ -137,6 +152,19 @@ def _elementwise(jnp: Any, name: str, args: tuple, r: Any) -> None:
         log = math.log(least) - math.log(2) if name == "exp" else math.log2(least) - 1
         ok = nonzero | (x[0] <= log)
     require_each(ok, _MESSAGE.format(op=name, tiny=float(info.tiny)))
+
+
+def _sums(jnp: Any, name: str, x: Any, r: Any) -> None:
+    """Every nonzero term at least ``tiny * 2**(nmant + 1)`` (times the count for a mean):
+    then every partial sum, a multiple of the smallest term's spacing, is 0 or normal, and so
+    is the mean. An elementwise mask of the operand, merged and fused as the arithmetic's."""
+    if dtype_of(x) != dtype_of(r):
+        return  # an integer or narrower operand: its terms are exact in the result's type
+    info = np.finfo(dtype_of(r))
+    bound = float(info.tiny) * 2.0 ** (info.nmant + 1)
+    if name in ("mean", "nanmean"):
+        bound *= max(1, math.prod(x.shape) // max(1, math.prod(r.shape)))
+    require_each(~(jnp.abs(x) < bound) | (x == 0), _SUM.format(op=name, bound=bound))
 
 
 def smallest(a: np.ndarray) -> float:
