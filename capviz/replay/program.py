@@ -223,6 +223,8 @@ class Program:
         self.n_states = len(self.states)
         self.n_views = sum("of" in n.params for n in self.states)  # view states: no output
         self.n_generators = sum(n.dtype is None for n in self.states)
+        self.live_plan: Any = None  # the states' live arrays as a replay finds them
+        #                             (replay/state.py), made at the first replay
         self.n_inputs = len(graph.input_nodes) + self.n_states
         self.input_names = tuple(n.name for n in graph.input_nodes)
         outputs = graph.output_nodes + graph.state_outputs  # the states' values last

@@ -88,18 +88,22 @@ def live(graph: Graph, node: Node, given: Mapping[str, Any] | None) -> Any:
     return value
 
 
-def _live_all(graph: Graph, nodes: tuple, given: Mapping[str, Any] | None) -> list:
-    """:func:`live` of each state node; the usual case (the arrays the capture met, unchanged
-    in kind) without a call per state."""
+def _live_all(graph: Graph, prog: Any, given: Mapping[str, Any] | None) -> list:
+    """:func:`live` of each state node of ``prog``; the usual case (the arrays the capture
+    met, unchanged in kind) from the program's list of them, without a call per state."""
+    nodes = prog.states
     if given:
         return [live(graph, n, given) for n in nodes]
-    targets = graph.state_targets
+    plan = prog.live_plan
+    if plan is None or plan[0] is not graph:
+        targets = graph.state_targets
+        plan = prog.live_plan = (graph, [
+            (node, targets.get(node.index) if node.dtype is not None and "of" not in
+             node.params else None, node.shape, node.dtype) for node in nodes])
     found = []
-    for node in nodes:
-        ref = targets.get(node.index)
-        value = ref() if type(ref) is weakref.ref else None
-        if type(value) is not np.ndarray or value.shape != node.shape \
-                or value.dtype != node.dtype or "of" in node.params:
+    for node, ref, shape, dtype in plan[1]:
+        value = ref() if ref is not None and type(ref) is weakref.ref else None
+        if type(value) is not np.ndarray or value.shape != shape or value.dtype != dtype:
             value = live(graph, node, given)
         found.append(value)
     return found
@@ -123,7 +127,7 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
         if unknown:
             raise ReplayInputError(f"unexpected state {unknown[0]!r}: the graph's states are "
                                    f"{known}")
-    targets = _live_all(graph, nodes, given)
+    targets = _live_all(graph, prog, given)
     if prog.n_generators or engine.name != "numpy":
         from_host = engine.from_host
         values = [from_host(target) if node.dtype is not None else  # a generator: drawn from
@@ -144,9 +148,10 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
         nodes, targets, values = ([seq[k] for k in kept] for seq in (nodes, targets, values))
     if write and not named and not prog.n_generators:  # the usual compiled replay
         copyto = np.copyto
+        host = engine.name == "numpy"
         for target, value in zip(targets, results[n:]):
             if value is not target:  # a state the replay left unchanged is the live array
-                copyto(target, to_host(value))
+                copyto(target, value if host else to_host(value))
         return outputs, states
     for node, target, value, drawn in zip(nodes, targets, results[n:], values):
         if node.dtype is None:
