@@ -196,6 +196,18 @@ def test_jax_sum_cancelling_into_a_subnormal_fails_at_the_reduction(reduce):
                                fine / reduce(fine), rtol=1e-6)
 
 
+@pytest.mark.parametrize("name", ["prod", "cumprod", "nanprod", "nancumprod"])
+def test_jax_product_along_an_axis_through_a_subnormal_fails_at_the_node(name):
+    # NumPy: 1e-20 * 1e-20 * 1e30 is 1e-10 (through a subnormal); XLA: 0
+    fn = getattr(np, name)
+    x = np.array([[1e-20, 1e-20, 1e30], [0.5, 2.0, 4.0]], np.float32)
+    _fails_with_flush_on_jax(lambda a: fn(a, axis=1), [x], name, r"partial product of")
+    zero = np.array([[1e-3, 0.0, 1e30], [0.5, 2.0, 4.0]], np.float32)  # a true zero factor
+    graph = capture(lambda a: fn(a, axis=1), zero)
+    np.testing.assert_allclose(graph.replay({"a": zero}, backend="jax")["out"],
+                               fn(zero, axis=1), rtol=1e-6)
+
+
 def test_jax_values_that_underflow_in_numpy_too_still_replay():
     # exact zeros NumPy gives as well (a product below the smallest subnormal, exp(-200), a
     # literal factor that cannot make a subnormal) are not refused

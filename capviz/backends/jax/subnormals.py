@@ -25,6 +25,8 @@ different number (``-1.0`` against ``-0.0``, a finite value against an infinity)
   (for ``matmul``, per contracted index: the smallest magnitude of each column of ``a`` times
   that of each row of ``b``), cheap beside the product itself.
 
+* **Products along an axis** (:data:`PRODS`: ``prod``, ``cumprod`` and ``nan`` forms): a
+  product of 0 (or NaN) where no factor is 0 (or NaN) fails.
 * **Sums** (:data:`SUMS`: ``sum``, ``cumsum``, ``mean`` and their ``nan`` forms): their
   operand's nonzero terms must reach ``tiny * 2**(nmant + 1)`` (times the count for a mean),
   an elementwise mask merged as the arithmetic's.
@@ -60,6 +62,10 @@ SUMS = frozenset(("sum", "nansum", "cumsum", "nancumsum", "cumulative_sum", "mea
 """Reductions adding their operand's elements (and dividing by their count): a partial sum
 is subnormal only when terms cancel near ``finfo.tiny``."""
 
+PRODS = frozenset(("prod", "nanprod", "cumprod", "nancumprod"))
+"""Reductions multiplying their operand's elements: once a partial product is flushed to 0,
+every later one is 0 (or NaN times an infinity)."""
+
 FLUSHED = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 """The float types XLA flushes (float16 is computed in float32: its subnormals are kept)."""
 
@@ -67,6 +73,9 @@ _MESSAGE = ("{op} gave 0 where NumPy's result is a nonzero subnormal float: XLA 
             "subnormal results to zero, and a later division, log or large factor would give "
             "another number than NumPy's; replay with backend='numpy', or scale the values away "
             "from the float's smallest normal ({tiny:.3g})")
+_PRODS = ("a partial product of {op} fell below the float's smallest normal: XLA flushes it to "
+          "zero (the product is 0, or NaN times an infinity) where NumPy keeps a subnormal "
+          "and goes on; replay with backend='numpy', or multiply logarithms (np.log(x).sum())")
 _SUM = ("an operand of {op} holds values of magnitude below {bound:.3g}, whose sums may be "
         "subnormal, which XLA flushes to zero where NumPy keeps them; replay with "
         "backend='numpy', or scale the operand up")
@@ -75,7 +84,8 @@ _PRODUCT = ("an operand of {op} holds values so small that their products may be
             "backend='numpy', or scale the operands up")
 
 
-def check(jnp: Any, name: str, args: tuple, operands: list, result: Any) -> None:
+def check(jnp: Any, name: str, args: tuple, operands: list, result: Any,
+          params: dict) -> None:
     """The flush checks of op ``name`` (nothing for an op or a dtype XLA does not flush)."""
     if not hasattr(result, "dtype") or dtype_of(result) not in FLUSHED:
         return
@@ -85,6 +95,8 @@ def check(jnp: Any, name: str, args: tuple, operands: list, result: Any) -> None
         _products(jnp, name, operands, result)
     elif name in SUMS and operands:
         _sums(jnp, name, operands[0], result)
+    elif name in PRODS and operands:
+        _prods(jnp, name, operands[0], result, params)
 
 
 def _known(value: Any) -> np.ndarray | None:
@@ -165,6 +177,27 @@ def _sums(jnp: Any, name: str, x: Any, r: Any) -> None:
     if name in ("mean", "nanmean"):
         bound *= max(1, math.prod(x.shape) // max(1, math.prod(r.shape)))
     require_each(~(jnp.abs(x) < bound) | (x == 0), _SUM.format(op=name, bound=bound))
+
+
+def _prods(jnp: Any, name: str, x: Any, r: Any, params: dict) -> None:
+    """A product that is 0 (or NaN) only where a factor is 0 (or NaN): XLA's is 0 after a
+    flushed partial product, where NumPy's keeps the subnormal and goes on (a product NumPy
+    rounds to 0 too is refused as well)."""
+    if dtype_of(x) != dtype_of(r) or set(params) - {"axis", "keepdims", "dtype"}:
+        return  # where=, initial=: declared (docs/guide/replay.md)
+    axis = params.get("axis")
+    cumulative = name in ("cumprod", "nancumprod")
+    if cumulative and axis is None:
+        x, axis = x.reshape(-1), 0
+
+    def seen(mask: Any) -> Any:
+        if cumulative:
+            return jnp.cumsum(mask, axis=axis) > 0
+        return jnp.any(mask, axis=axis, keepdims=bool(params.get("keepdims", False)))
+
+    nan_factor = seen(jnp.isnan(x)) if name in ("prod", "cumprod") else False
+    ok = seen(x == 0) | ((r != 0) & (~jnp.isnan(r) | nan_factor))
+    require_each(ok, _PRODS.format(op=name))
 
 
 def smallest(a: np.ndarray) -> float:
