@@ -157,6 +157,13 @@ def test_jax_sum_cancelling_into_a_subnormal_fails_at_the_add():
     _fails_with_flush_on_jax(lambda a, b: (a + b) / b, [x, y], "add")
 
 
+def test_jax_power_into_the_subnormal_range_fails_at_the_power():
+    # NumPy: (1e-14 ** 3) * 2**100 is 1.27e-12; XLA: 0
+    x = np.array([1e-14, 0.5], np.float32)
+    _fails_with_flush_on_jax(lambda a: (a ** np.float32(3)) * np.float32(2.0 ** 100), [x],
+                             "power")
+
+
 def test_jax_exp_into_the_subnormal_range_fails_at_the_exp():
     # NumPy: log(exp(-100)) is -100; XLA: exp flushes to 0 and log gives -inf
     _fails_with_flush_on_jax(lambda a: np.log(np.exp(a)), [np.array([-100.0, -1], np.float32)],

@@ -8,14 +8,15 @@ the replay at the node, before a later division, logarithm or large factor turns
 different number (``-1.0`` against ``-0.0``, a finite value against an infinity):
 
 * **Elementwise arithmetic** (:data:`ELEMENTWISE`): ``*``, ``/``, ``+``, ``-``, ``square``,
-  ``reciprocal``, ``exp``, ``exp2``. Each has an exact test of "NumPy's result would be a
-  nonzero subnormal" from its operands where XLA's result is 0 (a sum of two floats is 0 only
-  when they cancel exactly; a product or quotient is tested scaled by ``2**(nmant + 2)``, out of
-  the subnormal range; ``exp(x)`` is nonzero above ``log(smallest_subnormal / 2)``). The test is
-  an elementwise mask (:func:`capviz.backends.jax.trace.require_each`): and-ed into one mask per
-  shape, which XLA fuses into the chain of ops, reduced once. An op with a literal or
-  constant operand that rules a subnormal out (``x * 1.0001``, ``x + 0.5``, ``x / 8``...) is
-  not checked at all.
+  ``reciprocal``, ``exp``, ``exp2``, ``**`` (``power``, ``float_power``). Each has an exact
+  test of "NumPy's result would be a nonzero subnormal" from its operands where XLA's result
+  is 0 (a sum of two floats is 0 only when they cancel exactly; a product or quotient is
+  tested scaled out of the subnormal range; ``exp(x)`` is nonzero above
+  ``log(smallest_subnormal / 2)``, ``a ** b`` where ``b * log2|a|`` is above
+  ``log2(smallest_subnormal / 2)``). The test is an elementwise mask
+  (:func:`capviz.backends.jax.trace.require_each`): and-ed into one mask per shape, which XLA
+  fuses into the chain of ops, reduced once. An op with a literal or constant operand that
+  rules a subnormal out (``x * 1.0001``, ``x + 0.5``, ``x / 8``...) is not checked at all.
 * **Products that contract** (:data:`PRODUCTS`: ``matmul``, ``dot``, ``einsum``, ``tensordot``,
   ``inner``, ``outer``, ``kron``, ``vecdot``...): their products and partial sums are made inside
   the op. A product can be subnormal only when the smallest nonzero magnitudes of the operands
@@ -32,7 +33,7 @@ different number (``-1.0`` against ``-0.0``, a finite value against an infinity)
   an elementwise mask merged as the arithmetic's.
 
 Other ops computing floats (the transcendental functions but ``exp``, ``var``, ``std``,
-``power``, ``linalg``, ``fft``...) are not checked here: their own result, flushed, differs
+``linalg``, ``fft``...) are not checked here: their own result, flushed, differs
 from NumPy's by less than ``tiny`` (within the backend's tolerance), but a value they make
 subnormal reaches a later op as 0; ``docs/guide/replay.md`` ("Where an engine's arithmetic
 differs from NumPy's") declares it.
@@ -49,7 +50,7 @@ from capviz.backends.jax.trace import dtype_of, known_low, require, require_each
 from capviz.ops import traits
 
 ELEMENTWISE = frozenset(("multiply", "divide", "add", "subtract", "square", "reciprocal", "exp",
-                         "exp2"))
+                         "exp2", "power", "float_power"))
 """Elementwise ops with an exact test of a flushed result."""
 
 PRODUCTS = frozenset((*traits.CONTRACT, "inner", "outer", "linalg.outer", "kron", "vecdot",
@@ -99,6 +100,9 @@ def check(jnp: Any, name: str, args: tuple, operands: list, result: Any,
         _prods(jnp, name, operands[0], result, params)
 
 
+_BINARY = ("multiply", "divide", "add", "subtract", "power", "float_power")
+
+
 def _known(value: Any) -> np.ndarray | None:
     """The values of an operand known when the program is traced (a literal, a small
     constant), as an array; ``None`` for a traced value."""
@@ -130,13 +134,16 @@ def _cannot_flush(name: str, args: tuple, info: np.finfo) -> bool:
             return True
         if name == "divide" and k == 0 and low >= float(info.tiny) * float(info.max):
             return True
+        if name in ("power", "float_power") and k == 1 and value.size \
+                and bool(np.all((value > 0) & (value <= 1))):
+            return True  # |x| ** y of 0 < y <= 1 is at least |x| where |x| < 1
     return False
 
 
 def _elementwise(jnp: Any, name: str, args: tuple, r: Any) -> None:
     dtype = dtype_of(r)
     info = np.finfo(dtype)
-    if len(args) != (2 if name in ("multiply", "divide", "add", "subtract") else 1):
+    if len(args) != (2 if name in _BINARY else 1):
         return
     if len(args) == 2 and _cannot_flush(name, args, info):
         return
@@ -158,6 +165,10 @@ def _elementwise(jnp: Any, name: str, args: tuple, r: Any) -> None:
         a, b = x
         scale = 2.0 ** (info.nmant + 2)
         ok = nonzero | ~(jnp.abs((a * scale) / b) > least * scale / 2)  # NaN: inf / inf
+    elif name in ("power", "float_power"):
+        a, b = x  # NumPy's |a| ** b is nonzero above least / 2: b * log2|a| > log2(least) - 1
+        exponent = b * jnp.log2(jnp.abs(a))
+        ok = nonzero | (a == 0) | ~(exponent > math.log2(least) - 1)
     elif name == "reciprocal":  # 1 / finfo.max is above smallest_subnormal
         ok = nonzero | jnp.isinf(x[0])
     else:  # exp, exp2
