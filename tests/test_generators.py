@@ -341,3 +341,13 @@ def test_random_seed_inside_the_capture_is_a_seed_violation_with_the_three_fixes
     text = str(info.value)
     assert "random.seed(3) was called at " in text and "test_generators.py" in text
     assert all(f"  {k}. " in text for k in (1, 2, 3))
+
+
+def test_a_draw_with_a_numpy_scalar_or_a_list_promotes_as_numpy_does():
+    x = DATA.standard_normal(3).astype(np.float32)
+
+    def f(x):  # np.float32 * a Python float is float32; a list of floats is float64
+        return x * (np.float32(2) * random.random()) + np.add([0.5, 1.5, 2.5], random.random())
+
+    graph = _python_replays_as_eager(f, x)
+    assert graph.replay({"x": x})["out"].dtype == np.float64

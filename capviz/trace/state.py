@@ -429,8 +429,8 @@ def python_operands(recorder: Any, op: Any, args: tuple, params: dict) -> tuple[
         return args, False
     if got == want:
         return args, False
-    others = [a.dtype if hasattr(a, "dtype") else a for k, a in enumerate(args)
-              if k not in drawn]
+    others = [a.dtype if hasattr(a, "dtype") else a if type(a) in (bool, int, float, complex)
+              else np.asarray(a).dtype for k, a in enumerate(args) if k not in drawn]
     args = list(args)
     for k in drawn:
         node = args[k]._data
