@@ -1,5 +1,6 @@
 """capviz against jax on a real model: a GPT-2 forward (issue 22). Run:
 python benchmarks/peers_gpt.py [--layers N] [--tokens T] [--rounds R] [--picogpt-scalars]
+[--clock cpu] [--parts]
 
 The program is ``benchmarks/gpt2_pico.py``, picoGPT's ``gpt2.py`` in plain NumPy, GPT-2 small's
 shape by default (12 layers, width 768, 64 tokens, random float32 weights). capviz captures it
@@ -53,6 +54,30 @@ def report(rows) -> None:
         print(f"{figure:<34} {ours:>22} {peer:>34} {ratio:>6.2f}x")
 
 
+def jax_parts(jax, graph, device_ids, peer, rounds, clock) -> list:
+    """The JAX replay's two parts, each against ``jax.jit`` in the same rounds: the compiled XLA
+    program called alone (reached through capviz's internals: the backend's compiled object of
+    the graph's program, its fast variant), and the check that the weights kept by reference
+    are unchanged (``capviz.core.references.check_unchanged``), which a replay runs on a thread
+    of its own while the program computes."""
+    from capviz.backends.jax.backend import BACKEND, x64
+    from capviz.core.references import check_unchanged
+
+    compiled = BACKEND._compiled[graph.replay_cache["jax"][2]]
+
+    def program():
+        with x64(), jax.default_matmul_precision("highest"):
+            jax.block_until_ready(compiled._fn((device_ids,), compiled.constants, None, False))
+
+    t_program, t_jit, t_check = interleaved(
+        [program, lambda: jax.block_until_ready(peer()), lambda: check_unchanged(graph)],
+        rounds=rounds, clock=clock)
+    return [("  its XLA program alone", f"{1e3 * t_program:.1f} ms",
+             f"jax.jit {1e3 * t_jit:.1f} ms", t_program / t_jit),
+            ("  its check of the weights alone", f"{1e3 * t_check:.1f} ms",
+             f"jax.jit {1e3 * t_jit:.1f} ms", t_check / t_jit)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=12)
@@ -63,6 +88,9 @@ def main() -> None:
                              "which other processes on a busy machine disturb less")
     parser.add_argument("--picogpt-scalars", action="store_true",
                         help="keep picoGPT's np.sqrt scalars (float64 under NumPy 2)")
+    parser.add_argument("--parts", action="store_true",
+                        help="also time the JAX replay's parts against jax.jit: its XLA program "
+                             "alone (capviz internals) and the check of the weights alone")
     args = parser.parse_args()
     clock = time.perf_counter if args.clock == "wall" else time.process_time
 
@@ -130,6 +158,9 @@ def main() -> None:
                                rounds=args.rounds, clock=clock)
     rows.append(("replay, backend='jax'", f"{1e3 * t_jax:.1f} ms", f"jax.jit {1e3 * t_jit:.1f} ms",
                  t_jax / t_jit))
+    if args.parts:
+        rows.extend(jax_parts(jax, kept, device_ids, lambda: jitted(device_ids, device_params),
+                              args.rounds, clock))
 
     x = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
     chain_graph = cv.capture(lambda v: chain(v, 100), cv.spec(x.shape, x.dtype))
