@@ -215,6 +215,19 @@ def test_jax_product_along_an_axis_through_a_subnormal_fails_at_the_node(name):
                                fn(zero, axis=1), rtol=1e-6)
 
 
+@pytest.mark.parametrize("name", ["var", "std", "nanvar", "nanstd"])
+def test_jax_variance_of_tiny_deviations_fails_at_the_node(name):
+    # NumPy: the squared deviations of [1e-20, 2e-20, 3e-20] are subnormal, the variance is
+    # nonzero and x / std is finite; XLA flushed them: 0, and x / std infinite
+    fn = getattr(np, name)
+    x = np.array([[1e-20, 2e-20, 3e-20], [1.0, 2.0, 3.0]], np.float32)
+    _fails_with_flush_on_jax(lambda a: fn(a, axis=1), [x], name, r"values that are not all")
+    flat = np.array([[5.0, 5.0, 5.0], [1.0, 2.0, 3.0]], np.float32)  # a true 0
+    graph = capture(lambda a: fn(a, axis=1), flat)
+    np.testing.assert_allclose(graph.replay({"a": flat}, backend="jax")["out"], fn(flat, axis=1),
+                               rtol=1e-6)
+
+
 def test_jax_values_that_underflow_in_numpy_too_still_replay():
     # exact zeros NumPy gives as well (a product below the smallest subnormal, exp(-200), a
     # literal factor that cannot make a subnormal) are not refused

@@ -28,15 +28,17 @@ different number (``-1.0`` against ``-0.0``, a finite value against an infinity)
 
 * **Products along an axis** (:data:`PRODS`: ``prod``, ``cumprod`` and ``nan`` forms): a
   product of 0 (or NaN) where no factor is 0 (or NaN) fails.
+* **Variances** (:data:`SPREADS`: ``var``, ``std``, ``nan`` forms): 0 only where the values
+  along the axis are all equal (a max and a min along it).
 * **Sums** (:data:`SUMS`: ``sum``, ``cumsum``, ``mean`` and their ``nan`` forms): their
   operand's nonzero terms must reach ``tiny * 2**(nmant + 1)`` (times the count for a mean),
   an elementwise mask merged as the arithmetic's.
 
-Other ops computing floats (the transcendental functions but ``exp``, ``var``, ``std``,
-``linalg``, ``fft``...) are not checked here: their own result, flushed, differs
-from NumPy's by less than ``tiny`` (within the backend's tolerance), but a value they make
-subnormal reaches a later op as 0; ``docs/guide/replay.md`` ("Where an engine's arithmetic
-differs from NumPy's") declares it.
+Other ops computing floats (the transcendental functions but ``exp``, ``linalg``, ``fft``,
+these reductions with ``where=`` or ``initial=``...) are not checked here: their own result,
+flushed, differs from NumPy's by less than ``tiny`` (within the backend's tolerance), but a
+value they make subnormal reaches a later op as 0; ``docs/guide/replay.md`` ("Where an
+engine's arithmetic differs from NumPy's") declares it.
 """
 
 from __future__ import annotations
@@ -67,6 +69,10 @@ PRODS = frozenset(("prod", "nanprod", "cumprod", "nancumprod"))
 """Reductions multiplying their operand's elements: once a partial product is flushed to 0,
 every later one is 0 (or NaN times an infinity)."""
 
+SPREADS = frozenset(("var", "std", "nanvar", "nanstd"))
+"""Reductions of squared deviations: XLA's is 0 when every square was flushed, where NumPy's
+is a small nonzero value (and ``x / std`` differs by more than any tolerance)."""
+
 FLUSHED = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 """The float types XLA flushes (float16 is computed in float32: its subnormals are kept)."""
 
@@ -77,6 +83,9 @@ _MESSAGE = ("{op} gave 0 where NumPy's result is a nonzero subnormal float: XLA 
 _PRODS = ("a partial product of {op} fell below the float's smallest normal: XLA flushes it to "
           "zero (the product is 0, or NaN times an infinity) where NumPy keeps a subnormal "
           "and goes on; replay with backend='numpy', or multiply logarithms (np.log(x).sum())")
+_SPREAD = ("{op} gave 0 for values that are not all equal: their squared deviations fell "
+           "below the float's smallest normal, which XLA flushes to zero where NumPy keeps "
+           "them (x / std would differ); replay with backend='numpy', or scale the values up")
 _SUM = ("an operand of {op} holds values of magnitude below {bound:.3g}, whose sums may be "
         "subnormal, which XLA flushes to zero where NumPy keeps them; replay with "
         "backend='numpy', or scale the operand up")
@@ -98,6 +107,8 @@ def check(jnp: Any, name: str, args: tuple, operands: list, result: Any,
         _sums(jnp, name, operands[0], result)
     elif name in PRODS and operands:
         _prods(jnp, name, operands[0], result, params)
+    elif name in SPREADS and operands:
+        _spreads(jnp, name, operands[0], result, params)
 
 
 _BINARY = ("multiply", "divide", "add", "subtract", "power", "float_power")
@@ -209,6 +220,20 @@ def _prods(jnp: Any, name: str, x: Any, r: Any, params: dict) -> None:
     nan_factor = seen(jnp.isnan(x)) if name in ("prod", "cumprod") else False
     ok = seen(x == 0) | ((r != 0) & (~jnp.isnan(r) | nan_factor))
     require_each(ok, _PRODS.format(op=name))
+
+
+def _spreads(jnp: Any, name: str, x: Any, r: Any, params: dict) -> None:
+    """A variance of 0 only where the values along the axis are all equal (their range is 0);
+    one NumPy rounds to 0 too (deviations below ``sqrt(smallest_subnormal)``) is refused as
+    well."""
+    if dtype_of(x) != dtype_of(r) or set(params) - {"axis", "keepdims", "ddof", "dtype"}:
+        return  # complex values, where=, correction=: declared (docs/guide/replay.md)
+    axis, keepdims = params.get("axis"), bool(params.get("keepdims", False))
+    high, low = (jnp.nanmax, jnp.nanmin) if name.startswith("nan") else (jnp.max, jnp.min)
+    if not math.prod(x.shape):
+        return  # NumPy's NaN of an empty axis
+    flat = high(x, axis=axis, keepdims=keepdims) == low(x, axis=axis, keepdims=keepdims)
+    require_each((r != 0) | flat, _SPREAD.format(op=name))
 
 
 def smallest(a: np.ndarray) -> float:
