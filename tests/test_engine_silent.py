@@ -450,3 +450,19 @@ def test_a_reflected_scalar_dunder_in_unreadable_code_is_refused_with_both_spell
                        match=r"(?s)tensor \*\* numpy\.float64.*write t \*\* b \(NumPy's scalar "
                              r"math\) or np\.power\(t, b\)"):
         exec("cv.capture(lambda t: s.__rpow__(t), np.float64(2.0))", namespace)
+
+
+def test_a_tensor_first_through_a_dynamic_ufunc_is_the_ufunc_not_a_refusal():
+    # getattr(np, name)(t, s): the call site is unreadable, but a tensor first reaches scalar
+    # math only through s.__rpow__(t) / s.__rmul__(t), which this code never names (refused
+    # as "could not read which" after 8dd753b: the property tests' generated programs)
+    rng = np.random.default_rng(7)
+    s = np.float32(-0.5)
+    values = [np.float32(v) for v in np.abs(rng.standard_normal(50)) + 0.1]
+    graph = _scalar_math_replays_as_eager(lambda t: getattr(np, "power")(t, s), values[0], values)
+    assert [n.op for n in graph.ops] == ["power"]
+    c = np.complex64(1.5 - 2j)
+    cvalues = [np.complex64(complex(*p)) for p in rng.standard_normal((50, 2))]
+    graph = _scalar_math_replays_as_eager(lambda t: getattr(np, "multiply")(t, c), cvalues[0],
+                                          cvalues)
+    assert [n.op for n in graph.ops] == ["multiply"]

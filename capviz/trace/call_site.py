@@ -55,6 +55,17 @@ def power_call(frame: FrameType | None, operator: Operator = POWER) -> str | Non
     return None
 
 
+def names_reflected(frame: FrameType | None, operator: Operator = POWER) -> bool:
+    """Whether ``frame``'s code names the operator's reflected dunder (``__rpow__``,
+    ``__rmul__``): the only way a tensor first reaches ``np.power``/``np.multiply`` through a
+    NumPy scalar's scalar math is ``s.__rpow__(t)``, which names it (``getattr(np, name)(t,
+    s)`` does not, and is the ufunc)."""
+    if frame is None:
+        return True
+    return any(name.startswith("__r") and name in frame.f_code.co_names
+               for name in operator.names)
+
+
 def _current_instruction(frame: FrameType) -> dis.Instruction | None:
     for instruction in dis.get_instructions(frame.f_code):
         if instruction.offset == frame.f_lasti:

@@ -21,7 +21,7 @@ from capviz.core.errors import UnsupportedOperationError
 from capviz.core.source import source_of, user_frame
 from capviz.core.violations import unsupported_message
 from capviz.ops.advanced_index import READ, UFUNC_AT, split_key, tensor_key
-from capviz.trace.call_site import MULTIPLY, POWER, power_call
+from capviz.trace.call_site import MULTIPLY, POWER, names_reflected, power_call
 from capviz.trace.dispatch import HANDLED, UFUNC_METHODS, function_name, refusal
 from capviz.trace.statements import augments_local
 
@@ -268,7 +268,11 @@ def _scalar_base_call(ufunc: np.ufunc, inputs: tuple) -> Any:
     ``b.__rpow__(t)`` (``t ** b``, scalar math) and ``np.power(t, b)``; refused when that call
     cannot be read."""
     operator = POWER if ufunc is np.power else MULTIPLY
-    kind = power_call(sys._getframe(2), operator)  # the frame that called __array_ufunc__
+    frame = sys._getframe(2)  # the frame that called __array_ufunc__
+    kind = power_call(frame, operator)
+    if kind is None and not isinstance(inputs[0], np.generic) and \
+            not names_reflected(frame, operator):
+        kind = "ufunc"  # a tensor first: scalar math only by s.__rpow__(t), which it never names
     if kind is None:
         left, right = (f"numpy.{type(v).__name__}" if isinstance(v, np.generic) else "tensor"
                        for v in inputs)
