@@ -228,6 +228,16 @@ def test_jax_variance_of_tiny_deviations_fails_at_the_node(name):
                                rtol=1e-6)
 
 
+def test_jax_convolution_and_difference_through_a_subnormal_fail_at_the_node():
+    tiny = np.finfo(np.float32).tiny
+    a, b = np.array([1e-20, 1.0], np.float32), np.array([-1e-20, 2.0], np.float32)
+    _fails_with_flush_on_jax(lambda x, y: np.convolve(x, y) * np.float32(2.0 ** 100), [a, b],
+                             "convolve", r"products may be subnormal")
+    x = np.array([tiny, tiny * 1.5, 1.0], np.float32)  # NumPy: diff [0.5 tiny, ...]
+    _fails_with_flush_on_jax(lambda v: v / np.diff(v)[0], [x], "diff",
+                             r"whose sums may be subnormal")
+
+
 def test_jax_values_that_underflow_in_numpy_too_still_replay():
     # exact zeros NumPy gives as well (a product below the smallest subnormal, exp(-200), a
     # literal factor that cannot make a subnormal) are not refused

@@ -18,21 +18,21 @@ different number (``-1.0`` against ``-0.0``, a finite value against an infinity)
   fuses into the chain of ops, reduced once. An op with a literal or constant operand that
   rules a subnormal out (``x * 1.0001``, ``x + 0.5``, ``x / 8``...) is not checked at all.
 * **Products that contract** (:data:`PRODUCTS`: ``matmul``, ``dot``, ``einsum``, ``tensordot``,
-  ``inner``, ``outer``, ``kron``, ``vecdot``...): their products and partial sums are made inside
-  the op. A product can be subnormal only when the smallest nonzero magnitudes of the operands
-  multiply below ``tiny * 2**(nmant + 1)`` (a partial sum of products above that bound is
-  either 0 or normal; of three operands or more, a partial product of any of them may come
-  first, so each smallest magnitude below 1 counts): checked with one reduction per operand
-  (for ``matmul``, per contracted index: the smallest magnitude of each column of ``a`` times
-  that of each row of ``b``), cheap beside the product itself.
-
+  ``inner``, ``outer``, ``kron``, ``vecdot``, ``convolve``, ``correlate``, ``cross``...): their
+  products and partial sums are made inside the op. A product can be subnormal only when the
+  smallest nonzero magnitudes of the operands multiply below ``tiny * 2**(nmant + 1)`` (a
+  partial sum of products above that bound is either 0 or normal; of three operands or more,
+  a partial product of any of them may come first, so each smallest magnitude below 1
+  counts): checked with one reduction per operand (for ``matmul``, per contracted index: the
+  smallest magnitude of each column of ``a`` times that of each row of ``b``), cheap beside
+  the product itself.
 * **Products along an axis** (:data:`PRODS`: ``prod``, ``cumprod`` and ``nan`` forms): a
   product of 0 (or NaN) where no factor is 0 (or NaN) fails.
 * **Variances** (:data:`SPREADS`: ``var``, ``std``, ``nan`` forms): 0 only where the values
   along the axis are all equal (a max and a min along it).
-* **Sums** (:data:`SUMS`: ``sum``, ``cumsum``, ``mean`` and their ``nan`` forms): their
-  operand's nonzero terms must reach ``tiny * 2**(nmant + 1)`` (times the count for a mean),
-  an elementwise mask merged as the arithmetic's.
+* **Sums** (:data:`SUMS`: ``sum``, ``cumsum``, ``mean`` and their ``nan`` forms, ``diff``,
+  ``ediff1d``): their operand's nonzero terms must reach ``tiny * 2**(nmant + 1)`` (times the
+  count for a mean), an elementwise mask merged as the arithmetic's.
 
 Other ops computing floats (the transcendental functions but ``exp``, ``linalg``, ``fft``,
 these reductions with ``where=`` or ``initial=``...) are not checked here: their own result,
@@ -57,13 +57,13 @@ ELEMENTWISE = frozenset(("multiply", "divide", "add", "subtract", "square", "rec
 
 PRODUCTS = frozenset((*traits.CONTRACT, "inner", "outer", "linalg.outer", "kron", "vecdot",
                       "linalg.vecdot", "matvec", "vecmat", "linalg.multi_dot",
-                      "linalg.tensordot"))
+                      "linalg.tensordot", "convolve", "correlate", "cross", "linalg.cross"))
 """Products whose inner products and partial sums XLA may flush."""
 
 SUMS = frozenset(("sum", "nansum", "cumsum", "nancumsum", "cumulative_sum", "mean",
-                  "nanmean"))
-"""Reductions adding their operand's elements (and dividing by their count): a partial sum
-is subnormal only when terms cancel near ``finfo.tiny``."""
+                  "nanmean", "diff", "ediff1d"))
+"""Ops adding or subtracting their operand's elements (a mean dividing by their count): a
+partial sum or a difference is subnormal only when terms cancel near ``finfo.tiny``."""
 
 PRODS = frozenset(("prod", "nanprod", "cumprod", "nancumprod"))
 """Reductions multiplying their operand's elements: once a partial product is flushed to 0,
