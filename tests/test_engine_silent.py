@@ -238,6 +238,16 @@ def test_jax_convolution_and_difference_through_a_subnormal_fail_at_the_node():
                              r"whose sums may be subnormal")
 
 
+def test_jax_deg2rad_arctan2_and_ldexp_into_the_subnormal_range_fail_at_the_node():
+    tiny = np.finfo(np.float32).tiny
+    x = np.array([tiny * 2, 0.5], np.float32)
+    big = np.float32(2.0 ** 100)
+    _fails_with_flush_on_jax(lambda a: np.deg2rad(a) * big, [x], "deg2rad")
+    _fails_with_flush_on_jax(lambda a: np.arctan2(a, np.float32(4)) * big, [x], "arctan2")
+    _fails_with_flush_on_jax(lambda a, n: np.ldexp(a, n) * big,
+                             [x, np.array([-2, 3], np.int32)], "ldexp")
+
+
 def test_jax_values_that_underflow_in_numpy_too_still_replay():
     # exact zeros NumPy gives as well (a product below the smallest subnormal, exp(-200), a
     # literal factor that cannot make a subnormal) are not refused

@@ -8,7 +8,8 @@ the replay at the node, before a later division, logarithm or large factor turns
 different number (``-1.0`` against ``-0.0``, a finite value against an infinity):
 
 * **Elementwise arithmetic** (:data:`ELEMENTWISE`): ``*``, ``/``, ``+``, ``-``, ``square``,
-  ``reciprocal``, ``exp``, ``exp2``, ``**`` (``power``, ``float_power``). Each has an exact
+  ``reciprocal``, ``exp``, ``exp2``, ``**`` (``power``, ``float_power``), ``deg2rad``,
+  ``arctan2``, ``ldexp``. Each has an exact
   test of "NumPy's result would be a nonzero subnormal" from its operands where XLA's result
   is 0 (a sum of two floats is 0 only when they cancel exactly; a product or quotient is
   tested scaled out of the subnormal range; ``exp(x)`` is nonzero above
@@ -52,7 +53,8 @@ from capviz.backends.jax.trace import dtype_of, known_low, require, require_each
 from capviz.ops import traits
 
 ELEMENTWISE = frozenset(("multiply", "divide", "add", "subtract", "square", "reciprocal", "exp",
-                         "exp2", "power", "float_power"))
+                         "exp2", "power", "float_power", "deg2rad", "radians", "arctan2",
+                         "ldexp"))
 """Elementwise ops with an exact test of a flushed result."""
 
 PRODUCTS = frozenset((*traits.CONTRACT, "inner", "outer", "linalg.outer", "kron", "vecdot",
@@ -111,7 +113,7 @@ def check(jnp: Any, name: str, args: tuple, operands: list, result: Any,
         _spreads(jnp, name, operands[0], result, params)
 
 
-_BINARY = ("multiply", "divide", "add", "subtract", "power", "float_power")
+_BINARY = ("multiply", "divide", "add", "subtract", "power", "float_power", "arctan2", "ldexp")
 
 
 def _known(value: Any) -> np.ndarray | None:
@@ -158,7 +160,7 @@ def _elementwise(jnp: Any, name: str, args: tuple, r: Any) -> None:
         return
     if len(args) == 2 and _cannot_flush(name, args, info):
         return
-    x = [jnp.asarray(v).astype(dtype) for v in args]
+    x = [jnp.asarray(v).astype(dtype) for v in (args[:1] if name == "ldexp" else args)]
     least = float(info.smallest_subnormal)  # NumPy rounds |v| above least / 2 to nonzero
     # each test is "r is not 0, or NumPy's result is 0 too", in as few elementwise ops as
     # possible: they run for every element of every checked op
@@ -172,10 +174,17 @@ def _elementwise(jnp: Any, name: str, args: tuple, r: Any) -> None:
         # out of the subnormal range (a factor that overflows so makes a nonzero product)
         scale = 2.0 ** (2 * (info.nmant + 2))
         ok = nonzero | ~(jnp.abs(a * (b * scale)) > least * scale / 2)
-    elif name == "divide":
-        a, b = x
+    elif name in ("divide", "arctan2"):
+        a, b = x  # arctan2(a, b) is a / b where that is below tiny (b > 0), else not 0
         scale = 2.0 ** (info.nmant + 2)
         ok = nonzero | ~(jnp.abs((a * scale) / b) > least * scale / 2)  # NaN: inf / inf
+    elif name in ("deg2rad", "radians"):  # x * pi / 180 of a normal x is at least least
+        ok = nonzero | (x[0] == 0)
+    elif name == "ldexp":
+        a = x[0]
+        n = jnp.asarray(args[1]).astype(np.float64)
+        ok = nonzero | (a == 0) | ~(jnp.log2(jnp.abs(a)).astype(np.float64) + n
+                                    > math.log2(least) - 1)
     elif name in ("power", "float_power"):
         a, b = x  # NumPy's |a| ** b is nonzero above least / 2: b * log2|a| > log2(least) - 1
         exponent = b * jnp.log2(jnp.abs(a))
