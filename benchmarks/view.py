@@ -103,7 +103,7 @@ PAINT = """() => {  // the work of one canvas frame: paint what is in sight, ras
   times.sort((a, b) => a - b);
   return times[7];
 }"""
-ZOOM = """async (count) => {  // zoom in and out around the centre, one step per frame
+FRAME_LOOP = """async (count) => {  // %s, one step per frame; the frame intervals' median
   const view = document.querySelector(".capviz-view").capvizView;
   const times = [];
   await new Promise(done => {
@@ -111,7 +111,7 @@ ZOOM = """async (count) => {  // zoom in and out around the centre, one step per
     function step(now) {
       if (last !== null) times.push(now - last);
       last = now;
-      view.zoomBy(times.length % 20 < 10 ? 1.1 : 1 / 1.1);
+      %s
       if (times.length < count) requestAnimationFrame(step); else done();
     }
     requestAnimationFrame(step);
@@ -119,22 +119,9 @@ ZOOM = """async (count) => {  // zoom in and out around the centre, one step per
   times.sort((a, b) => a - b);
   return times[Math.floor(times.length / 2)];
 }"""
-FRAMES = """async (count) => {  // pan by a few pixels per frame; the frame intervals' median
-  const view = document.querySelector(".capviz-view").capvizView;
-  const times = [];
-  await new Promise(done => {
-    let last = null;
-    function step(now) {
-      if (last !== null) times.push(now - last);
-      last = now;
-      view.tx -= 4; view.ty -= 3; view.apply();
-      if (times.length < count) requestAnimationFrame(step); else done();
-    }
-    requestAnimationFrame(step);
-  });
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)];
-}"""
+ZOOM = FRAME_LOOP % ("zoom in and out around the centre",
+                     "view.zoomBy(times.length % 20 < 10 ? 1.1 : 1 / 1.1);")
+FRAMES = FRAME_LOOP % ("pan by a few pixels", "view.tx -= 4; view.ty -= 3; view.apply();")
 
 
 def measure_view(browser, path, frames=30):
