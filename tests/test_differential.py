@@ -5,6 +5,10 @@ difference. (``python -m tests.differential --thorough``: 20,000 cases, the tota
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from differential import cases, classify, run
@@ -72,3 +76,17 @@ def test_errors_are_classified_by_who_raised_them():
     assert classify.classify([np.ones(1)], None, None, refused, NUMPY) == "refused"
     rule = cv.ShapeError("nanmin((0, 4)): zero-size array")
     assert classify.classify([np.ones(1)], None, None, rule, NUMPY) == "raw_error"
+
+
+def test_the_command_runs_a_slice_of_the_cases_and_refuses_a_bad_part():
+    # the thorough profile is too long for one session on two cores: it runs in parts
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    command = [sys.executable, "-m", "tests.differential", "--cases", "6", "--backend", "numpy",
+               "--every", "1"]
+    done = subprocess.run(command + ["--part", "1/2"], cwd=root, capture_output=True, text=True,
+                          check=True)
+    assert "3 cases x 1 backends, seed 25, part 1/2" in done.stdout
+    assert "| numpy |" in done.stdout and done.stdout.rstrip().endswith("| 3 |")
+    assert "3/3 cases" in done.stderr
+    bad = subprocess.run(command + ["--part", "2/2"], cwd=root, capture_output=True, text=True)
+    assert bad.returncode == 2 and "--part 2/2: K must be 0 to N-1" in bad.stderr

@@ -1,5 +1,7 @@
-"""``python -m tests.differential [--thorough] [--cases N] [--seed S] [--show CLASS...]``:
-the differential suite's totals per backend and class (the CI profile by default)."""
+"""``python -m tests.differential [--thorough] [--cases N] [--seed S] [--part K/N]
+[--show CLASS...]``: the differential suite's totals per backend and class (the CI profile by
+default). ``--part K/N`` runs the K-th of N contiguous slices of the drawn cases (two parts run
+side by side on two cores); an interrupted run (Ctrl-C) prints the totals of what it did."""
 
 from __future__ import annotations
 
@@ -25,23 +27,58 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=25)
     parser.add_argument("--backend", action="append", help="only these backends")
     parser.add_argument("--only", help="only bases whose id contains this")
+    parser.add_argument("--skip", action="append", default=[],
+                        help="leave out bases whose id contains this (e.g. linalg: NumPy's own "
+                             "LAPACK svd can loop forever on some drawn values)")
     parser.add_argument("--show", action="append", default=[],
                         help="list the cases of this class (raw_error, silent...)")
+    parser.add_argument("--part", default="0/1", help="K/N: only the K-th of N slices (0-based)")
+    parser.add_argument("--every", type=int, default=500,
+                        help="print progress to stderr after this many cases")
     args = parser.parse_args(argv)
+    part, parts = _part(parser, args.part)
     n, per_signature = PROFILES["thorough" if args.thorough else "ci"]
     n = args.cases or n or len(cases.bases())
     drawn = cases.sample(n, args.seed, per_signature, only=args.only or "")
+    drawn = [c for c in drawn if not any(s in c.base.id for s in args.skip)]
+    # contiguous slices: the draws of one signature stay together, captured once
+    drawn = drawn[part * len(drawn) // parts:(part + 1) * len(drawn) // parts]
     backends = run.available(args.backend or run.BACKENDS)
     start = time.perf_counter()
-    outcomes = run.run(drawn, backends)
-    print(f"{len(drawn)} cases x {len(backends)} backends, seed {args.seed}, "
+    outcomes: list = []
+    done = [0]
+    interrupted = False
+
+    def progress(count: int) -> None:
+        done[0] = count
+        if count % args.every == 0:
+            print(f"{count}/{len(drawn)} cases, {time.perf_counter() - start:.0f} s",
+                  file=sys.stderr, flush=True)
+
+    try:
+        run.run(drawn, backends, into=outcomes, progress=progress)
+    except KeyboardInterrupt:
+        interrupted = True
+        print(f"interrupted after {done[0]} of {len(drawn)} cases", flush=True)
+    part_text = f", part {part}/{parts}" if parts > 1 else ""
+    print(f"{done[0]} cases x {len(backends)} backends, seed {args.seed}{part_text}, "
           f"{time.perf_counter() - start:.0f} s")
     print(run.table(outcomes))
     for kind in args.show:
         for o in outcomes:
             if o.kind == kind:
                 print(f"{o.backend:6} {kind:10} {o.case.id}: {o.detail}")
-    return 0
+    return 130 if interrupted else 0
+
+
+def _part(parser: argparse.ArgumentParser, text: str) -> tuple[int, int]:
+    try:
+        part, parts = (int(v) for v in text.split("/"))
+    except ValueError:
+        parser.error(f"--part takes K/N (e.g. 0/2), got {text!r}")
+    if not 0 <= part < parts:
+        parser.error(f"--part {text}: K must be 0 to N-1")
+    return part, parts
 
 
 if __name__ == "__main__":

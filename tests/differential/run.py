@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import importlib.util
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from capviz.backends import registry
 
@@ -31,11 +31,14 @@ def available(names: Sequence[str] = BACKENDS) -> list[str]:
         engines[n].split(".")[0]) is not None]
 
 
-def run(cases: Iterable[Case], backends: Sequence[str]) -> list[Outcome]:
-    """Each case eagerly, captured once per signature, replayed on each backend."""
+def run(cases: Iterable[Case], backends: Sequence[str], into: list[Outcome] | None = None,
+        progress: Callable[[int], None] | None = None) -> list[Outcome]:
+    """Each case eagerly, captured once per signature, replayed on each backend. The outcomes
+    go into ``into`` as they come (so an interrupted run keeps what it did); ``progress`` is
+    called with the number of cases done after each case."""
     graphs: dict = {}
-    outcomes = []
-    for case in cases:
+    outcomes = [] if into is None else into
+    for done, case in enumerate(cases, 1):
         want, eager_error = classify.eager(case.base.fn, case.arrays)
         graph = graphs.get(case.signature)
         if graph is None:
@@ -59,6 +62,8 @@ def run(cases: Iterable[Case], backends: Sequence[str]) -> list[Outcome]:
             if eager_error is not None:
                 detail += f" | eager {type(eager_error).__name__}: {eager_error}"
             outcomes.append(Outcome(case, name, kind, detail[:400]))
+        if progress is not None:
+            progress(done)
     return outcomes
 
 
