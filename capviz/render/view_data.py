@@ -271,7 +271,8 @@ def _view_data(graph: Graph, values: Mapping[Any, Any] | None, title: str | None
         "params": params, "scope": boxes.node_box, "argc": argc, "argd": argd,
         "scopes": scopes, "aside": aside, "unpacks": unpacks, "links": links,
         "violations": violations,
-        "marks": {k: int(v) for k, v in graph.marks.items()}, "values": summaries,
+        "marks": {k: _drawn_as(graph.nodes[int(v)]).index for k, v in graph.marks.items()},
+        "values": summaries,
         "sources": sources,
     }
 

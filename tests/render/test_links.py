@@ -4,6 +4,7 @@ to the ops that read its values, in the static SVG (parsed as XML) and in the vi
 import xml.etree.ElementTree as ET
 
 import numpy as np
+import pytest
 
 import capviz as cv
 from capviz.render.links import assigned_name, violation_edges
@@ -58,3 +59,22 @@ def test_assigned_name_reads_the_plain_name_a_line_assigns(tmp_path):
     names = [assigned_name((str(source), k, "m")) for k in range(1, 6)]
     assert names == ["noise", "mask", None, None, None]
     assert assigned_name(None) is None and assigned_name((str(source), None, "m")) is None
+
+
+def test_a_first_nan_on_an_unpack_is_marked_on_the_op_it_is_drawn_as():
+    # an unpack is drawn as its op (22cd2fd): a NaN input split in two is first non-finite at
+    # the unpack, which the view does not draw; its marks name the split instead
+    from capviz.render.view_data import view_data
+
+    def f(x):
+        a, b = np.split(x, 2)
+        return a * 2 + b
+
+    graph = cv.capture(f, cv.spec(4))
+    with pytest.raises(cv.NonFiniteError, match="node %2 \\(unpack"):
+        graph.replay({"x": np.array([1.0, np.nan, 2.0, 3.0], np.float32)}, check_finite=True)
+    assert graph.marks == {"nonfinite": 2, "nonfinite_source": 0}
+    data = view_data(graph)
+    split = next(n.index for n in graph.nodes if n.op == "split")
+    assert 2 in data["unpacks"]
+    assert data["marks"] == {"nonfinite": split, "nonfinite_source": 0}

@@ -76,6 +76,7 @@
     this.aside = aside;
     var unpack = new Uint8Array(n);  // an unpack is drawn as its op (edges start there)
     for (i = 0; i < (d.unpacks || []).length; i++) unpack[d.unpacks[i]] = 1;
+    this.unpack = unpack;
     var drawn = this.drawn = function (i) { return !(aside[i] && d.kind[i] === 1) && !unpack[i]; };
     var args = new Array(n);
     var indeg = new Int32Array(n + 1);
@@ -1323,7 +1324,8 @@
   };
   View.prototype.focus = function (i) {
     var m = this.m;
-    if (!m.drawn(i) && m.userStart[i + 1] > m.userStart[i]) i = m.users[m.userStart[i]];  // an annotation: its first reader
+    if (m.unpack[i]) i = m.args[i][0];  // an unpack: the op it is drawn as
+    else if (!m.drawn(i) && m.userStart[i + 1] > m.userStart[i]) i = m.users[m.userStart[i]];  // an annotation: its first reader
     this.focusedScope = -1;
     var then = function () {
       var b = this.nodeBox[i], v = this.viewSize();
