@@ -90,3 +90,16 @@ def test_the_command_runs_a_slice_of_the_cases_and_refuses_a_bad_part():
     assert "3/3 cases" in done.stderr
     bad = subprocess.run(command + ["--part", "2/2"], cwd=root, capture_output=True, text=True)
     assert bad.returncode == 2 and "--part 2/2: K must be 0 to N-1" in bad.stderr
+
+
+def test_skip_leaves_out_the_bases_it_names():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    command = [sys.executable, "-m", "tests.differential", "--cases", "6", "--backend", "numpy",
+               "--show", "exact"]
+    kept = subprocess.run(command, cwd=root, capture_output=True, text=True, check=True).stdout
+    first = next(line for line in kept.splitlines() if line.startswith("numpy  exact"))
+    name = first.split()[2].split("[")[0]
+    skipped = subprocess.run(command + ["--skip", name], cwd=root, capture_output=True,
+                             text=True, check=True).stdout
+    assert name in kept and name not in skipped
+    assert "cases x 1 backends" in skipped
