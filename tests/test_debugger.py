@@ -201,3 +201,23 @@ def test_nonfinite_error_names_the_scope_the_operand_and_the_sources():
     assert info.value.operands == [] and info.value.sources == []
     assert "in scope (top level)" in str(info.value)
     assert "nonfinite_operand" not in h.marks and "nonfinite_source" not in h.marks
+
+
+def test_a_nan_through_a_multi_output_op_is_reported_at_that_op_not_at_its_unpack():
+    # np.split returns a tuple; the check used to skip tuples and report the `unpack`
+    # after it, saying "its operands are finite: unpack made the NaN/Inf"
+    g = cv.capture(lambda x: np.split(x, 2)[1] * 2.0, cv.spec(4, "float64"))
+    x = np.array([1.0, 2.0, np.nan, 4.0])
+    with pytest.raises(cv.NonFiniteError) as info:
+        g.replay({"x": x}, check_finite=True)
+    err = info.value
+    assert err.node.op == "split"
+    assert "(split, 1 of 4 elements NaN/Inf)" in str(err)
+    assert "operand 0 (%0 x (input)) holds NaN/Inf" in str(err)
+    assert "unpack" not in str(err)
+    assert g.marks["nonfinite"] == err.node.index
+    # a split that makes its NaN from finite operands is the op that made it
+    h = cv.capture(lambda x: np.split(np.log(x - 3.0), 2)[0], cv.spec(4, "float64"))
+    with pytest.raises(cv.NonFiniteError) as info, np.errstate(invalid="ignore"):
+        h.replay({"x": np.ones(4)}, check_finite=True)
+    assert "its operands are finite: log made the NaN/Inf" in str(info.value)

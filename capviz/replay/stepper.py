@@ -205,13 +205,13 @@ class Executor:
         return None
 
     def _check_finite(self, node: Node, value: Any) -> None:
-        if isinstance(value, (tuple, list)):
-            return
         xp = self.xp
-        value = xp.asarray(value)
-        if value.dtype.kind not in "fc" or bool(xp.isfinite(value).all()):
+        parts = [xp.asarray(v) for v in _parts(value)]
+        inexact = [v for v in parts if v.dtype.kind in "fc"]
+        bad = sum(int((~xp.isfinite(v)).sum()) for v in inexact)
+        if not bad:
             return
-        bad = int((~xp.isfinite(value)).sum())
+        size = sum(int(v.size) for v in parts)
         feeding = {a: self._store.get(a.index) for a in node.args if isinstance(a, Node)}
         operands = [(k, a) for k, a in enumerate(node.args) if isinstance(a, Node)
                     and not _finite(xp, self._store.get(a.index))]
@@ -233,7 +233,7 @@ class Executor:
             which += "; non-finite from the start: " + ", ".join(
                 f"%{s.index} {_what(s)}" for s in sources)
         err = NonFiniteError(
-            f"first non-finite value at node %{node.index} ({node.op}, {bad} of {value.size} "
+            f"first non-finite value at node %{node.index} ({node.op}, {bad} of {size} "
             f"elements NaN/Inf) in scope {node.scope or '(top level)'}, recorded at "
             f"{format_source(node.source) or 'unknown source'}; {which}; its operands are in "
             "err.inputs")
@@ -266,12 +266,24 @@ class Executor:
         return sorted(found, key=lambda n: n.index)
 
 
+def _parts(value: Any) -> list[Any]:
+    """The arrays a value holds: itself, or the parts of a multi-output op's tuple
+    (``np.split``, ``divmod``), so that the op that made a NaN is the one reported, not the
+    ``unpack`` after it."""
+    if value is None:
+        return []
+    if isinstance(value, (tuple, list)):
+        return [v for part in value for v in _parts(part)]
+    return [value]
+
+
 def _finite(xp: Any, value: Any) -> bool:
     """Whether a value holds no NaN or Inf (non-float values are finite)."""
-    if value is None or isinstance(value, (tuple, list)):
-        return True
-    value = xp.asarray(value)
-    return value.dtype.kind not in "fc" or bool(xp.isfinite(value).all())
+    for part in _parts(value):
+        part = xp.asarray(part)
+        if part.dtype.kind in "fc" and not bool(xp.isfinite(part).all()):
+            return False
+    return True
 
 
 def _what(node: Node) -> str:
