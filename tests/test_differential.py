@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 import pytest
-from differential import cases, classify, run
+from differential import cases, classify, run, worker
 from helpers import op_examples
 
 import capviz as cv
@@ -103,3 +103,49 @@ def test_skip_leaves_out_the_bases_it_names():
                              text=True, check=True).stdout
     assert name in kept and name not in skipped
     assert "cases x 1 backends" in skipped
+
+
+def _never_returns(x):
+    """Eager NumPy stuck (as LAPACK's svd once was on a drawn case): a loop that never ends."""
+    while True:
+        x = np.sin(x)
+
+
+def _doubles(x):
+    return x * 2
+
+
+def test_a_case_whose_eager_numpy_never_returns_is_eager_timeout_and_the_next_still_runs():
+    stuck = cases.Base("stuck", _never_returns, (np.zeros(3),), (True,))
+    fine = cases.Base("fine", _doubles, (np.zeros(3),), (True,))
+    drawn = [cases.Case(base, "float64", "normal", "own", "C", (np.arange(3.0),))
+             for base in (stuck, fine)]
+    outcomes = run.run(drawn, ["numpy", "dask"], eager_limit=0.5)
+    assert [(o.case.base.id, o.backend, o.kind) for o in outcomes] == [
+        ("stuck", "numpy", "eager_timeout"), ("stuck", "dask", "eager_timeout"),
+        ("fine", "numpy", "exact"), ("fine", "dask", "exact")]
+    assert outcomes[0].detail == "eager NumPy ran past 0.5 s"
+    table = run.table(outcomes)
+    assert "| eager_timeout |" in table.splitlines()[0]
+    assert "| numpy | 1 | 0 | 0 | 0 | 0 | 0 | 1 | 0 | 2 |" in table
+
+
+def _sums_axis_3(x):
+    return x.sum(axis=3)
+
+
+def test_eager_numpys_results_and_errors_come_back_from_the_worker_as_numpys():
+    table = {b.id: b for b in cases.bases()}
+    summed = cases.Base("sums axis 3", _sums_axis_3, (np.zeros(3),), (True,))
+    first = cases.bases()[0]  # a base of the table: sent by id (its lambda does not pickle)
+    with worker.EagerWorker(30.0, table) as eager:
+        want, err = eager.call("eager", summed, (np.arange(3.0),))
+        assert want is None and type(err) is np.exceptions.AxisError
+        assert str(err) == "axis 3 is out of bounds for array of dimension 1"
+        (got, none), (want, _) = (eager.call("eager", first, first.templates),
+                                  classify.eager(first.fn, first.templates))
+        assert none is None and len(got) == len(want)
+        assert all(g.tobytes() == w.tobytes() for g, w in zip(got, want))
+    stand_in = worker._rebuilt(("exception", "numpy.exceptions", "AxisError",
+                                ("axis 0 is out of bounds",)))
+    assert type(stand_in) is np.exceptions.AxisError

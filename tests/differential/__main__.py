@@ -1,7 +1,9 @@
 """``python -m tests.differential [--thorough] [--cases N] [--seed S] [--part K/N]
-[--show CLASS...]``: the differential suite's totals per backend and class (the CI profile by
-default). ``--part K/N`` runs the K-th of N contiguous slices of the drawn cases (two parts run
-side by side on two cores); an interrupted run (Ctrl-C) prints the totals of what it did."""
+[--show CLASS...] [--eager-limit SECONDS]``: the differential suite's totals per backend and
+class (the CI profile by default). ``--part K/N`` runs the K-th of N contiguous slices of the
+drawn cases (two parts run side by side on two cores); an interrupted run (Ctrl-C) prints the
+totals of what it did. Eager NumPy runs in a worker process: a case it does not finish within
+``--eager-limit`` seconds is classed ``eager_timeout`` and always listed."""
 
 from __future__ import annotations
 
@@ -33,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", action="append", default=[],
                         help="list the cases of this class (raw_error, silent...)")
     parser.add_argument("--part", default="0/1", help="K/N: only the K-th of N slices (0-based)")
+    parser.add_argument("--eager-limit", type=float, default=run.EAGER_LIMIT,
+                        help="seconds eager NumPy may take on a case (in a worker process) "
+                             "before the case is classed eager_timeout")
     parser.add_argument("--every", type=int, default=500,
                         help="print progress to stderr after this many cases")
     args = parser.parse_args(argv)
@@ -56,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr, flush=True)
 
     try:
-        run.run(drawn, backends, into=outcomes, progress=progress)
+        run.run(drawn, backends, into=outcomes, progress=progress,
+                eager_limit=args.eager_limit)
     except KeyboardInterrupt:
         interrupted = True
         print(f"interrupted after {done[0]} of {len(drawn)} cases", flush=True)
@@ -64,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{done[0]} cases x {len(backends)} backends, seed {args.seed}{part_text}, "
           f"{time.perf_counter() - start:.0f} s")
     print(run.table(outcomes))
-    for kind in args.show:
+    listed = [k for k in ("eager_timeout", "eager_crash") if k not in args.show]
+    for kind in [*args.show, *listed]:  # eager NumPy's own failures are always listed
         for o in outcomes:
             if o.kind == kind:
                 print(f"{o.backend:6} {kind:10} {o.case.id}: {o.detail}")

@@ -12,12 +12,14 @@ import capviz as cv
 from capviz.backends import registry
 from capviz.core.errors import CapvizError, ShapeError
 
-CLASSES = ("exact", "tolerance", "refused", "numpy_error", "raw_error", "silent")
+CLASSES = ("exact", "tolerance", "refused", "numpy_error", "raw_error", "silent",
+           "eager_timeout", "eager_crash")
 """exact; within the engine's declared tolerance (or an integer output the replay declares
 inexact, with ``cv.InexactResultWarning``); refused by name (a capviz error); NumPy's
 own error where eager NumPy raises; a raw error (an exception that is not capviz's, an
 engine's error wrapped where NumPy computes, a shape rule refusing what NumPy computes); a
-silent difference. The last two must stay empty."""
+silent difference (these two must stay empty); eager NumPy itself past the time limit, or its
+worker process dead (:mod:`.worker`: the case is not replayed, and is listed)."""
 
 BAD = ("raw_error", "silent")
 

@@ -9,11 +9,17 @@ from collections.abc import Callable, Iterable, Sequence
 
 from capviz.backends import registry
 
+from . import cases as _cases
 from . import classify
 from .cases import Case
+from .worker import CRASH, TIMEOUT, EagerWorker
 
 BACKENDS = ("numpy", "jax", "dask")
 """The backends every case replays on (those installed)."""
+
+EAGER_LIMIT = 60.0
+"""Seconds eager NumPy may take on one case (in the worker process) before the case is classed
+``eager_timeout``: every case takes milliseconds, but NumPy's LAPACK can loop forever."""
 
 
 @dataclasses.dataclass
@@ -32,39 +38,62 @@ def available(names: Sequence[str] = BACKENDS) -> list[str]:
 
 
 def run(cases: Iterable[Case], backends: Sequence[str], into: list[Outcome] | None = None,
-        progress: Callable[[int], None] | None = None) -> list[Outcome]:
-    """Each case eagerly, captured once per signature, replayed on each backend. The outcomes
-    go into ``into`` as they come (so an interrupted run keeps what it did); ``progress`` is
+        progress: Callable[[int], None] | None = None,
+        eager_limit: float = EAGER_LIMIT) -> list[Outcome]:
+    """Each case eagerly (in a worker process, at most ``eager_limit`` seconds: past it the
+    case is ``eager_timeout`` on every backend, and not replayed, since a replay would run the
+    same NumPy code), captured once per signature, replayed on each backend. The outcomes go
+    into ``into`` as they come (so an interrupted run keeps what it did); ``progress`` is
     called with the number of cases done after each case."""
-    graphs: dict = {}
     outcomes = [] if into is None else into
+    known = {b.id: b for b in _cases.bases()}
+    with EagerWorker(eager_limit, known) as worker:
+        _run(cases, backends, outcomes, progress, worker)
+    return outcomes
+
+
+def _run(cases: Iterable[Case], backends: Sequence[str], outcomes: list[Outcome],
+         progress: Callable[[int], None] | None, worker: EagerWorker) -> None:
+    graphs: dict = {}
     for done, case in enumerate(cases, 1):
-        want, eager_error = classify.eager(case.base.fn, case.arrays)
-        graph = graphs.get(case.signature)
-        if graph is None:
-            graph = graphs[case.signature] = classify.capture(case.base.fn, case.arrays)
-        for name in backends:
-            backend = registry.get(name)
-            if isinstance(graph, BaseException):
-                got, error = None, graph
-            else:
-                got, error = classify.replay(graph, case.arrays, name)
-            declared = set() if error is not None else classify.declared_inexact(graph,
-                                                                                  backend)
-            kind = classify.classify(want, eager_error, got, error, backend, declared)
-            if kind in ("silent", "tolerance") and got is not None and want is not None:
-                # NumPy's own answer on the same values at another alignment?
-                for other in classify.eager_answers(case.base.fn, case.arrays):
-                    if classify.compare(got, other, backend) == "exact":
-                        kind = "exact"
-                        break
-            detail = "" if error is None else f"{type(error).__name__}: {error}"
-            if eager_error is not None:
-                detail += f" | eager {type(eager_error).__name__}: {eager_error}"
-            outcomes.append(Outcome(case, name, kind, detail[:400]))
+        eager = worker.call("eager", case.base, case.arrays)
+        if eager in (TIMEOUT, CRASH):
+            detail = (f"eager NumPy ran past {worker.limit:g} s" if eager == TIMEOUT
+                      else "eager NumPy's worker process died")
+            outcomes.extend(Outcome(case, name, f"eager_{eager}", detail) for name in backends)
+        else:
+            want, eager_error = eager
+            _replays(case, backends, want, eager_error, graphs, outcomes, worker)
         if progress is not None:
             progress(done)
-    return outcomes
+
+
+def _replays(case: Case, backends: Sequence[str], want: list | None,
+             eager_error: BaseException | None, graphs: dict, outcomes: list[Outcome],
+             worker: EagerWorker) -> None:
+    """The case captured (once per signature) and replayed on each backend, classified."""
+    graph = graphs.get(case.signature)
+    if graph is None:
+        graph = graphs[case.signature] = classify.capture(case.base.fn, case.arrays)
+    for name in backends:
+        backend = registry.get(name)
+        if isinstance(graph, BaseException):
+            got, error = None, graph
+        else:
+            got, error = classify.replay(graph, case.arrays, name)
+        declared = set() if error is not None else classify.declared_inexact(graph, backend)
+        kind = classify.classify(want, eager_error, got, error, backend, declared)
+        if kind in ("silent", "tolerance") and got is not None and want is not None:
+            # NumPy's own answer on the same values at another alignment?
+            answers = worker.call("answers", case.base, case.arrays)
+            for other in answers if isinstance(answers, list) else []:
+                if classify.compare(got, other, backend) == "exact":
+                    kind = "exact"
+                    break
+        detail = "" if error is None else f"{type(error).__name__}: {error}"
+        if eager_error is not None:
+            detail += f" | eager {type(eager_error).__name__}: {eager_error}"
+        outcomes.append(Outcome(case, name, kind, detail[:400]))
 
 
 def totals(outcomes: Iterable[Outcome]) -> dict[str, collections.Counter]:
