@@ -212,3 +212,67 @@ def test_two_numpy_scalar_examples_that_are_one_object_are_two_inputs():
     assert graph.inputs == ["a", "b"]
     got = graph.replay({"a": np.bool_(True), "b": np.bool_(False)})["out"]
     assert got == np.True_ ^ np.False_
+
+
+# --- a 0-d operand: NumPy's ufunc reductions take axis 0 or -1; np.put into a NumPy scalar ------
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: t.prod(axis=0, keepdims=True), lambda t: t.prod(0), lambda t: np.sum(t, -1),
+    lambda t: t.max(0), lambda t: np.min(t, axis=-1, keepdims=True), lambda t: t.any(0),
+    lambda t: np.all(t, 0), lambda t: t.argmax(0), lambda t: np.argmin(t, -1)])
+def test_a_reduction_of_a_zero_d_operand_along_axis_0_is_numpys_on_every_engine(call):
+    # it was the capture's AxisShapeError: "axis 0 is out of bounds for array of dimension 0"
+    graph = replays_as_eager(call, np.array(3, np.int32))
+    assert graph.nodes[-1].shape == ()
+
+
+@pytest.mark.parametrize("call", [lambda t: t.prod(axis=1), lambda t: t.sum(axis=(0,)),
+                                  lambda t: t.mean(0), lambda t: np.std(t, axis=-1)])
+def test_a_reduction_of_a_zero_d_operand_along_another_axis_is_numpys_axis_error(call):
+    with pytest.raises(np.exceptions.AxisError) as eager:
+        call(np.array(3.0))
+    with pytest.raises(np.exceptions.AxisError) as captured:
+        cv.capture(call, cv.spec((), "float64"))
+    assert str(eager.value) in str(captured.value)
+    assert "test_engine_fidelity.py" in str(captured.value)
+
+
+def _put_into_product(mode, index):
+    def fn(x):
+        y = x * 1  # a NumPy scalar in eager NumPy: np.put writes into a copy it drops
+        np.put(y, index, [5, 6], mode=mode)
+        return y
+
+    return fn
+
+
+@pytest.mark.parametrize("mode", ["clip", "wrap"])
+def test_put_into_a_numpy_scalar_leaves_it_unchanged_as_numpy_does(mode):
+    # it was a bare TypeError: "cannot write into a NumPy scalar"
+    x = np.array(7, np.uint32)
+    assert _put_into_product(mode, [1, 3])(x) == 7
+    graph = replays_as_eager(_put_into_product(mode, [1, 3]), x)
+    assert [n.op for n in graph.nodes if n.kind == "op"] == ["multiply"]
+
+
+def test_put_into_a_numpy_scalar_out_of_bounds_is_numpys_index_error():
+    x = np.array(7, np.uint32)
+    with pytest.raises(IndexError, match="index 1 is out of bounds for axis 0 with size 1"):
+        _put_into_product("raise", [1, 3])(x)
+    with pytest.raises(IndexError, match=r"index 1 is out of bounds for axis 0 with size 1"
+                                         r"(.|\n)*test_engine_fidelity\.py"):
+        cv.capture(_put_into_product("raise", [1, 3]), cv.spec((), "uint32"))
+    replays_as_eager(_put_into_product("raise", [0]), x)
+
+
+def test_put_into_a_numpy_scalar_with_a_tensor_index_and_mode_raise_is_refused_by_name():
+    def fn(x, i):
+        y = x * 1
+        np.put(y, i, [5])
+        return y
+
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"np.put\(s, ind, v\) into a NumPy scalar s with a tensor index"
+                             r"(.|\n)*mode='clip'"):
+        cv.capture(fn, cv.spec((), "float64"), cv.spec((1,), "int64"))

@@ -20,10 +20,21 @@ from capviz.trace.dispatch import implements
 from capviz.trace.tensor import Tensor, _axis, apply, unsupported
 
 
+def _ufunc_axis(a: Any, axis: Any) -> Any:
+    """``axis`` as a ufunc's reduction reads it: of a 0-d operand, ``axis=0`` or ``-1`` is the
+    whole of it, as ``axis=None`` (``np.prod(np.float64(2), axis=0)`` is 2.0, kept 0-d with
+    ``keepdims=True``); any other axis, and a tuple, stays NumPy's AxisError."""
+    axis = _axis(axis)
+    if type(axis) is int and axis in (0, -1) and np.ndim(a) == 0:
+        return None
+    return axis
+
+
 def _reduce(call: str, name: str, a: Any, axis: Any, keepdims: Any, out: Any,
             dtype: Any = None) -> Any:
     """Record reduction ``name``; with ``out=`` a tensor, NumPy's call with ``out=`` is
     recorded and written into it (numpy_api/writes.py)."""
+    axis = axis if name in ("mean", "var", "std") else _ufunc_axis(a, axis)
     params = {"axis": _axis(axis), "keepdims": bool(keepdims)}
     if dtype is not None:  # the accumulator's dtype, as NumPy's dtype= (recorded by name)
         params["dtype"] = np.dtype(dtype).name
@@ -118,7 +129,8 @@ def _arg(name: str, func: Callable) -> None:
     @implements(func)
     def handler(a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = False) -> Any:
         reject(f"np.{name}", (a,), out=out)
-        return apply(ops.OPS[name], (a,), {"axis": _axis(axis), "keepdims": bool(keepdims)})
+        return apply(ops.OPS[name], (a,), {"axis": _ufunc_axis(a, axis),
+                                           "keepdims": bool(keepdims)})
 
 
 _arg("argmax", np.argmax)

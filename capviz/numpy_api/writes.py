@@ -119,8 +119,31 @@ def _put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
     a = _destination("np.put", a, ind, v)
     mode = ops.clip_mode(mode)
     ind = ind if type(ind) is Tensor else np.asarray(ind)
+    if isinstance(a._trace, Recorder) and is_numpy_scalar(a):
+        return _put_into_a_scalar(a, ind, v, mode)
     new = _record(ops.OPS["put"], (a, ind, _values(v, a.dtype)), {"mode": mode}, a)
     a._trace.replace(a, new)
+
+
+def _put_into_a_scalar(a: Tensor, ind: Any, v: Any, mode: str) -> None:
+    """``np.put(s, ...)`` into a NumPy scalar (the 0-d result of ``x * 1``, ``x.sum()``): NumPy
+    writes into a 0-d copy of it, which it drops, so ``s`` is unchanged; its errors (an index
+    out of bounds with ``mode='raise'``, a value it cannot cast) are NumPy's, from the same call
+    on a 0-d stand-in. With a tensor index and ``mode='raise'`` NumPy's bounds check needs the
+    index's values: refused by name."""
+    if type(ind) is Tensor and mode == "raise":
+        raise unsupported("np.put(s, ind, v) into a NumPy scalar s with a tensor index",
+                          (a, ind, v), "NumPy writes into a copy of s that it drops, after "
+                          "checking the index's bounds, which needs its values: pass "
+                          "mode='clip' (nothing is written either way), or drop the call")
+    index = np.zeros(ind.shape, np.intp) if type(ind) is Tensor else ind
+    values = _standin(v) if type(v) is Tensor else _values(v, a.dtype)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            np.put(np.zeros((), a.dtype), index, values, mode=mode)
+    except (ValueError, TypeError, IndexError, OverflowError) as err:
+        raise located(a._trace, err) from None
 
 
 @implements(np.put_along_axis)
