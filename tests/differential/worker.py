@@ -39,7 +39,7 @@ def _sendable(answer: tuple) -> tuple:
     try:
         pickle.dumps(answer)
         return answer
-    except Exception:  # noqa: BLE001 - any pickling failure: send the exception's parts
+    except Exception:  # any pickling failure: send the exception's parts
         result, err = answer
         kind = type(err)
         return result, ("exception", kind.__module__, kind.__qualname__,
