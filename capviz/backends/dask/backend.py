@@ -28,7 +28,9 @@ whole array into this process. The kinds:
 * ``reduce`` and ``contract``: dask.array's tree reductions and blocked products (sum, mean, var,
   matmul, einsum...). Their floating-point sums are added in another order than NumPy's pairwise
   sum, so results agree within :attr:`DaskBackend.tolerance`, not bit for bit (integer results
-  are exact);
+  are exact). ``var``/``std`` (and their ``nan`` forms) run NumPy's two passes and complex
+  products NumPy's product in order (:mod:`capviz.backends.dask.moments`), so an overflow gives
+  NumPy's infinity, not dask's NaN;
 * ``whole``: the operands gathered into one block (one task on one worker, never this process)
   and the NumPy function run on it (linear algebra, FFT, histograms, polynomials, in-place
   updates, ``x[i, j]`` with several index tensors); exact, but that block must fit one
@@ -70,6 +72,7 @@ from dask.array.core import elemwise, normalize_chunks
 from dask.base import tokenize
 
 from capviz import ops
+from capviz.backends.dask import moments
 from capviz.backends.dask.random import random_block
 from capviz.backends.registry import Backend, get, register, replay_error, unsupported
 from capviz.core.errors import UnsupportedOperationError
@@ -360,7 +363,7 @@ def along_axis(op: ops.Op, args: tuple, params: dict) -> Any:
     if op.name == "ufunc_reduce":
         refuse_not_a_fold("reduce", params["ufunc"], "dask")
     template, slots, arrays = _split_args(args)
-    axis = params.get("axis", traits.AXIS[op.name])
+    axis = params["axis"] if "axis" in params else traits.AXIS[op.name]
     if len(arrays) != 1 or isinstance(axis, (tuple, list)) or axis is None or not arrays[0].ndim:
         return whole(op, args, params)
     x = arrays[0]
@@ -434,8 +437,16 @@ def native(op: ops.Op, args: tuple, params: dict) -> Any:
 def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
     """dask.array's tree reduction or blocked product, cast to NumPy's dtype where dask adds
     its partial results in a wider one (int32 matmul adds in int64: the cast wraps as NumPy's
-    int32 sum does, so integer results stay exact)."""
+    int32 sum does, so integer results stay exact). ``var``/``std`` and complex products run
+    as NumPy computes them (:mod:`capviz.backends.dask.moments`)."""
     shape, dtype = _out(op, args, params)
+    if op.name in moments.MOMENTS:
+        result = moments.moment(op.name, args[0], params)
+        return whole(op, args, params) if result is None else _check(op, result, shape, dtype)
+    if moments.in_order(op.name, args[0]):
+        if not isinstance(params.get("axis"), int) or not args[0].ndim:
+            return whole(op, args, params)
+        return along_axis(op, args, params)
     result = _native(op)(*args, **params)
     if np.dtype(result.dtype) != dtype and tuple(result.shape) == shape:
         result = result.astype(dtype)

@@ -1,0 +1,114 @@
+"""Reductions whose dask.array algorithm is not NumPy's, written as NumPy computes them.
+
+* ``var``, ``std`` and their ``nan`` forms: dask.array combines per-chunk moments
+  (``M2 + n * (mean_i - mean)**2``), which overflows to ``inf - inf = nan`` where NumPy's two
+  passes give ``inf`` (float32 or complex values near ``finfo.max``). Here they run NumPy's own
+  algorithm (``numpy/_core/_methods.py``'s ``_var``): the
+  mean as ``sum / n`` (divided in NumPy's promoted type, cast back as NumPy's ``casting="unsafe"``
+  does), the deviations and their squares elementwise (a complex one as the sum of its parts'
+  squares), their sum divided by ``max(n - ddof, 0)``, and ``sqrt`` for ``std``; ``nanvar`` as
+  NumPy's ``nanvar`` (NaNs replaced by 0 and counted out, a complex deviation squared as
+  ``d * conj(d)``, a slice without degrees of freedom NaN). Only the two
+  sums are dask.array's tree sums, added in another order than NumPy's pairwise sum, within the
+  backend's tolerance; every other step is NumPy's, bit for bit, so an overflow is NumPy's.
+* ``prod`` and ``nanprod`` of complex values: NumPy multiplies along the axis in order, and
+  dask.array multiplies partial products, one more time by the identity ``1`` for each: a
+  complex product is not associative where parts are infinite (``(1 + 0j) * (inf + infj)`` is
+  ``nan + nanj``). They run as NumPy on each block, the axis rechunked into one chunk (the
+  ``axis`` rule), or on one block for the flattened array.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+MOMENTS = frozenset(("var", "std", "nanvar", "nanstd"))
+"""Reductions :func:`variance` and :func:`nan_variance` compute."""
+
+IN_ORDER = frozenset(("prod", "nanprod"))
+"""Reductions that must multiply in NumPy's order when complex (:func:`in_order`)."""
+
+
+def in_order(name: str, x: Any) -> bool:
+    """Whether reduction ``name`` of ``x`` must run as NumPy along its axis (a complex
+    product)."""
+    return name in IN_ORDER and np.dtype(x.dtype).kind == "c"
+
+
+def _divided(total: np.ndarray, count: Any) -> np.ndarray:
+    """NumPy's ``true_divide(total, count, out=total, casting="unsafe")`` on a new array."""
+    return np.true_divide(total, count, out=np.empty_like(total), casting="unsafe")
+
+
+def _axes(x: Any, axis: Any) -> tuple:
+    if axis is None:
+        return tuple(range(x.ndim))
+    return tuple(operator.index(a) % x.ndim
+                 for a in ((axis,) if isinstance(axis, int) else axis))
+
+
+def moment(name: str, x: Any, params: dict) -> Any | None:
+    """``np.<name>(x, **params)`` for ``name`` in :data:`MOMENTS`, as NumPy computes it, or
+    ``None`` for an operand this does not cover (run as NumPy on one block)."""
+    if x.ndim == 0 or 0 in x.shape:
+        return None
+    root = name.endswith("std")
+    if name.startswith("nan") and np.dtype(x.dtype).kind in "fc":
+        return nan_variance(x, params, root)
+    return variance(x, params, root)
+
+
+def variance(x: Any, params: dict, root: bool) -> Any | None:
+    """``np.var(x, **params)`` (``np.std`` with ``root``) as NumPy computes it; ``None`` for
+    a ``dtype=`` that changes the result's kind (run as NumPy on one block)."""
+    axes = _axes(x, params.get("axis"))
+    dtype = params.get("dtype")
+    if dtype is None and np.dtype(x.dtype).kind in "biu":
+        dtype = np.dtype("f8")
+    elif dtype is not None:
+        dtype = np.dtype(dtype)
+        if dtype.kind not in "f" or np.dtype(x.dtype).kind == "c":
+            return None  # an integer or complex accumulator: NumPy on one block
+    count = np.intp(1)
+    for a in axes:
+        count = np.intp(count * x.shape[a])
+    total = da.sum(x, axis=axes, dtype=dtype, keepdims=True)
+    mean = total.map_blocks(_divided, count, dtype=total.dtype)
+    deviation = x - mean
+    if np.dtype(deviation.dtype).kind == "c":
+        squares = da.square(deviation.real) + da.square(deviation.imag)
+    else:
+        squares = da.square(deviation)
+    result = da.sum(squares, axis=axes, dtype=dtype, keepdims=bool(params.get("keepdims")))
+    dof = np.maximum(count - params.get("ddof", 0), 0)
+    result = result.map_blocks(_divided, dof, dtype=result.dtype)
+    return da.sqrt(result) if root else result
+
+
+def nan_variance(x: Any, params: dict, root: bool) -> Any | None:
+    """``np.nanvar(x, **params)`` of floats or complex values (``np.nanstd`` with ``root``) as
+    NumPy computes it; ``None`` with ``dtype=`` (run as NumPy on one block)."""
+    if params.get("dtype") is not None:
+        return None
+    axes = _axes(x, params.get("axis"))
+    keepdims = bool(params.get("keepdims"))
+    zero = np.dtype(x.dtype).type(0)
+    nan = da.isnan(x)
+    values = da.where(nan, zero, x)
+    count = da.sum(~nan, axis=axes, dtype=np.intp, keepdims=True)
+    total = da.sum(values, axis=axes, keepdims=True)
+    mean = da.map_blocks(_divided, total, count, dtype=total.dtype)
+    deviation = da.where(nan, zero, values - mean)
+    if np.dtype(deviation.dtype).kind == "c":
+        squares = (deviation * deviation.conj()).real
+    else:
+        squares = deviation * deviation
+    result = da.sum(squares, axis=axes, keepdims=keepdims)
+    dof = (count if keepdims else count.squeeze(axis=axes)) - params.get("ddof", 0)
+    result = da.map_blocks(_divided, result, dof, dtype=result.dtype)
+    result = da.where(dof <= 0, np.dtype(result.dtype).type(np.nan), result)
+    return da.sqrt(result) if root else result

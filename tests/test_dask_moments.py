@@ -1,0 +1,112 @@
+"""Issue 25 on Dask: reductions whose dask.array algorithm is not NumPy's run NumPy's
+(capviz/backends/dask/moments.py). Each case was silent before: dask.array's combined moments
+gave NaN where NumPy's two passes give inf, and its tree of complex partial products NaN where
+NumPy's product in order gives inf."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from capviz.backends import registry
+
+pytest.importorskip("dask")
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+DASK = registry.get("dask")
+BIG = np.float32(3.4028235e38)
+# the thorough profile's method.std-32[float32,special,own,strided]: two values near
+# finfo.max in a column overflow NumPy's squared deviations to inf, dask's moments to nan
+SPECIAL = np.asfortranarray(np.array([[1.5370494, 1.1754944e-38, 0.0, np.nan],
+                                      [BIG, 0.74785733, -1.4256669, -0.52506047],
+                                      [BIG, -1.4614391, -1.7798942, 1.1754944e-38]],
+                                     np.float32))
+RNG = np.random.default_rng(25)
+HUGE_COMPLEX = (RNG.standard_normal((6, 5)) + 1j * RNG.standard_normal((6, 5))) * 1e307
+HUGE_COMPLEX[2] = np.nan
+
+
+def replays_as_numpy_on_dask(fn, x, chunks):
+    """``fn(x)`` replayed on Dask with ``chunks`` is eager NumPy's within the tolerance, with
+    NumPy's infinities and NaNs where they are."""
+    with np.errstate(all="ignore"):
+        want = np.asarray(fn(x.copy()))
+    graph = cv.capture(fn, cv.spec(x.shape, x.dtype))
+    got = graph.replay({graph.inputs[0]: x}, backend="dask", chunks=chunks)[graph.outputs[0]]
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    for part in (np.real, np.imag) if want.dtype.kind == "c" else (np.asarray,):
+        assert np.array_equal(np.isnan(part(got)), np.isnan(part(want)))
+        assert np.array_equal(np.isposinf(part(got)), np.isposinf(part(want)))
+    rtol, atol = DASK.tolerance_for(want.dtype)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+    return want
+
+
+@pytest.mark.parametrize("chunks", ["auto", 2])
+@pytest.mark.parametrize("call", [lambda t: t.std(0), lambda t: np.var(t, axis=0, ddof=1),
+                                  lambda t: np.nanstd(t, axis=0), lambda t: np.nanvar(t),
+                                  lambda t: np.nanstd(t, keepdims=True)])
+def test_dask_variance_of_values_near_the_float_maximum_is_numpys_inf(call, chunks):
+    want = replays_as_numpy_on_dask(call, SPECIAL, chunks)
+    assert np.isinf(want).any()
+
+
+@pytest.mark.parametrize("chunks", ["auto", (2, 5)])
+@pytest.mark.parametrize("name", ["var", "std", "nanvar", "nanstd"])
+def test_dask_variance_of_huge_complex_values_is_numpys(name, chunks):
+    # the thorough profile's np.std-272[complex128,extreme,own,C]: NumPy inf, dask nan
+    want = replays_as_numpy_on_dask(lambda t: getattr(np, name)(t, axis=1), HUGE_COMPLEX,
+                                    chunks)
+    assert np.isinf(want).any()
+
+
+@pytest.mark.parametrize("name", ["var", "std", "nanvar", "nanstd"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "bool",
+                                   "complex64"])
+def test_dask_variance_of_ordinary_values_stays_within_the_tolerance(name, dtype):
+    x = (RNG.standard_normal((40, 30)) * 3).astype(dtype)
+    if dtype in ("float32", "complex64"):
+        x[3, 4] = np.nan
+    for kwargs in ({"axis": 0}, {"axis": (0, 1), "ddof": 1}, {"keepdims": True, "ddof": 50},
+                   {"axis": -1, "ddof": 1.5}):
+        replays_as_numpy_on_dask(lambda t, k=kwargs: getattr(np, name)(t, **k), x, (7, 11))
+
+
+# the thorough profile's method.prod-7[complex64,special,own,C] (`t.prod(0, keepdims=True)`):
+# NumPy's product in order gives inf+infj and -inf+nanj, dask multiplied its one partial
+# product by 1 once more: (1 + 0j) * (inf + infj) is nan+nanj
+PRODUCT = np.array([[-0.48989505 - 0.38423538j, 0.44052365 - 3.4028235e38j],
+                    [-3.4028235e38 - 1.4e-45j, -3.4028235e38 + 1.2624149j],
+                    [3.4028235e38 - 0.26381767j, -0.49972039 + 0.85926336j]], np.complex64)
+
+
+@pytest.mark.parametrize("chunks", ["auto", 1])
+@pytest.mark.parametrize("call", [lambda t: t.prod(0, keepdims=True), lambda t: np.prod(t),
+                                  lambda t: np.nanprod(t, axis=0), lambda t: t.prod(axis=-1)])
+def test_dask_complex_product_with_infinite_parts_is_numpys(call, chunks):
+    for x in (PRODUCT, np.asfortranarray(PRODUCT), PRODUCT.astype(np.complex128) * 1e300):
+        with np.errstate(all="ignore"):
+            want = np.asarray(call(x.copy()))
+        graph = cv.capture(call, cv.spec(x.shape, x.dtype))
+        got = graph.replay({"t": x}, backend="dask", chunks=chunks)["out"]
+        assert got.tobytes() == want.tobytes()  # NumPy's order of products: bit for bit
+
+
+def test_numpys_own_product_of_one_complex_infinity_is_nan():
+    # why dask's tree differs: NumPy's reduction of a length-1 axis multiplies by the identity
+    with np.errstate(all="ignore"):
+        assert np.isnan(np.prod(np.array([[np.inf + 1j * np.inf]], np.complex64), axis=0)[0])
+
+
+def test_dask_std_of_complex_values_with_a_float32_accumulator_is_numpys():
+    # the thorough profile's np.std-272[complex128,extreme,own,C], `np.std(a, 1, np.float32)`:
+    # NumPy inf, dask nan
+    x = np.array([[6.10383336e-309 + 2.81720833e+307j, -4.33497348e+306 + 1.40640633e-307j,
+                   -2.93543022e-307 - 7.59565716e+307j, -4.73243189e+307 + 4.87273224e+307j],
+                  [-2.12428915e-307 - 1.36321125e-307j, 6.05820616e+307 + 7.20399678e+306j,
+                   1.16448404e-307 - 7.91530376e+307j, -3.01100310e+307 + 4.14901402e+307j],
+                  [-1.82333104e+307 + 1.34503785e-308j, 2.14541755e+307 + 2.87857965e+307j,
+                   3.25670419e-307 - 1.17838466e-307j, -4.60451488e-307 + 4.64527064e-307j]])
+    want = replays_as_numpy_on_dask(lambda a: np.std(a, 1, np.float32), x, "auto")
+    assert np.isinf(want[0])
