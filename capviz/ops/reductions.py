@@ -160,6 +160,8 @@ def _quantile(shapes: list, params: dict) -> tuple:
 
 
 def _nanquantile(shapes: list, params: dict) -> tuple:
+    if not ops.numel(tuple(shapes[0])):  # NumPy returns np.nanmean(a, axis): q's axes go
+        return _reduced(shapes, params)
     return tuple(np.asarray(params["q"]).shape) + _reduced(shapes, params)
 
 
@@ -252,9 +254,17 @@ for _path in ("nanvar", "nanstd"):  # ddof 0 on a one-element proxy: no degrees-
     define(FunctionSpec(_path, ("a",), _reduced_where, probe=_probe({"ddof": 0})))
 for _path in ("median", "nanmedian"):
     define(FunctionSpec(_path, ("a",), _reduced, refuse={"overwrite_input": _NO_OVERWRITE}))
+def _empty_kept(args: list) -> list:
+    """One-element proxies, an empty operand's axes of length 0 kept: NumPy's nan-quantile of
+    an empty array is ``np.nanmean``'s (a float32 NaN, where a quantile's is float64)."""
+    return [np.ones(tuple(0 if d == 0 else 1 for d in a.shape), a.dtype)
+            if ops.is_tensor_meta(a) else a for a in args]
+
+
 for _path in ("percentile", "quantile", "nanpercentile", "nanquantile"):
     define(FunctionSpec(_path, ("a", "weights"), _nanquantile if "nan" in _path else _quantile,
-                        refuse={"overwrite_input": _NO_OVERWRITE}))
+                        refuse={"overwrite_input": _NO_OVERWRITE},
+                        proxies=_empty_kept if "nan" in _path else None))
 define(FunctionSpec("average", ("a", "weights"), _average,
                     refuse={"returned": "np.sum(weights, axis) for the sum of weights"}))
 define(FunctionSpec("trace", ("a",), _trace, probe={"offset": 0}))

@@ -24,6 +24,7 @@ import numpy as np
 
 from capviz import ops
 from capviz.backends.jax.checks import checked
+from capviz.backends.jax.functions import FUNCTIONS, convolve_as_numpy
 from capviz.backends.jax.random import bernoulli, normal, uniform
 from capviz.backends.jax.trace import dtype_of, require
 from capviz.ops import traits
@@ -394,11 +395,41 @@ def _pad(jnp: Any) -> Callable:
                     "(np.pad(x.astype(np.float64), ..., mode='linear_ramp'))")
             return _linear_ramp(jnp, jnp.asarray(array), pad_width,
                                 params.get("end_values", 0))
+        if mode == "median" and dtype.kind == "c":
+            raise NotImplementedError(
+                f"np.pad(..., mode='median') of {dtype} on the jax backend: jax.numpy's median "
+                "takes no complex values (NumPy sorts them by real, then imaginary part); "
+                "replay with backend='numpy', or pad the real and imaginary parts apart")
         params = {k: _as_tuples(v) for k, v in params.items()}
+        if dtype == np.bool_ and params.get("reflect_type") == "odd":
+            return _odd_reflection_of_booleans(jnp, pad, array, pad_width, mode, params)
         return pad(array, _as_tuples(pad_width), mode, **params)
 
     run.__name__ = "pad"
     return run
+
+
+def _odd_reflection_of_booleans(jnp: Any, pad: Callable, array: Any, pad_width: Any,
+                                mode: str, params: dict) -> Any:
+    """np.pad of booleans with ``reflect_type='odd'``: NumPy reflects ``2 * edge - x`` in int64
+    and stores each axis's padding as booleans (nonzero: True) before the next axis reads it.
+    A padding longer than one reflection of the axis is refused: NumPy then reflects again,
+    chunk by chunk, each chunk stored as booleans."""
+    array = jnp.asarray(array)
+    ndim = len(array.shape)
+    widths = np.broadcast_to(np.asarray(pad_width), (ndim, 2)).tolist()
+    for axis, (before, after) in enumerate(widths):
+        room = array.shape[axis] - (mode == "reflect")
+        if max(before, after) > room:
+            raise NotImplementedError(
+                f"np.pad(..., mode={mode!r}, reflect_type='odd') of bool by more than one "
+                "reflection of an axis on the jax backend: NumPy reflects chunk by chunk, "
+                "storing each as booleans; replay with backend='numpy', or pad "
+                "x.astype(np.int8)")
+        one = [(0, 0)] * ndim
+        one[axis] = (before, after)
+        array = pad(array.astype(np.int64), tuple(one), mode, **params) != 0
+    return array
 
 
 def _as_tuples(value: Any) -> Any:
@@ -427,7 +458,10 @@ def in_bounds(jnp: Any, idx: Any, n: int, what: str) -> Any:
 
 def _index(jnp: Any) -> Callable:
     def index(x: Any, idx: Any) -> Any:
-        return x[in_bounds(jnp, idx, x.shape[0], "an index")]
+        idx = in_bounds(jnp, idx, x.shape[0], "an index")
+        if not x.shape[0]:  # every index is out of bounds (checked): XLA's gather fails
+            return jnp.zeros(tuple(idx.shape) + tuple(x.shape[1:]), x.dtype)
+        return x[idx]
 
     return index
 
@@ -591,9 +625,13 @@ def _arg_extremum(name: str) -> Callable[[Any], Callable]:
                     f"{name} of complex values: XLA cannot order complex numbers in {name} "
                     f"(NumPy orders them by real, then imaginary part); replay with "
                     f"backend='numpy', or take np.{name} of np.real or np.abs of the values")
+            axis = args[0] if args else params.get("axis")
+            if not len(a.shape) and axis in (0, -1) and not params.get("keepdims"):
+                # NumPy takes axis 0 (or -1) of a 0-d array as its one element
+                a, args, params = jnp.reshape(a, (1,)), (), {**params, "axis": 0}
+                axis = 0
             if name.startswith("nan") and dtype.kind == "f":
                 # NumPy raises on a slice of NaNs only, where jax.numpy gives -1
-                axis = args[0] if args else params.get("axis")
                 nan = jnp.isnan(jnp.asarray(a))
                 require(~jnp.any(jnp.all(nan, axis=axis)),
                         f"ValueError: All-NaN slice encountered (np.{name} raises on a slice "
@@ -699,6 +737,8 @@ def _round(jnp: Any) -> Callable:
         a = jnp.asarray(a)
         dtype = dtype_of(a)
         decimals = int(decimals)
+        if dtype == np.bool_:  # NumPy's rint of booleans runs in float16 (decimals=0 only)
+            return a.astype(np.float16)
         if dtype.kind not in "fc" or decimals == 0:
             return jnp.round(a, decimals)
         if dtype.kind == "c":
@@ -750,14 +790,17 @@ def lax_slice(x: Any, axis: int, start: int, stop: int) -> Any:
 
 def _polymul(jnp: Any) -> Callable:
     """np.polymul, its leading coefficients checked (:data:`capviz.ops.polynomials.
-    POLYMUL_TRIMS`), without jax's trimming."""
+    POLYMUL_TRIMS`), without jax's trimming; 0-d operands as 1-d and booleans convolved as
+    NumPy's (:func:`convolve_as_numpy`)."""
     from capviz.ops.polynomials import POLYMUL_TRIMS
 
     def polymul(a1: Any, a2: Any) -> Any:
+        a1, a2 = jnp.atleast_1d(a1), jnp.atleast_1d(a2)  # NumPy's, before its convolve
         for a in (a1, a2):
-            a = jnp.asarray(a)
-            if len(a.shape) == 1 and a.shape[0] > 1:
+            if a.shape[0] > 1:
                 require(a[0] != 0, POLYMUL_TRIMS)
+        if dtype_of(a1).kind in "biu" and dtype_of(a2).kind in "biu":
+            return convolve_as_numpy(jnp, a1, a2)  # in NumPy's integer type (jax's: floats)
         return jnp.polymul(a1, a2, trim_leading_zeros=False)
 
     return polymul
@@ -857,6 +900,7 @@ def _insert_indices(jnp: Any) -> Callable:
 
 OVERRIDES.update({"insert_indices": _insert_indices, "tril": _triangle("tril"),
                   "triu": _triangle("triu"), "vander": _vander, "digitize": _digitize})
+OVERRIDES.update(FUNCTIONS)
 OVERRIDES.update({"round": _round, "trapezoid": _trapezoid, "polymul": _polymul,
                   **{name: _float_reduction(name) for name in _REDUCTIONS_IN_FLOATS}})
 

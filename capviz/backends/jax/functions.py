@@ -1,0 +1,273 @@
+"""NumPy functions the JAX backend writes out in jax.numpy, where jax.numpy's own give another
+result than NumPy's or fail on arguments NumPy takes (issue 25, found by the thorough
+differential profile, ``python -m tests.differential --thorough``). Each form is NumPy's
+algorithm step by step in NumPy's types, or checks the values (:func:`require`: the replay fails
+at the node with the user's line) where NumPy's result is its own algorithm's accident (a
+binary search of an unsorted array). :data:`FUNCTIONS` joins
+:data:`capviz.backends.jax.ops.OVERRIDES`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from capviz.backends.jax.trace import dtype_of, require
+from capviz.ops.spec import SPECS, call
+
+_BOOL_AS = np.dtype(np.uint8)
+"""The type booleans are computed in where jax.numpy takes no booleans (``kron``, ``polyadd``,
+``convolve``): 0 and 1, and a nonzero result is NumPy's ``True``."""
+
+
+def _as_bool(result: Any) -> Any:
+    return result != 0
+
+
+def _kron(jnp: Any) -> Callable:
+    """np.kron: of booleans NumPy's ``multiply`` is ``and``, which XLA's product refuses."""
+
+    def kron(a: Any, b: Any) -> Any:
+        a, b = jnp.asarray(a), jnp.asarray(b)
+        if dtype_of(a) == np.bool_ and dtype_of(b) == np.bool_:
+            return _as_bool(jnp.kron(a.astype(_BOOL_AS), b.astype(_BOOL_AS)))
+        return jnp.kron(a, b)
+
+    return kron
+
+
+def _polyadd(jnp: Any) -> Callable:
+    """np.polyadd: 0-d operands as 1-d (``atleast_1d``), booleans added as ``or``."""
+
+    def polyadd(a1: Any, a2: Any) -> Any:
+        a1, a2 = jnp.atleast_1d(a1), jnp.atleast_1d(a2)
+        if dtype_of(a1) == np.bool_ and dtype_of(a2) == np.bool_:
+            return _as_bool(jnp.polyadd(a1.astype(_BOOL_AS), a2.astype(_BOOL_AS)))
+        return jnp.polyadd(a1, a2)
+
+    return polyadd
+
+
+def convolve_as_numpy(jnp: Any, a: Any, v: Any, mode: str = "full") -> Any:
+    """np.convolve: 0-d operands as 1-d (NumPy's ``array(a, ndmin=1)``); integers in their own
+    type, wrapping as NumPy's sums of products do (jax.numpy's convolve computes them in
+    floats); booleans as NumPy's sum of products of booleans (``or`` of ``and``s)."""
+    a, v = jnp.atleast_1d(a), jnp.atleast_1d(v)
+    kinds = dtype_of(a).kind + dtype_of(v).kind
+    if kinds == "bb":
+        return _as_bool(_integer_convolve(jnp, a.astype(np.int64), v.astype(np.int64), mode))
+    if set(kinds) <= set("biu"):
+        dtype = np.result_type(dtype_of(a), dtype_of(v))
+        return _integer_convolve(jnp, a.astype(dtype), v.astype(dtype), mode)
+    return jnp.convolve(a, v, mode=mode)
+
+
+def _integer_convolve(jnp: Any, a: Any, v: Any, mode: str) -> Any:
+    """The convolution of two 1-d integer arrays of one dtype: every product ``a[j] * v[k]``
+    added into ``j + k`` (wrapping sums are exact in any order), then NumPy's slice of the
+    full result for ``mode``."""
+    m, n = a.shape[0], v.shape[0]
+    products = (a[:, None] * v[None, :]).ravel()
+    where = (np.arange(m)[:, None] + np.arange(n)[None, :]).ravel()
+    full = jnp.zeros(m + n - 1, a.dtype).at[where].add(products)
+    short, long = min(m, n), max(m, n)
+    if mode == "valid":
+        return full[short - 1:long]
+    if mode == "same":
+        start = (short - 1) // 2
+        return full[start:start + long]
+    return full
+
+
+def _convolve(jnp: Any) -> Callable:
+    def convolve(a: Any, v: Any, mode: str = "full") -> Any:
+        return convolve_as_numpy(jnp, a, v, mode)
+
+    return convolve
+
+
+def _insert(jnp: Any) -> Callable:
+    """np.insert with a static index: NumPy's path for one index written out (``values`` made
+    ``ndmin=arr.ndim``, moved for a scalar index, assigned to the slice it fills, which drops
+    leading axes of length 1 as an assignment does); jax.numpy broadcasts ``values`` to fewer
+    dimensions and fails. Several indices go to jax.numpy's insert."""
+
+    def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
+        arr = jnp.asarray(arr)
+        if axis is None:
+            arr, axis = arr.ravel(), 0
+        ndim = len(arr.shape)
+        axis %= ndim
+        n = arr.shape[axis]
+        if isinstance(obj, slice):
+            indices = np.arange(*obj.indices(n))
+        else:
+            indices = np.array(obj)
+            if indices.dtype == bool:
+                indices = np.flatnonzero(indices)
+        if indices.size != 1:
+            return jnp.insert(arr, indices, values, axis=axis)
+        index = int(indices.item())
+        index += n if index < 0 else 0  # in bounds: the capture checked it as NumPy does
+        values = jnp.asarray(values).astype(arr.dtype)
+        values = values.reshape((1,) * (ndim - len(values.shape)) + tuple(values.shape))
+        if indices.ndim == 0:
+            values = jnp.moveaxis(values, 0, axis)
+        target = list(arr.shape)
+        target[axis] = values.shape[axis]
+        while len(values.shape) > ndim and values.shape[0] == 1:
+            values = values[0]
+        values = jnp.broadcast_to(values, tuple(target))
+        before = [slice(None)] * ndim
+        after = [slice(None)] * ndim
+        before[axis], after[axis] = slice(None, index), slice(index, None)
+        return jnp.concatenate([arr[tuple(before)], values, arr[tuple(after)]], axis=axis)
+
+    return insert
+
+
+def _nan_order_statistic(name: str) -> Callable[[Any], Callable]:
+    """np.nanquantile / np.nanpercentile of an empty array: NumPy returns ``np.nanmean(a,
+    axis, keepdims=keepdims)`` (NaNs, whatever ``q``), where jax.numpy's gather fails."""
+
+    def make(jnp: Any) -> Callable:
+        fn = getattr(jnp, name)
+
+        def run(a: Any, q: Any, axis: Any = None, **params: Any) -> Any:
+            a = jnp.asarray(a)
+            if isinstance(axis, list):
+                axis = tuple(axis)
+            if math.prod(a.shape):
+                return fn(a, np.asarray(q) if isinstance(q, list) else q, axis, **params)
+            dtype = np.result_type(dtype_of(a), np.float16)  # nanmean's: float64 of integers
+            if dtype_of(a).kind in "iub":
+                dtype = np.dtype(np.float64)
+            return jnp.nanmean(a, axis=axis, dtype=dtype,
+                               keepdims=bool(params.get("keepdims", False)))
+
+        run.__name__ = name
+        return run
+
+    return make
+
+
+def _unwrap(jnp: Any) -> Callable:
+    """np.unwrap step by step in NumPy's types: the differences are taken in the input's type
+    (an integer input's wrap, ``uint8`` ``0 - 5`` is ``251``), then corrected in
+    ``result_type(diff, period)`` (float64 for integers with the default period); jax.numpy's
+    unwrap converts integers to floats first."""
+
+    def unwrap(p: Any, discont: Any = None, axis: int = -1, *,
+               period: float = 2 * np.pi) -> Any:
+        p = jnp.asarray(p)
+        ndim = len(p.shape)
+        dd = jnp.diff(p, axis=axis)
+        if discont is None:
+            discont = period / 2
+        dtype = np.result_type(dtype_of(dd), period)
+        if dtype.kind in "iu":
+            interval_high, rem = divmod(period, 2)
+            ambiguous = rem == 0
+        else:
+            interval_high = period / 2
+            ambiguous = True
+        interval_low = -interval_high
+        wide = dd.astype(dtype)
+        ddmod = jnp.mod(wide - np.asarray(interval_low, dtype), np.asarray(period, dtype)) \
+            + np.asarray(interval_low, dtype)
+        if ambiguous:
+            ddmod = jnp.where((ddmod == interval_low) & (dd > 0),
+                              np.asarray(interval_high, dtype), ddmod)
+        correction = ddmod - wide
+        correction = jnp.where(_below(jnp, jnp.abs(dd), discont),
+                               jnp.zeros_like(correction), correction)
+        later = [slice(None)] * ndim
+        later[axis] = slice(1, None)
+        later = tuple(later)
+        up = p.astype(dtype)
+        head = p[later].astype(dtype) + jnp.cumsum(correction, axis=axis)
+        return up.at[later].set(head)
+
+    return unwrap
+
+
+def _below(jnp: Any, x: Any, bound: Any) -> Any:
+    """``x < bound`` as NumPy compares an array with a Python number (an integer array with a
+    float: in float64)."""
+    if isinstance(bound, float) and dtype_of(x).kind in "iub":
+        return x.astype(np.float64) < bound
+    return x < bound
+
+
+def _sorted_nan_last(jnp: Any, s: Any) -> Any:
+    """Whether 1-d ``s`` is sorted in NumPy's order (NaNs last; complex by real, then
+    imaginary part; a complex NaN fails the test)."""
+    if s.shape[0] < 2:
+        return jnp.asarray(True)
+    first, rest = s[:-1], s[1:]
+    kind = dtype_of(s).kind
+    if kind == "c":
+        re0, re1, im0, im1 = jnp.real(first), jnp.real(rest), jnp.imag(first), jnp.imag(rest)
+        ordered = (re0 < re1) | ((re0 == re1) & (im0 <= im1))
+        return jnp.all(ordered) & ~jnp.any(jnp.isnan(s))
+    if kind == "f":
+        return jnp.all((first <= rest) | jnp.isnan(rest))
+    return jnp.all(first <= rest)
+
+
+def _searchsorted(jnp: Any) -> Callable:
+    """np.searchsorted: NumPy's result for an unsorted array is its binary search's own (it
+    even depends on the order of the keys), so the sorted array is checked; for a sorted one
+    every correct search gives NumPy's indices."""
+
+    def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
+        a = jnp.asarray(a)
+        if sorter is not None:
+            sorter = jnp.asarray(sorter)
+            n = a.shape[0]
+            require(jnp.all((sorter >= 0) & (sorter < n)), "ValueError: Sorter index out of "
+                    f"range (an index of np.searchsorted's sorter is outside 0..{n - 1})")
+        s = a if sorter is None else a[sorter]
+        require(_sorted_nan_last(jnp, s), "np.searchsorted of an array that is not sorted "
+                "(NaNs last): NumPy's result is then its binary search's own accident, which "
+                "jax.numpy's search does not reproduce; sort the array (np.sort) or pass "
+                "sorter=np.argsort(a)")
+        return jnp.searchsorted(a, v, side=side, sorter=sorter)
+
+    return searchsorted
+
+
+def _called_as_numpy(name: str, form: Callable[[Any], Callable]) -> Callable[[Any], Callable]:
+    """``form`` (written with NumPy's signature) called with the operands and parameters of
+    the op ``name``'s node, as :func:`capviz.ops.spec.call` calls NumPy's function."""
+
+    def make(jnp: Any) -> Callable:
+        fn = form(jnp)
+        spec = SPECS[name]
+
+        def run(*operands: Any, **params: Any) -> Any:
+            return call(spec, fn, operands, params)
+
+        run.__name__ = name.rsplit(".", 1)[-1]
+        return run
+
+    return make
+
+
+_FORMS: dict[str, Callable[[Any], Callable]] = {
+    "kron": _kron,
+    "polyadd": _polyadd,
+    "convolve": _convolve,
+    "insert": _insert,
+    "nanquantile": _nan_order_statistic("nanquantile"),
+    "nanpercentile": _nan_order_statistic("nanpercentile"),
+    "unwrap": _unwrap,
+    "searchsorted": _searchsorted,
+}
+
+FUNCTIONS: dict[str, Callable[[Any], Callable]] = {
+    name: _called_as_numpy(name, form) for name, form in _FORMS.items()}
+"""The forms of this module by op name (joined to ``OVERRIDES``)."""

@@ -1,0 +1,178 @@
+"""Issue 25 on JAX: the NumPy functions the thorough differential profile found silent or
+failing inside jax (``python -m tests.differential --thorough --backend jax``), each computed
+as eager NumPy computes it, failed at the node with the user's line, or refused by name
+(capviz/backends/jax/functions.py and the forms of capviz/backends/jax/ops.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+pytest.importorskip("jax")
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def capture(fn, *arrays):
+    return cv.capture(fn, *[cv.spec(a.shape, a.dtype) for a in arrays])
+
+
+def on_jax(fn, *arrays):
+    """The JAX replay's outputs, NumPy's eager results, and the graph."""
+    graph = capture(fn, *arrays)
+    with np.errstate(all="ignore"):
+        expected = fn(*[a.copy() for a in arrays])
+    got = graph.replay(dict(zip(graph.inputs, arrays)), backend="jax", to_numpy=True)
+    return np.asarray(got[graph.outputs[0]]), np.asarray(expected)
+
+
+def jax_is_numpy(fn, *arrays):
+    """The JAX replay gives eager NumPy's result bit for bit (NaNs as NaNs), dtype and shape."""
+    got, want = on_jax(fn, *arrays)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    np.testing.assert_array_equal(got, want)
+
+
+def fails_on_jax(fn, arrays, message, cause=None):
+    """The NumPy replay computes; the JAX replay fails at ``fn``'s node (this file's line)."""
+    graph = capture(fn, *arrays)
+    graph.replay(dict(zip(graph.inputs, arrays)))
+    with pytest.raises(cv.ReplayError, match=message) as info:
+        graph.replay(dict(zip(graph.inputs, arrays)), backend="jax")
+    assert "test_backend_jax_functions.py" in str(info.value)
+    if cause is not None:
+        assert isinstance(info.value.__cause__, cause)
+    return info.value
+
+
+# --- silent before: computed as NumPy computes ------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint32, np.int64, np.int8])
+def test_unwrap_of_integers_takes_the_difference_in_the_integer_type(dtype):
+    info = np.iinfo(dtype)
+    p = np.array([[0, 5, info.max], [3, 0, info.min], [info.max, 7, 1]], dtype)
+    jax_is_numpy(lambda a: np.unwrap(a, axis=0), p)
+    jax_is_numpy(lambda a: np.unwrap(a), p)
+
+
+def test_unwrap_of_floats_and_with_an_integer_period_is_numpys():
+    jax_is_numpy(lambda a: np.unwrap(a, period=4), np.array([0, 3, 1, 6, 2, 9], np.int32))
+    p = np.array([0.0, 3.5, 7.0, -1.0, 12.0, np.pi], np.float64)
+    got, want = on_jax(lambda a: np.unwrap(a), p)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_searchsorted_of_an_unsorted_array_fails_at_the_node():
+    a = np.array([2, 127, 127, 0, 127, 2], np.uint8)
+    v = np.array([[5, 0, 4, 2], [0, 2, 0, 0]], np.uint8)
+    fails_on_jax(lambda s, x: np.searchsorted(s, x, side="right"), [a, v],
+                 r"np\.searchsorted of an array that is not sorted \(NaNs last\).*sorter=")
+    fails_on_jax(lambda s, x: s.searchsorted(x), [a, v], "not sorted")
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float16, np.int64])
+def test_searchsorted_of_a_sorted_array_is_numpys(dtype):
+    a = np.array([0, 1, 1, 4, 9, 100], dtype)
+    v = np.array([[5, 0, 4, 2], [0, 1, 100, 101]], dtype)
+    jax_is_numpy(lambda s, x: np.searchsorted(s, x, side="right"), a, v)
+    jax_is_numpy(lambda s, x: s.searchsorted(x), a, v)
+    jax_is_numpy(lambda s, x: np.searchsorted(s, x, sorter=np.argsort(s, kind="stable")),
+                 a[::-1].copy(), v)
+
+
+def test_searchsorted_of_floats_with_nans_last_is_numpys():
+    a = np.array([-np.inf, -1.0, 0.0, 2.0, np.nan, np.nan], np.float32)
+    v = np.array([np.nan, 2.0, -np.inf, np.inf], np.float32)
+    jax_is_numpy(lambda s, x: np.searchsorted(s, x), a, v)
+    jax_is_numpy(lambda s, x: np.searchsorted(s, x, side="right"), a, v)
+
+
+# --- raw errors before: computed as NumPy computes, or refused by name -------------------------
+
+
+def test_insert_of_values_with_more_leading_axes_is_numpys():
+    a = np.ones((1, 1), np.int8)
+    b = np.full((1, 1, 1), 3, np.int8)
+    jax_is_numpy(lambda x, y: np.insert(x, [1], y[:4][None], axis=0), a, b)
+    m = np.arange(12, dtype=np.float32).reshape(3, 4)
+    w = np.arange(4, dtype=np.float32)
+    jax_is_numpy(lambda x, y: np.insert(x, [1], y[:4][None], axis=0), m, w)
+    jax_is_numpy(lambda x: np.insert(x, 1, 9.0, axis=1), m)
+    jax_is_numpy(lambda x: np.insert(x, -1, 9.5), m.astype(np.int32))
+
+
+@pytest.mark.parametrize("name", ["nanargmin", "nanargmax"])
+@pytest.mark.parametrize("dtype", [np.float64, np.int32])
+def test_arg_extremum_of_a_zero_d_array_along_axis_0_is_numpys(name, dtype):
+    jax_is_numpy(lambda a: getattr(np, name)(a, axis=0), np.array(3, dtype))
+
+
+def test_around_of_booleans_is_numpys_float16():
+    jax_is_numpy(lambda a: np.around(a), np.array([[True, False], [False, True]]))
+
+
+def test_kron_polyadd_polymul_and_convolve_of_booleans_are_numpys():
+    m = np.array([[True, False, True, True], [False, False, True, False]])
+    v = np.array([True, False, True, True])
+    w = np.array([True, True, False])
+    jax_is_numpy(lambda a, b: np.kron(a, b), m, v)
+    jax_is_numpy(lambda a, b: np.polyadd(a, b), np.array([True, False, True, False, True]), v)
+    jax_is_numpy(lambda a, b: np.polymul(a, b), v, w)
+    jax_is_numpy(lambda a, b: np.convolve(a, b), v, w)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int64, np.uint32, np.float64])
+def test_polymul_and_convolve_of_zero_d_operands_are_numpys(dtype):
+    a, b = np.array(3, dtype), np.array(2, dtype)
+    jax_is_numpy(lambda x, y: np.polymul(x, y), a, b)
+    jax_is_numpy(lambda x, y: np.convolve(x, y), a, b)
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int64])
+def test_integer_convolve_wraps_in_its_type_as_numpys(mode, dtype):
+    a = np.array([200, 7, 255, 3, 130], dtype) * (10**15 if dtype == np.int64 else 1)
+    v = np.array([100, 255, 9], dtype)
+    jax_is_numpy(lambda x, y: np.convolve(x, y, mode), a, v)
+    jax_is_numpy(lambda x, y: np.convolve(x, y, mode), v, a)
+    jax_is_numpy(lambda x, y: np.polymul(x, y), a, v)
+
+
+def test_pad_of_booleans_with_odd_reflection_is_numpys():
+    m = np.array([[True, False, True, True], [False, False, True, False], [True] * 4])
+    jax_is_numpy(lambda a: np.pad(a, (1, 2), mode="symmetric", reflect_type="odd"), m)
+    jax_is_numpy(lambda a: np.pad(a, 2, mode="reflect", reflect_type="odd"), m)
+    fails_on_jax(lambda a: np.pad(a, 3, mode="reflect", reflect_type="odd"), [m],
+                 r"reflect_type='odd'\) of bool by more than one reflection", NotImplementedError)
+
+
+def test_pad_median_of_complex_values_is_refused_at_the_node():
+    m = (np.arange(12).reshape(3, 4) * (1 + 1j)).astype(np.complex64)
+    fails_on_jax(lambda a: np.pad(a, 1, mode="median"), [m],
+                 r"mode='median'\) of complex64 on the jax backend: jax\.numpy's median takes "
+                 r"no complex values.*backend='numpy'", NotImplementedError)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint32, np.float32])
+def test_nan_quantiles_of_an_empty_array_are_numpys_nans(dtype):
+    jax_is_numpy(lambda a: np.nanquantile(a, [0.1, 0.9]), np.zeros((0,), dtype))
+    jax_is_numpy(lambda a: np.nanpercentile(a, 75, axis=1), np.zeros((2, 0), dtype))
+    jax_is_numpy(lambda a: np.nanquantile(a, [0.5], axis=0, keepdims=True),
+                 np.zeros((0, 3), dtype))
+
+
+def test_an_index_into_an_empty_axis_fails_at_the_node_as_numpy_raises():
+    x = np.zeros((0,), np.complex128)
+    i = np.array([0, 1, 2])
+    with pytest.raises(IndexError, match="out of bounds for axis 0 with size 0"):
+        x[i % 3]
+    graph = capture(lambda a, b: a[b % 3], x, i)
+    with pytest.raises(cv.ReplayError, match="size 0") as info:
+        graph.replay(dict(zip(graph.inputs, [x, i])))
+    assert isinstance(info.value.__cause__, IndexError)
+    with pytest.raises(cv.ReplayError, match=r"an index is out of bounds for an axis of size 0 "
+                       r"\(NumPy raises IndexError\)") as info:
+        graph.replay(dict(zip(graph.inputs, [x, i])), backend="jax")
+    assert "test_backend_jax_functions.py" in str(info.value)
