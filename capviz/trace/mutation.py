@@ -383,14 +383,29 @@ def _check_ufunc_out(rec: Any, ufunc: np.ufunc, inputs: tuple, out: Tensor, wher
     stand-ins), then the shapes (on stand-ins of the real shapes, only when they fail). A write
     of the same ufunc, operand shapes and dtypes (or literal kinds) and output as one accepted
     before is accepted at once (an optimiser's step writes many arrays alike)."""
-    key = None
-    if (where is None or where is True) and not rec.symbolic and all(
-            type(a) in _KEYED or isinstance(a, np.generic) for a in inputs):
-        key = (ufunc, out.shape, out.dtype, *[
-            (a.shape, a.dtype) if type(a) is Tensor or type(a) is np.ndarray else rule_key(a)
-            for a in inputs])
-        if key in _FITTING:
-            return
+    key: Any = None
+    if (where is None or where is True) and not rec.symbolic:
+        node = out._data
+        key = [ufunc, node.shape, node.dtype]
+        for a in inputs:
+            t = type(a)
+            if t is Tensor:
+                node = a._data
+                key.append((node.shape, node.dtype))
+            elif t is np.ndarray:
+                key.append((a.shape, a.dtype))
+            elif t in _KEYED or isinstance(a, np.generic):
+                key.append(rule_key(a))
+            else:
+                key = None
+                break
+        if key is not None:
+            key = tuple(key)
+            try:
+                if key in _FITTING:
+                    return
+            except TypeError:  # a shape that is no tuple: checked each time
+                key = None
     _check_ufunc_fits(rec, ufunc, inputs, out, where)
     if key is not None and len(_FITTING) < _MAX_FITTING:
         _FITTING[key] = True

@@ -30,11 +30,16 @@ other modules are the user's (not Python's library, installed packages, NumPy or
 container entries (containers of more than :data:`MAX_CHILDREN` entries are data, not
 parameters, and are skipped); past that, arrays are still found by variable name. An index is
 taken when first needed: an array put into a container after that is found only by name.
+An index keeps each array's path as a link to its parent's, and the text is made only for the
+array named. Names asked from the same running frame (a loop writing many arrays) reuse its
+list of frames and namespaces: the frames above it stayed suspended, so only the innermost
+frame's variables (and those of frames with cells) are read again.
 """
 
 from __future__ import annotations
 
 import dis
+import inspect
 import sysconfig
 import types
 from collections import deque
@@ -53,6 +58,7 @@ MAX_MODULES = 32
 _SKIP_NAMES = frozenset({"In", "Out"})
 _OPAQUE = (type, types.ModuleType, types.FunctionType, types.MethodType, types.CodeType)
 _CONTAINERS = (dict, list, tuple)
+_RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
 def user_frames(frame: FrameType | None, stop: FrameType | None) -> list[FrameType]:
@@ -146,10 +152,24 @@ class Namer:
     """Finds what the user called arrays, for one capture (see the module docstring)."""
 
     def __init__(self) -> None:
-        self.indexes: dict[int, tuple[dict, dict[int, tuple[Any, str]]]] = {}
+        self.indexes: dict[int, tuple[dict, dict[int, tuple[Any, Any]]]] = {}
         self.imports: dict[int, tuple[dict, list[dict]]] = {}  # id(globals) -> its modules
         self.spaces: dict[tuple, tuple] = {}  # the last frames' spaces (see _spaces)
+        self.chain: tuple | None = None  # the last (frame, stop, user_frames) (see frames)
         self.visits = 0
+
+    def frames(self, frame: FrameType | None, stop: FrameType | None) -> list[FrameType]:
+        """:func:`user_frames` of ``frame`` up to ``stop``; the same list as the last call's
+        when ``frame`` is the same running frame (a plain function's: not a generator or
+        coroutine, which another caller may resume): the frames above a running frame do not
+        change, so a loop writing many arrays walks the stack once."""
+        last = self.chain
+        if last is not None and last[0] is frame and last[1] is stop and frame is not None \
+                and not frame.f_code.co_flags & _RESUMABLE:
+            return last[2]
+        found = user_frames(frame, stop)
+        self.chain = (frame, stop, found)
+        return found
 
     def find(self, value: Any, frames: list[FrameType]) -> str | None:
         """The name or path of ``value`` from ``frames`` (outermost first), or ``None``."""
@@ -180,23 +200,39 @@ class Namer:
             if space.by_name_only:
                 hit = self._index(space.namespace, space.loops).get(id(value))
                 if hit is not None and hit[0] is value:
-                    return hit[1]
+                    return path_of(hit[1])
         return held[0]
 
     def _spaces(self, frames: list[FrameType]) -> list[Space]:
         """:meth:`_find_spaces`, kept for the next lookup from the same frames (each frame's
-        ``f_locals`` read again, which brings its variables up to date)."""
+        ``f_locals`` read again, which brings its variables up to date).
+
+        ``frames`` the very list of the last lookup (:meth:`frames`: the same running
+        innermost frame) means the outer frames stayed suspended since: their variables are
+        as they were, but for cells (``nonlocal``), so only the innermost frame and frames
+        with cells are read again."""
+        got = self.spaces.get(id(frames))
+        if got is not None and got[0] is frames:
+            for f in got[3]:
+                if f.f_locals is not got[2][id(f)]:  # (3.13: a new proxy)
+                    got = None
+                    break
+            if got is not None:
+                return got[1]
         key = tuple(map(id, frames))
         got = self.spaces.get(key)
         if got is not None and all(a is b for a, b in zip(got[0], frames)):
             for f in frames:
-                if f.f_locals is not got[2].get(id(f), f.f_locals):  # (3.13: a new proxy)
+                if f.f_locals is not got[2][id(f)]:  # (3.13: a new proxy)
                     got = None
                     break
         if got is None:
             spaces = self._find_spaces(frames)
             got = (frames, spaces, {id(f): f.f_locals for f in frames})
-            self.spaces = {key: got}  # the last frames only: they hold the frames alive
+        fresh = [f for k, f in enumerate(frames) if k == len(frames) - 1
+                 or f.f_code.co_cellvars or f.f_code.co_freevars]
+        got = (frames, got[1], got[2], fresh)
+        self.spaces = {key: got, id(frames): got}  # the last frames only: they hold them alive
         return got[1]
 
     def _find_spaces(self, frames: list[FrameType]) -> list[Space]:
@@ -234,49 +270,76 @@ class Namer:
         self.indexes = {}
         self.imports = {}
         self.spaces = {}
+        self.chain = None
 
     def _lookup(self, value: Any, spaces: list[Space]) -> str | None:
+        key = id(value)
         for space in spaces:
-            for name, v in list(space.namespace.items()):
-                if v is value and _named(name) and name not in space.loops:
-                    return space.prefix + name
+            if _holds(space.namespace, value):
+                for name, v in list(space.namespace.items()):
+                    if v is value and _named(name) and name not in space.loops:
+                        return space.prefix + name
             if space.by_name_only:
                 continue  # the innermost frame: new at each call, searched by name only
-            hit = self._index(space.namespace, space.loops).get(id(value))
+            got = self.indexes.get(id(space.namespace))
+            index = got[1] if got is not None and got[0] is space.namespace else \
+                self._index(space.namespace, space.loops)
+            hit = index.get(key)
             if hit is not None and hit[0] is value:
-                return space.prefix + hit[1]
+                return space.prefix + path_of(hit[1])
         return None
 
     def _index(self, namespace: dict, loops: frozenset[str] = frozenset()
-               ) -> dict[int, tuple[Any, str]]:
-        """``{id(array): (array, path)}`` for the arrays below ``namespace`` (built once; the
-        loop variables ``loops`` are no roots)."""
+               ) -> dict[int, tuple[Any, Any]]:
+        """``{id(array): (array, link)}`` for the arrays below ``namespace`` (built once; the
+        loop variables ``loops`` are no roots; :func:`path_of` gives a link's path)."""
         got = self.indexes.get(id(namespace))
         if got is not None and got[0] is namespace:
             return got[1]
-        index: dict[int, tuple[Any, str]] = {}
-        queue: deque[tuple[Any, str, int]] = deque(
+        index: dict[int, tuple[Any, Any]] = {}
+        queue: deque[tuple[Any, Any, int]] = deque(
             (v, name, 1) for name, v in list(namespace.items())
             if _named(name) and name not in loops and not isinstance(v, types.ModuleType))
         seen: set[int] = set()
+        ndarray = np.ndarray
         while queue and self.visits < MAX_VISITS:
-            obj, path, depth = queue.popleft()
+            obj, link, depth = queue.popleft()
             if id(obj) in seen:
                 continue
             seen.add(id(obj))
-            if type(obj) is np.ndarray:
-                index.setdefault(id(obj), (obj, path))
+            if type(obj) is ndarray:
+                index.setdefault(id(obj), (obj, link))
                 continue
             if depth > MAX_DEPTH:
                 continue
-            children = _children(obj)
+            kind, children = _children(obj)
             self.visits += len(children)
-            for step, child in children:
-                if type(child) is np.ndarray or isinstance(child, _CONTAINERS) or \
+            for key, child in children:
+                if type(child) is ndarray or isinstance(child, _CONTAINERS) or \
                         _has_attributes(child):
-                    queue.append((child, path + step, depth + 1))
+                    queue.append((child, (link, kind, key), depth + 1))
         self.indexes[id(namespace)] = (namespace, index)
         return index
+
+
+def path_of(link: Any) -> str:
+    """The path text of an index entry's ``link``: a root name, or ``(parent's link, kind,
+    key)`` (the text is made only for the array that is named)."""
+    steps = []
+    while type(link) is tuple:
+        link, kind, key = link
+        steps.append(_key_text(key) if kind is _ITEM_OF_DICT else f"[{key}]"
+                     if kind is _ITEM_OF_SEQUENCE else f".{key}")
+    return link + "".join(reversed(steps))
+
+
+def _holds(namespace: dict, value: Any) -> bool:
+    """Whether ``value`` itself is one of ``namespace``'s values (a loop of ``is`` tests, which
+    run no code, so the dict cannot change meanwhile)."""
+    for v in namespace.values():
+        if v is value:
+            return True
+    return False
 
 
 def _has_attributes(obj: Any) -> bool:
@@ -284,17 +347,21 @@ def _has_attributes(obj: Any) -> bool:
         and type(obj).__module__ not in ("builtins", "numpy")
 
 
-def _children(obj: Any) -> list[tuple[str, Any]]:
-    """``(path step, child)`` for a container or a plain object's attributes."""
+_ITEM_OF_DICT, _ITEM_OF_SEQUENCE, _ATTRIBUTE = "dict", "sequence", "attribute"
+
+
+def _children(obj: Any) -> tuple[str, list[tuple[Any, Any]]]:
+    """The kind of step (a dict's key, a list's position, an attribute) and ``(key, child)``
+    for a container or a plain object's attributes."""
     if isinstance(obj, _CONTAINERS) and len(obj) > MAX_CHILDREN:
-        return []  # a data list, not a tree of parameters
+        return _ATTRIBUTE, []  # a data list, not a tree of parameters
     if isinstance(obj, dict):
-        return [(_key_text(k), v) for k, v in list(obj.items())]
+        return _ITEM_OF_DICT, list(obj.items())
     if isinstance(obj, (list, tuple)):
-        return [(f"[{i}]", v) for i, v in enumerate(obj)]
+        return _ITEM_OF_SEQUENCE, list(enumerate(obj))
     if _has_attributes(obj):
-        return [(f".{k}", v) for k, v in list(vars(obj).items()) if _named(k)]
-    return []
+        return _ATTRIBUTE, [(k, v) for k, v in list(vars(obj).items()) if _named(k)]
+    return _ATTRIBUTE, []
 
 
 def _key_text(key: Any) -> str:

@@ -57,7 +57,7 @@ from capviz.trace import (  # noqa: F401  (advanced_views registers its view rul
     zero_d,
 )
 from capviz.trace.context import NAME_SCOPE, RECORDERS
-from capviz.trace.names import Namer, user_frames
+from capviz.trace.names import Namer
 from capviz.trace.scopes import ScopeTracker
 from capviz.trace.tensor import Tensor, Trace
 
@@ -202,11 +202,13 @@ class Recorder(Trace):
         self.scopes.finish(self.graph.nodes)
         self.namer.release()
 
-    def name_of(self, value: Any) -> str | None:
+    def name_of(self, value: Any, frame: FrameType | None = None) -> str | None:
         """What the user called array ``value`` (a variable, or a path such as
-        ``params["blocks"][3]["w"]``; see :mod:`capviz.trace.names`)."""
-        frames = user_frames(user_frame(sys._getframe(1)), self.scopes.entry)
-        return self.namer.find(value, frames)
+        ``params["blocks"][3]["w"]``; see :mod:`capviz.trace.names`), seen from the user's
+        ``frame`` (found here when not given)."""
+        if frame is None:
+            frame = user_frame(sys._getframe(1))
+        return self.namer.find(value, self.namer.frames(frame, self.scopes.entry))
 
     # --- recording ------------------------------------------------------------------------------
 
@@ -230,7 +232,10 @@ class Recorder(Trace):
         usual case (one or two operands that are literals or this capture's tensors, one
         result, an op made in the same function as the one before) stays in this function."""
         if self.poisoned:  # a number NumPy computed from a written array (trace/state.py)
-            state.check_operands(self, args)
+            for a in args:
+                if type(a) is not Tensor and isinstance(a, state.FLOATS):
+                    state.check_operands(self, args)
+                    break
         python = False
         if self.python_nodes:  # draws of Python numbers, promoted weakly (trace/state.py)
             args, python = state.python_operands(self, op, args, params)
@@ -577,11 +582,13 @@ class Recorder(Trace):
         err = make_error(self.graph.violation_records[-1], self.graph)
         return err  # record mode: the op has no result, so the call still fails
 
-    def state_target(self, array: np.ndarray, call: str) -> Tensor:
+    def state_target(self, array: np.ndarray, call: str, frame: FrameType | None = None
+                     ) -> Tensor:
         """The capture tensor a write into the outside ndarray ``array`` writes (the array
-        becomes a state of the graph: :mod:`capviz.trace.state`)."""
+        becomes a state of the graph: :mod:`capviz.trace.state`); ``frame``: the user's frame
+        making the write, when the caller has it."""
         self.check_usable()
-        return state.target(self, array, call)
+        return state.target(self, array, call, frame)
 
     def read(self, tensor: Tensor, call: str) -> np.ndarray:
         """A value read: with examples, the example's value and a guard; else a violation

@@ -164,14 +164,14 @@ def poisoned(value: np.ndarray) -> bool:
     return bool((((bits >> 42) & 0x1FFFFF) == _POISON_KEY).any())
 
 
-_FLOATS = (float, complex, np.floating, np.complexfloating)
+FLOATS = (float, complex, np.floating, np.complexfloating)
 
 
 def check_operands(recorder: Any, args: tuple) -> None:
     """While a state is poisoned: refuse a number among ``args`` (a literal: ``(w * 2).sum()``
     is a NumPy scalar) that NumPy computed from it."""
     for a in args:
-        if isinstance(a, _FLOATS) and a != a and poisoned(np.asarray(a)):
+        if isinstance(a, FLOATS) and a != a and poisoned(np.asarray(a)):
             refuse_poisoned(recorder, a)
 
 
@@ -186,7 +186,8 @@ def _poison(root: np.ndarray) -> bool:
     return True
 
 
-_PATTERNS: dict[np.dtype, tuple[np.dtype, Any]] = {}  # dtype -> (unsigned type, poison bits)
+_PATTERNS: dict[np.dtype, tuple[np.dtype, Any, bytes]] = {}  # dtype -> (unsigned type, poison
+#                                                               bits, as bytes)
 
 
 def _all_poison(root: np.ndarray) -> bool:
@@ -201,8 +202,13 @@ def _all_poison(root: np.ndarray) -> bool:
         part = np.zeros(0, root.dtype).real.dtype
         unsigned = np.dtype(f"u{part.itemsize}")
         bits = np.array([_POISON]).astype(part).view(unsigned)[0]
-        pattern = _PATTERNS[root.dtype] = (unsigned, bits)
+        pattern = _PATTERNS[root.dtype] = (unsigned, bits, bits.tobytes())
+    if root.nbytes <= _BYTES_COMPARED:  # one memcmp of the bytes (no array made)
+        return root.tobytes() == pattern[2] * (root.nbytes // len(pattern[2]))
     return bool((root.reshape(-1).view(pattern[0]) == pattern[1]).all())
+
+
+_BYTES_COMPARED = 1 << 16
 
 
 def refuse_poisoned(recorder: Any, value: np.ndarray) -> None:
@@ -248,12 +254,15 @@ def _called(node: Node) -> str:
     return f"the ndarray {node.name}" if node.name else "an ndarray from outside"
 
 
-def target(recorder: Any, array: np.ndarray, call: str) -> Tensor:
+def target(recorder: Any, array: np.ndarray, call: str, frame: FrameType | None = None
+           ) -> Tensor:
     """The capture tensor a write into ndarray ``array`` (``call``) writes: the state tensor
-    of the array it belongs to (made now if it is the first write), or a view of it."""
+    of the array it belongs to (made now if it is the first write, at the user's ``frame``:
+    found here when not given), or a view of it."""
     found = find(recorder, array)
     root = found[1] if found is not None else root_of(array)
-    state = found[0] if found is not None else _new_state(recorder, root, array)
+    state = found[0] if found is not None else _new_state(
+        recorder, root, array, user_frame(sys._getframe(1)) if frame is None else frame)
     if array is root:
         return state.tensor
     path = view_path(root, array)
@@ -265,11 +274,12 @@ def target(recorder: Any, array: np.ndarray, call: str) -> Tensor:
     return _view(state.tensor, path)
 
 
-def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray) -> State:
+def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
+               frame: FrameType | None) -> State:
     graph = recorder.graph
-    name = recorder.name_of(root)
+    name = recorder.name_of(root, frame)
     if name is None and met is not root:
-        name = recorder.name_of(met)
+        name = recorder.name_of(met, frame)
     hit = recorder._adopted.get(id(root))
     node = hit[1] if hit is not None and hit[0] is root else None
     if node is not None and (node.kind != "constant" or not recorder._unchanged(node, root)):
@@ -284,15 +294,16 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray) -> State:
         if node.name is None:
             node.name = name
     else:
-        frame = user_frame(sys._getframe(1))
         node = recorder._append("state", None, (), {}, tuple(root.shape), root.dtype,
                                 source_of(frame), name, frame=frame)
         plain = type(root) is np.ndarray and root.dtype.kind in "biufc"
         graph.state_values[node.index] = root.copy(order="K") if plain else host_copy(root)
-    graph.state_targets[node.index] = weakref.ref(root)
-    state = State(weakref.ref(root), node, Tensor(node, recorder))
+    ref = weakref.ref(root)
+    graph.state_targets[node.index] = ref
+    state = State(ref, node, Tensor(node, recorder))
     recorder.states[id(root)] = state
-    _views_read_before(recorder, root, state)  # before the poison: they read its values
+    if graph.constant_origins:  # before the poison: they read its values
+        _views_read_before(recorder, root, state)
     state.poisoned = _poison(root)  # the live values are in graph.state_values
     recorder.poisoned += state.poisoned
     recorder._adopted.pop(id(root), None)

@@ -140,11 +140,19 @@ def _ufunc_into_ndarray(ufunc: np.ufunc, call: str, inputs: tuple, kwargs: dict)
     outs = kwargs["out"]
     if backend is not None and backend.records and len(outs) == 1 \
             and type(outs[0]) is np.ndarray:  # the ndarray is a state of the capture
-        dest = backend.state_target(outs[0], f"{call}(..., out=ndarray)")
-        _ufunc_into(ufunc, call, inputs, dict(kwargs, out=(dest,)))
+        frame = user_frame(sys._getframe(1))
+        dest = backend.state_target(outs[0], f"{call}(..., out=ndarray)", frame)
+        # the written array among the operands (`a += t` reads a): its state tensor, as a
+        # read of it would give
+        inputs = tuple([dest if a is outs[0] else a for a in inputs])
+        op = ops.ufunc_op(ufunc) if len(kwargs) == 1 else None
+        if op is not None and not op.multi:  # no keyword but out=: _ufunc_into's usual case
+            dest._trace.write_ufunc(op, inputs, dest, True)
+        else:
+            _ufunc_into(ufunc, call, inputs, dict(kwargs, out=(dest,)))
         # `mem += t` on a local name rebinds it to the written tensor, so NumPy's operators
         # on it afterwards are recorded; any other target keeps its ndarray (NumPy's `out`)
-        return dest if augments_local(user_frame(sys._getframe(1))) else outs[0]
+        return dest if augments_local(frame) else outs[0]
     if backend is None or backend.records or any(type(o) is Tensor for o in outs):
         raise unsupported(f"{call}(..., out=ndarray)", inputs, _OUT_NDARRAY)
     values = [backend.read(a, call) if type(a) is Tensor else a for a in inputs]
