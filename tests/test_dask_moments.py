@@ -110,3 +110,16 @@ def test_dask_std_of_complex_values_with_a_float32_accumulator_is_numpys():
                    3.25670419e-307 - 1.17838466e-307j, -4.60451488e-307 + 4.64527064e-307j]])
     want = replays_as_numpy_on_dask(lambda a: np.std(a, 1, np.float32), x, "auto")
     assert np.isinf(want[0])
+
+
+@pytest.mark.parametrize("chunks", ["auto", 50])
+@pytest.mark.parametrize("call", [lambda t: t.mean(), lambda t: np.mean(t, axis=0),
+                                  lambda t: t.mean(axis=1, keepdims=True)])
+def test_dask_mean_of_float16_sums_in_float32_as_numpy(call, chunks):
+    # the thorough profile's float16_sums[float16,extreme,own,C]: x.mean() of 600 float16
+    # values near +-16,000 is 336.5 in NumPy (summed in float32), inf on dask (summed in float16)
+    x = (np.random.default_rng(5).standard_normal((600, 2)) * 16000).astype(np.float16)
+    want = replays_as_numpy_on_dask(call, x, chunks)
+    assert np.isfinite(want).all()
+    with np.errstate(all="ignore"):
+        assert np.isinf(x.sum(axis=0)).any()  # a float16 sum of the same values overflows

@@ -11,6 +11,9 @@
   ``d * conj(d)``, a slice without degrees of freedom NaN). Only the two
   sums are dask.array's tree sums, added in another order than NumPy's pairwise sum, within the
   backend's tolerance; every other step is NumPy's, bit for bit, so an overflow is NumPy's.
+* ``mean`` as NumPy's ``_mean``: a float16 operand summed in float32 and the mean rounded to
+  float16 once (dask.array sums float16 in float16, which overflows to ``inf`` where NumPy's
+  mean of the same values is finite).
 * ``prod`` and ``nanprod`` of complex values: NumPy multiplies along the axis in order, and
   dask.array multiplies partial products, one more time by the identity ``1`` for each: a
   complex product is not associative where parts are infinite (``(1 + 0j) * (inf + infj)`` is
@@ -26,8 +29,8 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-MOMENTS = frozenset(("var", "std", "nanvar", "nanstd"))
-"""Reductions :func:`variance` and :func:`nan_variance` compute."""
+MOMENTS = frozenset(("mean", "var", "std", "nanvar", "nanstd"))
+"""Reductions :func:`moment` computes."""
 
 IN_ORDER = frozenset(("prod", "nanprod"))
 """Reductions that must multiply in NumPy's order when complex (:func:`in_order`)."""
@@ -56,10 +59,34 @@ def moment(name: str, x: Any, params: dict) -> Any | None:
     ``None`` for an operand this does not cover (run as NumPy on one block)."""
     if x.ndim == 0 or 0 in x.shape:
         return None
+    if name == "mean":
+        return mean(x, params)
     root = name.endswith("std")
     if name.startswith("nan") and np.dtype(x.dtype).kind in "fc":
         return nan_variance(x, params, root)
     return variance(x, params, root)
+
+
+def _count(x: Any, axes: tuple) -> np.intp:
+    """NumPy's ``_count_reduce_items``: the number of elements reduced, an ``intp``."""
+    count = np.intp(1)
+    for a in axes:
+        count = np.intp(count * x.shape[a])
+    return count
+
+
+def mean(x: Any, params: dict) -> Any:
+    """``np.mean(x, **params)`` as NumPy computes it: the sum (of float16 in float32, of
+    integers in float64) divided by the count in NumPy's promoted type, cast back."""
+    axes = _axes(x, params.get("axis"))
+    dtype = params.get("dtype")
+    kind = np.dtype(x.dtype)
+    half = dtype is None and kind == np.float16
+    if dtype is None:
+        dtype = np.dtype("f8") if kind.kind in "biu" else np.dtype("f4") if half else None
+    total = da.sum(x, axis=axes, dtype=dtype, keepdims=bool(params.get("keepdims")))
+    result = total.map_blocks(_divided, _count(x, axes), dtype=total.dtype)
+    return result.astype(np.float16) if half else result
 
 
 def variance(x: Any, params: dict, root: bool) -> Any | None:
@@ -73,9 +100,7 @@ def variance(x: Any, params: dict, root: bool) -> Any | None:
         dtype = np.dtype(dtype)
         if dtype.kind not in "f" or np.dtype(x.dtype).kind == "c":
             return None  # an integer or complex accumulator: NumPy on one block
-    count = np.intp(1)
-    for a in axes:
-        count = np.intp(count * x.shape[a])
+    count = _count(x, axes)
     total = da.sum(x, axis=axes, dtype=dtype, keepdims=True)
     mean = total.map_blocks(_divided, count, dtype=total.dtype)
     deviation = x - mean
