@@ -176,3 +176,53 @@ def test_an_index_into_an_empty_axis_fails_at_the_node_as_numpy_raises():
                        r"\(NumPy raises IndexError\)") as info:
         graph.replay(dict(zip(graph.inputs, [x, i])), backend="jax")
     assert "test_backend_jax_functions.py" in str(info.value)
+
+
+# --- linspace and geomspace in NumPy's arithmetic ---------------------------------------------
+
+
+def test_geomspace_keeps_numpys_endpoints_and_nans():
+    start = np.array([np.inf, 0.11, 0.12, 1.0], np.float32)
+    stop = np.array([0.3, -0.54, -1.43, 0.017], np.float32)
+    got, want = on_jax(lambda a, b: np.geomspace(np.abs(a) + 1, np.abs(b) + 2, 3), start, stop)
+    assert np.isnan(want[1, 0]) and np.isnan(got[1, 0])  # 10 ** (inf + 0 * -inf) is NaN
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+    top = np.array([0.5, np.finfo(np.float64).max / 4])
+    got, want = on_jax(lambda a, b: np.geomspace(np.abs(a) + 1, np.abs(b) + 2, 3), top, top)
+    assert got[-1, 1] == want[-1, 1] == np.finfo(np.float64).max / 4  # not 10 ** log10 = inf
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
+def test_geomspace_through_zero_fails_at_the_node_as_numpy_raises():
+    a = np.array([1.0, 0.0])
+    with pytest.raises(ValueError, match="Geometric sequence cannot include zero"):
+        np.geomspace(a, a + 1, 3)
+    graph = capture(lambda x: np.geomspace(x, x + 1, 3), a)
+    with pytest.raises(cv.ReplayError, match="Geometric sequence cannot include zero") as info:
+        graph.replay({graph.inputs[0]: a}, backend="jax")
+    assert "test_backend_jax_functions.py" in str(info.value)
+
+
+def test_linspace_from_an_infinity_and_of_integers_is_numpys():
+    start = np.array([np.inf, -1.5, 0.0, 2.0])
+    stop = np.array([1.0, 1.5, -np.inf, 2.0])
+    got, want = on_jax(lambda a, b: np.linspace(a, b, 4), start, stop)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    jax_is_numpy(lambda a, b: np.linspace(a, b, 5), np.array([True, False]),
+                 np.array([False, True]))
+    jax_is_numpy(lambda a, b: np.linspace(a, b, 3, endpoint=False, axis=1),
+                 np.arange(12, dtype=np.uint8).reshape(3, 4), np.full((3, 4), 7, np.uint8))
+
+
+def test_linspace_cancelling_a_fused_product_fails_at_the_node():
+    big = np.iinfo(np.int64)
+    a = np.array([[big.min, -2], [3, 3]], np.int64)
+    b = np.array([[2**62 - 1, 0], [3, 3]], np.int64)  # a zero step: NumPy's i / 3 * delta
+    fn = lambda x, y: np.linspace(x, y, 3, endpoint=False, axis=1)  # noqa: E731
+    assert fn(a, b)[0, 2, 0] == 0.0
+    fails_on_jax(fn, [a, b], r"np\.linspace \(or geomspace\) of float64: a point cancels to "
+                 r"near 0.*fused multiply-add")
+    small = np.array([[-2.0, 0.5], [1.0, 4.0]])
+    got, want = on_jax(fn, small, -small)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.backends.jax.trace import dtype_of, require
+from capviz.backends.jax.trace import dtype_of, require, require_each
 from capviz.ops.spec import SPECS, call
 
 _BOOL_AS = np.dtype(np.uint8)
@@ -87,6 +87,164 @@ def _convolve(jnp: Any) -> Callable:
         return convolve_as_numpy(jnp, a, v, mode)
 
     return convolve
+
+
+def divided(jnp: Any, x: Any, n: int) -> Any:
+    """``x / n`` rounded once, as NumPy's, for a float32 or float16 ``x``: XLA divides by a
+    constant as a multiplication by its reciprocal (an ulp off), so the quotient is taken in
+    float64 and rounded (a float32 divided by an integer below 2**27 is never within float64's
+    error of a float32 rounding boundary). A float64 or complex ``x`` is divided by an array
+    of ``n`` behind :func:`separate` (XLA turns a division by a broadcast scalar, constant or
+    not, into a product with its reciprocal: ``np.linspace`` of int64 extremes, cancelling to
+    0 in NumPy, gave 512)."""
+    dtype = np.dtype(x.dtype)
+    if dtype.kind == "f" and dtype.itemsize < 8:
+        return (x.astype(np.float64) / n).astype(dtype)
+    return x / separate(jnp.full(x.shape, n, dtype))
+
+
+def product(jnp: Any, a: Any, b: Any) -> Any:
+    """``a * b`` rounded on its own, as NumPy's, for float32 or float16 operands: exact in
+    float64 and rounded to their precision by ``reduce_precision``, kept in float64 (a product
+    rounded by a cast, LLVM narrows to a float32 product and fuses with the sum that follows
+    into one multiply-add). Float64 and complex products may be fused (see
+    :func:`_fused_cancellation`)."""
+    from jax import lax
+
+    dtype = np.dtype(a.dtype)
+    if dtype.kind == "f" and dtype.itemsize < 8:
+        info = np.finfo(dtype)
+        exact = a.astype(np.float64) * b.astype(np.float64)
+        return lax.reduce_precision(exact, exponent_bits=info.nexp, mantissa_bits=info.nmant)
+    return a * b
+
+
+def separate(x: Any) -> Any:
+    """``x`` behind an optimization barrier: XLA sees neither a constant nor a broadcast
+    through it."""
+    from jax import lax
+
+    return lax.optimization_barrier(x)
+
+
+def linspace_as_numpy(jnp: Any, start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+                      dtype: Any = None, axis: int = 0) -> Any:
+    """np.linspace step by step: ``delta = stop - start`` in the inexact result type, ``y =
+    arange(num) * (delta / div)`` (``arange(num) / div * delta`` when a step is 0), ``+ start``,
+    the last point set to ``stop``, floored for an integer ``dtype``. jax.numpy's linspace
+    interpolates otherwise (an infinite start gives ``inf`` where NumPy's ``0 * inf`` is NaN,
+    and its last point is not ``stop``)."""
+    start, stop = jnp.asarray(start), jnp.asarray(stop)
+    num = int(num)
+    div = num - 1 if endpoint else num
+    dt = np.result_type(dtype_of(start), dtype_of(stop))
+    if dt.kind not in "fc":  # NumPy's ensure_inexact
+        dt = np.dtype(np.float64)
+    delta = stop.astype(dt) - start.astype(dt)
+    y = jnp.arange(num, dtype=dt).reshape((num,) + (1,) * len(delta.shape))
+    exact = None
+    if div > 0:
+        step = divided(jnp, delta, div)
+        stepped = ~jnp.any(step == 0)  # the branch taking y * step
+        if dt == np.float64:  # i * step is exact when step's last bits are 0 for i's bits
+            exact = stepped & ((lax_bits(step) & _low_bits(num, len(delta.shape))) == 0)
+        y = jnp.where(jnp.any(step == 0), product(jnp, divided(jnp, y, div), delta),
+                      product(jnp, y, step))
+    else:
+        y = product(jnp, y, delta)
+    if y.dtype != np.dtype(dt):  # float64 holding float32 (float16) products: add, round once
+        y = (y + start.astype(dt).astype(np.float64)).astype(dt)
+    else:
+        first = start.astype(dt)
+        if dt == np.float64:
+            _fused_cancellation(jnp, y, first, exact)
+        y = y + first
+    if endpoint and num > 1:
+        y = y.at[-1].set(stop.astype(dt))
+    y = jnp.moveaxis(y, 0, axis)
+    dtype = dt if dtype is None else np.dtype(dtype)
+    if dtype.kind in "iu":
+        y = jnp.floor(y)
+    return y.astype(dtype)
+
+
+def _low_bits(num: int, ndim: int) -> np.ndarray:
+    """For each ``i < num`` (along a new first axis), the mask of the last mantissa bits a
+    float64 must have 0 for its product with ``i`` to be exact: as many bits as ``i``'s odd
+    part has after its leading one (none for a power of two)."""
+    masks = []
+    for i in range(num):
+        odd = i >> (i & -i).bit_length() - 1 if i else 1
+        masks.append((1 << (odd.bit_length() - 1)) - 1)
+    return np.array(masks, np.int64).reshape((num,) + (1,) * ndim)
+
+
+def lax_bits(x: Any) -> Any:
+    """The bits of float64 ``x`` as int64."""
+    from jax import lax
+
+    return lax.bitcast_convert_type(x, np.int64)
+
+
+_TOLERANCE = (1e-4, 1e-4)
+"""The JAX backend's ``(rtol, atol)`` for float64 (``JaxBackend.tolerance``)."""
+
+
+def _fused_cancellation(jnp: Any, p: Any, start: Any, exact: Any) -> None:
+    """``p + start`` (``p`` a float64 product) checked where it can differ from NumPy's beyond
+    the tolerance: XLA fuses the product and the sum into one multiply-add, rounded once, where
+    NumPy rounds the product first. The two differ by at most half a unit of ``p``, which is
+    beyond the backend's tolerance only where the sum cancels (``|p + start|`` far below
+    ``|p|``) and the product was not exact (``exact``: per element, or ``None``: unknown)."""
+    total = p + start
+    rtol, atol = _TOLERANCE
+    ok = ~jnp.isfinite(p) | (jnp.abs(p) * 2.0**-52 <= atol + rtol * jnp.abs(total))
+    if exact is not None:
+        ok = ok | exact
+    require_each(ok, "np.linspace (or geomspace) of float64: a point cancels to near 0 "
+                 "(start + i * step), where XLA's fused multiply-add (rounded once) differs "
+                 "from NumPy's product then sum beyond the tolerance; replay with "
+                 "backend='numpy'")
+
+
+def _linspace(jnp: Any) -> Callable:
+    def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+                 retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
+        return linspace_as_numpy(jnp, start, stop, num, endpoint, dtype, axis)
+
+    return linspace
+
+
+def _geomspace(jnp: Any) -> Callable:
+    """np.geomspace step by step: the signs rotated out, ``10 ** linspace(log10(start),
+    log10(stop))`` in NumPy's arithmetic, the first and last points set to ``start`` and
+    ``stop`` exactly (jax.numpy's overflows ``10 ** log10(finfo.max)`` to ``inf`` and gives
+    ``inf`` where NumPy's linspace makes NaN); a zero fails the replay as NumPy raises.
+    Complex values go to jax.numpy's geomspace (its sign of a complex is NumPy's)."""
+
+    def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+                  dtype: Any = None, axis: int = 0) -> Any:
+        start, stop = jnp.asarray(start), jnp.asarray(stop)
+        num = int(num)
+        dt = np.result_type(dtype_of(start), dtype_of(stop), float(num),
+                            np.zeros((), dtype))
+        if dt.kind == "c":
+            return jnp.geomspace(start, stop, num, endpoint, dtype, axis)
+        require(jnp.all(start != 0) & jnp.all(stop != 0),
+                "ValueError: Geometric sequence cannot include zero (NumPy raises)")
+        start, stop = start.astype(dt), stop.astype(dt)
+        sign = jnp.sign(start)
+        start, stop = start / sign, stop / sign
+        y = linspace_as_numpy(jnp, jnp.log10(start), jnp.log10(stop), num, endpoint, dt)
+        result = jnp.power(np.asarray(10.0, dt), y)
+        if num > 0:
+            result = result.at[0].set(start)
+            if num > 1 and endpoint:
+                result = result.at[-1].set(stop)
+        result = jnp.moveaxis(result * sign, 0, axis)
+        return result.astype(dt if dtype is None else np.dtype(dtype))
+
+    return geomspace
 
 
 def _insert(jnp: Any) -> Callable:
@@ -266,6 +424,8 @@ _FORMS: dict[str, Callable[[Any], Callable]] = {
     "nanpercentile": _nan_order_statistic("nanpercentile"),
     "unwrap": _unwrap,
     "searchsorted": _searchsorted,
+    "linspace": _linspace,
+    "geomspace": _geomspace,
 }
 
 FUNCTIONS: dict[str, Callable[[Any], Callable]] = {

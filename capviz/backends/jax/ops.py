@@ -24,7 +24,7 @@ import numpy as np
 
 from capviz import ops
 from capviz.backends.jax.checks import checked
-from capviz.backends.jax.functions import FUNCTIONS, convolve_as_numpy
+from capviz.backends.jax.functions import FUNCTIONS, convolve_as_numpy, divided, product
 from capviz.backends.jax.random import bernoulli, normal, uniform
 from capviz.backends.jax.trace import dtype_of, require
 from capviz.ops import traits
@@ -314,40 +314,14 @@ def _ramp(jnp: Any, start: Any, edge: Any, num: int, dtype: np.dtype, axis: int)
         first = np.asarray(start).astype(dt)
     y = jnp.arange(num, dtype=dt).reshape((num,) + (1,) * len(edge.shape))
     delta = edge.astype(dt) - first
-    step = _divided(jnp, delta, num)
-    scaled = jnp.where(jnp.any(step == 0), _product(jnp, _divided(jnp, y, num), delta),
-                       _product(jnp, y, step))
+    step = divided(jnp, delta, num)
+    scaled = jnp.where(jnp.any(step == 0), product(jnp, divided(jnp, y, num), delta),
+                       product(jnp, y, step))
     if scaled.dtype != y.dtype:  # float64 holding float32 (float16) values: add, round once
         y = (scaled + first.astype(np.float64)).astype(dt)
     else:
         y = scaled + first
     return jnp.moveaxis(cast(jnp, y, dtype), 0, axis)
-
-
-def _divided(jnp: Any, x: Any, n: int) -> Any:
-    """``x / n`` rounded once, as NumPy's, for a float32 or float16 ``x``: XLA divides by a
-    constant as a multiplication by its reciprocal (an ulp off), so the quotient is taken in
-    float64 and rounded (a float32 divided by an integer below 2**27 is never within float64's
-    error of a float32 rounding boundary). A float64 or complex quotient may be an ulp off."""
-    dtype = np.dtype(x.dtype)
-    if dtype.kind == "f" and dtype.itemsize < 8:
-        return (x.astype(np.float64) / n).astype(dtype)
-    return x / n
-
-
-def _product(jnp: Any, a: Any, b: Any) -> Any:
-    """``a * b`` rounded on its own, as NumPy's, for float32 or float16 operands: exact in
-    float64 and rounded to their precision by ``reduce_precision``, kept in float64 (a product
-    rounded by a cast, LLVM narrows to a float32 product and fuses with the sum that follows
-    into one multiply-add). Float64 and complex products may be fused."""
-    from jax import lax
-
-    dtype = np.dtype(a.dtype)
-    if dtype.kind == "f" and dtype.itemsize < 8:
-        info = np.finfo(dtype)
-        exact = a.astype(np.float64) * b.astype(np.float64)
-        return lax.reduce_precision(exact, exponent_bits=info.nexp, mantissa_bits=info.nmant)
-    return a * b
 
 
 def _linear_ramp(jnp: Any, array: Any, pad_width: Any, end_values: Any) -> Any:
