@@ -192,6 +192,102 @@ def test_compiled_replay_writes_the_states_back():
     same(acc, np.full(3, 4.0))
 
 
+class Mixed:
+    """Four states: two whose last write is a ufunc of their own dtype (written in place by a
+    replay), a float32 one updated from float64 (an astype last) and a cache row (a setitem
+    last), both copied back after the run."""
+
+    def __init__(self):
+        self.m = np.zeros(5)
+        self.w = np.linspace(-1.0, 1.0, 5).copy()  # (linspace returns a view)
+        self.w32 = np.ones(5, np.float32)
+        self.cache = np.zeros((3, 5))
+
+    def step(self, g, k):
+        m, w = self.m, self.w
+        m += g * g
+        w -= 0.1 * g / np.sqrt(m + 1e-8)
+        self.w32 -= g  # float64 into float32: the astype NumPy's casting makes
+        self.cache[k] = w  # a row of the cache
+        return w.sum()
+
+
+def test_a_states_last_ufunc_writes_into_the_live_array_and_equals_eager():
+    from capviz.replay.state import in_place
+
+    model, twin = Mixed(), Mixed()
+    graph = cv.capture(lambda g: model.step(g, 1), cv.spec((5,), "float64"))
+    in_live = sorted(graph.nodes[s].name for s in in_place(graph).values())
+    assert in_live == ["model.m", "model.w"]
+    run = graph.compile()
+    for call in range(4):  # replays and compiled replays, in turns, as eager calls
+        g = RNG.standard_normal(5)
+        out = graph.replay({"g": g})["out"] if call % 2 else run(g)[0]
+        same(out, np.asarray(twin.step(g, 1)))
+        for name in ("m", "w", "w32", "cache"):
+            same(getattr(model, name), getattr(twin, name))
+    before = {name: getattr(model, name).copy() for name in ("m", "w", "w32", "cache")}
+    result = graph.replay({"g": np.ones(5)}, state="return")  # writes nothing
+    for name, value in before.items():
+        same(getattr(model, name), value)
+    same(result.states["model.m"], before["m"] + 1.0)
+
+
+def test_a_replay_that_fails_after_a_states_last_write_leaves_it_written_as_eager_does():
+    """The last write of a state goes into the live array where the program makes it, so a
+    replay failing at a later node has written that state and not the ones after, as an eager
+    call failing at that line has: each array holds its old value or its new one, never a
+    mix."""
+    class Step:
+        def __init__(self):
+            self.m, self.w, self.rows = np.zeros(3), np.ones(3), np.zeros((2, 3))
+
+        def __call__(self, g):
+            self.m += g * g  # written in place: before the failing node
+            self.rows[0] = g  # copied back after the run: never, the run fails
+            self.w -= 1.0 / g  # fails for a zero in g under divide="raise"
+            return g * 1.0
+
+    model, twin = Step(), Step()
+    graph = cv.capture(model, cv.spec((3,), "float64"))
+    g = np.array([1.0, 0.0, 2.0])
+    for attempt in ("replay", "compiled"):
+        with np.errstate(divide="raise"), pytest.raises(
+                cv.ReplayError, match=r"replay failed at node %\d+ \(divide\) .*"
+                                      r"FloatingPointError: divide by zero"):
+            graph.replay({"g": g}) if attempt == "replay" else graph.compile()(g)
+        with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+            twin(g)
+        same(model.m, twin.m)
+        same(model.w, twin.w)
+    same(model.m, 2 * g * g)  # written twice, as two failing eager calls wrote it
+    same(model.w, np.ones(3))
+    assert not model.rows.any() and twin.rows.any()  # the one difference: see the docs
+
+
+def test_an_input_sharing_a_states_memory_is_read_as_it_was_when_the_replay_started():
+    """The in-place write of a state's last value changes nothing a replay reads: an input that
+    is (a view of) the live array is read as it was when the replay started, as the copy back
+    after the run always gave (such a replay writes the state back after the run). Eager NumPy
+    would read the written values through the alias; that difference predates the in-place
+    writes and is left as it was."""
+
+    def accumulate(x):
+        global _LIVE
+        _LIVE += x  # a ufunc: written in place, but for an input that views _LIVE
+        return x + 1.0
+
+    graph = cv.capture(accumulate, cv.spec((3,), "float64"))
+    _LIVE[...] = [1.0, 2.0, 3.0]
+    same(graph.replay({"x": _LIVE[::-1]})["out"], np.array([4.0, 3.0, 2.0]))
+    same(_LIVE, np.full(3, 4.0))
+    same(graph.compile()(np.ones(3))[0], np.full(3, 2.0))  # an input apart: in place
+    same(_LIVE, np.full(3, 5.0))
+
+
+_LIVE = np.ones(3)
+
+
 def test_an_array_made_inside_the_capture_is_no_state():
     base = np.arange(3.0)
 

@@ -96,12 +96,16 @@ class Schedule:
     kills: dict[int, list[int]]
 
 
-def schedule(graph: Graph, min_bytes: int = MIN_PLAN_BYTES, plan: bool = True
-             ) -> Schedule:
-    """Plan registers and buffer reuse for ``graph`` (``plan=False``: registers only)."""
+def schedule(graph: Graph, min_bytes: int = MIN_PLAN_BYTES, plan: bool = True,
+             into: Mapping[int, int] | None = None) -> Schedule:
+    """Plan registers and buffer reuse for ``graph`` (``plan=False``: registers only).
+
+    ``into`` maps op nodes to the state nodes whose live arrays they write into (the last write
+    of each, :func:`capviz.replay.state.in_place`): such a state keeps its register to the end
+    (it is never handed to another value) and the op writes into it with ``out=``."""
     nodes = graph.nodes
     last = [-1] * len(nodes)  # by node index: the last node reading it (-1: none)
-    held: set[int] = set()
+    held: set[int] = set(into.values()) if into else set()
     for n in nodes:
         i = n.index
         for a in n.args:
@@ -176,8 +180,8 @@ def schedule(graph: Graph, min_bytes: int = MIN_PLAN_BYTES, plan: bool = True
                 if last[k] == i and k not in held and k not in death and a.kind != "constant" \
                         and reg[k] not in released:  # x * x releases x's register once
                     released.append(reg[k])
-        buffer = None
-        if i in plannable:
+        buffer = into.get(i) if into else None
+        if buffer is None and i in plannable:
             buffer = _in_place(n, roots, death)
             waiting = pool.get((n.shape, n.dtype))
             if buffer is None and waiting and waiting[-1][1] < i:

@@ -44,7 +44,7 @@ from capviz.replay.plan import ALWAYS_C, MIN_PLAN_BYTES, schedule
 from capviz.replay.warnings import user_warnings
 
 # step kinds, most frequent first (the loop tests them in this order)
-BINARY, UNARY, PLANNED, CALL, KILL = range(5)
+BINARY, UNARY, PLANNED, CALL, INTO, KILL = range(6)
 
 
 def run_table(table: list, r: list) -> None:
@@ -60,6 +60,8 @@ def run_table(table: list, r: list) -> None:
                 r[o] = planned(fn, r, a, b, o)
             elif kind == 3:  # CALL
                 r[o] = fn(*[r[k] for k in a], **b)
+            elif kind == 4:  # INTO: a ufunc writing into a state's live array (replay/state.py)
+                r[o] = fn(r[a], out=r[o]) if b is None else fn(r[a], r[b], out=r[o])
             else:  # KILL
                 for k in a:
                     r[k] = None
@@ -118,6 +120,8 @@ class Program:
         min_bytes: results at least this large are planned (written into dead buffers).
         plan: ``False`` compiles without the memory plan (every result freshly allocated); a
             backend whose arrays are not ``mutable`` never has one.
+        into: op nodes that write their result into a state's live array (its register),
+            by the state node (see :func:`capviz.replay.state.in_place`).
 
     Raises:
         UnsupportedOperationError: an op the backend refuses, named with the reason.
@@ -133,12 +137,13 @@ class Program:
     """
 
     def __init__(self, graph: Graph, backend: Backend | str,
-                 min_bytes: int = MIN_PLAN_BYTES, plan: bool = True) -> None:
+                 min_bytes: int = MIN_PLAN_BYTES, plan: bool = True,
+                 into: dict[int, int] | None = None) -> None:
         if isinstance(backend, str):
             backend = get_backend(backend)
         self.backend = backend
         self.xp = backend.namespace()
-        sched = schedule(graph, min_bytes, plan and backend.mutable)
+        sched = schedule(graph, min_bytes, plan and backend.mutable, into)
         reg = sched.reg
         template: list = [None] * sched.registers
         shared: dict[Any, int] = {}
@@ -197,7 +202,9 @@ class Program:
                 regs = [seed_reg] if op.random else []
                 for a in n.args:
                     regs.append(reg[a.index] if isinstance(a, Node) else literal(a))
-                if i in out:  # the operands whose layout the step checks (see planned())
+                if into and i in into:  # the live array of a state, in its register
+                    step = (INTO, fn, regs[0], regs[1] if len(regs) == 2 else None, o, n)
+                elif i in out:  # the operands whose layout the step checks (see planned())
                     arrays = () if n.op in ALWAYS_C else \
                         tuple(reg[a.index] for a in n.args if isinstance(a, Node))
                     step = (PLANNED, fn, (tuple(regs), arrays), n.params, o, n)
@@ -225,6 +232,8 @@ class Program:
         self.n_generators = sum(n.dtype is None for n in self.states)
         self.live_plan: Any = None  # the states' live arrays as a replay finds them
         #                             (replay/state.py), made at the first replay
+        self.live_program: Any = None  # this program writing the states' last values into the
+        #                                live arrays (replay/state.py), made at the first replay
         self.n_inputs = len(graph.input_nodes) + self.n_states
         self.input_names = tuple(n.name for n in graph.input_nodes)
         outputs = graph.output_nodes + graph.state_outputs  # the states' values last

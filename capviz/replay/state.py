@@ -11,6 +11,11 @@ twice, like two calls. ``state="return"`` leaves them as they are and returns th
 The live objects are those the capture met (held weakly for arrays), or ``states={name:
 value}`` given to the replay (a loaded graph has no live objects: it needs them). A backend
 whose arrays are not written in place (Dask, JAX) is refused by name.
+
+On NumPy, a state whose last write is a ufunc of its own dtype that nothing after it reads
+around is computed straight into the live array (:func:`in_place`, a second program kept on
+the first: ``Program(graph, backend, into=...)``), not copied back: a replay failing at a later
+node leaves it written, as an eager call failing there would.
 """
 
 from __future__ import annotations
@@ -24,10 +29,13 @@ from typing import Any
 import numpy as np
 import numpy.random
 
+from capviz import ops
 from capviz.backends.registry import Backend
 from capviz.core.errors import ReplayInputError, UnsupportedOperationError
 from capviz.core.ir import Graph, Node
 from capviz.core.source import format_source
+from capviz.replay.plan import FRESH_OPS
+from capviz.replay.program import Program
 
 MODES = ("write", "return")
 GLOBAL_GENERATORS = {"np.random": lambda: numpy.random.mtrand._rand,
@@ -101,12 +109,88 @@ def _live_all(graph: Graph, prog: Any, given: Mapping[str, Any] | None) -> list:
             (node, targets.get(node.index) if node.dtype is not None and "of" not in
              node.params else None, node.shape, node.dtype) for node in nodes])
     found = []
+    append = found.append
     for node, ref, shape, dtype in plan[1]:
         value = ref() if ref is not None and type(ref) is weakref.ref else None
-        if type(value) is not np.ndarray or value.shape != shape or value.dtype != dtype:
+        if type(value) is not np.ndarray or value.shape != shape or (
+                value.dtype is not dtype and value.dtype != dtype):
             value = live(graph, node, given)
-        found.append(value)
+        append(value)
     return found
+
+
+def in_place(graph: Graph) -> dict[int, int]:
+    """The op nodes whose result a replay writes straight into a state's live array (``np.add(m,
+    t, out=m)``, not a new array copied back after the run), by the state node.
+
+    A state's last value is written in place when it is a NumPy ufunc of one result and no
+    parameter computing exactly the state's shape and dtype from operands of that dtype (so
+    ``out=`` cannot change the loop NumPy picks), and nothing reads the array's value from
+    before the write after it: no op, guard or output after that op reads the state, a view
+    state of it, or a value that may be a view of either (an op that makes no fresh array, as
+    the memory plan counts them). A ufunc whose operand overlaps ``out`` computes as if the
+    operand were copied first (NumPy's rule), so that op may read the state itself."""
+    nodes = graph.nodes
+    last = [-1] * len(nodes)  # the last node reading each node (an op, a guard, an output)
+    for n in nodes:
+        for a in n.args:
+            if isinstance(a, Node):
+                last[a.index] = n.index
+    aliases: dict[int, set[int]] = {}  # node -> the states whose live memory it may view
+    for n in nodes:
+        if n.kind == "state" and n.dtype is not None:
+            aliases[n.index] = {n.params.get("of", n.index)}
+        elif n.kind == "op" and not (ops.OPS[n.op].out or ops.OPS[n.op].random
+                                     or n.op in FRESH_OPS):
+            for a in n.args:
+                if isinstance(a, Node) and a.index in aliases:
+                    aliases.setdefault(n.index, set()).update(aliases[a.index])
+    read_until: dict[int, int] = {}  # state -> the last node reading its memory's old value
+    for i, states in aliases.items():
+        for s in states:
+            read_until[s] = max(read_until.get(s, -1), last[i])
+    finals = [n.args[0].index for n in graph.state_outputs]
+    into: dict[int, int] = {}
+    for out in graph.state_outputs:
+        state, final = nodes[out.params["state"]], out.args[0]
+        if final.kind != "op" or finals.count(final.index) > 1 or final.params \
+                or read_until.get(state.index, -1) > final.index \
+                or final.shape != state.shape or final.dtype != state.dtype:
+            continue
+        op = ops.OPS[final.op]
+        fn = op.bind(np) if op.out and not op.multi and not op.random else None
+        if isinstance(fn, np.ufunc) and fn.nout == 1 and fn.nin == len(final.args) <= 2 and all(
+                a.dtype == final.dtype if isinstance(a, Node) else
+                type(a) in (bool, int, float, complex) or
+                (isinstance(a, np.generic) and a.dtype == final.dtype) for a in final.args):
+            into[final.index] = state.index
+    return into
+
+
+def live_program(graph: Graph, prog: Any) -> Any:
+    """The program of ``graph`` that writes the states' last values into their live arrays
+    (:func:`in_place`; made once, kept on ``prog``), ``None`` when none can be or the engine is
+    not NumPy's."""
+    live = prog.live_program
+    if live is None:
+        into = in_place(graph) if prog.backend.name == "numpy" else {}
+        live = prog.live_program = Program(graph, prog.backend, into=into) if into else False
+    return live or None
+
+
+def _apart(args: Any, targets: list) -> bool:
+    """Whether no input array is (a view of) a state's live array, which the replay may write
+    in place before its last read of the input."""
+    arrays = [a for a in args if isinstance(a, np.ndarray)]
+    if not arrays:
+        return True
+    ids = set(map(id, targets))
+    for a in arrays:
+        while isinstance(a, np.ndarray):
+            if id(a) in ids:
+                return False
+            a = a.base
+    return True
 
 
 def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: bool,
@@ -136,8 +220,12 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
     else:  # NumPy's own arrays: taken as they are
         values = targets
     everything = [*args, *values]
-    results = prog(everything, seed) if direct else engine.execute(prog, everything, seed,
-                                                                   options)
+    live = live_program(graph, prog) if mode == "write" and not given and direct else None
+    if live is not None and _apart(args, targets):  # last writes into the live arrays
+        results = live(everything, seed)
+    else:
+        results = prog(everything, seed) if direct else engine.execute(prog, everything, seed,
+                                                                       options)
     n = len(prog.output_names)
     outputs = tuple(results[:n])
     states: dict[str, Any] = {}
