@@ -17,7 +17,7 @@ from .worker import CRASH, TIMEOUT, EagerWorker
 BACKENDS = ("numpy", "jax", "dask")
 """The backends every case replays on (those installed)."""
 
-EAGER_LIMIT = 60.0
+EAGER_LIMIT = 20.0
 """Seconds eager NumPy may take on one case (in the worker process) before the case is classed
 ``eager_timeout``: every case takes milliseconds, but NumPy's LAPACK can loop forever."""
 
