@@ -226,3 +226,51 @@ def test_linspace_cancelling_a_fused_product_fails_at_the_node():
     small = np.array([[-2.0, 0.5], [1.0, 4.0]])
     got, want = on_jax(fn, small, -small)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
+# --- histogram_bin_edges and the order statistics in NumPy's arithmetic ----------------------
+
+
+def test_histogram_bin_edges_of_a_non_finite_range_fails_at_the_node_as_numpy_raises():
+    a = np.array([0.07, np.inf, -1.0, 0.5, 0.25], np.float32)
+    with pytest.raises(ValueError, match="autodetected range of .* is not finite"):
+        np.histogram_bin_edges(a, 4)
+    graph = capture(lambda x: np.histogram_bin_edges(x, 4), a)
+    with pytest.raises(cv.ReplayError, match="autodetected range of .min, max. is not "
+                       "finite") as info:
+        graph.replay({graph.inputs[0]: a}, backend="jax")
+    assert "test_backend_jax_functions.py" in str(info.value)
+
+
+def test_histogram_bin_edges_of_float16_and_integers_are_numpys():
+    jax_is_numpy(lambda x: np.histogram_bin_edges(x, 4),
+                 np.array([2.623e-04, -4.325e-04, -4.848e+03, -3.606e+03, 1.473e+04], np.float16))
+    jax_is_numpy(lambda x: np.histogram_bin_edges(x, 3), np.array([7, 7, 7], np.int64))
+    jax_is_numpy(lambda x: np.histogram_bin_edges(x, 5), np.array([3, 9, 250], np.uint8))
+
+
+def test_histogram_bin_edges_with_too_many_bins_fails_at_the_node_as_numpy_raises():
+    with pytest.raises(ValueError, match="Too many bins"):
+        np.histogram_bin_edges(np.array([2.0**53, 2.0**53 + 2]), 4)
+    graph = capture(lambda x: np.histogram_bin_edges(x, 4), np.array([2.0**53, 2.0**53 + 2]))
+    with pytest.raises(cv.ReplayError, match="Too many bins for data range"):
+        graph.replay({graph.inputs[0]: np.array([2.0**53, 2.0**53 + 2])}, backend="jax")
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: np.percentile(a, [10, 50, 90], axis=1),
+    lambda a: np.quantile(a, 0.25, axis=0, keepdims=True),
+    lambda a: np.nanpercentile(a, 75, axis=1),
+    lambda a: np.quantile(a, [0.3, 0.7]),
+])
+def test_quantiles_of_int64_extremes_wrap_their_difference_as_numpy(fn):
+    big = np.iinfo(np.int64)
+    a = np.array([[big.min, 5, big.max, -3], [2**62, -(2**62), 7, 1], [0, big.max, -1, 2]])
+    jax_is_numpy(fn, a)
+
+
+def test_quantiles_of_float16_interpolate_in_numpys_types():
+    a = np.array([[0.2408, -0.417, 1.379, 0.7603], [0.5, -2.25, 0.125, 3.0],
+                  [np.nan, 1.0, 2.0, 3.0]], np.float16)
+    jax_is_numpy(lambda x: np.percentile(x, [10, 50, 90], axis=1), a)  # float64 results
+    jax_is_numpy(lambda x: np.quantile(x, 0.3, axis=1), a)  # a weak q: float16 arithmetic

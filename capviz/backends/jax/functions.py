@@ -247,6 +247,126 @@ def _geomspace(jnp: Any) -> Callable:
     return geomspace
 
 
+def _histogram_bin_edges(jnp: Any) -> Callable:
+    """np.histogram_bin_edges with a number of bins and no range: NumPy's outer edges (the
+    minimum and maximum, which must be finite: NumPy raises ValueError, checked here; an empty
+    range widened by 0.5 each side) and its linspace between them in the edges' type
+    (:func:`linspace_as_numpy`), which must increase (NumPy raises ValueError: too many bins);
+    jax.numpy's computes the edges otherwise (a float16 edge 46 where NumPy's is 48). Other
+    forms go to jax.numpy's."""
+
+    def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None,
+                            weights: Any = None) -> Any:
+        a = jnp.asarray(a).ravel()
+        if range is not None or not isinstance(bins, (int, np.integer)) \
+                or not a.shape[0]:
+            return jnp.histogram_bin_edges(a, bins, range, weights)
+        first, last = a.min(), a.max()
+        require(jnp.isfinite(first) & jnp.isfinite(last),
+                "ValueError: autodetected range of [min, max] is not finite (NumPy raises: "
+                "an infinity or NaN among the values of np.histogram_bin_edges)")
+        edge = np.dtype(np.float64) if dtype_of(a).kind in "biu" else dtype_of(a)
+        first, last = first.astype(edge), last.astype(edge)
+        same = first == last
+        first = jnp.where(same, first - np.asarray(0.5, edge), first)
+        last = jnp.where(same, last + np.asarray(0.5, edge), last)
+        edges = linspace_as_numpy(jnp, first, last, int(bins) + 1, True, edge)
+        require(jnp.all(edges[:-1] < edges[1:]), f"ValueError: Too many bins for data range. "
+                f"Cannot create {int(bins)} finite-sized bins (NumPy raises)")
+        return edges
+
+    return histogram_bin_edges
+
+
+def _order_statistic(name: str) -> Callable[[Any], Callable]:
+    """np.quantile / np.percentile (and the nan forms of integers, which hold no NaN) with
+    NumPy's default ``method='linear'``: NumPy's steps (``_quantile``): the virtual indices,
+    their neighbours and weights ``gamma`` computed on the host as NumPy computes them, then
+    the neighbours of the sorted values interpolated as NumPy's ``_lerp``: ``next - previous``
+    in the values' type (an int64 difference wraps, a float16 one rounds), ``previous + diff
+    * gamma``, or ``next - diff * (1 - gamma)`` where ``gamma >= 0.5``, in the result's type
+    (a Python ``q`` is weak: a float16 interpolation stays float16), NaN where a slice holds
+    one. jax.numpy's interpolation differs on those values. Other methods, weights and tuple
+    axes go to jax.numpy's; a nan form of floats too (the empty array: :func:`_nan_order_
+    statistic`)."""
+    percent = name.endswith("percentile")
+    nan_form = name.startswith("nan")
+    fallback = _nan_order_statistic(name) if nan_form else None
+
+    def make(jnp: Any) -> Callable:
+        other = fallback(jnp) if fallback is not None else getattr(jnp, name)
+
+        def run(a: Any, q: Any, axis: Any = None, out: Any = None,
+                overwrite_input: bool = False, method: str = "linear",
+                keepdims: bool = False, **params: Any) -> Any:
+            a = jnp.asarray(a)
+            simple = (method == "linear" and params.get("weights") is None
+                      and out is None and not isinstance(axis, (tuple, list))
+                      and math.prod(a.shape) > 0)
+            if not simple or (nan_form and dtype_of(a).kind in "fc"):
+                return other(a, q, axis, out=out, overwrite_input=overwrite_input,
+                             method=method, keepdims=keepdims, **params)
+            return _linear_quantile(jnp, a, q, axis, keepdims, percent)
+
+        run.__name__ = name
+        return run
+
+    return make
+
+
+def _linear_quantile(jnp: Any, a: Any, q: Any, axis: Any, keepdims: bool,
+                     percent: bool) -> Any:
+    from numpy.lib import _function_base_impl as numpy_quantile
+
+    weak = type(q) in (int, float)
+    qs = np.true_divide(q, 100) if percent else np.asanyarray(q)
+    ndim = len(a.shape)
+    arr = a.ravel() if axis is None else jnp.moveaxis(a, axis % ndim, 0)
+    n = arr.shape[0]
+    dtype = dtype_of(arr)
+    props = numpy_quantile._QuantileMethods["linear"]
+    virtual = np.asanyarray(props["get_virtual_index"](n, qs))
+    previous_at, next_at = numpy_quantile._get_indexes(np.empty(0, dtype), virtual, n)
+    gamma = numpy_quantile._get_gamma(virtual, previous_at, props)
+    if weak:
+        gamma = float(gamma)
+    else:
+        gamma = gamma.reshape(virtual.shape + (1,) * (len(arr.shape) - 1))
+    result_dtype = np.result_type(dtype, gamma)
+    ordered = jnp.sort(arr, axis=0)
+    previous, following = ordered[previous_at], ordered[next_at]
+    narrow = result_dtype.kind == "f" and result_dtype.itemsize < 8
+    work = np.dtype(np.float64) if narrow else result_dtype
+    diff = _each_rounded(following - previous, dtype)  # in the values' type, as NumPy's
+    t = np.asarray(np.asarray(gamma, result_dtype), work)
+    rest = np.asarray(np.asarray(1 - np.asarray(gamma), result_dtype), work)  # 1 - t in q's type
+    part = _each_rounded(diff.astype(work) * t, result_dtype)
+    below = _each_rounded(previous.astype(work) + part, result_dtype)
+    part = _each_rounded(diff.astype(work) * rest, result_dtype)
+    above = _each_rounded(following.astype(work) - part, result_dtype)
+    result = jnp.where(t >= 0.5, above, below).astype(result_dtype)
+    if dtype.kind == "f":
+        nans = jnp.isnan(ordered[-1])
+        result = jnp.where(nans, jnp.asarray(np.nan, result_dtype), result)
+    if keepdims:
+        kept = (1,) * ndim if axis is None else tuple(
+            1 if k == axis % ndim else d for k, d in enumerate(a.shape))
+        result = result.reshape(tuple(np.shape(qs)) + kept)
+    return result
+
+
+def _each_rounded(x: Any, dtype: np.dtype) -> Any:
+    """``x`` rounded to float16 or float32 ``dtype`` (``x`` exact in float64 or in ``dtype``):
+    each step of a chain rounded on its own, as NumPy's, where XLA keeps a float16 chain in
+    float32 between steps."""
+    from jax import lax
+
+    if dtype.kind != "f" or dtype.itemsize == 8:
+        return x
+    info = np.finfo(dtype)
+    return lax.reduce_precision(x, exponent_bits=info.nexp, mantissa_bits=info.nmant)
+
+
 def _insert(jnp: Any) -> Callable:
     """np.insert with a static index: NumPy's path for one index written out (``values`` made
     ``ndmin=arr.ndim``, moved for a scalar index, assigned to the slice it fills, which drops
@@ -420,12 +540,13 @@ _FORMS: dict[str, Callable[[Any], Callable]] = {
     "polyadd": _polyadd,
     "convolve": _convolve,
     "insert": _insert,
-    "nanquantile": _nan_order_statistic("nanquantile"),
-    "nanpercentile": _nan_order_statistic("nanpercentile"),
+    **{name: _order_statistic(name)
+       for name in ("quantile", "percentile", "nanquantile", "nanpercentile")},
     "unwrap": _unwrap,
     "searchsorted": _searchsorted,
     "linspace": _linspace,
     "geomspace": _geomspace,
+    "histogram_bin_edges": _histogram_bin_edges,
 }
 
 FUNCTIONS: dict[str, Callable[[Any], Callable]] = {
