@@ -130,6 +130,20 @@ def test_a_case_whose_eager_numpy_never_returns_is_eager_timeout_and_the_next_st
     assert "| numpy | 1 | 0 | 0 | 0 | 0 | 0 | 1 | 0 | 2 |" in table
 
 
+def _dies(x):
+    os._exit(3)  # a crash inside eager NumPy (a segfault) ends the worker process
+
+
+def test_a_case_whose_eager_numpy_ends_its_process_is_eager_crash_and_the_next_still_runs():
+    dies = cases.Base("dies", _dies, (np.zeros(3),), (True,))
+    fine = cases.Base("fine", _doubles, (np.zeros(3),), (True,))
+    drawn = [cases.Case(base, "float64", "normal", "own", "C", (np.arange(3.0),))
+             for base in (dies, fine)]
+    outcomes = run.run(drawn, ["numpy"])
+    assert [(o.case.base.id, o.kind, o.detail) for o in outcomes] == [
+        ("dies", "eager_crash", "eager NumPy's worker process died"), ("fine", "exact", "")]
+
+
 def _sums_axis_3(x):
     return x.sum(axis=3)
 

@@ -30,8 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", action="append", help="only these backends")
     parser.add_argument("--only", help="only bases whose id contains this")
     parser.add_argument("--skip", action="append", default=[],
-                        help="leave out bases whose id contains this (e.g. linalg: NumPy's own "
-                             "LAPACK svd can loop forever on some drawn values)")
+                        help="leave out bases whose id contains this")
     parser.add_argument("--show", action="append", default=[],
                         help="list the cases of this class (raw_error, silent...)")
     parser.add_argument("--part", default="0/1", help="K/N: only the K-th of N slices (0-based)")
