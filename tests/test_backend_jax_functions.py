@@ -274,3 +274,36 @@ def test_quantiles_of_float16_interpolate_in_numpys_types():
                   [np.nan, 1.0, 2.0, 3.0]], np.float16)
     jax_is_numpy(lambda x: np.percentile(x, [10, 50, 90], axis=1), a)  # float64 results
     jax_is_numpy(lambda x: np.quantile(x, 0.3, axis=1), a)  # a weak q: float16 arithmetic
+
+
+# --- average with weights ---------------------------------------------------------------------
+
+
+def test_average_divides_truly_where_xla_would_flush_the_reciprocal():
+    a = np.array([[1.0e38, 1.0, 1.0, 1.0], [2.0, 4.0, -1.0, 0.5]], np.float32)
+    w = np.array([1.0, 6.0e37, 6.0e37, 6.0e37], np.float32)  # 1 / 1.8e38 is subnormal
+    jax_is_numpy(lambda x, y: np.average(x, axis=1, weights=y), a, w)
+
+
+def test_average_whose_int64_weights_sum_to_zero_in_float64_fails_as_numpy_raises():
+    a = np.arange(8, dtype=np.int64).reshape(2, 4)
+    w = np.array([2**62 + 1, -(2**62), 1, -1], np.int64)  # 1 in int64, 0.0 in float64
+    with pytest.raises(ZeroDivisionError, match="Weights sum to zero"):
+        np.average(a, axis=1, weights=w)
+    graph = capture(lambda x, y: np.average(x, axis=1, weights=y), a, w)
+    with pytest.raises(cv.ReplayError, match="ZeroDivisionError: Weights sum to zero") as info:
+        graph.replay(dict(zip(graph.inputs, [a, w])), backend="jax")
+    assert "test_backend_jax_functions.py" in str(info.value)
+
+
+def test_average_whose_weighted_sum_overflows_or_cancels_fails_at_the_node():
+    big = np.finfo(np.float64).max
+    a = np.array([[big * 0.75, big * 0.75, -big * 0.75, 0.5], [1.0, 2.0, 3.0, 4.0]])
+    w = np.array([1.0, 1.0, 1.0, 1.0])
+    fails_on_jax(lambda x, y: np.average(x, axis=1, weights=y * 2), [a, w],
+                 r"np\.average: the weighted sum overflows or cancels")
+    cancel = np.array([[1e17, 1.0, -1e17, 0.5], [1.0, 2.0, 3.0, 4.0]])
+    fails_on_jax(lambda x, y: np.average(x, axis=1, weights=y), [cancel, w], "cancels")
+    small = np.array([[1.5, -2.0, 3.25, 0.5], [1.0, 2.0, 3.0, 4.0]])
+    got, want = on_jax(lambda x, y: np.average(x, axis=1, weights=y * 2), small, w)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
