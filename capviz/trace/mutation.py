@@ -348,8 +348,7 @@ def write_ufunc(rec: Any, op: ops.Op, inputs: tuple, out: Tensor, where: Any) ->
     if is_numpy_scalar(out):
         raise located(rec, TypeError("return arrays must be of ArrayType"))
     check_writable(out)
-    ufunc = getattr(np, op.name)
-    _check_ufunc_out(rec, ufunc, inputs, out, where)
+    _check_ufunc_out(rec, op.name, inputs, out, where)
     result = rec.apply(op, inputs, {})._data
     node = current(rec, out)
     if result.shape != node.shape:
@@ -378,7 +377,7 @@ _MAX_FITTING = 4096
 _KEYED = frozenset((Tensor, np.ndarray, bool, int, float, complex))
 
 
-def _check_ufunc_out(rec: Any, ufunc: np.ufunc, inputs: tuple, out: Tensor, where: Any) -> None:
+def _check_ufunc_out(rec: Any, name: str, inputs: tuple, out: Tensor, where: Any) -> None:
     """Raise NumPy's own error for a write NumPy refuses: the casting rule first (on one-element
     stand-ins), then the shapes (on stand-ins of the real shapes, only when they fail). A write
     of the same ufunc, operand shapes and dtypes (or literal kinds) and output as one accepted
@@ -386,7 +385,7 @@ def _check_ufunc_out(rec: Any, ufunc: np.ufunc, inputs: tuple, out: Tensor, wher
     key: Any = None
     if (where is None or where is True) and not rec.symbolic:
         node = out._data
-        key = [ufunc, node.shape, node.dtype]
+        key = [name, node.shape, node.dtype]
         for a in inputs:
             t = type(a)
             if t is Tensor:
@@ -406,7 +405,7 @@ def _check_ufunc_out(rec: Any, ufunc: np.ufunc, inputs: tuple, out: Tensor, wher
                     return
             except TypeError:  # a shape that is no tuple: checked each time
                 key = None
-    _check_ufunc_fits(rec, ufunc, inputs, out, where)
+    _check_ufunc_fits(rec, getattr(np, name), inputs, out, where)
     if key is not None and len(_FITTING) < _MAX_FITTING:
         _FITTING[key] = True
 

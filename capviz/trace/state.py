@@ -204,11 +204,18 @@ def _all_poison(root: np.ndarray) -> bool:
         bits = np.array([_POISON]).astype(part).view(unsigned)[0]
         pattern = _PATTERNS[root.dtype] = (unsigned, bits, bits.tobytes())
     if root.nbytes <= _BYTES_COMPARED:  # one memcmp of the bytes (no array made)
-        return root.tobytes() == pattern[2] * (root.nbytes // len(pattern[2]))
+        whole = _WHOLE.get((root.dtype, root.nbytes))
+        if whole is None:
+            if len(_WHOLE) > 64:
+                _WHOLE.clear()
+            whole = _WHOLE[(root.dtype, root.nbytes)] = pattern[2] * (
+                root.nbytes // len(pattern[2]))
+        return root.tobytes() == whole
     return bool((root.reshape(-1).view(pattern[0]) == pattern[1]).all())
 
 
 _BYTES_COMPARED = 1 << 16
+_WHOLE: dict[tuple[np.dtype, int], bytes] = {}  # the poison's bytes of a whole small array
 
 
 def refuse_poisoned(recorder: Any, value: np.ndarray) -> None:

@@ -60,17 +60,28 @@ def plain(tree: ast.AST) -> bool:
     return all(isinstance(n, _SAFE) for n in ast.walk(tree))
 
 
+_AUGMENTS: dict[tuple[CodeType, int], bool] = {}
+
+
 def augments_local(frame: FrameType | None) -> bool:
     """Whether ``frame`` runs an augmented assignment to a local variable (``mem += d * d``:
-    an in-place ``BINARY_OP`` whose result is stored by ``STORE_FAST``)."""
+    an in-place ``BINARY_OP`` whose result is stored by ``STORE_FAST``; cached per
+    instruction)."""
     if frame is None:
         return False
-    here = instruction(frame)
-    if here is None or here.opname != "BINARY_OP" or not here.argrepr.endswith("="):
-        return False
-    offsets, listed = _INSTRUCTIONS[frame.f_code]
-    k = bisect.bisect_left(offsets, here.offset) + 1
-    return k < len(listed) and listed[k].opname == "STORE_FAST"
+    key = (frame.f_code, frame.f_lasti)
+    found = _AUGMENTS.get(key)
+    if found is None:
+        found = False
+        here = instruction(frame)
+        if here is not None and here.opname == "BINARY_OP" and here.argrepr.endswith("="):
+            offsets, listed = _INSTRUCTIONS[frame.f_code]
+            k = bisect.bisect_left(offsets, here.offset) + 1
+            found = k < len(listed) and listed[k].opname == "STORE_FAST"
+        if len(_AUGMENTS) > 4096:
+            _AUGMENTS.clear()
+        _AUGMENTS[key] = found
+    return found
 
 
 _CALLEES: dict[tuple[CodeType, int], ast.AST | None] = {}
