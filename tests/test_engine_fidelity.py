@@ -276,3 +276,30 @@ def test_put_into_a_numpy_scalar_with_a_tensor_index_and_mode_raise_is_refused_b
                        match=r"np.put\(s, ind, v\) into a NumPy scalar s with a tensor index"
                              r"(.|\n)*mode='clip'"):
         cv.capture(fn, cv.spec((), "float64"), cv.spec((1,), "int64"))
+
+
+# --- np.linalg.tensorsolve: NumPy's shape rule --------------------------------------------------
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), [((2, 0), (2, 0)), ((1, 1), (1, 1)),
+                                                  ((2, 3, 6), (3, 2)), ((6, 2, 3), (6,))])
+def test_tensorsolve_takes_every_shape_numpy_takes(a_shape, b_shape):
+    # NumPy's rule: x has a.shape[-(a.ndim - b.ndim):], a's whole shape when b has as many axes,
+    # and b only needs as many elements (the thorough profile's tensorsolve-161 of (2, 0)
+    # operands was the capture's LinAlgShapeError); JAX's tensorsolve differs (issue 25, JAX)
+    size = int(np.prod(a_shape[-(len(a_shape) - len(b_shape)):]))
+    a = (RNG.standard_normal((size, size)) + 4 * np.eye(size)).reshape(a_shape)
+    replays_as_eager(np.linalg.tensorsolve, a, RNG.standard_normal(b_shape),
+                     backends=[b for b in ENGINES if b != "jax"])
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape", "error", "message"), [
+    ((2, 0), (2,), ValueError, "solve1: Input operand 1 has a mismatch in its core dimension 0"),
+    ((4, 6), (2, 2), np.linalg.LinAlgError, "Input arrays must satisfy the requirement"),
+    ((3,), (3,), np.linalg.LinAlgError, "Input arrays must satisfy the requirement")])
+def test_tensorsolve_refuses_what_numpy_refuses_with_numpys_error(a_shape, b_shape, error,
+                                                                  message):
+    with pytest.raises(error, match=message):
+        np.linalg.tensorsolve(np.ones(a_shape), np.ones(b_shape))
+    with pytest.raises(error, match=message):
+        cv.capture(np.linalg.tensorsolve, cv.spec(a_shape, "float64"), cv.spec(b_shape, "float64"))

@@ -163,10 +163,15 @@ def _tensorsolve(shapes: list, params: dict) -> tuple:
     if params.get("axes") is not None:
         raise ValueError("np.linalg.tensorsolve records axes=None; move the axes first with "
                          "np.moveaxis")
-    out = a[len(b):]
-    if ops.numel(out) != ops.numel(b) or a[:len(b)] != b:
+    out = a[-(len(a) - len(b)):]  # NumPy's slice: a's whole shape when b has as many axes
+    size = ops.numel(out)
+    if ops.numel(a) != size ** 2:
         raise np.linalg.LinAlgError("Input arrays must satisfy the requirement "
                                     "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")
+    if ops.numel(b) != size:  # NumPy's solve of a (size, size) matrix and b raveled
+        raise ValueError("solve1: Input operand 1 has a mismatch in its core dimension 0, with "
+                         "gufunc signature (m,m),(m)->(m) (size "
+                         f"{ops.numel(b)} is different from {size})")
     return out
 
 
