@@ -57,12 +57,15 @@ def _differs(a: Any, b: Any, rtol: float, atol: float) -> tuple[bool, float, flo
     if a.size == 0:
         return False, 0.0, 0.0
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    diff = np.abs(a64 - b64)
-    both_nan = np.isnan(a64) & np.isnan(b64)
-    diff = np.where(both_nan, 0.0, diff)
-    diff = np.where(np.isnan(diff), np.inf, diff)
-    rel = diff / np.maximum(np.abs(b64), np.finfo(np.float64).tiny)
-    bad = diff > atol + rtol * np.abs(b64)
+    same = (a64 == b64) | (np.isnan(a64) & np.isnan(b64))
+    with np.errstate(invalid="ignore"):
+        diff = np.where(same, 0.0, np.abs(a64 - b64))
+    diff = np.where(np.isnan(diff), np.inf, diff)  # a NaN against a number
+    # a reference that is not finite scales no tolerance: an infinity against a finite value
+    # differs (inf > atol + rtol * inf would not say so)
+    scale = np.where(np.isfinite(b64), np.abs(b64), 0.0)
+    rel = diff / np.maximum(scale, np.finfo(np.float64).tiny)
+    bad = diff > atol + rtol * scale
     return bool(bad.any()), float(diff.max()), float(rel.max())
 
 
@@ -120,6 +123,45 @@ def _why_inexact(graph: Graph, node: Node, dtype: Any, names: tuple[str | None, 
             "backend")
 
 
+def _own_arithmetic(graph: Graph, node: Node, names: tuple[str | None, ...]) -> str:
+    """For a backend taking part that computes ``node`` or one of the values it is computed
+    from with its engine's own arithmetic, unchecked (:meth:`Backend.own_arithmetic`: a replay
+    there refuses such a node unless told to take that arithmetic), the first such node and
+    why; else nothing. Stepping runs every op as the engine computes it, as the opt-in does."""
+    for name in names:
+        if name is None:
+            continue
+        engine = registry.get(name)
+        found = _first_own_arithmetic(engine, node)
+        if found is not None:
+            other, why = found
+            return (f"; the {name} backend computes %{other.index} ({other.op}, recorded at "
+                    f"{format_source(other.source)}), which this value is computed from, with "
+                    f"its own arithmetic: {why}. A {name} replay refuses that node unless "
+                    f"given {engine.own_arithmetic_option}, which accepts this difference; "
+                    "compare steps it as that option does")
+    return ""
+
+
+def _first_own_arithmetic(engine: registry.Backend, node: Node) -> tuple[Node, str] | None:
+    """The first node, in program order, among ``node`` and the nodes it is computed from,
+    that ``engine`` computes with its own arithmetic, unchecked, with the reason."""
+    seen: set[int] = set()
+    stack = [node]
+    found: list[tuple[Node, str]] = []
+    while stack:
+        current = stack.pop()
+        if current.index in seen:
+            continue
+        seen.add(current.index)
+        if current.kind == "op":
+            why = engine.own_arithmetic(current)
+            if why is not None:
+                found.append((current, why))
+        stack.extend(a for a in current.args if isinstance(a, Node))
+    return min(found, key=lambda item: item[0].index) if found else None
+
+
 def compare(graph: Graph, fn: Callable | None, inputs: Mapping[str, Any] | None,
             rtol: float | None = None, atol: float | None = None, backend: str = "numpy",
             against: str | None = None, seed: int | None = None,
@@ -134,7 +176,12 @@ def compare(graph: Graph, fn: Callable | None, inputs: Mapping[str, Any] | None,
 
     With ``fn``: ``fn`` runs eagerly on NumPy (called with the inputs in graph order) while every
     op's result is logged; the graph replays on ``backend``; op results are compared in program
-    order. With ``against``: the graph replays on ``backend`` and on ``against``.
+    order. With ``against``: the graph replays on ``backend`` and on ``against``. Both run
+    node by node, each op as its engine computes it: an op whose result the engine's own
+    arithmetic may change with no run-time check to see it (on JAX, ``np.linalg``, ``np.fft``,
+    ``np.cov``... where XLA flushes subnormal floats to zero; a JAX replay refuses them unless
+    given ``arithmetic="xla"``) is computed with that arithmetic, as the opt-in does, and a
+    divergence at or after one names it.
     The first differing node is marked (``graph.marks["diverged"]``). A graph with error-level
     violations raises :class:`capviz.IncompleteGraphError` unless ``allow_violations``.
     """
@@ -181,6 +228,7 @@ def compare(graph: Graph, fn: Callable | None, inputs: Mapping[str, Any] | None,
             return Divergence(n, max_abs, max_rel,
                               f"%{n.index} ({n.op}, recorded at {format_source(n.source)}) "
                               f"differs: max abs error {max_abs:.3g}, max rel error "
-                              f"{max_rel:.3g}{_why_inexact(graph, n, ref.dtype, names)}")
+                              f"{max_rel:.3g}{_why_inexact(graph, n, ref.dtype, names)}"
+                              f"{_own_arithmetic(graph, n, names)}")
     graph.marks.pop("diverged", None)
     return Divergence(None, 0.0, 0.0, "no node differs beyond tolerance")

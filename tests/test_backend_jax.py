@@ -16,9 +16,11 @@ RNG = np.random.default_rng(3)
 
 
 def both(graph, feed, **kw):
-    """The NumPy replay and the JAX replay (as host arrays) of ``graph`` on ``feed``."""
+    """The NumPy replay and the JAX replay (as host arrays) of ``graph`` on ``feed``; the JAX
+    replay takes XLA's arithmetic for the ops no subnormal check covers (``np.cov``...), which
+    it refuses otherwise (tests/test_jax_subnormals.py): these tests are about types."""
     expected = graph.replay(feed, backend="numpy", **kw)
-    got = graph.replay(feed, backend="jax", to_numpy=True, **kw)
+    got = graph.replay(feed, backend="jax", to_numpy=True, arithmetic="xla", **kw)
     assert got.backend == "jax"
     return expected, got
 

@@ -70,6 +70,9 @@ class Backend:
     host_memory: bool = False
     eager: bool = False
     rounds: frozenset[str] | None = None
+    own_arithmetic_option: str = ""
+    """The replay option that runs the nodes of :meth:`own_arithmetic` with the engine's own
+    arithmetic (JAX: ``arithmetic='xla'``)."""
 
     def tolerance_for(self, dtype: Any) -> tuple[float, float]:
         """The ``(rtol, atol)`` results of ``dtype`` are held to (default: :attr:`tolerance`).
@@ -150,6 +153,22 @@ class Backend:
         """``n`` uint32 words: each word of :meth:`random_bits` gives its low half, then its
         high half."""
         return split_u32(self.namespace(), self.random_bits(seed, draw, (n + 1) // 2), n)
+
+    def own_arithmetic(self, node: Any) -> str | None:
+        """Why this backend's own arithmetic may give ``node`` (an op node) another value than
+        NumPy's, beyond its tolerance, with no run-time check to see it; ``None`` when it does
+        not. A replay on the backend refuses such a node by name unless it is told to take the
+        engine's arithmetic (JAX: ``arithmetic="xla"``); ``compare`` names it."""
+        return None
+
+    def admit(self, program: Any, options: Mapping[str, Any]) -> None:
+        """Refuse, when a replay is bound and before anything runs, a compiled program this
+        backend cannot run as NumPy does with these options (default: none is refused).
+
+        Raises:
+            UnsupportedOperationError: naming the node, the user's line and the option that
+                would run it.
+        """
 
     def execute(self, program: Any, args: list | tuple, seed: int, options: Mapping[str, Any]
                 ) -> tuple:

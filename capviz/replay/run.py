@@ -96,6 +96,7 @@ class CompiledReplay:
         if graph.state_nodes:
             state_replay.check_backend(graph, self._backend)
         self._program, self._check, self._direct = _compiled(graph, self._backend)
+        self._backend.admit(self._program, self._options)
         self._version = graph.version
         self._length = len(graph.nodes)
         seed = self._seed if self._seed is not None else graph.rng_seed
@@ -199,6 +200,7 @@ def replay_with(graph: Graph, inputs: Mapping[str, Any] | None, backend: str | B
     if graph.state_nodes:  # refused by name before an op is bound
         state_replay.check_backend(graph, engine)
     prog, check, direct = _compiled(graph, engine)
+    engine.admit(prog, options)
     args = check.named(graph, inputs)
     key = resolve_seed(graph, seed) if prog.random or seed is not None else 0
     if prog.n_states:

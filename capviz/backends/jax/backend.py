@@ -115,7 +115,21 @@ class JaxBackend(Backend):
     """float16 reductions and products (XLA adds float16 partial sums in another order than
     NumPy): sums of up to 1000 unit-scale terms, matmul and var measured within ``rtol=1e-2``
     plus ``atol`` 0.035; see ``docs/guide/replay.md``."""
-    options: frozenset[str] = frozenset()
+    own_arithmetic_option = "arithmetic='xla'"
+    options: frozenset[str] = frozenset({"arithmetic"})
+    """``arithmetic="numpy"`` (the default): a node whose result XLA's arithmetic may change
+    beyond the tolerance with no run-time check to see it (:meth:`own_arithmetic`) is refused
+    by name before anything runs; ``arithmetic="xla"``: such nodes run with XLA's arithmetic
+    (a subnormal float they make is 0)."""
+
+    def own_arithmetic(self, node: Node) -> str | None:
+        """Why XLA's flush of subnormal floats to zero may change ``node``'s result with no
+        run-time check to see it (:func:`capviz.backends.jax.subnormals.unchecked`)."""
+        why = subnormals.unchecked(node)
+        if why is None:
+            return None
+        return (f"XLA flushes subnormal floats (below np.finfo(dtype).tiny) to zero where NumPy "
+                f"keeps them, and {why}")
 
     def tolerance_for(self, dtype: Any) -> tuple[float, float]:
         """:attr:`float16_tolerance` for float16, exact for integers and booleans computed
@@ -170,11 +184,36 @@ class JaxBackend(Backend):
             raise unsupported(self, op.name, reason)
         return functional(op, self.namespace())
 
-    def execute(self, program: Any, args: list | tuple, seed: int, options: Any) -> tuple:
+    def admit(self, program: Any, options: Any) -> _Compiled:
+        """The program's compiled function; refuses, before anything runs, a node of
+        :meth:`own_arithmetic` unless ``options`` take ``arithmetic="xla"``."""
+        arithmetic = options.get("arithmetic", "numpy")
+        if arithmetic not in ARITHMETIC:
+            raise ValueError(f"arithmetic={arithmetic!r}: the jax backend takes "
+                             f"{' or '.join(map(repr, ARITHMETIC))}")
         compiled = self._compiled.get(program)
         if compiled is None:
             compiled = self._compiled[program] = _Compiled(self, program)
-        return compiled(tuple(args), seed)
+        if arithmetic == "numpy" and compiled.own_arithmetic:
+            raise _arithmetic_refusal(*compiled.own_arithmetic[0])
+        return compiled
+
+    def execute(self, program: Any, args: list | tuple, seed: int, options: Any) -> tuple:
+        return self.admit(program, options)(tuple(args), seed)
+
+
+ARITHMETIC = ("numpy", "xla")
+"""The values of the jax backend's ``arithmetic=`` option (:attr:`JaxBackend.options`)."""
+
+
+def _arithmetic_refusal(node: Node, why: str) -> UnsupportedOperationError:
+    """The refusal of a node XLA's arithmetic may compute otherwise than NumPy, unchecked."""
+    where = format_source(node.source) or "unknown source"
+    return UnsupportedOperationError(
+        f"op {node.op!r} cannot run on the jax backend: {why}; replay with backend='numpy', "
+        "or take XLA's arithmetic for such ops with backend='jax', arithmetic='xla' (a value "
+        "below tiny is then 0, and what is computed from it may differ from NumPy's beyond "
+        f"the tolerance) (node %{node.index}, recorded at {where})")
 
 
 BAKED_CONSTANT_BYTES = 1024
@@ -235,14 +274,21 @@ class _Compiled:
             self.constants = tuple(self._jax.device_put(np.asarray(host).T) if flip else value
                                    for (_, value, host), flip in zip(large, flipped))
         program.drop_constants(k for (k, _, _), flip in zip(large, flipped) if flip)
-        # the float constants' smallest magnitudes, for the subnormal checks of products
-        lows = [subnormals.smallest(np.asarray(host))
-                if np.dtype(value.dtype) in subnormals.FLUSHED else None
-                for _, value, host in large]
+        # the float constants' smallest and largest magnitudes, for the subnormal checks
+        bounds = [subnormals.magnitudes(host)
+                  if np.dtype(value.dtype) in subnormals.FLUSHED else None
+                  for _, value, host in large]
         # the backend's cache holds this object weakly keyed by the program: a strong reference
         # from here would keep every program alive (the large constants it holds are also the
         # program's, and die with it)
         program_ref = weakref.ref(program)
+        # the nodes XLA's arithmetic may compute otherwise, unchecked: refused unless the
+        # replay takes arithmetic="xla" (JaxBackend.execute)
+        self.own_arithmetic: list[tuple[Node, str]] = []
+        for step in program.table:
+            why = backend.own_arithmetic(step[-1]) if step[1] is not None else None
+            if why is not None:
+                self.own_arithmetic.append((step[-1], why))
 
         def traced(inputs: tuple, constants: tuple, seed: Any, precise: bool) -> tuple:
             backend.traces += 1
@@ -251,8 +297,8 @@ class _Compiled:
             guard_values: list = []  # what the guards read, checked after the run
             with tracing(nodes, precise) as trace:
                 constants = [c.T if flip else c for c, flip in zip(constants, flipped)]
-                trace.known_low = {id(c): low for c, low in zip(constants, lows)
-                                   if low is not None}
+                trace.known_magnitudes = {id(c): known for c, known in zip(constants, bounds)
+                                          if known is not None}
                 outputs = program(list(inputs), 0 if seed is None else seed,
                                   dict(zip(registers, constants)), guard_values)
             self.checks[precise] = trace.checks
@@ -273,18 +319,24 @@ class _Compiled:
         self._normal: dict[int, weakref.ref] = {}
 
     def _fail(self, inputs: tuple, key: Any, first: int) -> None:
-        """Raise for the first failed check of a node; a merged check (no node) runs the
-        precise program once, whose first failed check names the node."""
+        """Raise for the first failed check of a node. A merged check (no node) runs the
+        precise program once: its first failed check names the node; when none fails, the
+        merged check was a fast test's that the exact tests pass (an underflow to 0 that
+        NumPy's result shares, :func:`capviz.backends.jax.subnormals._fast`), and this returns:
+        the replay goes on."""
         jax = self._jax
         checks = self.checks[False]
         failed = [first]
-        if any(node is None for node, _ in checks):  # a merged check may have failed first
+        merged = any(node is None for node, _ in checks)
+        if merged:  # a merged check may have failed first
             with x64(), jax.default_matmul_precision("highest"):
                 _, flags, _ = self._fn(inputs, self.constants, key, True)
             checks = self.checks[True]
             failed = np.flatnonzero(~np.asarray(flags)).tolist()
-        node, message = checks[failed[0]] if failed else (None, "")
-        if node is None:  # pragma: no cover - the precise program passes what the fast failed
+            if not failed:
+                return
+        node, message = checks[failed[0]]
+        if node is None:  # pragma: no cover - the precise program has a node for each check
             raise ReplayError("a value check of the jax replay failed, and the precise replay "
                               "did not find which; replay with backend='numpy'")
         err = ReplayError(f"replay failed at node %{node.index} ({node.op}), recorded "

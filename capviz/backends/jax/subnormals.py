@@ -49,7 +49,14 @@ from typing import Any
 
 import numpy as np
 
-from capviz.backends.jax.trace import dtype_of, known_low, require, require_each
+from capviz.backends.jax.trace import (
+    dtype_of,
+    known_magnitudes,
+    precise,
+    require,
+    require_each,
+)
+from capviz.core.ir import Node
 from capviz.ops import traits
 
 ELEMENTWISE = frozenset(("multiply", "divide", "add", "subtract", "square", "reciprocal", "exp",
@@ -63,9 +70,15 @@ PRODUCTS = frozenset((*traits.CONTRACT, "inner", "outer", "linalg.outer", "kron"
 """Products whose inner products and partial sums XLA may flush."""
 
 SUMS = frozenset(("sum", "nansum", "cumsum", "nancumsum", "cumulative_sum", "mean",
-                  "nanmean", "diff", "ediff1d"))
+                  "nanmean", "diff", "ediff1d", "trace", "linalg.trace"))
 """Ops adding or subtracting their operand's elements (a mean dividing by their count): a
 partial sum or a difference is subnormal only when terms cancel near ``finfo.tiny``."""
+
+REMAINDERS = frozenset(("fmod", "remainder", "mod", "divmod", "floor_divide"))
+"""Remainders (and the floor divisions computed from them): ``fmod(a, b)`` is ``a - n * b``
+exactly, a multiple of the smaller spacing of ``a`` and ``b``, so it is subnormal only when an
+operand is below ``tiny * 2**(nmant + 1)``; ``floor_divide(-a, b)`` is ``-1`` in NumPy where the
+flushed remainder makes it ``-0`` in XLA."""
 
 PRODS = frozenset(("prod", "nanprod", "cumprod", "nancumprod"))
 """Reductions multiplying their operand's elements: once a partial product is flushed to 0,
@@ -106,7 +119,9 @@ def check(jnp: Any, name: str, args: tuple, operands: list, result: Any,
     elif name in PRODUCTS:
         _products(jnp, name, operands, result)
     elif name in SUMS and operands:
-        _sums(jnp, name, operands[0], result)
+        _sums(jnp, name, operands[0], result)  # where= drops terms: the mask covers them all
+    elif name in REMAINDERS:
+        _remainders(jnp, name, operands)
     elif name in PRODS and operands:
         _prods(jnp, name, operands[0], result, params)
     elif name in SPREADS and operands:
@@ -124,33 +139,69 @@ def _known(value: Any) -> np.ndarray | None:
     return None
 
 
+def _magnitudes(value: Any) -> tuple[float, float] | None:
+    """The smallest nonzero and the largest finite magnitude of an operand known when the
+    program is traced: a literal, a small constant baked into the program, or a large constant
+    argument measured once on the host (:func:`known_magnitudes`); ``None`` for a value the
+    program computes."""
+    known = _known(value)
+    if known is None:
+        return known_magnitudes(value)
+    if known.dtype.kind not in "biuf":
+        return None
+    return magnitudes(known)
+
+
 def _cannot_flush(name: str, args: tuple, info: np.finfo) -> bool:
     """Whether a literal or constant operand rules a subnormal result out (``x * 1.0001``,
-    ``x + 0.5``, ``x / 8``: an operand XLA computed is never subnormal, so its product with a
+    ``x + 0.5``, ``x / 0.5``, a bias ``x + b``, a gain ``g * x`` of magnitudes 1 or more: an
+    operand XLA computed is never subnormal, so its product with a
     factor of magnitude 1 or more is not; nor its sum with a term of magnitude
-    ``tiny * 2**(nmant + 1)`` or more, whose nonzero sums are multiples of ``tiny`` or more;
-    nor its quotient by a divisor of magnitude 1 or less, nor ``c / x`` for ``|c|`` of
-    ``tiny * finfo.max`` or more): then the op needs no check, and costs nothing."""
-    known = [_known(v) for v in args]
-    for k, value in enumerate(known):
-        if value is None or value.dtype.kind not in "biuf":
+    ``tiny * 2**(nmant + 1)`` or more, or 0, whose nonzero sums are multiples of ``tiny`` or
+    more; nor its quotient by a divisor of magnitude 1 or less, nor ``c / x`` for ``|c|`` of
+    ``tiny * finfo.max`` or more): then the op needs no check, and costs nothing. A large
+    constant's magnitudes are measured once, on the host, when the program is built."""
+    for k, value in enumerate(args):
+        bounds = _magnitudes(value)
+        if bounds is None:
             continue
-        magnitude = np.abs(value.astype(np.float64))
-        nonzero = magnitude[magnitude != 0]
-        low = float(nonzero.min()) if nonzero.size else np.inf
-        high = float(magnitude.max()) if magnitude.size else 0.0
-        if name == "multiply" and low >= 1:
+        low, high = bounds
+        if name == "multiply" and (low >= 1 or high == 0):
             return True
         if name in ("add", "subtract") and low >= float(info.tiny) * 2.0 ** (info.nmant + 1):
             return True
         if name == "divide" and k == 1 and high <= 1:
             return True
-        if name == "divide" and k == 0 and low >= float(info.tiny) * float(info.max):
+        if name == "divide" and k == 0 and (low >= float(info.tiny) * float(info.max)
+                                            or high == 0):
             return True
-        if name in ("power", "float_power") and k == 1 and value.size \
-                and bool(np.all((value > 0) & (value <= 1))):
+        known = _known(value)
+        if name in ("power", "float_power") and k == 1 and known is not None and known.size \
+                and bool(np.all((known > 0) & (known <= 1))):
             return True  # |x| ** y of 0 < y <= 1 is at least |x| where |x| < 1
     return False
+
+
+_FACTORS = {"multiply": 2, "square": 1, "divide": 1, "arctan2": 1, "power": 1,
+            "float_power": 1, "ldexp": 1}
+"""Ops whose result is 0 only where one of their first ``n`` operands is 0, but for an
+underflow: their test in the fast program (:func:`_fast`)."""
+
+
+def _fast(name: str, args: tuple, x: list, nonzero: Any) -> Any:
+    """The fast program's test of an op of :data:`_FACTORS`: "XLA's result is not 0, or one of
+    its factors is 0" (a literal or constant factor without zeros is left out). It fails
+    wherever the exact test fails (NumPy's result is then a nonzero subnormal, so no factor is
+    0) and also where both underflow to 0; a failure reruns the replay's precise program, whose
+    exact tests say which, and name the node. Two comparisons per factor, where the exact test
+    multiplies, divides or takes a logarithm per element: on GPT-2's forward these tests cost
+    the XLA program 0.2x of jax.jit's time (``benchmarks/peers_gpt.py --parts``)."""
+    ok = nonzero
+    for value, v in zip(args[:_FACTORS[name]], x):
+        bounds = _magnitudes(value)
+        if bounds is None or bounds[0] == np.inf:  # computed, or a known operand with a zero
+            ok = ok | (v == 0)
+    return ok
 
 
 def _elementwise(jnp: Any, name: str, args: tuple, r: Any) -> None:
@@ -165,7 +216,9 @@ def _elementwise(jnp: Any, name: str, args: tuple, r: Any) -> None:
     # each test is "r is not 0, or NumPy's result is 0 too", in as few elementwise ops as
     # possible: they run for every element of every checked op
     nonzero = r != 0
-    if name in ("add", "subtract"):
+    if name in _FACTORS and not precise():
+        ok = _fast(name, args, x, nonzero)
+    elif name in ("add", "subtract"):
         a, b = x  # an exact sum of floats is 0 only when they cancel (an infinity's is not 0)
         ok = nonzero | ((a == -b) if name == "add" else (a == b))
     elif name in ("multiply", "square"):
@@ -210,16 +263,32 @@ def _sums(jnp: Any, name: str, x: Any, r: Any) -> None:
     require_each(~(jnp.abs(x) < bound) | (x == 0), _SUM.format(op=name, bound=bound))
 
 
+def _remainders(jnp: Any, name: str, operands: list) -> None:
+    """Every nonzero operand at least ``tiny * 2**(nmant + 1)``: then ``a - n * b`` is 0 or
+    normal (see :data:`REMAINDERS`). An elementwise mask per operand, merged."""
+    for x in operands:
+        dtype = dtype_of(x)
+        if dtype not in FLUSHED:
+            continue
+        info = np.finfo(dtype)
+        bound = float(info.tiny) * 2.0 ** (info.nmant + 1)
+        require_each(~(jnp.abs(x) < bound) | (x == 0), _SUM.format(op=name, bound=bound))
+
+
 def _prods(jnp: Any, name: str, x: Any, r: Any, params: dict) -> None:
     """A product that is 0 (or NaN) only where a factor is 0 (or NaN): XLA's is 0 after a
     flushed partial product, where NumPy's keeps the subnormal and goes on (a product NumPy
-    rounds to 0 too is refused as well)."""
-    if dtype_of(x) != dtype_of(r) or set(params) - {"axis", "keepdims", "dtype"}:
-        return  # where=, initial=: declared (docs/guide/replay.md)
+    rounds to 0 too is refused as well). ``where=`` leaves factors out (as 1), ``initial=`` is
+    one more factor."""
+    if dtype_of(x) != dtype_of(r) or set(params) - _CHECKED_PARAMS[name]:
+        return  # refused unless arithmetic="xla" (unchecked)
     axis = params.get("axis")
     cumulative = name in ("cumprod", "nancumprod")
     if cumulative and axis is None:
         x, axis = x.reshape(-1), 0
+    where = params.get("where")
+    if where is not None and where is not True:
+        x = jnp.where(jnp.asarray(where), x, jnp.ones((), x.dtype))
 
     def seen(mask: Any) -> Any:
         if cumulative:
@@ -227,38 +296,50 @@ def _prods(jnp: Any, name: str, x: Any, r: Any, params: dict) -> None:
         return jnp.any(mask, axis=axis, keepdims=bool(params.get("keepdims", False)))
 
     nan_factor = seen(jnp.isnan(x)) if name in ("prod", "cumprod") else False
-    ok = seen(x == 0) | ((r != 0) & (~jnp.isnan(r) | nan_factor))
+    zero = seen(x == 0)
+    initial = params.get("initial")
+    if initial is not None and (initial == 0 or initial != initial):  # a 0 or NaN factor
+        zero = zero | True
+    ok = zero | ((r != 0) & (~jnp.isnan(r) | nan_factor))
     require_each(ok, _PRODS.format(op=name))
 
 
 def _spreads(jnp: Any, name: str, x: Any, r: Any, params: dict) -> None:
-    """A variance of 0 only where the values along the axis are all equal (their range is 0);
-    one NumPy rounds to 0 too (deviations below ``sqrt(smallest_subnormal)``) is refused as
-    well."""
-    if dtype_of(x) != dtype_of(r) or set(params) - {"axis", "keepdims", "ddof", "dtype"}:
-        return  # complex values, where=, correction=: declared (docs/guide/replay.md)
+    """A variance of 0 only where the values along the axis (those ``where=`` selects) are all
+    equal (their range is 0); one NumPy rounds to 0 too (deviations below
+    ``sqrt(smallest_subnormal)``) is refused as well."""
+    if dtype_of(x) != dtype_of(r) or set(params) - _CHECKED_PARAMS[name]:
+        return  # complex values: refused unless arithmetic="xla" (unchecked)
     axis, keepdims = params.get("axis"), bool(params.get("keepdims", False))
     high, low = (jnp.nanmax, jnp.nanmin) if name.startswith("nan") else (jnp.max, jnp.min)
     if not math.prod(x.shape):
         return  # NumPy's NaN of an empty axis
-    flat = high(x, axis=axis, keepdims=keepdims) == low(x, axis=axis, keepdims=keepdims)
+    where = params.get("where")
+    chosen = {} if where is None or where is True else {"where": jnp.asarray(where)}
+    top = high(x, axis=axis, keepdims=keepdims, initial=-np.inf, **chosen)
+    flat = top == low(x, axis=axis, keepdims=keepdims, initial=np.inf, **chosen)
     require_each((r != 0) | flat, _SPREAD.format(op=name))
 
 
-def smallest(a: np.ndarray) -> float:
-    """The smallest nonzero finite magnitude of a host array (inf when there is none)."""
-    magnitude = np.abs(a)
-    magnitude = magnitude[(magnitude != 0) & np.isfinite(magnitude)]
-    return float(magnitude.min()) if magnitude.size else np.inf
+def magnitudes(a: np.ndarray) -> tuple[float, float]:
+    """The smallest nonzero finite magnitude of a host array (inf when there is none) and its
+    largest finite magnitude (0 when there is none)."""
+    magnitude = np.abs(np.asarray(a))
+    if magnitude.dtype.kind != "f":
+        magnitude = magnitude.astype(np.float64)
+    finite = np.isfinite(magnitude)
+    high = float(np.max(magnitude, where=finite, initial=0.0))
+    low = float(np.min(magnitude, where=finite & (magnitude != 0), initial=np.inf))
+    return low, high
 
 
 def _smallest(jnp: Any, a: Any, axis: Any = None) -> Any:
     """The smallest nonzero finite magnitude of ``a`` (along ``axis``), as float64; inf when
-    there is none. A constant's is measured once on the host (:func:`known_low`): the smallest
-    of the whole array, which bounds that of any axis."""
-    low = known_low(a)
-    if low is not None:
-        return np.float64(low)
+    there is none. A constant's is measured once on the host (:func:`known_magnitudes`): the
+    smallest of the whole array, which bounds that of any axis."""
+    known = known_magnitudes(a)
+    if known is not None:
+        return np.float64(known[0])
     magnitude = jnp.abs(a)
     ignored = (magnitude == 0) | ~jnp.isfinite(magnitude)
     low = jnp.min(jnp.where(ignored, np.inf, magnitude), axis=axis, initial=np.inf)
@@ -271,6 +352,11 @@ def _products(jnp: Any, name: str, operands: list, r: Any) -> None:
     bound = math.log2(float(info.tiny)) + info.nmant + 1
     floats = [a for a in operands if dtype_of(a).kind == "f"]
     if not floats:
+        return
+    computed = [a for a in floats if _magnitudes(a) is None]
+    if len(computed) == 1 and len(floats) > 1:
+        _product_with_constants(jnp, floats, computed[0], bound,
+                                _PRODUCT.format(op=name, tiny=float(info.tiny)))
         return
     if name == "matmul" and len(floats) == 2:
         a, b = floats
@@ -285,3 +371,114 @@ def _products(jnp: Any, name: str, operands: list, r: Any) -> None:
             logs = [jnp.minimum(v, 0.0) for v in logs]
         ok = sum(logs) >= bound
     require(ok, _PRODUCT.format(op=name, tiny=float(info.tiny)))
+
+
+def _product_with_constants(jnp: Any, floats: list, x: Any, bound: float, message: str) -> None:
+    """The test of :func:`_products` where every operand but ``x`` is known (a model's weights:
+    their smallest magnitude is measured once on the host): the sum of the logarithms of the
+    smallest magnitudes reaches ``bound`` exactly where every nonzero finite ``|x|`` reaches a
+    threshold, an elementwise mask merged and fused as the arithmetic's, where the smallest
+    magnitude of ``x`` along an axis would be a reduction and a flag per product."""
+    logs = []
+    for a in floats:
+        if a is x:
+            continue
+        low = _magnitudes(a)[0]
+        if low == np.inf:
+            return  # an operand of zeros (or infinities): a product of 0, NaN or inf
+        logs.append(math.log2(low) if low > 0 else -np.inf)
+    if len(floats) > 2:  # as in _products: each magnitude below 1 counts
+        logs = [min(v, 0.0) for v in logs]
+    need = bound - sum(logs)  # log2 of the smallest |x| that passes
+    if len(floats) > 2 and need > 0:
+        need = np.inf  # x's clamped logarithm is at most 0: only zeros pass
+    dtype = dtype_of(x)
+    threshold = np.asarray(2.0 ** need if need < 1024 else np.inf).astype(dtype)
+    if float(threshold) < 2.0 ** need:  # rounded down to x's type: round up, not to miss one
+        threshold = np.nextafter(threshold, dtype.type(np.inf))
+    if float(threshold) <= float(np.finfo(dtype).tiny):
+        return  # XLA's nonzero values are at least tiny (a flushed one is its producer's)
+    require_each(~(jnp.abs(x) < threshold) | (x == 0), message)
+
+
+# --- what no check sees: refused unless the replay takes XLA's arithmetic ----------------------
+
+DECLARED = frozenset((
+    *(f"linalg.{name}" for name in ("cholesky", "cond", "det", "inv", "matrix_norm",
+                                    "matrix_power", "norm", "pinv", "slogdet", "solve",
+                                    "svdvals", "tensorinv", "tensorsolve", "vector_norm",
+                                    "eigvalsh")),
+    *(f"fft.{name}" for name in ("fft", "fft2", "fftn", "ifft", "ifft2", "ifftn", "rfft",
+                                 "rfft2", "rfftn", "irfft", "irfft2", "irfftn", "hfft",
+                                 "ihfft")),
+    "cov", "corrcoef", "average", "polyval", "interp", "gradient", "trapezoid", "poly",
+    "polyadd", "polysub", "polymul", "polyder", "polyint", "spacing", "nextafter", "sinc"))
+"""Float ops that can make a subnormal value (inside them, or as their result) from normal
+operands, which XLA flushes to zero, and that no run-time check of this module sees: linear
+algebra, transforms, the statistics and polynomial functions, ``spacing`` and ``nextafter``
+(whose results are subnormal by design near 0), and ``sinc`` of large values; but for
+``linalg``, not of integer or boolean operands only (their transforms, sums, products and
+quotients by counts are 0 or normal). A JAX replay refuses them by name before anything runs
+unless it is given ``arithmetic="xla"`` (:func:`unchecked`)."""
+
+_CHECKED_PARAMS = {
+    **{name: frozenset(("axis", "keepdims", "dtype", "where", "initial")) for name in SUMS},
+    **{name: frozenset(("axis", "keepdims", "dtype", "where", "initial")) for name in PRODS},
+    **{name: frozenset(("axis", "keepdims", "dtype", "ddof", "correction", "where"))
+       for name in SPREADS},
+    "diff": frozenset(("n", "axis")),
+    "ediff1d": frozenset(),
+    "trace": frozenset(("offset", "axis1", "axis2", "dtype")),
+    "linalg.trace": frozenset(("offset", "dtype")),
+}
+"""The parameters the checks of sums, products along an axis and variances account for: the
+same ops with another one (``prepend=``...) are unchecked, and so is a sum whose ``initial=``
+is a nonzero magnitude below ``tiny * 2**(nmant + 1)``."""
+
+_DEFAULTS = {"where": True}
+
+
+def _float_result(node: Any) -> bool:
+    """Whether the node gives a float32/float64 or complex value XLA flushes (a node of several
+    results, whose dtype is not recorded, counts)."""
+    if node.dtype is None:
+        return True
+    dtype = np.dtype(node.dtype)
+    if dtype.kind == "c":
+        dtype = np.dtype(np.float32 if dtype.itemsize == 8 else np.float64)
+    return dtype in FLUSHED
+
+
+def unchecked(node: Any) -> str | None:
+    """Why XLA's flush to zero may change ``node``'s result with no run-time check to see it
+    (``None``: its result cannot be subnormal from normal operands, or a check sees it)."""
+    if node.kind != "op" or not _float_result(node):
+        return None
+    if node.op in DECLARED:
+        if not node.op.startswith("linalg.") and not any(
+                isinstance(a, Node) and a.dtype is not None and np.dtype(a.dtype).kind in "fc"
+                for a in node.args):
+            return None  # of integers: sums, products and quotients by counts of integers
+        return f"no run-time check sees a subnormal value {node.op} makes"
+    handled = _CHECKED_PARAMS.get(node.op)
+    if handled is None:
+        return None
+    if node.op in ("diff", "ediff1d") and sum(isinstance(a, Node) for a in node.args) > 1:
+        return f"the check of {node.op} covers its operand, not the values it prepends or appends"
+    extra = sorted(k for k, v in (node.params or {}).items()
+                   if k not in handled and v is not None and _DEFAULTS.get(k, ...) is not v)
+    if extra:
+        return (f"the check of {node.op}'s sums and products does not cover "
+                f"{', '.join(f'{k}=' for k in extra)}")
+    initial = (node.params or {}).get("initial")
+    if node.op in SUMS and initial is not None and _small_term(initial, node.dtype):
+        return f"the check of {node.op}'s sums does not cover initial={initial!r}"
+    return None
+
+
+def _small_term(value: Any, dtype: Any) -> bool:
+    """Whether ``value``, a term of a sum of ``dtype``, is a nonzero magnitude below
+    ``tiny * 2**(nmant + 1)`` (which a partial sum may cancel into a subnormal)."""
+    info = np.finfo(np.dtype(dtype))
+    magnitude = abs(complex(value))
+    return 0 < magnitude < float(info.tiny) * 2.0 ** (info.nmant + 1)

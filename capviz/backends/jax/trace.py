@@ -39,10 +39,11 @@ class Trace:
         self.flags: list[Any] = []
         self.precise = precise
         self._masks: dict[tuple, Any] = {}
-        self.known_low: dict[int, float] = {}
-        """The smallest nonzero finite magnitude of each float constant argument of the
-        program, by the id of its traced value: measured once on the host, where a check
-        would read a model's weights at every replay (:mod:`capviz.backends.jax.subnormals`)."""
+        self.known_magnitudes: dict[int, tuple[float, float]] = {}
+        """The smallest nonzero and the largest finite magnitude of each float constant
+        argument of the program, by the id of its traced value: measured once on the host,
+        where a check would read a model's weights at every replay
+        (:mod:`capviz.backends.jax.subnormals`)."""
 
     def enter(self, op_name: str) -> Node:
         """The node of the next step running ``op_name``."""
@@ -97,11 +98,20 @@ def require(ok: Any, message: str) -> None:
         raise ValueError(message)
 
 
-def known_low(value: Any) -> float | None:
-    """The smallest nonzero finite magnitude of ``value`` when it is a constant of the traced
-    program (:attr:`Trace.known_low`), else ``None``."""
+def known_magnitudes(value: Any) -> tuple[float, float] | None:
+    """The smallest nonzero and the largest finite magnitude of ``value`` when it is a constant
+    of the traced program (:attr:`Trace.known_magnitudes`), else ``None``."""
     trace = TRACE.get()
-    return None if trace is None else trace.known_low.get(id(value))
+    return None if trace is None else trace.known_magnitudes.get(id(value))
+
+
+def precise() -> bool:
+    """Whether the checks being made must be exact: in the precise trace of a program, and for
+    an op run on its own; the fast trace takes a cheaper test that fails at least wherever the
+    exact one does (a failure reruns the precise program, which says whether a check failed and
+    names its node)."""
+    trace = TRACE.get()
+    return trace is None or trace.precise
 
 
 def require_each(mask: Any, message: str) -> None:
