@@ -266,10 +266,11 @@ def target(recorder: Any, array: np.ndarray, call: str, frame: FrameType | None 
     """The capture tensor a write into ndarray ``array`` (``call``) writes: the state tensor
     of the array it belongs to (made now if it is the first write, at the user's ``frame``:
     found here when not given), or a view of it."""
-    found = find(recorder, array)
-    root = found[1] if found is not None else root_of(array)
-    state = found[0] if found is not None else _new_state(
-        recorder, root, array, user_frame(sys._getframe(1)) if frame is None else frame)
+    root = root_of(array)
+    state = recorder.states.get(id(root))
+    if state is None or state.ref() is not root:  # the first write: (see find)
+        state = _new_state(recorder, root, array,
+                           user_frame(sys._getframe(1)) if frame is None else frame)
     if array is root:
         return state.tensor
     path = view_path(root, array)
