@@ -307,3 +307,32 @@ def test_average_whose_weighted_sum_overflows_or_cancels_fails_at_the_node():
     small = np.array([[1.5, -2.0, 3.25, 0.5], [1.0, 2.0, 3.0, 4.0]])
     got, want = on_jax(lambda x, y: np.average(x, axis=1, weights=y * 2), small, w)
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# --- interp -----------------------------------------------------------------------------------
+
+
+def test_interp_of_float16_computes_in_float64_as_numpy():
+    x = np.array([[0.1, 0.35, 0.62, 0.9]], np.float16)
+    xp = np.array([0.0, 0.25, 0.5, 0.75, 1.0, 1.5], np.float16)
+    got, want = on_jax(lambda a, b: np.interp(a, b, b * 2), x, xp)
+    assert got.dtype == want.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_interp_with_a_period_makes_numpys_periodic_points_and_ignores_left():
+    x = np.array([[0.1, 2.35, -0.62, 4.9]])
+    xp = np.array([0.0, 0.5, 1.25, 2.0, 2.5, 2.9])
+    got, want = on_jax(lambda a, b: np.interp(a, b, b, left=0.0, period=3.0), x, xp)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("xp, period", [
+    (np.array([2, 127, 127, 0, 127, 2], np.int8), None),  # not increasing
+    (np.array([0, 3, 1, 4, 2, 5], np.int8), 3.0),  # ties modulo the period
+    (np.array([0.0, 1.0, np.inf, 4.0, 5.0, 6.0]), None),  # an infinity
+])
+def test_interp_where_numpys_result_is_its_own_fails_at_the_node(xp, period):
+    x = np.array([[0.5, 1.5, 2.5, 3.5]], xp.dtype)
+    fails_on_jax(lambda a, b: np.interp(a, b, b * 2, period=period), [x, xp],
+                 r"np\.interp of these points: xp is not increasing")
