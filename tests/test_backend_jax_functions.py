@@ -342,3 +342,21 @@ def test_interp_where_numpys_result_is_its_own_fails_at_the_node(xp, period):
     x = np.array([[0.5, 1.5, 2.5, 3.5]], xp.dtype)
     fails_on_jax(lambda a, b: np.interp(a, b, b * 2, period=period), [x, xp],
                  r"np\.interp of these points: xp is not increasing")
+
+
+# --- np.fft: outputs within the rounding of the transform --------------------------------------
+
+
+def test_fft_of_int64_extremes_fails_at_the_node_where_outputs_are_rounding():
+    big = np.iinfo(np.int64)
+    a = np.array([[[big.max] * 4, [3] * 4, [big.max - 1] * 4]] * 2)  # zeros amid 6e18
+    fails_on_jax(lambda x: np.fft.irfftn(x, s=(3, 6), axes=(1, 2)), [a],
+                 r"np\.fft: an output of the transform lies far below its operand's norm")
+
+
+def test_fft_of_moderate_values_still_replays():
+    a = np.arange(24, dtype=np.int64).reshape(2, 3, 4) - 11
+    got, want = on_jax(lambda x: np.fft.irfftn(x, s=(3, 6), axes=(1, 2)), a)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    got, want = on_jax(lambda x: np.fft.rfft(x, axis=-1), a.astype(np.float64) / 7)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
