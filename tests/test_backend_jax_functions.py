@@ -360,3 +360,14 @@ def test_fft_of_moderate_values_still_replays():
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     got, want = on_jax(lambda x: np.fft.rfft(x, axis=-1), a.astype(np.float64) / 7)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_pad_odd_reflection_of_values_beyond_half_the_max_fails_at_the_node():
+    big = np.finfo(np.float32).max
+    m = np.array([[-big, -1.5, 0.16, 2.0], [1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]],
+                 np.float32)
+    fn = lambda a: np.pad(a, (1, 2), mode="symmetric", reflect_type="odd")  # noqa: E731
+    assert np.isnan(fn(m)[0, 0])  # NumPy's 2 * -max is -inf
+    fails_on_jax(fn, [m], r"reflect_type='odd'\) of float32 values beyond finfo\.max / 2")
+    got, want = on_jax(fn, m / 4)
+    np.testing.assert_array_equal(got, want)

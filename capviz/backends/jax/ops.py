@@ -377,6 +377,13 @@ def _pad(jnp: Any) -> Callable:
         params = {k: _as_tuples(v) for k, v in params.items()}
         if dtype == np.bool_ and params.get("reflect_type") == "odd":
             return _odd_reflection_of_booleans(jnp, pad, array, pad_width, mode, params)
+        if dtype.kind in "fc" and params.get("reflect_type") == "odd":
+            parts = (jnp.real(array), jnp.imag(array)) if dtype.kind == "c" else (array,)
+            half = float(np.finfo(dtype).max) / 2
+            require(jnp.all(jnp.asarray([jnp.all(jnp.abs(p) <= half) for p in parts])),
+                    f"np.pad(..., reflect_type='odd') of {dtype} values beyond finfo.max / 2 "
+                    "(or infinite): NumPy's 2 * edge - x overflows to an infinity (or NaN) "
+                    "where XLA's fused multiply-add does not; replay with backend='numpy'")
         return pad(array, _as_tuples(pad_width), mode, **params)
 
     run.__name__ = "pad"
