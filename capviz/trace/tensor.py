@@ -561,9 +561,10 @@ class Tensor:
         if method != "__call__":  # reduce, accumulate, outer; reduceat refused with a rewrite
             return UFUNC_METHODS[0](ufunc, method, inputs, kwargs)
         out = kwargs.get("out")
-        if out is not None and any(type(o) is not Tensor for o in out):
-            return _ufunc_into_ndarray(ufunc, call, inputs, kwargs)
         if out is not None:
+            for o in out:
+                if type(o) is not Tensor:
+                    return _ufunc_into_ndarray(ufunc, call, inputs, kwargs)
             return _ufunc_into(ufunc, call, inputs, kwargs)
         if set(kwargs) == {"axis"} and ufunc is np.vecdot:
             # the core axis moved last: np.vecdot(a, b, axis=k) computes exactly that
