@@ -194,3 +194,16 @@ def test_a_product_with_a_constant_weight_is_an_elementwise_test_not_a_flag():
             as info:
         graph.replay({"a": small.astype(np.float32)}, backend="jax")
     assert info.value.node.op == "matmul"
+
+
+def test_a_product_with_a_constant_holding_zeros_replays_without_a_precise_rerun():
+    # the weight's zeros make products of 0 with nonzero operands: the fast test counts them
+    weight = np.zeros((64, 64), np.float32)
+    weight[::2] = 0.5
+    graph = cv.capture(lambda a: a * weight, cv.spec((64, 64), "float32"))
+    x = np.full((64, 64), 3.0, np.float32)
+    backend = registry.get("jax")
+    before = backend.traces
+    np.testing.assert_array_equal(graph.replay({"a": x}, backend="jax", to_numpy=True)["out"],
+                                  x * weight)
+    assert backend.traces == before + 1  # the fast program only

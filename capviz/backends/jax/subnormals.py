@@ -1,23 +1,30 @@
 """Subnormal floats made inside a JAX replay: where XLA's flush to zero changes a result.
 
 XLA on the CPU flushes float32 and float64 subnormal results to zero (and reads subnormal
-operands as zero), where NumPy keeps them (float16 is computed in float32 and keeps them).
-Inputs holding subnormals are refused before the run (``backend.py``); this module checks the
-values the graph makes, so that a zero XLA gave where NumPy's value is a nonzero subnormal fails
-the replay at the node, before a later division, logarithm or large factor turns it into a
-different number (``-1.0`` against ``-0.0``, a finite value against an infinity):
+operands as zero), where NumPy keeps them (float16 is computed in float32 and keeps them). No
+setting turns that off: the CPU client sets the processor's flush-to-zero and
+denormals-are-zero modes around every run (``ScopedFlushDenormal`` in XLA's
+``cpu_client.cc``), and ``xla_cpu_ftz=False`` leaves ``1e-20 * 1e-20`` at ``0.0`` (jax 0.10.2,
+measured). Inputs holding subnormals are refused before the run (``backend.py``); this module
+checks the values the graph makes, so that a zero XLA gave where NumPy's value is a nonzero
+subnormal fails the replay at the node, before a later division, logarithm or large factor
+turns it into a different number (``-1.0`` against ``-0.0``, a finite value against an
+infinity):
 
 * **Elementwise arithmetic** (:data:`ELEMENTWISE`): ``*``, ``/``, ``+``, ``-``, ``square``,
   ``reciprocal``, ``exp``, ``exp2``, ``**`` (``power``, ``float_power``), ``deg2rad``,
-  ``arctan2``, ``ldexp``. Each has an exact
-  test of "NumPy's result would be a nonzero subnormal" from its operands where XLA's result
-  is 0 (a sum of two floats is 0 only when they cancel exactly; a product or quotient is
-  tested scaled out of the subnormal range; ``exp(x)`` is nonzero above
-  ``log(smallest_subnormal / 2)``, ``a ** b`` where ``b * log2|a|`` is above
-  ``log2(smallest_subnormal / 2)``). The test is an elementwise mask
+  ``arctan2``, ``ldexp``. Each has an exact test of "NumPy's result would be a nonzero
+  subnormal" from its operands where XLA's result is 0 (a sum of two floats is 0 only when
+  they cancel exactly; a product or quotient is tested scaled out of the subnormal range;
+  ``exp(x)`` is nonzero above ``log(smallest_subnormal / 2)``, ``a ** b`` where
+  ``b * log2|a|`` is above ``log2(smallest_subnormal / 2)``), in the precise program; the
+  replay's fast program tests ``*``, ``/``, ``**``, ``arctan2`` and ``ldexp`` by "XLA's result
+  is 0 where no factor is 0" (:func:`_fast`), which fails wherever the exact test does, and a
+  failure reruns the precise program. The test is an elementwise mask
   (:func:`capviz.backends.jax.trace.require_each`): and-ed into one mask per shape, which XLA
-  fuses into the chain of ops, reduced once. An op with a literal or constant operand that
-  rules a subnormal out (``x * 1.0001``, ``x + 0.5``, ``x / 8``...) is not checked at all.
+  fuses, reduced once. An op with a literal or constant operand that rules a subnormal out
+  (``x * 1.0001``, ``x + 0.5``, ``x / 0.5``, a bias or gain of weights whose magnitudes are
+  measured once on the host) is not checked at all.
 * **Products that contract** (:data:`PRODUCTS`: ``matmul``, ``dot``, ``einsum``, ``tensordot``,
   ``inner``, ``outer``, ``kron``, ``vecdot``, ``convolve``, ``correlate``, ``cross``...): their
   products and partial sums are made inside the op. A product can be subnormal only when the
@@ -25,21 +32,23 @@ different number (``-1.0`` against ``-0.0``, a finite value against an infinity)
   partial sum of products above that bound is either 0 or normal; of three operands or more,
   a partial product of any of them may come first, so each smallest magnitude below 1
   counts): checked with one reduction per operand (for ``matmul``, per contracted index: the
-  smallest magnitude of each column of ``a`` times that of each row of ``b``), cheap beside
-  the product itself.
+  smallest magnitude of each column of ``a`` times that of each row of ``b``); with every
+  operand but one a constant (a model's weights), an elementwise threshold of that one
+  (:func:`_product_with_constants`).
 * **Products along an axis** (:data:`PRODS`: ``prod``, ``cumprod`` and ``nan`` forms): a
   product of 0 (or NaN) where no factor is 0 (or NaN) fails.
 * **Variances** (:data:`SPREADS`: ``var``, ``std``, ``nan`` forms): 0 only where the values
   along the axis are all equal (a max and a min along it).
 * **Sums** (:data:`SUMS`: ``sum``, ``cumsum``, ``mean`` and their ``nan`` forms, ``diff``,
-  ``ediff1d``): their operand's nonzero terms must reach ``tiny * 2**(nmant + 1)`` (times the
-  count for a mean), an elementwise mask merged as the arithmetic's.
+  ``ediff1d``, ``trace``) and **remainders** (:data:`REMAINDERS`): their operands' nonzero
+  terms must reach ``tiny * 2**(nmant + 1)`` (times the count for a mean), an elementwise mask
+  merged as the arithmetic's. These reductions take ``where=``, ``initial=``, ``correction=``.
 
-Other ops computing floats (the transcendental functions but ``exp``, ``linalg``, ``fft``,
-these reductions with ``where=`` or ``initial=``...) are not checked here: their own result,
-flushed, differs from NumPy's by less than ``tiny`` (within the backend's tolerance), but a
-value they make subnormal reaches a later op as 0; ``docs/guide/replay.md`` ("Where an
-engine's arithmetic differs from NumPy's") declares it.
+The other float ops that can make a subnormal from normal operands (:data:`DECLARED`:
+``linalg``, ``fft``, ``cov``, ``polyval``...) are not checked: a JAX replay refuses them by
+name when it is bound unless it takes ``arithmetic="xla"`` (:func:`unchecked`,
+``JaxBackend.admit``); ``docs/guide/replay.md`` ("Where an engine's arithmetic differs from
+NumPy's") says what each choice costs.
 """
 
 from __future__ import annotations
@@ -190,7 +199,7 @@ underflow: their test in the fast program (:func:`_fast`)."""
 
 def _fast(name: str, args: tuple, x: list, nonzero: Any) -> Any:
     """The fast program's test of an op of :data:`_FACTORS`: "XLA's result is not 0, or one of
-    its factors is 0" (a literal or constant factor without zeros is left out). It fails
+    its factors is 0" (a literal or small constant factor without zeros is left out). It fails
     wherever the exact test fails (NumPy's result is then a nonzero subnormal, so no factor is
     0) and also where both underflow to 0; a failure reruns the replay's precise program, whose
     exact tests say which, and name the node. Two comparisons per factor, where the exact test
@@ -198,8 +207,8 @@ def _fast(name: str, args: tuple, x: list, nonzero: Any) -> Any:
     the XLA program 0.2x of jax.jit's time (``benchmarks/peers_gpt.py --parts``)."""
     ok = nonzero
     for value, v in zip(args[:_FACTORS[name]], x):
-        bounds = _magnitudes(value)
-        if bounds is None or bounds[0] == np.inf:  # computed, or a known operand with a zero
+        known = _known(value)
+        if known is None or not bool(np.all(known != 0)):  # computed, or holding a zero
             ok = ok | (v == 0)
     return ok
 
