@@ -265,27 +265,60 @@ def test_a_replay_that_fails_after_a_states_last_write_leaves_it_written_as_eage
     assert not model.rows.any() and twin.rows.any()  # the one difference: see the docs
 
 
-def test_an_input_sharing_a_states_memory_is_read_as_it_was_when_the_replay_started():
-    """The in-place write of a state's last value changes nothing a replay reads: an input that
-    is (a view of) the live array is read as it was when the replay started, as the copy back
-    after the run always gave (such a replay writes the state back after the run). Eager NumPy
-    would read the written values through the alias; that difference predates the in-place
-    writes and is left as it was."""
+def test_an_input_sharing_a_states_memory_is_refused_by_name():
+    """Eager NumPy reads a state's written values through an input that shares its memory (a
+    view, or ``np.frombuffer`` of it, with no ``.base`` chain back); a replay reads its inputs
+    where its program does, so no replay can promise eager's reads: refused, naming both."""
 
     def accumulate(x):
-        global _LIVE
-        _LIVE += x  # a ufunc: written in place, but for an input that views _LIVE
+        global SHARED
+        SHARED += x
         return x + 1.0
 
     graph = cv.capture(accumulate, cv.spec((3,), "float64"))
-    _LIVE[...] = [1.0, 2.0, 3.0]
-    same(graph.replay({"x": _LIVE[::-1]})["out"], np.array([4.0, 3.0, 2.0]))
-    same(_LIVE, np.full(3, 4.0))
-    same(graph.compile()(np.ones(3))[0], np.full(3, 2.0))  # an input apart: in place
-    same(_LIVE, np.full(3, 5.0))
+    SHARED[...] = [1.0, 2.0, 3.0]
+    aliases = [SHARED[::-1], SHARED.reshape(3, 1)[:, 0], np.frombuffer(memoryview(SHARED))]
+    for alias in aliases:
+        for replay in (lambda: graph.replay({"x": alias}), lambda: graph.compile()(alias),
+                       lambda: graph.replay({"x": alias}, state="return")):
+            with pytest.raises(cv.ReplayInputError, match=(
+                    r"input 'x' shares memory with the state SHARED, which the graph writes: "
+                    r"eager NumPy would read the values written there through 'x'.*"
+                    r"Fix: pass a copy \(x\.copy\(\)\)")):
+                replay()
+            same(SHARED, np.array([1.0, 2.0, 3.0]))  # refused before anything ran
+    same(graph.replay({"x": np.ones(3)})["out"], np.full(3, 2.0))  # an input apart
+    same(SHARED, np.array([2.0, 3.0, 4.0]))
+    same(graph.compile()(np.ones(3))[0], np.full(3, 2.0))
+    same(SHARED, np.array([3.0, 4.0, 5.0]))
 
 
-_LIVE = np.ones(3)
+def test_a_guard_after_a_states_last_write_refuses_the_replay_before_any_write():
+    """A GuardError says the recorded ops are not what the code runs on these inputs: the
+    replay did not run, so no live array may be written (as the copy back never did)."""
+
+    class Acc:
+        def __init__(self):
+            self.m = np.zeros(3)
+
+        def __call__(self, g):
+            self.m += g  # the last write, a ufunc: in place when nothing can refuse after it
+            if g.sum() > 0:
+                return g * 2.0
+            return g * -1.0
+
+    acc = Acc()
+    graph = cv.capture(acc, np.ones(3))
+    acc.m[...] = 0.0
+    for replay in (lambda: graph.replay({"g": -np.ones(3)}), lambda: graph.compile()(-np.ones(3))):
+        with pytest.raises(cv.GuardError, match="another branch than the capture's"):
+            replay()
+        same(acc.m, np.zeros(3))
+    graph.replay({"g": np.ones(3)})
+    same(acc.m, np.ones(3))
+
+
+SHARED = np.ones(3)
 
 
 def test_an_array_made_inside_the_capture_is_no_state():

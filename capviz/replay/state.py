@@ -150,10 +150,14 @@ def in_place(graph: Graph) -> dict[int, int]:
         for s in states:
             read_until[s] = max(read_until.get(s, -1), last[i])
     finals = [n.args[0].index for n in graph.state_outputs]
+    # a guard refuses the replay by design (another branch than the capture's): an array
+    # written before it would be changed by a replay that GuardError says did not run
+    last_guard = max((n.index for n in nodes if n.kind == "guard"), default=-1)
     into: dict[int, int] = {}
     for out in graph.state_outputs:
         state, final = nodes[out.params["state"]], out.args[0]
         if final.kind != "op" or finals.count(final.index) > 1 or final.params \
+                or final.index < last_guard \
                 or read_until.get(state.index, -1) > final.index \
                 or final.shape != state.shape or final.dtype != state.dtype:
             continue
@@ -178,19 +182,43 @@ def live_program(graph: Graph, prog: Any) -> Any:
     return live or None
 
 
-def _apart(args: Any, targets: list) -> bool:
-    """Whether no input array is (a view of) a state's live array, which the replay may write
-    in place before its last read of the input."""
-    arrays = [a for a in args if isinstance(a, np.ndarray)]
+def _root(array: Any) -> Any:
+    """The object that owns ``array``'s memory: its ``.base`` chain followed, through a
+    ``memoryview`` (``np.frombuffer(memoryview(a))``) to the array it views."""
+    while True:
+        base = array.base if isinstance(array, np.ndarray) else \
+            array.obj if isinstance(array, memoryview) else None
+        if base is None:
+            return array
+        array = base
+
+
+def check_apart(graph: Graph, prog: Any, args: Any, nodes: list[Node], targets: list) -> None:
+    """Refuse an input whose memory overlaps a state's live array: eager NumPy reads the values
+    its writes leave there through the input, where a replay reads the input as it was when it
+    started (or, written in place, as its order of ops left it): no replay can promise eager's
+    values, so none is run."""
+    arrays = [(k, a) for k, a in enumerate(args) if isinstance(a, np.ndarray)]
     if not arrays:
-        return True
-    ids = set(map(id, targets))
-    for a in arrays:
-        while isinstance(a, np.ndarray):
-            if id(a) in ids:
-                return False
-            a = a.base
-    return True
+        return
+    owners: dict[int, list] = {}
+    for node, target in zip(nodes, targets):
+        if isinstance(target, np.ndarray):
+            owners.setdefault(id(_root(target)), []).append((node, target))
+    for k, a in arrays:
+        for node, target in owners.get(id(_root(a)), ()):
+            try:
+                shared = np.shares_memory(a, target, max_work=100_000)
+            except np.exceptions.TooHardError:
+                shared = True
+            if shared:
+                name = prog.input_names[k] if k < len(prog.input_names) else f"#{k}"
+                state = label(graph.nodes[node.params["of"]] if "of" in node.params else node)
+                raise ReplayInputError(
+                    f"input {name!r} shares memory with the state {state}, which the graph "
+                    f"writes: eager NumPy would read the values written there through "
+                    f"{name!r}, and a replay cannot promise the same reads. Fix: pass a copy "
+                    f"({name}.copy()), or give the state with states={{{state!r}: ...}}")
 
 
 def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: bool,
@@ -220,8 +248,9 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
     else:  # NumPy's own arrays: taken as they are
         values = targets
     everything = [*args, *values]
+    check_apart(graph, prog, args, nodes, targets)
     live = live_program(graph, prog) if mode == "write" and not given and direct else None
-    if live is not None and _apart(args, targets):  # last writes into the live arrays
+    if live is not None:  # last writes into the live arrays
         results = live(everything, seed)
     else:
         results = prog(everything, seed) if direct else engine.execute(prog, everything, seed,
