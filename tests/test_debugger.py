@@ -1,6 +1,7 @@
 """The executor as a debugger: stepping, breakpoints, values, first NaN, first divergence, stats."""
 
 import re
+import warnings
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -221,3 +222,22 @@ def test_a_nan_through_a_multi_output_op_is_reported_at_that_op_not_at_its_unpac
     with pytest.raises(cv.NonFiniteError) as info, np.errstate(invalid="ignore"):
         h.replay({"x": np.ones(4)}, check_finite=True)
     assert "its operands are finite: log made the NaN/Inf" in str(info.value)
+
+
+def test_compare_sees_a_difference_in_the_imaginary_part_alone():
+    # the comparison cast complex values to float64, dropping the imaginary part (and warning)
+    x = {"x": np.array([1.0, 2.0])}
+    g = cv.capture(lambda x: x * 1j + 1.0, cv.spec(2, "float64"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning
+        found = g.compare(lambda x: x * 5j + 1.0, inputs=x)
+    assert found and found.node.op == "multiply"
+    assert found.max_abs == 8.0
+    assert not g.compare(lambda x: x * 1j + 1.0, inputs=x)
+
+
+def test_compare_tells_integers_apart_past_two_to_the_53():
+    big = 2**53
+    g = cv.capture(lambda x: x + 1, cv.spec(1, "int64"))
+    found = g.compare(lambda x: x + 0, inputs={"x": np.array([big])})  # 2**53 + 1 vs 2**53
+    assert found and found.node.op == "add"
