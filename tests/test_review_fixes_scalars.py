@@ -426,3 +426,36 @@ def test_line_call_kind_is_the_fallback_without_column_positions(line, kind):
     from capviz.trace.call_site import line_call_kind
 
     assert line_call_kind(line) == kind
+
+
+# --- a NumPy scalar in a parameter NumPy computes with (NEP 50) ------------------------------
+
+
+@pytest.mark.parametrize("call, expr, wide", [
+    (lambda a: np.quantile(a, np.float64(0.3)), "np.quantile(..., q=np.float64(...))", "float64"),
+    (lambda a: np.percentile(a, np.int64(30)), "np.percentile(..., q=np.int64(...))", "float64"),
+    (lambda a: np.unwrap(a, discont=np.float64(3.0)), "np.unwrap(..., discont=np.float64(...))",
+     "float64"),
+])
+def test_a_numpy_scalar_that_promotes_a_narrow_operand_is_refused_with_the_fix(call, expr, wide):
+    # the capture recorded np.float64(0.3) as the Python float 0.3, which NEP 50 treats as weak:
+    # every replay gave float32 where NumPy gives float64 (and unwrap another period)
+    a = np.array([3.0, 1.0, 2.0, 7.5], np.float32)
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(call, a)
+    message = str(info.value)
+    assert expr in message
+    assert "NumPy computes a float32 operand with a NumPy scalar" in message
+    assert f"Fix: cast the operand (a.astype(np.{wide}))" in message
+
+
+@pytest.mark.parametrize("call", [
+    lambda a: np.quantile(a, 0.3),  # weak: float32, as recorded
+    lambda a: np.percentile(a, [np.int64(30)]),  # a list is strong either way
+    lambda a: np.quantile(a.astype(np.float64), np.float64(0.3)),  # nothing narrower
+    lambda a: np.unwrap(a, discont=3.0),
+])
+def test_a_parameter_whose_type_changes_nothing_still_replays_as_numpy(call):
+    a = np.array([3.0, 1.0, 2.0, 7.5], np.float32)
+    graph = cv.capture(call, a)
+    assert_bits(graph.replay({"a": a})["out"], call(a))

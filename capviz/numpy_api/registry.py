@@ -26,21 +26,46 @@ def reject(name: str, args: Any, **given: Any) -> None:
 _PLAIN = (type(None), bool, int, float, complex, str)
 
 
-def static(call: str, name: str, value: Any, operands: Any) -> Any:
+# parameters whose value NumPy computes with, in the operand's type or the scalar's (NEP 50):
+# a NumPy scalar there is "strong" where the Python number it is recorded as is "weak"
+_PROMOTING = frozenset({"q", "discont", "period"})
+_NARROW = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.complex64)})
+
+
+def _refuse_strong(call: str, name: str, value: Any, operands: Any) -> None:
+    """Refuse a NumPy integer or float64 scalar in a parameter NumPy computes with, next to an
+    operand of a narrower float type: NumPy promotes the result to the scalar's type (NEP 50),
+    the Python number a graph records would not be promoted."""
+    found = operands if isinstance(operands, (list, tuple)) else (operands,)
+    narrow = [o for o in found if getattr(o, "dtype", None) in _NARROW]
+    if narrow:
+        dtype = narrow[0].dtype
+        wide = np.result_type(dtype, value.dtype)
+        raise unsupported(
+            f"{call}(..., {name}=np.{type(value).__name__}(...))", operands,
+            f"NumPy computes a {dtype} operand with a NumPy scalar {name} in {wide} (NEP 50), "
+            f"where the Python number a graph records keeps {dtype}. Fix: cast the operand "
+            f"(a.astype(np.{wide})) to keep NumPy's {wide} result, or pass "
+            f"{name}={type(value.item()).__name__}({name}) to compute in {dtype}")
+
+
+def static(call: str, name: str, value: Any, operands: Any, nested: bool = False) -> Any:
     """``value`` of parameter ``name`` as a static graph parameter, or a refusal naming it.
 
     Python scalars, strings, None, slices and lists/tuples of them stay as they are (a NumPy
     function treats a list and a tuple alike); NumPy integers and float64 scalars become the
-    equal Python numbers; a dtype becomes its name; a small int64/float64/bool ndarray becomes a
-    list. Anything else (a tensor, a callable, a float32 scalar whose type would change the
-    result) is refused.
+    equal Python numbers, but in ``q``, ``discont`` and ``period`` next to a narrower float
+    operand, where NumPy promotes to the scalar's type (NEP 50) and would not with the Python
+    number, they are refused with the fix; a dtype becomes its name; a small
+    int64/float64/bool ndarray becomes a list. Anything else (a tensor, a callable, a float32
+    scalar whose type would change the result) is refused.
     """
     t = type(value)
     if t in _PLAIN:
         return value
     if isinstance(value, (list, tuple)):
-        return t(static(call, name, v, operands) for v in value) if t in (list, tuple) \
-            else tuple(static(call, name, v, operands) for v in value)
+        return t(static(call, name, v, operands, True) for v in value) if t in (list, tuple) \
+            else tuple(static(call, name, v, operands, True) for v in value)
     if isinstance(value, slice):
         return slice(*(static(call, name, v, operands)
                        for v in (value.start, value.stop, value.step)))
@@ -49,6 +74,9 @@ def static(call: str, name: str, value: Any, operands: Any) -> Any:
                           f"{name} must be a Python value: the result's shape or meaning "
                           "would depend on tensor data, which a capture does not have")
     if isinstance(value, (np.bool_, np.integer)) or t is np.float64:
+        if name in _PROMOTING and not nested and not isinstance(value, np.bool_):
+            # (a list is "strong" either way: NumPy makes it an array)
+            _refuse_strong(call, name, value, operands)
         return value.item()
     if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)) \
             or any(value is py for py in (int, float, complex, bool)):
