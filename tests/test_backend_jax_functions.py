@@ -113,6 +113,8 @@ def test_insert_of_values_with_more_leading_axes_is_numpys():
 @pytest.mark.parametrize("dtype", [np.float64, np.int32])
 def test_arg_extremum_of_a_zero_d_array_along_axis_0_is_numpys(name, dtype):
     jax_is_numpy(lambda a: getattr(np, name)(a, axis=0), np.array(3, dtype))
+    for axis in (0, -1):  # keepdims too (a 0-d result): it was jax's "axis 0 is out of bounds"
+        jax_is_numpy(lambda a: getattr(np, name)(a, axis=axis, keepdims=True), np.array(3, dtype))
 
 
 def test_around_of_booleans_is_numpys_float16():

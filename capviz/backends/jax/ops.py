@@ -607,9 +607,11 @@ def _arg_extremum(name: str) -> Callable[[Any], Callable]:
                     f"(NumPy orders them by real, then imaginary part); replay with "
                     f"backend='numpy', or take np.{name} of np.real or np.abs of the values")
             axis = args[0] if args else params.get("axis")
-            if not len(a.shape) and axis in (0, -1) and not params.get("keepdims"):
-                # NumPy takes axis 0 (or -1) of a 0-d array as its one element
-                a, args, params = jnp.reshape(a, (1,)), (), {**params, "axis": 0}
+            if not len(a.shape) and axis in (0, -1):
+                # NumPy takes axis 0 (or -1) of a 0-d array as its one element (keepdims or
+                # not: the result is 0-d)
+                a, args = jnp.reshape(a, (1,)), ()
+                params = {**params, "axis": 0, "keepdims": False}
                 axis = 0
             if name.startswith("nan") and dtype.kind == "f":
                 # NumPy raises on a slice of NaNs only, where jax.numpy gives -1
