@@ -283,6 +283,9 @@ class Graph:
         self.state_values: dict[int, Any] = {}  # a state array's value when first written
         self.state_targets: dict[int, Any] = {}  # the live object of each state (a weak
         #                                          reference for an array; not saved)
+        self.state_places: dict[int, Any] = {}  # where the user held it: (anchor, steps),
+        #   anchor a module's globals or a weak reference, steps ((is_attribute, key), ...);
+        #   a replay refuses a path that holds another object now (not saved)
 
     # --- structure ------------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ import copy
 import random
 import sys
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -57,15 +58,18 @@ class NotRecordable(Exception):
     """A draw a graph cannot hold; the text says why and what to write instead."""
 
 
-def _state_node(recorder: Any, generator: Any, label: str) -> Any:
+def _state_node(recorder: Any, generator: Any, label: str, place: tuple | None) -> Any:
     """The ``state`` node standing for ``generator`` in ``recorder``'s graph (made at its
-    first draw)."""
+    first draw; ``place``: where the user holds it, for a replay to check it is still there,
+    see ``Graph.state_places``)."""
     known = recorder.generators.get(id(generator))
     if known is not None and known[0] is generator:
         return known[1]
     node = recorder._append("state", None, (), {"generator": type(generator).__name__}, None,
                             None, user_source(), label)
     recorder.graph.state_targets[node.index] = generator
+    if place is not None:
+        recorder.graph.state_places[node.index] = place
     recorder.generators[id(generator)] = (generator, node)
     return node
 
@@ -89,7 +93,7 @@ _INT64 = np.iinfo(np.int64)
 
 
 def record(recorder: Any, generator: Any, label: str, method: str, args: tuple,
-           kwargs: dict) -> Tensor:
+           kwargs: dict, place: tuple | None = None) -> Tensor:
     """Record ``generator.<method>(*args, **kwargs)`` as a ``draw`` of its state.
 
     A draw of an array is a tensor of its shape and dtype. A draw of one number is a 0-d
@@ -130,7 +134,8 @@ def record(recorder: Any, generator: Any, label: str, method: str, args: tuple,
               "shape": tuple(value.shape), "dtype": value.dtype.name}
     if python:
         params["python"] = True
-    node = recorder.record(ops.OPS["draw"], (_state_node(recorder, generator, label),), params)
+    state = _state_node(recorder, generator, label, place)
+    node = recorder.record(ops.OPS["draw"], (state,), params)
     if python:
         recorder.python_nodes.add(node.index)
     return Tensor(node, recorder)
@@ -144,10 +149,12 @@ class StandIn:
     context are recorded (:func:`record`), anything else is the real object's. ``isinstance``
     and ``__class__`` answer the real class."""
 
-    __slots__ = ("_capviz_label", "_capviz_real", "_capviz_report")
+    __slots__ = ("_capviz_label", "_capviz_place", "_capviz_real", "_capviz_report")
 
-    def __init__(self, real: Any, label: str, report: Callable[[str, str], None]) -> None:
+    def __init__(self, real: Any, label: str, report: Callable[[str, str], None],
+                 place: tuple | None = None) -> None:
         object.__setattr__(self, "_capviz_real", real)
+        object.__setattr__(self, "_capviz_place", place)
         object.__setattr__(self, "_capviz_label", label)
         object.__setattr__(self, "_capviz_report", report)
 
@@ -175,7 +182,8 @@ class StandIn:
                     or not user_call(sys._getframe(1)):
                 return attr(*args, **kwargs)  # not ours: the watch sees the state change
             try:
-                return record(recorder, real, label, name, args, kwargs)
+                return record(recorder, real, label, name, args, kwargs,
+                              self._capviz_place)
             except NotRecordable as why:
                 raise recorder.refuse_here(f"{label}.{name}(...)", str(why)) from None
 
@@ -221,19 +229,47 @@ def _attributes(obj: Any) -> dict | None:
     return found if type(found) is dict else None
 
 
-def _sites(roots: list[tuple[str, Any, Any, Any]]) -> list[tuple[str, Any, Any, Any]]:
-    """``(name, container, key, value)`` for the values of ``roots`` and one level below:
-    items of dicts and lists, attributes of plain objects."""
-    out = list(roots)
-    for name, _, _, value in roots:
+def _root_place(container: Any, key: Any) -> tuple | None:
+    """Where a root's value is held (``Graph.state_places``): a module's globals (a dict) or
+    a closure cell, kept strongly (they hold the one value, or live as long as their module);
+    a frame's local (no container) has no place a replay can look at again."""
+    if type(container) is dict:
+        return container, ((False, key),)
+    if container is not None:
+        return container, ((True, key),)
+    return None
+
+
+def _below(place: tuple | None, owner: Any, is_attribute: bool, key: Any) -> tuple | None:
+    """The place of ``owner``'s item or attribute ``key``, ``owner`` being at ``place``: from
+    a weak reference to ``owner`` when it takes one, else from ``place``."""
+    try:
+        return weakref.ref(owner), ((is_attribute, key),)
+    except TypeError:  # a dict, a list
+        return None if place is None else (place[0], (*place[1], (is_attribute, key)))
+
+
+def _sites(roots: list[tuple[str, Any, Any, Any]]) -> list[tuple[str, Any, Any, Any, Any]]:
+    """``(name, container, key, value, place)`` for the values of ``roots`` and one level
+    below: items of dicts and lists, attributes of plain objects (``place``: where a replay
+    finds the value again, or ``None``)."""
+    out = [(*root, _root_place(root[1], root[2])) for root in roots]
+    for name, container, key, value in roots:
+        place = None
         if type(value) is dict and len(value) <= 64:
-            out += [(f"{name}[{k!r}]", value, k, v) for k, v in list(value.items())]
+            place = _root_place(container, key)
+            out += [(f"{name}[{k!r}]", value, k, v, _below(place, value, False, k))
+                    for k, v in list(value.items())]
         elif type(value) is list and len(value) <= 64:
-            out += [(f"{name}[{i}]", value, i, v) for i, v in enumerate(value)]
+            place = _root_place(container, key)
+            out += [(f"{name}[{i}]", value, i, v, _below(place, value, False, i))
+                    for i, v in enumerate(value)]
         else:
             attrs = _attributes(value)
             if attrs is not None and len(attrs) <= 256:
-                out += [(f"{name}.{k}", attrs, k, v) for k, v in list(attrs.items())]
+                place = _root_place(container, key)
+                out += [(f"{name}.{k}", attrs, k, v, _below(place, value, True, k))
+                        for k, v in list(attrs.items())]
     return out
 
 
@@ -268,12 +304,12 @@ def install(roots: list[tuple], report: Callable[[str, str], None]) -> list[tupl
     can be put back); returns what :func:`remove` undoes."""
     done: list[tuple] = []
     made: dict[int, StandIn] = {}
-    for name, container, key, value in _sites(roots):
+    for name, container, key, value, place in _sites(roots):
         if container is None or not _is_generator(value):
             continue
         stand_in = made.get(id(value))
         if stand_in is None:
-            stand_in = made[id(value)] = StandIn(value, name, report)
+            stand_in = made[id(value)] = StandIn(value, name, report, place)
         try:
             if isinstance(container, (dict, list)):
                 container[key] = stand_in

@@ -21,6 +21,7 @@ node leaves it written, as an eager call failing there would.
 from __future__ import annotations
 
 import copy
+import operator
 import random
 import weakref
 from collections.abc import Mapping
@@ -81,6 +82,9 @@ def live(graph: Graph, node: Node, given: Mapping[str, Any] | None) -> Any:
             return value  # the usual case: the array the capture met, unchanged in kind
         if value is None and node.dtype is None and node.name in GLOBAL_GENERATORS:
             value = GLOBAL_GENERATORS[node.name]()  # a global generator: found by its name
+        place = graph.state_places.get(node.index)
+        if value is None and place is not None and not _held(place, None):
+            raise _rebound(node)  # its old array freed: the path holds another one
         if value is None:
             raise ReplayInputError(
                 f"the graph writes the state {label(node)}, whose live array is gone (a loaded "
@@ -96,18 +100,105 @@ def live(graph: Graph, node: Node, given: Mapping[str, Any] | None) -> Any:
     return value
 
 
+def _follow(owner: Any, steps: tuple) -> Any:
+    for is_attribute, key in steps:
+        owner = getattr(owner, key) if is_attribute else owner[key]
+    return owner
+
+
+def _held(place: tuple, value: Any) -> bool:
+    """Whether the path ``place`` (``graph.state_places``) still leads to ``value`` (or its
+    owner is gone: nothing holds another object there)."""
+    anchor, steps = place
+    owner = anchor() if type(anchor) is weakref.ref else anchor
+    if owner is None:
+        return True
+    try:
+        return _follow(owner, steps) is value
+    except Exception:  # the path leads nowhere now (an attribute deleted, a shorter list)
+        return False
+
+
+def _rebound(node: Node) -> ReplayInputError:
+    name = label(node)
+    what = ("draws from the generator it held then, where a call would draw from the one it "
+            "holds now") if node.dtype is None else ("reads and writes the array it held then, "
+                                                     "where a call would use the one it holds "
+                                                     "now")
+    return ReplayInputError(
+        f"{name} was rebound after the capture (recorded at {format_source(node.source)}): "
+        f"the graph {what}. Fix: pass the live one, graph.replay(inputs, states={{{name!r}: "
+        f"{name}}}), or capture again")
+
+
+def _place_groups(graph: Graph, nodes: list[Node]) -> list[tuple]:
+    """The states of ``nodes`` with a place, grouped by owner (``self.params`` for
+    ``self.params[0]``, ``self.params[1]``...) so that a replay follows each owner's path once
+    and compares its items with two C-level gets: ``(anchor, steps to the owner, the getter
+    of the items there, the getter of the live objects in the replay's list, their
+    positions)``."""
+    groups: dict[tuple, tuple] = {}
+    for k, node in enumerate(nodes):
+        place = graph.state_places.get(node.index)
+        if place is None:
+            continue
+        anchor, steps = place
+        is_attribute, key = steps[-1]
+        found = groups.setdefault((id(anchor), steps[:-1], is_attribute),
+                                  (anchor, steps[:-1], is_attribute, [], []))
+        found[3].append(key)
+        found[4].append(k)
+    return [(anchor, path, (operator.attrgetter if is_attribute else operator.itemgetter)(
+                *keys), operator.itemgetter(*positions), positions)
+            for anchor, path, is_attribute, keys, positions in groups.values()]
+
+
+def check_places(graph: Graph, nodes: list[Node], targets: list, groups: list[tuple] | None,
+                 given: Mapping[str, Any] | None) -> None:
+    """Refuse a replay of a state whose path (``model.m``, ``model.rng``) holds another object
+    than the live one the replay would use (the user rebound it: ``model.m = np.zeros(3)``, a
+    reset): an eager call would read, write or draw from the new one. ``groups`` is
+    :func:`_place_groups` of ``nodes`` (``None``: states given, each checked by itself)."""
+    if groups is None:
+        for node, target in zip(nodes, targets):
+            place = graph.state_places.get(node.index)
+            if place is not None and label(node) not in given and not _held(place, target):
+                raise _rebound(node)
+        return
+    for anchor, path, get_now, get_met, positions in groups:
+        owner = anchor() if type(anchor) is weakref.ref else anchor
+        if owner is None:
+            continue
+        try:
+            now = get_now(_follow(owner, path))
+        except Exception:
+            now = None
+        met = get_met(targets)
+        if len(positions) == 1:
+            if now is not met:
+                raise _rebound(nodes[positions[0]])
+        elif now is None or not all(map(operator.is_, now, met)):
+            for k in positions:
+                if not _held(graph.state_places[nodes[k].index], targets[k]):
+                    raise _rebound(nodes[k])
+
+
 def _live_all(graph: Graph, prog: Any, given: Mapping[str, Any] | None) -> list:
     """:func:`live` of each state node of ``prog``; the usual case (the arrays the capture
     met, unchanged in kind) from the program's list of them, without a call per state."""
     nodes = prog.states
     if given:
-        return [live(graph, n, given) for n in nodes]
+        found = [live(graph, n, given) for n in nodes]
+        if graph.state_places:
+            check_places(graph, nodes, found, None, given)
+        return found
     plan = prog.live_plan
     if plan is None or plan[0] is not graph:
         targets = graph.state_targets
         plan = prog.live_plan = (graph, [
             (node, targets.get(node.index) if node.dtype is not None and "of" not in
-             node.params else None, node.shape, node.dtype) for node in nodes])
+             node.params else None, node.shape, node.dtype) for node in nodes],
+            _place_groups(graph, nodes))
     found = []
     append = found.append
     for node, ref, shape, dtype in plan[1]:
@@ -116,6 +207,8 @@ def _live_all(graph: Graph, prog: Any, given: Mapping[str, Any] | None) -> list:
                 value.dtype is not dtype and value.dtype != dtype):
             value = live(graph, node, given)
         append(value)
+    if plan[2]:
+        check_places(graph, nodes, found, plan[2], given)
     return found
 
 

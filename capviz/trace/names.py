@@ -42,6 +42,7 @@ import dis
 import inspect
 import sysconfig
 import types
+import weakref
 from collections import deque
 from types import CodeType, FrameType
 from typing import Any, NamedTuple
@@ -146,6 +147,7 @@ class Space(NamedTuple):
     prefix: str  # "mymodel." for another module's globals
     loops: frozenset[str]  # its loop variables, no roots of a path
     by_name_only: bool  # the innermost frame (new at each call): no index
+    module: bool = False  # a module's globals (lives as long as the module), not a frame's
 
 
 class Namer:
@@ -241,9 +243,9 @@ class Namer:
         first = frames[0]
         outer = first.f_globals
         spaces = [Space(outer, "", loop_names(first.f_code) if first.f_locals is outer
-                        else frozenset(), False)]
-        spaces += [Space(f.f_locals, "", loop_names(f.f_code), k == len(frames) - 1 and k > 0)
-                   for k, f in enumerate(frames)]
+                        else frozenset(), False, True)]
+        spaces += [Space(f.f_locals, "", loop_names(f.f_code), k == len(frames) - 1 and k > 0,
+                         f.f_locals is f.f_globals) for k, f in enumerate(frames)]
         modules = list({id(f.f_globals): f.f_globals for f in frames}.values())
         for namespace in modules[:]:  # import mymodel (globals: looked at once per capture)
             modules += self._imported(namespace)
@@ -254,7 +256,8 @@ class Namer:
         for namespace in modules:
             if id(namespace) not in seen and len(seen) <= MAX_MODULES:
                 seen.add(id(namespace))
-                spaces.append(Space(namespace, _module_prefix(namespace), frozenset(), False))
+                spaces.append(Space(namespace, _module_prefix(namespace), frozenset(), False,
+                                    True))
         return spaces
 
     def _imported(self, namespace: dict) -> list[dict]:
@@ -272,13 +275,51 @@ class Namer:
         self.spaces = {}
         self.chain = None
 
+    def place(self, value: Any, frames: list[FrameType]) -> tuple | None:
+        """Where ``value`` is held, as :meth:`find` names it: ``(anchor, steps)``, with
+        ``steps`` ``((is_attribute, key), ...)`` leading from ``anchor`` to ``value``, or
+        ``None`` when no owner can be kept without keeping ``value`` alive.
+
+        ``anchor`` is a module's globals (kept strongly: it lives as long as the module), else
+        a weak reference to the first object of the path that takes one (``self`` in
+        ``self.m``, ``model`` in ``model.layers[0].m``): a path held only by a frame's variables
+        and plain dicts and lists (``params["w"]`` with ``params`` a function's local) has
+        none. A replay follows the path again to see that it still holds the array
+        (:func:`capviz.replay.state.check_places`)."""
+        if not frames:
+            return None
+        hit = self._hit(value, self._spaces(frames))
+        if hit is None:
+            return None
+        space, link = hit
+        steps = _steps(link)
+        if space.module:
+            return space.namespace, ((False, steps[0][1]), *steps[1:])
+        owner = space.namespace.get(steps[0][1])
+        for k in range(1, len(steps)):
+            try:
+                return weakref.ref(owner), tuple(steps[k:])
+            except TypeError:  # a dict, a list: follow the path further
+                pass
+            try:
+                owner = getattr(owner, steps[k][1]) if steps[k][0] else owner[steps[k][1]]
+            except Exception:
+                return None
+        return None
+
     def _lookup(self, value: Any, spaces: list[Space]) -> str | None:
+        hit = self._hit(value, spaces)
+        return None if hit is None else hit[0].prefix + path_of(hit[1])
+
+    def _hit(self, value: Any, spaces: list[Space]) -> tuple[Space, Any] | None:
+        """The space ``value`` is found in and its index link there (a name, for a value the
+        space holds itself)."""
         key = id(value)
         for space in spaces:
             if _holds(space.namespace, value):
                 for name, v in list(space.namespace.items()):
                     if v is value and _named(name) and name not in space.loops:
-                        return space.prefix + name
+                        return space, name
             if space.by_name_only:
                 continue  # the innermost frame: new at each call, searched by name only
             got = self.indexes.get(id(space.namespace))
@@ -286,7 +327,7 @@ class Namer:
                 self._index(space.namespace, space.loops)
             hit = index.get(key)
             if hit is not None and hit[0] is value:
-                return space.prefix + path_of(hit[1])
+                return space, hit[1]
         return None
 
     def _index(self, namespace: dict, loops: frozenset[str] = frozenset()
@@ -331,6 +372,16 @@ def path_of(link: Any) -> str:
         steps.append(_key_text(key) if kind is _ITEM_OF_DICT else f"[{key}]"
                      if kind is _ITEM_OF_SEQUENCE else f".{key}")
     return link + "".join(reversed(steps))
+
+
+def _steps(link: Any) -> list[tuple[bool, Any]]:
+    """An index ``link`` as steps ``(is_attribute, key)``, the root name first."""
+    steps = []
+    while type(link) is tuple:
+        link, kind, key = link
+        steps.append((kind == _ATTRIBUTE, key))
+    steps.append((False, link))
+    return steps[::-1]
 
 
 def _holds(namespace: dict, value: Any) -> bool:

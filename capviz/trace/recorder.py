@@ -210,6 +210,13 @@ class Recorder(Trace):
             frame = user_frame(sys._getframe(1))
         return self.namer.find(value, self.namer.frames(frame, self.scopes.entry))
 
+    def place_of(self, value: Any, frame: FrameType | None = None) -> tuple | None:
+        """Where the user holds ``value`` under the name :meth:`name_of` gives, for a replay to
+        check it is still there (:meth:`capviz.trace.names.Namer.place`)."""
+        if frame is None:
+            frame = user_frame(sys._getframe(1))
+        return self.namer.place(value, self.namer.frames(frame, self.scopes.entry))
+
     # --- recording ------------------------------------------------------------------------------
 
     def _append(self, kind: str, op: str | None, args: tuple, params: dict, shape: Any,

@@ -286,6 +286,7 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
                frame: FrameType | None) -> State:
     graph = recorder.graph
     name = recorder.name_of(root, frame)
+    place = None if name is None else recorder.place_of(root, frame)
     if name is None and met is not root:
         name = recorder.name_of(met, frame)
     hit = recorder._adopted.get(id(root))
@@ -308,6 +309,8 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
         graph.state_values[node.index] = root.copy(order="K") if plain else host_copy(root)
     ref = weakref.ref(root)
     graph.state_targets[node.index] = ref
+    if place is not None:
+        graph.state_places[node.index] = place
     state = State(ref, node, Tensor(node, recorder))
     recorder.states[id(root)] = state
     if graph.constant_origins:  # before the poison: they read its values
@@ -406,6 +409,7 @@ def finish(recorder: Any, written: list[tuple[State, Node]], source: Any) -> Non
                 dead.params = {}
                 graph.constant_values[dead.index] = graph.state_values.pop(dead.index)
                 del graph.state_targets[dead.index]
+                graph.state_places.pop(dead.index, None)
             continue
         graph.nodes.append(Node(len(graph.nodes), "output", None, (final,),
                                 {"state": node.index}, final.shape, final.dtype, source,
