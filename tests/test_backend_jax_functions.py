@@ -373,3 +373,14 @@ def test_pad_odd_reflection_of_values_beyond_half_the_max_fails_at_the_node():
     fails_on_jax(fn, [m], r"reflect_type='odd'\) of float32 values beyond finfo\.max / 2")
     got, want = on_jax(fn, m / 4)
     np.testing.assert_array_equal(got, want)
+
+
+def test_polymul_and_convolve_whose_sums_overflow_or_cancel_fail_at_the_node():
+    big = np.finfo(np.float64).max
+    a = np.array([big / 2, 3.0, -big / 2, 1.0])
+    v = np.array([2.0, 1.5, 2.0])
+    for fn in (lambda x, y: np.polymul(x, y), lambda x, y: np.convolve(x, y)):
+        fails_on_jax(fn, [a, v], r"a convolution \(np\.convolve, np\.polymul\) whose sums of "
+                     r"products overflow or cancel")
+        got, want = on_jax(fn, np.array([0.5, 3.0, -0.25, 1.0]), v)
+        np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -63,7 +63,26 @@ def convolve_as_numpy(jnp: Any, a: Any, v: Any, mode: str = "full") -> Any:
     if set(kinds) <= set("biu"):
         dtype = np.result_type(dtype_of(a), dtype_of(v))
         return _integer_convolve(jnp, a.astype(dtype), v.astype(dtype), mode)
-    return jnp.convolve(a, v, mode=mode)
+    result = jnp.convolve(a, v, mode=mode)
+    if "c" not in kinds:
+        sums_of_products(jnp, result, jnp.convolve(jnp.abs(a), jnp.abs(v), mode=mode),
+                          min(a.shape[0], v.shape[0]), np.dtype(result.dtype))
+    return result
+
+
+def sums_of_products(jnp: Any, got: Any, size: Any, n: int, dtype: np.dtype) -> None:
+    """Each output of a convolution (``n`` products at most, of total magnitude ``size``)
+    checked to be the same in NumPy's order of summation and XLA's, within the tolerance: a
+    product or partial sum that overflows, or a sum cancelling below ``n * eps * size``,
+    differs by the order and by XLA's fused multiply-adds (a float64 ``polymul`` of extremes
+    gave other values)."""
+    rtol, atol = _TOLERANCE if dtype != np.float16 else (1e-2, 1e-1)
+    slack = size * (n * float(np.finfo(dtype).eps))
+    ok = jnp.isfinite(size) & (slack <= atol + rtol * jnp.abs(got))
+    require_each(ok | jnp.isnan(size), "a convolution (np.convolve, np.polymul) whose sums "
+                 "of products overflow or cancel: NumPy's order of summation and XLA's fused "
+                 "multiply-adds give other values there beyond the tolerance; replay with "
+                 "backend='numpy'")
 
 
 def _integer_convolve(jnp: Any, a: Any, v: Any, mode: str) -> Any:

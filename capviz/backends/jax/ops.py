@@ -24,7 +24,13 @@ import numpy as np
 
 from capviz import ops
 from capviz.backends.jax.checks import checked
-from capviz.backends.jax.functions import FUNCTIONS, convolve_as_numpy, divided, product
+from capviz.backends.jax.functions import (
+    FUNCTIONS,
+    convolve_as_numpy,
+    divided,
+    product,
+    sums_of_products,
+)
 from capviz.backends.jax.random import bernoulli, normal, uniform
 from capviz.backends.jax.trace import dtype_of, require
 from capviz.ops import traits
@@ -782,9 +788,16 @@ def _polymul(jnp: Any) -> Callable:
         for a in (a1, a2):
             if a.shape[0] > 1:
                 require(a[0] != 0, POLYMUL_TRIMS)
-        if dtype_of(a1).kind in "biu" and dtype_of(a2).kind in "biu":
-            return convolve_as_numpy(jnp, a1, a2)  # in NumPy's integer type (jax's: floats)
-        return jnp.polymul(a1, a2, trim_leading_zeros=False)
+        kinds = dtype_of(a1).kind + dtype_of(a2).kind
+        empty = not (a1.shape[0] and a2.shape[0])  # NumPy's product is [0.]
+        if set(kinds) <= set("biu") and not empty:
+            return convolve_as_numpy(jnp, a1, a2)  # integers in their type (jax's: floats)
+        result = jnp.polymul(a1, a2, trim_leading_zeros=False)
+        if "c" not in kinds and not empty:
+            sums_of_products(jnp, result, jnp.polymul(jnp.abs(a1), jnp.abs(a2),
+                                                      trim_leading_zeros=False),
+                             min(a1.shape[0], a2.shape[0]), np.dtype(result.dtype))
+        return result
 
     return polymul
 
