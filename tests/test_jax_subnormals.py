@@ -134,6 +134,8 @@ def test_compare_against_jax_names_the_node_computed_with_xlas_arithmetic():
     (lambda a, b: 1.0 / np.fmod(a, b), "fmod"),
     (lambda a, b: 1.0 / np.remainder(a, b), "remainder"),
     (lambda a, b: np.floor_divide(-a, b * 1e30), "floor_divide"),
+    (lambda a, b: 1.0 / np.divmod(a, b)[1], "divmod"),
+    (lambda a, b: np.divmod(-a, b * 1e30)[0], "divmod"),
     (lambda a, b: 1.0 / np.trace(np.diag(a - b)), "subtract"),
 ])
 def test_a_remainder_or_a_trace_into_the_subnormal_range_fails_at_the_node(fn, op):

@@ -121,6 +121,9 @@ _PRODUCT = ("an operand of {op} holds values so small that their products may be
 def check(jnp: Any, name: str, args: tuple, operands: list, result: Any,
           params: dict) -> None:
     """The flush checks of op ``name`` (nothing for an op or a dtype XLA does not flush)."""
+    if name in REMAINDERS:  # divmod gives two results: its operands say what XLA flushes
+        _remainders(jnp, name, operands)
+        return
     if not hasattr(result, "dtype") or dtype_of(result) not in FLUSHED:
         return
     if name in ELEMENTWISE:
@@ -129,8 +132,6 @@ def check(jnp: Any, name: str, args: tuple, operands: list, result: Any,
         _products(jnp, name, operands, result)
     elif name in SUMS and operands:
         _sums(jnp, name, operands[0], result)  # where= drops terms: the mask covers them all
-    elif name in REMAINDERS:
-        _remainders(jnp, name, operands)
     elif name in PRODS and operands:
         _prods(jnp, name, operands[0], result, params)
     elif name in SPREADS and operands:
