@@ -429,7 +429,7 @@ def test_a_view_read_before_the_write_that_capviz_cannot_map_back_is_refused():
     W = np.ones((2, 3))
 
     def f(x):
-        y = x * W.reshape(3, 2)[:, 0]
+        y = x * W.view(np.int64)[0]  # another dtype (a reshape is mapped: test_state_reshaped)
         W[1] += x
         return y
 
@@ -440,8 +440,8 @@ def test_a_view_read_before_the_write_that_capviz_cannot_map_back_is_refused():
         "ndarray W is not supported by capviz.",
         "capviz cannot record it: the capture read view of W at "
         f"{__file__}:{f.__code__.co_firstlineno + 1} in f before this write, through a view "
-        "capviz cannot map back to an index of it (a reshape, another dtype) or whose values "
-        "NumPy changed since.",
+        "capviz cannot map back to an index of it (another dtype, a reshape of memory that is "
+        "not C-contiguous) or whose values NumPy changed since.",
         "Fix: make that read after the write, or read it as an index of the array (a[i], "
         "a[:, j:k], a.T) before it."]
     assert W.tolist() == [[1.0] * 3] * 2
@@ -455,8 +455,8 @@ def test_a_view_read_before_the_write_that_capviz_cannot_map_back_is_refused():
     with pytest.raises(cv.UnsupportedOperationError,
                        match=r"the capture read view of W at .*test_state.py:\d+ in changed "
                              r"before this write, through a view capviz cannot map back to an "
-                             r"index of it \(a reshape, another dtype\) or whose values NumPy "
-                             r"changed since"):
+                             r"index of it \(another dtype, a reshape of memory that is not "
+                             r"C-contiguous\) or whose values NumPy changed since"):
         cv.capture(changed, np.ones(3))
 
 

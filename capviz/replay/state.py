@@ -61,8 +61,12 @@ def check_backend(graph: Graph, engine: Backend) -> None:
 
 def view_of(node: Node, root: Any) -> Any:
     """The value of view state ``node`` (``params["of"]``: a view of another state's array,
-    read before the capture first wrote it) in that array ``root``."""
+    read before the capture first wrote it) in that array ``root`` (``params["reshape"]``: of
+    its C-order reshape to that shape, a view of it)."""
     key, axes = node.params["index"], node.params["axes"]
+    shape = node.params.get("reshape")
+    if shape is not None:
+        root = root.reshape(shape)
     value = root[tuple(key)] if key else root
     return value if axes is None else value.transpose(axes)
 

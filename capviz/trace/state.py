@@ -99,9 +99,50 @@ def view_key(root: np.ndarray, view: np.ndarray) -> tuple | None:
     return tuple(key)
 
 
-def view_path(root: np.ndarray, view: np.ndarray) -> tuple[tuple, tuple | None] | None:
-    """``(key, axes)`` with ``root[key].transpose(axes)`` the same view as ``view`` (``axes``
-    ``None``: no transpose), or ``None`` (see :func:`view_key`)."""
+def view_path(root: np.ndarray, view: np.ndarray) -> tuple[tuple, tuple | None, tuple | None
+                                                           ] | None:
+    """``(key, axes, shape)`` with ``root.reshape(shape)[key].transpose(axes)`` the same view
+    as ``view`` (``shape`` ``None``: no reshape; ``axes`` ``None``: no transpose), or ``None``
+    (see :func:`view_key`).
+
+    A reshape is looked for when ``root`` is C-contiguous (``W = np.arange(9.0).reshape(3,
+    3)``: the memory's owner is the 1-D ``arange``, and ``W``, ``W.T``, ``W[:, 1:]`` are
+    indexes of its reshape to ``(3, 3)``): the shape whose C-order strides are the view's."""
+    path = _index_path(root, view)
+    if path is not None:
+        return (*path, None)
+    shape = _reshaped(root, view)
+    if shape is None:
+        return None
+    path = _index_path(root.reshape(shape), view)
+    return None if path is None else (*path, shape)
+
+
+def _reshaped(root: np.ndarray, view: np.ndarray) -> tuple | None:
+    """The shape of a C-order reshape of C-contiguous ``root`` with a dimension for each of
+    ``view``'s strides (largest first), or ``None``."""
+    if not root.flags.c_contiguous or view.dtype != root.dtype or not root.size:
+        return None
+    item = root.itemsize
+    strides = sorted({s for s, n in zip(view.strides, view.shape) if n > 1}, reverse=True)
+    if not strides or strides[-1] <= 0:
+        return None
+    shape = []
+    outer = root.nbytes
+    for stride in strides:
+        if outer % stride or stride % item:
+            return None
+        shape.append(outer // stride)
+        outer = stride
+    if outer != item:
+        shape.append(outer // item)
+    shape_t = tuple(shape)
+    return None if shape_t == tuple(root.shape) else shape_t
+
+
+def _index_path(root: np.ndarray, view: np.ndarray) -> tuple[tuple, tuple | None] | None:
+    """``(key, axes)`` with ``root[key].transpose(axes)`` the same view as ``view``, or
+    ``None``."""
     key = view_key(root, view)
     if key is not None or view.ndim < 2:
         return None if key is None else (key, None)
@@ -116,8 +157,10 @@ def view_path(root: np.ndarray, view: np.ndarray) -> tuple[tuple, tuple | None] 
     return None
 
 
-def _view(tensor: Tensor, path: tuple[tuple, tuple | None]) -> Tensor:
-    key, axes = path
+def _view(tensor: Tensor, path: tuple[tuple, tuple | None, tuple | None]) -> Tensor:
+    key, axes, shape = path
+    if shape is not None:
+        tensor = tensor.reshape(shape)
     view = tensor[key] if key else tensor
     return view if axes is None else view.transpose(axes)
 
@@ -252,7 +295,8 @@ def read(recorder: Any, array: np.ndarray) -> Node | None:
     if path is None:
         raise recorder.refuse_here(f"a view of the state {state.node.name or 'array'}", (
             f"the capture wrote {_called(state.node)} and reads it through a view it cannot "
-            "map back to an index of it (a reshape, another dtype); index the "
+            "map back to an index of it (another dtype, a reshape of memory that is not "
+            "C-contiguous); index the "
             "array itself (a[i], a[:, j:k]) inside the capture"))
     return mutation.current(recorder, _view(state.tensor, path))
 
@@ -277,7 +321,8 @@ def target(recorder: Any, array: np.ndarray, call: str, frame: FrameType | None 
     if path is None:
         raise recorder.refuse_here(call, (
             f"{call} writes a view of {_called(state.node)} that capviz cannot map back to an "
-            "index of it (a transpose, a reshape, another dtype); write through an index of "
+            "index of it (another dtype, a reshape of memory that is not C-contiguous); write "
+            "through an index of "
             "the array itself (a[i] = t, a[:, j:k] += t)"))
     return _view(state.tensor, path)
 
@@ -324,11 +369,11 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
 def _views_read_before(recorder: Any, root: np.ndarray, state: State) -> None:
     """A view of ``root`` the capture recorded as a constant before the first write (``y =
     W.T @ x; W -= lr * g``) reads what eager reads there, ``root``'s value when the call
-    starts: it becomes a *view state* (``params["of"]``: the state it views, ``"index"`` and
-    ``"axes"``: the view, see :func:`view_path`), which a replay reads from the live array
-    when it starts and never writes back. A view capviz cannot map back to an index of
-    ``root`` (a reshape, another dtype), or one whose memory NumPy changed since the capture
-    read it, stays refused at the write, naming the read."""
+    starts: it becomes a *view state* (``params["of"]``: the state it views, ``"index"``,
+    ``"axes"`` and maybe ``"reshape"``: the view, see :func:`view_path`), which a replay reads
+    from the live array when it starts and never writes back. A view capviz cannot map back to
+    an index of ``root`` or of its C-order reshape (another dtype), or one whose memory NumPy
+    changed since the capture read it, stays refused at the write, naming the read."""
     graph = recorder.graph
     earlier = {index for index, ref in graph.constant_origins.items()
                if ref() is root and index != state.node.index}
@@ -344,13 +389,15 @@ def _views_read_before(recorder: Any, root: np.ndarray, state: State) -> None:
             raise recorder.refuse_here(f"a write into {_called(state.node)}", (
                 f"the capture read {node.name or 'a part of it'} at "
                 f"{format_source(node.source)} before this write, through a view capviz "
-                "cannot map back to an index of it (a reshape, another dtype) or whose values "
-                "NumPy changed since; make that read after the write, or read it as an index "
-                "of the array (a[i], a[:, j:k], a.T) before it"))
+                "cannot map back to an index of it (another dtype, a reshape of memory that is "
+                "not C-contiguous) or whose values NumPy changed since; make that read after "
+                "the write, or read it as an index of the array (a[i], a[:, j:k], a.T) before "
+                "it"))
         _view_state(graph, node, state, path)
 
 
-def _view_state(graph: Any, node: Node, state: State, path: tuple[tuple, tuple | None]) -> None:
+def _view_state(graph: Any, node: Node, state: State,
+                path: tuple[tuple, tuple | None, tuple | None]) -> None:
     """Turn constant ``node``, a view of ``state``'s array read before its first write, into
     a view state (see :func:`_views_read_before`)."""
     kept = graph.constant_values.pop(node.index)
@@ -358,9 +405,11 @@ def _view_state(graph: Any, node: Node, state: State, path: tuple[tuple, tuple |
     if np.may_share_memory(kept, root):  # kept by reference: its value now, copied
         kept = host_copy(kept)
     graph.constant_origins.pop(node.index, None)
-    key, axes = path
+    key, axes, shape = path
     node.kind = "state"
     node.params = {"of": state.node.index, "index": key, "axes": axes}
+    if shape is not None:
+        node.params["reshape"] = shape
     graph.state_values[node.index] = kept
     graph.state_targets[node.index] = state.ref
     state.views.append(node)

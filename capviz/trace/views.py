@@ -468,6 +468,10 @@ def _c_contiguous(rec: Any, node: Node, depth: int, assumed: set[int]) -> bool:
     if node.kind == "constant":
         value = rec.graph.constant_values.get(node.index)
         return value is not None and bool(value.flags.c_contiguous)
+    if node.kind == "state" and "of" not in node.params:  # an outside array: as it is laid
+        ref = rec.graph.state_targets.get(node.index)  # out (trace/state.py), a view state's
+        value = ref() if isinstance(ref, weakref.ref) else None  # layout: unknown
+        return isinstance(value, np.ndarray) and bool(value.flags.c_contiguous)
     if node.kind != "op" or depth > 32:
         return False
     if node.op == "copy" and node.params.get("order") == "C":
