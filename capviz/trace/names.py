@@ -159,6 +159,7 @@ class Namer:
         self.spaces: dict[tuple, tuple] = {}  # the last frames' spaces (see _spaces)
         self.chain: tuple | None = None  # the last (frame, stop, user_frames) (see frames)
         self.visits = 0
+        self.last_hit: tuple | None = None  # (value, its _hit, frames) of the last find()
 
     def frames(self, frame: FrameType | None, stop: FrameType | None) -> list[FrameType]:
         """:func:`user_frames` of ``frame`` up to ``stop``; the same list as the last call's
@@ -178,7 +179,9 @@ class Namer:
         if not frames:
             return None
         spaces = self._spaces(frames)
-        found = self._lookup(value, spaces)
+        hit = self._hit(value, spaces)
+        self.last_hit = (value, hit, frames)  # for place(), asked next for a state
+        found = None if hit is None else hit[0].prefix + path_of(hit[1])
         base = getattr(value, "base", None)
         if found is None and isinstance(base, np.ndarray) and isinstance(value, np.ndarray):
             found = self._lookup(base, spaces)  # a view made on the line
@@ -274,6 +277,7 @@ class Namer:
         self.imports = {}
         self.spaces = {}
         self.chain = None
+        self.last_hit = None
 
     def place(self, value: Any, frames: list[FrameType]) -> tuple | None:
         """Where ``value`` is held, as :meth:`find` names it: ``(anchor, steps)``, with
@@ -288,7 +292,9 @@ class Namer:
         (:func:`capviz.replay.state.check_places`)."""
         if not frames:
             return None
-        hit = self._hit(value, self._spaces(frames))
+        last = self.last_hit
+        hit = last[1] if last is not None and last[0] is value and last[2] is frames else \
+            self._hit(value, self._spaces(frames))  # (the lookup find() just made, if any)
         if hit is None:
             return None
         space, link = hit
