@@ -209,3 +209,72 @@ def test_a_product_with_a_constant_holding_zeros_replays_without_a_precise_rerun
     np.testing.assert_array_equal(graph.replay({"a": x}, backend="jax", to_numpy=True)["out"],
                                   x * weight)
     assert backend.traces == before + 1  # the fast program only
+
+
+EPS = np.array([1e-310, 1e-310])  # a small constant (baked into the program) of subnormals
+BIG_EPS = np.full(300, 1e-310)  # a large one (an argument of the compiled program)
+TINY_PART = np.array([1.0 + 1e-310j, 2.0])  # a complex constant with a subnormal part
+LITERALS = [
+    (lambda a: np.log(np.clip(a, 1e-310, None)), "clip", "the literal 1e-310 is subnormal in "
+     "float64"),
+    (lambda a: np.maximum(a, 1e-310) > 0, "maximum", "the literal 1e-310 is subnormal in "
+     "float64"),
+    (lambda a: (a + 1e-310) > 0, "add", "the literal 1e-310 is subnormal in float64"),
+    (lambda a: np.log(a + EPS), "add", "the constant 'EPS' (node %1) holds 1e-310, subnormal "
+     "in float64"),
+    (lambda a: np.log(a[:1] + BIG_EPS), "add", "the constant 'BIG_EPS' (node %2) holds "
+     "1e-310, subnormal in float64"),
+    (lambda a: a * TINY_PART, "multiply", "the constant 'TINY_PART' (node %1) holds 1e-310, "
+     "subnormal in complex128"),
+    (lambda a: np.isclose(a, a + 1.0, atol=1e-310), "isclose", "the literal 1e-310 is "
+     "subnormal in float64"),
+    (lambda a: np.log(np.maximum(a.astype(np.float32), np.float32(1e-40))), "maximum",
+     "the literal np.float32(1e-40) is subnormal in float32"),
+    # normal in float64, where NumPy computes; refused: XLA may convert it on the device
+    (lambda a: a + np.float32(1e-40), "add", "the literal np.float32(1e-40) is subnormal in "
+     "float32"),
+    (lambda a: np.full(2, 1e-310) + a, "create", "the literal 1e-310 is subnormal in float64"),
+]
+
+
+@pytest.mark.parametrize("fn,op,why", LITERALS)
+def test_a_subnormal_literal_or_constant_is_refused_at_the_node_with_the_opt_in(fn, op, why):
+    # XLA reads a subnormal literal or constant as 0 (log(1e-310) is -713.8 in NumPy, -inf in
+    # XLA; 1e-310 > 0 is False): refused when the replay is bound, unless arithmetic="xla"
+    a = np.array([0.0, 1.0])
+    graph = cv.capture(fn, cv.spec(a.shape, a.dtype))
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        graph.replay({"a": a}, backend="jax")
+    message = str(info.value)
+    assert message.startswith(f"op {op!r} cannot run on the jax backend: XLA flushes subnormal "
+                              "floats (below np.finfo(dtype).tiny) to zero where NumPy keeps "
+                              f"them, and {why}: XLA reads it as 0; replay with "
+                              "backend='numpy', or take XLA's arithmetic"), message
+    assert f"recorded at {__file__}:" in message
+    graph.replay({"a": a}, backend="jax", arithmetic="xla")  # XLA's arithmetic, accepted
+
+
+def test_the_literal_refusal_names_the_users_line():
+    graph = cv.capture(lambda a: a + 1e-310, cv.spec((2,), "float64"))
+    line = test_the_literal_refusal_names_the_users_line.__code__.co_firstlineno + 1
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        graph.compile(backend="jax")
+    assert str(info.value).endswith(f"(node %1, recorded at {__file__}:{line} in <lambda>)")
+
+
+def test_literals_normal_in_the_type_the_op_computes_in_are_not_refused():
+    # 1e-310 rounds to 0 in float32 (NumPy's value too); float16's 1e-6 is subnormal in
+    # float16, which XLA computes in float32 and keeps, and normal in float32
+    x32 = np.array([0.0, 1.0], np.float32)
+    x16 = np.array([0.0, 1.0], np.float16)
+    cases = [
+        (lambda a: a + 1e-310, x32),
+        (lambda a: np.maximum(a, np.float16(1e-6)), x16),
+        (lambda a: np.maximum(a, np.float16(1e-6)), x32),
+        (lambda a: a + np.array([1e-6, 1e-7], np.float16), x16),
+        (lambda a: np.maximum(a, 1e-300), np.array([0.0, 1.0])),
+    ]
+    for fn, x in cases:
+        graph = cv.capture(fn, cv.spec(x.shape, x.dtype))
+        got = graph.replay({"a": x}, backend="jax", to_numpy=True)["out"]
+        np.testing.assert_array_equal(got, fn(x))

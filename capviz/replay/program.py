@@ -130,6 +130,7 @@ class Program:
         backend: the backend.
         table: the steps.
         constant_registers: the registers holding the graph's constants, in program order.
+        constant_nodes: the constants' node indices, in that order.
         host_constants: the graph's constant arrays (host memory, not copies), in that order.
         n_inputs: how many inputs a call takes, in graph input order.
         random: the graph has random ops (only then does a call need a seed).
@@ -167,6 +168,7 @@ class Program:
         from_host = backend.from_host
         random = False
         constant_registers: list[int] = []
+        constant_nodes: list[int] = []
         host_constants: list = []
         guard_reg = len(template)  # where a call's guard sink goes (see guards.step)
         template.append(None)
@@ -177,6 +179,7 @@ class Program:
                     value = constants[n.index]
                     reg[n.index] = len(template)
                     constant_registers.append(len(template))
+                    constant_nodes.append(n.index)
                     host_constants.append(value)
                     template.append(from_host(value))
                 elif n.kind == "guard":  # checked where it was read, before what follows
@@ -223,6 +226,7 @@ class Program:
         self._guard_reg = guard_reg
         self.random = random
         self.constant_registers = tuple(constant_registers)
+        self.constant_nodes = tuple(constant_nodes)
         self.host_constants = tuple(host_constants)  # the graph's arrays (references)
         self._template = template
         self._seed_reg = seed_reg

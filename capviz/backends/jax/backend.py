@@ -216,6 +216,21 @@ def _arithmetic_refusal(node: Node, why: str) -> UnsupportedOperationError:
         f"the tolerance) (node %{node.index}, recorded at {where})")
 
 
+def _reads_subnormal(node: Node, subnormal: dict[int, str]) -> str | None:
+    """Why ``node`` reads a constant XLA reads otherwise (``subnormal``: what each such
+    constant holds, by node index; :func:`capviz.backends.jax.subnormals.subnormal_constant`)."""
+    if node.kind != "op":
+        return None
+    for a in node.args:
+        held = subnormal.get(a.index) if isinstance(a, Node) else None
+        if held is not None:
+            name = f" {a.name!r}" if a.name else ""
+            return (f"XLA flushes subnormal floats (below np.finfo(dtype).tiny) to zero where "
+                    f"NumPy keeps them, and the constant{name} (node %{a.index}) holds {held}: "
+                    "XLA reads it as 0")
+    return None
+
+
 BAKED_CONSTANT_BYTES = 1024
 """Constants smaller than this are baked into the compiled function (XLA may fold them);
 larger ones are passed as its arguments."""
@@ -284,9 +299,19 @@ class _Compiled:
         program_ref = weakref.ref(program)
         # the nodes XLA's arithmetic may compute otherwise, unchecked: refused unless the
         # replay takes arithmetic="xla" (JaxBackend.execute)
+        # and the nodes reading a constant that holds a subnormal value (XLA reads it as 0)
+        low = {k: known[0] for (k, _, _), known in zip(large, bounds) if known is not None}
+        subnormal = {}
+        for k, index, host in zip(program.constant_registers, program.constant_nodes,
+                                  program.host_constants):
+            held = subnormals.subnormal_constant(host, low.get(k))
+            if held is not None:
+                subnormal[index] = held
         self.own_arithmetic: list[tuple[Node, str]] = []
         for step in program.table:
-            why = backend.own_arithmetic(step[-1]) if step[1] is not None else None
+            if step[1] is None:
+                continue
+            why = backend.own_arithmetic(step[-1]) or _reads_subnormal(step[-1], subnormal)
             if why is not None:
                 self.own_arithmetic.append((step[-1], why))
 
