@@ -823,6 +823,28 @@ def test_coverage_page_is_current():
                                         "python docs/gen_coverage.py"
 
 
+@pytest.mark.parametrize("name,fn,op", [
+    ("np.average", lambda a: np.average(a), "average"),
+    ("np.linalg.inv", lambda a: np.linalg.inv(a), "linalg.inv"),
+    ("np.fft.fft", lambda a: np.fft.fft(a), "fft.fft"),
+    ("np.polyval", lambda a: np.polyval(a[0], a), "polyval"),
+    ("np.sinc", lambda a: np.sinc(a), "sinc"),
+])
+def test_the_jax_column_of_an_op_no_subnormal_check_covers_says_what_a_replay_does(name, fn,
+                                                                                   op):
+    # a default JAX replay refuses it by name; arithmetic='xla' runs it within the tolerance
+    pytest.importorskip("jax")
+    assert coverage.engines(name)[0] == "refused (arithmetic='xla': tolerance)"
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    graph = cv.capture(fn, cv.spec(a.shape, a.dtype))
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=rf"^op '{op}' cannot run on the jax backend: XLA flushes subnormal "
+                             r"floats .*arithmetic='xla'"):
+        graph.replay({"a": a}, backend="jax")
+    got = graph.replay({"a": a}, backend="jax", arithmetic="xla", to_numpy=True)["out"]
+    np.testing.assert_allclose(got, fn(a), rtol=1e-4, atol=1e-4)
+
+
 def test_supported_functions_lists_the_captured_ones():
     names = set(cv.supported_functions())
     assert {"np.pad", "np.einsum", "np.linalg.inv", "np.fft.rfft", "np.cumsum"} <= names

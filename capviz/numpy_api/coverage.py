@@ -20,6 +20,7 @@ import numpy.lib.stride_tricks
 
 from capviz import ops
 from capviz.backends.jax.ops import UNSUPPORTED as JAX_REFUSED
+from capviz.backends.jax.subnormals import DECLARED as JAX_UNCHECKED
 from capviz.numpy_api import methods, reads
 from capviz.ops import SPECS, creation, traits
 from capviz.trace.dispatch import HANDLED, function_name, refusal
@@ -199,6 +200,8 @@ def engines(name: str) -> tuple[str, str]:
     word = "elementwise" if op in ops.UFUNCS else traits.treatment(op)
     if op in JAX_REFUSED:
         jax = "refused"
+    elif op in JAX_UNCHECKED:  # XLA may flush a subnormal it makes, and no check sees it
+        jax = "refused (arithmetic='xla': tolerance)"
     else:  # XLA moves and selects elements exactly; it computes new ones its own way
         jax = "exact" if word in _MOVES else "tolerance"
     if word is None:
@@ -259,7 +262,12 @@ def markdown() -> str:
         "*exact* (bit for bit), *tolerance* (within the engine's declared tolerance, "
         "`backend.tolerance_for(dtype)`: XLA or dask add in another order and XLA has its "
         "own transcendental functions; integer and boolean results are exact), *refused* (by "
-        "name when the graph is bound, with the reason), *its ops* (recorded as several ops). "
+        "name when the graph is bound, with the reason), *refused (arithmetic='xla': "
+        "tolerance)* (a default JAX replay refuses it by name when the graph is bound, for "
+        "float or complex results (`np.linalg`) or operands (the others): XLA flushes the "
+        "subnormal floats it may make to zero and no run-time check sees them; "
+        "`arithmetic='xla'` runs it within the tolerance, with XLA's flush), *its ops* "
+        "(recorded as several ops). "
         "Where XLA's arithmetic differs from NumPy's on some values (complex infinities, "
         "float16 overflow, casts out of range...), the JAX replay checks those values and "
         "fails at the node instead: docs/guide/replay.md, \"Where an engine's arithmetic "
