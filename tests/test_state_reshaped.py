@@ -5,6 +5,8 @@ eager NumPy computes them (they were refused with a fix recommending what the co
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -79,3 +81,29 @@ def test_a_view_that_is_no_index_of_any_reshape_is_still_refused_naming_the_read
             r"this write, through a view capviz cannot map back to an index of it \(another "
             r"dtype, a reshape of memory that is not C-contiguous\)")):
         cv.capture(update, cv.spec((4,), "float64"))
+
+
+def test_rebinding_a_reshaped_global_is_refused_a_new_view_of_its_memory_is_not():
+    global W
+    W = np.arange(9.0).reshape(3, 3)
+    graph = cv.capture(step, cv.spec((2,), "float64"))
+    assert [n.name for n in graph.state_nodes if "of" not in n.params] == ["W"]
+    owner = W.base  # (taken after the capture: a name for it would name the state)
+    W = owner.reshape(3, 3)  # another view of the same memory: what a call writes too
+    twin = W.copy()
+    g = np.array([1.0, 0.0])
+    graph.replay({"g": g})
+    step_twin(twin, g)
+    assert np.array_equal(W, twin)
+    W = np.zeros((3, 3))  # a reset: a call would write the new array, no view of the old one
+    try:
+        with pytest.raises(cv.ReplayInputError, match=re.escape(
+                "W was rebound after the capture (recorded at ")) as err:
+            graph.replay({"g": g})
+        assert str(err.value).endswith(
+            "the graph reads and writes the array it held then, where a call would use the one "
+            "it holds now. Fix: capture again (the state is the array that owns the memory W "
+            "viewed then, float64[9])")
+        assert not W.any() and np.array_equal(owner.reshape(3, 3), twin)
+    finally:
+        W = np.arange(9.0).reshape(3, 3)

@@ -88,7 +88,7 @@ def live(graph: Graph, node: Node, given: Mapping[str, Any] | None) -> Any:
             value = GLOBAL_GENERATORS[node.name]()  # a global generator: found by its name
         place = graph.state_places.get(node.index)
         if value is None and place is not None and not _held(place, None):
-            raise _rebound(node)  # its old array freed: the path holds another one
+            raise _rebound(graph, node)  # its old array freed: the path holds another one
         if value is None:
             raise ReplayInputError(
                 f"the graph writes the state {label(node)}, whose live array is gone (a loaded "
@@ -113,26 +113,33 @@ def _follow(owner: Any, steps: tuple) -> Any:
 def _held(place: tuple, value: Any) -> bool:
     """Whether the path ``place`` (``graph.state_places``) still leads to ``value`` (or its
     owner is gone: nothing holds another object there)."""
-    anchor, steps = place
+    anchor, steps = place[0], place[1]
     owner = anchor() if type(anchor) is weakref.ref else anchor
     if owner is None:
         return True
     try:
-        return _follow(owner, steps) is value
+        found = _follow(owner, steps)
     except Exception:  # the path leads nowhere now (an attribute deleted, a shorter list)
         return False
+    if len(place) == 3:  # a state named by a view of it: a view of the same memory
+        return isinstance(found, np.ndarray) and value is not None and _root(found) is value
+    return found is value
 
 
-def _rebound(node: Node) -> ReplayInputError:
+def _rebound(graph: Graph, node: Node) -> ReplayInputError:
     name = label(node)
     what = ("draws from the generator it held then, where a call would draw from the one it "
             "holds now") if node.dtype is None else ("reads and writes the array it held then, "
                                                      "where a call would use the one it holds "
                                                      "now")
+    fix = f"pass the live one, graph.replay(inputs, states={{{name!r}: {name}}}), or " \
+        "capture again"
+    if len(graph.state_places.get(node.index, ())) == 3:  # named by a view of the state
+        fix = (f"capture again (the state is the array that owns the memory {name} viewed "
+               f"then, {node.dtype}{list(node.shape)})")
     return ReplayInputError(
         f"{name} was rebound after the capture (recorded at {format_source(node.source)}): "
-        f"the graph {what}. Fix: pass the live one, graph.replay(inputs, states={{{name!r}: "
-        f"{name}}}), or capture again")
+        f"the graph {what}. Fix: {fix}")
 
 
 def _place_groups(graph: Graph, nodes: list[Node]) -> list[tuple]:
@@ -146,14 +153,18 @@ def _place_groups(graph: Graph, nodes: list[Node]) -> list[tuple]:
         place = graph.state_places.get(node.index)
         if place is None:
             continue
+        if len(place) == 3:  # named by a view of it: checked by itself (its own group)
+            groups[(k,)] = (None, place, None, None, [k])
+            continue
         anchor, steps = place
         is_attribute, key = steps[-1]
         found = groups.setdefault((id(anchor), steps[:-1], is_attribute),
                                   (anchor, steps[:-1], is_attribute, [], []))
         found[3].append(key)
         found[4].append(k)
-    return [(anchor, path, (operator.attrgetter if is_attribute else operator.itemgetter)(
-                *keys), operator.itemgetter(*positions), positions)
+    return [(anchor, path, None if keys is None else (
+                operator.attrgetter if is_attribute else operator.itemgetter)(*keys),
+             operator.itemgetter(*positions), positions)
             for anchor, path, is_attribute, keys, positions in groups.values()]
 
 
@@ -167,9 +178,13 @@ def check_places(graph: Graph, nodes: list[Node], targets: list, groups: list[tu
         for node, target in zip(nodes, targets):
             place = graph.state_places.get(node.index)
             if place is not None and label(node) not in given and not _held(place, target):
-                raise _rebound(node)
+                raise _rebound(graph, node)
         return
     for anchor, path, get_now, get_met, positions in groups:
+        if get_now is None:  # a state named by a view of it: path is its place
+            if not _held(path, targets[positions[0]]):
+                raise _rebound(graph, nodes[positions[0]])
+            continue
         owner = anchor() if type(anchor) is weakref.ref else anchor
         if owner is None:
             continue
@@ -180,11 +195,11 @@ def check_places(graph: Graph, nodes: list[Node], targets: list, groups: list[tu
         met = get_met(targets)
         if len(positions) == 1:
             if now is not met:
-                raise _rebound(nodes[positions[0]])
+                raise _rebound(graph, nodes[positions[0]])
         elif now is None or not all(map(operator.is_, now, met)):
             for k in positions:
                 if not _held(graph.state_places[nodes[k].index], targets[k]):
-                    raise _rebound(nodes[k])
+                    raise _rebound(graph, nodes[k])
 
 
 def _live_all(graph: Graph, prog: Any, given: Mapping[str, Any] | None) -> list:

@@ -334,6 +334,9 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
     place = None if name is None else recorder.place_of(root, frame)
     if name is None and met is not root:
         name = recorder.name_of(met, frame)
+        viewed = None if name is None else recorder.place_of(met, frame)
+        if viewed is not None:  # named by a view of it (W = np.arange(9.0).reshape(3, 3)):
+            place = (*viewed, True)  # the path must lead to a view of the same memory
     hit = recorder._adopted.get(id(root))
     node = hit[1] if hit is not None and hit[0] is root else None
     if node is not None and (node.kind != "constant" or not recorder._unchanged(node, root)):
