@@ -384,3 +384,24 @@ def test_polymul_and_convolve_whose_sums_overflow_or_cancel_fail_at_the_node():
                      r"products overflow or cancel")
         got, want = on_jax(fn, np.array([0.5, 3.0, -0.25, 1.0]), v)
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# --- review findings (issue-25k) --------------------------------------------------------------
+
+
+def test_float16_subnormal_points_of_linspace_quantile_and_bin_edges_are_numpys():
+    """reduce_precision flushed float16 subnormals: linspace(0, 2e-4, 5)[1] was 0, not 5e-05,
+    and histogram_bin_edges of [6.2e-5, 1.3e-4] falsely failed with "Too many bins"."""
+    h = np.float16
+    got, want = on_jax(lambda a, b: np.linspace(a, b, 5), np.array(0, h), np.array(2e-4, h))
+    assert want[1] == h(5e-05) and got.dtype == np.float16
+    np.testing.assert_array_equal(got, want)
+    jax_is_numpy(lambda a: np.histogram_bin_edges(a, 4), np.array([6.2e-5, 1.3e-4], h))
+    jax_is_numpy(lambda a: np.quantile(a, 0.25), np.array([0, 1e-4], h))
+
+
+def test_float32_subnormal_points_of_linspace_fail_at_the_node():
+    f = np.float32
+    assert np.linspace(f(0), f(4e-38), 5)[1] > 0
+    fails_on_jax(lambda a, b: np.linspace(a, b, 5), [np.array(0, f), np.array(4e-38, f)],
+                 r"a float32 result in the subnormal range.*XLA flushes to 0")

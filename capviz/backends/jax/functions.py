@@ -121,7 +121,7 @@ def divided(jnp: Any, x: Any, n: int) -> Any:
     0 in NumPy, gave 512)."""
     dtype = np.dtype(x.dtype)
     if dtype.kind == "f" and dtype.itemsize < 8:
-        return (x.astype(np.float64) / n).astype(dtype)
+        return narrowed(jnp, x.astype(np.float64) / n, dtype)
     return x / separate(jnp.full(x.shape, n, dtype))
 
 
@@ -131,14 +131,37 @@ def product(jnp: Any, a: Any, b: Any) -> Any:
     rounded by a cast, LLVM narrows to a float32 product and fuses with the sum that follows
     into one multiply-add). Float64 and complex products may be fused (see
     :func:`_fused_cancellation`)."""
-    from jax import lax
-
     dtype = np.dtype(a.dtype)
     if dtype.kind == "f" and dtype.itemsize < 8:
-        info = np.finfo(dtype)
-        exact = a.astype(np.float64) * b.astype(np.float64)
-        return lax.reduce_precision(exact, exponent_bits=info.nexp, mantissa_bits=info.nmant)
+        return rounded(jnp, a.astype(np.float64) * b.astype(np.float64), dtype)
     return a * b
+
+
+def rounded(jnp: Any, x: Any, dtype: np.dtype) -> Any:
+    """Float64 ``x`` rounded to float16 or float32 ``dtype``'s values, kept in float64, its
+    subnormals included: ``reduce_precision`` rounds normal values and flushes subnormals to
+    0 (a float16 ``linspace(0, 2e-4, 5)`` gave 0 where NumPy gives 5e-05), so a value below
+    ``dtype``'s smallest normal is rounded to a multiple of its smallest subnormal (an exact
+    scaling by a power of two, rounded half to even as the cast does)."""
+    from jax import lax
+
+    info = np.finfo(dtype)
+    normal = lax.reduce_precision(x, exponent_bits=info.nexp, mantissa_bits=info.nmant)
+    unit = float(info.smallest_subnormal)
+    tiny = jnp.round(x * (1 / unit)) * unit
+    return jnp.where(jnp.abs(x) < float(info.smallest_normal), tiny, normal)
+
+
+def narrowed(jnp: Any, x: Any, dtype: np.dtype) -> Any:
+    """Float64 ``x`` cast to ``dtype``: a float32 subnormal fails the replay at the node, as
+    XLA's CPU conversion to float32 flushes it to 0 where NumPy keeps it (float16
+    conversions keep their subnormals)."""
+    if dtype == np.float32:
+        subnormal = (jnp.abs(x) < float(np.finfo(dtype).smallest_normal)) & (x != 0)
+        require_each(~subnormal, "a float32 result in the subnormal range (below "
+                     f"{np.finfo(dtype).smallest_normal}), which XLA flushes to 0 where NumPy "
+                     "keeps it; replay with backend='numpy'")
+    return x.astype(dtype)
 
 
 def separate(x: Any) -> Any:
@@ -175,7 +198,7 @@ def linspace_as_numpy(jnp: Any, start: Any, stop: Any, num: int = 50, endpoint: 
     else:
         y = product(jnp, y, delta)
     if y.dtype != np.dtype(dt):  # float64 holding float32 (float16) products: add, round once
-        y = (y + start.astype(dt).astype(np.float64)).astype(dt)
+        y = narrowed(jnp, y + start.astype(dt).astype(np.float64), dt)
     else:
         first = start.astype(dt)
         if dt == np.float64:
@@ -359,14 +382,15 @@ def _linear_quantile(jnp: Any, a: Any, q: Any, axis: Any, keepdims: bool,
     previous, following = ordered[previous_at], ordered[next_at]
     narrow = result_dtype.kind == "f" and result_dtype.itemsize < 8
     work = np.dtype(np.float64) if narrow else result_dtype
-    diff = _each_rounded(following - previous, dtype)  # in the values' type, as NumPy's
+    diff = _each_rounded(jnp, following - previous, dtype)  # in the values' type, as NumPy's
     t = np.asarray(np.asarray(gamma, result_dtype), work)
     rest = np.asarray(np.asarray(1 - np.asarray(gamma), result_dtype), work)  # 1 - t in q's type
-    part = _each_rounded(diff.astype(work) * t, result_dtype)
-    below = _each_rounded(previous.astype(work) + part, result_dtype)
-    part = _each_rounded(diff.astype(work) * rest, result_dtype)
-    above = _each_rounded(following.astype(work) - part, result_dtype)
-    result = jnp.where(t >= 0.5, above, below).astype(result_dtype)
+    part = _each_rounded(jnp, diff.astype(work) * t, result_dtype)
+    below = _each_rounded(jnp, previous.astype(work) + part, result_dtype)
+    part = _each_rounded(jnp, diff.astype(work) * rest, result_dtype)
+    above = _each_rounded(jnp, following.astype(work) - part, result_dtype)
+    result = jnp.where(t >= 0.5, above, below)
+    result = narrowed(jnp, result, result_dtype) if narrow else result.astype(result_dtype)
     if dtype.kind == "f":
         nans = jnp.isnan(ordered[-1])
         result = jnp.where(nans, jnp.asarray(np.nan, result_dtype), result)
@@ -377,16 +401,13 @@ def _linear_quantile(jnp: Any, a: Any, q: Any, axis: Any, keepdims: bool,
     return result
 
 
-def _each_rounded(x: Any, dtype: np.dtype) -> Any:
+def _each_rounded(jnp: Any, x: Any, dtype: np.dtype) -> Any:
     """``x`` rounded to float16 or float32 ``dtype`` (``x`` exact in float64 or in ``dtype``):
     each step of a chain rounded on its own, as NumPy's, where XLA keeps a float16 chain in
     float32 between steps."""
-    from jax import lax
-
     if dtype.kind != "f" or dtype.itemsize == 8:
         return x
-    info = np.finfo(dtype)
-    return lax.reduce_precision(x, exponent_bits=info.nexp, mantissa_bits=info.nmant)
+    return rounded(jnp, x, dtype)
 
 
 def _average(jnp: Any) -> Callable:
