@@ -405,3 +405,35 @@ def test_float32_subnormal_points_of_linspace_fail_at_the_node():
     assert np.linspace(f(0), f(4e-38), 5)[1] > 0
     fails_on_jax(lambda a, b: np.linspace(a, b, 5), [np.array(0, f), np.array(4e-38, f)],
                  r"a float32 result in the subnormal range.*XLA flushes to 0")
+
+
+@pytest.mark.parametrize("value, dtype, error, message", [
+    (1 + 2j, np.float64, TypeError, "complex"),
+    (np.nan, np.int64, ValueError, "cannot convert float NaN to integer"),
+    (300, np.uint8, OverflowError, "Python integer 300 out of bounds for uint8"),
+])
+def test_insert_of_a_value_numpy_cannot_convert_fails_at_the_node_naming_numpys_error(
+        value, dtype, error, message):
+    a = np.arange(4, dtype=dtype)
+    fn = lambda x: np.insert(x, 1, value)  # noqa: E731
+    with pytest.raises(error, match=message):
+        fn(a)
+    graph = capture(fn, a)
+    with pytest.raises(cv.ReplayError, match=message) as info:
+        graph.replay({graph.inputs[0]: a}, backend="jax")
+    assert "test_backend_jax_functions.py" in str(info.value)
+    assert isinstance(info.value.__cause__, error)
+
+
+def test_float_to_integer_casts_of_insert_and_linspace_out_of_range_fail_at_the_node():
+    """XLA saturates where NumPy's cast wraps (linspace(0, 300, 5, dtype=uint8)[-1] is 44, not
+    255) or gives the platform's value (inf into int64)."""
+    fails_on_jax(lambda a, v: np.insert(a, 1, v), [np.arange(4), np.array([np.inf, 1.0])],
+                 r"a float64 value cast to int64 is NaN or outside int64's range")
+    for stop, dtype in ((300.0, np.uint8), (np.inf, np.int8)):
+        fails_on_jax(lambda a, b, t=dtype: np.linspace(a, b, 5, dtype=t),
+                     [np.array(0.0), np.array(stop)],
+                     rf"a float64 value cast to {np.dtype(dtype)} is NaN or outside")
+    jax_is_numpy(lambda a, b: np.linspace(a, b, 5, dtype=np.uint8), np.array(0.0),
+                 np.array(250.0))
+    jax_is_numpy(lambda a, v: np.insert(a, 1, v), np.arange(4), np.array([2.5, -1.0]))

@@ -208,9 +208,17 @@ def linspace_as_numpy(jnp: Any, start: Any, stop: Any, num: int = 50, endpoint: 
         y = y.at[-1].set(stop.astype(dt))
     y = jnp.moveaxis(y, 0, axis)
     dtype = dt if dtype is None else np.dtype(dtype)
-    if dtype.kind in "iu":
-        y = jnp.floor(y)
+    if dtype.kind in "iu":  # NaN or out of range fails the node (XLA saturates)
+        return checked_cast(jnp, jnp.floor(y), dtype)
     return y.astype(dtype)
+
+
+def checked_cast(jnp: Any, value: Any, dtype: Any) -> Any:
+    """The JAX backend's cast (:func:`capviz.backends.jax.ops.cast`): a float cast to an
+    integer that is NaN or out of range fails the replay at the node."""
+    from capviz.backends.jax.ops import cast  # ops joins this module's forms
+
+    return cast(jnp, value, dtype)
 
 
 def _low_bits(num: int, ndim: int) -> np.ndarray:
@@ -571,7 +579,9 @@ def _insert(jnp: Any) -> Callable:
             return jnp.insert(arr, indices, values, axis=axis)
         index = int(indices.item())
         index += n if index < 0 else 0  # in bounds: the capture checked it as NumPy does
-        values = jnp.asarray(values).astype(arr.dtype)
+        if _is_literal(values):  # NumPy's conversion: its TypeError/ValueError/OverflowError
+            values = np.array(values, ndmin=ndim, dtype=dtype_of(arr))
+        values = checked_cast(jnp, values, dtype_of(arr))
         values = values.reshape((1,) * (ndim - len(values.shape)) + tuple(values.shape))
         if indices.ndim == 0:
             values = jnp.moveaxis(values, 0, axis)
@@ -586,6 +596,11 @@ def _insert(jnp: Any) -> Callable:
         return jnp.concatenate([arr[tuple(before)], values, arr[tuple(after)]], axis=axis)
 
     return insert
+
+
+def _is_literal(value: Any) -> bool:
+    """Whether ``value`` is a value of the user's code rather than a traced operand."""
+    return isinstance(value, (bool, int, float, complex, list, tuple, np.generic, np.ndarray))
 
 
 def _nan_order_statistic(name: str) -> Callable[[Any], Callable]:
