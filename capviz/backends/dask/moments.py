@@ -10,7 +10,9 @@
   NumPy's ``nanvar`` (NaNs replaced by 0 and counted out, a complex deviation squared as
   ``d * conj(d)``, a slice without degrees of freedom NaN). Only the two
   sums are dask.array's tree sums, added in another order than NumPy's pairwise sum, within the
-  backend's tolerance; every other step is NumPy's, bit for bit, so an overflow is NumPy's.
+  backend's tolerance; every other step is NumPy's, bit for bit. Over several chunks a sum can
+  still overflow in one order and not the other (float32 ``[3e38, -3e38, 3e38, ...]``: NumPy
+  ``inf``, dask ``nan``): not yet checked (issue 25; plain ``np.sum`` is the same).
 * ``mean`` as NumPy's ``_mean``: a float16 operand summed in float32 and the mean rounded to
   float16 once (dask.array sums float16 in float16, which overflows to ``inf`` where NumPy's
   mean of the same values is finite).
