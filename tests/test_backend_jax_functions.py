@@ -437,3 +437,14 @@ def test_float_to_integer_casts_of_insert_and_linspace_out_of_range_fail_at_the_
     jax_is_numpy(lambda a, b: np.linspace(a, b, 5, dtype=np.uint8), np.array(0.0),
                  np.array(250.0))
     jax_is_numpy(lambda a, v: np.insert(a, 1, v), np.arange(4), np.array([2.5, -1.0]))
+
+
+def test_linspace_with_a_python_number_endpoint_keeps_numpys_weak_promotion():
+    """A Python number is weak: np.linspace(float32, 5.0, 7) is float32 (the form computed
+    float64 and refused)."""
+    f = np.float32
+    jax_is_numpy(lambda a: np.linspace(a, 5.0, 7), np.array(0.1, f))
+    jax_is_numpy(lambda a: np.linspace(a, 5, 7), np.array([0.1, 1.0], f))
+    jax_is_numpy(lambda b: np.linspace(0, b, 7), np.array(5.0, f))
+    got, want = on_jax(lambda a: np.linspace(a, 5.0, 7), np.array(0.1, np.float16))
+    assert got.dtype == want.dtype == np.float16

@@ -179,10 +179,10 @@ def linspace_as_numpy(jnp: Any, start: Any, stop: Any, num: int = 50, endpoint: 
     the last point set to ``stop``, floored for an integer ``dtype``. jax.numpy's linspace
     interpolates otherwise (an infinite start gives ``inf`` where NumPy's ``0 * inf`` is NaN,
     and its last point is not ``stop``)."""
+    dt = np.result_type(_weak_or_dtype(jnp, start), _weak_or_dtype(jnp, stop))
     start, stop = jnp.asarray(start), jnp.asarray(stop)
     num = int(num)
     div = num - 1 if endpoint else num
-    dt = np.result_type(dtype_of(start), dtype_of(stop))
     if dt.kind not in "fc":  # NumPy's ensure_inexact
         dt = np.dtype(np.float64)
     delta = stop.astype(dt) - start.astype(dt)
@@ -211,6 +211,14 @@ def linspace_as_numpy(jnp: Any, start: Any, stop: Any, num: int = 50, endpoint: 
     if dtype.kind in "iu":  # NaN or out of range fails the node (XLA saturates)
         return checked_cast(jnp, jnp.floor(y), dtype)
     return y.astype(dtype)
+
+
+def _weak_or_dtype(jnp: Any, value: Any) -> Any:
+    """A Python number as itself (weak in NumPy's promotion: ``np.linspace(float32, 5.0)`` is
+    float32), anything else as its dtype."""
+    if type(value) in (bool, int, float, complex):
+        return value
+    return dtype_of(jnp.asarray(value))
 
 
 def checked_cast(jnp: Any, value: Any, dtype: Any) -> Any:
