@@ -448,3 +448,14 @@ def test_linspace_with_a_python_number_endpoint_keeps_numpys_weak_promotion():
     jax_is_numpy(lambda b: np.linspace(0, b, 7), np.array(5.0, f))
     got, want = on_jax(lambda a: np.linspace(a, 5.0, 7), np.array(0.1, np.float16))
     assert got.dtype == want.dtype == np.float16
+
+
+def test_nan_to_num_casts_its_replacements_to_the_arrays_type_as_numpy():
+    """NumPy casts nan=1e300 to float32 as inf; jax.numpy's nan_to_num clipped it to
+    finfo.max (3.4e38)."""
+    a = np.array([np.nan, 1.0, np.inf, -np.inf], np.float32)
+    assert np.isposinf(np.nan_to_num(a, nan=1e300)[0])
+    jax_is_numpy(lambda x: np.nan_to_num(x, nan=1e300), a)
+    jax_is_numpy(lambda x: np.nan_to_num(x, nan=1e5, neginf=-7), a.astype(np.float16))
+    jax_is_numpy(lambda x: np.nan_to_num(x, nan=2.0, posinf=1e300), a.astype(np.float64))
+    jax_is_numpy(lambda x: np.nan_to_num(x), a)
