@@ -123,3 +123,41 @@ def test_dask_mean_of_float16_sums_in_float32_as_numpy(call, chunks):
     assert np.isfinite(want).all()
     with np.errstate(all="ignore"):
         assert np.isinf(x.sum(axis=0)).any()  # a float16 sum of the same values overflows
+
+
+# --- over several chunks (hostile review, finding 4) ------------------------------------------
+
+_ORDERED = np.array([3e38, -3e38, 3e38, 3e38, -3e38, -3e38], np.float32)
+
+
+@pytest.mark.parametrize("fn", [np.sum, np.mean, np.var, np.std, np.nansum, np.nanvar])
+def test_a_sum_that_overflows_in_dasks_order_fails_at_the_node(fn):
+    # chunks of 2: dask's partial sums are 0, inf, -inf... and its total nan, NumPy's inf
+    graph = cv.capture(lambda a: fn(a), _ORDERED)
+    with np.errstate(all="ignore"):
+        want = fn(_ORDERED)
+        with pytest.raises(cv.ReplayError) as info:
+            graph.replay({"a": _ORDERED}, backend="dask", chunks=2)
+        assert f"np.{fn.__name__} over several chunks is nan from finite values" in str(info.value)
+        assert "replay with backend='numpy', or with chunks= that keep the reduced axes in one " \
+               "chunk" in str(info.value)
+        assert info.value.node.op == fn.__name__
+        got = graph.replay({"a": _ORDERED}, backend="dask", chunks=6)["out"]  # NumPy's own sum
+    assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+
+
+def test_a_sum_of_non_finite_operands_over_several_chunks_is_not_refused():
+    values = np.array([1.0, np.nan, 2.0, np.inf, 3.0, 4.0], np.float32)
+    graph = cv.capture(lambda a: (np.sum(a), np.nansum(a)), values)
+    got = graph.replay({"a": values}, backend="dask", chunks=2)
+    assert np.isnan(got["out0"]) and got["out1"] == np.inf
+
+
+def test_a_float_product_over_several_chunks_is_numpys_product_in_order():
+    # dask's partial products of chunks of 2 are inf and 0: nan, where NumPy's order gives inf
+    values = np.array([1e200, 1e200, 1e-200, 1e-200])
+    graph = cv.capture(lambda a: (np.prod(a), a.prod(axis=0, keepdims=True)), values)
+    with np.errstate(all="ignore"):
+        got = graph.replay({"a": values}, backend="dask", chunks=2)
+        assert got["out0"] == np.prod(values) == np.inf
+        assert np.array_equal(got["out1"], values.prod(axis=0, keepdims=True))

@@ -28,9 +28,10 @@ whole array into this process. The kinds:
 * ``reduce`` and ``contract``: dask.array's tree reductions and blocked products (sum, mean, var,
   matmul, einsum...). Their floating-point sums are added in another order than NumPy's pairwise
   sum, so results agree within :attr:`DaskBackend.tolerance`, not bit for bit (integer results
-  are exact). ``var``/``std`` (and their ``nan`` forms) run NumPy's two passes and complex
-  products NumPy's product in order (:mod:`capviz.backends.dask.moments`), so an overflow gives
-  NumPy's infinity, not dask's NaN;
+  are exact). ``var``/``std`` (and their ``nan`` forms) run NumPy's two passes and float and
+  complex products NumPy's product in order (:mod:`capviz.backends.dask.moments`), so an
+  overflow gives NumPy's infinity, not dask's NaN; a sum over a chunked axis that is not finite
+  from finite operands fails at its node (:mod:`capviz.backends.dask.overflow`);
 * ``whole``: the operands gathered into one block (one task on one worker, never this process)
   and the NumPy function run on it (linear algebra, FFT, histograms, polynomials, in-place
   updates, ``x[i, j]`` with several index tensors); exact, but that block must fit one
@@ -72,7 +73,7 @@ from dask.array.core import elemwise, normalize_chunks
 from dask.base import tokenize
 
 from capviz import ops
-from capviz.backends.dask import moments
+from capviz.backends.dask import moments, overflow
 from capviz.backends.dask.random import random_block
 from capviz.backends.registry import Backend, get, register, replay_error, unsupported
 from capviz.core.errors import UnsupportedOperationError
@@ -442,7 +443,10 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
     shape, dtype = _out(op, args, params)
     if op.name in moments.MOMENTS:
         result = moments.moment(op.name, args[0], params)
-        return whole(op, args, params) if result is None else _check(op, result, shape, dtype)
+        if result is None:
+            return whole(op, args, params)
+        result = overflow.checked(op.name, args[0], params, result, _guard)
+        return _check(op, result, shape, dtype)
     if moments.in_order(op.name, args[0]):
         if not isinstance(params.get("axis"), int) or not args[0].ndim:
             return whole(op, args, params)
@@ -450,7 +454,14 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
     result = _native(op)(*args, **params)
     if np.dtype(result.dtype) != dtype and tuple(result.shape) == shape:
         result = result.astype(dtype)
+    if _is_array(args[0]):
+        result = overflow.checked(op.name, args[0], params, result, _guard)
     return _check(op, result, shape, dtype)
+
+
+def _guard(fn: Callable) -> Callable:
+    """``fn`` as a task whose error names the node being built."""
+    return _Guarded(fn, _NODE.get())
 
 
 _NATIVE_KINDS = frozenset(("select", "reduce", "contract"))

@@ -12,15 +12,16 @@
   sums are dask.array's tree sums, added in another order than NumPy's pairwise sum, within the
   backend's tolerance; every other step is NumPy's, bit for bit. Over several chunks a sum can
   still overflow in one order and not the other (float32 ``[3e38, -3e38, 3e38, ...]``: NumPy
-  ``inf``, dask ``nan``): not yet checked (issue 25; plain ``np.sum`` is the same).
+  ``inf``, dask ``nan``): :mod:`capviz.backends.dask.overflow` fails at the node there.
 * ``mean`` as NumPy's ``_mean``: a float16 operand summed in float32 and the mean rounded to
   float16 once (dask.array sums float16 in float16, which overflows to ``inf`` where NumPy's
   mean of the same values is finite).
-* ``prod`` and ``nanprod`` of complex values: NumPy multiplies along the axis in order, and
-  dask.array multiplies partial products, one more time by the identity ``1`` for each: a
-  complex product is not associative where parts are infinite (``(1 + 0j) * (inf + infj)`` is
-  ``nan + nanj``). They run as NumPy on each block, the axis rechunked into one chunk (the
-  ``axis`` rule), or on one block for the flattened array.
+* ``prod`` and ``nanprod`` of floats and complex values: NumPy multiplies along the axis in
+  order, and dask.array multiplies partial products, one more time by the identity ``1`` for
+  each: a product that overflows or underflows in one order need not in another (``1e200 *
+  1e200 * 1e-200``), and a complex product is not associative where parts are infinite
+  (``(1 + 0j) * (inf + infj)`` is ``nan + nanj``). They run as NumPy on each block, the axis
+  rechunked into one chunk (the ``axis`` rule), or on one block for the flattened array.
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ IN_ORDER = frozenset(("prod", "nanprod"))
 
 
 def in_order(name: str, x: Any) -> bool:
-    """Whether reduction ``name`` of ``x`` must run as NumPy along its axis (a complex
-    product)."""
-    return name in IN_ORDER and np.dtype(x.dtype).kind == "c"
+    """Whether reduction ``name`` of ``x`` must run as NumPy along its axis (a float or complex
+    product: ``1e200 * 1e200 * 1e-200`` is ``inf`` in NumPy's order, ``1e200`` in chunks of
+    one and two)."""
+    return name in IN_ORDER and np.dtype(x.dtype).kind in "fc"
 
 
 def _divided(total: np.ndarray, count: Any) -> np.ndarray:
