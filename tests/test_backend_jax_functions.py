@@ -459,3 +459,17 @@ def test_nan_to_num_casts_its_replacements_to_the_arrays_type_as_numpy():
     jax_is_numpy(lambda x: np.nan_to_num(x, nan=1e5, neginf=-7), a.astype(np.float16))
     jax_is_numpy(lambda x: np.nan_to_num(x, nan=2.0, posinf=1e300), a.astype(np.float64))
     jax_is_numpy(lambda x: np.nan_to_num(x), a)
+
+
+def test_nan_quantiles_of_float32_with_an_all_nan_slice_and_an_array_q_fail_at_the_node():
+    """NumPy's nanquantile of float32 with a list q is float32 where a slice is all NaN and
+    float64 otherwise; the graph records float64, which JAX gave silently."""
+    a = np.array([[np.nan, np.nan], [1.0, 2.0]], np.float32)
+    assert np.nanpercentile(a, [50], axis=1).dtype == np.float32
+    graph = capture(lambda x: np.nanpercentile(x, [50], axis=1), a)
+    with pytest.raises(cv.ReplayError, match=r"np\.nanpercentile of float32 where a slice is "
+                       r"all NaN: NumPy's result is then float32, not the float64") as info:
+        graph.replay({graph.inputs[0]: a}, backend="jax")
+    assert "test_backend_jax_functions.py" in str(info.value)
+    jax_is_numpy(lambda x: np.nanquantile(x, [0.5], axis=1), a[1:])
+    jax_is_numpy(lambda x: np.nanquantile(x, 0.5, axis=1), a)  # a weak q: float32 throughout

@@ -659,6 +659,10 @@ def _nan_order_statistic(name: str) -> Callable[[Any], Callable]:
             if isinstance(axis, list):
                 axis = tuple(axis)
             if math.prod(a.shape):
+                wide = np.result_type(dtype_of(a), q if type(q) in (int, float)
+                                      else np.asarray(q))  # NumPy's type but for all-NaN
+                if wide != dtype_of(a):
+                    _no_slice_all_nan(jnp, a, axis, name, wide)
                 return fn(a, np.asarray(q) if isinstance(q, list) else q, axis, **params)
             dtype = np.result_type(dtype_of(a), np.float16)  # nanmean's: float64 of integers
             if dtype_of(a).kind in "iub":
@@ -670,6 +674,17 @@ def _nan_order_statistic(name: str) -> Callable[[Any], Callable]:
         return run
 
     return make
+
+
+def _no_slice_all_nan(jnp: Any, a: Any, axis: Any, name: str, recorded: np.dtype) -> None:
+    """A nan-quantile of float32 (float16) with an array ``q``, whose type in NumPy depends on
+    the values: the operand's type where a slice is all NaN (NumPy's ``nanmean`` of it), the
+    ``recorded`` float64 otherwise. A slice all NaN fails the replay at the node."""
+    all_nan = jnp.all(jnp.isnan(a), axis=axis)
+    require(~jnp.any(all_nan), f"np.{name} of {dtype_of(a)} where a slice is all NaN: "
+            f"NumPy's result is then {dtype_of(a)}, not the {recorded} the graph recorded "
+            "(its result type depends on the values); drop the all-NaN slices or pass q as "
+            "a Python float")
 
 
 def _unwrap(jnp: Any) -> Callable:
