@@ -473,3 +473,17 @@ def test_nan_quantiles_of_float32_with_an_all_nan_slice_and_an_array_q_fail_at_t
     assert "test_backend_jax_functions.py" in str(info.value)
     jax_is_numpy(lambda x: np.nanquantile(x, [0.5], axis=1), a[1:])
     jax_is_numpy(lambda x: np.nanquantile(x, 0.5, axis=1), a)  # a weak q: float32 throughout
+
+
+def test_complex_average_whose_weighted_sum_cancels_fails_at_the_node():
+    """The cancellation check ran on float sums only: a complex sum of 4,000 terms of 1e16
+    cancelling to ~192 gave -0.032+0.032j where NumPy gives -0.048+0.048j."""
+    rng = np.random.default_rng(3)
+    big = rng.standard_normal(2000) * 1e16
+    big = np.concatenate([big, -big[::-1]])
+    big[5] += 1.0
+    fails_on_jax(lambda a, w: np.average(a, weights=w), [big + 1j * big[::-1], np.ones(4000)],
+                 r"np\.average: the weighted sum overflows or cancels")
+    small = rng.standard_normal(6) + 1j * rng.standard_normal(6)
+    got, want = on_jax(lambda a, w: np.average(a, weights=w), small, rng.random(6))
+    np.testing.assert_allclose(got, want, rtol=1e-12)

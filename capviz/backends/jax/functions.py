@@ -453,12 +453,16 @@ def _average(jnp: Any) -> Callable:
                 "normalized (NumPy raises)")
         terms = a.astype(result) * w.astype(result)
         numerator = terms.sum(axis=axis, **keep)
-        if result.kind == "f":
+        if result.kind in "fc":
             # a NaN operand makes NaN in every order; any other non-finite term is unsettled
             # (XLA's reduction may fuse a * w into a multiply-add that does not overflow)
             settled = (jnp.isnan(a) | jnp.isnan(w)).any(axis=axis, **keep)
-            _cancelled_sum(jnp, numerator, jnp.abs(terms).sum(axis=axis, **keep), total,
-                           terms.size // max(numerator.size, 1), result, settled)
+            n = terms.size // max(numerator.size, 1)
+            parts = (jnp.real, jnp.imag) if result.kind == "c" else (lambda v: v,)
+            real = np.dtype(result.type(0).real.dtype)
+            for part in parts:  # a complex sum: each of its parts, as a float sum
+                _cancelled_sum(jnp, part(numerator), jnp.abs(part(terms)).sum(axis=axis, **keep),
+                               jnp.abs(total), n, real, settled)
         # a true division: XLA makes one by a broadcast value a product with its reciprocal,
         # which flushes to 0 past 1 / finfo.tiny (inf / 1.9e38 gave NaN in float32)
         return numerator / separate(jnp.broadcast_to(total, numerator.shape))
