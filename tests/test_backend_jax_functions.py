@@ -487,3 +487,13 @@ def test_complex_average_whose_weighted_sum_cancels_fails_at_the_node():
     small = rng.standard_normal(6) + 1j * rng.standard_normal(6)
     got, want = on_jax(lambda a, w: np.average(a, weights=w), small, rng.random(6))
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_quantiles_of_repeated_values_are_numpys_not_nan(dtype):
+    # ae92352 scaled the zero difference of two equal neighbours by 1 / smallest subnormal,
+    # which overflows float16: 0 * inf gave NaN for almost every quantile of real data
+    values = np.array([1.0, 1.0, 2.0, 5.0, 5.0, 5.0, 7.0], dtype)
+    jax_is_numpy(lambda a: np.quantile(a, 0.3), values)
+    jax_is_numpy(lambda a: np.percentile(a, [50, 60]), values)
+    jax_is_numpy(lambda a: np.quantile(a, 0.5), np.full(4, 0.5, dtype))

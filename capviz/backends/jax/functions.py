@@ -146,10 +146,12 @@ def rounded(jnp: Any, x: Any, dtype: np.dtype) -> Any:
     from jax import lax
 
     info = np.finfo(dtype)
+    x = jnp.asarray(x).astype(np.float64)  # 1 / unit overflows float16 (0 * inf: NaN)
     normal = lax.reduce_precision(x, exponent_bits=info.nexp, mantissa_bits=info.nmant)
     unit = float(info.smallest_subnormal)
-    tiny = jnp.round(x * (1 / unit)) * unit
-    return jnp.where(jnp.abs(x) < float(info.smallest_normal), tiny, normal)
+    small = jnp.abs(x) < float(info.smallest_normal)
+    tiny = jnp.round(jnp.where(small, x, 0.0) * (1 / unit)) * unit
+    return jnp.where(small, tiny, normal)
 
 
 def narrowed(jnp: Any, x: Any, dtype: np.dtype) -> Any:
