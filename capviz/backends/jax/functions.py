@@ -88,14 +88,22 @@ def sums_of_products(jnp: Any, got: Any, size: Any, n: int, dtype: np.dtype) -> 
 
 
 def _integer_convolve(jnp: Any, a: Any, v: Any, mode: str) -> Any:
-    """The convolution of two 1-d integer arrays of one dtype: every product ``a[j] * v[k]``
-    added into ``j + k`` (wrapping sums are exact in any order), then NumPy's slice of the
-    full result for ``mode``."""
+    """The convolution of two 1-d integer arrays of one dtype: the longer operand times each
+    value of the shorter added into its place, in a loop (memory linear in ``m + n``, not the
+    ``m * n`` of all products at once; wrapping sums are exact in any order), then NumPy's
+    slice of the full result for ``mode``."""
+    from jax import lax
+
     m, n = a.shape[0], v.shape[0]
-    products = (a[:, None] * v[None, :]).ravel()
-    where = (np.arange(m)[:, None] + np.arange(n)[None, :]).ravel()
-    full = jnp.zeros(m + n - 1, a.dtype).at[where].add(products)
     short, long = min(m, n), max(m, n)
+    if m < n:  # a convolution commutes
+        a, v = v, a
+
+    def add(k: Any, full: Any) -> Any:
+        part = lax.dynamic_slice(full, (k,), (long,))
+        return lax.dynamic_update_slice(full, part + a * v[k], (k,))
+
+    full = lax.fori_loop(0, short, add, jnp.zeros(m + n - 1, a.dtype))
     if mode == "valid":
         return full[short - 1:long]
     if mode == "same":
@@ -379,18 +387,15 @@ def _order_statistic(name: str) -> Callable[[Any], Callable]:
 
 def _linear_quantile(jnp: Any, a: Any, q: Any, axis: Any, keepdims: bool,
                      percent: bool) -> Any:
-    from numpy.lib import _function_base_impl as numpy_quantile
-
     weak = type(q) in (int, float)
     qs = np.true_divide(q, 100) if percent else np.asanyarray(q)
     ndim = len(a.shape)
     arr = a.ravel() if axis is None else jnp.moveaxis(a, axis % ndim, 0)
     n = arr.shape[0]
     dtype = dtype_of(arr)
-    props = numpy_quantile._QuantileMethods["linear"]
-    virtual = np.asanyarray(props["get_virtual_index"](n, qs))
-    previous_at, next_at = numpy_quantile._get_indexes(np.empty(0, dtype), virtual, n)
-    gamma = numpy_quantile._get_gamma(virtual, previous_at, props)
+    virtual = np.asanyarray((n - 1) * qs)  # NumPy's 'linear' virtual index
+    previous_at, next_at = _neighbours(virtual, n, dtype)
+    gamma = np.asanyarray(np.asanyarray(virtual - previous_at), dtype=virtual.dtype)
     if weak:
         gamma = float(gamma)
     else:
@@ -417,6 +422,23 @@ def _linear_quantile(jnp: Any, a: Any, q: Any, axis: Any, keepdims: bool,
             1 if k == axis % ndim else d for k, d in enumerate(a.shape))
         result = result.reshape(tuple(np.shape(qs)) + kept)
     return result
+
+
+def _neighbours(virtual: np.ndarray, n: int, dtype: np.dtype) -> tuple:
+    """NumPy's ``_get_indexes`` (``numpy/lib/_function_base_impl.py``, a private function,
+    written out here): the indices before and after each virtual index, the last value's
+    (-1) past the end or for a NaN index of an inexact array, the first's (0) before the
+    start."""
+    previous = np.asanyarray(np.floor(virtual))
+    following = np.asanyarray(previous + 1)
+    above = virtual >= n - 1
+    previous[above], following[above] = -1, -1
+    below = virtual < 0
+    previous[below], following[below] = 0, 0
+    if np.issubdtype(dtype, np.inexact):
+        nans = np.isnan(virtual)
+        previous[nans], following[nans] = -1, -1
+    return previous.astype(np.intp), following.astype(np.intp)
 
 
 def _each_rounded(jnp: Any, x: Any, dtype: np.dtype) -> Any:
