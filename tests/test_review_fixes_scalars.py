@@ -436,6 +436,8 @@ def test_line_call_kind_is_the_fallback_without_column_positions(line, kind):
     (lambda a: np.percentile(a, np.int64(30)), "np.percentile(..., q=np.int64(...))", "float64"),
     (lambda a: np.unwrap(a, discont=np.float64(3.0)), "np.unwrap(..., discont=np.float64(...))",
      "float64"),
+    (lambda a: np.histogram_bin_edges(a, 4, range=(np.float64(0.1), np.float64(0.9))),
+     "np.histogram_bin_edges(..., range=np.float64(...))", "float64"),
 ])
 def test_a_numpy_scalar_that_promotes_a_narrow_operand_is_refused_with_the_fix(call, expr, wide):
     # the capture recorded np.float64(0.3) as the Python float 0.3, which NEP 50 treats as weak:
@@ -454,8 +456,16 @@ def test_a_numpy_scalar_that_promotes_a_narrow_operand_is_refused_with_the_fix(c
     lambda a: np.percentile(a, [np.int64(30)]),  # a list is strong either way
     lambda a: np.quantile(a.astype(np.float64), np.float64(0.3)),  # nothing narrower
     lambda a: np.unwrap(a, discont=3.0),
+    lambda a: np.histogram_bin_edges(a, 4, range=(0.1, 0.9)),
 ])
 def test_a_parameter_whose_type_changes_nothing_still_replays_as_numpy(call):
     a = np.array([3.0, 1.0, 2.0, 7.5], np.float32)
     graph = cv.capture(call, a)
     assert_bits(graph.replay({"a": a})["out"], call(a))
+
+
+def test_the_fix_for_a_numpy_scalar_in_range_passes_its_items_as_python_numbers():
+    a = np.array([0.15, 0.3, 0.77, 0.5], np.float32)
+    with pytest.raises(cv.UnsupportedOperationError, match=re.escape(
+            "or pass range=tuple(float(v) for v in range) to compute in float32")):
+        cv.capture(lambda a: np.histogram(a, 4, range=(np.float64(0.1), 0.9))[1], a)

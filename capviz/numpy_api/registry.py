@@ -28,7 +28,8 @@ _PLAIN = (type(None), bool, int, float, complex, str)
 
 # parameters whose value NumPy computes with, in the operand's type or the scalar's (NEP 50):
 # a NumPy scalar there is "strong" where the Python number it is recorded as is "weak"
-_PROMOTING = frozenset({"q", "discont", "period"})
+_PROMOTING = frozenset({"q", "discont", "period", "range"})
+_PROMOTING_ITEMS = frozenset({"range"})  # a tuple whose items NumPy computes with one by one
 _NARROW = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.complex64)})
 
 
@@ -41,12 +42,15 @@ def _refuse_strong(call: str, name: str, value: Any, operands: Any) -> None:
     if narrow:
         dtype = narrow[0].dtype
         wide = np.result_type(dtype, value.dtype)
+        kind = type(value.item()).__name__
+        python = f"{name}=tuple({kind}(v) for v in {name})" if name in _PROMOTING_ITEMS \
+            else f"{name}={kind}({name})"
         raise unsupported(
             f"{call}(..., {name}=np.{type(value).__name__}(...))", operands,
             f"NumPy computes a {dtype} operand with a NumPy scalar {name} in {wide} (NEP 50), "
             f"where the Python number a graph records keeps {dtype}. Fix: cast the operand "
-            f"(a.astype(np.{wide})) to keep NumPy's {wide} result, or pass "
-            f"{name}={type(value.item()).__name__}({name}) to compute in {dtype}")
+            f"(a.astype(np.{wide})) to keep NumPy's {wide} result, or pass {python} to compute "
+            f"in {dtype}")
 
 
 def static(call: str, name: str, value: Any, operands: Any, nested: bool = False) -> Any:
@@ -54,9 +58,9 @@ def static(call: str, name: str, value: Any, operands: Any, nested: bool = False
 
     Python scalars, strings, None, slices and lists/tuples of them stay as they are (a NumPy
     function treats a list and a tuple alike); NumPy integers and float64 scalars become the
-    equal Python numbers, but in ``q``, ``discont`` and ``period`` next to a narrower float
-    operand, where NumPy promotes to the scalar's type (NEP 50) and would not with the Python
-    number, they are refused with the fix; a dtype becomes its name; a small
+    equal Python numbers, but in ``q``, ``discont``, ``period`` and ``range``'s items next to a
+    narrower float operand, where NumPy promotes to the scalar's type (NEP 50) and would not
+    with the Python number, they are refused with the fix; a dtype becomes its name; a small
     int64/float64/bool ndarray becomes a list. Anything else (a tensor, a callable, a float32
     scalar whose type would change the result) is refused.
     """
@@ -64,8 +68,9 @@ def static(call: str, name: str, value: Any, operands: Any, nested: bool = False
     if t in _PLAIN:
         return value
     if isinstance(value, (list, tuple)):
-        return t(static(call, name, v, operands, True) for v in value) if t in (list, tuple) \
-            else tuple(static(call, name, v, operands, True) for v in value)
+        each = name not in _PROMOTING_ITEMS  # histogram's range=: its items promote
+        return t(static(call, name, v, operands, each) for v in value) if t in (list, tuple) \
+            else tuple(static(call, name, v, operands, each) for v in value)
     if isinstance(value, slice):
         return slice(*(static(call, name, v, operands)
                        for v in (value.start, value.stop, value.step)))
