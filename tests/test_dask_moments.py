@@ -161,3 +161,16 @@ def test_a_float_product_over_several_chunks_is_numpys_product_in_order():
         got = graph.replay({"a": values}, backend="dask", chunks=2)
         assert got["out0"] == np.prod(values) == np.inf
         assert np.array_equal(got["out1"], values.prod(axis=0, keepdims=True))
+
+
+def test_a_float16_sum_over_several_chunks_is_numpys():
+    # NumPy adds float16 in float32 and rounds once; dask rounded each chunk's partial sum to
+    # float16: [60000, 60000 | -60000, ...] was inf where NumPy gives 60000 (review, finding 5)
+    values = np.array([60000, 60000, -60000, 1, 2, 3], np.float16)
+    graph = cv.capture(lambda a: (np.sum(a), np.nansum(a, keepdims=True),
+                                  a.reshape(2, 3).sum(axis=1)), values)
+    with np.errstate(all="ignore"):
+        got = graph.replay({"a": values}, backend="dask", chunks=2)
+        want = (np.sum(values), np.nansum(values, keepdims=True), values.reshape(2, 3).sum(1))
+    for name, w in zip(graph.outputs, want):
+        assert got[name].dtype == np.float16 and np.array_equal(got[name], w)

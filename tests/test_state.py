@@ -277,7 +277,9 @@ def test_an_input_sharing_a_states_memory_is_refused_by_name():
 
     graph = cv.capture(accumulate, cv.spec((3,), "float64"))
     SHARED[...] = [1.0, 2.0, 3.0]
-    aliases = [SHARED[::-1], SHARED.reshape(3, 1)[:, 0], np.frombuffer(memoryview(SHARED))]
+    aliases = [SHARED[::-1], SHARED.reshape(3, 1)[:, 0], np.frombuffer(memoryview(SHARED)),
+               np.lib.stride_tricks.as_strided(SHARED, (3,), (8,)),
+               np.lib.stride_tricks.sliding_window_view(SHARED, 1)[:, 0]]
     for alias in aliases:
         for replay in (lambda: graph.replay({"x": alias}), lambda: graph.compile()(alias),
                        lambda: graph.replay({"x": alias}, state="return")):

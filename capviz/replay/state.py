@@ -296,10 +296,10 @@ def live_program(graph: Graph, prog: Any) -> Any:
 
 def _root(array: Any) -> Any:
     """The object that owns ``array``'s memory: its ``.base`` chain followed, through a
-    ``memoryview`` (``np.frombuffer(memoryview(a))``) to the array it views."""
+    ``memoryview`` (``np.frombuffer(memoryview(a))``) to the array it views, and through the
+    ``DummyArray`` of ``as_strided`` (``sliding_window_view``) to the array it wraps."""
     while True:
-        base = array.base if isinstance(array, np.ndarray) else \
-            array.obj if isinstance(array, memoryview) else None
+        base = array.obj if isinstance(array, memoryview) else getattr(array, "base", None)
         if base is None:
             return array
         array = base

@@ -447,7 +447,7 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
             return whole(op, args, params)
         result = overflow.checked(op.name, args[0], params, result, _guard)
         return _check(op, result, shape, dtype)
-    if moments.in_order(op.name, args[0]):
+    if moments.in_order(op.name, args[0], params):
         if not isinstance(params.get("axis"), int) or not args[0].ndim:
             return whole(op, args, params)
         return along_axis(op, args, params)

@@ -39,11 +39,20 @@ IN_ORDER = frozenset(("prod", "nanprod"))
 """Reductions that must multiply in NumPy's order when complex (:func:`in_order`)."""
 
 
-def in_order(name: str, x: Any) -> bool:
-    """Whether reduction ``name`` of ``x`` must run as NumPy along its axis (a float or complex
-    product: ``1e200 * 1e200 * 1e-200`` is ``inf`` in NumPy's order, ``1e200`` in chunks of
-    one and two)."""
-    return name in IN_ORDER and np.dtype(x.dtype).kind in "fc"
+HALF_SUMS = frozenset(("sum", "nansum"))
+"""Reductions that must add float16 values as NumPy does (:func:`in_order`)."""
+
+
+def in_order(name: str, x: Any, params: dict) -> bool:
+    """Whether reduction ``name`` of ``x`` must run as NumPy along its axis: a float or complex
+    product (``1e200 * 1e200 * 1e-200`` is ``inf`` in NumPy's order, ``1e200`` in chunks of
+    one and two), or a float16 sum (NumPy adds float16 in float32 and rounds once; dask.array
+    rounds each chunk's partial sum to float16: ``[60000, 60000 | -60000]`` is ``inf`` there,
+    ``60000`` in NumPy)."""
+    kind = np.dtype(x.dtype)
+    if name in HALF_SUMS:
+        return kind == np.float16 and params.get("dtype") in (None, np.float16, "float16")
+    return name in IN_ORDER and kind.kind in "fc"
 
 
 def _divided(total: np.ndarray, count: Any) -> np.ndarray:
