@@ -28,28 +28,25 @@ def _as_bool(result: Any) -> Any:
     return result != 0
 
 
-def _kron(jnp: Any) -> Callable:
-    """np.kron: of booleans NumPy's ``multiply`` is ``and``, which XLA's product refuses."""
+def _booleans_as_integers(name: str, one_d: bool) -> Callable[[Any], Callable]:
+    """np.kron (``one_d=False``) or np.polyadd (0-d operands as 1-d, ``atleast_1d``): of
+    booleans NumPy's ``multiply`` is ``and`` and its ``add`` is ``or``, which XLA's product and
+    sum refuse: computed on integers, nonzero is true."""
 
-    def kron(a: Any, b: Any) -> Any:
-        a, b = jnp.asarray(a), jnp.asarray(b)
-        if dtype_of(a) == np.bool_ and dtype_of(b) == np.bool_:
-            return _as_bool(jnp.kron(a.astype(_BOOL_AS), b.astype(_BOOL_AS)))
-        return jnp.kron(a, b)
+    def make(jnp: Any) -> Callable:
+        fn = getattr(jnp, name)
+        prepare = jnp.atleast_1d if one_d else jnp.asarray
 
-    return kron
+        def run(a: Any, b: Any) -> Any:
+            a, b = prepare(a), prepare(b)
+            if dtype_of(a) == np.bool_ and dtype_of(b) == np.bool_:
+                return _as_bool(fn(a.astype(_BOOL_AS), b.astype(_BOOL_AS)))
+            return fn(a, b)
 
+        run.__name__ = name
+        return run
 
-def _polyadd(jnp: Any) -> Callable:
-    """np.polyadd: 0-d operands as 1-d (``atleast_1d``), booleans added as ``or``."""
-
-    def polyadd(a1: Any, a2: Any) -> Any:
-        a1, a2 = jnp.atleast_1d(a1), jnp.atleast_1d(a2)
-        if dtype_of(a1) == np.bool_ and dtype_of(a2) == np.bool_:
-            return _as_bool(jnp.polyadd(a1.astype(_BOOL_AS), a2.astype(_BOOL_AS)))
-        return jnp.polyadd(a1, a2)
-
-    return polyadd
+    return make
 
 
 def convolve_as_numpy(jnp: Any, a: Any, v: Any, mode: str = "full") -> Any:
@@ -819,8 +816,8 @@ def _called_as_numpy(name: str, form: Callable[[Any], Callable]) -> Callable[[An
 
 
 _FORMS: dict[str, Callable[[Any], Callable]] = {
-    "kron": _kron,
-    "polyadd": _polyadd,
+    "kron": _booleans_as_integers("kron", one_d=False),
+    "polyadd": _booleans_as_integers("polyadd", one_d=True),
     "convolve": _convolve,
     "insert": _insert,
     **{name: _order_statistic(name)
