@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.jax.trace import dtype_of, require, require_each
+from capviz.backends.jax.trace import cast, dtype_of, require, require_each
 from capviz.ops.spec import SPECS, call
 
 _BOOL_AS = np.dtype(np.uint8)
@@ -216,7 +216,7 @@ def linspace_as_numpy(jnp: Any, start: Any, stop: Any, num: int = 50, endpoint: 
     y = jnp.moveaxis(y, 0, axis)
     dtype = dt if dtype is None else np.dtype(dtype)
     if dtype.kind in "iu":  # NaN or out of range fails the node (XLA saturates)
-        return checked_cast(jnp, jnp.floor(y), dtype)
+        return cast(jnp, jnp.floor(y), dtype)
     return y.astype(dtype)
 
 
@@ -228,12 +228,6 @@ def _weak_or_dtype(jnp: Any, value: Any) -> Any:
     return dtype_of(jnp.asarray(value))
 
 
-def checked_cast(jnp: Any, value: Any, dtype: Any) -> Any:
-    """The JAX backend's cast (:func:`capviz.backends.jax.ops.cast`): a float cast to an
-    integer that is NaN or out of range fails the replay at the node."""
-    from capviz.backends.jax.ops import cast  # ops joins this module's forms
-
-    return cast(jnp, value, dtype)
 
 
 def _low_bits(num: int, ndim: int) -> np.ndarray:
@@ -614,7 +608,7 @@ def _insert(jnp: Any) -> Callable:
         index += n if index < 0 else 0  # in bounds: the capture checked it as NumPy does
         if _is_literal(values):  # NumPy's conversion: its TypeError/ValueError/OverflowError
             values = np.array(values, ndmin=ndim, dtype=dtype_of(arr))
-        values = checked_cast(jnp, values, dtype_of(arr))
+        values = cast(jnp, values, dtype_of(arr))
         values = values.reshape((1,) * (ndim - len(values.shape)) + tuple(values.shape))
         if indices.ndim == 0:
             values = jnp.moveaxis(values, 0, axis)

@@ -98,6 +98,28 @@ def require(ok: Any, message: str) -> None:
         raise ValueError(message)
 
 
+def cast(jnp: Any, value: Any, dtype: Any) -> Any:
+    """``value`` as ``dtype``, as NumPy's unsafe cast does; a float cast to an integer outside
+    its range (or NaN), which NumPy leaves to the platform and XLA saturates, fails the
+    replay."""
+    dtype = np.dtype(dtype)
+    value = jnp.asarray(value)
+    source = np.dtype(value.dtype)
+    if source.kind in "fc" and dtype.kind in "iu":
+        real = jnp.real(value) if source.kind == "c" else value
+        info = np.iinfo(dtype)
+        # the bounds as powers of two (exact in every float type); truncation keeps (lo-1, hi+1)
+        low, high = float(info.min) - 1.0 if info.min else -1.0, float(info.max) + 1.0
+        ok = jnp.all((real > low) & (real < high))
+        require(ok, f"a {source} value cast to {dtype} is NaN or outside {dtype}'s range; "
+                    "NumPy's result for it is the platform's, XLA's saturates (clip or "
+                    "np.nan_to_num the values first)")
+        value = real
+    elif source.kind == "c" and dtype.kind != "c":
+        value = jnp.real(value)  # NumPy drops the imaginary part (ComplexWarning)
+    return value.astype(dtype)
+
+
 def known_magnitudes(value: Any) -> tuple[float, float] | None:
     """The smallest nonzero and the largest finite magnitude of ``value`` when it is a constant
     of the traced program (:attr:`Trace.known_magnitudes`), else ``None``."""
