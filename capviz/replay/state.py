@@ -313,12 +313,15 @@ def check_apart(graph: Graph, prog: Any, args: Any, nodes: list[Node], targets: 
     arrays = [(k, a) for k, a in enumerate(args) if isinstance(a, np.ndarray)]
     if not arrays:
         return
-    owners: dict[int, list] = {}
-    for node, target in zip(nodes, targets):
-        if isinstance(target, np.ndarray):
-            owners.setdefault(id(_root(target)), []).append((node, target))
-    for k, a in arrays:
-        for node, target in owners.get(id(_root(a)), ()):
+    # run on every replay: a target's root is looked for only when it has a base
+    roots = {id(_root(a)) for _, a in arrays}
+    hits = [(node, target) for node, target in zip(nodes, targets)
+            if id(target) in roots
+            or (getattr(target, "base", None) is not None and id(_root(target)) in roots)]
+    for k, a in arrays if hits else ():
+        for node, target in hits:
+            if not isinstance(target, np.ndarray):
+                continue
             try:
                 shared = np.shares_memory(a, target, max_work=100_000)
             except np.exceptions.TooHardError:
