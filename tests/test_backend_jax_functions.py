@@ -1,7 +1,7 @@
 """Issue 25 on JAX: the NumPy functions the thorough differential profile found silent or
 failing inside jax (``python -m tests.differential --thorough --backend jax``), each computed
 as eager NumPy computes it, failed at the node with the user's line, or refused by name
-(capviz/backends/jax/functions.py and the forms of capviz/backends/jax/ops.py)."""
+(capviz/backends/jax/functions/ and the forms of capviz/backends/jax/ops.py)."""
 
 from __future__ import annotations
 

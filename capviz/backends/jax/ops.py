@@ -24,13 +24,9 @@ import numpy as np
 
 from capviz import ops
 from capviz.backends.jax.checks import checked
-from capviz.backends.jax.functions import (
-    FUNCTIONS,
-    convolve_as_numpy,
-    divided,
-    product,
-    sums_of_products,
-)
+from capviz.backends.jax.functions import FUNCTIONS
+from capviz.backends.jax.functions.polynomials import convolve_as_numpy, sums_of_products
+from capviz.backends.jax.functions.rounding import divided, product
 from capviz.backends.jax.random import bernoulli, normal, uniform
 from capviz.backends.jax.trace import cast, dtype_of, require
 from capviz.ops import traits

@@ -1,0 +1,118 @@
+"""Sums of products NumPy computes in the operands' own type: ``np.convolve`` (and the
+core of ``np.polymul``) with integers wrapping as NumPy's, booleans as ``or`` of ``and``s, float
+sums of products checked against cancellation; ``np.kron`` and ``np.polyadd`` of booleans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from capviz.backends.jax.functions.rounding import TOLERANCE
+from capviz.backends.jax.trace import dtype_of, require_each
+
+_BOOL_AS = np.dtype(np.uint8)
+"""The type booleans are computed in where jax.numpy takes no booleans (``kron``, ``polyadd``,
+``convolve``): 0 and 1, and a nonzero result is NumPy's ``True``."""
+
+
+def _as_bool(result: Any) -> Any:
+    return result != 0
+
+
+def _booleans_as_integers(name: str, one_d: bool) -> Callable[[Any], Callable]:
+    """np.kron (``one_d=False``) or np.polyadd (0-d operands as 1-d, ``atleast_1d``): of
+    booleans NumPy's ``multiply`` is ``and`` and its ``add`` is ``or``, which XLA's product and
+    sum refuse: computed on integers, nonzero is true."""
+
+    def make(jnp: Any) -> Callable:
+        fn = getattr(jnp, name)
+        prepare = jnp.atleast_1d if one_d else jnp.asarray
+
+        def run(a: Any, b: Any) -> Any:
+            a, b = prepare(a), prepare(b)
+            if dtype_of(a) == np.bool_ and dtype_of(b) == np.bool_:
+                return _as_bool(fn(a.astype(_BOOL_AS), b.astype(_BOOL_AS)))
+            return fn(a, b)
+
+        run.__name__ = name
+        return run
+
+    return make
+
+
+def convolve_as_numpy(jnp: Any, a: Any, v: Any, mode: str = "full") -> Any:
+    """np.convolve: 0-d operands as 1-d (NumPy's ``array(a, ndmin=1)``); integers in their own
+    type, wrapping as NumPy's sums of products do (jax.numpy's convolve computes them in
+    floats); booleans as NumPy's sum of products of booleans (``or`` of ``and``s)."""
+    a, v = jnp.atleast_1d(a), jnp.atleast_1d(v)
+    kinds = dtype_of(a).kind + dtype_of(v).kind
+    if kinds == "bb":
+        return _as_bool(_integer_convolve(jnp, a.astype(np.int64), v.astype(np.int64), mode))
+    if set(kinds) <= set("biu"):
+        dtype = np.result_type(dtype_of(a), dtype_of(v))
+        return _integer_convolve(jnp, a.astype(dtype), v.astype(dtype), mode)
+    result = jnp.convolve(a, v, mode=mode)
+    if "c" not in kinds:
+        sums_of_products(jnp, result, jnp.convolve(jnp.abs(a), jnp.abs(v), mode=mode),
+                          min(a.shape[0], v.shape[0]), np.dtype(result.dtype))
+    return result
+
+
+def sums_of_products(jnp: Any, got: Any, size: Any, n: int, dtype: np.dtype) -> None:
+    """Each output of a convolution (``n`` products at most, of total magnitude ``size``)
+    checked to be the same in NumPy's order of summation and XLA's, within the tolerance: a
+    product or partial sum that overflows, or a sum cancelling below ``n * eps * size``,
+    differs by the order and by XLA's fused multiply-adds (a float64 ``polymul`` of extremes
+    gave other values)."""
+    if dtype == np.float16:  # overflow: capviz.backends.jax.checks (FLOAT16_OVERFLOW)
+        return
+    rtol, atol = TOLERANCE
+    slack = size * (n * float(np.finfo(dtype).eps))
+    ok = jnp.isfinite(size) & (slack <= atol + rtol * jnp.abs(got))
+    require_each(ok | jnp.isnan(size), "a convolution (np.convolve, np.polymul) whose sums "
+                 "of products overflow or cancel: NumPy's order of summation and XLA's fused "
+                 "multiply-adds give other values there beyond the tolerance; replay with "
+                 "backend='numpy'")
+
+
+def _integer_convolve(jnp: Any, a: Any, v: Any, mode: str) -> Any:
+    """The convolution of two 1-d integer arrays of one dtype: the longer operand times each
+    value of the shorter added into its place, in a loop (memory linear in ``m + n``, not the
+    ``m * n`` of all products at once; wrapping sums are exact in any order), then NumPy's
+    slice of the full result for ``mode``."""
+    from jax import lax
+
+    m, n = a.shape[0], v.shape[0]
+    short, long = min(m, n), max(m, n)
+    if m < n:  # a convolution commutes
+        a, v = v, a
+
+    def add(k: Any, full: Any) -> Any:
+        part = lax.dynamic_slice(full, (k,), (long,))
+        return lax.dynamic_update_slice(full, part + a * v[k], (k,))
+
+    full = lax.fori_loop(0, short, add, jnp.zeros(m + n - 1, a.dtype))
+    if mode == "valid":
+        return full[short - 1:long]
+    if mode == "same":
+        start = (short - 1) // 2
+        return full[start:start + long]
+    return full
+
+
+def _convolve(jnp: Any) -> Callable:
+    def convolve(a: Any, v: Any, mode: str = "full") -> Any:
+        return convolve_as_numpy(jnp, a, v, mode)
+
+    return convolve
+
+
+FORMS: dict[str, Callable[[Any], Callable]] = {
+    "kron": _booleans_as_integers("kron", one_d=False),
+    "polyadd": _booleans_as_integers("polyadd", one_d=True),
+    "convolve": _convolve,
+}
+"""The forms of this module by op name, each written with NumPy's signature."""
