@@ -131,6 +131,17 @@ def test_a_case_whose_eager_numpy_never_returns_is_eager_timeout_and_the_next_st
     assert "| numpy | 1 | 0 | 0 | 0 | 0 | 0 | 1 | 0 | 2 |" in table
 
 
+def test_the_eager_limit_counts_the_call_alone_not_the_import_of_its_module():
+    # a pickled function's module is imported by the worker when it unpickles the call:
+    # 2 s here, past the 1 s limit, which must count only the call (x * 2)
+    from helpers import slow_import
+
+    base = cases.Base("slow import", slow_import.doubles, (np.zeros(3),), (True,))
+    with worker.EagerWorker(slow_import.IMPORT_SECONDS / 2) as eager:
+        got, err = eager.call("eager", base, (np.arange(3.0),))
+    assert err is None and np.array_equal(got[0], np.arange(3.0) * 2)
+
+
 def _dies(x):
     os._exit(3)  # a crash inside eager NumPy (a segfault) ends the worker process
 

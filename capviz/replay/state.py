@@ -275,12 +275,20 @@ def in_place(graph: Graph) -> dict[int, int]:
             continue
         op = ops.OPS[final.op]
         fn = op.bind(np) if op.out and not op.multi and not op.random else None
-        if isinstance(fn, np.ufunc) and fn.nout == 1 and fn.nin == len(final.args) <= 2 and all(
-                a.dtype == final.dtype if isinstance(a, Node) else
-                type(a) in (bool, int, float, complex) or
-                (isinstance(a, np.generic) and a.dtype == final.dtype) for a in final.args):
+        if isinstance(fn, np.ufunc) and fn.nout == 1 and fn.nin == len(final.args) <= 2 \
+                and all(_same_dtype_operand(a, final.dtype) for a in final.args):
             into[final.index] = state.index
     return into
+
+
+def _same_dtype_operand(arg: Any, dtype: Any) -> bool:
+    """Whether a ufunc's operand leaves NumPy's loop for ``out=`` of ``dtype`` unchanged: a
+    node of that dtype, a Python scalar (weak under NEP 50), or a NumPy scalar of that dtype."""
+    if isinstance(arg, Node):
+        return arg.dtype == dtype
+    if type(arg) in (bool, int, float, complex):
+        return True
+    return isinstance(arg, np.generic) and arg.dtype == dtype
 
 
 def live_program(graph: Graph, prog: Any) -> Any:

@@ -10,6 +10,8 @@ limit has its worker killed (the next call starts another) and the case is class
 The worker is started with ``spawn`` (never forked from a process running JAX's threads). A
 case's function reaches it by its base's id, looked up in :func:`.cases.bases` there (the
 examples are lambdas, which do not pickle), or pickled itself when it is not one of the bases.
+The limit counts the call alone: the worker fills its table of bases before it says "ready",
+and says "started" once a payload is unpickled (a pickled function's module imported).
 """
 
 from __future__ import annotations
@@ -23,14 +25,11 @@ TIMEOUT = "timeout"
 CRASH = "crash"
 
 
-def _function(payload: Any, table: dict) -> Any:
-    if not isinstance(payload, str):
-        return payload
-    if not table:
-        from . import cases
+def _table() -> dict:
+    """The bases' functions by id (:func:`.cases.bases`), as the worker looks them up."""
+    from . import cases
 
-        table.update((b.id, b.fn) for b in cases.bases())
-    return table[payload]
+    return {b.id: b.fn for b in cases.bases()}
 
 
 def _sendable(answer: tuple) -> tuple:
@@ -64,14 +63,15 @@ def serve(conn: Any) -> None:
     :func:`.classify.eager_answers`' list)."""
     from . import classify
 
-    table: dict = {}
+    table = _table()  # filled before "ready": not under any call's limit
     conn.send("ready")
     while True:
         try:
-            kind, payload, arrays = conn.recv()
+            kind, payload, arrays = conn.recv()  # a pickled function's module imported here
         except EOFError:
             return
-        fn = _function(payload, table)
+        fn = table[payload] if isinstance(payload, str) else payload
+        conn.send("started")  # the call's limit runs from here
         if kind == "eager":
             conn.send(_sendable(classify.eager(fn, arrays)))
         else:
@@ -103,7 +103,7 @@ class EagerWorker:
         child.close()
         self._process, self._conn = process, parent
         if parent.recv() != "ready":  # imports and the base table: not under the limit
-            raise RuntimeError("the eager NumPy worker did not start")
+            raise RuntimeError("the eager NumPy worker did not start")  # (filled before it)
 
     def close(self) -> None:
         """Stop the worker (its pipe closed: it returns; killed if it does not)."""
@@ -130,6 +130,8 @@ class EagerWorker:
         known = self._bases is not None and self._bases.get(base.id) is base
         try:
             self._conn.send((kind, base.id if known else base.fn, arrays))
+            if self._conn.recv() != "started":  # the payload unpickled (its module imported)
+                raise EOFError  # and looked up: the limit counts the call alone
             if not self._conn.poll(self.limit):
                 self._kill()
                 return TIMEOUT
