@@ -12,6 +12,7 @@ import inspect
 import itertools
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -36,7 +37,7 @@ from capviz.core.violations import make_error, seed_message
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
 from capviz.randomness import backstop, creation, generator_watch, generators, hooks
-from capviz.trace import state
+from capviz.trace import recapture, state
 from capviz.trace.context import (
     active,
     name_scope_entries,
@@ -233,6 +234,7 @@ class CaptureScope:
         self._backstop: list[tuple] = []  # every other generator of the process, noted
         self._rebound: list[tuple] = []  # names bound before the capture, hooked for it
         self._stand_ins: list[tuple] = []  # generator objects replaced for it
+        self._quiet = False  # a second capture (capture()): no observer is told
 
     @property
     def graph(self) -> CapturedGraph:
@@ -388,7 +390,7 @@ class CaptureScope:
             self.view.close()
             raise
         finally:
-            for callback in list(_observers):
+            for callback in [] if self._quiet else list(_observers):
                 callback(graph)
         if error is not None and error is not exc:
             raise error from exc
@@ -642,8 +644,24 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     if len(names) < len(specs):
         names += [f"arg{i}" for i in range(len(names), len(specs))]
     cap = device or CaptureDevice(getattr(fn, "__name__", None))
+    drawn = rng or default_device()
+    draws = drawn._draws  # where its draw indices stand: a second capture draws the same ones
     scope = cap.capture_scope(live=live, on_violation=on_violation, rng=rng,
                               global_random=global_random)
+    _run(scope, fn, names, specs)
+    graph = scope.graph
+    if graph.complete and recapture.writes_arrays(graph) and not any(
+            v.level == "error" for v in graph.violation_records) and \
+            recapture.suspects(graph, recapture.entry_spaces(fn)):
+        error = _capture_again(fn, names, specs, graph, cap, (drawn, draws), global_random)
+        if error is not None and on_violation == "raise":
+            raise error
+    return graph
+
+
+def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple) -> None:
+    """Capture ``fn`` on inputs of ``specs`` named ``names`` in ``scope``; an error carries
+    the partial graph."""
     scope._entry_function = fn  # generator objects are looked for from fn, not from here
     try:
         with scope:
@@ -663,7 +681,35 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
             with contextlib.suppress(AttributeError, TypeError):
                 err.graph = scope.recorder.graph
         raise
-    return scope.graph
+
+
+def _capture_again(fn: Callable, names: list[str], specs: tuple, graph: CapturedGraph,
+                   cap: CaptureDevice, draws: tuple[Device, int], global_random: str
+                   ) -> CapvizError | None:
+    """Capture ``fn`` a second time with other values in the states' live arrays
+    (:mod:`capviz.trace.recapture`), put every array back, and refuse on ``graph`` what
+    differs: the error, recorded on ``graph``, or ``None``. The second capture draws the
+    same indices from the rng device, notifies no observer and warns nothing."""
+    drawn, before = draws
+    after = drawn._draws
+    others = recapture.OtherValues(graph)
+    second = cap.capture_scope(rng=drawn, global_random=global_random)
+    second._quiet = True
+    failure: Exception | None = None
+    try:
+        others.plant()
+        drawn._draws = before
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                _run(second, fn, names, specs)
+            except Exception as err:  # another path with other values: refused below
+                failure = err
+    finally:
+        drawn._draws = after
+        written = others.restore()
+    return recapture.difference(graph, second.graph if second.recorder else None, others,
+                                written, failure)
 
 
 def _wrapped(error: BaseException, violation: BaseException) -> bool:

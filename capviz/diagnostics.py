@@ -12,6 +12,7 @@ import numpy as np
 from capviz import ops
 from capviz.backends import registry
 from capviz.backends.registry import host_array
+from capviz.core.errors import UnsupportedOperationError
 from capviz.core.ir import Graph, Node
 from capviz.core.source import format_source
 from capviz.core.stats import Stats, value_stats
@@ -167,6 +168,22 @@ def _first_own_arithmetic(engine: registry.Backend, node: Node) -> tuple[Node, s
     return min(found, key=lambda item: item[0].index) if found else None
 
 
+def _refuse_states(graph: Graph) -> None:
+    """Refuse ``compare(fn)`` on a graph with states, before anything runs: the eager call
+    writes them in place through NumPy's own operators (``self.m += g``), which log no op to
+    line up with the graph's, and would advance the user's arrays."""
+    states = [n.name or f"%{n.index}" for n in graph.state_nodes
+              if "of" not in n.params and n.dtype is not None]  # arrays (generators: draws)
+    if not states:
+        return
+    raise UnsupportedOperationError(
+        f"graph.compare(fn) cannot follow a graph with states ({', '.join(states)}): the "
+        "eager call writes them in place through NumPy's own operators, which log no op to "
+        "line up with the graph's, and it would advance them. Fix: capture fn written "
+        "functionally (each state an input, its new value returned) and compare that graph "
+        "with it, or compare replays' outputs with an eager call on copies of the arrays")
+
+
 def compare(graph: Graph, fn: Callable | None, inputs: Mapping[str, Any] | None,
             rtol: float | None = None, atol: float | None = None, backend: str = "numpy",
             against: str | None = None, seed: int | None = None,
@@ -188,8 +205,12 @@ def compare(graph: Graph, fn: Callable | None, inputs: Mapping[str, Any] | None,
     given ``arithmetic="xla"``) is computed with that arithmetic, as the opt-in does, and a
     divergence at or after one names it.
     The first differing node is marked (``graph.marks["diverged"]``). A graph with error-level
-    violations raises :class:`capviz.IncompleteGraphError` unless ``allow_violations``.
+    violations raises :class:`capviz.IncompleteGraphError` unless ``allow_violations``; a graph
+    with states compared with ``fn`` raises :class:`capviz.UnsupportedOperationError` naming
+    them, before anything runs (the eager call would write them in place).
     """
+    if fn is not None and against is None:
+        _refuse_states(graph)
     names = (backend, against)
     key = resolve_seed(graph, seed)
     ex = Executor(graph, inputs, backend=backend, keep=True, seed=key,

@@ -425,6 +425,40 @@ SITUATIONS: list[Situation] = [
         "graph.replay(inputs)[\"out\"].",
         "def f(x):\n    return x * x.numpy().sum()\n\ncv.capture(f, cv.spec(3))"),
     Situation(
+        "computed_from_state", "unsupported_op", _call_is("a value NumPy computed from a state"),
+        "{operand} is a value NumPy's own operators computed from an array the capture writes",
+        "capviz cannot record it: NumPy computed it while the capture ran, outside its sight, "
+        "so every replay would reuse it where a call computes it again ({reason_why}).",
+        "make the read meet a tensor, so the capture records it: read the array through a "
+        "tensor op (W_t = W + x[:0].sum(), then 0.5 * np.sum(W_t * W_t)), or pass it as an "
+        "input.",
+        "W = np.ones(3)\n\ndef f(x):\n    reg = np.sum(W * W)\n"
+        "    np.subtract(W, x, out=W)\n    return x * reg\n\n"
+        "cv.capture(f, cv.spec(3, \"float64\"))"),
+    Situation(
+        "written_by_numpy", "unsupported_op",
+        _call_is("a write NumPy made into an outside array"),
+        "NumPy's own operators wrote the ndarray {array} while the capture ran",
+        "capviz cannot record it: a write that meets no tensor reaches no hook, so the "
+        "capture ran it once and no replay would make it ({reason_why}).",
+        "write it with a tensor, so the capture records it as a state: {array} += "
+        "cv.constant(np.float64(1)) for {array} += 1 (outside a capture cv.constant returns "
+        "the value itself).",
+        "t = np.zeros(1)\nW = np.ones(3)\n\ndef f(x):\n    np.add(t, 1, out=t)\n"
+        "    np.subtract(W, x / t, out=W)\n    return x * 1.0\n\n"
+        "cv.capture(f, cv.spec(3, \"float64\"))"),
+    Situation(
+        "path_from_state", "unsupported_op", _call_is("a path chosen from a state's values"),
+        "the captured code recorded other operations here when {operand} held other values",
+        "capviz cannot record it: Python chose what to compute from values NumPy read in an "
+        "array the capture writes, and a replay follows the one path recorded "
+        "({reason_why}).",
+        "keep the choice in the graph: compute the condition from tensors and select with "
+        "np.where(cond, a, b), or pass the array as an input.",
+        "W = np.ones(3)\n\ndef f(x):\n    top = W.max()\n"
+        "    y = x * 2.0 if top > 1 else x + top\n    np.subtract(W, y, out=W)\n"
+        "    return y\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
+    Situation(
         "refused_call", "unsupported_op", lambda f: True,
         "{call} is not supported by capviz",
         "capviz cannot record it: {reason_why}.",

@@ -31,9 +31,11 @@ import numpy as np
 import numpy.random
 
 from capviz import ops
+from capviz.backends.host import subclass_fix, type_name
 from capviz.backends.registry import Backend
 from capviz.core.errors import ReplayInputError, UnsupportedOperationError
 from capviz.core.ir import Graph, Node
+from capviz.core.layout import layout_key
 from capviz.core.source import format_source
 from capviz.replay.plan import FRESH_OPS
 from capviz.replay.program import Program
@@ -101,7 +103,42 @@ def live(graph: Graph, node: Node, given: Mapping[str, Any] | None) -> Any:
                 type(value).__name__
             raise ReplayInputError(f"state {label(node)!r}: expected an ndarray "
                                    f"{node.dtype}{list(node.shape)}, got {got}")
+        if given and label(node) in given:
+            _check_given(graph, node, value)
     return value
+
+
+def _layout_text(key: Any, value: np.ndarray) -> str:
+    if key == "C":
+        return "a C-contiguous array"
+    if key == "F":
+        return "a Fortran-ordered array"
+    return f"an array of strides {value.strides}"
+
+
+def _check_given(graph: Graph, node: Node, value: np.ndarray) -> None:
+    """Refuse an array given with ``states=`` that is an ndarray subclass computing otherwise
+    (``np.matrix``) or has another memory layout than the array the capture met (C-contiguous
+    when the graph does not know it: a loaded graph): the graph reads and writes the state
+    through views (``W.T``, a reshape) whose view-or-copy answer in NumPy depends on it."""
+    name = label(node)
+    fix = subclass_fix(value)
+    if fix is not None:
+        raise ReplayInputError(f"state {name!r}: expected a numpy.ndarray "
+                               f"{node.dtype}{list(node.shape)}, got {type_name(value)} "
+                               f"(replay computes on plain arrays, and {fix})")
+    captured = graph.state_values.get(node.index)
+    expected = "C" if captured is None else layout_key(captured)
+    got = layout_key(value)
+    if got != expected:
+        wanted = "the array the capture met" if captured is not None else "a loaded graph's state"
+        raise ReplayInputError(
+            f"state {name!r}: expected {_layout_text(expected, captured)} ({wanted}), got "
+            f"{_layout_text(got, value)}: the graph was recorded for the layout the capture "
+            "met (NumPy's view-or-copy answer for a reshape or ravel of the state depends on "
+            "it), so eager code may compute otherwise on this array. Fix: give an array "
+            "of that layout (np.ascontiguousarray(a) for a C-contiguous one) and keep using "
+            "that array")
 
 
 def _follow(owner: Any, steps: tuple) -> Any:

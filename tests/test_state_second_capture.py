@@ -1,0 +1,421 @@
+"""NumPy's own operators on an outside array that the capture writes (hostile review, finding
+2): a value computed from it, a path chosen from its values, an outside array NumPy writes
+during the capture. ``cv.capture`` captures a second time with other values in the states and
+refuses what differs (capviz/trace/recapture.py); every user array ends bit-identical to what
+the first capture left."""
+
+import importlib
+import os
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from capviz.core.errors import IncompleteGraphError, UnsupportedOperationError
+from capviz.trace import recapture
+
+capture_module = importlib.import_module("capviz.capture")
+
+
+@pytest.fixture
+def second_captures(monkeypatch):
+    """How many second captures ``cv.capture`` made."""
+    calls = []
+    real = recapture.OtherValues.plant
+
+    def counted(self):  # called by capviz between the two captures, never during one
+        calls.append(1)
+        return real(self)
+
+    monkeypatch.setattr(recapture.OtherValues, "plant", counted)
+    return calls
+
+
+class Regularised:
+    """/tmp/review/s22.py: an L2 term of the weights the step then updates in place."""
+
+    def __init__(self):
+        self.W = np.ones((3, 3))
+
+    def step(self, x):
+        pred = x @ self.W
+        reg = 0.5 * np.sum(self.W * self.W)
+        loss = np.sum(pred ** 2) + reg
+        self.W -= 0.1 * np.outer(x, pred)
+        return loss
+
+    def fixed(self, x):
+        pred = x @ self.W
+        W_t = self.W + x[:0].sum()  # the message's fix: the read meets a tensor
+        reg = 0.5 * np.sum(W_t * W_t)
+        loss = np.sum(pred ** 2) + reg
+        self.W -= 0.1 * np.outer(x, pred)
+        return loss
+
+
+def test_a_number_numpy_computed_from_a_state_before_its_write_is_refused_at_its_line():
+    model = Regularised()
+    before = model.W.copy()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(model.step, cv.spec((3,), "float64"))
+    what, why, fix = str(info.value).splitlines()
+    assert what.startswith("`loss = np.sum(pred ** 2) + reg` at ")
+    assert "test_state_second_capture.py:45 in step: np.float64(4.5) is a value NumPy's own " \
+           "operators computed from an array the capture writes." in what
+    assert why.endswith("(it is np.float64(4.5) here and np.float64(18.0) when model.W holds "
+                        "other values).")
+    assert fix.startswith("Fix: make the read meet a tensor")
+    assert model.W.tobytes() == before.tobytes()
+    graph = info.value.graph
+    assert not graph.complete and graph.error is info.value
+    assert [v.call for v in graph.violation_records] == [recapture.COMPUTED]
+    with pytest.raises(IncompleteGraphError):
+        graph.replay({"x": np.ones(3)})
+
+
+def test_the_fix_the_refusal_gives_replays_as_eager_calls_compute():
+    model, twin = Regularised(), Regularised()
+    graph = cv.capture(model.fixed, cv.spec((3,), "float64"))
+    for k in range(3):
+        x = np.array([0.1, 0.2, 0.3]) * (k + 1)
+        assert graph.replay({"x": x})["out"] == twin.fixed(x)
+        assert np.array_equal(model.W, twin.W)
+
+
+def test_an_array_numpy_computed_before_the_write_and_returned_after_it_is_refused():
+    """/tmp/review/s21.py: ``y`` is computed before the write and enters the graph after it
+    (the function's result), so no position in the graph tells it apart."""
+
+    class S:
+        def __init__(self):
+            self.W = np.arange(16.0).reshape(4, 4)
+
+        def b(self, g):
+            y = self.W[1:] * 2.0
+            self.W += g
+            return y.sum()
+
+    s = S()
+    before = s.W.copy()
+    with pytest.raises(UnsupportedOperationError, match=r"out is a value NumPy's own operators "
+                       r"computed from an array the capture writes") as info:
+        cv.capture(s.b, cv.spec((4,), "float64"))
+    assert "(it is 228. (float64[]) here and 252. (float64[]) when s.W holds other values)" \
+        in str(info.value)
+    assert np.array_equal(s.W, before)
+
+
+class Counter:
+    """/tmp/review/s9.py: a step counter written with no tensor."""
+
+    def __init__(self):
+        self.t = np.zeros(1)
+        self.w = np.ones(3)
+
+    def step(self, g):
+        self.t += 1
+        self.w -= 0.1 * g / self.t
+        return g * 1.0
+
+    def fixed(self, g):
+        self.t += cv.constant(np.float64(1))  # the message's fix: a write the capture records
+        self.w -= 0.1 * g / self.t
+        return g * 1.0
+
+
+def test_an_outside_array_numpy_writes_during_the_capture_is_refused_naming_it():
+    opt = Counter()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(opt.step, cv.spec((3,), "float64"))
+    what, why, fix = str(info.value).splitlines()
+    assert what.startswith("`self.w -= 0.1 * g / self.t` at ")
+    assert what.endswith("in step: NumPy's own operators wrote the ndarray opt.t while the "
+                         "capture ran.")
+    assert "the capture read it as [1.] (float64[1]) here, and a second capture made it [2.] " \
+           "(float64[1]), put back; the first capture's write stays" in why
+    assert fix.startswith("Fix: write it with a tensor, so the capture records it as a state: "
+                          "opt.t += cv.constant(np.float64(1))")
+    assert opt.t.tolist() == [1.0]  # the first capture's write (no hook saw it), not the second
+    assert opt.w.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_the_counters_fix_replays_as_eager_calls_compute():
+    opt, twin = Counter(), Counter()
+    graph = cv.capture(opt.fixed, cv.spec((3,), "float64"))
+    assert opt.t.tolist() == [0.0]
+    g = np.ones(3)
+    for _ in range(3):
+        graph.replay({"g": g})
+        twin.fixed(g)
+    assert np.array_equal(opt.t, twin.t) and np.array_equal(opt.w, twin.w)
+
+
+def test_a_state_numpy_writes_before_the_captures_first_write_is_refused_naming_it():
+    class Decay:
+        def __init__(self):
+            self.m = np.ones(3)
+
+        def step(self, g):
+            scale = np.float64(0.5) * g  # a NumPy scalar: the second capture runs
+            self.m *= 0.9  # no tensor: NumPy's own ufunc
+            self.m += scale
+            return g * 1.0
+
+    d = Decay()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(d.step, cv.spec((3,), "float64"))
+    what, why, _ = str(info.value).splitlines()
+    assert "NumPy's own operators wrote the ndarray d.m while the capture ran" in what
+    assert "NumPy wrote d.m before the capture's first write to it" in why
+    assert d.m.tolist() == [0.9, 0.9, 0.9]  # the first capture's write stays (said above)
+
+
+def test_a_path_chosen_from_a_states_values_is_refused_at_the_first_difference():
+    W = np.ones(3)
+
+    def f(x):
+        top = W.max()
+        y = x * 2.0 if top > 1 else x + top
+        np.subtract(W, y, out=W)
+        return y
+
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(f, cv.spec(3, "float64"))
+    what, why, fix = str(info.value).splitlines()
+    assert what.startswith("`y = x * 2.0 if top > 1 else x + top` at ")
+    assert "the captured code recorded other operations here when W held other values" in what
+    assert why.endswith("(when W holds other values the capture records another program from "
+                        "here on).")
+    assert fix.startswith("Fix: keep the choice in the graph")
+    assert W.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_second_capture_that_fails_is_a_path_refused_and_every_array_is_put_back():
+    counts = np.zeros(2, np.int64)
+    table = np.arange(4.0)
+
+    def f(x):
+        k = int(counts[0])  # a Python int from a state's value: on its line, no number
+        np.add(counts, x[:2].astype(np.int64) * 0 + 1, out=counts)
+        if k:
+            raise ValueError("the counter moved")
+        return x * table[k]
+
+    before = counts.copy()
+    with pytest.raises(UnsupportedOperationError, match=r"when counts holds other values the "
+                       r"capture fails here: ValueError: the counter moved") as info:
+        cv.capture(f, cv.spec(3, "float64"))
+    assert str(info.value).startswith('`raise ValueError("the counter moved")` at ')
+    assert np.array_equal(counts, before) and counts.dtype == np.int64
+
+
+def test_values_that_agree_capture_once_more_and_replay_as_eager():
+    """A NumPy scalar and a constant that do not come from the state: the second capture
+    finds nothing; the user's arrays, NaN payloads and signed zeros included, are as they
+    were; a seeded random op draws the same indices; nothing warns twice."""
+    dev = cv.Device("numpy")
+    dev.seed(3)
+    mask = np.array([1.0, 0.0, 1.0])
+    state = np.array([np.nan, -0.0, 2.5])
+    payload = np.array([0x7FF8000000000123], np.uint64).view(np.float64)[0]
+    state[0] = payload
+    bits = state.tobytes()
+
+    def f(x):
+        noise = cv.random.normal((3,))
+        np.add(state, x * np.float64(0.5) * mask + noise, out=state)
+        return x * 1.0
+
+    seen = []
+    remove = capture_module.observe(seen.append)
+    try:
+        graph = cv.capture(f, cv.spec(3, "float64"), rng=dev)
+    finally:
+        remove()
+    assert graph.complete and len(seen) == 1
+    assert state.tobytes() == bits
+    assert dev._draws == 1  # one draw index taken, by the first capture
+    assert [n.params["draw"] for n in graph.ops if n.op.startswith("random")] == [0]
+
+
+def test_a_warning_of_the_first_capture_is_not_given_twice():
+    state = np.zeros(3)
+
+    def f(x):
+        np.add(state, x * np.float64(2.0) + cv.random.normal((3,)), out=state)
+        return x * 1.0
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cv.capture(f, cv.spec(3, "float64"), rng=cv.Device("numpy"))
+    assert len([w for w in caught if issubclass(w.category, cv.UnseededRandomWarning)]) == 1
+
+
+def test_a_generator_state_is_not_advanced_by_the_second_capture():
+    class Noisy:
+        def __init__(self):
+            self.rng = np.random.default_rng(0)
+            self.m = np.zeros(3)
+
+        def step(self, x):
+            self.m += x * np.float64(2.0) + self.rng.standard_normal(3)
+            return x * 1.0
+
+    noisy, twin = Noisy(), Noisy()
+    graph = cv.capture(noisy.step, cv.spec(3, "float64"))
+    assert noisy.rng.bit_generator.state == twin.rng.bit_generator.state
+    x = np.ones(3)
+    graph.replay({"x": x})
+    twin.step(x)
+    assert np.array_equal(noisy.m, twin.m)
+
+
+def test_record_mode_keeps_the_refusal_on_the_graph():
+    model = Regularised()
+    graph = cv.capture(model.step, cv.spec((3,), "float64"), on_violation="record")
+    assert not graph.complete
+    assert [v.kind for v in graph.violation_records] == ["unsupported_op"]
+    with pytest.raises(cv.UnsupportedOperationError, match="computed from an array"):
+        graph.check()
+
+
+def test_the_100_write_optimiser_of_the_benchmark_is_captured_once(second_captures):
+    """benchmarks/state.py's stateful program: its numbers are written on their lines
+    (``1e-8``) or are globals named there (``LR``); it records no constant."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
+    try:
+        state_benchmark = importlib.import_module("state")
+    finally:
+        sys.path.pop(0)
+    opt = state_benchmark.Optimiser()
+    g = np.random.default_rng(1).standard_normal(state_benchmark.SIZE)
+    graph = cv.capture(opt.step, g)
+    assert len(graph.state_nodes) == 100 and graph.complete
+    assert second_captures == []
+
+
+def test_a_local_number_or_a_numpy_scalar_makes_a_second_capture(second_captures):
+    state = np.zeros(3)
+    lr = 0.01
+
+    def written(x):
+        np.add(state, x * 0.5 + lr, out=state)  # a number token and a closure variable
+        return x * 1.0
+
+    def computed(x):
+        scale = float(x.shape[0]) / 7  # a local: may come from NumPy's operators
+        np.add(state, x * scale, out=state)
+        return x * 1.0
+
+    cv.capture(written, cv.spec(3, "float64"))
+    assert second_captures == []
+    cv.capture(computed, cv.spec(3, "float64"))
+    assert second_captures == [1]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "complex64", "int8",
+                                   "uint8", "int64", "bool"])
+def test_other_values_differ_everywhere_and_hold_no_nan(dtype):
+    info = np.finfo(dtype) if np.dtype(dtype).kind in "fc" else None
+    if np.dtype(dtype).kind == "b":
+        values = np.array([True, False])
+    elif info is None:
+        limits = np.iinfo(dtype)
+        values = np.array([limits.min, limits.max, 0, 1], dtype)
+    else:
+        real = np.array([0.0, -0.0, 1.0, -1.0, info.max, -info.max, info.tiny, np.inf,
+                         -np.inf, np.nan, 2.0 ** info.nmant, 0.5], info.dtype)
+        values = real.astype(dtype)
+        if np.dtype(dtype).kind == "c":
+            values = values.copy()
+            values.imag = real[::-1]
+    other = recapture.other_values(values)
+    assert other.dtype == values.dtype and other.shape == values.shape
+    parts = (np.real(other), np.imag(other)) if other.dtype.kind == "c" else (other,)
+    assert not any(np.isnan(p).any() for p in parts if p.dtype.kind == "f")
+    same = values.view(f"u{values.itemsize}") == other.view(f"u{values.itemsize}") \
+        if values.dtype.kind != "c" else values == other
+    assert not same.any()
+
+
+# --- the loose ends: states= layouts, compare(fn) on a graph with states ---------------------
+
+def _accumulator():
+    m = np.zeros((3, 4))
+
+    def f(g):
+        m[...] += g
+        return g * 2.0
+
+    return m, cv.capture(f, cv.spec((3, 4), "float64"))
+
+
+@pytest.mark.parametrize("given, got", [
+    (np.asfortranarray(np.zeros((3, 4))), "got a Fortran-ordered array"),
+    (np.zeros((3, 8))[:, ::2], "got an array of strides (64, 16)"),
+])
+def test_a_state_given_with_another_layout_is_refused_with_expected_and_got(given, got):
+    _, graph = _accumulator()
+    with pytest.raises(cv.ReplayInputError) as info:
+        graph.replay({"g": np.ones((3, 4))}, states={"m": given})
+    assert str(info.value).startswith("state 'm': expected a C-contiguous array (the array "
+                                      f"the capture met), {got}: ")
+    assert "Fix: give an array of that layout" in str(info.value)
+    assert not given.any()  # refused before anything ran
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix itself
+def test_a_state_given_as_a_matrix_is_refused_and_a_plain_one_replays():
+    m, graph = _accumulator()
+    with pytest.raises(cv.ReplayInputError, match=r"state 'm': expected a numpy.ndarray "
+                       r"float64\[3, 4\], got numpy.matrix"):
+        graph.replay({"g": np.ones((3, 4))}, states={"m": np.asmatrix(np.zeros((3, 4)))})
+    mine = np.zeros((3, 4))
+    graph.replay({"g": np.ones((3, 4))}, states={"m": mine})
+    assert np.array_equal(mine, np.ones((3, 4))) and not m.any()
+
+
+def test_a_loaded_graphs_state_must_be_c_contiguous(tmp_path):
+    _, graph = _accumulator()
+    graph.save(tmp_path / "g")
+    loaded = cv.load(tmp_path / "g")
+    with pytest.raises(cv.ReplayInputError, match=r"expected a C-contiguous array \(a loaded "
+                       r"graph's state\), got a Fortran-ordered array"):
+        loaded.replay({"g": np.ones((3, 4))}, states={"m": np.asfortranarray(np.zeros((3, 4)))})
+
+
+def test_compare_fn_on_a_graph_with_states_is_refused_by_name_before_anything_runs():
+    """/tmp/review/s19.py: it reported a divergence where the programs agree."""
+
+    class Acc:
+        def __init__(self):
+            self.m = np.zeros(3)
+
+        def __call__(self, g):
+            self.m += g
+            return g * 2.0
+
+    acc = Acc()
+    graph = cv.capture(acc, cv.spec((3,), "float64"))
+    with pytest.raises(UnsupportedOperationError) as info:
+        graph.compare(acc, inputs={"g": np.ones(3)})
+    assert str(info.value).startswith("graph.compare(fn) cannot follow a graph with states "
+                                      "(acc.m): the eager call writes them in place")
+    assert "Fix: capture fn written functionally" in str(info.value)
+    assert not acc.m.any()
+    assert not graph.compare(inputs={"g": np.ones(3)}, against="numpy")
+
+
+def test_a_graph_recorded_with_violations_is_not_captured_again(second_captures):
+    W = np.ones(3)
+
+    def f(x):
+        reg = np.sum(W * W)
+        np.subtract(W, x, out=W)
+        return x * reg + float(x.sum())  # a data read: a violation, recorded
+
+    graph = cv.capture(f, cv.spec(3, "float64"), on_violation="record")
+    assert [v.kind for v in graph.violation_records] == ["data_read"]
+    assert second_captures == []
