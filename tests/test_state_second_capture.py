@@ -419,3 +419,51 @@ def test_a_graph_recorded_with_violations_is_not_captured_again(second_captures)
     graph = cv.capture(f, cv.spec(3, "float64"), on_violation="record")
     assert [v.kind for v in graph.violation_records] == ["data_read"]
     assert second_captures == []
+
+
+def test_a_guard_on_a_states_value_is_checked_by_replays_and_not_refused():
+    """With an example, a branch on a value computed from a state is a guard that every
+    replay checks again: the second capture, which reads another value there, refuses
+    nothing."""
+
+    class M:
+        def __init__(self):
+            self.W = np.full(3, -0.5)
+
+        def step(self, x):
+            y = x * 2.0 if (x * self.W).sum() > 0 else x + 1.0
+            self.W += x * np.float64(0.25)
+            return y
+
+    m, twin = M(), M()
+    x = np.ones(3)
+    graph = cv.capture(m.step, x)
+    assert [n.params for n in graph.nodes if n.kind == "guard"] == [{"value": False}]
+    for _ in range(3):  # W sums to -1.5, -0.75, 0.0
+        assert np.array_equal(graph.replay({"x": x})["out"], twin.step(x))
+    with pytest.raises(cv.GuardError):
+        graph.replay({"x": x})  # W sums to 0.75 > 0: eager takes the other branch
+
+
+def test_the_generators_a_second_capture_meets_are_left_as_they_were(second_captures):
+    import random
+
+    class M:
+        def __init__(self):
+            self.m = np.zeros(3)
+            self.rs = np.random.RandomState(0)
+            self.gen = np.random.default_rng(5)
+
+        def step(self, x):
+            a, b = random.random(), np.random.rand(3)
+            c, d = self.rs.standard_normal(3), self.gen.random(3)
+            self.m += x * np.float64(2.0) + a + b + c + d
+            return x * 1.0
+
+    m = M()
+    python, legacy = random.getstate(), np.random.get_state()[1].copy()
+    rs, gen = m.rs.get_state()[1].copy(), m.gen.bit_generator.state
+    graph = cv.capture(m.step, cv.spec(3, "float64"))
+    assert graph.complete and second_captures == [1]
+    assert random.getstate() == python and np.array_equal(np.random.get_state()[1], legacy)
+    assert np.array_equal(m.rs.get_state()[1], rs) and m.gen.bit_generator.state == gen

@@ -325,8 +325,10 @@ def same(a: Any, b: Any) -> bool:
 def first_difference(one: Graph, two: Graph) -> tuple[Node, str, Any, Any] | None:
     """Where ``two`` first differs from ``one``: ``(node of one, what, one's value, two's)``,
     ``what`` ``"value"`` (a literal, a parameter or a constant) or ``"path"`` (another op,
-    shape or line); ``None`` when they are the same program. States' values are not compared
-    (the second capture's are the other values)."""
+    shape or line); ``None`` when they are the same program up to their end, or up to a guard
+    that read another value (a capture with examples: every replay checks it again, so the
+    path after it is the one its value takes). States' values are not compared (the second
+    capture's are the other values)."""
     for a, b in zip(one.nodes, two.nodes):
         if (a.kind, a.op, a.shape, a.dtype, a.source, len(a.args)) != \
                 (b.kind, b.op, b.shape, b.dtype, b.source, len(b.args)):
@@ -337,6 +339,8 @@ def first_difference(one: Graph, two: Graph) -> tuple[Node, str, Any, Any] | Non
             if not same(x, y):
                 return (a, "value", x, y) if type(x) is not Node else (a, "path", None, None)
         if not same(a.params, b.params):
+            if a.kind == "guard":  # a read of a value that every replay checks again: what
+                return None        # follows it is the path of its value (GuardError else)
             return a, "value", a.params, b.params
         if a.kind == "constant" and not _same_constant(one, two, a.index):
             return a, "value", one.constant_values[a.index], two.constant_values[a.index]
