@@ -12,6 +12,12 @@ import capviz as cv
 from capviz.backends import registry
 
 pytest.importorskip("dask")
+import dask
+import dask.array as da
+
+from capviz.backends.dask import backend as dask_backend
+from capviz.backends.dask.overflow import OrderMatters
+
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 DASK = registry.get("dask")
@@ -125,25 +131,140 @@ def test_dask_mean_of_float16_sums_in_float32_as_numpy(call, chunks):
         assert np.isinf(x.sum(axis=0)).any()  # a float16 sum of the same values overflows
 
 
-# --- over several chunks (hostile review, finding 4) ------------------------------------------
+# --- over several chunks (hostile review, finding 5) ------------------------------------------
 
-_ORDERED = np.array([3e38, -3e38, 3e38, 3e38, -3e38, -3e38], np.float32)
+F32 = np.float32(3e38)
+# (values, chunks): float32 sums of both signs whose partial sums overflow in one order only
+ORDERS = {
+    "numpy inf, dask nan": (np.array([F32, -F32, F32, F32, -F32, -F32]), 2),
+    "numpy inf, dask finite": (np.array([F32, -F32, F32, F32, -F32]), 3),
+    "numpy finite, dask inf": (np.array([-F32, F32, F32, -F32]), ((1, 2, 1),)),
+    "numpy nan, dask finite": (np.array([F32, F32, -F32, -F32, F32]), ((1, 2, 2),)),
+}
 
 
-@pytest.mark.parametrize("fn", [np.sum, np.mean, np.var, np.std, np.nansum, np.nanvar])
-def test_a_sum_that_overflows_in_dasks_order_fails_at_the_node(fn):
-    # chunks of 2: dask's partial sums are 0, inf, -inf... and its total nan, NumPy's inf
-    graph = cv.capture(lambda a: fn(a), _ORDERED)
+def _numpys_bits(fn, arrays, chunks):
+    """``fn(*arrays)`` replayed on Dask with ``chunks`` is eager NumPy's, bit for bit."""
     with np.errstate(all="ignore"):
-        want = fn(_ORDERED)
-        with pytest.raises(cv.ReplayError) as info:
-            graph.replay({"a": _ORDERED}, backend="dask", chunks=2)
-        assert f"np.{fn.__name__} over several chunks is nan from finite values" in str(info.value)
-        assert "replay with backend='numpy', or with chunks= that keep the reduced axes in one " \
-               "chunk" in str(info.value)
-        assert info.value.node.op == fn.__name__
-        got = graph.replay({"a": _ORDERED}, backend="dask", chunks=6)["out"]  # NumPy's own sum
-    assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+        want = np.asarray(fn(*arrays))
+        graph = cv.capture(fn, *[cv.spec(a.shape, a.dtype) for a in arrays])
+        got = graph.replay(dict(zip(graph.inputs, arrays)), backend="dask",
+                           chunks=chunks)[graph.outputs[0]]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got, want, equal_nan=True), (got, want)
+    return want
+
+
+SUMS = [(fn, case) for fn in (np.sum, np.mean, np.nansum, np.nanmean) for case in ORDERS]
+# a variance whose first sum overflows is inf in NumPy (its squared deviations overflow), so
+# only dask's nan differs
+MOMENTS = [(fn, "numpy inf, dask nan") for fn in (np.var, np.std, np.nanvar, np.nanstd)]
+
+
+@pytest.mark.parametrize("fn, case", SUMS + MOMENTS)
+def test_a_sum_that_overflows_in_one_order_only_is_numpys(fn, case):
+    values, chunks = ORDERS[case]
+    want = _numpys_bits(fn, [values], chunks)
+    with np.errstate(all="ignore"):
+        dasks = np.asarray(getattr(da, fn.__name__)(da.from_array(values, chunks)).compute())
+    assert not np.array_equal(dasks, want, equal_nan=True)  # what the replay gave before
+
+
+@pytest.mark.parametrize("fn, values, chunks", [
+    (lambda a: a.sum(axis=0), np.array([[F32, 1], [F32, 1], [-F32, 1], [-F32, 1]], np.float32),
+     2),
+    (lambda a: np.sum(a, axis=(0, 1), keepdims=True), np.array([[F32, F32], [-F32, -F32]]),
+     ((1, 1), (2,))),
+    (np.trace, np.diag([F32, F32, -F32, -F32]), 2),
+    (np.sum, np.array([1.5e308, 1.5e308, -1.5e308, -1.5e308]), 2),
+    (np.sum, np.array([F32, F32, -F32, -F32], np.complex64) * 1j, 2),
+    (lambda a: np.sum(a, dtype=np.float32), np.array([3e38, 3e38, -3e38, -3e38]), 2),
+    (lambda a: np.mean(a, axis=1), np.array([[F32, -F32, F32, F32, -F32, -F32]] * 3), (2, 2)),
+], ids=["axis 0", "axis tuple", "trace", "float64", "complex64", "dtype=float32", "mean axis 1"])
+def test_a_sum_that_overflows_in_one_order_only_is_numpys_for_every_form(fn, values, chunks):
+    _numpys_bits(fn, [values], chunks)
+
+
+def test_a_sum_in_numpys_order_along_an_axis_adds_as_numpys_loop_over_the_whole_array():
+    # NumPy adds a column of a C-ordered (16, 3) array row after row (0 here), but a (16, 1)
+    # block's column pairwise, as a contiguous run (inf - inf = nan here): the blocks of the
+    # second run keep the axes after the reduced one whole
+    x = np.zeros((16, 3), np.float32)
+    x[[0, 8]], x[[1, 9]] = F32, -F32
+    want = _numpys_bits(lambda a: a.sum(axis=0), [x], ((8, 8), (1, 2)))
+    assert np.array_equal(want, np.zeros(3, np.float32))
+    with np.errstate(all="ignore"):
+        assert np.isnan(np.ascontiguousarray(x[:, :1]).sum(axis=0)).all()
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a, b: a @ b, np.dot, lambda a, b: np.tensordot(a, b, 1),
+    lambda a, b: np.linalg.tensordot(a, b, axes=1), lambda a, b: np.einsum("ij,jk->ik", a, b),
+    lambda a, b: np.einsum("ij,jk", a, b), lambda a, b: np.vdot(a.T, b),
+], ids=["matmul", "dot", "tensordot", "linalg.tensordot", "einsum", "einsum implicit", "vdot"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_a_product_over_a_chunked_contracted_axis_that_overflows_in_one_order_is_numpys(
+        fn, dtype):
+    # NumPy's sums of the products -b + b + b - b stay finite; dask's partial product of the
+    # middle chunk, b + b, overflowed: inf
+    big = 3e38 if dtype == np.float32 else 250
+    a = np.tile(np.array([-big, big, big, -big], dtype), (4, 1))
+    b = np.full((4, 4), big if dtype == np.float16 else 1, dtype)
+    _numpys_bits(fn, [a, b], ((1, 2, 1), (1, 2, 1)))
+
+
+def test_a_product_in_numpys_order_keeps_its_other_axes_chunked_and_numpys_bits():
+    a = RNG.standard_normal((6, 8)).astype(np.float32)
+    a[:, :4] = np.float32(3e38) * np.sign(a[:, :4])
+    b = RNG.standard_normal((8, 5)).astype(np.float32)
+    graph = cv.capture(lambda a, b: (a @ b, np.einsum("ij,jk->ik", a, b)), a, b)
+    with np.errstate(all="ignore"):
+        want = (a @ b, np.einsum("ij,jk->ik", a, b))
+        got = graph.replay({"a": a, "b": b}, backend="dask", chunks=3)
+        lazy = graph.replay({"a": a, "b": b}, backend="dask", chunks=3, compute=False)
+    for name, w in zip(graph.outputs, want):
+        assert np.array_equal(got[name], w, equal_nan=True)
+    assert lazy["out0"].chunks == ((3, 3), (3, 2))  # what the lazy replay builds: chunked
+
+
+class CountingScheduler:
+    """The threaded scheduler, counting the graphs it is asked to run."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, dsk, keys, **kwargs):
+        self.calls += 1
+        return dask.threaded.get(dsk, keys, **kwargs)
+
+
+def test_ordinary_values_over_several_chunks_are_computed_once():
+    x = RNG.standard_normal((40, 30)).astype(np.float32) * 1e3
+    graph = cv.capture(lambda x: (x.sum(axis=0), np.var(x), x @ x.T), x)
+    counting = CountingScheduler()
+    with dask.config.set(scheduler=counting):
+        got = graph.replay({"x": x}, backend="dask", chunks=7)
+    assert counting.calls == 1  # no node reached the bound: no second run
+    want = (x.sum(axis=0), np.var(x), x @ x.T)
+    for name, w in zip(graph.outputs, want):
+        np.testing.assert_allclose(got[name], w, rtol=1e-4, atol=1e-2)
+
+
+def test_a_lazy_replay_over_several_chunks_fails_the_bound_with_the_fix():
+    values, chunks = ORDERS["numpy inf, dask nan"]
+    graph = cv.capture(lambda a: np.sum(a), values)
+    lazy = graph.replay({"a": values}, backend="dask", chunks=chunks, compute=False)["out"]
+    counting = CountingScheduler()
+    with pytest.raises(dask_backend.BlockError) as info, np.errstate(all="ignore"), \
+            dask.config.set(scheduler=counting):
+        lazy.compute()
+    assert info.value.index == graph.ops[-1].index
+    assert isinstance(info.value.error, OrderMatters)
+    assert str(info.value.error) == (
+        "np.sum over several chunks adds 6 terms of up to 3e+38 in magnitude, so a partial "
+        "sum can overflow float32 in dask.array's order of addition and not in NumPy's, or "
+        "in NumPy's only; replay with compute=True (which computes this node as NumPy does), "
+        "backend='numpy', or chunks= that keep the reduced axes in one chunk")
 
 
 def test_a_sum_of_non_finite_operands_over_several_chunks_is_not_refused():

@@ -73,7 +73,7 @@ from dask.array.core import elemwise, normalize_chunks
 from dask.base import tokenize
 
 from capviz import ops
-from capviz.backends.dask import moments, overflow
+from capviz.backends.dask import contractions, moments, overflow
 from capviz.backends.dask.random import random_block
 from capviz.backends.registry import Backend, get, register, replay_error, unsupported
 from capviz.core.errors import UnsupportedOperationError
@@ -151,6 +151,10 @@ _NODE: ContextVar[int | None] = ContextVar("capviz_dask_node", default=None)
 
 _STEPS: ContextVar[Any] = ContextVar("capviz_dask_steps", default=None)
 """The :class:`_Steps` of the program being built."""
+
+_IN_ORDER: ContextVar[frozenset] = ContextVar("capviz_dask_in_order", default=frozenset())
+"""The nodes a run of the replay being built found
+:class:`~capviz.backends.dask.overflow.OrderMatters` at: built to add as NumPy does."""
 
 
 class _Steps:
@@ -439,24 +443,51 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
     """dask.array's tree reduction or blocked product, cast to NumPy's dtype where dask adds
     its partial results in a wider one (int32 matmul adds in int64: the cast wraps as NumPy's
     int32 sum does, so integer results stay exact). ``var``/``std`` and complex products run
-    as NumPy computes them (:mod:`capviz.backends.dask.moments`)."""
+    as NumPy computes them (:mod:`capviz.backends.dask.moments`); a float sum over several
+    chunks is checked where an overflow could depend on the order of addition
+    (:mod:`capviz.backends.dask.overflow`), and computed as NumPy does where it could."""
     shape, dtype = _out(op, args, params)
+    if _numpys_order(op, args, params, dtype):
+        return _in_order(op, args, params, shape, dtype)
     if op.name in moments.MOMENTS:
         result = moments.moment(op.name, args[0], params)
         if result is None:
             return whole(op, args, params)
-        result = overflow.checked(op.name, args[0], params, result, _guard)
+        result = overflow.checked(op.name, args, params, result, _guard)
         return _check(op, result, shape, dtype)
-    if moments.in_order(op.name, args[0], params):
-        if not isinstance(params.get("axis"), int) or not args[0].ndim:
-            return whole(op, args, params)
-        return along_axis(op, args, params)
     result = _native(op)(*args, **params)
     if np.dtype(result.dtype) != dtype and tuple(result.shape) == shape:
         result = result.astype(dtype)
-    if _is_array(args[0]):
-        result = overflow.checked(op.name, args[0], params, result, _guard)
+    if all(_is_array(a) for a in args):
+        result = overflow.checked(op.name, args, params, result, _guard)
     return _check(op, result, shape, dtype)
+
+
+def _numpys_order(op: ops.Op, args: tuple, params: dict, dtype: np.dtype) -> bool:
+    """Whether the reduction or product must add in NumPy's order: a node a first run of the
+    replay found :class:`~capviz.backends.dask.overflow.OrderMatters` at, a float16 product
+    over a chunked contracted axis (its partial products rounded to float16), and
+    :func:`capviz.backends.dask.moments.in_order`'s reductions."""
+    if _NODE.get() in _IN_ORDER.get():
+        return True
+    if op.name in traits.CONTRACT:
+        return dtype == np.float16 and all(_is_array(a) for a in args) and contractions.split(
+            args, contractions.contracted(op.name, args, params)[0])
+    return moments.in_order(op.name, args[0], params)
+
+
+def _in_order(op: ops.Op, args: tuple, params: dict, shape: tuple, dtype: np.dtype) -> Any:
+    """The reduction or product as NumPy computes it on C-ordered operands: along one axis, by
+    the ``axis`` rule with that axis and the ones after it in one chunk (NumPy's loop adds
+    pairwise along a reduced axis that is innermost, row after row along one that is not: a
+    block's loop must be the whole array's); any other reduction, and every product, on one
+    block (``whole``: a product's kernel follows its operands' shapes)."""
+    axis = params.get("axis")
+    if op.name in traits.CONTRACT or not isinstance(axis, int) or not args[0].ndim:
+        return whole(op, args, params)
+    x = args[0]
+    trailing = {a: -1 for a in range(operator.index(axis) % x.ndim, x.ndim)}
+    return along_axis(op, (x.rechunk(trailing), *args[1:]), params)
 
 
 def _guard(fn: Callable) -> Callable:
@@ -710,44 +741,59 @@ class DaskBackend(Backend):
     def execute(self, program: Any, args: list | tuple, seed: int,
                 options: Mapping[str, Any]) -> tuple:
         """Build the graph's expression on ``args`` and compute it (``compute=True``: one
-        ``dask.compute`` over every output) or return its dask arrays."""
+        ``dask.compute`` over every output) or return its dask arrays. A sum over several
+        chunks that fails its overflow bound (:mod:`capviz.backends.dask.overflow`) makes the
+        expression built again with that node computed as NumPy does, and computed again."""
         chunks = options.get("chunks", "auto")
         compute = options.get("compute", True)
         args = [self._chunked(a, chunks, name, not compute)
                 for name, a in zip(program.input_names, args)]
-        steps = _Steps(program)
-        chunks_token, steps_token = _CHUNKS.set(chunks), _STEPS.set(steps)
-        guard_values: list = []  # what the guards read: computed with the outputs
-        try:
-            outputs = program(args, seed, None, guard_values)
-        finally:
-            _CHUNKS.reset(chunks_token)
-            _STEPS.reset(steps_token)
-        if not compute:
-            if guard_values:  # the guards only, checked before the lazy outputs are returned
-                self._check_guards(program, steps, guard_values)
-            return tuple(outputs)
-        try:
-            computed = dask.compute(*outputs, *guard_values)
-        except BlockError as failed:
-            if guard_values:  # an op after a guard that fails may fail first: the guard's
-                self._check_guards(program, steps, guard_values)  # error is the one that says
-            node = steps.by_index[failed.index]
-            raise replay_error(node, [a for a in node.args if isinstance(a, Node)],
-                               failed.error) from failed.error
+        in_order: set[int] = set()
+        while True:
+            steps = _Steps(program)
+            outputs, guard_values = self._build(program, args, seed, chunks, steps, in_order)
+            try:
+                if not compute:
+                    if guard_values:  # the guards only, checked before the lazy outputs return
+                        self._check_guards(program, steps, guard_values)
+                    return tuple(outputs)
+                computed = dask.compute(*outputs, *guard_values)
+                break
+            except BlockError as failed:
+                error = failed
+                if compute and guard_values and not _order_matters(failed, in_order):
+                    try:  # an op after a guard that fails may fail first: the guard's
+                        self._check_guards(program, steps, guard_values)  # error says
+                    except BlockError as first:
+                        error = first
+                if _order_matters(error, in_order):
+                    in_order.add(error.index)  # built again, that node in NumPy's order
+                    continue
+                node = steps.by_index[error.index]
+                raise replay_error(node, [a for a in node.args if isinstance(a, Node)],
+                                   error.error) from error.error
         n = len(outputs)
         check_all(program.guards, [np.asarray(v) for v in computed[n:]])
         return tuple(np.asarray(v) for v in computed[:n])
 
     @staticmethod
+    def _build(program: Any, args: list, seed: int, chunks: Any, steps: _Steps,
+               in_order: set) -> tuple[Any, list]:
+        """The program's outputs as dask arrays, and the values its guards read."""
+        tokens = (_CHUNKS.set(chunks), _STEPS.set(steps), _IN_ORDER.set(frozenset(in_order)))
+        guard_values: list = []  # what the guards read: computed with the outputs
+        try:
+            outputs = program(args, seed, None, guard_values)
+        finally:
+            _CHUNKS.reset(tokens[0])
+            _STEPS.reset(tokens[1])
+            _IN_ORDER.reset(tokens[2])
+        return outputs, guard_values
+
+    @staticmethod
     def _check_guards(program: Any, steps: Any, guard_values: list) -> None:
         """Compute the values the guards read (one ``dask.compute``) and check them."""
-        try:
-            values = dask.compute(*guard_values)
-        except BlockError as failed:
-            node = steps.by_index[failed.index]
-            raise replay_error(node, [a for a in node.args if isinstance(a, Node)],
-                               failed.error) from failed.error
+        values = dask.compute(*guard_values)
         check_all(program.guards, [np.asarray(v) for v in values])
 
     def _chunked(self, value: Any, chunks: Any, input_name: str, copy: bool) -> Any:
@@ -768,6 +814,11 @@ class DaskBackend(Backend):
                 f"{host.shape}: {err}. Give chunks that fit every NumPy input (an int, "
                 "'auto', a byte size such as '64MiB'), or pass that input as a dask array "
                 "with its own chunks") from None
+
+
+def _order_matters(failed: BlockError, in_order: set) -> bool:
+    """Whether a task failed the overflow bound at a node not yet built in NumPy's order."""
+    return isinstance(failed.error, overflow.OrderMatters) and failed.index not in in_order
 
 
 def _shape_text(shape: tuple) -> str:

@@ -12,7 +12,9 @@
   sums are dask.array's tree sums, added in another order than NumPy's pairwise sum, within the
   backend's tolerance; every other step is NumPy's, bit for bit. Over several chunks a sum can
   still overflow in one order and not the other (float32 ``[3e38, -3e38, 3e38, ...]``: NumPy
-  ``inf``, dask ``nan``): :mod:`capviz.backends.dask.overflow` fails at the node there.
+  ``inf``, dask ``nan``): where its values are large enough for that,
+  :mod:`capviz.backends.dask.overflow` computes the node again as NumPy does. float16 values
+  (summed in float16) run as NumPy along the axis (:func:`in_order`).
 * ``mean`` as NumPy's ``_mean``: a float16 operand summed in float32 and the mean rounded to
   float16 once (dask.array sums float16 in float16, which overflows to ``inf`` where NumPy's
   mean of the same values is finite).
@@ -39,16 +41,19 @@ IN_ORDER = frozenset(("prod", "nanprod"))
 """Reductions that must multiply in NumPy's order when complex (:func:`in_order`)."""
 
 
-HALF_SUMS = frozenset(("sum", "nansum"))
-"""Reductions that must add float16 values as NumPy does (:func:`in_order`)."""
+HALF_SUMS = frozenset(("sum", "nansum", "nanmean", "var", "std", "nanvar", "nanstd"))
+"""Reductions that add float16 values in float16 (NumPy in float32 along its loop, rounded
+once; dask.array rounds each chunk's partial sum): run as NumPy does (:func:`in_order`)."""
 
 
 def in_order(name: str, x: Any, params: dict) -> bool:
     """Whether reduction ``name`` of ``x`` must run as NumPy along its axis: a float or complex
     product (``1e200 * 1e200 * 1e-200`` is ``inf`` in NumPy's order, ``1e200`` in chunks of
-    one and two), or a float16 sum (NumPy adds float16 in float32 and rounds once; dask.array
-    rounds each chunk's partial sum to float16: ``[60000, 60000 | -60000]`` is ``inf`` there,
-    ``60000`` in NumPy)."""
+    one and two), or a sum of float16 values in float16 (NumPy adds float16 in float32 and
+    rounds once; dask.array rounds each chunk's partial sum to float16: ``[60000, 60000 |
+    -60000]`` is ``inf`` there, ``60000`` in NumPy; the sums of ``var``, ``std``, ``nanmean``
+    and their kin too, where :mod:`capviz.backends.dask.overflow`'s bound would be reached by
+    values of a few hundred)."""
     kind = np.dtype(x.dtype)
     if name in HALF_SUMS:
         return kind == np.float16 and params.get("dtype") in (None, np.float16, "float16")

@@ -1,0 +1,76 @@
+"""The cost of the Dask backend's overflow bound on sums and products over several chunks.
+
+Run: ``python benchmarks/dask_sums.py [--rounds 11] [--clock cpu]``
+
+A float sum over several chunks is checked against the bound of ``capviz/backends/dask/
+overflow.py`` (the operand's largest finite magnitude times the number of terms, one max over
+the operand computed with the result), and computed a second time, in NumPy's order, where the
+bound is reached. Each row is a capviz replay on Dask (threaded scheduler) against the bare
+``dask.array`` expression of the same op on the same blocks (no check, no graph), both computed
+in this run, interleaved, medians:
+
+- ``x.sum(axis=0)``, ``np.mean(x)`` and ``np.var(x, axis=1)`` of a (2048, 2048) float32 array
+  in (512, 512) blocks, and ``x @ y`` of two such arrays: ordinary values (uniform in [0, 1)),
+  under the bound, one run;
+- the same column sum of values near ``finfo.max``: the bound is reached, and the replay
+  computes the sum a second time, with the columns whole (the price of NumPy's result).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import dask
+import dask.array as da
+import numpy as np
+from _common import header, interleaved, row
+
+import capviz as cv
+
+SHAPE = (2048, 2048)
+CHUNKS = (512, 512)
+
+
+def _cases(rng: np.random.Generator) -> list[tuple]:
+    x = rng.random(SHAPE, dtype=np.float32)
+    y = rng.random(SHAPE, dtype=np.float32)
+    huge = (x - np.float32(0.5)) * np.float32(6e35)
+    return [
+        ("x.sum(axis=0)", lambda a: a.sum(axis=0), (x,), lambda a: a.sum(axis=0)),
+        ("np.mean(x)", lambda a: np.mean(a), (x,), lambda a: a.mean()),
+        ("np.var(x, axis=1)", lambda a: np.var(a, axis=1), (x,), lambda a: a.var(axis=1)),
+        ("x @ y", lambda a, b: a @ b, (x, y), lambda a, b: a @ b),
+        ("x.sum(axis=0), values near max", lambda a: a.sum(axis=0), (huge,),
+         lambda a: a.sum(axis=0)),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="cpu: this process's CPU time (all its threads)")
+    args = parser.parse_args()
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    header(f"Dask sums over several chunks: {SHAPE} float32 in {CHUNKS} blocks, "
+           f"{args.rounds} rounds, {args.clock} clock (capviz replay vs bare dask.array)")
+    with dask.config.set(scheduler="threads"):
+        for name, fn, arrays, bare in _cases(np.random.default_rng(0)):
+            graph = cv.capture(fn, *[cv.spec(a.shape, a.dtype) for a in arrays])
+            feed = dict(zip(graph.inputs, arrays))
+            blocks = [da.from_array(a, chunks=CHUNKS) for a in arrays]
+
+            def replay(graph=graph, feed=feed):
+                return graph.replay(feed, backend="dask", chunks=CHUNKS)
+
+            def plain(bare=bare, blocks=blocks):
+                return bare(*blocks).compute()
+
+            with np.errstate(all="ignore"):
+                ours, base = interleaved([replay, plain], rounds=args.rounds, clock=clock)
+            row(name, f"{ours * 1e3:.1f} ms", f"dask.array {base * 1e3:.1f} ms", ours / base)
+
+
+if __name__ == "__main__":
+    main()
