@@ -227,6 +227,21 @@ def test_an_error_while_computing_names_the_node_and_the_users_line():
     assert info.value.node is g.ops[-1]
 
 
+def test_an_error_while_computing_a_lazy_result_is_a_replay_error_naming_the_users_line():
+    def solve(a):
+        b = a * 2.0
+        return np.linalg.inv(b)  # the failing line: a singular matrix
+
+    g = cv.capture(solve, cv.spec((3, 3), "float64"))
+    line = solve.__code__.co_firstlineno + 2
+    lazy = g.replay({"a": np.ones((3, 3))}, backend="dask", compute=False)["out"]
+    with pytest.raises(cv.ReplayError, match=rf"^replay failed at node %{g.ops[-1].index} "
+                                             rf"\(linalg.inv\), recorded at "
+                                             rf".*test_backend_dask.py:{line} in solve: "
+                                             r"LinAlgError: Singular matrix$"):
+        lazy.compute()
+
+
 # --- laziness and inputs ------------------------------------------------------------------------
 
 

@@ -253,14 +253,16 @@ def test_ordinary_values_over_several_chunks_are_computed_once():
 def test_a_lazy_replay_over_several_chunks_fails_the_bound_with_the_fix():
     values, chunks = ORDERS["numpy inf, dask nan"]
     graph = cv.capture(lambda a: np.sum(a), values)
+    line = test_a_lazy_replay_over_several_chunks_fails_the_bound_with_the_fix.__code__
     lazy = graph.replay({"a": values}, backend="dask", chunks=chunks, compute=False)["out"]
-    counting = CountingScheduler()
-    with pytest.raises(dask_backend.BlockError) as info, np.errstate(all="ignore"), \
-            dask.config.set(scheduler=counting):
-        lazy.compute()
+    with pytest.raises(cv.ReplayError) as info, np.errstate(all="ignore"):
+        lazy.compute()  # no second run here: the task fails, naming the node and the fix
+    assert isinstance(info.value, dask_backend.BlockError)
     assert info.value.index == graph.ops[-1].index
     assert isinstance(info.value.error, OrderMatters)
-    assert str(info.value.error) == (
+    assert str(info.value) == (
+        f"replay failed at node %{graph.ops[-1].index} (sum), recorded at "
+        f"{__file__}:{line.co_firstlineno + 2} in <lambda>: OrderMatters: "
         "np.sum over several chunks adds 6 terms of up to 3e+38 in magnitude, so a partial "
         "sum can overflow float32 in dask.array's order of addition and not in NumPy's, or "
         "in NumPy's only; replay with compute=True (which computes this node as NumPy does), "

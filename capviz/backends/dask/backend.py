@@ -76,9 +76,10 @@ from capviz import ops
 from capviz.backends.dask import contractions, moments, overflow
 from capviz.backends.dask.random import random_block
 from capviz.backends.registry import Backend, get, register, replay_error, unsupported
-from capviz.core.errors import UnsupportedOperationError
+from capviz.core.errors import ReplayError, UnsupportedOperationError
 from capviz.core.guards import check_all
 from capviz.core.ir import Node
+from capviz.core.source import format_source
 from capviz.ops import traits
 from capviz.ops.ufunc_methods import refuse_not_a_fold
 
@@ -176,14 +177,21 @@ class _Steps:
         return nodes[k]
 
 
-class BlockError(Exception):
-    """An op's NumPy function failed in a task: the node's index and NumPy's error (picklable,
-    so a cluster's worker sends it back)."""
+class BlockError(ReplayError):
+    """An op's NumPy function failed in a task: the node's index, NumPy's error, and where the
+    node was recorded (picklable, so a cluster's worker sends it back). A replay turns it into
+    the :class:`ReplayError` of the node; computing a lazy result (``compute=False``) raises it
+    as it is, a ``ReplayError`` naming the node, its op and the user's line."""
 
-    def __init__(self, index: int, error: BaseException) -> None:
-        super().__init__(index, error)
+    def __init__(self, index: int, error: BaseException, where: str = "") -> None:
+        super().__init__(f"replay failed at {where or f'node %{index}'}: "
+                         f"{type(error).__name__}: {error}")
         self.index = index
         self.error = error
+        self.where = where
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self.index, self.error, self.where)
 
 
 class _Guarded:
@@ -192,6 +200,7 @@ class _Guarded:
     def __init__(self, fn: Callable, index: int | None) -> None:
         self.fn = fn
         self.index = index
+        self.where = _where(index)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -199,7 +208,17 @@ class _Guarded:
         except Exception as err:
             if self.index is None:
                 raise
-            raise BlockError(self.index, err) from err
+            raise BlockError(self.index, err, self.where) from err
+
+
+def _where(index: int | None) -> str:
+    """Node ``index`` of the program being built, its op and the user's line, as words."""
+    steps = _STEPS.get()
+    node = None if steps is None or index is None else steps.by_index.get(index)
+    if node is None:
+        return ""
+    return (f"node %{index} ({node.op}), recorded at "
+            f"{format_source(node.source) or 'unknown source'}")
 
 
 def numpy_callable(op: ops.Op) -> Callable:
