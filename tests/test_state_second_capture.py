@@ -62,11 +62,12 @@ def test_a_number_numpy_computed_from_a_state_before_its_write_is_refused_at_its
         cv.capture(model.step, cv.spec((3,), "float64"))
     what, why, fix = str(info.value).splitlines()
     assert what.startswith("`loss = np.sum(pred ** 2) + reg` at ")
-    assert "test_state_second_capture.py:45 in step: np.float64(4.5) is a value NumPy's own " \
-           "operators computed from an array the capture writes." in what
+    assert "test_state_second_capture.py:45 in step: np.float64(4.5) is a value computed " \
+           "outside the capture's sight, from an array the capture writes or a value the call " \
+           "changes." in what
     assert why.endswith("(it is np.float64(4.5) here and np.float64(18.0) when model.W holds "
                         "other values).")
-    assert fix.startswith("Fix: make the read meet a tensor")
+    assert fix.startswith("Fix: make it meet a tensor")
     assert model.W.tobytes() == before.tobytes()
     graph = info.value.graph
     assert not graph.complete and graph.error is info.value
@@ -99,8 +100,8 @@ def test_an_array_numpy_computed_before_the_write_and_returned_after_it_is_refus
 
     s = S()
     before = s.W.copy()
-    with pytest.raises(UnsupportedOperationError, match=r"out is a value NumPy's own operators "
-                       r"computed from an array the capture writes") as info:
+    with pytest.raises(UnsupportedOperationError, match=r"out is a value computed outside the "
+                       r"capture's sight, from an array the capture writes") as info:
         cv.capture(s.b, cv.spec((4,), "float64"))
     assert "(it is 228. (float64[]) here and 252. (float64[]) when s.W holds other values)" \
         in str(info.value)
@@ -277,7 +278,7 @@ def test_record_mode_keeps_the_refusal_on_the_graph():
     graph = cv.capture(model.step, cv.spec((3,), "float64"), on_violation="record")
     assert not graph.complete
     assert [v.kind for v in graph.violation_records] == ["unsupported_op"]
-    with pytest.raises(cv.UnsupportedOperationError, match="computed from an array"):
+    with pytest.raises(cv.UnsupportedOperationError, match="from an array the capture writes"):
         graph.check()
 
 
@@ -467,3 +468,26 @@ def test_the_generators_a_second_capture_meets_are_left_as_they_were(second_capt
     assert graph.complete and second_captures == [1]
     assert random.getstate() == python and np.array_equal(np.random.get_state()[1], legacy)
     assert np.array_equal(m.rs.get_state()[1], rs) and m.gen.bit_generator.state == gen
+
+
+def test_a_python_number_the_call_changes_is_refused_too():
+    """``self.n += 1`` on a Python int, then ``x * self.n``: the graph would hold 1 for
+    ever. Refused as a value computed outside the capture's sight (the second capture ran the
+    Python code again, as its docs say)."""
+
+    class M:
+        def __init__(self):
+            self.n = 0
+            self.m = np.zeros(3)
+
+        def step(self, x):
+            self.n += 1
+            self.m += x * self.n
+            return x * 1.0
+
+    model = M()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(model.step, cv.spec(3, "float64"))
+    assert "(it is 1 here and 2 when model.m holds other values, or when the call ran again)" \
+        in str(info.value)
+    assert model.n == 2 and not model.m.any()

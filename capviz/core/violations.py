@@ -426,11 +426,13 @@ SITUATIONS: list[Situation] = [
         "def f(x):\n    return x * x.numpy().sum()\n\ncv.capture(f, cv.spec(3))"),
     Situation(
         "computed_from_state", "unsupported_op", _call_is("a value NumPy computed from a state"),
-        "{operand} is a value NumPy's own operators computed from an array the capture writes",
-        "capviz cannot record it: NumPy computed it while the capture ran, outside its sight, "
-        "so every replay would reuse it where a call computes it again ({reason_why}).",
-        "make the read meet a tensor, so the capture records it: read the array through a "
-        "tensor op (W_t = W + x[:0].sum(), then 0.5 * np.sum(W_t * W_t)), or pass it as an "
+        "{operand} is a value computed outside the capture's sight, from an array the capture "
+        "writes or a value the call changes",
+        "capviz cannot record it: NumPy's own operators or Python code computed it while the "
+        "capture ran, so every replay would reuse it where a call computes it again "
+        "({reason_why}).",
+        "make it meet a tensor, so the capture records it: read the array through a tensor op "
+        "(W_t = W + x[:0].sum(), then 0.5 * np.sum(W_t * W_t)), or pass the value as an "
         "input.",
         "W = np.ones(3)\n\ndef f(x):\n    reg = np.sum(W * W)\n"
         "    np.subtract(W, x, out=W)\n    return x * reg\n\n"
