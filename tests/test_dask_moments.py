@@ -197,6 +197,39 @@ def test_a_sum_in_numpys_order_along_an_axis_adds_as_numpys_loop_over_the_whole_
         assert np.isnan(np.ascontiguousarray(x[:, :1]).sum(axis=0)).all()
 
 
+_COLUMN = np.zeros(16, np.float32)
+_COLUMN[[0, 1]], _COLUMN[[8, 9]] = F32, -F32
+_F_ORDERED = np.asfortranarray(np.stack([_COLUMN, _COLUMN], axis=1))
+_LAYOUT_FIX = ("NumPy's order of addition follows the memory layout of {}, which is not "
+               "C-contiguous, and a dask array has none: replay with backend='numpy', or with "
+               "chunks= that keep the reduced axes in one chunk")
+
+
+@pytest.mark.parametrize("chunks", [(8, 2), (4, 1)], ids=str)
+def test_a_sum_of_an_f_ordered_input_that_reaches_the_bound_is_numpys_in_its_layout(chunks):
+    # NumPy adds an F-ordered column pairwise (0 here), a C-ordered one row after row (inf):
+    # the second run sums the input itself, in its layout (hostile review 2, finding 12)
+    with np.errstate(all="ignore"):
+        assert np.isinf(np.sum(np.ascontiguousarray(_F_ORDERED), axis=0)).all()
+    want = _numpys_bits(lambda x: np.sum(x, axis=0), [_F_ORDERED], chunks)
+    assert np.array_equal(want, [0, 0])
+
+
+@pytest.mark.parametrize("chunks", [(8, 2), (4, 1)], ids=str)
+def test_a_sum_of_values_computed_from_an_f_ordered_input_that_reaches_the_bound_is_refused(
+        chunks):
+    # NumPy's x * 1.0 keeps x's F order, and so its sum's pairwise order; dask's blocks, gathered
+    # for a second run, have no layout: refused, naming the input and the fix
+    graph = cv.capture(lambda x: np.sum(x * 1.0, axis=0), cv.spec((16, 2), "float32"))
+    with pytest.raises(cv.ReplayError) as info, np.errstate(all="ignore"):
+        graph.replay({"x": _F_ORDERED}, backend="dask", chunks=chunks)
+    assert info.value.node is graph.ops[-1]
+    assert _LAYOUT_FIX.format("input 'x'") in str(info.value)
+    with np.errstate(all="ignore"):
+        got = graph.replay({"x": _F_ORDERED}, backend="dask", chunks=(16, 1))["out"]
+    assert np.array_equal(got, [0, 0])  # the reduced axis in one chunk: NumPy's own sum
+
+
 @pytest.mark.parametrize("fn", [
     lambda a, b: a @ b, np.dot, lambda a, b: np.tensordot(a, b, 1),
     lambda a, b: np.linalg.tensordot(a, b, axes=1), lambda a, b: np.einsum("ij,jk->ik", a, b),

@@ -73,7 +73,7 @@ from dask.array.core import elemwise, normalize_chunks
 from dask.base import tokenize
 
 from capviz import ops
-from capviz.backends.dask import contractions, moments, overflow
+from capviz.backends.dask import in_order, moments, overflow
 from capviz.backends.dask.random import random_block
 from capviz.backends.registry import Backend, get, register, replay_error, unsupported
 from capviz.core.errors import ReplayError, UnsupportedOperationError
@@ -152,10 +152,6 @@ _NODE: ContextVar[int | None] = ContextVar("capviz_dask_node", default=None)
 
 _STEPS: ContextVar[Any] = ContextVar("capviz_dask_steps", default=None)
 """The :class:`_Steps` of the program being built."""
-
-_IN_ORDER: ContextVar[frozenset] = ContextVar("capviz_dask_in_order", default=frozenset())
-"""The nodes a run of the replay being built found
-:class:`~capviz.backends.dask.overflow.OrderMatters` at: built to add as NumPy does."""
 
 
 class _Steps:
@@ -466,8 +462,11 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
     chunks is checked where an overflow could depend on the order of addition
     (:mod:`capviz.backends.dask.overflow`), and computed as NumPy does where it could."""
     shape, dtype = _out(op, args, params)
-    if _numpys_order(op, args, params, dtype):
-        return _in_order(op, args, params, shape, dtype)
+    if in_order.wanted(op.name, args, params, dtype, _NODE.get()):
+        host = (in_order.NODES.get() or {}).get(_NODE.get())
+        if host is not None:  # an input or constant itself: NumPy's sum in its own layout
+            return whole(op, (host_blocks(host, host.shape), *args[1:]), params)
+        return _in_order(op, args, params)
     if op.name in moments.MOMENTS:
         result = moments.moment(op.name, args[0], params)
         if result is None:
@@ -482,31 +481,14 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
     return _check(op, result, shape, dtype)
 
 
-def _numpys_order(op: ops.Op, args: tuple, params: dict, dtype: np.dtype) -> bool:
-    """Whether the reduction or product must add in NumPy's order: a node a first run of the
-    replay found :class:`~capviz.backends.dask.overflow.OrderMatters` at, a float16 product
-    over a chunked contracted axis (its partial products rounded to float16), and
-    :func:`capviz.backends.dask.moments.in_order`'s reductions."""
-    if _NODE.get() in _IN_ORDER.get():
-        return True
-    if op.name in traits.CONTRACT:
-        return dtype == np.float16 and all(_is_array(a) for a in args) and contractions.split(
-            args, contractions.contracted(op.name, args, params)[0])
-    return moments.in_order(op.name, args[0], params)
-
-
-def _in_order(op: ops.Op, args: tuple, params: dict, shape: tuple, dtype: np.dtype) -> Any:
-    """The reduction or product as NumPy computes it on C-ordered operands: along one axis, by
-    the ``axis`` rule with that axis and the ones after it in one chunk (NumPy's loop adds
-    pairwise along a reduced axis that is innermost, row after row along one that is not: a
-    block's loop must be the whole array's); any other reduction, and every product, on one
-    block (``whole``: a product's kernel follows its operands' shapes)."""
+def _in_order(op: ops.Op, args: tuple, params: dict) -> Any:
+    """The reduction or product in NumPy's order (:mod:`capviz.backends.dask.in_order`): along
+    one axis by the ``axis`` rule, that axis and the ones after it in one chunk; any other
+    reduction, and every product, on one block (a product's kernel follows its shapes)."""
     axis = params.get("axis")
     if op.name in traits.CONTRACT or not isinstance(axis, int) or not args[0].ndim:
         return whole(op, args, params)
-    x = args[0]
-    trailing = {a: -1 for a in range(operator.index(axis) % x.ndim, x.ndim)}
-    return along_axis(op, (x.rechunk(trailing), *args[1:]), params)
+    return along_axis(op, (in_order.blocks(args[0], axis), *args[1:]), params)
 
 
 def _guard(fn: Callable) -> Callable:
@@ -765,12 +747,14 @@ class DaskBackend(Backend):
         expression built again with that node computed as NumPy does, and computed again."""
         chunks = options.get("chunks", "auto")
         compute = options.get("compute", True)
+        hosts = {name: self._host.get(a.name) if _is_array(a) else a
+                 for name, a in zip(program.input_names, args)}
         args = [self._chunked(a, chunks, name, not compute)
                 for name, a in zip(program.input_names, args)]
-        in_order: set[int] = set()
+        ordered: dict[int, Any] = {}  # nodes built in NumPy's order (in_order.NODES)
         while True:
             steps = _Steps(program)
-            outputs, guard_values = self._build(program, args, seed, chunks, steps, in_order)
+            outputs, guard_values = self._build(program, args, seed, chunks, steps, ordered)
             try:
                 if not compute:
                     if guard_values:  # the guards only, checked before the lazy outputs return
@@ -780,33 +764,41 @@ class DaskBackend(Backend):
                 break
             except BlockError as failed:
                 error = failed
-                if compute and guard_values and not _order_matters(failed, in_order):
+                if compute and guard_values and not _order_matters(failed, ordered):
                     try:  # an op after a guard that fails may fail first: the guard's
                         self._check_guards(program, steps, guard_values)  # error says
                     except BlockError as first:
                         error = first
-                if _order_matters(error, in_order):
-                    in_order.add(error.index)  # built again, that node in NumPy's order
-                    continue
                 node = steps.by_index[error.index]
+                cause = error.error
+                if _order_matters(error, ordered):
+                    constants = dict(zip(program.constant_nodes, program.host_constants))
+                    host = in_order.direct(node, hosts, constants)
+                    source = None if host is not None else in_order.strided_source(
+                        node, hosts, constants)
+                    if source is None:  # built again, that node in NumPy's order
+                        ordered[error.index] = host
+                        continue
+                    cause = in_order.refusal(cause, source)
                 raise replay_error(node, [a for a in node.args if isinstance(a, Node)],
-                                   error.error) from error.error
+                                   cause) from cause
         n = len(outputs)
         check_all(program.guards, [np.asarray(v) for v in computed[n:]])
         return tuple(np.asarray(v) for v in computed[:n])
 
     @staticmethod
     def _build(program: Any, args: list, seed: int, chunks: Any, steps: _Steps,
-               in_order: set) -> tuple[Any, list]:
-        """The program's outputs as dask arrays, and the values its guards read."""
-        tokens = (_CHUNKS.set(chunks), _STEPS.set(steps), _IN_ORDER.set(frozenset(in_order)))
+               ordered: dict) -> tuple[Any, list]:
+        """The program's outputs as dask arrays (the nodes of ``ordered`` in NumPy's order),
+        and the values its guards read."""
+        tokens = (_CHUNKS.set(chunks), _STEPS.set(steps), in_order.NODES.set(dict(ordered)))
         guard_values: list = []  # what the guards read: computed with the outputs
         try:
             outputs = program(args, seed, None, guard_values)
         finally:
             _CHUNKS.reset(tokens[0])
             _STEPS.reset(tokens[1])
-            _IN_ORDER.reset(tokens[2])
+            in_order.NODES.reset(tokens[2])
         return outputs, guard_values
 
     @staticmethod
@@ -835,9 +827,9 @@ class DaskBackend(Backend):
                 "with its own chunks") from None
 
 
-def _order_matters(failed: BlockError, in_order: set) -> bool:
+def _order_matters(failed: BlockError, ordered: dict) -> bool:
     """Whether a task failed the overflow bound at a node not yet built in NumPy's order."""
-    return isinstance(failed.error, overflow.OrderMatters) and failed.index not in in_order
+    return isinstance(failed.error, overflow.OrderMatters) and failed.index not in ordered
 
 
 def _shape_text(shape: tuple) -> str:

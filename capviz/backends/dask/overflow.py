@@ -18,13 +18,12 @@ forms, whose second sum adds squared deviations, ``max(m, 4 m**2)``), one max ov
 computed with the result. Infinities and NaNs are left out of ``m``: while no finite partial sum
 can overflow, what they make of a sum (``inf``, ``-inf``, ``nan``) is every order's. Where the
 bound is reached, the node's task fails with :class:`OrderMatters`, and the replay builds its
-expression again with that node computed as NumPy does (``DaskBackend.execute``; a reduction
-along one axis with that axis and the ones after it in one chunk, NumPy's function per block;
-any other reduction and every product on one block): NumPy's result, bit for bit on C-ordered
-operands (NumPy's own order follows an operand's memory layout, which a dask array does not
-have), for the price of a second run. Where the operand's dtype cannot reach the bound (the
-float32 sum of a float16 ``mean``), nothing is checked. With one chunk along the reduced axes
-dask.array runs NumPy's own function, unchecked.
+expression again with that node computed as NumPy does (``DaskBackend.execute``,
+:mod:`capviz.backends.dask.in_order`): NumPy's result, bit for bit, for the price of a second
+run (on C-ordered operands: where an input's layout decides NumPy's order,
+:mod:`capviz.backends.dask.in_order` sums that input itself or refuses the node). Where the
+operand's dtype cannot reach the bound (the float32 sum of a float16 ``mean``), nothing is
+checked. With one chunk along the reduced axes dask.array runs NumPy's own function, unchecked.
 """
 
 from __future__ import annotations
