@@ -23,9 +23,11 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
+from capviz.backends.jax import cancellation
+from capviz.backends.jax.cancellation import sums_of_products
 from capviz.backends.jax.checks import checked
 from capviz.backends.jax.functions import FUNCTIONS
-from capviz.backends.jax.functions.polynomials import convolve_as_numpy, sums_of_products
+from capviz.backends.jax.functions.polynomials import convolve_as_numpy
 from capviz.backends.jax.functions.rounding import divided, product
 from capviz.backends.jax.random import bernoulli, normal, uniform
 from capviz.backends.jax.trace import cast, dtype_of, require
@@ -767,10 +769,10 @@ def _polymul(jnp: Any) -> Callable:
         if set(kinds) <= set("biu") and not empty:
             return convolve_as_numpy(jnp, a1, a2)  # integers in their type (jax's: floats)
         result = jnp.polymul(a1, a2, trim_leading_zeros=False)
-        if "c" not in kinds and not empty:
-            sums_of_products(jnp, result, jnp.polymul(jnp.abs(a1), jnp.abs(a2),
-                                                      trim_leading_zeros=False),
-                             min(a1.shape[0], a2.shape[0]), np.dtype(result.dtype))
+        if not empty:
+            sums_of_products(jnp, result, a1, a2,
+                             lambda x, y: jnp.polymul(x, y, trim_leading_zeros=False),
+                             min(a1.shape[0], a2.shape[0]))
         return result
 
     return polymul
@@ -879,7 +881,8 @@ def functional(op: ops.Op, jnp: Any, checks: bool = True) -> Callable:
     """The callable that runs ``op`` on ``jnp`` as NumPy does: its form of :data:`OVERRIDES`, or
     ``op.bind(jnp)``; a ufunc in NumPy's loop, list arguments as arrays; an accumulating
     reduction's float operand cast to an integer ``dtype=`` with :func:`cast`; the value checks
-    of :mod:`capviz.backends.jax.checks` (``checks=False``: without them, for a form that runs
+    of :mod:`capviz.backends.jax.checks` and the sums that cancel of
+    :mod:`capviz.backends.jax.cancellation` (``checks=False``: without them, for a form that runs
     the op inside a jax loop, where a check cannot be returned). (Refusals are the caller's:
     :data:`UNSUPPORTED`.)"""
     make = OVERRIDES.get(op.name)
@@ -892,4 +895,4 @@ def functional(op: ops.Op, jnp: Any, checks: bool = True) -> Callable:
         fn = _lists_as_arrays(fn)
     if op.name in traits.ACCUMULATES:
         fn = _integer_dtype_cast(jnp, fn)
-    return checked(op.name, jnp, fn) if checks else fn
+    return checked(op.name, jnp, cancellation.checked(op.name, jnp, fn)) if checks else fn

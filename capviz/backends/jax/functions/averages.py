@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from capviz.backends.jax.functions.rounding import TOLERANCE, separate
+from capviz.backends.jax.cancellation import TOLERANCE
+from capviz.backends.jax.functions.rounding import separate
 from capviz.backends.jax.trace import dtype_of, require, require_each
 
 

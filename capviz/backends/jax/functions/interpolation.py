@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.backends.jax.functions.rounding import TOLERANCE
+from capviz.backends.jax.cancellation import TOLERANCE
 from capviz.backends.jax.trace import dtype_of, require
 
 

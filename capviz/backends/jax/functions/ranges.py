@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from capviz.backends.jax.cancellation import TOLERANCE
 from capviz.backends.jax.functions.rounding import (
-    TOLERANCE,
     divided,
     lax_bits,
     narrowed,

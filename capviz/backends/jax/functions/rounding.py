@@ -1,7 +1,6 @@
 """NumPy's rounding, step by step, in jax.numpy: a product or quotient rounded on its own
 (XLA fuses and multiplies by reciprocals), float16/float32 values kept in float64 and rounded as
-NumPy's casts round them (subnormals included), and the JAX backend's tolerance the checks of
-this package hold results to.
+NumPy's casts round them (subnormals included).
 """
 
 from __future__ import annotations
@@ -11,9 +10,6 @@ from typing import Any
 import numpy as np
 
 from capviz.backends.jax.trace import require_each
-
-TOLERANCE = (1e-4, 1e-4)
-"""The JAX backend's ``(rtol, atol)`` for float64 (``JaxBackend.tolerance``)."""
 
 
 def divided(jnp: Any, x: Any, n: int) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.jax.functions.rounding import TOLERANCE
+from capviz.backends.jax.cancellation import TOLERANCE
 from capviz.backends.jax.trace import require
 
 _TRANSFORMS = ("fft", "fft2", "fftn", "ifft", "ifft2", "ifftn", "rfft", "rfft2", "rfftn",

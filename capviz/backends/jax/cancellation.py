@@ -1,0 +1,189 @@
+"""Sums that cancel, on the JAX backend (issue 25; the hostile review's finding 9).
+
+XLA adds the terms of a reduction in another order than NumPy (NumPy: pairwise along a
+contiguous axis, one row after another along a strided one; XLA: partial sums in vector lanes
+on a CPU, a tree on a GPU), and each order rounds its partial sums otherwise. Where the sum is
+of the size of its terms the two agree to a few units of its last place, inside the backend's
+tolerance. Where it cancels (4,000 float64 terms of 1e16 adding up to 192), the roundings of
+the partial sums are all that is left: NumPy gives 192, XLA -128.
+
+**The rule** (:func:`checked`, for :data:`SUMS`): each output of a float or complex sum or
+cumulative sum (each part of a complex one, a sum of floats of its own) fails the replay at
+its node, with the user's line, where
+
+    eps * S > atol + rtol * |s|
+
+``s`` the output, ``S`` the same reduction of the terms' magnitudes (``np.sum(|x|)`` for a sum,
+``np.mean(|x|)`` for a mean, with the node's axis, ``where=`` and NaNs left out alike), ``eps``
+the output type's (float32's for a float16 mean, and a float16 sum along the last axis: NumPy
+adds those in float32 and rounds once, as jax.numpy does) and ``(rtol, atol)`` the backend's
+tolerance for it (float16's is wider): one rounding of the terms' total magnitude reaches
+beyond the tolerance of the result. Infinite or
+NaN terms give the same result in every order (the infinity, or NaN) and pass, unless the
+finite terms' magnitudes add up past the type's largest value (a partial sum may overflow to
+the other infinity in one order and not in another); an output that is not finite from finite
+terms fails, for the same reason.
+
+Why one rounding, and not the worst case of an order of summation (``(n - 1) * eps / 2 * S``,
+which bounds the error of every order): it refuses every float32 sum of more than 840 terms
+of one sign, whose results agree with NumPy's to 1e-6 in practice. Measured (float32 and float64,
+sums of 1e4 to 1e6 terms, NumPy's ``np.sum`` against ``jax.jit(jnp.sum)`` on a CPU):
+``eps * S`` exceeded the actual difference by 1.5x (sorted uniform values about 0) to 100x in
+every case, cancelling ones (sorted, reversed, repeated 0.1) included, and the check fails
+float32 sums of unit values of both signs only near 0 (about 4% of them at 1e4 terms, 36% at
+1e5). The fix it names, ``dtype=np.float64``, passes those: the check is then float64's.
+
+The contractions that are sums of products (``convolve``, ``correlate``, ``polymul``) take the
+worst case of their ``n`` products (:func:`sums_of_products`, which XLA's convolution runs with
+fused multiply-adds in its own order), each part of a complex result apart. Not checked (open):
+the contractions of linear algebra (``matmul``, ``dot``, ``einsum``, ``tensordot``, ``inner``,
+``vecdot``...), where the magnitudes would be a second product of the same size, or a read of
+a model's weights at every replay.
+
+The magnitudes are added in the type ``eps`` is taken from: a sibling reduction of the
+same operand, which XLA fuses with the sum, and a test per output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from capviz.backends.jax.trace import dtype_of, require_each
+
+TOLERANCE = (1e-4, 1e-4)
+"""The JAX backend's ``(rtol, atol)`` for float64 (``JaxBackend.tolerance``)."""
+
+FLOAT16_TOLERANCE = (1e-2, 1e-1)
+"""The JAX backend's ``(rtol, atol)`` for float16 (``JaxBackend.float16_tolerance``)."""
+
+SUMS = frozenset(("sum", "mean", "nansum", "nanmean", "cumsum", "nancumsum", "cumulative_sum",
+                  "trace", "ufunc_reduce", "ufunc_accumulate"))
+"""Sums checked by :func:`checked` (their float and complex outputs; ``np.<ufunc>.reduce`` and
+``.accumulate`` of ``np.add`` only)."""
+
+MEANS = frozenset(("mean", "nanmean"))
+"""Those of :data:`SUMS` dividing the sum by the count of its terms."""
+
+_PAIRWISE = frozenset(("sum", "nansum", "trace", "ufunc_reduce"))
+"""Those of :data:`SUMS` NumPy adds pairwise in float32 for float16 terms when they run along
+the last axis (its inner loop), rounding once; along another axis it adds one row after
+another, rounding each partial sum to float16 (as it does for a cumulative sum)."""
+
+_SUM = ("np.{op}: an output of the sum cancels (its terms' magnitudes add up to far more than "
+        "it: one rounding of them, {eps:.3g} of their total, is beyond the tolerance of the "
+        "result) or overflows, so NumPy's order of summation and XLA's give other values "
+        "there; replay with backend='numpy', or sum in float64 (dtype=np.float64)")
+_PRODUCTS = ("a {what} whose sums of products overflow or cancel: NumPy's order of summation "
+             "and XLA's fused multiply-adds give other values there beyond the tolerance; "
+             "replay with backend='numpy'")
+
+
+def tolerance(dtype: np.dtype) -> tuple[float, float]:
+    """The backend's ``(rtol, atol)`` for floats of ``dtype`` (a real type)."""
+    return FLOAT16_TOLERANCE if dtype == np.float16 else TOLERANCE
+
+
+def checked(name: str, jnp: Any, fn: Callable) -> Callable:
+    """``fn`` (the op ``name`` on jax.numpy), its outputs checked by the rule of this module
+    when ``name`` is one of :data:`SUMS`; else ``fn``."""
+    if name not in SUMS:
+        return fn
+
+    label = {"ufunc_reduce": "add.reduce", "ufunc_accumulate": "add.accumulate"}.get(name, name)
+
+    def run(*args: Any, **params: Any) -> Any:
+        result = fn(*args, **params)
+        adds = params.get("ufunc", "add") == "add"
+        if adds and args and dtype_of(result).kind in "fc" \
+                and dtype_of(args[0]).kind in "biufc":
+            _sum_cancels(jnp, name, label, fn, args, params, result)
+        return result
+
+    run.__name__ = getattr(fn, "__name__", name)
+    return run
+
+
+def _sum_cancels(jnp: Any, name: str, label: str, fn: Callable, args: tuple, params: dict,
+                 result: Any) -> None:
+    """The rule of this module for ``result = fn(*args, **params)`` (the op ``name``, called
+    ``np.<label>`` in the message), each part of a complex one apart. One more reduction per
+    part, of the finite terms' magnitudes: where they add up below the type's largest value no
+    order overflows, so a result that is not finite comes from an infinite or NaN term and is
+    the same in every order."""
+    a = jnp.asarray(args[0])
+    out = dtype_of(result)
+    real = np.dtype(out.type(0).real.dtype)
+    wide = np.dtype(np.float32) if real == np.float16 and _in_float32(name, params, a) \
+        else real
+    dropped = jnp.isnan(a) if name.startswith("nan") and dtype_of(a).kind in "fc" else None
+    options = {**params, "dtype": wide}
+    if params.get("initial") is not None:
+        options["initial"] = abs(complex(params["initial"]))  # a term: its magnitude
+    count = max(int(np.prod(a.shape)) // max(int(np.prod(np.shape(result))), 1), 1)
+    largest = float(np.finfo(wide).max) / (count if name in MEANS else 1)
+    rtol, atol = tolerance(real)
+    eps = float(np.finfo(wide).eps)
+    fits = nonfinite = kept = None
+    for part in ((jnp.real, jnp.imag) if out.kind == "c" else (None,)):
+        terms = (a if part is None else part(a)).astype(wide)
+        got = (result if part is None else part(result)).astype(wide)
+        finite = jnp.where(jnp.isfinite(terms), jnp.abs(terms), 0)
+        if dropped is not None:  # the nan forms leave a NaN element out (its count too)
+            finite = jnp.where(dropped, np.nan, finite)
+        size = fn(finite, *args[1:], **options)  # NaN for a nanmean of NaNs only
+        each = (~(size >= largest), ~jnp.isfinite(got),
+                eps * size <= atol + rtol * jnp.abs(got))
+        if fits is None:
+            fits, nonfinite, kept = each
+        else:
+            fits, nonfinite, kept = fits & each[0], nonfinite | each[1], kept & each[2]
+    # a part not finite (complex arithmetic spreads a NaN to both) is the same in every order
+    require_each(fits & (nonfinite | kept), _SUM.format(op=label, eps=eps))
+
+
+def _in_float32(name: str, params: dict, a: Any) -> bool:
+    """Whether NumPy adds float16 terms of this sum in float32, rounding once: a mean
+    (NumPy's ``_mean`` sums in float32), or a sum along the last axis or all of them."""
+    if name in MEANS:
+        return True
+    if name not in _PAIRWISE:
+        return False
+    axis = params.get("axis", 0 if name == "ufunc_reduce" else None)
+    ndim = len(a.shape)
+    if name == "trace" or axis is None or ndim < 2:
+        return True
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    return {int(k) % ndim for k in axes} == {ndim - 1}
+
+
+def sums_of_products(jnp: Any, got: Any, a: Any, v: Any, combine: Callable, n: int,
+                     what: str = "convolution (np.convolve, np.polymul)") -> None:
+    """Each output of a convolution ``got = combine(a, v)`` (``n`` products at most) checked
+    to be the same in NumPy's order of summation and XLA's, within the tolerance: a product or
+    partial sum that overflows, or a sum cancelling below ``n * eps`` times its products'
+    total magnitude, differs by the order and by XLA's fused multiply-adds (a float64
+    ``polymul`` of extremes gave other values). A complex result is checked part by part, each
+    against the magnitudes of the products that make it up (``re(a) re(v)`` and ``im(a)
+    im(v)`` for the real part). float16 results are left to the float16 overflow check
+    (:data:`capviz.backends.jax.checks.FLOAT16_OVERFLOW`)."""
+    dtype = dtype_of(got)
+    real = np.dtype(dtype.type(0).real.dtype)
+    if real == np.float16 or dtype.kind not in "fc":
+        return
+    rtol, atol = tolerance(real)
+    eps = float(np.finfo(real).eps)
+    if dtype.kind == "c":
+        ar, ai, vr, vi = (jnp.abs(part(x)) for x in (a, v) for part in (jnp.real, jnp.imag))
+        parts = ((jnp.real(got), combine(ar, vr) + combine(ai, vi)),
+                 (jnp.imag(got), combine(ar, vi) + combine(ai, vr)))
+    else:
+        parts = ((got, combine(jnp.abs(a), jnp.abs(v))),)
+    ok = None
+    for value, size in parts:
+        slack = size * (n * eps)
+        each = (jnp.isfinite(size) & (slack <= atol + rtol * jnp.abs(value))) | jnp.isnan(size)
+        ok = each if ok is None else ok & each
+    require_each(ok, _PRODUCTS.format(what=what))

@@ -1,0 +1,204 @@
+"""Issue 25 on JAX, the hostile review's finding 9: sums that cancel (capviz/backends/jax/
+cancellation.py). XLA adds a sum's terms in another order than NumPy; where the sum cancels,
+the roundings of that order are all that is left (NumPy 192, XLA -128 for 4,000 float64
+terms of 1e16). Such a sum fails at its node with the user's line; a sum that does not cancel
+replays within the tolerance, as before."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+pytest.importorskip("jax")
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+CANCELS = r"np\.{op}: an output of the sum cancels .* sum in float64 \(dtype=np\.float64\)"
+PRODUCTS = r"a {what} whose sums of products overflow or cancel"
+
+
+def _cancelling(n: int = 2000, dtype=np.float64) -> np.ndarray:
+    """The review's values (j14.py): 2n terms of about 1e16 adding up to about 192."""
+    big = np.random.default_rng(3).standard_normal(n) * 1e16
+    big = np.concatenate([big, -big[::-1]])
+    big[5] += 1.0
+    return big.astype(dtype)
+
+
+BIG = _cancelling()
+BIG_COMPLEX = BIG + 1j * BIG[::-1]
+
+
+def _replays(fn, arrays, **options):
+    graph = cv.capture(fn, *[cv.spec(a.shape, a.dtype) for a in arrays])
+    inputs = dict(zip(graph.inputs, arrays))
+    return graph, inputs, lambda: graph.replay(inputs, backend="jax", to_numpy=True, **options)
+
+
+def fails_on_jax(fn, arrays, message, op, **options):
+    """NumPy's replay computes; the JAX replay fails at ``fn``'s node (op ``op``), naming
+    this file."""
+    graph, inputs, on_jax = _replays(fn, arrays, **options)
+    graph.replay(inputs)
+    with pytest.raises(cv.ReplayError, match=message) as info:
+        on_jax()
+    assert "test_jax_cancellation.py" in str(info.value)
+    assert f"({op})" in str(info.value)
+    return info.value
+
+
+def within_tolerance(fn, arrays, rtol=1e-4, atol=1e-4, **options):
+    """The JAX replay gives eager NumPy's result within the backend's tolerance."""
+    _, _, on_jax = _replays(fn, arrays, **options)
+    got = np.asarray(next(iter(on_jax().values())))
+    with np.errstate(all="ignore"):
+        want = np.asarray(fn(*[a.copy() for a in arrays]))
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    return got, want
+
+
+# --- silent before: the review's cases fail at the node ----------------------------------------
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "nansum", "nanmean"])
+@pytest.mark.parametrize("values", [BIG, BIG_COMPLEX], ids=["float64", "complex128"])
+def test_a_sum_that_cancels_fails_at_the_node(op, values):
+    with np.errstate(all="ignore"):
+        want = getattr(np, op)(values)
+    assert abs(want) < 1e3 < 1e16  # the terms are ~1e16: the sum cancels
+    fails_on_jax(lambda a: getattr(np, op)(a), [values], CANCELS.format(op=op), op)
+
+
+def test_only_a_cancelling_output_along_an_axis_fails():
+    rows = np.stack([BIG, np.abs(BIG)])
+    fails_on_jax(lambda a: np.sum(a, axis=1), [rows], CANCELS.format(op="sum"), "sum")
+    within_tolerance(lambda a: np.sum(a, axis=1), [rows[1:]])
+    columns = rows.T.copy()  # the same sums along the first axis (NumPy adds row by row)
+    fails_on_jax(lambda a: np.mean(a, axis=0, keepdims=True), [columns], CANCELS.format(
+        op="mean"), "mean")
+
+
+def test_a_float32_sum_that_cancels_beyond_the_tolerance_fails_and_float64_is_the_fix():
+    """100,000 float32 values and their negations, reversed: NumPy's sum is -0.0039 and
+    XLA's -0.0029 (9.7 times the tolerance); summed in float64 both give 0."""
+    r = np.random.default_rng(0).random(100_000).astype(np.float32)
+    values = np.concatenate([r, -r[::-1]])
+    fails_on_jax(lambda a: np.sum(a), [values], CANCELS.format(op="sum"), "sum")
+    _, want = within_tolerance(lambda a: np.sum(a, dtype=np.float64), [values])
+    assert want.dtype == np.float64
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_finite_terms_whose_magnitudes_overflow_fail_at_the_node(dtype):
+    """NumPy adds [max, max, -max] left to right: inf; another order gives max."""
+    top = np.finfo(dtype).max
+    values = np.array([top, top, -top], dtype)
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.sum(values))
+    fails_on_jax(lambda a: np.sum(a), [values], CANCELS.format(op="sum"), "sum")
+
+
+def test_correlate_and_complex_convolve_that_cancel_fail_at_the_node():
+    """The review's j30.py: correlate float (-256 vs -128), complex convolve and correlate
+    (-512+512j vs -126+130j) were silent."""
+    ones = np.ones(BIG.shape[0])
+    valid = {"mode": "valid"}
+    fails_on_jax(lambda a, v: np.correlate(a, v, **valid), [BIG, ones],
+                 PRODUCTS.format(what=r"correlation \(np\.correlate\)"), "correlate")
+    fails_on_jax(lambda a, v: np.correlate(a, v, **valid), [BIG_COMPLEX, ones + 0j],
+                 PRODUCTS.format(what=r"correlation \(np\.correlate\)"), "correlate")
+    fails_on_jax(lambda a, v: np.convolve(a, v, **valid), [BIG_COMPLEX, ones + 0j],
+                 PRODUCTS.format(what=r"convolution \(np\.convolve, np\.polymul\)"), "convolve")
+    cancelling = np.array([1e16 + 1e16j, 3 + 3j - (1e16 + 1e16j)])  # 4+4j of 1e16s
+    fails_on_jax(lambda a, v: np.polymul(a, v), [cancelling, np.ones(2, complex)],
+                 PRODUCTS.format(what=r"convolution \(np\.convolve, np\.polymul\)"), "polymul",
+                 arithmetic="xla")
+
+
+# --- what does not cancel replays as before ----------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "nansum", "nanmean"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.complex64])
+def test_sums_that_do_not_cancel_replay_within_the_tolerance(op, dtype):
+    rng = np.random.default_rng(1)
+    values = rng.standard_normal((64, 1000))
+    if np.dtype(dtype).kind == "c":
+        values = values + 0j  # imaginary parts 0: each part is checked on its own
+    values = values.astype(dtype)
+    if np.dtype(dtype).kind == "f":  # (a complex NaN is refused by name: checks.py)
+        values[3, 7] = np.nan
+    within_tolerance(lambda a: getattr(np, op)(a, axis=1), [values])
+    within_tolerance(lambda a: getattr(np, op)(np.abs(a) + 1), [values])
+
+
+def test_float16_sums_check_float32s_rounding_as_both_add_float16_in_float32():
+    values = np.random.default_rng(2).standard_normal(1000).astype(np.float16)
+    within_tolerance(lambda a: np.sum(a), [values], rtol=1e-2, atol=1e-1)
+    within_tolerance(lambda a: np.mean(a), [values], rtol=1e-2, atol=1e-1)
+
+
+def test_a_float16_sum_along_the_first_axis_is_checked_in_float16():
+    """NumPy adds float16 rows one after another, rounding each partial sum to float16:
+    1000 + 0.3 - 1000 + 0.3 is 0.8 there, 0.6 in float32 (jax.numpy's, silent before)."""
+    values = np.array([[1000.0, 1], [0.3, 1], [-1000.0, 1], [0.3, 1]], np.float16)
+    assert np.sum(values, axis=0)[0] == np.float16(0.7998)
+    fails_on_jax(lambda a: np.sum(a, axis=0), [values], CANCELS.format(op="sum"), "sum")
+
+
+def test_a_layer_norm_of_float32_replays():
+    x = np.random.default_rng(4).standard_normal((16, 768)).astype(np.float32) * 10 + 3
+
+    def layer_norm(a):
+        mu = np.mean(a, axis=-1, keepdims=True)
+        var = np.mean((a - mu) ** 2, axis=-1, keepdims=True)
+        return (a - mu) / np.sqrt(var + np.float32(1e-5))
+
+    within_tolerance(layer_norm, [x])
+
+
+def test_infinite_and_nan_terms_give_numpys_result_in_every_order():
+    inf, nan = np.inf, np.nan
+    for values in ([inf, 1.0, 2.0], [inf, -inf, 1.0], [1.0, nan, -1.0], [-inf, 1e300, -1e300]):
+        a = np.array(values)
+        _, _, on_jax = _replays(lambda t: np.sum(t), [a])
+        got = np.asarray(next(iter(on_jax().values())))
+        np.testing.assert_array_equal(got, np.sum(a))
+    a = np.array([nan, 1e16, -1e16, 1.0])  # nansum leaves the NaN out: the rest cancels
+    fails_on_jax(lambda t: np.nansum(t), [a], CANCELS.format(op="nansum"), "nansum")
+    within_tolerance(lambda t: np.nanmean(t), [np.array([nan, 2.0, 3.0])])
+    within_tolerance(lambda t: np.nanmean(t, axis=1), [np.array([[nan, nan], [2.0, 3.0]])])
+    within_tolerance(lambda t: np.mean(t), [np.array([2**62, 2**62 - 1, 5], np.int64)])
+
+
+def test_an_infinite_term_with_finite_terms_that_overflow_fails():
+    """[inf, -max, -max]: inf left to right, NaN where the two -max are added first."""
+    top = np.finfo(np.float64).max
+    fails_on_jax(lambda a: np.sum(a), [np.array([np.inf, -top, -top])],
+                 CANCELS.format(op="sum"), "sum")
+
+
+@pytest.mark.parametrize("form", ["cumsum", "nancumsum", "add.reduce", "add.accumulate",
+                                  "trace"])
+def test_cumulative_sums_add_reduce_and_trace_that_cancel_fail_at_the_node(form):
+    forms = {"cumsum": (lambda a: np.cumsum(a), "cumsum"),
+             "nancumsum": (lambda a: np.nancumsum(a), "nancumsum"),
+             "add.reduce": (lambda a: np.add.reduce(a), "ufunc_reduce"),
+             "add.accumulate": (lambda a: np.add.accumulate(a), "ufunc_accumulate"),
+             "trace": (lambda a: np.trace(a.reshape(40, 100)[:, :40]), "trace")}
+    fn, op = forms[form]
+    values = BIG
+    if form == "trace":  # 40 values of 1e16 that cancel, on the diagonal of a (40, 40) block
+        values = np.zeros((40, 100))
+        values[np.arange(40), np.arange(40)] = np.concatenate([BIG[:20], -BIG[:20][::-1]])
+        values[0, 0] += 3.0
+        values = values.ravel()
+    label = {"add.reduce": r"add\.reduce", "add.accumulate": r"add\.accumulate"}.get(form, form)
+    fails_on_jax(fn, [values], CANCELS.format(op=label), op)
+    within_tolerance(fn, [np.abs(values)])
+
+
+def test_a_product_of_add_reduce_is_not_a_sum():
+    within_tolerance(lambda a: np.multiply.reduce(a), [np.array([1e16, -1e-16, 3.0])])
