@@ -372,7 +372,8 @@ def _standin(a: Any, probe: tuple | None) -> Any:
     return a
 
 
-_FITTING: dict[tuple, bool] = {}  # the writes _check_ufunc_out found NumPy accepts, by kind
+_FITTING: dict[tuple, tuple] = {}  # the writes _check_ufunc_out found NumPy accepts, by kind
+#   (dtypes by id: a key's value holds its dtypes, so an id in a key is theirs while it is kept)
 _MAX_FITTING = 4096
 _KEYED = frozenset((Tensor, np.ndarray, bool, int, float, complex))
 
@@ -385,14 +386,17 @@ def _check_ufunc_out(rec: Any, name: str, inputs: tuple, out: Tensor, where: Any
     key: Any = None
     if (where is None or where is True) and not rec.symbolic:
         node = out._data
-        key = [name, node.shape, node.dtype]
+        dtypes = [node.dtype]
+        key = [name, node.shape, id(node.dtype)]
         for a in inputs:
             t = type(a)
             if t is Tensor:
                 node = a._data
-                key.append((node.shape, node.dtype))
+                key.append((node.shape, id(node.dtype)))
+                dtypes.append(node.dtype)
             elif t is np.ndarray:
-                key.append((a.shape, a.dtype))
+                key.append((a.shape, id(a.dtype)))
+                dtypes.append(a.dtype)
             elif t in _KEYED or isinstance(a, np.generic):
                 key.append(rule_key(a))
             else:
@@ -407,7 +411,7 @@ def _check_ufunc_out(rec: Any, name: str, inputs: tuple, out: Tensor, where: Any
                 key = None
     _check_ufunc_fits(rec, getattr(np, name), inputs, out, where)
     if key is not None and len(_FITTING) < _MAX_FITTING:
-        _FITTING[key] = True
+        _FITTING[key] = tuple(dtypes)
 
 
 def _check_ufunc_fits(rec: Any, ufunc: np.ufunc, inputs: tuple, out: Tensor,

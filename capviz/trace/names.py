@@ -155,11 +155,14 @@ class Namer:
 
     def __init__(self) -> None:
         self.indexes: dict[int, tuple[dict, dict[int, tuple[Any, Any]]]] = {}
+        self.ready: dict[int, dict[int, tuple[Any, Any]]] = {}  # id(namespace) -> its index
+        #   (the namespace is alive, and so its id its own, while ``indexes`` holds it)
+        self.parents: dict[int, tuple[Any, str, tuple]] = {}  # id(link) -> (link, its path,
+        #   its steps) of the links whose children were named (see _path)
         self.imports: dict[int, tuple[dict, list[dict]]] = {}  # id(globals) -> its modules
         self.spaces: dict[tuple, tuple] = {}  # the last frames' spaces (see _spaces)
         self.chain: tuple | None = None  # the last (frame, stop, user_frames) (see frames)
         self.visits = 0
-        self.last_hit: tuple | None = None  # (value, its _hit, frames) of the last find()
 
     def frames(self, frame: FrameType | None, stop: FrameType | None) -> list[FrameType]:
         """:func:`user_frames` of ``frame`` up to ``stop``; the same list as the last call's
@@ -176,22 +179,30 @@ class Namer:
 
     def find(self, value: Any, frames: list[FrameType]) -> str | None:
         """The name or path of ``value`` from ``frames`` (outermost first), or ``None``."""
+        return self.find_place(value, frames, False)[0]
+
+    def find_place(self, value: Any, frames: list[FrameType], placed: bool = True
+                   ) -> tuple[str | None, tuple | None]:
+        """:meth:`find`'s name of ``value`` and, when ``placed``, where it is held
+        (:meth:`_place`, from the same lookup; ``None`` for a name that is not a path from a
+        namespace: a view's, a loop variable's)."""
         if not frames:
-            return None
+            return None, None
         spaces = self._spaces(frames)
         hit = self._hit(value, spaces)
-        self.last_hit = (value, hit, frames)  # for place(), asked next for a state
-        found = None if hit is None else hit[0].prefix + path_of(hit[1])
+        if hit is not None:
+            space, link = hit
+            path, steps = self._path(link)
+            return space.prefix + path, self._place(space, steps) if placed else None
         base = getattr(value, "base", None)
-        if found is None and isinstance(base, np.ndarray) and isinstance(value, np.ndarray):
+        if isinstance(base, np.ndarray) and isinstance(value, np.ndarray):
             found = self._lookup(base, spaces)  # a view made on the line
             if found is not None:
                 transposed = value.shape == base.shape[::-1] and \
                     value.strides == base.strides[::-1]
-                return f"{found}.T" if transposed else f"view of {found}"
-        if found is None:  # an array a loop variable holds, and nothing else names
-            found = self._loop_held(value, frames, spaces)
-        return found
+                return (f"{found}.T" if transposed else f"view of {found}"), None
+        # an array a loop variable holds, and nothing else names
+        return self._loop_held(value, frames, spaces), None
 
     def _loop_held(self, value: Any, frames: list[FrameType], spaces: list[Space]) -> str | None:
         """The name of an array a loop variable holds: its path in the innermost frame, where
@@ -274,15 +285,32 @@ class Namer:
     def release(self) -> None:
         """Forget the indexes (and the references they hold); called when the capture ends."""
         self.indexes = {}
+        self.ready = {}
+        self.parents = {}
         self.imports = {}
         self.spaces = {}
         self.chain = None
-        self.last_hit = None
 
-    def place(self, value: Any, frames: list[FrameType]) -> tuple | None:
-        """Where ``value`` is held, as :meth:`find` names it: ``(anchor, steps)``, with
-        ``steps`` ``((is_attribute, key), ...)`` leading from ``anchor`` to ``value``, or
-        ``None`` when no owner can be kept without keeping ``value`` alive.
+    def _path(self, link: Any) -> tuple[str, tuple]:
+        """:func:`path_of` of an index ``link``, and its steps ``((is_attribute, key), ...)``,
+        the root name first; a parent's are kept for its next child (an optimiser's arrays are
+        items of a few lists)."""
+        if type(link) is not tuple:
+            return link, ((False, link),)
+        parent, kind, key = link
+        got = self.parents.get(id(parent))
+        if got is None or got[0] is not parent:
+            got = self.parents[id(parent)] = (parent, *self._path(parent))
+        step = _key_text(key) if kind is _ITEM_OF_DICT else f"[{key}]" \
+            if kind is _ITEM_OF_SEQUENCE else f".{key}"
+        return got[1] + step, (*got[2], (kind == _ATTRIBUTE, key))
+
+    @staticmethod
+    def _place(space: Space, steps: tuple) -> tuple | None:
+        """Where the value found in ``space`` at ``steps`` (its link's, :meth:`_path`) is
+        held: ``(anchor, steps)``, with ``steps`` ``((is_attribute, key), ...)`` leading
+        from ``anchor`` to it, or ``None`` when no owner can be kept without keeping the value
+        alive.
 
         ``anchor`` is a module's globals (kept strongly: it lives as long as the module), else
         a weak reference to the first object of the path that takes one (``self`` in
@@ -290,21 +318,12 @@ class Namer:
         and plain dicts and lists (``params["w"]`` with ``params`` a function's local) has
         none. A replay follows the path again to see that it still holds the array
         (:func:`capviz.replay.state.check_places`)."""
-        if not frames:
-            return None
-        last = self.last_hit
-        hit = last[1] if last is not None and last[0] is value and last[2] is frames else \
-            self._hit(value, self._spaces(frames))  # (the lookup find() just made, if any)
-        if hit is None:
-            return None
-        space, link = hit
-        steps = _steps(link)
         if space.module:
-            return space.namespace, ((False, steps[0][1]), *steps[1:])
+            return space.namespace, steps
         owner = space.namespace.get(steps[0][1])
         for k in range(1, len(steps)):
             try:
-                return weakref.ref(owner), tuple(steps[k:])
+                return weakref.ref(owner), steps[k:]
             except TypeError:  # a dict, a list: follow the path further
                 pass
             try:
@@ -321,16 +340,21 @@ class Namer:
         """The space ``value`` is found in and its index link there (a name, for a value the
         space holds itself)."""
         key = id(value)
+        ready = self.ready
         for space in spaces:
-            if _holds(space.namespace, value):
-                for name, v in list(space.namespace.items()):
+            namespace = space.namespace
+            # whether value itself is one of the namespace's values: ids compared in C, which
+            # runs no code, so the dict cannot change meanwhile (every value is alive, so an
+            # equal id is the same object)
+            if key in map(id, namespace.values()):
+                for name, v in list(namespace.items()):
                     if v is value and _named(name) and name not in space.loops:
                         return space, name
             if space.by_name_only:
                 continue  # the innermost frame: new at each call, searched by name only
-            got = self.indexes.get(id(space.namespace))
-            index = got[1] if got is not None and got[0] is space.namespace else \
-                self._index(space.namespace, space.loops)
+            index = ready.get(id(namespace))
+            if index is None:
+                index = self._index(namespace, space.loops)
             hit = index.get(key)
             if hit is not None and hit[0] is value:
                 return space, hit[1]
@@ -343,12 +367,30 @@ class Namer:
         got = self.indexes.get(id(namespace))
         if got is not None and got[0] is namespace:
             return got[1]
+        visits = self.visits
+        index = self._walk(namespace, loops, True)
+        if self.visits >= MAX_VISITS:  # the walk stopped early: which arrays it reached
+            self.visits = visits        # depends on the queue's order, so walk it exactly
+            index = self._walk(namespace, loops, False)
+        self.indexes[id(namespace)] = (namespace, index)
+        self.ready[id(namespace)] = index
+        return index
+
+    def _walk(self, namespace: dict, loops: frozenset[str], early: bool
+              ) -> dict[int, tuple[Any, Any]]:
+        """The index of :meth:`_index`, breadth first. ``early``: an array is indexed when it
+        is met, not when the queue reaches it (the same index when the walk is not cut short
+        by :data:`MAX_VISITS`: the queue is first in, first out)."""
         index: dict[int, tuple[Any, Any]] = {}
-        queue: deque[tuple[Any, Any, int]] = deque(
-            (v, name, 1) for name, v in list(namespace.items())
-            if _named(name) and name not in loops and not isinstance(v, types.ModuleType))
+        queue: deque[tuple[Any, Any, int]] = deque()
         seen: set[int] = set()
         ndarray = np.ndarray
+        for name, v in list(namespace.items()):
+            if _named(name) and name not in loops and not isinstance(v, types.ModuleType):
+                if early and type(v) is ndarray:
+                    index.setdefault(id(v), (v, name))
+                else:
+                    queue.append((v, name, 1))
         while queue and self.visits < MAX_VISITS:
             obj, link, depth = queue.popleft()
             if id(obj) in seen:
@@ -362,10 +404,13 @@ class Namer:
             kind, children = _children(obj)
             self.visits += len(children)
             for key, child in children:
-                if type(child) is ndarray or isinstance(child, _CONTAINERS) or \
-                        _has_attributes(child):
+                if type(child) is ndarray:
+                    if early:
+                        index.setdefault(id(child), (child, (link, kind, key)))
+                    else:
+                        queue.append((child, (link, kind, key), depth + 1))
+                elif isinstance(child, _CONTAINERS) or _has_attributes(child):
                     queue.append((child, (link, kind, key), depth + 1))
-        self.indexes[id(namespace)] = (namespace, index)
         return index
 
 
@@ -378,25 +423,6 @@ def path_of(link: Any) -> str:
         steps.append(_key_text(key) if kind is _ITEM_OF_DICT else f"[{key}]"
                      if kind is _ITEM_OF_SEQUENCE else f".{key}")
     return link + "".join(reversed(steps))
-
-
-def _steps(link: Any) -> list[tuple[bool, Any]]:
-    """An index ``link`` as steps ``(is_attribute, key)``, the root name first."""
-    steps = []
-    while type(link) is tuple:
-        link, kind, key = link
-        steps.append((kind == _ATTRIBUTE, key))
-    steps.append((False, link))
-    return steps[::-1]
-
-
-def _holds(namespace: dict, value: Any) -> bool:
-    """Whether ``value`` itself is one of ``namespace``'s values (a loop of ``is`` tests, which
-    run no code, so the dict cannot change meanwhile)."""
-    for v in namespace.values():
-        if v is value:
-            return True
-    return False
 
 
 def _has_attributes(obj: Any) -> bool:

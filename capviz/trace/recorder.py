@@ -210,12 +210,12 @@ class Recorder(Trace):
             frame = user_frame(sys._getframe(1))
         return self.namer.find(value, self.namer.frames(frame, self.scopes.entry))
 
-    def place_of(self, value: Any, frame: FrameType | None = None) -> tuple | None:
-        """Where the user holds ``value`` under the name :meth:`name_of` gives, for a replay to
-        check it is still there (:meth:`capviz.trace.names.Namer.place`)."""
-        if frame is None:
-            frame = user_frame(sys._getframe(1))
-        return self.namer.place(value, self.namer.frames(frame, self.scopes.entry))
+    def name_and_place(self, value: Any, frame: FrameType | None) -> tuple[str | None,
+                                                                            tuple | None]:
+        """:meth:`name_of` of ``value`` and where the user holds it under that name, for a
+        replay to check it is still there (:meth:`capviz.trace.names.Namer.find_place`), from
+        one lookup, seen from the user's ``frame``."""
+        return self.namer.find_place(value, self.namer.frames(frame, self.scopes.entry))
 
     # --- recording ------------------------------------------------------------------------------
 
@@ -240,7 +240,7 @@ class Recorder(Trace):
         result, an op made in the same function as the one before) stays in this function."""
         if self.poisoned:  # a number NumPy computed from a written array (trace/state.py)
             for a in args:
-                if type(a) is not Tensor and isinstance(a, state.FLOATS):
+                if type(a) is not Tensor and isinstance(a, state.FLOATS) and a != a:
                     state.check_operands(self, args)
                     break
         python = False

@@ -236,6 +236,10 @@ _PATTERNS: dict[np.dtype, tuple[np.dtype, Any, bytes]] = {}  # dtype -> (unsigne
 def _all_poison(root: np.ndarray) -> bool:
     """Whether every element of poisoned ``root`` still holds the poison's exact bits (a value
     NumPy stored, even a NaN computed from the poison, changes them)."""
+    if root.nbytes <= _BYTES_COMPARED and root.flags.c_contiguous:
+        whole = _WHOLE.get((root.dtype, root.nbytes))
+        if whole is not None:  # (made below at the first array of its type and size)
+            return root.tobytes() == whole
     if not root.flags.c_contiguous:
         parts = _parts(root)
         bits = parts.astype(np.float64).view(np.uint64)
@@ -310,7 +314,7 @@ def target(recorder: Any, array: np.ndarray, call: str, frame: FrameType | None 
     """The capture tensor a write into ndarray ``array`` (``call``) writes: the state tensor
     of the array it belongs to (made now if it is the first write, at the user's ``frame``:
     found here when not given), or a view of it."""
-    root = root_of(array)
+    root = array if array.base is None else root_of(array)
     state = recorder.states.get(id(root))
     if state is None or state.ref() is not root:  # the first write: (see find)
         state = _new_state(recorder, root, array,
@@ -330,14 +334,13 @@ def target(recorder: Any, array: np.ndarray, call: str, frame: FrameType | None 
 def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
                frame: FrameType | None) -> State:
     graph = recorder.graph
-    name = recorder.name_of(root, frame)
-    place = None if name is None else recorder.place_of(root, frame)
+    name, place = recorder.name_and_place(root, frame)
     if name is None and met is not root:
-        name = recorder.name_of(met, frame)
-        viewed = None if name is None else recorder.place_of(met, frame)
+        name, viewed = recorder.name_and_place(met, frame)
         if viewed is not None:  # named by a view of it (W = np.arange(9.0).reshape(3, 3)):
             place = (*viewed, True)  # the path must lead to a view of the same memory
-    hit = recorder._adopted.get(id(root))
+    adopted = recorder._adopted
+    hit = adopted.get(id(root)) if adopted else None
     node = hit[1] if hit is not None and hit[0] is root else None
     if node is not None and (node.kind != "constant" or not recorder._unchanged(node, root)):
         node = None  # read before, then changed by NumPy: that read keeps its value
@@ -354,7 +357,7 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
         node = recorder._append("state", None, (), {}, tuple(root.shape), root.dtype,
                                 source_of(frame), name, frame=frame)
         plain = type(root) is np.ndarray and root.dtype.kind in "biufc"
-        graph.state_values[node.index] = root.copy(order="K") if plain else host_copy(root)
+        graph.state_values[node.index] = root.copy("K") if plain else host_copy(root)
     ref = weakref.ref(root)
     graph.state_targets[node.index] = ref
     if place is not None:
@@ -363,9 +366,11 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
     recorder.states[id(root)] = state
     if graph.constant_origins:  # before the poison: they read its values
         _views_read_before(recorder, root, state)
-    state.poisoned = _poison(root)  # the live values are in graph.state_values
-    recorder.poisoned += state.poisoned
-    recorder._adopted.pop(id(root), None)
+    if _poison(root):  # the live values are in graph.state_values
+        state.poisoned = True
+        recorder.poisoned += 1
+    if hit is not None:
+        adopted.pop(id(root), None)
     return state
 
 
@@ -437,7 +442,11 @@ def restore(recorder: Any, source: Any) -> None:
                        f" (seen when the scope closed at {format_source(source)})")
             recorder.pending.append(("unsupported_op", f"a write into {what}", message,
                                      source))
-        np.copyto(root, graph.state_values[state.node.index])
+        saved = graph.state_values[state.node.index]
+        if type(root) is np.ndarray and type(saved) is np.ndarray and saved.dtype is root.dtype:
+            root[...] = saved  # (np.copyto's work, without its argument parsing)
+        else:
+            np.copyto(root, saved)
 
 
 def final_values(recorder: Any) -> list[tuple[State, Node]]:

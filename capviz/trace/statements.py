@@ -60,7 +60,9 @@ def plain(tree: ast.AST) -> bool:
     return all(isinstance(n, _SAFE) for n in ast.walk(tree))
 
 
-_AUGMENTS: dict[tuple[CodeType, int], bool] = {}
+_AUGMENTS: dict[tuple[int, int], tuple[CodeType, bool]] = {}  # (id(code), offset) -> (code,
+#   the answer): keyed by id, which a code object's hash (of all its constants) costs more
+#   than; the code kept in the value, so the id is its own
 
 
 def augments_local(frame: FrameType | None) -> bool:
@@ -69,18 +71,20 @@ def augments_local(frame: FrameType | None) -> bool:
     instruction)."""
     if frame is None:
         return False
-    key = (frame.f_code, frame.f_lasti)
-    found = _AUGMENTS.get(key)
-    if found is None:
-        found = False
-        here = instruction(frame)
-        if here is not None and here.opname == "BINARY_OP" and here.argrepr.endswith("="):
-            offsets, listed = _INSTRUCTIONS[frame.f_code]
-            k = bisect.bisect_left(offsets, here.offset) + 1
-            found = k < len(listed) and listed[k].opname == "STORE_FAST"
-        if len(_AUGMENTS) > 4096:
-            _AUGMENTS.clear()
-        _AUGMENTS[key] = found
+    code = frame.f_code
+    key = (id(code), frame.f_lasti)
+    got = _AUGMENTS.get(key)
+    if got is not None and got[0] is code:
+        return got[1]
+    found = False
+    here = instruction(frame)
+    if here is not None and here.opname == "BINARY_OP" and here.argrepr.endswith("="):
+        offsets, listed = _INSTRUCTIONS[code]
+        k = bisect.bisect_left(offsets, here.offset) + 1
+        found = k < len(listed) and listed[k].opname == "STORE_FAST"
+    if len(_AUGMENTS) > 4096:
+        _AUGMENTS.clear()
+    _AUGMENTS[key] = (code, found)
     return found
 
 

@@ -133,26 +133,41 @@ _OUT_NDARRAY = ("NumPy would write the result into an ndarray, as `a += t` on an
                 "tensor: b += t")
 
 
-def _ufunc_into_ndarray(ufunc: np.ufunc, call: str, inputs: tuple, kwargs: dict) -> Any:
+_INTO: dict[np.ufunc, tuple[ops.Op | None, str]] = {}  # ufunc -> its op and the call's text,
+#                                                      for a write into an ndarray
+
+
+def _ufunc_into_ndarray(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> Any:
     """``ufunc(..., out=ndarray)`` (what ``a += t`` on an ndarray ``a`` calls): eager tensors are
     read and NumPy writes into the ndarray, as for ndarray operands; a capture refuses it."""
     backend = trace_of(inputs)
     outs = kwargs["out"]
     if backend is not None and backend.records and len(outs) == 1 \
             and type(outs[0]) is np.ndarray:  # the ndarray is a state of the capture
+        array = outs[0]
         frame = user_frame(sys._getframe(1))
-        dest = backend.state_target(outs[0], f"{call}(..., out=ndarray)", frame)
+        into = _INTO.get(ufunc)
+        if into is None:
+            if len(_INTO) > 256:
+                _INTO.clear()
+            into = _INTO[ufunc] = (ops.ufunc_op(ufunc), f"np.{ufunc.__name__}(..., out=ndarray)")
+        dest = backend.state_target(array, into[1], frame)
         # the written array among the operands (`a += t` reads a): its state tensor, as a
         # read of it would give
-        inputs = tuple([dest if a is outs[0] else a for a in inputs])
-        op = ops.ufunc_op(ufunc) if len(kwargs) == 1 else None
-        if op is not None and not op.multi:  # no keyword but out=: _ufunc_into's usual case
-            dest._trace.write_ufunc(op, inputs, dest, True)
+        if len(inputs) == 2:
+            a, b = inputs
+            inputs = (dest if a is array else a, dest if b is array else b)
         else:
-            _ufunc_into(ufunc, call, inputs, dict(kwargs, out=(dest,)))
+            inputs = tuple([dest if a is array else a for a in inputs])
+        op = into[0] if len(kwargs) == 1 else None
+        if op is not None and not op.multi:  # no keyword but out=: _ufunc_into's usual case
+            backend.write_ufunc(op, inputs, dest, True)
+        else:
+            _ufunc_into(ufunc, f"np.{ufunc.__name__}", inputs, dict(kwargs, out=(dest,)))
         # `mem += t` on a local name rebinds it to the written tensor, so NumPy's operators
         # on it afterwards are recorded; any other target keeps its ndarray (NumPy's `out`)
-        return dest if augments_local(frame) else outs[0]
+        return dest if augments_local(frame) else array
+    call = f"np.{ufunc.__name__}"
     if backend is None or backend.records or any(type(o) is Tensor for o in outs):
         raise unsupported(f"{call}(..., out=ndarray)", inputs, _OUT_NDARRAY)
     values = [backend.read(a, call) if type(a) is Tensor else a for a in inputs]
@@ -555,17 +570,18 @@ class Tensor:
     # --- NumPy protocols ------------------------------------------------------------------------
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        call = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-        if method == "at":
-            return _ufunc_at(ufunc, call, inputs, kwargs)
-        if method != "__call__":  # reduce, accumulate, outer; reduceat refused with a rewrite
+        if method != "__call__":
+            if method == "at":
+                return _ufunc_at(ufunc, f"np.{ufunc.__name__}.at", inputs, kwargs)
+            # reduce, accumulate, outer; reduceat refused with a rewrite
             return UFUNC_METHODS[0](ufunc, method, inputs, kwargs)
         out = kwargs.get("out")
         if out is not None:
             for o in out:
                 if type(o) is not Tensor:
-                    return _ufunc_into_ndarray(ufunc, call, inputs, kwargs)
-            return _ufunc_into(ufunc, call, inputs, kwargs)
+                    return _ufunc_into_ndarray(ufunc, inputs, kwargs)
+            return _ufunc_into(ufunc, f"np.{ufunc.__name__}", inputs, kwargs)
+        call = f"np.{ufunc.__name__}"
         if set(kwargs) == {"axis"} and ufunc is np.vecdot:
             # the core axis moved last: np.vecdot(a, b, axis=k) computes exactly that
             axis = operator.index(kwargs.pop("axis"))
