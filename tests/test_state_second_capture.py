@@ -491,3 +491,24 @@ def test_a_python_number_the_call_changes_is_refused_too():
     assert "(it is 1 here and 2 when model.m holds other values, or when the call ran again)" \
         in str(info.value)
     assert model.n == 2 and not model.m.any()
+
+
+def test_graphs_with_size_symbols_are_compared_without_asking_the_closed_capture():
+    """A data-dependent length (``n0``) compares by where it comes from: its ``==`` would ask
+    the capture that made it, which has ended."""
+
+    class M:
+        def __init__(self):
+            self.m = np.zeros(3)
+
+        def step(self, x):
+            pos = x[x > 0]
+            self.m += x * np.float64(2.0)
+            return pos.sum() * 1.0
+
+    m, twin = M(), M()
+    x = np.array([1.0, -1.0, 2.0])
+    graph = cv.capture(m.step, x)
+    assert graph.complete and "n0" in str(graph)
+    assert graph.replay({"x": x})["out"] == twin.step(x)
+    assert np.array_equal(m.m, twin.m)

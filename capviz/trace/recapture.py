@@ -44,6 +44,7 @@ from capviz.core.ir import Graph, Node, Violation
 from capviz.core.layout import same_bits
 from capviz.core.references import referenceable
 from capviz.core.source import display_file, is_user_file
+from capviz.core.symbols import Symbol
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain, make_error
 
@@ -316,6 +317,8 @@ def same(a: Any, b: Any) -> bool:
         return same((a.start, a.stop, a.step), (b.start, b.stop, b.step))
     if isinstance(a, Node):
         return a.index == b.index
+    if isinstance(a, Symbol):  # a size known at replay: where it comes from (its == asks the
+        return (a.name, a.origin, a.axis) == (b.name, b.origin, b.axis)  # capture for a number)
     try:
         return bool(a == b)
     except Exception:  # a value with no truth of ==: compared by what it prints
@@ -330,8 +333,8 @@ def first_difference(one: Graph, two: Graph) -> tuple[Node, str, Any, Any] | Non
     path after it is the one its value takes). States' values are not compared (the second
     capture's are the other values)."""
     for a, b in zip(one.nodes, two.nodes):
-        if (a.kind, a.op, a.shape, a.dtype, a.source, len(a.args)) != \
-                (b.kind, b.op, b.shape, b.dtype, b.source, len(b.args)):
+        if (a.kind, a.op, a.dtype, a.source, len(a.args)) != \
+                (b.kind, b.op, b.dtype, b.source, len(b.args)) or not same(a.shape, b.shape):
             return a, "path", None, None
         for x, y in zip(a.args, b.args):
             if (type(x) is Node) != (type(y) is Node):
