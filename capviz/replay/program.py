@@ -135,6 +135,7 @@ class Program:
         n_inputs: how many inputs a call takes, in graph input order.
         random: the graph has random ops (only then does a call need a seed).
         guards: the guard nodes, in program order (each a step of the table).
+        output_nodes: the node each output returns, in the order of a call's outputs.
     """
 
     def __init__(self, graph: Graph, backend: Backend | str,
@@ -243,6 +244,7 @@ class Program:
         outputs = graph.output_nodes + graph.state_outputs  # the states' values last
         self.output_names = tuple(n.name for n in graph.output_nodes)
         self._outputs = tuple(reg[n.args[0].index] for n in outputs)
+        self.output_nodes = tuple(n.args[0] for n in outputs)  # what each output returns
         self._pick = picker(self._outputs)
         # a 0-d result may be a NumPy scalar (x.sum()); outputs are arrays, as eager's 0-d are
         self._scalar_outputs = tuple(k for k, n in enumerate(outputs) if n.args[0].shape == ())

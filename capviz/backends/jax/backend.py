@@ -59,6 +59,7 @@ import numpy as np
 from capviz import ops
 from capviz.backends.jax import subnormals, ufunc_methods, writes  # noqa: F401 (forms)
 from capviz.backends.jax.ops import OVERRIDES, UNSUPPORTED, functional
+from capviz.backends.jax.poison import tainted
 from capviz.backends.jax.trace import bound, tracing
 from capviz.backends.registry import Backend, install_hint, register, unsupported
 from capviz.core.errors import (
@@ -67,7 +68,7 @@ from capviz.core.errors import (
     ReplayError,
     UnsupportedOperationError,
 )
-from capviz.core.guards import check_all
+from capviz.core.guards import READS, check_all
 from capviz.core.ir import Node
 from capviz.core.source import format_source
 
@@ -258,6 +259,18 @@ def _no_subnormals(jax: Any, inputs: tuple) -> Any:
     return jnp.stack([normal(x) for x in inputs])
 
 
+def _sinks(trace: Any, program: Any, outputs: tuple, guard_values: list) -> None:
+    """The fast trace's tests for a poisoned NaN where values leave the program: each tainted
+    output (the states' written values included) and each tainted value a guard reads
+    (:mod:`capviz.backends.jax.poison`)."""
+    for value, node in zip(outputs, program.output_nodes):
+        if tainted(node, trace.tainted):
+            trace.clean(value)
+    for value, guard in zip(guard_values, program.guards):
+        if guard.op in READS and tainted(guard.args[0], trace.tainted):
+            trace.clean(value)
+
+
 def _floating(value: Any) -> bool:
     return np.dtype(value.dtype).kind in "fc"
 
@@ -320,12 +333,14 @@ class _Compiled:
             program = program_ref()  # alive: a trace runs inside execute(program, ...)
             nodes = [step[-1] for step in program.table if step[1] is not None]
             guard_values: list = []  # what the guards read, checked after the run
-            with tracing(nodes, precise) as trace:
+            with tracing(nodes, precise, self._jax.numpy) as trace:
                 constants = [c.T if flip else c for c, flip in zip(constants, flipped)]
                 trace.known_magnitudes = {id(c): known for c, known in zip(constants, bounds)
                                           if known is not None}
                 outputs = program(list(inputs), 0 if seed is None else seed,
                                   dict(zip(registers, constants)), guard_values)
+                if trace.tainted:  # the fast trace poisoned values: test where they leave
+                    _sinks(trace, program, outputs, guard_values)
             self.checks[precise] = trace.checks
             # one array: one transfer to read them all after the run
             flags = self._jax.numpy.stack(trace.flags) if trace.flags else None
@@ -343,23 +358,26 @@ class _Compiled:
         # check is made once
         self._normal: dict[int, weakref.ref] = {}
 
-    def _fail(self, inputs: tuple, key: Any, first: int) -> None:
-        """Raise for the first failed check of a node. A merged check (no node) runs the
-        precise program once: its first failed check names the node; when none fails, the
-        merged check was a fast test's that the exact tests pass (an underflow to 0 that
-        NumPy's result shares, :func:`capviz.backends.jax.subnormals._fast`), and this returns:
-        the replay goes on."""
+    def _fail(self, inputs: tuple, key: Any, first: int) -> tuple:
+        """Raise for the first failed check of a node. A check with no node (a merged one, or a
+        test for a poisoned NaN, :mod:`capviz.backends.jax.poison`) runs the precise program
+        once: its first failed check names the node; when none fails, the fast program's test
+        fired where NumPy's value is the one XLA gave (an underflow to 0 that NumPy's result
+        shares, :func:`capviz.backends.jax.subnormals._fast`, or a NaN of the user's, which the
+        poison tests cannot tell from a poisoned one), and this returns the precise program's
+        outputs and guard values: the replay goes on with them (the fast program's may hold
+        poisoned NaNs)."""
         jax = self._jax
         checks = self.checks[False]
         failed = [first]
         merged = any(node is None for node, _ in checks)
         if merged:  # a merged check may have failed first
             with x64(), jax.default_matmul_precision("highest"):
-                _, flags, _ = self._fn(inputs, self.constants, key, True)
+                outputs, flags, guard_values = self._fn(inputs, self.constants, key, True)
             checks = self.checks[True]
-            failed = np.flatnonzero(~np.asarray(flags)).tolist()
+            failed = np.flatnonzero(~np.asarray(flags)).tolist() if flags is not None else []
             if not failed:
-                return
+                return outputs, guard_values
         node, message = checks[failed[0]]
         if node is None:  # pragma: no cover - the precise program has a node for each check
             raise ReplayError("a value check of the jax replay failed, and the precise replay "
@@ -420,7 +438,7 @@ class _Compiled:
         if flags is not None:
             passed = np.asarray(flags)
             if not passed.all():
-                self._fail(inputs, key, int(np.argmin(passed)))
+                outputs, guard_values = self._fail(inputs, key, int(np.argmin(passed)))
         if self.guards:  # the values the guards read, fetched together, checked before return
             check_all(self.guards, jax.device_get(guard_values))
         if unknown:  # the caller's arrays on the device are immutable: checked once

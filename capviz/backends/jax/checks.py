@@ -166,7 +166,7 @@ def checked(name: str, jnp: Any, fn: Callable) -> Callable:
                 if dtype_of(value).kind == "c":
                     require_each(_complex_ok(jnp, value), _COMPLEX.format(
                         what="operand or result"))
-        subnormals.check(jnp, name, args, operands, result, params)
+        result = subnormals.check(jnp, name, fn, args, operands, result, params)
         if float16:
             for value in _arrays(result):
                 if dtype_of(value) == np.float16:

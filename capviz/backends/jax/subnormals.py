@@ -21,8 +21,9 @@ infinity):
   replay's fast program tests ``*``, ``/``, ``**``, ``arctan2`` and ``ldexp`` by "XLA's result
   is 0 where no factor is 0" (:func:`_fast`), which fails wherever the exact test does, and a
   failure reruns the precise program. The test is an elementwise mask
-  (:func:`capviz.backends.jax.trace.require_each`): and-ed into one mask per shape, which XLA
-  fuses, reduced once. An op with a literal or constant operand that rules a subnormal out
+  (:func:`capviz.backends.jax.trace.poisoned`): in the precise program a flag per node; in the
+  fast one, NaN where it fails, an elementwise select XLA fuses into the consumer, and a NaN
+  test only where the values leave the program (:mod:`capviz.backends.jax.poison`). An op with a literal or constant operand that rules a subnormal out
   (``x * 1.0001``, ``x + 0.5``, ``x / 0.5``, a bias or gain of weights whose magnitudes are
   measured once on the host) is not checked at all.
 * **Products that contract** (:data:`PRODUCTS`: ``matmul``, ``dot``, ``einsum``, ``tensordot``,
@@ -34,7 +35,7 @@ infinity):
   counts): checked with one reduction per operand (for ``matmul``, per contracted index: the
   smallest magnitude of each column of ``a`` times that of each row of ``b``); with every
   operand but one a constant (a model's weights), an elementwise threshold of that one
-  (:func:`_product_with_constants`).
+  (:func:`_product_with_constants`), which poisons that operand in the fast program.
 * **Products along an axis** (:data:`PRODS`: ``prod``, ``cumprod`` and ``nan`` forms): a
   product of 0 (or NaN) where no factor is 0 (or NaN) fails.
 * **Variances** (:data:`SPREADS`: ``var``, ``std``, ``nan`` forms): 0 only where the values
@@ -42,7 +43,9 @@ infinity):
 * **Sums** (:data:`SUMS`: ``sum``, ``cumsum``, ``mean`` and their ``nan`` forms, ``diff``,
   ``ediff1d``, ``trace``) and **remainders** (:data:`REMAINDERS`): their operands' nonzero
   terms must reach ``tiny * 2**(nmant + 1)`` (times the count for a mean), an elementwise mask
-  merged as the arithmetic's. These reductions take ``where=``, ``initial=``, ``correction=``.
+  that poisons the operand in the fast program (a ``nan`` sum would drop the poison: its mask
+  is merged into one flag per shape, :func:`capviz.backends.jax.trace.require_each`). These
+  reductions take ``where=``, ``initial=``, ``correction=``.
 
 The other float ops that can make a subnormal from normal operands (:data:`DECLARED`:
 ``linalg``, ``fft``, ``cov``, ``polyval``...) are not checked: a JAX replay refuses them by
@@ -63,6 +66,7 @@ import numpy as np
 from capviz.backends.jax.trace import (
     dtype_of,
     known_magnitudes,
+    poisoned,
     precise,
     require,
     require_each,
@@ -120,24 +124,35 @@ _PRODUCT = ("an operand of {op} holds values so small that their products may be
             "backend='numpy', or scale the operands up")
 
 
-def check(jnp: Any, name: str, args: tuple, operands: list, result: Any,
-          params: dict) -> None:
-    """The flush checks of op ``name`` (nothing for an op or a dtype XLA does not flush)."""
+def check(jnp: Any, name: str, fn: Any, args: tuple, operands: list, result: Any,
+          params: dict) -> Any:
+    """The flush checks of op ``name`` (nothing for an op or a dtype XLA does not flush), run
+    as ``fn(*args, **params)`` to give ``result``: returns the result, in the fast trace with
+    NaN where a check fails (:func:`capviz.backends.jax.trace.poisoned`)."""
     if name in REMAINDERS:  # divmod gives two results: its operands say what XLA flushes
-        _remainders(jnp, name, operands)
-        return
+        return _remainders(jnp, name, fn, args, operands, result, params)
     if not hasattr(result, "dtype") or dtype_of(result) not in FLUSHED:
-        return
+        return result
     if name in ELEMENTWISE:
-        _elementwise(jnp, name, args, result)
-    elif name in PRODUCTS:
-        _products(jnp, name, operands, result)
-    elif name in SUMS and operands:
-        _sums(jnp, name, operands[0], result)  # where= drops terms: the mask covers them all
-    elif name in PRODS and operands:
-        _prods(jnp, name, operands[0], result, params)
-    elif name in SPREADS and operands:
-        _spreads(jnp, name, operands[0], result, params)
+        return _elementwise(jnp, name, args, result)
+    if name in PRODUCTS:
+        return _products(jnp, name, fn, args, operands, result, params)
+    if name in SUMS and operands:  # where= drops terms: the mask covers them all
+        return _sums(jnp, name, fn, args, operands[0], result, params)
+    if name in PRODS and operands:
+        return _prods(jnp, name, operands[0], result, params)
+    if name in SPREADS and operands:
+        return _spreads(jnp, name, operands[0], result, params)
+    return result
+
+
+def _rerun(fn: Any, args: tuple, params: dict, result: Any, replaced: dict[int, Any]) -> Any:
+    """``result``, or, where the fast trace poisoned operands (``replaced``: the poisoned
+    value by the id of the operand it replaces), ``fn`` run again on them: the first run's
+    result is then unused, and XLA drops it."""
+    if all(replaced.get(id(a), a) is a for a in args):
+        return result
+    return fn(*[replaced.get(id(a), a) for a in args], **params)
 
 
 _BINARY = ("multiply", "divide", "add", "subtract", "power", "float_power", "arctan2", "ldexp")
@@ -206,8 +221,7 @@ def _fast(name: str, args: tuple, x: list, nonzero: Any) -> Any:
     wherever the exact test fails (NumPy's result is then a nonzero subnormal, so no factor is
     0) and also where both underflow to 0; a failure reruns the replay's precise program, whose
     exact tests say which, and name the node. Two comparisons per factor, where the exact test
-    multiplies, divides or takes a logarithm per element: on GPT-2's forward these tests cost
-    the XLA program 0.2x of jax.jit's time (``benchmarks/peers_gpt.py --parts``)."""
+    multiplies, divides or takes a logarithm per element."""
     ok = nonzero
     for value, v in zip(args[:_FACTORS[name]], x):
         known = _known(value)
@@ -216,13 +230,13 @@ def _fast(name: str, args: tuple, x: list, nonzero: Any) -> Any:
     return ok
 
 
-def _elementwise(jnp: Any, name: str, args: tuple, r: Any) -> None:
+def _elementwise(jnp: Any, name: str, args: tuple, r: Any) -> Any:
     dtype = dtype_of(r)
     info = np.finfo(dtype)
     if len(args) != (2 if name in _BINARY else 1):
-        return
+        return r
     if len(args) == 2 and _cannot_flush(name, args, info):
-        return
+        return r
     x = [jnp.asarray(v).astype(dtype) for v in (args[:1] if name == "ldexp" else args)]
     least = float(info.smallest_subnormal)  # NumPy rounds |v| above least / 2 to nonzero
     # each test is "r is not 0, or NumPy's result is 0 too", in as few elementwise ops as
@@ -259,41 +273,53 @@ def _elementwise(jnp: Any, name: str, args: tuple, r: Any) -> None:
     else:  # exp, exp2
         log = math.log(least) - math.log(2) if name == "exp" else math.log2(least) - 1
         ok = nonzero | (x[0] <= log)
-    require_each(ok, _MESSAGE.format(op=name, tiny=float(info.tiny)))
+    return poisoned(r, ok, _MESSAGE.format(op=name, tiny=float(info.tiny)))
 
 
-def _sums(jnp: Any, name: str, x: Any, r: Any) -> None:
+def _sums(jnp: Any, name: str, fn: Any, args: tuple, x: Any, r: Any, params: dict) -> Any:
     """Every nonzero term at least ``tiny * 2**(nmant + 1)`` (times the count for a mean):
     then every partial sum, a multiple of the smallest term's spacing, is 0 or normal, and so
-    is the mean. An elementwise mask of the operand, merged and fused as the arithmetic's."""
+    is the mean. An elementwise mask of the operand: in the fast trace, the operand poisoned
+    where it fails, which XLA fuses into the sum (a ``nan`` sum, which would drop the poison,
+    merges the mask into a flag, :func:`capviz.backends.jax.trace.require_each`)."""
     if dtype_of(x) != dtype_of(r):
-        return  # an integer or narrower operand: its terms are exact in the result's type
+        return r  # an integer or narrower operand: its terms are exact in the result's type
     info = np.finfo(dtype_of(r))
     bound = float(info.tiny) * 2.0 ** (info.nmant + 1)
     if name in ("mean", "nanmean"):
         bound *= max(1, math.prod(x.shape) // max(1, math.prod(r.shape)))
-    require_each(~(jnp.abs(x) < bound) | (x == 0), _SUM.format(op=name, bound=bound))
+    ok = ~(jnp.abs(x) < bound) | (x == 0)
+    if name.startswith("nan"):  # it would drop a poisoned term: a merged flag
+        require_each(ok, _SUM.format(op=name, bound=bound))
+        return r
+    checked = poisoned(x, ok, _SUM.format(op=name, bound=bound))
+    return _rerun(fn, args, params, r, {id(x): checked})
 
 
-def _remainders(jnp: Any, name: str, operands: list) -> None:
+def _remainders(jnp: Any, name: str, fn: Any, args: tuple, operands: list, r: Any,
+                params: dict) -> Any:
     """Every nonzero operand at least ``tiny * 2**(nmant + 1)``: then ``a - n * b`` is 0 or
-    normal (see :data:`REMAINDERS`). An elementwise mask per operand, merged."""
+    normal (see :data:`REMAINDERS`). An elementwise mask per operand (poisoned in the fast
+    trace)."""
+    replaced = {}
     for x in operands:
         dtype = dtype_of(x)
         if dtype not in FLUSHED:
             continue
         info = np.finfo(dtype)
         bound = float(info.tiny) * 2.0 ** (info.nmant + 1)
-        require_each(~(jnp.abs(x) < bound) | (x == 0), _SUM.format(op=name, bound=bound))
+        replaced[id(x)] = poisoned(x, ~(jnp.abs(x) < bound) | (x == 0),
+                                   _SUM.format(op=name, bound=bound))
+    return _rerun(fn, args, params, r, replaced)
 
 
-def _prods(jnp: Any, name: str, x: Any, r: Any, params: dict) -> None:
+def _prods(jnp: Any, name: str, x: Any, r: Any, params: dict) -> Any:
     """A product that is 0 (or NaN) only where a factor is 0 (or NaN): XLA's is 0 after a
     flushed partial product, where NumPy's keeps the subnormal and goes on (a product NumPy
     rounds to 0 too is refused as well). ``where=`` leaves factors out (as 1), ``initial=`` is
     one more factor."""
     if dtype_of(x) != dtype_of(r) or set(params) - _CHECKED_PARAMS[name]:
-        return  # refused unless arithmetic="xla" (unchecked)
+        return r  # refused unless arithmetic="xla" (unchecked)
     axis = params.get("axis")
     cumulative = name in ("cumprod", "nancumprod")
     if cumulative and axis is None:
@@ -313,24 +339,24 @@ def _prods(jnp: Any, name: str, x: Any, r: Any, params: dict) -> None:
     if initial is not None and (initial == 0 or initial != initial):  # a 0 or NaN factor
         zero = zero | True
     ok = zero | ((r != 0) & (~jnp.isnan(r) | nan_factor))
-    require_each(ok, _PRODS.format(op=name))
+    return poisoned(r, ok, _PRODS.format(op=name))
 
 
-def _spreads(jnp: Any, name: str, x: Any, r: Any, params: dict) -> None:
+def _spreads(jnp: Any, name: str, x: Any, r: Any, params: dict) -> Any:
     """A variance of 0 only where the values along the axis (those ``where=`` selects) are all
     equal (their range is 0); one NumPy rounds to 0 too (deviations below
     ``sqrt(smallest_subnormal)``) is refused as well."""
     if dtype_of(x) != dtype_of(r) or set(params) - _CHECKED_PARAMS[name]:
-        return  # complex values: refused unless arithmetic="xla" (unchecked)
+        return r  # complex values: refused unless arithmetic="xla" (unchecked)
     axis, keepdims = params.get("axis"), bool(params.get("keepdims", False))
     high, low = (jnp.nanmax, jnp.nanmin) if name.startswith("nan") else (jnp.max, jnp.min)
     if not math.prod(x.shape):
-        return  # NumPy's NaN of an empty axis
+        return r  # NumPy's NaN of an empty axis
     where = params.get("where")
     chosen = {} if where is None or where is True else {"where": jnp.asarray(where)}
     top = high(x, axis=axis, keepdims=keepdims, initial=-np.inf, **chosen)
     flat = top == low(x, axis=axis, keepdims=keepdims, initial=np.inf, **chosen)
-    require_each((r != 0) | flat, _SPREAD.format(op=name))
+    return poisoned(r, (r != 0) | flat, _SPREAD.format(op=name))
 
 
 def magnitudes(a: np.ndarray) -> tuple[float, float]:
@@ -358,18 +384,20 @@ def _smallest(jnp: Any, a: Any, axis: Any = None) -> Any:
     return low.astype(np.float64)  # the smallest values only: a float64 copy costs a pass
 
 
-def _products(jnp: Any, name: str, operands: list, r: Any) -> None:
+def _products(jnp: Any, name: str, fn: Any, args: tuple, operands: list, r: Any,
+              params: dict) -> Any:
     dtype = dtype_of(r)
     info = np.finfo(dtype)
     bound = math.log2(float(info.tiny)) + info.nmant + 1
     floats = [a for a in operands if dtype_of(a).kind == "f"]
     if not floats:
-        return
+        return r
     computed = [a for a in floats if _magnitudes(a) is None]
     if len(computed) == 1 and len(floats) > 1:
-        _product_with_constants(jnp, floats, computed[0], bound,
-                                _PRODUCT.format(op=name, tiny=float(info.tiny)))
-        return
+        x = computed[0]
+        checked = _product_with_constants(jnp, floats, x, bound,
+                                          _PRODUCT.format(op=name, tiny=float(info.tiny)))
+        return _rerun(fn, args, params, r, {id(x): checked})
     if name == "matmul" and len(floats) == 2:
         a, b = floats
         a = a[None, :] if a.ndim == 1 else a
@@ -383,21 +411,23 @@ def _products(jnp: Any, name: str, operands: list, r: Any) -> None:
             logs = [jnp.minimum(v, 0.0) for v in logs]
         ok = sum(logs) >= bound
     require(ok, _PRODUCT.format(op=name, tiny=float(info.tiny)))
+    return r
 
 
-def _product_with_constants(jnp: Any, floats: list, x: Any, bound: float, message: str) -> None:
+def _product_with_constants(jnp: Any, floats: list, x: Any, bound: float, message: str) -> Any:
     """The test of :func:`_products` where every operand but ``x`` is known (a model's weights:
     their smallest magnitude is measured once on the host): the sum of the logarithms of the
     smallest magnitudes reaches ``bound`` exactly where every nonzero finite ``|x|`` reaches a
-    threshold, an elementwise mask merged and fused as the arithmetic's, where the smallest
-    magnitude of ``x`` along an axis would be a reduction and a flag per product."""
+    threshold, an elementwise mask (``x`` poisoned where it fails, in the fast trace), where the
+    smallest magnitude of ``x`` along an axis would be a reduction and a flag per product.
+    Returns ``x`` as checked."""
     logs = []
     for a in floats:
         if a is x:
             continue
         low = _magnitudes(a)[0]
         if low == np.inf:
-            return  # an operand of zeros (or infinities): a product of 0, NaN or inf
+            return x  # an operand of zeros (or infinities): a product of 0, NaN or inf
         logs.append(math.log2(low) if low > 0 else -np.inf)
     if len(floats) > 2:  # as in _products: each magnitude below 1 counts
         logs = [min(v, 0.0) for v in logs]
@@ -409,8 +439,8 @@ def _product_with_constants(jnp: Any, floats: list, x: Any, bound: float, messag
     if float(threshold) < 2.0 ** need:  # rounded down to x's type: round up, not to miss one
         threshold = np.nextafter(threshold, dtype.type(np.inf))
     if float(threshold) <= float(np.finfo(dtype).tiny):
-        return  # XLA's nonzero values are at least tiny (a flushed one is its producer's)
-    require_each(~(jnp.abs(x) < threshold) | (x == 0), message)
+        return x  # XLA's nonzero values are at least tiny (a flushed one is its producer's)
+    return poisoned(x, ~(jnp.abs(x) < threshold) | (x == 0), message)
 
 
 # --- what no check sees: refused unless the replay takes XLA's arithmetic ----------------------

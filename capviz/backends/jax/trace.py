@@ -5,7 +5,9 @@ value checks.
 callable per op step; :func:`tracing` follows those calls (``Trace.enter``) so that a result is
 checked against its node's shape and dtype (:func:`bound`: NumPy's types are kept, or the replay
 fails at the node), and a check on values (:func:`require`) is returned as a flag of the traced
-function and fails the replay at its node after the run.
+function and fails the replay at its node after the run. The replay's fast trace poisons instead
+(:func:`poisoned`): a value whose elementwise check fails becomes NaN, tested where it leaves the
+program (:mod:`capviz.backends.jax.poison`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
+from capviz.backends.jax.poison import blocked
 from capviz.core.ir import Node
 from capviz.ops import traits
 
@@ -31,8 +34,9 @@ class Trace:
     """State of one trace of a program: which node each bound op call belongs to (the steps of
     ``program.table`` run in order, one call per op step), and the value checks made."""
 
-    def __init__(self, nodes: list[Node], precise: bool = True) -> None:
+    def __init__(self, nodes: list[Node], precise: bool = True, jnp: Any = None) -> None:
         self._nodes = nodes
+        self._jnp = jnp
         self._next = 0
         self.node: Node | None = None
         self.checks: list[tuple[Node | None, str]] = []
@@ -44,6 +48,10 @@ class Trace:
         argument of the program, by the id of its traced value: measured once on the host,
         where a check would read a model's weights at every replay
         (:mod:`capviz.backends.jax.subnormals`)."""
+        self.tainted: set[int] = set()
+        """The op nodes whose value may hold a NaN the fast trace poisoned (:meth:`poison`),
+        by index: those that poisoned and those that carry a tainted operand
+        (:mod:`capviz.backends.jax.poison`)."""
 
     def enter(self, op_name: str) -> Node:
         """The node of the next step running ``op_name``."""
@@ -75,6 +83,42 @@ class Trace:
         key = tuple(mask.shape)
         merged = self._masks.get(key)
         self._masks[key] = mask if merged is None else merged & mask
+
+    def poison(self, value: Any, mask: Any, message: str) -> Any:
+        """``value`` checked element by element against ``mask`` (a boolean jax array of its
+        shape, broadcastable): in the precise trace, a flag for this node (:meth:`require`),
+        and ``value`` as it is; in the fast one, ``value`` with NaN where ``mask`` fails, an
+        elementwise select XLA fuses into the consumer, and the node is tainted: a NaN where
+        the program's values leave it reruns the precise trace
+        (:mod:`capviz.backends.jax.poison`)."""
+        if self.precise:
+            self.require(mask.all(), message)
+            return value
+        jnp = self._jnp
+        if jnp.broadcast_shapes(mask.shape, value.shape) != tuple(value.shape):
+            self.require_each(mask, message)  # a mask wider than the value: merged
+            return value
+        self.tainted.add(self.node.index)
+        return jnp.where(mask, value, jnp.asarray(np.nan, value.dtype))
+
+    def screen(self, node: Node, args: tuple, offset: int) -> None:
+        """Before op ``node`` runs on ``args`` (its operands from ``offset`` on) in the fast
+        trace: test for NaN each tainted operand whose NaN it would not carry to its result,
+        and taint the node when it carries one (:func:`capviz.backends.jax.poison.blocked`)."""
+        stopped, carried = blocked(node, self.tainted)
+        for k in stopped:
+            self.clean(args[offset + k])
+        if carried:
+            self.tainted.add(node.index)
+
+    def clean(self, value: Any) -> None:
+        """A flag with no node: ``value`` (tainted) holds no NaN. A NaN may be a poisoned
+        element or the user's own: either way the precise trace is run, and says which."""
+        if not hasattr(value, "dtype") or np.dtype(value.dtype).kind != "f":
+            return
+        jnp = self._jnp
+        self.checks.append((None, ""))
+        self.flags.append(~jnp.any(jnp.isnan(value)))
 
     def merged(self) -> None:
         """Add the merged masks' flags (one per shape, no node: see :meth:`require_each`)."""
@@ -134,6 +178,18 @@ def precise() -> bool:
     names its node)."""
     trace = TRACE.get()
     return trace is None or trace.precise
+
+
+def poisoned(value: Any, mask: Any, message: str) -> Any:
+    """Inside a traced op: ``value`` checked element by element against ``mask``
+    (:meth:`Trace.poison`: NaN where it fails in the fast trace, a flag at this node in the
+    precise one); in an op run on its own: ``value``, or a ValueError now."""
+    trace = TRACE.get()
+    if trace is not None:
+        return trace.poison(value, mask, message)
+    if not bool(mask.all()):
+        raise ValueError(message)
+    return value
 
 
 def require_each(mask: Any, message: str) -> None:
@@ -236,6 +292,8 @@ def bound(op: ops.Op, fn: Callable, eager_context: Callable[[], Any]) -> Callabl
                     return fn((np.uint64(args[0]), np.float64(0.0)), **params)
                 return _call_conformed(op, None, fn, args, params)
         node = trace.enter(op.name)
+        if trace.tainted and not trace.precise:
+            trace.screen(node, args, 1 if op.random else 0)
         if op.random:
             return fn(*args, **params)
         return _call_conformed(op, node, fn, args, params)
@@ -245,10 +303,11 @@ def bound(op: ops.Op, fn: Callable, eager_context: Callable[[], Any]) -> Callabl
 
 
 @contextlib.contextmanager
-def tracing(nodes: list[Node], precise: bool = True) -> Iterator[Trace]:
+def tracing(nodes: list[Node], precise: bool = True, jnp: Any = None) -> Iterator[Trace]:
     """Follow the bound calls of one trace of a program whose op steps run ``nodes``;
-    ``precise``: a flag per check (else elementwise checks merged, :meth:`Trace.require_each`)."""
-    trace = Trace(nodes, precise)
+    ``precise``: a flag per check (else values poisoned, :meth:`Trace.poison`, and elementwise
+    checks merged, :meth:`Trace.require_each`); ``jnp``: jax.numpy."""
+    trace = Trace(nodes, precise, jnp)
     token = TRACE.set(trace)
     try:
         yield trace

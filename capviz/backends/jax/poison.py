@@ -1,0 +1,118 @@
+"""Which ops carry a NaN from an operand to their result: what lets the fast JAX program poison
+a value instead of testing it.
+
+The subnormal checks (:mod:`capviz.backends.jax.subnormals`) find, per element, where XLA's
+flush to zero may have changed a value. The replay's *precise* program reduces each such mask to
+a flag that fails at its node. A reduction per checked op reads values that XLA would otherwise
+fuse away (on GPT-2 small, 334.5 kernels per layer against jax.jit's 118), so the *fast* program
+instead **poisons**: it replaces each element that fails its test by NaN
+(``where(ok, value, nan)``, an elementwise select XLA fuses into the consumer), and tests for
+NaN only where a value leaves the program: its outputs and state writes, the values guards
+read (:meth:`capviz.backends.jax.trace.Trace.clean`), and the operands of every op that does
+not carry a NaN to its result. A NaN found there reruns the precise program, which fails at the
+node whose check failed, or, when none did (a legitimate NaN, or a fast test that fired on an
+underflow NumPy shares), gives the replay's results.
+
+That is sound when every op between a poisoned element and a place that is tested either makes
+each result element that depends on the poisoned element NaN, or does not depend on that
+element's value (then XLA's flush of it could not change the result either). :data:`PROPAGATES`
+lists the ops that do, each verified on jax (``tests/test_jax_poison.py`` replays every one with
+a NaN operand); any other op reading a possibly poisoned operand (a comparison, a cast to an
+integer, ``argmax``, ``sort``, the ``nan`` reductions, ``fmax``, ``isnan``, ``hypot``,
+``copysign``, ``x ** y`` of a computed ``y``...) tests that operand for NaN first
+(:func:`blocked`). A result counts as possibly poisoned ("tainted") only when it is a real
+float: a NaN cannot live in an integer, a boolean, and complex arithmetic does not always carry
+it (``abs(nan + infj)`` is ``inf``), so an op making those from a tainted operand tests it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from capviz.core.ir import Node
+from capviz.ops import traits
+
+_ALL = None
+
+PROPAGATES: dict[str, tuple[int, ...] | None] = {
+    # elementwise arithmetic: IEEE's NaN in, NaN out (XLA's max and min too)
+    **dict.fromkeys(("add", "subtract", "multiply", "divide", "maximum", "minimum", "arctan2",
+                     "logaddexp", "logaddexp2", "clip"), _ALL),
+    **dict.fromkeys(("negative", "positive", "absolute", "fabs", "sign", "sqrt", "cbrt",
+                     "square", "reciprocal", "exp", "exp2", "expm1", "log", "log2", "log10",
+                     "log1p", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh",
+                     "tanh", "arcsinh", "arccosh", "arctanh", "deg2rad", "rad2deg", "degrees",
+                     "radians", "floor", "ceil", "trunc", "rint", "round", "copy",
+                     "real", "conjugate", "astype"), _ALL),
+    "ldexp": (0,),  # the exponent is an integer
+    "where": (1, 2),  # its values; a float condition is a truth test (NaN is true)
+    # moves: each result element is one operand element, or not read from a poisoned one
+    **dict.fromkeys((*(traits.MOVE - {"meshgrid", "ufunc_outer"}), *traits.SPLIT, "unpack"), _ALL),
+    **dict.fromkeys(traits.GATHER, (0,)),
+    **dict.fromkeys(("setitem", "index_put"), _ALL),
+    # reductions and scans: a NaN term makes the sum, product, mean, spread, max and min NaN
+    **dict.fromkeys(("sum", "mean", "var", "std", "prod", "max", "min", "cumsum", "cumprod",
+                     "cumulative_sum", "cumulative_prod", "trace", "diff"), _ALL),
+    # contractions: NaN times anything (0 included) is NaN, and so is every sum it is in
+    **dict.fromkeys((*traits.CONTRACT, "inner", "vecdot", "linalg.vecdot", "matvec", "vecmat",
+                     "kron"), _ALL),
+}
+"""Op -> the operand positions from which a NaN reaches every result element depending on it
+(``None``: all); the result must be a real float as well (see the module doc). ``power`` and
+``float_power`` carry a NaN base when the exponent is a nonzero literal (:func:`_carries`):
+``nan ** 0`` and ``1 ** nan`` are 1."""
+
+_POWERS = frozenset(("power", "float_power"))
+
+
+def _carries(node: Node, position: int) -> bool:
+    """Whether a NaN operand at ``position`` of op ``node`` makes its result NaN (see
+    :data:`PROPAGATES`)."""
+    dtype = node.dtype
+    if dtype is not None and np.dtype(dtype).kind != "f":
+        return False  # a NaN does not live in an integer or a boolean; complex: see the doc
+    if node.op in _POWERS:
+        exponent = node.args[1] if len(node.args) > 1 else None
+        return position == 0 and not isinstance(exponent, Node) and exponent is not None \
+            and _nonzero_number(exponent)
+    if node.op not in PROPAGATES:
+        return False
+    positions = PROPAGATES[node.op]
+    return positions is None or position in positions
+
+
+def _nonzero_number(value: Any) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return value != 0 and value == value
+    return False
+
+
+def tainted(node: Node, poisoned: set[int]) -> bool:
+    """Whether ``node``'s value may hold a poisoned NaN: ``poisoned`` holds the indices of the
+    op nodes a trace poisoned or found tainted; an ``unpack`` (a step the trace does not enter)
+    is tainted when the tuple it reads is."""
+    while True:
+        if node.index in poisoned:
+            return True
+        if node.kind != "op" or node.op != "unpack":
+            return False
+        node = node.args[0]
+
+
+def blocked(node: Node, poisoned: set[int]) -> tuple[list[int], bool]:
+    """The positions of ``node``'s tainted operands that must be tested for NaN before it runs
+    (its result would not carry their NaN), and whether its result is tainted (a tainted
+    operand it carries)."""
+    stopped, carried = [], False
+    for k, a in enumerate(node.args):
+        if not isinstance(a, Node) or not tainted(a, poisoned):
+            continue
+        if _carries(node, k):
+            carried = True
+        else:
+            stopped.append(k)
+    return stopped, carried
