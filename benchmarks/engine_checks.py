@@ -9,8 +9,9 @@ rounds (``_common.interleaved``), CPU time of this process, per replay.
 
 - a 100-op chain of ``*`` and ``+`` over (1024, 1024) float32 with literals (``x * 1.0001``,
   ``x + 0.5``: no subnormal can come out, no check);
-- the same with a tensor operand (``x * y``, ``x + y``: every op's subnormal check, one mask
-  fused into the chain);
+- the same with a tensor operand (``x * y``, ``x + y``: every op's subnormal check, which
+  the replay's fast program fuses into the chain as a select of NaN where it fails, and one
+  test of the output for NaN: ``capviz/backends/jax/poison.py``);
 - a 40-op chain of complex64 ``*`` and ``+`` over (512, 512) (the products' operands
   checked, as one mask fused into the chain);
 - ``x.std(axis=0)`` of (4096, 256) float16 (the float16 overflow check).

@@ -13,10 +13,9 @@ import pytest
 
 import capviz as cv
 from capviz.backends import registry
+from capviz.backends.jax import poison
 
 pytest.importorskip("jax")
-
-from capviz.backends.jax import poison  # noqa: E402 - after the skip: it is jax's backend
 
 C = np.linspace(0.25, 0.75, 16, dtype=np.float32).reshape(4, 4)
 SELECT = np.zeros((4, 4), bool)

@@ -23,9 +23,10 @@ infinity):
   failure reruns the precise program. The test is an elementwise mask
   (:func:`capviz.backends.jax.trace.poisoned`): in the precise program a flag per node; in the
   fast one, NaN where it fails, an elementwise select XLA fuses into the consumer, and a NaN
-  test only where the values leave the program (:mod:`capviz.backends.jax.poison`). An op with a literal or constant operand that rules a subnormal out
-  (``x * 1.0001``, ``x + 0.5``, ``x / 0.5``, a bias or gain of weights whose magnitudes are
-  measured once on the host) is not checked at all.
+  test only where the values leave the program (:mod:`capviz.backends.jax.poison`). An op
+  with a literal or constant operand that rules a subnormal out (``x * 1.0001``, ``x + 0.5``,
+  ``x / 0.5``, a bias or gain of weights whose magnitudes are measured once on the host) is
+  not checked at all.
 * **Products that contract** (:data:`PRODUCTS`: ``matmul``, ``dot``, ``einsum``, ``tensordot``,
   ``inner``, ``outer``, ``kron``, ``vecdot``, ``convolve``, ``correlate``, ``cross``...): their
   products and partial sums are made inside the op. A product can be subnormal only when the
