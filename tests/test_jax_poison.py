@@ -235,3 +235,26 @@ def test_the_fast_program_poisons_instead_of_a_flag_per_check():
         graph.replay({"a": small, "b": small}, backend="jax")
     assert info.value.node.index == graph.ops[0].index and graph.ops[0].op == "multiply"
     assert len([node for node, _ in compiled.checks[True] if node is not None]) >= 3
+
+
+ONES = np.ones((3, 4), np.float32)
+CHAINS = {
+    "a comparison after a chain": lambda a, b: np.tanh(a * b) * 2 + 1 > 1,
+    "a reduction of a broadcast": lambda a, b: np.sum(np.tanh(a * b) + ONES, axis=0) > 1,
+    "an output read through a move": lambda a, b: (np.exp(a * b) + ONES).T[:2],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_a_check_carried_along_an_elementwise_chain_fails_where_it_is_read(name):
+    # the select is deferred: the chain's ops and its mask, broadcast, then the first reader
+    # that is not elementwise (a comparison, a sum, a transpose) or an output applies it
+    graph = cv.capture(CHAINS[name], cv.spec(4), cv.spec(4))
+    graph.replay({"a": TINY, "b": TINY}, backend="numpy")
+    with pytest.raises(cv.ReplayError, match="multiply gave 0") as info:
+        graph.replay({"a": TINY, "b": TINY}, backend="jax")
+    assert info.value.node.op == "multiply"
+    fine = np.array([0.5, 1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_allclose(graph.replay({"a": fine, "b": fine}, backend="jax",
+                                            to_numpy=True)["out"],
+                               CHAINS[name](fine, fine), rtol=1e-5)

@@ -59,7 +59,6 @@ import numpy as np
 from capviz import ops
 from capviz.backends.jax import subnormals, ufunc_methods, writes  # noqa: F401 (forms)
 from capviz.backends.jax.ops import OVERRIDES, UNSUPPORTED, functional
-from capviz.backends.jax.poison import tainted
 from capviz.backends.jax.trace import bound, tracing
 from capviz.backends.registry import Backend, install_hint, register, unsupported
 from capviz.core.errors import (
@@ -259,16 +258,15 @@ def _no_subnormals(jax: Any, inputs: tuple) -> Any:
     return jnp.stack([normal(x) for x in inputs])
 
 
-def _sinks(trace: Any, program: Any, outputs: tuple, guard_values: list) -> None:
-    """The fast trace's tests for a poisoned NaN where values leave the program: each tainted
-    output (the states' written values included) and each tainted value a guard reads
+def _sinks(poisons: Any, program: Any, outputs: tuple, guard_values: list) -> None:
+    """The fast trace's tests for a poisoned NaN where values leave the program: each output
+    (the states' written values included) and each value a guard reads
     (:mod:`capviz.backends.jax.poison`)."""
     for value, node in zip(outputs, program.output_nodes):
-        if tainted(node, trace.tainted):
-            trace.clean(value)
+        poisons.sink(value, node)
     for value, guard in zip(guard_values, program.guards):
-        if guard.op in READS and tainted(guard.args[0], trace.tainted):
-            trace.clean(value)
+        if guard.op in READS:
+            poisons.sink(value, guard.args[0])
 
 
 def _floating(value: Any) -> bool:
@@ -339,8 +337,8 @@ class _Compiled:
                                           if known is not None}
                 outputs = program(list(inputs), 0 if seed is None else seed,
                                   dict(zip(registers, constants)), guard_values)
-                if trace.tainted:  # the fast trace poisoned values: test where they leave
-                    _sinks(trace, program, outputs, guard_values)
+                if trace.poisons:  # the fast trace poisoned values: test where they leave
+                    _sinks(trace.poisons, program, outputs, guard_values)
             self.checks[precise] = trace.checks
             # one array: one transfer to read them all after the run
             flags = self._jax.numpy.stack(trace.flags) if trace.flags else None

@@ -293,7 +293,7 @@ def _sums(jnp: Any, name: str, fn: Any, args: tuple, x: Any, r: Any, params: dic
     if name.startswith("nan"):  # it would drop a poisoned term: a merged flag
         require_each(ok, _SUM.format(op=name, bound=bound))
         return r
-    checked = poisoned(x, ok, _SUM.format(op=name, bound=bound))
+    checked = poisoned(x, ok, _SUM.format(op=name, bound=bound), operand=True)
     return _rerun(fn, args, params, r, {id(x): checked})
 
 
@@ -310,7 +310,7 @@ def _remainders(jnp: Any, name: str, fn: Any, args: tuple, operands: list, r: An
         info = np.finfo(dtype)
         bound = float(info.tiny) * 2.0 ** (info.nmant + 1)
         replaced[id(x)] = poisoned(x, ~(jnp.abs(x) < bound) | (x == 0),
-                                   _SUM.format(op=name, bound=bound))
+                                   _SUM.format(op=name, bound=bound), operand=True)
     return _rerun(fn, args, params, r, replaced)
 
 
@@ -441,7 +441,7 @@ def _product_with_constants(jnp: Any, floats: list, x: Any, bound: float, messag
         threshold = np.nextafter(threshold, dtype.type(np.inf))
     if float(threshold) <= float(np.finfo(dtype).tiny):
         return x  # XLA's nonzero values are at least tiny (a flushed one is its producer's)
-    return poisoned(x, ~(jnp.abs(x) < threshold) | (x == 0), message)
+    return poisoned(x, ~(jnp.abs(x) < threshold) | (x == 0), message, operand=True)
 
 
 # --- what no check sees: refused unless the replay takes XLA's arithmetic ----------------------

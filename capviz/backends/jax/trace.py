@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.jax.poison import blocked
+from capviz.backends.jax.poison import Poisons
 from capviz.core.ir import Node
 from capviz.ops import traits
 
@@ -48,10 +48,8 @@ class Trace:
         argument of the program, by the id of its traced value: measured once on the host,
         where a check would read a model's weights at every replay
         (:mod:`capviz.backends.jax.subnormals`)."""
-        self.tainted: set[int] = set()
-        """The op nodes whose value may hold a NaN the fast trace poisoned (:meth:`poison`),
-        by index: those that poisoned and those that carry a tainted operand
-        (:mod:`capviz.backends.jax.poison`)."""
+        self.poisons = None if precise else Poisons(jnp, self.clean, self.flag)
+        """What the fast trace poisoned (:mod:`capviz.backends.jax.poison`)."""
 
     def enter(self, op_name: str) -> Node:
         """The node of the next step running ``op_name``."""
@@ -84,32 +82,30 @@ class Trace:
         merged = self._masks.get(key)
         self._masks[key] = mask if merged is None else merged & mask
 
-    def poison(self, value: Any, mask: Any, message: str) -> Any:
+    def poison(self, value: Any, mask: Any, message: str, operand: bool = False) -> Any:
         """``value`` checked element by element against ``mask`` (a boolean jax array of its
         shape, broadcastable): in the precise trace, a flag for this node (:meth:`require`),
-        and ``value`` as it is; in the fast one, ``value`` with NaN where ``mask`` fails, an
-        elementwise select XLA fuses into the consumer, and the node is tainted: a NaN where
-        the program's values leave it reruns the precise trace
+        and ``value`` as it is; in the fast one, ``value`` is to be read as NaN where ``mask``
+        fails: the op's result (pending, applied by the first reader that is not elementwise),
+        or an operand (``operand``: applied now, an elementwise select XLA fuses into the op).
+        A NaN where the program's values leave it reruns the precise trace
         (:mod:`capviz.backends.jax.poison`)."""
         if self.precise:
             self.require(mask.all(), message)
             return value
-        jnp = self._jnp
-        if jnp.broadcast_shapes(mask.shape, value.shape) != tuple(value.shape):
+        if self._jnp.broadcast_shapes(mask.shape, value.shape) != tuple(value.shape):
             self.require_each(mask, message)  # a mask wider than the value: merged
             return value
-        self.tainted.add(self.node.index)
-        return jnp.where(mask, value, jnp.asarray(np.nan, value.dtype))
+        if operand:
+            return self.poisons.operand(self.node, value, mask)
+        self.poisons.result(mask)
+        return value
 
-    def screen(self, node: Node, args: tuple, offset: int) -> None:
-        """Before op ``node`` runs on ``args`` (its operands from ``offset`` on) in the fast
-        trace: test for NaN each tainted operand whose NaN it would not carry to its result,
-        and taint the node when it carries one (:func:`capviz.backends.jax.poison.blocked`)."""
-        stopped, carried = blocked(node, self.tainted)
-        for k in stopped:
-            self.clean(args[offset + k])
-        if carried:
-            self.tainted.add(node.index)
+    def flag(self, ok: Any) -> None:
+        """A flag with no node: when it fails, the precise trace is run, and says which check
+        failed, if any."""
+        self.checks.append((None, ""))
+        self.flags.append(ok)
 
     def clean(self, value: Any) -> None:
         """A flag with no node: ``value`` (tainted) holds no NaN. A NaN may be a poisoned
@@ -117,8 +113,7 @@ class Trace:
         if not hasattr(value, "dtype") or np.dtype(value.dtype).kind != "f":
             return
         jnp = self._jnp
-        self.checks.append((None, ""))
-        self.flags.append(~jnp.any(jnp.isnan(value)))
+        self.flag(~jnp.any(jnp.isnan(value)))
 
     def merged(self) -> None:
         """Add the merged masks' flags (one per shape, no node: see :meth:`require_each`)."""
@@ -180,13 +175,13 @@ def precise() -> bool:
     return trace is None or trace.precise
 
 
-def poisoned(value: Any, mask: Any, message: str) -> Any:
-    """Inside a traced op: ``value`` checked element by element against ``mask``
-    (:meth:`Trace.poison`: NaN where it fails in the fast trace, a flag at this node in the
-    precise one); in an op run on its own: ``value``, or a ValueError now."""
+def poisoned(value: Any, mask: Any, message: str, operand: bool = False) -> Any:
+    """Inside a traced op: its result ``value`` (or an ``operand``) checked element by element
+    against ``mask`` (:meth:`Trace.poison`: NaN where it fails in the fast trace, a flag at
+    this node in the precise one); in an op run on its own: ``value``, or a ValueError now."""
     trace = TRACE.get()
     if trace is not None:
-        return trace.poison(value, mask, message)
+        return trace.poison(value, mask, message, operand)
     if not bool(mask.all()):
         raise ValueError(message)
     return value
@@ -292,11 +287,14 @@ def bound(op: ops.Op, fn: Callable, eager_context: Callable[[], Any]) -> Callabl
                     return fn((np.uint64(args[0]), np.float64(0.0)), **params)
                 return _call_conformed(op, None, fn, args, params)
         node = trace.enter(op.name)
-        if trace.tainted and not trace.precise:
-            trace.screen(node, args, 1 if op.random else 0)
-        if op.random:
-            return fn(*args, **params)
-        return _call_conformed(op, node, fn, args, params)
+        poisons = trace.poisons
+        if poisons:  # the fast trace, past a poisoned value
+            args = poisons.screen(node, args, 1 if op.random else 0)
+        result = fn(*args, **params) if op.random else _call_conformed(op, node, fn, args,
+                                                                        params)
+        if poisons is not None:
+            poisons.settle(node, result)
+        return result
 
     run.__name__ = op.name
     return run
