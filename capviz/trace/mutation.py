@@ -345,12 +345,16 @@ def name_of_operator(symbol: str) -> str:
 
 def write_ufunc(rec: Any, op: ops.Op, inputs: tuple, out: Tensor, where: Any) -> Tensor:
     """Record ``ufunc(*inputs, out=out, where=where)`` (NumPy's casting "same_kind")."""
-    if is_numpy_scalar(out):
-        raise located(rec, TypeError("return arrays must be of ArrayType"))
-    check_writable(out)
+    # a tensor owning its buffer, not 0-d (a state's, written with `a += t`): no scalar, no
+    # refused view step, its node current, and assign() only sets it (but for an input)
+    owner = out._alias is None and bool(out._data.shape) and out._data.kind != "input"
+    if not owner:
+        if is_numpy_scalar(out):
+            raise located(rec, TypeError("return arrays must be of ArrayType"))
+        check_writable(out)
     _check_ufunc_out(rec, op.name, inputs, out, where)
     result = rec.apply(op, inputs, {})._data
-    node = current(rec, out)
+    node = out._data if owner else current(rec, out)
     if result.shape != node.shape:
         result = record(rec, ops.OPS["broadcast_to"], (result,), {"shape": node.shape})
     if result.dtype != node.dtype:
@@ -358,7 +362,10 @@ def write_ufunc(rec: Any, op: ops.Op, inputs: tuple, out: Tensor, where: Any) ->
     if where is not None and where is not True:
         result = record(rec, ops.OPS["where"], (operand(rec, where), result, current(rec, out)),
                         {})
-    assign(rec, out, result)
+    if owner and out._alias is None:  # (recording the op changed nothing of out: checked)
+        out._data = result
+    else:
+        assign(rec, out, result)
     return out
 
 
@@ -384,26 +391,34 @@ def _check_ufunc_out(rec: Any, name: str, inputs: tuple, out: Tensor, where: Any
     of the same ufunc, operand shapes and dtypes (or literal kinds) and output as one accepted
     before is accepted at once (an optimiser's step writes many arrays alike)."""
     key: Any = None
+    dtypes: Any = None
     if (where is None or where is True) and not rec.symbolic:
         node = out._data
-        dtypes = [node.dtype]
-        key = [name, node.shape, id(node.dtype)]
-        for a in inputs:
-            t = type(a)
-            if t is Tensor:
-                node = a._data
-                key.append((node.shape, id(node.dtype)))
-                dtypes.append(node.dtype)
-            elif t is np.ndarray:
-                key.append((a.shape, id(a.dtype)))
-                dtypes.append(a.dtype)
-            elif t in _KEYED or isinstance(a, np.generic):
-                key.append(rule_key(a))
-            else:
-                key = None
-                break
+        if len(inputs) == 2 and type(inputs[0]) is Tensor and type(inputs[1]) is Tensor:
+            x, y = inputs[0]._data, inputs[1]._data  # `a op= t`: the key in one tuple
+            key = (name, node.shape, id(node.dtype), (x.shape, id(x.dtype)),
+                   (y.shape, id(y.dtype)))
+            dtypes = (node.dtype, x.dtype, y.dtype)
+        else:
+            dtypes = [node.dtype]
+            key = [name, node.shape, id(node.dtype)]
+            for a in inputs:
+                t = type(a)
+                if t is Tensor:
+                    node = a._data
+                    key.append((node.shape, id(node.dtype)))
+                    dtypes.append(node.dtype)
+                elif t is np.ndarray:
+                    key.append((a.shape, id(a.dtype)))
+                    dtypes.append(a.dtype)
+                elif t in _KEYED or isinstance(a, np.generic):
+                    key.append(rule_key(a))
+                else:
+                    key = None
+                    break
+            if key is not None:
+                key = tuple(key)
         if key is not None:
-            key = tuple(key)
             try:
                 if key in _FITTING:
                     return

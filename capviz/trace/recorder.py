@@ -380,8 +380,8 @@ class Recorder(Trace):
         """``target[mask, 1:]``: see :func:`capviz.trace.masked.select_rows`."""
         return masked.select_rows(self, target, key)
 
-    def write_ufunc(self, op: ops.Op, inputs: tuple, out: Tensor, where: Any) -> Tensor:
-        return mutation.write_ufunc(self, op, inputs, out, where)
+    # the function itself (no wrapper: a frame less on every `a += t` into an outside array)
+    write_ufunc = mutation.write_ufunc
 
     def replace(self, target: Tensor, new: Tensor) -> Tensor:
         return mutation.replace(self, target, new)

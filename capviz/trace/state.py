@@ -176,7 +176,8 @@ class State:
         self.node = node
         self.tensor = tensor
         self.poisoned = False
-        self.views: list[Node] = []  # its view states: views read before the first write
+        self.views: tuple[Node, ...] = ()  # its view states: views read before the first
+        #                                     write
 
 
 POISON_BITS = 0x7FFA5A5A00000000
@@ -420,7 +421,7 @@ def _view_state(graph: Any, node: Node, state: State,
         node.params["reshape"] = shape
     graph.state_values[node.index] = kept
     graph.state_targets[node.index] = state.ref
-    state.views.append(node)
+    state.views += (node,)
 
 
 def restore(recorder: Any, source: Any) -> None:
@@ -428,8 +429,10 @@ def restore(recorder: Any, source: Any) -> None:
     value NumPy stored into one meanwhile is queued as a violation at the exit."""
     graph = recorder.graph
     for state in recorder.states.values():
+        if not state.poisoned:
+            continue
         root = state.ref()
-        if not state.poisoned or root is None:
+        if root is None:
             continue
         state.poisoned = False
         recorder.poisoned -= 1
