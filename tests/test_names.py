@@ -205,6 +205,64 @@ def test_an_array_inside_a_large_global_structure_is_found():
     assert constant_names(g) == ['BIG["layers"][7]["w"]']
 
 
+def _walked(namespace, budget):
+    """The index a breadth-first walk makes that takes every entry, arrays too, from its queue
+    (names._index before arrays were indexed when met): {id: path}."""
+    from collections import deque
+
+    from capviz.trace import names
+
+    index, seen, visits = {}, set(), 0
+    queue = deque((v, k, 1) for k, v in namespace.items() if names._named(k))
+    while queue and visits < budget:
+        obj, link, depth = queue.popleft()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if type(obj) is np.ndarray:
+            index.setdefault(id(obj), names.path_of(link))
+            continue
+        if depth > names.MAX_DEPTH:
+            continue
+        kind, children = names._children(obj)
+        visits += len(children)
+        for key, child in children:
+            if type(child) is np.ndarray or isinstance(child, (dict, list, tuple)) or \
+                    names._has_attributes(child):
+                queue.append((child, (link, kind, key), depth + 1))
+    return index
+
+
+class _Holder:
+    def __init__(self, **items):
+        vars(self).update(items)
+
+
+def test_an_index_cut_short_by_its_visit_budget_holds_what_the_walk_reached(monkeypatch):
+    """Arrays enter a namespace's index as the walk meets them; a walk that the visit budget
+    (names.MAX_VISITS) cuts short holds exactly the arrays its queue reached before the cut,
+    with the shortest paths, as a walk taking each array from its queue does."""
+    from capviz.trace import names
+
+    shared = np.zeros(3)
+    namespace = {
+        "w": np.ones(2),
+        "params": [np.full(2, float(i)) for i in range(4)] + [shared],
+        "opt": _Holder(mems=[np.zeros(2) for _ in range(3)], inner=_Holder(m=shared)),
+        "blocks": [{"w": np.full(2, float(i)), "b": [np.zeros(1)]} for i in range(3)],
+        "_hidden": [np.zeros(1)],
+    }
+    sizes = set()
+    for budget in (0, 1, 3, 4, 5, 6, 8, 9, 12, 16, 20, 30, 50_000):
+        monkeypatch.setattr(names, "MAX_VISITS", budget)
+        index = names.Namer()._index(namespace)
+        got = {key: names.path_of(link) for key, (_, link) in index.items()}
+        assert got == _walked(namespace, budget), budget
+        sizes.add(len(got))
+    assert len(sizes) > 3  # budgets that cut the walk at several places
+    assert got[id(shared)] == "params[4]"  # (the whole walk: the shortest path wins)
+
+
 MYMODEL = '''
 import numpy as np
 
