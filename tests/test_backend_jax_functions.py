@@ -497,3 +497,18 @@ def test_quantiles_of_repeated_values_are_numpys_not_nan(dtype):
     jax_is_numpy(lambda a: np.quantile(a, 0.3), values)
     jax_is_numpy(lambda a: np.percentile(a, [50, 60]), values)
     jax_is_numpy(lambda a: np.quantile(a, 0.5), np.full(4, 0.5, dtype))
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax",
+                                  "nanmin"])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_nan_reductions_of_a_0d_array_along_axis_0_are_numpys(name, axis):
+    """NumPy reduces a 0-d array along axis 0 or -1 as its one element (0-d result, keepdims
+    or not); jax.numpy raised "axis 0 is out of bounds" (the thorough profile's raw errors,
+    ``form.nansum initial`` of uint32)."""
+    for value in (np.array(7.5), np.array(np.nan), np.array(7, np.uint32)):
+        if value.dtype.kind == "u" and name in ("nanmean", "nanvar", "nanstd"):
+            continue  # NumPy's np.mean of an integer 0-d array raises AxisError
+        for keepdims in (False, True):
+            jax_is_numpy(lambda a: getattr(np, name)(a, axis=axis, keepdims=keepdims), value)
+    jax_is_numpy(lambda a: np.nansum(a, axis=0, initial=1.5), np.array(7, np.uint32))

@@ -877,10 +877,31 @@ OVERRIDES.update({"round": _round, "trapezoid": _trapezoid, "polymul": _polymul,
                   **{name: _float_reduction(name) for name in _REDUCTIONS_IN_FLOATS}})
 
 
+_NAN_REDUCTIONS = frozenset(("nansum", "nanprod", "nanmean", "nanvar", "nanstd", "nanmax",
+                             "nanmin"))
+"""The nan-reductions NumPy runs on a 0-d operand along axis 0 or -1 (as its one element: its
+ufunc reductions take that axis), where jax.numpy raises (:func:`_zero_d_along_axis`)."""
+
+
+def _zero_d_along_axis(jnp: Any, fn: Callable) -> Callable:
+    """``fn`` (a nan-reduction) with a 0-d operand along axis 0 or -1 taken as a 1-d array of
+    its one element along axis 0, the result 0-d as NumPy's (keepdims or not)."""
+
+    def run(a: Any, *args: Any, **params: Any) -> Any:
+        if not len(np.shape(a)) and params.get("axis") in (0, -1, (0,), (-1,)):
+            a = jnp.reshape(jnp.asarray(a), (1,))
+            params = {**params, "axis": 0, "keepdims": False}
+        return fn(a, *args, **params)
+
+    run.__name__ = getattr(fn, "__name__", "reduction")
+    return run
+
+
 def functional(op: ops.Op, jnp: Any, checks: bool = True) -> Callable:
     """The callable that runs ``op`` on ``jnp`` as NumPy does: its form of :data:`OVERRIDES`, or
     ``op.bind(jnp)``; a ufunc in NumPy's loop, list arguments as arrays; an accumulating
-    reduction's float operand cast to an integer ``dtype=`` with :func:`cast`; the value checks
+    reduction's float operand cast to an integer ``dtype=`` with :func:`cast`; a nan-reduction
+    of a 0-d operand along axis 0 as NumPy's (:func:`_zero_d_along_axis`); the value checks
     of :mod:`capviz.backends.jax.checks` and the sums that cancel of
     :mod:`capviz.backends.jax.cancellation` (``checks=False``: without them, for a form that runs
     the op inside a jax loop, where a check cannot be returned). (Refusals are the caller's:
@@ -895,4 +916,6 @@ def functional(op: ops.Op, jnp: Any, checks: bool = True) -> Callable:
         fn = _lists_as_arrays(fn)
     if op.name in traits.ACCUMULATES:
         fn = _integer_dtype_cast(jnp, fn)
-    return checked(op.name, jnp, cancellation.checked(op.name, jnp, fn)) if checks else fn
+    if checks:
+        fn = checked(op.name, jnp, cancellation.checked(op.name, jnp, fn))
+    return _zero_d_along_axis(jnp, fn) if op.name in _NAN_REDUCTIONS else fn
