@@ -1,19 +1,23 @@
-"""The cost of the Dask backend's overflow bound on sums and products over several chunks.
+"""The cost of the Dask backend's checks on sums and products over several chunks.
 
 Run: ``python benchmarks/dask_sums.py [--rounds 11] [--clock cpu]``
 
-A float sum over several chunks is checked against the bound of ``capviz/backends/dask/
-overflow.py`` (the operand's largest finite magnitude times the number of terms, one max over
-the operand computed with the result), and computed a second time, in NumPy's order, where the
-bound is reached. Each row is a capviz replay on Dask (threaded scheduler) against the bare
-``dask.array`` expression of the same op on the same blocks (no check, no graph), both computed
+A float sum or product over several chunks is checked where dask.array's order of addition can
+give another result than NumPy's, and computed a second time, in NumPy's order, where it can.
+Each row is a capviz replay on Dask (threaded scheduler) against the bare ``dask.array``
+expression of the same op on the same blocks (no check, no graph), both computed
 in this run, interleaved, medians:
 
 - ``x.sum(axis=0)``, ``np.mean(x)`` and ``np.var(x, axis=1)`` of a (2048, 2048) float32 array
   in (512, 512) blocks, and ``x @ y`` of two such arrays: ordinary values (uniform in [0, 1)),
   under the bound, one run;
-- the same column sum of values near ``finfo.max``: the bound is reached, and the replay
-  computes the sum a second time, with the columns whole (the price of NumPy's result).
+- the same column sum of values near ``finfo.max`` (their magnitudes add up past it): the
+  bound is reached, and the replay computes the sum a second time in NumPy's order, the first
+  run stopping at the failed check (the price of NumPy's result).
+
+A sum is checked per output (``capviz/backends/dask/cancellation.py``: its terms' magnitudes
+summed with it, for cancellation and overflow), the other reductions and the products by one
+max per operand (``capviz/backends/dask/overflow.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ CHUNKS = (512, 512)
 def _cases(rng: np.random.Generator) -> list[tuple]:
     x = rng.random(SHAPE, dtype=np.float32)
     y = rng.random(SHAPE, dtype=np.float32)
-    huge = (x - np.float32(0.5)) * np.float32(6e35)
+    huge = (x - np.float32(0.5)) * np.float32(2e36)
     return [
         ("x.sum(axis=0)", lambda a: a.sum(axis=0), (x,), lambda a: a.sum(axis=0)),
         ("np.mean(x)", lambda a: np.mean(a), (x,), lambda a: a.mean()),

@@ -272,7 +272,7 @@ class CountingScheduler:
 
 
 def test_ordinary_values_over_several_chunks_are_computed_once():
-    x = RNG.standard_normal((40, 30)).astype(np.float32) * 1e3
+    x = RNG.random((40, 30), np.float32) * 1e3  # of one sign: no sum cancels
     graph = cv.capture(lambda x: (x.sum(axis=0), np.var(x), x @ x.T), x)
     counting = CountingScheduler()
     with dask.config.set(scheduler=counting):
@@ -281,6 +281,40 @@ def test_ordinary_values_over_several_chunks_are_computed_once():
     want = (x.sum(axis=0), np.var(x), x @ x.T)
     for name, w in zip(graph.outputs, want):
         np.testing.assert_allclose(got[name], w, rtol=1e-4, atol=1e-2)
+
+
+_CANCELLING = RNG.standard_normal(2000) * 1e16
+_CANCELLING = np.concatenate([_CANCELLING, -_CANCELLING[::-1]])
+_CANCELLING[5] += 1.0  # 4,000 terms of 1e16 adding up to a number near 1 (hostile review, 9)
+
+
+@pytest.mark.parametrize("chunks", [100, 7])
+@pytest.mark.parametrize("fn, values", [
+    (np.sum, _CANCELLING), (np.mean, _CANCELLING), (np.nansum, _CANCELLING),
+    (np.sum, _CANCELLING + 1j * _CANCELLING[::-1]), (np.mean, _CANCELLING.astype(np.float32)),
+    (lambda a: a.sum(axis=1), np.stack([_CANCELLING, -_CANCELLING])),
+    (np.trace, np.diag(np.concatenate([_CANCELLING[:200], -_CANCELLING[199::-1]]))),
+], ids=["sum", "mean", "nansum", "complex sum", "float32 mean", "axis 1", "trace"])
+def test_a_sum_that_cancels_over_several_chunks_is_numpys(fn, values, chunks):
+    want = _numpys_bits(fn, [values], chunks)
+    name = getattr(fn, "__name__", "")
+    if name in ("sum", "mean", "nansum") and values.dtype == np.float64:
+        dasks = getattr(da, name)(da.from_array(values, chunks)).compute()
+        assert not np.array_equal(dasks, want)  # what the replay gave before
+
+
+def test_a_lazy_replay_of_a_sum_that_cancels_fails_with_the_fix():
+    graph = cv.capture(lambda a: np.sum(a), _CANCELLING)
+    lazy = graph.replay({"a": _CANCELLING}, backend="dask", chunks=100, compute=False)["out"]
+    with pytest.raises(cv.ReplayError) as info:
+        lazy.compute()
+    assert isinstance(info.value.error, OrderMatters)
+    assert ("OrderMatters: np.sum over several chunks cancels: its terms' magnitudes add up to "
+            "far more than it (one rounding of them, ") in str(info.value)
+    assert ("is beyond the tolerance of the result), so dask.array's order of addition and "
+            "NumPy's can give other values there; replay with compute=True (which computes "
+            "this node as NumPy does), backend='numpy', or chunks= that keep the reduced axes "
+            "in one chunk") in str(info.value)
 
 
 def test_a_lazy_replay_over_several_chunks_fails_the_bound_with_the_fix():
@@ -296,7 +330,7 @@ def test_a_lazy_replay_over_several_chunks_fails_the_bound_with_the_fix():
     assert str(info.value) == (
         f"replay failed at node %{graph.ops[-1].index} (sum), recorded at "
         f"{__file__}:{line.co_firstlineno + 2} in <lambda>: OrderMatters: "
-        "np.sum over several chunks adds 6 terms of up to 3e+38 in magnitude, so a partial "
+        "np.sum over several chunks adds 6 terms whose magnitudes add up to inf, so a partial "
         "sum can overflow float32 in dask.array's order of addition and not in NumPy's, or "
         "in NumPy's only; replay with compute=True (which computes this node as NumPy does), "
         "backend='numpy', or chunks= that keep the reduced axes in one chunk")

@@ -73,7 +73,7 @@ from dask.array.core import elemwise, normalize_chunks
 from dask.base import tokenize
 
 from capviz import ops
-from capviz.backends.dask import in_order, moments, overflow
+from capviz.backends.dask import cancellation, in_order, moments, overflow
 from capviz.backends.dask.random import random_block
 from capviz.backends.registry import Backend, get, register, replay_error, unsupported
 from capviz.core.errors import ReplayError, UnsupportedOperationError
@@ -471,14 +471,23 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
         result = moments.moment(op.name, args[0], params)
         if result is None:
             return whole(op, args, params)
-        result = overflow.checked(op.name, args, params, result, _guard)
-        return _check(op, result, shape, dtype)
+        return _check(op, _checked(op, args, params, result), shape, dtype)
     result = _native(op)(*args, **params)
     if np.dtype(result.dtype) != dtype and tuple(result.shape) == shape:
         result = result.astype(dtype)
     if all(_is_array(a) for a in args):
-        result = overflow.checked(op.name, args, params, result, _guard)
+        result = _checked(op, args, params, result)
     return _check(op, result, shape, dtype)
+
+
+def _checked(op: ops.Op, args: tuple, params: dict, result: Any) -> Any:
+    """``result`` with the checks of a sum or product over several chunks: a plain sum's
+    rounding and overflow bound per output (:mod:`capviz.backends.dask.cancellation`), the
+    others' overflow bound (:mod:`capviz.backends.dask.overflow`)."""
+    if op.name in cancellation.CANCELS:  # its overflow bound too, per output
+        tolerance = get("dask").tolerance_for(result.dtype)
+        return cancellation.checked(op.name, args[0], params, result, _guard, tolerance)
+    return overflow.checked(op.name, args, params, result, _guard)
 
 
 def _in_order(op: ops.Op, args: tuple, params: dict) -> Any:

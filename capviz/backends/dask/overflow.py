@@ -24,6 +24,9 @@ run (on C-ordered operands: where an input's layout decides NumPy's order,
 :mod:`capviz.backends.dask.in_order` sums that input itself or refuses the node). Where the
 operand's dtype cannot reach the bound (the float32 sum of a float16 ``mean``), nothing is
 checked. With one chunk along the reduced axes dask.array runs NumPy's own function, unchecked.
+``sum``, ``nansum``, ``mean`` and ``trace`` take instead the per-output form of this bound, with
+their terms' magnitudes summed (:mod:`capviz.backends.dask.cancellation`, which checks them for
+cancellation too).
 """
 
 from __future__ import annotations

@@ -1,0 +1,161 @@
+"""Sums over several chunks that cancel, checked as on the JAX backend and computed as NumPy.
+
+dask.array adds each chunk's partial sum, then the partial sums; NumPy adds pairwise along a
+contiguous axis, row after row along a strided one. Each order rounds its partial sums
+otherwise. Where a sum is of the size of its terms the two agree within the backend's
+tolerance; where it cancels (4,000 float64 terms of 1e16 adding up to 192), the roundings are
+all that is left: dask.array gives 0 in chunks of 100, -192 in chunks of 7.
+
+**The rule** (the JAX backend's, ``capviz/backends/jax/cancellation.py``): an output ``s`` of
+``sum``, ``nansum``, ``mean`` or ``trace`` over a reduced axis that spans several chunks (each
+part of a complex one apart) reaches it where
+
+    eps * S > atol + rtol * |s|
+
+``S`` the same reduction of the finite terms' magnitudes, ``eps`` that of the type the sum
+adds in (float32 for a float16 ``mean``), ``(rtol, atol)`` the backend's tolerance for the
+result's dtype: one rounding of the terms' total magnitude is beyond the tolerance of the
+result. The same ``S`` gives these sums their overflow bound, per output: no partial sum of
+``n`` terms can overflow in any order while ``S * exp(n * eps) < finfo.max`` (see
+:mod:`capviz.backends.dask.overflow`, whose one-max bound the other reductions take). Where
+either holds, the node's task fails with
+:class:`~capviz.backends.dask.overflow.OrderMatters`, and the replay computes the node again in
+NumPy's order (:mod:`capviz.backends.dask.in_order`): NumPy's result, for the price of a second
+run. It never holds for a sum of terms of one sign (``eps < rtol``); it does for float32 sums of
+zero-mean values past about 10,000 terms, whose roundings can differ by more than the
+tolerance. ``var``/``std`` and the ``nan`` means are not checked (open).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import dask.array as da
+import numpy as np
+
+from capviz.backends.dask.overflow import OrderMatters
+
+CANCELS = frozenset(("sum", "nansum", "mean", "trace"))
+"""The reductions checked."""
+
+
+class _Cancels:
+    """A task's check: no output's terms' magnitudes, rounded once, reach beyond the tolerance
+    of the output, nor, grown by the roundings of ``n`` additions, the dtype's largest value
+    (the overflow bound of :mod:`capviz.backends.dask.overflow`, per output; picklable)."""
+
+    def __init__(self, name: str, eps: float, n: int, count: int,
+                 tolerance: tuple[float, float], largest: float) -> None:
+        self.name = name
+        self.eps = eps
+        self.count = count  # a mean's: its terms' magnitudes' sum over the count
+        self.rtol, self.atol = tolerance
+        self.n = n
+        self.limit = largest * math.exp(-n * eps)
+
+    def __call__(self, result: np.ndarray, magnitudes: np.ndarray) -> np.ndarray:
+        complex_ = result.dtype.kind == "c"
+        for part, total in ((result.real, magnitudes.real), (result.imag, magnitudes.imag)) \
+                if complex_ else ((result, magnitudes),):
+            with np.errstate(all="ignore"):
+                overflows = ~(total < self.limit)
+                cancels = self.eps * total / self.count > self.atol + self.rtol * np.abs(part)
+            if np.any(overflows):
+                raise OrderMatters(
+                    f"np.{self.name} over several chunks adds {self.n} terms whose magnitudes "
+                    f"add up to {np.max(total):.3g}, so a partial sum can overflow "
+                    f"{result.dtype} in dask.array's order of addition and not in NumPy's, or "
+                    "in NumPy's only; "
+                    f"{_FIX}")
+            if np.any(cancels):
+                raise OrderMatters(
+                    f"np.{self.name} over several chunks cancels: its terms' magnitudes add up "
+                    "to far more than it (one rounding of them, "
+                    f"{self.eps * np.max(total) / self.count:.3g}, is beyond the tolerance of "
+                    "the result), so dask.array's order of addition and NumPy's can give other "
+                    f"values there; {_FIX}")
+        return result
+
+
+_FIX = ("replay with compute=True (which computes this node as NumPy does), backend='numpy', "
+        "or chunks= that keep the reduced axes in one chunk")
+
+
+def _chunked(name: str, x: Any, params: dict) -> bool:
+    if not x.ndim or 0 in x.shape:
+        return False
+    if name == "trace":
+        axes: Any = (params.get("axis1", 0), params.get("axis2", 1))
+    else:
+        axes = params.get("axis")
+        axes = range(x.ndim) if axes is None else (axes,) if isinstance(axes, int) else axes
+    return any(len(x.chunks[operator.index(a) % x.ndim]) > 1 for a in axes)
+
+
+class _FiniteSum:
+    """A block's sum of its finite values' magnitudes in ``real`` (dask.array's chunk step:
+    one pass, a second only where an infinity or NaN is met; picklable)."""
+
+    def __init__(self, real: np.dtype) -> None:
+        self.real = real
+
+    def __call__(self, block: np.ndarray, axis: Any = None, keepdims: bool = False) -> Any:
+        values = np.abs(block).astype(self.real, copy=False)
+        total = np.sum(values, axis=axis, keepdims=keepdims, dtype=self.real)
+        if not np.isfinite(total).all():
+            total = np.sum(values, axis=axis, keepdims=keepdims, dtype=self.real,
+                           where=np.isfinite(values))
+        return total
+
+
+def _summed(blocks: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    return np.sum(blocks, axis=axis, keepdims=keepdims)
+
+
+def _magnitudes(name: str, part: Any, params: dict, real: np.dtype) -> Any:
+    """The sum (of ``trace``: along the diagonal) of ``part``'s finite magnitudes, in
+    ``real``."""
+    if name == "trace":
+        values = da.fabs(part).astype(real)
+        values = da.where(da.isfinite(values), values, real.type(0))
+        return da.trace(values, params.get("offset", 0), params.get("axis1", 0),
+                        params.get("axis2", 1), dtype=real)
+    axis = params.get("axis")
+    return da.reduction(part, _FiniteSum(real), _summed, axis=axis,
+                        keepdims=bool(params.get("keepdims")), dtype=real,
+                        meta=np.empty((), real))
+
+
+def checked(name: str, x: Any, params: dict, result: Any, guard: Any,
+            tolerance: tuple[float, float]) -> Any:
+    """``result`` of reduction ``name`` of ``x``, failing at the node (through ``guard``) with
+    ``OrderMatters`` where :mod:`this module's <capviz.backends.dask.cancellation>` rule holds;
+    ``tolerance``: the backend's ``(rtol, atol)`` for the result's dtype."""
+    kind = np.dtype(result.dtype)
+    if name not in CANCELS or kind.kind not in "fc" or not _chunked(name, x, params):
+        return result
+    real = np.dtype(np.finfo(kind).dtype)
+    adds_in = np.float32 if real == np.float16 and name == "mean" else real
+    if np.dtype(x.dtype).kind == "c":
+        parts = [_magnitudes(name, x.real, params, real), _magnitudes(name, x.imag, params, real)]
+        magnitudes = parts[0] + 1j * parts[1] if kind.kind == "c" else parts[0] + parts[1]
+    else:
+        magnitudes = _magnitudes(name, x, params, real)
+    if tuple(magnitudes.shape) != tuple(result.shape):
+        magnitudes = magnitudes.reshape(result.shape)
+    magnitudes = magnitudes.rechunk(result.chunks)
+    if name == "trace":
+        axes: Any = (params.get("axis1", 0), params.get("axis2", 1))
+        n = min(x.shape[operator.index(a) % x.ndim] for a in axes)
+    else:
+        axes = params.get("axis")
+        axes = range(x.ndim) if axes is None else (axes,) if isinstance(axes, int) else axes
+        n = math.prod(x.shape[operator.index(a) % x.ndim] for a in axes)
+    adds = np.finfo(adds_in)
+    check = _Cancels(name, float(adds.eps), n, n if name == "mean" else 1, tolerance,
+                     float(adds.max))
+    index = tuple(range(result.ndim))
+    return da.blockwise(guard(check), index, result, index, magnitudes, index,
+                        dtype=result.dtype, meta=np.empty((0,) * result.ndim, result.dtype))
