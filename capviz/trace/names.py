@@ -229,8 +229,8 @@ class Namer:
         with cells are read again."""
         got = self.spaces.get(id(frames))
         if got is not None and got[0] is frames:
-            for f in got[3]:
-                if f.f_locals is not got[2][id(f)]:  # (3.13: a new proxy)
+            for f, known in got[3]:
+                if f.f_locals is not known:  # (3.13: a new proxy)
                     got = None
                     break
             if got is not None:
@@ -245,8 +245,8 @@ class Namer:
         if got is None:
             spaces = self._find_spaces(frames)
             got = (frames, spaces, {id(f): f.f_locals for f in frames})
-        fresh = [f for k, f in enumerate(frames) if k == len(frames) - 1
-                 or f.f_code.co_cellvars or f.f_code.co_freevars]
+        fresh = [(f, got[2][id(f)]) for k, f in enumerate(frames) if k == len(frames) - 1
+                 or f.f_code.co_cellvars or f.f_code.co_freevars]  # (frame, its locals)
         got = (frames, got[1], got[2], fresh)
         self.spaces = {key: got, id(frames): got}  # the last frames only: they hold them alive
         return got[1]

@@ -594,7 +594,8 @@ class Recorder(Trace):
         """The capture tensor a write into the outside ndarray ``array`` writes (the array
         becomes a state of the graph: :mod:`capviz.trace.state`); ``frame``: the user's frame
         making the write, when the caller has it."""
-        self.check_usable()
+        if self.closed or self not in RECORDERS.get():
+            self.check_usable()
         return state.target(self, array, call, frame)
 
     def read(self, tensor: Tensor, call: str) -> np.ndarray:

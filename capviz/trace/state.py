@@ -335,7 +335,8 @@ def target(recorder: Any, array: np.ndarray, call: str, frame: FrameType | None 
 def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
                frame: FrameType | None) -> State:
     graph = recorder.graph
-    name, place = recorder.name_and_place(root, frame)
+    namer = recorder.namer  # (Recorder.name_and_place, without its frame)
+    name, place = namer.find_place(root, namer.frames(frame, recorder.scopes.entry))
     if name is None and met is not root:
         name, viewed = recorder.name_and_place(met, frame)
         if viewed is not None:  # named by a view of it (W = np.arange(9.0).reshape(3, 3)):
@@ -355,8 +356,12 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
         if node.name is None:
             node.name = name
     else:
-        node = recorder._append("state", None, (), {}, tuple(root.shape), root.dtype,
-                                source_of(frame), name, frame=frame)
+        if frame is not None and frame.f_code is recorder._user_code:  # (as apply() does)
+            source = (recorder._user_file, frame.f_lineno, recorder._user_function)
+        else:
+            source = source_of(frame)
+        node = recorder._append("state", None, (), {}, tuple(root.shape), root.dtype, source,
+                                name, frame=frame)
         plain = type(root) is np.ndarray and root.dtype.kind in "biufc"
         graph.state_values[node.index] = root.copy("K") if plain else host_copy(root)
     ref = weakref.ref(root)
