@@ -235,6 +235,7 @@ class CaptureScope:
         self._rebound: list[tuple] = []  # names bound before the capture, hooked for it
         self._stand_ins: list[tuple] = []  # generator objects replaced for it
         self._quiet = False  # a second capture (capture()): no observer is told
+        self._others: Any = None  # its planted arrays (trace/recapture.OtherValues)
 
     @property
     def graph(self) -> CapturedGraph:
@@ -251,6 +252,7 @@ class CaptureScope:
                                "capture_scope() again for a new capture")
         self._opened_at = user_source()
         recorder = Recorder(CapturedGraph(), self.device, self.on_violation)
+        recorder.others = self._others
         recorder.global_random = self.global_random
         rng = self.rng or default_device()
         self.recorder = recorder
@@ -634,6 +636,12 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     ``x[mask]``, ``np.nonzero``, ``np.unique`` give their result a size symbol (``n0``).
     Values are computed only when read (docs/guide/values.md).
 
+    ``fn`` runs twice when it writes an outside array (a state, docs/guide/state.md), as
+    ``jax.jit`` may trace more than once: a second capture, with other values in the states'
+    arrays, finds what NumPy's own code computed from them outside the capture's sight and
+    refuses it at its line. Python side effects of ``fn`` (a print, a list appended to,
+    ``next()`` of an iterator) happen at capture time, twice. Every array is put back.
+
     Raises:
         CaptureError: as the scope form; the exception's ``graph`` holds the partial graph.
     """
@@ -651,8 +659,7 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     _run(scope, fn, names, specs)
     graph = scope.graph
     if graph.complete and recapture.writes_arrays(graph) and not any(
-            v.level == "error" for v in graph.violation_records) and \
-            recapture.suspects(graph, recapture.entry_spaces(fn)):
+            v.level == "error" for v in graph.violation_records):
         error = _capture_again(fn, names, specs, graph, cap, (drawn, draws), global_random)
         if error is not None and on_violation == "raise":
             raise error
@@ -695,6 +702,7 @@ def _capture_again(fn: Callable, names: list[str], specs: tuple, graph: Captured
     others = recapture.OtherValues(graph)
     second = cap.capture_scope(rng=drawn, global_random=global_random)
     second._quiet = True
+    second._others = others
     failure: Exception | None = None
     try:
         others.plant()

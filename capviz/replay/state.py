@@ -118,7 +118,8 @@ def _layout_text(key: Any, value: np.ndarray) -> str:
 
 def _check_given(graph: Graph, node: Node, value: np.ndarray) -> None:
     """Refuse an array given with ``states=`` that is an ndarray subclass computing otherwise
-    (``np.matrix``) or has another memory layout than the array the capture met (C-contiguous
+    (``np.matrix``), is read-only (the replay writes it back, after the other states), or has
+    another memory layout than the array the capture met (C-contiguous
     when the graph does not know it: a loaded graph): the graph reads and writes the state
     through views (``W.T``, a reshape) whose view-or-copy answer in NumPy depends on it."""
     name = label(node)
@@ -127,6 +128,11 @@ def _check_given(graph: Graph, node: Node, value: np.ndarray) -> None:
         raise ReplayInputError(f"state {name!r}: expected a numpy.ndarray "
                                f"{node.dtype}{list(node.shape)}, got {type_name(value)} "
                                f"(replay computes on plain arrays, and {fix})")
+    if not value.flags.writeable:
+        raise ReplayInputError(
+            f"state {name!r}: expected a writeable array, got a read-only one: the replay "
+            f"writes the state's new value into it. Fix: pass a writeable array "
+            f"(states={{{name!r}: a.copy()}})")
     captured = graph.state_values.get(node.index)
     expected = "C" if captured is None else layout_key(captured)
     got = layout_key(value)

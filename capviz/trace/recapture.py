@@ -3,37 +3,41 @@
 NumPy's own operators on an outside array (``reg = 0.5 * np.sum(self.W * self.W)`` with
 ``self.W`` an ndarray, ``self.t += 1``) run on its memory and no hook sees them. After the
 capture's first write into a floating-point state its memory holds the poison
-(:mod:`capviz.trace.state`), which refuses what NumPy computes from it; *before* that write,
-and on an integer or boolean state, the value NumPy computes enters the graph as a number
-(a literal) or an array (a constant) frozen at the capture's values. So ``cv.capture(fn)``
-captures ``fn`` a second time when the first capture made array states and recorded a value
-that may be such a one (:func:`suspects`), with each state's live array holding other values
-(:class:`OtherValues`: ``a + 1`` for floats of moderate size, ``a / 2`` past the float's
-integers, 0 for a non-finite value, ``a + 1`` wrapping for integers, ``~a`` for booleans), and
-compares the two graphs (:func:`first_difference`): same structure, same literals, same
-constants. A literal or constant that differs was computed from a state; a structural
-difference is a path chosen from a state's values. Both are refused at the node's line. An
-outside array NumPy wrote during the second capture (``self.t += 1``: the first capture wrote it
-too, and nothing can undo that) is refused naming it, and put back.
+(:mod:`capviz.trace.state`), which refuses what NumPy computes from it and carries the NaN;
+*before* that write, on an integer or boolean state, and through a read that swallows a NaN (a
+comparison, a mask, ``isnan``), the value NumPy computes enters the graph as a number (a
+literal), an array (a constant) or a path (a branch) frozen at the capture's values.
 
-What may be such a value (:func:`suspects`): a NumPy scalar operand (``np.float64(4.5)``: what
-NumPy's reductions return), a NumPy scalar or array among an op's parameters, a constant
-copied when recorded (an array computed at run time, or a small outside array that NumPy may
-have written before the capture read it), and a Python number that is neither a number written
-on its line nor the value of a global or closure variable named on it (``float(np.sum(W))``
-kept in a local). Constants kept by reference (arrays of 1 MiB and more: a model's weights)
-are no suspects: snapshotting them would copy the weights, and a change after the capture
-read them is refused by their fingerprint (:mod:`capviz.core.references`).
+So ``cv.capture(fn)`` captures ``fn`` a second time whenever the first capture made array states
+(no look at the recorded values can tell that a second capture cannot matter: a branch on a
+state records nothing), with each state's live array holding other values
+(:class:`OtherValues`, :func:`other_values`): a seeded draw of another scale, sign and order
+(floats: normal values of scale 7 whose sum has the other sign, placed in reversed rank order;
+integers: the elements in reversed rank order plus an offset; booleans: ``~a``), no element
+equal to the original, no NaN. At the second capture's first write into a state, where the
+first capture wrote the NaN mark, it writes other finite values (:meth:`OtherValues.fill`), so a
+NaN-blind read differs too. Only NumPy's own code and Python's see these values: capviz's own
+reads of a planted array (a constant recorded from it, a state's start value, a guard computed
+from them) read the first capture's values (:meth:`OtherValues.seen`). The two graphs are then
+compared (:func:`first_difference`), and *any* difference comes from code that read a state
+outside the capture's sight: a literal, parameter or constant that differs is refused at its
+line (``computed_from_state``), another op, shape, line or guard value as a path chosen from a
+state's values (``path_from_state``). An outside array NumPy wrote during the second capture
+(``self.t += 1``: the first capture wrote it too, and nothing can undo that) is refused naming
+it, and put back; so is a state NumPy wrote before the capture's first write to it.
+
+What it cannot see: a read whose answer is the same for both sets of values (a step function:
+``np.sign(W.sum())`` of two positive sums, ``W.sum() < 0`` after the write, where the first
+capture's NaN and the other values both answer False). fn runs twice, and its Python side
+effects happen twice (docs/guide/state.md).
 """
 
 from __future__ import annotations
 
 import io
 import linecache
-import sys
 import tokenize
 import weakref
-from ast import literal_eval
 from collections.abc import Callable
 from typing import Any
 
@@ -90,8 +94,7 @@ def entry_spaces(fn: Callable) -> list[dict]:
         fn = fn.func
     fn = getattr(fn, "__func__", fn)
     if not hasattr(fn, "__code__"):
-        fn = next((vars(k)["__call__"] for k in type(fn).__mro__  # a callable object
-                   if "__call__" in vars(k)), None)
+        fn = _call_method(fn)
     spaces = []
     space = getattr(fn, "__globals__", None)
     if isinstance(space, dict):
@@ -108,73 +111,12 @@ def entry_spaces(fn: Callable) -> list[dict]:
     return spaces
 
 
-def suspects(graph: Graph, spaces: list[dict]) -> bool:
-    """Whether ``graph`` (complete, with array states) recorded a value that NumPy may have
-    computed from a state outside the capture's sight (see the module docstring)."""
-    lines: dict[tuple, tuple[list, set]] = {}
-    seen: set[tuple] = set()  # (line, type, number) written there: checked once
-    fingerprinted = graph.constant_fingerprints
-    for node in graph.nodes:
-        kind = node.kind
-        if kind != "op":
-            if kind == "constant" and node.index not in fingerprinted:
-                return True
-            continue
-        for arg in node.args:
-            if type(arg) is Node:
-                continue
-            if type(arg) in _NUMBERS:
-                key = (node.source, type(arg), arg)  # (-0.0 is 0.0 here: either is written)
-                if key not in seen:
-                    if not _written(node.source, arg, spaces, lines):
-                        return True
-                    seen.add(key)
-            elif isinstance(arg, (np.generic, np.ndarray)):
-                return True
-        if node.params and _holds_numpy(node.params):
-            return True
-    return False
-
-
-def _holds_numpy(value: Any) -> bool:
-    if isinstance(value, (np.generic, np.ndarray)):
-        return True
-    if isinstance(value, dict):
-        return any(_holds_numpy(v) for v in value.values())
-    if isinstance(value, (tuple, list)):
-        return any(_holds_numpy(v) for v in value)
-    return False
-
-
-def _written(source: Any, number: Any, spaces: list[dict], lines: dict) -> bool:
-    """Whether Python ``number`` is written on its line: a number token (maybe negated), or a
-    global or closure variable named there that holds it."""
-    if source is None:
-        return False
-    key = (source[0], source[1])
-    tokens = lines.get(key)
-    if tokens is None:
-        tokens = lines[key] = _tokens(linecache.getline(source[0], source[1]))
-    numbers, names = tokens
-    kind = type(number)
-    if kind is bool:
-        return str(number) in names
-    if any(type(n) is kind and (n == number or n == -number) for n in numbers):
-        return True
-    wanted = repr(number)
-    for space in spaces:
-        if _holds(space, names, kind, wanted):
-            return True
-    module = _module_space(source[0])  # the line's own module, when not the function's
-    return module is not None and _holds(module, names, kind, wanted)
-
-
-def _holds(space: dict, names: set, kind: type, wanted: str) -> bool:
-    for name in names:
-        value = space.get(name, space)
-        if type(value) is kind and repr(value) == wanted:
-            return True
-    return False
+def _call_method(obj: Any) -> Callable | None:
+    """The ``__call__`` function of a callable object's class (or a base's)."""
+    for klass in type(obj).__mro__:
+        if "__call__" in vars(klass):
+            return vars(klass)["__call__"]
+    return None
 
 
 def _code(line: str) -> str:
@@ -189,89 +131,94 @@ def _code(line: str) -> str:
     return line
 
 
-_TOKENS: dict[str, tuple[list, set]] = {}  # a line's text -> its numbers and names
-
-
-def _tokens(line: str) -> tuple[list, set]:
-    """The numbers and names written on one source line (as far as it tokenizes alone)."""
-    found = _TOKENS.get(line)
-    if found is None:
-        if len(_TOKENS) > 4096:
-            _TOKENS.clear()
-        found = _TOKENS[line] = _tokenize(line)
-    return found
-
-
-def _tokenize(line: str) -> tuple[list, set]:
-    numbers: list = []
-    names: set = set()
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(line.strip() + "\n").readline):
-            if tok.type == tokenize.NUMBER:
-                try:
-                    numbers.append(literal_eval(tok.string))
-                except (ValueError, SyntaxError):
-                    continue
-            elif tok.type == tokenize.NAME:
-                names.add(tok.string)
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        pass  # a line of a longer statement: what it held up to there
-    return numbers, names
-
-
-_MODULES: dict[str, Any] = {}  # file -> its module's globals (None: no module has that file)
-_MODULES_SEEN = [0]
-
-
-def _module_space(file: str) -> dict | None:
-    space = _MODULES.get(file)
-    if space is None and len(sys.modules) != _MODULES_SEEN[0]:
-        _MODULES_SEEN[0] = len(sys.modules)
-        for module in list(sys.modules.values()):
-            path = getattr(module, "__file__", None)
-            if isinstance(path, str):
-                _MODULES[path] = vars(module)
-        space = _MODULES.get(file)
-    return space
-
-
 # --- other values in the states, and everything put back --------------------------------------
 
-def other_values(array: np.ndarray) -> np.ndarray:
-    """An array of ``array``'s shape and dtype whose every element differs from ``array``'s and
-    holds no NaN (see the module docstring)."""
+SEED = 20_2026
+"""The seed of the other values: the same program planted twice gets the same ones."""
+
+
+def other_values(array: np.ndarray, draw: int = 0) -> np.ndarray:
+    """An array of ``array``'s shape and dtype whose every element differs from ``array``'s,
+    holding no NaN and no infinity: a seeded draw of another scale, order and sign than
+    ``array``'s values, so shifts, scalings and sorts of them differ too (see the module
+    docstring). Draw 0 (planted before the capture) sums to the other sign than ``array``;
+    draw 1 (:meth:`OtherValues.fill`, where the first capture's memory holds NaN, for which
+    every comparison is False) sums to a positive number."""
+    gen = np.random.default_rng((SEED, draw, array.size))
     kind = array.dtype.kind
     if kind == "b":
         return ~array
     if kind in "iu":
-        return array + array.dtype.type(1)  # wraps at the dtype's end: still another value
+        return _other_ints(array, gen)
     if kind == "c":
         out = np.empty_like(array)
-        out.real = _other_floats(array.real)
-        out.imag = _other_floats(array.imag)
+        out.real = _other_floats(array.real, gen, draw)
+        out.imag = _other_floats(array.imag, gen, draw)
         return out
-    return _other_floats(array)
+    return _other_floats(array, gen, draw)
 
 
-def _other_floats(array: np.ndarray) -> np.ndarray:
-    big = 2.0 ** np.finfo(array.dtype).nmant  # from here on, a + 1 may round back to a
+def _other_floats(array: np.ndarray, gen: np.random.Generator, draw: int) -> np.ndarray:
+    flat = array.reshape(-1)
+    drawn = gen.standard_normal(flat.size) * 7
     with np.errstate(all="ignore"):
-        out = np.where(np.abs(array) < big, array + 1, array * 0.5)
-        out = np.where(np.isfinite(array), out, 0)
-    return out.astype(array.dtype)
+        positive = not np.sum(flat, dtype=np.float64) > 0 if draw == 0 else True
+        drawn += (3.0 if positive else -3.0) - drawn.mean()  # `if W.sum() > 0` flips
+        if draw == 0:
+            drawn = _reversed_ranks(flat, drawn)  # argmax(W) is argmin(other)
+        out = drawn.astype(array.dtype)
+        same_value = out == flat
+        if same_value.any():  # (a draw is never exactly a value; a cast may round onto one)
+            out[same_value] = out[same_value] * 2 + 1
+    return out.reshape(array.shape)
+
+
+def _other_ints(array: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    """``array``'s elements in reversed rank order plus an offset (wrapping at the dtype's
+    end), each element that still equals the original moved on by one more."""
+    flat = array.reshape(-1)
+    kind = array.dtype.type
+    offset = kind(int(gen.integers(3, 100)))
+    with np.errstate(all="ignore"):
+        out = (_reversed_ranks(flat, flat) + offset).astype(array.dtype)
+        same_value = out == flat
+        out[same_value] = flat[same_value] + offset + kind(1)
+    return out.reshape(array.shape)
+
+
+def _reversed_ranks(flat: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` placed so that the largest stands where ``flat`` has its smallest element,
+    and so on: every order-only read of them (argmax, argsort, a comparison of two elements)
+    differs from ``flat``'s."""
+    out = np.empty_like(values)
+    out[np.argsort(flat, kind="stable")] = np.sort(values)[::-1]
+    return out
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
 
 
 class OtherValues:
     """The states' live arrays given other values for a second capture, and the outside arrays
     the first capture copied as constants noted, so that :meth:`restore` puts every one back,
-    bit for bit, and says which of the noted ones NumPy wrote meanwhile."""
+    bit for bit, and says which of the noted ones NumPy wrote meanwhile.
+
+    While the second capture runs, only NumPy's own code sees the other values: capviz's own
+    reads of a planted array's value (a constant recorded from it, a state's start value, the
+    value a guard computes from them) read the first capture's (:meth:`seen`), so every
+    difference between the two graphs comes from NumPy's own code or Python code reading it."""
 
     def __init__(self, graph: Graph) -> None:
         self.states = [(node, root) for node, root in array_states(graph)
                        if root.flags.writeable]
         self.saved = [root.copy(order="K") for _, root in self.states]
         self.planted: list[np.ndarray] = []
-        taken = {id(root) for _, root in self.states}
+        self.met: dict[int, np.ndarray] = {}  # id(root) -> its values at the first write
+        self.fills: dict[int, np.ndarray] = {}  # id(root) -> the values written there then
+        self.roots = {id(root): (root, saved) for (_, root), saved in zip(self.states,
+                                                                           self.saved)}
+        taken = set(self.roots)
         self.noted: list[tuple[Node, np.ndarray, np.ndarray]] = []
         for index, ref in graph.constant_origins.items():
             root = ref()
@@ -281,10 +228,46 @@ class OtherValues:
             self.noted.append((graph.nodes[index], root, root.copy(order="K")))
 
     def plant(self) -> None:
+        """Other values into every state, and the ones :meth:`fill` writes made (before the
+        second capture opens: it would take a generator made inside it for the user's)."""
         for (_, root), saved in zip(self.states, self.saved):
             other = other_values(saved)
+            self.fills[id(root)] = other_values(saved, draw=1)
             np.copyto(root, other)
             self.planted.append(other)
+
+    def fill(self, root: np.ndarray) -> bool:
+        """At the second capture's first write into planted ``root``: other values again
+        (where the first capture wrote the NaN mark), so that what NumPy computes from the
+        array after the write differs too, also where a NaN would not show (a comparison, a
+        mask, ``isnan``). Whether ``root`` is planted."""
+        hit = self.roots.get(id(root))
+        if hit is None or hit[0] is not root:
+            return False
+        self.met[id(root)] = root.copy(order="K")  # what NumPy left there before the write
+        np.copyto(root, self.fills[id(root)])
+        return True
+
+    def seen(self, value: np.ndarray) -> np.ndarray:
+        """What capviz reads of ndarray ``value``: the first capture's values where ``value``
+        is (a view of) a planted array, ``value`` itself elsewhere."""
+        root = value
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        hit = self.roots.get(id(root))
+        if hit is None or hit[0] is not root:
+            return value
+        saved = hit[1]
+        if saved.strides != root.strides:  # (a copy in K order has the owner's strides)
+            return value
+        if value is root:
+            return saved
+        start = _address(value) - _address(root)
+        try:
+            return np.ndarray(value.shape, value.dtype, buffer=saved, offset=start,
+                              strides=value.strides)
+        except (TypeError, ValueError):  # memory no buffer exposes as one block
+            return value
 
     def restore(self) -> list[tuple[Node, np.ndarray]]:
         """Put every array back; the noted outside arrays NumPy wrote meanwhile: the constant
@@ -328,10 +311,10 @@ def same(a: Any, b: Any) -> bool:
 def first_difference(one: Graph, two: Graph) -> tuple[Node, str, Any, Any] | None:
     """Where ``two`` first differs from ``one``: ``(node of one, what, one's value, two's)``,
     ``what`` ``"value"`` (a literal, a parameter or a constant) or ``"path"`` (another op,
-    shape or line); ``None`` when they are the same program up to their end, or up to a guard
-    that read another value (a capture with examples: every replay checks it again, so the
-    path after it is the one its value takes). States' values are not compared (the second
-    capture's are the other values)."""
+    shape or line, or a guard that read another value); ``None`` when they are the same
+    program. capviz's own reads in the second capture read the first capture's values
+    (:meth:`OtherValues.seen`), so a guard computed from tensors reads the same value in both:
+    one that differs read a value NumPy computed from a state."""
     for a, b in zip(one.nodes, two.nodes):
         if (a.kind, a.op, a.dtype, a.source, len(a.args)) != \
                 (b.kind, b.op, b.dtype, b.source, len(b.args)) or not same(a.shape, b.shape):
@@ -340,10 +323,12 @@ def first_difference(one: Graph, two: Graph) -> tuple[Node, str, Any, Any] | Non
             if (type(x) is Node) != (type(y) is Node):
                 return a, "path", None, None
             if not same(x, y):
-                return (a, "value", x, y) if type(x) is not Node else (a, "path", None, None)
+                if type(x) is Node:
+                    return a, "path", None, None
+                return a, "value", x, y
         if not same(a.params, b.params):
-            if a.kind == "guard":  # a read of a value that every replay checks again: what
-                return None        # follows it is the path of its value (GuardError else)
+            if a.kind == "guard":
+                return a, "path", None, None
             return a, "value", a.params, b.params
         if a.kind == "constant" and not _same_constant(one, two, a.index):
             return a, "value", one.constant_values[a.index], two.constant_values[a.index]
@@ -428,9 +413,9 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
         return refuse(graph, node, COMPUTED, operand, (
             f"it is {shown(one)} here and {shown(two)} when {hold}"
             f"{', or when the call ran again' if python else ''}"))
-    for (node, _), planted in zip(others.states, others.planted):
-        start = second.state_values.get(node.index)
-        if start is not None and not same_bits(np.asarray(start), planted):
+    for (node, root), planted in zip(others.states, others.planted):
+        start = others.met.get(id(root))
+        if start is not None and not same_bits(start, planted):
             name = node.name or "an outside ndarray"
             return refuse(graph, node, WRITTEN, name, (
                 f"NumPy wrote {name} before the capture's first write to it, so the graph "

@@ -145,6 +145,7 @@ class Recorder(Trace):
         self.known: dict[int, Any] = {}  # values computed from constants only (trace/fold.py)
         self.states: dict[int, state.State] = {}  # id(array) -> the state it is (trace/state.py)
         self.poisoned = 0  # states whose memory holds the poison now (trace/state.py)
+        self.others: Any = None  # a second capture's planted arrays (trace/recapture.py)
         self.generators: dict[int, tuple[Any, Node]] = {}  # id -> (generator, its state node)
         self.python_nodes: set[int] = set()  # nodes that are Python numbers in eager code:
         #                                       draws of one (random.random()) and arithmetic
@@ -419,7 +420,7 @@ class Recorder(Trace):
         """
         if type(value) is np.ndarray:
             if value.ndim == 0 and value.dtype.type in _NUMPY_SCALARS:
-                return value[()]
+                return self.seen(value)[()]
             if self.states:  # an array the capture wrote: its recorded value
                 written = state.read(self, value)
                 if written is not None:
@@ -431,11 +432,12 @@ class Recorder(Trace):
                 node = hit[1]
                 if node.kind != "constant" or self._unchanged(node, value):
                     return node
+            seen = self.seen(value)
             if referenceable(value):  # kept as it is, with a fingerprint (core/references)
-                node = self.constant(value, self.name_of(value), user_source())
-                self.graph.constant_fingerprints[node.index] = fingerprint(value)
+                node = self.constant(seen, self.name_of(value), user_source())
+                self.graph.constant_fingerprints[node.index] = fingerprint(seen)
             else:
-                node = self.constant(host_copy(value), self.name_of(value), user_source())
+                node = self.constant(host_copy(seen), self.name_of(value), user_source())
             self._adopted[id(value)] = (value, node)
             note_origin(self.graph, node, value)
             return node
@@ -476,6 +478,7 @@ class Recorder(Trace):
         constant kept by reference (``value`` itself) that changed is refused here: its
         earlier value, which the earlier ops read, is gone."""
         graph = self.graph
+        value = self.seen(value)
         kept = graph.constant_fingerprints.get(node.index)
         if kept is None:
             kept = graph.constant_values[node.index]
@@ -484,6 +487,12 @@ class Recorder(Trace):
             return True
         what = describe_constant(graph, node.index)
         raise self.refuse(f"array {what}", changed_between_uses(what))
+
+    def seen(self, value: np.ndarray) -> np.ndarray:
+        """The values capviz reads of ndarray ``value``: in a second capture, the first
+        capture's where ``value`` is (a view of) an array given other values
+        (:meth:`capviz.trace.recapture.OtherValues.seen`); else ``value``."""
+        return value if self.others is None else self.others.seen(value)
 
     def constant(self, array: np.ndarray, name: str | None, source: Any) -> Node:
         """Record a constant node holding ``array`` (already a private copy)."""

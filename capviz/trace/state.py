@@ -169,13 +169,14 @@ class State:
     """One array written by the capture: its live object (weakly), its node, the capture
     tensor standing for it, and whether its memory holds the poison now."""
 
-    __slots__ = ("node", "poisoned", "ref", "tensor", "views")
+    __slots__ = ("filled", "node", "poisoned", "ref", "tensor", "views")
 
     def __init__(self, ref: weakref.ref, node: Node, tensor: Tensor) -> None:
         self.ref = ref
         self.node = node
         self.tensor = tensor
         self.poisoned = False
+        self.filled = False  # a second capture's other values in place of the poison
         self.views: tuple[Node, ...] = ()  # its view states: views read before the first
         #                                     write
 
@@ -363,7 +364,8 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
         node = recorder._append("state", None, (), {}, tuple(root.shape), root.dtype, source,
                                 name, frame=frame)
         plain = type(root) is np.ndarray and root.dtype.kind in "biufc"
-        graph.state_values[node.index] = root.copy("K") if plain else host_copy(root)
+        seen = recorder.seen(root) if plain else root  # (a second capture: the first's)
+        graph.state_values[node.index] = seen.copy("K") if plain else host_copy(root)
     ref = weakref.ref(root)
     graph.state_targets[node.index] = ref
     if place is not None:
@@ -372,7 +374,11 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
     recorder.states[id(root)] = state
     if graph.constant_origins:  # before the poison: they read its values
         _views_read_before(recorder, root, state)
-    if _poison(root):  # the live values are in graph.state_values
+    others = recorder.others
+    if others is not None and others.fill(root):  # a second capture: other values, not NaN
+        state.poisoned = state.filled = True
+        recorder.poisoned += 1
+    elif _poison(root):  # the live values are in graph.state_values
         state.poisoned = True
         recorder.poisoned += 1
     if hit is not None:
@@ -441,7 +447,7 @@ def restore(recorder: Any, source: Any) -> None:
             continue
         state.poisoned = False
         recorder.poisoned -= 1
-        if not _all_poison(root):
+        if not state.filled and not _all_poison(root):
             what = state.node.name or "an ndarray from outside"
             message = (f"NumPy stored plain values into {what} after the capture wrote it "
                        "(a[i] = 1.0, or a NumPy function writing it from plain arrays), which "
