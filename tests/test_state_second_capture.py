@@ -202,7 +202,7 @@ def test_a_path_chosen_from_a_states_values_is_refused_at_the_first_difference()
     assert W.tolist() == [1.0, 1.0, 1.0]
 
 
-def test_a_second_capture_that_fails_is_a_path_refused_and_every_array_is_put_back():
+def test_a_second_run_that_fails_says_so_and_every_array_is_put_back():
     counts = np.zeros(2, np.int64)
     table = np.arange(4.0)
 
@@ -214,10 +214,15 @@ def test_a_second_capture_that_fails_is_a_path_refused_and_every_array_is_put_ba
         return x * table[k]
 
     before = counts.copy()
-    with pytest.raises(UnsupportedOperationError, match=r"when counts holds other values the "
-                       r"capture fails here: ValueError: the counter moved") as info:
+    with pytest.raises(UnsupportedOperationError) as info:
         cv.capture(f, cv.spec(3, "float64"))
-    assert str(info.value).startswith('`raise ValueError("the counter moved")` at ')
+    what, why, fix = str(info.value).splitlines()
+    assert what.startswith('`raise ValueError("the counter moved")` at ')
+    assert what.endswith(": the second run of the captured function failed here, with counts "
+                         "holding other values.")
+    assert "the second run raised ValueError: the counter moved; either this line uses a value " \
+        "computed from counts, or the function cannot run twice" in why
+    assert fix.startswith("Fix: if the line reads the array, compute it from tensors")
     assert np.array_equal(counts, before) and counts.dtype == np.int64
 
 
@@ -481,8 +486,8 @@ def test_the_generators_a_second_capture_meets_are_left_as_they_were(second_capt
 
 def test_a_python_number_the_call_changes_is_refused_too():
     """``self.n += 1`` on a Python int, then ``x * self.n``: the graph would hold 1 for
-    ever. Refused as a value computed outside the capture's sight (the second capture ran the
-    Python code again, as its docs say)."""
+    ever. Refused as a Python number that changes from call to call (review 2, finding 14: the
+    message blamed NumPy and quoted another program's fix)."""
 
     class M:
         def __init__(self):
@@ -497,8 +502,12 @@ def test_a_python_number_the_call_changes_is_refused_too():
     model = M()
     with pytest.raises(UnsupportedOperationError) as info:
         cv.capture(model.step, cv.spec(3, "float64"))
-    assert "(it is 1 here and 2 when model.m holds other values, or when the call ran again)" \
-        in str(info.value)
+    what, why, fix = str(info.value).splitlines()
+    assert what.endswith("in step: 1 is a Python number that changes from call to call.")
+    assert why.endswith("(it is 1 here and 2 when the function ran a second time, with model.m "
+                        "holding other values).")
+    assert fix == "Fix: pass it as an input (an argument of the captured function), or keep " \
+        "the counter in an ndarray written with a tensor (self.t += cv.constant(np.float64(1)))."
     assert model.n == 2 and not model.m.any()
 
 
@@ -586,11 +595,11 @@ def _float_equal_to_a_token(self, x):
     (_variance, "y = x * reg", r"np\.float64\(1\.5555555555555554\) is a value computed outside "
      r"the capture's sight"),
     (_centred, "y = x * c", r"c is a value computed outside the capture's sight"),
-    (_argmax, "y = x[i] * x", r"\{'index': \(2,\)\} is a value computed outside the capture's"),
+    (_argmax, "y = x[i] * x", r"the index \(2,\) is a value computed outside the capture's"),
     (_branch, "y = x * 2.0", r"the captured code recorded other operations here when m\.W held "
      r"other values"),
-    (_float_equal_to_a_token, "y = x * s + 3.0", r"3\.0 is a value computed outside the "
-     r"capture's sight"),
+    (_float_equal_to_a_token, "y = x * s + 3.0", r"3\.0 is a Python number that changes "
+     r"from call to call"),
 ])
 def test_a_read_of_a_state_that_a_shift_or_a_value_filter_missed_is_refused_at_its_line(
         step, line, message):
@@ -620,7 +629,7 @@ def test_an_int_state_read_by_python_before_its_write_is_refused():
 
     m = M()
     with pytest.raises(UnsupportedOperationError, match=r"`y = np\.roll\(x, int\(self\.k\[0\]\)\)"
-                       r"` at .*: \{'shift': 0\} is a value computed outside"):
+                       r"` at .*: 0 is a Python number that changes from call to call"):
         cv.capture(m.step, cv.spec((3,), "float64"))
     assert m.k.tolist() == [0]
 
@@ -653,15 +662,19 @@ def test_a_guard_that_reads_a_value_numpy_computed_does_not_end_the_comparison()
     assert np.array_equal(m.W, [-0.5, -0.6, -0.7])
 
 
-@pytest.mark.parametrize("read, shown", [
-    (lambda s, x: x * (s.W > 0).sum(), r"np\.int64\(0\)"),
-    (lambda s, x: x * 2 if s.W.sum() > 0 else x * 3, "3"),
-    (lambda s, x: x * len(s.W[s.W > 0]), "0"),
-    (lambda s, x: x * np.isnan(s.W).sum(), r"np\.int64\(3\)"),
-    (lambda s, x: x * np.nan_to_num(s.W), r"\[0\. 0\. 0\.\] \(float64\[3\]\)"),
-    (lambda s, x: x * (s.W == s.W), r"\[False False False\] \(bool\[3\]\)"),
+NUMPYS = "is a value computed outside the capture's sight"
+PYTHONS = "is a Python number that changes from call to call"
+
+
+@pytest.mark.parametrize("read, shown, situation", [
+    (lambda s, x: x * (s.W > 0).sum(), r"np\.int64\(0\)", NUMPYS),
+    (lambda s, x: x * 2 if s.W.sum() > 0 else x * 3, "3", PYTHONS),
+    (lambda s, x: x * len(s.W[s.W > 0]), "0", PYTHONS),
+    (lambda s, x: x * np.isnan(s.W).sum(), r"np\.int64\(3\)", NUMPYS),
+    (lambda s, x: x * np.nan_to_num(s.W), r"\[0\. 0\. 0\.\] \(float64\[3\]\)", NUMPYS),
+    (lambda s, x: x * (s.W == s.W), r"\[False False False\] \(bool\[3\]\)", NUMPYS),
 ])
-def test_a_nan_blind_read_after_the_write_is_refused(read, shown):
+def test_a_nan_blind_read_after_the_write_is_refused(read, shown, situation):
     """Review 2, finding 20 (/tmp/review2/s18.py): the first capture's NaN mark is swallowed by
     comparisons, masks, isnan; the second capture writes finite other values there instead,
     so the value differs and is refused at its line."""
@@ -675,8 +688,7 @@ def test_a_nan_blind_read_after_the_write_is_refused(read, shown):
             return read(self, x)
 
     m = M()
-    with pytest.raises(UnsupportedOperationError, match=rf"in <lambda>: {shown} is a value "
-                       r"computed outside the capture's sight"):
+    with pytest.raises(UnsupportedOperationError, match=rf"in <lambda>: {shown} {situation}"):
         cv.capture(m.step, cv.spec((3,), "float64"))
     assert np.array_equal(m.W, np.ones(3))
 
@@ -739,3 +751,31 @@ def test_a_read_only_state_given_to_a_replay_is_refused_before_anything_runs():
                        r"it\. Fix: pass a writeable array \(states=\{'m\.B': a\.copy\(\)\}\)"):
         graph.replay({"x": np.ones(3)}, states={"m.A": A, "m.B": B})
     assert np.array_equal(A, np.zeros(3))
+
+
+def test_a_function_that_cannot_run_twice_is_told_so_with_both_fixes():
+    """Review 2, finding 6 (/tmp/review2/s5.py): ``next(self.batches)`` with one batch left
+    was refused as a path chosen from a state's values, with np.where as the fix."""
+
+    class Loader:
+        def __init__(self):
+            self.W = np.ones(3)
+            self.batches = iter([np.array([1.0, 2.0, 3.0])])
+
+        def step(self, x):
+            b = next(self.batches)
+            y = x * b
+            self.W += x
+            return y
+
+    m = Loader()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(m.step, cv.spec((3,), "float64"))
+    what, why, fix = str(info.value).splitlines()
+    line = _line_of(Loader.step, "next(self.batches)")
+    assert what == (f"`b = next(self.batches)` at {__file__}:{line} in step: the second run of "
+                    "the captured function failed here, with m.W holding other values.")
+    assert "the second run raised StopIteration; either this line uses a value computed from " \
+        "m.W, or the function cannot run twice (it consumes an iterator, a flag, a file)." in why
+    assert "pass that as an input (the batch as an argument of the function)" in fix
+    assert np.array_equal(m.W, np.ones(3))

@@ -461,6 +461,33 @@ SITUATIONS: list[Situation] = [
         "    y = x * 2.0 if top > 1 else x + top\n    np.subtract(W, y, out=W)\n"
         "    return y\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
+        "changes_per_call", "unsupported_op",
+        _call_is("a Python number that changes from call to call"),
+        "{operand} is a Python number that changes from call to call",
+        "capviz cannot record it: Python code computed it from a value the call changes (a "
+        "counter, self.t += 1) or from values NumPy read in an array the capture writes, and "
+        "a replay would use this one every time ({reason_why}).",
+        "pass it as an input (an argument of the captured function), or keep the counter in "
+        "an ndarray written with a tensor (self.t += cv.constant(np.float64(1))).",
+        "class C:\n    def __init__(self):\n        self.t = 0\n        self.W = np.ones(3)\n\n"
+        "    def f(self, x):\n        self.t += 1\n"
+        "        np.subtract(self.W, x / self.t, out=self.W)\n        return x * 1.0\n\n"
+        "cv.capture(C().f, cv.spec(3, \"float64\"))"),
+    Situation(
+        "second_run_failed", "unsupported_op",
+        _call_is("a second run of the captured function"),
+        "the second run of the captured function failed here, with {operand} holding other "
+        "values",
+        "capviz cannot record it: capviz captures a function twice when it writes an outside "
+        "array, to find what NumPy computes from it, and the second run raised {reason_why}; "
+        "either this line uses a value computed from {operand}, or the function cannot run "
+        "twice (it consumes an iterator, a flag, a file).",
+        "if the line reads the array, compute it from tensors or pass the array as an input; "
+        "if the function consumes something, pass that as an input (the batch as an argument "
+        "of the function), so that it can run twice.",
+        "W = np.ones(3)\nbatches = iter([np.ones(3)])\n\ndef f(x):\n    b = next(batches)\n"
+        "    np.add(W, x, out=W)\n    return x * b\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
+    Situation(
         "refused_call", "unsupported_op", lambda f: True,
         "{call} is not supported by capviz",
         "capviz cannot record it: {reason_why}.",

@@ -58,6 +58,10 @@ WRITTEN = "a write NumPy made into an outside array"
 """The ``call`` of an outside array NumPy wrote while the capture ran (``written_by_numpy``)."""
 PATH = "a path chosen from a state's values"
 """The ``call`` of a structural difference (the situation ``path_from_state``)."""
+CHANGES = "a Python number that changes from call to call"
+"""The ``call`` of a refused Python number (the situation ``changes_per_call``)."""
+FAILED = "a second run of the captured function"
+"""The ``call`` of a second capture that raised (the situation ``second_run_failed``)."""
 
 _NUMBERS = (bool, int, float, complex)
 
@@ -399,20 +403,26 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
     found = first_difference(graph, second)
     if failure is not None:
         node = found[0] if found is not None else graph.nodes[-1]
-        first = str(failure).splitlines()[0] if str(failure) else type(failure).__name__
-        return refuse(graph, node, PATH, states, (
-            f"when {hold} the capture fails here: "
-            f"{type(failure).__name__}: {shorten(first, 120)}"), source=_raised_at(failure))
+        text = str(failure).splitlines()[0] if str(failure) else ""
+        raised = f"{type(failure).__name__}: {shorten(text, 120)}" if text else \
+            type(failure).__name__
+        return refuse(graph, node, FAILED, states, raised, source=_raised_at(failure))
     if found is not None:
         node, what, one, two = found
         if what == "path":
             return refuse(graph, node, PATH, states, (
                 f"when {hold} the capture records another program from here on"))
         operand = node.name if node.kind == "constant" and node.name else shown(one)
-        python = type(one) in _NUMBERS  # maybe from a Python value the call changes too
+        if isinstance(one, dict) and isinstance(two, dict):  # parameters: the one that differs
+            key = next(k for k in one if not same(one[k], two.get(k)))
+            one, two = one[key], two.get(key)
+            operand = f"the {key} {shown(one)}"
+        if type(one) in _NUMBERS:  # maybe from a Python value the call changes
+            return refuse(graph, node, CHANGES, shown(one), (
+                f"it is {shown(one)} here and {shown(two)} when the function ran a second "
+                f"time, with {states} holding other values"))
         return refuse(graph, node, COMPUTED, operand, (
-            f"it is {shown(one)} here and {shown(two)} when {hold}"
-            f"{', or when the call ran again' if python else ''}"))
+            f"it is {shown(one)} here and {shown(two)} when {hold}"))
     for (node, root), planted in zip(others.states, others.planted):
         start = others.met.get(id(root))
         if start is not None and not same_bits(start, planted):
