@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import io
 import linecache
+import math
 import tokenize
 import weakref
 from collections.abc import Callable
@@ -141,14 +142,22 @@ SEED = 20_2026
 """The seed of the other values: the same program planted twice gets the same ones."""
 
 
-def other_values(array: np.ndarray, draw: int = 0) -> np.ndarray:
+def other_values(array: np.ndarray, draw: int = 0,
+                 gen: np.random.Generator | None = None) -> np.ndarray:
     """An array of ``array``'s shape and dtype whose every element differs from ``array``'s,
     holding no NaN and no infinity: a seeded draw of another scale, order and sign than
     ``array``'s values, so shifts, scalings and sorts of them differ too (see the module
     docstring). Draw 0 (planted before the capture) sums to the other sign than ``array``;
     draw 1 (:meth:`OtherValues.fill`, where the first capture's memory holds NaN, for which
-    every comparison is False) sums to a positive number."""
-    gen = np.random.default_rng((SEED, draw, array.size))
+    every comparison is False) sums to a positive number. ``gen``: the generator to draw
+    from (one per second capture: making one costs more than a small array's draw)."""
+    if gen is None:
+        gen = np.random.default_rng((SEED, draw, array.size))
+    with np.errstate(all="ignore"):
+        return _other(array, draw, gen)
+
+
+def _other(array: np.ndarray, draw: int, gen: np.random.Generator) -> np.ndarray:
     kind = array.dtype.kind
     if kind == "b":
         return ~array
@@ -165,16 +174,40 @@ def other_values(array: np.ndarray, draw: int = 0) -> np.ndarray:
 def _other_floats(array: np.ndarray, gen: np.random.Generator, draw: int) -> np.ndarray:
     flat = array.reshape(-1)
     drawn = gen.standard_normal(flat.size) * 7
-    with np.errstate(all="ignore"):
-        positive = not np.sum(flat, dtype=np.float64) > 0 if draw == 0 else True
-        drawn += (3.0 if positive else -3.0) - drawn.mean()  # `if W.sum() > 0` flips
-        if draw == 0:
-            drawn = _reversed_ranks(flat, drawn)  # argmax(W) is argmin(other)
-        out = drawn.astype(array.dtype)
-        same_value = out == flat
-        if same_value.any():  # (a draw is never exactly a value; a cast may round onto one)
-            out[same_value] = out[same_value] * 2 + 1
+    positive = not np.sum(flat, dtype=np.float64) > 0 if draw == 0 else True
+    drawn += (3.0 if positive else -3.0) - drawn.mean()  # `if W.sum() > 0` flips
+    if draw == 0:
+        drawn = _reversed_ranks(flat, drawn)  # argmax(W) is argmin(other)
+    out = drawn.astype(array.dtype)
+    same_value = out == flat
+    if same_value.any():  # (a draw is never exactly a value; a cast may round onto one)
+        out[same_value] = out[same_value] * 2 + 1
     return out.reshape(array.shape)
+
+
+def _other_floats_together(arrays: list[np.ndarray], gen: np.random.Generator
+                           ) -> list[np.ndarray]:
+    """:func:`_other_floats` (draw 0) of each of ``arrays`` (non-empty floating arrays), drawn
+    in one go: a second capture of 100 states pays a few passes, not a few per state."""
+    if not arrays:
+        return []
+    sizes = np.array([a.size for a in arrays])
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    flat = np.concatenate([a.reshape(-1).astype(np.float64) for a in arrays])
+    drawn = gen.standard_normal(flat.size) * 7
+    positive = ~(np.add.reduceat(flat, starts) > 0)
+    shift = np.where(positive, 3.0, -3.0) - np.add.reduceat(drawn, starts) / sizes
+    drawn += np.repeat(shift, sizes)  # each sums to the other sign than its array
+    others = []
+    for a, start in zip(arrays, starts.tolist()):
+        stop = start + a.size
+        other = _reversed_ranks(flat[start:stop], drawn[start:stop]).astype(a.dtype)
+        flat_a = a.reshape(-1)
+        same_value = other == flat_a
+        if same_value.any():
+            other[same_value] = other[same_value] * 2 + 1
+        others.append(other.reshape(a.shape))
+    return others
 
 
 def _other_ints(array: np.ndarray, gen: np.random.Generator) -> np.ndarray:
@@ -183,10 +216,9 @@ def _other_ints(array: np.ndarray, gen: np.random.Generator) -> np.ndarray:
     flat = array.reshape(-1)
     kind = array.dtype.type
     offset = kind(int(gen.integers(3, 100)))
-    with np.errstate(all="ignore"):
-        out = (_reversed_ranks(flat, flat) + offset).astype(array.dtype)
-        same_value = out == flat
-        out[same_value] = flat[same_value] + offset + kind(1)
+    out = (_reversed_ranks(flat, flat) + offset).astype(array.dtype)
+    same_value = out == flat
+    out[same_value] = flat[same_value] + offset + kind(1)
     return out.reshape(array.shape)
 
 
@@ -195,7 +227,7 @@ def _reversed_ranks(flat: np.ndarray, values: np.ndarray) -> np.ndarray:
     and so on: every order-only read of them (argmax, argsort, a comparison of two elements)
     differs from ``flat``'s."""
     out = np.empty_like(values)
-    out[np.argsort(flat, kind="stable")] = np.sort(values)[::-1]
+    out[np.argsort(flat)] = np.sort(values)[::-1]
     return out
 
 
@@ -234,11 +266,17 @@ class OtherValues:
     def plant(self) -> None:
         """Other values into every state, and the ones :meth:`fill` writes made (before the
         second capture opens: it would take a generator made inside it for the user's)."""
-        for (_, root), saved in zip(self.states, self.saved):
-            other = other_values(saved)
-            self.fills[id(root)] = other_values(saved, draw=1)
-            np.copyto(root, other)
-            self.planted.append(other)
+        gen = np.random.default_rng(SEED)
+        with np.errstate(all="ignore"):
+            floats = [saved for saved in self.saved if saved.dtype.kind == "f" and saved.size]
+            drawn = dict(zip(map(id, floats), _other_floats_together(floats, gen)))
+            for (_, root), saved in zip(self.states, self.saved):
+                other = drawn.get(id(saved))
+                if other is None:
+                    other = _other(saved, 0, gen)
+                root[...] = other
+                self.planted.append(other)
+                self.fills[id(root)] = other
 
     def fill(self, root: np.ndarray) -> bool:
         """At the second capture's first write into planted ``root``: other values again
@@ -249,7 +287,10 @@ class OtherValues:
         if hit is None or hit[0] is not root:
             return False
         self.met[id(root)] = root.copy(order="K")  # what NumPy left there before the write
-        np.copyto(root, self.fills[id(root)])
+        fill = self.fills[id(root)]
+        if fill.dtype.kind == "f" and not fill.sum() > 0:  # NaN > 0 is False: so is not this
+            fill = -fill
+        root[...] = fill
         return True
 
     def seen(self, value: np.ndarray) -> np.ndarray:
@@ -288,10 +329,22 @@ class OtherValues:
 
 # --- the two graphs compared ------------------------------------------------------------------
 
+_EXACT = frozenset((int, bool, str, type(None)))
+
+
 def same(a: Any, b: Any) -> bool:
     """Whether two static values of two captures are the same: type and bits."""
-    if type(a) is not type(b):
+    kind = type(a)
+    if kind is not type(b):
         return False
+    if kind in _EXACT:  # (the common case first: ints, shapes' sizes, strings, None)
+        return a == b
+    if kind is float:
+        return (a == b and math.copysign(1.0, a) == math.copysign(1.0, b)) or (a != a and b != b)
+    if kind is Node:
+        return a.index == b.index
+    if kind is tuple:
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     if isinstance(a, np.ndarray):
         return same_bits(a, b)
     if isinstance(a, (float, complex, np.generic)):
@@ -330,7 +383,7 @@ def first_difference(one: Graph, two: Graph) -> tuple[Node, str, Any, Any] | Non
                 if type(x) is Node:
                     return a, "path", None, None
                 return a, "value", x, y
-        if not same(a.params, b.params):
+        if (a.params or b.params) and not same(a.params, b.params):
             if a.kind == "guard":
                 return a, "path", None, None
             return a, "value", a.params, b.params
