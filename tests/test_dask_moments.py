@@ -303,6 +303,12 @@ def test_a_sum_that_cancels_over_several_chunks_is_numpys(fn, values, chunks):
         assert not np.array_equal(dasks, want)  # what the replay gave before
 
 
+def test_the_mean_of_integers_that_cancel_over_several_chunks_is_numpys():
+    # the magnitudes are taken in float64: |int64 min| is int64 min again in int64
+    values = np.array([np.iinfo(np.int64).min, 3, np.iinfo(np.int64).max, 5, 1, -2])
+    _numpys_bits(np.mean, [values], 2)
+
+
 def test_a_lazy_replay_of_a_sum_that_cancels_fails_with_the_fix():
     graph = cv.capture(lambda a: np.sum(a), _CANCELLING)
     lazy = graph.replay({"a": _CANCELLING}, backend="dask", chunks=100, compute=False)["out"]

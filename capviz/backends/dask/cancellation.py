@@ -102,7 +102,7 @@ class _FiniteSum:
         self.real = real
 
     def __call__(self, block: np.ndarray, axis: Any = None, keepdims: bool = False) -> Any:
-        values = np.abs(block).astype(self.real, copy=False)
+        values = np.abs(block.astype(self.real, copy=False))  # |int64 min| wraps in int64
         total = np.sum(values, axis=axis, keepdims=keepdims, dtype=self.real)
         if not np.isfinite(total).all():
             total = np.sum(values, axis=axis, keepdims=keepdims, dtype=self.real,
