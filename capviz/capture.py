@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import itertools
+import linecache
 import sys
 import threading
 import warnings
@@ -33,11 +34,12 @@ from capviz.core.errors import (
 )
 from capviz.core.ir import Violation
 from capviz.core.source import format_source, user_frame, user_source
-from capviz.core.violations import make_error, seed_message
+from capviz.core.user_code import UserCode, shorten
+from capviz.core.violations import Failure, explain, make_error, seed_message
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
 from capviz.randomness import backstop, creation, generator_watch, generators, hooks
-from capviz.trace import recapture, state
+from capviz.trace import rebound, recapture, state
 from capviz.trace.context import (
     active,
     name_scope_entries,
@@ -236,6 +238,8 @@ class CaptureScope:
         self._stand_ins: list[tuple] = []  # generator objects replaced for it
         self._quiet = False  # a second capture (capture()): no observer is told
         self._others: Any = None  # its planted arrays (trace/recapture.OtherValues)
+        self._places: list = []  # names fn can rebind, with what they held (trace/rebound.py)
+        self._marked: BaseException | None = None  # fn's error while a state held the mark
 
     @property
     def graph(self) -> CapturedGraph:
@@ -260,6 +264,7 @@ class CaptureScope:
             if self._entry_function is None \
             else generator_watch.function_roots(self._entry_function)
         self._watched = generator_watch.note(roots)
+        self._places = rebound.note(self._entry_function)
         self._backstop = backstop.note([w.obj for w in self._watched])  # every other one
         try:
             self._acquire(rng)
@@ -346,6 +351,10 @@ class CaptureScope:
         # before any `try` is in force, escapes: no Python __exit__ can catch that one
         # (docs/guide/capture-state.md).
         try:
+            if exc is not None and self.recorder.poisoned:  # int() of a NaN the mark made...
+                self._marked = _raised_on_mark(self.recorder, exc)
+            rebound.put_back(self._places, self.recorder)  # a capture tensor left in a name
+            self._places = []
             state.restore(self.recorder, user_source())  # the written arrays' values back
             hooks.untracked_state_changes(self.recorder)  # a reseed no hook saw
             self.recorder.pending += generator_watch.pending_violations(  # a draw from an object
@@ -368,6 +377,7 @@ class CaptureScope:
         graph = recorder.graph
         error: BaseException | None = exc
         if recorder.raised is not None and (error is None or isinstance(error, ScopeClosedError)
+                                            or error is self._marked
                                             or _wrapped(error, recorder.raised)):
             # a violation the body caught still fails the capture; one NumPy turned into its
             # own error (`ndarray[i] = t` calls float(t) and raises "setting an array element
@@ -718,6 +728,31 @@ def _capture_again(fn: Callable, names: list[str], specs: tuple, graph: Captured
         written = others.restore()
     return recapture.difference(graph, second.graph if second.recorder else None, others,
                                 written, failure)
+
+
+MARKED = "an error raised while a state held the capture's NaN mark"
+"""The ``call`` of the situation ``raised_on_mark``."""
+
+
+def _raised_on_mark(recorder: Recorder, exc: BaseException) -> BaseException | None:
+    """``exc``, raised by the captured code (not capviz) while a written state's memory held
+    the NaN mark (``int(W.sum())`` after ``W += t``), recorded as the refusal of that line,
+    naming the states; ``exc`` itself when recorded (``None`` when it is no such error)."""
+    if not isinstance(exc, Exception) or isinstance(exc, CapvizError):
+        return None
+    names = [s.node.name or "an ndarray from outside" for s in recorder.states.values()
+             if s.poisoned and not s.filled]
+    if not names:
+        return None
+    source = recapture.raised_at(exc)
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    raised = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    message = explain(Failure("unsupported_op", MARKED, " and ".join(names), source,
+                              UserCode("other", shorten(recapture.line_code(
+                                  linecache.getline(source[0], source[1])) if source else "")),
+                              None, raised))
+    recorder.violation("unsupported_op", MARKED, message, source, raise_now=False)
+    return exc
 
 
 def _wrapped(error: BaseException, violation: BaseException) -> bool:

@@ -779,3 +779,88 @@ def test_a_function_that_cannot_run_twice_is_told_so_with_both_fixes():
         "m.W, or the function cannot run twice (it consumes an iterator, a flag, a file)." in why
     assert "pass that as an input (the batch as an argument of the function)" in fix
     assert np.array_equal(m.W, np.ones(3))
+
+
+# --- review 2, finding 16: a capture tensor left in a name outside the capture (decision 5) ---
+
+class _Rebinding:
+    def __init__(self):
+        self.W = np.ones(3)
+
+    def step(self, g):
+        self.W = self.W - 0.5 * g
+        return self.W * 2.0
+
+
+def test_an_attribute_rebound_to_a_capture_tensor_is_refused_and_put_back():
+    """/tmp/review2/s14.py: every replay computed from the old W and the user's object held a
+    closed capture tensor."""
+    m = _Rebinding()
+    W = m.W
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(m.step, cv.spec((3,), "float64"))
+    what, why, fix = str(info.value).splitlines()
+    line = _line_of(_Rebinding.step, "self.W = self.W")
+    assert what == (f"`self.W = self.W - 0.5 * g` at {__file__}:{line} in step: self.W is "
+                    "rebound to a value of the capture.")
+    assert why.startswith("capviz cannot record it: a replay computes values and writes arrays "
+                          "in place, and cannot rebind an attribute")
+    assert fix == "Fix: write in place: self.W -= 0.5 * g (the capture records it as a state)."
+    assert m.W is W and np.array_equal(W, np.ones(3))
+    assert np.array_equal(m.step(np.ones(3)), np.ones(3))  # the user's object works eagerly
+
+
+TOTAL = np.zeros(2)
+
+
+def _global_update(x):
+    global TOTAL
+    TOTAL = TOTAL + x
+    return x * 1.0
+
+
+def test_a_global_or_a_closure_variable_rebound_to_a_capture_tensor_is_refused():
+    before = TOTAL
+    with pytest.raises(UnsupportedOperationError, match=r"`TOTAL = TOTAL \+ x` at .* TOTAL is "
+                       r"rebound to a value of the capture\.\n.*\nFix: write in place: "
+                       r"TOTAL \+= x "):
+        cv.capture(_global_update, cv.spec((2,), "float64"))
+    assert TOTAL is before
+
+    acc = np.zeros(2)
+
+    def closure_update(x):
+        nonlocal acc
+        acc = np.maximum(acc, x)
+        return x * 1.0
+
+    kept = acc
+    with pytest.raises(UnsupportedOperationError, match=r"acc is rebound to a value of the "
+                       r"capture\.\n.*\nFix: write the new value into the array in place"):
+        cv.capture(closure_update, cv.spec((2,), "float64"))
+    assert acc is kept and not acc.any()
+
+
+def test_an_error_numpy_raises_on_the_nan_mark_is_refused_at_its_line_naming_the_state():
+    """Review 2, finding 20: ``int()`` of a value NumPy computed from a written state raised
+    NumPy's bare ValueError from the user's line."""
+
+    class M:
+        def __init__(self):
+            self.W = np.ones(3)
+
+        def step(self, x):
+            self.W += x
+            return x * int(self.W.sum())
+
+    m = M()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(m.step, cv.spec((3,), "float64"))
+    what, why, fix = str(info.value).splitlines()
+    line = _line_of(M.step, "int(self.W.sum())")
+    assert what == (f"`return x * int(self.W.sum())` at {__file__}:{line} in step: raised an "
+                    "error while m.W held the capture's NaN mark.")
+    assert "and this line raised ValueError: cannot convert float NaN to integer" in why
+    assert fix.startswith("Fix: make the read meet a tensor")
+    assert type(info.value.__cause__) is ValueError
+    assert np.array_equal(m.W, np.ones(3))

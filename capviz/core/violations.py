@@ -488,6 +488,29 @@ SITUATIONS: list[Situation] = [
         "W = np.ones(3)\nbatches = iter([np.ones(3)])\n\ndef f(x):\n    b = next(batches)\n"
         "    np.add(W, x, out=W)\n    return x * b\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
+        "rebound_to_tensor", "unsupported_op",
+        _call_is("a capture tensor bound outside the capture"),
+        "{operand} is rebound to a value of the capture",
+        "capviz cannot record it: a replay computes values and writes arrays in place, and "
+        "cannot rebind an attribute, a global or a closure variable, so it would compute from "
+        "the old array every time ({reason_why}).",
+        "{reason_fix}",
+        "class C:\n    def __init__(self):\n        self.W = np.ones(3)\n\n"
+        "    def f(self, g):\n        self.W = self.W - 0.5 * g\n        return g * 1.0\n\n"
+        "cv.capture(C().f, cv.spec(3, \"float64\"))"),
+    Situation(
+        "raised_on_mark", "unsupported_op",
+        _call_is("an error raised while a state held the capture's NaN mark"),
+        "raised an error while {operand} held the capture's NaN mark",
+        "capviz cannot record it: after the capture's first write into {operand} its memory "
+        "holds a NaN mark until the capture ends, so what NumPy computes from it there is NaN, "
+        "and this line raised {reason_why} (if that error is not about {operand}, it is the "
+        "function's own: see its cause).",
+        "make the read meet a tensor, so the capture records it (read the written array through "
+        "an op with a tensor), or compute the number from a replay's outputs.",
+        "W = np.ones(3)\n\ndef f(x):\n    np.add(W, x, out=W)\n    return x * int(W.sum())\n\n"
+        "cv.capture(f, cv.spec(3, \"float64\"))"),
+    Situation(
         "refused_call", "unsupported_op", lambda f: True,
         "{call} is not supported by capviz",
         "capviz cannot record it: {reason_why}.",

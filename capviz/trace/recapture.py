@@ -124,7 +124,7 @@ def _call_method(obj: Any) -> Callable | None:
     return None
 
 
-def _code(line: str) -> str:
+def line_code(line: str) -> str:
     """A source line without its comment."""
     line = line.strip()
     try:
@@ -419,7 +419,7 @@ def refuse(graph: Graph, node: Node, call: str, operand: str, reason: str,
     finished ``graph`` (its message from :data:`capviz.core.violations.SITUATIONS`, quoting
     that line) and return its error; the graph is no longer complete."""
     source = node.source if source is None else source
-    text = _code(linecache.getline(source[0], source[1])) if source else ""
+    text = line_code(linecache.getline(source[0], source[1])) if source else ""
     code = UserCode("other", shorten(text), {"array": array or "a"})
     message = explain(Failure("unsupported_op", call, operand, source, code, None, reason))
     params = {"level": "error", "call": call, "message": message}
@@ -459,7 +459,7 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
         text = str(failure).splitlines()[0] if str(failure) else ""
         raised = f"{type(failure).__name__}: {shorten(text, 120)}" if text else \
             type(failure).__name__
-        return refuse(graph, node, FAILED, states, raised, source=_raised_at(failure))
+        return refuse(graph, node, FAILED, states, raised, source=raised_at(failure))
     if found is not None:
         node, what, one, two = found
         if what == "path":
@@ -487,7 +487,7 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
     return None
 
 
-def _raised_at(error: BaseException) -> Any:
+def raised_at(error: BaseException) -> Any:
     """``(file, line, function)`` of the innermost user frame ``error`` passed through."""
     found = None
     tb = error.__traceback__
