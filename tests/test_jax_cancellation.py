@@ -202,3 +202,14 @@ def test_cumulative_sums_add_reduce_and_trace_that_cancel_fail_at_the_node(form)
 
 def test_a_product_of_add_reduce_is_not_a_sum():
     within_tolerance(lambda a: np.multiply.reduce(a), [np.array([1e16, -1e-16, 3.0])])
+
+
+def test_a_sum_of_values_never_negative_is_not_checked():
+    """np.sum(np.exp(x)) (softmax), np.sum(x ** 2): the terms cannot cancel, and their sum
+    overflows to inf in every order (the check would refuse [1.35e308, 1.35e308] as overflowing)."""
+    huge = np.array([709.5, 709.5, 1.0])
+    got, want = within_tolerance(lambda a: np.sum(np.exp(a)), [huge])
+    assert np.isinf(want) and np.isinf(got)
+    within_tolerance(lambda a: np.mean(a ** 2, axis=0), [np.array([[1e154, 1.0], [1e154, 2.0]])])
+    fails_on_jax(lambda a: np.sum(a * 1.0), [np.array([1e308, 1e308, -1e308])],
+                 CANCELS.format(op="sum"), "sum")

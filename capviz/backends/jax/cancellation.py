@@ -40,8 +40,10 @@ the contractions of linear algebra (``matmul``, ``dot``, ``einsum``, ``tensordot
 ``vecdot``...), where the magnitudes would be a second product of the same size, or a read of
 a model's weights at every replay.
 
-The magnitudes are added in the type ``eps`` is taken from: a sibling reduction of the
-same operand, which XLA fuses with the sum, and a test per output.
+A sum of the results of an op that is never negative (:data:`NONNEGATIVE`, ``x ** 2``) is not
+checked: it cannot cancel, and where it overflows it does in every order (but within an ulp of
+the type's largest value). The magnitudes are added in the type ``eps`` is taken from: a
+sibling reduction of the same operand, which XLA fuses with the sum, and a test per output.
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ from typing import Any
 
 import numpy as np
 
-from capviz.backends.jax.trace import dtype_of, require_each
+from capviz.backends.jax.trace import TRACE, dtype_of, require_each
+from capviz.core.ir import Node
 
 TOLERANCE = (1e-4, 1e-4)
 """The JAX backend's ``(rtol, atol)`` for float64 (``JaxBackend.tolerance``)."""
@@ -98,12 +101,33 @@ def checked(name: str, jnp: Any, fn: Callable) -> Callable:
         result = fn(*args, **params)
         adds = params.get("ufunc", "add") == "add"
         if adds and args and dtype_of(result).kind in "fc" \
-                and dtype_of(args[0]).kind in "biufc":
+                and dtype_of(args[0]).kind in "biufc" and not _nonnegative_terms():
             _sum_cancels(jnp, name, label, fn, args, params, result)
         return result
 
     run.__name__ = getattr(fn, "__name__", name)
     return run
+
+
+NONNEGATIVE = frozenset(("exp", "exp2", "square", "absolute", "fabs", "sqrt", "cosh"))
+"""Ops whose real results are never negative (or NaN): a sum of them does not cancel (``S`` is
+``|s|``, and ``eps <= rtol``), so its check is left out (softmax's ``np.sum(np.exp(...))``)."""
+
+
+def _nonnegative_terms() -> bool:
+    """Whether the sum being traced adds the real results of an op of :data:`NONNEGATIVE`, or
+    of an even integer power (``x ** 2``): read from its node's first operand."""
+    trace = TRACE.get()
+    node = None if trace is None else trace.node
+    if node is None or not node.args or not isinstance(node.args[0], Node):
+        return False
+    made = node.args[0]
+    if made.dtype is None or np.dtype(made.dtype).kind != "f":
+        return False
+    if made.op in NONNEGATIVE:
+        return True
+    exponent = made.args[1] if made.op == "power" and len(made.args) == 2 else None
+    return type(exponent) is int and exponent % 2 == 0
 
 
 def _sum_cancels(jnp: Any, name: str, label: str, fn: Callable, args: tuple, params: dict,
