@@ -8,6 +8,7 @@ always leaves its graph on ``scope.graph``, also when the body raised.
 from __future__ import annotations
 
 import contextlib
+import dis
 import inspect
 import itertools
 import linecache
@@ -609,6 +610,8 @@ def _function_output(scope: CaptureScope, value: Any, name: str) -> None:
     elif type(value) is np.ndarray and recorder.states and state.find(recorder, value):
         scope.output(Tensor(state.read(recorder, value), recorder), name)  # its written value
     elif type(value) in _CONSTANT_OUTPUTS or isinstance(value, np.generic):
+        if recorder.poisoned and state.poisoned(np.asarray(value)):
+            _refuse_returned(scope, value)
         if type(value) is int and np.asarray(value).dtype == object:
             raise UnsupportedOperationError(
                 f"output {name!r}{_returned_by(scope)} is the Python int {value}, which no "
@@ -617,6 +620,47 @@ def _function_output(scope: CaptureScope, value: Any, name: str) -> None:
         scope.output(scope.constant(np.asarray(value), name=name), name)
     else:
         scope.output(value, name)
+
+
+def _refuse_returned(scope: CaptureScope, value: Any) -> None:
+    """Refuse a returned value NumPy computed from a written state (its memory held the NaN
+    mark) at ``fn``'s ``return`` line, when its code has one (the caller's line else)."""
+    recorder = scope.recorder
+    code = getattr(_plain_function(scope._entry_function), "__code__", None)
+    line = _return_line(code) if code is not None else None
+    if line is None:
+        state.refuse_poisoned(recorder, value)
+    names = [s.node.name or "an ndarray from outside" for s in recorder.states.values()
+             if s.poisoned]
+    source = (code.co_filename, line, code.co_name)
+    text = recapture.line_code(linecache.getline(code.co_filename, line))
+    reason = (f"the returned value was computed by NumPy's own operators from "
+              f"{' or '.join(names)} after the capture wrote it, and NumPy read its memory, "
+              "which the capture does not change; write the return through a tensor: "
+              "a local name (W = self.W; W += g; return W * 2.0), whose += rebinds it to the "
+              "written tensor")
+    message = explain(Failure("unsupported_op", "a value NumPy computed from a written ndarray",
+                              "", source, UserCode("other", shorten(text)), None, reason))
+    recorder.violation("unsupported_op", "a value NumPy computed from a written ndarray",
+                       message, source)
+    raise make_error(recorder.graph.violation_records[-1], recorder.graph)  # record mode
+
+
+def _plain_function(fn: Any) -> Any:
+    while callable(getattr(fn, "func", None)):  # functools.partial
+        fn = fn.func
+    return getattr(fn, "__func__", fn)
+
+
+def _return_line(code: Any) -> int | None:
+    """The line of the one ``return <value>`` statement of ``code`` (``None`` when it has
+    none or several)."""
+    lines = set()
+    for instruction in dis.get_instructions(code):
+        if instruction.opname in ("RETURN_VALUE", "RETURN_CONST") and \
+                instruction.positions is not None and instruction.positions.lineno:
+            lines.add(instruction.positions.lineno)
+    return lines.pop() if len(lines) == 1 else None
 
 
 def _returned_by(scope: CaptureScope) -> str:

@@ -864,3 +864,41 @@ def test_an_error_numpy_raises_on_the_nan_mark_is_refused_at_its_line_naming_the
     assert fix.startswith("Fix: make the read meet a tensor")
     assert type(info.value.__cause__) is ValueError
     assert np.array_equal(m.W, np.ones(3))
+
+
+class _Returning:
+    def __init__(self):
+        self.W = np.zeros(3)
+
+    def step(self, g):
+        self.W += g
+        return self.W * 2.0
+
+    def fixed(self, g):
+        W = self.W
+        W += g
+        return W * 2.0
+
+
+def test_a_value_numpy_computed_from_a_written_state_and_returned_is_refused_at_the_return():
+    """Review 2, finding 19: the refusal named the ``cv.capture(...)`` line, not the user's
+    ``return self.W * 2.0``; the fix it gives replays as eager calls compute."""
+    m = _Returning()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(m.step, cv.spec((3,), "float64"))
+    what, why, fix = str(info.value).splitlines()
+    line = _line_of(_Returning.step, "return self.W * 2.0")
+    assert what == (f"`return self.W * 2.0` at {__file__}:{line} in step: a value NumPy "
+                    "computed from a written ndarray is not supported by capviz.")
+    assert why.endswith("the returned value was computed by NumPy's own operators from m.W "
+                        "after the capture wrote it, and NumPy read its memory, which the "
+                        "capture does not change.")
+    assert fix == ("Fix: write the return through a tensor: a local name (W = self.W; W += g; "
+                   "return W * 2.0), whose += rebinds it to the written tensor.")
+    assert np.array_equal(m.W, np.zeros(3))
+    twin = _Returning()
+    graph = cv.capture(m.fixed, cv.spec((3,), "float64"))
+    for k in range(3):
+        g = np.arange(3.0) + k
+        assert np.array_equal(graph.replay({"g": g})["out"], twin.fixed(g))
+        assert np.array_equal(m.W, twin.W)
