@@ -512,3 +512,18 @@ def test_nan_reductions_of_a_0d_array_along_axis_0_are_numpys(name, axis):
         for keepdims in (False, True):
             jax_is_numpy(lambda a: getattr(np, name)(a, axis=axis, keepdims=keepdims), value)
     jax_is_numpy(lambda a: np.nansum(a, axis=0, initial=1.5), np.array(7, np.uint32))
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod", "nancumsum", "nancumprod",
+                                  "cumulative_sum", "cumulative_prod"])
+@pytest.mark.parametrize("axis", [0, -1, None])
+def test_accumulations_of_a_0d_array_along_axis_0_are_numpys_1d_result(name, axis):
+    """NumPy accumulates a 0-d array along axis 0 or -1 (np.cumulative_sum also along
+    ``axis=None``) as a 1-d array of its one element, ``[2.5]``; jax.numpy raised "axis 0 is out
+    of bounds" (review 2, finding 27: ``np.nancumsum(x, axis=0)`` of 0-d float64, float32 and
+    uint32)."""
+    values = [np.array(2.5), np.array(np.nan), np.array(2.5, np.float32)]
+    if name not in ("cumprod", "cumulative_prod"):  # jax.numpy's products of uint32 are uint32
+        values.append(np.array(7, np.uint32))
+    for value in values:
+        jax_is_numpy(lambda a: getattr(np, name)(a, axis=axis), value)

@@ -513,14 +513,25 @@ _OWN_DTYPE_REDUCTION = frozenset(("nanvar", "nanstd"))
 def numpy_only(op: ops.Op, args: tuple, params: dict) -> bool:
     """Whether a reduction or product must run as NumPy on one block (``whole``) instead of
     dask.array's own function: a keyword dask's function does not take (``initial=``,
-    ``where=`` of the nan-reductions), a 0-d operand (dask's ``dot`` indexes its axes), or
-    ``nanvar``/``nanstd`` with ``dtype=``, which dask computes in another way than NumPy (a
-    complex or float16 result off by far more than a rounding: ``inf`` for ``0.0``)."""
+    ``where=`` of the nan-reductions), a 0-d operand (dask's ``dot`` indexes its axes; a
+    reduction of one along ``axis=0`` or ``-1`` is of its one element in NumPy, an ``AxisError``
+    in dask.array), or ``nanvar``/``nanstd`` with ``dtype=``, which dask computes in another
+    way than NumPy (a complex or float16 result off by far more than a rounding: ``inf`` for
+    ``0.0``)."""
     if any(params.get(name, True) is not True for name in _NUMPY_ONLY_PARAMS):
         return True
     if op.name in _OWN_DTYPE_REDUCTION and params.get("dtype") is not None:
         return True
-    return op.name in traits.CONTRACT and any(_is_array(a) and a.ndim == 0 for a in args)
+    if op.name in traits.CONTRACT:
+        return any(_is_array(a) and a.ndim == 0 for a in args)
+    return _zero_d_along_axis(args, params)
+
+
+def _zero_d_along_axis(args: tuple, params: dict) -> bool:
+    """Whether a reduction's operand is 0-d and an ``axis=`` is given: NumPy reduces it as its
+    one element (``np.nansum(np.array(2.5), axis=0)`` is ``2.5``) or raises its own error."""
+    operand = args[0] if args else None
+    return _is_array(operand) and operand.ndim == 0 and params.get("axis") is not None
 
 
 def _native(op: ops.Op) -> Callable:

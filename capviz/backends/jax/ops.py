@@ -883,14 +883,30 @@ _NAN_REDUCTIONS = frozenset(("nansum", "nanprod", "nanmean", "nanvar", "nanstd",
 ufunc reductions take that axis), where jax.numpy raises (:func:`_zero_d_along_axis`)."""
 
 
-def _zero_d_along_axis(jnp: Any, fn: Callable) -> Callable:
-    """``fn`` (a nan-reduction) with a 0-d operand along axis 0 or -1 taken as a 1-d array of
-    its one element along axis 0, the result 0-d as NumPy's (keepdims or not)."""
+_CUMULATIVE = frozenset(("cumsum", "cumprod", "nancumsum", "nancumprod", "cumulative_sum",
+                         "cumulative_prod"))
+"""The accumulations NumPy runs on a 0-d operand along axis 0 or -1 (as a 1-d array of its one
+element: ``np.nancumsum(np.array(2.5), axis=0)`` is ``[2.5]``), where jax.numpy raises
+(:func:`_zero_d_along_axis`)."""
+
+
+_ZERO_D_AXES = (0, -1, (0,), (-1,))
+_ZERO_D_AXES_CUMULATIVE = (None, *_ZERO_D_AXES)  # np.cumulative_sum's axis=None: no flattening
+
+
+def _zero_d_along_axis(jnp: Any, fn: Callable, cumulative: bool = False) -> Callable:
+    """``fn`` (a nan-reduction, or an accumulation where ``cumulative``) with a 0-d operand
+    along axis 0 or -1 (an accumulation's also along ``axis=None``) taken as a 1-d array of
+    its one element along axis 0: a reduction's result 0-d as NumPy's (keepdims or not), an
+    accumulation's 1-d as NumPy's."""
 
     def run(a: Any, *args: Any, **params: Any) -> Any:
-        if not len(np.shape(a)) and params.get("axis") in (0, -1, (0,), (-1,)):
+        axes = _ZERO_D_AXES_CUMULATIVE if cumulative else _ZERO_D_AXES
+        if not len(np.shape(a)) and params.get("axis") in axes:
             a = jnp.reshape(jnp.asarray(a), (1,))
-            params = {**params, "axis": 0, "keepdims": False}
+            params = {**params, "axis": 0}
+            if not cumulative:
+                params["keepdims"] = False
         return fn(a, *args, **params)
 
     run.__name__ = getattr(fn, "__name__", "reduction")
@@ -901,8 +917,8 @@ def functional(op: ops.Op, jnp: Any, checks: bool = True) -> Callable:
     """The callable that runs ``op`` on ``jnp`` as NumPy does: its form of :data:`OVERRIDES`, or
     ``op.bind(jnp)``; a ufunc in NumPy's loop, list arguments as arrays; an accumulating
     reduction's float operand cast to an integer ``dtype=`` with :func:`cast`; a nan-reduction
-    of a 0-d operand along axis 0 as NumPy's (:func:`_zero_d_along_axis`); the value checks
-    of :mod:`capviz.backends.jax.checks` and the sums that cancel of
+    or an accumulation of a 0-d operand along axis 0 as NumPy's (:func:`_zero_d_along_axis`);
+    the value checks of :mod:`capviz.backends.jax.checks` and the sums that cancel of
     :mod:`capviz.backends.jax.cancellation` (``checks=False``: without them, for a form that runs
     the op inside a jax loop, where a check cannot be returned). (Refusals are the caller's:
     :data:`UNSUPPORTED`.)"""
@@ -918,4 +934,6 @@ def functional(op: ops.Op, jnp: Any, checks: bool = True) -> Callable:
         fn = _integer_dtype_cast(jnp, fn)
     if checks:
         fn = checked(op.name, jnp, cancellation.checked(op.name, jnp, fn))
-    return _zero_d_along_axis(jnp, fn) if op.name in _NAN_REDUCTIONS else fn
+    if op.name in _NAN_REDUCTIONS or op.name in _CUMULATIVE:
+        return _zero_d_along_axis(jnp, fn, cumulative=op.name in _CUMULATIVE)
+    return fn
