@@ -286,6 +286,7 @@ def test_ordinary_values_over_several_chunks_are_computed_once():
 _CANCELLING = RNG.standard_normal(2000) * 1e16
 _CANCELLING = np.concatenate([_CANCELLING, -_CANCELLING[::-1]])
 _CANCELLING[5] += 1.0  # 4,000 terms of 1e16 adding up to a number near 1 (hostile review, 9)
+_WITH_A_NAN = np.insert(_CANCELLING, 7, np.nan)  # the same sum, and a NaN the nan forms skip
 
 
 @pytest.mark.parametrize("chunks", [100, 7])
@@ -294,13 +295,46 @@ _CANCELLING[5] += 1.0  # 4,000 terms of 1e16 adding up to a number near 1 (hosti
     (np.sum, _CANCELLING + 1j * _CANCELLING[::-1]), (np.mean, _CANCELLING.astype(np.float32)),
     (lambda a: a.sum(axis=1), np.stack([_CANCELLING, -_CANCELLING])),
     (np.trace, np.diag(np.concatenate([_CANCELLING[:200], -_CANCELLING[199::-1]]))),
-], ids=["sum", "mean", "nansum", "complex sum", "float32 mean", "axis 1", "trace"])
+    (np.nanmean, _CANCELLING), (np.nanmean, _WITH_A_NAN),
+    (np.nanmean, _CANCELLING + 1j * _CANCELLING[::-1]),
+    (lambda a: np.nanmean(a, axis=1), np.stack([_WITH_A_NAN, -_WITH_A_NAN])),
+    (lambda a: np.einsum("i->", a), _CANCELLING),
+    (lambda a: np.einsum("ij->i", a), np.stack([_CANCELLING, -_CANCELLING])),
+    (lambda a: np.einsum("ii", a), np.diag(np.concatenate([_CANCELLING[:200],
+                                                          -_CANCELLING[199::-1]]))),
+], ids=["sum", "mean", "nansum", "complex sum", "float32 mean", "axis 1", "trace", "nanmean",
+        "nanmean with a NaN", "complex nanmean", "nanmean axis 1", "einsum i->", "einsum ij->i",
+        "einsum ii"])
 def test_a_sum_that_cancels_over_several_chunks_is_numpys(fn, values, chunks):
     want = _numpys_bits(fn, [values], chunks)
     name = getattr(fn, "__name__", "")
-    if name in ("sum", "mean", "nansum") and values.dtype == np.float64:
+    if name in ("sum", "mean", "nansum", "nanmean") and values.dtype == np.float64:
         dasks = getattr(da, name)(da.from_array(values, chunks)).compute()
         assert not np.array_equal(dasks, want)  # what the replay gave before
+
+
+@pytest.mark.parametrize("chunks", [100, 7])
+def test_a_cancelling_nanmean_and_einsum_differed_from_numpy_before(chunks):
+    """Review 2 on /tmp/review2/d12.py: dask.array's own nanmean and einsum("i->") of the 4,000
+    cancelling terms were another value than NumPy's, silently (what the replay gave)."""
+    with np.errstate(all="ignore"):
+        for fn, dasks_fn, values in (
+                (np.nanmean, da.nanmean, _WITH_A_NAN),
+                (lambda a: np.einsum("i->", a), lambda a: da.einsum("i->", a), _CANCELLING)):
+            want = _numpys_bits(fn, [values], chunks)
+            assert not np.array_equal(dasks_fn(da.from_array(values, chunks)).compute(), want)
+
+
+def test_a_product_of_two_operands_is_not_checked_for_cancellation():
+    """Contractions of two operands keep dask.array's order (their overflow bound only): one
+    run, within the tolerance (declared open, as on the JAX backend)."""
+    x = RNG.standard_normal((30, 40))
+    graph = cv.capture(lambda a, b: np.einsum("ij,jk->ik", a, b), x, x.T)
+    counting = CountingScheduler()
+    with dask.config.set(scheduler=counting):
+        got = graph.replay({"a": x, "b": x.T}, backend="dask", chunks=7)["out"]
+    assert counting.calls == 1
+    np.testing.assert_allclose(got, x @ x.T, rtol=1e-5, atol=1e-5)
 
 
 def test_the_mean_of_integers_that_cancel_over_several_chunks_is_numpys():

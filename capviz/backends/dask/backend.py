@@ -484,7 +484,7 @@ def _checked(op: ops.Op, args: tuple, params: dict, result: Any) -> Any:
     """``result`` with the checks of a sum or product over several chunks: a plain sum's
     rounding and overflow bound per output (:mod:`capviz.backends.dask.cancellation`), the
     others' overflow bound (:mod:`capviz.backends.dask.overflow`)."""
-    if op.name in cancellation.CANCELS:  # its overflow bound too, per output
+    if cancellation.covers(op.name, args):  # its overflow bound too, per output
         tolerance = get("dask").tolerance_for(result.dtype)
         return cancellation.checked(op.name, args[0], params, result, _guard, tolerance)
     return overflow.checked(op.name, args, params, result, _guard)

@@ -7,23 +7,27 @@ tolerance; where it cancels (4,000 float64 terms of 1e16 adding up to 192), the 
 all that is left: dask.array gives 0 in chunks of 100, -192 in chunks of 7.
 
 **The rule** (the JAX backend's, ``capviz/backends/jax/cancellation.py``): an output ``s`` of
-``sum``, ``nansum``, ``mean`` or ``trace`` over a reduced axis that spans several chunks (each
-part of a complex one apart) reaches it where
+``sum``, ``nansum``, ``mean``, ``nanmean``, ``trace`` or an ``einsum`` of one operand (a sum:
+``np.einsum("i->", x)``) over a reduced axis that spans several chunks (each part of a complex
+one apart) reaches it where
 
     eps * S > atol + rtol * |s|
 
-``S`` the same reduction of the finite terms' magnitudes, ``eps`` that of the type the sum
-adds in (float32 for a float16 ``mean``), ``(rtol, atol)`` the backend's tolerance for the
-result's dtype: one rounding of the terms' total magnitude is beyond the tolerance of the
-result. The same ``S`` gives these sums their overflow bound, per output: no partial sum of
-``n`` terms can overflow in any order while ``S * exp(n * eps) < finfo.max`` (see
+``S`` the same reduction of the finite terms' magnitudes (a mean's: their sum over the count of
+its terms, a ``nanmean``'s over the count of its non-NaN terms, per output), ``eps`` that of
+the type the sum adds in (float32 for a float16 ``mean``), ``(rtol, atol)`` the backend's
+tolerance for the result's dtype: one rounding of the terms' total magnitude is beyond the
+tolerance of the result. The same ``S`` gives these sums their overflow bound, per output: no
+partial sum of ``n`` terms can overflow in any order while ``S * exp(n * eps) < finfo.max`` (see
 :mod:`capviz.backends.dask.overflow`, whose one-max bound the other reductions take). Where
 either holds, the node's task fails with
 :class:`~capviz.backends.dask.overflow.OrderMatters`, and the replay computes the node again in
 NumPy's order (:mod:`capviz.backends.dask.in_order`): NumPy's result, for the price of a second
 run. It never holds for a sum of terms of one sign (``eps < rtol``); it does for float32 sums of
 zero-mean values past about 10,000 terms, whose roundings can differ by more than the
-tolerance. ``var``/``std`` and the ``nan`` means are not checked (open).
+tolerance. ``var``/``std`` are not checked (open), nor are the contractions of two operands
+(``matmul``, ``dot``, ``einsum("ij,jk")``...: their magnitudes would be a second product of the
+same size; their overflow bound is checked), as on the JAX backend.
 """
 
 from __future__ import annotations
@@ -35,10 +39,16 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
+from capviz.backends.dask import contractions
 from capviz.backends.dask.overflow import OrderMatters
 
-CANCELS = frozenset(("sum", "nansum", "mean", "trace"))
-"""The reductions checked."""
+CANCELS = frozenset(("sum", "nansum", "mean", "nanmean", "trace", "einsum"))
+"""The reductions checked (``einsum`` of one operand only: :func:`covers`)."""
+
+
+def covers(name: str, args: tuple) -> bool:
+    """Whether node ``name`` of ``args`` is a sum this module checks."""
+    return name in CANCELS and (name != "einsum" or len(args) == 1)
 
 
 class _Cancels:
@@ -50,18 +60,21 @@ class _Cancels:
                  tolerance: tuple[float, float], largest: float) -> None:
         self.name = name
         self.eps = eps
-        self.count = count  # a mean's: its terms' magnitudes' sum over the count
+        self.count = count  # a mean's: its terms' magnitudes' sum over the count (a nanmean's
+        # count is per output, the task's third operand)
         self.rtol, self.atol = tolerance
         self.n = n
         self.limit = largest * math.exp(-n * eps)
 
-    def __call__(self, result: np.ndarray, magnitudes: np.ndarray) -> np.ndarray:
+    def __call__(self, result: np.ndarray, magnitudes: np.ndarray,
+                 counts: np.ndarray | None = None) -> np.ndarray:
+        count = self.count if counts is None else np.maximum(counts, 1)
         complex_ = result.dtype.kind == "c"
         for part, total in ((result.real, magnitudes.real), (result.imag, magnitudes.imag)) \
                 if complex_ else ((result, magnitudes),):
             with np.errstate(all="ignore"):
                 overflows = ~(total < self.limit)
-                cancels = self.eps * total / self.count > self.atol + self.rtol * np.abs(part)
+                cancels = self.eps * total / count > self.atol + self.rtol * np.abs(part)
             if np.any(overflows):
                 raise OrderMatters(
                     f"np.{self.name} over several chunks adds {self.n} terms whose magnitudes "
@@ -73,7 +86,7 @@ class _Cancels:
                 raise OrderMatters(
                     f"np.{self.name} over several chunks cancels: its terms' magnitudes add up "
                     "to far more than it (one rounding of them, "
-                    f"{self.eps * np.max(total) / self.count:.3g}, is beyond the tolerance of "
+                    f"{np.max(self.eps * total / count):.3g}, is beyond the tolerance of "
                     "the result), so dask.array's order of addition and NumPy's can give other "
                     f"values there; {_FIX}")
         return result
@@ -86,6 +99,8 @@ _FIX = ("replay with compute=True (which computes this node as NumPy does), back
 def _chunked(name: str, x: Any, params: dict) -> bool:
     if not x.ndim or 0 in x.shape:
         return False
+    if name == "einsum":
+        return contractions.split((x,), contractions.contracted(name, (x,), params)[0])
     if name == "trace":
         axes: Any = (params.get("axis1", 0), params.get("axis2", 1))
     else:
@@ -115,8 +130,12 @@ def _summed(blocks: Any, axis: Any = None, keepdims: bool = False) -> Any:
 
 
 def _magnitudes(name: str, part: Any, params: dict, real: np.dtype) -> Any:
-    """The sum (of ``trace``: along the diagonal) of ``part``'s finite magnitudes, in
-    ``real``."""
+    """The sum (of ``trace``: along the diagonal; of ``einsum``: by its subscripts) of
+    ``part``'s finite magnitudes, in ``real``."""
+    if name == "einsum":
+        values = da.fabs(part).astype(real)
+        values = da.where(da.isfinite(values), values, real.type(0))
+        return da.einsum(params["subscripts"], values, dtype=real)
     if name == "trace":
         values = da.fabs(part).astype(real)
         values = da.where(da.isfinite(values), values, real.type(0))
@@ -137,7 +156,7 @@ def checked(name: str, x: Any, params: dict, result: Any, guard: Any,
     if name not in CANCELS or kind.kind not in "fc" or not _chunked(name, x, params):
         return result
     real = np.dtype(np.finfo(kind).dtype)
-    adds_in = np.float32 if real == np.float16 and name == "mean" else real
+    adds_in = np.float32 if real == np.float16 and name in _MEANS else real
     if np.dtype(x.dtype).kind == "c":
         parts = [_magnitudes(name, x.real, params, real), _magnitudes(name, x.imag, params, real)]
         magnitudes = parts[0] + 1j * parts[1] if kind.kind == "c" else parts[0] + parts[1]
@@ -146,7 +165,9 @@ def checked(name: str, x: Any, params: dict, result: Any, guard: Any,
     if tuple(magnitudes.shape) != tuple(result.shape):
         magnitudes = magnitudes.reshape(result.shape)
     magnitudes = magnitudes.rechunk(result.chunks)
-    if name == "trace":
+    if name == "einsum":
+        n = contractions.contracted(name, (x,), params)[1]
+    elif name == "trace":
         axes: Any = (params.get("axis1", 0), params.get("axis2", 1))
         n = min(x.shape[operator.index(a) % x.ndim] for a in axes)
     else:
@@ -157,5 +178,20 @@ def checked(name: str, x: Any, params: dict, result: Any, guard: Any,
     check = _Cancels(name, float(adds.eps), n, n if name == "mean" else 1, tolerance,
                      float(adds.max))
     index = tuple(range(result.ndim))
-    return da.blockwise(guard(check), index, result, index, magnitudes, index,
-                        dtype=result.dtype, meta=np.empty((0,) * result.ndim, result.dtype))
+    pairs = [result, index, magnitudes, index]
+    if name == "nanmean":
+        pairs += [_counts(x, params, result), index]
+    return da.blockwise(guard(check), index, *pairs, dtype=result.dtype,
+                        meta=np.empty((0,) * result.ndim, result.dtype))
+
+
+_MEANS = frozenset(("mean", "nanmean"))
+
+
+def _counts(x: Any, params: dict, result: Any) -> Any:
+    """A ``nanmean``'s count of non-NaN terms per output, chunked as ``result``."""
+    counts = da.sum(~da.isnan(x), axis=params.get("axis"),
+                    keepdims=bool(params.get("keepdims")), dtype=np.int64)
+    if tuple(counts.shape) != tuple(result.shape):
+        counts = counts.reshape(result.shape)
+    return counts.rechunk(result.chunks)
