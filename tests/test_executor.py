@@ -41,6 +41,19 @@ def test_replay_input_errors_name_input_expected_and_got(graph, inputs, message)
         graph.replay(inputs, backend="numpy")
 
 
+@pytest.mark.parametrize("inputs", [np.array(2.5), np.ones((2, 4), np.float32),
+                                    [np.ones((2, 4), np.float32), np.zeros(3)], 3.0])
+def test_inputs_that_are_not_a_mapping_are_refused_with_the_names(graph, inputs):
+    # an ndarray, a list or a number: NumPy's own errors (len() of a 0-d array, an array's
+    # truth value) or a list read as key/value pairs ("missing input") before
+    with pytest.raises(cv.ReplayInputError) as caught:
+        graph.replay(inputs, backend="numpy")
+    assert str(caught.value) == (
+        f"inputs: expected a mapping of input name to value, got {type(inputs).__name__}; "
+        "the graph's inputs are x, y. Fix: graph.replay({'x': ..., 'y': ...}), or "
+        "graph.compile()(...) to pass them in order")
+
+
 def test_a_capture_tensor_is_not_a_replay_input(graph):
     with cv.CaptureDevice().capture_scope() as scope:
         x = scope.input("x", (2, 4))

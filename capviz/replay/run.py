@@ -23,7 +23,7 @@ from typing import Any
 
 from capviz.backends import registry
 from capviz.backends.registry import Backend
-from capviz.core.errors import UnsupportedOperationError
+from capviz.core.errors import ReplayInputError, UnsupportedOperationError
 from capviz.core.ir import Graph
 from capviz.core.references import begin_check, check_unchanged
 from capviz.core.violations import check_replayable
@@ -177,6 +177,8 @@ def replay_with(graph: Graph, inputs: Mapping[str, Any] | None, backend: str | B
                 states: Mapping[str, Any] | None = None) -> ReplayResult:
     """:func:`replay` with the backend's options as one mapping (what ``graph.replay`` calls:
     no keyword unpacking on the way)."""
+    if inputs is not None and type(inputs) is not dict and not isinstance(inputs, Mapping):
+        raise _not_a_mapping(graph, inputs)
     if graph.violation_records and not allow_violations:
         check_replayable(graph, allow_violations)
     engine = registry.get(backend) if type(backend) is str else backend
@@ -237,3 +239,13 @@ def _checked_run(graph: Graph, prog: Program, engine: Backend, direct: bool, arg
     if err is not None:
         raise err
     return values
+
+
+def _not_a_mapping(graph: Graph, inputs: Any) -> ReplayInputError:
+    """The error for ``graph.replay(x)``: inputs are given by name, in a mapping."""
+    names = graph.inputs
+    example = ", ".join(f"{name!r}: ..." for name in names) or ""
+    return ReplayInputError(
+        f"inputs: expected a mapping of input name to value, got {type(inputs).__name__}; "
+        f"the graph's inputs are {', '.join(names) or '(none)'}. "
+        f"Fix: graph.replay({{{example}}}), or graph.compile()(...) to pass them in order")
