@@ -753,6 +753,33 @@ def test_a_read_only_state_given_to_a_replay_is_refused_before_anything_runs():
     assert np.array_equal(A, np.zeros(3))
 
 
+def test_one_array_given_for_two_states_is_refused_before_anything_runs():
+    """Review 2, finding 23 (/tmp/review2/s19.py): one array given for m.A and m.B replayed
+    [2, 2, 2] where a call writing the same memory twice gives [3, 3, 3]."""
+
+    class M:
+        def __init__(self):
+            self.A = np.zeros(3)
+            self.B = np.zeros(3)
+
+        def step(self, x):
+            self.A += x
+            self.B += 2 * x
+            return x * 1.0
+
+    m = M()
+    graph = cv.capture(m.step, cv.spec((3,), "float64"))
+    shared = np.zeros(3)
+    with pytest.raises(cv.ReplayInputError, match=r"^states 'm\.A' and 'm\.B' share memory: .*"
+                       r"Fix: give each state its own array$"):
+        graph.replay({"x": np.ones(3)}, states={"m.A": shared, "m.B": shared})
+    assert np.array_equal(shared, np.zeros(3))
+    with pytest.raises(cv.ReplayInputError, match=r"^states 'm\.A' and 'm\.B' share memory"):
+        graph.replay({"x": np.ones(3)}, states={"m.B": m.A})  # given, against a live one
+    out = graph.replay({"x": np.ones(3)}, states={"m.A": np.zeros(3), "m.B": np.zeros(3)})
+    assert np.array_equal(next(iter(out.values())), np.ones(3))  # apart: replayed
+
+
 def test_a_function_that_cannot_run_twice_is_told_so_with_both_fixes():
     """Review 2, finding 6 (/tmp/review2/s5.py): ``next(self.batches)`` with one batch left
     was refused as a path chosen from a state's values, with np.where as the fix."""

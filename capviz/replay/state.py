@@ -251,6 +251,7 @@ def _live_all(graph: Graph, prog: Any, given: Mapping[str, Any] | None) -> list:
     nodes = prog.states
     if given:
         found = [live(graph, n, given) for n in nodes]
+        _check_given_apart(nodes, found, given)
         if graph.state_places:
             check_places(graph, nodes, found, None, given)
         return found
@@ -272,6 +273,28 @@ def _live_all(graph: Graph, prog: Any, given: Mapping[str, Any] | None) -> list:
     if plan[2]:
         check_places(graph, nodes, found, plan[2], given)
     return found
+
+
+def _check_given_apart(nodes: list[Node], found: list, given: Mapping[str, Any]) -> None:
+    """Refuse two array states, one of them given with ``states=``, whose memory overlaps:
+    eager NumPy's second write reads what its first left there, where a replay computes both
+    new values from the values at its start (view states of one array are views by design)."""
+    arrays = [(node, value) for node, value in zip(nodes, found)
+              if node.dtype is not None and "of" not in node.params]
+    for k, (node, value) in enumerate(arrays):
+        for other, other_value in arrays[k + 1:]:
+            if label(node) not in given and label(other) not in given:
+                continue  # two arrays the capture met: distinct states by construction
+            try:
+                shared = np.shares_memory(value, other_value, max_work=100_000)
+            except np.exceptions.TooHardError:
+                shared = True
+            if shared:
+                raise ReplayInputError(
+                    f"states {label(node)!r} and {label(other)!r} share memory: the graph "
+                    "computes each state's new value from both as they were when the replay "
+                    "started, where a call writes one and then reads that write through the "
+                    "other. Fix: give each state its own array")
 
 
 def in_place(graph: Graph) -> dict[int, int]:
