@@ -15,6 +15,10 @@ pytest.importorskip("jax")
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 CANCELS = r"np\.{op}: an output of the sum cancels .* sum in float64 \(dtype=np\.float64\)"
+ROWS = (r"np\.{op}: NumPy adds the terms of this sum one after another \({why}\), rounding each "
+        r"of its {n} partial sums to {dtype}, and XLA in another order: {n} roundings .* "
+        r"replay with backend='numpy', or sum in {wider} \(dtype=np\.{wider}\)")
+ROW_BY_ROW = "along an axis that is not the last one, one row after another"
 PRODUCTS = r"a {what} whose sums of products overflow or cancel"
 
 
@@ -145,7 +149,35 @@ def test_a_float16_sum_along_the_first_axis_is_checked_in_float16():
     1000 + 0.3 - 1000 + 0.3 is 0.8 there, 0.6 in float32 (jax.numpy's, silent before)."""
     values = np.array([[1000.0, 1], [0.3, 1], [-1000.0, 1], [0.3, 1]], np.float16)
     assert np.sum(values, axis=0)[0] == np.float16(0.7998)
-    fails_on_jax(lambda a: np.sum(a, axis=0), [values], CANCELS.format(op="sum"), "sum")
+    fails_on_jax(lambda a: np.sum(a, axis=0), [values], ROWS.format(
+        op="sum", why=ROW_BY_ROW, n=4, dtype="float16", wider="float32"), "sum")
+
+
+@pytest.mark.parametrize("fill, numpys", [(1.0, 2048.0), (0.1, 256.0)])
+def test_a_float16_running_sum_that_stalls_fails_at_the_node(fill, numpys):
+    """Review 2, finding 22 (/tmp/review2/j16.py): NumPy's float16 running sum stalls where
+    the terms fall below half its spacing (5,000 ones: 2048), jax.numpy adds in float32 (5000);
+    silent before. The rule: n roundings of float16 for the orders NumPy runs row by row."""
+    columns = np.full((5000, 2), fill, np.float16)
+    assert np.sum(columns, axis=0)[0] == numpys
+    fails_on_jax(lambda a: np.sum(a, axis=0), [columns], ROWS.format(
+        op="sum", why=ROW_BY_ROW, n=5000, dtype="float16", wider="float32"), "sum")
+    fails_on_jax(lambda a: np.cumsum(a)[-1], [columns[:, 0].copy()], ROWS.format(
+        op="cumsum", why="a cumulative sum", n=5000, dtype="float16", wider="float32"),
+        "cumsum")
+    fails_on_jax(lambda a: np.add.accumulate(a, axis=0), [columns], ROWS.format(
+        op=r"add\.accumulate", why="a cumulative sum", n=5000, dtype="float16",
+        wider="float32"), "ufunc_accumulate")
+
+
+def test_float16_sums_numpy_adds_once_in_float32_and_the_named_fix_replay():
+    """The last axis (NumPy: pairwise in float32, rounded once), a float16 mean (summed in
+    float32) and the fix the refusal names, ``dtype=np.float32``, give NumPy's result."""
+    ones = np.ones((5000, 2), np.float16)
+    within_tolerance(lambda a: np.sum(a, axis=1), [ones.T.copy()], rtol=1e-2, atol=1e-1)
+    within_tolerance(lambda a: np.mean(a, axis=0), [ones], rtol=1e-2, atol=1e-1)
+    got, _ = within_tolerance(lambda a: np.sum(a, axis=0, dtype=np.float32), [ones])
+    assert list(got) == [5000.0, 5000.0]
 
 
 def test_a_layer_norm_of_float32_replays():

@@ -18,7 +18,13 @@ its node, with the user's line, where
 the output type's (float32's for a float16 mean, and a float16 sum along the last axis: NumPy
 adds those in float32 and rounds once, as jax.numpy does) and ``(rtol, atol)`` the backend's
 tolerance for it (float16's is wider): one rounding of the terms' total magnitude reaches
-beyond the tolerance of the result. Infinite or
+beyond the tolerance of the result. A float16 sum NumPy adds in float16 one term after another
+(along an axis that is not the last, and every cumulative sum, ``np.add.accumulate``
+included) rounds each of its ``n`` partial sums to float16, and such a running sum stalls
+where the terms fall below half its spacing (5,000 ones: 2048 in NumPy, 5000 in jax.numpy,
+which adds in float32): there ``eps`` is ``n`` times float16's (``n`` the length of the
+reduced axes), so the sum fails unless it is short, and the message names the fix,
+``dtype=np.float32``. Infinite or
 NaN terms give the same result in every order (the infinity, or NaN) and pass, unless the
 finite terms' magnitudes add up past the type's largest value (a partial sum may overflow to
 the other infinity in one order and not in another); an output that is not finite from finite
@@ -67,6 +73,9 @@ SUMS = frozenset(("sum", "mean", "nansum", "nanmean", "cumsum", "nancumsum", "cu
 """Sums checked by :func:`checked` (their float and complex outputs; ``np.<ufunc>.reduce`` and
 ``.accumulate`` of ``np.add`` only)."""
 
+SEQUENTIAL = frozenset(("cumsum", "nancumsum", "cumulative_sum", "ufunc_accumulate"))
+"""Those of :data:`SUMS` NumPy adds one term after another along any axis (its running sum)."""
+
 MEANS = frozenset(("mean", "nanmean"))
 """Those of :data:`SUMS` dividing the sum by the count of its terms."""
 
@@ -79,6 +88,12 @@ _SUM = ("np.{op}: an output of the sum cancels (its terms' magnitudes add up to 
         "it: one rounding of them, {eps:.3g} of their total, is beyond the tolerance of the "
         "result) or overflows, so NumPy's order of summation and XLA's give other values "
         "there; replay with backend='numpy', or sum in float64 (dtype=np.float64)")
+_ROWS = ("np.{op}: NumPy adds the terms of this sum one after another ({why}), rounding each "
+         "of its {n} partial sums to {dtype}, and XLA in another order: {n} roundings of the "
+         "terms' total magnitude ({eps:.3g} of it) reach beyond the tolerance of the result, so "
+         "NumPy's value and XLA's may differ there (a {dtype} running sum stalls where its "
+         "terms fall below half its spacing); replay with backend='numpy', or sum in "
+         "{wider} (dtype=np.{wider})")
 _PRODUCTS = ("a {what} whose sums of products overflow or cancel: NumPy's order of summation "
              "and XLA's fused multiply-adds give other values there beyond the tolerance; "
              "replay with backend='numpy'")
@@ -150,6 +165,12 @@ def _sum_cancels(jnp: Any, name: str, label: str, fn: Callable, args: tuple, par
     largest = float(np.finfo(wide).max) / (count if name in MEANS else 1)
     rtol, atol = tolerance(real)
     eps = float(np.finfo(wide).eps)
+    message = _SUM.format(op=label, eps=eps)
+    if wide == np.float16:  # NumPy rounds each of the n partial sums to float16 (row by row)
+        n = _terms(name, params, a)
+        eps *= n
+        message = _ROWS.format(op=label, why=_why(name), n=n, dtype=wide, eps=eps,
+                               wider=_WIDER[wide])
     fits = nonfinite = kept = None
     for part in ((jnp.real, jnp.imag) if out.kind == "c" else (None,)):
         terms = (a if part is None else part(a)).astype(wide)
@@ -165,7 +186,33 @@ def _sum_cancels(jnp: Any, name: str, label: str, fn: Callable, args: tuple, par
         else:
             fits, nonfinite, kept = fits & each[0], nonfinite | each[1], kept & each[2]
     # a part not finite (complex arithmetic spreads a NaN to both) is the same in every order
-    require_each(fits & (nonfinite | kept), _SUM.format(op=label, eps=eps))
+    require_each(fits & (nonfinite | kept), message)
+
+
+_WIDER = {np.dtype(np.float16): "float32", np.dtype(np.float32): "float64",
+          np.dtype(np.float64): "float64"}
+"""The type whose ``dtype=`` the message of a sum added one row after another names."""
+
+
+def _why(name: str) -> str:
+    """Why NumPy adds the terms of the sum ``name`` one after another."""
+    if name in SEQUENTIAL:
+        return "a cumulative sum"
+    return "along an axis that is not the last one, one row after another"
+
+
+def _terms(name: str, params: dict, a: Any) -> int:
+    """The number of terms ``n`` an output of this sum (or cumulative sum) adds at most: the
+    length of its axes (all of them for ``axis=None``)."""
+    if name == "trace":  # the diagonal of axes axis1 and axis2
+        shape = a.shape
+        sides = [shape[params.get(k, d)] for k, d in (("axis1", 0), ("axis2", 1))]
+        return max(min(sides), 1) if len(shape) >= 2 else 1
+    axis = params.get("axis", 0 if name.startswith("ufunc_") else None)
+    if axis is None:
+        return max(int(np.prod(a.shape)), 1)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    return max(int(np.prod([a.shape[int(k)] for k in axes])), 1) if a.shape else 1
 
 
 def _in_float32(name: str, params: dict, a: Any) -> bool:
