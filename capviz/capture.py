@@ -239,6 +239,7 @@ class CaptureScope:
         self._stand_ins: list[tuple] = []  # generator objects replaced for it
         self._quiet = False  # a second capture (capture()): no observer is told
         self._others: Any = None  # its planted arrays (trace/recapture.OtherValues)
+        self._twice = False  # the first of capture()'s two: no NaN mark (trace/state.py)
         self._places: list = []  # names fn can rebind, with what they held (trace/rebound.py)
         self._marked: BaseException | None = None  # fn's error while a state held the mark
 
@@ -258,6 +259,7 @@ class CaptureScope:
         self._opened_at = user_source()
         recorder = Recorder(CapturedGraph(), self.device, self.on_violation)
         recorder.others = self._others
+        recorder.twice = self._twice
         recorder.global_random = self.global_random
         rng = self.rng or default_device()
         self.recorder = recorder
@@ -617,9 +619,22 @@ def _function_output(scope: CaptureScope, value: Any, name: str) -> None:
                 f"output {name!r}{_returned_by(scope)} is the Python int {value}, which no "
                 "NumPy integer dtype holds (eager NumPy would make it an object array); "
                 "return float(value) or np.float64(value), or compute it outside the capture")
-        scope.output(scope.constant(np.asarray(value), name=name), name)
+        recorded = scope.constant(np.asarray(value), name=name)
+        if recorder.states and (recorder.twice or recorder.others is not None):  # (see below)
+            _at_return(scope, recorded)
+        scope.output(recorded, name)
     else:
         scope.output(value, name)
+
+
+def _at_return(scope: CaptureScope, tensor: Tensor) -> None:
+    """Give the constant of a returned value ``fn``'s ``return`` line, when its code has one:
+    the second capture's comparison refuses a value NumPy computed from a written state there
+    (the first capture wrote finite values, not the NaN mark, into the state's memory)."""
+    code = getattr(_plain_function(scope._entry_function), "__code__", None)
+    line = _return_line(code) if code is not None else None
+    if line is not None:
+        tensor._data.source = (code.co_filename, line, code.co_name)
 
 
 def _refuse_returned(scope: CaptureScope, value: Any) -> None:
@@ -710,6 +725,7 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     draws = drawn._draws  # where its draw indices stand: a second capture draws the same ones
     scope = cap.capture_scope(live=live, on_violation=on_violation, rng=rng,
                               global_random=global_random)
+    scope._twice = True  # a second capture follows when it writes arrays: finite fills
     _run(scope, fn, names, specs)
     graph = scope.graph
     if graph.complete and recapture.writes_arrays(graph) and not any(

@@ -476,18 +476,29 @@ def test_numpys_own_reads_of_a_written_array_are_refused_at_their_line():
         cv.capture(sgd_numpy_loss, np.ones(3))
     lines = str(info.value).splitlines()
     assert len(lines) == 3
-    assert lines[0].startswith("`g * 0 + (W_SGD * 2).sum()` at ") and \
+    assert lines[0].startswith("`return g * 0 + (W_SGD * 2).sum()` at ") and \
         "test_state.py" in lines[0]
+    assert "is a value computed outside the capture's sight" in lines[0]
+    assert "when W_SGD holds other values" in lines[1]
+    assert lines[2].startswith("Fix: make it meet a tensor")
+    assert W_SGD.tolist() == [1.0, 1.0, 1.0]  # its values put back
+
+    with pytest.raises(cv.UnsupportedOperationError) as info:  # one capture: the NaN mark
+        with cv.CaptureDevice().capture_scope() as scope:
+            scope.output(sgd_numpy_loss(scope.input("g", (3,), "float64")))
+    lines = str(info.value).splitlines()
+    assert lines[0].startswith("`g * 0 + (W_SGD * 2).sum()` at ")
     assert "computed by NumPy's own operators from W_SGD after the capture wrote it" in lines[1]
     assert lines[2].startswith("Fix: make the array meet a tensor first")
-    assert W_SGD.tolist() == [1.0, 1.0, 1.0]  # its values put back
+    assert W_SGD.tolist() == [1.0, 1.0, 1.0]
 
     def returned(g):
         global W_SGD
         W_SGD -= g
         return W_SGD.sum()  # a NumPy scalar returned: a constant output, refused too
 
-    with pytest.raises(cv.UnsupportedOperationError, match="from W_SGD after the capture"):
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"`return W_SGD\.sum\(\)` at .* out is a value computed outside"):
         cv.capture(returned, np.ones(3))
     assert W_SGD.tolist() == [1.0, 1.0, 1.0]
 

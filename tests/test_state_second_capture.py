@@ -667,17 +667,19 @@ PYTHONS = "is a Python number that changes from call to call"
 
 
 @pytest.mark.parametrize("read, shown, situation", [
-    (lambda s, x: x * (s.W > 0).sum(), r"np\.int64\(0\)", NUMPYS),
-    (lambda s, x: x * 2 if s.W.sum() > 0 else x * 3, "3", PYTHONS),
-    (lambda s, x: x * len(s.W[s.W > 0]), "0", PYTHONS),
-    (lambda s, x: x * np.isnan(s.W).sum(), r"np\.int64\(3\)", NUMPYS),
-    (lambda s, x: x * np.nan_to_num(s.W), r"\[0\. 0\. 0\.\] \(float64\[3\]\)", NUMPYS),
-    (lambda s, x: x * (s.W == s.W), r"\[False False False\] \(bool\[3\]\)", NUMPYS),
+    (lambda s, x: x * (s.W > 0).sum(), r"np\.int64\(3\)", NUMPYS),
+    (lambda s, x: x * 2 if s.W.sum() > 0 else x * 3, "2", PYTHONS),
+    (lambda s, x: x * len(s.W[s.W > 0]), "3", PYTHONS),
+    (lambda s, x: x * np.nan_to_num(s.W),
+     r"\[1000000\. 1333333\.333333 1666666\.666667\] \(float64\[3\]\)", NUMPYS),
+    (lambda s, x: x * int(s.W.sum()), "3999999", PYTHONS),
+    (lambda s, x: x * float(np.maximum(s.W, -1.0).max() < -0.5), "0.0", PYTHONS),
 ])
 def test_a_nan_blind_read_after_the_write_is_refused(read, shown, situation):
-    """Review 2, finding 20 (/tmp/review2/s18.py): the first capture's NaN mark is swallowed by
-    comparisons, masks, isnan; the second capture writes finite other values there instead,
-    so the value differs and is refused at its line."""
+    """Review 2, findings 20 (/tmp/review2/s18.py) and its residue (s27.py): a NaN mark after
+    the write is swallowed by comparisons and masks; the first of the two captures writes large
+    positive values there, the second large negative ones, so the value differs and is refused
+    at its line."""
 
     class M:
         def __init__(self):
@@ -870,7 +872,8 @@ def test_a_global_or_a_closure_variable_rebound_to_a_capture_tensor_is_refused()
 
 def test_an_error_numpy_raises_on_the_nan_mark_is_refused_at_its_line_naming_the_state():
     """Review 2, finding 20: ``int()`` of a value NumPy computed from a written state raised
-    NumPy's bare ValueError from the user's line."""
+    NumPy's bare ValueError from the user's line. The scope form (one capture) still writes
+    the NaN mark."""
 
     class M:
         def __init__(self):
@@ -882,7 +885,8 @@ def test_an_error_numpy_raises_on_the_nan_mark_is_refused_at_its_line_naming_the
 
     m = M()
     with pytest.raises(UnsupportedOperationError) as info:
-        cv.capture(m.step, cv.spec((3,), "float64"))
+        with cv.CaptureDevice().capture_scope() as scope:
+            scope.output(m.step(scope.input("x", (3,), "float64")))
     what, why, fix = str(info.value).splitlines()
     line = _line_of(M.step, "int(self.W.sum())")
     assert what == (f"`return x * int(self.W.sum())` at {__file__}:{line} in step: raised an "
@@ -890,6 +894,50 @@ def test_an_error_numpy_raises_on_the_nan_mark_is_refused_at_its_line_naming_the
     assert "and this line raised ValueError: cannot convert float NaN to integer" in why
     assert fix.startswith("Fix: make the read meet a tensor")
     assert type(info.value.__cause__) is ValueError
+    assert np.array_equal(m.W, np.ones(3))
+
+
+def test_a_threshold_below_zero_after_the_write_is_refused_as_a_path():
+    """Review 2, finding 20's residue (/tmp/review2/s27.py): ``if W.sum() < 0`` after ``W -=
+    x`` answered False for the NaN mark and for the second capture's positive fill, and was
+    replayed frozen on the wrong branch; the two captures' fills now have opposite signs."""
+
+    class After:
+        def __init__(self):
+            self.W = np.zeros(3)
+
+        def step(self, x):
+            self.W -= x
+            if self.W.sum() < 0:
+                return x * 2.0
+            return x * 3.0
+
+    m = After()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(m.step, cv.spec((3,), "float64"))
+    what = str(info.value).splitlines()[0]
+    line = _line_of(After.step, "return x * 3.0")
+    assert what == (f"`return x * 3.0` at {__file__}:{line} in step: the captured code "
+                    "recorded other operations here when m.W held other values.")
+    assert np.array_equal(m.W, np.zeros(3))
+
+
+def test_a_plain_store_after_the_write_is_refused_in_both_forms():
+    """The first of two captures writes finite values, not the NaN mark, after a state's
+    first write: a plain value NumPy stores there is still seen at the exit."""
+
+    class M:
+        def __init__(self):
+            self.W = np.ones(3)
+
+        def step(self, x):
+            self.W += x
+            self.W[0] = 1.0
+            return x * 1.0
+
+    m = M()
+    with pytest.raises(UnsupportedOperationError, match=r"NumPy stored plain values into m\.W"):
+        cv.capture(m.step, cv.spec((3,), "float64"))
     assert np.array_equal(m.W, np.ones(3))
 
 
@@ -915,13 +963,11 @@ def test_a_value_numpy_computed_from_a_written_state_and_returned_is_refused_at_
         cv.capture(m.step, cv.spec((3,), "float64"))
     what, why, fix = str(info.value).splitlines()
     line = _line_of(_Returning.step, "return self.W * 2.0")
-    assert what == (f"`return self.W * 2.0` at {__file__}:{line} in step: a value NumPy "
-                    "computed from a written ndarray is not supported by capviz.")
-    assert why.endswith("the returned value was computed by NumPy's own operators from m.W "
-                        "after the capture wrote it, and NumPy read its memory, which the "
-                        "capture does not change.")
-    assert fix == ("Fix: write the return through a tensor: a local name (W = self.W; W += g; "
-                   "return W * 2.0), whose += rebinds it to the written tensor.")
+    assert what == (f"`return self.W * 2.0` at {__file__}:{line} in step: out is a value "
+                    "computed outside the capture's sight, from an array the capture writes "
+                    "or a value the call changes.")
+    assert "when m.W holds other values" in why
+    assert fix.startswith("Fix: make it meet a tensor, so the capture records it")
     assert np.array_equal(m.W, np.zeros(3))
     twin = _Returning()
     graph = cv.capture(m.fixed, cv.spec((3,), "float64"))

@@ -509,7 +509,8 @@ SITUATIONS: list[Situation] = [
         "make the read meet a tensor, so the capture records it (read the written array through "
         "an op with a tensor), or compute the number from a replay's outputs.",
         "W = np.ones(3)\n\ndef f(x):\n    np.add(W, x, out=W)\n    return x * int(W.sum())\n\n"
-        "cv.capture(f, cv.spec(3, \"float64\"))"),
+        "with cv.CaptureDevice().capture_scope() as scope:  # one capture: the NaN mark\n"
+        "    scope.output(f(scope.input(\"x\", (3,), \"float64\")))"),
     Situation(
         "refused_call", "unsupported_op", lambda f: True,
         "{call} is not supported by capviz",

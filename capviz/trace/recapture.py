@@ -14,9 +14,11 @@ state records nothing), with each state's live array holding other values
 (:class:`OtherValues`, :func:`other_values`): a seeded draw of another scale, sign and order
 (floats: normal values of scale 7 whose sum has the other sign, placed in reversed rank order;
 integers: the elements in reversed rank order plus an offset; booleans: ``~a``), no element
-equal to the original, no NaN. At the second capture's first write into a state, where the
-first capture wrote the NaN mark, it writes other finite values (:meth:`OtherValues.fill`), so a
-NaN-blind read differs too. Only NumPy's own code and Python's see these values: capviz's own
+equal to the original, no NaN. At each capture's first write into a float state, in place of
+the NaN mark of the scope form, the first capture writes large positive values and the second
+large negative ones of another scale and order (:func:`capviz.trace.state.post_write_fill`,
+:meth:`OtherValues.fill`), so every comparison, mask, sign, order or sum read after the write
+differs too. Only NumPy's own code and Python's see these values: capviz's own
 reads of a planted array (a constant recorded from it, a state's start value, a guard computed
 from them) read the first capture's values (:meth:`OtherValues.seen`). The two graphs are then
 compared (:func:`first_difference`), and *any* difference comes from code that read a state
@@ -27,8 +29,9 @@ state's values (``path_from_state``). An outside array NumPy wrote during the se
 it, and put back; so is a state NumPy wrote before the capture's first write to it.
 
 What it cannot see: a read whose answer is the same for both sets of values (a step function:
-``np.sign(W.sum())`` of two positive sums, ``W.sum() < 0`` after the write, where the first
-capture's NaN and the other values both answer False). fn runs twice, and its Python side
+``np.sign(W.sum())`` of two positive sums; ``np.isnan(W)`` after the write, both captures'
+values being finite, since a NaN in either would make one of ``W.sum() < 0`` and ``W.sum() >
+0`` answer alike). fn runs twice, and its Python side
 effects happen twice (docs/guide/state.md).
 """
 
@@ -52,6 +55,7 @@ from capviz.core.source import display_file, is_user_file
 from capviz.core.symbols import Symbol
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain, make_error
+from capviz.trace.state import post_write_fill
 
 COMPUTED = "a value NumPy computed from a state"
 """The ``call`` of a refused literal or constant (the situation ``computed_from_state``)."""
@@ -287,10 +291,10 @@ class OtherValues:
         if hit is None or hit[0] is not root:
             return False
         self.met[id(root)] = root.copy(order="K")  # what NumPy left there before the write
-        fill = self.fills[id(root)]
-        if fill.dtype.kind == "f" and not fill.sum() > 0:  # NaN > 0 is False: so is not this
-            fill = -fill
-        root[...] = fill
+        if root.dtype.kind in "fc" and root.size:  # the other sign than the first capture's
+            root[...] = post_write_fill(root, second=True)
+        else:
+            root[...] = self.fills[id(root)]
         return True
 
     def seen(self, value: np.ndarray) -> np.ndarray:

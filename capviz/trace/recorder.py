@@ -146,6 +146,7 @@ class Recorder(Trace):
         self.states: dict[int, state.State] = {}  # id(array) -> the state it is (trace/state.py)
         self.poisoned = 0  # states whose memory holds the poison now (trace/state.py)
         self.others: Any = None  # a second capture's planted arrays (trace/recapture.py)
+        self.twice = False  # capture() captures again: finite fills, not NaN (trace/state.py)
         self.generators: dict[int, tuple[Any, Node]] = {}  # id -> (generator, its state node)
         self.python_nodes: set[int] = set()  # nodes that are Python numbers in eager code:
         #                                       draws of one (random.random()) and arithmetic

@@ -20,8 +20,11 @@ first write until the scope exits, a floating-point state's live memory holds a 
 (:data:`POISON_BITS`, which NumPy's arithmetic, casts and reductions carry along); a value
 computed from it that reaches the capture is refused at that line, naming the array, and a
 plain value NumPy stored into it (``a[0] = 1.0``) is refused at the exit. The scope's exit puts
-the array's values back. (Integer and boolean states hold no NaN: their NumPy reads after a
-write are not seen.)
+the array's values back. :func:`capviz.capture`, which captures twice, writes finite values of
+opposite signs instead (:func:`post_write_fill`): a NaN answers False to every comparison, so
+``W.sum() < 0`` would look alike in both captures; with them the comparison of the two graphs
+refuses every comparison after the write (:mod:`capviz.trace.recapture`). (Integer and
+boolean states hold no NaN: in the scope form their NumPy reads after a write are not seen.)
 
 An array the capture made itself through a path no hook sees (``acc = W.copy(); acc += t``)
 is no state of the program: it is dead when the scope exits, and its state node becomes the
@@ -42,6 +45,7 @@ import numpy as np
 from capviz import ops
 from capviz.backends.host import host_copy
 from capviz.core.ir import Node
+from capviz.core.layout import same_bits
 from capviz.core.source import format_source, source_of, user_frame
 from capviz.trace import mutation, statements
 from capviz.trace.tensor import Tensor
@@ -169,14 +173,15 @@ class State:
     """One array written by the capture: its live object (weakly), its node, the capture
     tensor standing for it, and whether its memory holds the poison now."""
 
-    __slots__ = ("filled", "node", "poisoned", "ref", "tensor", "views")
+    __slots__ = ("fill", "filled", "node", "poisoned", "ref", "tensor", "views")
 
     def __init__(self, ref: weakref.ref, node: Node, tensor: Tensor) -> None:
         self.ref = ref
         self.node = node
         self.tensor = tensor
         self.poisoned = False
-        self.filled = False  # a second capture's other values in place of the poison
+        self.filled = False  # finite values in place of the poison (:func:`post_write_fill`)
+        self.fill: np.ndarray | None = None  # the first capture's: checked at the exit
         self.views: tuple[Node, ...] = ()  # its view states: views read before the first
         #                                     write
 
@@ -186,6 +191,45 @@ POISON_BITS = 0x7FFA5A5A00000000
 float16 hold it cast (the same top bits). NumPy propagates a NaN operand's payload."""
 _POISON_KEY = (POISON_BITS >> 42) & 0x1FFFFF  # exponent and top 10 mantissa bits, no sign
 _POISON = np.array([POISON_BITS], np.uint64).view(np.float64)[0]
+
+
+_FILLS: dict[tuple[np.dtype, tuple[int, ...], bool], np.ndarray] = {}
+
+
+def post_write_fill(root: np.ndarray, second: bool) -> np.ndarray:
+    """The finite values a state's memory holds after the capture's first write into it when
+    :func:`capviz.capture` captures twice (in place of the NaN mark, which answers False to
+    every comparison, so that ``W.sum() < 0`` and ``W.sum() > 0`` could not both differ): the
+    first capture's are large and positive, increasing along the array (``s * (1 + i/n)``,
+    ``s`` 1e6, 1e3 for float16); the second's negative, of another scale and shape and
+    decreasing (``-3s * (1 + (i/n)**2)``). Every threshold between them, every sign, sum,
+    order (argmax), scale (var) or ratio of them answers differently in the two captures."""
+    key = (root.dtype, root.shape, second)
+    fill = _FILLS.get(key)
+    if fill is None:
+        part = np.zeros(0, root.dtype).real.dtype
+        scale = 1e3 if part.itemsize == 2 else 1e6
+        u = np.arange(root.size, dtype=np.float64) / max(root.size, 1)
+        values = -3 * scale * (1 + u * u) if second else scale * (1 + u)
+        if root.dtype.kind == "c":
+            values = values * (1 + 1j)
+        fill = values.astype(root.dtype).reshape(root.shape)
+        fill.flags.writeable = False
+        if len(_FILLS) > 256:
+            _FILLS.clear()
+        _FILLS[key] = fill
+    return fill
+
+
+def _fill_first(recorder: Any, root: np.ndarray) -> np.ndarray | None:
+    """The first of two captures: :func:`post_write_fill` into float ``root`` (the values it
+    wrote), ``None`` where the NaN mark is written instead (the scope form, one capture)."""
+    if not recorder.twice or root.dtype.kind not in "fc" or not root.size \
+            or not root.flags.writeable:
+        return None
+    fill = post_write_fill(root, second=False)
+    root[...] = fill
+    return fill
 
 
 def _parts(array: np.ndarray) -> np.ndarray | None:
@@ -375,7 +419,11 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
     if graph.constant_origins:  # before the poison: they read its values
         _views_read_before(recorder, root, state)
     others = recorder.others
-    if others is not None and others.fill(root):  # a second capture: other values, not NaN
+    fill = None if others is not None else _fill_first(recorder, root)
+    if fill is not None:  # the first of two captures: finite values, not NaN
+        state.poisoned = state.filled = True
+        state.fill = fill
+    elif others is not None and others.fill(root):  # the second: finite values, not NaN
         state.poisoned = state.filled = True
         recorder.poisoned += 1
     elif _poison(root):  # the live values are in graph.state_values
@@ -446,8 +494,9 @@ def restore(recorder: Any, source: Any) -> None:
         if root is None:
             continue
         state.poisoned = False
-        recorder.poisoned -= 1
-        if not state.filled and not _all_poison(root):
+        if state.fill is None:
+            recorder.poisoned -= 1
+        if not _as_left(state, root):
             what = state.node.name or "an ndarray from outside"
             message = (f"NumPy stored plain values into {what} after the capture wrote it "
                        "(a[i] = 1.0, or a NumPy function writing it from plain arrays), which "
@@ -461,6 +510,15 @@ def restore(recorder: Any, source: Any) -> None:
             root[...] = saved  # (np.copyto's work, without its argument parsing)
         else:
             np.copyto(root, saved)
+
+
+def _as_left(state: State, root: np.ndarray) -> bool:
+    """Whether written ``root`` still holds what the capture left in its memory at the first
+    write (NumPy stored nothing plain into it since); a second capture's is not checked (its
+    first capture was)."""
+    if state.fill is not None:
+        return same_bits(root, state.fill)
+    return state.filled or _all_poison(root)
 
 
 def final_values(recorder: Any) -> list[tuple[State, Node]]:
