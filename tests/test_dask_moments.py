@@ -216,18 +216,77 @@ def test_a_sum_of_an_f_ordered_input_that_reaches_the_bound_is_numpys_in_its_lay
 
 
 @pytest.mark.parametrize("chunks", [(8, 2), (4, 1)], ids=str)
-def test_a_sum_of_values_computed_from_an_f_ordered_input_that_reaches_the_bound_is_refused(
+def test_a_sum_of_values_computed_from_an_f_ordered_input_that_reaches_the_bound_is_numpys(
         chunks):
-    # NumPy's x * 1.0 keeps x's F order, and so its sum's pairwise order; dask's blocks, gathered
-    # for a second run, have no layout: refused, naming the input and the fix
-    graph = cv.capture(lambda x: np.sum(x * 1.0, axis=0), cv.spec((16, 2), "float32"))
-    with pytest.raises(cv.ReplayError) as info, np.errstate(all="ignore"):
-        graph.replay({"x": _F_ORDERED}, backend="dask", chunks=chunks)
-    assert info.value.node is graph.ops[-1]
-    assert _LAYOUT_FIX.format("input 'x'") in str(info.value)
+    # NumPy's x * 1.0 keeps x's F order (K order), and so its sum's pairwise order: the second
+    # run sums a block laid out in F order (0 here; a C-ordered block gives inf)
+    want = _numpys_bits(lambda x: np.sum(x * 1.0, axis=0), [_F_ORDERED], chunks)
+    assert np.array_equal(want, [0, 0])
+
+
+# a C-ordered (2, 16) input whose rows are _COLUMN: transposed by the program, NumPy sums each
+# column of x.T along its contiguous axis, pairwise (0); row after row, as on a C-ordered
+# block of x.T, it is inf (hostile review 2, finding 12: /tmp/review2/d6.py)
+_ROWS = np.stack([_COLUMN, _COLUMN])
+TRANSPOSED = {
+    "np.sum(x.T, axis=0)": lambda x: np.sum(x.T, axis=0),
+    "x.T.sum(0)": lambda x: x.T.sum(0),
+    "(x.T * 1.0).sum(0)": lambda x: (x.T * 1.0).sum(0),
+    "(x.T + x.T * 0.0).sum(0)": lambda x: (x.T + x.T * 0.0).sum(0),
+    "np.swapaxes(x, 0, 1).sum(0)": lambda x: np.swapaxes(x, 0, 1).sum(0),
+    "np.moveaxis(x, 0, -1).sum(0)": lambda x: np.moveaxis(x, 0, -1).sum(0),
+    "x[:, :16].T.sum(0)": lambda x: x[:, :16].T.sum(0),
+    "ones(16) @ x.T": lambda x: np.ones(16, np.float32) @ x.T,
+    "np.mean(x.T, axis=0)": lambda x: np.mean(x.T, axis=0),
+}
+
+
+@pytest.mark.parametrize("fn", list(TRANSPOSED.values()), ids=list(TRANSPOSED))
+@pytest.mark.parametrize("chunks", [(2, 4), (1, 8)], ids=str)
+def test_a_sum_of_a_transposed_input_that_reaches_the_bound_is_numpys_in_its_layout(fn, chunks):
     with np.errstate(all="ignore"):
-        got = graph.replay({"x": _F_ORDERED}, backend="dask", chunks=(16, 1))["out"]
-    assert np.array_equal(got, [0, 0])  # the reduced axis in one chunk: NumPy's own sum
+        assert np.isinf(np.sum(np.ascontiguousarray(_ROWS.T), axis=0)).all()
+    want = _numpys_bits(fn, [_ROWS], chunks)
+    assert np.all(np.isfinite(want))
+
+
+def _cancelling_rows():
+    rng = np.random.default_rng(3)
+    big = rng.standard_normal(2000) * 1e16
+    big = np.concatenate([big, -big[::-1]])
+    big[5] += 1.0
+    return np.stack([big, big[::-1]])  # (2, 4000), C order
+
+
+@pytest.mark.parametrize("fn", [lambda x: np.sum(x.T, axis=0), lambda x: np.mean(x.T, axis=0),
+                                lambda x: x.T.sum(0)], ids=["sum", "mean", "method"])
+@pytest.mark.parametrize("chunks", [(2, 500), (1, 1000)], ids=str)
+def test_a_cancelling_sum_of_a_transposed_input_is_numpys(fn, chunks):
+    # the cancellation check's second run adds x.T's contiguous axis 0 pairwise, as NumPy: 192,
+    # where row after row gave 208 (/tmp/review2/d11.py)
+    x = _cancelling_rows()
+    want = _numpys_bits(fn, [x], chunks)
+    assert want[0] == -want[1] != 0
+
+
+def test_a_float16_sum_of_a_transposed_input_is_numpys():
+    # float16 sums always run as NumPy's (moments.in_order): in x.T's layout, not a C block's
+    x = (np.random.default_rng(0).standard_normal((64, 300)) * 30).astype(np.float16)
+    _numpys_bits(lambda x: x.T.sum(0), [x], (16, 50))
+    _numpys_bits(lambda x: x[:, ::2].sum(0), [x], (16, 50))  # strided, C order: as before
+
+
+@pytest.mark.parametrize("chunks", [(2, 4), (1, 8)], ids=str)
+def test_a_sum_of_a_flipped_view_that_reaches_the_bound_is_refused_naming_the_view(chunks):
+    # a negative stride: no order of the axes describes the layout NumPy's loop sees
+    graph = cv.capture(lambda x: np.sum(x[:, ::-1].T, axis=0), cv.spec((2, 16), "float32"))
+    with pytest.raises(cv.ReplayError) as info, np.errstate(all="ignore"):
+        graph.replay({"x": _ROWS}, backend="dask", chunks=chunks)
+    assert info.value.node is graph.ops[-1]
+    assert _LAYOUT_FIX.format("the result of node %1 (getitem)") in str(info.value)
+    with np.errstate(all="ignore"):
+        got = graph.replay({"x": _ROWS}, backend="numpy")["out"]
+        assert np.array_equal(got, np.sum(_ROWS[:, ::-1].T, axis=0))
 
 
 @pytest.mark.parametrize("fn", [

@@ -466,7 +466,7 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
         host = (in_order.NODES.get() or {}).get(_NODE.get())
         if host is not None:  # an input or constant itself: NumPy's sum in its own layout
             return whole(op, (host_blocks(host, host.shape), *args[1:]), params)
-        return _in_order(op, args, params)
+        return _in_order(op, args, params, _operand_orders())
     if op.name in moments.MOMENTS:
         result = moments.moment(op.name, args[0], params)
         if result is None:
@@ -490,10 +490,30 @@ def _checked(op: ops.Op, args: tuple, params: dict, result: Any) -> Any:
     return overflow.checked(op.name, args, params, result, _guard)
 
 
-def _in_order(op: ops.Op, args: tuple, params: dict) -> Any:
+def _operand_orders() -> list:
+    """The memory order NumPy gives each tensor operand of the node being built (``None``: C
+    order); :class:`~capviz.backends.dask.overflow.OrderMatters`, naming the value, where it
+    cannot be known (:mod:`capviz.backends.dask.in_order`)."""
+    steps, index = _STEPS.get(), _NODE.get()
+    node = None if steps is None or index is None else steps.by_index.get(index)
+    if node is None:
+        return []
+    orders, unknown = in_order.operand_orders(node)
+    if unknown is not None:
+        here = overflow.OrderMatters(f"np.{node.op} adds in NumPy's order here")
+        raise in_order.refusal(here, unknown)
+    return orders
+
+
+def _in_order(op: ops.Op, args: tuple, params: dict, orders: list) -> Any:
     """The reduction or product in NumPy's order (:mod:`capviz.backends.dask.in_order`): along
     one axis by the ``axis`` rule, that axis and the ones after it in one chunk; any other
-    reduction, and every product, on one block (a product's kernel follows its shapes)."""
+    reduction, and every product, on one block (a product's kernel follows its shapes); on one
+    block laid out as NumPy's operand is where that is not C order."""
+    if any(order is not None for order in orders):
+        arrays = iter(orders)
+        return whole(op, tuple(in_order.laid_out(a, next(arrays, None)) if _is_array(a) else a
+                               for a in args), params)
     axis = params.get("axis")
     if op.name in traits.CONTRACT or not isinstance(axis, int) or not args[0].ndim:
         return whole(op, args, params)
@@ -772,9 +792,12 @@ class DaskBackend(Backend):
         args = [self._chunked(a, chunks, name, not compute)
                 for name, a in zip(program.input_names, args)]
         ordered: dict[int, Any] = {}  # nodes built in NumPy's order (in_order.NODES)
+        constants = dict(zip(program.constant_nodes, program.host_constants))
+        layouts = in_order.Layouts(hosts, constants)  # read only where a node adds in order
         while True:
             steps = _Steps(program)
-            outputs, guard_values = self._build(program, args, seed, chunks, steps, ordered)
+            outputs, guard_values = self._build(program, args, seed, chunks, steps, ordered,
+                                                layouts)
             try:
                 if not compute:
                     if guard_values:  # the guards only, checked before the lazy outputs return
@@ -792,10 +815,12 @@ class DaskBackend(Backend):
                 node = steps.by_index[error.index]
                 cause = error.error
                 if _order_matters(error, ordered):
-                    constants = dict(zip(program.constant_nodes, program.host_constants))
                     host = in_order.direct(node, hosts, constants)
-                    source = None if host is not None else in_order.strided_source(
-                        node, hosts, constants)
+                    token = in_order.LAYOUTS.set(layouts)
+                    try:
+                        source = None if host is not None else in_order.operand_orders(node)[1]
+                    finally:
+                        in_order.LAYOUTS.reset(token)
                     if source is None:  # built again, that node in NumPy's order
                         ordered[error.index] = host
                         continue
@@ -808,10 +833,11 @@ class DaskBackend(Backend):
 
     @staticmethod
     def _build(program: Any, args: list, seed: int, chunks: Any, steps: _Steps,
-               ordered: dict) -> tuple[Any, list]:
-        """The program's outputs as dask arrays (the nodes of ``ordered`` in NumPy's order),
-        and the values its guards read."""
-        tokens = (_CHUNKS.set(chunks), _STEPS.set(steps), in_order.NODES.set(dict(ordered)))
+               ordered: dict, layouts: in_order.Layouts) -> tuple[Any, list]:
+        """The program's outputs as dask arrays (the nodes of ``ordered`` in NumPy's order, in
+        the memory ``layouts`` NumPy gives their operands), and the values its guards read."""
+        tokens = (_CHUNKS.set(chunks), _STEPS.set(steps), in_order.NODES.set(dict(ordered)),
+                  in_order.LAYOUTS.set(layouts))
         guard_values: list = []  # what the guards read: computed with the outputs
         try:
             outputs = program(args, seed, None, guard_values)
@@ -819,6 +845,7 @@ class DaskBackend(Backend):
             _CHUNKS.reset(tokens[0])
             _STEPS.reset(tokens[1])
             in_order.NODES.reset(tokens[2])
+            in_order.LAYOUTS.reset(tokens[3])
         return outputs, guard_values
 
     @staticmethod

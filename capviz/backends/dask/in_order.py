@@ -10,13 +10,19 @@ NumPy's loop adds pairwise along a reduced axis that is innermost, row after row
 is not, so a block's loop must be the whole array's); other reductions and every product run on
 one block.
 
-That is NumPy's order for C-ordered operands only. NumPy's loop follows an operand's memory
-layout (a column of an F-ordered array is contiguous: added pairwise where a C-ordered one is
-added row after row), and a dask array has none. A reduction of an input or constant itself
-runs NumPy's function on that array, in its own layout (:func:`direct`); any other node whose
-operands come from an input or constant of two or more axes that is not C-contiguous is not
-computed again: its ``OrderMatters`` is the replay's error (:func:`refusal`), naming that
-array.
+NumPy's loop follows its operand's memory layout (a column of an F-ordered array, or of a
+transposed C-ordered one, is contiguous: added pairwise where a C-ordered column is added row
+after row), and a dask array has none. So the second run follows the layout NumPy gives each
+value (:class:`Layouts`): an input's or constant's own (its axes' order in memory, where it is
+contiguous in some order of its axes), kept through elementwise ops whose operands share it
+(NumPy's ``K`` order), permuted by ``transpose``/``swapaxes``/``moveaxis``/``rollaxis``/
+``matrix_transpose``, kept or lost by basic indexing (read from a view of a stand-in), C order
+for what is computed from C-ordered values. A reduction of an
+input or constant itself runs NumPy's function on that array (:func:`direct`); a node whose
+operand is laid out in another order than C runs on one block whose array has that layout
+(:func:`laid_out`); a node whose operand's layout cannot be known (a strided or flipped view,
+a broadcast, a mix of layouts) is not computed again: its ``OrderMatters`` is the replay's
+error (:func:`refusal`), naming the value whose layout decides.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from capviz import ops
 from capviz.backends.dask import contractions, moments
 from capviz.backends.dask.overflow import OrderMatters
 from capviz.core.ir import Node
@@ -54,10 +61,6 @@ def blocks(x: Any, axis: int) -> Any:
     return x.rechunk({a: -1 for a in range(operator.index(axis) % x.ndim, x.ndim)})
 
 
-def _not_c_ordered(value: Any) -> bool:
-    return isinstance(value, np.ndarray) and value.ndim > 1 and not value.flags.c_contiguous
-
-
 def direct(node: Node, inputs: dict, constants: dict) -> Any:
     """The host array that reduction ``node`` reads directly (its operand an input or a
     constant), or ``None``: reduced in its own memory layout, it is NumPy's sum whatever the
@@ -70,23 +73,155 @@ def direct(node: Node, inputs: dict, constants: dict) -> Any:
     return constants.get(operand.index) if operand.kind == "constant" else None
 
 
-def strided_source(node: Node, inputs: dict, constants: dict) -> str | None:
-    """The first input or constant upstream of ``node`` that is not C-ordered (two or more
-    axes), in words, or ``None``. ``inputs``: the replay's host arrays by input name;
-    ``constants``: the graph's constant arrays by node index."""
-    seen: set[int] = set()
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        if n.index in seen:
+LAYOUTS: ContextVar[Layouts | None] = ContextVar("capviz_dask_layouts", default=None)
+"""The :class:`Layouts` of the replay being built; ``None`` outside a replay's build."""
+
+_PERMUTE = frozenset(("transpose", "swapaxes", "moveaxis", "rollaxis", "matrix_transpose",
+                      "linalg.matrix_transpose", "squeeze", "expand_dims"))
+"""Views whose result is their operand's axes in another order (or with axes of length one
+taken away or added)."""
+_VIEWS = frozenset(("getitem", "flip", "fliplr", "flipud", "rot90", "broadcast_to",
+                    "broadcast_arrays", "diagonal", "index", "take", "real", "imag"))
+"""Ops whose result may be a strided, flipped or broadcast view: a layout NumPy's loops see
+that no order of the axes describes."""
+
+
+class Layouts:
+    """The memory layout NumPy gives each value of a replay: its axes from the slowest to the
+    fastest in memory (C order: ``0, 1, ..., n - 1``), or ``None`` where no order of the axes
+    describes it. ``inputs``: the replay's host arrays by input name; ``constants``: the
+    graph's constant arrays by node index."""
+
+    def __init__(self, inputs: dict, constants: dict) -> None:
+        self.inputs = inputs
+        self.constants = constants
+        self._memo: dict[int, tuple[tuple | None, str]] = {}
+
+    def order(self, node: Node) -> tuple[tuple | None, str]:
+        """(``node``'s axes in memory order, or ``None``; the value whose layout decides it,
+        in words)."""
+        if node.index not in self._memo:
+            self._memo[node.index] = self._order(node)
+        return self._memo[node.index]
+
+    def _order(self, node: Node) -> tuple[tuple | None, str]:
+        ndim = len(node.shape) if node.shape is not None else None
+        c = tuple(range(ndim)) if ndim is not None else None
+        if node.kind in ("input", "constant"):
+            host = self.inputs.get(node.name) if node.kind == "input" \
+                else self.constants.get(node.index)
+            words = f"input {node.name!r}" if node.kind == "input" \
+                else f"constant %{node.index}" + (f" {node.name!r}" if node.name else "")
+            return _host_order(host, c), words
+        words = f"the result of node %{node.index} ({node.op})"
+        if ndim is None:
+            return None, words
+        if ndim <= 1:  # NumPy's loops take a 1-d operand's stride as it is
+            return c, words
+        operands = [self.order(a) + (a,) for a in node.args if isinstance(a, Node)]
+        unknown = [w for o, w, _ in operands if o is None]
+        if len(operands) == 1 and _a_view(node):
+            order, origin, operand = operands[0]
+            if order is None:
+                return None, origin
+            view = _viewed(node, operand, order)
+            if view is not None and isinstance(order, Strided):
+                view = Strided(view)  # a view of a strided value: strided
+            return (view, words) if view is not None else (None, words)
+        if node.op in _VIEWS:
+            return None, words
+        if unknown:
+            return None, unknown[0]
+        if all(o == tuple(range(len(a.shape or ()))) for o, _, a in operands):
+            return c, words  # computed from C-ordered values (strided ones too): C order
+        elementwise = node.op in traits.ELEMENTWISE or isinstance(getattr(np, node.op, None),
+                                                                    np.ufunc)
+        full = [(o, w, a) for o, w, a in operands if len(a.shape or ()) > 0]
+        if elementwise and all(o == full[0][0] and a.shape == node.shape for o, _, a in full):
+            return tuple(full[0][0]), full[0][1]  # K order: the operands' common layout
+        return None, next(w for o, w, a in operands if o != tuple(range(len(a.shape or ()))))
+
+
+class Strided(tuple):
+    """A memory order (axes from the slowest to the fastest) of a value that is not contiguous
+    in it (a stepped or partial slice): NumPy's loop along one axis adds as on a contiguous
+    array of that order, its loop over several axes does not (it joins contiguous axes)."""
+
+
+def _host_order(host: Any, c: tuple | None) -> tuple | None:
+    """A host array's axes in memory order (:class:`Strided` where it is not contiguous in
+    it; C order for what is not an ndarray), or ``None`` (a flipped or broadcast array)."""
+    if not isinstance(host, np.ndarray) or host.ndim <= 1 or host.flags.c_contiguous:
+        return c
+    strides = [s if n > 1 else 0 for s, n in zip(host.strides, host.shape)]
+    if any(s <= 0 for s, n in zip(strides, host.shape) if n > 1):
+        return None
+    order = tuple(int(a) for a in np.argsort([-s for s in strides], kind="stable"))
+    if host.transpose(order).flags.c_contiguous:
+        return order
+    return Strided(order)
+
+
+def _viewed(node: Node, operand: Node, order: tuple) -> tuple | None:
+    """The memory order of ``node``, a view of ``operand`` laid out in ``order``: the op applied
+    to a stand-in of that layout whose memory is one byte (a view reads none), its result's
+    layout read from its strides (``None``: strided, flipped or broadcast)."""
+    shape = tuple(operand.shape)
+    strides = [0] * len(shape)
+    step = 1
+    for axis in reversed(order):
+        strides[axis] = step
+        step *= max(int(shape[axis]), 1)
+    stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape, strides)
+    args = [stand_in if a is operand else a for a in node.args]
+    try:
+        result = ops.get(node.op).bind(np)(*args, **node.params)
+    except Exception:  # an op this reading cannot follow: its layout is unknown
+        return None
+    if not isinstance(result, np.ndarray) or result.base is None:
+        return None  # not a view: the stand-in's values were read
+    return _host_order(result, tuple(range(result.ndim)))
+
+
+def _a_view(node: Node) -> bool:
+    """Whether ``node`` is an axis permutation or a basic index (slices, integers, ``None``,
+    ``...``): a view of its one tensor operand that reads no data."""
+    if node.op in _PERMUTE:
+        return True
+    index = node.params.get("index") if node.op == "getitem" else None
+    parts = index if isinstance(index, tuple) else (index,)
+    return node.op == "getitem" and all(
+        isinstance(p, (slice, int, type(None), type(Ellipsis))) and not isinstance(p, bool)
+        for p in parts)
+
+
+def operand_orders(node: Node) -> tuple[list[tuple | None], str | None]:
+    """The memory order of each tensor operand of ``node`` (``None`` for C order), and the
+    value whose layout cannot be known, in words, or ``None``: see :data:`LAYOUTS`. A strided
+    operand is known for a reduction along one axis only (see :class:`Strided`)."""
+    layouts = LAYOUTS.get()
+    along_one_axis = node.op not in traits.CONTRACT and isinstance(node.params.get("axis"), int)
+    orders: list[tuple | None] = []
+    for a in node.args:
+        if not isinstance(a, Node):
             continue
-        seen.add(n.index)
-        if n.kind == "input" and _not_c_ordered(inputs.get(n.name)):
-            return f"input {n.name!r}"
-        if n.kind == "constant" and _not_c_ordered(constants.get(n.index)):
-            return f"constant %{n.index}" + (f" {n.name!r}" if n.name else "")
-        todo.extend(a for a in n.args if isinstance(a, Node))
-    return None
+        order, words = layouts.order(a) if layouts is not None else (None, "")
+        if layouts is None:
+            order = None
+        elif order is None or (isinstance(order, Strided) and not along_one_axis):
+            return [], words
+        orders.append(None if order is None or order == tuple(range(len(order)))
+                      else tuple(order))
+    return orders, None
+
+
+def laid_out(x: Any, order: tuple | None) -> Any:
+    """Dask array ``x`` as one block whose array is laid out in memory in ``order`` (``None``:
+    ``x`` itself)."""
+    if order is None:
+        return x
+    inverse = tuple(int(a) for a in np.argsort(order))
+    return x.transpose(order).rechunk(-1).transpose(inverse)
 
 
 def refusal(error: OrderMatters, source: str) -> OrderMatters:

@@ -20,8 +20,8 @@ can overflow, what they make of a sum (``inf``, ``-inf``, ``nan``) is every orde
 bound is reached, the node's task fails with :class:`OrderMatters`, and the replay builds its
 expression again with that node computed as NumPy does (``DaskBackend.execute``,
 :mod:`capviz.backends.dask.in_order`): NumPy's result, bit for bit, for the price of a second
-run (on C-ordered operands: where an input's layout decides NumPy's order,
-:mod:`capviz.backends.dask.in_order` sums that input itself or refuses the node). Where the
+run (in the memory layout NumPy gives the node's operands, which decides NumPy's order:
+:mod:`capviz.backends.dask.in_order` follows it, or refuses the node where it cannot). Where the
 operand's dtype cannot reach the bound (the float32 sum of a float16 ``mean``), nothing is
 checked. With one chunk along the reduced axes dask.array runs NumPy's own function, unchecked.
 ``sum``, ``nansum``, ``mean`` and ``trace`` take instead the per-output form of this bound, with
