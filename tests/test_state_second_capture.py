@@ -975,3 +975,66 @@ def test_a_value_numpy_computed_from_a_written_state_and_returned_is_refused_at_
         g = np.arange(3.0) + k
         assert np.array_equal(graph.replay({"g": g})["out"], twin.fixed(g))
         assert np.array_equal(m.W, twin.W)
+
+
+class _Inner:
+    def __init__(self):
+        self.m = np.ones(3)
+
+
+class _Nested:
+    def __init__(self):
+        self.ws = [np.ones(3)]
+        self.d = {"w": np.ones(3)}
+        self.o = _Inner()
+
+    def list_item(self, g):
+        self.ws[0] = self.ws[0] - g
+        return g * 1.0
+
+    def dict_item(self, g):
+        self.d["w"] = self.d["w"] - g
+        return g * 1.0
+
+    def nested_attribute(self, g):
+        self.o.m = self.o.m - g
+        return g * 1.0
+
+    def all_three(self, g):
+        self.ws[0] = self.ws[0] - g
+        self.d["w"] = self.d["w"] - g
+        self.o.m = self.o.m - g
+        return self.ws[0] + self.d["w"] + self.o.m
+
+
+@pytest.mark.parametrize("method, text, place, fix", [
+    ("list_item", "self.ws[0] = self.ws[0] - g", "self.ws[0]", "self.ws[0] -= g"),
+    ("dict_item", 'self.d["w"] = self.d["w"] - g', "self.d['w']", 'self.d["w"] -= g'),
+    ("nested_attribute", "self.o.m = self.o.m - g", "self.o.m", "self.o.m -= g"),
+])
+def test_a_list_item_dict_item_or_nested_attribute_rebound_to_a_tensor_is_refused(
+        method, text, place, fix):
+    """Review 2, finding 16's rest (/tmp/review2/s34.py): a capture tensor left in a list
+    item, a dict item or a nested attribute was no state, replays computed from the old array,
+    and the user's object kept a closed capture tensor."""
+    m = _Nested()
+    before = (m.ws[0], m.d["w"], m.o.m)
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(getattr(m, method), cv.spec((3,), "float64"))
+    what, why, fixed = str(info.value).splitlines()
+    line = _line_of(getattr(_Nested, method), text)
+    assert what == (f"`{text}` at {__file__}:{line} in {method}: {place} is rebound to a "
+                    "value of the capture.")
+    assert why.endswith("(the capture put the original object back).")
+    assert fixed == f"Fix: write in place: {fix} (the capture records it as a state)."
+    assert all(a is b for a, b in zip((m.ws[0], m.d["w"], m.o.m), before))  # put back
+    assert all(np.array_equal(w, np.ones(3)) for w in before)
+
+
+def test_every_rebound_item_is_put_back_when_the_first_is_refused():
+    m = _Nested()
+    before = (m.ws[0], m.d["w"], m.o.m)
+    with pytest.raises(UnsupportedOperationError, match=r"self\.ws\[0\] is rebound"):
+        cv.capture(m.all_three, cv.spec((3,), "float64"))
+    assert m.ws[0] is before[0] and m.d["w"] is before[1] and m.o.m is before[2]
+    assert np.array_equal(m.all_three(np.ones(3)), np.zeros(3))  # eager works on the object

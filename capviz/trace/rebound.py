@@ -5,7 +5,9 @@ there: a replay computes values and writes states in place, and cannot rebind a 
 graph would keep computing from the old array while eager calls move on; and the user's object
 would hold a dead capture tensor after the capture. The function form notes, when the scope
 opens, what the places it can see hold (:func:`note`: the attributes of a bound method's
-``self``, the globals its code names, its closure cells); when the scope exits,
+``self``, the globals its code names, its closure cells, and inside them the items of lists and
+dicts and the attributes of plain objects, three levels down: ``self.ws[0]``, ``self.d["w"]``,
+``self.o.m``); when the scope exits,
 :func:`put_back` puts the original object back in each place that now holds a capture tensor
 and refuses it at the line of the op that made the tensor, with the in-place write as the fix.
 (Recording a rebinding as a state write is for later.)
@@ -13,10 +15,14 @@ and refuses it at the line of the op that made the tensor, with the in-place wri
 
 from __future__ import annotations
 
+import itertools
 import linecache
 import re
+import types
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
@@ -26,24 +32,26 @@ from capviz.trace.tensor import Tensor
 REBOUND = "a capture tensor bound outside the capture"
 """The ``call`` of the refusal (the situation ``rebound_to_tensor``)."""
 
-_UPDATE = re.compile(r"^\s*(?P<target>[\w.]+)\s*=\s*(?P=target)\s*"
+_UPDATE = re.compile(r"^\s*(?P<target>[\w.]+(?:\[[^\]=]+\][\w.]*)*)\s*=\s*(?P=target)\s*"
                      r"(?P<op>\*\*|//|[-+*/@%])\s*(?P<rest>.+?)\s*$")
 
 
 class Place:
     """One name the captured function can rebind: an object's attribute, a module global,
-    a closure cell; what it held when the scope opened."""
+    a closure cell, a list or dict item; what it held when the scope opened."""
 
     __slots__ = ("holder", "key", "kind", "label", "value")
 
-    def __init__(self, kind: str, holder: Any, key: str, label: str, value: Any) -> None:
+    def __init__(self, kind: str, holder: Any, key: Any, label: str, value: Any) -> None:
         self.kind, self.holder, self.key, self.label, self.value = kind, holder, key, label, value
 
     def get(self) -> Any:
         if self.kind == "attribute":
             return vars(self.holder).get(self.key, self.value)
-        if self.kind == "global":
+        if self.kind in ("global", "dict"):
             return self.holder.get(self.key, self.value)
+        if self.kind == "list":
+            return self.holder[self.key] if self.key < len(self.holder) else self.value
         try:
             return self.holder.cell_contents
         except ValueError:  # an empty cell
@@ -52,10 +60,47 @@ class Place:
     def put_back(self) -> None:
         if self.kind == "attribute":
             vars(self.holder)[self.key] = self.value
-        elif self.kind == "global":
+        elif self.kind in ("global", "dict", "list"):
             self.holder[self.key] = self.value
         else:
             self.holder.cell_contents = self.value
+
+
+_DEPTH = 3  # containers walked below an entry place (self.blocks[0].mW: two)
+_ITEMS = 256  # items of one list or dict walked (the rest: not looked at)
+_LEAVES = (int, float, complex, str, bytes, bool, type(None), np.ndarray, np.generic)
+
+
+def _inside(value: Any, label: str, depth: int, seen: set[int]) -> list[Place]:
+    """The places inside ``value`` (a list's or dict's items, a plain object's attributes),
+    ``depth`` levels down at most, each container once."""
+    if depth <= 0 or isinstance(value, _LEAVES) or id(value) in seen:
+        return []
+    if type(value) is list:
+        seen.add(id(value))
+        items = [(i, f"{label}[{i}]", "list", item) for i, item in enumerate(value[:_ITEMS])]
+    elif type(value) is dict:
+        seen.add(id(value))
+        items = [(key, f"{label}[{key!r}]", "dict", item)
+                 for key, item in itertools.islice(value.items(), _ITEMS)]
+    elif _plain_object(value):
+        seen.add(id(value))
+        items = [(key, f"{label}.{key}", "attribute", item)
+                 for key, item in itertools.islice(vars(value).items(), _ITEMS)]
+    else:
+        return []
+    places = []
+    for key, inner, kind, item in items:
+        places.append(Place(kind, value, key, inner, item))
+        places += _inside(item, inner, depth - 1, seen)
+    return places
+
+
+def _plain_object(value: Any) -> bool:
+    """An instance of a user class with a ``__dict__`` (not a module, class or function)."""
+    return (isinstance(getattr(value, "__dict__", None), dict)
+            and not isinstance(value, (type, types.ModuleType, types.FunctionType,
+                                       types.MethodType, types.BuiltinFunctionType)))
 
 
 def _function(fn: Callable) -> tuple[Any, Any]:
@@ -73,22 +118,29 @@ def note(fn: Callable | None) -> list[Place]:
         return []
     owner, function = _function(fn)
     code = getattr(function, "__code__", None)
-    places = []
+    places: list[Place] = []
+    seen: set[int] = set()
     if owner is not None and isinstance(getattr(owner, "__dict__", None), dict):
         first = code.co_varnames[0] if code is not None and code.co_varnames else "self"
-        places += [Place("attribute", owner, key, f"{first}.{key}", value)
-                   for key, value in list(vars(owner).items())]
+        seen.add(id(owner))
+        for key, value in list(vars(owner).items()):
+            places.append(Place("attribute", owner, key, f"{first}.{key}", value))
+            places += _inside(value, f"{first}.{key}", _DEPTH, seen)
     if code is None:
         return places
     space = getattr(function, "__globals__", None)
     if isinstance(space, dict):
-        places += [Place("global", space, name, name, space[name])
-                   for name in code.co_names if name in space]
+        for name in code.co_names:
+            if name in space:
+                places.append(Place("global", space, name, name, space[name]))
+                places += _inside(space[name], name, _DEPTH, seen)
     for name, cell in zip(code.co_freevars, getattr(function, "__closure__", None) or ()):
         try:
-            places.append(Place("cell", cell, name, name, cell.cell_contents))
+            value = cell.cell_contents
         except ValueError:  # an empty cell
             continue
+        places.append(Place("cell", cell, name, name, value))
+        places += _inside(value, name, _DEPTH, seen)
     return places
 
 
