@@ -258,3 +258,18 @@ def test_a_check_carried_along_an_elementwise_chain_fails_where_it_is_read(name)
     np.testing.assert_allclose(graph.replay({"a": fine, "b": fine}, backend="jax",
                                             to_numpy=True)["out"],
                                CHAINS[name](fine, fine), rtol=1e-5)
+
+
+@pytest.mark.parametrize("value", [complex(np.nan, 1.0), complex(1.0, np.nan)])
+def test_a_nan_in_either_part_of_a_complex_value_leaving_the_program_is_tested(value):
+    # review 2, finding 8: a poisoned complex value must not pass a sink untested
+    import jax.numpy as jnp
+
+    from capviz.backends.jax.trace import Trace
+
+    trace = Trace([], precise=False, jnp=jnp)
+    for dtype in (np.complex64, np.complex128):
+        trace.clean(jnp.asarray(np.array([1 + 2j, value], dtype)))
+        trace.clean(jnp.asarray(np.array([1 + 2j, 3 - 1j], dtype)))
+    assert [bool(flag) for flag in trace.flags] == [False, True, False, True]
+    assert trace.checks == [(None, "")] * 4  # flags with no node: the precise program says

@@ -278,3 +278,72 @@ def test_literals_normal_in_the_type_the_op_computes_in_are_not_refused():
         graph = cv.capture(fn, cv.spec(x.shape, x.dtype))
         got = graph.replay({"a": x}, backend="jax", to_numpy=True)["out"]
         np.testing.assert_array_equal(got, fn(x))
+
+
+# --- complex values (review 2, finding 8): the parts of complex64/complex128 are flushed too ----
+
+def _complex_product(a, b):
+    return (a * b).real > 0
+
+
+def test_a_complex_product_with_a_subnormal_part_fails_at_the_multiply():
+    # (1e-160+0j) * (1e-160+0j): NumPy's real part is 1e-320, XLA's 0 (and 0 > 0 is False)
+    a = np.array([1e-160 + 0j, 2.0 + 1j, -3.0 + 0j])
+    b = np.array([1e-160 + 0j, 1.0 + 0j, 1.0 + 0j])
+    graph = cv.capture(_complex_product, cv.spec(3, "complex128"), cv.spec(3, "complex128"))
+    line = _complex_product.__code__.co_firstlineno + 1
+    with pytest.raises(cv.ReplayError) as info:
+        graph.replay({"a": a, "b": b}, backend="jax")
+    assert str(info.value) == (
+        f"replay failed at node %2 (multiply), recorded at {__file__}:{line} in "
+        "_complex_product: a product of the real and imaginary parts of complex multiply's "
+        "operands is below 2e-292: XLA flushes its subnormal part products to zero where "
+        "NumPy keeps them, so a part of the result would differ from NumPy's; replay with "
+        "backend='numpy', or scale the operands up")
+
+
+def test_a_complex_square_and_a_real_times_complex_product_are_checked_too():
+    a = np.array([1e-20 + 1e-20j, 1.0 + 0j], np.complex64)  # 1e-40: subnormal in float32
+    graph = cv.capture(lambda z: np.square(z).imag > 0, cv.spec(2, "complex64"))
+    with pytest.raises(cv.ReplayError, match=r"\(square\).*complex square's operands is "
+                                             r"below 1\.97e-31"):
+        graph.replay({"z": a}, backend="jax")
+    r = np.array([1e-20, 1.0], np.float32)
+    mixed = cv.capture(lambda x, z: (x * z).real > 0, cv.spec(2, "float32"),
+                       cv.spec(2, "complex64"))
+    with pytest.raises(cv.ReplayError, match=r"\(multiply\).*complex multiply's operands"):
+        mixed.replay({"x": r, "z": a}, backend="jax")
+
+
+def test_complex_products_of_normal_parts_replay_as_numpy():
+    a = np.array([1 + 2j, -0.5 + 0j, 0j, 3e-3 - 1j], np.complex64)
+    b = np.array([2 - 1j, 4 + 0j, 1 + 1j, 1e-3 + 0j], np.complex64)
+    graph = cv.capture(lambda a, b: np.square(a * b) * a, cv.spec(4, "complex64"),
+                       cv.spec(4, "complex64"))
+    got = graph.replay({"a": a, "b": b}, backend="jax", to_numpy=True)["out"]
+    np.testing.assert_allclose(got, np.square(a * b) * a, rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn,op", [
+    (lambda a, b: a / b, "divide"),
+    (lambda a, b: np.exp(a), "exp"),
+    (lambda a, b: a ** b, "power"),
+    (lambda a, b: np.reciprocal(a), "reciprocal"),
+])
+def test_complex_quotients_exponentials_and_powers_are_refused_by_name(fn, op):
+    a = np.array([1 + 2j, -0.5 + 0.25j])
+    b = np.array([2 - 1j, 0.5 + 0j])
+    graph = cv.capture(fn, cv.spec(2, "complex128"), cv.spec(2, "complex128"))
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        graph.replay({"a": a, "b": b}, backend="jax")
+    assert str(info.value).startswith(
+        f"op '{op}' cannot run on the jax backend: XLA flushes subnormal floats (below "
+        "np.finfo(dtype).tiny) to zero where NumPy keeps them, and no run-time check sees a "
+        f"subnormal part of the complex result of {op}; replay with backend='numpy', or take "
+        "XLA's arithmetic for such ops with backend='jax', arithmetic='xla'")
+    got = graph.replay({"a": a, "b": b}, backend="jax", arithmetic="xla", to_numpy=True)["out"]
+    np.testing.assert_allclose(got, fn(a, b), rtol=1e-12)
+    real = cv.capture(fn, cv.spec(2, "float64"), cv.spec(2, "float64"))  # real: checked
+    x = np.array([1.0, 2.0])
+    np.testing.assert_allclose(real.replay({"a": x, "b": x}, backend="jax",
+                                           to_numpy=True)["out"], fn(x, x), rtol=1e-12)

@@ -48,6 +48,16 @@ infinity):
   is merged into one flag per shape, :func:`capviz.backends.jax.trace.require_each`). These
   reductions take ``where=``, ``initial=``, ``correction=``.
 
+* **Complex products** (:data:`COMPLEX_PRODUCTS`: ``*`` and ``square`` of complex64 and
+  complex128, whose parts are float32 and float64 that XLA flushes): each of the four part
+  products ``ac``, ``bd``, ``ad``, ``bc`` must be 0 or of magnitude ``tiny * 2**(nmant + 1)``
+  or more (:func:`_complex_product`), else the replay fails at the node: a part of XLA's
+  result would be 0 where NumPy's is not, or miss a flushed term. Complex ``/``,
+  ``reciprocal``, ``exp``, ``exp2``, ``**`` (:data:`COMPLEX_DECLARED`) are refused by name
+  unless the replay takes ``arithmetic="xla"``, as the ops below: their parts are quotients,
+  exponentials and sines that no cheap test bounds. Complex ``+`` and ``-`` add the parts
+  apart, exactly (their operands are never subnormal in XLA).
+
 The other float ops that can make a subnormal from normal operands (:data:`DECLARED`:
 ``linalg``, ``fft``, ``cov``, ``polyval``...) are not checked: a JAX replay refuses them by
 name when it is bound unless it takes ``arithmetic="xla"`` (:func:`unchecked`,
@@ -104,6 +114,17 @@ SPREADS = frozenset(("var", "std", "nanvar", "nanstd"))
 """Reductions of squared deviations: XLA's is 0 when every square was flushed, where NumPy's
 is a small nonzero value (and ``x / std`` differs by more than any tolerance)."""
 
+COMPLEX_PRODUCTS = frozenset(("multiply", "square"))
+"""Complex ops checked at run time (:func:`_complex_product`): XLA computes them with NumPy's
+formula, ``(ac - bd) + (ad + bc)j``, in the parts' float type."""
+
+COMPLEX_DECLARED = frozenset(("divide", "reciprocal", "exp", "exp2", "power", "float_power"))
+"""Ops of :data:`ELEMENTWISE` whose complex result no run-time check sees: their parts come
+from quotients, exponentials and trigonometric factors (``exp(a + bj)`` is
+``exp(a) * (cos b + j sin b)``) that may be subnormal from normal operands, where XLA's formulas
+are not NumPy's. A JAX replay refuses them by name for a complex result unless it takes
+``arithmetic="xla"`` (:func:`unchecked`)."""
+
 FLUSHED = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 """The float types XLA flushes (float16 is computed in float32: its subnormals are kept)."""
 
@@ -111,6 +132,10 @@ _MESSAGE = ("{op} gave 0 where NumPy's result is a nonzero subnormal float: XLA 
             "subnormal results to zero, and a later division, log or large factor would give "
             "another number than NumPy's; replay with backend='numpy', or scale the values away "
             "from the float's smallest normal ({tiny:.3g})")
+_COMPLEX = ("a product of the real and imaginary parts of complex {op}'s operands is below "
+            "{bound:.3g}: XLA flushes its subnormal part products to zero where NumPy keeps "
+            "them, so a part of the result would differ from NumPy's; replay with "
+            "backend='numpy', or scale the operands up")
 _PRODS = ("a partial product of {op} fell below the float's smallest normal: XLA flushes it to "
           "zero (the product is 0, or NaN times an infinity) where NumPy keeps a subnormal "
           "and goes on; replay with backend='numpy', or multiply logarithms (np.log(x).sum())")
@@ -132,6 +157,8 @@ def check(jnp: Any, name: str, fn: Any, args: tuple, operands: list, result: Any
     NaN where a check fails (:func:`capviz.backends.jax.trace.poisoned`)."""
     if name in REMAINDERS:  # divmod gives two results: its operands say what XLA flushes
         return _remainders(jnp, name, fn, args, operands, result, params)
+    if name in COMPLEX_PRODUCTS and hasattr(result, "dtype") and dtype_of(result).kind == "c":
+        return _complex_product(jnp, name, args, result)
     if not hasattr(result, "dtype") or dtype_of(result) not in FLUSHED:
         return result
     if name in ELEMENTWISE:
@@ -145,6 +172,32 @@ def check(jnp: Any, name: str, fn: Any, args: tuple, operands: list, result: Any
     if name in SPREADS and operands:
         return _spreads(jnp, name, operands[0], result, params)
     return result
+
+
+def _complex_product(jnp: Any, name: str, args: tuple, r: Any) -> Any:
+    """A complex product (:data:`COMPLEX_PRODUCTS`) whose four part products ``ac``, ``bd``,
+    ``ad``, ``bc`` are each 0 or of magnitude ``tiny * 2**(nmant + 1)`` or more: then each is
+    NumPy's (none was flushed), and their sum or difference, a multiple of ``2 * tiny``, is 0
+    or normal, so every part of XLA's result is NumPy's. A part product below that bound (a
+    part of the result 0 where NumPy's is a nonzero subnormal, or a normal part missing a
+    flushed term) fails the replay at the node. An elementwise mask merged per shape
+    (:func:`capviz.backends.jax.trace.require_each`), as the other complex checks
+    (:mod:`capviz.backends.jax.checks`)."""
+    dtype = dtype_of(r)
+    if dtype not in (np.dtype(np.complex64), np.dtype(np.complex128)):
+        return r
+    if len(args) != (2 if name == "multiply" else 1):
+        return r
+    info = np.finfo(np.float32 if dtype.itemsize == 8 else np.float64)
+    bound = float(info.tiny) * 2.0 ** (info.nmant + 1)
+    x = [jnp.asarray(v).astype(dtype) for v in args]
+    a, b = x if len(x) == 2 else (x[0], x[0])
+    ok = True
+    for u in (jnp.real(a), jnp.imag(a)):
+        for v in (jnp.real(b), jnp.imag(b)):
+            ok = ok & (~(jnp.abs(u * v) < bound) | (u == 0) | (v == 0))
+    require_each(ok, _COMPLEX.format(op=name, bound=bound))
+    return r
 
 
 def _rerun(fn: Any, args: tuple, params: dict, result: Any, replaced: dict[int, Any]) -> Any:
@@ -502,6 +555,9 @@ def unchecked(node: Any) -> str | None:
         return literal
     if not _float_result(node):
         return None
+    if node.op in COMPLEX_DECLARED and node.dtype is not None \
+            and np.dtype(node.dtype).kind == "c":
+        return f"no run-time check sees a subnormal part of the complex result of {node.op}"
     if node.op in DECLARED:
         if not node.op.startswith("linalg.") and not any(
                 isinstance(a, Node) and a.dtype is not None and np.dtype(a.dtype).kind in "fc"

@@ -109,11 +109,16 @@ class Trace:
 
     def clean(self, value: Any) -> None:
         """A flag with no node: ``value`` (tainted) holds no NaN. A NaN may be a poisoned
-        element or the user's own: either way the precise trace is run, and says which."""
-        if not hasattr(value, "dtype") or np.dtype(value.dtype).kind != "f":
+        element or the user's own: either way the precise trace is run, and says which. A
+        complex value is tested in its real and imaginary parts."""
+        if not hasattr(value, "dtype") or np.dtype(value.dtype).kind not in "fc":
             return
         jnp = self._jnp
-        self.flag(~jnp.any(jnp.isnan(value)))
+        if np.dtype(value.dtype).kind == "c":
+            nan = jnp.isnan(jnp.real(value)) | jnp.isnan(jnp.imag(value))
+        else:
+            nan = jnp.isnan(value)
+        self.flag(~jnp.any(nan))
 
     def merged(self) -> None:
         """Add the merged masks' flags (one per shape, no node: see :meth:`require_each`)."""
