@@ -250,6 +250,14 @@ def test_a_sum_of_a_transposed_input_that_reaches_the_bound_is_numpys_in_its_lay
     assert np.all(np.isfinite(want))
 
 
+@pytest.mark.parametrize("chunks", [(8, 1), (4, 2)], ids=str)
+def test_a_sum_of_an_f_ordered_copy_that_reaches_the_bound_is_numpys_in_its_layout(chunks):
+    # x.copy(order="F") of a C-ordered x: NumPy adds its contiguous columns pairwise (0)
+    want = _numpys_bits(lambda x: x.copy(order="F").sum(0), [np.ascontiguousarray(_F_ORDERED)],
+                        chunks)
+    assert np.array_equal(want, [0, 0])
+
+
 def _cancelling_rows():
     rng = np.random.default_rng(3)
     big = rng.standard_normal(2000) * 1e16

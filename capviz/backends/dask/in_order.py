@@ -81,7 +81,8 @@ _PERMUTE = frozenset(("transpose", "swapaxes", "moveaxis", "rollaxis", "matrix_t
 """Views whose result is their operand's axes in another order (or with axes of length one
 taken away or added)."""
 _VIEWS = frozenset(("getitem", "flip", "fliplr", "flipud", "rot90", "broadcast_to",
-                    "broadcast_arrays", "diagonal", "index", "take", "real", "imag"))
+                    "broadcast_arrays", "diagonal", "linalg.diagonal", "index", "take", "real",
+                    "imag", "view", "lib.stride_tricks.sliding_window_view"))
 """Ops whose result may be a strided, flipped or broadcast view: a layout NumPy's loops see
 that no order of the axes describes."""
 
@@ -130,14 +131,20 @@ class Layouts:
             return (view, words) if view is not None else (None, words)
         if node.op in _VIEWS:
             return None, words
+        elementwise = node.op in traits.ELEMENTWISE or isinstance(getattr(np, node.op, None),
+                                                                    np.ufunc)
+        asked = node.params.get("order")
+        if asked in ("C", "F") and elementwise and not unknown:  # x.copy(order="F")
+            return (c if asked == "C" else c[::-1]), words
+        if asked not in (None, "C", "K", "A"):
+            return None, words  # reshape(order="F"): a view or copy in F order
         if unknown:
             return None, unknown[0]
         if all(o == tuple(range(len(a.shape or ()))) for o, _, a in operands):
             return c, words  # computed from C-ordered values (strided ones too): C order
-        elementwise = node.op in traits.ELEMENTWISE or isinstance(getattr(np, node.op, None),
-                                                                    np.ufunc)
         full = [(o, w, a) for o, w, a in operands if len(a.shape or ()) > 0]
-        if elementwise and all(o == full[0][0] and a.shape == node.shape for o, _, a in full):
+        shared = all(o == full[0][0] and a.shape == node.shape for o, _, a in full)
+        if elementwise and asked != "A" and shared:
             return tuple(full[0][0]), full[0][1]  # K order: the operands' common layout
         return None, next(w for o, w, a in operands if o != tuple(range(len(a.shape or ()))))
 
