@@ -24,20 +24,35 @@ included) rounds each of its ``n`` partial sums to float16, and such a running s
 where the terms fall below half its spacing (5,000 ones: 2048 in NumPy, 5000 in jax.numpy,
 which adds in float32): there ``eps`` is ``n`` times float16's (``n`` the length of the
 reduced axes), so the sum fails unless it is short, and the message names the fix,
-``dtype=np.float32``. Infinite or
+``dtype=np.float64``. Infinite or
 NaN terms give the same result in every order (the infinity, or NaN) and pass, unless the
 finite terms' magnitudes add up past the type's largest value (a partial sum may overflow to
 the other infinity in one order and not in another); an output that is not finite from finite
 terms fails, for the same reason.
 
-Why one rounding, and not the worst case of an order of summation (``(n - 1) * eps / 2 * S``,
-which bounds the error of every order): it refuses every float32 sum of more than 840 terms
-of one sign, whose results agree with NumPy's to 1e-6 in practice. Measured (float32 and float64,
-sums of 1e4 to 1e6 terms, NumPy's ``np.sum`` against ``jax.jit(jnp.sum)`` on a CPU):
-``eps * S`` exceeded the actual difference by 1.5x (sorted uniform values about 0) to 100x in
-every case, cancelling ones (sorted, reversed, repeated 0.1) included, and the check fails
-float32 sums of unit values of both signs only near 0 (about 4% of them at 1e4 terms, 36% at
-1e5). The fix it names, ``dtype=np.float64``, passes those: the check is then float64's.
+**Which order, which bound.** NumPy adds the terms of one output pairwise where they lie along
+its inner loop: a reduction along the last axis, or over all axes (:func:`_pairwise`). There
+its error stays near ``log2(n)`` roundings, and one rounding, ``eps * S``, bounds the
+difference from XLA's order: measured (float32 and float64, contiguous sums of 1e4 to 1e6
+terms, NumPy's ``np.sum`` against ``jax.jit(jnp.sum)`` on a CPU), ``eps * S`` exceeded the
+actual difference by 1.5x (sorted uniform values about 0) to 100x in every case, cancelling
+ones (sorted, reversed, repeated 0.1) included. Everywhere else NumPy keeps a running sum,
+one term after another: along an axis that is not the last (row after row), and in every
+cumulative sum. Each add rounds, and where the terms are small against the running sum the
+roundings go one way: 512 then 9,999 terms of 0.75 of its float32 ulp give 512.6103 in NumPy,
+512.4578 (exact) in XLA, 2,500 times ``eps * S`` apart; a float32 column mean of 1e6 values
+near 1 is 0.4% off (the hostile review 2, finding 10). There the bound is ``n`` roundings,
+``n * eps * S`` (``n`` the length of the reduced axes), which covers the ``(n - 1) * eps / 2 *
+S`` of the running sum and XLA's own rounding. What it costs: a float32 running sum of more
+than about 840 terms of one sign fails (``n * eps`` passes ``rtol``), a float64 one only past
+about 4e11 terms or where it cancels; the message names the fix, ``dtype=np.float64``. A
+layer norm's mean is along the last axis: GPT-2 keeps one rounding. The check cannot see
+NumPy's memory layout: an operand that is not C-ordered in NumPy (a transposed array summed
+along its last axis) is added row by row there and held to one rounding here (open).
+
+The float32 sums of unit values of both signs along the last axis fail near 0 (about 4% of
+them at 1e4 terms, 36% at 1e5). The fix the message names, ``dtype=np.float64``, passes
+those: the check is then float64's.
 
 The contractions that are sums of products (``convolve``, ``correlate``, ``polymul``) take the
 worst case of their ``n`` products (:func:`sums_of_products`, which XLA's convolution runs with
@@ -92,8 +107,7 @@ _ROWS = ("np.{op}: NumPy adds the terms of this sum one after another ({why}), r
          "of its {n} partial sums to {dtype}, and XLA in another order: {n} roundings of the "
          "terms' total magnitude ({eps:.3g} of it) reach beyond the tolerance of the result, so "
          "NumPy's value and XLA's may differ there (a {dtype} running sum stalls where its "
-         "terms fall below half its spacing); replay with backend='numpy', or sum in "
-         "{wider} (dtype=np.{wider})")
+         "terms fall below half its spacing); replay with backend='numpy'{fix}")
 _PRODUCTS = ("a {what} whose sums of products overflow or cancel: NumPy's order of summation "
              "and XLA's fused multiply-adds give other values there beyond the tolerance; "
              "replay with backend='numpy'")
@@ -166,11 +180,13 @@ def _sum_cancels(jnp: Any, name: str, label: str, fn: Callable, args: tuple, par
     rtol, atol = tolerance(real)
     eps = float(np.finfo(wide).eps)
     message = _SUM.format(op=label, eps=eps)
-    if wide == np.float16:  # NumPy rounds each of the n partial sums to float16 (row by row)
+    if not _pairwise(name, params, a):  # NumPy rounds each of the n partial sums (row by row)
         n = _terms(name, params, a)
         eps *= n
-        message = _ROWS.format(op=label, why=_why(name), n=n, dtype=wide, eps=eps,
-                               wider=_WIDER[wide])
+        wider = _WIDER.get(np.dtype(out.type(0).astype(wide).dtype) if out.kind != "c"
+                           else out)
+        fix = "" if wider is None else f", or sum in {wider} (dtype=np.{wider})"
+        message = _ROWS.format(op=label, why=_why(name), n=n, dtype=wide, eps=eps, fix=fix)
     fits = nonfinite = kept = None
     for part in ((jnp.real, jnp.imag) if out.kind == "c" else (None,)):
         terms = (a if part is None else part(a)).astype(wide)
@@ -189,9 +205,10 @@ def _sum_cancels(jnp: Any, name: str, label: str, fn: Callable, args: tuple, par
     require_each(fits & (nonfinite | kept), message)
 
 
-_WIDER = {np.dtype(np.float16): "float32", np.dtype(np.float32): "float64",
-          np.dtype(np.float64): "float64"}
-"""The type whose ``dtype=`` the message of a sum added one row after another names."""
+_WIDER = {np.dtype(np.float16): "float64", np.dtype(np.float32): "float64",
+          np.dtype(np.complex64): "complex128"}
+"""The type whose ``dtype=`` the message of a sum added one row after another names (none for
+float64 and complex128)."""
 
 
 def _why(name: str) -> str:
@@ -216,18 +233,25 @@ def _terms(name: str, params: dict, a: Any) -> int:
 
 
 def _in_float32(name: str, params: dict, a: Any) -> bool:
-    """Whether NumPy adds float16 terms of this sum in float32, rounding once: a mean
-    (NumPy's ``_mean`` sums in float32), or a sum along the last axis or all of them."""
+    """Whether NumPy adds float16 terms of this sum in float32: a mean (NumPy's ``_mean`` sums
+    in float32, in the order of :func:`_pairwise`), or a sum it adds pairwise (rounding once)."""
     if name in MEANS:
         return True
-    if name not in _PAIRWISE:
+    return name in _PAIRWISE and _pairwise(name, params, a)
+
+
+def _pairwise(name: str, params: dict, a: Any) -> bool:
+    """Whether NumPy adds the terms of each output of this sum pairwise (its inner loop, along
+    the last axis of a C-ordered operand, or over all of them): else one after another, a
+    running sum (a cumulative sum; a reduction along other axes, row after row)."""
+    if name in SEQUENTIAL:
         return False
     axis = params.get("axis", 0 if name == "ufunc_reduce" else None)
     ndim = len(a.shape)
     if name == "trace" or axis is None or ndim < 2:
         return True
-    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    return {int(k) % ndim for k in axes} == {ndim - 1}
+    axes = {int(k) % ndim for k in (tuple(axis) if isinstance(axis, (tuple, list)) else (axis,))}
+    return axes in ({ndim - 1}, set(range(ndim)))
 
 
 def sums_of_products(jnp: Any, got: Any, a: Any, v: Any, combine: Callable, n: int,
