@@ -290,3 +290,25 @@ def test_a_sum_of_values_never_negative_is_not_checked():
     within_tolerance(lambda a: np.mean(a ** 2, axis=0), [np.array([[1e154, 1.0], [1e154, 2.0]])])
     fails_on_jax(lambda a: np.sum(a * 1.0), [np.array([1e308, 1e308, -1e308])],
                  CANCELS.format(op="sum"), "sum")
+
+
+@pytest.mark.parametrize("name, says", [
+    ("np.sum", "tolerance, sums checked (else fails at the node)"),
+    ("np.cumsum", "tolerance, sums checked (else fails at the node)"),
+    ("np.mean", "tolerance, sums checked (else fails at the node)"),
+    ("np.correlate", "tolerance, sums checked (else fails at the node)"),
+    ("np.std", "tolerance, sums not checked (may differ beyond it)"),
+    ("np.var", "tolerance, sums not checked (may differ beyond it)"),
+    ("np.einsum", "tolerance, sums not checked (may differ beyond it)"),
+    ("np.matmul", "tolerance, sums not checked (may differ beyond it)"),
+    ("np.exp", "tolerance")])
+def test_the_coverage_table_says_what_is_checked_of_a_sum_on_jax(name, says):
+    """Review 2, finding 26: the JAX column said "tolerance" for sums that differed beyond it
+    (np.std 40% off, einsum "i->" -128 for NumPy's 192): it says what is checked."""
+    from pathlib import Path
+
+    from capviz.numpy_api.coverage import engines
+
+    assert engines(name)[0] == says
+    page = Path(__file__).resolve().parents[1] / "docs" / "numpy-coverage.md"
+    assert f"| `{name}` | captured | {says} |" in page.read_text(encoding="utf-8")

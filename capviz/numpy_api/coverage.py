@@ -19,6 +19,7 @@ import numpy as np
 import numpy.lib.stride_tricks
 
 from capviz import ops
+from capviz.backends.jax import cancellation
 from capviz.backends.jax.ops import UNSUPPORTED as JAX_REFUSED
 from capviz.backends.jax.subnormals import DECLARED as JAX_UNCHECKED
 from capviz.numpy_api import methods, reads
@@ -202,6 +203,10 @@ def engines(name: str) -> tuple[str, str]:
         jax = "refused"
     elif op in JAX_UNCHECKED:  # XLA may flush a subnormal it makes, and no check sees it
         jax = "refused (arithmetic='xla': tolerance)"
+    elif op in cancellation.CHECKED:  # its sums checked at run time
+        jax = "tolerance, sums checked (else fails at the node)"
+    elif op in cancellation.UNCHECKED:
+        jax = "tolerance, sums not checked (may differ beyond it)"
     else:  # XLA moves and selects elements exactly; it computes new ones its own way
         jax = "exact" if word in _MOVES else "tolerance"
     if word is None:
@@ -267,7 +272,15 @@ def markdown() -> str:
         "float or complex results (`np.linalg`) or operands (the others): XLA flushes the "
         "subnormal floats it may make to zero and no run-time check sees them; "
         "`arithmetic='xla'` runs it within the tolerance, with XLA's flush), *its ops* "
-        "(recorded as several ops). "
+        "(recorded as several ops). In the JAX column, *tolerance, sums checked (else fails "
+        "at the node)*: a sum XLA adds in another order is checked at run time where it may "
+        "leave the tolerance (it cancels, or NumPy adds it row by row: one rounding of its "
+        "terms' total magnitude for NumPy's pairwise sums, `n` for its running sums) and "
+        "fails at its node there; *tolerance, sums not checked (may differ beyond it)*: "
+        "variances and the contractions of linear algebra add in XLA's order with no check, "
+        "and where their sums cancel or NumPy runs them row by row an output can differ "
+        "beyond the tolerance (open: `capviz/backends/jax/cancellation.py`, "
+        "docs/guide/replay.md). "
         "Where XLA's arithmetic differs from NumPy's on some values (complex infinities, "
         "float16 overflow, casts out of range...), the JAX replay checks those values and "
         "fails at the node instead: docs/guide/replay.md, \"Where an engine's arithmetic "

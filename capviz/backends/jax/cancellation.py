@@ -91,6 +91,17 @@ SUMS = frozenset(("sum", "mean", "nansum", "nanmean", "cumsum", "nancumsum", "cu
 SEQUENTIAL = frozenset(("cumsum", "nancumsum", "cumulative_sum", "ufunc_accumulate"))
 """Those of :data:`SUMS` NumPy adds one term after another along any axis (its running sum)."""
 
+CHECKED = SUMS | frozenset(("convolve", "correlate", "polymul"))
+"""Ops whose sums are checked (:func:`checked`, :func:`sums_of_products`): each output replays
+within the tolerance or fails at its node (the JAX column of docs/numpy-coverage.md)."""
+
+UNCHECKED = frozenset(("var", "std", "nanvar", "nanstd", "einsum", "matmul", "dot", "vdot",
+                       "tensordot", "linalg.tensordot", "inner", "vecdot", "linalg.vecdot",
+                       "matvec", "vecmat", "linalg.multi_dot", "linalg.trace"))
+"""Ops that add in XLA's order with no check of their sums (open): where a sum cancels or runs
+row by row in NumPy, an output can differ beyond the tolerance, silently (the hostile review 2,
+finding 11)."""
+
 MEANS = frozenset(("mean", "nanmean"))
 """Those of :data:`SUMS` dividing the sum by the count of its terms."""
 
