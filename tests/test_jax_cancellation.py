@@ -171,6 +171,20 @@ def test_a_float16_running_sum_that_stalls_fails_at_the_node(fill, numpys):
         fix=FIX64), "ufunc_accumulate")
 
 
+def test_a_short_float16_column_sum_is_held_to_its_partial_sums_not_n_roundings():
+    """A float16 sum along a non-last axis short enough that n * u < 1/2 is held to NumPy's
+    first-order bound, u * sum_k |p_k| of its partial sums: 30 unit normal rows (the contract
+    example, refused by n roundings of the terms' magnitudes) replay within float16's tolerance;
+    1,000 rows of 0.1, where NumPy's rounded running sum drifts to 105.2, still fail."""
+    rows = np.random.default_rng(0).standard_normal((30, 4)).astype(np.float16)
+    within_tolerance(lambda a: np.sum(a, axis=0), [rows], rtol=1e-2, atol=1e-1)
+    within_tolerance(lambda a: np.cumsum(a, axis=0), [rows], rtol=1e-2, atol=1e-1)
+    drifting = np.full((1000, 2), 0.1, np.float16)
+    assert np.sum(drifting, axis=0)[0] == np.float16(105.2)
+    fails_on_jax(lambda a: np.sum(a, axis=0), [drifting], ROWS.format(
+        op="sum", why=ROW_BY_ROW, n=1000, dtype="float16", fix=FIX64), "sum")
+
+
 def _stalling(n: int = 10_000) -> np.ndarray:
     """The review's j9.py/j14.py columns: 512, then n - 1 terms of 0.75 of its float32 ulp.
     NumPy's running sum rounds each add up (512.6103), XLA's tree is exact (512.4578):
