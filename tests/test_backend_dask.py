@@ -16,6 +16,8 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 distributed = pytest.importorskip("distributed")
 
+from helpers.dask_scheduler import CountingScheduler  # noqa: E402
+
 from capviz.backends import registry  # noqa: E402
 from capviz.backends.dask import backend as dask_backend  # noqa: E402
 from capviz.ops import table as ops  # noqa: E402
@@ -27,17 +29,6 @@ def _bits_equal(got, expected):
     got, expected = np.asarray(got), np.asarray(expected)
     assert got.dtype == expected.dtype and got.shape == expected.shape
     assert np.ascontiguousarray(got).tobytes() == np.ascontiguousarray(expected).tobytes()
-
-
-class CountingScheduler:
-    """The threaded scheduler, counting the graphs it is asked to run."""
-
-    def __init__(self):
-        self.calls = 0
-
-    def __call__(self, dsk, keys, **kwargs):
-        self.calls += 1
-        return dask.threaded.get(dsk, keys, **kwargs)
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from capviz.backends import registry
 pytest.importorskip("dask")
 import dask
 import dask.array as da
+from helpers.dask_scheduler import CountingScheduler
 
 from capviz.backends.dask import backend as dask_backend
 from capviz.backends.dask.overflow import OrderMatters
@@ -325,17 +326,6 @@ def test_a_product_in_numpys_order_keeps_its_other_axes_chunked_and_numpys_bits(
     for name, w in zip(graph.outputs, want):
         assert np.array_equal(got[name], w, equal_nan=True)
     assert lazy["out0"].chunks == ((3, 3), (3, 2))  # what the lazy replay builds: chunked
-
-
-class CountingScheduler:
-    """The threaded scheduler, counting the graphs it is asked to run."""
-
-    def __init__(self):
-        self.calls = 0
-
-    def __call__(self, dsk, keys, **kwargs):
-        self.calls += 1
-        return dask.threaded.get(dsk, keys, **kwargs)
 
 
 def test_ordinary_values_over_several_chunks_are_computed_once():
