@@ -40,10 +40,12 @@ class Place:
     """One name the captured function can rebind: an object's attribute, a module global,
     a closure cell, a list or dict item; what it held when the scope opened."""
 
-    __slots__ = ("holder", "key", "kind", "label", "value")
+    __slots__ = ("holder", "inner", "key", "kind", "label", "value")
 
-    def __init__(self, kind: str, holder: Any, key: Any, label: str, value: Any) -> None:
+    def __init__(self, kind: str, holder: Any, key: Any, label: str, value: Any,
+                 inner: bool = False) -> None:
         self.kind, self.holder, self.key, self.label, self.value = kind, holder, key, label, value
+        self.inner = inner  # inside a container: refused only where the capture read its array
 
     def get(self) -> Any:
         if self.kind == "attribute":
@@ -91,7 +93,7 @@ def _inside(value: Any, label: str, depth: int, seen: set[int]) -> list[Place]:
         return []
     places = []
     for key, inner, kind, item in items:
-        places.append(Place(kind, value, key, inner, item))
+        places.append(Place(kind, value, key, inner, item, inner=True))
         places += _inside(item, inner, depth - 1, seen)
     return places
 
@@ -146,17 +148,36 @@ def note(fn: Callable | None) -> list[Place]:
 
 def put_back(places: list[Place], recorder: Any) -> None:
     """Put the original object back in every place that holds a tensor of ``recorder`` now,
-    each refused (queued on ``recorder.pending``) at the line of the op that made it."""
+    each refused (queued on ``recorder.pending``) at the line of the op that made it. A place
+    inside a container (``self.ws[0]``) counts only where the capture read the array it held
+    (a functional update of it): a scratch list the function fills with its own values
+    (``calls.append(row)``) is not a rebinding."""
+    read = None
     for place in places:
         found = place.get()
         if type(found) is not Tensor or found._trace is not recorder or found is place.value:
             continue
+        if place.inner:
+            if read is None:
+                read = {id(ref()) for ref in recorder.graph.constant_origins.values()}
+            if not _read_by_capture(place.value, read):
+                continue
         place.put_back()
         source = found._data.source
         text = line_code(linecache.getline(source[0], source[1])) if source else ""
         message = explain(Failure("unsupported_op", REBOUND, place.label, source,
                                   UserCode("other", shorten(text)), None, _reason(text)))
         recorder.pending.append(("unsupported_op", REBOUND, message, source))
+
+
+def _read_by_capture(value: Any, read: set[int]) -> bool:
+    """Whether ``value`` is an ndarray whose memory the capture read as a constant."""
+    if not isinstance(value, np.ndarray):
+        return False
+    root = value
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return id(root) in read
 
 
 def _reason(text: str) -> str:
