@@ -18,12 +18,12 @@ from capviz.capture import (
     CaptureDevice,
     CaptureScope,
     Spec,
-    capture,
     constant,
     is_capturing,
     name_scope,
     spec,
 )
+from capviz.capture_fn import capture
 from capviz.core.errors import (
     BackendUnavailableError,
     BoundaryError,

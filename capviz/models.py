@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from capviz.capture import capture, name_scope, spec
+from capviz.capture import name_scope, spec
+from capviz.capture_fn import capture
 
 
 def mlp_weights(sizes: tuple[int, ...] = (8, 16, 16, 4), seed: int = 0) -> list[tuple]:

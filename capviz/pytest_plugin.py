@@ -169,7 +169,7 @@ def capviz_graph() -> Callable[..., CapturedGraph]:
 
     A graph with error-level violations is not complete; the fixture says so with an
     :class:`IncompleteGraphWarning` (shown in pytest's warnings summary) listing them."""
-    from capviz.capture import capture
+    from capviz.capture_fn import capture
 
     def make(fn: Callable, *specs: Any, **options: Any) -> CapturedGraph:
         __tracebackhide__ = True

@@ -1,0 +1,222 @@
+"""The function form :func:`capture`: ``cv.capture(fn, *specs)``.
+
+It opens a :class:`~capviz.capture.CaptureScope` around one call of ``fn``, declares its inputs
+from ``fn``'s parameters and its outputs from what ``fn`` returns (a nested tuple or list, a
+dict, an ndarray or number NumPy computed from no tensor), and, when the first capture made
+array states, captures ``fn`` a second time with other values planted in them
+(:mod:`capviz.trace.recapture`), refusing on the first graph what differs. The scope form and
+the boundaries are :mod:`capviz.capture`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dis
+import inspect
+import linecache
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from capviz.capture import CaptureDevice, CaptureScope
+from capviz.core.errors import CapvizError, UnsupportedOperationError
+from capviz.core.user_code import UserCode, shorten
+from capviz.core.violations import Failure, explain, make_error
+from capviz.devices import Device, default_device
+from capviz.graph import CapturedGraph
+from capviz.trace import recapture, state
+from capviz.trace.tensor import Tensor
+
+_CONSTANT_OUTPUTS = (np.ndarray, bool, int, float, complex)
+
+
+def _function_output(scope: CaptureScope, value: Any, name: str) -> None:
+    """One result of the function form: a nested tuple or list gives ``name_0``, ``name_1``...
+    (``np.histogramdd``'s ``(hist, [edges...])``); an ndarray or a number the function returns
+    (a result NumPy computed from no tensor: ``np.ones(3)``, ``np.poly`` of no roots is
+    ``1.0``) is recorded as a constant output, its value as ``np.asarray`` gives it."""
+    recorder = scope.recorder
+    if isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            _function_output(scope, item, f"{name}_{i}")
+    elif type(value) is np.ndarray and recorder.states and state.find(recorder, value):
+        scope.output(Tensor(state.read(recorder, value), recorder), name)  # its written value
+    elif type(value) in _CONSTANT_OUTPUTS or isinstance(value, np.generic):
+        if recorder.poisoned and state.poisoned(np.asarray(value)):
+            _refuse_returned(scope, value)
+        if type(value) is int and np.asarray(value).dtype == object:
+            raise UnsupportedOperationError(
+                f"output {name!r}{_returned_by(scope)} is the Python int {value}, which no "
+                "NumPy integer dtype holds (eager NumPy would make it an object array); "
+                "return float(value) or np.float64(value), or compute it outside the capture")
+        recorded = scope.constant(np.asarray(value), name=name)
+        if recorder.states and (recorder.twice or recorder.others is not None):  # (see below)
+            _at_return(scope, recorded)
+        scope.output(recorded, name)
+    else:
+        scope.output(value, name)
+
+
+def _at_return(scope: CaptureScope, tensor: Tensor) -> None:
+    """Give the constant of a returned value ``fn``'s ``return`` line, when its code has one:
+    the second capture's comparison refuses a value NumPy computed from a written state there
+    (the first capture wrote finite values, not the NaN mark, into the state's memory)."""
+    code = getattr(_plain_function(scope._entry_function), "__code__", None)
+    line = _return_line(code) if code is not None else None
+    if line is not None:
+        tensor._data.source = (code.co_filename, line, code.co_name)
+
+
+def _refuse_returned(scope: CaptureScope, value: Any) -> None:
+    """Refuse a returned value NumPy computed from a written state (its memory held the NaN
+    mark) at ``fn``'s ``return`` line, when its code has one (the caller's line else)."""
+    recorder = scope.recorder
+    code = getattr(_plain_function(scope._entry_function), "__code__", None)
+    line = _return_line(code) if code is not None else None
+    if line is None:
+        state.refuse_poisoned(recorder, value)
+    names = [s.node.name or "an ndarray from outside" for s in recorder.states.values()
+             if s.poisoned]
+    source = (code.co_filename, line, code.co_name)
+    text = recapture.line_code(linecache.getline(code.co_filename, line))
+    reason = (f"the returned value was computed by NumPy's own operators from "
+              f"{' or '.join(names)} after the capture wrote it, and NumPy read its memory, "
+              "which the capture does not change; write the return through a tensor: "
+              "a local name (W = self.W; W += g; return W * 2.0), whose += rebinds it to the "
+              "written tensor")
+    message = explain(Failure("unsupported_op", "a value NumPy computed from a written ndarray",
+                              "", source, UserCode("other", shorten(text)), None, reason))
+    recorder.violation("unsupported_op", "a value NumPy computed from a written ndarray",
+                       message, source)
+    raise make_error(recorder.graph.violation_records[-1], recorder.graph)  # record mode
+
+
+def _plain_function(fn: Any) -> Any:
+    while callable(getattr(fn, "func", None)):  # functools.partial
+        fn = fn.func
+    return getattr(fn, "__func__", fn)
+
+
+def _return_line(code: Any) -> int | None:
+    """The line of the one ``return <value>`` statement of ``code`` (``None`` when it has
+    none or several)."""
+    lines = set()
+    for instruction in dis.get_instructions(code):
+        if instruction.opname in ("RETURN_VALUE", "RETURN_CONST") and \
+                instruction.positions is not None and instruction.positions.lineno:
+            lines.add(instruction.positions.lineno)
+    return lines.pop() if len(lines) == 1 else None
+
+
+def _returned_by(scope: CaptureScope) -> str:
+    """`` returned by f at file:line`` for the function form's function (its definition)."""
+    fn = getattr(scope, "_entry_function", None)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ""
+    return f" returned by {code.co_name} ({code.co_filename}:{code.co_firstlineno})"
+
+
+def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "raise",
+            rng: Device | None = None, device: CaptureDevice | None = None,
+            global_random: str = "generator") -> CapturedGraph:
+    """Capture ``fn`` called on inputs of the given specs, like ``jax.make_jaxpr``.
+
+    Inputs are named after ``fn``'s parameters; outputs ``out`` (one result), ``out0``,
+    ``out1``... (a tuple or list; a nested one gives ``out1_0``, ``out1_1``...) or the keys of a
+    returned dict. A returned ndarray or number (computed from no tensor) is recorded as a
+    constant output. ``live``, ``on_violation``,
+    ``rng`` and ``global_random`` are those of :class:`CaptureScope`.
+
+    A spec may be an example array (or an eager tensor): its shape and dtype make the input,
+    and its values let the captured code read values. ``if np.any(t):``, ``int(t)``,
+    ``float(t)``, ``t.item()``, ``t.tolist()`` return the example's value and record a guard
+    that every replay checks (:class:`GuardError` for inputs that take another branch);
+    ``x[mask]``, ``np.nonzero``, ``np.unique`` give their result a size symbol (``n0``).
+    Values are computed only when read (docs/guide/values.md).
+
+    ``fn`` runs twice when it writes an outside array (a state, docs/guide/state.md), as
+    ``jax.jit`` may trace more than once: a second capture, with other values in the states'
+    arrays, finds what NumPy's own code computed from them outside the capture's sight and
+    refuses it at its line. Python side effects of ``fn`` (a print, a list appended to,
+    ``next()`` of an iterator) happen at capture time, twice. Every array is put back.
+
+    Raises:
+        CaptureError: as the scope form; the exception's ``graph`` holds the partial graph.
+    """
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    if len(names) < len(specs):
+        names += [f"arg{i}" for i in range(len(names), len(specs))]
+    cap = device or CaptureDevice(getattr(fn, "__name__", None))
+    drawn = rng or default_device()
+    draws = drawn._draws  # where its draw indices stand: a second capture draws the same ones
+    scope = cap.capture_scope(live=live, on_violation=on_violation, rng=rng,
+                              global_random=global_random)
+    scope._twice = True  # a second capture follows when it writes arrays: finite fills
+    _run(scope, fn, names, specs)
+    graph = scope.graph
+    if graph.complete and recapture.writes_arrays(graph) and not any(
+            v.level == "error" for v in graph.violation_records):
+        error = _capture_again(fn, names, specs, graph, cap, (drawn, draws), global_random)
+        if error is not None and on_violation == "raise":
+            raise error
+    return graph
+
+
+def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple) -> None:
+    """Capture ``fn`` on inputs of ``specs`` named ``names`` in ``scope``; an error carries
+    the partial graph."""
+    scope._entry_function = fn  # generator objects are looked for from fn, not from here
+    try:
+        with scope:
+            args = [scope.input(n, s) for n, s in zip(names, specs)]
+            result = fn(*args)
+            if isinstance(result, dict):
+                for key, value in result.items():
+                    _function_output(scope, value, str(key))
+            elif isinstance(result, (tuple, list)):
+                for i, value in enumerate(result):
+                    _function_output(scope, value, f"out{i}")
+            else:
+                _function_output(scope, result, "out")
+            del result  # an array made by the call is dead at exit: no state (trace/state.py)
+    except BaseException as err:
+        if scope.recorder is not None and getattr(err, "graph", None) is None:
+            with contextlib.suppress(AttributeError, TypeError):
+                err.graph = scope.recorder.graph
+        raise
+
+
+def _capture_again(fn: Callable, names: list[str], specs: tuple, graph: CapturedGraph,
+                   cap: CaptureDevice, draws: tuple[Device, int], global_random: str
+                   ) -> CapvizError | None:
+    """Capture ``fn`` a second time with other values in the states' live arrays
+    (:mod:`capviz.trace.recapture`), put every array back, and refuse on ``graph`` what
+    differs: the error, recorded on ``graph``, or ``None``. The second capture draws the
+    same indices from the rng device, notifies no observer and warns nothing."""
+    drawn, before = draws
+    after = drawn._draws
+    others = recapture.OtherValues(graph)
+    second = cap.capture_scope(rng=drawn, global_random=global_random)
+    second._quiet = True
+    second._others = others
+    failure: Exception | None = None
+    try:
+        others.plant()
+        drawn._draws = before
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                _run(second, fn, names, specs)
+            except Exception as err:  # another path with other values: refused below
+                failure = err
+    finally:
+        drawn._draws = after
+        written = others.restore()
+    return recapture.difference(graph, second.graph if second.recorder else None, others,
+                                written, failure)
