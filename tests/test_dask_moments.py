@@ -16,7 +16,7 @@ import dask
 import dask.array as da
 from helpers.dask_scheduler import CountingScheduler
 
-from capviz.backends.dask import backend as dask_backend
+from capviz.backends.dask import tasks as dask_tasks
 from capviz.backends.dask.overflow import OrderMatters
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -421,7 +421,7 @@ def test_a_lazy_replay_over_several_chunks_fails_the_bound_with_the_fix():
     lazy = graph.replay({"a": values}, backend="dask", chunks=chunks, compute=False)["out"]
     with pytest.raises(cv.ReplayError) as info, np.errstate(all="ignore"):
         lazy.compute()  # no second run here: the task fails, naming the node and the fix
-    assert isinstance(info.value, dask_backend.BlockError)
+    assert isinstance(info.value, dask_tasks.BlockError)
     assert info.value.index == graph.ops[-1].index
     assert isinstance(info.value.error, OrderMatters)
     assert str(info.value) == (

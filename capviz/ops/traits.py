@@ -2,7 +2,7 @@
 
 The op table (:mod:`capviz.ops.table` and the families) says what an op computes; these sets
 say how it treats its operands, in words every engine can map to a rule of its own: the Dask
-engine reads them for its chunking rules (:data:`capviz.backends.dask.backend.RULES`), the JAX
+engine reads them for its chunking rules (:data:`capviz.backends.dask.rules.RULES`), the JAX
 engine for its accumulators and index dtypes. An op added to the table gets its traits here,
 beside the table, not in a name list inside each engine (as tinygrad's ``GroupOp`` sets sit
 beside its ``Ops``). Every ufunc of the table (:data:`capviz.ops.elementwise.UFUNCS`) is elementwise

@@ -1,6 +1,6 @@
 """Which reductions and products the Dask backend computes in NumPy's order, and when it may.
 
-A node runs in NumPy's order (``backend.accumulate``) where its float sums cannot be left to
+A node runs in NumPy's order (``reductions.accumulate``) where its float sums cannot be left to
 dask.array's tree: a node a first run of the replay found
 :class:`~capviz.backends.dask.overflow.OrderMatters` at (:data:`NODES`), a float16 product over
 a chunked contracted axis (its partial products round to float16), and

@@ -1,0 +1,237 @@
+"""The rule kinds that run an op on blocks: ``whole``, ``elementwise``, ``axis``, ``move``,
+``select``, ``gather``, ``split`` and ``sized`` (see :mod:`capviz.backends.dask.backend` for
+what each does), and the host arrays' blocks (:func:`host_blocks`).
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+from dask.array.core import elemwise, normalize_chunks
+
+from capviz import ops
+from capviz.backends.dask.shapes import check_result, expected, is_array, meta_array, unknown_shape
+from capviz.backends.dask.tasks import Call, numpy_callable, split_args
+from capviz.backends.registry import get, unsupported
+from capviz.core.errors import UnsupportedOperationError
+from capviz.ops import traits
+from capviz.ops.ufunc_methods import refuse_not_a_fold
+
+HOST = "capviz-host-"
+"""Name prefix of the dask arrays made from host arrays (inputs and constants)."""
+
+def host_blocks(array: np.ndarray, chunks: Any) -> Any:
+    """``array`` as a dask array whose blocks are views of it (``da.from_array`` copies the
+    whole array first, a second copy of every input; a memory-mapped array would be read)."""
+    chunks = normalize_chunks(chunks, array.shape, dtype=array.dtype)
+    name = HOST + uuid.uuid4().hex  # no hash of the data (tokenize reads every byte)
+    numblocks = tuple(len(c) for c in chunks)
+    graph = {}
+    for index, where in zip(np.ndindex(*numblocks), da.core.slices_from_chunks(chunks)):
+        graph[(name, *index)] = array[where] if where else array[...]
+    return da.Array(graph, name, chunks, dtype=array.dtype,
+                    meta=meta_array(array.shape, array.dtype))
+
+
+
+
+def whole(op: ops.Op, args: tuple, params: dict) -> Any:
+    """The op's NumPy function on its operands gathered into one block (one task)."""
+    fn = numpy_callable(op)
+    out = expected(op, args, params)
+    template, slots, arrays = split_args(args)
+    # each operand as the one task of its single block: handing dask.delayed the arrays
+    # themselves unpacks their whole graphs at every step, so a chain of whole ops (a loop of
+    # writes) took time exponential in its length
+    blocks = [one_block(a) for a in arrays]
+    task = dask.delayed(Call(fn, template, slots, params), pure=True)(*blocks)
+    if not op.multi:
+        shape, dtype = out
+        return da.from_delayed(task, shape, dtype=dtype, meta=meta_array(shape, dtype))
+    return tuple(da.from_delayed(task[k], shape, dtype=dtype, meta=meta_array(shape, dtype))
+                 for k, (shape, dtype) in enumerate(out))
+
+
+def one_block(array: Any) -> Any:
+    """``array`` as one ``Delayed`` (its blocks concatenated into one task), its graph kept as
+    it is (not optimized: optimizing it again at every step would cost as much)."""
+    if array.npartitions != 1 and unknown_shape(array.shape):  # blocks of unknown lengths
+        blocks = array.to_delayed(optimize_graph=False)
+        return dask.delayed(np.block, pure=True)(blocks.tolist())
+    if array.npartitions != 1:
+        array = array.rechunk(tuple((size,) for size in array.shape) or ())
+    (block,) = array.to_delayed(optimize_graph=False).ravel()
+    return block
+
+
+def elementwise(op: ops.Op, args: tuple, params: dict) -> Any:
+    """The op's NumPy function on each block (blocks broadcast as the operands do)."""
+    if params.get("shape") is not None:  # np.zeros_like(x, shape=...): not x's blocks
+        return native(op, args, params)
+    fn = numpy_callable(op)
+    out = expected(op, args, params)
+    if not op.multi:
+        shape, dtype = out
+        call = functools.partial(fn, **params) if params else fn
+        return check_result(op, elemwise(call, *args, dtype=dtype), shape, dtype)
+    template, slots, arrays = split_args(args)
+    results = []
+    for k, (shape, dtype) in enumerate(out):
+        call = Call(fn, template, slots, params, pick=k)
+        results.append(check_result(op, _blockwise_all(call, arrays, shape, dtype), shape, dtype))
+    return tuple(results)
+
+
+def _blockwise_all(call: Call, arrays: list, shape: tuple, dtype: Any) -> Any:
+    nd = len(shape)
+    pairs: list = []
+    for a in arrays:
+        pairs += [a, tuple(range(nd - a.ndim, nd))]
+    return da.blockwise(call, tuple(range(nd)), *pairs, dtype=dtype,
+                        meta=meta_array(shape, dtype))
+
+
+def along_axis(op: ops.Op, args: tuple, params: dict) -> Any:
+    """The op's NumPy function per block, its axis rechunked into one chunk; ``whole`` when the
+    op reads more than one tensor or flattens (``axis=None``). ``np.arctan2.reduce`` and the
+    other reductions whose NumPy loop follows the operand's layout are refused by name."""
+    if op.name == "ufunc_reduce":
+        refuse_not_a_fold("reduce", params["ufunc"], "dask")
+    template, slots, arrays = split_args(args)
+    axis = params["axis"] if "axis" in params else traits.AXIS[op.name]
+    if len(arrays) != 1 or isinstance(axis, (tuple, list)) or axis is None or not arrays[0].ndim:
+        return whole(op, args, params)
+    x = arrays[0]
+    ax = operator.index(axis) % x.ndim
+    shape, dtype = expected(op, args, params)
+    x = x.rechunk({ax: -1})
+    call = Call(numpy_callable(op), template, slots, params)
+    rest = x.shape[:ax] + x.shape[ax + 1:]
+    if len(shape) == x.ndim and shape[:ax] + shape[ax + 1:] == rest:
+        chunks = x.chunks[:ax] + ((shape[ax],),) + x.chunks[ax + 1:]
+        result = x.map_blocks(call, chunks=chunks, dtype=dtype, meta=meta_array(shape, dtype))
+    elif shape == rest:
+        result = x.map_blocks(call, drop_axis=ax, chunks=x.chunks[:ax] + x.chunks[ax + 1:],
+                              dtype=dtype, meta=meta_array(shape, dtype))
+    else:  # the result's axes are not the operand's (percentile of several q)
+        return whole(op, args, params)
+    return check_result(op, result, shape, dtype)
+
+
+_DASK_CANNOT = (NotImplementedError, ValueError, TypeError, IndexError, AttributeError)
+
+
+def move(op: ops.Op, args: tuple, params: dict) -> Any:
+    """dask.array's own function of an op that only moves elements; ``whole`` for a case it
+    cannot do or does otherwise (checked by shape and dtype)."""
+    if op.name == "ravel" and params.get("order", "C") in ("K", "A"):
+        raise unsupported(get("dask"), op.name, f"order={params['order']!r} ravels in memory "
+                          "order, and a dask array has none (ravel with order='C' or 'F')")
+    out = expected(op, args, params)
+    try:
+        result = dask_function(op)(*args, **params)
+    except (*_DASK_CANNOT, UnsupportedOperationError):  # dask.array lacks it, or this case
+        return whole(op, args, params)
+    if not _matches(result, out):
+        return whole(op, args, params)
+    return tuple(result) if op.multi else result
+
+
+def _matches(result: Any, out: Any) -> bool:
+    results = list(result) if isinstance(out, list) else [result]
+    outs = out if isinstance(out, list) else [out]
+    if len(results) != len(outs):
+        return False
+    return all(is_array(r) and tuple(r.shape) == s and np.dtype(r.dtype) == d
+               for r, (s, d) in zip(results, outs))
+
+
+def select(op: ops.Op, args: tuple, params: dict) -> Any:
+    """dask.array's own reduction of an order-free operation (max, argmin, any...); ``whole``
+    when an operand is empty, where dask's tree reduction fails on its empty blocks but NumPy
+    gives an empty result or raises its own error (both cheap on no data)."""
+    if any(is_array(a) and 0 in a.shape for a in args):
+        return whole(op, args, params)
+    if op.name in _FLAT_ARG and params.get("axis") is None and args[0].ndim > 1 \
+            and not params.get("keepdims"):
+        # over the flattened array NumPy gives the first of equal values in C order; dask
+        # would give the first in block order: the blocks of the raveled array are in C order
+        args = (args[0].ravel(), *args[1:])
+    return native(op, args, params)
+
+
+_FLAT_ARG = frozenset(("argmax", "argmin", "nanargmax", "nanargmin"))
+
+
+def native(op: ops.Op, args: tuple, params: dict) -> Any:
+    """dask.array's own function (reductions, products); its result is checked."""
+    shape, dtype = expected(op, args, params)
+    return check_result(op, dask_function(op)(*args, **params), shape, dtype)
+
+
+def dask_function(op: ops.Op) -> Callable:
+    if op.name == "linalg.tensordot":
+        return ops.OPS["tensordot"].bind(da)
+    return op.bind(da)
+
+
+def gather(op: ops.Op, args: tuple, params: dict) -> Any:
+    """``x[idx]`` and ``np.take(x, idx, axis)``: the indexed axis of ``x`` in one chunk, the
+    NumPy function per block of ``idx`` (NumPy's own errors for an index out of range)."""
+    x, idx = args
+    axis = 0 if op.name == "index" else params.get("axis")
+    if axis is None or not is_array(x) or not is_array(idx):
+        return whole(op, args, params)
+    shape, dtype = expected(op, args, params)
+    ax = operator.index(axis) % x.ndim
+    x = x.rechunk({ax: -1})
+    x_ind = tuple(f"x{i}" for i in range(x.ndim))
+    x_ind = x_ind[:ax] + ("axis",) + x_ind[ax + 1:]
+    i_ind = tuple(f"i{j}" for j in range(idx.ndim))
+    out_ind = x_ind[:ax] + i_ind + x_ind[ax + 1:]
+    call = Call(numpy_callable(op), (None, None), (0, 1), params)
+    result = da.blockwise(call, out_ind, x, x_ind, idx, i_ind, concatenate=True, dtype=dtype,
+                          meta=meta_array(shape, dtype))
+    return check_result(op, result, shape, dtype)
+
+
+_SPLIT_AXIS = {"vsplit": 0, "dsplit": 2}
+
+
+def split(op: ops.Op, args: tuple, params: dict) -> Any:
+    """``np.split`` and its kin as slices of the operand (the pieces NumPy would make)."""
+    (x,) = args
+    out = expected(op, args, params)
+    if op.name == "unstack":
+        ax = operator.index(params.get("axis", 0)) % x.ndim
+        pieces = [x[(slice(None),) * ax + (i,)] for i in range(x.shape[ax])]
+    else:
+        if op.name == "hsplit":
+            ax = 1 if x.ndim > 1 else 0
+        else:
+            ax = _SPLIT_AXIS.get(op.name, params.get("axis", 0))
+        ax = operator.index(ax) % x.ndim
+        how = np.array_split if op.name == "array_split" else np.split
+        bounds = how(np.arange(x.shape[ax]), params["indices_or_sections"])
+        pieces = []
+        for part in bounds:  # consecutive positions (NumPy slices; [2, 1] makes an empty one)
+            start = int(part[0]) if len(part) else 0
+            pieces.append(x[(slice(None),) * ax + (slice(start, start + len(part)),)])
+    if len(pieces) != len(out):
+        raise RuntimeError(f"capviz's Dask rule for {op.name!r} made {len(pieces)} pieces "
+                           f"where NumPy makes {len(out)}")
+    return tuple(check_result(op, p, s, d) for p, (s, d) in zip(pieces, out))
+
+
+def sized(op: ops.Op, args: tuple, params: dict) -> Any:
+    """An op whose result length depends on the data: run as :func:`whole` ops are (NumPy on
+    the operands gathered into one block, one task); its rule's data-dependent lengths are
+    unknown (NaN) to Dask until computed."""
+    return whole(op, args, params)

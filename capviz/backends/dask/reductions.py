@@ -1,0 +1,115 @@
+"""The ``reduce`` and ``contract`` rule kinds: dask.array's tree reductions and blocked products,
+with NumPy's dtype, checked where the order of addition matters
+(:mod:`capviz.backends.dask.overflow`, :mod:`capviz.backends.dask.cancellation`), and computed in
+NumPy's order where it does (:mod:`capviz.backends.dask.in_order`,
+:mod:`capviz.backends.dask.moments`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from capviz import ops
+from capviz.backends.dask import cancellation, in_order, moments, overflow
+from capviz.backends.dask.kinds import along_axis, dask_function, host_blocks, whole
+from capviz.backends.dask.shapes import check_result, expected, is_array
+from capviz.backends.dask.tasks import NODE, STEPS, guard
+from capviz.backends.registry import get
+from capviz.ops import traits
+
+
+def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
+    """dask.array's tree reduction or blocked product, cast to NumPy's dtype where dask adds
+    its partial results in a wider one (int32 matmul adds in int64: the cast wraps as NumPy's
+    int32 sum does, so integer results stay exact). ``var``/``std`` and complex products run
+    as NumPy computes them (:mod:`capviz.backends.dask.moments`); a float sum over several
+    chunks is checked where an overflow could depend on the order of addition
+    (:mod:`capviz.backends.dask.overflow`), and computed as NumPy does where it could."""
+    shape, dtype = expected(op, args, params)
+    if in_order.wanted(op.name, args, params, dtype, NODE.get()):
+        host = (in_order.NODES.get() or {}).get(NODE.get())
+        if host is not None:  # an input or constant itself: NumPy's sum in its own layout
+            return whole(op, (host_blocks(host, host.shape), *args[1:]), params)
+        return in_numpy_order(op, args, params, _operand_orders())
+    if op.name in moments.MOMENTS:
+        result = moments.moment(op.name, args[0], params)
+        if result is None:
+            return whole(op, args, params)
+        return check_result(op, _checked(op, args, params, result), shape, dtype)
+    result = dask_function(op)(*args, **params)
+    if np.dtype(result.dtype) != dtype and tuple(result.shape) == shape:
+        result = result.astype(dtype)
+    if all(is_array(a) for a in args):
+        result = _checked(op, args, params, result)
+    return check_result(op, result, shape, dtype)
+
+
+def _checked(op: ops.Op, args: tuple, params: dict, result: Any) -> Any:
+    """``result`` with the checks of a sum or product over several chunks: a plain sum's
+    rounding and overflow bound per output (:mod:`capviz.backends.dask.cancellation`), the
+    others' overflow bound (:mod:`capviz.backends.dask.overflow`)."""
+    if cancellation.covers(op.name, args):  # its overflow bound too, per output
+        tolerance = get("dask").tolerance_for(result.dtype)
+        return cancellation.checked(op.name, args[0], params, result, guard, tolerance)
+    return overflow.checked(op.name, args, params, result, guard)
+
+
+def _operand_orders() -> list:
+    """The memory order NumPy gives each tensor operand of the node being built (``None``: C
+    order); :class:`~capviz.backends.dask.overflow.OrderMatters`, naming the value, where it
+    cannot be known (:mod:`capviz.backends.dask.in_order`)."""
+    steps, index = STEPS.get(), NODE.get()
+    node = None if steps is None or index is None else steps.by_index.get(index)
+    if node is None:
+        return []
+    orders, unknown = in_order.operand_orders(node)
+    if unknown is not None:
+        here = overflow.OrderMatters(f"np.{node.op} adds in NumPy's order here")
+        raise in_order.refusal(here, unknown)
+    return orders
+
+
+def in_numpy_order(op: ops.Op, args: tuple, params: dict, orders: list) -> Any:
+    """The reduction or product in NumPy's order (:mod:`capviz.backends.dask.in_order`): along
+    one axis by the ``axis`` rule, that axis and the ones after it in one chunk; any other
+    reduction, and every product, on one block (a product's kernel follows its shapes); on one
+    block laid out as NumPy's operand is where that is not C order."""
+    if any(order is not None for order in orders):
+        arrays = iter(orders)
+        return whole(op, tuple(in_order.laid_out(a, next(arrays, None)) if is_array(a) else a
+                               for a in args), params)
+    axis = params.get("axis")
+    if op.name in traits.CONTRACT or not isinstance(axis, int) or not args[0].ndim:
+        return whole(op, args, params)
+    return along_axis(op, (in_order.blocks(args[0], axis), *args[1:]), params)
+
+
+NATIVE_KINDS = frozenset(("select", "reduce", "contract"))
+_NUMPY_ONLY_PARAMS = ("initial", "where", "correction")
+_OWN_DTYPE_REDUCTION = frozenset(("nanvar", "nanstd"))
+
+
+def numpy_only(op: ops.Op, args: tuple, params: dict) -> bool:
+    """Whether a reduction or product must run as NumPy on one block (``whole``) instead of
+    dask.array's own function: a keyword dask's function does not take (``initial=``,
+    ``where=`` of the nan-reductions), a 0-d operand (dask's ``dot`` indexes its axes; a
+    reduction of one along ``axis=0`` or ``-1`` is of its one element in NumPy, an ``AxisError``
+    in dask.array), or ``nanvar``/``nanstd`` with ``dtype=``, which dask computes in another
+    way than NumPy (a complex or float16 result off by far more than a rounding: ``inf`` for
+    ``0.0``)."""
+    if any(params.get(name, True) is not True for name in _NUMPY_ONLY_PARAMS):
+        return True
+    if op.name in _OWN_DTYPE_REDUCTION and params.get("dtype") is not None:
+        return True
+    if op.name in traits.CONTRACT:
+        return any(is_array(a) and a.ndim == 0 for a in args)
+    return _zero_d_along_axis(args, params)
+
+
+def _zero_d_along_axis(args: tuple, params: dict) -> bool:
+    """Whether a reduction's operand is 0-d and an ``axis=`` is given: NumPy reduces it as its
+    one element (``np.nansum(np.array(2.5), axis=0)`` is ``2.5``) or raises its own error."""
+    operand = args[0] if args else None
+    return is_array(operand) and operand.ndim == 0 and params.get("axis") is not None
