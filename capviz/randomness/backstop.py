@@ -8,7 +8,8 @@ down, a list inside a dict inside a class) would draw during the capture unseen,
 would be frozen into the graph. The backstop sees every one: when a scope opens it notes the
 state of each generator object of the process that no one else watches, and when it closes a
 changed state is a ``frozen_random`` violation naming the generator (where it is held, found
-then, from the objects that refer to it).
+then, from the objects that refer to it), and the state noted when the scope opened is put
+back first: a refused capture leaves the generator where it was.
 
 Finding every generator cheaply:
 
@@ -47,12 +48,13 @@ import threading
 import types
 from typing import Any
 
+import numpy as np
 import numpy.random
 import numpy.random.bit_generator
 from numpy.random import MT19937, PCG64, PCG64DXSM, BitGenerator, Generator, RandomState
 
 from capviz.core.violations import frozen_object_message
-from capviz.randomness.generator_watch import UNREADABLE, freeze_state, state_of
+from capviz.randomness.generator_watch import UNREADABLE, freeze_state, put_back, saved_state
 from capviz.randomness.generators import StandIn
 
 _GLOBAL_RAND = numpy.random.mtrand._rand  # NumPy's global RandomState (the hooks' own)
@@ -147,24 +149,44 @@ _PLAIN_STATES = frozenset((PCG64, PCG64DXSM))
 
 def _state(obj: Any) -> Any:
     """A comparable copy of ``obj``'s state (see the module docstring), or UNREADABLE."""
+    return _saved(obj)[0]
+
+
+def _saved(obj: Any) -> tuple[Any, Any]:
+    """``(comparable state, what :func:`_put_back` sets again)`` of ``obj``, or
+    ``(UNREADABLE, None)``: one read of the state serves both."""
     if type(obj) is MT19937:
         try:
-            return ctypes.string_at(obj.ctypes.state_address, _MT_BYTES)
+            raw = ctypes.string_at(obj.ctypes.state_address, _MT_BYTES)
+            return raw, raw
         except (AttributeError, TypeError, ValueError):
             pass
     if isinstance(obj, BitGenerator):
         try:
-            if type(obj) in _PLAIN_STATES:  # a dict of ints and strings: compared as it is
-                return obj.state
-            return freeze_state(obj.state)
+            raw = obj.state
         except (AttributeError, NotImplementedError, TypeError, ValueError):
-            return UNREADABLE
-    return state_of(obj)
+            return UNREADABLE, None
+        if type(obj) in _PLAIN_STATES:  # a dict of ints and strings: compared as it is
+            return raw, raw
+        return freeze_state(raw), raw
+    return saved_state(obj)
 
 
-def note(others: list[Any]) -> list[tuple[Any, Any]]:
-    """``(object, state)`` of every generator of the process but NumPy's and Python's global
-    ones and ``others`` (generator objects watched elsewhere), when a scope opens."""
+def _put_back(obj: Any, saved: Any) -> None:
+    """Set ``obj``'s state to ``saved`` (from :func:`_saved`): a Mersenne Twister's key and
+    position read from its C struct go back through its ``state`` setter."""
+    if type(obj) is MT19937 and type(saved) is bytes:
+        key = np.frombuffer(saved, np.uint32, count=624).copy()
+        pos = int(np.frombuffer(saved, np.int32, count=1, offset=624 * 4)[0])
+        obj.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
+    else:
+        put_back(obj, saved)
+
+
+def note(others: list[Any]) -> list[tuple[Any, Any, Any]]:
+    """``(object, state, saved state)`` of every generator of the process but NumPy's and
+    Python's global ones and ``others`` (generator objects watched elsewhere), when a scope
+    opens."""
     rand = numpy.random.mtrand._rand  # (while hooked: a stand-in for the real one)
     skip = {id(_GLOBAL_RAND), id(getattr(rand, "_real", rand)),
             id(numpy.random.get_bit_generator()), id(random._inst)}  # type: ignore[attr-defined]
@@ -178,15 +200,15 @@ def note(others: list[Any]) -> list[tuple[Any, Any]]:
         held = [obj for key, obj in _held.items() if key not in skip]
     noted = []
     for obj in held:
-        state = _state(obj)
+        state, saved = _saved(obj)
         if state is not UNREADABLE:
-            noted.append((obj, state))
+            noted.append((obj, state, saved))
     return noted
 
 
-def changed(noted: list[tuple[Any, Any]]) -> list[Any]:
+def changed(noted: list[tuple[Any, Any, Any]]) -> list[Any]:
     """The generators of ``noted`` whose state is not what it was (when the scope closes)."""
-    return [obj for obj, state in noted if _state(obj) != state]
+    return [obj for obj, state, _ in noted if _state(obj) != state]
 
 
 def describe(obj: Any, ignore: frozenset[int] = frozenset()) -> tuple[str, str, str]:
@@ -251,13 +273,18 @@ def _as_name(key: Any) -> str:
     return key if isinstance(key, str) and key.isidentifier() else "rng"
 
 
-def pending_violations(noted: list[tuple[Any, Any]], source: Any) -> list[tuple]:
+def pending_violations(noted: list[tuple[Any, Any, Any]], source: Any) -> list[tuple]:
     """``(kind, call, message, source)`` of a ``frozen_random`` violation for each generator of
-    ``noted`` whose state changed, for a recorder's ``pending`` list."""
+    ``noted`` whose state changed, for a recorder's ``pending`` list; each one's state is put
+    back first, so a refused capture leaves it as it found it."""
     out: list[tuple] = []
     found = changed(noted)
-    ignore = frozenset(map(id, (found, noted, out, *noted)))
+    if not found:
+        return out
+    saved = {id(obj): state for obj, _, state in noted}
+    ignore = frozenset(map(id, (found, noted, out, saved, *noted)))
     for obj in found:
+        _put_back(obj, saved[id(obj)])  # (review 2, finding 25)
         name, kind, where = describe(obj, ignore)
         call = f"{name} ({kind}, {where}: drawn from or reseeded; seen when the scope closed)"
         out.append(("frozen_random", call, frozen_object_message(name, kind, source,

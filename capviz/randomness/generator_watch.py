@@ -8,7 +8,9 @@ would be frozen into the graph as a constant. This module is the backstop: when 
 finds the generator objects reachable from the capture's entry point and notes their states;
 when the scope closes, a changed state means the capture drew from (or reseeded) that object, a
 ``frozen_random`` violation placed at the scope's exit and named after the name the object was
-found under (``rng``, ``self.rng``, ``params["rng"]``).
+found under (``rng``, ``self.rng``, ``params["rng"]``). The object's state is put back first
+(the one noted when the scope opened), so a refused capture leaves the user's generator where
+it was: a call after it draws what an uninterrupted run draws.
 
 Reachable means, for ``cv.capture(fn)``: ``fn``'s globals, closure cells, defaults and keyword
 defaults, and for a bound method (or a callable object) its instance's attributes (``self.rng``);
@@ -49,11 +51,13 @@ _BUILTINS = vars(builtins)
 
 
 class Watched(NamedTuple):
-    """A generator object found when the scope opened: its name there, and its state."""
+    """A generator object found when the scope opened: its name there, its state (comparable)
+    and that state as the object gives it back (:func:`put_back` sets it)."""
 
     name: str
     obj: Any
     state: Any
+    saved: Any = None
 
 
 def function_roots(fn: Callable) -> list[tuple[str, Any]]:
@@ -180,16 +184,39 @@ refuses): such an object is not watched."""
 
 def state_of(obj: Any) -> Any:
     """The comparable state of a generator object, or :data:`UNREADABLE`."""
+    return saved_state(obj)[0]
+
+
+def saved_state(obj: Any) -> tuple[Any, Any]:
+    """``(comparable state, the state as the object gives it)`` of a generator object (the
+    second is what :func:`put_back` sets again), or ``(UNREADABLE, None)``."""
     try:
         if isinstance(obj, Generator):
-            return freeze_state(obj.bit_generator.state)
-        if isinstance(obj, RandomState):
-            return freeze_state(obj.get_state(legacy=False))  # its own cached gauss included
-        if isinstance(obj, BitGenerator):
-            return freeze_state(obj.state)
-        return obj.getstate()
+            raw = obj.bit_generator.state
+        elif isinstance(obj, RandomState):
+            raw = obj.get_state(legacy=False)  # its own cached gauss included
+        elif isinstance(obj, BitGenerator):
+            raw = obj.state
+        else:
+            raw = obj.getstate()
+            return raw, raw
     except (AttributeError, NotImplementedError, TypeError, ValueError):
-        return UNREADABLE
+        return UNREADABLE, None
+    return freeze_state(raw), raw
+
+
+def put_back(obj: Any, saved: Any) -> None:
+    """Set generator ``obj``'s state to ``saved`` (what :func:`saved_state` gave): a capture
+    that drew from a generator it refuses as drawn leaves it as it found it, so a call after
+    the refusal draws what an uninterrupted run draws."""
+    if isinstance(obj, Generator):
+        obj.bit_generator.state = saved
+    elif isinstance(obj, RandomState):
+        obj.set_state(saved)
+    elif isinstance(obj, BitGenerator):
+        obj.state = saved
+    else:
+        obj.setstate(saved)
 
 
 def note(roots: list[tuple[str, Any]]) -> list[Watched]:
@@ -202,19 +229,19 @@ def note(roots: list[tuple[str, Any]]) -> list[Watched]:
         key = id(_identity(value))
         if key in seen or key in globals_:
             continue
-        state = state_of(value)
+        state, saved = saved_state(value)
         if state is UNREADABLE:
             continue
         seen.add(key)
-        watched.append(Watched(name, value, state))
+        watched.append(Watched(name, value, state, saved))
     return watched
 
 
 def note_made(obj: Any, name: str) -> list[Watched]:
     """``obj``, a generator just made inside a capture, watched under ``name`` (empty when its
     state cannot be read)."""
-    state = state_of(obj)
-    return [] if state is UNREADABLE else [Watched(name, obj, state)]
+    state, saved = saved_state(obj)
+    return [] if state is UNREADABLE else [Watched(name, obj, state, saved)]
 
 
 def changed(watched: Iterable[Watched]) -> list[Watched]:
@@ -229,9 +256,11 @@ def changed(watched: Iterable[Watched]) -> list[Watched]:
 
 def pending_violations(watched: Iterable[Watched], source: Any) -> list[tuple]:
     """``(kind, call, message, source)`` of a ``frozen_random`` violation for each watched
-    object whose state changed, for a recorder's ``pending`` list."""
+    object whose state changed, for a recorder's ``pending`` list; each such object's state is
+    put back first (review 2, finding 25)."""
     out = []
     for item in changed(watched):
+        put_back(item.obj, item.saved)
         kind = _kind(item.obj)
         call = f"{item.name} ({kind}, drawn from or reseeded; seen when the scope closed)"
         out.append(("frozen_random", call, frozen_object_message(item.name, kind, source),
