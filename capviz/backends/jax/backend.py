@@ -361,10 +361,10 @@ class _Compiled:
         test for a poisoned NaN, :mod:`capviz.backends.jax.poison`) runs the precise program
         once: its first failed check names the node; when none fails, the fast program's test
         fired where NumPy's value is the one XLA gave (an underflow to 0 that NumPy's result
-        shares, :func:`capviz.backends.jax.subnormals._fast`, or a NaN of the user's, which the
-        poison tests cannot tell from a poisoned one), and this returns the precise program's
-        outputs and guard values: the replay goes on with them (the fast program's may hold
-        poisoned NaNs)."""
+        shares, :func:`capviz.backends.jax.subnormals.elementwise._fast`, or a NaN of the
+        user's, which the poison tests cannot tell from a poisoned one), and this returns the
+        precise program's outputs and guard values: the replay goes on with them (the fast
+        program's may hold poisoned NaNs)."""
         jax = self._jax
         checks = self.checks[False]
         failed = [first]
