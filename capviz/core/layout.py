@@ -113,11 +113,16 @@ def layout_key(arr: np.ndarray) -> object:
     return compact_strides(arr.shape, arr.strides, arr.itemsize)
 
 
+_SMALL = 1 << 16  # bytes: arrays up to this size are compared as two bytes objects
+
+
 def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
     """True when ``a`` and ``b`` have the same shape, dtype and identical bits (``-0.0``
     differs from ``0.0``; a NaN equals the same NaN). One pass, no copies."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
+    if a.nbytes <= _SMALL and a.flags.c_contiguous and b.flags.c_contiguous:
+        return a.tobytes() == b.tobytes()  # two small copies: a tenth of the ufunc's overhead
     if a.flags.c_contiguous and b.flags.c_contiguous and a.nbytes % 8 == 0 and a.nbytes:
         words_a, words_b = a.reshape(-1).view(np.uint64), b.reshape(-1).view(np.uint64)
         return not (words_a != words_b).any()  # whole words: fewest elements to compare

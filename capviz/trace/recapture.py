@@ -40,6 +40,7 @@ from __future__ import annotations
 import io
 import linecache
 import math
+import threading
 import tokenize
 import weakref
 from collections.abc import Callable
@@ -145,6 +146,21 @@ def line_code(line: str) -> str:
 SEED = 20_2026
 """The seed of the other values: the same program planted twice gets the same ones."""
 
+_PCG64, _GENERATOR = np.random.PCG64, np.random.Generator  # (NumPy's own, never the hooks')
+_generators = threading.local()
+
+
+def _seeded() -> tuple[np.random.Generator, dict]:
+    """This thread's generator of the other values and its state seeded with :data:`SEED`
+    (``default_rng(SEED)``'s). It is made once per thread: every generator made in the
+    process makes the next capture scope look for it among the objects the collector tracks
+    (:mod:`capviz.randomness.backstop`), a pass over the young objects or over all."""
+    made = getattr(_generators, "made", None)
+    if made is None:
+        bits = _PCG64(SEED)
+        made = _generators.made = (_GENERATOR(bits), bits.state)
+    return made
+
 
 def other_values(array: np.ndarray, draw: int = 0,
                  gen: np.random.Generator | None = None) -> np.ndarray:
@@ -202,14 +218,23 @@ def _other_floats_together(arrays: list[np.ndarray], gen: np.random.Generator
     positive = ~(np.add.reduceat(flat, starts) > 0)
     shift = np.where(positive, 3.0, -3.0) - np.add.reduceat(drawn, starts) / sizes
     drawn += np.repeat(shift, sizes)  # each sums to the other sign than its array
+    out = np.empty_like(drawn)
+    for a, start in zip(arrays, starts.tolist()):  # (_reversed_ranks of each, in place)
+        stop = start + a.size
+        out[start:stop][np.argsort(flat[start:stop])] = np.sort(drawn[start:stop])[::-1]
+    wide = np.repeat([a.dtype == np.float64 for a in arrays], sizes)
+    same_value = (out == flat) & wide
+    if same_value.any():
+        out[same_value] = out[same_value] * 2 + 1
     others = []
     for a, start in zip(arrays, starts.tolist()):
-        stop = start + a.size
-        other = _reversed_ranks(flat[start:stop], drawn[start:stop]).astype(a.dtype)
-        flat_a = a.reshape(-1)
-        same_value = other == flat_a
-        if same_value.any():
-            other[same_value] = other[same_value] * 2 + 1
+        other = out[start:start + a.size]
+        if a.dtype != np.float64:  # cast, then checked against the array's own values
+            other = other.astype(a.dtype)
+            flat_a = a.reshape(-1)
+            same_value = other == flat_a
+            if same_value.any():
+                other[same_value] = other[same_value] * 2 + 1
         others.append(other.reshape(a.shape))
     return others
 
@@ -254,10 +279,13 @@ class OtherValues:
                        if root.flags.writeable]
         self.saved = [root.copy(order="K") for _, root in self.states]
         self.planted: list[np.ndarray] = []
-        self.met: dict[int, np.ndarray] = {}  # id(root) -> its values at the first write
+        self.met: dict[int, np.ndarray] = {}  # id(root) -> its values at the first write,
+        #                                       where they are not the planted ones
         self.fills: dict[int, np.ndarray] = {}  # id(root) -> the values written there then
         self.roots = {id(root): (root, saved) for (_, root), saved in zip(self.states,
                                                                            self.saved)}
+        self.names = {id(root): (root, node.name, graph.state_places.get(node.index))
+                      for node, root in self.states if node.name is not None}
         taken = set(self.roots)
         self.noted: list[tuple[Node, np.ndarray, np.ndarray]] = []
         for index, ref in graph.constant_origins.items():
@@ -270,7 +298,14 @@ class OtherValues:
     def plant(self) -> None:
         """Other values into every state, and the ones :meth:`fill` writes made (before the
         second capture opens: it would take a generator made inside it for the user's)."""
-        gen = np.random.default_rng(SEED)
+        gen, start = _seeded()
+        gen.bit_generator.state = start
+        try:
+            self._plant(gen)
+        finally:  # as it was: a capture open around this one noted it so
+            gen.bit_generator.state = start
+
+    def _plant(self, gen: np.random.Generator) -> None:
         with np.errstate(all="ignore"):
             floats = [saved for saved in self.saved if saved.dtype.kind == "f" and saved.size]
             drawn = dict(zip(map(id, floats), _other_floats_together(floats, gen)))
@@ -282,6 +317,16 @@ class OtherValues:
                 self.planted.append(other)
                 self.fills[id(root)] = other
 
+    def named(self, root: np.ndarray) -> tuple[str, Any] | None:
+        """The name and place the first capture gave state ``root`` (``None`` for an array it
+        did not name): the second capture writes the same arrays, and takes their names from
+        the first instead of walking the user's namespaces again (names are not compared, and
+        a message that quotes one reads the same in both)."""
+        hit = self.names.get(id(root))
+        if hit is None or hit[0] is not root:
+            return None
+        return hit[1], hit[2]
+
     def fill(self, root: np.ndarray) -> bool:
         """At the second capture's first write into planted ``root``: other values again
         (where the first capture wrote the NaN mark), so that what NumPy computes from the
@@ -290,7 +335,8 @@ class OtherValues:
         hit = self.roots.get(id(root))
         if hit is None or hit[0] is not root:
             return False
-        self.met[id(root)] = root.copy(order="K")  # what NumPy left there before the write
+        if not same_bits(root, self.fills[id(root)]):  # NumPy wrote it before this write:
+            self.met[id(root)] = root.copy(order="K")  # what it left there (refused after)
         if root.dtype.kind in "fc" and root.size:  # the other sign than the first capture's
             root[...] = post_write_fill(root, second=True)
         else:
@@ -375,17 +421,25 @@ def first_difference(one: Graph, two: Graph) -> tuple[Node, str, Any, Any] | Non
     shape or line, or a guard that read another value); ``None`` when they are the same
     program. capviz's own reads in the second capture read the first capture's values
     (:meth:`OtherValues.seen`), so a guard computed from tensors reads the same value in both:
-    one that differs read a value NumPy computed from a state."""
+    one that differs read a value NumPy computed from a state.
+
+    Each pair of nodes is compared as :func:`same` compares them, with the common cases (a
+    tensor operand, an int size, a float literal, one dtype object) decided inline: a
+    second capture of 100 states compares ~550 nodes."""
     for a, b in zip(one.nodes, two.nodes):
-        if (a.kind, a.op, a.dtype, a.source, len(a.args)) != \
-                (b.kind, b.op, b.dtype, b.source, len(b.args)) or not same(a.shape, b.shape):
+        if a.kind != b.kind or a.op != b.op or a.source != b.source or (
+                a.dtype is not b.dtype and a.dtype != b.dtype) or len(a.args) != len(b.args) \
+                or not _same_shape(a.shape, b.shape):
             return a, "path", None, None
         for x, y in zip(a.args, b.args):
-            if (type(x) is Node) != (type(y) is Node):
-                return a, "path", None, None
-            if not same(x, y):
-                if type(x) is Node:
+            kind = type(x)
+            if kind is Node:
+                if type(y) is not Node or x.index != y.index:
                     return a, "path", None, None
+            elif type(y) is Node:
+                return a, "path", None, None
+            elif not (kind is float and type(y) is float and x == y and x != 0.0) \
+                    and not same(x, y):  # (a nonzero float equal to another is the same)
                 return a, "value", x, y
         if (a.params or b.params) and not same(a.params, b.params):
             if a.kind == "guard":
@@ -397,6 +451,19 @@ def first_difference(one: Graph, two: Graph) -> tuple[Node, str, Any, Any] | Non
         shorter = min(len(one.nodes), len(two.nodes))
         return one.nodes[min(shorter, len(one.nodes) - 1)], "path", None, None
     return None
+
+
+def _same_shape(a: Any, b: Any) -> bool:
+    """:func:`same` of two shapes, ints compared inline."""
+    if type(a) is not tuple or type(b) is not tuple or len(a) != len(b):
+        return same(a, b)
+    for x, y in zip(a, b):
+        if type(x) is int and type(y) is int:
+            if x != y:
+                return False
+        elif not same(x, y):
+            return False
+    return True
 
 
 def _same_constant(one: Graph, two: Graph, index: int) -> bool:
@@ -480,7 +547,7 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
                 f"time, with {states} holding other values"))
         return refuse(graph, node, COMPUTED, operand, (
             f"it is {shown(one)} here and {shown(two)} when {hold}"))
-    for (node, root), planted in zip(others.states, others.planted):
+    for (node, root), planted in zip(others.states, others.planted) if others.met else ():
         start = others.met.get(id(root))
         if start is not None and not same_bits(start, planted):
             name = node.name or "an outside ndarray"

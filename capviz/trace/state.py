@@ -380,8 +380,13 @@ def target(recorder: Any, array: np.ndarray, call: str, frame: FrameType | None 
 def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
                frame: FrameType | None) -> State:
     graph = recorder.graph
-    namer = recorder.namer  # (Recorder.name_and_place, without its frame)
-    name, place = namer.find_place(root, namer.frames(frame, recorder.scopes.entry))
+    others = recorder.others
+    named = None if others is None else others.named(root)  # (a second capture: the first's)
+    if named is not None:
+        name, place = named
+    else:
+        namer = recorder.namer  # (Recorder.name_and_place, without its frame)
+        name, place = namer.find_place(root, namer.frames(frame, recorder.scopes.entry))
     if name is None and met is not root:
         name, viewed = recorder.name_and_place(met, frame)
         if viewed is not None:  # named by a view of it (W = np.arange(9.0).reshape(3, 3)):
@@ -418,7 +423,6 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
     recorder.states[id(root)] = state
     if graph.constant_origins:  # before the poison: they read its values
         _views_read_before(recorder, root, state)
-    others = recorder.others
     fill = None if others is not None else _fill_first(recorder, root)
     if fill is not None:  # the first of two captures: finite values, not NaN
         state.poisoned = state.filled = True
