@@ -5,9 +5,12 @@ difference. (``python -m tests.differential --thorough``: 20,000 cases, the tota
 
 from __future__ import annotations
 
+import errno
+import multiprocessing
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -120,7 +123,8 @@ def test_a_case_whose_eager_numpy_never_returns_is_eager_timeout_and_the_next_st
     fine = cases.Base("fine", _doubles, (np.zeros(3),), (True,))
     drawn = [cases.Case(base, "float64", "normal", "own", "C", (np.arange(3.0),))
              for base in (stuck, fine)]
-    # a generous limit: the restarted worker imports this module for the next case under it
+    # the limit ends the stuck call; the next one (x * 2, this module imported by the restarted
+    # worker before its limit starts) takes milliseconds
     outcomes = run.run(drawn, ["numpy", "dask"], eager_limit=5)
     assert [(o.case.base.id, o.backend, o.kind) for o in outcomes] == [
         ("stuck", "numpy", "eager_timeout"), ("stuck", "dask", "eager_timeout"),
@@ -131,15 +135,46 @@ def test_a_case_whose_eager_numpy_never_returns_is_eager_timeout_and_the_next_st
     assert "| numpy | 1 | 0 | 0 | 0 | 0 | 0 | 1 | 0 | 2 |" in table
 
 
-def test_the_eager_limit_counts_the_call_alone_not_the_import_of_its_module():
-    # a pickled function's module is imported by the worker when it unpickles the call:
-    # 2 s here, past the 1 s limit, which must count only the call (x * 2)
-    from helpers import slow_import
+def _open_for_writing(fifo: str, process) -> int:
+    """The write end of ``fifo``, opened once the worker ``process`` has opened it for reading
+    (it is then inside the unpickling of its payload)."""
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as err:  # ENXIO: no reader yet
+            if err.errno != errno.ENXIO:
+                raise
+        assert process.is_alive(), "the worker died before it unpickled the payload"
+        time.sleep(0.01)
 
-    base = cases.Base("slow import", slow_import.doubles, (np.zeros(3),), (True,))
-    with worker.EagerWorker(slow_import.IMPORT_SECONDS / 2) as eager:
-        got, err = eager.call("eager", base, (np.arange(3.0),))
-    assert err is None and np.array_equal(got[0], np.arange(3.0) * 2)
+
+def test_the_worker_says_started_only_once_the_payload_is_unpickled(tmp_path):
+    # the limit of a call counts from "started": a pickled function's module, imported while
+    # the payload is unpickled (as long as that takes), must come before it. The payload here
+    # is unpickled only through a gate the test holds: no clock decides the outcome.
+    from helpers import gated_unpickle
+
+    context = multiprocessing.get_context("spawn")
+    parent, child = context.Pipe()
+    process = context.Process(target=worker.serve, args=(child,), daemon=True)
+    process.start()
+    child.close()
+    try:
+        assert parent.recv() == "ready"
+        gated = gated_unpickle.Gated(str(tmp_path / "gate"))
+        parent.send(("eager", gated, (np.arange(3.0),)))
+        gate = _open_for_writing(gated.fifo, process)
+        try:
+            assert not parent.poll()  # the worker is unpickling: nothing sent yet
+        finally:
+            os.close(gate)
+        assert parent.recv() == "started"
+        got, err = parent.recv()
+        assert err is None and np.array_equal(got[0], np.arange(3.0) * 2)
+    finally:
+        parent.close()
+        process.kill()
+        process.join()
 
 
 def _dies(x):
