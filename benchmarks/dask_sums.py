@@ -8,16 +8,22 @@ Each row is a capviz replay on Dask (threaded scheduler) against the bare ``dask
 expression of the same op on the same blocks (no check, no graph), both computed
 in this run, interleaved, medians:
 
-- ``x.sum(axis=0)``, ``np.mean(x)`` and ``np.var(x, axis=1)`` of a (2048, 2048) float32 array
-  in (512, 512) blocks, and ``x @ y`` of two such arrays: ordinary values (uniform in [0, 1)),
-  under the bound, one run;
+- ``np.mean(x)`` and ``np.var(x, axis=1)`` of a (2048, 2048) float32 array in (512, 512)
+  blocks, and ``x @ y`` of two such arrays: ordinary values (uniform in [0, 1)), under the
+  bound, one run;
+- ``x.sum(axis=0)`` of the same values: NumPy adds a C-ordered column row after row, a running
+  sum of 2,048 roundings whose bound passes float32's tolerance, so the replay computes it a
+  second time in NumPy's order (the price of NumPy's result);
 - the same column sum of values near ``finfo.max`` (their magnitudes add up past it): the
   bound is reached, and the replay computes the sum a second time in NumPy's order, the first
-  run stopping at the failed check (the price of NumPy's result).
+  run stopping at the failed check;
+- ``np.var(x, axis=1)`` of values near 1e5 (a variance tiny against its values: the mean's
+  rounding moves it beyond the tolerance): a second run in NumPy's order.
 
 A sum is checked per output (``capviz/backends/dask/cancellation.py``: its terms' magnitudes
-summed with it, for cancellation and overflow), the other reductions and the products by one
-max per operand (``capviz/backends/dask/overflow.py``).
+summed with it, for cancellation and overflow), a variance by its terms' magnitudes too
+(``capviz/backends/dask/variance.py``), the other reductions and the products by one max per
+operand (``capviz/backends/dask/overflow.py``).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ def _cases(rng: np.random.Generator) -> list[tuple]:
     x = rng.random(SHAPE, dtype=np.float32)
     y = rng.random(SHAPE, dtype=np.float32)
     huge = (x - np.float32(0.5)) * np.float32(2e36)
+    near = x + np.float32(1e5)
     return [
         ("x.sum(axis=0)", lambda a: a.sum(axis=0), (x,), lambda a: a.sum(axis=0)),
         ("np.mean(x)", lambda a: np.mean(a), (x,), lambda a: a.mean()),
@@ -47,6 +54,8 @@ def _cases(rng: np.random.Generator) -> list[tuple]:
         ("x @ y", lambda a, b: a @ b, (x, y), lambda a, b: a @ b),
         ("x.sum(axis=0), values near max", lambda a: a.sum(axis=0), (huge,),
          lambda a: a.sum(axis=0)),
+        ("np.var(x, axis=1), values near 1e5", lambda a: np.var(a, axis=1), (near,),
+         lambda a: a.var(axis=1)),
     ]
 
 

@@ -28,10 +28,14 @@ how it runs; no op gathers a whole array into this process. The kinds:
 * ``reduce`` and ``contract``: dask.array's tree reductions and blocked products (sum, mean, var,
   matmul, einsum...). Their floating-point sums are added in another order than NumPy's pairwise
   sum, so results agree within :attr:`DaskBackend.tolerance`, not bit for bit (integer results
-  are exact). ``var``/``std`` (and their ``nan`` forms) run NumPy's two passes and float and
-  complex products NumPy's product in order (:mod:`capviz.backends.dask.moments`), so an
-  overflow gives NumPy's infinity, not dask's NaN; a sum over a chunked axis that is not finite
-  from finite operands fails at its node (:mod:`capviz.backends.dask.overflow`);
+  are exact); where a sum's or a variance's order can take it beyond the tolerance (it cancels,
+  NumPy adds it row after row, a variance tiny against its values), it is checked and computed
+  again in NumPy's order (:mod:`capviz.backends.dask.cancellation`,
+  :mod:`capviz.backends.dask.variance`). ``var``/``std`` (and their ``nan`` forms) run NumPy's
+  two passes and float and complex products NumPy's product in order
+  (:mod:`capviz.backends.dask.moments`), so an overflow gives NumPy's infinity, not dask's NaN;
+  a sum over a chunked axis that is not finite from finite operands fails at its node
+  (:mod:`capviz.backends.dask.overflow`);
 * ``whole``: the operands gathered into one block (one task on one worker, never this process)
   and the NumPy function run on it (linear algebra, FFT, histograms, polynomials, in-place
   updates, ``x[i, j]`` with several index tensors); exact, but that block must fit one
@@ -63,7 +67,8 @@ The package, by concern: this module (the backend: binding, building and computi
 :mod:`~capviz.backends.dask.shapes` (each result's shape and dtype, checked),
 :mod:`~capviz.backends.dask.tasks` (the node being built; task errors that name it),
 :mod:`~capviz.backends.dask.draws` (random ops), and the modules that make sums and products
-NumPy's: ``moments``, ``overflow``, ``cancellation``, ``in_order``, ``contractions``.
+NumPy's: ``moments``, ``overflow``, ``cancellation``, ``variance``, ``in_order``,
+``contractions``.
 """
 
 from __future__ import annotations

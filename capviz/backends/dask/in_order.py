@@ -22,7 +22,9 @@ input or constant itself runs NumPy's function on that array (:func:`direct`); a
 operand is laid out in another order than C runs on one block whose array has that layout
 (:func:`laid_out`); a node whose operand's layout cannot be known (a strided or flipped view,
 a broadcast, a mix of layouts) is not computed again: its ``OrderMatters`` is the replay's
-error (:func:`refusal`), naming the value whose layout decides.
+error (:func:`refusal`), naming the value whose layout decides. The same layouts say whether
+NumPy adds a reduction pairwise or one term after another (:func:`pairwise`), which sets the
+bound the checks hold a sum and a variance to.
 """
 
 from __future__ import annotations
@@ -220,6 +222,35 @@ def operand_orders(node: Node) -> tuple[list[tuple | None], str | None]:
         orders.append(None if order is None or order == tuple(range(len(order)))
                       else tuple(order))
     return orders, None
+
+
+def pairwise(node: Node | None, axes: tuple) -> bool:
+    """Whether NumPy adds each output of reduction ``node`` over ``axes`` (normalized) pairwise:
+    along its inner loop, the reduced axes the last ones in its operand's memory order (all of
+    them, for a contiguous operand; a ``trace``'s diagonal), as :data:`LAYOUTS` knows it
+    (axes of length one do not count). Else NumPy keeps a running sum, one term after another
+    (row after row; ``einsum``'s own loops), or the layout is unknown: ``False``."""
+    if node is None or node.op == "einsum":
+        return False
+    if node.op == "trace":
+        return True
+    operand = next((a for a in node.args if isinstance(a, Node)), None)
+    if operand is None or operand.shape is None:
+        return False
+    shape = tuple(operand.shape)
+    if len(shape) < 2:
+        return True
+    layouts = LAYOUTS.get()
+    order = layouts.order(operand)[0] if layouts is not None else tuple(range(len(shape)))
+    if order is None:
+        return False
+    inner = [a for a in order if shape[a] != 1]
+    reduced = {a for a in axes if shape[a] != 1}
+    if not reduced:
+        return True
+    if isinstance(order, Strided):  # not contiguous: a loop over several axes does not join
+        return reduced == {inner[-1]}
+    return reduced == set(inner[len(inner) - len(reduced):])
 
 
 def laid_out(x: Any, order: tuple | None) -> Any:

@@ -10,7 +10,9 @@
   NumPy's ``nanvar`` (NaNs replaced by 0 and counted out, a complex deviation squared as
   ``d * conj(d)``, a slice without degrees of freedom NaN). Only the two
   sums are dask.array's tree sums, added in another order than NumPy's pairwise sum, within the
-  backend's tolerance; every other step is NumPy's, bit for bit. Over several chunks a sum can
+  backend's tolerance where the variance is not tiny against its values (checked by
+  :mod:`capviz.backends.dask.variance`, computed again in NumPy's order where it is); every
+  other step is NumPy's, bit for bit. Over several chunks a sum can
   still overflow in one order and not the other (float32 ``[3e38, -3e38, 3e38, ...]``: NumPy
   ``inf``, dask ``nan``): where its values are large enough for that,
   :mod:`capviz.backends.dask.overflow` computes the node again as NumPy does. float16 values

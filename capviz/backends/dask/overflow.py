@@ -23,7 +23,9 @@ expression again with that node computed as NumPy does (``DaskBackend.execute``,
 run (in the memory layout NumPy gives the node's operands, which decides NumPy's order:
 :mod:`capviz.backends.dask.in_order` follows it, or refuses the node where it cannot). Where the
 operand's dtype cannot reach the bound (the float32 sum of a float16 ``mean``), nothing is
-checked. With one chunk along the reduced axes dask.array runs NumPy's own function, unchecked.
+checked. With one chunk along the reduced axes dask.array runs NumPy's own function,
+unchecked, where NumPy adds pairwise; where it keeps a running sum, a block that cuts the axes
+after the reduced ones adds otherwise and is checked (:func:`blocks_add_otherwise`).
 ``sum``, ``nansum``, ``mean`` and ``trace`` take instead the per-output form of this bound, with
 their terms' magnitudes summed (:mod:`capviz.backends.dask.cancellation`, which checks them for
 cancellation too).
@@ -143,7 +145,21 @@ def _magnitude(x: Any) -> Any:
                         meta=np.empty((), np.float64))
 
 
-def _bound(name: str, args: tuple, params: dict, dtype: np.dtype) -> tuple[_Bound, list] | None:
+def blocks_add_otherwise(x: Any, axes: tuple, pairwise: bool) -> bool:
+    """Whether dask.array's blocks of ``x`` can add the terms of a reduction over ``axes``
+    (normalized) in another order than NumPy's loop over the whole array: a reduced axis spans
+    several chunks, or NumPy keeps a running sum (``pairwise`` false) and an axis after the
+    first reduced one does (a ``(n, 1)`` block's column is added pairwise, NumPy's column of a
+    C-ordered ``(n, 3)`` array row after row)."""
+    if not x.ndim or not axes:
+        return False
+    if any(len(x.chunks[a]) > 1 for a in axes):
+        return True
+    return not pairwise and any(len(c) > 1 for c in x.chunks[min(axes):])
+
+
+def _bound(name: str, args: tuple, params: dict, dtype: np.dtype,
+           pairwise: bool = True) -> tuple[_Bound, list] | None:
     """The check of node ``name`` and the operands it bounds, or ``None`` where no order of
     addition can overflow or dask.array adds in NumPy's order (one chunk)."""
     if name in _PRODUCTS:
@@ -154,7 +170,7 @@ def _bound(name: str, args: tuple, params: dict, dtype: np.dtype) -> tuple[_Boun
     else:
         operands = (args[0],)
         axes = _axes(name, args[0], params)
-        if not args[0].ndim or not any(len(args[0].chunks[a]) > 1 for a in axes):
+        if not blocks_add_otherwise(args[0], axes, pairwise):
             return None
         n = math.prod(args[0].shape[a] for a in axes) if name != "trace" else min(
             args[0].shape[a] for a in axes)
@@ -175,14 +191,17 @@ def _adds_in(name: str, args: tuple, params: dict, result: Any) -> np.dtype:
     return np.dtype(result.dtype)
 
 
-def checked(name: str, args: tuple, params: dict, result: Any, guard: Any) -> Any:
+def checked(name: str, args: tuple, params: dict, result: Any, guard: Any,
+            pairwise: bool = True) -> Any:
     """``result`` of reduction or product ``name`` of ``args``, failing at the node (through
     ``guard``, which names it) with :class:`OrderMatters` where :mod:`this module's
-    <capviz.backends.dask.overflow>` bound is reached."""
+    <capviz.backends.dask.overflow>` bound is reached; ``pairwise``: whether NumPy adds each
+    output of a reduction pairwise (else its blocks are checked with the reduced axes in one
+    chunk too: :func:`blocks_add_otherwise`)."""
     dtype = _adds_in(name, args, params, result)
     if (name not in SUMS and name not in _PRODUCTS) or dtype.kind not in "fc":
         return result
-    found = _bound(name, args, params, dtype)
+    found = _bound(name, args, params, dtype, pairwise)
     if found is None:
         return result
     check, operands = found

@@ -7,12 +7,13 @@ NumPy's order where it does (:mod:`capviz.backends.dask.in_order`,
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
 
 from capviz import ops
-from capviz.backends.dask import cancellation, in_order, moments, overflow
+from capviz.backends.dask import cancellation, in_order, moments, overflow, variance
 from capviz.backends.dask.kinds import along_axis, dask_function, host_blocks, whole
 from capviz.backends.dask.shapes import check_result, expected, is_array
 from capviz.backends.dask.tasks import NODE, STEPS, guard
@@ -49,11 +50,33 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
 def _checked(op: ops.Op, args: tuple, params: dict, result: Any) -> Any:
     """``result`` with the checks of a sum or product over several chunks: a plain sum's
     rounding and overflow bound per output (:mod:`capviz.backends.dask.cancellation`), the
-    others' overflow bound (:mod:`capviz.backends.dask.overflow`)."""
+    others' overflow bound (:mod:`capviz.backends.dask.overflow`), and a variance's rounding
+    of its mean (:mod:`capviz.backends.dask.variance`)."""
+    tolerance = get("dask").tolerance_for(result.dtype)
+    products = op.name in traits.CONTRACT and not cancellation.covers(op.name, args)
+    pairwise = products or _pairwise(args[0], params)  # a product's kernel: BLAS's
     if cancellation.covers(op.name, args):  # its overflow bound too, per output
-        tolerance = get("dask").tolerance_for(result.dtype)
-        return cancellation.checked(op.name, args[0], params, result, guard, tolerance)
-    return overflow.checked(op.name, args, params, result, guard)
+        return cancellation.checked(op.name, args[0], params, result, guard, tolerance,
+                                    pairwise)
+    result = overflow.checked(op.name, args, params, result, guard, pairwise)
+    if op.name in variance.VARIANCES:
+        return variance.checked(op.name, args[0], params, result, guard, tolerance, pairwise)
+    return result
+
+
+def _pairwise(x: Any, params: dict) -> bool:
+    """Whether NumPy adds each output of the node being built pairwise (else a running sum of
+    its terms, or a layout not known: :func:`capviz.backends.dask.in_order.pairwise`)."""
+    steps, index = STEPS.get(), NODE.get()
+    node = None if steps is None or index is None else steps.by_index.get(index)
+    if node is None or not x.ndim:
+        return node is not None
+    if node.op == "trace":
+        axes: Any = (params.get("axis1", 0), params.get("axis2", 1))
+    else:
+        axes = params.get("axis")
+        axes = range(x.ndim) if axes is None else (axes,) if isinstance(axes, int) else axes
+    return in_order.pairwise(node, tuple(operator.index(a) % x.ndim for a in axes))
 
 
 def _operand_orders() -> list:
