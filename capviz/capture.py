@@ -262,7 +262,8 @@ class CaptureScope:
             if self._entry_function is None \
             else generator_watch.function_roots(self._entry_function)
         self._watched = generator_watch.note(roots)
-        self._places = rebound.note(self._entry_function)
+        if not self._places:  # (cv.capture notes them before, for trace/outside_writes.py)
+            self._places = rebound.note(self._entry_function)
         self._backstop = backstop.note([w.obj for w in self._watched])  # every other one
         try:
             self._acquire(rng)

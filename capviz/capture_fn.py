@@ -22,11 +22,12 @@ import numpy as np
 
 from capviz.capture import CaptureDevice, CaptureScope
 from capviz.core.errors import CapvizError, UnsupportedOperationError
+from capviz.core.source import user_source
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain, make_error
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
-from capviz.trace import recapture, state
+from capviz.trace import outside_writes, rebound, recapture, state
 from capviz.trace.tensor import Tensor
 
 _CONSTANT_OUTPUTS = (np.ndarray, bool, int, float, complex)
@@ -141,7 +142,9 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     ``jax.jit`` may trace more than once: a second capture, with other values in the states'
     arrays, finds what NumPy's own code computed from them outside the capture's sight and
     refuses it at its line. Python side effects of ``fn`` (a print, a list appended to,
-    ``next()`` of an iterator) happen at capture time, twice. Every array is put back.
+    ``next()`` of an iterator) happen at capture time, twice. Every array is put back. An
+    outside array NumPy writes with no tensor (``self.n += 1.0``), which no replay would write,
+    is put back and refused at that line (:mod:`capviz.trace.outside_writes`).
 
     Raises:
         CaptureError: as the scope form; the exception's ``graph`` holds the partial graph.
@@ -158,13 +161,26 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     scope = cap.capture_scope(live=live, on_violation=on_violation, rng=rng,
                               global_random=global_random)
     scope._twice = True  # a second capture follows when it writes arrays: finite fills
-    _run(scope, fn, names, specs)
+    scope._places = rebound.note(fn)  # what fn reaches by name, noted once for both uses:
+    outside = outside_writes.note(scope._places)  # its small arrays copied, before fn runs
+    try:
+        _run(scope, fn, names, specs)
+    finally:
+        written = outside.put_back()  # what NumPy wrote unseen, put back
     graph = scope.graph
-    if graph.complete and recapture.writes_arrays(graph) and not any(
+    error = None
+    if written and graph.complete:
+        error = outside_writes.refuse(graph, written, fn, user_source())
+    elif graph.complete and recapture.writes_arrays(graph) and not any(
             v.level == "error" for v in graph.violation_records):
-        error = _capture_again(fn, names, specs, graph, cap, (drawn, draws), global_random)
-        if error is not None and on_violation == "raise":
-            raise error
+        try:
+            error = _capture_again(fn, names, specs, graph, cap, (drawn, draws), global_random)
+        finally:
+            written = outside.put_back()  # (the second run's, on another path)
+        if error is None and written:
+            error = outside_writes.refuse(graph, written, fn, user_source())
+    if error is not None and on_violation == "raise":
+        raise error
     return graph
 
 

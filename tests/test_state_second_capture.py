@@ -140,14 +140,15 @@ def test_an_outside_array_numpy_writes_during_the_capture_is_refused_naming_it()
     with pytest.raises(UnsupportedOperationError) as info:
         cv.capture(opt.step, cv.spec((3,), "float64"))
     what, why, fix = str(info.value).splitlines()
-    assert what.startswith("`self.w -= 0.1 * g / self.t` at ")
-    assert what.endswith("in step: NumPy's own operators wrote the ndarray opt.t while the "
-                         "capture ran.")
-    assert "the capture read it as [1.] (float64[1]) here, and a second capture made it [2.] " \
-           "(float64[1]), put back; the first capture's write stays" in why
-    assert fix.startswith("Fix: write it with a tensor, so the capture records it as a state: "
-                          "opt.t += cv.constant(np.float64(1))")
-    assert opt.t.tolist() == [1.0]  # the first capture's write (no hook saw it), not the second
+    assert what.startswith("`self.t += 1` at ")  # the line that writes it (W=20r)
+    assert what.endswith("in step: NumPy's own operators wrote the outside ndarray self.t, a "
+                         "write no state of the graph records.")
+    assert "(it held [0.] (float64[1]) when the call started and NumPy made it [1.] " \
+           "(float64[1]); the capture put it back)" in why
+    assert fix == ("Fix: write it with a tensor, which the capture records as a state: "
+                   "self.t += cv.constant(np.float64(1)), or pass it as an input and return its "
+                   "new value.")
+    assert opt.t.tolist() == [0.0]  # put back: the capture changed nothing
     assert opt.w.tolist() == [1.0, 1.0, 1.0]
 
 
@@ -177,9 +178,12 @@ def test_a_state_numpy_writes_before_the_captures_first_write_is_refused_naming_
     with pytest.raises(UnsupportedOperationError) as info:
         cv.capture(d.step, cv.spec((3,), "float64"))
     what, why, _ = str(info.value).splitlines()
-    assert "NumPy's own operators wrote the ndarray d.m while the capture ran" in what
-    assert "NumPy wrote d.m before the capture's first write to it" in why
-    assert d.m.tolist() == [0.9, 0.9, 0.9]  # the first capture's write stays (said above)
+    assert what.startswith("`self.m *= 0.9` at ")
+    assert "NumPy's own operators wrote the outside ndarray self.m" in what
+    assert "(NumPy wrote it before the capture's first write to it, so the graph would start " \
+           "from the value NumPy made ([0.9 0.9 0.9] (float64[3])) where a call starts from " \
+           "[1. 1. 1.] (float64[3]); the capture put it back)" in why
+    assert d.m.tolist() == [1.0, 1.0, 1.0]  # put back (W=20r: the copy made before the call)
 
 
 def test_a_path_chosen_from_a_states_values_is_refused_at_the_first_difference():

@@ -438,6 +438,16 @@ SITUATIONS: list[Situation] = [
         "    np.subtract(W, x, out=W)\n    return x * reg\n\n"
         "cv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
+        "written_outside", "unsupported_op", _call_is("an outside array NumPy wrote unseen"),
+        "NumPy's own operators wrote the outside ndarray {array}, a write no state of the "
+        "graph records",
+        "capviz cannot record it: NumPy changed the array's memory without meeting a tensor, "
+        "so no hook saw the write and no replay would make it ({reason_why}).",
+        "{reason_fix}",
+        "calls = np.zeros(1)\n\ndef f(x):\n    np.add(calls, 1, out=calls)\n"
+        "    return x * 2.0\n\n"
+        "cv.capture(f, cv.spec(3, \"float64\"))"),
+    Situation(
         "written_by_numpy", "unsupported_op",
         _call_is("a write NumPy made into an outside array"),
         "NumPy's own operators wrote the ndarray {array} while the capture ran",
@@ -446,8 +456,8 @@ SITUATIONS: list[Situation] = [
         "write it with a tensor, so the capture records it as a state: {array} += "
         "cv.constant(np.float64(1)) for {array} += 1 (outside a capture cv.constant returns "
         "the value itself).",
-        "t = np.zeros(1)\nW = np.ones(3)\n\ndef f(x):\n    np.add(t, 1, out=t)\n"
-        "    np.subtract(W, x / t, out=W)\n    return x * 1.0\n\n"
+        "ts = (np.zeros(1),)\nW = np.ones(3)\n\ndef f(x):\n    np.add(ts[0], 1, out=ts[0])\n"
+        "    np.subtract(W, x / ts[0], out=W)\n    return x * 1.0\n\n"
         "cv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
         "path_from_state", "unsupported_op", _call_is("a path chosen from a state's values"),

@@ -1,0 +1,222 @@
+"""Outside arrays NumPy writes during ``cv.capture(fn)`` that no state explains
+(capviz/trace/outside_writes.py; review 2, finding 3 and its update d10): refused at the line
+of ``fn`` that writes them, naming them, with the write through a tensor as the fix, and put
+back, on the first capture alone."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from capviz.core.errors import UnsupportedOperationError
+from capviz.trace import outside_writes, rebound
+
+
+class Accumulator:
+    """/tmp/review2/d10.py: a state written with a tensor, a counter written without one."""
+
+    def __init__(self):
+        self.acc = np.zeros(1, np.float32)
+        self.n = np.zeros(1)
+
+    def step(self, x):
+        self.acc += np.sum(x)
+        self.n += 1.0
+        return x * 1.0
+
+    def fixed(self, x):
+        self.acc += np.sum(x)
+        self.n += cv.constant(np.float64(1.0))  # the message's fix
+        return x * 1.0
+
+
+def _lines(err):
+    what, why, fix = str(err).splitlines()
+    return what, why, fix
+
+
+def test_a_counter_numpy_writes_beside_a_state_is_refused_at_its_line_and_put_back():
+    m = Accumulator()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(m.step, cv.spec((6,), "float32"))
+    what, why, fix = _lines(info.value)
+    line = Accumulator.step.__code__.co_firstlineno + 2
+    assert what == (f"`self.n += 1.0` at {__file__}:{line} in step: NumPy's own operators "
+                    "wrote the outside ndarray self.n, a write no state of the graph records.")
+    assert why == ("capviz cannot record it: NumPy changed the array's memory without meeting "
+                   "a tensor, so no hook saw the write and no replay would make it (it held "
+                   "[0.] (float64[1]) when the call started and NumPy made it [1.] "
+                   "(float64[1]); the capture put it back).")
+    assert fix == ("Fix: write it with a tensor, which the capture records as a state: "
+                   "self.n += cv.constant(np.float64(1.0)), or pass it as an input and return "
+                   "its new value.")
+    assert m.n.tolist() == [0.0] and m.acc.tolist() == [0.0]
+    graph = info.value.graph
+    assert not graph.complete and graph.violation_records[-1].call == outside_writes.OUTSIDE
+
+
+def test_the_fix_replays_the_counter_as_eager_calls_do():
+    m, twin = Accumulator(), Accumulator()
+    graph = cv.capture(m.fixed, cv.spec((6,), "float32"))
+    assert sorted(n.name for n in graph.state_nodes) == ["m.acc", "m.n"]
+    x = np.arange(6, dtype=np.float32)
+    for _ in range(3):
+        graph.replay({"x": x})
+        twin.step(x)
+    assert m.n.tolist() == twin.n.tolist() == [3.0]
+    assert np.array_equal(m.acc, twin.acc)
+
+
+def test_an_integer_counter_never_read_is_refused_without_any_state():
+    class Model:
+        def __init__(self):
+            self.calls = np.zeros(1, np.int64)
+
+        def step(self, x):
+            self.calls += 1
+            return x * 2.0
+
+    m = Model()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(m.step, cv.spec((3,), "float64"))
+    what, why, fix = _lines(info.value)
+    assert what.startswith("`self.calls += 1` at ")
+    assert "it held [0] (int64[1]) when the call started and NumPy made it [1] (int64[1])" \
+        in why
+    assert "self.calls += cv.constant(np.int64(1))" in fix  # the array's own dtype
+    assert m.calls.tolist() == [0]
+
+
+COUNT = np.zeros(2)
+
+
+def test_a_global_written_by_a_ufunc_with_out_is_refused_at_that_line():
+    def f(x):
+        y = x * 2.0
+        np.add(COUNT, 1.0, out=COUNT)
+        return y
+
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(f, cv.spec((3,), "float64"))
+    what, _, fix = _lines(info.value)
+    assert what.startswith("`np.add(COUNT, 1.0, out=COUNT)` at ")
+    assert "wrote the outside ndarray COUNT," in what
+    assert "COUNT += cv.constant(np.float64(1)) for COUNT += 1" in fix
+    assert COUNT.tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("where", ["list item", "dict item", "closure", "plain store"])
+def test_arrays_in_containers_closures_and_plain_stores_are_refused_and_put_back(where):
+    stats = [np.zeros(2)]
+    table = {"seen": np.zeros(2)}
+    buffer = np.zeros(4)
+
+    def f(x):
+        if where == "list item":
+            stats[0] += 1.0
+        elif where == "dict item":
+            table["seen"] -= 2.0
+        elif where == "closure":
+            buffer[:] = 5.0
+        else:
+            buffer[1] = 3.0
+        return x + 1.0
+
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(f, cv.spec((2,), "float64"))
+    label = {"list item": "stats[0]", "dict item": "table['seen']"}.get(where, "buffer")
+    what = str(info.value).splitlines()[0]
+    assert f"wrote the outside ndarray {label}," in what
+    assert stats[0].tolist() == [0.0, 0.0] and table["seen"].tolist() == [0.0, 0.0]
+    assert buffer.tolist() == [0.0] * 4
+
+
+def test_a_failed_capture_still_puts_the_written_array_back():
+    class Model:
+        def __init__(self):
+            self.n = np.zeros(1)
+
+        def step(self, x):
+            self.n += 1.0
+            raise KeyError("the user's own error")
+
+    m = Model()
+    with pytest.raises(KeyError, match="the user's own error"):
+        cv.capture(m.step, cv.spec((3,), "float64"))
+    assert m.n.tolist() == [0.0]
+
+
+def test_record_mode_keeps_the_refusal_on_the_graph_and_puts_the_array_back():
+    m = Accumulator()
+    graph = cv.capture(m.step, cv.spec((6,), "float32"), on_violation="record")
+    assert not graph.complete
+    assert "wrote the outside ndarray self.n" in graph.violation_records[-1].message
+    with pytest.raises(UnsupportedOperationError, match="self.n"):
+        graph.check()
+    assert m.n.tolist() == [0.0]
+
+
+def test_two_arrays_written_the_first_named_the_other_listed_and_both_put_back():
+    class Model:
+        def __init__(self):
+            self.a = np.zeros(1)
+            self.b = np.ones(1)
+
+        def step(self, x):
+            self.a += 1.0
+            self.b *= 3.0
+            return x * 1.0
+
+    m = Model()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(m.step, cv.spec((3,), "float64"))
+    what, why, _ = _lines(info.value)
+    assert "wrote the outside ndarray self.a," in what and "NumPy also wrote self.b" in why
+    assert m.a.tolist() == [0.0] and m.b.tolist() == [1.0]
+
+
+def test_a_view_and_its_base_both_reachable_are_put_back_once():
+    class Model:
+        def __init__(self):
+            self.base = np.zeros(4)
+            self.tail = self.base[2:]
+
+        def step(self, x):
+            self.tail += 1.0
+            return x * 1.0
+
+    m = Model()
+    with pytest.raises(UnsupportedOperationError, match="outside ndarray self.base"):
+        cv.capture(m.step, cv.spec((3,), "float64"))
+    assert m.base.tolist() == [0.0] * 4 and np.shares_memory(m.tail, m.base)
+
+
+def test_arrays_of_a_mebibyte_or_more_are_not_copied_and_smaller_ones_of_numbers_are():
+    class Model:
+        def __init__(self):
+            self.big = np.zeros(1 << 17)  # 1 MiB: a weight, kept by reference by a capture
+            self.small = np.zeros(3)
+            self.flags = np.zeros(3, bool)
+            self.frozen = np.zeros(3)
+            self.frozen.flags.writeable = False
+            self.names = np.array(["a", "b"])  # not numbers: not copied
+
+        def step(self, x):
+            return x * 1.0
+
+    m = Model()
+    noted = outside_writes.note(rebound.note(m.step)).noted
+    assert [label for label, _, _ in noted] == ["self.small", "self.flags", "self.frozen"]
+
+
+def test_a_function_that_writes_only_through_tensors_is_not_refused():
+    W = np.ones(3)
+    lr = np.full(1, 0.5)  # read, never written
+
+    def sgd(g):
+        np.subtract(W, lr * g, out=W)
+        return g * 1.0
+
+    graph = cv.capture(sgd, cv.spec((3,), "float64"))
+    assert graph.complete and W.tolist() == [1.0, 1.0, 1.0] and lr.tolist() == [0.5]
