@@ -27,6 +27,7 @@ from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain, make_error
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
+from capviz.randomness import hooks
 from capviz.trace import outside_writes, rebound, recapture, state
 from capviz.trace.tensor import Tensor
 
@@ -161,27 +162,41 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     scope = cap.capture_scope(live=live, on_violation=on_violation, rng=rng,
                               global_random=global_random)
     scope._twice = True  # a second capture follows when it writes arrays: finite fills
-    scope._places = rebound.note(fn)  # what fn reaches by name, noted once for both uses:
-    outside = outside_writes.note(scope._places)  # its small arrays copied, before fn runs
+    held = _HooksHeld()
     try:
-        _run(scope, fn, names, specs)
-    finally:
-        written = outside.put_back()  # what NumPy wrote unseen, put back
-    graph = scope.graph
-    error = None
-    if written and graph.complete:
-        error = outside_writes.refuse(graph, written, fn, user_source())
-    elif graph.complete and recapture.writes_arrays(graph) and not any(
-            v.level == "error" for v in graph.violation_records):
+        hooks.install(held)  # once for both captures (each would install and remove them)
+        scope._places = rebound.note(fn)  # what fn reaches by name, noted once for both uses:
+        outside = outside_writes.note(scope._places)  # its small arrays copied, before fn runs
         try:
-            error = _capture_again(fn, names, specs, graph, cap, (drawn, draws), global_random)
+            _run(scope, fn, names, specs)
         finally:
-            written = outside.put_back()  # (the second run's, on another path)
-        if error is None and written:
+            written = outside.put_back()  # what NumPy wrote unseen, put back
+        graph = scope.graph
+        error = None
+        if written and graph.complete:
             error = outside_writes.refuse(graph, written, fn, user_source())
+        elif graph.complete and recapture.writes_arrays(graph) and not any(
+                v.level == "error" for v in graph.violation_records):
+            try:
+                error = _capture_again(fn, names, specs, graph, cap, (drawn, draws),
+                                       global_random)
+            finally:
+                written = outside.put_back()  # (the second run's, on another path)
+            if error is None and written:
+                error = outside_writes.refuse(graph, written, fn, user_source())
+    finally:
+        hooks.uninstall(held)
     if error is not None and on_violation == "raise":
         raise error
     return graph
+
+
+class _HooksHeld:
+    """A hold on the randomness hooks (:func:`capviz.randomness.hooks.install`) for the
+    length of :func:`capture`: its two captures' scopes find them installed, and they are
+    removed once, after the second. Outside a scope every hook calls through."""
+
+    global_states: Any = None
 
 
 def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple) -> None:

@@ -205,6 +205,9 @@ def _other_floats(array: np.ndarray, gen: np.random.Generator, draw: int) -> np.
     return out.reshape(array.shape)
 
 
+_FLOAT64 = np.dtype(np.float64)
+
+
 def _other_floats_together(arrays: list[np.ndarray], gen: np.random.Generator
                            ) -> list[np.ndarray]:
     """:func:`_other_floats` (draw 0) of each of ``arrays`` (non-empty floating arrays), drawn
@@ -222,14 +225,14 @@ def _other_floats_together(arrays: list[np.ndarray], gen: np.random.Generator
     for a, start in zip(arrays, starts.tolist()):  # (_reversed_ranks of each, in place)
         stop = start + a.size
         out[start:stop][np.argsort(flat[start:stop])] = np.sort(drawn[start:stop])[::-1]
-    wide = np.repeat([a.dtype == np.float64 for a in arrays], sizes)
+    wide = np.repeat([a.dtype == _FLOAT64 for a in arrays], sizes)
     same_value = (out == flat) & wide
     if same_value.any():
         out[same_value] = out[same_value] * 2 + 1
     others = []
     for a, start in zip(arrays, starts.tolist()):
         other = out[start:start + a.size]
-        if a.dtype != np.float64:  # cast, then checked against the array's own values
+        if a.dtype != _FLOAT64:  # cast, then checked against the array's own values
             other = other.astype(a.dtype)
             flat_a = a.reshape(-1)
             same_value = other == flat_a
