@@ -66,7 +66,7 @@ def _at_return(scope: CaptureScope, tensor: Tensor) -> None:
     the second capture's comparison refuses a value NumPy computed from a written state there
     (the first capture wrote finite values, not the NaN mark, into the state's memory)."""
     code = getattr(_plain_function(scope._entry_function), "__code__", None)
-    line = _return_line(code) if code is not None else None
+    line = _returned_at(scope, code)
     if line is not None:
         tensor._data.source = (code.co_filename, line, code.co_name)
 
@@ -76,7 +76,7 @@ def _refuse_returned(scope: CaptureScope, value: Any) -> None:
     mark) at ``fn``'s ``return`` line, when its code has one (the caller's line else)."""
     recorder = scope.recorder
     code = getattr(_plain_function(scope._entry_function), "__code__", None)
-    line = _return_line(code) if code is not None else None
+    line = _returned_at(scope, code)
     if line is None:
         state.refuse_poisoned(recorder, value)
     names = [s.node.name or "an ndarray from outside" for s in recorder.states.values()
@@ -99,6 +99,18 @@ def _plain_function(fn: Any) -> Any:
     while callable(getattr(fn, "func", None)):  # functools.partial
         fn = fn.func
     return getattr(fn, "__func__", fn)
+
+
+def _returned_at(scope: CaptureScope, code: Any) -> int | None:
+    """The line of the ``return`` statement of ``fn`` (code ``code``) that ran: the line of
+    ``fn``'s finished frame, kept by the recorder when it recorded an op from it; else the
+    line of its one ``return`` statement (``None``: several, and no op recorded from it)."""
+    if code is None:
+        return None
+    frame = scope.recorder.entry_frame
+    if frame is not None and frame.f_code is code and frame.f_lineno:
+        return frame.f_lineno
+    return _return_line(code)
 
 
 def _return_line(code: Any) -> int | None:
@@ -205,17 +217,22 @@ def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple) -> N
     scope._entry_function = fn  # generator objects are looked for from fn, not from here
     try:
         with scope:
-            args = [scope.input(n, s) for n, s in zip(names, specs)]
-            result = fn(*args)
-            if isinstance(result, dict):
-                for key, value in result.items():
-                    _function_output(scope, value, str(key))
-            elif isinstance(result, (tuple, list)):
-                for i, value in enumerate(result):
-                    _function_output(scope, value, f"out{i}")
-            else:
-                _function_output(scope, result, "out")
-            del result  # an array made by the call is dead at exit: no state (trace/state.py)
+            recorder = scope.recorder
+            recorder.entry_code = getattr(_plain_function(fn), "__code__", None)
+            try:
+                args = [scope.input(n, s) for n, s in zip(names, specs)]
+                result = fn(*args)
+                if isinstance(result, dict):
+                    for key, value in result.items():
+                        _function_output(scope, value, str(key))
+                elif isinstance(result, (tuple, list)):
+                    for i, value in enumerate(result):
+                        _function_output(scope, value, f"out{i}")
+                else:
+                    _function_output(scope, result, "out")
+                del result  # an array made by the call is dead at exit: no state
+            finally:  # (trace/state.py): nor is one fn's finished frame holds
+                recorder.entry_code = recorder.entry_frame = None
     except BaseException as err:
         if scope.recorder is not None and getattr(err, "graph", None) is None:
             with contextlib.suppress(AttributeError, TypeError):

@@ -109,8 +109,9 @@ def test_an_array_numpy_computed_before_the_write_and_returned_after_it_is_refus
 
     s = S()
     before = s.W.copy()
-    with pytest.raises(UnsupportedOperationError, match=r"out is a value computed outside the "
-                       r"capture's sight, from an array the capture writes") as info:
+    with pytest.raises(UnsupportedOperationError, match=r"^`return y.sum\(\)` at .* the "
+                       r"returned value out was computed by NumPy's own operators from s\.W, an "
+                       r"array the capture writes") as info:
         cv.capture(s.b, cv.spec((4,), "float64"))
     assert re.search(r"\(it is 228\. \(float64\[\]\) here and [-0-9.e]+ \(float64\[\]\) when s\.W "
                      r"holds other values\)", str(info.value))
@@ -967,11 +968,11 @@ def test_a_value_numpy_computed_from_a_written_state_and_returned_is_refused_at_
         cv.capture(m.step, cv.spec((3,), "float64"))
     what, why, fix = str(info.value).splitlines()
     line = _line_of(_Returning.step, "return self.W * 2.0")
-    assert what == (f"`return self.W * 2.0` at {__file__}:{line} in step: out is a value "
-                    "computed outside the capture's sight, from an array the capture writes "
-                    "or a value the call changes.")
+    assert what == (f"`return self.W * 2.0` at {__file__}:{line} in step: the returned value "
+                    "out was computed by NumPy's own operators from m.W, an array the capture "
+                    "writes.")  # worded for a returned value (W=20r)
     assert "when m.W holds other values" in why
-    assert fix.startswith("Fix: make it meet a tensor, so the capture records it")
+    assert fix.startswith("Fix: make what fn returns meet a tensor, which the capture records")
     assert np.array_equal(m.W, np.zeros(3))
     twin = _Returning()
     graph = cv.capture(m.fixed, cv.spec((3,), "float64"))

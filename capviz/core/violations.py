@@ -438,6 +438,19 @@ SITUATIONS: list[Situation] = [
         "    np.subtract(W, x, out=W)\n    return x * reg\n\n"
         "cv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
+        "returned_from_state", "unsupported_op",
+        _call_is("a returned value NumPy computed from a state"),
+        "the returned value {operand} was computed by NumPy's own operators from {array}, an "
+        "array the capture writes",
+        "capviz cannot record it: NumPy read the array's memory outside the capture's sight, "
+        "so every replay would return the value of this call ({reason_why}).",
+        "make what fn returns meet a tensor, which the capture records: read the array "
+        "through a tensor op (return (self.W + 0 * g) * 2.0), or, after a write, return a "
+        "local name written in place (W = self.W; W += g; return W * 2.0: the += rebinds W to "
+        "the written tensor).",
+        "W = np.zeros(3)\n\ndef f(g):\n    np.add(W, g, out=W)\n    return W * 2.0\n\n"
+        "cv.capture(f, cv.spec(3, \"float64\"))"),
+    Situation(
         "written_outside", "unsupported_op", _call_is("an outside array NumPy wrote unseen"),
         "NumPy's own operators wrote the outside ndarray {array}, a write no state of the "
         "graph records",

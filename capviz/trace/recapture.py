@@ -60,6 +60,8 @@ from capviz.trace.state import post_write_fill
 
 COMPUTED = "a value NumPy computed from a state"
 """The ``call`` of a refused literal or constant (the situation ``computed_from_state``)."""
+RETURNED = "a returned value NumPy computed from a state"
+"""The ``call`` of a refused returned value (the situation ``returned_from_state``)."""
 WRITTEN = "a write NumPy made into an outside array"
 """The ``call`` of an outside array NumPy wrote while the capture ran (``written_by_numpy``)."""
 PATH = "a path chosen from a state's values"
@@ -539,6 +541,10 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
         if what == "path":
             return refuse(graph, node, PATH, states, (
                 f"when {hold} the capture records another program from here on"))
+        if node.kind == "constant" and _only_returned(graph, node):  # fn's return line
+            return refuse(graph, node, RETURNED, node.name or "out",
+                          f"it is {shown(one)} here and {shown(two)} when {hold}",
+                          array=states)
         operand = node.name if node.kind == "constant" and node.name else shown(one)
         if isinstance(one, dict) and isinstance(two, dict):  # parameters: the one that differs
             key = next(k for k in one if not same(one[k], two.get(k)))
@@ -559,6 +565,12 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
                 "starts from the value NumPy made (the first capture's write stays in it)"),
                 array=name)
     return None
+
+
+def _only_returned(graph: Graph, node: Node) -> bool:
+    """Whether constant ``node`` is a value ``fn`` returned as it is (only outputs use it)."""
+    users = graph.users().get(node.index, [])
+    return bool(users) and all(user.kind == "output" for user in users)
 
 
 def raised_at(error: BaseException) -> Any:

@@ -164,6 +164,10 @@ class Recorder(Trace):
         self._user_code: Any = None
         self._user_file: str | None = None
         self._user_function: str | None = None
+        # cv.capture's fn: its code, and its frame once an op is recorded from it (after fn
+        # returns, the frame's line is the `return` that ran; dropped before the scope exits)
+        self.entry_code: Any = None
+        self.entry_frame: FrameType | None = None
 
     # --- state checks ------------------------------------------------------------------------
 
@@ -347,6 +351,8 @@ class Recorder(Trace):
             self._user_code = code
             self._user_file = display_file(code.co_filename)
             self._user_function = code.co_name
+            if code is self.entry_code:
+                self.entry_frame = frame
         return frame, (self._user_file, frame.f_lineno, self._user_function)
 
     def record(self, op: ops.Op, args: tuple, params: dict) -> Node:
