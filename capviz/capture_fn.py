@@ -174,9 +174,9 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     scope = cap.capture_scope(live=live, on_violation=on_violation, rng=rng,
                               global_random=global_random)
     scope._twice = True  # a second capture follows when it writes arrays: finite fills
-    held = _HooksHeld()
+    held = hooks.Hold()  # the hooks, once for both captures (each would make and remove them)
     try:
-        hooks.install(held)  # once for both captures (each would install and remove them)
+        hooks.install(held)  # (outside a scope every hook calls through)
         scope._places = rebound.note(fn)  # what fn reaches by name, noted once for both uses:
         outside = outside_writes.note(scope._places)  # its small arrays copied, before fn runs
         try:
@@ -201,14 +201,6 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     if error is not None and on_violation == "raise":
         raise error
     return graph
-
-
-class _HooksHeld:
-    """A hold on the randomness hooks (:func:`capviz.randomness.hooks.install`) for the
-    length of :func:`capture`: its two captures' scopes find them installed, and they are
-    removed once, after the second. Outside a scope every hook calls through."""
-
-    global_states: Any = None
 
 
 def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple) -> None:

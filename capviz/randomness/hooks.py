@@ -451,7 +451,13 @@ def _plan() -> list[tuple[Any, str, Any, bool]]:
     return plan
 
 
-def install(recorder: Recorder) -> None:
+class Hold:
+    """A hold on the hooks that is no scope's (:func:`install` and :func:`uninstall` take
+    it): ``cv.capture`` holds them across its two captures, whose scopes then find them
+    installed instead of each making and removing ~190 hooks."""
+
+
+def install(recorder: Recorder | Hold) -> None:
     """Install the hooks for ``recorder``'s scope (held while any scope holds them).
 
     Idempotent per recorder, so a scope's cleanup can safely repeat it.
@@ -459,7 +465,8 @@ def install(recorder: Recorder) -> None:
     with _lock:
         if recorder in _users:
             return
-        recorder.global_states = (_calls[0], _global_states())
+        if type(recorder) is not Hold:  # (a hold notes no states: it is no scope)
+            recorder.global_states = (_calls[0], _global_states())
         if not _users:
             try:
                 _remove_all()  # what an interrupted removal left behind, before the originals
@@ -478,7 +485,7 @@ def install(recorder: Recorder) -> None:
         _users.add(recorder)
 
 
-def uninstall(recorder: Recorder) -> None:
+def uninstall(recorder: Recorder | Hold) -> None:
     """Release ``recorder``'s hold; the last one out removes the hooks (leaving alone a function
     someone else put in place meanwhile). Idempotent."""
     with _lock:
