@@ -220,3 +220,34 @@ def test_a_function_that_writes_only_through_tensors_is_not_refused():
 
     graph = cv.capture(sgd, cv.spec((3,), "float64"))
     assert graph.complete and W.tolist() == [1.0, 1.0, 1.0] and lr.tolist() == [0.5]
+
+
+class CallableStep:
+    """``cv.capture(obj)``: its class's ``__call__`` and its attributes are walked as a bound
+    method's are (capviz/trace/rebound.py), for the copies and for the rebinding check."""
+
+    def __init__(self):
+        self.n = np.zeros(1)
+        self.W = np.ones(3)
+        self.rebind = False
+
+    def __call__(self, x):
+        if self.rebind:
+            self.W = self.W - 0.5 * x
+        else:
+            self.n += 1.0
+        return x * 1.0
+
+
+def test_a_callable_objects_attributes_are_walked_too():
+    step = CallableStep()
+    with pytest.raises(UnsupportedOperationError, match=r"^`self\.n \+= 1\.0` at .* in __call__: "
+                                                        r"NumPy's own operators wrote the "
+                                                        r"outside ndarray self\.n,"):
+        cv.capture(step, cv.spec((3,), "float64"))
+    assert step.n.tolist() == [0.0]
+    step.rebind = True
+    with pytest.raises(UnsupportedOperationError, match=r"Fix: write in place: self\.W -= 0\.5 "
+                                                        r"\* x"):
+        cv.capture(step, cv.spec((3,), "float64"))
+    assert type(step.W) is np.ndarray and step.W.tolist() == [1.0, 1.0, 1.0]

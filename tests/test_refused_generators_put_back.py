@@ -75,6 +75,14 @@ def test_a_generator_in_a_list_attribute_drawn_by_a_refused_capture_is_put_back(
     assert m.W.tolist() == [1.0, 1.0, 1.0]
 
 
+def _hidden_generator(held):
+    """The generator hidden_noise holds in a closure cell (read through a call, so that no
+    frame the refusal's traceback keeps names it: tests/test_backstop.py names it by where it
+    is held, found from the objects that refer to it)."""
+    sampler = hidden_noise.JITTER[0] if held == "JITTER" else getattr(hidden_noise, held)._draw
+    return sampler.__closure__[0].cell_contents
+
+
 @pytest.mark.parametrize("held", ["NOISE", "LEGACY", "JITTER"])
 def test_a_generator_the_backstop_finds_is_put_back_before_the_refusal(held):
     draw = {"NOISE": lambda n: hidden_noise.NOISE((n,)),
@@ -84,14 +92,12 @@ def test_a_generator_the_backstop_finds_is_put_back_before_the_refusal(held):
     def f(x):
         return x + draw(3)
 
-    sampler = hidden_noise.JITTER[0] if held == "JITTER" else getattr(hidden_noise, held)._draw
-    gen = sampler.__closure__[0].cell_contents
-    before = _state(gen)
-    twin = copy.deepcopy(gen)
+    before = _state(_hidden_generator(held))
+    uninterrupted = _draw(copy.deepcopy(_hidden_generator(held)))
     with pytest.raises(cv.FrozenRandomError, match="held where the capture does not look"):
         cv.capture(f, np.ones(3))
-    assert _state(gen) == before
-    assert _draw(gen) == _draw(twin)  # as if the capture had never run
+    assert _state(_hidden_generator(held)) == before
+    assert _draw(_hidden_generator(held)) == uninterrupted  # as if the capture had never run
 
 
 def _hidden(bits):

@@ -26,7 +26,7 @@ import numpy as np
 
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
-from capviz.trace.recapture import line_code
+from capviz.trace.recapture import call_method, line_code
 from capviz.trace.tensor import Tensor
 
 REBOUND = "a capture tensor bound outside the capture"
@@ -106,12 +106,17 @@ def _plain_object(value: Any) -> bool:
 
 
 def _function(fn: Callable) -> tuple[Any, Any]:
-    """``(self or None, the plain function)`` of a bound method, a ``functools.partial`` or
-    a function."""
+    """``(self or None, the plain function)`` of a bound method, a ``functools.partial``, a
+    function, or a callable object (its class's ``__call__``, ``self`` the object)."""
     while callable(getattr(fn, "func", None)):  # functools.partial
         fn = fn.func
     owner = getattr(fn, "__self__", None)
-    return owner, getattr(fn, "__func__", fn)
+    function = getattr(fn, "__func__", fn)
+    if owner is None and not hasattr(function, "__code__") and _plain_object(fn):
+        call = call_method(fn)
+        if call is not None and hasattr(call, "__code__"):
+            return fn, call
+    return owner, function
 
 
 def note(fn: Callable | None) -> list[Place]:

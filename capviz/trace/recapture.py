@@ -106,7 +106,7 @@ def entry_spaces(fn: Callable) -> list[dict]:
         fn = fn.func
     fn = getattr(fn, "__func__", fn)
     if not hasattr(fn, "__code__"):
-        fn = _call_method(fn)
+        fn = call_method(fn)
     spaces = []
     space = getattr(fn, "__globals__", None)
     if isinstance(space, dict):
@@ -123,7 +123,7 @@ def entry_spaces(fn: Callable) -> list[dict]:
     return spaces
 
 
-def _call_method(obj: Any) -> Callable | None:
+def call_method(obj: Any) -> Callable | None:
     """The ``__call__`` function of a callable object's class (or a base's)."""
     for klass in type(obj).__mro__:
         if "__call__" in vars(klass):
