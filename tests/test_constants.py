@@ -218,3 +218,19 @@ def test_same_bits_sees_every_bit_in_every_layout():
                 assert not same_bits(view, changed), (dtype, view.strides)
     zeros = np.zeros(3)
     assert not same_bits(zeros, -zeros) and same_bits(np.full(3, np.nan), np.full(3, np.nan))
+
+
+@pytest.mark.parametrize("size", [8191, 8192, 8193])  # float64: 64 KiB, where same_bits changes
+def test_same_bits_on_either_side_of_its_small_array_path(size):  # from bytes to words
+    arr = np.linspace(-1.0, 1.0, size)
+    other = arr.copy()
+    assert same_bits(arr, other)
+    for k in (0, size // 2, size - 1):
+        changed = other.copy()
+        changed.view(np.uint8)[8 * k] ^= 1  # the lowest bit of element k
+        assert not same_bits(arr, changed)
+    zeros = np.zeros(size)
+    assert not same_bits(zeros, -zeros)
+    assert same_bits(np.full(size, np.nan), np.full(size, np.nan))
+    assert not same_bits(arr, arr.astype(np.float32)) and not same_bits(arr, arr[:-1])
+    assert same_bits(arr[::-1], arr[::-1].copy()) and not same_bits(arr[::-1], arr)
