@@ -2,7 +2,7 @@
 
 The checks that make the JAX replay fail at a node instead of returning a value NumPy would not
 compute (``capviz/backends/jax/checks.py``: finite, moderate complex values; float16 overflow
-of reductions; ``capviz/backends/jax/subnormals.py``: zeros from flushed subnormals) are flags of
+of reductions; ``capviz/backends/jax/subnormals/``: zeros from flushed subnormals) are flags of
 the compiled function. Measured here against a bare ``jax.jit`` of the same Python function on
 the same device input (no capviz check at all, the ceiling XLA gives): medians of interleaved
 rounds (``_common.interleaved``), CPU time of this process, per replay.
@@ -13,7 +13,10 @@ rounds (``_common.interleaved``), CPU time of this process, per replay.
   the replay's fast program fuses into the chain as a select of NaN where it fails, and one
   test of the output for NaN: ``capviz/backends/jax/poison.py``);
 - a 40-op chain of complex64 ``*`` and ``+`` over (512, 512) (the products' operands
-  checked, as one mask fused into the chain);
+  checked, as one mask fused into the chain; the sums with a literal far from ``tiny`` need
+  no check);
+- a 40-op chain of complex64 ``*`` and ``+`` of two tensors (``z * w``, ``z + w``: the
+  sums' parts checked too, ``capviz/backends/jax/subnormals/complex_parts.py``);
 - ``x.std(axis=0)`` of (4096, 256) float16 (the float16 overflow check).
 
 Figures: capviz's JAX replay time / bare ``jax.jit`` time (1.00: free). Compare with the same
@@ -36,6 +39,14 @@ def _complex_chain(z):
     for _ in range(20):
         z = z * (0.999 + 0.001j)
         z = z + (0.5 - 0.25j)
+    return z
+
+
+def _complex_pair_chain(zw):
+    z, w = zw[0], zw[1]
+    for _ in range(20):
+        z = z * w
+        z = z + w
     return z
 
 
@@ -62,6 +73,8 @@ def _cases() -> list:
             ("100-op chain of x * y, x + y, (1024, 1024)", _pair_chain,
              (0.5 + rng.random((2, 1024, 1024))).astype(np.float32)),
             ("40-op complex64 chain, (512, 512)", _complex_chain, z),
+            ("40-op complex64 z * w, z + w, (512, 512)", _complex_pair_chain,
+             np.exp(2j * np.pi * rng.random((2, 512, 512))).astype(np.complex64)),
             ("std(axis=0), (4096, 256) float16", _std, h)]
 
 

@@ -48,15 +48,17 @@ infinity):
   is merged into one flag per shape, :func:`capviz.backends.jax.trace.require_each`). These
   reductions take ``where=``, ``initial=``, ``correction=``.
 
-* **Complex products** (:data:`COMPLEX_PRODUCTS`: ``*`` and ``square`` of complex64 and
-  complex128, whose parts are float32 and float64 that XLA flushes): each of the four part
-  products ``ac``, ``bd``, ``ad``, ``bc`` must be 0 or of magnitude ``tiny * 2**(nmant + 1)``
-  or more (:func:`complex_product`), else the replay fails at the node: a part of XLA's
-  result would be 0 where NumPy's is not, or miss a flushed term. Complex ``/``,
-  ``reciprocal``, ``exp``, ``exp2``, ``**`` (:data:`COMPLEX_DECLARED`) are refused by name
-  unless the replay takes ``arithmetic="xla"``, as the ops below: their parts are quotients,
-  exponentials and sines that no cheap test bounds. Complex ``+`` and ``-`` add the parts
-  apart, exactly (their operands are never subnormal in XLA).
+* **Complex values** (:mod:`.complex_parts`): XLA flushes the float32/float64 parts of
+  complex64/complex128 values. ``*`` and ``square`` are checked part product by part product,
+  ``+``, ``-``, the sums and the contractions part by part as their real forms, ``angle`` as
+  ``arctan2``; moves, selections and comparisons are exact; every other op with a complex
+  result, or a float result from complex operands (``sin``, ``sqrt``, ``log``, ``/``, ``exp``,
+  ``**``, ``prod``, ``var``...: quotients, exponentials, logarithms and sines that no cheap
+  test bounds), is refused by name unless the replay takes ``arithmetic="xla"``
+  (:data:`.complex_parts.COMPLEX_EXACT` and :data:`.complex_parts.COMPLEX_CHECKED` are
+  allow-lists).
+* **Narrowing casts** (:mod:`.casts`): ``astype`` from float64 or complex128 to float32 or
+  complex64, where NumPy rounds to a subnormal of the narrower type.
 
 The other float ops that can make a subnormal from normal operands (:data:`DECLARED`:
 ``linalg``, ``fft``, ``cov``, ``polyval``...) are not checked: a JAX replay refuses them by
@@ -68,20 +70,22 @@ NumPy's") says what each choice costs.
 
 The package, by concern: :mod:`.elementwise` (elementwise arithmetic), :mod:`.products`
 (contractions), :mod:`.reductions` (sums, remainders, products along an axis, variances),
-:mod:`.complex_parts` (complex values), :mod:`.declared` (what no check sees:
-:func:`unchecked`), :mod:`.literals` (subnormal literals and constants) and :mod:`.operands`
-(what the checks know of operands: literals, magnitudes, the rerun on poisoned operands);
-:func:`check` here dispatches an op to its check.
+:mod:`.complex_parts` (complex values), :mod:`.casts` (narrowing casts), :mod:`.declared` (what
+no check sees: :func:`unchecked`), :mod:`.literals` (subnormal literals and constants) and
+:mod:`.operands` (what the checks know of operands: literals, magnitudes, the rerun on poisoned
+operands); :func:`check` here dispatches an op to its check.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from capviz.backends.jax.subnormals import complex_parts
+from capviz.backends.jax.subnormals.casts import narrowing
 from capviz.backends.jax.subnormals.complex_parts import (
-    COMPLEX_DECLARED,
+    COMPLEX_CHECKED,
+    COMPLEX_EXACT,
     COMPLEX_PRODUCTS,
-    complex_product,
 )
 from capviz.backends.jax.subnormals.declared import DECLARED, unchecked
 from capviz.backends.jax.subnormals.elementwise import ELEMENTWISE, elementwise
@@ -100,9 +104,9 @@ from capviz.backends.jax.subnormals.reductions import (
 )
 from capviz.backends.jax.trace import dtype_of
 
-__all__ = ["COMPLEX_DECLARED", "COMPLEX_PRODUCTS", "DECLARED", "ELEMENTWISE", "FLUSHED", "PRODS",
-           "PRODUCTS", "REMAINDERS", "SPREADS", "SUMS", "check", "magnitudes", "subnormal_constant",
-           "subnormal_literal", "unchecked"]
+__all__ = ["COMPLEX_CHECKED", "COMPLEX_EXACT", "COMPLEX_PRODUCTS", "DECLARED", "ELEMENTWISE",
+           "FLUSHED", "PRODS", "PRODUCTS", "REMAINDERS", "SPREADS", "SUMS", "check", "magnitudes",
+           "subnormal_constant", "subnormal_literal", "unchecked"]
 
 
 def check(jnp: Any, name: str, fn: Any, args: tuple, operands: list, result: Any,
@@ -112,9 +116,13 @@ def check(jnp: Any, name: str, fn: Any, args: tuple, operands: list, result: Any
     NaN where a check fails (:func:`capviz.backends.jax.trace.poisoned`)."""
     if name in REMAINDERS:  # divmod gives two results: its operands say what XLA flushes
         return remainders(jnp, name, fn, args, operands, result, params)
-    if name in COMPLEX_PRODUCTS and hasattr(result, "dtype") and dtype_of(result).kind == "c":
-        return complex_product(jnp, name, args, result)
-    if not hasattr(result, "dtype") or dtype_of(result) not in FLUSHED:
+    if not hasattr(result, "dtype"):
+        return result
+    if name == "astype" and operands:
+        return narrowing(jnp, operands[0], result)
+    if dtype_of(result).kind == "c" or any(dtype_of(a).kind == "c" for a in operands):
+        return complex_parts.check(jnp, name, fn, args, operands, result, params)
+    if dtype_of(result) not in FLUSHED:
         return result
     if name in ELEMENTWISE:
         return elementwise(jnp, name, args, result)

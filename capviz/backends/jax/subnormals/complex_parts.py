@@ -1,30 +1,133 @@
 """Complex values, whose real and imaginary parts XLA flushes as it flushes float32 and
-float64 values: the products checked part by part (:data:`COMPLEX_PRODUCTS`) and the ops
-refused by name (:data:`COMPLEX_DECLARED`)."""
+float64 values (review 2, finding 8; issue 25).
+
+A complex node is replayed by XLA only where the replay sees every part NumPy would keep
+subnormal (:func:`unchecked` is an allow-list, so a complex op added to the table is refused
+until someone shows it safe):
+
+* **Exact whatever the values** (:data:`COMPLEX_EXACT`): moves, selections and comparisons,
+  ``real``, ``imag``, ``conjugate``, ``negative``; and ``absolute``, whose result
+  ``hypot(a, b)`` is at least ``max(|a|, |b|)``, normal for normal parts (XLA reads no
+  subnormal operand: inputs holding one are refused, and a value XLA made is never one).
+* **Checked at run time** (:data:`COMPLEX_CHECKED`), each an elementwise mask merged per shape
+  (:func:`capviz.backends.jax.trace.require_each`):
+
+  - ``*`` and ``square`` (:func:`complex_product`): the four part products;
+  - ``+`` and ``-`` (:func:`_complex_sum`): parts added apart, a part 0 only where the two
+    parts cancel exactly (as the real test of
+    :func:`capviz.backends.jax.subnormals.elementwise.elementwise`); not checked with a literal
+    operand whose parts are 0 or far from ``tiny`` (``z + (0.5 - 0.25j)``);
+  - the sums (:data:`capviz.backends.jax.subnormals.reductions.SUMS`: ``sum``, ``mean``,
+    ``cumsum``, ``diff``, ``trace``...) (:func:`_complex_terms`): every nonzero part of the
+    operand at least ``tiny * 2**(nmant + 1)`` (times the count for a mean), as the real test;
+  - the contractions (:data:`capviz.backends.jax.subnormals.products.PRODUCTS`: ``matmul``,
+    ``dot``, ``vdot``, ``einsum``, ``outer``...): the real test, with the smallest nonzero
+    magnitude of an operand's parts (a part of a complex product of sums is a sum of part
+    products);
+  - ``angle`` (:func:`_angle`): ``arctan2(imag, real)``, the precise test of ``arctan2``.
+
+* **Refused by name** unless the replay takes ``arithmetic="xla"``: every other op with a
+  complex result, or a float32/float64 result from a complex operand. Their parts come from
+  quotients, exponentials, logarithms, square roots and trigonometric factors that may be
+  subnormal from normal operands, where XLA's formulas are not NumPy's, and no cheap test
+  bounds them: ``sin(pi/2 + 1e-300j)`` is ``1 + 6.1e-317j`` in NumPy and ``1 + 0j`` in XLA;
+  ``sqrt(1e20 + 1e-300j)``'s imaginary part is ``5e-311``; ``log(1e10 + 1e-300j)``'s
+  ``1e-310``; ``arctan``, ``expm1``, ``sign``, ``tan``, ``tanh``, the other arc and hyperbolic
+  functions, ``/``, ``reciprocal``, ``exp``, ``exp2``, ``**``, ``prod`` and ``cumprod``
+  (a partial product), ``var`` and ``std`` (squared part deviations: ``np.std`` of
+  ``[1e-160 + 1e-160j, 0]`` is ``7.1e-161`` in NumPy, 0 in XLA) alike (a reproducer of each:
+  ``tests/test_jax_subnormals_complex.py``).
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
+from capviz.backends.jax.subnormals.operands import known_values
+from capviz.backends.jax.subnormals.products import PRODUCTS, products
+from capviz.backends.jax.subnormals.reductions import SUMS
 from capviz.backends.jax.trace import dtype_of, require_each
+from capviz.core.ir import Node
+from capviz.ops import traits
 
 COMPLEX_PRODUCTS = frozenset(("multiply", "square"))
 """Complex ops checked at run time (:func:`complex_product`): XLA computes them with NumPy's
 formula, ``(ac - bd) + (ad + bc)j``, in the parts' float type."""
 
-COMPLEX_DECLARED = frozenset(("divide", "reciprocal", "exp", "exp2", "power", "float_power"))
-"""Ops of :data:`ELEMENTWISE` whose complex result no run-time check sees: their parts come
-from quotients, exponentials and trigonometric factors (``exp(a + bj)`` is
-``exp(a) * (cos b + j sin b)``) that may be subnormal from normal operands, where XLA's formulas
-are not NumPy's. A JAX replay refuses them by name for a complex result unless it takes
-``arithmetic="xla"`` (:func:`unchecked`)."""
+COMPLEX_CHECKED = frozenset((*COMPLEX_PRODUCTS, "add", "subtract", *SUMS, *PRODUCTS, "angle",
+                             "astype"))
+"""Ops whose complex operands or result a run-time check sees (:func:`check`; ``astype``:
+:mod:`capviz.backends.jax.subnormals.casts`)."""
+
+COMPLEX_EXACT = frozenset((
+    *(traits.MOVE - {"outer", "linalg.outer", "ufunc_outer"}), *traits.SPLIT, *traits.GATHER,
+    "unpack", "copy", "real", "imag", "conjugate", "negative", "positive", "where", "view",
+    "select", "choose", "setitem", "index_put", "put", "put_along_axis", "take_along_axis",
+    "compress", "append", "insert", "delete", "diag", "diagflat", "advanced_index",
+    "advanced_index_put", "mask_select", "mask_put", "extract", "fill_diagonal", "putmask",
+    "block", "resize", "lib.stride_tricks.sliding_window_view", "linalg.diagonal",
+    "create", "zeros_like", "ones_like", "full_like",
+    "max", "min", "nanmax", "nanmin", "maximum", "minimum", "fmax", "fmin", "sort",
+    "sort_complex", "partition", "unique", "absolute"))
+"""Ops that give NumPy's complex values whatever they are: they move, select or compare
+values without computing new ones (``absolute``: its result is normal, see above). ``pad``
+counts with a mode that copies (:data:`_COPYING_PADS`)."""
+
+_COPYING_PADS = frozenset((None, "constant", "edge", "wrap", "reflect", "symmetric", "empty"))
 
 _COMPLEX = ("a product of the real and imaginary parts of complex {op}'s operands is below "
             "{bound:.3g}: XLA flushes its subnormal part products to zero where NumPy keeps "
             "them, so a part of the result would differ from NumPy's; replay with "
             "backend='numpy', or scale the operands up")
+_PART = ("a part of complex {op}'s result is 0 where NumPy's is a nonzero subnormal float: XLA "
+         "flushes subnormal results to zero, and a later division, log or large factor would "
+         "give another number than NumPy's; replay with backend='numpy', or scale the values "
+         "away from the float's smallest normal ({tiny:.3g})")
+_TERMS = ("a real or imaginary part of an operand of complex {op} has a magnitude below "
+          "{bound:.3g}, whose sums may be subnormal, which XLA flushes to zero where NumPy "
+          "keeps them; replay with backend='numpy', or scale the operand up")
+_ANGLE = ("angle gave 0 where NumPy's result is a nonzero subnormal float (an imaginary part "
+          "far below the real part): XLA flushes subnormal results to zero, and a later "
+          "division, log or large factor would give another number than NumPy's; replay with "
+          "backend='numpy', or scale the values away from the float's smallest normal "
+          "({tiny:.3g})")
+
+
+def _part_type(dtype: Any) -> np.dtype:
+    """The float type of a complex type's parts (a float type itself)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "c":
+        return dtype
+    return np.dtype(np.float32 if dtype.itemsize == 8 else np.float64)
+
+
+def _bound(dtype: Any) -> float:
+    """``tiny * 2**(nmant + 1)`` of the parts of ``dtype``: a product or term at least this is
+    a multiple of ``2 * tiny``, so its sums are 0 or normal."""
+    info = np.finfo(_part_type(dtype))
+    return float(info.tiny) * 2.0 ** (info.nmant + 1)
+
+
+def check(jnp: Any, name: str, fn: Any, args: tuple, operands: list, r: Any,
+          params: dict) -> Any:
+    """The check of op ``name`` with a complex result or operand (:data:`COMPLEX_CHECKED`);
+    the others are refused when the replay is bound (:func:`unchecked`) or need none."""
+    if name in COMPLEX_PRODUCTS:
+        return complex_product(jnp, name, args, r)
+    if not hasattr(r, "dtype"):
+        return r
+    if name in ("add", "subtract") and len(args) == 2:
+        return _complex_sum(jnp, name, args, r)
+    if name in SUMS and operands:
+        return _complex_terms(jnp, name, operands[0], r)
+    if name in PRODUCTS:
+        return products(jnp, name, fn, args, operands, r, params)
+    if name == "angle" and operands:
+        return _angle(jnp, operands[0], r)
+    return r
 
 
 def complex_product(jnp: Any, name: str, args: tuple, r: Any) -> Any:
@@ -41,8 +144,7 @@ def complex_product(jnp: Any, name: str, args: tuple, r: Any) -> Any:
         return r
     if len(args) != (2 if name == "multiply" else 1):
         return r
-    info = np.finfo(np.float32 if dtype.itemsize == 8 else np.float64)
-    bound = float(info.tiny) * 2.0 ** (info.nmant + 1)
+    bound = _bound(dtype)
     x = [jnp.asarray(v).astype(dtype) for v in args]
     a, b = x if len(x) == 2 else (x[0], x[0])
     ok = True
@@ -52,3 +154,90 @@ def complex_product(jnp: Any, name: str, args: tuple, r: Any) -> Any:
     require_each(ok, _COMPLEX.format(op=name, bound=bound))
     return r
 
+
+def _complex_sum(jnp: Any, name: str, args: tuple, r: Any) -> Any:
+    """Complex ``+`` and ``-`` add the parts apart: an exact sum of two normal floats is
+    nonzero where it does not cancel exactly, so a part of XLA's result that is 0 where the
+    parts do not cancel is one NumPy keeps as a subnormal."""
+    dtype = dtype_of(r)
+    if dtype.kind != "c" or any(_far_from_tiny(v, dtype) for v in args):
+        return r
+    a, b = (jnp.asarray(v).astype(dtype) for v in args)
+    ok = True
+    for part in (jnp.real, jnp.imag):
+        u, v, s = part(a), part(b), part(r)
+        ok = ok & ((s != 0) | ((u == -v) if name == "add" else (u == v)))
+    require_each(ok, _PART.format(op=name, tiny=float(np.finfo(_part_type(dtype)).tiny)))
+    return r
+
+
+def _far_from_tiny(value: Any, dtype: Any) -> bool:
+    """Whether ``value`` is a literal or small constant whose every part is 0 or at least
+    ``tiny * 2**(nmant + 1)`` in ``dtype``: added to a part XLA computed (0 or normal), such a
+    part gives that part back, or a multiple of ``2 * tiny`` (0 or normal), so ``z + (0.5 -
+    0.25j)`` needs no check."""
+    known = known_values(value)
+    if known is None or known.dtype.kind not in "biufc":
+        return False
+    cast = known.astype(dtype)
+    parts = np.abs(np.concatenate([cast.real.ravel(), cast.imag.ravel()]))
+    return bool(np.all((parts == 0) | (parts >= _bound(dtype))))
+
+
+def _complex_terms(jnp: Any, name: str, x: Any, r: Any) -> Any:
+    """A complex sum, mean, difference or trace (``SUMS``) adds the real and the imaginary
+    parts apart: the real test of :func:`capviz.backends.jax.subnormals.reductions.sums` on
+    each part of the operand (every nonzero part at least ``tiny * 2**(nmant + 1)``, times
+    the count for a mean: then every partial sum is 0 or normal, and so is the mean)."""
+    if dtype_of(x).kind != "c" or dtype_of(r).kind != "c":
+        return r
+    bound = _bound(dtype_of(r))
+    if name in ("mean", "nanmean"):
+        bound *= max(1, math.prod(x.shape) // max(1, math.prod(r.shape)))
+    ok = True
+    for part in (jnp.real(x), jnp.imag(x)):
+        ok = ok & (~(jnp.abs(part) < bound) | (part == 0))
+    require_each(ok, _TERMS.format(op=name, bound=bound))
+    return r
+
+
+def _angle(jnp: Any, x: Any, r: Any) -> Any:
+    """``angle(a + bj)`` is ``arctan2(b, a)`` (times ``180 / pi`` for ``deg=True``): 0 in XLA
+    where NumPy's is a nonzero subnormal exactly where ``|b / a|`` is above half the smallest
+    subnormal (the precise test of ``arctan2``, scaled out of the subnormal range)."""
+    dtype = dtype_of(r)
+    if dtype_of(x).kind != "c" or dtype.kind != "f" or _part_type(dtype) != dtype:
+        return r
+    info = np.finfo(dtype)
+    least = float(info.smallest_subnormal)
+    scale = 2.0 ** (info.nmant + 2)
+    b, a = jnp.imag(x), jnp.real(x)
+    ok = (r != 0) | ~(jnp.abs((b * scale) / a) > least * scale / 2)  # NaN: 0 / 0
+    require_each(ok, _ANGLE.format(tiny=float(info.tiny)))
+    return r
+
+
+def _complex_nodes(args: Any) -> bool:
+    """Whether a node's arguments (lists of them too) hold a complex node."""
+    for a in args:
+        if isinstance(a, Node) and a.dtype is not None and np.dtype(a.dtype).kind == "c":
+            return True
+        if isinstance(a, (list, tuple)) and _complex_nodes(a):
+            return True
+    return False
+
+
+def unchecked(node: Node) -> str | None:
+    """Why XLA's flush may change a part of ``node``'s complex result, or the float result it
+    makes from complex operands, with no check to see it (``None``: the op is exact on
+    complex values or checked, or it touches none)."""
+    complex_result = node.dtype is not None and np.dtype(node.dtype).kind == "c"
+    if not complex_result and not _complex_nodes(node.args):
+        return None
+    if node.op in COMPLEX_EXACT or node.op in COMPLEX_CHECKED:
+        return None
+    if node.op == "pad" and (node.params or {}).get("mode") in _COPYING_PADS:
+        return None
+    if complex_result:
+        return f"no run-time check sees a subnormal part of the complex result of {node.op}"
+    return f"no run-time check sees a subnormal value {node.op} makes from complex operands"

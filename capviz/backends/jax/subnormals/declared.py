@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.backends.jax.subnormals.complex_parts import COMPLEX_DECLARED
+from capviz.backends.jax.subnormals.complex_parts import unchecked as complex_unchecked
 from capviz.backends.jax.subnormals.literals import subnormal_literal
 from capviz.backends.jax.subnormals.operands import FLUSHED
 from capviz.backends.jax.subnormals.reductions import CHECKED_PARAMS, SUMS
@@ -55,15 +55,15 @@ def unchecked(node: Any) -> str | None:
         return literal
     if not _float_result(node):
         return None
-    if node.op in COMPLEX_DECLARED and node.dtype is not None \
-            and np.dtype(node.dtype).kind == "c":
-        return f"no run-time check sees a subnormal part of the complex result of {node.op}"
     if node.op in DECLARED:
         if not node.op.startswith("linalg.") and not any(
                 isinstance(a, Node) and a.dtype is not None and np.dtype(a.dtype).kind in "fc"
                 for a in node.args):
             return None  # of integers: sums, products and quotients by counts of integers
         return f"no run-time check sees a subnormal value {node.op} makes"
+    complex_values = complex_unchecked(node)
+    if complex_values is not None:
+        return complex_values
     handled = CHECKED_PARAMS.get(node.op)
     if handled is None:
         return None

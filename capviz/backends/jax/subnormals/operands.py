@@ -59,9 +59,12 @@ def magnitudes(a: np.ndarray) -> tuple[float, float]:
 
 
 def smallest(jnp: Any, a: Any, axis: Any = None) -> Any:
-    """The smallest nonzero finite magnitude of ``a`` (along ``axis``), as float64; inf when
-    there is none. A constant's is measured once on the host (:func:`known_magnitudes`): the
-    smallest of the whole array, which bounds that of any axis."""
+    """The smallest nonzero finite magnitude of ``a`` (along ``axis``; of a complex ``a``, of its
+    real and imaginary parts), as float64; inf when there is none. A constant's is measured
+    once on the host (:func:`known_magnitudes`): the smallest of the whole array, which bounds
+    that of any axis."""
+    if np.dtype(a.dtype).kind == "c":  # a complex value's parts (its terms in products)
+        return jnp.minimum(smallest(jnp, jnp.real(a), axis), smallest(jnp, jnp.imag(a), axis))
     known = known_magnitudes(a)
     if known is not None:
         return np.float64(known[0])

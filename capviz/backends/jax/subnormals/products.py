@@ -1,5 +1,7 @@
 """Products that contract (:data:`PRODUCTS`: ``matmul``, ``einsum``, ``outer``...): their
-part products and partial sums are made inside the op."""
+part products and partial sums are made inside the op. A complex operand counts by the smallest
+nonzero magnitude of its real and imaginary parts (each part of a complex product's sum is a
+sum of products of parts)."""
 
 from __future__ import annotations
 
@@ -27,11 +29,12 @@ def products(jnp: Any, name: str, fn: Any, args: tuple, operands: list, r: Any,
     dtype = dtype_of(r)
     info = np.finfo(dtype)
     bound = math.log2(float(info.tiny)) + info.nmant + 1
-    floats = [a for a in operands if dtype_of(a).kind == "f"]
+    floats = [a for a in operands if dtype_of(a).kind in "fc"]  # complex: by their parts
     if not floats:
         return r
     computed = [a for a in floats if operand_magnitudes(a) is None]
-    if len(computed) == 1 and len(floats) > 1:
+    real = all(dtype_of(a).kind == "f" for a in floats)
+    if len(computed) == 1 and len(floats) > 1 and real:
         x = computed[0]
         checked = _product_with_constants(jnp, floats, x, bound,
                                           _PRODUCT.format(op=name, tiny=float(info.tiny)))
