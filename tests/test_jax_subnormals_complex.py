@@ -215,6 +215,33 @@ def test_a_checked_complex_op_of_ordinary_values_replays_as_numpy(op, fn):
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
 
 
+def _fast_checks(graph, z):
+    graph.replay(_feed(graph, z), backend="jax")
+    from capviz.backends.jax.backend import BACKEND
+
+    return BACKEND._compiled[graph.replay_cache["jax"][2]].checks[False]
+
+
+def test_a_complex_sum_with_a_literal_far_from_tiny_needs_no_check():
+    z = np.array([1 + 1j, 2 + 0j])
+    assert _fast_checks(_graph(lambda z: z + (0.5 - 0.25j), z), z) == []
+    assert _fast_checks(_graph(lambda z: z - 2j, z), z) == []
+    assert _fast_checks(_graph(lambda z: z + 1e-300j, z), z) == [(None, "")]  # a merged mask
+    assert _fast_checks(_graph(lambda z: z + z[::-1], z), z) == [(None, "")]
+
+
+def test_a_complex_sum_whose_initial_has_a_part_near_tiny_is_refused_by_name():
+    # the modulus of 1 + 1e-300j is 1, but its imaginary part is summed apart
+    z = np.array([1 + 1j, 2 + 0j])
+    graph = _graph(lambda z: np.nansum(z, initial=1 + 1e-300j), z)
+    with pytest.raises(cv.UnsupportedOperationError, match=re.escape(
+            "the check of nansum's sums does not cover initial=(1+1e-300j)")):
+        graph.replay(_feed(graph, z), backend="jax")
+    fine = _graph(lambda z: np.nansum(z, initial=1 + 0.5j), z)
+    got = fine.replay(_feed(fine, z), backend="jax", to_numpy=True)["out"]
+    np.testing.assert_allclose(got, np.nansum(z, initial=1 + 0.5j), rtol=1e-12)
+
+
 def test_the_exact_ops_keep_tiny_parts_as_numpy_does():
     # parts near the smallest normal, moved, negated, compared and measured: NumPy's values
     z = np.array([3e-308 + 1e-300j, -1e-300 + 2.5e-308j, 1 + 0j])

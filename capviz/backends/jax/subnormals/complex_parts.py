@@ -176,7 +176,7 @@ def _far_from_tiny(value: Any, dtype: Any) -> bool:
     ``tiny * 2**(nmant + 1)`` in ``dtype``: added to a part XLA computed (0 or normal), such a
     part gives that part back, or a multiple of ``2 * tiny`` (0 or normal), so ``z + (0.5 -
     0.25j)`` needs no check."""
-    known = known_values(value)
+    known = np.asarray(value) if isinstance(value, complex) else known_values(value)
     if known is None or known.dtype.kind not in "biufc":
         return False
     cast = known.astype(dtype)

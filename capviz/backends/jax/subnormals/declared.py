@@ -81,9 +81,10 @@ def unchecked(node: Any) -> str | None:
 
 
 def _small_term(value: Any, dtype: Any) -> bool:
-    """Whether ``value``, a term of a sum of ``dtype``, is a nonzero magnitude below
+    """Whether ``value``, a term of a sum of ``dtype``, has a part of nonzero magnitude below
     ``tiny * 2**(nmant + 1)`` (which a partial sum may cancel into a subnormal)."""
     info = np.finfo(np.dtype(dtype))
-    magnitude = abs(complex(value))
-    return 0 < magnitude < float(info.tiny) * 2.0 ** (info.nmant + 1)
+    bound = float(info.tiny) * 2.0 ** (info.nmant + 1)
+    number = complex(value)  # each part of a complex term is added apart
+    return any(0 < abs(part) < bound for part in (number.real, number.imag))
 
