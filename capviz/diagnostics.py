@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends import registry
+from capviz.backends import contraction_bound, registry
 from capviz.backends.registry import host_array
 from capviz.core.errors import UnsupportedOperationError
 from capviz.core.ir import Graph, Node
@@ -168,6 +168,32 @@ def _first_own_arithmetic(engine: registry.Backend, node: Node) -> tuple[Node, s
     return min(found, key=lambda item: item[0].index) if found else None
 
 
+class _EagerValues:
+    """The values eager NumPy gave the graph's ops (by node index), else the replay's (its
+    inputs, constants and states are eager NumPy's too)."""
+
+    def __init__(self, replayed: Mapping) -> None:
+        self.replayed = replayed
+        self.eager: dict[int, Any] = {}
+
+    def __getitem__(self, node: Node) -> Any:
+        held = self.eager.get(node.index)
+        return self.replayed[node] if held is None else held
+
+
+def _contraction_limit(node: Node, reference: Any, dtype: Any) -> np.ndarray | None:
+    """The declared componentwise bound on ``node``'s difference from NumPy where it is a
+    contraction of linear algebra (:mod:`capviz.backends.contraction_bound`), from its
+    operands' values in ``reference`` (NumPy's side); else ``None``."""
+    if not contraction_bound.is_contraction_node(node):
+        return None
+    try:
+        operands = [host_array(reference[a]) for a in node.args if isinstance(a, Node)]
+    except KeyError:  # an operand the reference did not keep: the flat tolerance
+        return None
+    return contraction_bound.bound(node.op, operands, node.params, dtype)
+
+
 def _refuse_states(graph: Graph) -> None:
     """Refuse ``compare(fn)`` on a graph with states, before anything runs: the eager call
     writes them in place through NumPy's own operators (``self.m += g``), which log no op to
@@ -194,7 +220,13 @@ def compare(graph: Graph, fn: Callable | None, inputs: Mapping[str, Any] | None,
     an inexact backend taking part (``backend`` or ``against``) for each compared value's dtype
     (``Backend.tolerance_for``: JAX's ``(1e-4, 1e-4)``, float16's ``(1e-2, 1e-1)`` on JAX and
     Dask, see ``docs/guide/replay.md``), so that a difference within what the backend promises
-    is not reported as a divergence. Pass ``rtol``/``atol`` to override.
+    is not reported as a divergence. A contraction of linear algebra (``matmul``, ``dot``,
+    ``einsum`` of two operands or more, ``tensordot``, ``inner``, ``vdot``, ``vecdot``,
+    ``matvec``, ``vecmat``, ``linalg.multi_dot``) compared where an inexact backend takes part
+    is held instead to its declared componentwise bound, ``|c - c_numpy| <= 2 * gamma_k *
+    (|A| @ |B|)`` (:mod:`capviz.backends.contraction_bound`: the bound every order of its sum
+    meets, ``|A| @ |B|`` computed by NumPy from the reference's operands). Pass
+    ``rtol``/``atol`` to override both.
 
     With ``fn``: ``fn`` runs eagerly on NumPy (called with the inputs in graph order) while every
     op's result is logged; the graph replays on ``backend``; op results are compared in program
@@ -222,12 +254,14 @@ def compare(graph: Graph, fn: Callable | None, inputs: Mapping[str, Any] | None,
                          allow_violations=allow_violations)
         other.run()
         pairs = [(n, ex.values[n], other.values[n]) for n in op_nodes]
+        reference = other.values
     elif fn is not None:
         log = _eager_trace(graph, fn, inputs or {})
         # a buffer made inside the capture (np.zeros) and a generator's draw are NumPy's own
         # calls when fn runs eagerly: no op of the eager trace (their users are compared)
         op_nodes = [n for n in op_nodes if n.op not in ("create", "draw")]
         pairs = []
+        reference = _EagerValues(ex.values)
         for n, (name, value) in zip(op_nodes, log):
             if name != n.op:
                 graph.marks["diverged"] = n.index
@@ -235,6 +269,7 @@ def compare(graph: Graph, fn: Callable | None, inputs: Mapping[str, Any] | None,
                                   f"eager ran {name} where the graph has %{n.index} {n.op}: the "
                                   "programs differ here")
             pairs.append((n, ex.values[n], value))
+            reference.eager[n.index] = value
         if len(log) != len(op_nodes):
             n = op_nodes[min(len(log), len(op_nodes) - 1)] if op_nodes else None
             if n is not None:
@@ -243,17 +278,26 @@ def compare(graph: Graph, fn: Callable | None, inputs: Mapping[str, Any] | None,
                               f"eager ran {len(log)} ops, the graph has {len(op_nodes)}")
     else:
         raise TypeError("compare needs fn (an eager function) or against (a backend)")
+    declared = rtol is None and atol is None and any(
+        name is not None and not registry.get(name).exact for name in names)
     for n, mine, ref in pairs:
         if mine is None or ref is None or isinstance(mine, (tuple, list)):
             continue
         ref = host_array(ref)
-        tol = _tolerance(rtol, atol, ref.dtype, names)
-        bad, max_abs, max_rel = _differs(mine, ref, *tol)
+        limit = _contraction_limit(n, reference, ref.dtype) if declared else None
+        if limit is not None:  # the contraction's declared componentwise bound
+            _, max_abs, max_rel = _differs(mine, ref, 0.0, 0.0)
+            bad = bool(contraction_bound.outside(host_array(mine), ref, limit).any())
+            within = (" beyond the contraction's declared bound, 2 * gamma_k * (|A| @ |B|) "
+                      "(docs/guide/replay.md)")
+        else:
+            bad, max_abs, max_rel = _differs(mine, ref, *_tolerance(rtol, atol, ref.dtype, names))
+            within = ""
         if bad:
             graph.marks["diverged"] = n.index
             return Divergence(n, max_abs, max_rel,
                               f"%{n.index} ({n.op}, recorded at {format_source(n.source)}) "
-                              f"differs: max abs error {max_abs:.3g}, max rel error "
+                              f"differs{within}: max abs error {max_abs:.3g}, max rel error "
                               f"{max_rel:.3g}{_why_inexact(graph, n, ref.dtype, names)}"
                               f"{_own_arithmetic(graph, n, names)}")
     graph.marks.pop("diverged", None)

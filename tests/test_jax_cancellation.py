@@ -313,8 +313,10 @@ def test_a_sum_of_values_never_negative_is_not_checked():
     ("np.correlate", "tolerance, sums checked (else fails at the node)"),
     ("np.std", "tolerance, sums not checked (may differ beyond it)"),
     ("np.var", "tolerance, sums not checked (may differ beyond it)"),
-    ("np.einsum", "tolerance, sums not checked (may differ beyond it)"),
-    ("np.matmul", "tolerance, sums not checked (may differ beyond it)"),
+    ("np.einsum", "tolerance, the contraction's declared bound (not checked)"),
+    ("np.matmul", "tolerance, the contraction's declared bound (not checked)"),
+    ("np.linalg.multi_dot", "tolerance, the contraction's declared bound (not checked)"),
+    ("np.vecdot", "tolerance, the contraction's declared bound (not checked)"),
     ("np.exp", "tolerance")])
 def test_the_coverage_table_says_what_is_checked_of_a_sum_on_jax(name, says):
     """Review 2, finding 26: the JAX column said "tolerance" for sums that differed beyond it

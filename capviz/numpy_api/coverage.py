@@ -19,6 +19,7 @@ import numpy as np
 import numpy.lib.stride_tricks
 
 from capviz import ops
+from capviz.backends import contraction_bound
 from capviz.backends.jax import cancellation
 from capviz.backends.jax.ops import UNSUPPORTED as JAX_REFUSED
 from capviz.backends.jax.subnormals import DECLARED as JAX_UNCHECKED
@@ -190,6 +191,11 @@ def recorded_op(name: str) -> str | None:
     return None
 
 
+DECLARED_CONTRACTION = "tolerance, the contraction's declared bound (not checked)"
+"""The JAX column of a contraction of linear algebra (:mod:`capviz.backends.contraction_bound`;
+an ``einsum`` of one operand is a sum, checked at run time)."""
+
+
 def engines(name: str) -> tuple[str, str]:
     """How the JAX and Dask replays run a captured function's op: *exact* (bit for bit),
     *tolerance* (within the engine's declared tolerance: XLA's or dask's order of additions
@@ -205,6 +211,8 @@ def engines(name: str) -> tuple[str, str]:
         jax = "refused (arithmetic='xla': tolerance)"
     elif op in cancellation.CHECKED:  # its sums checked at run time
         jax = "tolerance, sums checked (else fails at the node)"
+    elif op in contraction_bound.CONTRACTIONS:  # NumPy's own is its BLAS's order
+        jax = DECLARED_CONTRACTION
     elif op in cancellation.UNCHECKED:
         jax = "tolerance, sums not checked (may differ beyond it)"
     else:  # XLA moves and selects elements exactly; it computes new ones its own way
@@ -276,8 +284,18 @@ def markdown() -> str:
         "at the node)*: a sum XLA adds in another order is checked at run time where it may "
         "leave the tolerance (it cancels, or NumPy adds it row by row: one rounding of its "
         "terms' total magnitude for NumPy's pairwise sums, `n` for its running sums) and "
-        "fails at its node there; *tolerance, sums not checked (may differ beyond it)*: "
-        "variances and the contractions of linear algebra add in XLA's order with no check, "
+        "fails at its node there; *tolerance, the contraction's declared bound (not "
+        "checked)*: NumPy's own result of a contraction of linear algebra (`matmul`, `dot`, "
+        "`einsum` of two operands or more, `tensordot`, `inner`, `vdot`, `vecdot`, `matvec`, "
+        "`vecmat`, `linalg.multi_dot`) is its BLAS's order of summation, which differs between "
+        "machines, so the engine's result is held to the componentwise bound every order "
+        "meets, `2 * gamma_k * (abs(A) @ abs(B))` (`gamma_k = k * u / (1 - k * u)`, `k` the "
+        "contracted length, `u` the unit roundoff of the result type), which `graph.compare` "
+        "and the differential harness use for it instead of the flat tolerance, and which may "
+        "be far wider where the sum cancels (`capviz/backends/contraction_bound.py`, "
+        "docs/guide/replay.md; an `einsum` of one operand is a sum, checked); "
+        "*tolerance, sums not checked (may differ beyond it)*: "
+        "variances add in XLA's order with no check, "
         "and where their sums cancel or NumPy runs them row by row an output can differ "
         "beyond the tolerance (open: `capviz/backends/jax/cancellation.py`, "
         "docs/guide/replay.md). "

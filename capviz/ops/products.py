@@ -76,7 +76,7 @@ register(Op("dot", lambda xp: xp.dot, _product_meta("dot", _dot_shape, np.dot), 
 # --- NumPy functions ------------------------------------------------------------------------------
 
 
-def _einsum_terms(subscripts: str, shapes: list) -> tuple[list[str], str, dict]:
+def einsum_terms(subscripts: str, shapes: list) -> tuple[list[str], str, dict]:
     """Input terms, output term and label sizes (``...`` spelled as upper-case labels)."""
     subscripts = subscripts.replace(" ", "")
     inputs, arrow, output = subscripts.partition("->")
@@ -124,7 +124,7 @@ def _einsum_terms(subscripts: str, shapes: list) -> tuple[list[str], str, dict]:
 
 def einsum_shape(shapes: list, params: dict) -> tuple:
     """Output shape of ``np.einsum(params['subscripts'], *operands)``."""
-    _, out, sizes = _einsum_terms(params["subscripts"], shapes)
+    _, out, sizes = einsum_terms(params["subscripts"], shapes)
     for label in out:
         if label not in sizes:
             raise ValueError(f"einstein sum subscripts string included output subscript "

@@ -56,10 +56,12 @@ those: the check is then float64's.
 
 The contractions that are sums of products (``convolve``, ``correlate``, ``polymul``) take the
 worst case of their ``n`` products (:func:`sums_of_products`, which XLA's convolution runs with
-fused multiply-adds in its own order), each part of a complex result apart. Not checked (open):
-the contractions of linear algebra (``matmul``, ``dot``, ``einsum``, ``tensordot``, ``inner``,
-``vecdot``...), where the magnitudes would be a second product of the same size, or a read of
-a model's weights at every replay.
+fused multiply-adds in its own order), each part of a complex result apart. The contractions of
+linear algebra (``matmul``, ``dot``, ``einsum`` of two operands or more, ``tensordot``,
+``inner``, ``vecdot``...) are not checked, where the magnitudes would be a second product of
+the same size, or a read of a model's weights at every replay: NumPy's own result for them is
+its BLAS's order, and they are declared, held to the bound every order meets by ``compare``
+and the differential harness (:mod:`capviz.backends.contraction_bound`).
 
 A sum of the results of an op that is never negative (:data:`NONNEGATIVE`, ``x ** 2``) is not
 checked: it cannot cancel, and where it overflows it does in every order (but within an ulp of
@@ -69,6 +71,7 @@ sibling reduction of the same operand, which XLA fuses with the sum, and a test 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -76,6 +79,7 @@ import numpy as np
 
 from capviz.backends.jax.trace import TRACE, dtype_of, require_each
 from capviz.core.ir import Node
+from capviz.ops.products import einsum_terms
 
 TOLERANCE = (1e-4, 1e-4)
 """The JAX backend's ``(rtol, atol)`` for float64 (``JaxBackend.tolerance``)."""
@@ -93,14 +97,14 @@ SEQUENTIAL = frozenset(("cumsum", "nancumsum", "cumulative_sum", "ufunc_accumula
 
 CHECKED = SUMS | frozenset(("convolve", "correlate", "polymul"))
 """Ops whose sums are checked (:func:`checked`, :func:`sums_of_products`): each output replays
-within the tolerance or fails at its node (the JAX column of docs/numpy-coverage.md)."""
+within the tolerance or fails at its node (the JAX column of docs/numpy-coverage.md). An
+``einsum`` of one operand is checked too (:func:`_einsum_checked`)."""
 
-UNCHECKED = frozenset(("var", "std", "nanvar", "nanstd", "einsum", "matmul", "dot", "vdot",
-                       "tensordot", "linalg.tensordot", "inner", "vecdot", "linalg.vecdot",
-                       "matvec", "vecmat", "linalg.multi_dot", "linalg.trace"))
+UNCHECKED = frozenset(("var", "std", "nanvar", "nanstd", "linalg.trace"))
 """Ops that add in XLA's order with no check of their sums (open): where a sum cancels or runs
 row by row in NumPy, an output can differ beyond the tolerance, silently (the hostile review 2,
-finding 11)."""
+finding 11). The contractions of linear algebra are declared instead
+(:mod:`capviz.backends.contraction_bound`)."""
 
 MEANS = frozenset(("mean", "nanmean"))
 """Those of :data:`SUMS` dividing the sum by the count of its terms."""
@@ -132,6 +136,8 @@ def tolerance(dtype: np.dtype) -> tuple[float, float]:
 def checked(name: str, jnp: Any, fn: Callable) -> Callable:
     """``fn`` (the op ``name`` on jax.numpy), its outputs checked by the rule of this module
     when ``name`` is one of :data:`SUMS`; else ``fn``."""
+    if name == "einsum":
+        return _einsum_checked(jnp, fn)
     if name not in SUMS:
         return fn
 
@@ -216,6 +222,46 @@ def _sum_cancels(jnp: Any, name: str, label: str, fn: Callable, args: tuple, par
             fits, nonfinite, kept = fits & each[0], nonfinite | each[1], kept & each[2]
     # a part not finite (complex arithmetic spreads a NaN to both) is the same in every order
     require_each(fits & (nonfinite | kept), message)
+
+
+def _einsum_checked(jnp: Any, fn: Callable) -> Callable:
+    """``np.einsum`` on jax.numpy, an einsum of one operand that sums (``"ij->j"``,
+    ``"i->"``, ``"ii->"``) checked as a sum NumPy adds one term after another (its einsum
+    loops keep a running sum): ``n * eps * S`` (``n`` the terms of an output, ``S`` the same
+    einsum of the magnitudes), each part of a complex one apart. An einsum of two operands or
+    more is a contraction, declared (:mod:`capviz.backends.contraction_bound`)."""
+
+    def run(*args: Any, **params: Any) -> Any:
+        result = fn(*args, **params)
+        out = dtype_of(result)
+        if len(args) != 1 or out.kind not in "fc":
+            return result
+        a = jnp.asarray(args[0])
+        labels, kept, sizes = einsum_terms(params["subscripts"], [tuple(a.shape)])
+        n = math.prod(int(sizes[k]) for k in set(labels[0]) - set(kept))
+        if n <= 1:  # a transpose, a diagonal: no sum
+            return result
+        real = np.dtype(out.type(0).real.dtype)
+        rtol, atol = tolerance(real)
+        eps = n * float(np.finfo(real).eps)
+        kept_each = None
+        for part in ((jnp.real, jnp.imag) if out.kind == "c" else (None,)):
+            terms = (a if part is None else part(a)).astype(real)
+            got = (result if part is None else part(result)).astype(real)
+            finite = jnp.where(jnp.isfinite(terms), jnp.abs(terms), 0)
+            size = fn(finite, **params)
+            each = ~(size >= np.finfo(real).max) & (
+                ~jnp.isfinite(got) | (eps * size <= atol + rtol * jnp.abs(got)))
+            kept_each = each if kept_each is None else kept_each & each
+        wider = _WIDER.get(out)
+        fix = "" if wider is None else f", or sum in {wider} (dtype=np.{wider})"
+        require_each(kept_each, _ROWS.format(
+            op="einsum", why="an einsum of one operand, in its own loop", n=n, dtype=real,
+            eps=eps, fix=fix))
+        return result
+
+    run.__name__ = getattr(fn, "__name__", "einsum")
+    return run
 
 
 def _running_float16(name: str, params: dict, a: Any, wide: np.dtype) -> bool:
