@@ -11,10 +11,20 @@ dicts and the attributes of plain objects, three levels down: ``self.ws[0]``, ``
 :func:`put_back` puts the original object back in each place that now holds a capture tensor
 and refuses it at the line of the op that made the tensor, with the in-place write as the fix.
 (Recording a rebinding as a state write is for later.)
+
+No capture tensor is left in a place the walk reaches: a new tuple, list or dict holding one
+bound to a noted place (an LSTM's ``self.state = (h, c)``, a rotated ``self.frames =
+self.frames[1:] + self.frames[:1]``) is refused the same way and the original put back; a list
+or dict the walk reaches that holds one when the scope exits (``self.history.append(loss)``,
+a slot ``self.frames[2] = obs * 1.0``) gets the items it held when the scope opened back; an
+attribute the capture added to a walked object that holds one (``self.x = x`` in a layer's
+forward) is removed. These last two are not refused (a Python side effect, docs/guide/state.md),
+but a slot whose old array the capture read is, as above.
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 import linecache
 import re
@@ -48,6 +58,8 @@ class Place:
         self.inner = inner  # inside a container: refused only where the capture read its array
 
     def get(self) -> Any:
+        if self.kind in ("keys", "items"):  # (what a walked object or container held)
+            return self.value
         if self.kind == "attribute":
             return vars(self.holder).get(self.key, self.value)
         if self.kind in ("global", "dict"):
@@ -81,17 +93,22 @@ def _inside(value: Any, label: str, depth: int, seen: set[int]) -> list[Place]:
     if type(value) is list:
         seen.add(id(value))
         items = [(i, f"{label}[{i}]", "list", item) for i, item in enumerate(value[:_ITEMS])]
+        places = [Place("items", value, None, label, list(value))]
     elif type(value) is dict:
         seen.add(id(value))
         items = [(key, f"{label}[{key!r}]", "dict", item)
                  for key, item in itertools.islice(value.items(), _ITEMS)]
+        places = [Place("items", value, None, label, dict(value))]
+    elif type(value) is collections.deque:  # (frames stacked with append: no item places)
+        seen.add(id(value))
+        return [Place("items", value, None, label, list(value))]
     elif _plain_object(value):
         seen.add(id(value))
         items = [(key, f"{label}.{key}", "attribute", item)
                  for key, item in itertools.islice(vars(value).items(), _ITEMS)]
+        places = [Place("keys", value, None, label, frozenset(vars(value)))]
     else:
         return []
-    places = []
     for key, inner, kind, item in items:
         places.append(Place(kind, value, key, inner, item, inner=True))
         places += _inside(item, inner, depth - 1, seen)
@@ -130,6 +147,7 @@ def note(fn: Callable | None) -> list[Place]:
     if owner is not None and isinstance(getattr(owner, "__dict__", None), dict):
         first = code.co_varnames[0] if code is not None and code.co_varnames else "self"
         seen.add(id(owner))
+        places.append(Place("keys", owner, None, first, frozenset(vars(owner))))
         for key, value in list(vars(owner).items()):
             places.append(Place("attribute", owner, key, f"{first}.{key}", value))
             places += _inside(value, f"{first}.{key}", _DEPTH, seen)
@@ -153,26 +171,123 @@ def note(fn: Callable | None) -> list[Place]:
 
 def put_back(places: list[Place], recorder: Any) -> None:
     """Put the original object back in every place that holds a tensor of ``recorder`` now,
-    each refused (queued on ``recorder.pending``) at the line of the op that made it. A place
-    inside a container (``self.ws[0]``) counts only where the capture read the array it held
-    (a functional update of it): a scratch list the function fills with its own values
-    (``calls.append(row)``) is not a rebinding."""
+    or a new tuple, list or dict holding one, each refused (queued on ``recorder.pending``) at
+    the line of the op that made the tensor. A place inside a container (``self.ws[0]``) is
+    refused only where the capture read the array it held (a functional update of it): a
+    scratch list the function fills with its own values (``calls.append(row)``) is not a
+    rebinding; its items are put back all the same, and an attribute the capture added holding
+    a tensor is removed (see the module docstring)."""
     read = None
     for place in places:
-        found = place.get()
-        if type(found) is not Tensor or found._trace is not recorder or found is place.value:
+        if place.kind in ("keys", "items"):
             continue
-        if place.inner:
+        found = place.get()
+        if found is place.value:
+            continue
+        if type(found) is Tensor:
+            if found._trace is not recorder:
+                continue
+            tensor = found
+        else:
+            tensor = _tensor_in(found, recorder, _DEPTH) if type(found) in _SEQUENCES else None
+            if tensor is None:
+                continue
+        if place.inner and type(found) is Tensor:
             if read is None:
                 read = {id(ref()) for ref in recorder.graph.constant_origins.values()}
             if not _read_by_capture(place.value, read):
+                place.put_back()  # not refused: a scratch item or attribute (self.l1.x = x)
                 continue
         place.put_back()
-        source = found._data.source
+        source = tensor._data.source
+        text = line_code(linecache.getline(source[0], source[1])) if source else ""
+        reason = _CONTAINER_REASON if tensor is not found else _reason(text) \
+            if isinstance(place.value, np.ndarray) else _RETURN_REASON
+        message = explain(Failure("unsupported_op", REBOUND, place.label, source,
+                                  UserCode("other", shorten(text)), None, reason))
+        recorder.pending.append(("unsupported_op", REBOUND, message, source))
+    for place in places:
+        if place.kind == "items":
+            if read is None:
+                read = {id(ref()) for ref in recorder.graph.constant_origins.values()}
+            _items_back(place, recorder, read)
+        elif place.kind == "keys":
+            _added_removed(place, recorder)
+
+
+_SEQUENCES = (tuple, list, dict, collections.deque)
+_RETURN_REASON = ("the capture put the original object back, and a replay can return a value "
+                  "but not bind it to a name; keep it a result: return it (return out, loss) "
+                  "and set the attribute from what the replay returns")
+_CONTAINER_REASON = (
+    "the capture put the original object back, and a replay cannot bind a new tuple or list "
+    "to a name; keep each value in an ndarray written in place (self.h[...] = h), which the "
+    "capture records as a state, or return them")
+
+
+def _tensor_in(value: Any, recorder: Any, depth: int) -> Tensor | None:
+    """A tensor of ``recorder`` inside tuple, list or dict ``value`` (``depth`` levels)."""
+    items = value.values() if type(value) is dict else value
+    for item in itertools.islice(items, _ITEMS):
+        if type(item) is Tensor:
+            if item._trace is recorder:
+                return item
+        elif depth > 1 and type(item) in _SEQUENCES:
+            found = _tensor_in(item, recorder, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _items_back(place: Place, recorder: Any, read: set[int]) -> None:
+    """The items a walked list, dict or deque held when the scope opened, put back when it
+    holds a tensor of ``recorder`` now (appended, or bound to an item the capture did not
+    read). Refused when an array the capture read from it is no longer where it was (a deque
+    of frames appended to, which drops its oldest): the graph holds the arrays it read, and
+    eager calls move them on."""
+    holder = place.holder
+    tensor = _tensor_in(holder, recorder, _DEPTH)
+    if tensor is None:
+        return
+    before = place.value
+    if type(holder) is dict:
+        moved = any(holder.get(key, holder) is not item for key, item in before.items()
+                    if _read_by_capture(item, read))
+        holder.clear()
+        holder.update(before)
+    else:
+        now = list(holder)
+        moved = any(k >= len(now) or now[k] is not item for k, item in enumerate(before)
+                    if _read_by_capture(item, read))
+        if type(holder) is list:
+            holder[:] = before
+        else:
+            holder.clear()
+            holder.extend(before)
+    if moved:
+        source = tensor._data.source
         text = line_code(linecache.getline(source[0], source[1])) if source else ""
         message = explain(Failure("unsupported_op", REBOUND, place.label, source,
-                                  UserCode("other", shorten(text)), None, _reason(text)))
+                                  UserCode("other", shorten(text)), None, _STORED_REASON))
         recorder.pending.append(("unsupported_op", REBOUND, message, source))
+
+
+_STORED_REASON = (
+    "the capture read arrays from it that a value of the capture then moved on, put back what "
+    "it held, and a replay cannot store into it; keep the values in one ndarray written in "
+    "place (buf[...] = np.concatenate([buf[1:], x[None]])), or pass them and return the new "
+    "ones")
+
+
+def _added_removed(place: Place, recorder: Any) -> None:
+    """The attributes the capture added to a walked object that hold a tensor of
+    ``recorder`` (``self.x = x``), removed."""
+    attributes = vars(place.holder)
+    for key in [k for k in attributes if k not in place.value]:
+        value = attributes[key]
+        if (type(value) is Tensor and value._trace is recorder) or (
+                type(value) in _SEQUENCES and _tensor_in(value, recorder, _DEPTH) is not None):
+            del attributes[key]
 
 
 def _read_by_capture(value: Any, read: set[int]) -> bool:

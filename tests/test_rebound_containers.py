@@ -1,0 +1,214 @@
+"""No capture tensor is left in what ``cv.capture(fn)`` can reach by name (capviz/trace/rebound.py;
+review 3, findings 10, 17, 19 and 4): a tuple or list of capture tensors bound to an attribute
+is refused at its line and the original put back; an item appended to a walked list, dict or
+deque, or bound to an item the capture did not read, is taken out again (the container holds
+what it held before the call), refused when arrays the graph read were moved on; an attribute
+the capture added holding a tensor is removed."""
+
+from collections import deque
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from capviz.core.errors import UnsupportedOperationError
+from capviz.trace.tensor import Tensor
+
+
+def _no_tensor(value, depth=4):
+    """Whether no capviz Tensor is inside ``value`` (attributes, lists, tuples, dicts)."""
+    if type(value) is Tensor:
+        return False
+    if depth == 0:
+        return True
+    if isinstance(value, dict):
+        return all(_no_tensor(v, depth - 1) for v in value.values())
+    if isinstance(value, (list, tuple, deque)):
+        return all(_no_tensor(v, depth - 1) for v in value)
+    if hasattr(value, "__dict__") and not isinstance(value, type):
+        return all(_no_tensor(v, depth - 1) for v in vars(value).values())
+    return True
+
+
+class Cell:
+    """An LSTM-like cell keeping ``(h, c)`` as a tuple attribute (review 3, s14)."""
+
+    def __init__(self):
+        self.state = (np.zeros(3), np.zeros(3))
+
+    def step(self, x):
+        h, c = self.state
+        c = 0.5 * c + x
+        h = np.tanh(c)
+        self.state = (h, c)
+        return h
+
+
+def test_a_tuple_of_capture_tensors_bound_to_an_attribute_is_refused_and_put_back():
+    cell = Cell()
+    before = cell.state
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(cell.step, np.ones(3))
+    message = str(info.value)
+    assert "self.state is rebound to a value of the capture" in message
+    assert "test_rebound_containers.py" in message
+    assert "Fix: keep each value in an ndarray written in place (self.h[...] = h)" in message
+    assert cell.state is before and _no_tensor(cell)
+
+
+class Rotating:
+    """Frames rotated into a new list (review 3, s15 ListStack)."""
+
+    def __init__(self):
+        self.frames = [np.zeros(2), np.ones(2), np.full(2, 2.0)]
+
+    def step(self, obs):
+        self.frames[0] = obs * 1.0
+        self.frames = self.frames[1:] + self.frames[:1]
+        return np.stack(self.frames).sum(0)
+
+
+def test_a_new_list_of_capture_tensors_bound_to_an_attribute_is_refused():
+    r = Rotating()
+    frames = r.frames
+    items = list(frames)
+    with pytest.raises(UnsupportedOperationError, match=r"self\.frames is rebound"):
+        cv.capture(r.step, np.ones(2))
+    assert r.frames is frames and all(a is b for a, b in zip(frames, items))
+    assert _no_tensor(r)
+
+
+class Stacked:
+    """Frames in a deque(maxlen=2), appended to (review 3, s15 Deque)."""
+
+    def __init__(self):
+        self.frames = deque([np.zeros(2), np.ones(2)], maxlen=2)
+
+    def step(self, obs):
+        self.frames.append(obs * 1.0)
+        return np.stack(list(self.frames)).sum(0)
+
+
+def test_a_deque_whose_read_frames_a_capture_tensor_moved_on_is_refused_and_put_back():
+    s = Stacked()
+    items = list(s.frames)
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(s.step, np.ones(2))
+    message = str(info.value)
+    assert "self.frames is rebound to a value of the capture" in message
+    assert "Fix: keep the values in one ndarray written in place" in message
+    assert [id(a) for a in s.frames] == [id(a) for a in items] and _no_tensor(s)
+
+
+class Ring:
+    """A ring-buffer slot written with a value computed from the input (review 3, s15 Ring):
+    the other slots stay where the graph read them, so the graph is right, and the slot gets
+    its array back."""
+
+    def __init__(self):
+        self.frames = [np.zeros(2), np.ones(2), np.full(2, 2.0)]
+
+    def step(self, obs):
+        self.frames[2] = obs * 1.0
+        return np.stack(self.frames).sum(0)
+
+
+def test_a_ring_buffer_slot_gets_its_array_back_and_replays_as_eager():
+    r = Ring()
+    items = list(r.frames)
+    graph = cv.capture(r.step, np.ones(2))
+    assert all(a is b for a, b in zip(r.frames, items)) and _no_tensor(r)
+    x = np.array([3.0, 4.0])
+    assert np.array_equal(graph.replay({"obs": x})["out"], r.step(x))
+
+
+class Logger:
+    """A training step that logs its loss (review 3, s8b)."""
+
+    def __init__(self):
+        self.W = np.ones(3)
+        self.history = []
+        self.stats = {}
+
+    def step(self, x):
+        loss = ((x * self.W) ** 2).sum()
+        self.history.append(loss)
+        self.stats["last"] = loss
+        self.W -= 0.1 * x
+        return loss
+
+
+def test_a_logged_value_is_taken_out_of_the_list_and_dict_again():
+    log = Logger()
+    log.history.append(1.5)
+    graph = cv.capture(log.step, cv.spec((3,), "float64"))
+    assert graph.complete and len(graph.state_nodes) == 1
+    assert log.history == [1.5] and log.stats == {} and _no_tensor(log)
+    assert np.mean(log.history) == 1.5  # the user's own code after the capture
+    assert np.array_equal(log.W, np.ones(3))
+
+
+class Linear:
+    """A layer keeping its input and gradients on self (review 3, s21)."""
+
+    def __init__(self, declared):
+        self.W = np.full((3, 2), 0.5)
+        if declared:
+            self.x = None
+            self.dW = None
+
+    def forward(self, x):
+        self.x = x
+        return x @ self.W
+
+    def backward(self, dout):
+        self.dW = self.x.T @ dout
+        return dout @ self.W.T
+
+
+class Net:
+    def __init__(self, declared):
+        self.l1 = Linear(declared)
+
+    def step(self, x):
+        out = self.l1.forward(x)
+        self.l1.backward(out)
+        self.l1.W -= 0.1 * self.l1.dW
+        return out
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_activations_and_gradients_kept_on_self_are_taken_back(declared):
+    net = Net(declared)
+    x = np.ones((4, 3))
+    graph = cv.capture(net.step, x)
+    assert _no_tensor(net)
+    if declared:
+        assert net.l1.x is None and net.l1.dW is None
+    else:
+        assert not hasattr(net.l1, "x") and not hasattr(net.l1, "dW")
+    twin = Net(declared)
+    for _ in range(2):
+        assert np.array_equal(graph.replay({"x": x})["out"], twin.step(x))
+    assert np.array_equal(net.l1.W, twin.l1.W)
+
+
+class Scalar:
+    def __init__(self):
+        self.W = np.ones(3)
+        self.last_loss = 0.0
+
+    def step(self, x):
+        loss = ((x * self.W) ** 2).sum()
+        self.last_loss = loss
+        self.W -= 0.1 * x
+        return loss
+
+
+def test_an_attribute_that_held_no_array_is_told_to_return_the_value():
+    s = Scalar()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(s.step, cv.spec((3,), "float64"))
+    assert "self.last_loss is rebound to a value of the capture" in str(info.value)
+    assert "Fix: keep it a result: return it" in str(info.value)
+    assert s.last_loss == 0.0 and type(s.last_loss) is float
