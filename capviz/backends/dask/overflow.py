@@ -138,7 +138,7 @@ def _max(blocks: Any, axis: Any = None, keepdims: bool = False) -> Any:
     return np.max(blocks, axis=axis, keepdims=keepdims)
 
 
-def _magnitude(x: Any) -> Any:
+def magnitude(x: Any) -> Any:
     """The largest finite magnitude of ``x`` (:func:`_block_magnitude`), a 0-d float64 dask
     array: one pass over each block."""
     return da.reduction(x, _block_magnitude, _max, dtype=np.float64,
@@ -208,6 +208,6 @@ def checked(name: str, args: tuple, params: dict, result: Any, guard: Any,
     index = tuple(range(result.ndim))
     pairs: list = [result, index]
     for x in operands:
-        pairs += [_magnitude(x), ()]
+        pairs += [magnitude(x), ()]
     return da.blockwise(guard(check), index, *pairs, dtype=result.dtype,
                         meta=np.empty((0,) * result.ndim, result.dtype))

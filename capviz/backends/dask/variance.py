@@ -19,31 +19,35 @@ variance by its square only). A sum of ``n`` terms of total magnitude ``S`` (``s
 part of a complex one apart) in an order of ``r`` roundings is within ``r * eps * S`` of the exact
 one (``r = 1`` where NumPy adds pairwise, ``n`` for its running sum: the rule of
 :mod:`capviz.backends.dask.cancellation` and of the JAX backend), and the division by ``n``
-rounds once more: ``e = (r + 1) * eps * S / n``. The second sum adds non-negative squares ``Q =
-sum((x - m)**2)``; its orders, and the roundings of ``x - m`` (relative, ``eps`` each, twice in a
-square), are within ``(r + 2) * eps * Q`` of each other. Divided by the degrees of freedom ``d =
-n - ddof``, the two variances are within
+rounds once more: ``e = (r + 1) * eps * S / n <= (r + 1) * eps * M``, ``M`` the operand's
+largest finite magnitude (``max |re| + max |im|`` of a complex one). The second sum adds
+non-negative squares ``Q = sum((x - m)**2)``; its orders, and the roundings of ``x - m``
+(relative, ``eps`` each, twice in a square), are within ``(r + 2) * eps * Q`` of each other.
+Divided by the degrees of freedom ``d = n - ddof``, the two variances are within
 
-    E = n * e**2 / d + (r + 2) * eps * v
+    E = n * e**2 / d + (r + 2) * eps * v,    e = (r + 1) * eps * M
 
 (``v`` the variance), and two standard deviations within ``min(sqrt(E), E / s)`` (``|sqrt(a) -
 sqrt(b)| = |a - b| / (sqrt(a) + sqrt(b))``, ``s`` the standard deviation). ``eps`` is that of
 the type the sums add in (the ``dtype=`` given, float64 for integers, else the operand's real
 type); a ``nanvar``'s ``n`` is its count of non-NaN terms, per output, and NaNs are left out of
-``S``, as infinities are (a variance with an infinite term is ``inf`` or NaN in every order).
+``M``, as infinities are (a variance with an infinite term is ``inf`` or NaN in every order).
 
 **The rule** (:func:`checked`): an output fails at the node where ``E > atol + rtol * |v|``
 (``|s|`` for a standard deviation), ``(rtol, atol)`` the backend's tolerance for its dtype. The
 replay then computes the node again in NumPy's order (:mod:`capviz.backends.dask.in_order`:
 NumPy's own ``var`` along the axis on blocks that hold it whole, laid out as NumPy's operand),
 NumPy's bits for the price of a second run, or refuses it naming the value whose memory layout
-cannot be known there. Ordinary data never reach it: a float32 layer norm's variance of 768
-unit values has ``E`` near ``1e-13``; a float32 column variance of values near 1e5, or of more
-than about 80 rows (``(n + 2) * eps`` passes ``rtol``) does, and is NumPy's.
+cannot be known there. Ordinary data never reach it: a float32 layer norm's variance of
+768 unit values has ``E`` near ``4e-7`` (the squares' term), the tolerance ``2e-5``; a float32
+column variance of values near 1e5, or of more than about 80 rows (``(n + 2) * eps`` passes
+``rtol``), does, and is NumPy's.
 
-The cost: one more sum over the operand per node (``S``; a ``nanvar``'s count too), computed with
-the result; with the reduced axes in one chunk nothing is checked (dask.array runs NumPy's sum
-on each block).
+The cost: no pass over the operand of its own. ``M`` is the one max the overflow bound of
+:mod:`capviz.backends.dask.overflow` takes of the operand (the same dask task, computed once
+for both), and a ``nanvar``'s count per output the one its mean divides by; a test per output.
+Where dask.array's blocks add as NumPy does (the reduced axes in one chunk, and, where NumPy
+keeps a running sum, the axes after them too) nothing is checked.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from capviz.backends.dask.overflow import OrderMatters, blocks_add_otherwise
+from capviz.backends.dask.overflow import OrderMatters, blocks_add_otherwise, magnitude
 
 VARIANCES = frozenset(("var", "std", "nanvar", "nanstd"))
 """The reductions :func:`checked` covers."""
@@ -74,17 +78,17 @@ class _Spread:
         self.ddof = ddof
         self.rtol, self.atol = tolerance
 
-    def __call__(self, result: np.ndarray, magnitudes: np.ndarray,
+    def __call__(self, result: np.ndarray, largest: np.ndarray,
                  counts: np.ndarray | None = None) -> np.ndarray:
         n = np.full(result.shape, float(self.n)) if counts is None \
-            else counts.astype(np.float64)
+            else np.reshape(counts, result.shape).astype(np.float64)
         rounds = n if self.rounds is None else float(self.rounds)
         root = self.name.endswith("std")
         with np.errstate(all="ignore"):
             value = np.abs(result.astype(np.float64))
             variance = value * value if root else value
             dof = n - self.ddof
-            mean_error = (rounds + 1) * self.eps * magnitudes / np.maximum(n, 1)
+            mean_error = (rounds + 1) * self.eps * float(largest)
             error = n * mean_error * mean_error / dof + (rounds + 2) * self.eps * variance
             if root:
                 error = np.minimum(np.sqrt(error), error / value)
@@ -98,27 +102,6 @@ class _Spread:
                 "replay with compute=True (which computes this node as NumPy does), "
                 "backend='numpy', or chunks= that keep the reduced axes in one chunk")
         return result
-
-
-class _FiniteMagnitudes:
-    """A block's sum of its finite values' magnitudes, added in float64 (``|re| + |im|`` of a
-    complex one; dask.array's chunk step, picklable): one pass, a second only where an
-    infinity or NaN is met."""
-
-    def __call__(self, block: np.ndarray, axis: Any = None, keepdims: bool = False) -> Any:
-        total = 0.0
-        for part in (block.real, block.imag) if block.dtype.kind == "c" else (block,):
-            values = np.abs(part if part.dtype.kind == "f" else part.astype(np.float64))
-            summed = np.sum(values, axis=axis, keepdims=keepdims, dtype=np.float64)
-            if not np.isfinite(summed).all():
-                summed = np.sum(values, axis=axis, keepdims=keepdims, dtype=np.float64,
-                                where=np.isfinite(values))
-            total = total + summed
-        return total
-
-
-def _summed(blocks: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    return np.sum(blocks, axis=axis, keepdims=keepdims)
 
 
 def _axes(x: Any, axis: Any) -> tuple:
@@ -153,23 +136,14 @@ def checked(name: str, x: Any, params: dict, result: Any, guard: Any,
     axes = _axes(x, params.get("axis"))
     if not blocks_add_otherwise(x, axes, pairwise):
         return result
-    keepdims = bool(params.get("keepdims"))
-    magnitudes = da.reduction(x, _FiniteMagnitudes(), _summed, axis=axes, keepdims=keepdims,
-                              dtype=np.float64, meta=np.empty((), np.float64))
     n = math.prod(x.shape[a] for a in axes)
     check = _Spread(name, float(np.finfo(adds_in(x, params)).eps), 1 if pairwise else None,
                     n, float(params.get("ddof", 0)), tolerance)
     index = tuple(range(result.ndim))
-    pairs: list = [result, index, _like(magnitudes, result), index]
+    pairs: list = [result, index, magnitude(x), ()]
     if name.startswith("nan") and np.dtype(x.dtype).kind in "fc":
-        counts = da.sum(~da.isnan(x), axis=axes, keepdims=keepdims, dtype=np.int64)
-        pairs += [_like(counts, result), index]
+        # moments.nan_variance's own count (the same task): per output, kept dims
+        counts = da.sum(~da.isnan(x), axis=axes, dtype=np.intp, keepdims=True)
+        pairs += [counts.reshape(result.shape).rechunk(result.chunks), index]
     return da.blockwise(guard(check), index, *pairs, dtype=result.dtype,
                         meta=np.empty((0,) * result.ndim, result.dtype))
-
-
-def _like(value: Any, result: Any) -> Any:
-    """``value``, one per output, shaped and chunked as ``result``."""
-    if tuple(value.shape) != tuple(result.shape):
-        value = value.reshape(result.shape)
-    return value.rechunk(result.chunks)
