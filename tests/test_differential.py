@@ -108,6 +108,24 @@ def test_skip_leaves_out_the_bases_it_names():
     assert "cases x 1 backends" in skipped
 
 
+def _broadcast_row_sums(x):
+    return np.broadcast_to(x, (4, 4)).sum(axis=1)
+
+
+def test_the_dask2_row_replays_on_dask_with_its_inputs_in_chunks_of_two():
+    # chunks="auto" gives the suite's small arrays one chunk: only dask2 sums over several.
+    # Four float32 terms that overflow in NumPy's order of addition and not in every other,
+    # of a broadcast (a layout Dask cannot follow): refused in chunks, one chunk is NumPy's
+    assert run.row("dask2") == ("dask", {"chunks": 2}) and run.row("jax") == ("jax", {})
+    assert "dask2" in run.available() and "dask2" in run.BACKENDS
+    base = cases.Base("row sums", _broadcast_row_sums, (np.zeros(4, np.float32),), (True,))
+    x = np.array([3e38, 3e38, -3e38, -3e38], np.float32)
+    case = cases.Case(base, "float32", "huge", "own", "C", (x,))
+    outcomes = run.run([case], ["dask", "dask2"])
+    assert [(o.backend, o.kind) for o in outcomes] == [("dask", "exact"), ("dask2", "refused")]
+    assert "np.sum over several chunks adds 4 terms" in outcomes[1].detail
+
+
 def _never_returns(x):
     """Eager NumPy stuck (as LAPACK's svd once was on a drawn case): a loop that never ends."""
     while True:

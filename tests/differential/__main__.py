@@ -27,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--thorough", action="store_true", help="20,000 cases")
     parser.add_argument("--cases", type=int, help="how many cases (overrides the profile)")
     parser.add_argument("--seed", type=int, default=25)
-    parser.add_argument("--backend", action="append", help="only these backends")
+    parser.add_argument("--backend", action="append",
+                        help="only these rows (numpy, jax, dask; dask2: Dask in chunks of 2)")
     parser.add_argument("--only", help="only bases whose id contains this")
     parser.add_argument("--skip", action="append", default=[],
                         help="leave out bases whose id contains this")

@@ -73,13 +73,15 @@ def capture(fn: Any, arrays: Sequence[np.ndarray]) -> Any:
         return err
 
 
-def replay(graph: Any, arrays: Sequence[np.ndarray], backend: str) -> tuple[list | None,
-                                                                          BaseException | None]:
-    """The replay's outputs on ``backend`` (as NumPy arrays), or its exception."""
+def replay(graph: Any, arrays: Sequence[np.ndarray], backend: str,
+           **options: Any) -> tuple[list | None, BaseException | None]:
+    """The replay's outputs on ``backend`` with its ``options`` (Dask: ``chunks=``), as NumPy
+    arrays, or its exception."""
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            got = graph.replay(dict(zip(graph.inputs, arrays)), backend=backend, to_numpy=True)
+            got = graph.replay(dict(zip(graph.inputs, arrays)), backend=backend,
+                               to_numpy=True, **options)
     except Exception as err:  # classified against eager NumPy's outcome
         return None, err
     return [np.asarray(got[k]) for k in graph.outputs], None

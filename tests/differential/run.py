@@ -14,8 +14,15 @@ from . import classify
 from .cases import Case
 from .worker import CRASH, TIMEOUT, EagerWorker
 
-BACKENDS = ("numpy", "jax", "dask")
-"""The backends every case replays on (those installed)."""
+BACKENDS = ("numpy", "jax", "dask", "dask2")
+"""The rows every case replays on (those whose engine is installed): a backend's name, or a
+row of :data:`ROWS`."""
+
+ROWS = {"dask2": ("dask", {"chunks": 2})}
+"""Rows that replay on a backend with options, by name: ``dask2`` is Dask with every input in
+chunks of 2 along each axis (``dask``'s ``chunks="auto"`` gives the suite's small arrays one
+chunk, so only this row reaches what Dask does over several chunks: sums combined chunk by
+chunk, rechunks, overlaps)."""
 
 EAGER_LIMIT = 20.0
 """Seconds eager NumPy may take on one case (in the worker process) before the case is classed
@@ -30,11 +37,16 @@ class Outcome:
     detail: str
 
 
+def row(name: str) -> tuple[str, dict]:
+    """The backend a row replays on and its replay options (:data:`ROWS`)."""
+    return ROWS.get(name, (name, {}))
+
+
 def available(names: Sequence[str] = BACKENDS) -> list[str]:
-    """The backends of ``names`` whose engine is installed."""
-    engines = {"jax": "jax", "dask": "dask.array"}
-    return [n for n in names if n not in engines or importlib.util.find_spec(
-        engines[n].split(".")[0]) is not None]
+    """The rows of ``names`` whose engine is installed."""
+    engines = {"jax": "jax", "dask": "dask"}
+    return [n for n in names if row(n)[0] not in engines
+            or importlib.util.find_spec(engines[row(n)[0]]) is not None]
 
 
 def run(cases: Iterable[Case], backends: Sequence[str], into: list[Outcome] | None = None,
@@ -77,11 +89,12 @@ def _replays(case: Case, backends: Sequence[str], want: list | None,
         graph = graphs[case.signature] = classify.capture(case.base.fn, case.arrays)
     limits = None  # the contractions' declared bounds (classify.contraction_limits)
     for name in backends:
-        backend = registry.get(name)
+        engine, options = row(name)
+        backend = registry.get(engine)
         if isinstance(graph, BaseException):
             got, error = None, graph
         else:
-            got, error = classify.replay(graph, case.arrays, name)
+            got, error = classify.replay(graph, case.arrays, engine, **options)
         declared = set() if error is not None else classify.declared_inexact(graph, backend)
         if limits is None and error is None and not backend.exact:  # once per case
             limits = classify.contraction_limits(graph, case.arrays)
