@@ -212,3 +212,81 @@ def test_an_attribute_that_held_no_array_is_told_to_return_the_value():
     assert "self.last_loss is rebound to a value of the capture" in str(info.value)
     assert "Fix: keep it a result: return it" in str(info.value)
     assert s.last_loss == 0.0 and type(s.last_loss) is float
+
+
+# --- where the walk looks (review 3, finding 4) ------------------------------------------------
+
+
+class Model:
+    def __init__(self):
+        self.W = np.ones(3)
+
+
+def sgd(model, g):
+    model.W = model.W - 0.5 * g
+    return g * 2.0
+
+
+@pytest.mark.parametrize("bound", ["positional", "keyword"])
+def test_a_functools_partial_s_arguments_are_walked(bound):
+    import functools
+
+    m = Model()
+    W = m.W
+    fn = functools.partial(sgd, m) if bound == "positional" else functools.partial(
+        lambda g, model: sgd(model, g), model=m)
+    with pytest.raises(UnsupportedOperationError, match=r"model\.W is rebound"):
+        cv.capture(fn, cv.spec((3,), "float64"))
+    assert m.W is W
+
+
+class Slotted:
+    __slots__ = ("W",)
+
+    def __init__(self):
+        self.W = np.ones(3)
+
+    def step(self, g):
+        self.W = self.W - g
+        return g * 1.0
+
+
+def test_a_slots_object_s_attributes_are_walked():
+    m = Slotted()
+    W = m.W
+    with pytest.raises(UnsupportedOperationError, match=r"self\.W is rebound"):
+        cv.capture(m.step, cv.spec((3,), "float64"))
+    assert m.W is W
+
+
+class Many:
+    def __init__(self):
+        self.ws = [np.ones(3) for _ in range(300)]
+
+    def step(self, g):
+        for i in range(len(self.ws)):
+            self.ws[i] = self.ws[i] - g
+        return g * 1.0
+
+
+def test_every_item_of_a_long_list_gets_its_array_back():
+    m = Many()
+    items = list(m.ws)
+    with pytest.raises(UnsupportedOperationError, match=r"self\.ws\[0\] is rebound"):
+        cv.capture(m.step, cv.spec((3,), "float64"))
+    assert all(a is b for a, b in zip(m.ws, items)) and _no_tensor(m)
+
+
+def test_an_attribute_of_a_user_module_the_function_names_is_walked(tmp_path, monkeypatch):
+    (tmp_path / "rebound_params.py").write_text("import numpy as np\nW = np.ones(3)\n")
+    (tmp_path / "rebound_step.py").write_text(
+        "import rebound_params as params\n\n\n"
+        "def sgd(g):\n    params.W = params.W - 0.5 * g\n    return g * 2.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import rebound_params
+    import rebound_step
+
+    W = rebound_params.W
+    with pytest.raises(UnsupportedOperationError, match=r"params\.W is rebound"):
+        cv.capture(rebound_step.sgd, cv.spec((3,), "float64"))
+    assert rebound_params.W is W

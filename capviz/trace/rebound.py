@@ -28,12 +28,14 @@ import collections
 import itertools
 import linecache
 import re
+import sysconfig
 import types
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from capviz.core.source import is_user_file
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
 from capviz.trace.recapture import call_method, line_code
@@ -60,6 +62,8 @@ class Place:
     def get(self) -> Any:
         if self.kind in ("keys", "items"):  # (what a walked object or container held)
             return self.value
+        if self.kind == "slot":
+            return getattr(self.holder, self.key, self.value)
         if self.kind == "attribute":
             return vars(self.holder).get(self.key, self.value)
         if self.kind in ("global", "dict"):
@@ -72,7 +76,9 @@ class Place:
             return self.value
 
     def put_back(self) -> None:
-        if self.kind == "attribute":
+        if self.kind == "slot":
+            setattr(self.holder, self.key, self.value)
+        elif self.kind == "attribute":
             vars(self.holder)[self.key] = self.value
         elif self.kind in ("global", "dict", "list"):
             self.holder[self.key] = self.value
@@ -82,6 +88,7 @@ class Place:
 
 _DEPTH = 3  # containers walked below an entry place (self.blocks[0].mW: two)
 _ITEMS = 256  # items of one list or dict walked (the rest: not looked at)
+_SNAPSHOT = 10_000  # items of a list, dict or deque copied to be put back (a longer one: data)
 _LEAVES = (int, float, complex, str, bytes, bool, type(None), np.ndarray, np.generic)
 
 
@@ -93,26 +100,53 @@ def _inside(value: Any, label: str, depth: int, seen: set[int]) -> list[Place]:
     if type(value) is list:
         seen.add(id(value))
         items = [(i, f"{label}[{i}]", "list", item) for i, item in enumerate(value[:_ITEMS])]
-        places = [Place("items", value, None, label, list(value))]
+        places = [Place("items", value, None, label, list(value))] \
+            if len(value) <= _SNAPSHOT else []
     elif type(value) is dict:
         seen.add(id(value))
         items = [(key, f"{label}[{key!r}]", "dict", item)
                  for key, item in itertools.islice(value.items(), _ITEMS)]
-        places = [Place("items", value, None, label, dict(value))]
+        places = [Place("items", value, None, label, dict(value))] \
+            if len(value) <= _SNAPSHOT else []
     elif type(value) is collections.deque:  # (frames stacked with append: no item places)
         seen.add(id(value))
-        return [Place("items", value, None, label, list(value))]
+        return [Place("items", value, None, label, list(value))] \
+            if len(value) <= _SNAPSHOT else []
     elif _plain_object(value):
         seen.add(id(value))
         items = [(key, f"{label}.{key}", "attribute", item)
                  for key, item in itertools.islice(vars(value).items(), _ITEMS)]
+        items += [(key, f"{label}.{key}", "slot", item) for key, item in _slots(value)]
         places = [Place("keys", value, None, label, frozenset(vars(value)))]
+    elif _slots(value):  # a __slots__ object: its slots are its attributes
+        seen.add(id(value))
+        items = [(key, f"{label}.{key}", "slot", item) for key, item in _slots(value)]
+        places = []
     else:
         return []
     for key, inner, kind, item in items:
         places.append(Place(kind, value, key, inner, item, inner=True))
         places += _inside(item, inner, depth - 1, seen)
     return places
+
+
+def _slots(value: Any) -> list[tuple[str, Any]]:
+    """``(name, value)`` of the ``__slots__`` attributes ``value``'s classes declare and it
+    has set (``[]`` for a built-in type's object)."""
+    kind = type(value)
+    if kind.__module__ in ("builtins", "numpy") or isinstance(value, _LEAVES):
+        return []
+    found = []
+    for klass in kind.__mro__:
+        names = vars(klass).get("__slots__", ())
+        for name in (names,) if isinstance(names, str) else names:
+            if name in ("__dict__", "__weakref__") or name.startswith("__"):
+                continue
+            try:
+                found.append((name, getattr(value, name)))
+            except AttributeError:  # a slot not set
+                continue
+    return found[:_ITEMS]
 
 
 def _plain_object(value: Any) -> bool:
@@ -144,13 +178,21 @@ def note(fn: Callable | None) -> list[Place]:
     code = getattr(function, "__code__", None)
     places: list[Place] = []
     seen: set[int] = set()
+    first = code.co_varnames[0] if code is not None and code.co_varnames else "self"
     if owner is not None and isinstance(getattr(owner, "__dict__", None), dict):
-        first = code.co_varnames[0] if code is not None and code.co_varnames else "self"
         seen.add(id(owner))
         places.append(Place("keys", owner, None, first, frozenset(vars(owner))))
         for key, value in list(vars(owner).items()):
             places.append(Place("attribute", owner, key, f"{first}.{key}", value))
             places += _inside(value, f"{first}.{key}", _DEPTH, seen)
+    if owner is not None and not isinstance(owner, types.ModuleType):
+        seen.add(id(owner))
+        for key, value in _slots(owner):  # (class Model: __slots__ = ("W",))
+            places.append(Place("slot", owner, key, f"{first}.{key}", value))
+            places += _inside(value, f"{first}.{key}", _DEPTH, seen)
+    parameters = code.co_varnames[:code.co_argcount] if code is not None else ()
+    for label, value in _bound_arguments(fn, parameters):  # functools.partial(step, model)
+        places += _inside(value, label, _DEPTH + 1, seen)
     if code is None:
         return places
     space = getattr(function, "__globals__", None)
@@ -159,6 +201,8 @@ def note(fn: Callable | None) -> list[Place]:
             if name in space:
                 places.append(Place("global", space, name, name, space[name]))
                 places += _inside(space[name], name, _DEPTH, seen)
+                if type(space[name]) is types.ModuleType:  # import params; params.W = ...
+                    places += _module_places(space[name], name, seen)
     for name, cell in zip(code.co_freevars, getattr(function, "__closure__", None) or ()):
         try:
             value = cell.cell_contents
@@ -167,6 +211,43 @@ def note(fn: Callable | None) -> list[Place]:
         places.append(Place("cell", cell, name, name, value))
         places += _inside(value, name, _DEPTH, seen)
     return places
+
+
+def _bound_arguments(fn: Any, parameters: tuple) -> list[tuple[str, Any]]:
+    """``(label, value)`` of the arguments a ``functools.partial`` (nested ones too) binds:
+    positional ones labelled by the function's ``parameters``, keywords by their names."""
+    positional: tuple = ()
+    keywords: dict = {}
+    while callable(getattr(fn, "func", None)) and isinstance(getattr(fn, "args", None), tuple):
+        positional = fn.args + positional  # (an inner partial's come first)
+        keywords = {**(getattr(fn, "keywords", None) or {}), **keywords}
+        fn = fn.func
+    found = [(parameters[k] if k < len(parameters) else f"args[{k}]", value)
+             for k, value in enumerate(positional)]
+    return found + [(str(key), value) for key, value in keywords.items()]
+
+
+def _module_places(module: types.ModuleType, label: str, seen: set[int]) -> list[Place]:
+    """The attributes of a user's module the function names (``params.W``), as places inside
+    it (refused where the capture read the array they held)."""
+    file = getattr(module, "__file__", None)
+    if id(module) in seen or not isinstance(file, str) or not is_user_file(file) \
+            or file.startswith(_LIBRARY_DIRS):
+        return []
+    seen.add(id(module))
+    space = vars(module)
+    places = []
+    for key, value in itertools.islice(list(space.items()), _ITEMS):
+        if key.startswith("_") or isinstance(value, _OPAQUE):
+            continue
+        places.append(Place("global", space, key, f"{label}.{key}", value, inner=True))
+        places += _inside(value, f"{label}.{key}", _DEPTH - 1, seen)
+    return places
+
+
+_OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
+_LIBRARY_DIRS = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib",
+                                                               "purelib", "platlib")})
 
 
 def put_back(places: list[Place], recorder: Any) -> None:
@@ -225,10 +306,11 @@ _CONTAINER_REASON = (
     "capture records as a state, or return them")
 
 
-def _tensor_in(value: Any, recorder: Any, depth: int) -> Tensor | None:
-    """A tensor of ``recorder`` inside tuple, list or dict ``value`` (``depth`` levels)."""
+def _tensor_in(value: Any, recorder: Any, depth: int, every: bool = False) -> Tensor | None:
+    """A tensor of ``recorder`` inside tuple, list or dict ``value`` (``depth`` levels; the
+    first :data:`_ITEMS` items of each, or ``every`` item of ``value`` itself)."""
     items = value.values() if type(value) is dict else value
-    for item in itertools.islice(items, _ITEMS):
+    for item in items if every else itertools.islice(items, _ITEMS):
         if type(item) is Tensor:
             if item._trace is recorder:
                 return item
@@ -246,7 +328,7 @@ def _items_back(place: Place, recorder: Any, read: set[int]) -> None:
     of frames appended to, which drops its oldest): the graph holds the arrays it read, and
     eager calls move them on."""
     holder = place.holder
-    tensor = _tensor_in(holder, recorder, _DEPTH)
+    tensor = _tensor_in(holder, recorder, _DEPTH, every=True)  # (past the walked items too)
     if tensor is None:
         return
     before = place.value
