@@ -62,7 +62,7 @@ def in_order(name: str, x: Any, params: dict) -> bool:
     return name in IN_ORDER and kind.kind in "fc"
 
 
-def _divided(total: np.ndarray, count: Any) -> np.ndarray:
+def divided(total: np.ndarray, count: Any) -> np.ndarray:
     """NumPy's ``true_divide(total, count, out=total, casting="unsafe")`` on a new array."""
     return np.true_divide(total, count, out=np.empty_like(total), casting="unsafe")
 
@@ -105,13 +105,15 @@ def mean(x: Any, params: dict) -> Any:
     if dtype is None:
         dtype = np.dtype("f8") if kind.kind in "biu" else np.dtype("f4") if half else None
     total = da.sum(x, axis=axes, dtype=dtype, keepdims=bool(params.get("keepdims")))
-    result = total.map_blocks(_divided, _count(x, axes), dtype=total.dtype)
+    result = total.map_blocks(divided, _count(x, axes), dtype=total.dtype)
     return result.astype(np.float16) if half else result
 
 
-def variance(x: Any, params: dict, root: bool) -> Any | None:
+def variance(x: Any, params: dict, root: bool, add: Any = None) -> Any | None:
     """``np.var(x, **params)`` (``np.std`` with ``root``) as NumPy computes it; ``None`` for
-    a ``dtype=`` that changes the result's kind (run as NumPy on one block)."""
+    a ``dtype=`` that changes the result's kind (run as NumPy on one block). ``add(values,
+    keepdims)``: the sum over the reduced axes (dask.array's tree sum by default; NumPy's
+    running sum chunk by chunk in :mod:`capviz.backends.dask.running`)."""
     axes = _axes(x, params.get("axis"))
     dtype = params.get("dtype")
     if dtype is None and np.dtype(x.dtype).kind in "biu":
@@ -121,16 +123,19 @@ def variance(x: Any, params: dict, root: bool) -> Any | None:
         if dtype.kind not in "f" or np.dtype(x.dtype).kind == "c":
             return None  # an integer or complex accumulator: NumPy on one block
     count = _count(x, axes)
-    total = da.sum(x, axis=axes, dtype=dtype, keepdims=True)
-    mean = total.map_blocks(_divided, count, dtype=total.dtype)
+    if add is None:
+        def add(values: Any, keepdims: bool) -> Any:
+            return da.sum(values, axis=axes, dtype=dtype, keepdims=keepdims)
+    total = add(x, True)
+    mean = total.map_blocks(divided, count, dtype=total.dtype)
     deviation = x - mean
     if np.dtype(deviation.dtype).kind == "c":
         squares = da.square(deviation.real) + da.square(deviation.imag)
     else:
         squares = da.square(deviation)
-    result = da.sum(squares, axis=axes, dtype=dtype, keepdims=bool(params.get("keepdims")))
+    result = add(squares, bool(params.get("keepdims")))
     dof = np.maximum(count - params.get("ddof", 0), 0)
-    result = result.map_blocks(_divided, dof, dtype=result.dtype)
+    result = result.map_blocks(divided, dof, dtype=result.dtype)
     return da.sqrt(result) if root else result
 
 
@@ -146,7 +151,7 @@ def nan_variance(x: Any, params: dict, root: bool) -> Any | None:
     values = da.where(nan, zero, x)
     count = da.sum(~nan, axis=axes, dtype=np.intp, keepdims=True)
     total = da.sum(values, axis=axes, keepdims=True)
-    mean = da.map_blocks(_divided, total, count, dtype=total.dtype)
+    mean = da.map_blocks(divided, total, count, dtype=total.dtype)
     deviation = da.where(nan, zero, values - mean)
     if np.dtype(deviation.dtype).kind == "c":
         squares = (deviation * deviation.conj()).real
@@ -154,6 +159,6 @@ def nan_variance(x: Any, params: dict, root: bool) -> Any | None:
         squares = deviation * deviation
     result = da.sum(squares, axis=axes, keepdims=keepdims)
     dof = (count if keepdims else count.squeeze(axis=axes)) - params.get("ddof", 0)
-    result = da.map_blocks(_divided, result, dof, dtype=result.dtype)
+    result = da.map_blocks(divided, result, dof, dtype=result.dtype)
     result = da.where(dof <= 0, np.dtype(result.dtype).type(np.nan), result)
     return da.sqrt(result) if root else result

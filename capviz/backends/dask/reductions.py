@@ -13,7 +13,14 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.dask import cancellation, in_order, moments, overflow, variance
+from capviz.backends.dask import (
+    cancellation,
+    in_order,
+    moments,
+    overflow,
+    running,
+    variance,
+)
 from capviz.backends.dask.kinds import along_axis, dask_function, host_blocks, whole
 from capviz.backends.dask.shapes import check_result, expected, is_array
 from capviz.backends.dask.tasks import NODE, STEPS, guard
@@ -95,10 +102,12 @@ def _operand_orders() -> list:
 
 
 def in_numpy_order(op: ops.Op, args: tuple, params: dict, orders: list) -> Any:
-    """The reduction or product in NumPy's order (:mod:`capviz.backends.dask.in_order`): along
-    one axis by the ``axis`` rule, that axis and the ones after it in one chunk; any other
-    reduction, and every product, on one block (a product's kernel follows its shapes); on one
-    block laid out as NumPy's operand is where that is not C order."""
+    """The reduction or product in NumPy's order (:mod:`capviz.backends.dask.in_order`): a sum
+    or mean NumPy adds one row after another chunk by chunk
+    (:mod:`capviz.backends.dask.running`); another along one axis by the ``axis`` rule, that
+    axis and the ones after it in one chunk; any other reduction, and every product, on one
+    block (a product's kernel follows its shapes); on one block laid out as NumPy's operand is
+    where that is not C order."""
     if any(order is not None for order in orders):
         arrays = iter(orders)
         return whole(op, tuple(in_order.laid_out(a, next(arrays, None)) if is_array(a) else a
@@ -106,6 +115,8 @@ def in_numpy_order(op: ops.Op, args: tuple, params: dict, orders: list) -> Any:
     axis = params.get("axis")
     if op.name in traits.CONTRACT or not isinstance(axis, int) or not args[0].ndim:
         return whole(op, args, params)
+    if running.covers(op.name, args[0], params) and not _pairwise(args[0], params):
+        return running.reduce(op.name, args[0], params)  # chunk by chunk, in NumPy's order
     return along_axis(op, (in_order.blocks(args[0], axis), *args[1:]), params)
 
 
