@@ -236,6 +236,7 @@ class CaptureScope:
         self._others: Any = None  # its planted arrays (trace/recapture.OtherValues)
         self._twice = False  # the first of capture()'s two: no NaN mark (trace/state.py)
         self._places: list = []  # names fn can rebind, with what they held (trace/rebound.py)
+        self._binds: list = []  # arrays made there to bind once fn is captured (rebound.py)
         self._marked: BaseException | None = None  # fn's error while a state held the mark
 
     @property
@@ -352,7 +353,8 @@ class CaptureScope:
         try:
             if exc is not None and self.recorder.poisoned:  # int() of a NaN the mark made...
                 self._marked = marked.raised_on_mark(self.recorder, exc)
-            rebound.put_back(self._places, self.recorder)  # a capture tensor left in a name
+            self._binds = rebound.put_back(self._places, self.recorder)  # a capture tensor
+            #                                                              left in a name
             self._places = []
             state.restore(self.recorder, user_source())  # the written arrays' values back
             hooks.untracked_state_changes(self.recorder)  # a reseed no hook saw

@@ -200,6 +200,9 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
         hooks.uninstall(held)
     if error is not None and on_violation == "raise":
         raise error
+    if graph.complete:
+        for place, value in scope._binds:  # a buffer made lazily (self.mask = np.tril(...)):
+            place.bind(value)               # as the call left it
     return graph
 
 

@@ -290,3 +290,67 @@ def test_an_attribute_of_a_user_module_the_function_names_is_walked(tmp_path, mo
     with pytest.raises(UnsupportedOperationError, match=r"params\.W is rebound"):
         cv.capture(rebound_step.sgd, cv.spec((3,), "float64"))
     assert rebound_params.W is W
+
+
+# --- a buffer made lazily (review 3, finding 12) -----------------------------------------------
+
+
+class Attention:
+    def __init__(self, declared=True):
+        if declared:
+            self.mask = None
+
+    def step(self, x):
+        if getattr(self, "mask", None) is None:
+            self.mask = np.tril(np.ones((4, 4)))  # built on the first call, cached
+        return (x @ x.T) * self.mask
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_a_buffer_made_lazily_from_constants_is_bound_as_a_call_binds_it(declared):
+    m = Attention(declared)
+    x = np.arange(8.0).reshape(4, 2)
+    graph = cv.capture(m.step, x)
+    assert type(m.mask) is np.ndarray and np.array_equal(m.mask, np.tril(np.ones((4, 4))))
+    twin = Attention(declared)
+    assert np.array_equal(graph.replay({"x": x})["out"], twin.step(x))
+    assert np.array_equal(m.step(x), twin.step(x))  # the user's next call, as after a call
+
+
+class Scaled:
+    """A buffer made lazily from an input is no constant: refused, the original kept."""
+
+    def __init__(self):
+        self.scale = None
+
+    def step(self, x):
+        if self.scale is None:
+            self.scale = x * 2.0
+        return x * self.scale
+
+
+def test_a_buffer_made_lazily_from_an_input_is_refused():
+    m = Scaled()
+    with pytest.raises(UnsupportedOperationError, match=r"self\.scale is rebound"):
+        cv.capture(m.step, np.ones(3))
+    assert m.scale is None
+
+
+class Decayed:
+    """A value computed from an outside array the capture read (not from constants it made):
+    a value of this call, refused."""
+
+    def __init__(self):
+        self.W = np.ones(3)
+        self.W2 = None
+
+    def step(self, x):
+        self.W2 = cv.constant(self.W) * 2.0
+        return x * 1.0
+
+
+def test_an_array_computed_from_an_outside_array_is_refused():
+    m = Decayed()
+    with pytest.raises(UnsupportedOperationError, match=r"self\.W2 is rebound"):
+        cv.capture(m.step, np.ones(3))
+    assert m.W2 is None

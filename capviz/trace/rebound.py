@@ -38,6 +38,8 @@ import numpy as np
 from capviz.core.source import is_user_file
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
+from capviz.trace.fold import known_value
+from capviz.trace.mutation import current
 from capviz.trace.recapture import call_method, line_code
 from capviz.trace.tensor import Tensor
 
@@ -74,6 +76,15 @@ class Place:
             return self.holder.cell_contents
         except ValueError:  # an empty cell
             return self.value
+
+    def bind(self, value: Any) -> None:
+        """``value`` into the place (an attribute made if it is none)."""
+        if self.kind in ("keys", "slot"):
+            setattr(self.holder, self.key, value)
+        else:
+            previous, self.value = self.value, value
+            self.put_back()
+            self.value = previous
 
     def put_back(self) -> None:
         if self.kind == "slot":
@@ -250,15 +261,21 @@ _LIBRARY_DIRS = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstd
                                                                "purelib", "platlib")})
 
 
-def put_back(places: list[Place], recorder: Any) -> None:
+def put_back(places: list[Place], recorder: Any) -> list[tuple[Place, np.ndarray]]:
     """Put the original object back in every place that holds a tensor of ``recorder`` now,
     or a new tuple, list or dict holding one, each refused (queued on ``recorder.pending``) at
     the line of the op that made the tensor. A place inside a container (``self.ws[0]``) is
     refused only where the capture read the array it held (a functional update of it): a
     scratch list the function fills with its own values (``calls.append(row)``) is not a
     rebinding; its items are put back all the same, and an attribute the capture added holding
-    a tensor is removed (see the module docstring)."""
+    a tensor is removed (see the module docstring).
+
+    Returns the places given a value made of ``create`` ops only where they held no array
+    (a lazily made buffer: ``if self.mask is None: self.mask = np.tril(np.ones((n, n)))``),
+    with that value, as NumPy computed it (:mod:`capviz.trace.fold`): not refused, the
+    original put back for now, and bound by ``cv.capture`` once it has captured ``fn``."""
     read = None
+    binds: list[tuple[Place, np.ndarray]] = []
     for place in places:
         if place.kind in ("keys", "items"):
             continue
@@ -269,6 +286,11 @@ def put_back(places: list[Place], recorder: Any) -> None:
             if found._trace is not recorder:
                 continue
             tensor = found
+            made = _made_here(found, recorder, place.value)
+            if made is not None:
+                place.put_back()
+                binds.append((place, made))
+                continue
         else:
             tensor = _tensor_in(found, recorder, _DEPTH) if type(found) in _SEQUENCES else None
             if tensor is None:
@@ -293,7 +315,34 @@ def put_back(places: list[Place], recorder: Any) -> None:
                 read = {id(ref()) for ref in recorder.graph.constant_origins.values()}
             _items_back(place, recorder, read)
         elif place.kind == "keys":
-            _added_removed(place, recorder)
+            binds += _added_removed(place, recorder)
+    return binds
+
+
+def _made_here(tensor: Tensor, recorder: Any, held: Any) -> np.ndarray | None:
+    """The value of ``tensor`` where it is an array made of ``create`` ops and constants that
+    read no outside array, bound where no array was (``held``: ``None`` or no attribute),
+    else ``None``."""
+    if held is not None and held is not _ABSENT:
+        return None
+    graph = recorder.graph
+    node = current(recorder, tensor)
+    stack, seen = [node], set()
+    while stack:  # (a constant read from an outside array: a value of this call)
+        n = stack.pop()
+        if n.index in seen:
+            continue
+        seen.add(n.index)
+        if n.kind == "constant" and n.index in graph.constant_origins:
+            return None
+        stack.extend(a for a in n.args if type(a) is type(n))
+    value = known_value(graph, node, recorder.known)
+    if type(value) is not np.ndarray or not value.ndim:
+        return None
+    return value.copy(order="K")
+
+
+_ABSENT = object()  # (an attribute the capture added: no value before it)
 
 
 _SEQUENCES = (tuple, list, dict, collections.deque)
@@ -361,15 +410,23 @@ _STORED_REASON = (
     "ones")
 
 
-def _added_removed(place: Place, recorder: Any) -> None:
+def _added_removed(place: Place, recorder: Any) -> list[tuple[Place, np.ndarray]]:
     """The attributes the capture added to a walked object that hold a tensor of
-    ``recorder`` (``self.x = x``), removed."""
+    ``recorder`` (``self.x = x``), removed; those holding an array made of ``create`` ops
+    (:func:`_made_here`), with their values, to bind once ``fn`` is captured."""
     attributes = vars(place.holder)
+    binds = []
     for key in [k for k in attributes if k not in place.value]:
         value = attributes[key]
-        if (type(value) is Tensor and value._trace is recorder) or (
-                type(value) in _SEQUENCES and _tensor_in(value, recorder, _DEPTH) is not None):
+        if type(value) is Tensor and value._trace is recorder:
+            made = _made_here(value, recorder, _ABSENT)
+            if made is not None:
+                binds.append((Place("keys", place.holder, key, f"{place.label}.{key}", None),
+                              made))
             del attributes[key]
+        elif type(value) in _SEQUENCES and _tensor_in(value, recorder, _DEPTH) is not None:
+            del attributes[key]
+    return binds
 
 
 def _read_by_capture(value: Any, read: set[int]) -> bool:
