@@ -384,7 +384,7 @@ def test_a_cancelling_nanmean_and_einsum_differed_from_numpy_before(chunks):
 
 def test_a_product_of_two_operands_is_not_checked_for_cancellation():
     """Contractions of two operands keep dask.array's order (their overflow bound only): one
-    run, within the tolerance (declared open, as on the JAX backend)."""
+    run, declared, held to the contraction's bound (tests/test_dask_contractions.py)."""
     x = RNG.standard_normal((30, 40))
     graph = cv.capture(lambda a, b: np.einsum("ij,jk->ik", a, b), x, x.T)
     counting = CountingScheduler()

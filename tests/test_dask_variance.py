@@ -226,3 +226,15 @@ def test_a_running_sum_of_negative_zeros_is_numpys_positive_zero():
     x[:, 2] = 1e4 + RNG.random(400)
     want = _numpys_bits(lambda a: np.sum(a, axis=0), x, (50, 3))
     assert not np.signbit(want[0])
+
+
+def test_the_coverage_tables_dask_column_says_which_sums_are_checked():
+    from capviz.backends.dask import cancellation, variance
+    from capviz.numpy_api import coverage
+
+    assert coverage.DASK_CHECKED == (cancellation.CANCELS - {"einsum"}) | variance.VARIANCES
+    for name in ("np.var", "np.nanstd", "np.sum", "np.mean", "np.trace"):
+        assert coverage.engines(name)[1] == "tolerance, sums checked (else NumPy's order)"
+    for name in ("np.matmul", "np.dot", "np.einsum", "np.tensordot", "np.vdot"):
+        assert coverage.engines(name)[1] == coverage.DECLARED_CONTRACTION
+    assert coverage.engines("np.inner")[1] == "exact"  # NumPy's own function on one block

@@ -191,6 +191,15 @@ def recorded_op(name: str) -> str | None:
     return None
 
 
+DASK_CHECKED = frozenset(("sum", "nansum", "mean", "nanmean", "trace", "var", "std", "nanvar",
+                          "nanstd"))
+"""The Dask column's checked sums (``capviz/backends/dask/cancellation.py``, ``variance.py``;
+tests/test_dask_variance.py ties it to their tables, which import dask)."""
+
+DASK_SUMS = "tolerance, sums checked (else NumPy's order)"
+"""The Dask column of a sum or variance over several chunks checked where dask.array's order
+can leave the tolerance, and computed again in NumPy's order there."""
+
 DECLARED_CONTRACTION = "tolerance, the contraction's declared bound (not checked)"
 """The JAX column of a contraction of linear algebra (:mod:`capviz.backends.contraction_bound`;
 an ``einsum`` of one operand is a sum, checked at run time)."""
@@ -219,7 +228,11 @@ def engines(name: str) -> tuple[str, str]:
         jax = "exact" if word in _MOVES else "tolerance"
     if word is None:
         return jax, "refused"
-    return jax, "tolerance" if word in traits.ORDER_DEPENDENT else "exact"
+    if word not in traits.ORDER_DEPENDENT:  # NumPy's own function on blocks, or moves
+        return jax, "exact"
+    if op in contraction_bound.CONTRACTIONS:  # dask.array's blocked product
+        return jax, DECLARED_CONTRACTION
+    return jax, DASK_SUMS if op in DASK_CHECKED else "tolerance"
 
 
 def _table(entries: list[Entry], with_engines: bool = False) -> list[str]:
@@ -299,6 +312,16 @@ def markdown() -> str:
         "and where their sums cancel or NumPy runs them row by row an output can differ "
         "beyond the tolerance (open: `capviz/backends/jax/cancellation.py`, "
         "docs/guide/replay.md). "
+        "In the Dask column, *tolerance, sums checked (else NumPy's order)*: a sum, mean, "
+        "trace, variance or standard deviation over several chunks is checked where "
+        "dask.array's order of addition may leave the tolerance (it cancels, NumPy adds it row "
+        "by row, a variance tiny against its values, an overflow in one order) and computed "
+        "again in NumPy's order there, bit for bit, or refused naming the value whose memory "
+        "layout decides (`capviz/backends/dask/cancellation.py`, `variance.py`); "
+        "*tolerance, the contraction's declared bound (not checked)*: `matmul`, `dot`, "
+        "`tensordot`, `vdot` and `einsum` of two operands or more add the blocks' partial "
+        "products in dask.array's order, held to the same bound as on JAX (their overflow "
+        "bound is checked); the other contractions run NumPy's own function on one block. "
         "Where XLA's arithmetic differs from NumPy's on some values (complex infinities, "
         "float16 overflow, casts out of range...), the JAX replay checks those values and "
         "fails at the node instead: docs/guide/replay.md, \"Where an engine's arithmetic "

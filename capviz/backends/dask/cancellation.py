@@ -38,8 +38,11 @@ run. A pairwise sum of terms of one sign never reaches it (``eps < rtol``); a ru
 than about 80 float32 terms does (``n * eps`` passes ``rtol``), as do float32 sums of zero-mean
 values past about 10,000 terms, whose roundings can differ by more than the tolerance.
 ``var``/``std`` take the rule of :mod:`capviz.backends.dask.variance`. The contractions of two
-operands (``matmul``, ``dot``, ``einsum("ij,jk")``...) are not checked here (their magnitudes
-would be a second product of the same size; their overflow bound is checked).
+operands (``matmul``, ``dot``, ``einsum("ij,jk")``...) are declared, not checked (their
+magnitudes would be a second product of the same size, and NumPy's own result is its BLAS's
+order): held to the componentwise bound every order meets,
+:mod:`capviz.backends.contraction_bound`, by ``compare`` and the differential harness; their
+overflow bound is checked.
 """
 
 from __future__ import annotations
