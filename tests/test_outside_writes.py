@@ -206,8 +206,96 @@ def test_arrays_of_a_mebibyte_or_more_are_not_copied_and_smaller_ones_of_numbers
             return x * 1.0
 
     m = Model()
-    noted = outside_writes.note(rebound.note(m.step)).noted
-    assert [label for label, _, _ in noted] == ["self.small", "self.flags", "self.frozen"]
+    snapshot = outside_writes.note(rebound.note(m.step))
+    assert [label for label, _, _ in snapshot.noted] == ["self.small", "self.flags",
+                                                         "self.frozen"]
+    assert [label for label, _, _ in snapshot.watched] == ["self.big"]  # sampled instead
+
+
+class Decay:
+    """Weight decay by NumPy's own operator on a 2 MiB weight (review 3, finding 9)."""
+
+    def __init__(self):
+        self.W = np.ones((512, 512))
+
+    def step(self, x):
+        self.W *= 0.99
+        return x @ self.W
+
+
+def test_a_large_array_numpy_writes_is_refused_naming_it_though_it_cannot_be_put_back():
+    m = Decay()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(m.step, cv.spec((512,), "float64"))
+    what, why, fix = _lines(info.value)
+    line = Decay.step.__code__.co_firstlineno + 1
+    assert what == (f"`self.W *= 0.99` at {__file__}:{line} in step: NumPy's own operators "
+                    "wrote the outside ndarray self.W, a write no state of the graph records.")
+    assert why.endswith("(it keeps NumPy's change: it is too large (2.0 MiB) for the capture to "
+                        "keep a copy of, so the capture could not put it back; set it back from "
+                        "a copy of your own).")
+    assert fix == ("Fix: write it with a tensor, which the capture records as a state: "
+                   "self.W *= cv.constant(np.float64(0.99)), or pass it as an input and return "
+                   "its new value.")
+    assert m.W[0, 0] == 0.99  # what NumPy made, said in the message
+
+
+class Momentum:
+    """SGD with momentum as tutorials write it (review 3, finding 1): NumPy adds the written
+    state ``v`` into ``W`` with no tensor on the line."""
+
+    def __init__(self, n):
+        self.W = np.ones((n, n))
+        self.v = np.zeros((n, n))
+
+    def step(self, g):
+        self.v -= 0.1 * g
+        self.W += self.v
+        return g * 1.0
+
+    def fixed(self, g):  # the message's fix: the written state read through its local name
+        v = self.v
+        v -= 0.1 * g
+        self.W += v
+        return g * 1.0
+
+
+@pytest.mark.parametrize("n", [4, 512])  # 4: copied and put back; 512 (2 MiB): sampled
+def test_a_state_numpy_adds_into_another_array_is_refused_with_the_fix_that_applies(n):
+    m = Momentum(n)
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(m.step, cv.spec((n, n), "float64"))
+    what, _why, fix = _lines(info.value)
+    assert what.startswith("`self.W += self.v` at ")
+    assert "wrote the outside ndarray self.W" in what
+    assert fix == ("Fix: make self.v a tensor before it meets self.W, so the capture records "
+                   "the write as a state: compute it from an input, or, where it is an array "
+                   "the call writes in place, read it through the local name of that write "
+                   "(v = self.v; v -= ...; self.W += v).")
+    assert np.array_equal(m.v, np.zeros((n, n)))
+    if n == 4:
+        assert np.array_equal(m.W, np.ones((n, n)))  # put back
+
+
+@pytest.mark.parametrize("n", [4, 512])
+def test_the_momentum_fix_replays_as_eager_calls_do(n):
+    m, twin = Momentum(n), Momentum(n)
+    graph = cv.capture(m.fixed, cv.spec((n, n), "float64"))
+    for i in range(2):
+        g = np.full((n, n), 1.0 + i)
+        graph.replay({"g": g})
+        twin.step(g)
+        assert np.array_equal(m.W, twin.W) and np.array_equal(m.v, twin.v)
+
+
+def test_a_large_array_read_and_not_written_is_captured():
+    W = np.ones((512, 512))
+
+    def layer(x):
+        return x @ W
+
+    graph = cv.capture(layer, cv.spec((512,), "float64"))
+    assert graph.complete and W[0, 0] == 1.0
 
 
 def test_a_function_that_writes_only_through_tensors_is_not_refused():

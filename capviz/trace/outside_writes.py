@@ -21,8 +21,16 @@ The bound: an array is copied when it is a plain writeable ndarray of numbers or
 less than :data:`~capviz.core.references.REFERENCE_BYTES` (1 MiB, where capviz starts keeping a
 constant by reference), and until the copies reach :data:`TOTAL_BYTES`. Counters, step sizes,
 statistics and small buffers are covered; a larger array (a weight), one past the budget, a
-tuple's item, and an array only a called function names are not looked at: the second capture
-still refuses one of them that a graph node read (:mod:`capviz.trace.recapture`).
+tuple's item, and an array only a called function names are not copied.
+
+An array too large to copy (a weight) is **watched** instead: :data:`SAMPLES` of its elements,
+evenly spaced over its memory, are kept, and an array whose sample differs after a capture was
+written by NumPy unseen (``self.W *= 0.99``, weight decay; ``self.W += self.v`` after ``self.v``
+became a state: review 3, findings 1 and 9). It cannot be put back (its old bytes were not
+kept): it is refused all the same, naming it, and the message says it now holds NumPy's value.
+A write that changes no sampled element (one row of a large embedding) is not seen; the second
+capture still refuses one that a graph node read (:mod:`capviz.trace.recapture`). The samples
+cost about 10 us an array.
 """
 
 from __future__ import annotations
@@ -47,6 +55,9 @@ TOTAL_BYTES = 16 << 20
 
 _KINDS = "biufc"
 
+SAMPLES = 4096
+"""How many elements of an array too large to copy are kept to see that NumPy wrote it."""
+
 OUTSIDE = "an outside array NumPy wrote unseen"
 """The ``call`` of the refusal (the situation ``written_outside``)."""
 
@@ -57,21 +68,25 @@ class Written:
 
     __slots__ = ("array", "before", "label", "made")
 
-    def __init__(self, label: str, array: np.ndarray, before: np.ndarray,
+    def __init__(self, label: str, array: np.ndarray, before: np.ndarray | None,
                  made: np.ndarray) -> None:
         self.label, self.array, self.before, self.made = label, array, before, made
 
 
 class Snapshot:
-    """The small outside arrays a function can reach by name, with copies of their values."""
+    """The outside arrays a function can reach by name: the small ones with copies of their
+    values, the large ones (``watched``) with samples of them."""
 
-    __slots__ = ("noted",)
+    __slots__ = ("noted", "watched")
 
-    def __init__(self, noted: list[tuple[str, np.ndarray, bytes]]) -> None:
-        self.noted = noted
+    def __init__(self, noted: list[tuple[str, np.ndarray, bytes]],
+                 watched: list[tuple[str, np.ndarray, bytes]]) -> None:
+        self.noted, self.watched = noted, watched
 
     def put_back(self) -> list[Written]:
-        """Every noted array whose bits differ from its copy, each given its copy back."""
+        """Every noted array whose bits differ from its copy, each given its copy back, then
+        every watched one whose sample differs (which cannot be: its ``before`` is ``None``).
+        A watched array is reported once."""
         written = []
         for label, array, saved in self.noted:
             if array.tobytes() == saved:
@@ -80,7 +95,18 @@ class Snapshot:
             before = np.frombuffer(saved, array.dtype).reshape(array.shape)
             array[...] = before
             written.append(Written(label, array, before, made))
+        changed = [item for item in self.watched if _sample(item[1]) != item[2]]
+        for item in changed:
+            self.watched.remove(item)
+            written.append(Written(item[0], item[1], None, item[1]))
         return written
+
+
+def _sample(array: np.ndarray) -> bytes:
+    """:data:`SAMPLES` elements of a contiguous ``array``, evenly spaced, and its last one."""
+    flat = array.reshape(-1, order="A")
+    step = max(1, flat.size // SAMPLES)
+    return flat[::step].tobytes() + flat[-1:].tobytes()
 
 
 def note(places: list[rebound.Place]) -> Snapshot:
@@ -88,6 +114,7 @@ def note(places: list[rebound.Place]) -> Snapshot:
     it can reach by name, see the module docstring), copied as bytes. (A read-only array is
     copied too: testing its flag costs more than its copy.)"""
     noted: list[tuple[str, np.ndarray, bytes]] = []
+    watched: list[tuple[str, np.ndarray, bytes]] = []
     seen: set[int] = set()
     total = 0
     ndarray = np.ndarray
@@ -96,13 +123,15 @@ def note(places: list[rebound.Place]) -> Snapshot:
         if type(value) is not ndarray or id(value) in seen:
             continue
         seen.add(id(value))
-        size = value.nbytes
-        if size >= REFERENCE_BYTES or total + size > TOTAL_BYTES \
-                or value.dtype.kind not in _KINDS:
+        if value.dtype.kind not in _KINDS:
             continue
-        total += size
-        noted.append((place.label, value, value.tobytes()))
-    return Snapshot(noted)
+        size = value.nbytes
+        if size < REFERENCE_BYTES and total + size <= TOTAL_BYTES:
+            total += size
+            noted.append((place.label, value, value.tobytes()))
+        elif value.size and (value.flags.c_contiguous or value.flags.f_contiguous):
+            watched.append((place.label, value, _sample(value)))
+    return Snapshot(noted, watched)
 
 
 def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
@@ -115,7 +144,11 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
     if source is None:
         source = caller
     state = _state_node(graph, first.array)
-    if state is not None:
+    if first.before is None:
+        happened = (f"it keeps NumPy's change: it is too large ({_mib(first.array)}) for the "
+                    "capture to keep a copy of, so the capture could not put it back; set it "
+                    "back from a copy of your own")
+    elif state is not None:
         happened = (f"NumPy wrote it before the capture's first write to it, so the graph "
                     f"would start from the value NumPy made ({shown(first.made)}) where a call "
                     f"starts from {shown(first.before)}")
@@ -124,9 +157,15 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
                     f"{shown(first.made)}")
     others = [w.label for w in written[1:]]
     also = f"; NumPy also wrote {', '.join(others)}" if others else ""
-    reason = (f"{happened}{also}; the capture put it back; {_fix(label, text, first.array)}")
+    back = "" if first.before is None else "; the capture put it back"
+    reason = f"{happened}{also}{back}; {_fix(label, text, first.array)}"
     node = state if state is not None else graph.nodes[-1]
     return recapture.refuse(graph, node, OUTSIDE, label, reason, array=label, source=source)
+
+
+def _mib(array: np.ndarray) -> str:
+    """``array``'s size, in MiB."""
+    return f"{array.nbytes / (1 << 20):.1f} MiB"
 
 
 def _state_node(graph: Graph, array: np.ndarray) -> Any:
@@ -145,12 +184,27 @@ def _fix(label: str, text: str, array: np.ndarray) -> str:
     kind = array.dtype.name
     match = re.match(rf"^{re.escape(label)}\s*(?P<op>\*\*|//|>>|<<|[-+*/%@&|^])=\s*(?P<v>.+)$",
                      text)
-    if match is not None and not match["v"].startswith("cv.constant("):
+    if match is not None and _number(match["v"]):
         write = f"{label} {match['op']}= cv.constant(np.{kind}({match['v']}))"
+    elif match is not None and not match["v"].startswith("cv.constant("):
+        value, op = match["v"], match["op"]
+        return (f"make {value} a tensor before it meets {label}, so the capture records the "
+                f"write as a state: compute it from an input, or, where it is an array the "
+                f"call writes in place, read it through the local name of that write "
+                f"(v = {value}; v -= ...; {label} {op}= v)")
     else:
         write = f"{label} += cv.constant(np.{kind}(1)) for {label} += 1"
     return (f"write it with a tensor, which the capture records as a state: {write}, or pass "
             "it as an input and return its new value")
+
+
+def _number(text: str) -> bool:
+    """Whether ``text`` is a Python number literal (``1``, ``0.99``, ``-1e-3``)."""
+    try:
+        float(text.replace("_", ""))
+    except ValueError:
+        return False
+    return True
 
 
 def _writing_line(fn: Callable, label: str) -> tuple[Any, str]:
