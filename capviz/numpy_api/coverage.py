@@ -20,7 +20,7 @@ import numpy.lib.stride_tricks
 
 from capviz import ops
 from capviz.backends import contraction_bound
-from capviz.backends.jax import cancellation
+from capviz.backends.jax import cancellation, variances
 from capviz.backends.jax.ops import UNSUPPORTED as JAX_REFUSED
 from capviz.backends.jax.subnormals import DECLARED as JAX_UNCHECKED
 from capviz.numpy_api import methods, reads
@@ -218,7 +218,7 @@ def engines(name: str) -> tuple[str, str]:
         jax = "refused"
     elif op in JAX_UNCHECKED:  # XLA may flush a subnormal it makes, and no check sees it
         jax = "refused (arithmetic='xla': tolerance)"
-    elif op in cancellation.CHECKED:  # its sums checked at run time
+    elif op in cancellation.CHECKED or op in variances.VARIANCES:  # checked at run time
         jax = "tolerance, sums checked (else fails at the node)"
     elif op in contraction_bound.CONTRACTIONS:  # NumPy's own is its BLAS's order
         jax = DECLARED_CONTRACTION
@@ -307,11 +307,11 @@ def markdown() -> str:
         "and the differential harness use for it instead of the flat tolerance, and which may "
         "be far wider where the sum cancels (`capviz/backends/contraction_bound.py`, "
         "docs/guide/replay.md; an `einsum` of one operand is a sum, checked); "
-        "*tolerance, sums not checked (may differ beyond it)*: "
-        "variances add in XLA's order with no check, "
-        "and where their sums cancel or NumPy runs them row by row an output can differ "
-        "beyond the tolerance (open: `capviz/backends/jax/cancellation.py`, "
-        "docs/guide/replay.md). "
+        "*tolerance, sums not checked (may differ beyond it)*: `linalg.trace` adds in XLA's "
+        "order with no check, and where its sum cancels an output can differ beyond the "
+        "tolerance (open: `capviz/backends/jax/cancellation.py`, docs/guide/replay.md); "
+        "`var`, `std` and their nan forms are checked (`capviz/backends/jax/variances.py`: "
+        "the mean's rounding, squared, against the tolerance). "
         "In the Dask column, *tolerance, sums checked (else NumPy's order)*: a sum, mean, "
         "trace, variance or standard deviation over several chunks is checked where "
         "dask.array's order of addition may leave the tolerance (it cancels, NumPy adds it row "

@@ -100,11 +100,12 @@ CHECKED = SUMS | frozenset(("convolve", "correlate", "polymul"))
 within the tolerance or fails at its node (the JAX column of docs/numpy-coverage.md). An
 ``einsum`` of one operand is checked too (:func:`_einsum_checked`)."""
 
-UNCHECKED = frozenset(("var", "std", "nanvar", "nanstd", "linalg.trace"))
+UNCHECKED = frozenset(("linalg.trace",))
 """Ops that add in XLA's order with no check of their sums (open): where a sum cancels or runs
 row by row in NumPy, an output can differ beyond the tolerance, silently (the hostile review 2,
 finding 11). The contractions of linear algebra are declared instead
-(:mod:`capviz.backends.contraction_bound`)."""
+(:mod:`capviz.backends.contraction_bound`); the variances are checked
+(:mod:`capviz.backends.jax.variances`)."""
 
 MEANS = frozenset(("mean", "nanmean"))
 """Those of :data:`SUMS` dividing the sum by the count of its terms."""

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.jax import cancellation
+from capviz.backends.jax import cancellation, variances
 from capviz.backends.jax.cancellation import sums_of_products
 from capviz.backends.jax.checks import checked
 from capviz.backends.jax.functions import FUNCTIONS
@@ -933,7 +933,8 @@ def functional(op: ops.Op, jnp: Any, checks: bool = True) -> Callable:
     if op.name in traits.ACCUMULATES:
         fn = _integer_dtype_cast(jnp, fn)
     if checks:
-        fn = checked(op.name, jnp, cancellation.checked(op.name, jnp, fn))
+        fn = variances.checked(op.name, jnp, checked(op.name, jnp,
+                                                    cancellation.checked(op.name, jnp, fn)))
     if op.name in _NAN_REDUCTIONS or op.name in _CUMULATIVE:
         return _zero_d_along_axis(jnp, fn, cumulative=op.name in _CUMULATIVE)
     return fn
