@@ -114,7 +114,14 @@ def along_axis(op: ops.Op, args: tuple, params: dict) -> Any:
     x = x.rechunk({ax: -1})
     call = Call(numpy_callable(op), template, slots, params)
     rest = x.shape[:ax] + x.shape[ax + 1:]
-    if len(shape) == x.ndim and shape[:ax] + shape[ax + 1:] == rest:
+    lead = tuple(np.shape(params.get("q"))) if op.name in _QUANTILES else ()
+    if lead:  # NumPy puts the axes of an array q first: (len(q),) + the kept axes
+        if tuple(shape) != lead + rest:  # keepdims=True, or another form: on one block
+            return whole(op, args, params)
+        chunks = tuple((n,) for n in lead) + x.chunks[:ax] + x.chunks[ax + 1:]
+        result = x.map_blocks(call, drop_axis=ax, new_axis=list(range(len(lead))),
+                              chunks=chunks, dtype=dtype, meta=meta_array(shape, dtype))
+    elif len(shape) == x.ndim and shape[:ax] + shape[ax + 1:] == rest:
         chunks = x.chunks[:ax] + ((shape[ax],),) + x.chunks[ax + 1:]
         result = x.map_blocks(call, chunks=chunks, dtype=dtype, meta=meta_array(shape, dtype))
     elif shape == rest:
@@ -124,6 +131,11 @@ def along_axis(op: ops.Op, args: tuple, params: dict) -> Any:
         return whole(op, args, params)
     return check_result(op, result, shape, dtype)
 
+
+_QUANTILES = frozenset(("percentile", "quantile", "nanpercentile", "nanquantile"))
+"""Ops whose result puts the axes of their ``q`` first (an array ``q``: W=25h's dask2 row found
+``np.percentile(a, [10, 50, 90], axis=1)`` of a (3, 4) input taken as the axis replaced in
+place, silently, where ``len(q)`` equals a kept length)."""
 
 _DASK_CANNOT = (NotImplementedError, ValueError, TypeError, IndexError, AttributeError)
 
