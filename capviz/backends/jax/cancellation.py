@@ -1,5 +1,12 @@
 """Sums that cancel, on the JAX backend (issue 25; the hostile review's finding 9).
 
+Where the rule below fails, the sum is computed in NumPy's own order instead
+(:mod:`capviz.backends.jax.numpy_order`: its bits, chosen by a ``lax.cond`` on the check's flag,
+so a sum that passes runs XLA's reduction alone); only the sums it writes no program for (float16,
+the nan forms, ``trace``, an operand NumPy may not hold in C order...) fail at the node. The
+skip of never-negative terms holds where NumPy adds pairwise only: its running sums of them are
+checked (the hostile review 3, finding 13).
+
 XLA adds the terms of a reduction in another order than NumPy (NumPy: pairwise along a
 contiguous axis, one row after another along a strided one; XLA: partial sums in vector lanes
 on a CPU, a tree on a GPU), and each order rounds its partial sums otherwise. Where the sum is
@@ -77,6 +84,7 @@ from typing import Any
 
 import numpy as np
 
+from capviz.backends.jax import numpy_order
 from capviz.backends.jax.trace import TRACE, dtype_of, require_each
 from capviz.core.ir import Node
 from capviz.ops.products import einsum_terms
@@ -148,8 +156,9 @@ def checked(name: str, jnp: Any, fn: Callable) -> Callable:
         result = fn(*args, **params)
         adds = params.get("ufunc", "add") == "add"
         if adds and args and dtype_of(result).kind in "fc" \
-                and dtype_of(args[0]).kind in "biufc" and not _nonnegative_terms():
-            _sum_cancels(jnp, name, label, fn, args, params, result)
+                and dtype_of(args[0]).kind in "biufc" and not (
+                    _nonnegative_terms() and _pairwise(name, params, jnp.asarray(args[0]))):
+            result = _sum_cancels(jnp, name, label, fn, args, params, result)
         return result
 
     run.__name__ = getattr(fn, "__name__", name)
@@ -178,12 +187,13 @@ def _nonnegative_terms() -> bool:
 
 
 def _sum_cancels(jnp: Any, name: str, label: str, fn: Callable, args: tuple, params: dict,
-                 result: Any) -> None:
+                 result: Any) -> Any:
     """The rule of this module for ``result = fn(*args, **params)`` (the op ``name``, called
     ``np.<label>`` in the message), each part of a complex one apart. One more reduction per
     part, of the finite terms' magnitudes: where they add up below the type's largest value no
     order overflows, so a result that is not finite comes from an infinite or NaN term and is
-    the same in every order."""
+    the same in every order. Returns the result: ``result``, or where the rule fails NumPy's
+    (:func:`capviz.backends.jax.numpy_order.instead`)."""
     a = jnp.asarray(args[0])
     out = dtype_of(result)
     real = np.dtype(out.type(0).real.dtype)
@@ -222,7 +232,10 @@ def _sum_cancels(jnp: Any, name: str, label: str, fn: Callable, args: tuple, par
         else:
             fits, nonfinite, kept = fits & each[0], nonfinite | each[1], kept & each[2]
     # a part not finite (complex arithmetic spreads a NaN to both) is the same in every order
-    require_each(fits & (nonfinite | kept), message)
+    # where the check fails, the sum in NumPy's order (or the failure, where none is written)
+    slack = None if out.kind == "c" else (eps * size, (rtol, atol))  # for a centring
+    return numpy_order.instead(jnp, name, args, params, result, fits & (nonfinite | kept),
+                               message, slack)
 
 
 def _einsum_checked(jnp: Any, fn: Callable) -> Callable:

@@ -51,6 +51,11 @@ class Trace:
         self.poisons = None if precise else Poisons(jnp, self.clean, self.flag)
         """What the fast trace poisoned (:mod:`capviz.backends.jax.poison`)."""
 
+    @property
+    def nodes(self) -> list[Node]:
+        """The nodes of the program's op steps, in order."""
+        return self._nodes
+
     def enter(self, op_name: str) -> Node:
         """The node of the next step running ``op_name``."""
         nodes = self._nodes
