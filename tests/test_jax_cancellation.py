@@ -227,7 +227,7 @@ def test_a_float32_sum_numpy_adds_row_by_row_is_held_to_n_roundings(form):
                                "a cumulative sum", columns),
              "cumsum 1-d": (lambda a: np.cumsum(a)[-1], "cumsum", "a cumulative sum",
                             _stalling())}
-    fn, op, why, values = forms[form]
+    fn, _, _, values = forms[form]
     assert np.cumsum(_stalling())[-1] == np.float32(512.6103)
     exact_on_jax(fn, [values])  # beyond n roundings: NumPy's order (was: fails at the node)
     got, _ = within_tolerance(fn, [values.astype(np.float64)])
