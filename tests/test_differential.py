@@ -67,6 +67,17 @@ def test_a_different_value_is_silent_and_a_nan_is_a_nan():
     assert classify.classify(one, None, [np.array([1.0], np.float32)], None, NUMPY) == "silent"
 
 
+def test_a_silent_case_says_where_it_first_differs():
+    want = [np.array(2.0), np.array([[1.0, np.nan], [3.0, -0.0]])]
+    got = [np.array(2.0), np.array([[1.0, np.nan], [3.0, 0.0]])]
+    assert classify.difference(got, want) == (
+        "output 1 at [1, 1]: np.float64(0.0), NumPy np.float64(-0.0)")
+    assert classify.difference(want[:1], want) == "1 outputs, NumPy 2"
+    assert classify.difference([np.zeros((6, 2))], [np.zeros((3, 3))]) == (
+        "output 0: float64[6, 2], NumPy float64[3, 3]")
+    assert classify.difference(want, want) == ""
+
+
 def test_errors_are_classified_by_who_raised_them():
     eager_error = IndexError("index 5 is out of bounds")
     wrapped = cv.ReplayError("replay failed at node %1 (take)")

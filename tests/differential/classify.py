@@ -204,6 +204,22 @@ def compare(got: list, want: list, backend: registry.Backend,
     return verdict
 
 
+def difference(got: list, want: list) -> str:
+    """Where a silent replay first differs from eager NumPy: the output, and its shape, dtype
+    or first element that is not the same (what ``--show silent`` lists)."""
+    if len(got) != len(want):
+        return f"{len(got)} outputs, NumPy {len(want)}"
+    for k, (g, w) in enumerate(zip(got, want)):
+        if g.shape != w.shape or g.dtype != w.dtype:
+            return f"output {k}: {g.dtype}{list(g.shape)}, NumPy {w.dtype}{list(w.shape)}"
+        if _exact(g, w):
+            continue
+        for index in np.ndindex(w.shape):
+            if not _exact(np.asarray(g[index]), np.asarray(w[index])):
+                return f"output {k} at {list(index)}: {g[index]!r}, NumPy {w[index]!r}"
+    return ""
+
+
 def classify(want: list | None, eager_error: BaseException | None, got: list | None,
              error: BaseException | None, backend: registry.Backend,
              declared: set[int] = frozenset(), limits: dict | None = None) -> str:

@@ -107,6 +107,8 @@ def _replays(case: Case, backends: Sequence[str], want: list | None,
                     kind = "exact"
                     break
         detail = "" if error is None else f"{type(error).__name__}: {error}"
+        if kind == "silent" and got is not None and want is not None:
+            detail = classify.difference(got, want)
         if eager_error is not None:
             detail += f" | eager {type(eager_error).__name__}: {eager_error}"
         outcomes.append(Outcome(case, name, kind, detail[:400]))
