@@ -17,8 +17,9 @@ import numpy as np
 from dask.array.core import elemwise, normalize_chunks
 
 from capviz import ops
+from capviz.backends.dask import in_order
 from capviz.backends.dask.shapes import check_result, expected, is_array, meta_array, unknown_shape
-from capviz.backends.dask.tasks import Call, numpy_callable, split_args
+from capviz.backends.dask.tasks import NODE, STEPS, Call, numpy_callable, split_args
 from capviz.backends.registry import get, unsupported
 from capviz.core.errors import UnsupportedOperationError
 from capviz.ops import traits
@@ -46,7 +47,7 @@ def whole(op: ops.Op, args: tuple, params: dict) -> Any:
     """The op's NumPy function on its operands gathered into one block (one task)."""
     fn = numpy_callable(op)
     out = expected(op, args, params)
-    template, slots, arrays = split_args(args)
+    template, slots, arrays = split_args(_as_numpys_layouts(op, args))
     # each operand as the one task of its single block: handing dask.delayed the arrays
     # themselves unpacks their whole graphs at every step, so a chain of whole ops (a loop of
     # writes) took time exponential in its length
@@ -57,6 +58,25 @@ def whole(op: ops.Op, args: tuple, params: dict) -> Any:
         return da.from_delayed(task, shape, dtype=dtype, meta=meta_array(shape, dtype))
     return tuple(da.from_delayed(task[k], shape, dtype=dtype, meta=meta_array(shape, dtype))
                  for k, (shape, dtype) in enumerate(out))
+
+
+def _as_numpys_layouts(op: ops.Op, args: tuple) -> tuple:
+    """``args``, each tensor operand of an op of the ``whole`` kind laid out in memory as
+    NumPy's operand was (:mod:`capviz.backends.dask.in_order`'s layouts: an F-ordered input, a
+    transpose) where that is known and not C order: NumPy's loops follow the layout (``vecmat``
+    of an F-ordered matrix of values near 1e307 is NaN in NumPy, ``inf`` on a C-ordered copy;
+    W=25h's dask2 row), and a block gathered from chunks is C-ordered. An operand whose layout
+    is not known (a flipped or broadcast view) stays C-ordered."""
+    steps, index = STEPS.get(), NODE.get()
+    node = None if steps is None or index is None else steps.by_index.get(index)
+    if op.name not in traits.WHOLE or node is None or node.op != op.name:
+        return args
+    orders, unknown = in_order.operand_orders(node)
+    if unknown is not None or all(order is None for order in orders) \
+            or len(orders) != sum(is_array(a) for a in args):
+        return args
+    layouts = iter(orders)
+    return tuple(in_order.laid_out(a, next(layouts)) if is_array(a) else a for a in args)
 
 
 def one_block(array: Any) -> Any:
