@@ -384,6 +384,8 @@ class CaptureScope:
             # own error (`ndarray[i] = t` calls float(t) and raises "setting an array element
             # with a sequence" from the data-read violation) is raised as itself
             error = recorder.raised
+            if exc is not None and exc is self._marked:  # the function's own error, maybe:
+                marked.catchable_as(error, exc)          # an except clause for it catches it
         written = state.final_values(recorder)  # what a replay writes back
         if error is None:
             try:
