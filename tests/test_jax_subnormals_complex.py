@@ -15,6 +15,7 @@ import pytest
 import capviz as cv
 from capviz.backends import registry
 from capviz.backends.jax.subnormals import COMPLEX_CHECKED, COMPLEX_EXACT
+from capviz.backends.jax.subnormals.complex_formulas import COMPLEX_FORMULAS, exp_limits
 from capviz.ops import table
 
 pytest.importorskip("jax")
@@ -136,7 +137,9 @@ def test_every_complex_ufunc_is_exact_checked_or_refused_by_name(name, nin):
     graph = cv.capture(ufunc, *[cv.spec(3, "complex128") for _ in range(nin)])
     feed = dict(zip(graph.inputs, operands))
     want = ufunc(*operands)
-    if name in COMPLEX_EXACT or name in COMPLEX_CHECKED:
+    # exp is checked; divide only by a real divisor: of two complex operands it stays refused
+    if name in COMPLEX_EXACT or name in COMPLEX_CHECKED or (name in COMPLEX_FORMULAS
+                                                           and nin == 1):
         got = graph.replay(feed, backend="jax", to_numpy=True)["out"]
         rtol, atol = registry.get("jax").tolerance_for(want.dtype)
         np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
@@ -149,6 +152,7 @@ def test_every_complex_ufunc_is_exact_checked_or_refused_by_name(name, nin):
 def test_the_allow_lists_name_ops_of_the_table():
     assert set(COMPLEX_EXACT) <= set(table.OPS)
     assert set(COMPLEX_CHECKED) <= set(table.OPS)
+    assert set(COMPLEX_FORMULAS) <= set(table.OPS)
 
 
 # --- checked at run time: the replay fails at the node, or computes NumPy's values ----------
@@ -254,6 +258,148 @@ def test_the_exact_ops_keep_tiny_parts_as_numpy_does():
     got = graph.replay(_feed(graph, z), backend="jax", to_numpy=True)
     for value, want in zip(got.values(), moves(z)):
         np.testing.assert_array_equal(value, want)
+
+
+# --- z / real and exp(z): checked where NumPy's parts may be subnormal (review 3, finding 30) ---
+
+TINY32 = float(np.finfo(np.float32).tiny)
+_QUOTIENT = ("a part of complex divide's result is 0 where NumPy's is a nonzero subnormal float, "
+             "or the real divisor is above 1 / tiny (NumPy's reciprocal of it is subnormal): "
+             "XLA flushes subnormal values to zero, and a later division, log or large factor "
+             "would give another number than NumPy's; replay with backend='numpy', or scale "
+             "the values away from the float's smallest normal ({tiny})")
+_EXP = ("a part of complex exp's result, e^a cos b or e^a sin b, is below the float's smallest "
+        "normal ({tiny}) and nonzero in NumPy, or e^a overflows (a real part above {high}): "
+        "XLA flushes subnormal values to zero (and its scaling of a large e^a is not verified), "
+        "so a part of the result would differ from NumPy's; replay with backend='numpy', or "
+        "keep exp's result parts away from the smallest normal and its operand's real parts "
+        "below {high}")
+_SPECIAL = "a complex operand or result is not finite, or its real or imaginary part reaches"
+LOG_TINY64 = exp_limits(np.complex128)[0]
+LOG_TINY32 = exp_limits(np.complex64)[0]
+SEVEN = np.float64(7.0)
+HUGE = np.float64(4.6e307)  # 1 / HUGE is below tiny: NumPy's Smith quotient multiplies by it
+
+FORMULAS_ORDINARY = [  # label, function: replays within the tolerance on ordinary values
+    ("z / 2", lambda z: z / 2),
+    ("z / 3.0", lambda z: z / 3.0),
+    ("z / constant", lambda z: z / SEVEN),
+    ("z / real node", lambda z: z / np.abs(z)),
+    ("z / int node", lambda z: z / np.arange(1, z.size + 1)),
+    ("exp(z)", np.exp),
+    ("exp(1j * theta)", lambda z: np.exp(1j * (z.real * np.pi))),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+@pytest.mark.parametrize("label,fn", FORMULAS_ORDINARY, ids=[f[0] for f in FORMULAS_ORDINARY])
+def test_a_complex_divided_by_a_real_and_exp_replay_ordinary_values(label, fn, dtype):
+    rng = np.random.default_rng(7)
+    z = (rng.standard_normal(64) * 3 + 1j * rng.standard_normal(64) * 3).astype(dtype)
+    graph = _graph(fn, z)
+    got = graph.replay(_feed(graph, z), backend="jax", to_numpy=True)["out"]
+    want = np.asarray(fn(z))
+    assert got.dtype == want.dtype
+    rtol, atol = registry.get("jax").tolerance_for(want.dtype)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+    if label in ("z / 2", "exp(1j * theta)"):  # exact halving; cos and sin of a real: measured
+        np.testing.assert_array_equal(got, want)
+
+
+FORMULAS_FAILING = [  # label, function, values, dtype, message: NumPy keeps a subnormal part
+    ("real part / 2", lambda z: z / 2, [1.5 * TINY64 + 1j], np.complex128,
+     _QUOTIENT.format(tiny="2.23e-308")),
+    ("imaginary part / 2", lambda z: z / 2, [1 + 1.5 * TINY64 * 1j, 1 + 1j], np.complex128,
+     _QUOTIENT.format(tiny="2.23e-308")),
+    ("z / |z|", lambda z: z / np.abs(z), [1e10 + 1e-300j], np.complex128,
+     _QUOTIENT.format(tiny="2.23e-308")),
+    ("z / huge", lambda z: z / HUGE, [1e10 + 1j], np.complex128,
+     _QUOTIENT.format(tiny="2.23e-308")),
+    ("complex64 / 2", lambda z: z / 2, [1.5 * TINY32 + 1j], np.complex64,
+     _QUOTIENT.format(tiny="1.18e-38")),
+    ("exp small imaginary", np.exp, [-20 + 1e-300j], np.complex128,
+     _EXP.format(tiny="2.23e-308", high="709.783")),
+    ("exp below tiny", np.exp, [LOG_TINY64 - 1e-9 + 0j, 1j], np.complex128,
+     _EXP.format(tiny="2.23e-308", high="709.783")),
+    ("exp subnormal e^a", np.exp, [-745 + 1j], np.complex128,
+     _EXP.format(tiny="2.23e-308", high="709.783")),
+    ("exp near pi", np.exp, [-690 + np.pi * 1j], np.complex128,
+     _EXP.format(tiny="2.23e-308", high="709.783")),
+    ("complex64 exp", np.exp, [-20 + 1e-30j], np.complex64,
+     _EXP.format(tiny="1.18e-38", high="88.7228")),
+    ("complex64 exp below tiny", np.exp, [LOG_TINY32 - 1e-5 + 0j], np.complex64,
+     _EXP.format(tiny="1.18e-38", high="88.7228")),
+]
+
+
+@pytest.mark.parametrize("label,fn,values,dtype,message", FORMULAS_FAILING,
+                         ids=[f[0] for f in FORMULAS_FAILING])
+def test_a_complex_divided_by_a_real_or_exp_making_a_subnormal_part_fails_at_its_node(
+        label, fn, values, dtype, message):
+    z = np.array(values, dtype)
+    graph = _graph(fn, z)
+    want = np.asarray(fn(z))
+    parts = np.concatenate([want.real, want.imag])
+    tiny = float(np.finfo(parts.dtype).tiny)
+    assert np.any((parts != 0) & (np.abs(parts) < tiny))  # the reproducer
+    op = "exp" if "exp" in label else "divide"
+    with pytest.raises(cv.ReplayError) as info:
+        graph.replay(_feed(graph, z), backend="jax")
+    text = str(info.value)
+    assert re.match(rf"replay failed at node %\d+ \({op}\), recorded at "
+                    rf"{re.escape(__file__)}:\d+ in ", text), text
+    assert text.endswith(message)
+
+
+FORMULAS_EDGES = [  # label, function, values, dtype: at the edges, NumPy's values bit for bit
+    ("part / 2 == tiny", lambda z: z / 2, [2 * TINY64 + 1j, 1 + 2 * TINY64 * 1j], np.complex128),
+    ("part / 2 above tiny", lambda z: z / 2, [2.5 * TINY64 + 1j], np.complex128),
+    ("z / 0.5 of parts at tiny", lambda z: z / 0.5, [TINY64 + TINY64 * 1j], np.complex128),
+    ("complex64 part / 2 == tiny", lambda z: z / 2, [2 * TINY32 + 1j], np.complex64),
+    ("exp just above tiny", np.exp, [LOG_TINY64 + 1e-11 + 0j], np.complex128),
+    ("exp rounds to 0", np.exp, [-746 + 1j, -800 - 2j], np.complex128),
+    ("exp of an imaginary 2 tiny", np.exp, [2 * TINY64 * 1j], np.complex128),
+    ("exp of 0 imaginary", np.exp, [-700 + 0j, 3 + 0j], np.complex128),
+    ("complex64 exp just above tiny", np.exp, [LOG_TINY32 + 1e-5 + 0j], np.complex64),
+]
+
+
+@pytest.mark.parametrize("label,fn,values,dtype", FORMULAS_EDGES,
+                         ids=[f[0] for f in FORMULAS_EDGES])
+def test_a_complex_divided_by_a_real_or_exp_at_the_edges_replays_numpys_values(
+        label, fn, values, dtype):
+    z = np.array(values, dtype)
+    graph = _graph(fn, z)
+    got = graph.replay(_feed(graph, z), backend="jax", to_numpy=True)["out"]
+    np.testing.assert_array_equal(got, np.asarray(fn(z)))
+
+
+def test_exp_within_the_margin_of_tiny_or_overflowing_fails_at_its_node():
+    # exp(tiny * 1j) is 1 + tiny j in NumPy (normal), but within the test's margin of tiny
+    z = np.array([TINY64 * 1j])
+    graph = _graph(np.exp, z)
+    with pytest.raises(cv.ReplayError, match=re.escape(_EXP.format(tiny="2.23e-308",
+                                                                   high="709.783"))):
+        graph.replay(_feed(graph, z), backend="jax")
+    # e^a overflows where NumPy scales: its result is finite, and refused at the node
+    big = np.array([709.9 + 1j])
+    assert np.all(np.isfinite(np.exp(big)))
+    graph = _graph(np.exp, big)
+    with pytest.raises(cv.ReplayError, match=re.escape(_SPECIAL)) as info:
+        graph.replay(_feed(graph, big), backend="jax")
+    assert re.match(r"replay failed at node %\d+ \(exp\)", str(info.value))
+
+
+@pytest.mark.parametrize("label,fn", [
+    ("z / complex", lambda z: z / z[::-1]),
+    ("real / complex", lambda z: 2 / z),
+])
+def test_other_complex_divisions_stay_refused_by_name(label, fn):
+    z = np.array([1 + 2j, 3 - 1j])
+    graph = _graph(fn, z)
+    with pytest.raises(cv.UnsupportedOperationError, match=re.escape(
+            "op 'divide' cannot run on the jax backend: XLA flushes subnormal floats")):
+        graph.replay(_feed(graph, z), backend="jax")
 
 
 # --- narrowing casts --------------------------------------------------------------------------

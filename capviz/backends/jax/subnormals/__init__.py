@@ -51,10 +51,11 @@ infinity):
 * **Complex values** (:mod:`.complex_parts`): XLA flushes the float32/float64 parts of
   complex64/complex128 values. ``*`` and ``square`` are checked part product by part product,
   ``+``, ``-``, the sums and the contractions part by part as their real forms, ``angle`` as
-  ``arctan2``; moves, selections and comparisons are exact; every other op with a complex
-  result, or a float result from complex operands (``sin``, ``sqrt``, ``log``, ``/``, ``exp``,
-  ``**``, ``prod``, ``var``...: quotients, exponentials, logarithms and sines that no cheap
-  test bounds), is refused by name unless the replay takes ``arithmetic="xla"``
+  ``arctan2``, ``/`` by a real divisor and ``exp`` through NumPy's formulas
+  (:mod:`.complex_formulas`); moves, selections and comparisons are exact; every other op with
+  a complex result, or a float result from complex operands (``sin``, ``sqrt``, ``log``, ``/``
+  by a complex, ``**``, ``prod``, ``var``...: quotients, exponentials, logarithms and sines
+  that no cheap test bounds), is refused by name unless the replay takes ``arithmetic="xla"``
   (:data:`.complex_parts.COMPLEX_EXACT` and :data:`.complex_parts.COMPLEX_CHECKED` are
   allow-lists).
 * **Narrowing casts** (:mod:`.casts`): ``astype`` from float64 or complex128 to float32 or
@@ -70,7 +71,8 @@ NumPy's") says what each choice costs.
 
 The package, by concern: :mod:`.elementwise` (elementwise arithmetic), :mod:`.products`
 (contractions), :mod:`.reductions` (sums, remainders, products along an axis, variances),
-:mod:`.complex_parts` (complex values), :mod:`.casts` (narrowing casts), :mod:`.declared` (what
+:mod:`.complex_parts` (complex values), :mod:`.complex_formulas` (complex ``/`` by a real,
+``exp``), :mod:`.casts` (narrowing casts), :mod:`.declared` (what
 no check sees: :func:`unchecked`), :mod:`.literals` (subnormal literals and constants) and
 :mod:`.operands` (what the checks know of operands: literals, magnitudes, the rerun on poisoned
 operands); :func:`check` here dispatches an op to its check.

@@ -24,7 +24,9 @@ until someone shows it safe):
     ``dot``, ``vdot``, ``einsum``, ``outer``...): the real test, with the smallest nonzero
     magnitude of an operand's parts (a part of a complex product of sums is a sum of part
     products);
-  - ``angle`` (:func:`_angle`): ``arctan2(imag, real)``, the precise test of ``arctan2``.
+  - ``angle`` (:func:`_angle`): ``arctan2(imag, real)``, the precise test of ``arctan2``;
+  - ``/`` by a real divisor and ``exp`` (:mod:`.complex_formulas`): each part through NumPy's
+    formula (``a * (1 / c)``; ``e^a cos b``, ``e^a sin b``).
 
 * **Refused by name** unless the replay takes ``arithmetic="xla"``: every other op with a
   complex result, or a float32/float64 result from a complex operand. Their parts come from
@@ -33,7 +35,7 @@ until someone shows it safe):
   bounds them: ``sin(pi/2 + 1e-300j)`` is ``1 + 6.1e-317j`` in NumPy and ``1 + 0j`` in XLA;
   ``sqrt(1e20 + 1e-300j)``'s imaginary part is ``5e-311``; ``log(1e10 + 1e-300j)``'s
   ``1e-310``; ``arctan``, ``expm1``, ``sign``, ``tan``, ``tanh``, the other arc and hyperbolic
-  functions, ``/``, ``reciprocal``, ``exp``, ``exp2``, ``**``, ``prod`` and ``cumprod``
+  functions, ``/`` by a complex divisor, ``reciprocal``, ``exp2``, ``**``, ``prod`` and ``cumprod``
   (a partial product), ``var`` and ``std`` (squared part deviations: ``np.std`` of
   ``[1e-160 + 1e-160j, 0]`` is ``7.1e-161`` in NumPy, 0 in XLA) alike (a reproducer of each:
   ``tests/test_jax_subnormals_complex.py``).
@@ -46,6 +48,7 @@ from typing import Any
 
 import numpy as np
 
+from capviz.backends.jax.subnormals import complex_formulas
 from capviz.backends.jax.subnormals.operands import known_values
 from capviz.backends.jax.subnormals.products import PRODUCTS, products
 from capviz.backends.jax.subnormals.reductions import SUMS
@@ -127,6 +130,8 @@ def check(jnp: Any, name: str, fn: Any, args: tuple, operands: list, r: Any,
         return products(jnp, name, fn, args, operands, r, params)
     if name == "angle" and operands:
         return _angle(jnp, operands[0], r)
+    if name in complex_formulas.COMPLEX_FORMULAS:
+        return complex_formulas.check(jnp, name, args, r)
     return r
 
 
@@ -237,6 +242,8 @@ def unchecked(node: Node) -> str | None:
     if node.op in COMPLEX_EXACT or node.op in COMPLEX_CHECKED:
         return None
     if node.op == "pad" and (node.params or {}).get("mode") in _COPYING_PADS:
+        return None
+    if complex_formulas.admitted(node):
         return None
     if complex_result:
         return f"no run-time check sees a subnormal part of the complex result of {node.op}"
