@@ -326,7 +326,7 @@ def test_complex_products_of_normal_parts_replay_as_numpy():
 
 @pytest.mark.parametrize("fn,op", [
     (lambda a, b: a / b, "divide"),
-    (lambda a, b: np.exp(a), "exp"),
+    (lambda a, b: np.exp2(a), "exp2"),  # complex exp is checked (test_jax_subnormals_complex)
     (lambda a, b: a ** b, "power"),
     (lambda a, b: np.reciprocal(a), "reciprocal"),
 ])
