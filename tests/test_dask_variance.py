@@ -185,7 +185,8 @@ def test_a_variance_along_one_chunk_numpy_adds_pairwise_is_computed_once_as_nump
 # --- NumPy's running sum chunk by chunk (the hostile review 3's finding 28) ----------------------
 
 
-@pytest.mark.parametrize("name", ["sum", "mean", "nansum", "nanmean", "var", "std"])
+@pytest.mark.parametrize("name", ["sum", "mean", "nansum", "nanmean", "var", "std", "nanvar",
+                                  "nanstd"])
 def test_a_column_reduction_in_numpys_order_holds_a_few_chunks_not_the_whole_array(name):
     """A float32 column sum of a dask-array input (the larger-than-memory use) trips the
     running-sum bound and is computed again in NumPy's order: one chunk at a time along the
@@ -213,7 +214,10 @@ def test_a_column_reduction_in_numpys_order_holds_a_few_chunks_not_the_whole_arr
     (lambda a: np.nanmean(a, axis=-2, keepdims=True), (2, 3000, 3), (1, 500, 3)),
     (lambda a: np.std(a, axis=0, ddof=1), (3000, 3), (256, 1)),
     (lambda a: np.var(a, axis=0, keepdims=True), (3000, 2), (999, 2)),
-], ids=["sum keepdims", "mean 3-d", "nanmean keepdims", "std ddof", "var keepdims"])
+    (lambda a: np.nanvar(a, axis=1, ddof=1), (2, 3000, 3), (1, 400, 2)),
+    (lambda a: np.nanstd(a, axis=0, keepdims=True), (3000, 3), (500, 3)),
+], ids=["sum keepdims", "mean 3-d", "nanmean keepdims", "std ddof", "var keepdims", "nanvar",
+        "nanstd keepdims"])
 def test_a_running_sum_chunk_by_chunk_is_numpys_for_every_form(fn, shape, chunks):
     x = (1e4 + RNG.random(shape)).astype(np.float32)
     x.reshape(-1)[::97] = np.nan if "nan" in str(fn.__code__.co_names) else x.reshape(-1)[::97]

@@ -139,25 +139,35 @@ def variance(x: Any, params: dict, root: bool, add: Any = None) -> Any | None:
     return da.sqrt(result) if root else result
 
 
-def nan_variance(x: Any, params: dict, root: bool) -> Any | None:
+def _nan_deviation(block: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """NumPy's ``nanvar`` deviations of a block: ``x - mean``, 0 where ``x`` is NaN."""
+    return np.where(np.isnan(block), block.dtype.type(0), block - mean)
+
+
+def nan_variance(x: Any, params: dict, root: bool, add: Any = None) -> Any | None:
     """``np.nanvar(x, **params)`` of floats or complex values (``np.nanstd`` with ``root``) as
-    NumPy computes it; ``None`` with ``dtype=`` (run as NumPy on one block)."""
+    NumPy computes it; ``None`` with ``dtype=`` (run as NumPy on one block). ``add(values,
+    keepdims)``: the sum over the reduced axes (as :func:`variance`'s)."""
     if params.get("dtype") is not None:
         return None
     axes = _axes(x, params.get("axis"))
     keepdims = bool(params.get("keepdims"))
     zero = np.dtype(x.dtype).type(0)
     nan = da.isnan(x)
-    values = da.where(nan, zero, x)
     count = da.sum(~nan, axis=axes, dtype=np.intp, keepdims=True)
-    total = da.sum(values, axis=axes, keepdims=True)
+    if add is None:
+        def add(values: Any, keepdims: bool) -> Any:
+            return da.sum(values, axis=axes, keepdims=keepdims)
+        total = add(da.where(nan, zero, x), True)
+    else:  # NaNs replaced by 0 as the chain adds (no array of replaced values held)
+        total = add(x, True)
     mean = da.map_blocks(divided, total, count, dtype=total.dtype)
-    deviation = da.where(nan, zero, values - mean)
+    deviation = da.map_blocks(_nan_deviation, x, mean, dtype=x.dtype)
     if np.dtype(deviation.dtype).kind == "c":
         squares = (deviation * deviation.conj()).real
     else:
         squares = deviation * deviation
-    result = da.sum(squares, axis=axes, keepdims=keepdims)
+    result = add(squares, keepdims)
     dof = (count if keepdims else count.squeeze(axis=axes)) - params.get("ddof", 0)
     result = da.map_blocks(divided, result, dof, dtype=result.dtype)
     result = da.where(dof <= 0, np.dtype(result.dtype).type(np.nan), result)

@@ -11,10 +11,11 @@ partial sums the task before it returns (``np.cumsum`` of the partial sums and t
 last row is the new partial sums), holds a chunk at a time. The other axes keep their chunks,
 each column of blocks a chain of its own. ``sum``, ``nansum`` (its NaNs replaced by 0 first,
 as NumPy's ``_replace_nan`` does), ``mean`` and ``nanmean`` (the sum divided by the count as
-NumPy divides, :func:`capviz.backends.dask.moments.divided`), ``var`` and ``std`` (NumPy's two
-passes, :func:`capviz.backends.dask.moments.variance`, each sum a chain), of float and complex
-operands summed in their own type (no ``dtype=``, ``where=``, ``out=``); any other reduction in
-NumPy's order (``nanvar``, ``nanstd``, a float16 one) runs on blocks that hold its axes whole.
+NumPy divides, :func:`capviz.backends.dask.moments.divided`), ``var``, ``std``, ``nanvar`` and
+``nanstd`` (NumPy's two passes, :func:`capviz.backends.dask.moments.variance` and
+``nan_variance``, each sum a chain), of float and complex operands summed in their own type (no
+``dtype=``, ``where=``, ``out=``); any other reduction in NumPy's order (a float16 one, one with
+``dtype=``) runs on blocks that hold its axes whole.
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ from dask.highlevelgraph import HighLevelGraph
 
 from capviz.backends.dask import moments
 
-RUNNING = frozenset(("sum", "nansum", "mean", "nanmean", "var", "std"))
+RUNNING = frozenset(("sum", "nansum", "mean", "nanmean", "var", "std", "nanvar", "nanstd"))
 """The reductions :func:`reduce` computes chunk by chunk."""
 
 _PLAIN = frozenset(("axis", "keepdims", "ddof"))
-_VARIANCES = frozenset(("var", "std"))
+_VARIANCES = frozenset(("var", "std", "nanvar", "nanstd"))
 
 
 def covers(name: str, x: Any, params: dict) -> bool:
@@ -95,9 +96,11 @@ def reduce(name: str, x: Any, params: dict) -> Any:
     axis = operator.index(params["axis"]) % x.ndim
     if name in _VARIANCES:  # NumPy's two passes, each sum one row after another
         def add(values: Any, keepdims: bool) -> Any:
-            total = _chain(values, axis, False)
+            total = _chain(values, axis, name.startswith("nan") and values is x)
             return total if keepdims else total.squeeze(axis=axis)
 
+        if name.startswith("nan"):
+            return moments.nan_variance(x, params, name == "nanstd", add)
         return moments.variance(x, params, name == "std", add)
     nan = name.startswith("nan")
     total = _chain(x, axis, nan)
