@@ -354,3 +354,42 @@ def test_an_array_computed_from_an_outside_array_is_refused():
     with pytest.raises(UnsupportedOperationError, match=r"self\.W2 is rebound"):
         cv.capture(m.step, np.ones(3))
     assert m.W2 is None
+
+
+# --- a Python number the call changes (review 3, finding 25) -----------------------------------
+
+
+class Annealed:
+    """A step counter with no array state: the graph would freeze t at 1."""
+
+    def __init__(self):
+        self.t = 0
+
+    def step(self, x):
+        self.t += 1
+        return x / np.sqrt(self.t)
+
+
+def test_a_python_number_the_call_changes_is_refused_and_put_back():
+    m = Annealed()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(m.step, np.ones(3))
+    what, why, fix = str(info.value).splitlines()
+    assert what.endswith("self.t is a Python number that changes from call to call.")
+    assert "(the call changes self.t (0 -> 1) every time it runs" in why
+    assert fix.startswith("Fix: pass it as an input")
+    assert m.t == 0 and type(m.t) is int
+
+
+def test_a_python_number_the_call_sets_to_the_same_value_is_no_change():
+    class Same:
+        def __init__(self):
+            self.scale = 2.0
+
+        def step(self, x):
+            self.scale = float(self.scale)  # another object, the same number
+            return x * self.scale
+
+    m = Same()
+    graph = cv.capture(m.step, np.ones(3))
+    assert graph.complete and m.scale == 2.0

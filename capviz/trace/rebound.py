@@ -40,7 +40,7 @@ from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
 from capviz.trace.fold import known_value
 from capviz.trace.mutation import current
-from capviz.trace.recapture import call_method, line_code
+from capviz.trace.recapture import CHANGES, call_method, line_code
 from capviz.trace.tensor import Tensor
 
 REBOUND = "a capture tensor bound outside the capture"
@@ -261,7 +261,8 @@ _LIBRARY_DIRS = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstd
                                                                "purelib", "platlib")})
 
 
-def put_back(places: list[Place], recorder: Any) -> list[tuple[Place, np.ndarray]]:
+def put_back(places: list[Place], recorder: Any, source: Any = None
+             ) -> list[tuple[Place, np.ndarray]]:
     """Put the original object back in every place that holds a tensor of ``recorder`` now,
     or a new tuple, list or dict holding one, each refused (queued on ``recorder.pending``) at
     the line of the op that made the tensor. A place inside a container (``self.ws[0]``) is
@@ -281,6 +282,11 @@ def put_back(places: list[Place], recorder: Any) -> list[tuple[Place, np.ndarray
             continue
         found = place.get()
         if found is place.value:
+            continue
+        if isinstance(place.value, _NUMBERS) and type(found) is not Tensor:
+            if not _same_number(place.value, found):  # self.t += 1: a replay repeats t
+                place.put_back()
+                _refuse_changed(place, found, recorder, source)
             continue
         if type(found) is Tensor:
             if found._trace is not recorder:
@@ -317,6 +323,29 @@ def put_back(places: list[Place], recorder: Any) -> list[tuple[Place, np.ndarray
         elif place.kind == "keys":
             binds += _added_removed(place, recorder)
     return binds
+
+
+_NUMBERS = (bool, int, float, complex, np.generic)
+
+
+def _same_number(before: Any, now: Any) -> bool:
+    if type(before) is not type(now):
+        return False
+    try:
+        return bool(before == now) or (before != before and now != now)  # (NaN is NaN)
+    except (TypeError, ValueError):
+        return False
+
+
+def _refuse_changed(place: Place, now: Any, recorder: Any, source: Any) -> None:
+    """Refuse a Python number the call changed (``self.t += 1`` with no array state, review 3
+    finding 25), at ``source`` (the capture's line): a replay repeats what the capture computed
+    from its value, and does not change it."""
+    reason = (f"the call changes {place.label} ({place.value!r} -> {now!r}) every time it "
+              "runs, and the capture put it back")
+    message = explain(Failure("unsupported_op", CHANGES, place.label, source,
+                              UserCode("other", ""), None, reason))
+    recorder.pending.append(("unsupported_op", CHANGES, message, source))
 
 
 def _made_here(tensor: Tensor, recorder: Any, held: Any) -> np.ndarray | None:
