@@ -29,6 +29,10 @@ What this module decides, and why:
   result that XLA defines otherwise (an integer divided by zero, a float cast to an integer
   out of its range, ties in a default-kind ``argsort``), the traced function also returns a flag
   per check; a failed check raises :class:`capviz.ReplayError` naming the node after the run.
+* **Layouts.** NumPy adds a sum in its operand's memory order, which a jax array does not
+  have: each input's layout (its host array's, remembered by :meth:`JaxBackend.from_host`) is
+  a static argument of the compiled function (an F-ordered input traces again), and the checks
+  of sums follow it through the graph (:mod:`capviz.backends.jax.layouts`).
 * **Random ops** (:mod:`capviz.backends.jax.random`) follow capviz's Philox streams with the
   seed as a traced ``uint64``, so a new seed does not retrace: uniform and bernoulli draws
   equal the NumPy replay's bit for bit; normal draws agree within the backend's tolerance
@@ -57,7 +61,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.jax import subnormals, ufunc_methods, writes  # noqa: F401 (forms)
+from capviz.backends.jax import layouts, subnormals, ufunc_methods, writes  # noqa: F401 (forms)
 from capviz.backends.jax.ops import OVERRIDES, UNSUPPORTED, functional
 from capviz.backends.jax.trace import bound, tracing
 from capviz.backends.registry import Backend, install_hint, register, unsupported
@@ -142,6 +146,7 @@ class JaxBackend(Backend):
         self.traces = 0
         self._compiled: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._bind_cache: dict[str, Callable] = {}
+        self._host_layouts: dict[int, tuple[weakref.ref, str | None]] = {}
 
     def namespace(self) -> Any:
         return _load().numpy
@@ -149,7 +154,25 @@ class JaxBackend(Backend):
     def from_host(self, value: np.ndarray) -> Any:
         jax = _load()
         with x64():  # a float64 array stays float64
-            return jax.device_put(np.asarray(value))
+            moved = jax.device_put(np.asarray(value))
+        layout = layouts.host_layout(value)
+        if layout != layouts.C:  # NumPy adds a sum in this array's memory order: remembered
+            key = id(moved)
+            held = self._host_layouts
+            try:
+                held[key] = (weakref.ref(moved, lambda _, key=key: held.pop(key, None)), layout)
+            except TypeError:  # pragma: no cover - an array type without weak references
+                pass
+        return moved
+
+    def host_layout(self, value: Any) -> str | None:
+        """The layout NumPy held ``value`` in: a host array's, or, for a jax array moved from
+        one by :meth:`from_host`, that array's (C for any other: NumPy's ``asarray`` of it is
+        C-ordered); see :mod:`capviz.backends.jax.layouts`."""
+        if isinstance(value, np.ndarray):
+            return layouts.host_layout(value)
+        held = self._host_layouts.get(id(value))
+        return held[1] if held is not None and held[0]() is value else layouts.C
 
     def to_host(self, value: Any) -> np.ndarray:
         return np.asarray(value)
@@ -280,6 +303,7 @@ class _Compiled:
 
     def __init__(self, backend: JaxBackend, program: Any) -> None:
         self._jax = _load()
+        self._backend = backend
         self.random = program.random
         self.checks: dict[bool, list[tuple[Node | None, str]]] = {}
         self.input_names = program.input_names
@@ -326,12 +350,22 @@ class _Compiled:
             if why is not None:
                 self.own_arithmetic.append((step[-1], why))
 
-        def traced(inputs: tuple, constants: tuple, seed: Any, precise: bool) -> tuple:
+        # the layout NumPy gives each constant (the checks of sums follow it: layouts.py)
+        constant_layouts = {index: layouts.host_layout(host) for index, host in zip(
+            program.constant_nodes, program.host_constants)}
+
+        def traced(inputs: tuple, constants: tuple, seed: Any, precise: bool,
+                   input_layouts: tuple = ()) -> tuple:
             backend.traces += 1
             program = program_ref()  # alive: a trace runs inside execute(program, ...)
             nodes = [step[-1] for step in program.table if step[1] is not None]
             guard_values: list = []  # what the guards read, checked after the run
             with tracing(nodes, precise, self._jax.numpy) as trace:
+                given = len(program.input_names)  # the states' values follow the inputs'
+                trace.layouts = layouts.Layouts(
+                    dict(zip(program.input_names, input_layouts[:given])), constant_layouts,
+                    {node.index: layout for node, layout in zip(program.states,
+                                                                input_layouts[given:])})
                 constants = [c.T if flip else c for c, flip in zip(constants, flipped)]
                 trace.known_magnitudes = {id(c): known for c, known in zip(constants, bounds)
                                           if known is not None}
@@ -346,7 +380,7 @@ class _Compiled:
 
         # the fast program merges the elementwise checks (one flag per shape, fused by XLA);
         # the precise one, traced only when a merged flag fails, names the node
-        self._fn = self._jax.jit(traced, static_argnums=3)
+        self._fn = self._jax.jit(traced, static_argnums=(3, 4))
         # the subnormal check of the float inputs not known normal: a pass over each, as long
         # as a fused elementwise chain's, in a program of its own, so that the replay's program
         # has no branch, argument or result for it once its inputs are known (a conditional
@@ -356,7 +390,7 @@ class _Compiled:
         # check is made once
         self._normal: dict[int, weakref.ref] = {}
 
-    def _fail(self, inputs: tuple, key: Any, first: int) -> tuple:
+    def _fail(self, inputs: tuple, key: Any, first: int, input_layouts: tuple) -> tuple:
         """Raise for the first failed check of a node. A check with no node (a merged one, or a
         test for a poisoned NaN, :mod:`capviz.backends.jax.poison`) runs the precise program
         once: its first failed check names the node; when none fails, the fast program's test
@@ -371,7 +405,8 @@ class _Compiled:
         merged = any(node is None for node, _ in checks)
         if merged:  # a merged check may have failed first
             with x64(), jax.default_matmul_precision("highest"):
-                outputs, flags, guard_values = self._fn(inputs, self.constants, key, True)
+                outputs, flags, guard_values = self._fn(inputs, self.constants, key, True,
+                                                        input_layouts)
             checks = self.checks[True]
             failed = np.flatnonzero(~np.asarray(flags)).tolist() if flags is not None else []
             if not failed:
@@ -412,12 +447,16 @@ class _Compiled:
         key = (np.uint64(seed), np.float64(0.0)) if self.random else None
         unknown = self._unknown_floats(inputs)
         given, is_array = inputs, self._is_array
+        # NumPy adds a sum in its operand's memory order: a host input's layout is a static
+        # argument (an F-ordered one traces again), followed by the checks of sums
+        input_layouts = tuple(self._backend.host_layout(x) for x in inputs)
         with x64(), jax.default_matmul_precision("highest"):
             try:
                 if unknown:  # a host array goes to the device once, for the check and the run
                     inputs = tuple(x if k not in unknown or is_array(x) else jax.device_put(x)
                                    for k, x in enumerate(inputs))
-                outputs, flags, guard_values = self._fn(inputs, self.constants, key, False)
+                outputs, flags, guard_values = self._fn(inputs, self.constants, key, False,
+                                                        input_layouts)
                 normal = self._check_fn(tuple(inputs[k] for k in unknown)) if unknown else None
             except CapvizError:
                 raise
@@ -436,7 +475,8 @@ class _Compiled:
         if flags is not None:
             passed = np.asarray(flags)
             if not passed.all():
-                outputs, guard_values = self._fail(inputs, key, int(np.argmin(passed)))
+                outputs, guard_values = self._fail(inputs, key, int(np.argmin(passed)),
+                                                   input_layouts)
         if self.guards:  # the values the guards read, fetched together, checked before return
             check_all(self.guards, jax.device_get(guard_values))
         if unknown:  # the caller's arrays on the device are immutable: checked once

@@ -53,9 +53,14 @@ near 1 is 0.4% off (the hostile review 2, finding 10). There the bound is ``n`` 
 S`` of the running sum and XLA's own rounding. What it costs: a float32 running sum of more
 than about 840 terms of one sign fails (``n * eps`` passes ``rtol``), a float64 one only past
 about 4e11 terms or where it cancels; the message names the fix, ``dtype=np.float64``. A
-layer norm's mean is along the last axis: GPT-2 keeps one rounding. The check cannot see
-NumPy's memory layout: an operand that is not C-ordered in NumPy (a transposed array summed
-along its last axis) is added row by row there and held to one rounding here (open).
+layer norm's mean is along the last axis: GPT-2 keeps one rounding. NumPy's loop follows its
+operand's memory layout: an operand it does not hold C-ordered (``x.T``, a ``swapaxes`` or
+``moveaxis`` view, an F-ordered input, what is computed from one) is added row by row along
+its last axis, so a sum is taken as pairwise only where the layout NumPy gives its operand
+(:mod:`capviz.backends.jax.layouts`) is known C-ordered, or strided with its last axis
+innermost for a sum along that axis alone; elsewhere it is held to ``n`` roundings, which every
+order meets (``x.T.sum(0)``, pairwise in NumPy, is held to them too: a refusal, never a silent
+difference).
 
 The float32 sums of unit values of both signs along the last axis fail near 0 (about 4% of
 them at 1e4 terms, 36% at 1e5). The fix the message names, ``dtype=np.float64``, passes
@@ -84,7 +89,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.backends.jax import numpy_order
+from capviz.backends.jax import layouts, numpy_order
 from capviz.backends.jax.trace import TRACE, dtype_of, require_each
 from capviz.core.ir import Node
 from capviz.ops.products import einsum_terms
@@ -360,10 +365,28 @@ def _pairwise(name: str, params: dict, a: Any) -> bool:
         return False
     axis = params.get("axis", 0 if name == "ufunc_reduce" else None)
     ndim = len(a.shape)
-    if name == "trace" or axis is None or ndim < 2:
+    if name == "trace" or ndim < 2:  # a trace adds its diagonal, a 1-d view
         return True
+    layout = _operand_layout()
+    if layout is None:  # not known C-ordered (x.T, an F-ordered input): it may be row by row
+        return False
+    if axis is None:
+        return layout == layouts.C
     axes = {int(k) % ndim for k in (tuple(axis) if isinstance(axis, (tuple, list)) else (axis,))}
-    return axes in ({ndim - 1}, set(range(ndim)))
+    if axes == {ndim - 1}:  # the innermost axis, a C-ordered or strided operand's
+        return True
+    return axes == set(range(ndim)) and layout == layouts.C
+
+
+def _operand_layout() -> str | None:
+    """The layout NumPy gives the traced node's first operand (:mod:`.layouts`): C where the
+    trace follows none."""
+    trace = TRACE.get()
+    node = None if trace is None else trace.node
+    if trace is None or trace.layouts is None or node is None or not node.args \
+            or not isinstance(node.args[0], Node):
+        return layouts.C
+    return trace.layouts.of(node.args[0])
 
 
 def sums_of_products(jnp: Any, got: Any, a: Any, v: Any, combine: Callable, n: int,

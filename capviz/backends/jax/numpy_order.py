@@ -59,6 +59,7 @@ from typing import Any
 
 import numpy as np
 
+from capviz.backends.jax import layouts
 from capviz.backends.jax.trace import TRACE, dtype_of, require_each
 
 REDUCTIONS = frozenset(("sum", "mean", "ufunc_reduce"))
@@ -82,7 +83,10 @@ def instead(jnp: Any, name: str, args: tuple, params: dict, result: Any, ok: Any
     trace = TRACE.get()
     node = None if trace is None else trace.node
     operand = node.args[0] if node is not None and node.args else None
-    program = _program(jnp, name, args, params, result, c_ordered(operand))
+    # C-ordered as the graph tells, and as the layouts the trace follows (an F-ordered input)
+    ordered = c_ordered(operand) and (trace is None or trace.layouts is None
+                                      or trace.layouts.of(operand) == layouts.C)
+    program = _program(jnp, name, args, params, result, ordered)
     if program is None:
         require_each(ok, message)
         return result

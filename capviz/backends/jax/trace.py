@@ -50,6 +50,9 @@ class Trace:
         (:mod:`capviz.backends.jax.subnormals`)."""
         self.poisons = None if precise else Poisons(jnp, self.clean, self.flag)
         """What the fast trace poisoned (:mod:`capviz.backends.jax.poison`)."""
+        self.layouts: Any = None
+        """The layout NumPy gives each value (:class:`capviz.backends.jax.layouts.Layouts`),
+        for the checks of sums; ``None``: every value taken as C-ordered."""
 
     @property
     def nodes(self) -> list[Node]:
