@@ -67,6 +67,17 @@ def test_a_different_value_is_silent_and_a_nan_is_a_nan():
     assert classify.classify(one, None, [np.array([1.0], np.float32)], None, NUMPY) == "silent"
 
 
+def test_a_contraction_is_within_its_bound_or_the_flat_tolerance():
+    # np.dot(a.sum(), b) on dask2: the sum's tree order gives a last bit the dot's bound
+    # (0: a 0-d dot contracts nothing) does not hold, the engine's tolerance does
+    dask = registry.get("dask")
+    want = [np.array([0.08281015377561027])]
+    got = [np.array([0.08281015377561028])]
+    assert classify.compare(got, want, dask, limits={0: np.zeros(1)}) == "tolerance"
+    assert classify.compare([np.array([0.5])], want, dask, limits={0: np.zeros(1)}) == "silent"
+    assert classify.compare([np.array([0.5])], want, dask, limits={0: np.ones(1)}) == "tolerance"
+
+
 def test_a_silent_case_says_where_it_first_differs():
     want = [np.array(2.0), np.array([[1.0, np.nan], [3.0, -0.0]])]
     got = [np.array(2.0), np.array([[1.0, np.nan], [3.0, 0.0]])]
