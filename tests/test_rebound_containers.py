@@ -5,6 +5,7 @@ deque, or bound to an item the capture did not read, is taken out again (the con
 what it held before the call), refused when arrays the graph read were moved on; an attribute
 the capture added holding a tensor is removed."""
 
+import types
 from collections import deque
 
 import numpy as np
@@ -102,8 +103,9 @@ def test_a_deque_whose_read_frames_a_capture_tensor_moved_on_is_refused_and_put_
 
 class Ring:
     """A ring-buffer slot written with a value computed from the input (review 3, s15 Ring):
-    the other slots stay where the graph read them, so the graph is right, and the slot gets
-    its array back."""
+    a call stores it and a replay could not, so it is refused (review 3, finding 34: c8985fd
+    put it back silently), and the slot gets its array back. The fix, a write into the slot's
+    array, replays as calls do."""
 
     def __init__(self):
         self.frames = [np.zeros(2), np.ones(2), np.full(2, 2.0)]
@@ -112,14 +114,61 @@ class Ring:
         self.frames[2] = obs * 1.0
         return np.stack(self.frames).sum(0)
 
+    def fixed(self, obs):  # (np.stack of the ndarrays would be NumPy's own read: refused)
+        self.frames[2][...] = obs * 1.0
+        return np.stack([obs * 0.0 + f for f in self.frames]).sum(0)
 
-def test_a_ring_buffer_slot_gets_its_array_back_and_replays_as_eager():
+
+def test_a_ring_buffer_slot_stored_over_is_refused_and_gets_its_array_back():
     r = Ring()
     items = list(r.frames)
-    graph = cv.capture(r.step, np.ones(2))
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(r.step, np.ones(2))
+    what, _why, fix = str(info.value).splitlines()
+    assert what.endswith("in step: self.frames[2] is rebound to a value of the capture.")
+    assert fix == ("Fix: write the new value into the array in place (a[...] = value, or a -= "
+                   "d), which the capture records as a state, or return it.")
     assert all(a is b for a, b in zip(r.frames, items)) and _no_tensor(r)
-    x = np.array([3.0, 4.0])
-    assert np.array_equal(graph.replay({"obs": x})["out"], r.step(x))
+    del items
+    graph = cv.capture(r.fixed, np.ones(2))
+    twin = Ring()
+    for v in (3.0, 4.0):
+        x = np.full(2, v)
+        assert np.array_equal(graph.replay({"obs": x})["out"], twin.fixed(x))
+        assert all(np.array_equal(a, b) for a, b in zip(r.frames, twin.frames))
+
+
+class Optimiser:
+    """An EMA kept on a sub-object (review 3, s33): ``self.opt.m = 0.9 * self.opt.m + ...``."""
+
+    def __init__(self):
+        self.opt = types.SimpleNamespace(m=np.zeros(3))
+
+    def step(self, g):
+        self.opt.m = 0.9 * self.opt.m + 0.1 * g
+        return g * 1.0
+
+
+def test_an_attribute_of_a_sub_object_stored_over_is_refused_and_put_back():
+    o = Optimiser()
+    kept = o.opt.m
+    with pytest.raises(UnsupportedOperationError, match=r"self\.opt\.m is rebound"):
+        cv.capture(o.step, cv.spec((3,), "float64"))
+    assert o.opt.m is kept and not kept.any()
+
+
+def test_a_scratch_list_emptied_and_filled_again_is_not_refused():
+    calls = [np.zeros(2), np.zeros(2)]  # what an earlier eager call left
+
+    def fn(x):
+        calls.clear()
+        calls.append(x * 2.0)
+        calls.append(x * 3.0)
+        return calls[0] + calls[1]
+
+    items = list(calls)
+    graph = cv.capture(fn, cv.spec((2,), "float64"))
+    assert graph.complete and all(a is b for a, b in zip(calls, items))
 
 
 class Logger:
