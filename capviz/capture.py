@@ -353,8 +353,9 @@ class CaptureScope:
         try:
             if exc is not None and self.recorder.poisoned:  # int() of a NaN the mark made...
                 self._marked = marked.raised_on_mark(self.recorder, exc)
-            self._binds = rebound.put_back(self._places, self.recorder,  # a capture tensor
-                                           user_source())  # left in a name, a number changed
+            self._binds = rebound.put_back(  # a capture tensor left in a name, a number changed
+                self._places, self.recorder, user_source(),
+                getattr(self, "_entry_function", None))
             self._places = []
             state.restore(self.recorder, user_source())  # the written arrays' values back
             hooks.untracked_state_changes(self.recorder)  # a reseed no hook saw

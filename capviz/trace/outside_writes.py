@@ -35,7 +35,6 @@ cost about 10 us an array.
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Callable
 from typing import Any
@@ -44,10 +43,9 @@ import numpy as np
 
 from capviz.core.ir import Graph
 from capviz.core.references import REFERENCE_BYTES
-from capviz.core.source import display_file
 from capviz.core.violations import CaptureViolation
 from capviz.trace import rebound, recapture
-from capviz.trace.recapture import line_code, shown
+from capviz.trace.recapture import shown
 from capviz.trace.state import root_of
 
 TOTAL_BYTES = 16 << 20
@@ -140,7 +138,7 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
     at the line of ``fn`` that writes it, else at ``caller`` (the ``cv.capture`` line)."""
     first = written[0]
     label = first.label
-    source, text = _writing_line(fn, label)
+    source, text = rebound.writing_line(fn, label)
     if source is None:
         source = caller
     state = _state_node(graph, first.array)
@@ -205,24 +203,3 @@ def _number(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _writing_line(fn: Callable, label: str) -> tuple[Any, str]:
-    """``((file, line, function), code)`` of the first line of ``fn`` that writes ``label``
-    (``label op= ...``, ``label[...] = ...``, ``out=label``), or ``(None, "")``."""
-    function = rebound._function(fn)[1]
-    code = getattr(function, "__code__", None)
-    if code is None:
-        return None, ""
-    try:
-        lines, start = inspect.getsourcelines(function)
-    except (OSError, TypeError):
-        return None, ""
-    name = re.escape(label)
-    target = re.compile(rf"^{name}\s*(?:\[.*\]\s*)?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"
-                        rf"|\bout\s*=\s*\(?{name}\b(?![.\[])")
-    for offset, line in enumerate(lines):
-        text = line_code(line)
-        if target.search(text):
-            return (display_file(code.co_filename), start + offset, code.co_name), text
-    return None, ""

@@ -28,6 +28,7 @@ replay could not store it.
 from __future__ import annotations
 
 import collections
+import inspect
 import itertools
 import linecache
 import re
@@ -38,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.core.source import is_user_file
+from capviz.core.source import display_file, is_user_file
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
 from capviz.trace.fold import known_value
@@ -264,7 +265,7 @@ _LIBRARY_DIRS = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstd
                                                                "purelib", "platlib")})
 
 
-def put_back(places: list[Place], recorder: Any, source: Any = None
+def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callable | None = None
              ) -> list[tuple[Place, np.ndarray]]:
     """Put the original object back in every place that holds a tensor of ``recorder`` now,
     or a new tuple, list or dict holding one, each refused (queued on ``recorder.pending``) at
@@ -290,7 +291,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None
         if isinstance(place.value, _NUMBERS) and type(found) is not Tensor:
             if not _same_number(place.value, found):  # self.t += 1: a replay repeats t
                 place.put_back()
-                _refuse_changed(place, found, recorder, source)
+                _refuse_changed(place, found, recorder, source, fn)
             continue
         if type(found) is Tensor:
             if found._trace is not recorder:
@@ -344,14 +345,19 @@ def _same_number(before: Any, now: Any) -> bool:
         return False
 
 
-def _refuse_changed(place: Place, now: Any, recorder: Any, source: Any) -> None:
+def _refuse_changed(place: Place, now: Any, recorder: Any, source: Any,
+                    fn: Callable | None) -> None:
     """Refuse a Python number the call changed (``self.t += 1`` with no array state, review 3
-    finding 25), at ``source`` (the capture's line): a replay repeats what the capture computed
-    from its value, and does not change it."""
+    finding 25), at the line of ``fn`` that writes it, else at ``source`` (the capture's
+    line): a replay repeats what the capture computed from its value, and does not change
+    it."""
     reason = (f"the call changes {place.label} ({place.value!r} -> {now!r}) every time it "
               "runs, and the capture put it back")
+    where, text = writing_line(fn, place.label) if fn is not None else (None, "")
+    if where is not None:
+        source = where
     message = explain(Failure("unsupported_op", CHANGES, place.label, source,
-                              UserCode("other", ""), None, reason))
+                              UserCode("other", shorten(text)), None, reason))
     recorder.pending.append(("unsupported_op", CHANGES, message, source))
 
 
@@ -503,3 +509,24 @@ def _reason(text: str) -> str:
                 "a -= d), which the capture records as a state, or return it")
     return (f"{why}; write in place: {match['target']} {match['op']}= {match['rest']} (the "
             "capture records it as a state)")
+
+
+def writing_line(fn: Callable, label: str) -> tuple[Any, str]:
+    """``((file, line, function), code)`` of the first line of ``fn`` that writes ``label``
+    (``label op= ...``, ``label[...] = ...``, ``out=label``), or ``(None, "")``."""
+    function = _function(fn)[1]
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None, ""
+    try:
+        lines, start = inspect.getsourcelines(function)
+    except (OSError, TypeError):
+        return None, ""
+    name = re.escape(label)
+    target = re.compile(rf"^{name}\s*(?:\[.*\]\s*)?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"
+                        rf"|\bout\s*=\s*\(?{name}\b(?![.\[])")
+    for offset, line in enumerate(lines):
+        text = line_code(line)
+        if target.search(text):
+            return (display_file(code.co_filename), start + offset, code.co_name), text
+    return None, ""
