@@ -209,7 +209,7 @@ def test_arrays_of_a_mebibyte_or_more_are_not_copied_and_smaller_ones_of_numbers
     snapshot = outside_writes.note(rebound.note(m.step))
     assert [label for label, _, _ in snapshot.noted] == ["self.small", "self.flags",
                                                          "self.frozen"]
-    assert [label for label, _, _ in snapshot.watched] == ["self.big"]  # sampled instead
+    assert [label for label, _, _ in snapshot.watched] == ["self.big"]  # fingerprinted instead
 
 
 class Decay:
@@ -240,6 +240,87 @@ def test_a_large_array_numpy_writes_is_refused_naming_it_though_it_cannot_be_put
     assert m.W[0, 0] == 0.99  # what NumPy made, said in the message
 
 
+class Sparse:
+    """/tmp/review3/s31.py: one element of a 2.4 MB count table and four of a 2.4 MB
+    embedding, written by NumPy between any evenly spaced sample's elements (review 3,
+    finding 9: 9c014c5's 4,096-element sample missed both, and the captures were silent)."""
+
+    def __init__(self):
+        self.table = np.zeros(300_000)
+        self.E = np.zeros((1000, 300))
+
+    def count(self, x):
+        self.table[7] += 1.0
+        return x * self.table[:3]
+
+    def nudge(self, x):
+        self.E[3, 5:9] += 0.5
+        return x * 1.0
+
+
+@pytest.mark.parametrize("method, text, label", [
+    ("count", "self.table[7] += 1.0", "self.table"),
+    ("nudge", "self.E[3, 5:9] += 0.5", "self.E"),
+])
+def test_a_sparse_write_to_a_large_array_is_refused_naming_it(method, text, label):
+    m = Sparse()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(getattr(m, method), cv.spec((3,), "float64"))
+    what, why, _fix = _lines(info.value)
+    line = getattr(Sparse, method).__code__.co_firstlineno + 1
+    assert what == (f"`{text}` at {__file__}:{line} in {method}: NumPy's own operators "
+                    f"wrote the outside ndarray {label}, a write no state of the graph records.")
+    assert why.endswith("(it keeps NumPy's change: it is too large (2.3 MiB) for the capture to "
+                        "keep a copy of, so the capture could not put it back; set it back from "
+                        "a copy of your own).")
+
+
+def test_the_fingerprint_sees_a_single_bit_anywhere_in_a_large_array():
+    class Model:
+        def __init__(self):
+            self.W = np.zeros(1 << 18)
+
+        def step(self, x):
+            return x * 1.0
+
+    m = Model()
+    for index in (1, 4097, (1 << 18) - 2):  # between, beyond and before any strided sample
+        snapshot = outside_writes.note(rebound.note(m.step))
+        m.W.view(np.uint64)[index] ^= 1  # the lowest bit of one float: 0.0 -> 5e-324
+        assert [w.label for w in snapshot.put_back()] == ["self.W"]
+        assert snapshot.put_back() == []  # reported once
+
+
+class Pair:
+    """/tmp/review3/s27.py C: arrays inside a tuple attribute (an LSTM's ``(h, c)``)."""
+
+    def __init__(self):
+        self.pair = (np.zeros(2), (np.zeros(2), np.zeros(2)))
+
+    def step(self, g):
+        self.pair[0][0] += 1.0
+        return g * 1.0
+
+    def inner(self, g):
+        self.pair[1][1][1] += 1.0
+        return g * 1.0
+
+
+def test_an_array_inside_a_tuple_numpy_writes_is_refused_and_put_back():
+    m = Pair()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(m.step, cv.spec((4,), "float64"))
+    what, _why, _fix = _lines(info.value)
+    line = Pair.step.__code__.co_firstlineno + 1
+    assert what == (f"`self.pair[0][0] += 1.0` at {__file__}:{line} in step: NumPy's own "
+                    "operators wrote the outside ndarray self.pair[0], a write no state of the "
+                    "graph records.")
+    assert m.pair[0].tolist() == [0.0, 0.0]
+    with pytest.raises(UnsupportedOperationError, match="outside ndarray self.pair.1..1."):
+        cv.capture(m.inner, cv.spec((4,), "float64"))
+    assert m.pair[1][1].tolist() == [0.0, 0.0]
+
+
 class Momentum:
     """SGD with momentum as tutorials write it (review 3, finding 1): NumPy adds the written
     state ``v`` into ``W`` with no tensor on the line."""
@@ -260,7 +341,7 @@ class Momentum:
         return g * 1.0
 
 
-@pytest.mark.parametrize("n", [4, 512])  # 4: copied and put back; 512 (2 MiB): sampled
+@pytest.mark.parametrize("n", [4, 512])  # 4: copied and put back; 512 (2 MiB): fingerprinted
 def test_a_state_numpy_adds_into_another_array_is_refused_with_the_fix_that_applies(n):
     m = Momentum(n)
     with pytest.raises(UnsupportedOperationError) as info:

@@ -469,7 +469,8 @@ SITUATIONS: list[Situation] = [
         "write it with a tensor, so the capture records it as a state: {array} += "
         "cv.constant(np.float64(1)) for {array} += 1 (outside a capture cv.constant returns "
         "the value itself).",
-        "ts = (np.zeros(1),)\nW = np.ones(3)\n\ndef f(x):\n    np.add(ts[0], 1, out=ts[0])\n"
+        "import collections\n\nts = collections.deque([np.zeros(1)])\nW = np.ones(3)\n\n"
+        "def f(x):\n    np.add(ts[0], 1, out=ts[0])\n"
         "    np.subtract(W, x / ts[0], out=W)\n    return x * 1.0\n\n"
         "cv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(

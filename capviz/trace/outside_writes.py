@@ -20,17 +20,22 @@ it (else the ``cv.capture`` line), with the write through a tensor as the fix.
 The bound: an array is copied when it is a plain writeable ndarray of numbers or booleans of
 less than :data:`~capviz.core.references.REFERENCE_BYTES` (1 MiB, where capviz starts keeping a
 constant by reference), and until the copies reach :data:`TOTAL_BYTES`. Counters, step sizes,
-statistics and small buffers are covered; a larger array (a weight), one past the budget, a
-tuple's item, and an array only a called function names are not copied.
+statistics and small buffers are covered; a larger array (a weight) and one past the budget
+are watched (below), and an array only a called function names is not seen.
 
-An array too large to copy (a weight) is **watched** instead: :data:`SAMPLES` of its elements,
-evenly spaced over its memory, are kept, and an array whose sample differs after a capture was
-written by NumPy unseen (``self.W *= 0.99``, weight decay; ``self.W += self.v`` after ``self.v``
-became a state: review 3, findings 1 and 9). It cannot be put back (its old bytes were not
-kept): it is refused all the same, naming it, and the message says it now holds NumPy's value.
-A write that changes no sampled element (one row of a large embedding) is not seen; the second
-capture still refuses one that a graph node read (:mod:`capviz.trace.recapture`). The samples
-cost about 10 us an array.
+An array too large to copy (a weight) is **watched** instead: its fingerprint
+(:func:`capviz.core.references.fingerprint`, XXH3-128 of every byte of its memory, the digest
+capviz keeps for constants held by reference) is kept, and an array whose fingerprint differs
+after a capture was written by NumPy unseen (``self.W *= 0.99``, weight decay; ``self.W +=
+self.v`` after ``self.v`` became a state; one count ``self.table[7] += 1.0`` of a 2.4 MB
+table: review 3, findings 1 and 9). It cannot be put back (its old bytes were not kept): it is
+refused all the same, naming it, and the message says it now holds NumPy's value. The digest
+reads the memory at memory speed, before and after each capture: about 6 ms for a 100 MB
+weight, both reads (``benchmarks/outside_writes.py --big``).
+
+The arrays inside a tuple the walk reaches (``self.pair = (h, c)``; a tuple cannot be rebound
+in place, so :mod:`capviz.trace.rebound` has no place for its items) are noted too, two levels
+of tuples down, labelled ``self.pair[0]``.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from capviz.core.ir import Graph
-from capviz.core.references import REFERENCE_BYTES
+from capviz.core.references import REFERENCE_BYTES, fingerprint
 from capviz.core.violations import CaptureViolation
 from capviz.trace import rebound, recapture
 from capviz.trace.recapture import shown
@@ -53,8 +58,7 @@ TOTAL_BYTES = 16 << 20
 
 _KINDS = "biufc"
 
-SAMPLES = 4096
-"""How many elements of an array too large to copy are kept to see that NumPy wrote it."""
+_TUPLES = 2  # levels of tuples inside a place whose arrays are noted (self.state = ((h, c), n))
 
 OUTSIDE = "an outside array NumPy wrote unseen"
 """The ``call`` of the refusal (the situation ``written_outside``)."""
@@ -73,7 +77,7 @@ class Written:
 
 class Snapshot:
     """The outside arrays a function can reach by name: the small ones with copies of their
-    values, the large ones (``watched``) with samples of them."""
+    values, the large ones (``watched``) with their fingerprints."""
 
     __slots__ = ("noted", "watched")
 
@@ -83,7 +87,8 @@ class Snapshot:
 
     def put_back(self) -> list[Written]:
         """Every noted array whose bits differ from its copy, each given its copy back, then
-        every watched one whose sample differs (which cannot be: its ``before`` is ``None``).
+        every watched one whose fingerprint differs (which cannot be: its ``before`` is
+        ``None``).
         A watched array is reported once."""
         written = []
         for label, array, saved in self.noted:
@@ -93,18 +98,32 @@ class Snapshot:
             before = np.frombuffer(saved, array.dtype).reshape(array.shape)
             array[...] = before
             written.append(Written(label, array, before, made))
-        changed = [item for item in self.watched if _sample(item[1]) != item[2]]
+        changed = [item for item in self.watched if fingerprint(item[1]) != item[2]]
         for item in changed:
             self.watched.remove(item)
             written.append(Written(item[0], item[1], None, item[1]))
         return written
 
 
-def _sample(array: np.ndarray) -> bytes:
-    """:data:`SAMPLES` elements of a contiguous ``array``, evenly spaced, and its last one."""
-    flat = array.reshape(-1, order="A")
-    step = max(1, flat.size // SAMPLES)
-    return flat[::step].tobytes() + flat[-1:].tobytes()
+def _arrays(places: list[rebound.Place]) -> list[tuple[str, Any]]:
+    """``(label, value)`` of every place, and of the items of the tuples they hold
+    (:data:`_TUPLES` levels down)."""
+    found = []
+    for place in places:
+        found.append((place.label, place.value))
+        found += _tuple_items(place.value, place.label, _TUPLES)
+    return found
+
+
+def _tuple_items(value: Any, label: str, depth: int) -> list[tuple[str, Any]]:
+    """``(label[i], item)`` of tuple ``value``'s items, and of the tuples among them."""
+    if type(value) is not tuple or depth <= 0:
+        return []
+    found = []
+    for index, item in enumerate(value[:256]):
+        found.append((f"{label}[{index}]", item))
+        found += _tuple_items(item, f"{label}[{index}]", depth - 1)
+    return found
 
 
 def note(places: list[rebound.Place]) -> Snapshot:
@@ -116,8 +135,7 @@ def note(places: list[rebound.Place]) -> Snapshot:
     seen: set[int] = set()
     total = 0
     ndarray = np.ndarray
-    for place in places:
-        value = place.value
+    for label, value in _arrays(places):
         if type(value) is not ndarray or id(value) in seen:
             continue
         seen.add(id(value))
@@ -126,9 +144,9 @@ def note(places: list[rebound.Place]) -> Snapshot:
         size = value.nbytes
         if size < REFERENCE_BYTES and total + size <= TOTAL_BYTES:
             total += size
-            noted.append((place.label, value, value.tobytes()))
+            noted.append((label, value, value.tobytes()))
         elif value.size and (value.flags.c_contiguous or value.flags.f_contiguous):
-            watched.append((place.label, value, _sample(value)))
+            watched.append((label, value, fingerprint(value)))
     return Snapshot(noted, watched)
 
 
