@@ -236,7 +236,8 @@ def test_without_examples_the_reads_are_refused_and_name_the_example_array(fn, c
 
 def test_an_array_leaving_through_asarray_is_refused_with_examples_too():
     def fn(x):
-        y = np.asarray(x * 2.0)  # plain NumPy after this would bake the example in
+        y = np.asarray(x * 2.0, order="F")  # plain NumPy after this would bake the example in
+        # (np.asarray(x * 2.0) is the tensor itself: tests/test_conversions.py)
         return x + float(y.sum())
 
     with pytest.raises(cv.DataReadError, match="np.asarray") as info:

@@ -320,7 +320,7 @@ SITUATIONS: list[Situation] = [
         "capviz cannot record it: np.array converts each tensor of a list with np.asarray, and "
         f"{_NO_VALUE}.",
         "np.stack({first}) makes the same array (values and dtype) as a tensor.",
-        "def f(a, b):\n    return np.array([a, b])\n\n"
+        "def f(a, b):\n    return np.array([a, b], order=\"F\")\n\n"
         "cv.capture(f, cv.spec(3), cv.spec(3))"),
     Situation(
         "ufunc_method_of_list", "data_read", _ufunc_method_of_list,
@@ -340,13 +340,15 @@ SITUATIONS: list[Situation] = [
         "def f(x):\n    return np.poly([[x[0], x[1]], [x[1], x[0]]])\n\n"
         "cv.capture(f, cv.spec(2, \"float64\"))"),
     Situation(
-        "array_from_example", "data_read", lambda f: f.examples and not _guardable(f),
+        "array_from_example", "data_read",
+        lambda f: f.examples and not _guardable(f) and not f.call.startswith("format("),
         "takes the values of {operand} out of the capture as an array ({call})",
         "capviz cannot record it: plain NumPy would compute from the example's values a "
         "constant that is wrong for any other input.",
         "keep it a tensor (np.asarray(t) is t itself); reads that give Python a value, "
         "bool(t), int(t), float(t), t.item(), t.tolist(), are recorded as guards.",
-        "def f(x):\n    return x * np.asarray(x).sum()\n\ncv.capture(f, np.ones(3))"),
+        "def f(x):\n    return x * np.asarray(x, order=\"F\").sum()\n\n"
+        "cv.capture(f, np.ones(3))"),
     Situation(
         "asarray_of_tensor", "data_read", _called("asarray", "asanyarray"),
         "converts the tensor `{first}` to an ndarray",
@@ -354,14 +356,14 @@ SITUATIONS: list[Situation] = [
         f"{_NO_VALUE}.",
         "keep the tensor: np.asarray(t) is t itself, np.asarray(t, dtype) is "
         "t.astype(dtype, copy=False).",
-        "def f(x):\n    return np.asarray(x) * 2\n\ncv.capture(f, cv.spec(3))"),
+        "def f(x):\n    return np.asarray(x, order=\"F\") * 2\n\ncv.capture(f, cv.spec(3))"),
     Situation(
         "array_of_tensor", "data_read", _called("array"),
         "copies the tensor `{first}` into an ndarray",
         f"capviz cannot record it: np.array makes an ndarray, which holds values, and "
         f"{_NO_VALUE}.",
         "keep the tensor: np.array(t) is t.copy(), np.array(t, dtype) is t.astype(dtype).",
-        "def f(x):\n    return np.array(x) * 2\n\ncv.capture(f, cv.spec(3))"),
+        "def f(x):\n    return np.array(x, order=\"F\") * 2\n\ncv.capture(f, cv.spec(3))"),
     Situation(
         "layout_conversion", "data_read",
         _called("ascontiguousarray", "asfortranarray", "require"),

@@ -129,13 +129,20 @@ def creation_functions() -> list[Entry]:
     notes = {"like": "of an ndarray: its shape, dtype and memory order (of a tensor: the "
                      "`*_like` op)",
              "copy": "of an ndarray: the value the capture recorded for it, copied",
-             "empty": "replays as zeros (the unset elements' garbage cannot be replayed)"}
+             "array": "of an ndarray: the value the capture recorded for it, copied; of a "
+                      "tensor: its copy (with a dtype: its cast); of a list holding tensors: "
+                      "their stack",
+             "empty": "replays as zeros (the unset elements' garbage cannot be replayed)",
+             "converts": "of a tensor: the tensor itself (with a dtype: its cast); of a list "
+                         "holding tensors: their stack; of an ndarray: NumPy's own"}
     out = []
     for name in creation.HOOKED:
-        note = notes["like"] if name in creation.LIKE else notes["copy"] \
+        note = notes["like"] if name in creation.LIKE else notes["converts"] \
+            if name in creation.CONVERTS else notes["array"] if name == "array" else notes["copy"] \
             if name in creation.COPIES else notes["empty"] if name == "empty" else \
             "plain arguments (sizes, values, dtypes)"
-        out.append(Entry(f"np.{name}", "captured", f"create; {note}"))
+        op = "asarray, astype, copy or stack" if name in creation.CONVERTS else "create"
+        out.append(Entry(f"np.{name}", "captured", f"{op}; {note}"))
     return out
 
 

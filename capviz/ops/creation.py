@@ -35,7 +35,10 @@ LIKE = ("zeros_like", "ones_like", "empty_like", "full_like")
 """Hooked for an ndarray prototype: a ``create`` of its shape, dtype and memory order."""
 COPIES = ("copy", "array")
 """Hooked for an ndarray argument: the value the capture recorded for it, copied."""
-HOOKED = SHAPED + SQUARE + RANGES + LIKE + COPIES
+CONVERTS = ("asarray", "asanyarray")
+"""Hooked for a tensor argument (or a list holding tensors): the tensor itself, or a stack
+(:mod:`capviz.trace.conversions`); ``np.array`` of one too. Of an ndarray: NumPy's own."""
+HOOKED = SHAPED + SQUARE + RANGES + LIKE + COPIES + CONVERTS
 """The NumPy functions :mod:`capviz.randomness.creation` hooks while a capture is open."""
 
 

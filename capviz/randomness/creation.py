@@ -10,7 +10,9 @@ out[t] = np.tanh(...)`` captures whole. Hooked (the table :data:`HOOKED`, shown 
   ``logspace``, ``geomspace`` with plain arguments (Python or NumPy scalars, shapes, dtypes);
 - their ``_like`` forms on an ndarray (the tensor's forms were recorded already);
 - ``np.copy(a)`` and ``np.array(a)`` of an ndarray ``a`` (the copy reads the value the capture
-  recorded for ``a``, a state written earlier included).
+  recorded for ``a``, a state written earlier included);
+- ``np.asarray(t)``, ``np.asanyarray(t)``, ``np.array(t)`` of a tensor ``t`` and of a list
+  holding tensors (:mod:`capviz.trace.conversions`: ``t`` itself, its copy or cast, a stack).
 
 A call from code that is not the user's (capviz, NumPy, the standard library, an installed
 package, C code the user's line called: ``rng.rand(3)`` calls ``np.empty`` from Cython) goes to
@@ -40,8 +42,8 @@ import numpy as np
 
 from capviz import ops
 from capviz.core.source import is_user_file
-from capviz.ops.creation import COPIES, HOOKED, LIKE
-from capviz.trace import statements
+from capviz.ops.creation import CONVERTS, COPIES, HOOKED, LIKE
+from capviz.trace import conversions, statements
 from capviz.trace.context import active
 from capviz.trace.tensor import Tensor
 
@@ -157,6 +159,8 @@ def make(recorder: Any, name: str, args: tuple, kwargs: dict) -> Tensor | None:
     when the call is NumPy's to run (an argument that is not plain)."""
     if name in LIKE:
         return _like(recorder, name, args, dict(kwargs))
+    if name in CONVERTS or (name == "array" and args and type(args[0]) is not np.ndarray):
+        return conversions.convert(name, args, kwargs)  # a tensor, or a list holding tensors
     if name in COPIES:
         return _copy(recorder, name, args, kwargs)
     return _create(recorder, name, args, kwargs)

@@ -1,0 +1,103 @@
+"""``np.asarray`` / ``np.array`` of capture tensors, recorded as NumPy's own result.
+
+``x = np.asarray(x)`` opens most library-style NumPy functions, and ``np.array([f(r) for r in
+x])`` builds an array of per-row results. Both convert tensors, which have no values while a
+capture runs. Each has an exact rewrite that the capture records instead of refusing:
+
+- ``np.asarray(t)`` / ``np.asanyarray(t)`` is ``t`` itself (NumPy returns its argument when it
+  is already an array); with a ``dtype`` it is ``t.astype(dtype, copy=False)``;
+- ``np.array(t)`` is ``t.copy()`` (``copy=False`` / ``None``: as ``np.asarray``); with a
+  ``dtype`` it is ``t.astype(dtype)``;
+- ``np.array(seq)`` / ``np.asarray(seq)`` of a (nested) list or tuple holding tensors, numbers
+  and ndarrays is a stack of its items, each cast to the dtype NumPy would choose. That dtype and
+  the shape are NumPy's own: :func:`convert` asks NumPy for them on stand-ins of each tensor's
+  shape and dtype, so ragged lists, object arrays and NumPy's errors stay NumPy's (``None``: the
+  call goes to NumPy, which then refuses at the user's line as before).
+
+:func:`convert` is called by the creation hooks (:mod:`capviz.randomness.creation`) only for a
+call the user's line makes while a capture is open; a call with no tensor in its argument goes to
+NumPy as it did.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from capviz.trace.tensor import Tensor
+
+CONVERTS = ("asarray", "asanyarray", "array")
+"""The NumPy functions whose tensor arguments :func:`convert` records."""
+
+_AS_IS = (None, "K", "A", "C")  # orders the values do not depend on (a tensor has no layout;
+# "F" stays NumPy's, refused with the row's fix)
+
+
+def convert(name: str, args: tuple, kwargs: dict) -> Tensor | None:
+    """What ``np.<name>(*args, **kwargs)`` makes when its first argument is a tensor or a
+    sequence holding one, as a recorded tensor; ``None`` when it is NumPy's to run."""
+    call = _bind(name, args, kwargs)
+    if call is None:
+        return None
+    obj, dtype, copy = call
+    if type(obj) is Tensor:
+        if dtype is not None and np.dtype(dtype) != obj.dtype:
+            return obj.astype(dtype)
+        return obj.copy() if copy else obj
+    if isinstance(obj, (list, tuple)) and _holds_tensor(obj):
+        return _sequence(obj, dtype)
+    return None
+
+
+def _bind(name: str, args: tuple, kwargs: dict) -> tuple[Any, Any, bool] | None:
+    """``(obj, dtype, copy)`` of a call :func:`convert` handles, else ``None``."""
+    names = ("a", "dtype", "order") if name != "array" else ("object", "dtype")
+    if not args or len(args) > len(names):
+        return None
+    given = dict(zip(names[1:], args[1:]))
+    if given.keys() & kwargs.keys() or not kwargs.keys() <= {"dtype", "order", "copy"}:
+        return None
+    given |= kwargs
+    if given.get("order") not in _AS_IS:
+        return None
+    copy = given.get("copy", name == "array")
+    if copy not in (True, False, None):
+        return None
+    return args[0], given.get("dtype"), bool(copy)
+
+
+def _holds_tensor(obj: Any) -> bool:
+    if type(obj) is Tensor:
+        return True
+    return isinstance(obj, (list, tuple)) and any(_holds_tensor(item) for item in obj)
+
+
+def _stand_in(obj: Any) -> Any:
+    """``obj`` with each tensor replaced by a read-only zero view of its shape and dtype (no
+    memory per element), for NumPy to choose the result's shape and dtype."""
+    if type(obj) is Tensor:
+        return np.broadcast_to(np.zeros((), obj.dtype), obj.shape)
+    if isinstance(obj, (list, tuple)):
+        return [_stand_in(item) for item in obj]
+    return obj
+
+
+def _sequence(obj: list | tuple, dtype: Any) -> Tensor | None:
+    try:
+        made = np.array(_stand_in(obj), dtype=dtype)
+    except (ValueError, TypeError):
+        return None  # ragged, or values NumPy refuses: NumPy's to raise
+    if made.dtype.kind in "OSUV" or made.size == 0:
+        return None
+    return _stack(obj, made.dtype)
+
+
+def _stack(obj: Any, dtype: np.dtype) -> Any:
+    """``obj`` as NumPy's ``np.array(obj, dtype)`` makes it: each leaf cast to ``dtype`` as NumPy
+    casts it, the lists stacked along a new first axis."""
+    if type(obj) is Tensor:
+        return obj if obj.dtype == dtype else obj.astype(dtype)
+    if isinstance(obj, (list, tuple)):
+        return np.stack([_stack(item, dtype) for item in obj])
+    return np.array(obj, dtype=dtype)

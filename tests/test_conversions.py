@@ -1,0 +1,131 @@
+"""``np.asarray`` / ``np.array`` of capture tensors are recorded as NumPy's own result
+(capviz/trace/conversions.py, hooked by capviz/randomness/creation.py): review 3 finding 11."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+RNG = np.random.default_rng(11)
+
+
+def same(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert np.array_equal(a, b, equal_nan=True)
+
+
+def replays_as_eager(fn, example, *others):
+    """Capture ``fn`` from ``example`` and from its spec; each replay equals the eager call."""
+    for given in (example, cv.spec(example.shape, example.dtype)):
+        graph = cv.capture(fn, given)
+        for x in (example, *others):
+            same(graph.replay({"x": x})["out"], fn(x))
+    return graph
+
+
+def library_style(x, w):
+    """The defensive first line of library-style NumPy functions."""
+    x = np.asarray(x)
+    w = np.asarray(w, dtype=x.dtype)
+    return np.tanh(x @ w)
+
+
+def test_asarray_of_a_tensor_is_the_tensor_itself():
+    w = RNG.standard_normal((3, 2))
+    x = RNG.standard_normal((4, 3))
+    graph = replays_as_eager(lambda x: library_style(x, w), x, RNG.standard_normal((4, 3)))
+    assert "matmul" in [node.op for node in graph.ops]
+
+    def itself(x):
+        assert np.asarray(x) is x and np.asanyarray(x) is x  # as NumPy for an ndarray
+        assert np.asarray(x, dtype=x.dtype) is x
+        return x * 2.0
+
+    replays_as_eager(itself, x)
+
+
+@pytest.mark.parametrize("convert", [
+    lambda x: np.asarray(x, dtype=np.float32),
+    lambda x: np.asarray(x, np.float32, order="C"),
+    lambda x: np.asanyarray(x),
+    lambda x: np.array(x, dtype=np.float32),
+    lambda x: np.array(x, copy=None),
+])
+def test_a_conversion_with_a_dtype_is_the_cast(convert):
+    x = RNG.standard_normal(5)
+    replays_as_eager(lambda x: convert(x) + 1, x, RNG.standard_normal(5) * 1e5)
+
+
+def test_array_of_a_tensor_is_a_copy_the_tensor_does_not_see_written():
+    def f(x):
+        y = np.array(x)
+        y[0] = 7.0
+        return x + y
+
+    replays_as_eager(f, RNG.standard_normal(3), RNG.standard_normal(3))
+
+
+@pytest.mark.parametrize("build", [
+    lambda x: np.array([r @ r for r in x]),                   # per-row results: a stack
+    lambda x: np.array([a @ b for a, b in zip(x, x[::-1])]),
+    lambda x: np.array(list(x)),
+    lambda x: np.array([x[0, 0], 1.5, x[1].sum()]),            # numbers among the tensors
+    lambda x: np.array([[x[0, 0], 2], [3, x[1, 1]]]),         # nested
+    lambda x: np.asarray((x[0], x[1]), dtype=np.float32),
+    lambda x: np.array([x[0].astype(np.int64), x[1]]),       # NumPy's dtype: float64
+    lambda x: np.array([x[0, 1].astype(np.float32), 0.1]),
+    lambda x: np.array([x.astype(np.float32)[0, 2], np.float64(0.1)]),
+    lambda x: np.array([x[0] > 0, x[1] > 0]),
+])
+def test_array_of_a_list_holding_tensors_is_numpys_array(build):
+    x = RNG.standard_normal((2, 3))
+    replays_as_eager(build, x, RNG.standard_normal((2, 3)) * 1e3)
+
+
+def test_a_ragged_list_stays_numpys_error_and_an_f_order_stays_refused_with_its_fix():
+    with pytest.raises((ValueError, cv.DataReadError)):
+        cv.capture(lambda x: np.array([x, x[:1]]), cv.spec(3))
+    with pytest.raises(cv.DataReadError) as err:
+        cv.capture(lambda x: np.asarray(x, order="F") * 2, cv.spec(3))
+    what, _, fix = str(err.value).splitlines()
+    assert "converts the tensor `x` to an ndarray" in what
+    assert fix == ("Fix: keep the tensor: np.asarray(t) is t itself, np.asarray(t, dtype) is "
+                   "t.astype(dtype, copy=False).")
+    replays_as_eager(lambda x: x * 2, np.ones(3))  # the fix applied: x itself
+
+
+def test_an_ndarray_given_to_asarray_stays_the_same_object():
+    W = np.ones(3)
+
+    def f(x):
+        v = np.asarray(W)
+        assert v is W
+        return x * v
+
+    replays_as_eager(f, RNG.standard_normal(3))
+
+
+def test_a_format_of_a_value_with_examples_says_return_it_and_the_fix_works():
+    def f(x):
+        print(f"mean {x.mean():.3f}")
+        return x * 2.0
+
+    with pytest.raises(cv.DataReadError) as err:
+        cv.capture(f, np.ones(3))
+    what, why, fix = str(err.value).splitlines()
+    assert what.startswith('`print(f"mean {x.mean():.3f}")`') or "formats the value" in what
+    assert "formatting needs the number" in why
+    assert fix == ("Fix: return the tensor from the captured function and format the replay's "
+                   "output: graph.replay(inputs)[\"out\"].")
+
+    def fixed(x):
+        return x * 2.0, x.mean()
+
+    graph = cv.capture(fixed, np.ones(3))
+    x = RNG.standard_normal(3)
+    out = graph.replay({"x": x})
+    values = list(out.values())
+    same(values[0], x * 2.0)
+    assert f"mean {values[1]:.3f}" == f"mean {x.mean():.3f}"
