@@ -35,7 +35,7 @@ from capviz.core.violations import make_error, seed_message
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
 from capviz.randomness import backstop, creation, generator_watch, generators, hooks
-from capviz.trace import marked, rebound, state
+from capviz.trace import marked, outside_writes, rebound, state
 from capviz.trace.context import (
     active,
     name_scope_entries,
@@ -358,6 +358,7 @@ class CaptureScope:
                 getattr(self, "_entry_function", None))
             self._places = []
             state.restore(self.recorder, user_source())  # the written arrays' values back
+            outside_writes.refuse_marked(self.recorder, user_source())  # the mark NumPy carried
             hooks.untracked_state_changes(self.recorder)  # a reseed no hook saw
             self.recorder.pending += generator_watch.pending_violations(  # a draw from an object
                 self._watched + self.recorder.made_generators, user_source())

@@ -420,3 +420,72 @@ def test_a_callable_objects_attributes_are_walked_too():
                                                         r"\* x"):
         cv.capture(step, cv.spec((3,), "float64"))
     assert type(step.W) is np.ndarray and step.W.tolist() == [1.0, 1.0, 1.0]
+
+
+class ScopeMomentum:
+    """/tmp/review3/s2scope.py: SGD with momentum in the scope form (review 3, finding 1):
+    NumPy's own ``+=`` carried the NaN mark of the written state ``v`` into ``W``, and the
+    scope exited with ``W`` all NaN and nothing refused."""
+
+    def __init__(self):
+        self.W = np.linspace(-1, 1, 4)
+        self.v = np.zeros(4)
+
+    def step(self, g):
+        self.v -= 0.1 * g
+        self.W += self.v
+        return g * 1.0
+
+    def fixed(self, g):  # the message's fix
+        v = self.v
+        v -= 0.1 * g
+        W = self.W
+        W += v
+        return g * 1.0
+
+
+def test_the_scope_form_refuses_an_array_numpy_wrote_from_a_marked_state_and_puts_it_back():
+    m = ScopeMomentum()
+    before = m.W.copy()
+    with pytest.raises(UnsupportedOperationError) as info:
+        with cv.CaptureDevice().capture_scope() as scope:
+            scope.output(m.step(scope.input("g", (4,), "float64")))
+    line = test_the_scope_form_refuses_an_array_numpy_wrote_from_a_marked_state_and_puts_it_back \
+        .__code__.co_firstlineno + 4
+    what, why, fix = _lines(info.value)
+    assert what == (f"an outside array NumPy wrote unseen at {__file__}:{line} in "
+                    "test_the_scope_form_refuses_an_array_numpy_wrote_from_a_marked_state_and_"
+                    "puts_it_back: NumPy's own operators wrote the outside ndarray m.W, a write "
+                    "no state of the graph records.")
+    assert why == ("capviz cannot record it: NumPy changed the array's memory without meeting "
+                   "a tensor, so no hook saw the write and no replay would make it (NumPy "
+                   "computed it from m.v, which held capviz's NaN mark once the capture wrote "
+                   "it, so it held [-1. -0.333333 0.333333 1. ] (float64[4]) when the capture "
+                   "wrote m.v and NumPy made it [nan nan nan nan] (float64[4]); the capture put "
+                   "it back).")
+    assert fix == ("Fix: write m.W with tensors: read a state the capture wrote through the "
+                   "local name of its write (v = self.v; v -= lr * g; W += v), or pass m.W as "
+                   "an input and return its new value.")
+    assert m.W.tobytes() == before.tobytes() and m.v.tolist() == [0.0] * 4
+    assert info.value.graph.violation_records[-1].call == outside_writes.OUTSIDE
+
+
+def test_the_scope_forms_fix_replays_as_eager_calls_do():
+    m, twin = ScopeMomentum(), ScopeMomentum()
+    with cv.CaptureDevice().capture_scope() as scope:
+        scope.output(m.fixed(scope.input("g", (4,), "float64")))
+    assert sorted(n.name for n in scope.graph.state_nodes) == ["m.W", "m.v"]
+    for i in range(2):
+        g = np.full(4, 1.0 + i)
+        scope.graph.replay({"g": g})
+        twin.step(g)
+        assert m.W.tobytes() == twin.W.tobytes() and m.v.tobytes() == twin.v.tobytes()
+
+
+def test_a_scope_that_writes_no_state_notes_no_outside_array():
+    m = ScopeMomentum()
+    with cv.CaptureDevice().capture_scope() as scope:
+        x = scope.input("g", (4,), "float64")
+        scope.output(x * m.W)
+        assert scope.recorder.marked_outside is None
+    assert scope.graph.complete

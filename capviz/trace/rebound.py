@@ -228,6 +228,26 @@ def note(fn: Callable | None) -> list[Place]:
     return places
 
 
+def frame_places(frame: types.FrameType | None) -> list[Place]:
+    """The places the frame that opened a scope reaches: its locals and globals (one
+    namespace at a module's top level), and inside them what :func:`note` walks (``m.W``,
+    ``params["W"]``); used by :mod:`capviz.trace.outside_writes` for the scope form."""
+    if frame is None:
+        return []
+    spaces = [frame.f_locals]
+    if frame.f_globals is not spaces[0]:
+        spaces.append(frame.f_globals)
+    places: list[Place] = []
+    seen: set[int] = set()
+    for space in spaces:
+        for name, value in list(space.items()):
+            if name.startswith("__") or isinstance(value, _OPAQUE):
+                continue
+            places.append(Place("dict", space, name, name, value))
+            places += _inside(value, name, _DEPTH, seen)
+    return places
+
+
 def _bound_arguments(fn: Any, parameters: tuple) -> list[tuple[str, Any]]:
     """``(label, value)`` of the arguments a ``functools.partial`` (nested ones too) binds:
     positional ones labelled by the function's ``parameters``, keywords by their names."""
