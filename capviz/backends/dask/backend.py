@@ -82,7 +82,7 @@ import dask.array as da
 import numpy as np
 
 from capviz import ops
-from capviz.backends.dask import in_order, overflow
+from capviz.backends.dask import before_cancel, in_order, overflow
 from capviz.backends.dask.draws import random_op
 from capviz.backends.dask.kinds import host_blocks, sized, whole
 from capviz.backends.dask.reductions import NATIVE_KINDS, numpy_only
@@ -208,10 +208,11 @@ class DaskBackend(Backend):
         ordered: dict[int, Any] = {}  # nodes built in NumPy's order (in_order.NODES)
         constants = dict(zip(program.constant_nodes, program.host_constants))
         layouts = in_order.Layouts(hosts, constants)  # read only where a node adds in order
+        feeding = before_cancel.feeding(Steps(program).nodes)
         while True:
             steps = Steps(program)
             outputs, guard_values = self._build(program, args, seed, chunks, steps, ordered,
-                                                layouts)
+                                                layouts, feeding)
             try:
                 if not compute:
                     if guard_values:  # the guards only, checked before the lazy outputs return
@@ -247,11 +248,13 @@ class DaskBackend(Backend):
 
     @staticmethod
     def _build(program: Any, args: list, seed: int, chunks: Any, steps: Steps,
-               ordered: dict, layouts: in_order.Layouts) -> tuple[Any, list]:
-        """The program's outputs as dask arrays (the nodes of ``ordered`` in NumPy's order, in
-        the memory ``layouts`` NumPy gives their operands), and the values its guards read."""
+               ordered: dict, layouts: in_order.Layouts,
+               feeding: dict) -> tuple[Any, list]:
+        """The program's outputs as dask arrays (the nodes of ``ordered``, and the sums of
+        ``feeding`` that dask.array would add otherwise, in NumPy's order, in the memory
+        ``layouts`` NumPy gives their operands), and the values its guards read."""
         tokens = (CHUNKS.set(chunks), STEPS.set(steps), in_order.NODES.set(dict(ordered)),
-                  in_order.LAYOUTS.set(layouts))
+                  in_order.LAYOUTS.set(layouts), before_cancel.FEEDING.set(feeding))
         guard_values: list = []  # what the guards read: computed with the outputs
         try:
             outputs = program(args, seed, None, guard_values)
@@ -260,6 +263,7 @@ class DaskBackend(Backend):
             STEPS.reset(tokens[1])
             in_order.NODES.reset(tokens[2])
             in_order.LAYOUTS.reset(tokens[3])
+            before_cancel.FEEDING.reset(tokens[4])
         return outputs, guard_values
 
     @staticmethod

@@ -14,6 +14,7 @@ import numpy as np
 
 from capviz import ops
 from capviz.backends.dask import (
+    before_cancel,
     cancellation,
     in_order,
     moments,
@@ -24,7 +25,7 @@ from capviz.backends.dask import (
 from capviz.backends.dask.kinds import along_axis, dask_function, host_blocks, whole
 from capviz.backends.dask.shapes import check_result, expected, is_array
 from capviz.backends.dask.tasks import NODE, STEPS, guard
-from capviz.backends.registry import get
+from capviz.backends.registry import get, replay_error
 from capviz.ops import traits
 
 
@@ -41,6 +42,9 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
         if host is not None:  # an input or constant itself: NumPy's sum in its own layout
             return whole(op, (host_blocks(host, host.shape), *args[1:]), params)
         return in_numpy_order(op, args, params, _operand_orders())
+    if before_cancel.wanted(op.name, args, params, dtype, NODE.get(),
+                            lambda: _pairwise(args[0], params)):
+        return in_numpy_order(op, args, params, _feeding_orders(args))
     if op.name in moments.MOMENTS:
         result = moments.moment(op.name, args[0], params)
         if result is None:
@@ -98,6 +102,18 @@ def _operand_orders() -> list:
     if unknown is not None:
         here = overflow.OrderMatters(f"np.{node.op} adds in NumPy's order here")
         raise in_order.refusal(here, unknown)
+    return orders
+
+
+def _feeding_orders(args: tuple) -> list:
+    """As :func:`_operand_orders`, for a sum that feeds an add or subtract that can cancel
+    (:mod:`capviz.backends.dask.before_cancel`): where its operand's layout cannot be known,
+    the replay fails at the node, naming the consumer."""
+    node = STEPS.get().by_index[NODE.get()]
+    orders, unknown = in_order.operand_orders(node)
+    if unknown is not None:
+        cause = before_cancel.refused(node, unknown)
+        raise replay_error(node, [a for a in args if is_array(a)], cause) from cause
     return orders
 
 

@@ -1,0 +1,106 @@
+"""Sums whose value an add or subtract that can cancel consumes, built in NumPy's order from the
+start (the hostile review 3's finding 8 on Dask).
+
+A sum over several chunks is held to the tolerance of the sum itself
+(:mod:`capviz.backends.dask.cancellation`, :mod:`capviz.backends.dask.variance`): dask.array's
+order of addition and NumPy's give values within ``eps * S`` of each other (``S`` the terms'
+magnitudes), and for a mean of one-sign terms that is one rounding of the mean. An add or a
+subtract that consumes it can cancel: ``x - x.mean(-1, keepdims=True)`` of float32 values near
+1e3 leaves values near 0.5 carrying the mean's absolute rounding, ``eps * 1e3``, a relative error
+of ``2e-4`` against the tolerance's ``1e-5``: a layer norm of such rows in chunks of 96 was 62x
+beyond the tolerance near 1e3, 341x near 1e4, a centring near 1e5 1,560x; silent, since each
+node was within its own tolerance. The same holds for a sum written by hand (``x - x.sum(-1,
+keepdims=True) / n``), one whose axis an index adds back (``x - np.mean(x, -1)[:, None]``), and
+a difference of two sums (``x.sum(-1) - x[:, :384].sum(-1) * 2``).
+
+**The rule.** The graph says which sums reach such a consumer
+(:func:`capviz.backends.cancelling.cancelling`: through moves, casts, negation and scalings, up to
+the first add or subtract of two tensors or of a tensor and a nonzero number). Each of them whose
+terms dask.array's blocks add in another order than NumPy's loop
+(:func:`~capviz.backends.dask.overflow.blocks_add_otherwise`: a reduced axis spans several
+chunks, or NumPy keeps a running sum across chunked later axes) is built in NumPy's order from
+the start (:func:`capviz.backends.dask.reductions.in_numpy_order`): along one axis on blocks
+that hold that axis (and, where NumPy adds pairwise, the later ones: a row) whole, or, where
+NumPy adds row after row, chunk by chunk (:mod:`capviz.backends.dask.running`, which keeps the
+hostile review 3's finding 28's memory); over all axes, or several, on one block. Its value is
+then NumPy's bits, and so is the consumer's. Where NumPy's order cannot be known (its operand's
+memory layout is not: a flipped or broadcast view), the node is refused at build time, naming
+the consumer, with the fixes (chunks that keep the reduced axes in one chunk, or
+``backend='numpy'``).
+
+Why not a check at run time (the JAX backend's choice where NumPy's order is dear): a test of
+the consumer's tolerance needs the sum's bound carried through the scalings to the add or
+subtract and a pass over its operands, and on Dask NumPy's order is cheap where it keeps the
+chunks: a layer norm's rows regathered once cost less than the checks they replace (the mean's
+magnitudes' sum, the variance's bound): ``benchmarks/dask_sums.py``'s layer norm row, 1.01x to
+1.09x bare dask.array against 1.42x to 1.47x before.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Any
+
+import numpy as np
+
+from capviz.backends import cancelling
+from capviz.backends.dask.overflow import OrderMatters, blocks_add_otherwise
+from capviz.backends.dask.shapes import is_array
+from capviz.core.ir import Node
+from capviz.core.source import format_source
+
+SUMS = frozenset(("sum", "nansum", "mean", "nanmean", "trace", "var", "std", "nanvar",
+                  "nanstd"))
+"""The reductions looked at: those :mod:`capviz.backends.dask.in_order` computes in NumPy's
+order."""
+
+FEEDING: ContextVar[dict[int, tuple] | None] = ContextVar("capviz_dask_feeding", default=None)
+"""The replay being built's sums that reach an add or subtract that can cancel, by node index,
+each with the consumers it reaches; ``None`` outside a replay's build."""
+
+
+def feeding(nodes: list[Node]) -> dict[int, tuple]:
+    """The sums among ``nodes`` (a program's op nodes, in order) whose value reaches an add or
+    subtract that can cancel: node index -> the consumer nodes."""
+    reaches = cancelling.reaches(nodes, SUMS)
+    return {index: tuple(reach.consumer for reach in found)
+            for index, found in reaches.items()}
+
+
+def wanted(name: str, args: tuple, params: dict, dtype: np.dtype, index: int | None,
+           pairwise: Any) -> bool:
+    """Whether reduction node ``index`` (``name`` of ``args``, a result of ``dtype``) is one of
+    :data:`FEEDING` that dask.array's blocks add in another order than NumPy's;
+    ``pairwise()``: whether NumPy adds each output pairwise."""
+    feeding_ = FEEDING.get()
+    if not feeding_ or index not in feeding_ or name not in SUMS or not args:
+        return False
+    x = args[0]
+    if not is_array(x) or not x.ndim or 0 in x.shape or np.dtype(dtype).kind not in "fc":
+        return False
+    return blocks_add_otherwise(x, _axes(name, x, params), pairwise())
+
+
+def _axes(name: str, x: Any, params: dict) -> tuple:
+    if name == "trace":
+        items: Any = (params.get("axis1", 0), params.get("axis2", 1))
+    else:
+        axis = params.get("axis")
+        items = range(x.ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
+    return tuple(int(a) % x.ndim for a in items)
+
+
+def refused(node: Node, source: str) -> OrderMatters:
+    """The error of sum ``node``, which reaches a consumer that can cancel, where NumPy's order
+    of addition follows the layout of ``source`` (in words), which is not known."""
+    consumers = (FEEDING.get() or {}).get(node.index, ())
+    where = ", ".join(f"node %{c.index} ({c.op}" + (f" at {format_source(c.source)}"
+                                                     if format_source(c.source) else "") + ")"
+                      for c in consumers[:2])
+    return OrderMatters(
+        f"np.{node.op} over several chunks feeds {where}, which can cancel: there the "
+        "roundings of dask.array's order of addition, within the tolerance of the sum, can be "
+        "beyond the tolerance of the result, so this sum must be added in NumPy's order; "
+        f"NumPy's order follows the memory layout of {source}, which is not C-contiguous, and "
+        "a dask array has none: replay with chunks= that keep the reduced axes in one chunk, "
+        "or with backend='numpy'")
