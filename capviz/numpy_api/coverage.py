@@ -23,6 +23,8 @@ from capviz.backends import contraction_bound
 from capviz.backends.jax import cancellation, variances
 from capviz.backends.jax.ops import UNSUPPORTED as JAX_REFUSED
 from capviz.backends.jax.subnormals import DECLARED as JAX_UNCHECKED
+from capviz.backends.jax.subnormals.complex_parts import complex_treatment
+from capviz.backends.jax.subnormals.lowered import COVERAGE as JAX_LOWERED
 from capviz.numpy_api import methods, reads
 from capviz.ops import SPECS, creation, traits
 from capviz.trace.dispatch import HANDLED, function_name, refusal
@@ -212,6 +214,40 @@ DECLARED_CONTRACTION = "tolerance, the contraction's declared bound (not checked
 an ``einsum`` of one operand is a sum, checked at run time)."""
 
 
+_COMPLEX_FUNCTIONS = frozenset((
+    *(traits.ACCUMULATES - {"median", "nanmedian"}), *traits.CONTRACT, "diff", "ediff1d",
+    "convolve", "correlate", "cross", "kron", "outer", "inner", "vecdot", "linalg.vecdot",
+    "matvec", "vecmat", "linalg.multi_dot", "linalg.trace", "cumulative_sum", "cumulative_prod",
+    "nancumsum", "nancumprod", "angle", "sort_complex"))
+"""The captured functions (not ufuncs) that compute float or complex values from complex
+operands, whose JAX column says what a replay does with those (:func:`_complex_mark`)."""
+
+
+def _takes_complex(op: str) -> bool:
+    """Whether ``op`` computes a float or complex value from complex operands: a ufunc with a
+    complex loop giving one, or one of :data:`_COMPLEX_FUNCTIONS`."""
+    ufunc = ops.UFUNCS.get(op)
+    if ufunc is None:
+        return op in _COMPLEX_FUNCTIONS
+    for loop in ufunc.types:
+        ins, outs = loop.split("->")
+        if any(c in "FDG" for c in ins) and any(c in "efdgFDG" for c in outs):
+            return True
+    return False
+
+
+def _complex_mark(op: str, jax: str) -> str:
+    """The JAX column's words on complex operands (the hostile review 3, finding 31), from the
+    allow-lists of ``capviz/backends/jax/subnormals/complex_parts.py``: nothing where the row
+    is refused already or complex values replay as the row says (exact moves)."""
+    if jax.startswith("refused") or op in JAX_LOWERED or not _takes_complex(op):
+        return ""
+    treatment = complex_treatment(op)
+    if treatment == "exact" and jax == "exact":
+        return ""
+    return f"; complex: {treatment}"
+
+
 def engines(name: str) -> tuple[str, str]:
     """How the JAX and Dask replays run a captured function's op: *exact* (bit for bit),
     *tolerance* (within the engine's declared tolerance: XLA's or dask's order of additions
@@ -223,6 +259,8 @@ def engines(name: str) -> tuple[str, str]:
     word = "elementwise" if op in ops.UFUNCS else traits.treatment(op)
     if op in JAX_REFUSED:
         jax = "refused"
+    elif op in JAX_LOWERED:  # written out in checked steps in their common forms
+        jax = JAX_LOWERED[op]
     elif op in JAX_UNCHECKED:  # XLA may flush a subnormal it makes, and no check sees it
         jax = "refused (arithmetic='xla': tolerance)"
     elif op in cancellation.CHECKED or op in variances.VARIANCES:  # checked at run time
@@ -233,6 +271,7 @@ def engines(name: str) -> tuple[str, str]:
         jax = "tolerance, sums not checked (may differ beyond it)"
     else:  # XLA moves and selects elements exactly; it computes new ones its own way
         jax = "exact" if word in _MOVES else "tolerance"
+    jax += _complex_mark(op, jax)
     if word is None:
         return jax, "refused"
     if word not in traits.ORDER_DEPENDENT:  # NumPy's own function on blocks, or moves
@@ -300,11 +339,14 @@ def markdown() -> str:
         "float or complex results (`np.linalg`) or operands (the others): XLA flushes the "
         "subnormal floats it may make to zero and no run-time check sees them; "
         "`arithmetic='xla'` runs it within the tolerance, with XLA's flush), *its ops* "
-        "(recorded as several ops). In the JAX column, for complex values most functions "
-        "(`sin`, `sqrt`, `log`, `**`, `/` by a complex...) are refused by name when the graph "
-        "is bound (`arithmetic='xla'` opts in), whatever the row says; `+`, `-`, `*`, the "
-        "sums, the contractions, `angle`, `/` by a real and `exp` are checked at run time and "
-        "moves are exact (`capviz/backends/jax/subnormals/complex_parts.py`, "
+        "(recorded as several ops). In the JAX column, *complex:* says what a replay does "
+        "with complex operands of a row whose function takes them: *exact*, *checked* (a part "
+        "of NumPy's result that may be subnormal, which XLA flushes, fails the replay at the "
+        "node: `+`, `-`, `*`, the sums, the contractions, `angle`, `/` by a real, `exp`, "
+        "`sin`, `cos`, `sinh`, `cosh`, `sqrt`, `log`), or *refused (arithmetic='xla': "
+        "tolerance)* (`tan`, `log1p`, `**`, `/` by a complex, `prod`, `var`...: by name when "
+        "the graph is bound); generated from the allow-lists of "
+        "`capviz/backends/jax/subnormals/complex_parts.py` (see "
         "docs/guide/replay.md). In the JAX column, *tolerance, sums checked (else fails "
         "at the node)*: a sum XLA adds in another order is checked at run time where it may "
         "leave the tolerance (it cancels, or NumPy adds it row by row: one rounding of its "

@@ -720,39 +720,6 @@ def jax_complex(jnp: Any, real: Any, imag: Any) -> Any:
     return lax.complex(real, imag)
 
 
-def _trapezoid(jnp: Any) -> Callable:
-    """NumPy's trapezoid, step by step: ``(d * (y[1:] + y[:-1]) / 2.0).sum(axis)``, where the
-    sum of neighbours is taken in ``y``'s type (an integer ``y`` wraps as in NumPy; jax.numpy
-    converts it to floats first)."""
-
-    def trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
-        y = jnp.asarray(y)
-        nd = len(y.shape)
-        axis = axis % nd
-        if x is None:
-            d = dx
-        else:
-            x = jnp.asarray(x)
-            if len(x.shape) == 1:
-                d = jnp.diff(x)
-                d = d.reshape((1,) * axis + (d.shape[0],) + (1,) * (nd - axis - 1))
-            else:
-                d = jnp.diff(x, axis=axis)
-        n = y.shape[axis]
-        upper = lax_slice(y, axis, 1, n)
-        lower = lax_slice(y, axis, 0, max(n - 1, 0))
-        return (d * (upper + lower) / 2.0).sum(axis)
-
-    return trapezoid
-
-
-def lax_slice(x: Any, axis: int, start: int, stop: int) -> Any:
-    """``x[..., start:stop, ...]`` along ``axis``."""
-    index = [slice(None)] * len(x.shape)
-    index[axis] = slice(start, stop)
-    return x[tuple(index)]
-
-
 def _polymul(jnp: Any) -> Callable:
     """np.polymul, its leading coefficients checked (:data:`capviz.ops.polynomials.
     POLYMUL_TRIMS`), without jax's trimming; 0-d operands as 1-d and booleans convolved as
@@ -873,7 +840,7 @@ def _insert_indices(jnp: Any) -> Callable:
 OVERRIDES.update({"insert_indices": _insert_indices, "tril": _triangle("tril"),
                   "triu": _triangle("triu"), "vander": _vander, "digitize": _digitize})
 OVERRIDES.update(FUNCTIONS)
-OVERRIDES.update({"round": _round, "trapezoid": _trapezoid, "polymul": _polymul,
+OVERRIDES.update({"round": _round, "polymul": _polymul,
                   **{name: _float_reduction(name) for name in _REDUCTIONS_IN_FLOATS}})
 
 

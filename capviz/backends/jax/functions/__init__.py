@@ -6,7 +6,9 @@ at the node with the user's line) where NumPy's result is its own algorithm's ac
 binary search of an unsorted array). One module per family: :mod:`.ranges` (``linspace``,
 ``geomspace``, ``histogram_bin_edges``), :mod:`.order_statistics` (``quantile``,
 ``percentile`` and their nan forms), :mod:`.polynomials` (``convolve``, ``kron`` and
-``polyadd`` of booleans), :mod:`.averages` (``average``), :mod:`.interpolation` (``interp``),
+``polyadd`` of booleans), :mod:`.averages` (``average``), :mod:`.norms` (``linalg.norm``),
+:mod:`.trapezoids` (``trapezoid``), :mod:`.hyperbolic` (complex ``sinh``, ``cosh``),
+:mod:`.interpolation` (``interp``),
 :mod:`.transforms` (``np.fft``), :mod:`.insertion` (``insert``), :mod:`.special_values`
 (``nan_to_num``), :mod:`.phases` (``unwrap``), :mod:`.searching` (``searchsorted``), and
 :mod:`.rounding`, the NumPy rounding they share. :data:`FUNCTIONS` joins
@@ -20,8 +22,10 @@ from typing import Any
 
 from capviz.backends.jax.functions import (
     averages,
+    hyperbolic,
     insertion,
     interpolation,
+    norms,
     order_statistics,
     phases,
     polynomials,
@@ -29,6 +33,7 @@ from capviz.backends.jax.functions import (
     searching,
     special_values,
     transforms,
+    trapezoids,
 )
 from capviz.ops.spec import SPECS, call
 
@@ -53,9 +58,9 @@ def _called_as_numpy(name: str, form: Callable[[Any], Callable]) -> Callable[[An
 _FORMS: dict[str, Callable[[Any], Callable]] = {
     **polynomials.FORMS, **insertion.FORMS, **order_statistics.FORMS, **phases.FORMS,
     **searching.FORMS, **ranges.FORMS, **averages.FORMS, **interpolation.FORMS,
-    **special_values.FORMS}
+    **special_values.FORMS, **norms.FORMS, **trapezoids.FORMS}
 
 FUNCTIONS: dict[str, Callable[[Any], Callable]] = {
     **{name: _called_as_numpy(name, form) for name, form in _FORMS.items()},
-    **transforms.FORMS}
+    **transforms.FORMS, **hyperbolic.FORMS}
 """The forms of this package by op name (joined to ``OVERRIDES``)."""

@@ -52,17 +52,21 @@ infinity):
   complex64/complex128 values. ``*`` and ``square`` are checked part product by part product,
   ``+``, ``-``, the sums and the contractions part by part as their real forms, ``angle`` as
   ``arctan2``, ``/`` by a real divisor and ``exp`` through NumPy's formulas
-  (:mod:`.complex_formulas`); moves, selections and comparisons are exact; every other op with
-  a complex result, or a float result from complex operands (``sin``, ``sqrt``, ``log``, ``/``
-  by a complex, ``**``, ``prod``, ``var``...: quotients, exponentials, logarithms and sines
-  that no cheap test bounds), is refused by name unless the replay takes ``arithmetic="xla"``
+  (:mod:`.complex_formulas`), ``sin``, ``cos``, ``sinh``, ``cosh``, ``sqrt`` and ``log`` on
+  their parts (:mod:`.complex_functions`); moves, selections and comparisons are exact; every
+  other op with a complex result, or a float result from complex operands (``tan``,
+  ``log1p``, ``/`` by a complex, ``**``, ``prod``, ``var``...: quotients, exponentials,
+  logarithms and sines that no cheap test bounds), is refused by name unless the replay takes
+  ``arithmetic="xla"``
   (:data:`.complex_parts.COMPLEX_EXACT` and :data:`.complex_parts.COMPLEX_CHECKED` are
   allow-lists).
 * **Narrowing casts** (:mod:`.casts`): ``astype`` from float64 or complex128 to float32 or
   complex64, where NumPy rounds to a subnormal of the narrower type.
 
 The other float ops that can make a subnormal from normal operands (:data:`DECLARED`:
-``linalg``, ``fft``, ``cov``, ``polyval``...) are not checked: a JAX replay refuses them by
+``linalg``, ``fft``, ``cov``, ``polyval``...) are not checked, but for the common forms of
+``linalg.norm``, ``average`` and ``trapezoid``, which :mod:`capviz.backends.jax.functions`
+writes out in checked steps (:mod:`.lowered`): a JAX replay refuses them by
 name when it is bound unless it takes ``arithmetic="xla"`` (:func:`unchecked`,
 ``JaxBackend.admit``), and so is an op reading a literal or a constant that holds a subnormal
 value, which XLA reads as 0 (:func:`subnormal_literal`, :func:`subnormal_constant`);
@@ -72,10 +76,11 @@ NumPy's") says what each choice costs.
 The package, by concern: :mod:`.elementwise` (elementwise arithmetic), :mod:`.products`
 (contractions), :mod:`.reductions` (sums, remainders, products along an axis, variances),
 :mod:`.complex_parts` (complex values), :mod:`.complex_formulas` (complex ``/`` by a real,
-``exp``), :mod:`.casts` (narrowing casts), :mod:`.declared` (what
-no check sees: :func:`unchecked`), :mod:`.literals` (subnormal literals and constants) and
-:mod:`.operands` (what the checks know of operands: literals, magnitudes, the rerun on poisoned
-operands); :func:`check` here dispatches an op to its check.
+``exp``), :mod:`.complex_functions` (complex ``sin``, ``cos``, ``sinh``, ``cosh``, ``sqrt``,
+``log``), :mod:`.lowered` (declared functions written out), :mod:`.casts` (narrowing casts),
+:mod:`.declared` (what no check sees: :func:`unchecked`), :mod:`.literals` (subnormal
+literals and constants) and :mod:`.operands` (what the checks know of operands: literals,
+magnitudes, the rerun on poisoned operands); :func:`check` here dispatches an op to its check.
 """
 
 from __future__ import annotations

@@ -27,15 +27,17 @@ until someone shows it safe):
   - ``angle`` (:func:`_angle`): ``arctan2(imag, real)``, the precise test of ``arctan2``;
   - ``/`` by a real divisor and ``exp`` (:mod:`.complex_formulas`): each part through NumPy's
     formula (``a * (1 / c)``; ``e^a cos b``, ``e^a sin b``).
+  - ``sin``, ``cos``, ``sinh``, ``cosh``, ``sqrt`` and ``log`` (:mod:`.complex_functions`):
+    products of real functions of the parts; ``sqrt`` and ``log`` by ``|z|`` and ``|Im z|``.
 
 * **Refused by name** unless the replay takes ``arithmetic="xla"``: every other op with a
   complex result, or a float32/float64 result from a complex operand. Their parts come from
   quotients, exponentials, logarithms, square roots and trigonometric factors that may be
   subnormal from normal operands, where XLA's formulas are not NumPy's, and no cheap test
-  bounds them: ``sin(pi/2 + 1e-300j)`` is ``1 + 6.1e-317j`` in NumPy and ``1 + 0j`` in XLA;
-  ``sqrt(1e20 + 1e-300j)``'s imaginary part is ``5e-311``; ``log(1e10 + 1e-300j)``'s
-  ``1e-310``; ``arctan``, ``expm1``, ``sign``, ``tan``, ``tanh``, the other arc and hyperbolic
-  functions, ``/`` by a complex divisor, ``reciprocal``, ``exp2``, ``**``, ``prod`` and ``cumprod``
+  bounds them: ``arctan(1e10 + 1e-300j)``'s imaginary part is ``1e-320`` in NumPy, 0 in XLA;
+  ``expm1``, ``sign``, ``tan``, ``tanh``, ``log1p``, ``log2``, ``log10``, the arc and inverse
+  hyperbolic functions, ``/`` by a complex divisor, ``reciprocal``, ``exp2``, ``**``,
+  ``prod`` and ``cumprod``
   (a partial product), ``var`` and ``std`` (squared part deviations: ``np.std`` of
   ``[1e-160 + 1e-160j, 0]`` is ``7.1e-161`` in NumPy, 0 in XLA) alike (a reproducer of each:
   ``tests/test_jax_subnormals_complex.py``).
@@ -48,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.backends.jax.subnormals import complex_formulas
+from capviz.backends.jax.subnormals import complex_formulas, complex_functions
 from capviz.backends.jax.subnormals.operands import known_values
 from capviz.backends.jax.subnormals.products import PRODUCTS, products
 from capviz.backends.jax.subnormals.reductions import SUMS
@@ -132,6 +134,8 @@ def check(jnp: Any, name: str, fn: Any, args: tuple, operands: list, r: Any,
         return _angle(jnp, operands[0], r)
     if name in complex_formulas.COMPLEX_FORMULAS:
         return complex_formulas.check(jnp, name, args, r)
+    if name in complex_functions.COMPLEX_FUNCTIONS:
+        return complex_functions.check(jnp, name, args, r)
     return r
 
 
@@ -222,6 +226,26 @@ def _angle(jnp: Any, x: Any, r: Any) -> Any:
     return r
 
 
+COMPLEX_NOTES = {"divide": "checked by a real divisor, refused by a complex one (arithmetic="
+                            "'xla': tolerance)"}
+"""What a JAX replay does with complex operands of an op checked in some forms only."""
+
+
+def complex_treatment(op: str) -> str:
+    """What a JAX replay does with complex operands of ``op`` (a float or complex result), as
+    the coverage table's JAX column says it: ``"exact"``, ``"checked"`` (fails at the node
+    where a part of NumPy's result may be subnormal), a note of :data:`COMPLEX_NOTES`, or
+    ``"refused (arithmetic='xla': tolerance)"`` (by name when the replay is bound)."""
+    if op in COMPLEX_NOTES:
+        return COMPLEX_NOTES[op]
+    if op in COMPLEX_EXACT:
+        return "exact"
+    if op in COMPLEX_CHECKED or op in complex_formulas.COMPLEX_FORMULAS \
+            or op in complex_functions.COMPLEX_FUNCTIONS:
+        return "checked"
+    return "refused (arithmetic='xla': tolerance)"
+
+
 def _complex_nodes(args: Any) -> bool:
     """Whether a node's arguments (lists of them too) hold a complex node."""
     for a in args:
@@ -243,7 +267,7 @@ def unchecked(node: Node) -> str | None:
         return None
     if node.op == "pad" and (node.params or {}).get("mode") in _COPYING_PADS:
         return None
-    if complex_formulas.admitted(node):
+    if complex_formulas.admitted(node) or complex_functions.admitted(node):
         return None
     if complex_result:
         return f"no run-time check sees a subnormal part of the complex result of {node.op}"

@@ -9,6 +9,7 @@ import numpy as np
 
 from capviz.backends.jax.subnormals.complex_parts import unchecked as complex_unchecked
 from capviz.backends.jax.subnormals.literals import subnormal_literal
+from capviz.backends.jax.subnormals.lowered import LOWERED, checked_form
 from capviz.backends.jax.subnormals.operands import FLUSHED
 from capviz.backends.jax.subnormals.reductions import CHECKED_PARAMS, SUMS
 from capviz.core.ir import Node
@@ -55,6 +56,8 @@ def unchecked(node: Any) -> str | None:
         return literal
     if not _float_result(node):
         return None
+    if node.op in LOWERED and checked_form(node):
+        return None  # written out in checked steps (functions/norms.py, averages.py...)
     if node.op in DECLARED:
         if not node.op.startswith("linalg.") and not any(
                 isinstance(a, Node) and a.dtype is not None and np.dtype(a.dtype).kind in "fc"
