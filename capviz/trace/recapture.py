@@ -224,9 +224,9 @@ def _other_floats_together(arrays: list[np.ndarray], gen: np.random.Generator
     shift = np.where(positive, 3.0, -3.0) - np.add.reduceat(drawn, starts) / sizes
     drawn += np.repeat(shift, sizes)  # each sums to the other sign than its array
     out = np.empty_like(drawn)
-    for a, start in zip(arrays, starts.tolist()):  # (_reversed_ranks of each, in place)
+    for a, start in zip(arrays, starts.tolist()):
         stop = start + a.size
-        out[start:stop][np.argsort(flat[start:stop])] = np.sort(drawn[start:stop])[::-1]
+        out[start:stop] = _reversed_ranks(flat[start:stop], drawn[start:stop])
     wide = np.repeat([a.dtype == _FLOAT64 for a in arrays], sizes)
     same_value = (out == flat) & wide
     if same_value.any():
@@ -245,12 +245,14 @@ def _other_floats_together(arrays: list[np.ndarray], gen: np.random.Generator
 
 
 def _other_ints(array: np.ndarray, gen: np.random.Generator) -> np.ndarray:
-    """``array``'s elements in reversed rank order plus an offset (wrapping at the dtype's
-    end), each element that still equals the original moved on by one more."""
+    """``array``'s elements in reversed rank order, each made distinct (its rank added), plus
+    an offset (wrapping at the dtype's end), each element that still equals the original moved
+    on by one more."""
     flat = array.reshape(-1)
     kind = array.dtype.type
     offset = kind(int(gen.integers(3, 100)))
-    out = (_reversed_ranks(flat, flat) + offset).astype(array.dtype)
+    distinct = np.sort(flat) + np.arange(flat.size, dtype=array.dtype)  # (ties broken too)
+    out = (_reversed_ranks(flat, distinct) + offset).astype(array.dtype)
     same_value = out == flat
     out[same_value] = flat[same_value] + offset + kind(1)
     return out.reshape(array.shape)
@@ -258,10 +260,35 @@ def _other_ints(array: np.ndarray, gen: np.random.Generator) -> np.ndarray:
 
 def _reversed_ranks(flat: np.ndarray, values: np.ndarray) -> np.ndarray:
     """``values`` placed so that the largest stands where ``flat`` has its smallest element,
-    and so on: every order-only read of them (argmax, argsort, a comparison of two elements)
-    differs from ``flat``'s."""
+    and so on: a comparison of two elements that differ is the other way round.
+
+    Elements of ``flat`` that are equal (``np.ones(n)``, ``np.zeros(n)``: the usual initial
+    weights, gains and counts) compare alike whatever is planted, but NumPy's order reads
+    take the *first* of equals (``argmax``, ``argmin``, a stable ``argsort``): so within each
+    run of equals (in index order) the values ascend from its first index to its one before
+    last, and its last gets the smallest: the first of the run holds neither its largest nor
+    (from three equals on) its smallest value, and in every part of the run that does not end
+    at its last index (a row of ``np.ones((m, n))``) the largest is not first either. A run
+    of two gets its values ascending (argmax moves; argmin of two equals cannot move with it).
+    Review 3, finding 26: ``np.argmax(self.W)`` of ``np.ones(3)`` was 0 for both captures."""
+    order = np.argsort(flat, kind="stable")  # ties in index order
+    ranked = flat[order]
+    size = ranked.size
+    if size < 2:
+        out = np.empty_like(values)
+        out[order] = np.sort(values)[::-1]
+        return out
+    new_run = np.empty(size, bool)
+    new_run[0] = True
+    np.not_equal(ranked[1:], ranked[:-1], out=new_run[1:])
+    starts = np.flatnonzero(new_run)
+    lengths = np.diff(np.append(starts, size))
+    start = np.repeat(starts, lengths)
+    length = np.repeat(lengths, lengths)
+    m = np.arange(size) - start  # the rank of each descending value within its run
+    within = np.where(length >= 3, np.where(m == length - 1, m, length - 2 - m), length - 1 - m)
     out = np.empty_like(values)
-    out[np.argsort(flat)] = np.sort(values)[::-1]
+    out[order[start + within]] = np.sort(values)[::-1]
     return out
 
 

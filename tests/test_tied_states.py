@@ -1,0 +1,80 @@
+"""Order reads of a state that starts with tied values (review 3, finding 26): the second
+capture's other values (capviz/trace/recapture.py, ``_reversed_ranks``) break every run of
+equal elements against NumPy's first-of-equals order, so ``np.argmax(self.W)`` of
+``np.ones(3)`` read before the write is refused, not captured as the constant 0 (a replay
+answered 0 forever where the second eager call answers 1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from capviz.core.errors import UnsupportedOperationError
+from capviz.trace.recapture import _reversed_ranks
+
+
+class Strongest:
+    """/tmp/review3/s23.py: which unit is strongest, read before the update."""
+
+    def __init__(self, init):
+        self.W = init
+
+    def step(self, x):
+        i = np.argmax(self.W)
+        self.W -= 0.1 * x
+        return x * i
+
+
+def test_argmax_of_a_tied_state_read_before_its_write_is_refused_at_the_line_using_it():
+    m = Strongest(np.ones(3))
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(m.step, cv.spec((3,), "float64"))
+    what, why, _fix = str(info.value).splitlines()
+    line = Strongest.step.__code__.co_firstlineno + 3
+    assert what == (f"`return x * i` at {__file__}:{line} in step: np.int64(0) is a value "
+                    "computed outside the capture's sight, from an array the capture writes or "
+                    "a value the call changes.")
+    assert why.endswith("(it is np.int64(0) here and np.int64(1) when m.W holds other "
+                        "values).")
+    assert m.W.tolist() == [1.0, 1.0, 1.0]
+
+
+def _step(read, init):
+    source = (f"class M:\n    def __init__(self):\n        self.W = {init}\n"
+              f"    def step(self, x):\n        i = {read}\n"
+              "        self.W += (x[0] * 0 + 1).astype(self.W.dtype)\n"
+              "        return x * i\n")
+    space = {"np": np}
+    exec(compile(source, "<tied>", "exec"), space)
+    return space["M"]().step
+
+
+@pytest.mark.parametrize("read, init", [
+    ("np.argmax(self.W)", "np.zeros(4)"),
+    ("np.argmax(self.W)", "np.ones(2)"),
+    ("np.argmax(self.W, axis=1)[0]", "np.ones((2, 3))"),  # a row of a tied run
+    ("np.argmax(self.W, axis=0)[0]", "np.ones((3, 3))"),
+    ("np.argmax(self.W)", "np.zeros(3, np.int64)"),  # a count table
+    ("np.argmin(self.W)", "np.zeros(4, np.int32)"),
+    ("np.argmin(self.W)", "np.ones(3)"),
+    ("np.argsort(self.W, kind='stable')[0]", "np.ones(5)"),
+])
+def test_order_reads_of_tied_states_are_refused(read, init):
+    with pytest.raises(UnsupportedOperationError, match=r"is a value computed outside the "
+                                                        r"capture's sight"):
+        cv.capture(_step(read, init), cv.spec((3,), "float64"))
+
+
+@pytest.mark.parametrize("flat", [np.ones(3), np.zeros(7), np.array([1.0, 1.0, 0.0, 0.0, 0.0, 2.0]),
+                                  np.array([3.0, 1.0, 2.0]), np.ones(12)])
+def test_the_planted_values_move_the_first_of_every_run_of_equals(flat):
+    values = np.arange(10.0, 10.0 + flat.size)
+    out = _reversed_ranks(flat, values)
+    assert sorted(out.tolist()) == values.tolist()
+    assert np.argmax(out) != np.argmax(flat) and np.argmin(out) != np.argmin(flat)
+    distinct = flat[:, None] != flat[None, :]  # every pair that differs compares the other way
+    assert np.array_equal((out[:, None] < out[None, :])[distinct],
+                          (flat[:, None] > flat[None, :])[distinct])
+    if flat.size == 12:  # every row of ones((4, 3)) but the last: its largest is not first
+        assert all(np.argmax(row) != 0 for row in out.reshape(4, 3)[:-1])
