@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.capture import CaptureDevice, CaptureScope
+from capviz.capture import CaptureDevice, CaptureScope, _observers
 from capviz.core.errors import CapvizError, UnsupportedOperationError
 from capviz.core.source import user_source
 from capviz.core.user_code import UserCode, shorten
@@ -28,7 +28,7 @@ from capviz.core.violations import Failure, explain, make_error
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
 from capviz.randomness import hooks
-from capviz.trace import outside_writes, rebound, recapture, state
+from capviz.trace import lifted, outside_writes, rebound, recapture, state
 from capviz.trace.tensor import Tensor
 
 _CONSTANT_OUTPUTS = (np.ndarray, bool, int, float, complex)
@@ -177,27 +177,22 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     held = hooks.Hold()  # the hooks, once for both captures (each would make and remove them)
     try:
         hooks.install(held)  # (outside a scope every hook calls through)
-        scope._places = rebound.note(fn)  # what fn reaches by name, noted once for both uses:
-        outside = outside_writes.note(scope._places)  # its small arrays copied, before fn runs
-        try:
-            _run(scope, fn, names, specs)
-        finally:
-            written = outside.put_back()  # what NumPy wrote unseen, put back
-        graph = scope.graph
-        error = None
-        if written and graph.complete:
-            error = outside_writes.refuse(graph, written, fn, user_source())
-        elif graph.complete and recapture.writes_arrays(graph) and not any(
-                v.level == "error" for v in graph.violation_records):
-            try:
-                error = _capture_again(fn, names, specs, graph, cap, (drawn, draws),
-                                       global_random)
-            finally:
-                written = outside.put_back()  # (the second run's, on another path)
-            if error is None and written:
-                error = outside_writes.refuse(graph, written, fn, user_source())
+        places = scope._places = rebound.note(fn)  # what fn reaches by name, noted once for
+        outside = outside_writes.note(places)  # all uses: its small arrays copied, before fn runs
+        plan = None if live else lifted.plan(fn, places, outside)
+        done = None if plan is None else _capture_lifted(fn, names, specs, cap, plan, outside,
+                                                          (on_violation, rng, global_random))
+        if done is not None:  # one pass was enough (trace/lifted.py)
+            scope, error = done
+            graph = scope.graph
+        else:
+            drawn._draws = draws  # (a lifted run thrown away drew nothing that counts)
+            graph, error = _capture_twice(scope, fn, names, specs, outside, cap,
+                                          (drawn, draws), global_random)
     finally:
         hooks.uninstall(held)
+    if graph.complete and done is None:
+        lifted.remember(fn, graph, places)  # its states, lifted at the next capture of fn
     if error is not None and on_violation == "raise":
         raise error
     if graph.complete:
@@ -206,9 +201,68 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     return graph
 
 
-def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple) -> None:
-    """Capture ``fn`` on inputs of ``specs`` named ``names`` in ``scope``; an error carries
-    the partial graph."""
+def _capture_twice(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple,
+                   outside: outside_writes.Snapshot, cap: CaptureDevice,
+                   draws: tuple[Device, int], global_random: str
+                   ) -> tuple[CapturedGraph, CapvizError | None]:
+    """The first capture in ``scope``, and a second one with other values in its states when
+    it made array states (:mod:`capviz.trace.recapture`): the graph and the refusal."""
+    try:
+        _run(scope, fn, names, specs)
+    finally:
+        written = outside.put_back()  # what NumPy wrote unseen, put back
+    graph = scope.graph
+    error = None
+    if written and graph.complete:
+        error = outside_writes.refuse(graph, written, fn, user_source())
+    elif graph.complete and recapture.writes_arrays(graph) and not any(
+            v.level == "error" for v in graph.violation_records):
+        try:
+            error = _capture_again(fn, names, specs, graph, cap, draws, global_random)
+        finally:
+            written = outside.put_back()  # (the second run's, on another path)
+        if error is None and written:
+            error = outside_writes.refuse(graph, written, fn, user_source())
+    return graph, error
+
+
+def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDevice,
+                    plan: lifted.Lifted, outside: outside_writes.Snapshot, options: tuple
+                    ) -> tuple[CaptureScope, CapvizError | None] | None:
+    """Capture ``fn`` once with the states of ``plan`` lifted (:mod:`capviz.trace.lifted`):
+    the scope and the refusal of an outside array NumPy wrote unseen (as the first of two
+    captures refuses it), or ``None`` where the run is thrown away (every array put back, the
+    snapshot as it was) and the two captures must run."""
+    on_violation, rng, global_random = options
+    scope = cap.capture_scope(on_violation=on_violation, rng=rng, global_random=global_random)
+    scope._quiet = True  # (the observers are told below, once the run stands)
+    scope._places = plan.places
+    watched = list(outside.watched)
+    try:
+        _run(scope, fn, names, specs, plan)
+    except Exception:  # (fn's own error, or a refusal: the two captures give today's)
+        failed = True
+    else:
+        failed = False
+    finally:
+        written = outside.put_back()
+    graph = scope.graph if scope.recorder is not None else None
+    if graph is not None and not failed and graph.complete and written:
+        return scope, outside_writes.refuse(graph, written, fn, user_source())
+    if graph is None or failed or written or not lifted.kept(graph, plan, outside,
+                                                             scope._outputs):
+        outside.watched[:] = watched  # (a sampled array reported once: report it again)
+        lifted.discard(plan)
+        return None
+    for callback in list(_observers):
+        callback(graph)
+    return scope, None
+
+
+def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple,
+         plan: lifted.Lifted | None = None) -> None:
+    """Capture ``fn`` on inputs of ``specs`` named ``names`` in ``scope`` (with the states of
+    ``plan`` lifted: :mod:`capviz.trace.lifted`); an error carries the partial graph."""
     scope._entry_function = fn  # generator objects are looked for from fn, not from here
     try:
         with scope:
@@ -216,6 +270,8 @@ def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple) -> N
             recorder.entry_code = getattr(_plain_function(fn), "__code__", None)
             try:
                 args = [scope.input(n, s) for n, s in zip(names, specs)]
+                if plan is not None:
+                    lifted.lift(recorder, plan)
                 result = fn(*args)
                 if isinstance(result, dict):
                     for key, value in result.items():
@@ -228,6 +284,8 @@ def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple) -> N
                 del result  # an array made by the call is dead at exit: no state
             finally:  # (trace/state.py): nor is one fn's finished frame holds
                 recorder.entry_code = recorder.entry_frame = None
+                if plan is not None:
+                    lifted.unlift(plan, recorder)  # the arrays back, before the exit
     except BaseException as err:
         if scope.recorder is not None and getattr(err, "graph", None) is None:
             with contextlib.suppress(AttributeError, TypeError):

@@ -60,8 +60,8 @@ def test_the_second_capture_makes_no_generator():
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(recapture.OtherValues, "plant", counted)
-        cv.capture(opt.step, g)
-        cv.capture(opt.step, g)
+        cv.capture(Optimiser().step, g)  # (a new object each: a later capture of the same
+        cv.capture(Optimiser().step, g)  # one lifts its states, trace/lifted.py)
     assert planted == [1, 1]  # two second captures ran
     assert backstop._made[0] == made
 

@@ -1,0 +1,363 @@
+"""One capture pass where it is provably enough: the states lifted into the graph's signature.
+
+:func:`capviz.capture` captures a function that writes outside arrays twice
+(:mod:`capviz.trace.recapture`), because NumPy's own operators can read a state's live ndarray
+unseen: before the capture's first write into it, and after it (reads that swallow the mark).
+torch.export does not need a second trace: it *lifts* the buffers a program mutates into the
+graph's signature, so every read of them is a read of a graph input. This module does the same
+for a later capture of the same function:
+
+1. **Which arrays.** The places that held array states when ``fn`` (the same code object, with
+   the same owner: a bound method's ``self``, a callable object; kept weakly, keyed on those
+   objects, never on ``id()``) was last captured whole (:func:`remember`): their labels
+   (``self.W``, ``self.params[3]``), the state's name, its place, its line.
+2. **No unseen reference.** Before ``fn`` runs, each such place is looked up again
+   (:func:`plan`). An array is lifted only if it is a plain writeable ndarray of numbers or
+   booleans that owns its memory (``a.base is None``: a view's owner could be read through
+   the view) and if every reference to it is a place the walk found
+   (:func:`capviz.trace.rebound.note`): :func:`sys.getrefcount` of the array equals the number of
+   those places plus the references capviz's own notes hold (the places' records, the outside
+   arrays' snapshot). A view or ``np.frombuffer`` of it holds a reference (its ``base``), and so
+   does a local variable of a suspended frame, a graph that kept it by reference, a list the walk
+   did not reach: each one makes the count larger, and then nothing is lifted and the capture
+   takes today's two passes.
+3. **Every read goes through the tensor.** Each of those places is bound to the state's capture
+   tensor (:func:`lift`) while ``fn`` runs: the state node is made then, with the array's value
+   as its start value, so every read of the array, NumPy's own operators included
+   (``np.sum(self.W * self.W)``, ``self.W.sum() > 0``), is a read of the tensor: recorded, or
+   refused as any read of a tensor's value is. The live array is not touched (no NaN mark, no
+   planted values), and no other reference exists through which code could read or write it.
+   So the second capture has nothing left to find: what it compares are values NumPy computed
+   from a live state, and none reached the capture unseen.
+4. **Fall back, never guess.** When the places are put back (:func:`unlift`, before the scope
+   exits, bit for bit: the same objects, ``is``-identical), the run is kept only if
+   (:func:`kept`) it completed with no violation, every place still held its tensor and every
+   other walked place what it held (no rebinding, no item appended or attribute added: the
+   two captures decide what to take back or refuse), no lifted tensor is referenced from
+   anywhere else (stored into an object the
+   walk does not see), every lifted state was written, no array state appeared that was not
+   lifted, no outside array was written unseen, every outside array the graph read as a
+   constant is one the snapshot copied or fingerprinted (so a NumPy write to it would have
+   been seen), and the graph holds no size read from data. Anything else (an exception of
+   ``fn``'s, a value read, a refusal) throws the run away and the capture runs today's two
+   passes, with today's refusals and messages.
+
+What it trades: ``fn``'s code sees a capture tensor where it held an ndarray, as the inputs
+already do (``isinstance(self.W, np.ndarray)`` is False while it runs; the lead's ruling). A
+Python value the call changes outside every walked place (a counter in a helper's module)
+reaches the graph as a literal, as it does in a capture with no state: the second capture
+compared literals only where states were written.
+"""
+
+from __future__ import annotations
+
+import collections
+import gc
+import sys
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from capviz.core.ir import Graph, Node
+from capviz.core.source import user_frame
+from capviz.trace.rebound import Place
+from capviz.trace.rebound import _tensor_in as tensor_in  # (the walk's own search)
+from capviz.trace.recapture import array_states
+from capviz.trace.state import State
+from capviz.trace.tensor import Tensor
+
+_SLOTS = frozenset(("attribute", "slot", "global", "dict", "list", "cell"))
+"""The kinds of :class:`~capviz.trace.rebound.Place` that are one reference each."""
+
+_KINDS = "biufc"
+
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""function -> {owner key -> :class:`_Remembered`}: the states of the last whole capture."""
+
+_NO_OWNER = object()
+
+
+class _Remembered:
+    """The array states of ``fn``'s last whole capture, in program order: for each, the labels
+    of the places that held it, its name, its place (``Graph.state_places``) and its line."""
+
+    __slots__ = ("states",)
+
+    def __init__(self, states: list[tuple[tuple[str, ...], str | None, Any, Any]]) -> None:
+        self.states = states
+
+
+def _key(fn: Callable) -> tuple[Any, Any] | None:
+    """``(function, owner)`` that a capture of ``fn`` is remembered under (the owner held
+    weakly by the cache), or ``None`` where ``fn`` is not remembered (a ``functools.partial``,
+    an owner that takes no weak reference)."""
+    if callable(getattr(fn, "func", None)):  # functools.partial: its arguments are roots too
+        return None
+    owner = getattr(fn, "__self__", None)
+    function = getattr(fn, "__func__", fn)
+    if owner is None and not hasattr(function, "__code__"):  # a callable object
+        owner, function = fn, type(fn)
+    if not hasattr(function, "__code__") and not isinstance(function, type):
+        return None
+    try:
+        weakref.ref(function)
+        if owner is not None:
+            weakref.ref(owner)
+    except TypeError:
+        return None
+    return function, owner
+
+
+def _table(function: Any, create: bool) -> Any:
+    table = _CACHE.get(function)
+    if table is None and create:
+        table = _CACHE[function] = weakref.WeakKeyDictionary()
+    return table
+
+
+def remember(fn: Callable, graph: Graph, places: list[Place]) -> None:
+    """Note the array states of ``graph`` (a whole capture of ``fn``) by the places that held
+    them, for a later capture of ``fn`` (:func:`plan`); forget them when a state was held by no
+    walked place (nothing to lift it through)."""
+    key = _key(fn)
+    if key is None:
+        return
+    function, owner = key
+    states = []
+    holding = _holding(places)
+    for node, root in array_states(graph):
+        labels = tuple(p.label for p in holding.get(id(root), ()) if p.value is root)
+        if not labels:
+            states = []
+            break
+        states.append((labels, node.name, graph.state_places.get(node.index), node.source))
+    table = _table(function, bool(states))
+    if table is None:
+        return
+    slot = owner if owner is not None else function
+    if states:
+        table[slot] = _Remembered(states)
+    else:
+        table.pop(slot, None)
+
+
+class Lifted:
+    """The states a capture lifts: for each, its array, the places that hold it, its name,
+    place and line; after :func:`lift`, its tensor."""
+
+    __slots__ = ("held", "nodes", "places", "states", "tensors")
+
+    def __init__(self, states: list[tuple[np.ndarray, list[Place], str | None, Any, Any]],
+                 places: list[Place]) -> None:
+        self.states = states
+        self.places = places  # every place the walk found (trace/rebound.py)
+        self.tensors: list[Tensor] = []
+        self.nodes: list[Node] = []  # their state nodes (a tensor takes the node of each write)
+        self.held = True  # every place still held its tensor when put back
+
+
+def plan(fn: Callable, places: list[Place], noted: Any) -> Lifted | None:
+    """The states to lift for this capture of ``fn`` (``places``: :func:`rebound.note`'s,
+    ``noted``: the outside arrays' snapshot, whose references are capviz's), or ``None`` when
+    ``fn`` was not captured whole before or one of its states cannot be lifted soundly (see the
+    module docstring, point 2)."""
+    key = _key(fn)
+    if key is None:
+        return None
+    function, owner = key
+    table = _table(function, False)
+    remembered = None if table is None else table.get(owner if owner is not None else function)
+    if remembered is None:
+        return None
+    holding = _holding(places)
+    by_label = {p.label: p for held in holding.values() for p in held}
+    ours = _our_references(places, noted)
+    states = []
+    for labels, name, place, source in remembered.states:
+        first = by_label.get(labels[0])
+        root = None if first is None else first.value
+        if type(root) is not np.ndarray or root.base is not None or \
+                not root.flags.writeable or root.dtype.kind not in _KINDS:
+            return None
+        holders = holding[id(root)]
+        if sys.getrefcount(root) != _FIXED + len(holders) + ours[id(root)]:
+            return None  # a reference no walked place explains: NumPy could read it unseen
+        states.append((root, holders, name, place, source))
+    return Lifted(states, places)
+
+
+_FIXED = 2  # sys.getrefcount's argument and the local variable ``root`` in plan()
+
+
+def _holding(places: list[Place]) -> dict[int, list[Place]]:
+    """The places that are one reference each (an attribute, a list slot...), by the ``id``
+    of what they hold (alive meanwhile: the places hold it)."""
+    holding: dict[int, list[Place]] = {}
+    for p in places:
+        if p.kind in _SLOTS:
+            held = holding.get(id(p.value))
+            if held is None:
+                holding[id(p.value)] = [p]
+            else:
+                held.append(p)
+    return holding
+
+
+def _our_references(places: list[Place], noted: Any) -> collections.Counter:
+    """How many references to each object (by ``id``, the objects alive meanwhile) capviz's
+    own notes hold: each place's record of what it held, the copies of walked lists and dicts,
+    the outside arrays' snapshot."""
+    counts: collections.Counter = collections.Counter()
+    for p in places:
+        if p.kind == "items":
+            items = p.value.values() if type(p.value) is dict else p.value
+            counts.update(map(id, items))
+        elif p.kind != "keys":
+            counts[id(p.value)] += 1
+    for entries in (noted.noted, noted.watched):
+        counts.update(id(entry[1]) for entry in entries)
+    return counts
+
+
+def lift(recorder: Any, lifted: Lifted) -> None:
+    """Make each lifted array a state of ``recorder``'s graph (its node, its start value, its
+    tensor) and bind the places that hold it to that tensor (called once the inputs are
+    declared, before ``fn`` runs)."""
+    graph = recorder.graph
+    frame = user_frame(sys._getframe())
+    for root, holders, name, place, source in lifted.states:
+        node = recorder._append("state", None, (), {}, tuple(root.shape), root.dtype, source,
+                                name, frame=frame)
+        graph.state_values[node.index] = root.copy("K")
+        ref = weakref.ref(root)
+        graph.state_targets[node.index] = ref
+        if place is not None:
+            graph.state_places[node.index] = place
+        tensor = Tensor(node, recorder)
+        recorder.states[id(root)] = State(ref, node, tensor)
+        lifted.tensors.append(tensor)
+        lifted.nodes.append(node)
+        for holder in holders:
+            kind = holder.kind
+            if kind == "list" or kind == "dict" or kind == "global":
+                holder.holder[holder.key] = tensor  # (Place.bind's work, inline: 100 states)
+            elif kind == "attribute":
+                vars(holder.holder)[holder.key] = tensor
+            else:
+                holder.bind(tensor)
+
+
+def unlift(lifted: Lifted, recorder: Any) -> None:
+    """Put every lifted array back in its places (``is``-identical), noting whether each still
+    held its tensor and no other walked place got a tensor of ``recorder`` (called before the
+    scope exits, also when ``fn`` raised)."""
+    for (root, holders, *_), tensor in zip(lifted.states, lifted.tensors):
+        for holder in holders:
+            kind = holder.kind
+            if kind == "list" and holder.key < len(holder.holder):  # (inline, as in lift)
+                if holder.holder[holder.key] is not tensor:
+                    lifted.held = False
+                holder.holder[holder.key] = root
+                continue
+            if holder.get() is not tensor:
+                lifted.held = False
+            holder.put_back()
+    if lifted.held and _tensor_stored(lifted.places, recorder):
+        lifted.held = False
+
+
+def _tensor_stored(places: list[Place], recorder: Any) -> bool:
+    """Whether a walked place holds a capture tensor of ``recorder`` it did not hold when
+    noted (an attribute bound or added, an item appended or stored: ``self.last = self.W``,
+    ``self.history.append(self.W)``), which :func:`capviz.trace.rebound.put_back` takes back
+    or refuses where the two captures would have left an ndarray: those decide it. Other
+    Python side effects (``self.calls.append(1)``) are the same in both."""
+    for p in places:
+        kind = p.kind
+        if kind == "items":
+            now, before = p.holder, p.value
+            if type(now) is dict:
+                changed = len(now) != len(before) or any(now.get(k, p) is not v
+                                                         for k, v in before.items())
+            else:
+                changed = len(now) != len(before) or any(a is not b
+                                                         for a, b in zip(now, before))
+            if changed and _holds(now, recorder, every=True):
+                return True
+        elif kind == "keys":
+            held = vars(p.holder)
+            if any(_holds(held[key], recorder) for key in held.keys() - p.value):
+                return True
+        else:
+            now = p.get()
+            if now is not p.value and _holds(now, recorder):
+                return True
+    return False
+
+
+def _holds(value: Any, recorder: Any, every: bool = False) -> bool:
+    if type(value) is Tensor:
+        return value._trace is recorder
+    if type(value) in _CONTAINERS:
+        return tensor_in(value, recorder, 3, every) is not None
+    return False
+
+
+_CONTAINERS = (tuple, list, dict, collections.deque)
+
+
+def kept(graph: Graph, lifted: Lifted, noted: Any, outputs: list) -> bool:
+    """Whether the lifted capture ``graph`` stands (see the module docstring, point 4);
+    ``outputs``: the scope's declared outputs (a lifted tensor ``fn`` returned is held there)."""
+    if not graph.complete or graph.violation_records or not lifted.held or graph.symbols:
+        return False
+    returned = collections.Counter(id(out.value) for out in outputs)
+    for tensor in lifted.tensors:  # a reference left elsewhere: stored where no walk looks
+        if sys.getrefcount(tensor) != _HELD + returned[id(tensor)]:
+            return False
+    nodes = {node.index for node in lifted.nodes}
+    for index, ref in graph.state_targets.items():
+        if type(ref) is weakref.ref and index not in nodes:  # a state not lifted
+            return False
+    written = {node.params["state"] for node in graph.nodes
+               if node.kind == "output" and "state" in node.params
+               and node.args[0].index != node.params["state"]}
+    if not nodes <= written:
+        return False
+    copied = {id(entry[1]) for entries in (noted.noted, noted.watched) for entry in entries}
+    for ref in graph.constant_origins.values():
+        root = ref()
+        if root is not None and id(_owner(root)) not in copied:
+            return False
+    return True
+
+
+_HELD = 3  # sys.getrefcount's argument, the loop variable, ``lifted.tensors``
+
+
+def discard(lifted: Lifted) -> None:
+    """A lifted run thrown away: a lifted tensor ``fn`` stored where no walk looks (a list or
+    dict of a helper's module: ``CACHE.append(self.W)``) gets its array back there, as the call
+    left it when it stored the array itself."""
+    for (root, *_), tensor in zip(lifted.states, lifted.tensors):
+        if sys.getrefcount(tensor) <= _HELD:
+            continue
+        for holder in gc.get_referrers(tensor):
+            if holder is lifted.tensors:
+                continue
+            if type(holder) is list:
+                for k, item in enumerate(holder):
+                    if item is tensor:
+                        holder[k] = root
+            elif type(holder) is dict:
+                for key in [k for k, item in holder.items() if item is tensor]:
+                    holder[key] = root
+
+
+def _owner(array: Any) -> Any:
+    while isinstance(getattr(array, "base", None), np.ndarray):
+        array = array.base
+    return array
+
