@@ -108,7 +108,9 @@ def test_every_spelling_of_a_sum_then_a_subtraction_is_numpys_bits(label):
     counting = CountingScheduler()
     with dask.config.set(scheduler=counting):
         got = _replayed(fn, ROWS, (16, 96))
-    assert counting.calls == 1  # built in NumPy's order from the start: no second run
+    # built in NumPy's order from the start: one run; a centring on the mean of all the values
+    # is tested first (NumPy's order is one block of the whole operand): it fails, a second run
+    assert counting.calls == (2 if label == "x - x.mean()" else 1)
     assert got.dtype == want.dtype
     if label.endswith("** 2 mean"):  # the outer mean of squares cancels nothing: dask's tree
         assert _ratio(got, want) <= 1
@@ -219,3 +221,44 @@ def test_a_centring_of_a_flipped_view_over_several_chunks_is_refused_naming_the_
     # the fix it gives works: the reduced axis in one chunk
     assert np.array_equal(graph.replay({"x": ROWS}, backend="dask", chunks=(4, 768))["out"],
                           fn(ROWS))
+
+
+def test_a_centring_on_the_mean_of_all_values_keeps_the_chunks_where_its_tolerance_holds():
+    """``x - x.mean()`` of a dask-array input: NumPy's order of the mean is one block of the
+    whole operand, so the centring's tolerance is tested at run time instead; on values of the
+    size of their spread it holds, the replay runs once and never holds the input."""
+    import tracemalloc
+
+    host = RNG.random((200_000, 8)).astype(np.float32)  # 6.1 MiB, one sign: the sum holds
+    x = da.from_array(host, chunks=(5_000, 8))
+    for fn in (lambda a: a - a.mean(), lambda a: a - a.sum() / a.size):
+        graph = cv.capture(fn, cv.spec(host.shape, "float32"))
+        with dask.config.set(scheduler="single-threaded"):
+            lazy = graph.replay({"a": x}, backend="dask", compute=False)["out"]
+            tracemalloc.start()
+            try:
+                corner = lazy[-5:].compute()
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+        assert peak < host.nbytes / 2  # one block of the input would be 6.4 MB
+        np.testing.assert_allclose(corner, fn(host)[-5:], rtol=1e-5, atol=1e-5)
+        counting = CountingScheduler()
+        with dask.config.set(scheduler=counting):
+            got = graph.replay({"a": x}, backend="dask")["out"]
+        assert counting.calls == 1
+        np.testing.assert_allclose(got, fn(host), rtol=1e-5, atol=1e-5)
+
+
+def test_a_centring_on_the_mean_of_all_values_beyond_its_tolerance_is_numpys_or_fails_lazily():
+    fn = SPELLINGS["x - x.mean()"]
+    assert _ratio(_dask_own(fn, ROWS, (16, 96)), fn(ROWS)) > 1  # what dask.array gives
+    assert np.array_equal(_replayed(fn, ROWS, (16, 96)), fn(ROWS))  # second run: NumPy's
+    lazy = _replayed(fn, ROWS, (16, 96), compute=False)
+    with pytest.raises(cv.ReplayError) as caught:
+        lazy.compute()
+    text = str(caught.value)
+    assert "(mean)" in text and "test_dask_cancelling.py" in text
+    assert "np.mean over several chunks feeds node %" in text and "(subtract at " in text
+    assert "which cancels" in text and "beyond the tolerance of its smallest value" in text
+    assert "replay with compute=True" in text

@@ -22,8 +22,17 @@ chunks, or NumPy keeps a running sum across chunked later axes) is built in NumP
 the start (:func:`capviz.backends.dask.reductions.in_numpy_order`): along one axis on blocks
 that hold that axis (and, where NumPy adds pairwise, the later ones: a row) whole, or, where
 NumPy adds row after row, chunk by chunk (:mod:`capviz.backends.dask.running`, which keeps the
-hostile review 3's finding 28's memory); over all axes, or several, on one block. Its value is
-then NumPy's bits, and so is the consumer's. Where NumPy's order cannot be known (its operand's
+hostile review 3's finding 28's memory); over several axes on one block. Its value is then
+NumPy's bits, and so is the consumer's. One case is tested instead (:func:`held`): a float32 or
+float64 ``sum`` or ``mean`` over all of its operand's axes, each of whose reaches is a centring
+by a number (``x - x.mean()``, ``x - x.sum() / x.size``), whose NumPy order would be one block
+holding the whole operand (a larger-than-memory array's): there every value of the consumer is
+known at the sum, and the sum fails at its node where ``r * eps * S / count * |factor|``, its
+error carried to the consumer, exceeds ``atol + rtol * min |x -+ factor * s|``, the tolerance
+of the consumer's smallest value (:func:`centring_checked`; two more passes over the operand,
+its magnitudes' sum and that minimum); the replay then computes it again in NumPy's order on
+one block, as a failed sum check does, or, lazily (``compute=False``), the task fails naming
+the fix. Where NumPy's order cannot be known (its operand's
 memory layout is not: a flipped or broadcast view), the node is refused at build time, naming
 the consumer, with the fixes (chunks that keep the reduced axes in one chunk, or
 ``backend='numpy'``).
@@ -41,6 +50,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Any
 
+import dask.array as da
 import numpy as np
 
 from capviz.backends import cancelling
@@ -56,15 +66,14 @@ order."""
 
 FEEDING: ContextVar[dict[int, tuple] | None] = ContextVar("capviz_dask_feeding", default=None)
 """The replay being built's sums that reach an add or subtract that can cancel, by node index,
-each with the consumers it reaches; ``None`` outside a replay's build."""
+each with its :class:`~capviz.backends.cancelling.Reach` es; ``None`` outside a replay's
+build."""
 
 
 def feeding(nodes: list[Node]) -> dict[int, tuple]:
     """The sums among ``nodes`` (a program's op nodes, in order) whose value reaches an add or
-    subtract that can cancel: node index -> the consumer nodes."""
-    reaches = cancelling.reaches(nodes, SUMS)
-    return {index: tuple(reach.consumer for reach in found)
-            for index, found in reaches.items()}
+    subtract that can cancel: node index -> its reaches."""
+    return cancelling.reaches(nodes, SUMS)
 
 
 def wanted(name: str, args: tuple, params: dict, dtype: np.dtype, index: int | None,
@@ -93,10 +102,8 @@ def _axes(name: str, x: Any, params: dict) -> tuple:
 def refused(node: Node, source: str) -> OrderMatters:
     """The error of sum ``node``, which reaches a consumer that can cancel, where NumPy's order
     of addition follows the layout of ``source`` (in words), which is not known."""
-    consumers = (FEEDING.get() or {}).get(node.index, ())
-    where = ", ".join(f"node %{c.index} ({c.op}" + (f" at {format_source(c.source)}"
-                                                     if format_source(c.source) else "") + ")"
-                      for c in consumers[:2])
+    consumers = [reach.consumer for reach in (FEEDING.get() or {}).get(node.index, ())]
+    where = ", ".join(_named(c) for c in consumers[:2])
     return OrderMatters(
         f"np.{node.op} over several chunks feeds {where}, which can cancel: there the "
         "roundings of dask.array's order of addition, within the tolerance of the sum, can be "
@@ -104,3 +111,91 @@ def refused(node: Node, source: str) -> OrderMatters:
         f"NumPy's order follows the memory layout of {source}, which is not C-contiguous, and "
         "a dask array has none: replay with chunks= that keep the reduced axes in one chunk, "
         "or with backend='numpy'")
+
+
+_HELD = frozenset(("sum", "mean"))
+_PLAIN = frozenset(("axis", "keepdims"))
+
+
+def held(name: str, x: Any, params: dict, dtype: np.dtype, index: int | None) -> bool:
+    """Whether sum node ``index`` (``name`` of ``x``, one of :data:`FEEDING`) is held by a test
+    of its consumers' tolerance at run time (:func:`centring_checked`) instead of NumPy's order:
+    a float32 or float64 ``sum`` or ``mean`` over all the axes of its operand, whose NumPy order
+    needs one block holding the whole operand (a larger-than-memory array's), and every reach
+    of it a centring by a number (``x - x.mean()``, ``x - x.sum() / n``), where the consumer's
+    values are known at the sum."""
+    reaches = (FEEDING.get() or {}).get(index, ())
+    kind = np.dtype(dtype)
+    if name not in _HELD or kind not in (np.float32, np.float64) \
+            or np.dtype(x.dtype) != kind or not set(params) <= _PLAIN:
+        return False
+    if len(_axes(name, x, params)) != x.ndim:
+        return False
+    return bool(reaches) and all(r.centring and r.factor is not None for r in reaches)
+
+
+class _Centred:
+    """A task's test (picklable): the sum's error, one rounding (``rounds``) of its terms'
+    magnitudes ``total`` (over ``count`` for a mean) times each consumer's factor, within the
+    tolerance of that consumer's smallest value."""
+
+    def __init__(self, name: str, eps: float, rounds: int, count: int, factors: list,
+                 tolerances: list, where: list) -> None:
+        self.name = name
+        self.eps = eps
+        self.rounds = rounds
+        self.count = count
+        self.factors = factors
+        self.tolerances = tolerances
+        self.where = where
+
+    def __call__(self, result: np.ndarray, total: np.ndarray, *gaps: np.ndarray) -> np.ndarray:
+        error = self.rounds * self.eps * float(total) / self.count
+        for gap, factor, (rtol, atol), where in zip(gaps, self.factors, self.tolerances,
+                                                    self.where):
+            bound = error * abs(factor)
+            if bound > atol + rtol * float(gap):
+                raise OrderMatters(
+                    f"np.{self.name} over several chunks feeds {where}, which cancels: the "
+                    f"roundings of its terms' magnitudes there, {bound:.3g}, are beyond the "
+                    f"tolerance of its smallest value ({float(gap):.3g}), so dask.array's "
+                    "order of addition and NumPy's can give other values there; replay with "
+                    "compute=True (which computes this node as NumPy does), backend='numpy', "
+                    "or chunks= that keep the reduced axes in one chunk")
+        return result
+
+
+def centring_checked(name: str, x: Any, result: Any, index: int, guard: Any,
+                     tolerance: Any, pairwise: bool) -> Any:
+    """``result``, sum or mean ``name`` of all of ``x`` (:func:`held`), failing at the node
+    (through ``guard``) with ``OrderMatters`` where a consumer's tolerance does not hold the
+    sum's error: ``r * eps * S / count * |factor| > atol + rtol * min |x -+ factor * s|``
+    (``S`` the finite terms' magnitudes' sum, ``r`` 1 where NumPy adds pairwise, else ``n``).
+    The replay then computes it in NumPy's order (one block), as a failed sum check does.
+    ``tolerance``: the backend's ``(rtol, atol)`` for a dtype."""
+    wide = x.astype(np.float64)
+    finite = da.where(da.isfinite(wide), da.fabs(wide), 0.0)
+    total = da.sum(finite)
+    value = result.reshape(()).astype(np.float64)
+    reaches = FEEDING.get()[index]
+    gaps, factors, tolerances, where = [], [], [], []
+    for reach in reaches:
+        sign = -1.0 if reach.consumer.op == "subtract" else 1.0
+        gaps.append(da.nanmin(da.fabs(wide + sign * reach.factor * value)))
+        factors.append(reach.factor)
+        tolerances.append(tolerance(reach.consumer.dtype))
+        where.append(_named(reach.consumer))
+    n = int(np.prod(x.shape))
+    check = _Centred(name, float(np.finfo(x.dtype).eps), 1 if pairwise else n,
+                     n if name == "mean" else 1, factors, tolerances, where)
+    index_ = tuple(range(result.ndim))
+    pairs: list = [result, index_, total, ()]
+    for gap in gaps:
+        pairs += [gap, ()]
+    return da.blockwise(guard(check), index_, *pairs, dtype=result.dtype,
+                        meta=np.empty((0,) * result.ndim, result.dtype))
+
+
+def _named(node: Node) -> str:
+    where = format_source(node.source)
+    return f"node %{node.index} ({node.op}" + (f" at {where}" if where else "") + ")"
