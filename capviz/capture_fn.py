@@ -177,16 +177,18 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     held = hooks.Hold()  # the hooks, once for both captures (each would make and remove them)
     try:
         hooks.install(held)  # (outside a scope every hook calls through)
-        places = scope._places = rebound.note(fn)  # what fn reaches by name, noted once for
-        outside = outside_writes.note(places)  # all uses: its small arrays copied, before fn runs
-        plan = None if live else lifted.plan(fn, places, outside)
-        done = None if plan is None else _capture_lifted(fn, names, specs, cap, plan, outside,
-                                                          (on_violation, rng, global_random))
-        if done is not None:  # one pass was enough (trace/lifted.py)
+        places = scope._places = rebound.note(fn)  # what fn reaches by name, noted once
+        plan = None if live else lifted.plan(fn, places)  # (one pass: trace/lifted.py)
+        outside = outside_writes.note(places if plan is None else plan.others())  # its small
+        done = None if plan is None else _capture_lifted(  # arrays copied, before fn runs
+            fn, names, specs, cap, plan, outside, (on_violation, rng, global_random))
+        if done is not None:  # one pass was enough
             scope, error = done
             graph = scope.graph
         else:
-            drawn._draws = draws  # (a lifted run thrown away drew nothing that counts)
+            if plan is not None:  # a lifted run thrown away: it drew nothing that counts, and
+                drawn._draws = draws  # left every array as it was (the lifted ones untouched)
+                outside = outside_writes.note(places)
             graph, error = _capture_twice(scope, fn, names, specs, outside, cap,
                                           (drawn, draws), global_random)
     finally:
@@ -231,13 +233,12 @@ def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDe
                     ) -> tuple[CaptureScope, CapvizError | None] | None:
     """Capture ``fn`` once with the states of ``plan`` lifted (:mod:`capviz.trace.lifted`):
     the scope and the refusal of an outside array NumPy wrote unseen (as the first of two
-    captures refuses it), or ``None`` where the run is thrown away (every array put back, the
-    snapshot as it was) and the two captures must run."""
+    captures refuses it), or ``None`` where the run is thrown away (every array put back) and
+    the two captures must run."""
     on_violation, rng, global_random = options
     scope = cap.capture_scope(on_violation=on_violation, rng=rng, global_random=global_random)
     scope._quiet = True  # (the observers are told below, once the run stands)
     scope._places = plan.places
-    watched = list(outside.watched)
     try:
         _run(scope, fn, names, specs, plan)
     except Exception:  # (fn's own error, or a refusal: the two captures give today's)
@@ -251,7 +252,6 @@ def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDe
         return scope, outside_writes.refuse(graph, written, fn, user_source())
     if graph is None or failed or written or not lifted.kept(graph, plan, outside,
                                                              scope._outputs):
-        outside.watched[:] = watched  # (a sampled array reported once: report it again)
         lifted.discard(plan)
         return None
     for callback in list(_observers):

@@ -157,10 +157,17 @@ class Lifted:
         self.nodes: list[Node] = []  # their state nodes (a tensor takes the node of each write)
         self.held = True  # every place still held its tensor when put back
 
+    def others(self) -> list[Place]:
+        """The places that hold no lifted array: the outside arrays' snapshot looks at those
+        (NumPy cannot reach a lifted one; the two captures, if they must run, note them all
+        again)."""
+        lifted = {id(state[0]) for state in self.states}
+        return [p for p in self.places if id(p.value) not in lifted]
 
-def plan(fn: Callable, places: list[Place], noted: Any) -> Lifted | None:
-    """The states to lift for this capture of ``fn`` (``places``: :func:`rebound.note`'s,
-    ``noted``: the outside arrays' snapshot, whose references are capviz's), or ``None`` when
+
+def plan(fn: Callable, places: list[Place]) -> Lifted | None:
+    """The states to lift for this capture of ``fn`` (``places``: :func:`rebound.note`'s), or
+    ``None`` when
     ``fn`` was not captured whole before or one of its states cannot be lifted soundly (see the
     module docstring, point 2)."""
     key = _key(fn)
@@ -173,7 +180,7 @@ def plan(fn: Callable, places: list[Place], noted: Any) -> Lifted | None:
         return None
     holding = _holding(places)
     by_label = {p.label: p for held in holding.values() for p in held}
-    ours = _our_references(places, noted)
+    ours = _our_references(places)
     states = []
     for labels, name, place, source in remembered.states:
         first = by_label.get(labels[0])
@@ -205,10 +212,10 @@ def _holding(places: list[Place]) -> dict[int, list[Place]]:
     return holding
 
 
-def _our_references(places: list[Place], noted: Any) -> collections.Counter:
+def _our_references(places: list[Place]) -> collections.Counter:
     """How many references to each object (by ``id``, the objects alive meanwhile) capviz's
-    own notes hold: each place's record of what it held, the copies of walked lists and dicts,
-    the outside arrays' snapshot."""
+    own notes hold: each place's record of what it held, the copies of walked lists and dicts.
+    (The outside arrays' snapshot is taken after the plan, of the arrays not lifted.)"""
     counts: collections.Counter = collections.Counter()
     for p in places:
         if p.kind == "items":
@@ -216,8 +223,6 @@ def _our_references(places: list[Place], noted: Any) -> collections.Counter:
             counts.update(map(id, items))
         elif p.kind != "keys":
             counts[id(p.value)] += 1
-    for entries in (noted.noted, noted.watched):
-        counts.update(id(entry[1]) for entry in entries)
     return counts
 
 
