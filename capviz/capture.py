@@ -78,12 +78,14 @@ def constant(value: Any, name: str | None = None) -> Any:
 
     For the NumPy that takes a tensor only where an ndarray stood: ``table[labels]`` with an
     ndarray ``table`` calls ``np.asarray(labels)`` (a data read), while
-    ``cv.constant(table)[labels]`` records a gather; a buffer written with tensors
-    (``buf = cv.constant(np.zeros(n)); buf[i] = t``) is recorded like any tensor. Code
-    written so runs eagerly unchanged, since there the array is returned as it is.
+    ``cv.constant(table)[labels]`` records a gather. A write into the tensor is a write into
+    the array, as it is eagerly (where the array itself is returned): ``cv.constant(self.c)[
+    idx] += 1.0`` makes ``self.c`` a state of the graph, which every replay writes as a call
+    does. Code written so runs eagerly unchanged.
 
     Args:
-        value: an array-like (copied when recorded: later changes to it are not seen).
+        value: an array-like (its value when recorded is the constant's; a state's current
+            value where the capture wrote the array).
         name: the constant's name in the graph (default: the variable's name, when found).
 
     Returns:
@@ -94,6 +96,17 @@ def constant(value: Any, name: str | None = None) -> Any:
         return value
     if isinstance(value, Tensor):
         value = value.numpy()  # an eager tensor's value; a capture tensor is a data read
+    if type(value) is np.ndarray and value.base is None and value.dtype.kind in "biufc" \
+            and value.ndim:  # an array of its own: a write into the tensor writes it (below)
+        written = recorder.states.get(id(value))
+        if written is not None and written.ref() is value:  # a state: its current value
+            return written.tensor
+        node = recorder.constant(host_copy(recorder.seen(value)),  # (a second capture's
+                                 name or recorder.name_of(value), user_source())  # first's)
+        note_origin(recorder.graph, node, value)
+        recorder.constant_of[node.index] = value  # (trace/mutation.outside_constant)
+        recorder._adopted[id(value)] = (value, node)  # a first write makes it the state's node
+        return Tensor(node, recorder)
     if name is None and isinstance(value, np.ndarray):
         name = recorder.name_of(value)
     node = recorder.constant(host_copy(value), name, user_source())

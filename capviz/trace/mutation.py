@@ -345,6 +345,7 @@ def name_of_operator(symbol: str) -> str:
 
 def write_ufunc(rec: Any, op: ops.Op, inputs: tuple, out: Tensor, where: Any) -> Tensor:
     """Record ``ufunc(*inputs, out=out, where=where)`` (NumPy's casting "same_kind")."""
+    out = outside_constant(rec, out, f"np.{op.name}(..., out=cv.constant(...))")
     # a tensor owning its buffer, not 0-d (a state's, written with `a += t`): no scalar, no
     # refused view step, its node current, and assign() only sets it (but for an input)
     owner = out._alias is None and bool(out._data.shape) and out._data.kind != "input"
@@ -480,6 +481,7 @@ def _check_imatmul(rec: Any, target: Tensor, other: Any) -> None:
 
 def setitem(rec: Any, target: Tensor, key: Any, value: Any) -> None:
     """``target[key] = value``: an update op (``setitem``, or ``index_put`` for a tensor key)."""
+    target = outside_constant(rec, target, "a write into cv.constant(...)")
     if is_numpy_scalar(target):
         raise located(rec, TypeError(f"'numpy.{target.dtype.type.__name__}' object does not "
                                      "support item assignment"))
@@ -510,6 +512,29 @@ def setitem(rec: Any, target: Tensor, key: Any, value: Any) -> None:
         written = (operand if fancy else basic_write_value)(rec, value, target.dtype)
         node = record(rec, ops.OPS["setitem"], (current(rec, target), written), {"index": index})
     assign(rec, target, node)
+
+
+def outside_constant(rec: Any, target: Tensor, call: str) -> Tensor:
+    """The tensor a write into ``target`` writes: ``target`` itself, or, where it is
+    ``cv.constant(a)`` of an ndarray ``a`` of its own (``rec.constant_of``), the state tensor
+    of ``a``, since eagerly ``cv.constant`` returns ``a`` and the write writes it (review 3,
+    finding 15: ``cv.constant(self.c)[idx] += 1.0`` wrote a copy no replay wrote back).
+    ``target`` then sees the state's buffer: later writes through either are seen by both."""
+    if target._alias is not None:
+        return target
+    array = rec.constant_of.get(target._data.index)
+    if array is None:
+        return target
+    state = rec.state_target(array, call)
+    if state is target:
+        return target
+    if state._alias is None:
+        node = current(rec, state)
+        state._alias = Alias(Storage(node), (), (node,), None)
+    node = current(rec, state)
+    target._data = node
+    target._alias = Alias(state._alias.storage, (), (node,), None)
+    return state
 
 
 def _rows_of_mask(rec: Any, value: Any, mask: Node) -> bool:

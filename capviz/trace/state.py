@@ -542,6 +542,7 @@ def finish(recorder: Any, written: list[tuple[State, Node]], source: Any) -> Non
     it was."""
     graph = recorder.graph
     recorder._adopted = {}  # its references would keep the capture's own arrays alive
+    recorder.constant_of = {}  # (cv.constant's arrays: the same)
     for state, final in written:
         node = state.node
         if state.ref() is None:
