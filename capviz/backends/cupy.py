@@ -17,6 +17,7 @@ import numpy as np
 from capviz import ops
 from capviz.backends.registry import Backend, install_hint, register
 from capviz.core.errors import BackendUnavailableError
+from capviz.ops.reductions import MASKED
 
 _MISSING: list[str] = []  # why `import cupy` failed, remembered
 
@@ -96,7 +97,32 @@ class CupyBackend(Backend):
             return _ufunc_method(op.name, fn)
         if op.name == "into":  # f(..., out=y) of a ufunc method: the form above, then copied
             return _into(self, fn)
+        if op.name in _ON_HOST:
+            return _on_host(op)
         return fn
+
+
+_ON_HOST = frozenset(MASKED.values())
+"""Ops CuPy's namespace lacks the arguments of: ``np.sum(..., where=)`` and the other
+``where=``/``initial=`` reductions (``cupy.sum`` takes neither), run as NumPy's on host copies."""
+
+
+def _on_host(op: Any) -> Callable:
+    """The op's NumPy call on host copies of the operands, moved back to the GPU: NumPy's exact
+    result, at the cost of two transfers."""
+    fn = op.bind(np)
+
+    def run(*args: Any, out: Any = None, **params: Any) -> Any:
+        cupy = sys.modules["cupy"]
+        host = [cupy.asnumpy(a) if isinstance(a, cupy.ndarray) else a for a in args]
+        result = cupy.asarray(fn(*host, **params))
+        if out is None:
+            return result
+        out[...] = result
+        return out
+
+    run.__name__ = op.name
+    return run
 
 
 _CUPY_METHODS = {"ufunc_reduce": "reduce", "ufunc_accumulate": "accumulate"}

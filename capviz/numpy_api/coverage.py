@@ -27,6 +27,7 @@ from capviz.backends.jax.subnormals.complex_parts import complex_treatment
 from capviz.backends.jax.subnormals.lowered import COVERAGE as JAX_LOWERED
 from capviz.numpy_api import methods, reads
 from capviz.ops import SPECS, creation, traits
+from capviz.ops.reductions import MASKED
 from capviz.trace.dispatch import HANDLED, function_name, refusal
 from capviz.trace.tensor import Tensor
 
@@ -74,9 +75,30 @@ def function_entry(name: str, func: Callable) -> Entry:
                                                            _limits(canonical)])))
 
 
+_MASKED_NOTES = {
+    "sum": "where=, initial=: recorded as sum_where (JAX: checked as np.sum, a masked one held "
+           "to n roundings, as NumPy adds it run by run; Dask: NumPy's call on one block)",
+    "mean": "where=: recorded as mean_where (JAX: checked as np.mean, held to n roundings, as "
+            "NumPy adds it run by run; Dask: NumPy's call on one block)",
+    "prod": "where=, initial=: recorded as prod_where (JAX: checked as np.prod; Dask: NumPy's "
+            "call on one block)",
+    "max": "where=, initial=: recorded as max_where (JAX: exact; Dask: NumPy's call on one "
+           "block)",
+    "min": "where=, initial=: recorded as min_where (JAX: exact; Dask: NumPy's call on one "
+           "block)",
+}
+"""The coverage table's note of each reduction with ``where=``/``initial=`` forms
+(:data:`capviz.ops.reductions.MASKED`)."""
+
+
 def _limits(name: str) -> str:
     """What a captured function still refuses by name: its spec's refused arguments and
-    values, and the operands its ``refuse_if`` rule names (the rule's docstring)."""
+    values, and the operands its ``refuse_if`` rule names (the rule's docstring); for the
+    reductions with ``where=``/``initial=`` forms, the op those are recorded as."""
+    plain = {"amax": "max", "amin": "min"}.get(name.removeprefix("np."),
+                                               name.removeprefix("np."))
+    if plain in MASKED:
+        return _MASKED_NOTES[plain]
     spec = SPECS.get(name.removeprefix("np."))
     if spec is None:
         return ""

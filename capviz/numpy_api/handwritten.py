@@ -16,6 +16,7 @@ import numpy as np
 from capviz import ops
 from capviz.numpy_api.registry import reject, static
 from capviz.numpy_api.writes import write_elementwise, write_into
+from capviz.ops.reductions import MASKED
 from capviz.trace.dispatch import implements
 from capviz.trace.tensor import Tensor, _axis, apply, unsupported
 
@@ -31,20 +32,54 @@ def _ufunc_axis(a: Any, axis: Any) -> Any:
 
 
 def _reduce(call: str, name: str, a: Any, axis: Any, keepdims: Any, out: Any,
-            dtype: Any = None) -> Any:
+            dtype: Any = None, initial: Any = None, where: Any = None) -> Any:
     """Record reduction ``name``; with ``out=`` a tensor, NumPy's call with ``out=`` is
-    recorded and written into it (numpy_api/writes.py)."""
+    recorded and written into it (numpy_api/writes.py). With ``where=`` (a mask other than
+    ``True``) or ``initial=``, the op is the reduction's masked form (``sum_where``...,
+    :data:`capviz.ops.reductions.MASKED`), the mask its second operand."""
     axis = axis if name in ("mean", "var", "std") else _ufunc_axis(a, axis)
     params = {"axis": _axis(axis), "keepdims": bool(keepdims)}
     if dtype is not None:  # the accumulator's dtype, as NumPy's dtype= (recorded by name)
         params["dtype"] = np.dtype(dtype).name
+    operands: tuple = (a,)
+    op = ops.OPS[name]
+    masked = where is not None and where is not np._NoValue and not (
+        type(where) is bool and where)
+    if masked or (initial is not None and initial is not np._NoValue):
+        op = ops.OPS[MASKED[name]]
+        if initial is not None and initial is not np._NoValue:
+            params["initial"] = _initial(call, initial, a)
+        if masked:
+            operands = (a, where if type(where) is Tensor else np.asarray(where))
     if out is None:
-        return apply(ops.OPS[name], (a,), params)
+        return apply(op, operands, params)
     if type(out) is not Tensor:
-        raise unsupported(f"{call}(..., out=ndarray)", (a, out), "write into a tensor: "
-                                                               "record the array with "
-                                                               "cv.constant(arr) first")
-    return write_into(call, ops.OPS[name], (a,), params, out)
+        raise unsupported(f"{call}(..., out=ndarray)", (a, out), _OUT_NDARRAY.format(call=call))
+    return write_into(call, op, operands, params, out)
+
+
+_OUT_NDARRAY = ("NumPy would write the result into an ndarray, which cannot hold a recorded "
+                "value; write y = {call}(...) and use y, or record the buffer first, buf = "
+                "cv.constant(arr), and pass out=buf")
+
+
+def _initial(call: str, initial: Any, a: Any) -> Any:
+    """``initial=`` as a graph parameter: a Python number (NumPy casts it to the result's
+    dtype, so a NumPy scalar's own type changes nothing); a tensor is refused with the
+    rewrite."""
+    if type(initial) is Tensor:
+        combine = _COMBINE.get(call, "np.maximum(result, v)")
+        raise unsupported(f"{call}(..., initial=<tensor>)", (a, initial),
+                          "initial must be a Python number; compute the reduction without it "
+                          f"and combine the tensor after: {combine}")
+    if (isinstance(initial, np.ndarray) and initial.ndim == 0) or isinstance(initial, np.generic):
+        initial = initial.item()
+    return static(call, "initial", initial, (a,))
+
+
+_COMBINE = {"np.sum": "np.sum(x, axis) + v", "np.prod": "np.prod(x, axis) * v",
+            "np.max": "np.maximum(np.max(x, axis), v)",
+            "np.min": "np.minimum(np.min(x, axis), v)"}
 
 
 def _reduction(name: str, *funcs: Callable) -> None:
@@ -53,8 +88,7 @@ def _reduction(name: str, *funcs: Callable) -> None:
     @implements(*funcs)
     def handler(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
                 keepdims: Any = False, initial: Any = None, where: Any = None) -> Any:
-        reject(f"np.{name}", (a,), initial=initial, where=where)
-        return _reduce(f"np.{name}", name, a, axis, keepdims, out, dtype)
+        return _reduce(f"np.{name}", name, a, axis, keepdims, out, dtype, initial, where)
 
 
 def _extreme(name: str, *funcs: Callable) -> None:
@@ -63,8 +97,8 @@ def _extreme(name: str, *funcs: Callable) -> None:
     @implements(*funcs)
     def handler(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False,
                 initial: Any = None, where: Any = None) -> Any:
-        reject(f"np.{name}", (a,), initial=initial, where=where)
-        return _reduce(f"np.{name}", name, a, axis, keepdims, out)
+        return _reduce(f"np.{name}", name, a, axis, keepdims, out, initial=initial,
+                       where=where)
 
 
 def _logical(name: str, func: Callable) -> None:
@@ -80,8 +114,7 @@ def _logical(name: str, func: Callable) -> None:
 @implements(np.mean)
 def _mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False,
           *, where: Any = None) -> Any:
-    reject("np.mean", (a,), where=where)
-    return _reduce("np.mean", "mean", a, axis, keepdims, out, dtype)
+    return _reduce("np.mean", "mean", a, axis, keepdims, out, dtype, where=where)
 
 
 _reduction("sum", np.sum)
@@ -304,8 +337,12 @@ def _matmul(x1: Any, x2: Any, **kw: Any) -> Any:
 
 @implements(np.dot)
 def _dot(a: Any, b: Any, out: Any = None) -> Any:
-    reject("np.dot", (a, b), out=out)
-    return apply(ops.OPS["dot"], (a, b))
+    if out is None:
+        return apply(ops.OPS["dot"], (a, b))
+    if type(out) is not Tensor:
+        raise unsupported("np.dot(..., out=ndarray)", (a, b, out), _OUT_NDARRAY.format(
+            call="np.dot"))
+    return write_into("np.dot", ops.OPS["dot"], (a, b), {}, out)
 
 
 @implements(np.take)
@@ -383,9 +420,8 @@ def _round(a: Any, decimals: int = 0, out: Any = None) -> Any:
     if out is None:
         return apply(ops.OPS["round"], (a,), params)
     if type(out) is not Tensor:
-        raise unsupported("np.round(..., out=ndarray)", (a, out), "write into a tensor: "
-                                                                "record the array with "
-                                                                "cv.constant(arr) first")
+        raise unsupported("np.round(..., out=ndarray)", (a, out),
+                          _OUT_NDARRAY.format(call="np.round"))
     return write_into("np.round", ops.OPS["round"], (a,), params, out)
 
 

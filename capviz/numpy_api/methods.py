@@ -50,17 +50,20 @@ REFUSED_ATTRIBUTES: dict[str, str] = {
     "base": "memory layout is not recorded in a graph",
     "ctypes": "a capture tensor has no memory; replay the graph for values",
     "data": "a capture tensor has no memory; replay the graph for values",
-    "flat": "write t.ravel()[i] (or np.ravel(t)) instead of t.flat",
+    "flat": "t.flat is an iterator over the array's memory, which a capture tensor does not "
+            "have; write t.ravel()[i] (or np.ravel(t)) instead of t.flat",
     "byteswap": "byte order is not recorded; cast with t.astype(...)",
     "getfield": "structured dtypes are not tensors; use t.view(dtype) for a bit cast",
     "setfield": "structured dtypes are not tensors; write into the tensor with t[...] = v",
     "dump": "pickling values needs the values; replay the graph and save the outputs",
     "dumps": "pickling values needs the values; replay the graph and save the outputs",
     "tofile": "writing a file needs the values; replay the graph and save the outputs",
-    "to_device": "a graph replays on a backend of its own: graph.replay(..., backend='cupy')",
+    "to_device": "a graph replays on a backend of its own; replay with graph.replay(..., "
+                 "backend='cupy')",
     "setflags": "memory flags are not recorded in a graph",
-    "resize": "write np.resize(t, shape), which returns a new tensor",
-    "itemset": "assign with t[idx] = v",
+    "resize": "t.resize changes the array's size in place; write np.resize(t, shape), "
+              "which returns a new tensor",
+    "itemset": "ndarray.itemset is gone from NumPy 2; write t[idx] = v",
 }
 """ndarray attributes capture refuses, with the alternative the error names."""
 

@@ -16,11 +16,47 @@ from capviz.trace.tensor import Tensor, unsupported
 
 
 def reject(name: str, args: Any, **given: Any) -> None:
-    """Refuse, by name, the first of ``given`` that is set (not None, not NumPy's no-value)."""
+    """Refuse, by name, the first of ``given`` that is set (not None, not NumPy's no-value),
+    with the rewrite that applies (:func:`rewrite`) as the message's ``Fix:`` line."""
     bad = [k for k, v in given.items() if v is not None and v is not np._NoValue]
     if bad:
         raise unsupported(f"{name}(..., {bad[0]}=...)", args,
-                          f"the argument {bad[0]!r} is not supported")
+                          f"the argument {bad[0]!r} is not supported; {rewrite(name, bad[0])}")
+
+
+_REWRITES = {
+    ("np.any", "where"): "write np.any(x & mask, axis) (the terms where= leaves out as False)",
+    ("np.all", "where"): "write np.all(x | ~mask, axis) (the terms where= leaves out as True)",
+    ("np.var", "where"): "write it out with the mask: n = np.sum(mask, axis, keepdims=True); "
+                         "mu = np.sum(x, axis, keepdims=True, where=mask) / n; "
+                         "np.sum((x - mu) ** 2, axis, where=mask) / np.sum(mask, axis)",
+    ("np.std", "where"): "write it out with the mask: n = np.sum(mask, axis, keepdims=True); "
+                         "mu = np.sum(x, axis, keepdims=True, where=mask) / n; "
+                         "np.sqrt(np.sum((x - mu) ** 2, axis, where=mask) / np.sum(mask, "
+                         "axis))",
+    ("np.var", "mean"): "write np.var(x, axis) without mean=: it computes the mean it needs",
+    ("np.std", "mean"): "write np.std(x, axis) without mean=: it computes the mean it needs",
+}
+_REWRITE_OF_ARGUMENT = {
+    "out": "write the result to a name instead, y = {call}(...) (to fill a tensor buffer: "
+           "buf[...] = {call}(...))",
+    "dtype": "cast the operands first, {call}([a.astype(t) for a in arrays]), as NumPy's "
+             "dtype= casts them",
+}
+CATALOGUE = "docs/guide/numpy.md (\"What is refused, and what to write instead\")"
+"""The page listing what capviz records of NumPy's API, and the rewrites of what it does not."""
+
+
+def rewrite(call: str, argument: str) -> str:
+    """The rewrite of ``call(..., argument=...)`` that capture records (the ``Fix:`` line of its
+    refusal), or, where none is known, where the docs list what capviz records."""
+    fix = _REWRITES.get((call, argument))
+    if fix is None and argument in _REWRITE_OF_ARGUMENT:
+        fix = _REWRITE_OF_ARGUMENT[argument].format(call=call)
+    if fix is None:
+        fix = (f"write the call without {argument}= (the rewrites capviz records are listed in "
+               f"{CATALOGUE}, and cv.supported_functions() names the functions)")
+    return fix
 
 
 _PLAIN = (type(None), bool, int, float, complex, str)

@@ -52,6 +52,10 @@ def reduced_shape(shape: tuple, axis: Any, keepdims: bool) -> tuple:
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+_UFUNC_NAMES = {"max": "maximum", "min": "minimum"}
+"""The ufunc NumPy reduces for ``np.max`` and ``np.min`` (its name in NumPy's errors)."""
+
+
 def _reduce_meta(name: str, fn: Callable, single_axis: bool = False) -> Callable:
     def meta(args: Sequence, params: dict) -> tuple:
         x = args[0]
@@ -63,8 +67,8 @@ def _reduce_meta(name: str, fn: Callable, single_axis: bool = False) -> Callable
             axes = normalize_axis(axis, len(x.shape))
             reduced = range(len(x.shape)) if axes is None else axes
             if name in ("max", "min", "argmax", "argmin") and any(x.shape[a] == 0 for a in reduced):
-                raise ValueError(f"zero-size array to reduction operation {name} "
-                                 "which has no identity")
+                raise ValueError("zero-size array to reduction operation "
+                                 f"{_UFUNC_NAMES.get(name, name)} which has no identity")
             key = hashable_params(params)
             probe = {**params, "ddof": 0} if "ddof" in params else params  # no dof warning
             dt = proxy_dtype(fn, args, probe,
@@ -95,6 +99,84 @@ _reduction("any", np.any, "any", ("axis", "keepdims"), out=True)
 _reduction("all", np.all, "all", ("axis", "keepdims"), out=True)
 _reduction("argmax", np.argmax, "argmax", ("axis", "keepdims"), single_axis=True)
 _reduction("argmin", np.argmin, "argmin", ("axis", "keepdims"), single_axis=True)
+
+
+# --- where= and initial= ------------------------------------------------------------------------
+# np.sum(x, axis, where=mask, initial=v) and the same of prod, mean, max and min: an op of their
+# own (``sum_where``...), the mask its second operand when given (a tensor, or the array NumPy
+# would read), so that an engine that adds in another order meets a name it must decide, never a
+# plain ``sum`` whose mask it could drop. NumPy does not add a masked sum in the order of the
+# plain one: it adds each run of unmasked terms of its inner loop pairwise into a running total
+# (its masked loop calls the plain one per run), starting from the identity (so a masked sum of
+# -0.0 terms is +0.0); the NumPy replay is NumPy's own call, bit for bit.
+
+MASKED = {"sum": "sum_where", "prod": "prod_where", "mean": "mean_where", "max": "max_where",
+          "min": "min_where"}
+"""The reduction each ``where=``/``initial=`` op is a form of."""
+
+
+
+def _masked_meta(name: str, fn: Callable) -> Callable:
+    def meta(args: Sequence, params: dict) -> tuple:
+        x = args[0]
+        mask = args[1] if len(args) > 1 else None
+        shape = tuple(x.shape)
+        try:
+            if mask is not None:
+                mdt = mask.dtype if ops.is_tensor_meta(mask) else np.asarray(mask).dtype
+                if not np.can_cast(mdt, np.bool_, "safe"):  # NumPy's own TypeError
+                    raise TypeError(f"Cannot cast array data from {np.dtype(mdt)!r} to "
+                                    "dtype('bool') according to the rule 'safe'")
+                mshape = tuple(ops.shape_of(mask)) if ops.is_tensor_meta(mask) \
+                    else np.shape(mask)
+                if len(mshape) > len(shape):
+                    raise ValueError("input operand has more dimensions than allowed by the "
+                                     "axis remapping")
+                if any(m not in (1, d) for m, d in zip(mshape[::-1], shape[::-1])):
+                    raise ValueError("operands could not be broadcast together with remapped "
+                                     f"shapes [original->remapped]: {shape} {mshape}")
+                if name in _UFUNC_NAMES and params.get("initial") is None:
+                    raise ValueError(f"reduction operation '{_UFUNC_NAMES[name]}' does not "
+                                     "have an identity, so to use a where mask one has to "
+                                     "specify 'initial'")
+            result = reduced_shape(shape, params.get("axis"), params.get("keepdims", False))
+            if name in _UFUNC_NAMES and params.get("initial") is None \
+                    and _empty_reduction(shape, params.get("axis")):
+                raise ValueError(f"zero-size array to reduction operation {_UFUNC_NAMES[name]} "
+                                 "which has no identity")
+            key = hashable_params(params)
+            dt = proxy_dtype(fn, [x], params,
+                             None if key is None else (MASKED[name], len(shape), x.dtype, key))
+        except (ValueError, TypeError, OverflowError, np.exceptions.AxisError) as err:
+            raise rule_error(name, list(args), params, err) from None
+        return result, dt
+
+    return meta
+
+
+def _masked_impl(xp_name: str) -> Callable:
+    def impl(xp: Any) -> Callable:
+        fn = getattr(xp, xp_name)
+
+        def run(a: Any, where: Any = True, **params: Any) -> Any:
+            return fn(a, where=where, **params)
+
+        run.__name__ = xp_name
+        return run
+
+    return impl
+
+
+def _masked(name: str, np_fn: Callable, params: Sequence[str]) -> None:
+    register(Op(MASKED[name], _masked_impl(name), _masked_meta(name, np_fn), params=params,
+                nargs=(1, 2)))
+
+
+_masked("sum", np.sum, ("axis", "keepdims", "dtype", "initial"))
+_masked("prod", np.prod, ("axis", "keepdims", "dtype", "initial"))
+_masked("mean", np.mean, ("axis", "keepdims", "dtype"))
+_masked("max", np.max, ("axis", "keepdims", "initial"))
+_masked("min", np.min, ("axis", "keepdims", "initial"))
 
 
 # --- NumPy functions ------------------------------------------------------------------------------

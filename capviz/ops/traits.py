@@ -66,6 +66,9 @@ WHOLE = {
     "create",  # np.zeros((n, h)) made inside a capture: NumPy's function, one block
     "draw",  # a live generator's draw: a graph with one is refused by name before (a state)
     "advanced_ufunc_at",  # np.add.at(x, (i, j), v), np.add.at(x, slice(1, 3), v)
+    # np.sum/prod/mean/max/min with where= or initial=: NumPy adds a masked sum run by run of
+    # its mask (ops/reductions.py), which no per-block rule repeats: NumPy's own call, one block
+    "sum_where", "prod_where", "mean_where", "max_where", "min_where",
 }
 """Ops that need each operand whole (one block): no per-block rule gives NumPy's bits."""
 WHOLE_PREFIXES = ("linalg.", "fft.", "emath.")  # emath: a block's dtype may follow its values
@@ -89,7 +92,8 @@ INDEX_RESULTS = frozenset(("searchsorted", "digitize", "argwhere", "nonzero", "f
 the widening cast is exact."""
 
 
-ACCUMULATES = frozenset(("sum", "prod", "nansum", "nanprod", "cumsum", "cumprod", "nancumsum",
+ACCUMULATES = frozenset(("sum", "prod", "sum_where", "prod_where", "mean_where",
+                         "nansum", "nanprod", "cumsum", "cumprod", "nancumsum",
                          "nancumprod", "trace", "mean", "nanmean", "average", "var", "nanvar",
                          "std", "nanstd", "median", "nanmedian"))
 """Reductions NumPy computes on integer or boolean operands in a wider accumulator: ``int64``

@@ -115,6 +115,17 @@ def _unsupported_here(call: str, reason: str) -> UnsupportedOperationError:
     return UnsupportedOperationError(unsupported_message(call, source, reason))
 
 
+def _ufunc_keyword_fix(call: str, kwargs: dict) -> str:
+    """The rewrite of a ufunc call with keyword arguments capture does not record."""
+    if "dtype" in kwargs or "signature" in kwargs:
+        return f"cast the operands first, {call}(a.astype(t), b.astype(t)), as dtype= does"
+    if "where" in kwargs:
+        return (f"write np.where(mask, {call}(a, b), fallback): without out=, NumPy leaves "
+                "the elements where= skips uninitialised")
+    return (f"write the call without {', '.join(f'{k}=' for k in sorted(kwargs))} (what "
+            "capviz records of NumPy's API is listed in docs/guide/numpy.md)")
+
+
 def tuple_index_fix(key: tuple) -> str:
     """The alternative to a tensor inside a tuple index (``t[m, ...]``, ``t[:, idx]``)."""
     if any(type(k) is Tensor and k.dtype == np.bool_ for k in key):
@@ -588,7 +599,7 @@ class Tensor:
             inputs = tuple(np.moveaxis(x, axis, -1) if np.ndim(x) else x for x in inputs)
         if kwargs:
             raise unsupported(call, inputs, f"keyword arguments {sorted(kwargs)} are not "
-                                            "supported")
+                                            f"supported; {_ufunc_keyword_fix(call, kwargs)}")
         if _scalar_operator(ufunc, inputs):
             return _scalar_base_call(ufunc, inputs)
         op = ops.ufunc_op(ufunc)

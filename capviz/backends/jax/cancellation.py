@@ -219,7 +219,7 @@ def _sum_cancels(jnp: Any, name: str, label: str, fn: Callable, args: tuple, par
         wider = _WIDER.get(np.dtype(out.type(0).astype(wide).dtype) if out.kind != "c"
                            else out)
         fix = "" if wider is None else f", or sum in {wider} (dtype=np.{wider})"
-        message = _ROWS.format(op=label, why=_why(name), n=n, dtype=wide, eps=eps, fix=fix)
+        message = _ROWS.format(op=label, why=_why(name, params), n=n, dtype=wide, eps=eps, fix=fix)
     fits = nonfinite = kept = None
     for part in ((jnp.real, jnp.imag) if out.kind == "c" else (None,)):
         terms = (a if part is None else part(a)).astype(wide)
@@ -328,10 +328,18 @@ _WIDER = {np.dtype(np.float16): "float64", np.dtype(np.float32): "float64",
 float64 and complex128)."""
 
 
-def _why(name: str) -> str:
+def _masked(params: dict) -> bool:
+    """Whether the sum's ``where=`` mask leaves terms out (anything but ``True``)."""
+    where = params.get("where")
+    return where is not None and where is not True
+
+
+def _why(name: str, params: dict) -> str:
     """Why NumPy adds the terms of the sum ``name`` one after another."""
     if name in SEQUENTIAL:
         return "a cumulative sum"
+    if _masked(params):
+        return "with where=, each run of unmasked terms into a running total"
     return "along an axis that is not the last one, one row after another"
 
 
@@ -360,8 +368,10 @@ def _in_float32(name: str, params: dict, a: Any) -> bool:
 def _pairwise(name: str, params: dict, a: Any) -> bool:
     """Whether NumPy adds the terms of each output of this sum pairwise (its inner loop, along
     the last axis of a C-ordered operand, or over all of them): else one after another, a
-    running sum (a cumulative sum; a reduction along other axes, row after row)."""
-    if name in SEQUENTIAL:
+    running sum (a cumulative sum; a reduction along other axes, row after row). A sum with a
+    ``where=`` mask is not: NumPy's masked loop adds each run of unmasked terms pairwise into a
+    running total (up to ``n`` roundings, ``tests/test_reductions_where.py``)."""
+    if name in SEQUENTIAL or _masked(params):
         return False
     axis = params.get("axis", 0 if name == "ufunc_reduce" else None)
     ndim = len(a.shape)

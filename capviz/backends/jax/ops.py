@@ -33,6 +33,7 @@ from capviz.backends.jax.random import bernoulli, normal, uniform
 from capviz.backends.jax.trace import cast, dtype_of, require
 from capviz.ops import traits
 from capviz.ops.advanced_index import tensor_axes
+from capviz.ops.reductions import MASKED
 
 UNSUPPORTED: dict[str, str] = {
     "partition": "the order of the elements on each side of the kth is NumPy's introselect's "
@@ -880,6 +881,25 @@ def _zero_d_along_axis(jnp: Any, fn: Callable, cumulative: bool = False) -> Call
     return run
 
 
+MASKED_FORMS = {masked: plain for plain, masked in MASKED.items()}
+"""The ``where=``/``initial=`` ops (``sum_where``...) and the reduction each is a form of."""
+
+
+def _masked(fn: Callable) -> Callable:
+    """A ``where=``/``initial=`` op (:data:`MASKED_FORMS`) as its plain reduction's form ``fn``
+    with the mask, the op's second operand, passed as ``where=``: jax.numpy's reductions take
+    it, and every check of the plain reduction (sums that cancel, subnormals, float16
+    overflow) reads ``where=`` and ``initial=`` from its parameters, as for the nan forms."""
+
+    def run(a: Any, *mask: Any, **params: Any) -> Any:
+        if mask:
+            params["where"] = mask[0]
+        return fn(a, **params)
+
+    run.__name__ = getattr(fn, "__name__", "reduction")
+    return run
+
+
 def functional(op: ops.Op, jnp: Any, checks: bool = True) -> Callable:
     """The callable that runs ``op`` on ``jnp`` as NumPy does: its form of :data:`OVERRIDES`, or
     ``op.bind(jnp)``; a ufunc in NumPy's loop, list arguments as arrays; an accumulating
@@ -889,6 +909,9 @@ def functional(op: ops.Op, jnp: Any, checks: bool = True) -> Callable:
     :mod:`capviz.backends.jax.cancellation` (``checks=False``: without them, for a form that runs
     the op inside a jax loop, where a check cannot be returned). (Refusals are the caller's:
     :data:`UNSUPPORTED`.)"""
+    plain = MASKED_FORMS.get(op.name)
+    if plain is not None:
+        return _masked(functional(ops.OPS[plain], jnp, checks))
     make = OVERRIDES.get(op.name)
     fn = make(jnp) if make is not None else op.bind(jnp)
     if op.random:
