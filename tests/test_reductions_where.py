@@ -85,7 +85,8 @@ def _cases():
         f = getattr(np, name)
         ini = {} if name == "mean" else {"initial": 2}
         out += [
-            (f"{name} tensor mask axis 1", lambda x, f=f, ini=ini: f(x, axis=1, where=x > 0.5, **ini)),
+            (f"{name} tensor mask axis 1", lambda x, f=f, ini=ini: f(
+                x, axis=1, where=x > 0.5, **ini)),
             (f"{name} tensor mask all axes", lambda x, f=f, ini=ini: f(x, where=x > 0.5, **ini)),
             (f"{name} ndarray mask keepdims", lambda x, f=f, ini=ini: f(
                 x, axis=0, keepdims=True, where=_MASK, **ini)),
@@ -94,7 +95,8 @@ def _cases():
             (f"{name} where=False", lambda x, f=f, ini=ini: f(x, axis=0, where=False, **ini)),
             (f"{name} method", lambda x, name=name, ini=ini: getattr(x, name)(
                 axis=1, where=x > 0.5, **ini)),
-            (f"{name} empty axis", lambda x, f=f, ini=ini: f(x[:0], axis=0, where=x[:0] > 0, **ini)),
+            (f"{name} empty axis", lambda x, f=f, ini=ini: f(
+                x[:0], axis=0, where=x[:0] > 0, **ini)),
         ]
         if name != "mean":
             out += [(f"{name} initial only", lambda x, f=f: f(x, axis=1, initial=-1)),
@@ -359,3 +361,31 @@ def test_the_masked_variance_fix_applied_captures_numpys_bits(name):
     g = cv.capture(fixed, x)
     for v in (x, x * 3 - 1):
         assert _same(g.replay({"x": v})["out"], getattr(np, name)(v, axis=0, where=v > 0))
+
+
+NAN_MASKS = [
+    ("nansum", lambda x: np.nansum(x, axis=1, where=x > 1),
+     lambda x: np.sum(np.where(np.isnan(x), 0, x), axis=1, where=x > 1),
+     "np.sum(np.where(np.isnan(x), 0, x), axis, where=mask)"),
+    ("nanprod", lambda x: np.nanprod(x, axis=1, where=x > 1),
+     lambda x: np.prod(np.where(np.isnan(x), 1, x), axis=1, where=x > 1),
+     "np.prod(np.where(np.isnan(x), 1, x), axis, where=mask)"),
+    ("nanmax", lambda x: np.nanmax(x, axis=1, where=x > 1, initial=0),
+     lambda x: np.max(x, axis=1, where=(x > 1) & ~np.isnan(x), initial=0),
+     "np.max(x, axis, where=mask & ~np.isnan(x), initial=v)"),
+]
+
+
+@pytest.mark.parametrize("label,fn,fixed,fix", NAN_MASKS, ids=[n[0] for n in NAN_MASKS])
+def test_a_tensor_mask_of_a_nan_reduction_is_refused_with_a_fix_that_gives_its_bits(
+        label, fn, fixed, fix):
+    x = np.array([[1.0, np.nan, 3.0, 2.5], [4.0, 5.0, -6.0, np.nan]])
+    with pytest.raises(cv.UnsupportedOperationError) as err:
+        cv.capture(fn, x)
+    lines = str(err.value).splitlines()
+    assert lines[1] == (f"capviz cannot record it: np.{label} records a where= mask known "
+                        "before the capture (an ndarray), not a tensor.")
+    assert lines[2].startswith("Fix: ") and fix in lines[2]
+    g = cv.capture(fixed, x)
+    for v in (x, x[::-1] * 2 - 1):
+        assert _same(g.replay({"x": v})["out"], fn(v))

@@ -89,6 +89,20 @@ def _refuse_strong(call: str, name: str, value: Any, operands: Any) -> None:
             f"in {dtype}")
 
 
+_TENSOR_MASK = {
+    "np.nansum": "write np.nansum's own steps, np.sum(np.where(np.isnan(x), 0, x), axis, "
+                 "where=mask), which capture records with a tensor mask",
+    "np.nanprod": "write np.nanprod's own steps, np.prod(np.where(np.isnan(x), 1, x), axis, "
+                  "where=mask), which capture records with a tensor mask",
+    "np.nanmax": "write np.max(x, axis, where=mask & ~np.isnan(x), initial=v), which capture "
+                 "records with a tensor mask",
+    "np.nanmin": "write np.min(x, axis, where=mask & ~np.isnan(x), initial=v), which capture "
+                 "records with a tensor mask",
+    "": f"write it with np.sum, np.prod, np.mean, np.max or np.min, which take a tensor mask "
+        f"(the rewrites are in {CATALOGUE})",
+}
+
+
 def static(call: str, name: str, value: Any, operands: Any, nested: bool = False) -> Any:
     """``value`` of parameter ``name`` as a static graph parameter, or a refusal naming it.
 
@@ -110,6 +124,10 @@ def static(call: str, name: str, value: Any, operands: Any, nested: bool = False
     if isinstance(value, slice):
         return slice(*(static(call, name, v, operands)
                        for v in (value.start, value.stop, value.step)))
+    if t is Tensor and name == "where":
+        raise unsupported(f"{call}(..., where=<tensor>)", operands,
+                          f"{call} records a where= mask known before the capture (an "
+                          f"ndarray), not a tensor; {_TENSOR_MASK.get(call, _TENSOR_MASK[''])}")
     if t is Tensor:
         raise unsupported(f"{call}(..., {name}=<tensor>)", operands,
                           f"{name} must be a Python value: the result's shape or meaning "

@@ -115,7 +115,6 @@ MASKED = {"sum": "sum_where", "prod": "prod_where", "mean": "mean_where", "max":
 """The reduction each ``where=``/``initial=`` op is a form of."""
 
 
-
 def _masked_meta(name: str, fn: Callable) -> Callable:
     def meta(args: Sequence, params: dict) -> tuple:
         x = args[0]

@@ -44,6 +44,12 @@ def _mask(x):
     return _EVERY_OTHER[:x.shape[-1]] if x.ndim else np.True_
 
 
+def _dot_out(a, b):
+    d = np.zeros_like(np.dot(a, b))  # a buffer of the result's shape and dtype, made here
+    np.dot(a, b, out=d)
+    return d
+
+
 def _bools(x):
     return x.astype(bool), x.astype(bool)
 
@@ -67,6 +73,7 @@ FORMS = [
     ("tensordot list axes", lambda a, b: np.tensordot(a, b, axes=[[1], [1]]), [M, M]),
     ("dot 0-d", lambda a, b: np.dot(a, b[0, 0]), [M, M]),
     ("dot 0-d first", lambda a, b: np.dot(a.sum(), b), [M, M]),
+    ("dot out", _dot_out, [M, (4, 3)]),
     ("vecdot axis", lambda a, b: np.vecdot(a, b, axis=0), [M, M]),
     # nan-reductions with keywords
     ("nansum initial", lambda a: np.nansum(a, axis=0, initial=1.5), [M]),
@@ -80,6 +87,19 @@ FORMS = [
     ("nanvar dtype", lambda a: np.nanvar(a, axis=0, dtype=a.dtype), [M]),
     ("nanstd dtype", lambda a: np.nanstd(a, dtype=a.dtype), [M]),
     ("sum where", lambda a: np.sum(a, axis=1, where=_mask(a)), [M]),
+    # where= and initial= of sum, prod, mean, max, min (the hostile review 3, finding 14)
+    ("sum where tensor", lambda a: np.sum(a, axis=0, where=np.abs(a) > 0.5), [M]),
+    ("sum where initial", lambda a: np.sum(a, where=_mask(a), initial=1.5), [M]),
+    ("sum initial", lambda a: np.sum(a, axis=1, initial=-2), [M]),
+    ("prod where", lambda a: np.prod(a, axis=1, where=np.abs(a) > 0.5), [M]),
+    ("prod initial", lambda a: np.prod(a, axis=0, initial=2.0), [M]),
+    ("mean where", lambda a: np.mean(a, axis=1, where=np.abs(a) > 0.5), [M]),
+    ("mean where ndarray", lambda a: np.mean(a, where=_mask(a)), [M]),
+    ("max where initial", lambda a: np.max(a, axis=1, where=np.abs(a) > 0.5, initial=-1.0),
+     [M]),
+    ("min initial", lambda a: np.min(a, axis=0, initial=10.0), [M]),
+    ("min empty initial", lambda a: np.min(a[:0], axis=0, initial=10.0), [M]),
+    ("method sum where", lambda a: a.sum(axis=-1, where=np.abs(a) > 0.5, keepdims=True), [M]),
     ("var correction", lambda a: np.var(a, axis=0, correction=1), [M]),
     ("std correction", lambda a: np.std(a, correction=1.5), [M]),
     ("std dtype", lambda a: np.std(a, axis=0, dtype=a.dtype), [M]),
