@@ -79,6 +79,9 @@ SPELLINGS = {  # review 3's j15.py on Dask, chunks (16, 96)
                                                            ** 2).mean(-1),
     "x - x.mean()": lambda x: x - x.mean(),
     "-x.mean(-1, keepdims=True) + x": lambda x: -x.mean(-1, keepdims=True) + x,
+    "x - np.einsum('ij->i', x)[:, None] / 768": lambda x: x - np.einsum("ij->i", x)[:, None]
+                                                      / 768,
+    "x - np.trace(x[:, :16]) / 16": lambda x: x - np.trace(x[:, :16]) / 16,
     "x - x.astype(np.float64).mean(-1).astype(np.float32)[:, None]":
         lambda x: x - x.astype(np.float64).mean(-1).astype(np.float32)[:, None],
 }

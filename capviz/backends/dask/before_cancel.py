@@ -54,15 +54,16 @@ import dask.array as da
 import numpy as np
 
 from capviz.backends import cancelling
+from capviz.backends.dask import contractions
 from capviz.backends.dask.overflow import OrderMatters, blocks_add_otherwise
 from capviz.backends.dask.shapes import is_array
 from capviz.core.ir import Node
 from capviz.core.source import format_source
 
-SUMS = frozenset(("sum", "nansum", "mean", "nanmean", "trace", "var", "std", "nanvar",
-                  "nanstd"))
+SUMS = frozenset(("sum", "nansum", "mean", "nanmean", "trace", "einsum", "var", "std",
+                  "nanvar", "nanstd"))
 """The reductions looked at: those :mod:`capviz.backends.dask.in_order` computes in NumPy's
-order."""
+order (``einsum`` of one operand only: a sum)."""
 
 FEEDING: ContextVar[dict[int, tuple] | None] = ContextVar("capviz_dask_feeding", default=None)
 """The replay being built's sums that reach an add or subtract that can cancel, by node index,
@@ -82,7 +83,8 @@ def wanted(name: str, args: tuple, params: dict, dtype: np.dtype, index: int | N
     :data:`FEEDING` that dask.array's blocks add in another order than NumPy's;
     ``pairwise()``: whether NumPy adds each output pairwise."""
     feeding_ = FEEDING.get()
-    if not feeding_ or index not in feeding_ or name not in SUMS or not args:
+    if not feeding_ or index not in feeding_ or name not in SUMS or not args \
+            or (name == "einsum" and len(args) != 1):
         return False
     x = args[0]
     if not is_array(x) or not x.ndim or 0 in x.shape or np.dtype(dtype).kind not in "fc":
@@ -91,8 +93,10 @@ def wanted(name: str, args: tuple, params: dict, dtype: np.dtype, index: int | N
 
 
 def _axes(name: str, x: Any, params: dict) -> tuple:
-    if name == "trace":
-        items: Any = (params.get("axis1", 0), params.get("axis2", 1))
+    if name == "einsum":
+        items: Any = contractions.contracted(name, (x,), params)[0][0]
+    elif name == "trace":
+        items = (params.get("axis1", 0), params.get("axis2", 1))
     else:
         axis = params.get("axis")
         items = range(x.ndim) if axis is None else (axis,) if isinstance(axis, int) else axis
