@@ -26,7 +26,11 @@ outside the capture's sight: a literal, parameter or constant that differs is re
 line (``computed_from_state``), another op, shape, line or guard value as a path chosen from a
 state's values (``path_from_state``). An outside array NumPy wrote during the second capture
 (``self.t += 1``: the first capture wrote it too, and nothing can undo that) is refused naming
-it, and put back; so is a state NumPy wrote before the capture's first write to it.
+it, and put back; so is a state NumPy wrote before the capture's first write to it. One
+difference is no refusal: a constant that is bit for bit a state's start value in the first
+capture and its planted one in the second is a whole copy NumPy made of it before the write
+(``q = self.q.copy()``: ``ndarray.copy`` reaches no hook), a read of the state when the call
+starts, and both graphs record it as one (a view state of the whole array: :func:`_copy_read`).
 
 What it cannot see: a read whose answer is the same for both sets of values (a step function:
 ``np.sign(W.sum())`` of two positive sums; ``np.isnan(W)`` after the write, both captures'
@@ -557,6 +561,8 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
     if second is None:
         raise failure  # the second scope did not even open: nothing was captured
     found = first_difference(graph, second)
+    while failure is None and found is not None and _copy_read(graph, second, others, found):
+        found = first_difference(graph, second)  # (a copy of a state: a read of it, go on)
     if failure is not None:
         node = found[0] if found is not None else graph.nodes[-1]
         text = str(failure).splitlines()[0] if str(failure) else ""
@@ -592,6 +598,47 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
                 "starts from the value NumPy made (the first capture's write stays in it)"),
                 array=name)
     return None
+
+
+def _copy_read(one: Graph, two: Graph, others: OtherValues,
+               found: tuple[Node, str, Any, Any]) -> bool:
+    """Whether the differing constant of ``found`` is a whole copy NumPy made of a state
+    before the capture wrote it (``q = self.q.copy()``: ``ndarray.copy`` reaches no hook;
+    review 3, finding 29): bit for bit the state's start value in the first capture and its
+    planted one in the second, two sets of values of other signs, scales and orders. It is
+    then what a read of the state when the call starts gives, and becomes one in both graphs:
+    a view state of the whole array, which a replay reads from the live array when it starts
+    (as a view read before the first write, :mod:`capviz.trace.state`)."""
+    node, what, first, second = found
+    if what != "value" or node.kind != "constant" or type(first) is not np.ndarray \
+            or type(second) is not np.ndarray:
+        return False
+    for (state, root), saved, planted in zip(others.states, others.saved, others.planted):
+        if first.dtype != saved.dtype or first.shape != saved.shape \
+                or not same_bits(first, saved) or not same_bits(second, planted):
+            continue
+        other = next((index for index, ref in two.state_targets.items()
+                      if type(ref) is weakref.ref and ref() is root
+                      and "of" not in two.nodes[index].params), None)
+        if other is None or other != state.index:
+            return False
+        _read_at_start(one, node, state.index)
+        _read_at_start(two, two.nodes[node.index], other)
+        return True
+    return False
+
+
+def _read_at_start(graph: Graph, node: Node, state: int) -> None:
+    """Constant ``node`` of ``graph`` made a view state of the whole array of state ``state``
+    (node index)."""
+    value = graph.constant_values.pop(node.index)
+    graph.constant_origins.pop(node.index, None)
+    graph.constant_fingerprints.pop(node.index, None)
+    node.kind = "state"
+    node.params = {"of": state, "index": (), "axes": None}
+    graph.state_values[node.index] = value
+    graph.state_targets[node.index] = graph.state_targets[state]
+    graph.rebuilt()
 
 
 def _only_returned(graph: Graph, node: Node) -> bool:
