@@ -34,7 +34,7 @@ from capviz.core.source import format_source, user_frame, user_source
 from capviz.core.violations import make_error, seed_message
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
-from capviz.randomness import backstop, creation, generator_watch, generators, hooks
+from capviz.randomness import backstop, creation, generator_watch, generators, hooks, memoised
 from capviz.trace import marked, outside_writes, rebound, state
 from capviz.trace.context import (
     active,
@@ -251,6 +251,7 @@ class CaptureScope:
         self._places: list = []  # names fn can rebind, with what they held (trace/rebound.py)
         self._binds: list = []  # arrays made there to bind once fn is captured (rebound.py)
         self._marked: BaseException | None = None  # fn's error while a state held the mark
+        self._memoised: list = []  # lru_cache wrappers, their misses (randomness/memoised.py)
 
     @property
     def graph(self) -> CapturedGraph:
@@ -302,8 +303,9 @@ class CaptureScope:
         rng.bind_capture(recorder)
         register(recorder)
         hooks.install(recorder)
-        self._rebound = creation.rebind(self._namespaces(), hooks.replacements,
-                                        hooks.hooked_ids())
+        spaces = self._namespaces()
+        self._rebound = creation.rebind(spaces, hooks.replacements, hooks.hooked_ids())
+        self._memoised = memoised.note(spaces)  # lru_cache helpers: cleared at exit if they grew
         self._stand_ins = generators.install(generators.roots_of(
             self._entry_function, recorder.scopes.entry), hooks.report_stand_in_seed)
         if self.live:
@@ -380,6 +382,8 @@ class CaptureScope:
             self._backstop = []
             self.recorder.flush_pending()  # a reseed from another thread, not yet recorded
         finally:
+            memoised.clear_grown(self._memoised)  # a cached capture tensor would be dead
+            self._memoised = []
             try:
                 self._release(keep_view=True)  # the view stays, to show the final graph
             except BaseException:
