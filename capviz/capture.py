@@ -381,9 +381,9 @@ class CaptureScope:
             self._watched = []
             self._backstop = []
             self.recorder.flush_pending()  # a reseed from another thread, not yet recorded
-        finally:
             memoised.clear_grown(self._memoised)  # a cached capture tensor would be dead
             self._memoised = []
+        finally:
             try:
                 self._release(keep_view=True)  # the view stays, to show the final graph
             except BaseException:
