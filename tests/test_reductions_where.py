@@ -389,3 +389,18 @@ def test_a_tensor_mask_of_a_nan_reduction_is_refused_with_a_fix_that_gives_its_b
     g = cv.capture(fixed, x)
     for v in (x, x[::-1] * 2 - 1):
         assert _same(g.replay({"x": v})["out"], fn(v))
+
+
+def test_jax_takes_complex_masked_sums_checked_and_extremes_exactly():
+    pytest.importorskip("jax")
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((6, 8)) + 1j * rng.standard_normal((6, 8))).astype(np.complex64)
+    for fn, exact in ((lambda x: np.sum(x, axis=1, where=np.abs(x) > 0.5), False),
+                      (lambda x: np.mean(x, axis=0, where=np.abs(x) > 0.5), False),
+                      (lambda x: np.max(x, axis=1, where=np.abs(x) > 0.5, initial=0j), True),
+                      (lambda x: np.min(x, axis=0, initial=1 + 1j), True)):
+        got = np.asarray(cv.capture(fn, x).replay({"x": x}, backend="jax")["out"])
+        if exact:
+            assert _same(got, fn(x))
+        else:
+            np.testing.assert_allclose(got, fn(x), rtol=1e-4, atol=1e-4)

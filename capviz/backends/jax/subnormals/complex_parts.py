@@ -63,9 +63,10 @@ COMPLEX_PRODUCTS = frozenset(("multiply", "square"))
 formula, ``(ac - bd) + (ad + bc)j``, in the parts' float type."""
 
 COMPLEX_CHECKED = frozenset((*COMPLEX_PRODUCTS, "add", "subtract", *SUMS, *PRODUCTS, "angle",
-                             "astype"))
+                             "astype", "sum_where", "mean_where"))
 """Ops whose complex operands or result a run-time check sees (:func:`check`; ``astype``:
-:mod:`capviz.backends.jax.subnormals.casts`)."""
+:mod:`capviz.backends.jax.subnormals.casts`; ``sum_where`` and ``mean_where`` run as ``sum``
+and ``mean`` with ``where=``, :func:`capviz.backends.jax.ops.functional`)."""
 
 COMPLEX_EXACT = frozenset((
     *(traits.MOVE - {"outer", "linalg.outer", "ufunc_outer"}), *traits.SPLIT, *traits.GATHER,
@@ -75,7 +76,8 @@ COMPLEX_EXACT = frozenset((
     "advanced_index_put", "mask_select", "mask_put", "extract", "fill_diagonal", "putmask",
     "block", "resize", "lib.stride_tricks.sliding_window_view", "linalg.diagonal",
     "create", "zeros_like", "ones_like", "full_like",
-    "max", "min", "nanmax", "nanmin", "maximum", "minimum", "fmax", "fmin", "sort",
+    "max", "min", "max_where", "min_where", "nanmax", "nanmin", "maximum", "minimum", "fmax",
+    "fmin", "sort",
     "sort_complex", "partition", "unique", "absolute"))
 """Ops that give NumPy's complex values whatever they are: they move, select or compare
 values without computing new ones (``absolute``: its result is normal, see above). ``pad``
