@@ -95,7 +95,9 @@ def constant(value: Any, name: str | None = None) -> Any:
     if recorder is None:
         return value
     if isinstance(value, Tensor):
-        value = value.numpy()  # an eager tensor's value; a capture tensor is a data read
+        if value._trace is recorder and name is None:  # recorded: cv.constant(h), h = self.h
+            return value              # became the state's tensor (trace/state_fixes.py)
+        value = value.numpy()  # an eager tensor's value; another capture's is a data read
     if type(value) is np.ndarray and value.base is None and value.dtype.kind in "biufc" \
             and value.ndim:  # an array of its own: a write into the tensor writes it (below)
         written = recorder.states.get(id(value))

@@ -231,12 +231,19 @@ def test_kalman_filter_replays_bit_for_bit():
     assert_bitwise(graph.replay({"zs": zs})["out"], run(zs))
 
 
-def test_np_array_of_captured_tensors_is_refused_with_np_stack_as_the_fix():
+def test_np_array_of_captured_tensors_is_their_stack():
     def collect(x):
         return np.array([x * 2, x + 1])
 
+    graph = cv.capture(collect, cv.spec((3,), "float64"))  # trace/conversions.py
+    x = np.array([0.5, -1.0, 3.0])
+    assert_bitwise(graph.replay({"x": x})["out"], collect(x))
+
+    def collect_f(x):
+        return np.array([x * 2, x + 1], order="F")  # NumPy's own conversion: refused
+
     with pytest.raises(cv.CaptureViolation, match="np.stack"):
-        cv.capture(collect, cv.spec((3,), "float64"))
+        cv.capture(collect_f, cv.spec((3,), "float64"))
 
 
 def systematic_resample(weights, u):

@@ -200,7 +200,8 @@ class Failure:
 
 
 _FIX_WORDS = ("keep ", "use ", "write ", "pass ", "compute ", "take ", "record ", "call ",
-              "cast ", "index ", "select ", "make ", "for ", "give ", "replay ", "move ", "apply ")
+              "cast ", "index ", "select ", "make ", "for ", "give ", "replay ", "move ", "apply ",
+              "create ")
 _GENERIC_WHY = ("capviz records only the ops of its op table (cv.supported_functions() lists the "
                 "NumPy functions)")
 _GENERIC_FIX = ("compute this value outside the capture and pass it in as an input (a cv.spec "
@@ -428,28 +429,23 @@ SITUATIONS: list[Situation] = [
         "def f(x):\n    return x * x.numpy().sum()\n\ncv.capture(f, cv.spec(3))"),
     Situation(
         "computed_from_state", "unsupported_op", _call_is("a value NumPy computed from a state"),
-        "{operand} is a value computed outside the capture's sight, from an array the capture "
-        "writes or a value the call changes",
+        "NumPy's own operators computed {operand} from an array the capture writes, outside the "
+        "capture's sight",
         "capviz cannot record it: NumPy's own operators or Python code computed it while the "
         "capture ran, so every replay would reuse it where a call computes it again "
         "({reason_why}).",
-        "make it meet a tensor, so the capture records it: read the array through a tensor op "
-        "(W_t = W + x[:0].sum(), then 0.5 * np.sum(W_t * W_t)), or pass the value as an "
-        "input.",
+        "{reason_fix}",
         "W = np.ones(3)\n\ndef f(x):\n    reg = np.sum(W * W)\n"
         "    np.subtract(W, x, out=W)\n    return x * reg\n\n"
         "cv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
         "returned_from_state", "unsupported_op",
         _call_is("a returned value NumPy computed from a state"),
-        "the returned value {operand} was computed by NumPy's own operators from {array}, an "
-        "array the capture writes",
+        "the returned value was computed by NumPy's own operators from {array}, an array the "
+        "capture writes",
         "capviz cannot record it: NumPy read the array's memory outside the capture's sight, "
         "so every replay would return the value of this call ({reason_why}).",
-        "make what fn returns meet a tensor, which the capture records: read the array "
-        "through a tensor op (return (self.W + 0 * g) * 2.0), or, after a write, return a "
-        "local name written in place (W = self.W; W += g; return W * 2.0: the += rebinds W to "
-        "the written tensor).",
+        "{reason_fix}",
         "W = np.zeros(3)\n\ndef f(g):\n    np.add(W, g, out=W)\n    return W * 2.0\n\n"
         "cv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
@@ -468,9 +464,7 @@ SITUATIONS: list[Situation] = [
         "NumPy's own operators wrote the ndarray {array} while the capture ran",
         "capviz cannot record it: a write that meets no tensor reaches no hook, so the "
         "capture ran it once and no replay would make it ({reason_why}).",
-        "write it with a tensor, so the capture records it as a state: {array} += "
-        "cv.constant(np.float64(1)) for {array} += 1 (outside a capture cv.constant returns "
-        "the value itself).",
+        "{reason_fix}",
         "import collections\n\nts = collections.deque([np.zeros(1)])\nW = np.ones(3)\n\n"
         "def f(x):\n    np.add(ts[0], 1, out=ts[0])\n"
         "    np.subtract(W, x / ts[0], out=W)\n    return x * 1.0\n\n"

@@ -59,7 +59,7 @@ from capviz.core.ir import Graph
 from capviz.core.references import REFERENCE_BYTES, fingerprint
 from capviz.core.user_code import UserCode
 from capviz.core.violations import CaptureViolation, Failure, explain
-from capviz.trace import rebound, recapture
+from capviz.trace import rebound, recapture, state_fixes
 from capviz.trace.recapture import shown
 from capviz.trace.state import poisoned, root_of
 
@@ -167,9 +167,10 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
     first = written[0]
     label = first.label
     source, text = rebound.writing_line(fn, label)
-    if source is None:
-        source = caller
     state = _state_node(graph, first.array)
+    if source is None:  # written through another name (v = self.v; v *= 0.9): its state's line
+        source = state.source if state is not None and state.source else caller
+    reads = _reads_fix(graph, source)  # NumPy's values read from a state: cv.constant
     if first.before is None:
         happened = (f"it keeps NumPy's change: it is too large ({_mib(first.array)}) for the "
                     "capture to keep a copy of, so the capture could not put it back; set it "
@@ -178,13 +179,19 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
         happened = (f"NumPy wrote it before the capture's first write to it, so the graph "
                     f"would start from the value NumPy made ({shown(first.made)}) where a call "
                     f"starts from {shown(first.before)}")
+    elif reads is not None:  # what NumPy made comes from a state's fill: not shown
+        happened = f"it held {shown(first.before)} when the call started"
     else:
         happened = (f"it held {shown(first.before)} when the call started and NumPy made it "
                     f"{shown(first.made)}")
     others = [w.label for w in written[1:]]
     also = f"; NumPy also wrote {', '.join(others)}" if others else ""
     back = "" if first.before is None else "; the capture put it back"
-    reason = f"{happened}{also}{back}; {_fix(label, text, first.array)}"
+    if state is not None and first.before is not None:  # NumPy's write, then the capture's
+        fix = state_fixes.operand_fix_for(graph, state)
+    else:
+        fix = _fix(label, text, first.array, reads)
+    reason = f"{happened}{also}{back}; {fix}"
     node = state if state is not None else graph.nodes[-1]
     return recapture.refuse(graph, node, OUTSIDE, label, reason, array=label, source=source)
 
@@ -250,12 +257,24 @@ def _state_node(graph: Graph, array: np.ndarray) -> Any:
     return None
 
 
-def _fix(label: str, text: str, array: np.ndarray) -> str:
+def _reads_fix(graph: Graph, source: Any) -> str | None:
+    """Where the written value comes from NumPy's reads of the graph's states (``mh =
+    self.m / ...``; ``self.W -= 0.01 * mh / ...``): those reads through ``cv.constant`` on the
+    user's lines (:mod:`capviz.trace.state_fixes`), or ``None``."""
+    exprs = state_fixes.expressions(graph, graph.state_nodes)
+    made = state_fixes.fix_for_reads(source, exprs)
+    return None if made is None else f"{made}: {state_fixes.constant_note(exprs)}"
+
+
+def _fix(label: str, text: str, array: np.ndarray, reads: str | None = None) -> str:
     """The write through a tensor: the user's line rewritten where it is ``label <op>= value``
-    (``self.n += cv.constant(np.float64(1.0))``), else the form of it."""
+    (``self.n += cv.constant(np.float64(1.0))``), the reads of a state through
+    ``cv.constant`` where the value comes from one (``reads``), else the form of it."""
     kind = array.dtype.name
     match = re.match(rf"^{re.escape(label)}\s*(?P<op>\*\*|//|>>|<<|[-+*/%@&|^])=\s*(?P<v>.+)$",
                      text)
+    if reads is not None and (match is None or not _number(match["v"])):
+        return reads
     if match is not None and _number(match["v"]):
         write = f"{label} {match['op']}= cv.constant(np.{kind}({match['v']}))"
     elif match is not None and not match["v"].startswith("cv.constant("):

@@ -42,6 +42,7 @@ import numpy as np
 from capviz.core.source import display_file, is_user_file
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
+from capviz.trace import state_fixes
 from capviz.trace.fold import known_value
 from capviz.trace.mutation import current
 from capviz.trace.recapture import CHANGES, call_method, line_code
@@ -338,8 +339,9 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
         place.put_back()
         source = tensor._data.source
         text = line_code(linecache.getline(source[0], source[1])) if source else ""
-        reason = _CONTAINER_REASON if tensor is not found else _reason(text) \
-            if isinstance(place.value, np.ndarray) else _RETURN_REASON
+        reason = _CONTAINER_REASON if tensor is not found else _reason(text, source) \
+            if isinstance(place.value, np.ndarray) else _created_reason(place.label) \
+            if place.value is None else _RETURN_REASON
         message = explain(Failure("unsupported_op", REBOUND, place.label, source,
                                   UserCode("other", shorten(text)), None, reason))
         recorder.pending.append(("unsupported_op", REBOUND, message, source))
@@ -520,15 +522,26 @@ def _read_by_capture(value: Any, read: set[int]) -> bool:
     return id(root) in read
 
 
-def _reason(text: str) -> str:
+def _reason(text: str, source: Any = None) -> str:
     """Why, and the fix: the line as an in-place write where it is ``a = a <op> b``."""
     why = "the capture put the original object back"
     match = _UPDATE.match(text)
     if match is None:
+        in_place = state_fixes.in_place(text, source)
+        if in_place is not None:  # self.h = f(self.h): the one form that captures
+            return f"{why}; write the new value into the array in place: {in_place}"
         return (f"{why}; write the new value into the array in place (a[...] = value, or "
                 "a -= d), which the capture records as a state, or return it")
     return (f"{why}; write in place: {match['target']} {match['op']}= {match['rest']} (the "
             "capture records it as a state)")
+
+
+def _created_reason(label: str) -> str:
+    """Why, and the fix, for a place that held None and the call bound a new array to (lazy
+    creation: ``if self.v is None: self.v = np.zeros_like(self.W)``)."""
+    return ("the capture put None back, and a replay cannot create an attribute or bind a "
+            f"name; create {label} before the capture (in __init__, or by one eager call), so "
+            "that the call writes it in place, which the capture records as a state")
 
 
 def writing_line(fn: Callable, label: str) -> tuple[Any, str]:

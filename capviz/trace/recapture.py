@@ -60,6 +60,7 @@ from capviz.core.source import display_file, is_user_file
 from capviz.core.symbols import Symbol
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain, make_error
+from capviz.trace import state_fixes
 from capviz.trace.state import post_write_fill
 
 COMPUTED = "a value NumPy computed from a state"
@@ -549,14 +550,16 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
     shows of the first (``graph``), refused on ``graph``: an outside array NumPy wrote, a
     path chosen from a state's values, a value computed from a state, a state NumPy wrote
     before the capture's first write to it; ``None`` when the two captures agree."""
-    states = " and ".join(node.name or "an outside ndarray" for node, _ in others.states)
+    exprs = state_fixes.expressions(graph, [node for node, _ in others.states])
+    states = " and ".join(node.name or next(iter(state_fixes.expressions(graph, [node])),
+                                            "an outside ndarray") for node, _ in others.states)
     hold = f"{states} {'holds' if len(others.states) == 1 else 'hold'} other values"
-    if written:
-        node, made = written[0]
+    if written:  # (values read after a state's write come from capviz's fills: not shown)
+        node, _made = written[0]
         name = node.name or "an outside ndarray"
         return refuse(graph, node, WRITTEN, name, (
-            f"the capture read it as {shown(graph.constant_values[node.index])} here, and a "
-            f"second capture made it {shown(made)}, put back; the first capture's write stays"),
+            f"a second capture, with {hold}, wrote other values into it: NumPy computed them "
+            f"from {states}, and the capture put them back; {_reads_fix(node.source, exprs)}"),
             array=name)
     if second is None:
         raise failure  # the second scope did not even open: nothing was captured
@@ -576,27 +579,29 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
                 f"when {hold} the capture records another program from here on"))
         if node.kind == "constant" and _only_returned(graph, node):  # fn's return line
             return refuse(graph, node, RETURNED, node.name or "out",
-                          f"it is {shown(one)} here and {shown(two)} when {hold}",
-                          array=states)
-        operand = node.name if node.kind == "constant" and node.name else shown(one)
+                          f"it depends on what {states} {_holds(others)}; "
+                          f"{_reads_fix(node.source, exprs)}", array=states)
+        named = node.kind == "constant" and node.name and node.name != "out"
+        operand = f"`{node.name}`" if named else "a value"
         if isinstance(one, dict) and isinstance(two, dict):  # parameters: the one that differs
             key = next(k for k in one if not same(one[k], two.get(k)))
             one, two = one[key], two.get(key)
-            operand = f"the {key} {shown(one)}"
+            operand = f"the {key}"
         if type(one) in _NUMBERS:  # maybe from a Python value the call changes
-            return refuse(graph, node, CHANGES, shown(one), (
-                f"it is {shown(one)} here and {shown(two)} when the function ran a second "
-                f"time, with {states} holding other values"))
+            operand = operand if operand != "a value" else "the number this line uses"
+            return refuse(graph, node, CHANGES, operand, (
+                f"it differs when the function runs a second time, with {states} holding "
+                "other values"))
         return refuse(graph, node, COMPUTED, operand, (
-            f"it is {shown(one)} here and {shown(two)} when {hold}"))
+            f"it depends on what {states} {_holds(others)}; {_reads_fix(node.source, exprs)}"))
     for (node, root), planted in zip(others.states, others.planted) if others.met else ():
         start = others.met.get(id(root))
         if start is not None and not same_bits(start, planted):
             name = node.name or "an outside ndarray"
             return refuse(graph, node, WRITTEN, name, (
                 f"NumPy wrote {name} before the capture's first write to it, so the graph "
-                "starts from the value NumPy made (the first capture's write stays in it)"),
-                array=name)
+                "starts from the value NumPy made (the first capture's write stays in it); "
+                f"{state_fixes.operand_fix_for(graph, node)}"), array=name)
     return None
 
 
@@ -639,6 +644,23 @@ def _read_at_start(graph: Graph, node: Node, state: int) -> None:
     graph.state_values[node.index] = value
     graph.state_targets[node.index] = graph.state_targets[state]
     graph.rebuilt()
+
+
+def _holds(others: OtherValues) -> str:
+    return "holds" if len(others.states) == 1 else "hold"
+
+
+def _reads_fix(source: Any, exprs: list[str]) -> str:
+    """The fix for a value NumPy computed from the states the user's code names ``exprs``:
+    their reads wrapped in ``cv.constant`` on the user's line (:mod:`capviz.trace.
+    state_fixes`), or a general form of it."""
+    made = state_fixes.fix_for_reads(source, exprs)
+    if made is not None:
+        return f"{made}: {state_fixes.constant_note(exprs)}."
+    first = exprs[0] if exprs else "a"
+    return (f"write each read of the written array as cv.constant({first}) (the value the "
+            "capture records for it, before and after its write; outside a capture the array "
+            "itself), or pass the value as an input.")
 
 
 def _only_returned(graph: Graph, node: Node) -> bool:

@@ -1,0 +1,291 @@
+"""The one fix of a refused stateful step, written in the user's own names.
+
+When NumPy's own operators read an array the capture writes (a state), the capture cannot see
+the read: ``self.W -= 0.1 * g / np.sqrt(self.mem + 1e-8)`` after ``self.mem += g * g``, ``return
+self.W * 2.0`` after ``self.W += g``, an RNN's ``self.h[...] = np.tanh(x @ Wx + self.h @ Wh)``.
+The fix that applies to all of them is to read the array through ``cv.constant``, which inside a
+capture is the state's recorded value (its read when the call starts, before the first write;
+the written value after it) and outside a capture the array itself, so the same code runs
+eagerly unchanged. This module writes that fix on the user's own line:
+
+- :func:`state_expression`: how the user's code names a state, read from the statement of its
+  first write (``self.mem`` in ``self.mem += g * g``, ``v`` in ``v += g``, ``self.h`` in
+  ``self.h[...] = ...``, ``W`` in ``np.subtract(W, x, out=W)``);
+- :func:`read_through_constant`: a statement with each read of those expressions wrapped
+  (``self.W -= 0.1 * g / np.sqrt(cv.constant(self.mem) + 1e-8)``), or ``None`` when it reads
+  none of them;
+- :func:`fix_for_reads`: the fix line for a refusal at a line: that line rewritten, or the first
+  line of the same function that reads a state, rewritten and named by its number;
+- :func:`operand_fix`: for a write NumPy made with a plain operand (``v *= 0.9``), the same
+  statement with the operand as a tensor of the state's dtype (``v *= cv.constant(np.float64(
+  0.9))``), which the capture records as the state's write.
+
+Everything here is text: nothing is evaluated, and a line that does not parse gives ``None``
+(the caller then words a general fix).
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+
+def _statement(text: str) -> ast.stmt | None:
+    try:
+        tree = ast.parse(text.strip())
+    except SyntaxError:
+        return None
+    return tree.body[0] if len(tree.body) == 1 else None
+
+
+def _base(target: ast.AST) -> ast.AST:
+    """The array a write target names: ``self.h`` of ``self.h[...]``, ``W`` of ``W[i, :]``."""
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    return target
+
+
+def state_expression(text: str) -> str | None:
+    """The expression naming the array that the statement ``text`` writes (its first write of a
+    state): an augmented or subscripted assignment's target, or a NumPy call's ``out=``."""
+    stmt = _statement(text)
+    if isinstance(stmt, ast.AugAssign):
+        return ast.unparse(_base(stmt.target))
+    if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Subscript):
+        return ast.unparse(_base(stmt.targets[0]))
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        for keyword in stmt.value.keywords:
+            if keyword.arg == "out":
+                out = keyword.value
+                if isinstance(out, ast.Tuple) and out.elts:
+                    out = out.elts[0]
+                return ast.unparse(_base(out))
+    return None
+
+
+class _Reads(ast.NodeVisitor):
+    """The spans (start, end columns) of each read of one of ``names``, outermost first."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.spans: list[tuple[int, int]] = []
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if ast.unparse(node.func) != "cv.constant":  # (already read through cv.constant)
+            self.generic_visit(node)
+
+    def _maybe(self, node: ast.expr) -> None:
+        if isinstance(getattr(node, "ctx", None), ast.Load) and ast.unparse(node) in self.names:
+            self.spans.append((node.col_offset, node.end_col_offset or node.col_offset))
+        else:
+            self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self._maybe(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        self._maybe(node)
+
+
+def read_through_constant(text: str, names: Iterable[str]) -> str | None:
+    """``text`` (one statement) with each read of an expression in ``names`` wrapped in
+    ``cv.constant(...)``, the rest as the user wrote it; a write target stays as written.
+    ``None``: no read of them."""
+    line = text.strip()
+    stmt = _statement(line)
+    names = {n for n in names if n}
+    if stmt is None or not names or "\n" in line:
+        return None
+    line = line[:stmt.end_col_offset]  # (without a comment)
+    if isinstance(stmt, ast.Assign) and isinstance(stmt.value, (ast.Name, ast.Attribute)):
+        return None  # h = self.h: another name of the same array, no read of its values
+    reads = _Reads(names)
+    if isinstance(stmt, (ast.AugAssign, ast.Assign)):
+        reads.visit(stmt.value)
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for target in targets:
+            if isinstance(target, ast.Subscript):  # its index may read one too
+                reads.visit(target.slice)
+    elif isinstance(stmt, (ast.Return, ast.Expr)) and stmt.value is not None:
+        reads.visit(stmt.value)
+    else:
+        return None
+    for start, end in sorted(reads.spans, reverse=True):
+        line = f"{line[:start]}cv.constant({line[start:end]}){line[end:]}"
+    return line if reads.spans else None
+
+
+def in_place(text: str, source: Any = None) -> str | None:
+    """A rebinding ``T = expr`` (``self.h = np.tanh(x @ Wx + self.h @ Wh)``) as the in-place
+    write that captures: ``T[...] = expr`` with ``expr``'s reads of ``T`` through
+    ``cv.constant`` (the value the capture records for it: the state's read before this
+    write). ``None``: not such a statement."""
+    line = text.strip()
+    stmt = _statement(line)
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or \
+            not isinstance(stmt.targets[0], (ast.Name, ast.Attribute)):
+        return None
+    target = ast.unparse(stmt.targets[0])
+    value = line[stmt.value.col_offset:stmt.value.end_col_offset]
+    written = read_through_constant(f"{target}[...] = {value}", [target])
+    made = written or f"{target}[...] = {value}"
+    note = f" ({constant_note([target])})" if written else ""
+    later = []
+    if source:  # the function's later reads of it through NumPy: in the same fix
+        for number, line_text in _function_lines(source[0], source[1], source[2]):
+            wrapped = read_through_constant(line_text, [target]) if number > source[1] else None
+            if wrapped is not None:
+                later.append(f" and line {number} as {wrapped}")
+    return f"{made}{''.join(later[:3])}, which the capture records as a state{note}"
+
+
+def _function_lines(path: str, line: int, name: str | None = None) -> list[tuple[int, str]]:
+    """The numbered lines of the function ``name`` around ``line`` of ``path``: from the nearest
+    ``def`` above it to the next line indented as little as that ``def`` (``[]`` where that
+    ``def`` is not ``name``'s: a lambda, a module's code)."""
+    lines = linecache.getlines(path)
+    if not 0 < line <= len(lines):
+        return []
+    start = line - 1
+    while start > 0 and not lines[start].lstrip().startswith(("def ", "async def ")):
+        start -= 1
+    if name is not None and not re.match(rf"\s*(async\s+)?def\s+{re.escape(name)}\b",
+                                         lines[start]):
+        return []
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or
+                                len(lines[end]) - len(lines[end].lstrip()) > indent):
+        end += 1
+    return [(i + 1, lines[i].strip()) for i in range(start + 1, end) if lines[i].strip()]
+
+
+def fix_for_reads(source: Any, names: Iterable[str], after: int = 0) -> str | None:
+    """The fix for a value NumPy computed from the states named ``names`` (as the user's code
+    names them), refused at ``source`` (``(file, line, function)``): its line with the reads
+    wrapped in ``cv.constant``, and each other line of the function after line ``after`` that
+    reads one through NumPy (``mh = self.m / ...`` before ``self.W -= 0.01 * mh / ...``, a
+    ``return self.h * 1.0`` after it), by number: all the edits at once, so that the fix
+    applied captures. ``None`` when no line reads one."""
+    names = [n for n in names if n]
+    if not source or not names:
+        return None
+    path, line = source[0], source[1]
+    own = read_through_constant(linecache.getline(path, line), names)
+    edits = [] if own is None else [f"`{own}`"]
+    for number, text in _function_lines(path, line, source[2]):
+        if number > after and number != line:
+            made = read_through_constant(text, names)
+            if made is not None:
+                edits.append(f"line {number} as `{made}`")
+    if not edits:
+        return None
+    shown = edits[:4]
+    return "write " + ", and ".join(shown)
+
+
+def constant_note(names: Iterable[str]) -> str:
+    """Why the rewrite works, naming the first expression."""
+    first = next(iter(names))
+    return (f"cv.constant({first}) is the value the capture records for it, before and after "
+            f"its write, and {first} itself outside a capture")
+
+
+def _scalar_text(operand: ast.AST, dtype: np.dtype) -> str:
+    text = ast.unparse(operand)
+    number = isinstance(operand, ast.Constant) and isinstance(operand.value, (int, float))
+    signed = isinstance(operand, ast.UnaryOp) and isinstance(operand.operand, ast.Constant)
+    if number or signed or isinstance(operand, ast.Name):
+        return f"cv.constant(np.{np.dtype(dtype).name}({text}))"
+    return f"cv.constant({text})"
+
+
+def operand_fix(text: str, dtype: np.dtype) -> str | None:
+    """For NumPy's write ``text`` with a plain operand (``v *= 0.9``, ``np.multiply(v, 0.9,
+    out=v)``): the statement with the operand a tensor of ``dtype`` (``v *= cv.constant(
+    np.float64(0.9))``), so that the write meets a tensor and is recorded. ``None``: not such a
+    statement."""
+    stmt = _statement(text)
+    if isinstance(stmt, ast.AugAssign):
+        target = ast.unparse(stmt.target)
+        op = _OPS.get(type(stmt.op))
+        if op is None:
+            return None
+        return f"{target} {op}= {_scalar_text(stmt.value, dtype)}"
+    return None
+
+
+_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
+        ast.Mod: "%", ast.Pow: "**"}
+
+
+def numpy_write_before(source: Any, name: str) -> tuple[int, str] | None:
+    """The last statement before ``source``'s line in its function that writes ``name`` with
+    NumPy's own operators (an augmented assignment to it): ``(line, text)``, or ``None``."""
+    if not source or not name:
+        return None
+    found = None
+    for number, text in _function_lines(source[0], source[1], source[2]):
+        if number >= source[1]:
+            break
+        stmt = _statement(text)
+        if isinstance(stmt, ast.AugAssign) and ast.unparse(_base(stmt.target)) == name:
+            found = (number, text[:stmt.end_col_offset])
+    return found
+
+
+def operand_fix_for(graph: Any, node: Any) -> str:
+    """The fix for a write NumPy made into state ``node`` before the capture's first write to
+    it: the user's statement with its operand a tensor (``v *= cv.constant(np.float64(
+    0.9))``), or the general form of it."""
+    exprs = expressions(graph, [node])
+    found = numpy_write_before(node.source, exprs[0]) if exprs else None
+    made = operand_fix(found[1], node.dtype) if found else None
+    if found and made is not None:
+        return (f"write line {found[0]} (`{found[1]}`) with a tensor, which the capture records "
+                f"as a state: `{made}` (outside a capture cv.constant returns the value "
+                "itself).")
+    name = exprs[0] if exprs else "a"
+    return (f"write it with a tensor, which the capture records as a state: {name} *= "
+            f"cv.constant(np.{np.dtype(node.dtype).name}(0.9)) for {name} *= 0.9 (outside a "
+            "capture cv.constant returns the value itself).")
+
+
+def expressions(graph: Any, states: Iterable[Any]) -> list[str]:
+    """How the user's code names each of ``states`` (state nodes of ``graph``), read from the
+    line of its first write (the state's own line, else the line of the first op that takes
+    it); a state whose lines name none is left out."""
+    out: list[str] = []
+    for node in states:
+        lines = [node.source] + [user.source for user in graph.nodes[node.index + 1:]
+                                 if any(arg is node for arg in user.args)]
+        for source in lines:
+            if not source:
+                continue
+            name = state_expression(linecache.getline(source[0], source[1]))
+            if name:
+                for alias in [name, *_aliases(source, name)]:
+                    if alias not in out:
+                        out.append(alias)
+                break
+    return out
+
+
+def _aliases(source: Any, name: str) -> list[str]:
+    """Other names of the array ``name`` in the function of ``source``: ``self.h`` for ``h``
+    after ``h = self.h``, and the other way round."""
+    out = []
+    for _, text in _function_lines(source[0], source[1], source[2]):
+        stmt = _statement(text)
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+                isinstance(stmt.value, (ast.Name, ast.Attribute)) and \
+                isinstance(stmt.targets[0], (ast.Name, ast.Attribute)):
+            left, right = ast.unparse(stmt.targets[0]), ast.unparse(stmt.value)
+            if name in (left, right):
+                out.append(right if left == name else left)
+    return out
