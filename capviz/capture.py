@@ -29,7 +29,7 @@ from capviz.core.errors import (
     UndeclaredInputError,
     UnknownBoundaryError,
 )
-from capviz.core.ir import Violation
+from capviz.core.ir import Node, Violation
 from capviz.core.source import format_source, user_frame, user_source
 from capviz.core.violations import make_error, seed_message
 from capviz.devices import Device, default_device
@@ -103,12 +103,22 @@ def constant(value: Any, name: str | None = None) -> Any:
         written = recorder.states.get(id(value))
         if written is not None and written.ref() is value:  # a state: its current value
             return written.tensor
+        hit = recorder._adopted.get(id(value))  # read again before a write: the same node
+        if hit is not None and hit[0] is value and hit[1].kind == "constant" and \
+                hit[1].index in recorder.constant_of and recorder._unchanged(hit[1], value):
+            return Tensor(hit[1], recorder)
         node = recorder.constant(host_copy(recorder.seen(value)),  # (a second capture's
                                  name or recorder.name_of(value), user_source())  # first's)
         note_origin(recorder.graph, node, value)
         recorder.constant_of[node.index] = value  # (trace/mutation.outside_constant)
         recorder._adopted[id(value)] = (value, node)  # a first write makes it the state's node
         return Tensor(node, recorder)
+    if type(value) is np.ndarray and value.ndim and name is None:
+        # a view (np.linspace's result, W.T): as the capture meets it, a state's recorded value
+        # once written (before its first write, the read that write turns into the state's)
+        made = recorder.adopt_value(value)
+        if isinstance(made, Node):
+            return Tensor(made, recorder)
     if name is None and isinstance(value, np.ndarray):
         name = recorder.name_of(value)
     node = recorder.constant(host_copy(value), name, user_source())
