@@ -194,6 +194,9 @@ _POISON = np.array([POISON_BITS], np.uint64).view(np.float64)[0]
 
 
 _FILLS: dict[tuple[np.dtype, tuple[int, ...], bool], np.ndarray] = {}
+_FILL_BYTES = 1 << 20  # a fill this large or larger is made for each capture, never kept
+_FILLS_KEPT = 16 << 20  # the kept fills, at most (cleared when they would pass it)
+_kept = [0]  # bytes the kept fills hold
 
 
 def post_write_fill(root: np.ndarray, second: bool) -> np.ndarray:
@@ -203,7 +206,9 @@ def post_write_fill(root: np.ndarray, second: bool) -> np.ndarray:
     first capture's are large and positive, increasing along the array (``s * (1 + i/n)``,
     ``s`` 1e6, 1e3 for float16); the second's negative, of another scale and shape and
     decreasing (``-3s * (1 + (i/n)**2)``). Every threshold between them, every sign, sum,
-    order (argmax), scale (var) or ratio of them answers differently in the two captures."""
+    order (argmax), scale (var) or ratio of them answers differently in the two captures.
+    Those of small states are kept for the next capture (16 MiB of them at most); a state of
+    1 MiB or more gets its own, which dies with the capture."""
     key = (root.dtype, root.shape, second)
     fill = _FILLS.get(key)
     if fill is None:
@@ -215,9 +220,12 @@ def post_write_fill(root: np.ndarray, second: bool) -> np.ndarray:
             values = values * (1 + 1j)
         fill = values.astype(root.dtype).reshape(root.shape)
         fill.flags.writeable = False
-        if len(_FILLS) > 256:
-            _FILLS.clear()
-        _FILLS[key] = fill
+        if fill.nbytes < _FILL_BYTES:  # (a big state's would outlive the capture: review 3,
+            if len(_FILLS) > 256 or _kept[0] + fill.nbytes > _FILLS_KEPT:  # finding 21)
+                _FILLS.clear()
+                _kept[0] = 0
+            _FILLS[key] = fill
+            _kept[0] += fill.nbytes
     return fill
 
 
