@@ -220,9 +220,23 @@ def test_reduceat_is_refused_with_the_slices_rewrite():
 def test_where_is_refused_with_the_mask_rewrite():
     mask = np.array([True, False, True])
     with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"np\.logaddexp\.reduce\(\.\.\., where=\.\.\.\)") as err:
+        cv.capture(lambda a: np.logaddexp.reduce(a, where=mask), cv.spec((3,), "float64"))
+    assert HERE in str(err.value)
+    assert "Fix: write np.logaddexp.reduce(np.where(mask, a, fill), ...) with fill the " \
+           "ufunc's identity, -inf." in str(err.value)
+
+
+def test_where_of_a_reduce_is_refused_with_the_reduction_that_records_it():
+    mask = np.array([[True, False, True], [False, True, True]])
+    with pytest.raises(cv.UnsupportedOperationError,
                        match=r"np\.add\.reduce\(\.\.\., where=\.\.\.\)") as err:
-        cv.capture(lambda a: np.add.reduce(a, where=mask), cv.spec((3,), "float64"))
-    assert HERE in str(err.value) and "np.where(mask, a, fill)" in str(err.value)
+        cv.capture(lambda a: np.add.reduce(a, where=mask), cv.spec((2, 3), "float64"))
+    assert str(err.value).splitlines()[-1] == (
+        "Fix: write np.sum(a, axis=0, where=mask), the same reduction, recorded with its mask.")
+    x = np.random.default_rng(0).standard_normal((2, 3))
+    graph = cv.capture(lambda a: np.sum(a, axis=0, where=mask), x)
+    assert graph.replay({"a": x})["out"].tobytes() == np.add.reduce(x, where=mask).tobytes()
 
 
 def test_an_unknown_keyword_of_outer_is_refused_by_name():

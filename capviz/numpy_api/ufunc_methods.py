@@ -71,6 +71,10 @@ def _initial(call: str, inputs: tuple, initial: Any) -> Any:
     return initial
 
 
+_MASKED_REDUCTIONS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min"}
+"""The ufuncs whose ``reduce`` is a reduction that takes a recorded ``where=`` mask."""
+
+
 def _params(call: str, method: str, ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> dict:
     """The op's parameters for NumPy's keyword arguments (``out`` already taken)."""
     kwargs = dict(kwargs)
@@ -78,9 +82,13 @@ def _params(call: str, method: str, ufunc: np.ufunc, inputs: tuple, kwargs: dict
     if not (isinstance(where, (bool, np.bool_)) and where):
         fill = (f"the ufunc's identity, {ufunc.identity!r}" if ufunc.identity is not None else
                 "a value that leaves the result unchanged (-np.inf for np.maximum)")
+        same = _MASKED_REDUCTIONS.get(ufunc.__name__) if method == "reduce" else None
+        initial = ", initial=v" if same in ("max", "min") else ""
+        fix = (f"write np.{same}(a, axis=0, where=mask{initial}), the same reduction, "
+               "recorded with its mask" if same is not None else
+               f"write {call}(np.where(mask, a, fill), ...) with fill {fill}")
         raise unsupported(f"{call}(..., where=...)", inputs,
-                          f"where= is not recorded; mask the operand first: {call}("
-                          f"np.where(mask, a, fill), ...) with fill {fill}")
+                          f"where= of a ufunc method is not recorded; {fix}")
     allowed = {"reduce": ("axis", "dtype", "keepdims", "initial"),
                "accumulate": ("axis", "dtype"), "outer": ()}[method]
     extra = sorted(set(kwargs) - set(allowed))
