@@ -404,3 +404,13 @@ def test_jax_takes_complex_masked_sums_checked_and_extremes_exactly():
             assert _same(got, fn(x))
         else:
             np.testing.assert_allclose(got, fn(x), rtol=1e-4, atol=1e-4)
+
+
+def test_jax_refuses_a_small_initial_term_by_name_as_for_the_nan_sums():
+    pytest.importorskip("jax")
+    x = np.array([[1.0, 2.0, 3.0]])
+    g = cv.capture(lambda x: np.sum(x, axis=1, initial=1e-300), x)
+    with pytest.raises(cv.UnsupportedOperationError) as err:
+        g.replay({"x": x}, backend="jax")
+    assert "the check of sum_where's sums does not cover initial=1e-300" in str(err.value)
+    assert "arithmetic='xla'" in str(err.value)

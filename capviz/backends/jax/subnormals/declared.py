@@ -13,6 +13,7 @@ from capviz.backends.jax.subnormals.lowered import LOWERED, checked_form
 from capviz.backends.jax.subnormals.operands import FLUSHED
 from capviz.backends.jax.subnormals.reductions import CHECKED_PARAMS, SUMS
 from capviz.core.ir import Node
+from capviz.ops.reductions import MASKED
 
 DECLARED = frozenset((
     *(f"linalg.{name}" for name in ("cholesky", "cond", "det", "inv", "matrix_norm",
@@ -33,6 +34,8 @@ quotients by counts are 0 or normal). A JAX replay refuses them by name before a
 unless it is given ``arithmetic="xla"`` (:func:`unchecked`)."""
 
 _DEFAULTS = {"where": True}
+_PLAIN = {masked: plain for plain, masked in MASKED.items()}
+"""The ``where=``/``initial=`` ops (``sum_where``...) and the reduction each is a form of."""
 
 
 def _float_result(node: Any) -> bool:
@@ -67,7 +70,8 @@ def unchecked(node: Any) -> str | None:
     complex_values = complex_unchecked(node)
     if complex_values is not None:
         return complex_values
-    handled = CHECKED_PARAMS.get(node.op)
+    op = _PLAIN.get(node.op, node.op)  # a where=/initial= form is checked as its reduction
+    handled = CHECKED_PARAMS.get(op)
     if handled is None:
         return None
     if node.op in ("diff", "ediff1d") and sum(isinstance(a, Node) for a in node.args) > 1:
@@ -78,7 +82,7 @@ def unchecked(node: Any) -> str | None:
         return (f"the check of {node.op}'s sums and products does not cover "
                 f"{', '.join(f'{k}=' for k in extra)}")
     initial = (node.params or {}).get("initial")
-    if node.op in SUMS and initial is not None and _small_term(initial, node.dtype):
+    if op in SUMS and initial is not None and _small_term(initial, node.dtype):
         return f"the check of {node.op}'s sums does not cover initial={initial!r}"
     return None
 
