@@ -30,14 +30,30 @@ def test_argmax_of_a_tied_state_read_before_its_write_is_refused_at_the_line_usi
     m = Strongest(np.ones(3))
     with pytest.raises(UnsupportedOperationError) as info:
         cv.capture(m.step, cv.spec((3,), "float64"))
-    what, why, _fix = str(info.value).splitlines()
+    what, why, fix = str(info.value).splitlines()
     line = Strongest.step.__code__.co_firstlineno + 3
-    assert what == (f"`return x * i` at {__file__}:{line} in step: np.int64(0) is a value "
-                    "computed outside the capture's sight, from an array the capture writes or "
-                    "a value the call changes.")
-    assert why.endswith("(it is np.int64(0) here and np.int64(1) when m.W holds other "
-                        "values).")
+    assert what == (f"`return x * i` at {__file__}:{line} in step: NumPy's own operators "
+                    "computed a value from an array the capture writes, outside the capture's "
+                    "sight.")
+    assert why.endswith("(it depends on what m.W holds).")
+    assert fix.startswith(f"Fix: write line {line - 2} as `i = np.argmax(cv.constant(self.W))`")
     assert m.W.tolist() == [1.0, 1.0, 1.0]
+
+
+class Fixed(Strongest):
+    def step(self, x):  # the message's fix
+        i = np.argmax(cv.constant(self.W))
+        self.W -= 0.1 * x
+        return x * i
+
+
+def test_the_quoted_fix_replays_as_calls_do():
+    m, twin = Fixed(np.ones(3)), Fixed(np.ones(3))
+    graph = cv.capture(m.step, cv.spec((3,), "float64"))
+    x = np.array([1.0, 0.0, 0.0])
+    for _ in range(3):
+        assert np.array_equal(graph.replay({"x": x})["out"], twin.step(x))
+        assert m.W.tobytes() == twin.W.tobytes()
 
 
 def _step(read, init):
@@ -61,8 +77,8 @@ def _step(read, init):
     ("np.argsort(self.W, kind='stable')[0]", "np.ones(5)"),
 ])
 def test_order_reads_of_tied_states_are_refused(read, init):
-    with pytest.raises(UnsupportedOperationError, match=r"is a value computed outside the "
-                                                        r"capture's sight"):
+    with pytest.raises(UnsupportedOperationError, match=r"computed a value from an array the "
+                                                        r"capture writes"):
         cv.capture(_step(read, init), cv.spec((3,), "float64"))
 
 
