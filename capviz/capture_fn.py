@@ -4,8 +4,10 @@ It opens a :class:`~capviz.capture.CaptureScope` around one call of ``fn``, decl
 from ``fn``'s parameters and its outputs from what ``fn`` returns (a nested tuple or list, a
 dict, an ndarray or number NumPy computed from no tensor), and, when the first capture made
 array states, captures ``fn`` a second time with other values planted in them
-(:mod:`capviz.trace.recapture`), refusing on the first graph what differs. The scope form and
-the boundaries are :mod:`capviz.capture`.
+(:mod:`capviz.trace.recapture`), refusing on the first graph what differs. A later capture of
+the same function and object takes one pass where that is provably enough, its states lifted
+into the graph's signature before ``fn`` runs (:mod:`capviz.trace.lifted`), and the two passes
+otherwise. The scope form and the boundaries are :mod:`capviz.capture`.
 """
 
 from __future__ import annotations
@@ -155,7 +157,11 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     ``jax.jit`` may trace more than once: a second capture, with other values in the states'
     arrays, finds what NumPy's own code computed from them outside the capture's sight and
     refuses it at its line. Python side effects of ``fn`` (a print, a list appended to,
-    ``next()`` of an iterator) happen at capture time, twice. Every array is put back. An
+    ``next()`` of an iterator) happen at capture time, twice. A later capture of the same
+    function and object runs ``fn`` once: the places that held its states are bound to the
+    states' tensors before it runs, where a count of references shows nothing else can read
+    them (:mod:`capviz.trace.lifted`; anything it cannot decide: the two captures, ``fn`` run
+    a third time). Every array is put back. An
     outside array NumPy writes with no tensor (``self.n += 1.0``), which no replay would write,
     is put back and refused at that line (:mod:`capviz.trace.outside_writes`).
 

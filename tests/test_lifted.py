@@ -170,6 +170,27 @@ def test_a_global_and_a_closure_cell_are_lifted_too():
     assert np.array_equal(W_GLOBAL, np.arange(4.0))
 
 
+class Callable:
+    def __init__(self):
+        self.h = np.zeros(3)
+
+    def __call__(self, x):
+        RUNS.append(1)
+        self.h += x
+        return x * 1.0
+
+
+def test_a_callable_object_is_lifted_too():
+    model = Callable()
+    x = np.ones(3)
+    cv.capture(model, x)
+    RUNS.clear()
+    graph = cv.capture(model, x)
+    assert len(RUNS) == 1 and graph.complete and len(graph.state_nodes) == 1
+    graph.replay({"x": x})
+    assert model.h.tolist() == [1.0, 1.0, 1.0]
+
+
 def test_the_lifted_graph_replays_as_the_two_pass_graph():
     """The same program captured by both paths computes the same outputs and new states."""
     x = np.linspace(-1.0, 1.0, 4)
