@@ -115,3 +115,37 @@ def test_the_layouts_the_graph_derives():
     known = layouts.Layouts({}, {})
     got = [known.of(out.args[0]) for out in graph.output_nodes]
     assert got == [None, layouts.STRIDED, layouts.C, None, None, None, layouts.C, None]
+
+
+def test_a_product_of_strided_or_transposed_operands_is_c_ordered():
+    """NumPy allocates a matmul's (a dot's) result C-ordered whatever its operands: GPT-2's
+    attention multiplies the pieces of a split, and the layer norms after it are pairwise."""
+    from capviz.backends.jax import layouts
+
+    x = np.ones((8, 12))
+    graph = cv.capture(lambda a: (np.split(a, 3, axis=-1)[0] @ np.split(a, 3, axis=-1)[1].T,
+                                  a.T @ a, np.dot(a.T, a), np.tensordot(a.T, a, 1)), x)
+    known = layouts.Layouts({}, {})
+    got = [known.of(out.args[0]) for out in graph.output_nodes]
+    assert got == [layouts.C, layouts.C, layouts.C, layouts.C]
+
+
+def test_a_layer_norm_after_a_product_of_split_pieces_keeps_one_rounding():
+    """The twelfth layer of GPT-2 in small: ``var`` along the last axis of values far larger
+    than their spread, computed by a matmul of a split's pieces. NumPy adds it pairwise (the
+    product is C-ordered); held to the running sum's bound, it was refused."""
+    r = np.random.default_rng(0)
+    x = (r.standard_normal((64, 1536)) * 0.05).astype(np.float32)
+    w = (1e3 / 768 + 1e-3 * r.standard_normal((768, 768))).astype(np.float32)
+
+    def fn(a):
+        q, _ = np.split(a, 2, axis=-1)
+        h = (q + 1.0) @ w
+        return np.var(h, axis=-1)
+
+    # the premise: held to the running sum's bound (h.T, whose layout is not followed), the
+    # same variance is refused
+    with pytest.raises(cv.ReplayError, match=r"added one row after another"):
+        _replay(lambda a: np.var(((np.split(a, 2, axis=-1)[0] + 1.0) @ w).T, axis=0), x)
+    _, got = _replay(fn, x)
+    assert np.allclose(got, fn(x), rtol=1e-4, atol=1e-4)

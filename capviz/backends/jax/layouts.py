@@ -43,6 +43,13 @@ _VIEWS = frozenset(("getitem", "flip", "fliplr", "flipud", "rot90", "broadcast_t
 """Ops whose result may be a flipped, broadcast or diagonal view (or a gather): not known."""
 
 
+_NEW_C = frozenset(("matmul", "dot", "tensordot", "linalg.tensordot"))
+"""Ops whose result NumPy allocates C-ordered whatever its operands' layouts (``x.T @ w.T``, a
+batch of permuted matrices: C), so a sum of it is pairwise: GPT-2's attention multiplies
+pieces of a split (strided), and every layer norm after it was held to the running sum's bound
+and refused (a float32 variance of 768 terms at the twelfth layer)."""
+
+
 def host_layout(value: Any) -> str | None:
     """The layout of a host value: C for what is not an ndarray (a jax array, a list: NumPy's
     ``asarray`` of it is C-ordered), for 1-d and C-contiguous arrays; :data:`STRIDED` where the
@@ -98,6 +105,8 @@ class Layouts:
             return None
         if node.op == "unpack" or node.op in traits.SPLIT:  # pieces of a split: views
             return STRIDED if all(f in (C, STRIDED) for f in found) else None
+        if node.op in _NEW_C:
+            return C
         if node.params.get("order") not in (None, "C", "K", "A") or node.op == "einsum":
             return None  # an F-ordered copy or view; an einsum may return a transposed view
         elementwise = node.op in traits.ELEMENTWISE or node.op in ops.UFUNCS
