@@ -363,7 +363,8 @@ def test_a_replay_of_known_inputs_runs_the_program_alone():
     compiled = BACKEND._compiled[graph.replay_cache["jax"][2]]
     assert compiled._unknown_floats((x,)) == []
     with jax_backend.x64():
-        text = compiled._fn.lower((x,), compiled.constants, None, False).as_text()
+        text = compiled._fn.lower((x,), compiled.constants, None, jax_backend._ZERO,
+                                  False).as_text()
     assert "cond" not in text and "case" not in text
     assert text.count("tensor<4xf32>") >= 2 and "tensor<1xi1>" not in text  # no flag out
     host = np.arange(4, dtype=np.float32)  # a host array: checked at every replay
@@ -486,7 +487,8 @@ def test_large_constants_are_arguments_of_the_compiled_function_not_baked_into_i
     compiled = BACKEND._compiled[program]
     assert [c.shape for c in compiled.constants] == [(256, 256)]
     with jax_backend.x64():
-        text = compiled._fn.lower((x,), compiled.constants, None, False).as_text()
+        text = compiled._fn.lower((x,), compiled.constants, None, jax_backend._ZERO,
+                                  False).as_text()
     assert len(text) < 20_000, len(text)  # the weight's 262,144 bytes are not in the program
     assert "tensor<256x256xf32>" in text  # an argument of that type
 

@@ -37,8 +37,12 @@ What this module decides, and why:
   seed as a traced ``uint64``, so a new seed does not retrace: uniform and bernoulli draws
   equal the NumPy replay's bit for bit; normal draws agree within the backend's tolerance
   (XLA's ``log``, ``cos``, ``sin``).
-* **Exactness.** XLA rounds some float results differently from NumPy: it contracts a
-  multiply and an add into one fused multiply-add, approximates transcendental functions
+* **Products.** XLA's CPU compiler contracts a multiply and the add that reads it into one
+  fused multiply-add (one rounding; NumPy rounds the product first): each floating product is
+  rounded to its type before an add reads it, with an integer zero passed to the compiled
+  function (:mod:`capviz.backends.jax.unfused`), so ``s - a * b`` is NumPy's bits.
+* **Exactness.** XLA rounds some float results differently from NumPy: it approximates
+  transcendental functions
   (``exp``, ``tanh``, ``log``...) its own way, and associates reductions (``sum``, ``mean``,
   ``cumsum``, matmul) in another order. So :attr:`JaxBackend.exact` is ``False`` and
   :meth:`JaxBackend.tolerance_for` gives the ``(rtol, atol)`` that comparisons use per dtype
@@ -292,6 +296,11 @@ def _sinks(poisons: Any, program: Any, outputs: tuple, guard_values: list) -> No
             poisons.sink(value, guard.args[0])
 
 
+_ZERO = np.int64(0)
+"""The zero each floating product is rounded with (:mod:`capviz.backends.jax.unfused`): an
+argument of the compiled function, so XLA cannot see it is 0."""
+
+
 def _floating(value: Any) -> bool:
     return np.dtype(value.dtype).kind in "fc"
 
@@ -354,13 +363,14 @@ class _Compiled:
         constant_layouts = {index: layouts.host_layout(host) for index, host in zip(
             program.constant_nodes, program.host_constants)}
 
-        def traced(inputs: tuple, constants: tuple, seed: Any, precise: bool,
+        def traced(inputs: tuple, constants: tuple, seed: Any, zero: Any, precise: bool,
                    input_layouts: tuple = ()) -> tuple:
             backend.traces += 1
             program = program_ref()  # alive: a trace runs inside execute(program, ...)
             nodes = [step[-1] for step in program.table if step[1] is not None]
             guard_values: list = []  # what the guards read, checked after the run
             with tracing(nodes, precise, self._jax.numpy) as trace:
+                trace.zero, trace.lax = zero, self._jax.lax  # products rounded: unfused.py
                 given = len(program.input_names)  # the states' values follow the inputs'
                 trace.layouts = layouts.Layouts(
                     dict(zip(program.input_names, input_layouts[:given])), constant_layouts,
@@ -380,7 +390,7 @@ class _Compiled:
 
         # the fast program merges the elementwise checks (one flag per shape, fused by XLA);
         # the precise one, traced only when a merged flag fails, names the node
-        self._fn = self._jax.jit(traced, static_argnums=(3, 4))
+        self._fn = self._jax.jit(traced, static_argnums=(4, 5))
         # the subnormal check of the float inputs not known normal: a pass over each, as long
         # as a fused elementwise chain's, in a program of its own, so that the replay's program
         # has no branch, argument or result for it once its inputs are known (a conditional
@@ -405,7 +415,7 @@ class _Compiled:
         merged = any(node is None for node, _ in checks)
         if merged:  # a merged check may have failed first
             with x64(), jax.default_matmul_precision("highest"):
-                outputs, flags, guard_values = self._fn(inputs, self.constants, key, True,
+                outputs, flags, guard_values = self._fn(inputs, self.constants, key, _ZERO, True,
                                                         input_layouts)
             checks = self.checks[True]
             failed = np.flatnonzero(~np.asarray(flags)).tolist() if flags is not None else []
@@ -455,7 +465,7 @@ class _Compiled:
                 if unknown:  # a host array goes to the device once, for the check and the run
                     inputs = tuple(x if k not in unknown or is_array(x) else jax.device_put(x)
                                    for k, x in enumerate(inputs))
-                outputs, flags, guard_values = self._fn(inputs, self.constants, key, False,
+                outputs, flags, guard_values = self._fn(inputs, self.constants, key, _ZERO, False,
                                                         input_layouts)
                 normal = self._check_fn(tuple(inputs[k] for k in unknown)) if unknown else None
             except CapvizError:

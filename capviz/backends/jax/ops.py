@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.jax import cancellation, variances
+from capviz.backends.jax import cancellation, unfused, variances
 from capviz.backends.jax.cancellation import sums_of_products
 from capviz.backends.jax.checks import checked
 from capviz.backends.jax.functions import FUNCTIONS
@@ -841,7 +841,8 @@ def _insert_indices(jnp: Any) -> Callable:
 OVERRIDES.update({"insert_indices": _insert_indices, "tril": _triangle("tril"),
                   "triu": _triangle("triu"), "vander": _vander, "digitize": _digitize})
 OVERRIDES.update(FUNCTIONS)
-OVERRIDES.update({"round": _round, "polymul": _polymul,
+OVERRIDES.update({"round": _round, "polymul": _polymul, "cross": unfused.cross,
+                  "linalg.cross": unfused.linalg_cross,
                   **{name: _float_reduction(name) for name in _REDUCTIONS_IN_FLOATS}})
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
+from capviz.backends.jax import unfused
 from capviz.backends.jax.poison import Poisons
 from capviz.core.ir import Node
 from capviz.ops import traits
@@ -50,6 +51,12 @@ class Trace:
         (:mod:`capviz.backends.jax.subnormals`)."""
         self.poisons = None if precise else Poisons(jnp, self.clean, self.flag)
         """What the fast trace poisoned (:mod:`capviz.backends.jax.poison`)."""
+        self.lax: Any = None
+        """jax.lax, for :func:`capviz.backends.jax.unfused.rounded`."""
+        self.zero: Any = None
+        """An integer 0 the compiler cannot see (an argument of the compiled function), with
+        which each floating product is rounded before an add reads it
+        (:mod:`capviz.backends.jax.unfused`); ``None``: products are left to XLA."""
         self.layouts: Any = None
         """The layout NumPy gives each value (:class:`capviz.backends.jax.layouts.Layouts`),
         for the checks of sums; ``None``: every value taken as C-ordered."""
@@ -305,6 +312,8 @@ def bound(op: ops.Op, fn: Callable, eager_context: Callable[[], Any]) -> Callabl
             args = poisons.screen(node, args, 1 if op.random else 0)
         result = fn(*args, **params) if op.random else _call_conformed(op, node, fn, args,
                                                                         params)
+        if trace.zero is not None and op.name in unfused.PRODUCTS:
+            result = unfused.rounded(trace.lax, result, trace.zero)
         if poisons is not None:
             poisons.settle(node, result)
         return result

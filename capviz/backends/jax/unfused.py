@@ -1,0 +1,118 @@
+"""Products rounded as NumPy rounds them: XLA's fused multiply-add kept out of a replay (issue
+25; the hostile review 4, finding 7).
+
+NumPy computes ``s - a * b`` as two ufunc calls: the product is rounded to its type, then the
+difference is rounded. XLA's CPU compiler fuses the two into one loop, and LLVM contracts the
+multiply and the subtract into one fused multiply-add (``fma(a, b, -s)``: the product kept
+exact, one rounding), whatever the flags (``--xla_cpu_enable_fast_math=false`` and
+``--xla_allow_excess_precision=false`` change nothing; openxla/xla#41579). The two differ by up
+to half an ulp of the product, which a cancelling difference turns into any relative error:
+``x*x - y*y`` of float32 values near 1e3 came out 302 times beyond the tolerance on 4,070 of
+4,096 elements, silently.
+
+So each floating product a traced program makes (:data:`PRODUCTS`: the ``multiply``, ``square``
+and ``power`` nodes, whose results jax computes with ``fmul``) goes through :func:`rounded`: its
+bits, as an integer, xor'd with a zero the compiler cannot see (an argument of the compiled
+function, :attr:`capviz.backends.jax.trace.Trace.zero`), and back. The compiler must then
+round the product to its type before anything adds it, as NumPy does: ``s - a * b`` replays
+NumPy's bits. An ``lax.optimization_barrier`` or a ``lax.reduce_precision`` to the product's own
+type does not do it (XLA simplifies both away). The cost is one integer ``xor`` per element,
+fused into the same loop (``benchmarks/engine_checks.py``).
+
+Complex products are left as XLA computes them: NumPy's own complex multiply is the SIMD loop
+its CPU dispatch picks (on an AVX-512 machine its complex64 real part is ``fma(ar, br,
+-(ai * bi))``), so there is no one NumPy rounding to follow; they stay in the tolerance class
+(docs/guide/replay.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+PRODUCTS = frozenset(("multiply", "square", "power", "float_power"))
+"""The ops whose floating result XLA computes with a multiply that it may fuse into an add."""
+
+_BITS = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def rounded(lax: Any, value: Any, zero: Any) -> Any:
+    """``value`` (a real float array) rounded to its type before any op that reads it: its bits
+    xor'd with ``zero``, an integer 0 the compiler does not know. Other types are returned as
+    they are."""
+    dtype = np.dtype(value.dtype)
+    if dtype.kind != "f" or dtype.itemsize not in _BITS:
+        return value
+    bits = _BITS[dtype.itemsize]
+    mask = lax.convert_element_type(zero, bits)
+    return lax.bitcast_convert_type(lax.bitcast_convert_type(value, bits) ^ mask, dtype)
+
+
+def _product(jnp: Any, a: Any, b: Any) -> Any:
+    """``a * b`` rounded before an add reads it, inside a traced program (as a node's is)."""
+    from capviz.backends.jax.trace import TRACE  # here: trace imports this module
+
+    product = jnp.multiply(a, b)
+    trace = TRACE.get()
+    if trace is None or trace.zero is None:
+        return product
+    return rounded(trace.lax, product, trace.zero)
+
+
+def cross(jnp: Any) -> Callable:
+    """``np.cross`` as NumPy computes it (``numpy/_core/numeric.py``): each component a product
+    rounded, then ``-=`` another (``cp0 = a1 * b2; cp0 -= a2 * b1``), where ``jax.numpy.cross``
+    lets XLA fuse each difference into a multiply-add: nearly parallel vectors of large values
+    would cancel to other values. Real float operands only; other types (exact, or complex:
+    see the module doc) go to ``jax.numpy.cross``."""
+
+    def run(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+            axis: int | None = None) -> Any:
+        a, b = jnp.asarray(a), jnp.asarray(b)
+        dtype = np.result_type(a.dtype, b.dtype)
+        if dtype.kind != "f":
+            return jnp.cross(a, b, axisa, axisb, axisc, axis)
+        if axis is not None:
+            axisa = axisb = axisc = axis
+        a = jnp.moveaxis(a, axisa, -1).astype(dtype)
+        b = jnp.moveaxis(b, axisb, -1).astype(dtype)
+        if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
+            return jnp.cross(a, b)  # jax.numpy raises NumPy's ValueError
+        three_a, three_b = a.shape[-1] == 3, b.shape[-1] == 3
+        a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
+        mul = partial(_product, jnp)
+        cp2 = mul(a0, b1) - mul(a1, b0)
+        if not (three_a or three_b):
+            return cp2
+        if three_a and three_b:
+            a2, b2 = a[..., 2], b[..., 2]
+            cp0 = mul(a1, b2) - mul(a2, b1)
+            cp1 = mul(a2, b0) - mul(a0, b2)
+        elif three_b:  # a2 = 0
+            b2 = b[..., 2]
+            cp0, cp1 = mul(a1, b2), -mul(a0, b2)
+        else:  # b2 = 0
+            a2 = a[..., 2]
+            cp0, cp1 = -mul(a2, b1), mul(a2, b0)
+        shape = jnp.broadcast_shapes(cp0.shape, cp1.shape, cp2.shape)
+        cp = jnp.stack([jnp.broadcast_to(c, shape) for c in (cp0, cp1, cp2)], axis=-1)
+        return jnp.moveaxis(cp, -1, axisc)
+
+    return run
+
+
+def linalg_cross(jnp: Any) -> Callable:
+    """``np.linalg.cross``: :func:`cross` of 3-vectors along ``axis`` (NumPy checks the size
+    before calling it)."""
+    inner = cross(jnp)
+
+    def run(x1: Any, x2: Any, axis: int = -1) -> Any:
+        x1, x2 = jnp.asarray(x1), jnp.asarray(x2)
+        if x1.shape[axis] != 3 or x2.shape[axis] != 3:
+            return jnp.linalg.cross(x1, x2, axis=axis)  # NumPy's ValueError
+        return inner(x1, x2, axis=axis)
+
+    return run

@@ -1,0 +1,93 @@
+"""Issue 25 on JAX: XLA's fused multiply-add kept out of a replay (capviz/backends/jax/
+unfused.py; the hostile review 4, finding 7). NumPy rounds a product before the add or subtract
+that reads it; XLA's CPU compiler fuses the two into one ``fma`` (one rounding), and where the
+subtraction cancels, the difference is far beyond the tolerance (``x*x - y*y`` of float32
+values near 1e3: 302 times it on 4,070 of 4,096 values). Each floating product of a replay is
+rounded to its type first: these replays are NumPy's bits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+jax = pytest.importorskip("jax")
+
+
+def _data(dtype):
+    r = np.random.default_rng(0)
+    n = 4096
+    x = (1e3 + r.random(n)).astype(dtype)
+    y = (x + r.random(n).astype(dtype) * dtype(1e-3)).astype(dtype)
+    a = (1e3 + r.random(n)).astype(dtype)
+    b = (a * dtype(767.3)).astype(dtype) + r.random(n).astype(dtype)
+    return x, y, a, b
+
+
+SPELLINGS = {
+    "difference of squares": (lambda x, y, a, b: x * x - y * y),
+    "difference of np.square": (lambda x, y, a, b: np.square(x) - np.square(y)),
+    "difference of powers": (lambda x, y, a, b: x ** 2 - y ** 2),
+    "residual b - a * c": (lambda x, y, a, b: b - a * 767.3),
+    "residual a * c - b": (lambda x, y, a, b: a * 767.3 - b),
+    "np.subtract of a product": (lambda x, y, a, b: np.subtract(b, np.multiply(a, 767.3))),
+    "a negated product added": (lambda x, y, a, b: b + -(a * 767.3)),
+    "a Horner step": (lambda x, y, a, b: (x * 2.0 - 1e3) * x - y * (x * 2.0 - 1e3)),
+    "2x2 determinants": (lambda x, y, a, b: x * b - y * a),
+    "a sum of products": (lambda x, y, a, b: np.sum(x * x - y * y)),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", list(SPELLINGS))
+def test_a_product_that_an_add_or_subtract_reads_is_numpy_s_bits(name, dtype):
+    fn = SPELLINGS[name]
+    args = _data(dtype)
+    eager = fn(*args)
+    graph = cv.capture(fn, *args)
+    got = graph.replay(dict(zip(graph.inputs, args)), backend="jax", to_numpy=True)["out"]
+    assert got.dtype == eager.dtype
+    np.testing.assert_array_equal(got, eager)
+
+
+def test_xla_left_alone_fuses_the_product_so_the_check_has_something_to_keep_out():
+    """The premise, on the installed jax: jax.jit of ``s - a * c`` differs from NumPy (an
+    ``fma``); if a jax release stops fusing, this fails and the guard can go."""
+    import jax.numpy as jnp
+
+    _, _, a, b = _data(np.float32)
+    fused = np.asarray(jax.jit(lambda a, b: b - a * jnp.float32(767.3))(a, b))
+    assert not np.array_equal(fused, b - a * np.float32(767.3))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("form", ["3 and 3", "2 and 2", "2 and 3", "3 and 2", "axes 0",
+                                  "broadcast", "linalg"])
+def test_cross_of_nearly_parallel_vectors_is_numpy_s_bits(form, dtype):
+    r = np.random.default_rng(1)
+    u = (1e3 * r.standard_normal((64, 3))).astype(dtype)
+    v = (u * dtype(1.0001)).astype(dtype)
+    fns = {
+        "3 and 3": (lambda a, b: np.cross(a, b), (u, v)),
+        "2 and 2": (lambda a, b: np.cross(a, b), (u[:, :2].copy(), v[:, :2].copy())),
+        "2 and 3": (lambda a, b: np.cross(a, b), (u[:, :2].copy(), v)),
+        "3 and 2": (lambda a, b: np.cross(a, b), (u, v[:, :2].copy())),
+        "axes 0": (lambda a, b: np.cross(a.T, b.T, axisa=0, axisb=0, axisc=0), (u, v)),
+        "broadcast": (lambda a, b: np.cross(a, b[0]), (u, v)),
+        "linalg": (lambda a, b: np.linalg.cross(a, b), (u, v)),
+    }
+    fn, args = fns[form]
+    eager = fn(*args)
+    graph = cv.capture(fn, *args)
+    got = graph.replay(dict(zip(graph.inputs, args)), backend="jax", to_numpy=True)["out"]
+    assert got.dtype == eager.dtype
+    np.testing.assert_array_equal(got, eager)
+
+
+def test_the_stepping_executor_runs_products_one_at_a_time_as_numpy():
+    x, y, _, _ = _data(np.float32)
+    graph = cv.capture(lambda x, y: x * x - y * y, x, y)
+    ex = cv.Executor(graph, {graph.inputs[0]: x, graph.inputs[1]: y}, backend="jax")
+    ex.run()
+    np.testing.assert_array_equal(ex.outputs(to_numpy=True)["out"], x * x - y * y)
