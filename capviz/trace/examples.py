@@ -73,6 +73,10 @@ class Examples:
         if n.kind == "input":
             what = f"input {n.name!r}" if n.name else "an undeclared input"
             raise NoExample(f"{what} was given by its shape and dtype only")
+        if n.kind == "state" and n.index in self.graph.state_values:
+            # an outside array the capture writes: its value when the call starts (what a
+            # read of it there gives); the values after its writes follow from the ops
+            return self.graph.state_values[n.index]
         if n.kind != "op":
             raise NoExample(f"node %{n.index} ({n.kind}) has no value")
         values = self.values
