@@ -38,6 +38,8 @@ class Examples:
         self.values: dict[int, Any] = {}
         self._bound: dict[str, Any] = {}
         self._backend = registry.get("numpy")
+        self.states_known = True  # False in a lifted run (trace/lifted.py): a branch on a
+        # lifted state is one it cannot decide, so the run falls back to the two captures
 
     def give(self, node: Node, value: Any) -> None:
         """Set input ``node``'s example (an ndarray, a NumPy scalar or a host value)."""
@@ -73,7 +75,7 @@ class Examples:
         if n.kind == "input":
             what = f"input {n.name!r}" if n.name else "an undeclared input"
             raise NoExample(f"{what} was given by its shape and dtype only")
-        if n.kind == "state" and n.index in self.graph.state_values:
+        if n.kind == "state" and self.states_known and n.index in self.graph.state_values:
             # an outside array the capture writes: its value when the call starts (what a
             # read of it there gives); the values after its writes follow from the ops
             return self.graph.state_values[n.index]

@@ -232,6 +232,8 @@ def lift(recorder: Any, lifted: Lifted) -> None:
     declared, before ``fn`` runs)."""
     graph = recorder.graph
     frame = user_frame(sys._getframe())
+    if recorder.examples is not None:  # (a branch on a lifted state: decided by two passes)
+        recorder.examples.states_known = False
     for root, holders, name, place, source in lifted.states:
         node = recorder._append("state", None, (), {}, tuple(root.shape), root.dtype, source,
                                 name, frame=frame)
