@@ -23,7 +23,10 @@ in this run, interleaved, medians:
   keepdims=True) + 1e-5)``, of values near 1e3: the mean and the variance feed an add or
   subtract that can cancel, so both are built in NumPy's order from the start
   (``capviz/backends/dask/before_cancel.py``: each row's blocks regathered, one run), against
-  dask.array's own expression, which is up to 60x beyond the tolerance there.
+  dask.array's own expression, which is up to 60x beyond the tolerance there;
+- ``x - x.mean()`` of values in [0, 1): a centring on the mean of all the values, whose NumPy
+  order would be one block of the whole array, is tested at run time instead (two more passes:
+  the magnitudes' sum and the smallest centred value), one run.
 
 A sum is checked per output (``capviz/backends/dask/cancellation.py``: its terms' magnitudes
 summed with it, for cancellation and overflow), a variance by its terms' magnitudes too
@@ -63,6 +66,8 @@ def _cases(rng: np.random.Generator) -> list[tuple]:
          lambda a: a.var(axis=1)),
         ("layer norm along axis 1, values near 1e3", _layer_norm, (x + np.float32(1e3),),
          _layer_norm),
+        ("x - x.mean(), tested at run time", lambda a: a - a.mean(), (x,),
+         lambda a: a - a.mean()),
     ]
 
 

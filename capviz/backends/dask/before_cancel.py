@@ -30,11 +30,12 @@ holding the whole operand (a larger-than-memory array's): there every value of t
 known at the sum, and the sum fails at its node where ``r * eps * S / count * |factor|``, its
 error carried to the consumer, exceeds ``atol + rtol * min |x -+ factor * s|``, the tolerance
 of the consumer's smallest value (:func:`centring_checked`; two more passes over the operand,
-its magnitudes' sum and that minimum); the replay then computes it again in NumPy's order on
-one block, as a failed sum check does, or, lazily (``compute=False``), the task fails naming
-the fix. Where NumPy's order cannot be known (its operand's
-memory layout is not: a flipped or broadcast view), the node is refused at build time, naming
-the consumer, with the fixes (chunks that keep the reduced axes in one chunk, or
+its magnitudes' sum and that minimum: ``x - x.mean()`` of a (2048, 2048) float32 array costs
+3.7x to 4.3x bare dask.array, 1.7x before, in ``benchmarks/dask_sums.py``); the replay then
+computes it again in NumPy's order on one block, as a failed sum check does, or, lazily
+(``compute=False``), the task fails naming the fix. Where NumPy's order cannot be known (its
+operand's memory layout is not: a flipped or broadcast view), the node is refused at build
+time, naming the consumer, with the fixes (chunks that keep the reduced axes in one chunk, or
 ``backend='numpy'``).
 
 Why not a check at run time (the JAX backend's choice where NumPy's order is dear): a test of
@@ -177,15 +178,14 @@ def centring_checked(name: str, x: Any, result: Any, index: int, guard: Any,
     (``S`` the finite terms' magnitudes' sum, ``r`` 1 where NumPy adds pairwise, else ``n``).
     The replay then computes it in NumPy's order (one block), as a failed sum check does.
     ``tolerance``: the backend's ``(rtol, atol)`` for a dtype."""
-    wide = x.astype(np.float64)
-    finite = da.where(da.isfinite(wide), da.fabs(wide), 0.0)
-    total = da.sum(finite)
-    value = result.reshape(()).astype(np.float64)
+    magnitudes = da.fabs(x)
+    total = da.sum(da.where(da.isfinite(magnitudes), magnitudes, 0), dtype=np.float64)
+    value = result.reshape(())
     reaches = FEEDING.get()[index]
     gaps, factors, tolerances, where = [], [], [], []
-    for reach in reaches:
-        sign = -1.0 if reach.consumer.op == "subtract" else 1.0
-        gaps.append(da.nanmin(da.fabs(wide + sign * reach.factor * value)))
+    for reach in reaches:  # the consumer's values in x's type: a scale, rounded or not
+        shift = (-1.0 if reach.consumer.op == "subtract" else 1.0) * reach.factor * value
+        gaps.append(da.nanmin(da.fabs(x + shift.astype(x.dtype))))
         factors.append(reach.factor)
         tolerances.append(tolerance(reach.consumer.dtype))
         where.append(_named(reach.consumer))
