@@ -17,7 +17,14 @@ rounds (``_common.interleaved``), CPU time of this process, per replay.
   no check);
 - a 40-op chain of complex64 ``*`` and ``+`` of two tensors (``z * w``, ``z + w``: the
   sums' parts checked too, ``capviz/backends/jax/subnormals/complex_parts.py``);
-- ``x.std(axis=0)`` of (4096, 256) float16 (the float16 overflow check).
+- ``x.std(axis=0)`` of (4096, 256) float16 (the float16 overflow check);
+- complex64 ``sin``, ``sqrt``, ``log``, ``sinh`` of (512, 512) values (the checks of
+  ``capviz/backends/jax/subnormals/complex_functions.py``; ``sinh`` in NumPy's formula,
+  ``capviz/backends/jax/functions/hyperbolic.py``), against ``jax.numpy``'s own;
+- ``np.linalg.norm(x, axis=1)``, ``np.average(x, axis=0, weights=w)`` and
+  ``np.trapezoid(x, axis=1)`` of (1024, 1024) float32 (written out in checked steps,
+  ``capviz/backends/jax/functions/``), against ``jax.numpy``'s ``linalg.norm``, ``average``,
+  ``trapezoid``.
 
 Figures: capviz's JAX replay time / bare ``jax.jit`` time (1.00: free). Compare with the same
 script on a checkout before the checks (``git stash`` or an older commit) for what they add.
@@ -62,6 +69,31 @@ def _std(x):
     return x.std(axis=0)
 
 
+def _complex_functions(z):
+    return np.sin(z) + np.sqrt(z) + np.log(z) + np.sinh(z)
+
+
+def _jnp_complex_functions(z):
+    import jax.numpy as jnp
+
+    return jnp.sin(z) + jnp.sqrt(z) + jnp.log(z) + jnp.sinh(z)
+
+
+_WEIGHTS = np.linspace(0.5, 1.5, 1024).astype(np.float32)
+
+
+def _declared(x):
+    return (np.linalg.norm(x, axis=1) + np.average(x, axis=0, weights=_WEIGHTS)
+            + np.trapezoid(x, axis=1))
+
+
+def _jnp_declared(x):
+    import jax.numpy as jnp
+
+    return (jnp.linalg.norm(x, axis=1) + jnp.average(x, axis=0, weights=_WEIGHTS)
+            + jnp.trapezoid(x, axis=1))
+
+
 def _cases() -> list:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1024, 1024)).astype(np.float32)
@@ -75,7 +107,10 @@ def _cases() -> list:
             ("40-op complex64 chain, (512, 512)", _complex_chain, z),
             ("40-op complex64 z * w, z + w, (512, 512)", _complex_pair_chain,
              np.exp(2j * np.pi * rng.random((2, 512, 512))).astype(np.complex64)),
-            ("std(axis=0), (4096, 256) float16", _std, h)]
+            ("std(axis=0), (4096, 256) float16", _std, h),
+            ("complex64 sin + sqrt + log + sinh, (512, 512)", _complex_functions, z,
+             _jnp_complex_functions),
+            ("norm + average + trapezoid, (1024, 1024)", _declared, x, _jnp_declared)]
 
 
 def main() -> None:
@@ -84,12 +119,12 @@ def main() -> None:
     from capviz.backends.jax.backend import x64
 
     print(f"{'case':<40} {'capviz jax':>12} {'bare jit':>12} {'ratio':>7}")
-    for name, fn, value in _cases():
+    for name, fn, value, *jnp_form in _cases():
         graph = cv.capture(fn, cv.spec(value.shape, value.dtype))
         replay = graph.compile(backend="jax")
         with x64():
             device = jax.device_put(value)
-            bare = jax.jit(fn)
+            bare = jax.jit(jnp_form[0] if jnp_form else fn)
             bare(device).block_until_ready()
         replay(device)[0].block_until_ready()
 

@@ -63,6 +63,12 @@ REPLAYED = [  # label, function, operand: NumPy's value within the tolerance (ex
     ("norm of infinities and NaN", lambda x: np.linalg.norm(x, axis=1),
      np.array([[np.inf, 1.0], [np.nan, 1.0], [-np.inf, np.nan]])),
     ("norm overflowing", lambda x: np.linalg.norm(x), np.array([1e200, 1e200])),
+    # one term per output: XLA would simplify sqrt(x * x) to |x|, finite (the differential
+    # harness's np.linalg.norm-152[float64,extreme]: 7.4e307 where NumPy's square overflows)
+    ("norm of one value whose square overflows", lambda x: np.linalg.norm(x),
+     np.array([7.449903083679809e307])),
+    ("norm(x, axis=0) of one row whose squares overflow", lambda x: np.linalg.norm(x, axis=0),
+     np.array([[7.4e307, 2.0]])),
     ("norm of -0.0", lambda x: np.linalg.norm(x, axis=0), np.array([[-0.0], [-0.0]])),
     ("norm of 1 and parts below sqrt(tiny)", lambda x: np.linalg.norm(x),
      np.array([1.0, 1e-160, 1e-170])),

@@ -145,7 +145,8 @@ def _norm(jnp: Any) -> Callable:
             return add_reduce((x != 0).astype(real), axis=axes, keepdims=keepdims)
         if branch == ABS_SUM:
             return add_reduce(magnitude.astype(real), axis=axes, keepdims=keepdims)
-        squares = _squares(jnp, x)
+        terms = math.prod(x.shape[k] for k in axes) if len(x.shape) else 1
+        squares = _squares(jnp, x, terms)
         total = add_reduce(squares, axis=axes, keepdims=keepdims)
         _flushed_squares(jnp, x, total, axes, keepdims)
         return jnp.sqrt(total)
@@ -153,12 +154,20 @@ def _norm(jnp: Any) -> Callable:
     return norm
 
 
-def _squares(jnp: Any, x: Any) -> Any:
-    """``(x.conj() * x).real``: ``a * a + b * b`` of a complex one's parts."""
+def _squares(jnp: Any, x: Any, terms: int) -> Any:
+    """``(x.conj() * x).real``: ``a * a + b * b`` of a complex one's parts. Where each output
+    adds one term (``terms``), behind an optimization barrier: XLA simplifies ``sqrt(x * x)`` to
+    ``|x|``, finite where NumPy's square overflows (``norm([7.4e307])``: ``inf`` in NumPy)."""
     if dtype_of(x).kind != "c":
-        return x * x
-    a, b = jnp.real(x), jnp.imag(x)
-    return a * a + b * b
+        squares = x * x
+    else:
+        a, b = jnp.real(x), jnp.imag(x)
+        squares = a * a + b * b
+    if terms > 1:
+        return squares
+    from jax import lax
+
+    return lax.optimization_barrier(squares)
 
 
 def _flushed_squares(jnp: Any, x: Any, total: Any, axes: Any, keepdims: bool) -> None:
@@ -188,7 +197,7 @@ def _dot(jnp: Any, x: Any, keepdims: bool) -> Any:
         raise NotImplementedError(_DOT.format(n=n, dtype=real, gamma=n * u / (1 - n * u),
                                               rtol=cancellation.tolerance(real)[0]))
     flat = x.reshape(-1)
-    total = _squares(jnp, flat).sum()
+    total = _squares(jnp, flat, n).sum()
     _flushed_squares(jnp, flat, total, None, False)
     result = jnp.sqrt(total)
     return result.reshape((1,) * len(x.shape)) if keepdims else result
