@@ -22,9 +22,10 @@ rounds (``_common.interleaved``), CPU time of this process, per replay.
   ``capviz/backends/jax/subnormals/complex_functions.py``; ``sinh`` in NumPy's formula,
   ``capviz/backends/jax/functions/hyperbolic.py``), against ``jax.numpy``'s own;
 - ``np.linalg.norm(x, axis=1)``, ``np.average(x, axis=0, weights=w)`` and
-  ``np.trapezoid(x, axis=1)`` of (1024, 1024) float32 (written out in checked steps,
-  ``capviz/backends/jax/functions/``), against ``jax.numpy``'s ``linalg.norm``, ``average``,
-  ``trapezoid``.
+  ``np.trapezoid(x, axis=1)`` of (1024, 1024) float32 values in [0.5, 1.5) (the weighted
+  average of values of both signs along 1,024 rows cancels: it fails at its node), written
+  out in checked steps (``capviz/backends/jax/functions/``), against ``jax.numpy``'s
+  ``linalg.norm``, ``average``, ``trapezoid``.
 
 Figures: capviz's JAX replay time / bare ``jax.jit`` time (1.00: free). Compare with the same
 script on a checkout before the checks (``git stash`` or an older commit) for what they add.
@@ -110,7 +111,8 @@ def _cases() -> list:
             ("std(axis=0), (4096, 256) float16", _std, h),
             ("complex64 sin + sqrt + log + sinh, (512, 512)", _complex_functions, z,
              _jnp_complex_functions),
-            ("norm + average + trapezoid, (1024, 1024)", _declared, x, _jnp_declared)]
+            ("norm + average + trapezoid, (1024, 1024)", _declared,
+             (0.5 + rng.random((1024, 1024))).astype(np.float32), _jnp_declared)]
 
 
 def main() -> None:
@@ -126,7 +128,11 @@ def main() -> None:
             device = jax.device_put(value)
             bare = jax.jit(jnp_form[0] if jnp_form else fn)
             bare(device).block_until_ready()
-        replay(device)[0].block_until_ready()
+        try:
+            replay(device)[0].block_until_ready()
+        except cv.CapvizError as err:  # a case a check refuses now: say so, time the others
+            print(f"{name:<40} fails at its node: {str(err).split(': ', 2)[-1][:60]}...")
+            continue
 
         def ours():
             for _ in range(CALLS):

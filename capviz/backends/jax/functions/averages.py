@@ -41,7 +41,8 @@ def _average(jnp: Any) -> Callable:
             return mean(a, axis=axis, **params)
         w = jnp.asarray(weights)
         ndim = len(a.shape)
-        if tuple(w.shape) != tuple(a.shape):
+        one_axis = tuple(w.shape) != tuple(a.shape)  # NumPy adds them pairwise: one rounding
+        if one_axis:
             w = jnp.swapaxes(w.reshape((1,) * (ndim - 1) + tuple(w.shape)), -1, axis)
         kind = dtype_of(a).kind
         result = np.result_type(dtype_of(a), dtype_of(w), *(("f8",) if kind in "biu" else ()))
@@ -59,6 +60,8 @@ def _average(jnp: Any) -> Callable:
             parts = (jnp.real, jnp.imag) if result.kind == "c" else (lambda v: v,)
             real = np.dtype(result.type(0).real.dtype)
             weights_size = jnp.abs(w.astype(result)).sum(axis=axis, **keep)
+            if one_axis:  # the weights of one axis, laid along it: a 1-d sum in NumPy
+                weights_size = weights_size / n
             _flushed_terms(jnp, a.astype(result), w.astype(result), terms, real)
             for part in parts:  # a complex sum: each of its parts, as a float sum
                 _cancelled_sum(jnp, part(numerator), jnp.abs(part(terms)).sum(axis=axis, **keep),
@@ -73,7 +76,8 @@ def _average(jnp: Any) -> Callable:
 def _cancelled_sum(jnp: Any, got: Any, size: Any, divisor: Any, n: int,
                    dtype: np.dtype, settled: Any, divisor_size: Any) -> None:
     """A sum ``got`` of ``n`` terms of total magnitude ``size``, divided by ``divisor`` (the
-    weights' sum, of total magnitude ``divisor_size``), checked to be the same in every order
+    weights' sum, of total magnitude ``divisor_size``, ``n`` times less for weights of one
+    axis, which NumPy adds pairwise: one rounding), checked to be the same in every order
     of summation, within the tolerance: another order moves the sum by at most
     ``n * eps * size`` and the divisor by ``n * eps * divisor_size``, so the quotient by at
     most ``(e_sum + |q| * e_div) / |divisor|``. A ``size`` that overflows (a partial sum or
