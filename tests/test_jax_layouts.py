@@ -149,3 +149,23 @@ def test_a_layer_norm_after_a_product_of_split_pieces_keeps_one_rounding():
         _replay(lambda a: np.var(((np.split(a, 2, axis=-1)[0] + 1.0) @ w).T, axis=0), x)
     _, got = _replay(fn, x)
     assert np.allclose(got, fn(x), rtol=1e-4, atol=1e-4)
+
+
+def test_a_splits_pieces_are_strided_and_a_matmul_is_c_ordered():
+    """GPT-2's attention: ``q, k, v = np.split(x, 3, axis=-1)`` are strided views, ``q @ k.T``
+    a new C-ordered array whatever its operands' layouts; so the residual stream that the last
+    layer norm's variance reads is known C-ordered, and its mean pairwise (one rounding), as
+    NumPy adds it (main's GPT-2 replay failed at ln_f's var, its sum taken as a running one)."""
+    from capviz.backends.jax import layouts
+
+    x = np.ones((4, 6))
+
+    def attention(a):
+        q, k, v = np.split(a, 3, axis=-1)
+        return q, k.T, q @ k.T, (q @ k.T) @ v + 1.0
+
+    graph = cv.capture(attention, x)
+    known = layouts.Layouts({}, {})
+    got = [known.of(out.args[0]) for out in graph.output_nodes]
+    assert got == [layouts.STRIDED, None, layouts.C, layouts.C]
+    assert [layouts.host_layout(h) for h in attention(x)[:3]] == got[:3]  # NumPy's own

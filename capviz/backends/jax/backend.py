@@ -65,7 +65,13 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.jax import layouts, subnormals, ufunc_methods, writes  # noqa: F401 (forms)
+from capviz.backends.jax import (  # noqa: F401 (forms)
+    cancellation,
+    layouts,
+    subnormals,
+    ufunc_methods,
+    writes,
+)
 from capviz.backends.jax.ops import OVERRIDES, UNSUPPORTED, functional
 from capviz.backends.jax.trace import bound, tracing
 from capviz.backends.registry import Backend, install_hint, register, unsupported
@@ -376,6 +382,7 @@ class _Compiled:
                     dict(zip(program.input_names, input_layouts[:given])), constant_layouts,
                     {node.index: layout for node, layout in zip(program.states,
                                                                 input_layouts[given:])})
+                trace.carried = cancellation.of(nodes, self._jax.numpy)
                 constants = [c.T if flip else c for c, flip in zip(constants, flipped)]
                 trace.known_magnitudes = {id(c): known for c, known in zip(constants, bounds)
                                           if known is not None}

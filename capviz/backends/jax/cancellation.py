@@ -75,10 +75,17 @@ the same size, or a read of a model's weights at every replay: NumPy's own resul
 its BLAS's order, and they are declared, held to the bound every order meets by ``compare``
 and the differential harness (:mod:`capviz.backends.contraction_bound`).
 
+**A sum that reaches an add or subtract** (:mod:`capviz.backends.cancelling`: ``x - x.sum(-1,
+keepdims=True) / n``, a difference of two sums; the hostile review 3's finding 8) is within its
+own tolerance and may still be far beyond the difference's: such a sum is computed in NumPy's
+order where that difference would leave its tolerance, or always, or its bound is carried to
+the add or subtract and tested there (:mod:`capviz.backends.jax.carried`, :func:`of`).
+
 A sum of the results of an op that is never negative (:data:`NONNEGATIVE`, ``x ** 2``) is not
-checked: it cannot cancel, and where it overflows it does in every order (but within an ulp of
-the type's largest value). The magnitudes are added in the type ``eps`` is taken from: a
-sibling reduction of the same operand, which XLA fuses with the sum, and a test per output.
+checked where it reaches no add or subtract: it cannot cancel, and where it overflows it does
+in every order (but within an ulp of the type's largest value). The magnitudes are added in
+the type ``eps`` is taken from: a sibling reduction of the same operand, which XLA fuses with
+the sum, and a test per output.
 """
 
 from __future__ import annotations
@@ -89,7 +96,8 @@ from typing import Any
 
 import numpy as np
 
-from capviz.backends.jax import layouts, numpy_order
+from capviz.backends import cancelling
+from capviz.backends.jax import carried, layouts, numpy_order
 from capviz.backends.jax.trace import TRACE, dtype_of, require_each
 from capviz.core.ir import Node
 from capviz.ops.products import einsum_terms
@@ -161,8 +169,8 @@ def checked(name: str, jnp: Any, fn: Callable) -> Callable:
         result = fn(*args, **params)
         adds = params.get("ufunc", "add") == "add"
         if adds and args and dtype_of(result).kind in "fc" \
-                and dtype_of(args[0]).kind in "biufc" and not (
-                    _nonnegative_terms() and _pairwise(name, params, jnp.asarray(args[0]))):
+                and dtype_of(args[0]).kind in "biufc" and (_reached() or not (
+                    _nonnegative_terms() and _pairwise(name, params, jnp.asarray(args[0])))):
             result = _sum_cancels(jnp, name, label, fn, args, params, result)
         return result
 
@@ -189,6 +197,37 @@ def _nonnegative_terms() -> bool:
         return True
     exponent = made.args[1] if made.op == "power" and len(made.args) == 2 else None
     return type(exponent) is int and exponent % 2 == 0
+
+
+def _reached() -> bool:
+    """Whether the sum being traced reaches an add or subtract (:mod:`.carried`): its check is
+    made, and its bound carried, even where its terms cannot cancel among themselves."""
+    trace = TRACE.get()
+    node = None if trace is None else trace.node
+    return node is not None and trace.carried is not None and node.index in trace.carried.found
+
+
+REACHING = SUMS | frozenset(("einsum", "sum_where", "mean_where"))
+"""The sums :func:`of` follows to an add or subtract: :data:`SUMS`, an ``einsum`` of one
+operand, and the ``where=``/``initial=`` forms of ``sum`` and ``mean`` (checked as they are)."""
+
+
+def _carry(bound: Any, nonfinite: Any) -> None:
+    """The bound of the sum being traced (no program in NumPy's order for it), carried to the
+    add or subtract it reaches (:mod:`.carried`), 0 where its result is not finite."""
+    trace = TRACE.get()
+    node = None if trace is None else trace.node
+    if node is not None and trace.carried is not None and node.index in trace.carried.found:
+        jnp = trace.carried.jnp
+        trace.carried.start(node, jnp.where(jnp.isfinite(bound) & ~nonfinite, bound, 0))
+
+
+def of(nodes: list[Node], jnp: Any) -> carried.Carried | None:
+    """The sums of :data:`SUMS` among ``nodes`` (a program's op steps) that reach an add or
+    subtract, for one trace (:mod:`capviz.backends.jax.carried`); ``None`` where none does."""
+    found = {k: each for k, each in cancelling.reaches(nodes, REACHING).items()
+             if each[0].sum.op != "einsum" or len(each[0].sum.operands) == 1}
+    return carried.Carried(found, jnp, tolerance) if found else None
 
 
 def _sum_cancels(jnp: Any, name: str, label: str, fn: Callable, args: tuple, params: dict,
@@ -220,7 +259,7 @@ def _sum_cancels(jnp: Any, name: str, label: str, fn: Callable, args: tuple, par
                            else out)
         fix = "" if wider is None else f", or sum in {wider} (dtype=np.{wider})"
         message = _ROWS.format(op=label, why=_why(name, params), n=n, dtype=wide, eps=eps, fix=fix)
-    fits = nonfinite = kept = None
+    fits = nonfinite = kept = bound = None
     for part in ((jnp.real, jnp.imag) if out.kind == "c" else (None,)):
         terms = (a if part is None else part(a)).astype(wide)
         got = (result if part is None else part(result)).astype(wide)
@@ -232,15 +271,18 @@ def _sum_cancels(jnp: Any, name: str, label: str, fn: Callable, args: tuple, par
                 eps * size <= atol + rtol * jnp.abs(got))
         if _running_float16(name, params, a, wide):
             each = each[:2] + (_float16_running_kept(jnp, name, params, terms, got),)
+        bound = eps * size if bound is None else bound + eps * size
         if fits is None:
             fits, nonfinite, kept = each
         else:
             fits, nonfinite, kept = fits & each[0], nonfinite | each[1], kept & each[2]
     # a part not finite (complex arithmetic spreads a NaN to both) is the same in every order
     # where the check fails, the sum in NumPy's order (or the failure, where none is written)
-    slack = None if out.kind == "c" else (eps * size, (rtol, atol))  # for a centring
+    # the bound goes on to an add or subtract the sum reaches (carried.py); a sum not finite
+    # is the same in every order: nothing carried from it
+    bound = jnp.where(jnp.isfinite(bound) & ~nonfinite, bound, 0)
     return numpy_order.instead(jnp, name, args, params, result, fits & (nonfinite | kept),
-                               message, slack)
+                               message, bound)
 
 
 def _einsum_checked(jnp: Any, fn: Callable) -> Callable:
@@ -263,7 +305,7 @@ def _einsum_checked(jnp: Any, fn: Callable) -> Callable:
         real = np.dtype(out.type(0).real.dtype)
         rtol, atol = tolerance(real)
         eps = n * float(np.finfo(real).eps)
-        kept_each = None
+        kept_each = bound = None
         for part in ((jnp.real, jnp.imag) if out.kind == "c" else (None,)):
             terms = (a if part is None else part(a)).astype(real)
             got = (result if part is None else part(result)).astype(real)
@@ -272,6 +314,8 @@ def _einsum_checked(jnp: Any, fn: Callable) -> Callable:
             each = ~(size >= np.finfo(real).max) & (
                 ~jnp.isfinite(got) | (eps * size <= atol + rtol * jnp.abs(got)))
             kept_each = each if kept_each is None else kept_each & each
+            bound = eps * size if bound is None else bound + eps * size
+        _carry(bound, ~jnp.isfinite(result if out.kind != "c" else jnp.abs(result)))
         wider = _WIDER.get(out)
         fix = "" if wider is None else f", or sum in {wider} (dtype=np.{wider})"
         require_each(kept_each, _ROWS.format(

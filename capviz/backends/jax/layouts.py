@@ -93,7 +93,11 @@ class Layouts:
         if node.kind != "op":
             return None
         tensors = [a for a in node.args if isinstance(a, Node)]
-        if node.op == "unpack" and tensors and tensors[0].op not in traits.SPLIT:
+        if node.op == "unpack" and tensors and tensors[0].op in traits.SPLIT:
+            pieces = [self.of(a) for a in tensors[0].args if isinstance(a, Node)]
+            # a piece of a split (q, k, v = np.split(x, 3, axis=-1)): a view, strided
+            return STRIDED if pieces and all(f in (C, STRIDED) for f in pieces) else None
+        if node.op == "unpack" and tensors:
             tensors = [a for a in tensors[0].args if isinstance(a, Node)]  # a new array
             return C if all(self.of(a) == C for a in tensors) else None
         if node.shape is None:

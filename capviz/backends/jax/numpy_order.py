@@ -44,6 +44,10 @@ terms, padded alike) one by one. The tree above the leaves is added level by lev
 gather and one add per level, about ``log2(n / 64)`` of them). A running sum is a
 ``lax.scan`` over its terms.
 
+**A sum that reaches an add or subtract** (:mod:`capviz.backends.jax.carried`) is computed here
+always, or where a centring would leave its tolerance; where none is written, its bound is
+carried to the add or subtract.
+
 **What is left to the check's failure** (:func:`instead` calls ``require_each`` there, as
 before): float16 sums (NumPy adds them in float32 through its buffer, whose chunks cut the
 pairwise tree), ``where=``, ``initial=``, the nan forms, ``trace``, a ``dtype=`` that casts the
@@ -59,7 +63,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.backends.jax import layouts
+from capviz.backends.jax import carried, layouts
 from capviz.backends.jax.trace import TRACE, dtype_of, require_each
 
 REDUCTIONS = frozenset(("sum", "mean", "ufunc_reduce"))
@@ -72,14 +76,14 @@ _TYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, n
 
 
 def instead(jnp: Any, name: str, args: tuple, params: dict, result: Any, ok: Any,
-            message: str, slack: tuple | None = None) -> Any:
+            message: str, bound: Any = None) -> Any:
     """``result`` (XLA's sum ``name`` of ``args``, the node being traced) where every element
     of ``ok`` holds (the sums check of :mod:`capviz.backends.jax.cancellation`), else the same
-    sum in NumPy's order. ``slack``: the check's bound on each output's error and the
-    tolerance ``(rtol, atol)``, for a mean the graph subtracts from its own operand (a
-    centring, :func:`centring_kept`). Where no program here computes the sum (see the module
-    docstring), the check fails the replay at the node (``message``), as before, and
-    ``result`` is returned."""
+    sum in NumPy's order. ``bound``: the check's bound on each output's error. Where no program
+    here computes the sum (see the module docstring), the check fails the replay at the node
+    (``message``), as before, and ``result`` is returned. A sum whose value reaches an add or
+    subtract (:mod:`capviz.backends.jax.carried`, the hostile review 3's finding 8) is NumPy's
+    always, or where a centring would leave the tolerance, or its bound is carried there."""
     trace = TRACE.get()
     node = None if trace is None else trace.node
     operand = node.args[0] if node is not None and node.args else None
@@ -87,34 +91,21 @@ def instead(jnp: Any, name: str, args: tuple, params: dict, result: Any, ok: Any
     ordered = c_ordered(operand) and (trace is None or trace.layouts is None
                                       or trace.layouts.of(operand) == layouts.C)
     program = _program(jnp, name, args, params, result, ordered)
+    reached = None if trace is None else trace.carried
+    how = None if reached is None or node is None or bound is None else reached.how(
+        node, program is not None, dtype_of(result).kind != "c")
     if program is None:
         require_each(ok, message)
+        if how == carried.CARRIED:
+            reached.start(node, bound)
         return result
-    if slack is not None and name == "mean" and centred(trace, node):
-        ok = ok & centring_kept(jnp, args[0], result, params.get("axis"), *slack)
+    if how == carried.EXACT:
+        reached.start(node, None)
+        return program()
+    if how == carried.BRANCH:
+        ok = jnp.all(ok) & reached.centring_kept(node, args[0], result, bound)
+        reached.start(node, jnp.where(ok, bound, 0))
     return choose(jnp, ok, result, program)
-
-
-def centred(trace: Any, node: Any) -> bool:
-    """Whether the program subtracts the mean ``node`` from its own operand (``x -
-    x.mean(-1, keepdims=True)``: a layer norm's, a standardisation's centring), where the
-    mean's error is all that is left of the values that cancel (the hostile review 3, finding
-    8)."""
-    operand = node.args[0] if node.args else None
-    return any(other.op == "subtract" and len(other.args) == 2 and other.args[0] is operand
-               and other.args[1] is node for other in trace.nodes)
-
-
-def centring_kept(jnp: Any, a: Any, mean_: Any, axis: Any, bound: Any,
-                  tol: tuple[float, float]) -> Any:
-    """Where each output of a mean, off NumPy's by ``bound`` at most, keeps every element of
-    ``a - mean`` within the tolerance ``(rtol, atol)`` of NumPy's: ``bound <= atol + rtol *
-    min |a - mean|`` over the terms of that output."""
-    rtol, atol = tol
-    axes = _axes(axis, len(a.shape))
-    kept_shape = tuple(1 if k in axes else d for k, d in enumerate(a.shape))
-    gap = jnp.min(jnp.abs(a - mean_.reshape(kept_shape)), axis=axes).reshape(mean_.shape)
-    return bound <= atol + rtol * gap
 
 
 _KEEPS_C = frozenset(("reshape", "ravel", "squeeze", "expand_dims"))

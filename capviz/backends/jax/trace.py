@@ -57,6 +57,9 @@ class Trace:
         """An integer 0 the compiler cannot see (an argument of the compiled function), with
         which each floating product is rounded before an add reads it
         (:mod:`capviz.backends.jax.unfused`); ``None``: products are left to XLA."""
+        self.carried: Any = None
+        """The sums that reach an add or subtract and the bounds carried from them
+        (:class:`capviz.backends.jax.carried.Carried`); ``None``: none."""
         self.layouts: Any = None
         """The layout NumPy gives each value (:class:`capviz.backends.jax.layouts.Layouts`),
         for the checks of sums; ``None``: every value taken as C-ordered."""
@@ -314,6 +317,8 @@ def bound(op: ops.Op, fn: Callable, eager_context: Callable[[], Any]) -> Callabl
                                                                         params)
         if trace.zero is not None and op.name in unfused.PRODUCTS:
             result = unfused.rounded(trace.lax, result, trace.zero)
+        if trace.carried is not None:  # a sum's bound carried on, or tested (carried.py)
+            result = trace.carried.after(node, args, result)
         if poisons is not None:
             poisons.settle(node, result)
         return result

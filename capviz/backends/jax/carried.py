@@ -1,0 +1,266 @@
+"""A checked sum's error carried to the add or subtract it reaches, on the JAX backend (issue 25;
+the hostile review 3, finding 8).
+
+The sums check (:mod:`capviz.backends.jax.cancellation`) holds each output of a sum XLA adds in
+its own order within one rounding of its terms' magnitudes, ``eps * S``, of NumPy's, which is
+within the tolerance of the sum. Where the graph goes on to add or subtract the sum's value
+(:mod:`capviz.backends.cancelling`: through moves, casts, negations and scalings), the
+difference can be far smaller than the sum, and the same error far beyond its tolerance (``x -
+x.sum(-1, keepdims=True) / 768`` of values near 1e3: 1.2 times it; a difference of two sums,
+123 times). Each such sum is made one of these, chosen per sum when the program is traced:
+
+- **NumPy's order, always** (:data:`EXACT`), where :mod:`capviz.backends.jax.numpy_order` has a
+  program for it and a reach is not a centring: the sum is NumPy's bits, so is every value the
+  path makes from it (its products and quotients are rounded once, as NumPy's, by
+  :func:`scaled`), and the add or subtract adds NumPy's values.
+- **A branch on the consumer's tolerance**, where every reach is a centring (``x -
+  x.mean(-1, keepdims=True)``, ``x - np.mean(x, -1)[:, None]``, ``x - x.sum(-1, keepdims=True)
+  / n``: the consumer's operands are all known where the sum is): the path and the consumer are
+  computed from XLA's sum and its bound at the sum's node (:func:`Carried.centring_kept`), and a
+  ``lax.cond`` takes NumPy's order only where a value would leave the tolerance. A layer norm's
+  mean pays one more elementwise pass and keeps XLA's reduction.
+- **The bound, carried**, where no program is written (float16, the nan forms, ``where=``, an
+  operand NumPy may not hold C-ordered...): ``eps * S`` goes forward with the value, scaled as a
+  forward error bound (a move keeps it, a product by ``b`` multiplies it by ``|b|``, a quotient
+  by ``d`` divides it by ``|d|``, each op that rounds adds ``eps * |result|``), and the add or
+  subtract tests ``bound <= atol + rtol * |result|`` element by element: the replay fails at
+  that node, with the user's line, where it does not hold.
+
+The bound of one operand is ``None`` where its value is NumPy's bits; a consumer whose operands
+are all so is not tested.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from capviz import ops
+from capviz.backends import cancelling
+from capviz.backends.jax.trace import dtype_of, require_each
+from capviz.core.ir import Node
+
+EXACT = "exact"
+"""How a reached sum is computed: in NumPy's order, always."""
+BRANCH = "branch"
+"""How a reached sum is computed: XLA's, or NumPy's order where the centring's test fails."""
+CARRIED = "carried"
+"""How a reached sum is held: its bound carried to the consumer, tested there."""
+
+_MESSAGE = ("np.{op}: {operands} added in XLA's order (np.{sums}, within the tolerance of "
+            "the sum), and this {op} cancels {them}: the sum's error, carried here, is beyond "
+            "the tolerance of the result, so NumPy's value and XLA's may differ there; replay "
+            "with backend='numpy'{fix}")
+
+
+class Carried:
+    """The reached sums of one trace (:func:`capviz.backends.cancelling.reaches`) and the
+    bounds carried from them, by node index (``None``: NumPy's bits)."""
+
+    def __init__(self, found: dict[int, tuple[cancelling.Reach, ...]], jnp: Any,
+                 tolerance: Any) -> None:
+        self.found = found
+        self.jnp = jnp
+        self.tolerance = tolerance
+        self.consumers = cancelling.consumers(found)
+        self.on_paths = cancelling.on_paths(found)
+        self.bounds: dict[int, Any] = {}
+
+    def how(self, node: Node, programmed: bool, real: bool) -> str | None:
+        """How the sum ``node`` is computed (:data:`EXACT`, :data:`BRANCH`, :data:`CARRIED`),
+        or ``None`` where it reaches no add or subtract; ``programmed``: NumPy's order is
+        written for it; ``real``: its result is real."""
+        each = self.found.get(node.index)
+        if each is None:
+            return None
+        if not programmed:
+            return CARRIED
+        return BRANCH if real and all(r.centring for r in each) else EXACT
+
+    def start(self, node: Node, bound: Any) -> None:
+        """The sum ``node``'s bound on its error (``None``: NumPy's bits)."""
+        self.bounds[node.index] = bound
+
+    def centring_kept(self, node: Node, a: Any, result: Any, bound: Any) -> Any:
+        """Where the centrings of the sum ``node`` (operand ``a``, XLA's ``result``, off
+        NumPy's by ``bound`` at most) keep the tolerance: each path and its consumer computed
+        here as the trace will compute them, the test the consumer makes (:meth:`consumed`),
+        and-ed over the reaches (a boolean, for the branch)."""
+        jnp = self.jnp
+        ok = None
+        for reach in self.found[node.index]:
+            value, carried = result, bound
+            for step in reach.path:
+                position = _position(step, reach)
+                args = list(step.args)
+                args[position] = value
+                value = _computed(jnp, step, args)
+                value, carried = self._passed(step, args, value, {position: carried})
+            operands = [value, value]
+            operands[1 - reach.position] = a
+            got = _consumer(jnp, reach.consumer, operands)
+            kept = jnp.all(self._within(got, [carried]))
+            ok = kept if ok is None else ok & kept
+        return ok
+
+    def after(self, node: Node, args: tuple, result: Any) -> Any:
+        """The hook of every traced op: on a path, ``result`` computed as NumPy rounds it (a
+        product or quotient) and its bound carried; at a consumer, the test of the carried
+        bounds (:meth:`consumed`). Any other node: ``result``, untouched."""
+        if node.index in self.on_paths:
+            carried = {k: self.bounds[a.index] for k, a in enumerate(node.args)
+                       if isinstance(a, Node) and a.index in self.bounds}
+            if not carried:  # from a reduce of another ufunc than add: no sum, no bound
+                return result
+            if node.op in cancelling.SCALINGS:
+                result = scaled(self.jnp, node.op, args[0], args[1], dtype_of(result),
+                                checked=True)
+            result, self.bounds[node.index] = self._passed(node, args, result, carried)
+        elif node.index in self.consumers:
+            self.consumed(node, args, result)
+        return result
+
+    def consumed(self, node: Node, args: tuple, result: Any) -> None:
+        """The add or subtract ``node`` (operands ``args``, ``result``): fails the replay at
+        it where the bounds carried to its operands reach beyond the tolerance of ``result``."""
+        carried = [self.bounds.get(a.index) for a in node.args if isinstance(a, Node)]
+        if all(b is None for b in carried):
+            return
+        reaches = self.consumers[node.index]
+        sums = sorted({_SHOWN.get(r.sum.op, r.sum.op) for r in reaches
+                       if self.bounds.get(r.sum.index) is not None})
+        if not sums:  # the bounds come from another consumer's reaches: the same test
+            sums = sorted({_SHOWN.get(r.sum.op, r.sum.op) for r in reaches})
+        n = len([r for r in reaches if self.bounds.get(r.sum.index) is not None]) or 1
+        real = np.dtype(dtype_of(result).type(0).real.dtype)
+        fix = ", or sum in float64 (dtype=np.float64)" if real != np.float64 else ""
+        message = _MESSAGE.format(
+            op=node.op, operands="its operand was" if n == 1 else "its operands were",
+            sums=", np.".join(sums), them="it" if n == 1 else "them", fix=fix)
+        require_each(self._within(result, carried), message)
+
+    def _within(self, got: Any, carried: list) -> Any:
+        """Where the sum of the ``carried`` bounds is within the tolerance of ``got``."""
+        jnp = self.jnp
+        real = np.dtype(dtype_of(got).type(0).real.dtype)
+        rtol, atol = self.tolerance(real)
+        total = None
+        for bound in carried:
+            if bound is not None:
+                total = bound if total is None else total + bound
+        size = jnp.abs(got).astype(real)
+        # a result not finite is the same in every order (the sum's bound is 0 where it is
+        # not finite); a NaN bound (an infinite one times 0) fails
+        return (total <= atol + rtol * size) | ~jnp.isfinite(size)
+
+    def _passed(self, node: Node, args: Any, value: Any, carried: dict) -> tuple:
+        """(``value``, its bound) after the path op ``node`` of operands ``args``, the bounds
+        of its operands ``carried`` by argument position (``None``: NumPy's bits)."""
+        jnp = self.jnp
+        known = {k: b for k, b in carried.items() if b is not None}
+        real = np.dtype(dtype_of(value).type(0).real.dtype)
+        if not known:  # NumPy's bits, and NumPy's rounding of them (scaled), but in float16
+            if node.op not in cancelling.SCALINGS or dtype_of(value) in _ROUNDED:
+                return value, None  # and complex, where XLA's product is its own
+            return value, _rounding(jnp, real, value)
+        if node.op in cancelling.SCALINGS:
+            first = known.get(0)
+            second = known.get(1)
+            a, b = (jnp.abs(args[0]), jnp.abs(args[1]))
+            if node.op == "multiply":
+                bound = 0
+                if first is not None:
+                    bound = bound + first * (b + (second if second is not None else 0))
+                if second is not None:
+                    bound = bound + second * a
+            else:  # the value divided by b; a divisor off by its own bound too
+                room = b - (second if second is not None else 0)
+                numerator = (first if first is not None else 0) \
+                    + (jnp.abs(value) * second if second is not None else 0)
+                bound = jnp.where(room > 0, numerator / jnp.where(room > 0, room, 1), np.inf)
+            moved = jnp.where(bound > 0, bound + _rounding(jnp, real, value), 0)
+            return value, moved.astype(real)
+        bound = known[0]
+        if node.op == "astype":
+            wide = jnp.broadcast_to(bound, value.shape).astype(real)
+            return value, jnp.where(wide > 0, wide + _rounding(jnp, real, value), 0)
+        if node.op in ("negative", "positive", "copy"):
+            return value, bound
+        mover = ops.OPS[node.op].bind(jnp)
+        return value, mover(bound, *args[1:], **node.params)
+
+
+_SHOWN = {"sum_where": "sum", "mean_where": "mean", "ufunc_reduce": "add.reduce",
+          "ufunc_accumulate": "add.accumulate"}
+"""The NumPy name a message gives a sum recorded under another op's name."""
+
+_ROUNDED = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+"""The types whose products and quotients :func:`scaled` rounds as NumPy does."""
+
+
+def _prev(reach: cancelling.Reach, step: Node) -> Node:
+    """The node before ``step`` on ``reach``'s path (the sum for the first)."""
+    k = reach.path.index(step)
+    return reach.sum if k == 0 else reach.path[k - 1]
+
+
+def _position(step: Node, reach: cancelling.Reach) -> int:
+    """Which argument of the path op ``step`` is the path's value."""
+    prev = _prev(reach, step)
+    return next(k for k, a in enumerate(step.args) if a is prev)
+
+
+def _computed(jnp: Any, node: Node, args: list) -> Any:
+    """The path op ``node`` on ``args``, as the trace computes it (:func:`scaled`, or the
+    op's move)."""
+    if node.op in cancelling.SCALINGS:
+        want = np.dtype(node.dtype)
+        return scaled(jnp, node.op, args[0], args[1], want, checked=False)
+    if node.op == "astype":
+        return jnp.asarray(args[0]).astype(np.dtype(node.dtype))
+    return ops.OPS[node.op].bind(jnp)(*args, **node.params)
+
+
+def _consumer(jnp: Any, node: Node, args: list) -> Any:
+    """The add or subtract ``node`` of ``args``, in its result type."""
+    a, b = (jnp.asarray(x) for x in args)
+    want = np.dtype(node.dtype)
+    value = a + b if node.op == "add" else a - b
+    return value.astype(want)
+
+
+def _rounding(jnp: Any, real: np.dtype, value: Any) -> Any:
+    """What one rounding of each side adds to a bound: ``eps * |value|`` (two where XLA's op
+    is not NumPy's own rounding: complex and float16 results)."""
+    eps = float(np.finfo(real).eps)
+    plain = real != np.float16 and dtype_of(value).kind == "f"
+    return (eps if plain else 2 * eps) * jnp.abs(value).astype(real)
+
+
+def scaled(jnp: Any, op: str, a: Any, b: Any, dtype: np.dtype, checked: bool) -> Any:
+    """``a * b`` or ``a / b`` (``op``) rounded once, as NumPy's, in ``dtype``: float32 in
+    float64 and rounded (a product or quotient of two float32 values is exact, or correctly
+    rounded, in float64, and its rounding to float32 is NumPy's); float64 with the divisor an
+    array behind a barrier (XLA divides by a broadcast scalar as a product by its reciprocal)
+    and the product behind one (no multiply-add fused with the consumer). Complex and float16:
+    jax.numpy's (their bound takes two roundings). ``checked``: a float32 subnormal result
+    fails at the node (:func:`capviz.backends.jax.functions.rounding.narrowed`)."""
+    # imported here: the functions package imports the sums check, which imports this module
+    from capviz.backends.jax.functions.rounding import narrowed, separate
+
+    dtype = np.dtype(dtype)
+    a, b = jnp.asarray(a).astype(dtype), jnp.asarray(b).astype(dtype)  # NumPy's operands
+    if dtype == np.float32:
+        wide = a.astype(np.float64), b.astype(np.float64)
+        if op == "divide":
+            value = wide[0] / separate(jnp.broadcast_to(wide[1], jnp.broadcast_shapes(
+                a.shape, b.shape)))
+        else:
+            value = wide[0] * wide[1]
+        return narrowed(jnp, value, dtype) if checked else value.astype(dtype)
+    if dtype == np.float64:
+        if op == "divide":
+            return a / separate(jnp.broadcast_to(b, jnp.broadcast_shapes(a.shape, b.shape)))
+        return separate(a * b)
+    return (a * b if op == "multiply" else a / b).astype(dtype)
