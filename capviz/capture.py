@@ -282,6 +282,7 @@ class CaptureScope:
         recorder = Recorder(CapturedGraph(), self.device, self.on_violation)
         recorder.others = self._others
         recorder.twice = self._twice
+        recorder.mark_watch = outside_writes.note_marked
         recorder.global_random = self.global_random
         rng = self.rng or default_device()
         self.recorder = recorder

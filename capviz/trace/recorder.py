@@ -148,6 +148,8 @@ class Recorder(Trace):
         self.others: Any = None  # a second capture's planted arrays (trace/recapture.py)
         self.twice = False  # capture() captures again: finite fills, not NaN (trace/state.py)
         self.constant_of: dict[int, np.ndarray] = {}  # cv.constant(a)'s node -> a (mutation.py)
+        self.mark_watch: Any = None  # called at the scope form's first NaN mark (capture.py:
+        #                              trace/outside_writes.note_marked, which imports state)
         self.marked_outside: Any = None  # the scope form's outside arrays, noted at the
         #                                  first NaN mark (trace/outside_writes.note_marked)
         self.generators: dict[int, tuple[Any, Node]] = {}  # id -> (generator, its state node)

@@ -441,10 +441,8 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
     elif _poison(root):  # the live values are in graph.state_values
         state.poisoned = True
         recorder.poisoned += 1
-        if recorder.marked_outside is None:  # what NumPy may carry the mark into, noted
-            from capviz.trace import outside_writes  # (it imports this module)
-
-            outside_writes.note_marked(recorder)
+        if recorder.marked_outside is None and recorder.mark_watch is not None:
+            recorder.mark_watch(recorder)  # what NumPy may carry the mark into, noted
     if hit is not None:
         adopted.pop(id(root), None)
     return state
