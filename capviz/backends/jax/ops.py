@@ -926,6 +926,8 @@ def functional(op: ops.Op, jnp: Any, checks: bool = True) -> Callable:
     if checks:
         fn = variances.checked(op.name, jnp, checked(op.name, jnp,
                                                     cancellation.checked(op.name, jnp, fn)))
+    if op.name in unfused.PRODUCTS:  # rounded before an add reads it: no fused multiply-add
+        fn = unfused.rounding(fn)
     if op.name in _NAN_REDUCTIONS or op.name in _CUMULATIVE:
         return _zero_d_along_axis(jnp, fn, cumulative=op.name in _CUMULATIVE)
     return fn

@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.jax import unfused
 from capviz.backends.jax.poison import Poisons
 from capviz.core.ir import Node
 from capviz.ops import traits
@@ -315,8 +314,6 @@ def bound(op: ops.Op, fn: Callable, eager_context: Callable[[], Any]) -> Callabl
             args = poisons.screen(node, args, 1 if op.random else 0)
         result = fn(*args, **params) if op.random else _call_conformed(op, node, fn, args,
                                                                         params)
-        if trace.zero is not None and op.name in unfused.PRODUCTS:
-            result = unfused.rounded(trace.lax, result, trace.zero)
         if trace.carried is not None:  # a sum's bound carried on, or tested (carried.py)
             result = trace.carried.after(node, args, result)
         if poisons is not None:

@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from capviz.backends.jax.trace import TRACE
+
 PRODUCTS = frozenset(("multiply", "square", "power", "float_power"))
 """The ops whose floating result XLA computes with a multiply that it may fuse into an add."""
 
@@ -51,15 +53,28 @@ def rounded(lax: Any, value: Any, zero: Any) -> Any:
     return lax.bitcast_convert_type(lax.bitcast_convert_type(value, bits) ^ mask, dtype)
 
 
-def _product(jnp: Any, a: Any, b: Any) -> Any:
-    """``a * b`` rounded before an add reads it, inside a traced program (as a node's is)."""
-    from capviz.backends.jax.trace import TRACE  # here: trace imports this module
-
-    product = jnp.multiply(a, b)
+def in_trace(value: Any) -> Any:
+    """``value`` rounded (:func:`rounded`) inside a traced program; as it is elsewhere (an op
+    run on its own fuses with nothing)."""
     trace = TRACE.get()
     if trace is None or trace.zero is None:
-        return product
-    return rounded(trace.lax, product, trace.zero)
+        return value
+    return rounded(trace.lax, value, trace.zero)
+
+
+def rounding(fn: Callable) -> Callable:
+    """``fn`` (a product op's form) with its result rounded by :func:`in_trace`."""
+
+    def run(*args: Any, **params: Any) -> Any:
+        return in_trace(fn(*args, **params))
+
+    run.__name__ = getattr(fn, "__name__", "product")
+    return run
+
+
+def _product(jnp: Any, a: Any, b: Any) -> Any:
+    """``a * b`` rounded before an add reads it, inside a traced program (as a node's is)."""
+    return in_trace(jnp.multiply(a, b))
 
 
 def cross(jnp: Any) -> Callable:
