@@ -140,6 +140,13 @@ def _random():
             cv.random.bernoulli((5, 7), p=0.3))
 
 
+def _masked_reductions(x, mask):
+    """The ``where=``/``initial=`` forms of the reductions (their own ops)."""
+    return (np.sum(x, axis=0, where=mask), np.prod(x, axis=1, where=mask),
+            np.mean(x, axis=0, where=mask), np.max(x, axis=1, where=mask, initial=-10.0),
+            np.min(x, axis=0, where=mask, initial=10.0))
+
+
 def examples() -> list[tuple[str, object, list]]:
     """``(id, fn, input arrays)`` for every example."""
     out = []
@@ -163,6 +170,9 @@ def examples() -> list[tuple[str, object, list]]:
                 [_RNG.standard_normal(3) + 1j * _RNG.standard_normal(3)]))
     out.append(("ufunc_methods", _ufunc_methods, [x, np.array([[1, -2], [3, 4]], np.int32)]))
     out.append(("float16_sums", _float16_sums, [_float16((600,)), _float16((30, 400))]))
+    mask = np.array([[True, False, True, True], [True, True, False, True],
+                     [False, True, True, True]])
+    out.append(("masked_reductions", _masked_reductions, [x, mask]))
     out.append(("creation", _creation, [x]))
     out.append(("random", _random, []))
     out.append(("data_sizes", _data_sizes, [x]))
