@@ -207,9 +207,11 @@ def _reached() -> bool:
     return node is not None and trace.carried is not None and node.index in trace.carried.found
 
 
-REACHING = SUMS | frozenset(("einsum", "sum_where", "mean_where"))
+REACHING = SUMS | frozenset(("einsum", "sum_where", "mean_where")) \
+    | frozenset(carried.APPROXIMATED)
 """The sums :func:`of` follows to an add or subtract: :data:`SUMS`, an ``einsum`` of one
-operand, and the ``where=``/``initial=`` forms of ``sum`` and ``mean`` (checked as they are)."""
+operand, and the ``where=``/``initial=`` forms of ``sum`` and ``mean`` (checked as they are);
+and the functions XLA approximates (:data:`capviz.backends.jax.carried.APPROXIMATED`)."""
 
 
 def _carry(bound: Any, nonfinite: Any) -> None:
