@@ -91,3 +91,25 @@ def test_the_stepping_executor_runs_products_one_at_a_time_as_numpy():
     ex = cv.Executor(graph, {graph.inputs[0]: x, graph.inputs[1]: y}, backend="jax")
     ex.run()
     np.testing.assert_array_equal(ex.outputs(to_numpy=True)["out"], x * x - y * y)
+
+
+def test_a_product_only_products_and_comparisons_read_is_left_to_xla():
+    """Only a product an op may add to is rounded apart (a chain of products pays nothing)."""
+    from capviz.backends.jax import unfused
+
+    graph = cv.capture(lambda x, y: ((x * y) * 2.0 + y, (x * x) > y, x * y * y),
+                       cv.spec((4,), "float32"), cv.spec((4,), "float32"))
+    products = [n for n in graph.ops if n.op == "multiply"]
+    apart = unfused._apart(list(graph.ops))
+    kept = [n.index in apart for n in products]
+    # x*y (read by a multiply), (x*y)*2 (read by an add), x*x (read by a comparison: its own
+    # op name), x*y (again), (x*y)*y (an output only)
+    assert kept == [True, False, True, True, True]
+
+
+def test_a_negative_zero_product_keeps_its_sign():
+    x = np.array([1.0, -2.0, 3.0], np.float32)
+    fn = lambda x: np.signbit(x * -0.0 - 0.0)  # noqa: E731
+    graph = cv.capture(fn, x)
+    got = graph.replay({graph.inputs[0]: x}, backend="jax", to_numpy=True)["out"]
+    np.testing.assert_array_equal(got, fn(x))

@@ -3,7 +3,7 @@ it runs ``fn`` once, replays bit for bit as eager over two calls, leaves every a
 place (the same object, the same bits), and falls back to the two captures, with today's
 refusals and messages, for each thing it cannot decide."""
 
-import random
+import dataclasses
 from unittest import mock
 
 import numpy as np
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import capviz as cv
 from capviz.trace import lifted, recapture
-from tests.test_state_properties import _same, programs, run
+from tests.test_state_properties import _same, programs, replays_equal_calls, run
 
 RUNS = []  # one item per run of a captured function (appended: a side effect both paths make)
 MODE = [0]  # what the next call does differently (read by the functions, set by the tests)
@@ -386,19 +386,33 @@ def test_a_later_capture_of_a_generated_program_replays_as_eager_over_two_calls(
         assert stood == ([True] if recapture.array_states(first) else [])
         for k in range(len(initial)):  # the capture changed nothing outside
             _same(captured[k], initial[k], "state after capture")
-        feed = dict(zip(graph.inputs, xs))
-        np.random.seed(seed)
-        random.seed(seed)
-        replays = []
-        for _ in range(2):
-            out = graph.replay(feed, backend="numpy")
-            replays.append(([out[name] for name in graph.outputs], [a.copy() for a in captured]))
-        np.random.seed(seed)
-        random.seed(seed)
-        for call in range(2):
-            outs = run(steps, eager, xs)
-            got_outs, got_states = replays[call]
-            for k, (got, want) in enumerate(zip(got_outs, outs)):
-                _same(got, want, f"call {call} output {k}")
-            for k, (got, want) in enumerate(zip(got_states, eager)):
-                _same(got, want, f"call {call} state {k}")
+        replays_equal_calls(graph, steps, captured, eager, xs, seed)
+
+
+@dataclasses.dataclass
+class _DataclassModel:
+    """A ``@dataclass`` model: ``eq=True`` makes it unhashable (``__hash__ = None``)."""
+
+    W: np.ndarray
+
+    def step(self, x):
+        RUNS.append(1)
+        self.W -= 0.1 * x
+        return x * self.W
+
+
+def test_a_dataclass_model_is_captured_and_lifted_though_it_cannot_be_hashed():
+    """The review 4, finding 10: the cache of remembered states hashed the owner, and every
+    ``cv.capture(m.step)`` of a ``@dataclass`` raised TypeError from capviz's own code."""
+    model, eager = _DataclassModel(np.ones(3)), _DataclassModel(np.ones(3))
+    x = np.linspace(0.5, 1.0, 3)
+    RUNS.clear()
+    cv.capture(model.step, x)
+    assert len(RUNS) == 2
+    RUNS.clear()
+    later = cv.capture(model.step, x)
+    assert len(RUNS) == 1  # lifted: one pass
+    for _ in range(2):
+        out = later.replay({later.inputs[0]: x})
+        np.testing.assert_array_equal(out["out"], eager.step(x))
+        np.testing.assert_array_equal(model.W, eager.W)

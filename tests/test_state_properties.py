@@ -141,6 +141,28 @@ def _same(got, want, what):
     assert np.array_equal(got, want, equal_nan=True), what
 
 
+def replays_equal_calls(graph, steps, captured, eager, xs, seed):
+    """Two replays of ``graph`` (writing the ``captured`` states) equal two eager calls of
+    ``steps`` (writing ``eager``), outputs and states bit for bit, NumPy's and Python's
+    generators seeded alike for both."""
+    feed = dict(zip(graph.inputs, xs))
+    np.random.seed(seed)
+    random.seed(seed)
+    replays = []
+    for _ in range(2):
+        out = graph.replay(feed, backend="numpy")
+        replays.append(([out[name] for name in graph.outputs], [a.copy() for a in captured]))
+    np.random.seed(seed)
+    random.seed(seed)
+    for call in range(2):
+        outs = run(steps, eager, xs)
+        got_outs, got_states = replays[call]
+        for k, (got, want) in enumerate(zip(got_outs, outs)):
+            _same(got, want, f"call {call} output {k}")
+        for k, (got, want) in enumerate(zip(got_states, eager)):
+            _same(got, want, f"call {call} state {k}")
+
+
 @given(programs(), st.integers(0, 2**32 - 1))
 def test_programs_with_state_replay_as_eager_over_two_calls(program, seed):
     specs, inputs, steps = program
@@ -154,19 +176,4 @@ def test_programs_with_state_replay_as_eager_over_two_calls(program, seed):
         graph.verify()
         for a, b in zip(captured, initial):  # the capture changed nothing outside
             _same(a, b, "state after capture")
-        feed = dict(zip(graph.inputs, xs))
-        np.random.seed(seed)
-        random.seed(seed)
-        replays = []
-        for _ in range(2):
-            out = graph.replay(feed, backend="numpy")
-            replays.append(([out[name] for name in graph.outputs], [a.copy() for a in captured]))
-        np.random.seed(seed)
-        random.seed(seed)
-        for call in range(2):
-            outs = run(steps, eager, xs)
-            got_outs, got_states = replays[call]
-            for k, (got, want) in enumerate(zip(got_outs, outs)):
-                _same(got, want, f"call {call} output {k}")
-            for k, (got, want) in enumerate(zip(got_states, eager)):
-                _same(got, want, f"call {call} state {k}")
+        replays_equal_calls(graph, steps, captured, eager, xs, seed)

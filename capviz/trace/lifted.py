@@ -74,7 +74,8 @@ _SLOTS = frozenset(("attribute", "slot", "global", "dict", "list", "cell"))
 _KINDS = "biufc"
 
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-"""function -> {owner key -> :class:`_Remembered`}: the states of the last whole capture."""
+"""function -> {owner -> :class:`_Remembered`} (:class:`_ByIdentity`): the states of the last
+whole capture."""
 
 _NO_OWNER = object()
 
@@ -110,10 +111,41 @@ def _key(fn: Callable) -> tuple[Any, Any] | None:
     return function, owner
 
 
+class _ByIdentity:
+    """A table keyed by an object's identity, holding the object weakly: an owner need not be
+    hashable (a ``@dataclass`` model defines ``__eq__`` and so no ``__hash__``; a
+    ``weakref.WeakKeyDictionary`` hashed it and every ``cv.capture(m.step)`` raised
+    TypeError). An entry goes with its object."""
+
+    def __init__(self) -> None:
+        self._items: dict[int, tuple[weakref.ref, Any]] = {}
+
+    def get(self, obj: Any) -> Any:
+        item = self._items.get(id(obj))
+        return item[1] if item is not None and item[0]() is obj else None
+
+    def __setitem__(self, obj: Any, value: Any) -> None:
+        key, items = id(obj), self._items
+
+        def gone(ref: weakref.ref) -> None:
+            held = items.get(key)
+            if held is not None and held[0] is ref:
+                del items[key]
+
+        items[key] = (weakref.ref(obj, gone), value)
+
+    def pop(self, obj: Any, default: Any = None) -> Any:
+        item = self._items.get(id(obj))
+        if item is None or item[0]() is not obj:
+            return default
+        del self._items[id(obj)]
+        return item[1]
+
+
 def _table(function: Any, create: bool) -> Any:
     table = _CACHE.get(function)
     if table is None and create:
-        table = _CACHE[function] = weakref.WeakKeyDictionary()
+        table = _CACHE[function] = _ByIdentity()
     return table
 
 

@@ -52,6 +52,9 @@ class Trace:
         """What the fast trace poisoned (:mod:`capviz.backends.jax.poison`)."""
         self.lax: Any = None
         """jax.lax, for :func:`capviz.backends.jax.unfused.rounded`."""
+        self.apart: Any = None
+        """The product nodes nothing adds to (:func:`capviz.backends.jax.unfused._apart`),
+        found at the first product."""
         self.zero: Any = None
         """An integer 0 the compiler cannot see (an argument of the compiled function), with
         which each floating product is rounded before an add reads it

@@ -11,13 +11,15 @@ to half an ulp of the product, which a cancelling difference turns into any rela
 4,096 elements, silently.
 
 So each floating product a traced program makes (:data:`PRODUCTS`: the ``multiply``, ``square``
-and ``power`` nodes, whose results jax computes with ``fmul``) goes through :func:`rounded`: its
-bits, as an integer, xor'd with a zero the compiler cannot see (an argument of the compiled
-function, :attr:`capviz.backends.jax.trace.Trace.zero`), and back. The compiler must then
-round the product to its type before anything adds it, as NumPy does: ``s - a * b`` replays
-NumPy's bits. An ``lax.optimization_barrier`` or a ``lax.reduce_precision`` to the product's own
-type does not do it (XLA simplifies both away). The cost is one integer ``xor`` per element,
-fused into the same loop (``benchmarks/engine_checks.py``).
+and ``power`` nodes, whose results jax computes with ``fmul``) that an op may add to goes
+through :func:`rounded`: minus a zero the compiler cannot see (an argument of the compiled
+function, :attr:`capviz.backends.jax.trace.Trace.zero`). The compiler must then round the
+product to its type before anything adds it, as NumPy does: ``s - a * b`` replays NumPy's bits.
+An ``lax.optimization_barrier`` or a ``lax.reduce_precision`` to the product's own type does not
+do it (XLA simplifies both away). A product only multiplies, quotients and comparisons read
+(:data:`_APART`) is left alone. The cost is one subtract per element where the product is
+added to, fused into the same loop, and the multiply-add XLA no longer makes: about 2x on a
+chain of products and adds of 4 MiB arrays, none measurable on GPT-2.
 
 Complex products are left as XLA computes them: NumPy's own complex multiply is the SIMD loop
 its CPU dispatch picks (on an AVX-512 machine its complex64 real part is ``fma(ar, br,
@@ -42,23 +44,68 @@ _BITS = {2: np.int16, 4: np.int32, 8: np.int64}
 
 
 def rounded(lax: Any, value: Any, zero: Any) -> Any:
-    """``value`` (a real float array) rounded to its type before any op that reads it: its bits
-    xor'd with ``zero``, an integer 0 the compiler does not know. Other types are returned as
-    they are."""
+    """``value`` (a real float array) rounded to its type before any op that reads it: minus
+    ``zero`` as a float, a +0.0 the compiler does not know (``p - 0.0`` is ``p`` for every
+    ``p``, ``-0.0`` and NaN included; fused with the multiply, it is ``fma(a, b, -0.0)``, the
+    product rounded once, and what reads it reads a rounded value); float16, which XLA may
+    keep in float32 between ops, by its bits xor'd with the integer ``zero`` (a float16
+    value it must hold). Other types are returned as they are. The subtract costs less than
+    the bits' round trip, which XLA does not fuse as well (a chain of 50 products and 50 adds
+    of (1024, 1024) float32: 7.0 ms against 9.0 ms, 3.4 ms fused into multiply-adds:
+    ``/tmp/lead/fma_sub.py``)."""
     dtype = np.dtype(value.dtype)
     if dtype.kind != "f" or dtype.itemsize not in _BITS:
         return value
+    if dtype.itemsize > 2:
+        return value - lax.convert_element_type(zero, dtype)
     bits = _BITS[dtype.itemsize]
     mask = lax.convert_element_type(zero, bits)
     return lax.bitcast_convert_type(lax.bitcast_convert_type(value, bits) ^ mask, dtype)
 
 
+_APART = frozenset(("multiply", "square", "divide", "true_divide", "reciprocal", "sqrt",
+                    "absolute", "fabs", "sign", "greater", "greater_equal", "less",
+                    "less_equal", "equal", "not_equal", "maximum", "minimum", "fmax", "fmin",
+                    "isnan", "isinf", "isfinite", "signbit"))
+"""Ops that read a product without adding to it (a multiply, a quotient, a comparison...): a
+product only these read (or none: an output) cannot be fused into an add, and is not rounded
+(a chain of 100 products paid 3.4x for its guards: the review 4, finding 17)."""
+
+
+def _apart(nodes: list) -> frozenset:
+    """The indices of the product nodes among ``nodes`` whose every reader is in
+    :data:`_APART` (arguments nested in lists and tuples included)."""
+    readers: dict[int, set[str]] = {}
+
+    def note(arg: Any, op: str) -> None:
+        if isinstance(arg, (list, tuple)):
+            for item in arg:
+                note(item, op)
+        elif hasattr(arg, "index") and hasattr(arg, "kind"):
+            readers.setdefault(arg.index, set()).add(op)
+
+    for node in nodes:
+        for arg in node.args:
+            note(arg, node.op)
+        for value in node.params.values():
+            note(value, node.op)
+    return frozenset(node.index for node in nodes if node.op in PRODUCTS
+                     and readers.get(node.index, set()) <= _APART)
+
+
 def in_trace(value: Any) -> Any:
-    """``value`` rounded (:func:`rounded`) inside a traced program; as it is elsewhere (an op
-    run on its own fuses with nothing)."""
+    """``value`` rounded (:func:`rounded`) inside a traced program, unless it is a product node's
+    that nothing adds to (:func:`_apart`); as it is elsewhere (an op run on its own fuses with
+    nothing)."""
     trace = TRACE.get()
     if trace is None or trace.zero is None:
         return value
+    node = trace.node
+    if node is not None and node.op in PRODUCTS:
+        if trace.apart is None:
+            trace.apart = _apart(trace.nodes)
+        if node.index in trace.apart:
+            return value
     return rounded(trace.lax, value, trace.zero)
 
 
