@@ -60,14 +60,15 @@ def jax_parts(jax, graph, device_ids, peer, rounds, clock) -> list:
     the graph's program, its fast variant), and the check that the weights kept by reference
     are unchanged (``capviz.core.references.check_unchanged``), which a replay runs on a thread
     of its own while the program computes."""
-    from capviz.backends.jax.backend import BACKEND, x64
+    from capviz.backends.jax.backend import _ZERO, BACKEND, x64
     from capviz.core.references import check_unchanged
 
     compiled = BACKEND._compiled[graph.replay_cache["jax"][2]]
 
     def program():
         with x64(), jax.default_matmul_precision("highest"):
-            jax.block_until_ready(compiled._fn((device_ids,), compiled.constants, None, False))
+            jax.block_until_ready(compiled._fn((device_ids,), compiled.constants, None, _ZERO,
+                                                  False))
 
     t_program, t_jit, t_check = interleaved(
         [program, lambda: jax.block_until_ready(peer()), lambda: check_unchanged(graph)],
