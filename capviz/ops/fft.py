@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from capviz.core.errors import UnsupportedOperationError
 from capviz.ops.spec import FunctionSpec, axis_index, define
 
 
@@ -21,7 +22,7 @@ def _length(n: int) -> int:
     return n
 
 
-def _one_axis(last: Callable[[int, int | None], int]) -> Callable:
+def _one_axis(last: Callable[[int, int | None], int], name: str = "") -> Callable:
     """A 1-d transform's rule; ``last(m, n)`` is the output length of the transformed axis."""
 
     def rule(shapes: list, params: dict) -> tuple:
@@ -29,10 +30,22 @@ def _one_axis(last: Callable[[int, int | None], int]) -> Callable:
         if not shape:
             raise ValueError("Invalid number of FFT data points (0) specified.")
         ax = axis_index(params.get("axis", -1), len(shape))
+        if shape[ax] == 0 and name in _UNWRITTEN:
+            raise UnsupportedOperationError(
+                f"np.fft.{name} of an empty axis with n={params.get('n')}: NumPy returns "
+                "memory its transform never wrote (other values at each call), which no "
+                "replay can give; Fix: pass an operand with at least one element along the "
+                "axis (np.zeros of the length you mean)")
         shape[ax] = last(shape[ax], params.get("n"))
         return tuple(shape)
 
     return rule
+
+
+_UNWRITTEN = frozenset(("irfft", "hfft"))
+"""The inverse real transforms whose output NumPy 2 leaves unwritten for an empty axis padded
+to ``n`` points (``np.fft.irfft(np.zeros(0), n=5)``: subnormal garbage, found by the thorough
+differential profile)."""
 
 
 def _n_axes(last: Callable[[int, int | None], int], default_axes: tuple | None) -> Callable:
@@ -84,7 +97,7 @@ def _dtype_of(name: str) -> Callable:
 for _name, _last in [("fft", _complex), ("ifft", _complex), ("rfft", _real_forward),
                      ("ihfft", _real_forward), ("irfft", _real_inverse),
                      ("hfft", _real_inverse)]:
-    define(FunctionSpec(f"fft.{_name}", ("a",), _one_axis(_last), _dtype_of(_name)))
+    define(FunctionSpec(f"fft.{_name}", ("a",), _one_axis(_last, _name), _dtype_of(_name)))
 for _name, _last in [("fftn", _complex), ("ifftn", _complex), ("rfftn", _real_forward),
                      ("irfftn", _real_inverse)]:
     _one = _name[:-1]

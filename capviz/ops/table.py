@@ -203,12 +203,15 @@ def proxy_dtype(fn: Callable, args: Sequence, params: dict, cache_key: Any = Non
     return dt
 
 
-def rule_error(name: str, args: Sequence, params: dict, err: Exception) -> ShapeError:
+def rule_error(name: str, args: Sequence, params: dict,
+               err: Exception) -> ShapeError | UnsupportedOperationError:
     """The capture error for NumPy's ``err``: its message, and its type (OverflowError,
     TypeError, IndexError (so AxisError) and LinAlgError stay catchable as such; everything
     else is a ValueError)."""
     shapes = ", ".join(str(tuple(a.shape)) if is_tensor_meta(a) else repr(a) for a in args)
     extra = "".join(f", {k}={v!r}" for k, v in params.items())
+    if isinstance(err, UnsupportedOperationError):  # a rule's refusal (not NumPy's error)
+        return err
     if isinstance(err, OverflowError):
         kind = ScalarOverflowError
     elif isinstance(err, TypeError):

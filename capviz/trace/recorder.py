@@ -286,7 +286,7 @@ class Recorder(Trace):
         symbolic = self.symbolic and sizes.symbolic(conv)
         try:
             meta = sizes.meta(self, op, conv, params) if symbolic else op.meta(conv, params)
-        except ShapeError as err:
+        except (ShapeError, UnsupportedOperationError) as err:  # NumPy's, or a rule's refusal
             raise self._located(err, user_source()) from None
         if op.multi or meta[1] is None or meta[1].kind not in NUMERIC_KINDS:
             self._check_dtype(op, meta)

@@ -361,6 +361,10 @@ def _float16_running_kept(jnp: Any, name: str, params: dict, terms: Any, got: An
     n = terms.shape[axis]
     if name in SEQUENTIAL:
         moved = jnp.cumsum(partial, axis=axis)
+        if params.get("include_initial"):  # the result starts with the sum of no terms, 0
+            pad = [(0, 0)] * moved.ndim
+            pad[axis] = (1, 0)
+            moved = jnp.pad(moved, pad)
     else:
         moved = jnp.sum(partial, axis=axis, keepdims=bool(params.get("keepdims", False)))
     size = jnp.abs(got.astype(np.float32))

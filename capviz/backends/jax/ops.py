@@ -838,7 +838,18 @@ def _insert_indices(jnp: Any) -> Callable:
     return insert_indices
 
 
-OVERRIDES.update({"insert_indices": _insert_indices, "tril": _triangle("tril"),
+def _meshgrid(jnp: Any) -> Callable:
+    """``np.meshgrid``, which flattens each input (``x.reshape(-1)`` along its own axis), where
+    jax.numpy's requires 1-d inputs and raised on a (1, 1) one."""
+
+    def meshgrid(*xi: Any, **params: Any) -> Any:
+        return jnp.meshgrid(*[jnp.ravel(jnp.asarray(x)) for x in xi], **params)
+
+    return meshgrid
+
+
+OVERRIDES.update({"meshgrid": _meshgrid, "insert_indices": _insert_indices,
+                  "tril": _triangle("tril"),
                   "triu": _triangle("triu"), "vander": _vander, "digitize": _digitize})
 OVERRIDES.update(FUNCTIONS)
 OVERRIDES.update({"round": _round, "polymul": _polymul, "cross": unfused.cross,
