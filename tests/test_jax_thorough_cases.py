@@ -40,3 +40,24 @@ def test_a_float16_cumulative_sum_with_its_initial_zero_is_checked_and_replays()
     want = fn(a)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("mode", ["mean", "median"])
+def test_pad_of_integers_by_a_statistic_is_refused_at_the_node_with_the_fix(mode):
+    """The thorough profile's np.pad-7/8 cases: uint32 values near 2**32 padded by their mean
+    came out 1073741824 where NumPy pads 1073741826 (silent). Refused at the node; the quoted
+    fix replays NumPy's values."""
+    a = np.array([[4294967295, 1, 2, 3], [0, 4294967295, 7, 2]], np.uint32)
+    graph = cv.capture(lambda x: np.pad(x, 1, mode=mode), a)
+    with pytest.raises(cv.ReplayError) as info:
+        graph.replay({graph.inputs[0]: a}, backend="jax")
+    message = str(info.value)
+    assert f"np.pad(..., mode={mode!r}) of uint32 on the jax backend" in message
+    fix = f"np.round(np.pad(x.astype(np.float64), ..., mode={mode!r})).astype(np.uint32)"
+    assert fix in message
+
+    def fixed(x):
+        return np.round(np.pad(x.astype(np.float64), 1, mode=mode)).astype(np.uint32)
+
+    (got,) = _replayed(fixed, a)
+    np.testing.assert_array_equal(got, np.pad(a, 1, mode=mode))

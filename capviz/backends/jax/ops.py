@@ -331,7 +331,8 @@ def _linear_ramp(jnp: Any, array: Any, pad_width: Any, end_values: Any) -> Any:
 def _pad(jnp: Any) -> Callable:
     """np.pad: ``mode='linear_ramp'`` in NumPy's arithmetic for floats (:func:`_linear_ramp`),
     refused for integer and boolean arrays (NumPy floors a float ramp and casts it: a value
-    one rounding off crosses an integer); list arguments as tuples (jax.numpy's pad takes them
+    one rounding off crosses an integer), as ``mode='mean'``/``'median'`` of integers are (NumPy
+    rounds a float64 statistic half to even); list arguments as tuples (jax.numpy's pad takes them
     as static arguments, which must hash)."""
     pad = ops.OPS["pad"].bind(jnp)
 
@@ -352,6 +353,14 @@ def _pad(jnp: Any) -> Callable:
                     "(np.pad(x.astype(np.float64), ..., mode='linear_ramp'))")
             return _linear_ramp(jnp, jnp.asarray(array), pad_width,
                                 params.get("end_values", 0))
+        if mode in ("mean", "median") and dtype.kind in "iu":
+            raise NotImplementedError(
+                f"np.pad(..., mode={mode!r}) of {dtype} on the jax backend: NumPy computes the "
+                "statistic in float64 and rounds it half to even before the cast, jax.numpy "
+                "otherwise (uint32 values near 2**32 padded 1073741824 where NumPy pads "
+                "1073741826); replay with backend='numpy' or backend='dask', or pad a float copy "
+                f"and round it: np.round(np.pad(x.astype(np.float64), ..., mode={mode!r}))"
+                f".astype(np.{dtype})")
         if mode == "median" and dtype.kind == "c":
             raise NotImplementedError(
                 f"np.pad(..., mode='median') of {dtype} on the jax backend: jax.numpy's median "
