@@ -25,6 +25,15 @@ def _data(dtype):
     return x, y, a, b
 
 
+def _assert_numpy_s_bits(fn, args):
+    """The JAX replay of ``fn`` on ``args`` is eager NumPy's result, dtype and bits."""
+    eager = fn(*args)
+    graph = cv.capture(fn, *args)
+    got = graph.replay(dict(zip(graph.inputs, args)), backend="jax", to_numpy=True)["out"]
+    assert got.dtype == eager.dtype
+    np.testing.assert_array_equal(got, eager)
+
+
 SPELLINGS = {
     "difference of squares": (lambda x, y, a, b: x * x - y * y),
     "difference of np.square": (lambda x, y, a, b: np.square(x) - np.square(y)),
@@ -44,11 +53,7 @@ SPELLINGS = {
 def test_a_product_that_an_add_or_subtract_reads_is_numpy_s_bits(name, dtype):
     fn = SPELLINGS[name]
     args = _data(dtype)
-    eager = fn(*args)
-    graph = cv.capture(fn, *args)
-    got = graph.replay(dict(zip(graph.inputs, args)), backend="jax", to_numpy=True)["out"]
-    assert got.dtype == eager.dtype
-    np.testing.assert_array_equal(got, eager)
+    _assert_numpy_s_bits(fn, args)
 
 
 def test_xla_left_alone_fuses_the_product_so_the_check_has_something_to_keep_out():
@@ -78,11 +83,7 @@ def test_cross_of_nearly_parallel_vectors_is_numpy_s_bits(form, dtype):
         "linalg": (lambda a, b: np.linalg.cross(a, b), (u, v)),
     }
     fn, args = fns[form]
-    eager = fn(*args)
-    graph = cv.capture(fn, *args)
-    got = graph.replay(dict(zip(graph.inputs, args)), backend="jax", to_numpy=True)["out"]
-    assert got.dtype == eager.dtype
-    np.testing.assert_array_equal(got, eager)
+    _assert_numpy_s_bits(fn, args)
 
 
 def test_the_stepping_executor_runs_products_one_at_a_time_as_numpy():
