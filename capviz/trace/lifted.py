@@ -179,7 +179,7 @@ class Lifted:
     """The states a capture lifts: for each, its array, the places that hold it, its name,
     place and line; after :func:`lift`, its tensor."""
 
-    __slots__ = ("held", "nodes", "places", "states", "tensors")
+    __slots__ = ("doubt", "held", "nodes", "places", "states", "tensors")
 
     def __init__(self, states: list[tuple[np.ndarray, list[Place], str | None, Any, Any]],
                  places: list[Place]) -> None:
@@ -188,6 +188,8 @@ class Lifted:
         self.tensors: list[Tensor] = []
         self.nodes: list[Node] = []  # their state nodes (a tensor takes the node of each write)
         self.held = True  # every place still held its tensor when put back
+        self.doubt = False  # something in the run that two passes must decide (W=20b's
+        #                     hooks set it: a user's isinstance/type of a lifted tensor)
 
     def others(self) -> list[Place]:
         """The places that hold no lifted array: the outside arrays' snapshot looks at those
@@ -216,18 +218,27 @@ def plan(fn: Callable, places: list[Place]) -> Lifted | None:
     states = []
     for labels, name, place, source in remembered.states:
         first = by_label.get(labels[0])
-        root = None if first is None else first.value
-        if type(root) is not np.ndarray or root.base is not None or \
-                not root.flags.writeable or root.dtype.kind not in _KINDS:
+        if first is None or not liftable(first.value, holding, ours):
             return None
-        holders = holding[id(root)]
-        if sys.getrefcount(root) != _FIXED + len(holders) + ours[id(root)]:
-            return None  # a reference no walked place explains: NumPy could read it unseen
-        states.append((root, holders, name, place, source))
+        root = first.value
+        states.append((root, holding[id(root)], name, place, source))
     return Lifted(states, places)
 
 
-_FIXED = 2  # sys.getrefcount's argument and the local variable ``root`` in plan()
+def liftable(root: Any, holding: dict[int, list[Place]], ours: collections.Counter) -> bool:
+    """Whether ``root`` may be lifted (see the module docstring, point 2): a plain writeable
+    ndarray of numbers or booleans that owns its memory, every reference to which is one of
+    the walked places that hold it (``holding[id(root)]``) or one of capviz's own notes
+    (``ours[id(root)]``)."""
+    if type(root) is not np.ndarray or root.base is not None or \
+            not root.flags.writeable or root.dtype.kind not in _KINDS:
+        return False
+    holders = holding.get(id(root), ())
+    # a reference no walked place explains: NumPy could read it unseen
+    return sys.getrefcount(root) == _FIXED + len(holders) + ours[id(root)]
+
+
+_FIXED = 2  # sys.getrefcount's argument and the parameter ``root`` of liftable()
 
 
 def _holding(places: list[Place]) -> dict[int, list[Place]]:
@@ -263,6 +274,7 @@ def lift(recorder: Any, lifted: Lifted) -> None:
     tensor) and bind the places that hold it to that tensor (called once the inputs are
     declared, before ``fn`` runs)."""
     graph = recorder.graph
+    recorder.lifted = lifted
     frame = user_frame(sys._getframe())
     if recorder.examples is not None:  # (a branch on a lifted state: decided by two passes)
         recorder.examples.states_known = False
@@ -292,6 +304,7 @@ def unlift(lifted: Lifted, recorder: Any) -> None:
     """Put every lifted array back in its places (``is``-identical), noting whether each still
     held its tensor and no other walked place got a tensor of ``recorder`` (called before the
     scope exits, also when ``fn`` raised)."""
+    recorder.lifted = None
     for (root, holders, *_), tensor in zip(lifted.states, lifted.tensors):
         for holder in holders:
             kind = holder.kind
@@ -350,7 +363,8 @@ _CONTAINERS = (tuple, list, dict, collections.deque)
 def kept(graph: Graph, lifted: Lifted, noted: Any, outputs: list) -> bool:
     """Whether the lifted capture ``graph`` stands (see the module docstring, point 4);
     ``outputs``: the scope's declared outputs (a lifted tensor ``fn`` returned is held there)."""
-    if not graph.complete or graph.violation_records or not lifted.held or graph.symbols:
+    if not graph.complete or graph.violation_records or not lifted.held or graph.symbols \
+            or lifted.doubt:
         return False
     returned = collections.Counter(id(out.value) for out in outputs)
     for tensor in lifted.tensors:  # a reference left elsewhere: stored where no walk looks

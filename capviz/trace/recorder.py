@@ -146,6 +146,7 @@ class Recorder(Trace):
         self.states: dict[int, state.State] = {}  # id(array) -> the state it is (trace/state.py)
         self.poisoned = 0  # states whose memory holds the poison now (trace/state.py)
         self.others: Any = None  # a second capture's planted arrays (trace/recapture.py)
+        self.lifted: Any = None  # the states lifted into this capture (trace/lifted.py)
         self.twice = False  # capture() captures again: finite fills, not NaN (trace/state.py)
         self.constant_of: dict[int, np.ndarray] = {}  # cv.constant(a)'s node -> a (mutation.py)
         self.mark_watch: Any = None  # called at the scope form's first NaN mark (capture.py:
