@@ -9,6 +9,7 @@ always leaves its graph on ``scope.graph``, also when the body raised.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import sys
 import threading
@@ -35,7 +36,7 @@ from capviz.core.violations import make_error, seed_message
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
 from capviz.randomness import backstop, creation, generator_watch, generators, hooks, memoised
-from capviz.trace import marked, outside_writes, rebound, state
+from capviz.trace import marked, rebound, state
 from capviz.trace.context import (
     active,
     name_scope_entries,
@@ -282,7 +283,9 @@ class CaptureScope:
         recorder = Recorder(CapturedGraph(), self.device, self.on_violation)
         recorder.others = self._others
         recorder.twice = self._twice
-        recorder.mark_watch = outside_writes.note_marked
+        entry = recorder.scopes.entry  # (its line now: the with statement's)
+        recorder.mark_watch = functools.partial(
+            marked.note_marked, line=None if entry is None else entry.f_lineno)
         recorder.global_random = self.global_random
         rng = self.rng or default_device()
         self.recorder = recorder
@@ -386,7 +389,7 @@ class CaptureScope:
                 getattr(self, "_entry_function", None))
             self._places = []
             state.restore(self.recorder, user_source())  # the written arrays' values back
-            outside_writes.refuse_marked(self.recorder, user_source())  # the mark NumPy carried
+            marked.refuse_marked(self.recorder, user_source())  # the mark NumPy carried
             hooks.untracked_state_changes(self.recorder)  # a reseed no hook saw
             self.recorder.pending += generator_watch.pending_violations(  # a draw from an object
                 self._watched + self.recorder.made_generators, user_source())

@@ -442,10 +442,8 @@ class ScopeMomentum:
         return g * 1.0
 
     def fixed(self, g):  # the message's fix
-        v = self.v
-        v -= 0.1 * g
-        W = self.W
-        W += v
+        self.v -= 0.1 * g
+        self.W += cv.constant(self.v)
         return g * 1.0
 
 
@@ -468,9 +466,9 @@ def test_the_scope_form_refuses_an_array_numpy_wrote_from_a_marked_state_and_put
                    "it, so it held [-1. -0.333333 0.333333 1. ] (float64[4]) when the capture "
                    "wrote m.v and NumPy made it [nan nan nan nan] (float64[4]); the capture put "
                    "it back).")
-    assert fix == ("Fix: write m.W with tensors: read a state the capture wrote through the "
-                   "local name of its write (v = self.v; v -= lr * g; W += v), or pass m.W as "
-                   "an input and return its new value.")
+    assert fix == ("Fix: write m.W from tensors: read m.v through cv.constant once the capture "
+                   "wrote it (m.W += cv.constant(m.v) for m.W += m.v), or pass m.W as an input "
+                   "and return its new value.")
     assert m.W.tobytes() == before.tobytes() and m.v.tolist() == [0.0] * 4
     assert info.value.graph.violation_records[-1].call == outside_writes.OUTSIDE
 

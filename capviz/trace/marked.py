@@ -1,4 +1,5 @@
-"""An error the captured code raised while a written state's memory held the NaN mark.
+"""The scope form's NaN mark: an error the captured code raised while a written state's memory
+held it, and the outside arrays NumPy carried it into.
 
 The scope form writes NaN into a state's live array once the capture writes it
 (:mod:`capviz.trace.state`), so NumPy's own reads of it show; code that then raises on it
@@ -7,6 +8,22 @@ The scope form writes NaN into a state's live array once the capture writes it
 the exception the code raised (:func:`catchable_as`), since capviz cannot tell ``int()`` of a
 NaN from the function's own ``raise ValueError(...)``: ``except ValueError`` in the user's code
 catches it as an eager call's would (review 3, finding 20).
+
+NumPy's own operators can carry the mark into another outside array (``self.W += self.v``
+after ``self.v -= lr * g``: review 3, finding 1; ``W += v`` with both closure cells of the
+stepped function: review 4, finding 6). So at the first mark :func:`note_marked` notes the
+arrays the ``with`` block can reach by name (:func:`capviz.trace.rebound.block_places`: the
+names its statements use, where the frame that opened it binds them, and inside them; a
+function among them by its ``self``, globals and closure cells), and copies them, large ones
+too, until the copies reach :data:`COPY_BYTES` (the scope form captures once: that memory is
+free); when the scope exits :func:`refuse_marked` puts back every one that is no state and
+changed since, and refuses the first at the exit, naming it. One past the budget is only
+fingerprinted (:func:`capviz.core.references.fingerprint`): it is refused all the same, and the
+message says it holds what NumPy wrote (capviz's mark where it was carried) and could not be
+put back. A scope that writes no state pays nothing; what NumPy wrote before the first mark and
+arrays only a function the block calls reaches through another are not seen (the scope form's
+residue, docs/guide/state.md). Walking the block's names, not the frame's every global, keeps a
+notebook's data sets out of it: a 400 MB array the block does not name costs nothing.
 """
 
 from __future__ import annotations
@@ -17,8 +34,14 @@ from typing import Any
 from capviz.core.errors import CapvizError
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
-from capviz.trace import recapture
+from capviz.trace import outside_writes, rebound, recapture, scope_block
+from capviz.trace.recapture import shown
 from capviz.trace.recorder import Recorder
+from capviz.trace.state import poisoned, root_of
+
+COPY_BYTES = 1 << 30
+"""At most this many bytes of the arrays the scope's block reaches are copied at the first mark
+(any size each); the rest are fingerprinted."""
 
 MARKED = "an error raised while a state held the capture's NaN mark"
 """The ``call`` of the situation ``raised_on_mark``."""
@@ -74,3 +97,69 @@ def catchable_as(error: BaseException, exc: BaseException) -> None:
         error.__class__ = both
     except TypeError:
         return
+
+
+def note_marked(recorder: Recorder, line: int | None = None) -> None:
+    """At the scope form's first NaN mark: note the outside arrays the ``with`` block whose
+    header is at ``line`` of the frame that opened the scope can reach, once (see the module
+    docstring)."""
+    if recorder.marked_outside is not None:
+        return
+    frame = recorder.scopes.entry
+    names = None if frame is None else scope_block.names(frame.f_code.co_filename, line,
+                                                         frame.f_globals)
+    recorder.marked_outside = outside_writes.note(rebound.block_places(frame, names),
+                                                  copy_below=COPY_BYTES + 1,
+                                                  copy_bytes=COPY_BYTES)
+
+
+def refuse_marked(recorder: Recorder, source: Any) -> None:
+    """When the scope exits, after the states' values are back: put back every array
+    :func:`note_marked` noted that is no state (nor a view of one) and that NumPy changed,
+    and queue the refusal of the first on ``recorder.pending``, at ``source``."""
+    snapshot, recorder.marked_outside = recorder.marked_outside, None
+    if snapshot is None:
+        return
+    states = {id(s.ref()) for s in recorder.states.values() if s.ref() is not None}
+    snapshot.noted = [item for item in snapshot.noted if id(root_of(item[1])) not in states]
+    snapshot.watched = [item for item in snapshot.watched
+                        if id(root_of(item[1])) not in states]
+    written = snapshot.put_back()
+    if not written:
+        return
+    first = written[0]
+    label = first.label
+    names = _names([s.node.name or "an outside ndarray" for s in recorder.states.values()])
+    if first.before is None:
+        carried = (f"NumPy computed it from {names}, which held capviz's NaN mark once the "
+                   "capture wrote it, so it holds that mark now" if poisoned(first.made)
+                   else "NumPy changed it")
+        happened = (f"{carried}: it is too large ({outside_writes.mib(first.array)}; the scope "
+                    f"form copies {COPY_BYTES >> 20} MiB of arrays) for the capture to have "
+                    "kept a copy of, so it could not put it back; set it back from a copy of "
+                    "your own")
+    elif poisoned(first.made):
+        happened = (f"NumPy computed it from {names}, which held capviz's NaN mark once the "
+                    f"capture wrote it, so it held {shown(first.before)} when the capture "
+                    f"wrote {names} and NumPy made it {shown(first.made)}")
+    else:
+        happened = (f"it held {shown(first.before)} when the capture wrote {names} and NumPy "
+                    f"made it {shown(first.made)}")
+    others = [w.label for w in written[1:]]
+    also = f"; NumPy also wrote {_names(others)}" if others else ""
+    back = "" if first.before is None else "; the capture put it back"
+    state = next((s.node.name for s in recorder.states.values() if s.node.name), "v")
+    fix = (f"write {label} from tensors: read {state} through cv.constant once the capture "
+           f"wrote it ({label} += cv.constant({state}) for {label} += {state}), or pass "
+           f"{label} as an input and return its new value")
+    reason = f"{happened}{also}{back}; {fix}"
+    message = explain(Failure("unsupported_op", outside_writes.OUTSIDE, label, source,
+                              UserCode("other", "", {"array": label}), None, reason))
+    recorder.pending.append(("unsupported_op", outside_writes.OUTSIDE, message, source))
+
+
+def _names(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``; past three: ``a, b, c and 7 more``."""
+    if len(names) > 3:
+        return f"{', '.join(names[:3])} and {len(names) - 3} more"
+    return " and ".join(names) if len(names) < 3 else f"{names[0]}, {names[1]} and {names[2]}"

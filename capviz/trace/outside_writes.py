@@ -34,13 +34,8 @@ reads the memory at memory speed, before and after each capture: about 6 ms for 
 weight, both reads (``benchmarks/outside_writes.py --big``).
 
 The scope form (``with cap.capture_scope()``) writes the NaN mark into a state's memory at its
-first write (:mod:`capviz.trace.state`), and NumPy's own operators can carry it into another
-outside array (``self.W += self.v`` after ``self.v -= lr * g``: review 3, finding 1): at that
-first mark :func:`note_marked` notes the arrays the frame that opened the scope reaches (its
-locals and globals and what :func:`capviz.trace.rebound.frame_places` walks inside them), and
-when the scope exits :func:`refuse_marked` puts back every one that is no state and changed
-since, and refuses the first at the exit, naming it. A scope that writes no state pays
-nothing; what NumPy wrote before the first mark is not seen (the scope form's residue).
+first write, and NumPy's own operators can carry it into another outside array: that is
+:mod:`capviz.trace.marked`, which notes the arrays with :func:`note` (copying large ones too).
 
 The arrays inside a tuple the walk reaches (``self.pair = (h, c)``; a tuple cannot be rebound
 in place, so :mod:`capviz.trace.rebound` has no place for its items) are noted too, two levels
@@ -57,11 +52,10 @@ import numpy as np
 
 from capviz.core.ir import Graph
 from capviz.core.references import REFERENCE_BYTES, fingerprint
-from capviz.core.user_code import UserCode
-from capviz.core.violations import CaptureViolation, Failure, explain
+from capviz.core.violations import CaptureViolation
 from capviz.trace import rebound, recapture, state_fixes
 from capviz.trace.recapture import shown
-from capviz.trace.state import poisoned, root_of
+from capviz.trace.state import root_of
 
 TOTAL_BYTES = 16 << 20
 """At most this many bytes of outside arrays are copied per capture (the arrays met first)."""
@@ -136,10 +130,12 @@ def _tuple_items(value: Any, label: str, depth: int) -> list[tuple[str, Any]]:
     return found
 
 
-def note(places: list[rebound.Place]) -> Snapshot:
+def note(places: list[rebound.Place], copy_below: int = REFERENCE_BYTES,
+         copy_bytes: int = TOTAL_BYTES) -> Snapshot:
     """The ndarrays among ``places`` (:func:`capviz.trace.rebound.note` of the function: what
-    it can reach by name, see the module docstring), copied as bytes. (A read-only array is
-    copied too: testing its flag costs more than its copy.)"""
+    it can reach by name, see the module docstring), copied as bytes: those smaller than
+    ``copy_below`` until the copies reach ``copy_bytes``; the others watched. (A read-only
+    array is copied too: testing its flag costs more than its copy.)"""
     noted: list[tuple[str, np.ndarray, bytes]] = []
     watched: list[tuple[str, np.ndarray, bytes]] = []
     seen: set[int] = set()
@@ -152,7 +148,7 @@ def note(places: list[rebound.Place]) -> Snapshot:
         if value.dtype.kind not in _KINDS:
             continue
         size = value.nbytes
-        if size < REFERENCE_BYTES and total + size <= TOTAL_BYTES:
+        if size < copy_below and total + size <= copy_bytes:
             total += size
             noted.append((label, value, value.tobytes()))
         elif value.size and (value.flags.c_contiguous or value.flags.f_contiguous):
@@ -172,7 +168,7 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
         source = state.source if state is not None and state.source else caller
     reads = _reads_fix(graph, source)  # NumPy's values read from a state: cv.constant
     if first.before is None:
-        happened = (f"it keeps NumPy's change: it is too large ({_mib(first.array)}) for the "
+        happened = (f"it keeps NumPy's change: it is too large ({mib(first.array)}) for the "
                     "capture to keep a copy of, so the capture could not put it back; set it "
                     "back from a copy of your own")
     elif state is not None:
@@ -196,53 +192,7 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
     return recapture.refuse(graph, node, OUTSIDE, label, reason, array=label, source=source)
 
 
-def note_marked(recorder: Any) -> None:
-    """At the scope form's first NaN mark: note the outside arrays the frame that opened the
-    scope reaches, once (see the module docstring)."""
-    if recorder.marked_outside is None:
-        recorder.marked_outside = note(rebound.frame_places(recorder.scopes.entry))
-
-
-def refuse_marked(recorder: Any, source: Any) -> None:
-    """When the scope exits, after the states' values are back: put back every array
-    :func:`note_marked` noted that is no state (nor a view of one) and that NumPy changed,
-    and queue the refusal of the first on ``recorder.pending``, at ``source``."""
-    snapshot, recorder.marked_outside = recorder.marked_outside, None
-    if snapshot is None:
-        return
-    states = {id(s.ref()) for s in recorder.states.values() if s.ref() is not None}
-    snapshot.noted = [item for item in snapshot.noted if id(root_of(item[1])) not in states]
-    snapshot.watched = [item for item in snapshot.watched
-                        if id(root_of(item[1])) not in states]
-    written = snapshot.put_back()
-    if not written:
-        return
-    first = written[0]
-    label = first.label
-    names = " and ".join(s.node.name or "an outside ndarray" for s in recorder.states.values())
-    if first.before is None:
-        happened = (f"it keeps NumPy's change: it is too large ({_mib(first.array)}) for the "
-                    "capture to keep a copy of; set it back from a copy of your own")
-    elif poisoned(first.made):
-        happened = (f"NumPy computed it from {names}, which held capviz's NaN mark once the "
-                    f"capture wrote it, so it held {shown(first.before)} when the capture "
-                    f"wrote {names} and NumPy made it {shown(first.made)}")
-    else:
-        happened = (f"it held {shown(first.before)} when the capture wrote {names} and NumPy "
-                    f"made it {shown(first.made)}")
-    others = [w.label for w in written[1:]]
-    also = f"; NumPy also wrote {', '.join(others)}" if others else ""
-    back = "" if first.before is None else "; the capture put it back"
-    fix = (f"write {label} with tensors: read a state the capture wrote through the local "
-           f"name of its write (v = self.v; v -= lr * g; W += v), or pass {label} as an input "
-           "and return its new value")
-    reason = f"{happened}{also}{back}; {fix}"
-    message = explain(Failure("unsupported_op", OUTSIDE, label, source,
-                              UserCode("other", "", {"array": label}), None, reason))
-    recorder.pending.append(("unsupported_op", OUTSIDE, message, source))
-
-
-def _mib(array: np.ndarray) -> str:
+def mib(array: np.ndarray) -> str:
     """``array``'s size, in MiB."""
     return f"{array.nbytes / (1 << 20):.1f} MiB"
 

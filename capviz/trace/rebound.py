@@ -28,6 +28,7 @@ replay could not store it.
 from __future__ import annotations
 
 import collections
+import functools
 import inspect
 import itertools
 import linecache
@@ -244,6 +245,37 @@ def frame_places(frame: types.FrameType | None) -> list[Place]:
         for name, value in list(space.items()):
             if name.startswith("__") or isinstance(value, _OPAQUE):
                 continue
+            places.append(Place("dict", space, name, name, value))
+            places += _inside(value, name, _DEPTH, seen)
+    return places
+
+
+def block_places(frame: types.FrameType | None, names: frozenset[str] | None
+                 ) -> list[Place]:
+    """The places a scope's ``with`` block can reach by name: each of ``names`` (the names the
+    block's statements use, :func:`capviz.trace.scope_block.names`) that ``frame`` binds, and
+    inside it what :func:`note` walks; a function, method or callable object among them is
+    walked as :func:`note` walks a captured function (its ``self``'s attributes, the globals
+    its code names, its closure cells), a user's module by its attributes. ``names`` ``None``
+    (the block's source unknown): every local and global, as :func:`frame_places`."""
+    if names is None:
+        return frame_places(frame)
+    if frame is None:
+        return []
+    places: list[Place] = []
+    seen: set[int] = set()
+    for name in sorted(names):
+        space = frame.f_locals if name in frame.f_locals else frame.f_globals
+        if name not in space or name.startswith("__"):
+            continue
+        value = space[name]
+        if type(value) is types.ModuleType:
+            places += _module_places(value, name, seen)
+        elif isinstance(value, (types.FunctionType, types.MethodType, functools.partial)):
+            if id(value) not in seen:  # (its closure cells, its globals, its self)
+                seen.add(id(value))
+                places += note(value)
+        elif not isinstance(value, _OPAQUE):
             places.append(Place("dict", space, name, name, value))
             places += _inside(value, name, _DEPTH, seen)
     return places
