@@ -82,7 +82,7 @@ def live(graph: Graph, node: Node, given: Mapping[str, Any] | None) -> Any:
         value = given[label(node)]
     else:
         ref = graph.state_targets.get(node.index)
-        value = ref() if type(ref) is weakref.ref else ref
+        value = ref() if isinstance(ref, weakref.ref) else ref
         if type(value) is np.ndarray and value.shape == node.shape \
                 and value.dtype == node.dtype:
             return value  # the usual case: the array the capture met, unchanged in kind
@@ -265,7 +265,7 @@ def _live_all(graph: Graph, prog: Any, given: Mapping[str, Any] | None) -> list:
     found = []
     append = found.append
     for node, ref, shape, dtype in plan[1]:
-        value = ref() if ref is not None and type(ref) is weakref.ref else None
+        value = ref() if ref is not None and isinstance(ref, weakref.ref) else None
         if type(value) is not np.ndarray or value.shape != shape or (
                 value.dtype is not dtype and value.dtype != dtype):
             value = live(graph, node, given)

@@ -20,7 +20,11 @@ for a later capture of the same function:
    arrays' snapshot). A view or ``np.frombuffer`` of it holds a reference (its ``base``), and so
    does a local variable of a suspended frame, a graph that kept it by reference, a list the walk
    did not reach: each one makes the count larger, and then nothing is lifted and the capture
-   takes today's two passes.
+   takes today's two passes. The count misses weak references (``weakref.ref``,
+   ``weakref.proxy``, a ``WeakValueDictionary``: ``self._ref().copy()`` would read the live
+   array's start value unseen), so every weak reference to the array must be capviz's own
+   (:class:`capviz.core.own_weakrefs.OwnRef`: the earlier graphs' ``state_targets`` and
+   ``constant_origins``); one of anyone else's, and nothing is lifted.
 3. **Every read goes through the tensor.** Each of those places is bound to the state's capture
    tensor (:func:`lift`) while ``fn`` runs: the state node is made then, with the array's value
    as its start value, so every read of the array, NumPy's own operators included
@@ -42,18 +46,30 @@ for a later capture of the same function:
    ``fn``'s, a value read, a refusal) throws the run away and the capture runs today's two
    passes, with today's refusals and messages.
 
-What it trades: ``fn``'s code sees a capture tensor where it held an ndarray, as the inputs
-already do (``isinstance(self.W, np.ndarray)`` is False while it runs; the lead's ruling). A
-Python value the call changes outside every walked place (a counter in a helper's module)
-reaches the graph as a literal, as it does in a capture with no state: the second capture
-compared literals only where states were written.
+5. **What tells a tensor from an ndarray.** ``fn``'s code sees a capture tensor where eager
+   NumPy (and the two passes) hold an ndarray; a test of the object's kind must not choose
+   otherwise unseen. ``isinstance(self.W, np.ndarray)`` (any ``isinstance`` whose fast check
+   fails, an ABC's, ``self.W.__class__``) reads ``Tensor.__class__``: read from code outside
+   capviz, of a tensor computed from a lifted state, it sets :attr:`Lifted.doubt` and the run
+   is thrown away (:meth:`Lifted.class_read`); an input's tensor is a tensor in both runs (the
+   documented trade of the inputs) and keeps the one pass. ``type(self.W)`` reads nothing
+   (CPython calls it without an event), so it is found in the bytecode before anything is
+   lifted (:func:`reads_type`: ``fn``'s code and the functions and methods it names,
+   transitively); where it is found, nothing is lifted. Not seen: ``type`` in code reached only
+   at run time (a function passed in as an argument, a method of an object no walk reached).
+
+What it trades: a Python value the call changes outside every walked place (a counter in a
+helper's module) reaches the graph as a literal, as it does in a capture with no state: the
+second capture compared literals only where states were written.
 """
 
 from __future__ import annotations
 
 import collections
+import dis
 import gc
 import sys
+import types
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -61,7 +77,8 @@ from typing import Any
 import numpy as np
 
 from capviz.core.ir import Graph, Node
-from capviz.core.source import user_frame
+from capviz.core.own_weakrefs import OwnRef, only_own
+from capviz.core.source import PACKAGE_DIR, USER_FILES, user_frame
 from capviz.trace.rebound import Place
 from capviz.trace.rebound import _tensor_in as tensor_in  # (the walk's own search)
 from capviz.trace.recapture import array_states
@@ -188,8 +205,22 @@ class Lifted:
         self.tensors: list[Tensor] = []
         self.nodes: list[Node] = []  # their state nodes (a tensor takes the node of each write)
         self.held = True  # every place still held its tensor when put back
-        self.doubt = False  # something in the run that two passes must decide (W=20b's
-        #                     hooks set it: a user's isinstance/type of a lifted tensor)
+        self.doubt = False  # the run saw what it cannot tell from the two passes' run
+
+    def class_read(self, tensor: Tensor, frame: Any) -> None:
+        """``tensor.__class__`` read from ``frame`` (``isinstance(self.W, np.ndarray)``,
+        ``isinstance(y, (int, float))``, an ABC's check): from code outside capviz, of a tensor
+        whose value is computed from a lifted state (an ndarray in eager NumPy and in the two
+        passes, a tensor here), the answer may choose another branch: the run is thrown away
+        (:func:`kept`). A tensor that depends on no lifted state is the same object kind in
+        both runs (an input's, a buffer's): its ``isinstance`` is the documented trade."""
+        if self.doubt or frame is None or not self.nodes:
+            return
+        filename = frame.f_code.co_filename
+        if filename.startswith(PACKAGE_DIR) and filename not in USER_FILES:
+            return  # capviz's own check (its dispatch, its walks)
+        if _depends(tensor._data, {node.index for node in self.nodes}):
+            self.doubt = True
 
     def others(self) -> list[Place]:
         """The places that hold no lifted array: the outside arrays' snapshot looks at those
@@ -212,6 +243,8 @@ def plan(fn: Callable, places: list[Place]) -> Lifted | None:
     remembered = None if table is None else table.get(owner if owner is not None else function)
     if remembered is None:
         return None
+    if reads_type(fn, places):
+        return None  # ``type(self.W)``: no hook sees it (the module docstring, point 5)
     holding = _holding(places)
     by_label = {p.label: p for held in holding.values() for p in held}
     ours = _our_references(places)
@@ -234,11 +267,94 @@ def liftable(root: Any, holding: dict[int, list[Place]], ours: collections.Count
             not root.flags.writeable or root.dtype.kind not in _KINDS:
         return False
     holders = holding.get(id(root), ())
-    # a reference no walked place explains: NumPy could read it unseen
-    return sys.getrefcount(root) == _FIXED + len(holders) + ours[id(root)]
+    if sys.getrefcount(root) != _FIXED + len(holders) + ours[id(root)]:
+        return False  # a reference no walked place explains: NumPy could read it unseen
+    return only_own(root)  # a weak reference of the user's: NumPy could read it unseen too
 
 
 _FIXED = 2  # sys.getrefcount's argument and the parameter ``root`` of liftable()
+
+
+def reads_type(fn: Callable, places: list[Place]) -> bool:
+    """Whether code that ``fn`` reaches calls the builtin ``type`` (``type(self.W) is
+    np.ndarray``), which no hook can see (CPython calls it without an event, and reads no
+    attribute of the object). Found in the bytecode, once per code object: ``fn``'s code, the
+    functions and lambdas defined in it, the module functions it names (``helper(self.W)``),
+    and the methods it names of the classes of its owner and of the objects the walk found
+    (``self.layer.forward(x)``), transitively. Not seen: code reached only at run time (a
+    function passed in as an argument, a method of an object the walk did not reach)."""
+    function = getattr(fn, "__func__", fn)
+    owner = getattr(fn, "__self__", None)
+    if not isinstance(function, types.FunctionType):
+        owner, function = fn, _static(type(fn), "__call__")
+        if not isinstance(function, types.FunctionType):
+            return False
+    classes = {type(owner)} if owner is not None else set()
+    classes.update(type(p.value) for p in places
+                   if type(p.value).__module__ not in _LIBRARY_MODULES)
+    todo, seen = [function], set()
+    while todo and len(seen) < _MOST_FUNCTIONS:
+        function = todo.pop()
+        code = function.__code__
+        if code in seen:
+            continue
+        seen.add(code)
+        calls_type, globals_named, attributes_named = _summary(code)
+        where = function.__globals__
+        if calls_type and where.get("type", type) is type:
+            return True
+        for name in globals_named:
+            value = where.get(name)
+            if isinstance(value, types.FunctionType):
+                todo.append(value)
+        for name in attributes_named:
+            for cls in classes:
+                value = _static(cls, name)
+                if isinstance(value, types.FunctionType):
+                    todo.append(value)
+    return False
+
+
+def _static(cls: type, name: str) -> Any:
+    """The function ``name`` of class ``cls`` (a static or class method's too), looked up
+    without running a descriptor; ``None`` for anything else."""
+    for klass in cls.__mro__:
+        value = klass.__dict__.get(name)
+        if value is not None:
+            return getattr(value, "__func__", value)
+    return None
+
+
+_MOST_FUNCTIONS = 256  # (a bound on the walk of the code; past it: not seen)
+_LIBRARY_MODULES = frozenset(("builtins", "numpy", "collections"))
+_SUMMARIES: dict[types.CodeType, tuple[bool, frozenset, frozenset]] = {}
+
+
+def _summary(code: types.CodeType) -> tuple[bool, frozenset, frozenset]:
+    """Of ``code`` and the code objects defined in it: whether it loads the global ``type``,
+    the global names it loads, the attribute names it loads."""
+    summary = _SUMMARIES.get(code)
+    if summary is not None:
+        return summary
+    globals_named: set[str] = set()
+    attributes_named: set[str] = set()
+    stack = [code]
+    while stack:
+        each = stack.pop()
+        for instruction in dis.get_instructions(each):
+            name = instruction.opname
+            if name in ("LOAD_GLOBAL", "LOAD_NAME"):
+                globals_named.add(instruction.argval)
+            elif name in ("LOAD_ATTR", "LOAD_METHOD"):
+                attributes_named.add(instruction.argval)
+        stack.extend(c for c in each.co_consts if isinstance(c, types.CodeType))
+    summary = ("type" in globals_named, frozenset(globals_named), frozenset(attributes_named))
+    if len(_SUMMARIES) < _MOST_SUMMARIES:
+        _SUMMARIES[code] = summary
+    return summary
+
+
+_MOST_SUMMARIES = 4096
 
 
 def _holding(places: list[Place]) -> dict[int, list[Place]]:
@@ -274,7 +390,7 @@ def lift(recorder: Any, lifted: Lifted) -> None:
     tensor) and bind the places that hold it to that tensor (called once the inputs are
     declared, before ``fn`` runs)."""
     graph = recorder.graph
-    recorder.lifted = lifted
+    recorder.lifted = lifted  # (its tensors' class reads: Tensor.__class__)
     frame = user_frame(sys._getframe())
     if recorder.examples is not None:  # (a branch on a lifted state: decided by two passes)
         recorder.examples.states_known = False
@@ -282,7 +398,7 @@ def lift(recorder: Any, lifted: Lifted) -> None:
         node = recorder._append("state", None, (), {}, tuple(root.shape), root.dtype, source,
                                 name, frame=frame)
         graph.state_values[node.index] = root.copy("K")
-        ref = weakref.ref(root)
+        ref = OwnRef(root)
         graph.state_targets[node.index] = ref
         if place is not None:
             graph.state_places[node.index] = place
@@ -298,6 +414,22 @@ def lift(recorder: Any, lifted: Lifted) -> None:
                 vars(holder.holder)[holder.key] = tensor
             else:
                 holder.bind(tensor)
+
+
+def _depends(node: Node, lifted: set[int]) -> bool:
+    """Whether ``node``'s value is computed from one of the ``lifted`` state nodes (made
+    before ``fn`` ran: an earlier node cannot depend on them)."""
+    first = min(lifted)
+    stack, seen = [node], set()
+    while stack:
+        node = stack.pop()
+        if node.index in lifted:
+            return True
+        if node.index < first or node.index in seen:
+            continue
+        seen.add(node.index)
+        stack.extend(arg for arg in node.args if isinstance(arg, Node))
+    return False
 
 
 def unlift(lifted: Lifted, recorder: Any) -> None:
@@ -372,7 +504,7 @@ def kept(graph: Graph, lifted: Lifted, noted: Any, outputs: list) -> bool:
             return False
     nodes = {node.index for node in lifted.nodes}
     for index, ref in graph.state_targets.items():
-        if type(ref) is weakref.ref and index not in nodes:  # a state not lifted
+        if isinstance(ref, weakref.ref) and index not in nodes:  # a state not lifted
             return False
     written = {node.params["state"] for node in graph.nodes
                if node.kind == "output" and "state" in node.params

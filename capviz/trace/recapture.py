@@ -98,7 +98,7 @@ def writes_arrays(graph: Graph) -> bool:
     """Whether ``graph`` has an array state whose live array is alive (cheaper than
     :func:`array_states`)."""
     for target in graph.state_targets.values():
-        if type(target) is weakref.ref and type(target()) is np.ndarray:
+        if isinstance(target, weakref.ref) and type(target()) is np.ndarray:
             return True
     return False
 
@@ -652,7 +652,7 @@ def _copy_read(one: Graph, two: Graph, others: OtherValues,
                 or not same_bits(first, saved) or not same_bits(second, planted):
             continue
         other = next((index for index, ref in two.state_targets.items()
-                      if type(ref) is weakref.ref and ref() is root
+                      if isinstance(ref, weakref.ref) and ref() is root
                       and "of" not in two.nodes[index].params), None)
         if other is None or other != state.index:
             return False

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import weakref
 from types import FrameType
 from typing import Any
 
@@ -31,6 +30,7 @@ from capviz.core.errors import (
 )
 from capviz.core.ir import VIOLATION_LEVELS, Graph, Node, Violation
 from capviz.core.layout import layout_key, same_bits
+from capviz.core.own_weakrefs import OwnRef
 from capviz.core.references import (
     changed_between_uses,
     describe_constant,
@@ -82,7 +82,7 @@ def note_origin(graph: Graph, node: Node, value: np.ndarray) -> None:
     root = value
     while isinstance(root.base, np.ndarray):
         root = root.base
-    graph.constant_origins[node.index] = weakref.ref(root)
+    graph.constant_origins[node.index] = OwnRef(root)
 
 
 def zero_d_result(op: ops.Op, args: tuple, params: dict, result: Tensor) -> None:

@@ -46,6 +46,7 @@ from capviz import ops
 from capviz.backends.host import host_copy
 from capviz.core.ir import Node
 from capviz.core.layout import same_bits
+from capviz.core.own_weakrefs import OwnRef
 from capviz.core.source import format_source, source_of, user_frame
 from capviz.trace import mutation, statements
 from capviz.trace.tensor import Tensor
@@ -423,7 +424,7 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
         plain = type(root) is np.ndarray and root.dtype.kind in "biufc"
         seen = recorder.seen(root) if plain else root  # (a second capture: the first's)
         graph.state_values[node.index] = seen.copy("K") if plain else host_copy(root)
-    ref = weakref.ref(root)
+    ref = OwnRef(root)
     graph.state_targets[node.index] = ref
     if place is not None:
         graph.state_places[node.index] = place

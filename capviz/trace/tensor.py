@@ -35,6 +35,7 @@ class Trace(abc.ABC):
     priority = 0
     name = "trace"
     records = False  # True for a capture: values exist only at replay
+    lifted: Any = None  # a capture running with states lifted (trace/lifted.py): its Lifted
 
     @abc.abstractmethod
     def apply(self, op: ops.Op, args: tuple, params: dict) -> Any:
@@ -465,6 +466,18 @@ class Tensor:
         self._data = data
         self._trace = backend  # the keyword keeps its public name: Tensor(data, backend=...)
         self._alias: Any = None  # capture only: the buffer it shares (trace/mutation.py)
+
+    @property
+    def __class__(self) -> type:  # type: ignore[override]
+        """The tensor's class, as for any object. ``isinstance(t, np.ndarray)`` reads it when
+        the type check fails; during a capture with states lifted (:mod:`capviz.trace.lifted`)
+        a read from code outside capviz of a tensor computed from a lifted state, where eager
+        NumPy (and the two passes) would hold an ndarray, makes that capture fall back to the
+        two passes (:meth:`~capviz.trace.lifted.Lifted.class_read`)."""
+        lifted = self._trace.lifted
+        if lifted is not None:
+            lifted.class_read(self, sys._getframe(1))
+        return Tensor
 
     def __capviz_value__(self) -> Any:
         """The array an eager tensor holds, which a replay takes as an input's value; ``None``

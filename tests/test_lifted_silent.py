@@ -1,0 +1,256 @@
+"""What a lifted pass (capviz/trace/lifted.py) cannot see, and so must not decide (review 4,
+finding 11): a weak reference to a state hands NumPy the live array, which a lifted pass leaves
+at its start value; ``isinstance(self.W, np.ndarray)`` and ``type(self.W)`` answer otherwise
+for a lifted tensor than for the ndarray that eager NumPy (and the two passes) hold. Each
+program is captured cold (a first capture) and warm (a later capture of the same function and
+object, which lifts where it may), and the graph is replayed against eager calls of a twin over
+three calls: outputs and every state, bit for bit, dtypes included."""
+
+import collections.abc
+import weakref
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from capviz.core.own_weakrefs import OwnRef, only_own
+
+RUNS = []  # one item per run of a captured step (a side effect both paths make)
+REGISTRY = weakref.WeakValueDictionary()  # a cache of the user's, holding arrays weakly
+XS = [np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0]), np.array([3.0, 1.0, -2.0])]
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    RUNS.clear()
+    yield
+    RUNS.clear()
+
+
+class Base:
+    def __init__(self):
+        self.W = np.array([1.0, 2.0, 3.0])
+
+
+# --- weak references of the user's ------------------------------------------------------------
+
+class WeakCopy(Base):
+    """Review 4's lift_weak2.py: NumPy copies the live array through a weakref.ref (``copy``
+    is no hook), before the write."""
+
+    def __init__(self):
+        super().__init__()
+        self._ref = weakref.ref(self.W)
+
+    def step(self, x):
+        RUNS.append(1)
+        v = self._ref().copy()
+        self.W -= 0.1 * x
+        return x * v
+
+
+class WeakProxy(Base):
+    def __init__(self):
+        super().__init__()
+        self._p = weakref.proxy(self.W)
+
+    def step(self, x):
+        RUNS.append(1)
+        v = np.array(self._p, copy=True)
+        self.W -= 0.1 * x
+        return x * v
+
+
+class WeakCache(Base):
+    def __init__(self):
+        super().__init__()
+        REGISTRY[id(self)] = self.W
+
+    def step(self, x):
+        RUNS.append(1)
+        v = REGISTRY[id(self)].copy()  # NumPy's own read, before the write
+        self.W -= 0.1 * x
+        return x * v
+
+
+# --- isinstance and type of a state -----------------------------------------------------------
+
+class IsinstanceRead(Base):
+    """Review 4's lift3.py F6: ``isinstance`` chooses what is read."""
+
+    def step(self, x):
+        RUNS.append(1)
+        W = self.W if isinstance(self.W, np.ndarray) else np.zeros(3)
+        y = x * W
+        self.W -= 0.1 * x
+        return y
+
+
+class IsinstanceAfterWrite(Base):
+    def step(self, x):
+        RUNS.append(1)
+        self.W -= 0.1 * x
+        scale = 2.0 if isinstance(self.W, np.ndarray) else 3.0
+        return x * scale
+
+
+class IsinstanceOfDerived(Base):
+    """A value computed from the state: an ndarray in eager NumPy, a tensor when lifted."""
+
+    def step(self, x):
+        RUNS.append(1)
+        y = self.W * 2.0
+        scale = 2.0 if isinstance(y, np.ndarray) else 3.0
+        self.W -= 0.1 * x
+        return x * scale
+
+
+class IsinstanceOfAnABC(Base):
+    def step(self, x):
+        RUNS.append(1)
+        scale = 3.0 if isinstance(self.W, collections.abc.Sequence) else 2.0
+        self.W -= 0.1 * x
+        return x * scale
+
+
+class TypeRead(Base):
+    """Review 4's lift3.py F7."""
+
+    def step(self, x):
+        RUNS.append(1)
+        self.W -= 0.1 * x
+        scale = 2.0 if type(self.W) is np.ndarray else 3.0
+        return x * scale
+
+
+def _scale_for(a):
+    return 2.0 if type(a) is np.ndarray else 3.0
+
+
+class TypeInAHelper(Base):
+    def step(self, x):
+        RUNS.append(1)
+        scale = _scale_for(self.W)
+        self.W -= 0.1 * x
+        return x * scale
+
+
+class TypeInAMethod(Base):
+    def _scale(self):
+        return 2.0 if type(self.W) is np.ndarray else 3.0
+
+    def step(self, x):
+        RUNS.append(1)
+        self.W -= 0.1 * x
+        return x * self._scale()
+
+
+class Scaler:
+    def scale(self, a):
+        return 2.0 if type(a).__name__ == "ndarray" else 3.0
+
+
+class TypeInAPart(Base):
+    """``type`` in a method of an object the model holds (``self.scaler.scale``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.scaler = Scaler()
+
+    def step(self, x):
+        RUNS.append(1)
+        self.W -= 0.1 * x
+        return x * self.scaler.scale(self.W)
+
+
+WEAK = [WeakCopy, WeakProxy, WeakCache]
+CLASS_READS = [IsinstanceRead, IsinstanceAfterWrite, IsinstanceOfDerived, IsinstanceOfAnABC]
+TYPE_READS = [TypeRead, TypeInAHelper, TypeInAMethod, TypeInAPart]
+
+
+def _replays_as_eager(graph, model, twin):
+    for call, x in enumerate(XS):
+        out = graph.replay({"x": x})["out"]
+        want = twin.step(x)
+        assert out.dtype == want.dtype and np.array_equal(out, want), (call, out, want)
+        assert model.W.dtype == twin.W.dtype and np.array_equal(model.W, twin.W), call
+
+
+@pytest.mark.parametrize("make", WEAK + CLASS_READS + TYPE_READS)
+def test_a_first_capture_replays_as_eager(make):
+    model, twin = make(), make()
+    graph = cv.capture(model.step, cv.spec((3,), "float64"))
+    _replays_as_eager(graph, model, twin)
+
+
+@pytest.mark.parametrize("make", WEAK + CLASS_READS + TYPE_READS)
+def test_a_later_capture_replays_as_eager(make):
+    """The weak reference and ``type`` keep the later capture from lifting (two passes);
+    an ``isinstance`` of a tensor computed from a lifted state throws the lifted run away
+    (three runs); every graph replays as eager."""
+    model, twin = make(), make()
+    cv.capture(model.step, cv.spec((3,), "float64"))
+    twin.step(XS[0])  # the twin keeps step with the model: the first graph is not replayed,
+    model.step(XS[0])  # the model advanced by an eager call
+    RUNS.clear()
+    graph = cv.capture(model.step, cv.spec((3,), "float64"))
+    assert len(RUNS) == (3 if make in CLASS_READS else 2)
+    assert graph.complete
+    _replays_as_eager(graph, model, twin)
+
+
+def test_capviz_s_own_weak_references_do_not_stop_the_lifting():
+    """Earlier graphs and their replays hold weak references to the state (OwnRef): a later
+    capture still lifts it and runs fn once."""
+    class Plain(Base):
+        def step(self, x):
+            RUNS.append(1)
+            self.W -= 0.1 * x
+            return x * 2.0
+
+    model, twin = Plain(), Plain()
+    graphs = [cv.capture(model.step, cv.spec((3,), "float64")) for _ in range(3)]
+    for graph in graphs:
+        graph.replay({"x": XS[0]})
+        twin.step(XS[0])
+    assert weakref.getweakrefcount(model.W) >= 3
+    RUNS.clear()
+    graph = cv.capture(model.step, cv.spec((3,), "float64"))
+    assert len(RUNS) == 1  # lifted: one pass
+    _replays_as_eager(graph, model, twin)
+
+
+def test_an_isinstance_of_an_input_keeps_the_one_pass():
+    """An input is a tensor in every capture (the documented trade): its isinstance is the
+    same in the lifted run and the two passes, so the lifted run stands."""
+
+    class Checked(Base):
+        def step(self, x):
+            RUNS.append(1)
+            scale = 2.0 if isinstance(x, np.ndarray) else 3.0
+            self.W -= 0.1 * x
+            return x * scale
+
+    model = Checked()
+    first = cv.capture(model.step, cv.spec((3,), "float64"))
+    RUNS.clear()
+    later = cv.capture(model.step, cv.spec((3,), "float64"))
+    assert len(RUNS) == 1
+    assert later.replay({"x": XS[0]}, state="return")["out"].tolist() == \
+        first.replay({"x": XS[0]}, state="return")["out"].tolist() == [3.0, 6.0, 9.0]
+
+
+def test_only_own_tells_capviz_s_weak_references_from_the_user_s():
+    a = np.zeros(3)
+    assert only_own(a)
+    own = OwnRef(a)
+    assert only_own(a) and own() is a and isinstance(own, weakref.ref)
+    for make in (weakref.ref, weakref.proxy):
+        held = make(a)
+        assert not only_own(a)
+        del held
+        assert only_own(a)
+    cache = weakref.WeakValueDictionary({"a": a})
+    assert not only_own(a)
+    cache.clear()
+    assert only_own(a)
