@@ -61,3 +61,69 @@ def test_pad_of_integers_by_a_statistic_is_refused_at_the_node_with_the_fix(mode
 
     (got,) = _replayed(fixed, a)
     np.testing.assert_array_equal(got, np.pad(a, 1, mode=mode))
+
+
+def test_a_failed_check_is_read_against_the_checks_of_the_trace_that_ran():
+    """Review 4, finding 9 (``trap7.py``): the compiled function is traced once per input layout,
+    and each trace has checks of its own (an F-ordered operand's sum along axis 1 is a running
+    sum in NumPy, checked; a C-ordered one's is pairwise). The flags of the F trace were read
+    against the latest trace's checks: after replays of F, C, then F, an ``IndexError`` in
+    ``_fail``. Each replay now fails at the multiply node with its own message."""
+
+    def f(a):
+        t = np.abs(a).sum(axis=1)
+        return t * np.float32(1e-30)  # 4e-39: a subnormal NumPy keeps, XLA flushes to 0
+
+    graph = cv.capture(f, np.ones((3, 4), np.float32))
+    tiny = np.full((3, 4), 1e-9, np.float32)
+    for a in (np.asfortranarray(tiny), tiny, np.asfortranarray(tiny), tiny):
+        with pytest.raises(cv.ReplayError) as info:
+            graph.replay({"a": a}, backend="jax")
+        assert info.value.node.op == "multiply"
+        assert str(info.value).startswith("replay failed at node %3 (multiply), recorded at ")
+        assert "multiply gave 0 where NumPy's result is a nonzero subnormal" in str(info.value)
+    np.testing.assert_array_equal(graph.replay({"a": np.ones((3, 4), np.float32)},
+                                               backend="jax", to_numpy=True)["out"],
+                                  f(np.ones((3, 4), np.float32)))
+
+
+def _warned(graph, *args, backend):
+    """What a replay of ``graph`` on ``backend`` returns, and its warnings."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = graph.replay(dict(zip(graph.inputs, args)), backend=backend, to_numpy=True)
+    return out[graph.outputs[0]], [(w.category, str(w.message), w.filename) for w in caught]
+
+
+@pytest.mark.parametrize("fn, a", [
+    (lambda a: np.median(a, axis=1), np.zeros((2, 0), np.int64)),  # np.median-96
+    (lambda a: np.median(a, axis=1), np.zeros((2, 0), np.float32)),
+    (lambda a: np.median(a, axis=1, keepdims=True), np.zeros((3, 0), np.float16)),
+    (lambda a: np.median(a), np.zeros((0,), np.float32)),
+    (lambda a: np.median(a), np.zeros((0,), np.bool_)),
+    (lambda a: np.nanmedian(a), np.zeros((0,), np.bool_)),  # np.nanmedian-97
+    (lambda a: np.nanmedian(a, axis=1), np.zeros((2, 0), np.float32)),
+    (lambda a: np.nanmedian(a, axis=1), np.zeros((2, 0), np.int64)),
+    (lambda a: np.nanquantile(a, 0.3, axis=1), np.zeros((2, 0), np.float32)),
+    (lambda a: np.median(a, axis=0), np.zeros((2, 0), np.int64)),
+])
+def test_a_median_of_an_empty_axis_is_numpys_nan_in_numpys_type_with_its_warning(fn, a):
+    """The thorough profile's np.median-96 (int64 (2, 0), axis=1) and np.nanmedian-97 (an empty
+    bool array) raised inside jax.numpy's gather. NumPy's result (NaN, its dtype and shape) and
+    its "Mean of empty slice" warning at the user's line, on every replay."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = fn(a)
+        graph = cv.capture(fn, a)
+    for _ in range(2):  # the second replay runs the compiled function: the warning again
+        got, warned = _warned(graph, a, backend="jax")
+        assert got.dtype == want.dtype and got.shape == np.shape(want)
+        np.testing.assert_array_equal(got, want)
+        if np.size(want):
+            assert (RuntimeWarning, "Mean of empty slice", __file__) in warned
+        else:
+            assert warned == []

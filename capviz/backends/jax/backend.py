@@ -57,6 +57,7 @@ jax is imported only when the backend is used (``import capviz`` never imports i
 from __future__ import annotations
 
 import sys
+import warnings
 import weakref
 from collections.abc import Callable
 from functools import partial
@@ -311,6 +312,22 @@ def _floating(value: Any) -> bool:
     return np.dtype(value.dtype).kind in "fc"
 
 
+def _failed(flags: Any) -> list[int]:
+    """The positions of the failed checks among a trace's ``flags``."""
+    return np.flatnonzero(~np.asarray(flags)).tolist()
+
+
+def _give(given: list[tuple[Node | None, type[Warning], str]]) -> None:
+    """NumPy's warnings of a trace (:func:`capviz.backends.jax.trace.warn`), each at its
+    node's line of the user's code."""
+    for node, category, message in given:
+        source = node.source if node is not None else None
+        if source is None:
+            warnings.warn(message, category, stacklevel=4)
+        else:
+            warnings.warn_explicit(message, category, source[0], source[1])
+
+
 class _Compiled:
     """One program as a ``jax.jit`` function of ``(inputs, seed)`` returning the outputs and
     the value checks' flags, and the check of its float inputs for subnormals, a program of
@@ -320,6 +337,15 @@ class _Compiled:
         self._jax = _load()
         self._backend = backend
         self.random = program.random
+        # the checks of each trace, by the trace's number, which its flags come back with: the
+        # compiled function is traced again per input layout and signature, and each trace has
+        # checks of its own (review 4, finding 9: the flags of an F-ordered input's trace read
+        # against a C-ordered one's checks ended in an IndexError, or could name another node)
+        self.traced_checks: list[list[tuple[Node | None, str]]] = []
+        # NumPy's warnings of each trace, by its number (trace.warn: they depend only on the
+        # shapes and types a trace is made for), given after each run
+        self.traced_warnings: list[list[tuple[Node | None, type[Warning], str]]] = []
+        # the latest trace's checks, fast (False) and precise (True), for inspection
         self.checks: dict[bool, list[tuple[Node | None, str]]] = {}
         self.input_names = program.input_names
         self.guards = program.guards
@@ -391,9 +417,15 @@ class _Compiled:
                 if trace.poisons:  # the fast trace poisoned values: test where they leave
                     _sinks(trace.poisons, program, outputs, guard_values)
             self.checks[precise] = trace.checks
-            # one array: one transfer to read them all after the run
+            number = len(self.traced_checks)
+            self.traced_checks.append(trace.checks)
+            self.traced_warnings.append(trace.warnings)
+            # one array: one transfer to read them all after the run; the trace's number with
+            # them, to read them against this trace's checks and give its warnings
             flags = self._jax.numpy.stack(trace.flags) if trace.flags else None
-            return tuple(outputs), flags, tuple(guard_values)
+            known = flags is not None or trace.warnings
+            return (tuple(outputs), flags, tuple(guard_values),
+                    np.int64(number) if known else None)
 
         # the fast program merges the elementwise checks (one flag per shape, fused by XLA);
         # the precise one, traced only when a merged flag fails, names the node
@@ -407,7 +439,8 @@ class _Compiled:
         # check is made once
         self._normal: dict[int, weakref.ref] = {}
 
-    def _fail(self, inputs: tuple, key: Any, first: int, input_layouts: tuple) -> tuple:
+    def _fail(self, inputs: tuple, key: Any, flags: Any, number: int,
+              input_layouts: tuple) -> tuple:
         """Raise for the first failed check of a node. A check with no node (a merged one, or a
         test for a poisoned NaN, :mod:`capviz.backends.jax.poison`) runs the precise program
         once: its first failed check names the node; when none fails, the fast program's test
@@ -417,15 +450,15 @@ class _Compiled:
         precise program's outputs and guard values: the replay goes on with them (the fast
         program's may hold poisoned NaNs)."""
         jax = self._jax
-        checks = self.checks[False]
-        failed = [first]
+        checks, failed = self.traced_checks[number], _failed(flags)
         merged = any(node is None for node, _ in checks)
         if merged:  # a merged check may have failed first
             with x64(), jax.default_matmul_precision("highest"):
-                outputs, flags, guard_values = self._fn(inputs, self.constants, key, _ZERO, True,
-                                                        input_layouts)
-            checks = self.checks[True]
-            failed = np.flatnonzero(~np.asarray(flags)).tolist() if flags is not None else []
+                outputs, flags, guard_values, number = self._fn(
+                    inputs, self.constants, key, _ZERO, True, input_layouts)
+            if flags is None:
+                return outputs, guard_values
+            checks, failed = self.traced_checks[int(number)], _failed(flags)
             if not failed:
                 return outputs, guard_values
         node, message = checks[failed[0]]
@@ -472,8 +505,8 @@ class _Compiled:
                 if unknown:  # a host array goes to the device once, for the check and the run
                     inputs = tuple(x if k not in unknown or is_array(x) else jax.device_put(x)
                                    for k, x in enumerate(inputs))
-                outputs, flags, guard_values = self._fn(inputs, self.constants, key, _ZERO, False,
-                                                        input_layouts)
+                outputs, flags, guard_values, number = self._fn(
+                    inputs, self.constants, key, _ZERO, False, input_layouts)
                 normal = self._check_fn(tuple(inputs[k] for k in unknown)) if unknown else None
             except CapvizError:
                 raise
@@ -489,11 +522,12 @@ class _Compiled:
                     f"input {name!r} holds subnormal floats, which XLA "
                     "flushes to zero where NumPy keeps them; replay with backend='numpy', or "
                     "flush them first: np.where(np.abs(x) < np.finfo(x.dtype).tiny, 0, x)")
-        if flags is not None:
-            passed = np.asarray(flags)
-            if not passed.all():
-                outputs, guard_values = self._fail(inputs, key, int(np.argmin(passed)),
-                                                   input_layouts)
+        failing = flags is not None and not np.asarray(flags).all()
+        if failing or (number is not None and any(self.traced_warnings)):
+            number = int(number)  # read only then: one more transfer
+            if failing:
+                outputs, guard_values = self._fail(inputs, key, flags, number, input_layouts)
+            _give(self.traced_warnings[number])
         if self.guards:  # the values the guards read, fetched together, checked before return
             check_all(self.guards, jax.device_get(guard_values))
         if unknown:  # the caller's arrays on the device are immutable: checked once

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -41,6 +42,9 @@ class Trace:
         self.node: Node | None = None
         self.checks: list[tuple[Node | None, str]] = []
         self.flags: list[Any] = []
+        self.warnings: list[tuple[Node | None, type[Warning], str]] = []
+        """NumPy's warnings that depend only on shapes and types (:func:`warn`): given after
+        each run of the trace, at the node's line."""
         self.precise = precise
         self._masks: dict[tuple, Any] = {}
         self.known_magnitudes: dict[int, tuple[float, float]] = {}
@@ -160,6 +164,18 @@ def require(ok: Any, message: str) -> None:
         trace.require(ok, message)
     elif not bool(ok):
         raise ValueError(message)
+
+
+def warn(category: type[Warning], message: str) -> None:
+    """Inside a traced op: the warning NumPy gives for this node whatever the values (one that
+    depends only on shapes and types: ``Mean of empty slice``), given after each run of the
+    compiled function at the node's line (:meth:`capviz.backends.jax.backend._Compiled.
+    __call__`); in an op run on its own: now."""
+    trace = TRACE.get()
+    if trace is not None:
+        trace.warnings.append((trace.node, category, message))
+    else:
+        warnings.warn(message, category, stacklevel=2)
 
 
 def cast(jnp: Any, value: Any, dtype: Any) -> Any:

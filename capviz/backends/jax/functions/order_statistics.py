@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from capviz.backends.jax.functions.empty_operands import numpy_of_empty
 from capviz.backends.jax.functions.rounding import each_rounded, narrowed
 from capviz.backends.jax.trace import dtype_of, require
 
@@ -109,7 +110,8 @@ def _neighbours(virtual: np.ndarray, n: int, dtype: np.dtype) -> tuple:
 
 def _nan_order_statistic(name: str) -> Callable[[Any], Callable]:
     """np.nanquantile / np.nanpercentile of an empty array: NumPy returns ``np.nanmean(a,
-    axis, keepdims=keepdims)`` (NaNs, whatever ``q``), where jax.numpy's gather fails."""
+    axis, keepdims=keepdims)`` (NaNs, whatever ``q``, and its warning), where jax.numpy's
+    gather fails: NumPy's own (:func:`.empty_operands.numpy_of_empty`)."""
 
     def make(jnp: Any) -> Callable:
         fn = getattr(jnp, name)
@@ -124,11 +126,7 @@ def _nan_order_statistic(name: str) -> Callable[[Any], Callable]:
                 if wide != dtype_of(a):
                     _no_slice_all_nan(jnp, a, axis, name, wide)
                 return fn(a, np.asarray(q) if isinstance(q, list) else q, axis, **params)
-            dtype = np.result_type(dtype_of(a), np.float16)  # nanmean's: float64 of integers
-            if dtype_of(a).kind in "iub":
-                dtype = np.dtype(np.float64)
-            return jnp.nanmean(a, axis=axis, dtype=dtype,
-                               keepdims=bool(params.get("keepdims", False)))
+            return numpy_of_empty(jnp, getattr(np, name), a, q, axis, **params)
 
         run.__name__ = name
         return run
