@@ -264,7 +264,7 @@ class CaptureScope:
         self._places: list = []  # names fn can rebind, with what they held (trace/rebound.py)
         self._binds: list = []  # arrays made there to bind once fn is captured (rebound.py)
         self._marked: BaseException | None = None  # fn's error while a state held the mark
-        self._memoised: list = []  # lru_cache wrappers, their misses (randomness/memoised.py)
+        self._memoised: Any = None  # lru_cache wrappers, memo dicts (randomness/memoised.py)
 
     @property
     def graph(self) -> CapturedGraph:
@@ -388,6 +388,8 @@ class CaptureScope:
                 self._places, self.recorder, user_source(),
                 getattr(self, "_entry_function", None))
             self._places = []
+            if self._memoised is not None:  # a memo dict keeping a capture tensor
+                memoised.put_back(self._memoised, self.recorder, user_source())
             state.restore(self.recorder, user_source())  # the written arrays' values back
             marked.refuse_marked(self.recorder, user_source())  # the mark NumPy carried
             hooks.untracked_state_changes(self.recorder)  # a reseed no hook saw
@@ -397,8 +399,9 @@ class CaptureScope:
             self._watched = []
             self._backstop = []
             self.recorder.flush_pending()  # a reseed from another thread, not yet recorded
-            memoised.clear_grown(self._memoised)  # a cached capture tensor would be dead
-            self._memoised = []
+            if self._memoised is not None:
+                memoised.clear_grown(self._memoised)  # a cached capture tensor would be dead
+            self._memoised = None
         finally:
             try:
                 self._release(keep_view=True)  # the view stays, to show the final graph

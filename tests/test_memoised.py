@@ -8,8 +8,11 @@ from __future__ import annotations
 import functools
 
 import numpy as np
+import pytest
 
 import capviz as cv
+from capviz.core.errors import UnsupportedOperationError
+from tests.helpers import memo_helpers as H
 
 
 @functools.lru_cache(maxsize=8)
@@ -65,3 +68,58 @@ def test_a_cache_the_capture_only_read_keeps_its_entries():
     assert causal_mask.cache_info().currsize == 1 and type(causal_mask(4)) is np.ndarray
     x = np.eye(4)
     assert np.array_equal(graph.replay({"x": x})["out"], attend(x))
+
+
+# --- memo dicts written by hand (review 4, finding 12: /tmp/review4/memo24.py) ----------------
+
+def _masked(x):
+    return (x @ x.T) * H.mask(x.shape[0])
+
+
+_LAYER = H.Layer()
+
+
+def _layer_masked(x):
+    return (x @ x.T) * _LAYER.mask(x.shape[0])
+
+
+@pytest.mark.parametrize("fn, cache", [(_masked, H.MEMO), (_layer_masked, H.Layer.shared)],
+                         ids=["module-memo", "class-cache"])
+def test_a_memo_dict_the_capture_filled_is_given_its_items_back(fn, cache):
+    cache.clear()
+    x = np.arange(16.0).reshape(4, 4)
+    graph = cv.capture(fn, cv.spec((4, 4), "float64"))
+    assert cache == {}  # the capture's entry removed: it held a capture tensor
+    eager = fn(x)  # raised ScopeClosedError before the change
+    assert type(cache[4]) is np.ndarray
+    assert graph.replay({"x": x})["out"].tobytes() == eager.tobytes()
+    assert graph.replay({"x": x + 1})["out"].tobytes() == fn(x + 1).tobytes()
+
+
+def test_a_memo_entry_made_before_the_capture_is_kept():
+    H.MEMO.clear()
+    kept = H.mask(4)
+    graph = cv.capture(_masked, cv.spec((4, 4), "float64"))
+    assert H.MEMO == {4: kept} and H.MEMO[4] is kept
+    x = np.eye(4)
+    assert graph.replay({"x": x})["out"].tobytes() == _masked(x).tobytes()
+
+
+def test_the_scope_form_gives_a_memo_dict_its_items_back():
+    H.MEMO.clear()
+    x = np.arange(9.0).reshape(3, 3)
+    with cv.CaptureDevice().capture_scope() as scope:
+        scope.output(_masked(scope.input("x", (3, 3), "float64")))
+    assert H.MEMO == {}
+    (out,) = scope.graph.replay({"x": x}).values()
+    assert out.tobytes() == _masked(x).tobytes()
+
+
+def test_a_tensor_stored_over_an_array_of_a_module_dict_is_refused_naming_it():
+    before = H.TABLES["pos"]
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(H.shift_table, cv.spec((4,), "float64"))
+    what = str(info.value).splitlines()[0]
+    assert what.startswith("`TABLES[\"pos\"] = TABLES[\"pos\"] + x` at ")
+    assert what.endswith("in shift_table: TABLES['pos'] is rebound to a value of the capture.")
+    assert H.TABLES["pos"] is before  # put back

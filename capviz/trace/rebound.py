@@ -147,6 +147,14 @@ def _inside(value: Any, label: str, depth: int, seen: set[int]) -> list[Place]:
     return places
 
 
+def container_places(value: Any, label: str) -> list[Place]:
+    """The places of a dict or list the captured code can fill outside what :func:`note` walks
+    (a helper module's memo ``_MEMO``, a class's cache ``Layer._shared``): the container
+    itself, given its items back at the exit where it holds a tensor of the capture, and its
+    items, one level (:func:`put_back`)."""
+    return _inside(value, label, 1, set())
+
+
 def _slots(value: Any) -> list[tuple[str, Any]]:
     """``(name, value)`` of the ``__slots__`` attributes ``value``'s classes declare and it
     has set (``[]`` for a built-in type's object)."""
