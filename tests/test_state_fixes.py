@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import capviz as cv
+from capviz.trace import state_fixes
 
 XS = [np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.25, -0.75]), np.array([-2.0, 1.0, 0.5])]
 
@@ -127,6 +128,22 @@ class M:
 """
 
 
+ADAGRAD_LIST = """
+import numpy as np
+
+class M:
+    def __init__(self, pairs=3):
+        self.w = [np.linspace(-1, 1, 3) * (i + 1) for i in range(pairs)]
+        self.m = [np.zeros(3) for _ in range(pairs)]
+
+    def step(self, g):
+        for i in range(len(self.w)):
+            self.m[i] += g * g
+            self.w[i] -= 0.01 * g / np.sqrt(self.m[i] + 1e-8)
+        return g * 1.0
+"""
+
+
 class Program:
     """A program in a file of its own (``tmp_path``), edited one fix at a time."""
 
@@ -205,8 +222,9 @@ def no_fill_shown(message: str) -> None:
     (ADAM, "mh = cv.constant(self.m) / (1 - 0.9 ** 2)"),
     (SIMULATION, "self.p += cv.constant(self.v) * 0.1"),
     (MOMENTUM, "v *= cv.constant(np.float64(0.9))"),
+    (ADAGRAD_LIST, "self.w[i] -= 0.01 * g / np.sqrt(cv.constant(self.m[i]) + 1e-8)"),
 ], ids=["rnn-rebound", "rnn-in-place", "returned", "adagrad", "adam", "simulation",
-        "momentum"])
+        "momentum", "adagrad-list"])
 def test_the_quoted_fix_applied_captures_and_replays_as_calls(tmp_path, source, step):
     program = Program(tmp_path, source)
     message = program.refusal()
@@ -269,3 +287,37 @@ def test_zeroing_then_adding_in_place_captures_after_the_fixes_it_is_given(tmp_p
     program.apply(second)
     assert program.refusal() is None
     program.replays_as_eager()
+
+
+def test_states_in_a_list_are_read_through_their_item_and_the_reason_names_three(tmp_path):
+    """/tmp/review4/fix_list.py (review 4, finding 13): the fix wraps ``self.m[i]``, the
+    array, not ``self.m``, the list (``cv.constant(self.m)[i]`` is refused again); the reason
+    names three states and counts the rest (it listed 100 names, 1,500 characters)."""
+    program = Program(tmp_path, ADAGRAD_LIST.replace("pairs=3", "pairs=50"))
+    make, _ = program.load()
+    opt = make()
+    with pytest.raises(cv.CaptureViolation) as named:
+        cv.capture(opt.step, cv.spec((3,), "float64"))
+    assert str(named.value).splitlines()[1].endswith(
+        "(it depends on what opt.m[0], opt.w[0], opt.m[1] and 97 more hold).")
+    message = program.refusal()  # (an object with no name: the states by the user's code)
+    _what, why, fix = message.splitlines()
+    assert why.endswith("(it depends on what self.m[i] and self.w[i] hold).")
+    assert fix == ("Fix: write `self.w[i] -= 0.01 * g / np.sqrt(cv.constant(self.m[i]) + "
+                   "1e-8)`: cv.constant(self.m[i]) is the value the capture records for it, "
+                   "before and after its write, and self.m[i] itself outside a capture.")
+    program.apply(message)
+    assert program.refusal() is None
+    program.replays_as_eager()
+
+
+@pytest.mark.parametrize("text, name, expected", [
+    ("self.m[i] += g * g", "o.m[0]", "self.m[i]"),
+    ("self.m[i][0, :] += g", "o.m[0]", "self.m[i]"),
+    ("p['mW'][...] = g", 'params["blocks"][3]["mW"]', "p['mW']"),
+    ("W[i, :] += g", "self.ws[0]", "W"),
+    ("self.h[...] = g", "self.h", "self.h"),
+    ("np.add(self.m[k], g, out=self.m[k])", "o.m[1]", "self.m[k]"),
+])
+def test_the_state_expression_keeps_the_container_item_the_state_is(text, name, expected):
+    assert state_fixes.state_expression(text, name) == expected

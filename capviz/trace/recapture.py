@@ -554,9 +554,9 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
     # graph after every state: on every capture they made a 100-state step's first capture
     # 8.8x the functional program's, the hostile review 4's finding 14)
     exprs = _Lazy(lambda: state_fixes.expressions(graph, [node for node, _ in others.states]))
-    states = _Lazy(lambda: " and ".join(
+    states = _Lazy(lambda: state_fixes.listed([
         node.name or next(iter(state_fixes.expressions(graph, [node])), "an outside ndarray")
-        for node, _ in others.states))
+        for node, _ in others.states]))
     hold = _Lazy(lambda: f"{states} {'holds' if len(others.states) == 1 else 'hold'} "
                          "other values")
     if written:  # (values read after a state's write come from capviz's fills: not shown)

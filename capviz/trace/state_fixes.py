@@ -50,22 +50,78 @@ def _base(target: ast.AST) -> ast.AST:
     return target
 
 
-def state_expression(text: str) -> str | None:
-    """The expression naming the array that the statement ``text`` writes (its first write of a
-    state): an augmented or subscripted assignment's target, or a NumPy call's ``out=``."""
+def _items(name: str | None) -> tuple[list[str], str | None]:
+    """The container keys the state named ``name`` is held under, outermost first
+    (``o.m[0]``: ``["0"]``, ``params["blocks"][3]["mW"]``: three), and the last name before
+    them (``m``, ``params``)."""
+    try:
+        node = ast.parse(name, mode="eval").body if name else None
+    except SyntaxError:
+        return [], None
+    keys = []
+    while isinstance(node, ast.Subscript):
+        keys.insert(0, ast.dump(node.slice))
+        node = node.value
+    return keys, _last_name(node)
+
+
+def _last_name(node: ast.AST | None) -> str | None:
+    return node.attr if isinstance(node, ast.Attribute) else \
+        node.id if isinstance(node, ast.Name) else None
+
+
+def _array(target: ast.AST, name: str | None, whole: bool) -> ast.AST:
+    """The array a write target names: the whole target where the capture recorded a write
+    of the whole array (``whole``: ``self.m[i] += g`` of a list's item ``self.m[i]``); else
+    the container's item the state's ``name`` says it is (``self.m[i]`` of ``self.m[i][0] +=
+    g`` where the state is ``o.m[0]``, ``p["mW"]`` of ``p["mW"][...] = g`` where it is
+    ``params["blocks"][3]["mW"]``), else :func:`_base` (``self.h`` of ``self.h[...]``)."""
+    if whole:
+        return target
+    keys, last = _items(name)
+    layers = []  # the target's subscripts, outermost first
+    inner = target
+    while isinstance(inner, ast.Subscript):
+        layers.append(inner)
+        inner = inner.value
+    mine = [ast.dump(layer.slice) for layer in reversed(layers)]  # the base's first
+    depth = 0
+    if keys and last is not None and _last_name(inner) == last:  # self.m[i] of o.m[0]
+        depth = min(len(keys), len(layers))
+    else:  # p["mW"] of params["blocks"][3]["mW"]: the same keys end the name
+        depth = next((k for k in range(min(len(keys), len(mine)), 0, -1)
+                      if mine[:k] == keys[len(keys) - k:]), 0)
+    return layers[len(layers) - depth] if depth else inner
+
+
+def state_expression(text: str, name: str | None = None, whole: bool = False) -> str | None:
+    """The expression naming the array that the statement ``text`` writes (its first write of
+    the state named ``name``; ``whole``: a write of the whole array, no index of it): an
+    augmented or subscripted assignment's target, or a NumPy call's ``out=``; an item of a
+    list or dict where the state is one (``self.m[i]``, see :func:`_array`)."""
     stmt = _statement(text)
     if isinstance(stmt, ast.AugAssign):
-        return ast.unparse(_base(stmt.target))
+        return ast.unparse(_array(stmt.target, name, whole))
     if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Subscript):
-        return ast.unparse(_base(stmt.targets[0]))
+        return ast.unparse(_array(stmt.targets[0], name, False))
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
         for keyword in stmt.value.keywords:
             if keyword.arg == "out":
                 out = keyword.value
                 if isinstance(out, ast.Tuple) and out.elts:
                     out = out.elts[0]
-                return ast.unparse(_base(out))
+                return ast.unparse(_array(out, name, whole))
     return None
+
+
+def listed(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``; past three ``a, b, c and 97 more`` (a reason names
+    at most three states: review 4, finding 13); a name repeated (``self.m[i]`` of each
+    state of a list) once."""
+    names = list(dict.fromkeys(names))
+    if len(names) > 3:
+        return f"{', '.join(names[:3])} and {len(names) - 3} more"
+    return " and ".join(names) if len(names) < 3 else f"{names[0]}, {names[1]} and {names[2]}"
 
 
 class _Reads(ast.NodeVisitor):
@@ -89,6 +145,9 @@ class _Reads(ast.NodeVisitor):
         self._maybe(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        self._maybe(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:  # a list's item: self.m[i]
         self._maybe(node)
 
 
@@ -262,18 +321,27 @@ def expressions(graph: Any, states: Iterable[Any]) -> list[str]:
     it); a state whose lines name none is left out."""
     out: list[str] = []
     for node in states:
-        lines = [node.source] + [user.source for user in graph.nodes[node.index + 1:]
-                                 if any(arg is node for arg in user.args)]
+        users = [user for user in graph.nodes[node.index + 1:]
+                 if any(arg is node for arg in user.args)]
+        lines = [node.source] + [user.source for user in users]
         for source in lines:
             if not source:
                 continue
-            name = state_expression(linecache.getline(source[0], source[1]))
+            whole = not any(user.op in _INDEXED for user in users  # (no index of it written
+                            if user.source == source)             # there: self.m[i] += g)
+            name = state_expression(linecache.getline(source[0], source[1]), node.name, whole)
             if name:
                 for alias in [name, *_aliases(source, name)]:
                     if alias not in out:
                         out.append(alias)
                 break
     return out
+
+
+_INDEXED = frozenset({"getitem", "setitem", "index_put", "put", "put_along_axis", "ufunc_at",
+                      "putmask", "advanced_index_put", "advanced_ufunc_at", "fill_diagonal"})
+"""The ops of a read or write of an index of an array (a state written there is ``self.h`` of
+``self.h[...] = ...``, not ``self.h[...]``)."""
 
 
 def _aliases(source: Any, name: str) -> list[str]:
