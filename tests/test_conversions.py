@@ -84,9 +84,59 @@ def test_array_of_a_list_holding_tensors_is_numpys_array(build):
     replays_as_eager(build, x, RNG.standard_normal((2, 3)) * 1e3)
 
 
-def test_a_ragged_list_stays_numpys_error_and_an_f_order_stays_refused_with_its_fix():
-    with pytest.raises((ValueError, cv.DataReadError)):
-        cv.capture(lambda x: np.array([x, x[:1]]), cv.spec(3))
+def _eager_error(fn, x):
+    with pytest.raises(ValueError) as eager:
+        fn(x)
+    return str(eager.value)
+
+
+@pytest.mark.parametrize("ragged", [
+    lambda x: np.array([[x[0]], x[1]]),     # /tmp/review4/c11.py
+    lambda x: np.array([x, x[:1]]),
+    lambda x: np.asarray([x[0], [x[1], x[2]]]),
+])
+def test_a_ragged_list_raises_numpys_own_error_at_the_line(ragged):
+    """Review 4, finding 5: NumPy raises ValueError (no array is made); the capture used to
+    refuse it with a fix (np.stack of the list) that made no array either."""
+    x = np.ones(3)
+    with pytest.raises(ValueError) as captured:
+        cv.capture(ragged, cv.spec(3))
+    assert type(captured.value) is ValueError
+    assert str(captured.value) == _eager_error(ragged, x)
+    assert captured.value.__traceback__ is not None
+
+
+@pytest.mark.parametrize("numpy1, fixed", [
+    (lambda x: np.array([x, x * 2.0], copy=False), lambda x: np.asarray([x, x * 2.0])),
+    (lambda x: np.asarray([x[0], x[1]], copy=False), lambda x: np.asarray([x[0], x[1]])),
+    (lambda x: np.array(x, dtype=np.float32, copy=False),
+     lambda x: np.asarray(x, dtype=np.float32)),
+    (lambda x: np.asarray(x, np.int64, copy=False), lambda x: np.asarray(x, np.int64)),
+], ids=["array-list", "asarray-list", "array-cast", "asarray-cast"])
+def test_copy_false_that_needs_a_copy_raises_numpys_error_and_its_fix_captures(numpy1, fixed):
+    """Review 4, finding 5: NumPy 2 raises for ``copy=False`` where a copy is needed (a list
+    always, a cast); the capture did not. NumPy's own message names the fix, np.asarray,
+    which applied captures and replays as eager."""
+    x = RNG.standard_normal(3)
+    with pytest.raises(ValueError) as captured:
+        cv.capture(numpy1, cv.spec(3, "float64"))
+    message = _eager_error(numpy1, x)
+    assert str(captured.value) == message
+    assert message.startswith("Unable to avoid copy while creating an array as requested.")
+    assert "replace it with `np.asarray(obj)`" in message
+    replays_as_eager(fixed, x, RNG.standard_normal(3) * 1e3)
+
+
+def test_copy_false_of_a_tensor_with_no_cast_is_the_tensor_itself():
+    def f(x):
+        assert np.array(x, copy=False) is x and np.asarray(x, copy=False) is x
+        assert np.array(x, dtype=x.dtype, copy=False) is x
+        return x * 2.0
+
+    replays_as_eager(f, RNG.standard_normal(3))
+
+
+def test_an_f_order_stays_refused_with_its_fix():
     with pytest.raises(cv.DataReadError) as err:
         cv.capture(lambda x: np.asarray(x, order="F") * 2, cv.spec(3))
     what, _, fix = str(err.value).splitlines()

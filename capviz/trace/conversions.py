@@ -6,8 +6,15 @@ capture runs. Each has an exact rewrite that the capture records instead of refu
 
 - ``np.asarray(t)`` / ``np.asanyarray(t)`` is ``t`` itself (NumPy returns its argument when it
   is already an array); with a ``dtype`` it is ``t.astype(dtype, copy=False)``;
-- ``np.array(t)`` is ``t.copy()`` (``copy=False`` / ``None``: as ``np.asarray``); with a
-  ``dtype`` it is ``t.astype(dtype)``;
+- ``np.array(t)`` is ``t.copy()`` (``copy=None``: as ``np.asarray``); with a ``dtype`` it is
+  ``t.astype(dtype)``;
+- ``copy=False`` is NumPy 2's "never copy": ``t`` itself where no cast is asked for, and
+  NumPy's own ``ValueError`` ("Unable to avoid copy ...") where one is, and for every list
+  (a list always needs a copy; NumPy 1 code wrote ``copy=False`` for "copy if needed", which
+  NumPy 2 refuses: review 4, finding 5);
+- a ragged list (``np.array([[x[0]], x[1]])``) raises NumPy's own ``ValueError``, which
+  NumPy computes from the stand-ins' shapes (it used to be refused with a fix that made no
+  array);
 - ``np.array(seq)`` / ``np.asarray(seq)`` of a (nested) list or tuple holding tensors, numbers
   and ndarrays is a stack of its items, each cast to the dtype NumPy would choose. That dtype and
   the shape are NumPy's own: :func:`convert` asks NumPy for them on stand-ins of each tensor's
@@ -43,15 +50,20 @@ def convert(name: str, args: tuple, kwargs: dict) -> Tensor | None:
     obj, dtype, copy = call
     if type(obj) is Tensor:
         if dtype is not None and np.dtype(dtype) != obj.dtype:
+            if copy is False:  # NumPy 2: a cast is a copy, refused with NumPy's own error
+                np.array(_stand_in(obj), dtype=dtype, copy=False)
             return obj.astype(dtype)
         return obj.copy() if copy else obj
     if isinstance(obj, (list, tuple)) and _holds_tensor(obj):
+        if copy is False:  # NumPy 2: a list always needs a copy (NumPy's own ValueError)
+            np.array(_stand_in(obj), dtype=dtype, copy=False)
         return _sequence(obj, dtype)
     return None
 
 
-def _bind(name: str, args: tuple, kwargs: dict) -> tuple[Any, Any, bool] | None:
-    """``(obj, dtype, copy)`` of a call :func:`convert` handles, else ``None``."""
+def _bind(name: str, args: tuple, kwargs: dict) -> tuple[Any, Any, bool | None] | None:
+    """``(obj, dtype, copy)`` of a call :func:`convert` handles, else ``None`` (``copy``: True,
+    False, or None for "if needed")."""
     names = ("a", "dtype", "order") if name != "array" else ("object", "dtype")
     if not args or len(args) > len(names):
         return None
@@ -61,10 +73,10 @@ def _bind(name: str, args: tuple, kwargs: dict) -> tuple[Any, Any, bool] | None:
     given |= kwargs
     if given.get("order") not in _AS_IS:
         return None
-    copy = given.get("copy", name == "array")
-    if copy not in (True, False, None):
+    copy = given.get("copy", True if name == "array" else None)
+    if copy is not True and copy is not False and copy is not None:
         return None
-    return args[0], given.get("dtype"), bool(copy)
+    return args[0], given.get("dtype"), copy
 
 
 def _holds_tensor(obj: Any) -> bool:
@@ -86,8 +98,10 @@ def _stand_in(obj: Any) -> Any:
 def _sequence(obj: list | tuple, dtype: Any) -> Tensor | None:
     try:
         made = np.array(_stand_in(obj), dtype=dtype)
-    except (ValueError, TypeError):
-        return None  # ragged, or values NumPy refuses: NumPy's to raise
+    except ValueError:  # ragged: NumPy's own error, from the shapes alone (as eager raises)
+        raise
+    except TypeError:
+        return None  # values NumPy refuses: NumPy's to raise
     if made.dtype.kind in "OSUV" or made.size == 0:
         return None
     return _stack(obj, made.dtype)
