@@ -862,6 +862,7 @@ OVERRIDES.update({"meshgrid": _meshgrid, "insert_indices": _insert_indices,
                   "triu": _triangle("triu"), "vander": _vander, "digitize": _digitize})
 OVERRIDES.update(FUNCTIONS)
 OVERRIDES.update({"round": _round, "polymul": _polymul, "cross": unfused.cross,
+                  "divide": unfused.quotient,
                   "linalg.cross": unfused.linalg_cross,
                   **{name: _float_reduction(name) for name in _REDUCTIONS_IN_FLOATS}})
 
