@@ -185,8 +185,9 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
         hooks.install(held)  # (outside a scope every hook calls through)
         places = scope._places = rebound.note(fn)  # what fn reaches by name, noted once
         plan = None if live else lifted.plan(fn, places)  # (one pass: trace/lifted.py)
-        outside = outside_writes.note(places if plan is None else plan.others())  # its small
-        done = None if plan is None else _capture_lifted(  # arrays copied, before fn runs
+        outside = outside_writes.note(  # its small arrays copied, before fn runs
+            places if plan is None else plan.others(), fn=fn)
+        done = None if plan is None else _capture_lifted(
             fn, names, specs, cap, plan, outside, (on_violation, rng, global_random))
         if done is not None:  # one pass was enough
             scope, error = done
@@ -194,7 +195,7 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
         else:
             if plan is not None:  # a lifted run thrown away: it drew nothing that counts, and
                 drawn._draws = draws  # left every array as it was (the lifted ones untouched)
-                outside = outside_writes.note(places)
+                outside = outside_writes.note(places, fn=fn)
             graph, error = _capture_twice(scope, fn, names, specs, outside, cap,
                                           (drawn, draws), global_random)
     finally:

@@ -459,6 +459,23 @@ SITUATIONS: list[Situation] = [
         "    return x * 2.0\n\n"
         "cv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
+        "changed_by_thread", "unsupported_op",
+        _call_is("an outside array another thread may have written"),
+        "the outside ndarray {array} changed while the capture ran, and other threads ran too",
+        "capviz cannot record it: the captured code never names it, so capviz takes the change "
+        "for another thread's and left it as that thread made it, but a write of the captured "
+        "code that no hook sees would not be replayed ({reason_why}).",
+        "{reason_fix}",
+        "import threading\n\nready, filled = threading.Event(), threading.Event()\n\n"
+        "def loader():\n    ready.wait()\n    m.buf[0] = 1.0  # another thread's write\n"
+        "    filled.set()\n\n"
+        "def handshake():\n    ready.set()\n    filled.wait()\n\n"
+        "class Model:\n    def __init__(self):\n        self.buf = np.zeros(3)\n\n"
+        "    def step(self, x):\n        handshake()  # the loader writes m.buf now\n"
+        "        return x * 2.0\n\n"
+        "m = Model()\nthreading.Thread(target=loader).start()\n\n"
+        "def f():\n    return cv.capture(m.step, cv.spec(3, \"float64\"))\n\nf()"),
+    Situation(
         "written_by_numpy", "unsupported_op",
         _call_is("a write NumPy made into an outside array"),
         "NumPy's own operators wrote the ndarray {array} while the capture ran",

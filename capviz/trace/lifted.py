@@ -66,10 +66,8 @@ second capture compared literals only where states were written.
 from __future__ import annotations
 
 import collections
-import dis
 import gc
 import sys
-import types
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -79,6 +77,7 @@ import numpy as np
 from capviz.core.ir import Graph, Node
 from capviz.core.own_weakrefs import OwnRef, only_own
 from capviz.core.source import PACKAGE_DIR, USER_FILES, user_frame
+from capviz.trace import code_reach
 from capviz.trace.rebound import Place
 from capviz.trace.rebound import _tensor_in as tensor_in  # (the walk's own search)
 from capviz.trace.recapture import array_states
@@ -278,83 +277,11 @@ _FIXED = 2  # sys.getrefcount's argument and the parameter ``root`` of liftable(
 def reads_type(fn: Callable, places: list[Place]) -> bool:
     """Whether code that ``fn`` reaches calls the builtin ``type`` (``type(self.W) is
     np.ndarray``), which no hook can see (CPython calls it without an event, and reads no
-    attribute of the object). Found in the bytecode, once per code object: ``fn``'s code, the
-    functions and lambdas defined in it, the module functions it names (``helper(self.W)``),
-    and the methods it names of the classes of its owner and of the objects the walk found
-    (``self.layer.forward(x)``), transitively. Not seen: code reached only at run time (a
-    function passed in as an argument, a method of an object the walk did not reach)."""
-    function = getattr(fn, "__func__", fn)
-    owner = getattr(fn, "__self__", None)
-    if not isinstance(function, types.FunctionType):
-        owner, function = fn, _static(type(fn), "__call__")
-        if not isinstance(function, types.FunctionType):
-            return False
-    classes = {type(owner)} if owner is not None else set()
-    classes.update(type(p.value) for p in places
-                   if type(p.value).__module__ not in _LIBRARY_MODULES)
-    todo, seen = [function], set()
-    while todo and len(seen) < _MOST_FUNCTIONS:
-        function = todo.pop()
-        code = function.__code__
-        if code in seen:
-            continue
-        seen.add(code)
-        calls_type, globals_named, attributes_named = _summary(code)
-        where = function.__globals__
-        if calls_type and where.get("type", type) is type:
-            return True
-        for name in globals_named:
-            value = where.get(name)
-            if isinstance(value, types.FunctionType):
-                todo.append(value)
-        for name in attributes_named:
-            for cls in classes:
-                value = _static(cls, name)
-                if isinstance(value, types.FunctionType):
-                    todo.append(value)
-    return False
-
-
-def _static(cls: type, name: str) -> Any:
-    """The function ``name`` of class ``cls`` (a static or class method's too), looked up
-    without running a descriptor; ``None`` for anything else."""
-    for klass in cls.__mro__:
-        value = klass.__dict__.get(name)
-        if value is not None:
-            return getattr(value, "__func__", value)
-    return None
-
-
-_MOST_FUNCTIONS = 256  # (a bound on the walk of the code; past it: not seen)
-_LIBRARY_MODULES = frozenset(("builtins", "numpy", "collections"))
-_SUMMARIES: dict[types.CodeType, tuple[bool, frozenset, frozenset]] = {}
-
-
-def _summary(code: types.CodeType) -> tuple[bool, frozenset, frozenset]:
-    """Of ``code`` and the code objects defined in it: whether it loads the global ``type``,
-    the global names it loads, the attribute names it loads."""
-    summary = _SUMMARIES.get(code)
-    if summary is not None:
-        return summary
-    globals_named: set[str] = set()
-    attributes_named: set[str] = set()
-    stack = [code]
-    while stack:
-        each = stack.pop()
-        for instruction in dis.get_instructions(each):
-            name = instruction.opname
-            if name in ("LOAD_GLOBAL", "LOAD_NAME"):
-                globals_named.add(instruction.argval)
-            elif name in ("LOAD_ATTR", "LOAD_METHOD"):
-                attributes_named.add(instruction.argval)
-        stack.extend(c for c in each.co_consts if isinstance(c, types.CodeType))
-    summary = ("type" in globals_named, frozenset(globals_named), frozenset(attributes_named))
-    if len(_SUMMARIES) < _MOST_SUMMARIES:
-        _SUMMARIES[code] = summary
-    return summary
-
-
-_MOST_SUMMARIES = 4096
+    attribute of the object): found in the bytecode (:func:`capviz.trace.code_reach.reach`:
+    ``fn``'s code, the functions and methods it names, transitively). Not seen: code reached
+    only at run time (a function passed in as an argument, a method of an object the walk
+    did not reach), and installed packages' code."""
+    return code_reach.reach(fn, places).calls_type
 
 
 def _holding(places: list[Place]) -> dict[int, list[Place]]:

@@ -37,6 +37,17 @@ The scope form (``with cap.capture_scope()``) writes the NaN mark into a state's
 first write, and NumPy's own operators can carry it into another outside array: that is
 :mod:`capviz.trace.marked`, which notes the arrays with :func:`note` (copying large ones too).
 
+**Threads.** Another thread can write an array the function reaches while the capture runs (a
+loader filling ``self.buf``), and NumPy's write leaves no trace of which thread made it. Where
+other threads held a Python frame when the snapshot was taken or when it is compared
+(:func:`other_threads`), an array that changed is put back and refused as the function's only
+if the function's code can name it (:func:`capviz.trace.code_reach.reach`: every attribute and
+variable name on a path to its memory appears in the code the function reaches by name, or
+that code uses ``getattr``, ``vars``...); otherwise it is left as it is and refused at the
+``cv.capture`` line as a change taken for another thread's (``changed_by_thread``), blaming no
+line of the function: a write the function made through code capviz cannot follow would not be
+replayed. docs/guide/capture.md "Threads" says what another thread sees.
+
 The arrays inside a tuple the walk reaches (``self.pair = (h, c)``; a tuple cannot be rebound
 in place, so :mod:`capviz.trace.rebound` has no place for its items) are noted too, two levels
 of tuples down, labelled ``self.pair[0]``.
@@ -45,6 +56,8 @@ of tuples down, labelled ``self.pair[0]``.
 from __future__ import annotations
 
 import re
+import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -53,7 +66,7 @@ import numpy as np
 from capviz.core.ir import Graph
 from capviz.core.references import REFERENCE_BYTES, fingerprint
 from capviz.core.violations import CaptureViolation
-from capviz.trace import rebound, recapture, state_fixes
+from capviz.trace import code_reach, rebound, recapture, state_fixes
 from capviz.trace.recapture import shown
 from capviz.trace.state import root_of
 
@@ -67,46 +80,89 @@ _TUPLES = 2  # levels of tuples inside a place whose arrays are noted (self.stat
 OUTSIDE = "an outside array NumPy wrote unseen"
 """The ``call`` of the refusal (the situation ``written_outside``)."""
 
+OTHER_THREAD = "an outside array another thread may have written"
+"""The ``call`` of the refusal of a change taken for another thread's (``changed_by_thread``)."""
+
 
 class Written:
     """An outside array NumPy wrote: where the function holds it, what it held, what NumPy
-    made of it (the array itself holds its old value again)."""
+    made of it (the array itself holds its old value again, unless ``threads``: then it was
+    left as it is, the change taken for one of those threads')."""
 
-    __slots__ = ("array", "before", "label", "made")
+    __slots__ = ("array", "before", "label", "made", "threads")
 
     def __init__(self, label: str, array: np.ndarray, before: np.ndarray | None,
-                 made: np.ndarray) -> None:
+                 made: np.ndarray, threads: list[str] | None = None) -> None:
         self.label, self.array, self.before, self.made = label, array, before, made
+        self.threads = threads
 
 
 class Snapshot:
     """The outside arrays a function can reach by name: the small ones with copies of their
-    values, the large ones (``watched``) with their fingerprints."""
+    values, the large ones (``watched``) with their fingerprints; the other threads that ran
+    when it was taken; the function and its places (for :func:`capviz.trace.code_reach.reach`,
+    asked only when an array changed while other threads ran)."""
 
-    __slots__ = ("noted", "watched")
+    __slots__ = ("_reach", "fn", "noted", "places", "threads", "watched")
 
     def __init__(self, noted: list[tuple[str, np.ndarray, bytes]],
-                 watched: list[tuple[str, np.ndarray, bytes]]) -> None:
+                 watched: list[tuple[str, np.ndarray, bytes]], threads: bool = False,
+                 fn: Callable | None = None, places: list | None = None) -> None:
         self.noted, self.watched = noted, watched
+        self.threads, self.fn, self.places = threads, fn, places
+        self._reach: code_reach.Reach | None = None
 
     def put_back(self) -> list[Written]:
         """Every noted array whose bits differ from its copy, each given its copy back, then
         every watched one whose fingerprint differs (which cannot be: its ``before`` is
-        ``None``).
-        A watched array is reported once."""
+        ``None``); a watched array is reported once. Where other threads ran (when the
+        snapshot was taken or now) and the function's code names no place that holds the
+        array's memory, the change is taken for another thread's and left as it is (see the
+        module docstring, "Threads")."""
         written = []
         for label, array, saved in self.noted:
             if array.tobytes() == saved:
                 continue
             made = array.copy()
             before = np.frombuffer(saved, array.dtype).reshape(array.shape)
-            array[...] = before
-            written.append(Written(label, array, before, made))
+            threads = self._another_thread(array)
+            if threads is None:
+                array[...] = before
+            written.append(Written(label, array, before, made, threads))
         changed = [item for item in self.watched if fingerprint(item[1]) != item[2]]
         for item in changed:
             self.watched.remove(item)
-            written.append(Written(item[0], item[1], None, item[1]))
+            threads = self._another_thread(item[1])
+            written.append(Written(item[0], item[1], None, item[1], threads))
+        written.sort(key=lambda w: w.threads is not None)  # the function's own first
         return written
+
+    def _another_thread(self, array: np.ndarray) -> list[str] | None:
+        """The names of the other threads that ran, where ``array`` changed while they did
+        and the function's code names no place holding its memory; else ``None``."""
+        if self.fn is None or self.places is None:
+            return None
+        threads = other_threads()
+        if not threads and not self.threads:
+            return None
+        if self._reach is None:
+            self._reach = code_reach.reach(self.fn, self.places)
+        root = root_of(array)
+        for label, value in _arrays(self.places):
+            if type(value) is np.ndarray and root_of(value) is root and \
+                    self._reach.may_name(label):
+                return None
+        return threads or ["a thread that has ended"]
+
+
+def other_threads() -> list[str]:
+    """The names of the threads other than this one that hold a Python frame now."""
+    frames = sys._current_frames()
+    if len(frames) <= 1:
+        return []
+    me = threading.get_ident()
+    names = {thread.ident: thread.name for thread in threading.enumerate()}
+    return [names.get(ident, f"thread {ident}") for ident in frames if ident != me]
 
 
 def _arrays(places: list[rebound.Place]) -> list[tuple[str, Any]]:
@@ -131,11 +187,13 @@ def _tuple_items(value: Any, label: str, depth: int) -> list[tuple[str, Any]]:
 
 
 def note(places: list[rebound.Place], copy_below: int = REFERENCE_BYTES,
-         copy_bytes: int = TOTAL_BYTES) -> Snapshot:
+         copy_bytes: int = TOTAL_BYTES, fn: Callable | None = None) -> Snapshot:
     """The ndarrays among ``places`` (:func:`capviz.trace.rebound.note` of the function: what
     it can reach by name, see the module docstring), copied as bytes: those smaller than
     ``copy_below`` until the copies reach ``copy_bytes``; the others watched. (A read-only
-    array is copied too: testing its flag costs more than its copy.)"""
+    array is copied too: testing its flag costs more than its copy.) ``fn``: the captured
+    function, whose code tells its writes from another thread's ("Threads"); ``None``: every
+    change is the function's."""
     noted: list[tuple[str, np.ndarray, bytes]] = []
     watched: list[tuple[str, np.ndarray, bytes]] = []
     seen: set[int] = set()
@@ -153,7 +211,9 @@ def note(places: list[rebound.Place], copy_below: int = REFERENCE_BYTES,
             noted.append((label, value, value.tobytes()))
         elif value.size and (value.flags.c_contiguous or value.flags.f_contiguous):
             watched.append((label, value, fingerprint(value)))
-    return Snapshot(noted, watched)
+    if fn is None:
+        return Snapshot(noted, watched)
+    return Snapshot(noted, watched, len(sys._current_frames()) > 1, fn, places)
 
 
 def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
@@ -162,6 +222,8 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
     at the line of ``fn`` that writes it, else at ``caller`` (the ``cv.capture`` line)."""
     first = written[0]
     label = first.label
+    if first.threads is not None:
+        return _refuse_threaded(graph, first, fn, caller)
     source, text = rebound.writing_line(fn, label)
     state = _state_node(graph, first.array)
     if source is None:  # written through another name (v = self.v; v *= 0.9): its state's line
@@ -190,6 +252,37 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
     reason = f"{happened}{also}{back}; {fix}"
     node = state if state is not None else graph.nodes[-1]
     return recapture.refuse(graph, node, OUTSIDE, label, reason, array=label, source=source)
+
+
+def _refuse_threaded(graph: Graph, first: Written, fn: Callable, caller: Any
+                     ) -> CaptureViolation:
+    """Refuse an outside array that changed while other threads ran, which ``fn``'s code never
+    names (:meth:`Snapshot.put_back` left it as it is), at the ``cv.capture`` line, blaming
+    no one's code: it is most likely the other thread's write, and a write of ``fn``'s through
+    code capviz cannot follow would not be replayed."""
+    label, threads = first.label, first.threads or []
+    name = getattr(fn, "__name__", "the function")
+    shown_threads = ", ".join(threads[:3]) + (f" and {len(threads) - 3} more"
+                                              if len(threads) > 3 else "")
+    if first.before is None:
+        held = f"its bytes changed ({mib(first.array)}, too large to keep a copy of)"
+    else:
+        held = f"{_changed(first.before, first.made)} of its {first.array.size} values changed"
+    reason = (f"{held} and other threads ran ({shown_threads}); keep other threads from "
+              f"writing what {name} reaches while it is captured (pause "
+              f"{threads[0] if threads else 'them'}, or capture a copy of the object), or keep "
+              f"{label} where {name} does not reach it; if {name} writes it itself, write it "
+              "with a tensor")
+    return recapture.refuse(graph, graph.nodes[-1], OTHER_THREAD, label, reason, array=label,
+                            source=caller)
+
+
+def _changed(before: np.ndarray, made: np.ndarray) -> int:
+    """How many elements differ in their bits between two arrays of one shape and dtype."""
+    width = before.dtype.itemsize
+    old = np.ascontiguousarray(before).view(np.uint8).reshape(-1, width)
+    new = np.ascontiguousarray(made).view(np.uint8).reshape(-1, width)
+    return int(np.count_nonzero((old != new).any(axis=1)))
 
 
 def mib(array: np.ndarray) -> str:

@@ -1,0 +1,180 @@
+"""The code a captured function reaches by name, read from its bytecode (no call is run).
+
+Two questions about ``fn`` have no run-time hook to answer them:
+
+* does its code call the builtin ``type`` (``type(self.W) is np.ndarray``)? CPython 3.11 calls
+  ``type(x)`` with no event a profiler sees, and reads no attribute of ``x``, so a lifted pass
+  (:mod:`capviz.trace.lifted`) cannot see a lifted tensor's ``type`` chosen;
+* can its code name an outside array (``self.buf``)? An array that changed during the capture
+  while other threads ran, on a path none of whose names ``fn``'s code uses, is another thread's
+  write, not ``fn``'s (:mod:`capviz.trace.outside_writes`).
+
+:func:`reach` reads, once per code object, the bytecode of ``fn``, of the functions, lambdas
+and comprehensions defined in it, of the functions it names as globals, of the methods it names
+of its owner's class and of the classes of the objects the walk found (``self.layer.forward``),
+and of the functions it names in the user's own modules it names (``helpers.update(self)``),
+transitively, up to :data:`MOST_FUNCTIONS` functions. Not read: NumPy's, capviz's and the
+installed packages' code, and code reached only at run time (a function passed in as an
+argument, a method of an object no walk reached). A name read or written dynamically
+(``getattr``, ``setattr``, ``vars``, ``__dict__``, ``globals``, ``eval``, ``exec``...) makes every
+name reachable.
+"""
+
+from __future__ import annotations
+
+import dis
+import os
+import sys
+import sysconfig
+import types
+from collections.abc import Callable
+from typing import Any
+
+MOST_FUNCTIONS = 256
+"""The most functions one :func:`reach` reads (past it: what it found so far)."""
+
+DYNAMIC = frozenset(("getattr", "setattr", "delattr", "vars", "__dict__", "globals", "locals",
+                     "eval", "exec", "attrgetter", "__getattribute__", "__setattr__"))
+"""Names through which code reaches an attribute or a global it does not name."""
+
+_INSTALLED = tuple(os.path.realpath(sysconfig.get_paths()[key]) + os.sep
+                   for key in ("stdlib", "platstdlib", "purelib", "platlib"))
+_CAPVIZ = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+_SUMMARIES: dict[types.CodeType, tuple[bool, frozenset, frozenset]] = {}
+_MOST_SUMMARIES = 4096
+
+
+class Reach:
+    """What the code ``fn`` reaches by name does: ``calls_type`` (it loads the builtin
+    ``type``), ``names`` (every global, attribute and closure name it uses), ``dynamic``
+    (it uses one of :data:`DYNAMIC`)."""
+
+    __slots__ = ("calls_type", "dynamic", "names")
+
+    def __init__(self, calls_type: bool, names: frozenset, dynamic: bool) -> None:
+        self.calls_type, self.names, self.dynamic = calls_type, names, dynamic
+
+    def may_name(self, label: str) -> bool:
+        """Whether this code can reach the place ``label`` (``self.sub.buf``,
+        ``self.opt['m']``, ``W_GLOBAL``, a closure cell's name) by the names it uses: every
+        attribute or variable name on the path (items are reached by index or iteration)."""
+        if self.dynamic:
+            return True
+        steps = _names_of(label)
+        return all(step in self.names for step in steps)
+
+
+def _names_of(label: str) -> list[str]:
+    """The attribute and variable names on the path ``label`` (its first name is ``self``
+    for an owner's attribute: not a name the code must use)."""
+    names, depth, word = [], 0, []
+    for char in label + ".":
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        elif depth == 0 and char == ".":
+            if word:
+                names.append("".join(word))
+            word = []
+        elif depth == 0:
+            word.append(char)
+    return names[1:] if names and names[0] == "self" else names
+
+
+def reach(fn: Callable, places: list[Any]) -> Reach:
+    """What the code ``fn`` reaches by name does (see the module docstring); ``places``:
+    :func:`capviz.trace.rebound.note` of ``fn``, whose objects' classes' methods are read."""
+    function = getattr(fn, "__func__", fn)
+    owner = getattr(fn, "__self__", None)
+    if not isinstance(function, types.FunctionType):
+        owner, function = fn, _static(type(fn), "__call__")
+        if not isinstance(function, types.FunctionType):
+            return Reach(False, frozenset(), True)  # (nothing to read: every name)
+    classes = {type(owner)} if owner is not None else set()
+    classes.update({type(p.value) for p in places})
+    classes = {cls for cls in classes if _users(cls)}
+    modules: set[types.ModuleType] = set()
+    names: set[str] = set()
+    calls_type = False
+    todo, seen = [function], set()
+    while todo and len(seen) < MOST_FUNCTIONS:
+        function = todo.pop()
+        code = function.__code__
+        if code in seen:
+            continue
+        seen.add(code)
+        loads_type, globals_named, named = _summary(code)
+        names |= named
+        where = function.__globals__
+        calls_type = calls_type or (loads_type and where.get("type", type) is type)
+        for name in globals_named:
+            value = where.get(name)
+            if isinstance(value, types.FunctionType):
+                todo.append(value)
+            elif isinstance(value, type) and _users(value):
+                classes.add(value)
+            elif isinstance(value, types.ModuleType) and _users(value):
+                modules.add(value)
+        for name in named:
+            for cls in classes:
+                value = _static(cls, name)
+                if isinstance(value, types.FunctionType):
+                    todo.append(value)
+            for module in modules:
+                value = vars(module).get(name)
+                if isinstance(value, types.FunctionType):
+                    todo.append(value)
+    return Reach(calls_type, frozenset(names), not names.isdisjoint(DYNAMIC))
+
+
+def _users(obj: Any) -> bool:
+    """Whether a class or module is the user's own code (not capviz's, NumPy's, the standard
+    library's or an installed package's); remembered per module file."""
+    module = obj if isinstance(obj, types.ModuleType) else \
+        sys.modules.get(getattr(obj, "__module__", None) or "")
+    filename = getattr(module, "__file__", None)
+    if not filename:
+        return module is not None and getattr(module, "__name__", "") == "__main__"
+    known = _USERS.get(filename)
+    if known is None:
+        real = os.path.realpath(filename)
+        known = _USERS[filename] = not real.startswith(_INSTALLED) and \
+            not real.startswith(_CAPVIZ)
+    return known
+
+
+_USERS: dict[str, bool] = {}
+
+
+def _static(cls: type, name: str) -> Any:
+    """The function ``name`` of class ``cls`` (a static or class method's too), looked up
+    without running a descriptor; ``None`` for anything else."""
+    for klass in cls.__mro__:
+        value = klass.__dict__.get(name)
+        if value is not None:
+            return getattr(value, "__func__", value)
+    return None
+
+
+def _summary(code: types.CodeType) -> tuple[bool, frozenset, frozenset]:
+    """Of ``code`` and the code objects defined in it: whether it loads the global ``type``,
+    the global names it loads, every name it uses (globals, attributes, closure cells)."""
+    summary = _SUMMARIES.get(code)
+    if summary is not None:
+        return summary
+    globals_named: set[str] = set()
+    named: set[str] = set()
+    stack = [code]
+    while stack:
+        each = stack.pop()
+        named.update(each.co_names, each.co_freevars, each.co_cellvars)
+        for instruction in dis.get_instructions(each):
+            if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                globals_named.add(instruction.argval)
+        stack.extend(c for c in each.co_consts if isinstance(c, types.CodeType))
+    summary = ("type" in globals_named, frozenset(globals_named), frozenset(named))
+    if len(_SUMMARIES) < _MOST_SUMMARIES:
+        _SUMMARIES[code] = summary
+    return summary
