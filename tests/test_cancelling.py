@@ -115,3 +115,84 @@ def test_integer_sums_are_left_out():
 def test_the_names_given_are_the_sums_followed():
     graph = cv.capture(lambda x: x - x.mean(-1, keepdims=True), X)
     assert cancelling.reaches(graph.nodes, frozenset(("sum",))) == {}
+
+
+# Review 4's findings 1 and 2, the rest (/tmp/review4/f8.py): the spellings the walk did not
+# follow. Each one's sum must reach the op that cancels it, with the path it took.
+
+@pytest.mark.parametrize(("fn", "path", "consumer", "centring"), [
+    (lambda x: x - np.tile(x.mean(-1, keepdims=True), (1, 8)), ["tile"], "subtract", True),
+    (lambda x: x - np.repeat(x.mean(-1, keepdims=True), 8, -1), ["repeat"], "subtract", True),
+    (lambda x: x - np.stack([x.mean(-1)] * 8, -1), ["stack"], "subtract", True),
+    (lambda x: x - np.concatenate([x.mean(-1, keepdims=True)] * 2, -1)[:, :1],
+     ["concatenate", "getitem"], "subtract", True),
+    (lambda x: x - np.flip(x.mean(-1, keepdims=True), 0), ["flip"], "subtract", True),
+    (lambda x: x - np.where(x[:, :1] > 0, x.mean(-1, keepdims=True), 0), ["where"],
+     "subtract", False),
+    (lambda x: x - np.concatenate([x.mean(-1, keepdims=True), x[:, :1]], -1)[:, :1],
+     ["concatenate", "getitem"], "subtract", False),
+    (lambda x: np.diff(x.sum(-1)), [], "diff", False),
+    (lambda x: np.ediff1d(x.sum(-1)), [], "ediff1d", False),
+    (lambda x: np.mod(x.sum(-1), 1.0), [], "remainder", False),
+    (lambda x: np.fmod(x.sum(-1) * 0.5, 0.75), ["multiply"], "fmod", False),
+])
+def test_the_value_is_followed_through_joins_selects_and_to_the_ops_that_subtract(
+        fn, path, consumer, centring):
+    """A join, a repeat or a select passes the sum's values on, each kept; np.diff,
+    np.ediff1d, np.mod and np.fmod subtract them (the fraction of a sum of 1e5 is its last
+    digits). A path through a select or a join with another tensor is no centring: the
+    consumer's values are not all known where the sum is."""
+    _, found = _reaches(fn)
+    reach = _only(found)
+    assert reach.consumer.op == consumer
+    assert [n.op for n in reach.path] == path
+    assert reach.centring is centring
+    if not centring:
+        assert reach.consumer.op not in ("add", "subtract") or reach.factor is None
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: (x ** 2).mean(-1) - x.mean(-1) ** 2,
+    lambda x: (x * x).mean(-1) - np.square(x.mean(-1)),
+    lambda x: (x * x).mean(-1) - np.power(x.mean(-1), 2),
+    lambda x: (x * x).mean(-1) - x.mean(-1) * x.mean(-1),
+])
+def test_the_variance_by_hand_reports_both_means_to_the_subtract(fn):
+    """``(x ** 2).mean(-1) - x.mean(-1) ** 2``: the squared mean's error, ``2 |m| e``, is what
+    cancels; a square passes it on (no factor: it scales by the value itself). The mean
+    written twice, ``m1 * m2``, is a product of two sums: each reaches the subtract."""
+    _, found = _reaches(fn)
+    squared = [each[0] for each in found.values() if each[0].path]
+    direct = [each[0] for each in found.values() if not each[0].path]
+    assert len(direct) == 1 and direct[0].sum.args[0].kind == "op"  # the mean of the squares
+    assert 1 <= len(squared) <= 2
+    for reach in squared:
+        assert reach.sum.params["axis"] == -1 and reach.sum.args[0].kind == "input"
+        assert reach.consumer is direct[0].consumer and reach.consumer.op == "subtract"
+        assert reach.factor is None and not reach.centring
+        assert len(reach.path) == 1 and reach.path[0].op in ("square", "power", "multiply")
+
+
+def test_an_outer_difference_of_a_sum_with_itself_is_a_consumer():
+    """``np.subtract.outer(s, s)`` is ``s_i - s_j``: the same node's values cancel (not
+    ``s - s``, which is 0 in every order), and the outer of two spellings of one sum too."""
+    _, found = _reaches(lambda x: np.subtract.outer(x.sum(-1), x.sum(-1)))
+    assert len(found) == 2
+    assert {each[0].consumer.op for each in found.values()} == {"ufunc_outer"}
+    assert {each[0].position for each in found.values()} == {0, 1}
+    _, found = _reaches(lambda x: (lambda s: np.add.outer(s, -s))(x.sum(-1)))
+    assert len(found) == 1
+    positions = sorted(r.position for r in next(iter(found.values())))
+    assert positions == [0, 1]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: np.multiply.outer(x.sum(-1), x.sum(-1)),   # products: nothing subtracted
+    lambda x: np.mod(100.0, x.sum(-1) * 2.0),            # the sum (scaled) a divisor
+    lambda x: np.where(x.sum(-1) > 0, 1.0, 0.0),         # the sum chooses: no value passed
+    lambda x: np.power(x.mean(-1), 3) - 1.0,             # a cube is not followed
+    lambda x: np.diff(x.sum(-1).astype(np.int64)),       # an integer cast stops it
+])
+def test_what_passes_no_value_on_or_subtracts_none_is_not_reported(fn):
+    _, found = _reaches(fn)
+    assert found == {}

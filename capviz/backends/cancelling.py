@@ -16,14 +16,25 @@ error on, scaled, and round at most once each (:data:`MOVES`, :data:`SCALINGS`):
 - moves, which keep every value (``reshape``, ``getitem`` with any index, ``None`` adding an
   axis included, ``broadcast_to``, ``expand_dims``, ``squeeze``, ``transpose``...) and casts to
   a float or complex type;
+- ops that lay values side by side or pick among them (:data:`JOINS`, :data:`SELECTS`:
+  ``np.tile``, ``np.repeat``, ``np.stack``, ``np.concatenate``, ``np.where(mask, m, 0)``): each
+  value of the result is one of the value's, or of another operand's (whose own bound, or 0,
+  it keeps);
 - ``negative``, ``positive``;
 - a product by anything (a constant, another tensor: the bound scales by its magnitude) and a
   quotient of the value by anything (``x.sum(-1, keepdims=True) / 768``, the mean written by
   hand). A quotient *by* the value (``exp(x) / exp(x).sum()``) does not pass it on: the sum's
-  relative error is what reaches the quotient, and softmax's sum reaches no subtraction.
+  relative error is what reaches the quotient, and softmax's sum reaches no subtraction;
+- a square (:data:`SQUARES`: ``np.square``, ``** 2``, ``m * m``): an error ``e`` of ``m`` is
+  ``e (2 |m| + e)`` of ``m ** 2``, an absolute error carried on, rounded once (the variance by
+  hand, ``(x ** 2).mean(-1) - x.mean(-1) ** 2``, cancels the squared mean's).
 
-The first add or subtract on each path is the consumer: an ``add`` or ``subtract`` of two tensor
-operands, or of a tensor and a nonzero number (``s - 1000.0`` cancels too). A path stops there
+The first op that subtracts values on each path is the consumer (:data:`CONSUMERS`): an ``add``
+or ``subtract`` of two tensor operands, or of a tensor and a nonzero number (``s - 1000.0``
+cancels too); the differences of neighbouring values (``np.diff``, ``np.ediff1d``); every pair
+of two operands' values (``np.subtract.outer``, ``np.add.outer``); and the rest of a value
+after a multiple of a divisor is taken away (``np.mod``/``np.remainder``, ``np.fmod`` of the
+value: ``np.mod(s, 1.0)`` is ``s - floor(s)``, the fraction of a sum of 1e5). A path stops there
 (the consumer's own result is then held to the tolerance, checked or exact, like any other
 node's), and at every other op (``sqrt``, ``exp``, a reduction, a product of linear algebra):
 those are not this module's class. Both sums of ``x.sum(-1) - x[:, :384].sum(-1) * 2`` reach
@@ -32,8 +43,11 @@ its subtract; ``(x - x.mean()).sum()`` reports the mean (the outer sum reaches n
 A reach is a **centring** (:attr:`Reach.centring`) where the consumer's other operand is the
 sum's own operand and the path holds only moves, casts, negations and scalings by numbers: ``x -
 x.mean(-1, keepdims=True)``, ``x - np.mean(x, axis=-1)[:, None]``, ``x - x.sum(-1,
-keepdims=True) / n``, ``-x.mean() + x``. There every value the consumer needs is known where the
-sum is computed, so an engine can test the consumer's tolerance there (a branch on it).
+keepdims=True) / n``, ``-x.mean() + x``, ``x - np.tile(m, (1, n))``. There every value the
+consumer needs is known where the sum is computed, so an engine can test the consumer's
+tolerance there (a branch on it). A path through a select, a square, a join with another
+operand or a product by a tensor scales by what is known at run time only (``factor`` is
+``None``): no centring.
 
 This module reads the graph only (no engine, no values).
 """
@@ -48,15 +62,42 @@ import numpy as np
 
 from capviz.core.ir import Node, same_value
 
-CONSUMERS = frozenset(("add", "subtract"))
-"""The ops where a sum's error can become large against the result: the cancelling ones."""
+CONSUMERS = frozenset(("add", "subtract", "diff", "ediff1d", "ufunc_outer", "remainder",
+                       "fmod"))
+"""The ops where a sum's error can become large against the result: the ones that subtract
+values (``ufunc_outer`` of ``np.add`` or ``np.subtract`` only; ``remainder`` and ``fmod`` of the
+value divided, not of the divisor)."""
+
+DIFFERENCES = frozenset(("diff", "ediff1d"))
+"""Consumers that subtract neighbouring values of one operand (``prepend=``, ``append=``,
+``to_begin=``, ``to_end=`` laid beside them)."""
+
+OUTERS = frozenset(("add", "subtract"))
+"""The ufuncs whose ``.outer`` (``ufunc_outer``) is a consumer: every pair of values."""
+
+REMAINDERS = frozenset(("remainder", "fmod"))
+"""Consumers that take a multiple of the divisor away from the value (``np.mod`` is
+``np.remainder``)."""
 
 MOVES = frozenset((
     "reshape", "ravel", "expand_dims", "squeeze", "broadcast_to", "getitem", "transpose",
     "swapaxes", "moveaxis", "matrix_transpose", "copy", "atleast_1d", "atleast_2d",
-    "atleast_3d", "astype", "negative", "positive"))
-"""Ops that pass a value on exactly (every value kept, moved, or its sign changed), and casts
-(``astype`` to a float or complex type only: a cast rounds once)."""
+    "atleast_3d", "astype", "negative", "positive", "tile", "repeat", "flip", "fliplr",
+    "flipud", "roll", "rot90"))
+"""Ops that pass their first operand's value on exactly (every value kept, moved, repeated, or
+its sign changed), and casts (``astype`` to a float or complex type only: a cast rounds once)."""
+
+JOINS = frozenset(("concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"))
+"""Ops that lay all their tensor operands' values side by side, each kept: every operand is a
+value passed on."""
+
+SELECTS = {"where": (1, 2)}
+"""Ops that pick each value of the result from one of some operands (by position), the others
+choosing (``np.where``'s condition)."""
+
+SQUARES = frozenset(("square", "power", "multiply"))
+"""Ops that square a value: ``np.square``, ``power`` by a literal 2 (``m ** 2``), a
+``multiply`` of the value by itself (``m * m``)."""
 
 SCALINGS = frozenset(("multiply", "divide"))
 """Ops that pass a value on scaled by their other operand (``divide``: the value divided, not
@@ -88,8 +129,10 @@ class Reach:
 
     @property
     def other(self) -> Any:
-        """The consumer's other operand: a node or a number."""
-        return self.consumer.args[1 - self.position]
+        """The consumer's other operand (a node or a number), ``None`` for a consumer of one
+        operand (``np.diff``)."""
+        args = self.consumer.args
+        return args[1 - self.position] if len(args) == 2 and self.position < 2 else None
 
 
 def reaches(nodes: Iterable[Node], sums: Collection[str]) -> dict[int, tuple[Reach, ...]]:
@@ -168,22 +211,60 @@ def _walk(start: Node, users: dict[int, list[Node]]) -> Iterable[Reach]:
 
 
 _STOPS = object()
+_RUNTIME = object()
+"""What a path op passes the value on by where it is known at run time only (a select's mask,
+a square's value, a join's other operands): the path's factor is then ``None``."""
+
+
+def squares(value: Node, user: Node) -> bool:
+    """Whether ``user`` squares ``value`` (:data:`SQUARES`)."""
+    args = user.args
+    if user.op == "square":
+        return len(args) == 1 and args[0] is value
+    if user.op == "power":
+        exponent = args[1] if len(args) == 2 else None
+        return args[0] is value and not isinstance(exponent, (Node, bool)) \
+            and isinstance(exponent, (int, float, np.integer, np.floating)) and exponent == 2
+    return user.op == "multiply" and len(args) == 2 and args[0] is value and args[1] is value
+
+
+def passed_positions(user: Node) -> tuple[int, ...]:
+    """The argument positions of the path op ``user`` whose values it passes on: the first for
+    a move, a scaling or a square, every tensor operand of a join, the picked ones of a
+    select."""
+    if user.op in JOINS:
+        return tuple(k for k, a in enumerate(user.args) if isinstance(a, Node))
+    if user.op in SELECTS:
+        return SELECTS[user.op]
+    return (0,)
 
 
 def _passes(value: Node, user: Node) -> Any:
     """How ``user`` passes ``value`` on: ``None`` (exactly or rounded once, no scale), the
-    other operand it scales by, or ``_STOPS``."""
+    other operand it scales by, ``_RUNTIME`` (by what is known at run time only), or
+    ``_STOPS``."""
     if not _floating(user) or user.shape is None:
         return _STOPS
+    args = user.args
     if user.op in MOVES:
-        return None if user.args and user.args[0] is value else _STOPS
-    if user.op not in SCALINGS or len(user.args) != 2:
+        return None if args and args[0] is value else _STOPS
+    if user.op in JOINS:
+        if any(isinstance(a, Node) and a is not value for a in args):
+            return _RUNTIME  # values of another operand beside the value's
+        return None
+    if user.op in SELECTS:
+        picked = SELECTS[user.op]
+        if len(args) <= max(picked) or args[0] is value \
+                or not any(args[k] is value for k in picked):
+            return _STOPS
+        return _RUNTIME
+    if user.op in SQUARES and squares(value, user):
+        return _RUNTIME
+    if user.op not in SCALINGS or len(args) != 2:
         return _STOPS
-    first, second = user.args
+    first, second = args
     if user.op == "divide":
         return second if first is value and second is not value else _STOPS
-    if first is value and second is value:  # a square: not a scaling
-        return _STOPS
     return second if first is value else first
 
 
@@ -195,6 +276,8 @@ def _scaled(factor: float | None, user: Node, scale: Any) -> float | None:
         return -factor
     if scale is None:
         return factor
+    if scale is _RUNTIME:
+        return None
     if isinstance(scale, Node) or not isinstance(scale, (int, float, np.number)) \
             or isinstance(scale, (complex, np.complexfloating)):
         return None
@@ -206,14 +289,25 @@ def _scaled(factor: float | None, user: Node, scale: Any) -> float | None:
 
 def _consumed(start: Node, value: Node, user: Node, path: tuple[Node, ...],
               factor: float | None) -> Reach | None:
-    """The reach of ``start`` ending at the add or subtract ``user`` that reads ``value``, or
-    ``None`` where it cannot cancel (a number 0, the value added to itself, not two operands)."""
-    if len(user.args) != 2 or not _floating(user):
+    """The reach of ``start`` ending at the consumer ``user`` that reads ``value``, or
+    ``None`` where it cannot cancel (a number 0, the value added to itself, not two operands,
+    the value a divisor, an outer product of another ufunc)."""
+    if not _floating(user) or user.shape is None:
+        return None
+    position = next(k for k, a in enumerate(user.args) if a is value)
+    if user.op in DIFFERENCES:
+        return Reach(start, user, path, position, factor, False)
+    if len(user.args) != 2:
         return None
     first, second = user.args
+    if user.op == "ufunc_outer":  # s_i - s_j: the same node's values cancel too
+        if user.params.get("ufunc") not in OUTERS:
+            return None
+        return Reach(start, user, path, position, factor, False)
+    if user.op in REMAINDERS:
+        return Reach(start, user, path, 0, factor, False) if position == 0 else None
     if same_value(first, second):  # s + s, s - s (written twice too): no roundings cancel
         return None
-    position = 0 if first is value else 1
     other = user.args[1 - position]
     if not isinstance(other, Node):
         try:

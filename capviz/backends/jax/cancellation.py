@@ -96,7 +96,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.backends import cancelling
+from capviz.backends import cancelling, contraction_bound
 from capviz.backends.jax import carried, layouts, numpy_order
 from capviz.backends.jax.trace import TRACE, dtype_of, require_each
 from capviz.core.ir import Node
@@ -207,11 +207,17 @@ def _reached() -> bool:
     return node is not None and trace.carried is not None and node.index in trace.carried.found
 
 
-REACHING = SUMS | frozenset(("einsum", "sum_where", "mean_where")) \
+REACHING = SUMS | frozenset(("einsum", "sum_where", "mean_where", "average")) \
     | frozenset(carried.APPROXIMATED)
 """The sums :func:`of` follows to an add or subtract: :data:`SUMS`, an ``einsum`` of one
-operand, and the ``where=``/``initial=`` forms of ``sum`` and ``mean`` (checked as they are);
-and the functions XLA approximates (:data:`capviz.backends.jax.carried.APPROXIMATED`)."""
+operand, the ``where=``/``initial=`` forms of ``sum`` and ``mean`` (checked as they are), and
+``np.average`` without weights (NumPy's ``a.mean(axis)``, checked as ``mean``,
+:mod:`capviz.backends.jax.functions.averages`); and the functions XLA approximates
+(:data:`capviz.backends.jax.carried.APPROXIMATED`)."""
+
+_ONE_OPERAND = frozenset(("einsum", "average"))
+"""Those of :data:`REACHING` followed with one tensor operand only (with two: a contraction,
+a weighted average)."""
 
 
 def _carry(bound: Any, nonfinite: Any) -> None:
@@ -225,10 +231,22 @@ def _carry(bound: Any, nonfinite: Any) -> None:
 
 
 def of(nodes: list[Node], jnp: Any) -> carried.Carried | None:
-    """The sums of :data:`SUMS` among ``nodes`` (a program's op steps) that reach an add or
-    subtract, for one trace (:mod:`capviz.backends.jax.carried`); ``None`` where none does."""
-    found = {k: each for k, each in cancelling.reaches(nodes, REACHING).items()
-             if each[0].sum.op != "einsum" or len(each[0].sum.operands) == 1}
+    """The sums of :data:`REACHING` among ``nodes`` (a program's op steps) that reach an add
+    or subtract, for one trace (:mod:`capviz.backends.jax.carried`), and the contractions of
+    linear algebra whose every reach is a centring (``x - (x @ ones / n)[:, None]``: the
+    consumer subtracts the product from its own operand, so the declared bound of the product,
+    within the tolerance of no result of a cancelling consumer, is carried there and tested);
+    ``None`` where none does. Elsewhere a contraction's value stays declared, as what is
+    computed from it (a bias or residual add)."""
+    found = {}
+    names = REACHING | contraction_bound.CONTRACTIONS
+    for k, each in cancelling.reaches(nodes, names).items():
+        node = each[0].sum
+        if contraction_bound.is_contraction_node(node):
+            if all(r.centring for r in each):
+                found[k] = each
+        elif node.op not in _ONE_OPERAND or len(node.operands) == 1:
+            found[k] = each
     return carried.Carried(found, jnp, tolerance) if found else None
 
 

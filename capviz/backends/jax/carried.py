@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends import cancelling
+from capviz.backends import cancelling, contraction_bound
 from capviz.backends.jax.trace import dtype_of, require_each
 from capviz.core.ir import Node
 
@@ -72,6 +72,15 @@ _APPROXIMATED_MESSAGE = ("np.{op}: {operands} computed by XLA's own np.{sums} (w
                          "that difference, carried here, is beyond the tolerance of the "
                          "result, so NumPy's value and XLA's may differ there; replay with "
                          "backend='numpy'")
+
+
+_CONTRACTED_MESSAGE = (
+    "np.{op}: {operands} a product of linear algebra (np.{sums}: NumPy's BLAS and XLA add its "
+    "products in their own orders, declared within 2 gamma_k |A| @ |B| of each other), and "
+    "this {op} cancels {them} against the product's own operand: that bound, carried here, is "
+    "beyond the tolerance of the result, so NumPy's value and XLA's may differ there; replay "
+    "with backend='numpy', or write a sum or mean along an axis as np.sum or np.mean, which "
+    "the replay adds in NumPy's order")
 
 
 class Carried:
@@ -112,11 +121,13 @@ class Carried:
         for reach in self.found[node.index]:
             value, carried = result, bound
             for step in reach.path:
-                position = _position(step, reach)
+                positions = _positions(step, reach)
                 args = list(step.args)
-                args[position] = value
+                for k in positions:
+                    args[k] = value
                 value = _computed(jnp, step, args)
-                value, carried = self._passed(step, args, value, {position: carried})
+                value, carried = self._passed(step, args, value,
+                                              dict.fromkeys(positions, carried))
             operands = [value, value]
             operands[1 - reach.position] = a
             got = _consumer(jnp, reach.consumer, operands)
@@ -131,6 +142,8 @@ class Carried:
         :data:`APPROXIMATED` that reaches one starts its bound."""
         if node.op in APPROXIMATED and node.index in self.found:
             self._approximated(node, result)
+        elif node.index in self.found and contraction_bound.is_contraction_node(node):
+            self._contracted(node, args, result)
         elif node.index in self.on_paths:
             carried = {k: self.bounds[a.index] for k, a in enumerate(node.args)
                        if isinstance(a, Node) and a.index in self.bounds}
@@ -156,10 +169,46 @@ class Carried:
         bound = APPROXIMATED[node.op] * float(np.finfo(kind).eps) * size
         self.bounds[node.index] = jnp.where(jnp.isfinite(size), bound, 0).astype(kind)
 
+    def _contracted(self, node: Node, args: tuple, result: Any) -> None:
+        """The bound of XLA's contraction ``result`` (``np.matmul``...) from NumPy's, which is
+        its BLAS's order: the declared ``2 gamma_k |A| @ |B|`` (+ the flushed partial
+        results' ``2 k m tiny``; :func:`capviz.backends.contraction_bound.bound`), the
+        magnitudes' contraction computed here in float64; 0 where the result is not finite,
+        and where its products cancel among themselves (``|c| + bound < |A| @ |B|``: there
+        the declaration governs it, and what is computed from it). Followed only where every
+        reach of it is a centring (:func:`capviz.backends.jax.cancellation.of`): its consumer
+        subtracts it from its own operand."""
+        kind = dtype_of(result)
+        if kind.kind not in "fc":
+            return
+        jnp = self.jnp
+        real = np.dtype(kind.type(0).real.dtype)
+        operands = [jnp.asarray(a) for a, n in zip(args, node.args) if isinstance(n, Node)]
+        count = contraction_bound.terms(node.op, [tuple(a.shape) for a in operands],
+                                        node.params)
+        m = max(len(operands), 2)
+        k = count + m - 2
+        g = np.sqrt(2) * contraction_bound.gamma(k + 2, real) if kind.kind == "c" \
+            else contraction_bound.gamma(k, real)
+        kept = {key: v for key, v in node.params.items()
+                if key not in ("dtype", "casting", "out")}
+        absolute = [jnp.abs(a).astype(np.float64) for a in operands]
+        size = ops.OPS[node.op].bind(jnp)(*absolute, **kept) \
+            / (1 - contraction_bound.gamma(k + 2, np.float64))
+        bound = 2 * g * size + 2 * count * m * float(np.finfo(real).tiny)
+        # where its products cancel among themselves (|A @ B| below |A| @ |B|: a layer's
+        # weights of both signs) the declaration governs the product and what is computed
+        # from it; where they add up as one sign's (a mean as x @ ones / n) it is a sum the
+        # bound is tight for, held as a checked sum is
+        one_sign = jnp.abs(result).astype(np.float64) + bound >= size
+        finite = jnp.isfinite(jnp.abs(result)) & jnp.isfinite(bound) & one_sign
+        self.bounds[node.index] = jnp.where(finite, bound, 0)
+
     def consumed(self, node: Node, args: tuple, result: Any) -> None:
         """The add or subtract ``node`` (operands ``args``, ``result``): fails the replay at
         it where the bounds carried to its operands reach beyond the tolerance of ``result``."""
-        carried = [self.bounds.get(a.index) for a in node.args if isinstance(a, Node)]
+        carried = [self.bounds.get(a.index) if isinstance(a, Node) else None
+                   for a in node.args]
         if all(b is None for b in carried):
             return
         reaches = self.consumers[node.index]
@@ -172,14 +221,20 @@ class Carried:
         fix = ", or sum in float64 (dtype=np.float64)" if real != np.float64 else ""
         operands = "its operand was" if n == 1 else "its operands were"
         them = "it" if n == 1 else "them"
-        if all(s in APPROXIMATED for s in sums):
+        op = _shown_consumer(node)
+        if all(s in contraction_bound.CONTRACTIONS for s in sums):
+            message = _CONTRACTED_MESSAGE.format(op=op, operands=operands,
+                                                 sums=", np.".join(sums), them=them)
+        elif all(s in APPROXIMATED for s in sums):
             message = _APPROXIMATED_MESSAGE.format(
-                op=node.op, operands=operands, sums=", np.".join(sums), them=them,
+                op=op, operands=operands, sums=", np.".join(sums), them=them,
                 k=max(APPROXIMATED[s] for s in sums))
         else:
-            message = _MESSAGE.format(op=node.op, operands=operands, sums=", np.".join(sums),
+            message = _MESSAGE.format(op=op, operands=operands, sums=", np.".join(sums),
                                       them=them, fix=fix)
-        require_each(self._within(result, carried), message)
+        total, apart = consumer_bound(self.jnp, node, args, result, carried)
+        ok = self._within(result, [total])
+        require_each(ok if apart is None else ok & apart, message)
 
     def _within(self, got: Any, carried: list) -> Any:
         """Where the sum of the ``carried`` bounds is within the tolerance of ``got``."""
@@ -202,9 +257,21 @@ class Carried:
         known = {k: b for k, b in carried.items() if b is not None}
         real = np.dtype(dtype_of(value).type(0).real.dtype)
         if not known:  # NumPy's bits, and NumPy's rounding of them (scaled), but in float16
-            if node.op not in cancelling.SCALINGS or dtype_of(value) in _ROUNDED:
+            if node.op not in _ROUNDS or dtype_of(value) in _ROUNDED:
                 return value, None  # and complex, where XLA's product is its own
             return value, _rounding(jnp, real, value)
+        if node.op in ("square", "power"):  # m ** 2, m off by e: e * (2 |m| + e), rounded
+            bound = known[0] * (2 * jnp.abs(args[0]) + known[0])
+            moved = jnp.where(bound > 0, bound + _rounding(jnp, real, value), 0)
+            return value, moved.astype(real)
+        if node.op in cancelling.JOINS or node.op in cancelling.SELECTS:
+            # each value of the result is one operand's: the same op of their bounds (0 for
+            # an operand that is NumPy's bits), the choosing operands as they are
+            parts = list(args)
+            for k in cancelling.passed_positions(node):
+                parts[k] = known[k] if k in known else jnp.zeros(jnp.shape(args[k]), real)
+            mover = ops.OPS[node.op].bind(jnp)
+            return value, mover(*parts, **node.params).astype(real)
         if node.op in cancelling.SCALINGS:
             first = known.get(0)
             second = known.get(1)
@@ -237,7 +304,78 @@ _SHOWN = {"sum_where": "sum", "mean_where": "mean", "ufunc_reduce": "add.reduce"
 """The NumPy name a message gives a sum recorded under another op's name."""
 
 _ROUNDED = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
-"""The types whose products and quotients :func:`scaled` rounds as NumPy does."""
+"""The types whose products and quotients :func:`scaled` rounds as NumPy does (and whose
+squares XLA rounds as NumPy: one correctly rounded product)."""
+
+_ROUNDS = cancelling.SCALINGS | cancelling.SQUARES
+"""The path ops that round their value (a product, a quotient, a square): NumPy's rounding in
+:data:`_ROUNDED` types, one rounding of each side's added to the bound in the others."""
+
+
+def _shown_consumer(node: Node) -> str:
+    """The NumPy name of the consumer ``node`` in a message (``subtract.outer``)."""
+    if node.op == "ufunc_outer":
+        return f"{node.params.get('ufunc')}.outer"
+    return node.op
+
+
+def consumer_bound(jnp: Any, node: Node, args: tuple, result: Any, carried: list) -> tuple:
+    """(the bound on the error of each value of the consumer ``node``'s ``result``, from the
+    bounds ``carried`` to its operands ``args`` by position (``None``: NumPy's bits); where
+    the result has a jump, where it holds (else ``None``)): the sum of two operands' bounds for
+    an add or subtract (broadcast), of each pair's for an ``.outer``, of each neighbour's for
+    a difference (:func:`_differences`); the value's for a remainder, which must keep its
+    result off the jumps at 0 and at the divisor's magnitude (NumPy's value and XLA's would
+    take another multiple of the divisor away there)."""
+    zero = [jnp.zeros(jnp.shape(a)) if b is None else b for a, b in zip(args, carried)]
+    if node.op in cancelling.DIFFERENCES:
+        return _differences(jnp, node, args, result, zero), None
+    if node.op == "ufunc_outer":
+        first, second = (jnp.asarray(b) for b in zero)
+        return first.reshape(first.shape + (1,) * second.ndim) + second, None
+    if node.op in cancelling.REMAINDERS:
+        value, divisor = (jnp.abs(jnp.asarray(a)) for a in args)
+        total = zero[0] + (value / divisor + 1) * zero[1]
+        size = jnp.abs(result)
+        return total, (total < size) & (total < divisor - size)
+    total = None
+    for bound in carried:
+        if bound is not None:
+            total = bound if total is None else total + bound
+    return total, None
+
+
+def _differences(jnp: Any, node: Node, args: tuple, result: Any, bounds: list) -> Any:
+    """The bound of each value of ``np.diff`` (or ``np.ediff1d``) of operands ``args`` whose
+    bounds are ``bounds`` (0 for NumPy's bits): each difference adds its two terms' bounds,
+    ``n`` times; the values ``prepend=``/``append=`` (``to_begin=``/``to_end=``) lay beside
+    them are NumPy's."""
+    params = node.params
+    if node.op == "ediff1d":
+        flat = jnp.asarray(bounds[0]).reshape(-1)
+        core = flat[1:] + flat[:-1]
+        begin = params.get("to_begin")
+        first = 0 if begin is None else int(np.size(begin))
+        rest = int(np.size(result)) - int(np.size(core)) - first
+        return jnp.concatenate([jnp.zeros(first, core.dtype), core, jnp.zeros(rest, core.dtype)])
+    a = jnp.asarray(args[0])
+    axis = int(params.get("axis", -1)) % a.ndim
+    pieces = []
+    for k in (1, 0, 2):  # prepend, the operand, append: NumPy's order
+        if k >= len(args) or args[k] is None:
+            continue
+        piece = jnp.asarray(bounds[k])
+        if k and piece.ndim == 0:  # a number laid beside: one value along the axis
+            shape = list(a.shape)
+            shape[axis] = 1
+            piece = jnp.broadcast_to(piece, tuple(shape))
+        pieces.append(piece)
+    total = jnp.concatenate(pieces, axis=axis) if len(pieces) > 1 else pieces[0]
+    for _ in range(int(params.get("n", 1))):
+        length = total.shape[axis]
+        total = jnp.take(total, jnp.arange(1, length), axis=axis) \
+            + jnp.take(total, jnp.arange(0, length - 1), axis=axis)
+    return total
 
 
 def _prev(reach: cancelling.Reach, step: Node) -> Node:
@@ -246,10 +384,11 @@ def _prev(reach: cancelling.Reach, step: Node) -> Node:
     return reach.sum if k == 0 else reach.path[k - 1]
 
 
-def _position(step: Node, reach: cancelling.Reach) -> int:
-    """Which argument of the path op ``step`` is the path's value."""
+def _positions(step: Node, reach: cancelling.Reach) -> tuple[int, ...]:
+    """Which arguments of the path op ``step`` are the path's value (every operand of a join
+    of the value with itself, ``np.stack([m] * n, -1)``)."""
     prev = _prev(reach, step)
-    return next(k for k, a in enumerate(step.args) if a is prev)
+    return tuple(k for k, a in enumerate(step.args) if a is prev)
 
 
 def _computed(jnp: Any, node: Node, args: list) -> Any:
