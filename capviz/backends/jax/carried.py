@@ -222,7 +222,8 @@ class Carried:
         operands = "its operand was" if n == 1 else "its operands were"
         them = "it" if n == 1 else "them"
         op = _shown_consumer(node)
-        if all(s in contraction_bound.CONTRACTIONS for s in sums):
+        carrying = [r.sum for r in reaches if self.bounds.get(r.sum.index) is not None]
+        if carrying and all(contraction_bound.is_contraction_node(s) for s in carrying):
             message = _CONTRACTED_MESSAGE.format(op=op, operands=operands,
                                                  sums=", np.".join(sums), them=them)
         elif all(s in APPROXIMATED for s in sums):
