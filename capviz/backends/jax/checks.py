@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from capviz.backends.jax import subnormals
-from capviz.backends.jax.trace import dtype_of, require, require_each
+from capviz.backends.jax.trace import dtype_of, refusal, require, require_each
 from capviz.ops import traits
 
 FLOAT16_OVERFLOW = frozenset((*traits.REDUCE, *traits.CONTRACT, *traits.ACCUMULATES,
@@ -140,25 +140,25 @@ def checked(name: str, jnp: Any, fn: Callable) -> Callable:
                     require(jnp.all(jnp.isfinite(a)),
                             (_SPREAD if spread else _LAPACK).format(op=name))
         if transform and any(dtype_of(a) == np.float16 for a in operands):
-            raise NotImplementedError(
+            raise refusal(
                 f"np.{name} of float16: NumPy computes the transform's scale factor (1/n) in "
                 "float16 and applies it to the float32 transform, which XLA does not; replay "
                 "with backend='numpy', or transform x.astype(np.float32)")
         if name in COMPLEX_REFUSED and any(dtype_of(a).kind == "c" for a in operands):
-            raise NotImplementedError(f"jax.numpy's {name} takes no complex values; replay "
-                                      "with backend='numpy'")
+            raise refusal(f"jax.numpy's {name} takes no complex values; replay with "
+                          "backend='numpy'")
         if name == "average" and len(operands) > 1:
             _weights_sum(jnp, operands[0], operands[1], params.get("axis"))
         if name in ORDER_STATISTICS:
             for a in operands:
                 if dtype_of(a).kind == "c":
-                    raise NotImplementedError(f"jax.numpy's {name} takes no complex values; "
-                                              "replay with backend='numpy'")
+                    raise refusal(f"jax.numpy's {name} takes no complex values; replay "
+                                  "with backend='numpy'")
                 if dtype_of(a).kind == "f":
                     require(~jnp.any(jnp.isinf(a)), _INFINITY.format(op=name))
         if name in NOT_EMPTY and any(not math.prod(a.shape) for a in operands):
-            raise NotImplementedError(f"jax.numpy's {name} takes no empty array; replay with "
-                                      "backend='numpy'")
+            raise refusal(f"jax.numpy's {name} takes no empty array; replay with "
+                          "backend='numpy'")
         result = fn(*args, **params)
         if computes:
             values = operands if plain_result else (*operands, *_arrays(result))

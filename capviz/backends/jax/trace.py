@@ -22,7 +22,9 @@ import numpy as np
 
 from capviz import ops
 from capviz.backends.jax.poison import Poisons
+from capviz.core.errors import UnsupportedOperationError
 from capviz.core.ir import Node
+from capviz.core.source import format_source
 from capviz.ops import traits
 
 
@@ -164,6 +166,23 @@ def require(ok: Any, message: str) -> None:
         trace.require(ok, message)
     elif not bool(ok):
         raise ValueError(message)
+
+
+def refusal(reason: str) -> UnsupportedOperationError:
+    """The refusal of a form of the op being traced that the JAX backend does not run as NumPy
+    computes it, decided on shapes, dtypes and parameters (``np.linalg.norm(ord=2)`` of float16):
+    an :class:`capviz.UnsupportedOperationError` naming the op, the node and the user's line,
+    ``reason`` saying why and the fix; raised while tracing, before anything runs. (Raise it:
+    ``raise refusal(...)``.)"""
+    trace = TRACE.get()
+    node = trace.node if trace is not None else None
+    if node is None:  # an op run on its own (the stepping Executor)
+        return UnsupportedOperationError(f"this op cannot run on the jax backend: {reason}")
+    where = format_source(node.source) or "unknown source"
+    err = UnsupportedOperationError(f"op {node.op!r} cannot run on the jax backend: {reason} "
+                                    f"(node %{node.index}, recorded at {where})")
+    err.node = node
+    return err
 
 
 def warn(category: type[Warning], message: str) -> None:

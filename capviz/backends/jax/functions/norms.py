@@ -21,10 +21,12 @@ What is checked, and why it is enough:
   pairwise in NumPy; one along another axis is NumPy's running sum, held by the sums check of
   :mod:`capviz.backends.jax.cancellation` (``n`` roundings, else NumPy's order,
   :mod:`capviz.backends.jax.numpy_order`). ``sqrt`` halves a relative error. The BLAS ``dot``
-  of the flattened operand has no order to follow: it replays where ``gamma_n`` is within the
-  tolerance's ``rtol`` (float64: always; float32: up to :func:`dot_terms` values, 1,677), and
-  a longer float32 one is refused at the node with the fix that is checked,
-  ``np.sqrt(np.sum(np.square(x)))`` (pairwise in NumPy).
+  of the flattened operand (``norm(x)``: every gradient-clipping norm) has no order to follow:
+  NumPy's own result is its BLAS's, another on another machine, so it is declared as the
+  contractions of linear algebra are, held to the bound every order meets by ``compare`` and
+  the differential harness (:func:`capviz.backends.contraction_bound.norm_bound`), and
+  replays at any length (a float32 one of more than 1,677 values was refused: ``gamma_n``
+  passes ``rtol`` there, review 4, finding 9).
 * **Flushed squares** (:func:`_flushed_squares`). A square of a part below ``sqrt(tiny)`` is
   subnormal in NumPy and 0 in XLA (XLA flushes it; its sums of normal squares are normal).
   Each lost square is below ``4 tiny`` (a part below ``2 sqrt(tiny)`` counted, for the
@@ -45,8 +47,9 @@ from typing import Any
 
 import numpy as np
 
+from capviz.backends.contraction_bound import norm_is_dot
 from capviz.backends.jax import cancellation
-from capviz.backends.jax.trace import dtype_of, require_each
+from capviz.backends.jax.trace import dtype_of, refusal, require_each
 
 DOT, SQUARES, ABS_SUM, LARGEST, SMALLEST, COUNT = ("dot", "squares", "abs_sum", "largest",
                                                   "smallest", "count")
@@ -58,20 +61,12 @@ _FLUSHED = ("np.linalg.norm: parts of the operand are below sqrt(tiny) ({root:.3
             "subnormal floats), and they are not negligible against the sum of squares, so "
             "the norm would differ from NumPy's; replay with backend='numpy', or scale the "
             "operand up (np.linalg.norm(x * s) / s)")
-_DOT = ("np.linalg.norm of {n} {dtype} values: NumPy adds their squares in its BLAS's dot, in "
-        "an order of its own, whose {n} roundings ({gamma:.3g} of the norm) reach beyond the "
-        "tolerance (rtol {rtol:g}), so XLA's sum may differ from it there; replay with "
-        "backend='numpy', or write np.sqrt(np.sum(np.square(x))) (pairwise in NumPy: "
-        "checked), or take the norm in float64")
-
-
 def form(ord_: Any, axis: Any, ndim: int) -> str | None:
     """Which of NumPy's branches ``norm(x, ord, axis)`` of an ``ndim``-d operand takes: one of
     :data:`DOT`, :data:`SQUARES`, :data:`ABS_SUM`, :data:`LARGEST`, :data:`SMALLEST`,
     :data:`COUNT`, or ``None`` for a form not checked here (refused by name)."""
     if axis is None:
-        if ord_ is None or (_is_str(ord_) and ord_ in ("f", "fro") and ndim == 2) \
-                or (not _is_str(ord_) and ord_ == 2 and ndim == 1):
+        if norm_is_dot({"ord": ord_}, ndim):
             return DOT
         axis = tuple(range(ndim))
     elif not isinstance(axis, (tuple, list)):
@@ -107,13 +102,6 @@ def admitted(dtype: Any, ord_: Any, axis: Any, ndim: int) -> bool:
     return (dtype.kind in "biu" or dtype in _TYPES) and branch is not None
 
 
-def dot_terms(dtype: Any) -> int:
-    """The most values whose BLAS sum of squares (``gamma_n``) stays within ``rtol``."""
-    u = float(np.finfo(np.dtype(dtype)).eps) / 2
-    rtol = cancellation.tolerance(np.dtype(dtype))[0]
-    return int(rtol / (u * (1 + rtol)))
-
-
 def _norm(jnp: Any) -> Callable:
     def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
         x = jnp.asarray(x)
@@ -124,10 +112,10 @@ def _norm(jnp: Any) -> Callable:
         ndim = len(x.shape)
         branch = form(ord, axis, ndim)
         if dtype_of(x) == np.float16 and branch not in _EXACT:
-            raise NotImplementedError(_FLOAT16.format(ord=ord))
+            raise refusal(_FLOAT16.format(ord=ord))
         if branch is None:  # refused at bind (subnormals.lowered): never reached
-            raise NotImplementedError(f"np.linalg.norm(ord={ord!r}, axis={axis!r}) is not "
-                                      "checked on jax; replay with backend='numpy'")
+            raise refusal(f"np.linalg.norm(ord={ord!r}, axis={axis!r}) is not checked on "
+                          "jax; replay with backend='numpy'")
         if branch == DOT:
             return _dot(jnp, x, keepdims)
         axes = axis if isinstance(axis, tuple) else (tuple(range(ndim)) if axis is None
@@ -189,13 +177,9 @@ def _flushed_squares(jnp: Any, x: Any, total: Any, axes: Any, keepdims: bool) ->
 
 
 def _dot(jnp: Any, x: Any, keepdims: bool) -> Any:
-    """NumPy's fast path: ``sqrt(x.dot(x))`` of the flattened operand (each part's, added)."""
-    real = np.dtype(dtype_of(x).type(0).real.dtype)
+    """NumPy's fast path: ``sqrt(x.dot(x))`` of the flattened operand (each part's, added),
+    its BLAS's order: declared (:func:`capviz.backends.contraction_bound.norm_bound`)."""
     n = math.prod(x.shape)
-    if n + 1 > dot_terms(real):  # a complex one adds the parts' two dots
-        u = float(np.finfo(real).eps) / 2
-        raise NotImplementedError(_DOT.format(n=n, dtype=real, gamma=n * u / (1 - n * u),
-                                              rtol=cancellation.tolerance(real)[0]))
     flat = x.reshape(-1)
     total = _squares(jnp, flat, n).sum()
     _flushed_squares(jnp, flat, total, None, False)

@@ -29,10 +29,9 @@ LOWERED = frozenset(("linalg.norm", "average", "trapezoid"))
 
 COVERAGE = {
     "linalg.norm": "tolerance, checked (real and complex): ord None, 2, 1, inf, -inf, 0 of "
-                   "vectors and 'fro' (a "
-                   "float32 norm NumPy takes from its BLAS dot: up to 1,677 values), else fails "
-                   "at the node; other ord and float16 sums refused (arithmetic='xla': "
-                   "tolerance)",
+                   "vectors and 'fro' (norm(x) with no axis is NumPy's BLAS dot: the "
+                   "contraction's declared bound), else fails at the node; other ord and "
+                   "float16 sums refused (arithmetic='xla': tolerance)",
     "average": "tolerance, sums checked (else fails at the node); complex weights refused "
                "(arithmetic='xla': tolerance)",
     "trapezoid": "tolerance, sums checked (else fails at the node); complex refused "
