@@ -114,3 +114,51 @@ def test_a_negative_zero_product_keeps_its_sign():
     graph = cv.capture(fn, x)
     got = graph.replay({graph.inputs[0]: x}, backend="jax", to_numpy=True)["out"]
     np.testing.assert_array_equal(got, fn(x))
+
+
+def _outer_data(dtype):
+    r = np.random.default_rng(2)
+    n = 256
+    a = (1e3 + r.random(n)).astype(dtype)
+    b = (a + r.random(n).astype(dtype) * dtype(1e-3)).astype(dtype)
+    c = (np.outer(a, a) + r.random((n, n))).astype(dtype)
+    return a, b, c
+
+
+PRODUCTS_NOT_SPELLED_AS_A_MULTIPLY = {
+    "np.outer": lambda a, b, c: np.outer(a, a) - c,
+    "np.linalg.outer": lambda a, b, c: np.linalg.outer(a, a) - c,
+    "np.multiply.outer": lambda a, b, c: np.multiply.outer(a, a) - c,
+    "np.einsum('i,j->ij')": lambda a, b, c: np.einsum("i,j->ij", a, a) - c,
+    "np.tensordot(axes=0)": lambda a, b, c: np.tensordot(a, a, axes=0) - c,
+    "a column @ a row": lambda a, b, c: a[:, None] @ a[None, :] - c,
+    "np.einsum('ij,jk->ik') of one term": lambda a, b, c: np.einsum("ij,jk->ik", a[:, None],
+                                                                    a[None, :]) - c,
+    "np.einsum('i,i->i')": lambda a, b, c: np.einsum("i,i->i", a, a) - b * b,
+    "np.kron": lambda a, b, c: np.kron(a[:16], a[16:32]) - c[:16, 16:32].ravel(),
+    "np.vecdot of length 1": lambda a, b, c: np.vecdot(a[:, None], a[:, None]) - b * b,
+    "np.matvec of length 1": lambda a, b, c: np.matvec(a[:, None, None], a[:, None])
+    - (b * b)[:, None],
+    "np.inner of length 1": lambda a, b, c: np.inner(a[:, None], a[:, None]) - c,
+    "np.dot by a number": lambda a, b, c: np.dot(a, 767.3) - b * 767.3,
+    "np.vdot of length 1": lambda a, b, c: np.vdot(a[:1], a[:1]) - b[0] * b[0],
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", list(PRODUCTS_NOT_SPELLED_AS_A_MULTIPLY))
+def test_a_product_not_spelled_as_a_multiply_is_numpy_s_bits(name, dtype):
+    """Review 4, finding 7's rest: an outer product, an einsum or a contraction of one term
+    that XLA simplifies to a multiply and fuses with the subtract after it (309x-312x the
+    tolerance); its result is rounded as a multiply's."""
+    _assert_numpy_s_bits(PRODUCTS_NOT_SPELLED_AS_A_MULTIPLY[name], _outer_data(dtype))
+
+
+def test_a_contraction_that_only_a_product_reads_is_left_to_xla():
+    from capviz.backends.jax import unfused
+
+    graph = cv.capture(lambda a, b: (np.outer(a, b) * 2.0, np.outer(a, b) - 1.0),
+                       cv.spec((4,), "float32"), cv.spec((4,), "float32"))
+    outers = [n for n in graph.ops if n.op == "outer"]
+    apart = unfused._apart(list(graph.ops))
+    assert [n.index in apart for n in outers] == [True, False]
