@@ -7,6 +7,7 @@ object, which lifts where it may), and the graph is replayed against eager calls
 three calls: outputs and every state, bit for bit, dtypes included."""
 
 import collections.abc
+import ctypes
 import weakref
 
 import numpy as np
@@ -69,6 +70,21 @@ class WeakCache(Base):
     def step(self, x):
         RUNS.append(1)
         v = REGISTRY[id(self)].copy()  # NumPy's own read, before the write
+        self.W -= 0.1 * x
+        return x * v
+
+
+class RawAlias(Base):
+    """An array made from the state's raw address holds no reference to it."""
+
+    def __init__(self):
+        super().__init__()
+        pointer = ctypes.cast(self.W.ctypes.data, ctypes.POINTER(ctypes.c_double))
+        self._raw = np.ctypeslib.as_array(pointer, shape=(3,))
+
+    def step(self, x):
+        RUNS.append(1)
+        v = self._raw.copy()
         self.W -= 0.1 * x
         return x * v
 
@@ -163,7 +179,7 @@ class TypeInAPart(Base):
         return x * self.scaler.scale(self.W)
 
 
-WEAK = [WeakCopy, WeakProxy, WeakCache]
+WEAK = [WeakCopy, WeakProxy, WeakCache, RawAlias]
 CLASS_READS = [IsinstanceRead, IsinstanceAfterWrite, IsinstanceOfDerived, IsinstanceOfAnABC]
 TYPE_READS = [TypeRead, TypeInAHelper, TypeInAMethod, TypeInAPart]
 

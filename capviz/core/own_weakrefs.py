@@ -27,6 +27,8 @@ class OwnRef(weakref.ref):
 def only_own(obj: Any) -> bool:
     """Whether every weak reference to ``obj`` (``weakref.ref``, proxies, the keyed references
     of ``WeakValueDictionary``...) is one of capviz's :class:`OwnRef` objects."""
-    if not weakref.getweakrefcount(obj):
-        return True
-    return all(type(ref) is OwnRef for ref in weakref.getweakrefs(obj))
+    refs = weakref.getweakrefs(obj)
+    return not refs or set(map(type, refs)) == _OWN
+
+
+_OWN = {OwnRef}

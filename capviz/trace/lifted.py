@@ -24,7 +24,11 @@ for a later capture of the same function:
    ``weakref.proxy``, a ``WeakValueDictionary``: ``self._ref().copy()`` would read the live
    array's start value unseen), so every weak reference to the array must be capviz's own
    (:class:`capviz.core.own_weakrefs.OwnRef`: the earlier graphs' ``state_targets`` and
-   ``constant_origins``); one of anyone else's, and nothing is lifted.
+   ``constant_origins``); one of anyone else's, and nothing is lifted. An alias made from
+   the array's raw address (``ctypes.cast(W.ctypes.data, ...)``) holds no reference of either
+   kind: where the walk finds it (an ndarray whose memory no ndarray owns, sharing the
+   array's memory), nothing is lifted; where it does not (a pointer a C extension keeps),
+   it is not seen, and NumPy reads through it the start value, as a constant.
 3. **Every read goes through the tensor.** Each of those places is bound to the state's capture
    tensor (:func:`lift`) while ``fn`` runs: the state node is made then, with the array's value
    as its start value, so every read of the array, NumPy's own operators included
@@ -195,7 +199,7 @@ class Lifted:
     """The states a capture lifts: for each, its array, the places that hold it, its name,
     place and line; after :func:`lift`, its tensor."""
 
-    __slots__ = ("doubt", "held", "nodes", "places", "states", "tensors")
+    __slots__ = ("clean", "doubt", "held", "nodes", "places", "states", "tensors")
 
     def __init__(self, states: list[tuple[np.ndarray, list[Place], str | None, Any, Any]],
                  places: list[Place]) -> None:
@@ -205,6 +209,7 @@ class Lifted:
         self.nodes: list[Node] = []  # their state nodes (a tensor takes the node of each write)
         self.held = True  # every place still held its tensor when put back
         self.doubt = False  # the run saw what it cannot tell from the two passes' run
+        self.clean: set[int] = set()  # nodes known to depend on no lifted state
 
     def class_read(self, tensor: Tensor, frame: Any) -> None:
         """``tensor.__class__`` read from ``frame`` (``isinstance(self.W, np.ndarray)``,
@@ -218,7 +223,7 @@ class Lifted:
         filename = frame.f_code.co_filename
         if filename.startswith(PACKAGE_DIR) and filename not in USER_FILES:
             return  # capviz's own check (its dispatch, its walks)
-        if _depends(tensor._data, {node.index for node in self.nodes}):
+        if _depends(tensor._data, {node.index for node in self.nodes}, self.clean):
             self.doubt = True
 
     def others(self) -> list[Place]:
@@ -268,7 +273,10 @@ def liftable(root: Any, holding: dict[int, list[Place]], ours: collections.Count
     holders = holding.get(id(root), ())
     if sys.getrefcount(root) != _FIXED + len(holders) + ours[id(root)]:
         return False  # a reference no walked place explains: NumPy could read it unseen
-    return only_own(root)  # a weak reference of the user's: NumPy could read it unseen too
+    if not only_own(root):
+        return False  # a weak reference of the user's: NumPy could read it unseen too
+    foreign = getattr(ours, "foreign", None)  # (a count made elsewhere has none)
+    return not foreign or not any(np.may_share_memory(root, other) for other in foreign)
 
 
 _FIXED = 2  # sys.getrefcount's argument and the parameter ``root`` of liftable()
@@ -298,17 +306,32 @@ def _holding(places: list[Place]) -> dict[int, list[Place]]:
     return holding
 
 
-def _our_references(places: list[Place]) -> collections.Counter:
+class _Ours(collections.Counter):
+    """:func:`_our_references`'s count, and ``foreign``: the walked ndarrays whose memory no
+    ndarray owns (``np.frombuffer`` of bytes, an array made from a raw pointer,
+    ``ctypes.cast(W.ctypes.data, ...)``), which hold no reference to an array whose memory
+    they may read: :func:`liftable` refuses an array whose memory one of them may share."""
+
+    foreign: list[np.ndarray]
+
+
+def _our_references(places: list[Place]) -> _Ours:
     """How many references to each object (by ``id``, the objects alive meanwhile) capviz's
     own notes hold: each place's record of what it held, the copies of walked lists and dicts.
     (The outside arrays' snapshot is taken after the plan, of the arrays not lifted.)"""
-    counts: collections.Counter = collections.Counter()
+    counts = _Ours()
+    foreign = counts.foreign = []
+    ndarray = np.ndarray
     for p in places:
         if p.kind == "items":
             items = p.value.values() if type(p.value) is dict else p.value
             counts.update(map(id, items))
         elif p.kind != "keys":
-            counts[id(p.value)] += 1
+            value = p.value
+            counts[id(value)] += 1
+            if type(value) is ndarray and value.base is not None and \
+                    not isinstance(_owner(value).base, (ndarray, type(None))):
+                foreign.append(value)
     return counts
 
 
@@ -343,19 +366,24 @@ def lift(recorder: Any, lifted: Lifted) -> None:
                 holder.bind(tensor)
 
 
-def _depends(node: Node, lifted: set[int]) -> bool:
+def _depends(node: Any, lifted: set[int], clean: set[int]) -> bool:
     """Whether ``node``'s value is computed from one of the ``lifted`` state nodes (made
-    before ``fn`` ran: an earlier node cannot depend on them)."""
+    before ``fn`` ran: an earlier node cannot depend on them); ``clean``: the nodes known not
+    to, grown by each walk that finds none (a loop's isinstance costs each node once)."""
+    if type(node) is not Node:
+        return True  # (not a node of the graph: not decided here)
     first = min(lifted)
     stack, seen = [node], set()
     while stack:
         node = stack.pop()
-        if node.index in lifted:
+        index = node.index
+        if index in lifted:
             return True
-        if node.index < first or node.index in seen:
+        if index < first or index in seen or index in clean:
             continue
-        seen.add(node.index)
-        stack.extend(arg for arg in node.args if isinstance(arg, Node))
+        seen.add(index)
+        stack.extend(arg for arg in node.args if type(arg) is Node)
+    clean |= seen
     return False
 
 
