@@ -120,3 +120,82 @@ def test_compare_holds_a_dask_contraction_to_its_declared_bound_not_the_flat_tol
     flat = graph.compare(fn, inputs, backend="dask", rtol=1e-5, atol=1e-5)
     assert flat.node is graph.ops[0]  # the matmul, beyond the flat tolerance
     assert "differs: max abs error" in flat.message
+
+
+def _overflowing(shape: tuple, dtype) -> np.ndarray:
+    """Half of the values near ``finfo.max / 4`` (their products overflow), half tiny: the
+    differential harness's extreme values."""
+    rng = np.random.default_rng(25)
+    info = np.finfo(dtype)
+    base = rng.standard_normal(shape)
+    huge = (base * (float(info.max) / 4)).astype(dtype)
+    tiny = (base * float(info.tiny) * 8).astype(dtype)
+    return np.where(rng.random(shape) < 0.5, huge, tiny)
+
+
+SELF_PRODUCTS = [
+    ("m @ m.T", lambda m: m @ m.T),
+    ("m.T @ m", lambda m: m.T @ m),
+    ("np.dot(m, m.T)", lambda m: np.dot(m, m.T)),
+    ("m @ np.swapaxes(m, 0, 1)", lambda m: m @ np.swapaxes(m, 0, 1)),
+    ("m @ m.mT", lambda m: m @ m.mT),
+    ("np.tensordot(m, m, ([1], [1]))", lambda m: np.tensordot(m, m, ([1], [1]))),
+]
+
+
+@pytest.mark.parametrize("chunks", [(10, 100), (10, 400), (30, 100)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("label, fn", SELF_PRODUCTS, ids=[s[0] for s in SELF_PRODUCTS])
+def test_a_matrix_times_its_own_transpose_that_overflows_gives_numpys_infinities(
+        label, fn, dtype, chunks):
+    """NumPy hands ``m @ m.T`` (one buffer, strides swapped) to BLAS's ``syrk``, whose
+    overflows give other infinities than ``gemm`` of a copy or of dask.array's blocks (float32:
+    ``-inf`` where the blocks gave NaN, the differential harness's float16_sums case): the
+    replay computes it as NumPy does, the block and its own transpose, and gives NumPy's
+    ``inf``, ``-inf`` and NaN at every place."""
+    m = _overflowing((30, 400), dtype)
+    with np.errstate(all="ignore"):
+        want = fn(m)
+    got = _on_dask(fn, [m], chunks)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)  # NaN where NumPy's is, the same infinities
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_product_of_two_matrices_whose_output_spans_several_blocks_that_overflows_is_numpys(
+        dtype):
+    """The contracted axis in one chunk, the output's rows or columns in several: BLAS's
+    kernel on each block of rows makes other NaNs of an overflow than NumPy's one call on the
+    whole matrices (float32 (7, 50) @ (50, 7): NaN where NumPy gives an infinity)."""
+    a, b = _overflowing((7, 50), dtype), _overflowing((50, 7), dtype)[::-1].copy()
+    with np.errstate(all="ignore"):
+        want = a @ b
+    graph = cv.capture(lambda x, y: x @ y, a, b)
+    for rows, columns in [(2, 7), (7, 2), (3, 3)]:  # the 50 contracted in one chunk
+        inputs = {"x": da.from_array(a, (rows, 50)), "y": da.from_array(b, (50, columns))}
+        np.testing.assert_array_equal(graph.replay(inputs, backend="dask")["out"], want)
+
+
+def test_a_self_product_of_a_strided_view_that_overflows_is_refused_with_the_fix():
+    """``m[:, :50] @ m[:, :50].T``: NumPy's operands are a strided view of ``m``, a layout no
+    block of a dask array has; refused at the node with the fixes, and the fix applied gives
+    NumPy's values."""
+    m = _overflowing((30, 400), np.float32)
+
+    def fn(m):
+        return m[:, :50] @ m[:, :50].T
+
+    graph = cv.capture(fn, cv.spec(m.shape, m.dtype))
+    with pytest.raises(cv.ReplayError) as caught:
+        graph.replay({"m": m}, backend="dask", chunks=(10, 100))
+    message = str(caught.value)
+    assert "replay failed at node %4 (matmul) of float32[30,50], float32[50,30]" in message
+    assert "test_dask_contractions.py" in message
+    assert "np.matmul over several blocks adds 50 products" in message
+    assert "the memory layout of the result of node %1 (getitem)" in message
+    assert message.endswith("replay with backend='numpy', or with chunks= that keep each "
+                            "operand in one chunk")
+    with np.errstate(all="ignore"):
+        want = fn(m)
+    got = graph.replay({"m": m}, backend="dask", chunks=m.shape)["out"]  # the fix
+    np.testing.assert_array_equal(got, want)

@@ -68,7 +68,7 @@ The package, by concern: this module (the backend: binding, building and computi
 :mod:`~capviz.backends.dask.tasks` (the node being built; task errors that name it),
 :mod:`~capviz.backends.dask.draws` (random ops), and the modules that make sums and products
 NumPy's: ``moments``, ``overflow``, ``cancellation``, ``variance``, ``in_order``,
-``contractions``.
+``contractions``, ``shared``.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ import dask.array as da
 import numpy as np
 
 from capviz import ops
-from capviz.backends.dask import before_cancel, in_order, overflow
+from capviz.backends.dask import before_cancel, casts, in_order, overflow
 from capviz.backends.dask.draws import random_op
 from capviz.backends.dask.kinds import host_blocks, sized, whole
 from capviz.backends.dask.reductions import NATIVE_KINDS, numpy_only
@@ -187,6 +187,11 @@ class DaskBackend(Backend):
                     return sized(op, args, params)
                 if kind in NATIVE_KINDS and numpy_only(op, args, params):
                     return whole(op, args, params)
+                if kind == "elementwise" and casts.covers(op.name, args, params) \
+                        and is_array(args[0]):  # a float cast to an integer type
+                    if node is not None and node.index in (in_order.NODES.get() or ()):
+                        return casts.in_numpy_order(op, args, params)
+                    return casts.checked(op, args, params)
                 return lower(op, args, params)
             finally:
                 NODE.reset(token)

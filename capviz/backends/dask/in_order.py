@@ -37,7 +37,7 @@ import numpy as np
 
 from capviz import ops
 from capviz.backends.dask import contractions, moments
-from capviz.backends.dask.overflow import OrderMatters
+from capviz.backends.dask.overflow import WHOLE, OrderMatters, OutOfRange
 from capviz.core.ir import Node
 from capviz.ops import traits
 
@@ -264,8 +264,12 @@ def laid_out(x: Any, order: tuple | None) -> Any:
 
 def refusal(error: OrderMatters, source: str) -> OrderMatters:
     """The replay's error where NumPy's order follows ``source``'s memory layout."""
-    text = str(error).split("; replay with", 1)[0]
+    text, _, fixes = str(error).partition("; replay with")
+    if isinstance(error, OutOfRange):  # a block of one chunk is tested and refused again
+        return OutOfRange(
+            f"{text}; NumPy's cast loop follows the memory layout of {source}, which is not "
+            "C-contiguous, and a dask array has none: replay with backend='numpy'")
+    chunks = WHOLE if WHOLE in fixes else "chunks= that keep the reduced axes in one chunk"
     return OrderMatters(
         f"{text}; NumPy's order of addition follows the memory layout of {source}, which is not "
-        "C-contiguous, and a dask array has none: replay with backend='numpy', or with chunks= "
-        "that keep the reduced axes in one chunk")
+        f"C-contiguous, and a dask array has none: replay with backend='numpy', or with {chunks}")

@@ -50,11 +50,26 @@ _SQUARES = frozenset(("var", "std", "nanvar", "nanstd"))
 """Reductions whose second sum adds squared deviations from the mean."""
 
 _PRODUCTS = frozenset(("matmul", "dot", "tensordot", "linalg.tensordot", "vdot", "einsum"))
+_BLAS = frozenset(("matmul", "dot", "tensordot", "linalg.tensordot"))
+"""The products NumPy hands to BLAS, whose kernel, and so what an overflow makes of a sum
+(``inf``, ``-inf`` or NaN), depends on the whole operands' shapes and on whether they share a
+buffer (:mod:`capviz.backends.dask.shared`): dask.array's product of the output's blocks calls
+it on other shapes, so these are checked wherever an operand has several blocks, not only where
+the contracted axis spans several chunks."""
+
+
+WHOLE = "chunks= that keep each operand in one chunk"
+"""The chunks fix of a product checked because its output spans several blocks."""
 
 
 class OrderMatters(FloatingPointError):
     """A sum over several chunks whose terms can overflow in one order of addition and not in
     another (picklable, so a cluster's worker sends it back)."""
+
+
+class OutOfRange(OrderMatters):
+    """A float cast to an integer type out of its range, whose integer NumPy's cast loop gives
+    by the element's place in it (:mod:`capviz.backends.dask.casts`)."""
 
 
 def _axes(name: str, x: Any, params: dict) -> tuple:
@@ -85,12 +100,14 @@ class _Bound:
     """A task's check: ``n`` terms of at most the product of the magnitudes (squared, for a
     variance's second sum) stay below ``limit`` (picklable)."""
 
-    def __init__(self, name: str, n: int, limit: float, squares: bool, dtype: np.dtype) -> None:
+    def __init__(self, name: str, n: int, limit: float, squares: bool, dtype: np.dtype,
+                 blocks: bool = False) -> None:
         self.name = name
         self.n = n
         self.limit = limit
         self.squares = squares
         self.dtype = dtype
+        self.blocks = blocks  # a product whose contracted axes are whole, its output split
 
     def largest(self, m: float) -> float:
         """The largest partial sum, before rounding, of ``n`` terms from magnitudes ``m``."""
@@ -100,6 +117,13 @@ class _Bound:
 
     def __call__(self, result: np.ndarray, *magnitudes: np.ndarray) -> np.ndarray:
         m = math.prod(float(v) for v in magnitudes)
+        if not self.largest(m) < self.limit and self.blocks:
+            raise OrderMatters(
+                f"np.{self.name} over several blocks adds {self.n} products of up to {m:.3g} "
+                f"in magnitude, so a product or a partial sum can overflow {self.dtype}, and "
+                "BLAS's kernel on dask.array's blocks makes other infinities and NaNs of it "
+                "than NumPy's one call on the whole operands; replay with compute=True "
+                f"(which computes this node as NumPy does), backend='numpy', or {WHOLE}")
         if not self.largest(m) < self.limit:
             raise OrderMatters(
                 f"np.{self.name} over several chunks adds {self.n} terms of up to {m:.3g} in "
@@ -165,9 +189,11 @@ def _bound(name: str, args: tuple, params: dict, dtype: np.dtype,
     if name in _PRODUCTS:
         operands = tuple(a for a in args if isinstance(a, da.Array))
         axes, n = contractions.contracted(name, operands, params)
-        if not contractions.split(operands, axes):
+        blocks = not contractions.split(operands, axes)
+        if blocks and not (name in _BLAS and any(x.npartitions > 1 for x in operands)):
             return None
     else:
+        blocks = False
         operands = (args[0],)
         axes = _axes(name, args[0], params)
         if not blocks_add_otherwise(args[0], axes, pairwise):
@@ -177,7 +203,7 @@ def _bound(name: str, args: tuple, params: dict, dtype: np.dtype,
     if any(0 in x.shape for x in operands) or any(
             np.dtype(x.dtype).kind not in "biufc" for x in operands):
         return None
-    check = _Bound(name, n, _limit(dtype, n), name in _SQUARES, dtype)
+    check = _Bound(name, n, _limit(dtype, n), name in _SQUARES, dtype, blocks)
     if not check.needed([x.dtype for x in operands]):
         return None
     return check, list(operands)

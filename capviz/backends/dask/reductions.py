@@ -20,11 +20,12 @@ from capviz.backends.dask import (
     moments,
     overflow,
     running,
+    shared,
     variance,
 )
 from capviz.backends.dask.kinds import along_axis, dask_function, host_blocks, whole
 from capviz.backends.dask.shapes import check_result, expected, is_array
-from capviz.backends.dask.tasks import NODE, STEPS, guard
+from capviz.backends.dask.tasks import NODE, STEPS, guard, numpy_callable
 from capviz.backends.registry import get, replay_error
 from capviz.ops import traits
 
@@ -100,6 +101,12 @@ def _pairwise(x: Any, params: dict) -> bool:
     return in_order.pairwise(node, tuple(operator.index(a) % x.ndim for a in axes))
 
 
+def _node() -> Any:
+    """The node being built, or ``None`` outside a replay's build."""
+    steps, index = STEPS.get(), NODE.get()
+    return None if steps is None or index is None else steps.by_index.get(index)
+
+
 def _operand_orders() -> list:
     """The memory order NumPy gives each tensor operand of the node being built (``None``: C
     order); :class:`~capviz.backends.dask.overflow.OrderMatters`, naming the value, where it
@@ -134,6 +141,13 @@ def in_numpy_order(op: ops.Op, args: tuple, params: dict, orders: list) -> Any:
     axis and the ones after it in one chunk; any other reduction, and every product, on one
     block (a product's kernel follows its shapes); on one block laid out as NumPy's operand is
     where that is not C order."""
+    node = _node()
+    which = None if node is None else shared.transposed(node)
+    if which is not None:  # x @ x.T: NumPy's syrk, on a block and its own transpose
+        shape, dtype = expected(op, args, params)
+        value = in_order.laid_out(args[1 - which], orders[1 - which] if orders else None)
+        return check_result(op, shared.product(numpy_callable(op), value, which, params,
+                                               shape, dtype), shape, dtype)
     if any(order is not None for order in orders):
         arrays = iter(orders)
         return whole(op, tuple(in_order.laid_out(a, next(arrays, None)) if is_array(a) else a
