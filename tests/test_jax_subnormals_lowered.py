@@ -167,7 +167,7 @@ REFUSED = [  # forms no check covers: refused by name when the replay is bound
     ("norm(x, 3, axis=1)", lambda x: np.linalg.norm(x, 3, axis=1), _normal((5, 7)),
      "linalg.norm"),
     ("matrix 2-norm", lambda x: np.linalg.norm(x, 2), _normal((5, 7)), "linalg.norm"),
-    ("cov", lambda x: np.cov(x), _normal((3, 7)), "cov"),
+    ("cov with y", lambda x: np.cov(x, x * 2.0), _normal((3, 7)), "cov"),
     ("complex trapezoid", lambda x: np.trapezoid(x), _normal(5) + 1j, "trapezoid"),
     ("complex weights", lambda x: np.average(x, weights=np.array([1j, 1.0])), _normal(2),
      "average"),

@@ -38,6 +38,11 @@ each ``sqrt``'s rounding: a gradient-clipping norm of 100,000 float32 values rep
 ``6e-3`` of the norm (the worst case of two orders; NumPy's own result may be off the exact
 one by half that on some machine; on this one, both are within ``1e-7`` of it).
 
+``np.cov(m)`` (without ``y`` or weights) is NumPy's ``dot(X, X.T) * (1 / fact)`` of the centred
+rows ``X``: declared too (:func:`cov_bound`), the bound of that contraction of ``X`` as NumPy
+centres it (an engine that follows NumPy's order for the mean, as JAX's does, centres it to
+the same bits), times the factor, plus the factor's rounding on each side.
+
 ``|A| @ |B|`` (:func:`magnitudes`) is the same contraction of the operands' magnitudes, in
 float64, computed by NumPy when a value is compared (``graph.compare``, the differential
 harness), never at replay time. Where NumPy's result is not finite the engine's must be the same
@@ -80,6 +85,9 @@ def is_contraction_node(node: Node) -> bool:
     from its BLAS ``dot`` included: :func:`norm_is_dot`)."""
     if node.kind != "op":
         return False
+    if node.op == COV:
+        return len([a for a in node.args if a is not None]) == 1 and isinstance(
+            node.args[0], Node)
     if node.op == NORM:
         operand = node.args[0] if node.args else None
         return isinstance(operand, Node) and operand.shape is not None and norm_is_dot(
@@ -89,6 +97,36 @@ def is_contraction_node(node: Node) -> bool:
 
 
 NORM = "linalg.norm"
+COV = "cov"
+
+
+def cov_rows(m: Any, params: dict) -> tuple[np.ndarray, float]:
+    """NumPy's centred rows of ``np.cov(m, **params)`` (float64, as NumPy computes them) and
+    its factor ``1 / fact`` (``inf`` where ``fact <= 0``)."""
+    x = np.array(m, ndmin=2, dtype=np.float64)
+    if not params.get("rowvar", True) and x.shape[0] != 1:
+        x = x.T
+    ddof = params.get("ddof")
+    if ddof is None:
+        ddof = 0 if params.get("bias", False) else 1
+    fact = x.shape[1] - ddof
+    with np.errstate(all="ignore"):
+        scale = float(np.true_divide(1, fact if fact > 0 else 0.0))
+        centred = x - np.average(x, axis=1)[:, None]
+    return centred, scale
+
+
+def cov_bound(m: Any, params: dict) -> np.ndarray:
+    """The bound of the module docstring on ``|c - c_np|`` for ``np.cov(m, **params)`` (a
+    float64 array of the result's shape)."""
+    rows, scale = cov_rows(m, params)
+    k = max(rows.shape[1], 1)
+    u = float(np.finfo(np.float64).eps) / 2
+    g = gamma(k, np.float64)
+    with np.errstate(all="ignore"):
+        size = np.abs(rows) @ np.abs(rows).T / (1 - gamma(k + 2, np.float64)) * abs(scale)
+        floor = 2 * k * 2 * float(np.finfo(np.float64).tiny) * abs(scale)
+        return np.asarray(2 * g * size + 2 * u * (1 + 2 * g) * size + floor).squeeze()
 
 
 def norm_is_dot(params: dict, ndim: int) -> bool:
@@ -185,6 +223,8 @@ def bound(name: str, operands: Sequence[Any], params: dict, dtype: Any) -> np.nd
     result's shape, or ``None`` where nothing bounds it here (an integer or boolean result:
     exact in every order; an op that is not a contraction)."""
     dtype = np.dtype(dtype)
+    if dtype.kind == "f" and name == COV and len(operands) == 1:
+        return cov_bound(operands[0], params) if np.size(operands[0]) else None
     if dtype.kind in "fc" and name == NORM and len(operands) == 1:
         if not norm_is_dot(params, np.ndim(operands[0])):
             return None

@@ -8,7 +8,8 @@ binary search of an unsorted array). One module per family: :mod:`.ranges` (``li
 ``percentile`` and their nan forms), :mod:`.polynomials` (``convolve``, ``kron`` and
 ``polyadd`` of booleans), :mod:`.averages` (``average``), :mod:`.norms` (``linalg.norm``),
 :mod:`.trapezoids` (``trapezoid``), :mod:`.hyperbolic` (complex ``sinh``, ``cosh``),
-:mod:`.empty_operands` (``median``, ``nanmedian`` of an empty operand: NumPy's own result),
+:mod:`.covariances` (``cov``), :mod:`.empty_operands` (``median``, ``nanmedian`` of an empty
+operand: NumPy's own result),
 :mod:`.interpolation` (``interp``),
 :mod:`.transforms` (``np.fft``), :mod:`.insertion` (``insert``), :mod:`.special_values`
 (``nan_to_num``), :mod:`.phases` (``unwrap``), :mod:`.searching` (``searchsorted``), and
@@ -23,6 +24,7 @@ from typing import Any
 
 from capviz.backends.jax.functions import (
     averages,
+    covariances,
     empty_operands,
     hyperbolic,
     insertion,
@@ -60,7 +62,8 @@ def _called_as_numpy(name: str, form: Callable[[Any], Callable]) -> Callable[[An
 _FORMS: dict[str, Callable[[Any], Callable]] = {
     **polynomials.FORMS, **insertion.FORMS, **order_statistics.FORMS, **phases.FORMS,
     **searching.FORMS, **ranges.FORMS, **averages.FORMS, **interpolation.FORMS,
-    **special_values.FORMS, **norms.FORMS, **trapezoids.FORMS, **empty_operands.FORMS}
+    **special_values.FORMS, **norms.FORMS, **trapezoids.FORMS, **empty_operands.FORMS,
+    **covariances.FORMS}
 
 FUNCTIONS: dict[str, Callable[[Any], Callable]] = {
     **{name: _called_as_numpy(name, form) for name, form in _FORMS.items()},

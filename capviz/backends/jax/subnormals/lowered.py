@@ -10,10 +10,12 @@ refusal where :func:`checked_form` holds, and run their form of
   of a float32/float64 or integer operand, the weighted sum's order and flushed products
   (:mod:`capviz.backends.jax.functions.averages`);
 * ``np.trapezoid`` of float32/float64 or integer values, with ``dx=`` or ``x=``
-  (:mod:`capviz.backends.jax.functions.trapezoids`).
+  (:mod:`capviz.backends.jax.functions.trapezoids`);
+* ``np.cov`` of float32/float64 or integer values, without ``y``, weights or ``dtype``
+  (:mod:`capviz.backends.jax.functions.covariances`).
 
-Other forms (``ord=3``, the matrix 2-norm, complex weights, float16...) and ``np.cov`` stay
-refused by name.
+Other forms (``ord=3``, the matrix 2-norm, complex weights, float16, ``np.cov`` with ``y`` or
+weights...) stay refused by name.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from capviz.core.ir import Node
 
-LOWERED = frozenset(("linalg.norm", "average", "trapezoid"))
+LOWERED = frozenset(("linalg.norm", "average", "trapezoid", "cov"))
 """Declared ops with forms written out in checked steps (:func:`checked_form`)."""
 
 COVERAGE = {
@@ -36,6 +38,9 @@ COVERAGE = {
                "(arithmetic='xla': tolerance)",
     "trapezoid": "tolerance, sums checked (else fails at the node); complex refused "
                  "(arithmetic='xla': tolerance)",
+    "cov": "tolerance, the mean in NumPy's order and the contraction's declared bound (real "
+           "and integer m); y=, weights, dtype= and complex refused (arithmetic='xla': "
+           "tolerance)",
 }
 """The JAX column of the coverage table for :data:`LOWERED` (``docs/numpy-coverage.md``)."""
 
@@ -56,7 +61,7 @@ def _real_or_integer(value: Any) -> bool:
 def checked_form(node: Node) -> bool:
     """Whether ``node`` (an op of :data:`LOWERED`) takes a form written out in checked
     steps."""
-    from capviz.backends.jax.functions import norms
+    from capviz.backends.jax.functions import covariances, norms
 
     params = node.params or {}
     operand = node.args[0] if node.args else None
@@ -70,6 +75,9 @@ def checked_form(node: Node) -> bool:
         if weights is None:
             return True
         return _real_or_integer(operand) and _real_or_integer(weights)
+    if node.op == "cov":
+        operands = len([a for a in node.args if a is not None])
+        return covariances.admitted(operand.dtype, len(operand.shape), params, operands)
     if node.op == "trapezoid":
         x = node.args[1] if len(node.args) > 1 else params.get("x")
         return _real_or_integer(operand) and (x is None or _real_or_integer(x))
