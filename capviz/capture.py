@@ -99,6 +99,10 @@ def constant(value: Any, name: str | None = None) -> Any:
         if value._trace is recorder and name is None:  # recorded: cv.constant(h), h = self.h
             return value              # became the state's tensor (trace/state_fixes.py)
         value = value.numpy()  # an eager tensor's value; another capture's is a data read
+    if recorder.states and type(value) is np.ndarray:  # (a view of) an array the capture
+        written = state.tensor_of(recorder, value)     # wrote: a write into it is the state's
+        if written is not None:
+            return written
     if type(value) is np.ndarray and value.base is None and value.dtype.kind in "biufc" \
             and value.ndim:  # an array of its own: a write into the tensor writes it (below)
         written = recorder.states.get(id(value))

@@ -551,6 +551,18 @@ SITUATIONS: list[Situation] = [
         "with cv.CaptureDevice().capture_scope() as scope:  # one capture: the NaN mark\n"
         "    scope.output(f(scope.input(\"x\", (3,), \"float64\")))"),
     Situation(
+        "stored_plain", "unsupported_op",
+        _call_is("a write NumPy made into an array the capture wrote"),
+        "NumPy's own operators wrote {array} after the capture's write into it",
+        "capviz cannot record it: the line gives NumPy the ndarray itself, not the tensor the "
+        "capture records for it, so NumPy wrote its memory unseen and no replay would make "
+        "that write ({reason_why}).",
+        "{reason_fix}",
+        "class C:\n    def __init__(self):\n        self.W = np.linspace(-1.0, 1.0, 4)\n\n"
+        "    def f(self, g):\n        self.W -= 0.1 * g\n"
+        "        np.clip(self.W, -0.5, 0.5, out=self.W)\n        return g * 1.0\n\n"
+        "cv.capture(C().f, cv.spec(4, \"float64\"))"),
+    Situation(
         "refused_call", "unsupported_op", lambda f: True,
         "{call} is not supported by capviz",
         "capviz cannot record it: {reason_why}.",

@@ -61,7 +61,7 @@ from capviz.core.symbols import Symbol
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain, make_error
 from capviz.trace import state_fixes
-from capviz.trace.state import post_write_fill
+from capviz.trace.state import PLAIN, post_write_fill
 
 COMPUTED = "a value NumPy computed from a state"
 """The ``call`` of a refused literal or constant (the situation ``computed_from_state``)."""
@@ -364,21 +364,24 @@ class OtherValues:
             return None
         return hit[1], hit[2]
 
-    def fill(self, root: np.ndarray) -> bool:
+    def fill(self, root: np.ndarray) -> np.ndarray | None:
         """At the second capture's first write into planted ``root``: other values again
         (where the first capture wrote the NaN mark), so that what NumPy computes from the
         array after the write differs too, also where a NaN would not show (a comparison, a
-        mask, ``isnan``). Whether ``root`` is planted."""
+        mask, ``isnan``). The values written (checked when the scope exits: NumPy's own write
+        after the capture's, ``np.maximum(W, 0, out=W)``, which the first capture's positive
+        fill hides), or ``None`` where ``root`` is not planted."""
         hit = self.roots.get(id(root))
         if hit is None or hit[0] is not root:
-            return False
+            return None
         if not same_bits(root, self.fills[id(root)]):  # NumPy wrote it before this write:
             self.met[id(root)] = root.copy(order="K")  # what it left there (refused after)
         if root.dtype.kind in "fc" and root.size:  # the other sign than the first capture's
-            root[...] = post_write_fill(root, second=True)
+            made = post_write_fill(root, second=True)
         else:
-            root[...] = self.fills[id(root)]
-        return True
+            made = self.fills[id(root)]
+        root[...] = made
+        return made
 
     def seen(self, value: np.ndarray) -> np.ndarray:
         """What capviz reads of ndarray ``value``: the first capture's values where ``value``
@@ -572,6 +575,9 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
     found = first_difference(graph, second)
     while failure is None and found is not None and _copy_read(graph, second, others, found):
         found = first_difference(graph, second)  # (a copy of a state: a read of it, go on)
+    plain = _plain_write(graph, others, failure)
+    if plain is not None:  # NumPy's write after the capture's, which the first's fill hid
+        return plain
     if failure is not None:
         node = found[0] if found is not None else graph.nodes[-1]
         text = str(failure).splitlines()[0] if str(failure) else ""
@@ -609,6 +615,23 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
                 f"NumPy wrote {name} before the capture's first write to it, so the graph "
                 "starts from the value NumPy made (the first capture's write stays in it); "
                 f"{state_fixes.operand_fix_for(graph, node)}"), array=name)
+    return None
+
+
+def _plain_write(graph: Graph, others: OtherValues, failure: Exception | None
+                 ) -> CaptureViolation | None:
+    """Where the second capture was refused for NumPy's own write into a state after the
+    capture's (``np.maximum(self.W, 0.0, out=self.W)``: the first capture's positive fill
+    came out of it unchanged, the second's did not), that refusal on ``graph``, at the line
+    that writes (``None`` otherwise)."""
+    records = getattr(getattr(failure, "graph", None), "violation_records", None)
+    if not records or records[-1].call != PLAIN:
+        return None
+    for node, _ in others.states:
+        line, _text, reason = state_fixes.plain_write(graph, node)
+        if line is not None and line[:2] == tuple(records[-1].source or ())[:2]:
+            name = node.name or next(iter(state_fixes.expressions(graph, [node])), "a")
+            return refuse(graph, node, PLAIN, name, reason, array=name, source=line)
     return None
 
 

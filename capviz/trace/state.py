@@ -48,7 +48,9 @@ from capviz.core.ir import Node
 from capviz.core.layout import same_bits
 from capviz.core.own_weakrefs import OwnRef
 from capviz.core.source import format_source, source_of, user_frame
-from capviz.trace import mutation, statements
+from capviz.core.user_code import UserCode, shorten
+from capviz.core.violations import Failure, explain
+from capviz.trace import mutation, state_fixes, statements
 from capviz.trace.tensor import Tensor
 
 
@@ -360,6 +362,22 @@ def read(recorder: Any, array: np.ndarray) -> Node | None:
     return mutation.current(recorder, _view(state.tensor, path))
 
 
+def tensor_of(recorder: Any, array: np.ndarray) -> Tensor | None:
+    """The capture tensor standing for ``array`` where it is (a view of) a state: the state's
+    tensor, or a view of it, through which a write is the state's write, as a write through
+    the array itself is eagerly (``t = cv.constant(self.W); t += 1`` with ``self.W`` a view
+    of its memory, ``np.linspace``'s result: a new tensor of the view's value dropped that
+    write); ``None`` when it is no state or its view cannot be mapped."""
+    found = find(recorder, array)
+    if found is None:
+        return None
+    state, root = found
+    if array is root:
+        return state.tensor
+    path = view_path(root, array)
+    return None if path is None else _view(state.tensor, path)
+
+
 def _called(node: Node) -> str:
     return f"the ndarray {node.name}" if node.name else "an ndarray from outside"
 
@@ -436,8 +454,9 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
     if fill is not None:  # the first of two captures: finite values, not NaN
         state.poisoned = state.filled = True
         state.fill = fill
-    elif others is not None and others.fill(root):  # the second: finite values, not NaN
-        state.poisoned = state.filled = True
+    elif others is not None and (fill := others.fill(root)) is not None:  # the second:
+        state.poisoned = state.filled = True                                 # other values
+        state.fill = fill
         recorder.poisoned += 1
     elif _poison(root):  # the live values are in graph.state_values
         state.poisoned = True
@@ -509,17 +528,10 @@ def restore(recorder: Any, source: Any) -> None:
         if root is None:
             continue
         state.poisoned = False
-        if state.fill is None:
-            recorder.poisoned -= 1
+        if state.fill is None or recorder.others is not None:  # (a first capture's fill is
+            recorder.poisoned -= 1                               # not counted)
         if not _as_left(state, root):
-            what = state.node.name or "an ndarray from outside"
-            message = (f"NumPy stored plain values into {what} after the capture wrote it "
-                       "(a[i] = 1.0, or a NumPy function writing it from plain arrays), which "
-                       "the capture cannot see, so no replay would store them; store a "
-                       "tensor: a[i] = cv.constant(np.float64(1.0))"
-                       f" (seen when the scope closed at {format_source(source)})")
-            recorder.pending.append(("unsupported_op", f"a write into {what}", message,
-                                     source))
+            _refuse_plain(recorder, state, source)
         saved = graph.state_values[state.node.index]
         if type(root) is np.ndarray and type(saved) is np.ndarray and saved.dtype is root.dtype:
             root[...] = saved  # (np.copyto's work, without its argument parsing)
@@ -527,10 +539,30 @@ def restore(recorder: Any, source: Any) -> None:
             np.copyto(root, saved)
 
 
+PLAIN = "a write NumPy made into an array the capture wrote"
+"""The ``call`` of the situation ``stored_plain``."""
+
+
+def _refuse_plain(recorder: Any, state: State, source: Any) -> None:
+    """Queue the refusal of a write NumPy made into ``state``'s array after the capture's
+    (``np.clip(self.W, lo, hi, out=self.W)``: review 3, finding 2) at the user's line that
+    makes it, where :func:`capviz.trace.state_fixes.plain_write` finds it, else at
+    ``source`` (the scope's exit)."""
+    node = state.node
+    line, text, reason = state_fixes.plain_write(recorder.graph, node)
+    name = node.name or next(iter(state_fixes.expressions(recorder.graph, [node])),
+                             "an ndarray from outside")
+    where = line or source
+    message = explain(Failure("unsupported_op", PLAIN, name, where,
+                              UserCode("other", shorten(text), {"array": name}), None, reason))
+    recorder.pending.append(("unsupported_op", PLAIN, message, where))
+
+
 def _as_left(state: State, root: np.ndarray) -> bool:
     """Whether written ``root`` still holds what the capture left in its memory at the first
-    write (NumPy stored nothing plain into it since); a second capture's is not checked (its
-    first capture was)."""
+    write (NumPy stored nothing plain into it since): the fill either capture wrote (a
+    second capture's too: ``np.maximum(W, 0, out=W)`` leaves the first's positive fill as it
+    was), or the NaN mark."""
     if state.fill is not None:
         return same_bits(root, state.fill)
     return state.filled or _all_poison(root)

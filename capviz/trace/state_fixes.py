@@ -357,3 +357,56 @@ def _aliases(source: Any, name: str) -> list[str]:
             if name in (left, right):
                 out.append(right if left == name else left)
     return out
+
+
+def plain_write(graph: Any, node: Any) -> tuple[Any, str, str]:
+    """Where NumPy wrote state ``node``'s array after the capture's write, and the fix (review
+    3, finding 2): ``(source, the line, reason)`` for the first line of its function after the
+    state's first write that writes the array with NumPy's own operators
+    (``np.clip(self.W, lo, hi, out=self.W)``, ``self.W[...] = np.clip(self.W, lo, hi)``,
+    ``self.W[0] = 1.0``, ``self.W *= 0.5``), with that line rewritten so the write meets the
+    state's tensor (``np.clip(cv.constant(self.W), lo, hi, out=self.W)``); ``(None, "",
+    reason)`` with the general form where no such line is found."""
+    exprs = expressions(graph, [node])
+    first = node.source
+    found = None
+    if exprs and first:
+        for number, text in _function_lines(first[0], first[1], first[2]):
+            if number > first[1] and state_expression(text) in exprs:
+                found = (number, text)
+                break
+    if found is not None:  # (without a comment)
+        stmt = _statement(found[1])
+        found = (found[0], found[1] if stmt is None else found[1][:stmt.end_col_offset])
+    made = None if found is None else _plain_fix(found[1], exprs, node.dtype)
+    if found is None or made is None:
+        name = exprs[0] if exprs else "W"
+        return None, "", (
+            f"the capture put back the value it records; give NumPy the tensor: "
+            f"np.clip(cv.constant({name}), lo, hi, out={name}), {name}[...] = "
+            f"np.f(cv.constant({name})), {name}[i] = cv.constant(np.float64(1.0))")
+    source = (first[0], found[0], first[2])
+    at = f"line {first[1]}"
+    return source, found[1], (
+        f"the capture's write into it is at {at}, and the capture put back the value it "
+        f"records; write `{made}`: cv.constant({exprs[0]}) is that value as a tensor, and "
+        f"{exprs[0]} itself outside a capture")
+
+
+def _plain_fix(text: str, exprs: list[str], dtype: Any) -> str | None:
+    """``text``, NumPy's write of one of ``exprs`` after the capture's, rewritten so that the
+    write meets the state's tensor, or ``None``."""
+    stmt = _statement(text)
+    if isinstance(stmt, ast.AugAssign):
+        return operand_fix(text, dtype)
+    made = read_through_constant(text, exprs)
+    if made is not None:  # out=: NumPy writes the array itself (the state's write)
+        for name in exprs:
+            made = made.replace(f"out=cv.constant({name})", f"out={name}")
+        return made
+    if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Subscript):
+        line = text.strip()[:stmt.end_col_offset]
+        value = line[stmt.value.col_offset:stmt.value.end_col_offset]
+        target = line[:stmt.targets[0].end_col_offset]
+        return f"{target} = {_scalar_text(stmt.value, dtype) if value else value}"
+    return None
