@@ -149,10 +149,25 @@ def test_the_walk_reads_only_what_the_block_names():
     m = Big(8)
     with cv.CaptureDevice().capture_scope() as scope:
         scope.output(m.fixed(scope.input("g", (8,), "float64")) * 1.0)
-        noted = scope.recorder.marked_outside
-        labels = {item[0] for item in noted.noted + noted.watched}
-    assert labels == {"m.W", "m.v"}  # not DATA, a global no statement of the block names
-    assert not any(item[1] is DATA for item in noted.noted + noted.watched)
+        noted, kept = scope.recorder.marked_outside
+        found = noted.noted + noted.watched + kept.arrays
+    assert {item[0] for item in found} == {"m.W", "m.v"}  # not DATA: no statement names it
+    assert not any(item[1] is DATA for item in found)
+
+
+def test_large_arrays_are_copied_smallest_first_within_the_budget(monkeypatch):
+    """A weight the block reaches is copied before a data set it names (``X[:8]``); past
+    :data:`marked.COPY_BYTES` the data set is only fingerprinted (it cost 763 MiB and 1.1 s
+    copied whole: /tmp/w20c/scope_cost_named.py)."""
+    monkeypatch.setattr(marked, "COPY_BYTES", 3 << 20)
+    m = Big()  # m.W, m.v: 2.3 MiB each; m.v becomes a state
+    data = np.ones(1 << 19)  # 4 MiB
+    with cv.CaptureDevice().capture_scope() as scope:
+        scope.output(m.fixed(scope.input("g", (300_000,), "float64")) + data[:300_000])
+        noted, kept = scope.recorder.marked_outside
+        copied = {item[0] for item in kept.arrays}
+        watched = {item[0] for item in noted.watched}
+    assert copied == {"m.W"} and watched == {"data", "m.v"}
 
 
 def test_the_names_of_a_with_block_and_none_without_source():
@@ -171,3 +186,28 @@ def test_a_scope_that_writes_no_state_copies_nothing():
         scope.output(scope.input("g", (8,), "float64") * m.W)
         assert scope.recorder.marked_outside is None
     assert scope.graph.complete and outside_writes.OUTSIDE
+
+
+W_GLOBAL = np.linspace(-1, 1, 4)
+V_GLOBAL = np.zeros(4)
+
+
+def _update(g):
+    global W_GLOBAL
+    W_GLOBAL += V_GLOBAL  # NumPy adds the marked velocity into the global weight
+
+
+def _step(g):
+    V_GLOBAL[...] -= 0.1 * g
+    _update(g)
+    return g * 1.0
+
+
+def test_a_global_a_called_helper_names_is_put_back():
+    """The block names only ``_step``; ``_step`` calls ``_update``, whose code names the
+    global it writes: the walk follows the functions the code names, two levels."""
+    before = W_GLOBAL.copy()
+    with pytest.raises(UnsupportedOperationError, match="wrote the outside ndarray W_GLOBAL"):
+        with cv.CaptureDevice().capture_scope() as scope:
+            scope.output(_step(scope.input("g", (4,), "float64")))
+    assert W_GLOBAL.tobytes() == before.tobytes() and not V_GLOBAL.any()

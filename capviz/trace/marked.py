@@ -9,21 +9,23 @@ the exception the code raised (:func:`catchable_as`), since capviz cannot tell `
 NaN from the function's own ``raise ValueError(...)``: ``except ValueError`` in the user's code
 catches it as an eager call's would (review 3, finding 20).
 
-NumPy's own operators can carry the mark into another outside array (``self.W += self.v``
-after ``self.v -= lr * g``: review 3, finding 1; ``W += v`` with both closure cells of the
-stepped function: review 4, finding 6). So at the first mark :func:`note_marked` notes the
-arrays the ``with`` block can reach by name (:func:`capviz.trace.rebound.block_places`: the
-names its statements use, where the frame that opened it binds them, and inside them; a
-function among them by its ``self``, globals and closure cells), and copies them, large ones
-too, until the copies reach :data:`COPY_BYTES` (the scope form captures once: that memory is
-free); when the scope exits :func:`refuse_marked` puts back every one that is no state and
-changed since, and refuses the first at the exit, naming it. One past the budget is only
-fingerprinted (:func:`capviz.core.references.fingerprint`): it is refused all the same, and the
-message says it holds what NumPy wrote (capviz's mark where it was carried) and could not be
-put back. A scope that writes no state pays nothing; what NumPy wrote before the first mark and
-arrays only a function the block calls reaches through another are not seen (the scope form's
-residue, docs/guide/state.md). Walking the block's names, not the frame's every global, keeps a
-notebook's data sets out of it: a 400 MB array the block does not name costs nothing.
+NumPy's own operators can carry the mark into another outside array (``self.W += self.v`` after
+``self.v -= lr * g``: review 3, finding 1; ``W += v`` with both closure cells of the stepped
+function: review 4, finding 6). So at the first mark :func:`note_marked` notes the arrays the
+``with`` block can reach by name (:func:`capviz.trace.rebound.block_places`: the names its
+statements use, where the frame that opened it binds them, and inside them; a function among
+them by its ``self``, globals and closure cells, and the functions its code names, two levels),
+copies the small ones, and copies the large ones too, the smallest first, until those copies
+reach :data:`COPY_BYTES` (the weights before a data set a notebook holds); when the scope exits
+:func:`refuse_marked` puts back every one that is no state and changed since, and refuses the
+first at the exit, naming it. One past the budget is only fingerprinted
+(:func:`capviz.core.references.fingerprint`): it is refused all the same, and the message says
+it holds what NumPy wrote (capviz's mark where it was carried) and could not be put back. A
+scope that writes no state pays nothing; what NumPy wrote before the first mark, and arrays
+only a function further down reaches, are not seen (the scope form's residue,
+docs/guide/state.md). Walking the block's names, not the frame's every global, keeps a
+notebook's data sets out of it: a 400 MB array the block does not name costs nothing; one it
+names (``model.step(X[:64])``) is fingerprinted, not copied, past the budget.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ from __future__ import annotations
 import linecache
 from typing import Any
 
+import numpy as np
+
 from capviz.core.errors import CapvizError
+from capviz.core.references import fingerprint
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
 from capviz.trace import outside_writes, rebound, recapture, scope_block
@@ -39,9 +44,49 @@ from capviz.trace.recapture import shown
 from capviz.trace.recorder import Recorder
 from capviz.trace.state import poisoned, root_of
 
-COPY_BYTES = 1 << 30
-"""At most this many bytes of the arrays the scope's block reaches are copied at the first mark
-(any size each); the rest are fingerprinted."""
+COPY_BYTES = 256 << 20
+"""At most this many bytes of the large arrays the scope's block reaches are copied at the first
+mark, the smallest first (the weights before a data set); the rest are fingerprinted."""
+
+
+class Kept:
+    """The large arrays :func:`note_marked` copied: each with its copy and fingerprint."""
+
+    __slots__ = ("arrays",)
+
+    def __init__(self) -> None:
+        self.arrays: list[tuple[str, np.ndarray, np.ndarray, bytes]] = []
+
+    def put_back(self, states: set[int]) -> list[outside_writes.Written]:
+        """Each one that is no state (``states``: ids of their arrays) whose fingerprint
+        changed, given its copy back."""
+        written = []
+        for label, array, copy, digest in self.arrays:
+            if id(root_of(array)) in states or fingerprint(array) == digest:
+                continue
+            made = array.copy()
+            array[...] = copy
+            written.append(outside_writes.Written(label, array, copy, made))
+        return written
+
+
+def _keep(snapshot: outside_writes.Snapshot, states: dict) -> Kept:
+    """Move the large arrays ``snapshot`` watches into a :class:`Kept`, copied, the smallest
+    first, until the copies reach :data:`COPY_BYTES` (a state's array, ``states``, is not:
+    its memory holds the mark, and the scope's exit gives it its values back)."""
+    kept = Kept()
+    total = 0
+    for item in sorted(snapshot.watched, key=lambda item: item[1].nbytes):
+        label, array, digest = item
+        if id(root_of(array)) in states:
+            continue
+        if total + array.nbytes > COPY_BYTES:
+            break
+        total += array.nbytes
+        kept.arrays.append((label, array, array.copy(order="K"), digest))
+        snapshot.watched.remove(item)
+    return kept
+
 
 MARKED = "an error raised while a state held the capture's NaN mark"
 """The ``call`` of the situation ``raised_on_mark``."""
@@ -108,23 +153,23 @@ def note_marked(recorder: Recorder, line: int | None = None) -> None:
     frame = recorder.scopes.entry
     names = None if frame is None else scope_block.names(frame.f_code.co_filename, line,
                                                          frame.f_globals)
-    recorder.marked_outside = outside_writes.note(rebound.block_places(frame, names),
-                                                  copy_below=COPY_BYTES + 1,
-                                                  copy_bytes=COPY_BYTES)
+    snapshot = outside_writes.note(rebound.block_places(frame, names))
+    recorder.marked_outside = (snapshot, _keep(snapshot, recorder.states))
 
 
 def refuse_marked(recorder: Recorder, source: Any) -> None:
     """When the scope exits, after the states' values are back: put back every array
     :func:`note_marked` noted that is no state (nor a view of one) and that NumPy changed,
     and queue the refusal of the first on ``recorder.pending``, at ``source``."""
-    snapshot, recorder.marked_outside = recorder.marked_outside, None
-    if snapshot is None:
+    noted, recorder.marked_outside = recorder.marked_outside, None
+    if noted is None:
         return
+    snapshot, kept = noted
     states = {id(s.ref()) for s in recorder.states.values() if s.ref() is not None}
     snapshot.noted = [item for item in snapshot.noted if id(root_of(item[1])) not in states]
     snapshot.watched = [item for item in snapshot.watched
                         if id(root_of(item[1])) not in states]
-    written = snapshot.put_back()
+    written = kept.put_back(states) + snapshot.put_back()
     if not written:
         return
     first = written[0]

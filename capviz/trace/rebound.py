@@ -280,12 +280,28 @@ def block_places(frame: types.FrameType | None, names: frozenset[str] | None
         if type(value) is types.ModuleType:
             places += _module_places(value, name, seen)
         elif isinstance(value, (types.FunctionType, types.MethodType, functools.partial)):
-            if id(value) not in seen:  # (its closure cells, its globals, its self)
-                seen.add(id(value))
-                places += note(value)
+            places += _called_places(value, seen, 2)  # its closure cells, globals, self
         elif not isinstance(value, _OPAQUE):
             places.append(Place("dict", space, name, name, value))
             places += _inside(value, name, _DEPTH, seen)
+    return places
+
+
+def _called_places(fn: Any, seen: set[int], depth: int) -> list[Place]:
+    """:func:`note` of ``fn``, and of the functions its code names in its module (``step``
+    calling ``update``, which names the global ``W``), ``depth`` levels of them."""
+    if id(fn) in seen or depth <= 0:
+        return []
+    seen.add(id(fn))
+    places = note(fn)
+    function = _function(fn)[1]
+    space = getattr(function, "__globals__", None)
+    code = getattr(function, "__code__", None)
+    if isinstance(space, dict) and code is not None:
+        for name in code.co_names:
+            inner = space.get(name)
+            if type(inner) is types.FunctionType:
+                places += _called_places(inner, seen, depth - 1)
     return places
 
 
