@@ -100,8 +100,11 @@ def note(spaces: list[dict]) -> Noted:
     hold, once each."""
     found: dict[int, Any] = {}
     dicts: dict[int, tuple[str, dict]] = {}
-    for space in spaces:
-        _walk(space, "", found, dicts, 1)
+    walked: set[int] = set()
+    for space in spaces:  # (each once: the frames of one module share its globals)
+        if id(space) not in walked:
+            walked.add(id(space))
+            _walk(space, "", found, dicts, 1)
     noted = Noted()
     noted.wrappers = [(wrapper, wrapper.cache_info().misses) for wrapper in found.values()]
     noted.places = [(value, rebound.container_places(value, label))
