@@ -240,18 +240,41 @@ def _reciprocal(jnp: Any) -> Callable:
     return reciprocal
 
 
+_FLOAT_EXPONENTS = (-1, 0, 1, 2)
+"""The integer exponents jax.numpy's power of floats computes as NumPy's (``1 / x``, ``1``,
+``x``, ``x * x``, each rounded once); any other integer it raises by repeated squaring, up to
+``(n - 1) / 2`` units of ``eps * |x ** n|`` off (28 for ``x ** 64``), and ``x ** -16`` of a small
+float32 ``x`` as ``1 / x ** 16``, infinite where NumPy's is finite."""
+
+
+def _float_power(jnp: Any, a: Any, b: Any, dtype: np.dtype) -> Any:
+    """``a ** b`` in the float loop ``dtype``: a number ``b`` of 0.5 as ``np.sqrt`` (NumPy's
+    loop takes that path: ``-0.0`` and ``-inf`` give ``-0.0`` and NaN, ``pow``'s ``0.0`` and
+    ``inf``), an integer outside :data:`_FLOAT_EXPONENTS` as a float of ``dtype`` (XLA's
+    ``pow``, within 1.35 ``eps * |result|`` of NumPy's on this CPU, as for any other exponent:
+    ``capviz.backends.jax.carried.approximated``)."""
+    number = isinstance(b, (int, float, np.integer, np.floating)) and not isinstance(b, bool)
+    if number and dtype.kind == "f" and b == 0.5:
+        return jnp.sqrt(a)
+    if number and dtype.kind == "f" and float(b).is_integer() \
+            and b not in _FLOAT_EXPONENTS:
+        return jnp.power(a, dtype.type(b))
+    return jnp.power(a, b)
+
+
 def _power(jnp: Any) -> Callable:
     """NumPy's power: in an integer loop, exponentiation by squaring in the loop's dtype,
     wrapping on overflow (``int64`` ``2 ** 70`` is 0, ``int16`` ``3 ** 251`` is 21563), for
     every exponent bit of the dtype; jax.numpy's integer power looks at 6 bits of the exponent
-    only. A negative integer exponent fails the replay (NumPy raises ValueError)."""
+    only. A negative integer exponent fails the replay (NumPy raises ValueError). In a float
+    loop, :func:`_float_power`."""
     from jax import lax
 
     def power(a: Any, b: Any) -> Any:
         loop = np.power.resolve_dtypes((loop_key(a), loop_key(b), None))
         dtype = np.dtype(loop[2])
         if dtype.kind not in "iu":
-            return jnp.power(a, b)
+            return _float_power(jnp, a, b, dtype)
         base, exponent = jnp.broadcast_arrays(jnp.asarray(a).astype(dtype),
                                               jnp.asarray(b).astype(dtype))
         if dtype.kind == "i":
