@@ -353,11 +353,16 @@ def test_jax_percentile_next_to_an_infinity_fails_at_the_node():
                          r"operand of percentile holds an infinity: NumPy's interpolation")
 
 
-def test_jax_fft_of_float16_is_refused_at_the_node():
+def test_jax_fft_of_float16_is_refused_by_name_naming_the_users_line():
     a = np.array([0.5, 65500.0, -0.25, 1.0], np.float16)
-    fails_at_node_on_jax(lambda x: np.fft.ifft(x, 3), [a],
-                         r"np\.fft\.ifft of float16: NumPy computes the transform's scale",
-                         arithmetic="xla")  # fft: refused before the run without it
+    graph = capture(lambda x: np.fft.ifft(x, 3), a)
+    np.testing.assert_array_equal(graph.replay(feed(graph, [a]))["out"], np.fft.ifft(a, 3))
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"op 'fft\.ifft' cannot run on the jax backend: np\.fft\.ifft of "
+                             r"float16: NumPy computes the transform's scale.*"
+                             r"test_engine_silent\.py:\d+") as info:
+        graph.replay(feed(graph, [a]), backend="jax", arithmetic="xla")
+    assert "x.astype(np.float32)" in str(info.value)  # the fix
 
 
 def test_jax_matrix_rank_of_integers_is_declared_inexact():
