@@ -223,19 +223,28 @@ def _other_floats_together(arrays: list[np.ndarray], gen: np.random.Generator
         return []
     sizes = np.array([a.size for a in arrays])
     starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    flat = np.concatenate([a.reshape(-1).astype(np.float64) for a in arrays])
-    drawn = gen.standard_normal(flat.size) * 7
+    if len(arrays) == 1:  # (no copy of one array: review 4, finding 15, the peak of a big one)
+        flat = arrays[0].reshape(-1).astype(np.float64, copy=False)
+    else:
+        flat = np.concatenate([a.reshape(-1) for a in arrays], dtype=np.float64)
+    drawn = gen.standard_normal(flat.size)
+    drawn *= 7
     positive = ~(np.add.reduceat(flat, starts) > 0)
     shift = np.where(positive, 3.0, -3.0) - np.add.reduceat(drawn, starts) / sizes
-    drawn += np.repeat(shift, sizes)  # each sums to the other sign than its array
+    for value, start, size in zip(shift.tolist(), starts.tolist(), sizes.tolist()):
+        drawn[start:start + size] += value  # each sums to the other sign than its array
     out = np.empty_like(drawn)
     for a, start in zip(arrays, starts.tolist()):
         stop = start + a.size
-        out[start:stop] = _reversed_ranks(flat[start:stop], drawn[start:stop])
-    wide = np.repeat([a.dtype == _FLOAT64 for a in arrays], sizes)
-    same_value = (out == flat) & wide
-    if same_value.any():
-        out[same_value] = out[same_value] * 2 + 1
+        _reversed_ranks(flat[start:stop], drawn[start:stop], out[start:stop])
+    del drawn
+    for a, start in zip(arrays, starts.tolist()):
+        if a.dtype != _FLOAT64:
+            continue
+        part, values = out[start:start + a.size], flat[start:start + a.size]
+        same_value = part == values
+        if same_value.any():
+            part[same_value] = part[same_value] * 2 + 1
     others = []
     for a, start in zip(arrays, starts.tolist()):
         other = out[start:start + a.size]
@@ -263,7 +272,11 @@ def _other_ints(array: np.ndarray, gen: np.random.Generator) -> np.ndarray:
     return out.reshape(array.shape)
 
 
-def _reversed_ranks(flat: np.ndarray, values: np.ndarray) -> np.ndarray:
+_CHUNK = 1 << 20  # elements compared at once: no sorted copy of a big state is made
+
+
+def _reversed_ranks(flat: np.ndarray, values: np.ndarray, out: np.ndarray | None = None
+                    ) -> np.ndarray:
     """``values`` placed so that the largest stands where ``flat`` has its smallest element,
     and so on: a comparison of two elements that differ is the other way round.
 
@@ -275,30 +288,67 @@ def _reversed_ranks(flat: np.ndarray, values: np.ndarray) -> np.ndarray:
     (from three equals on) its smallest value, and in every part of the run that does not end
     at its last index (a row of ``np.ones((m, n))``) the largest is not first either. A run
     of two gets its values ascending (argmax moves; argmin of two equals cannot move with it).
-    Review 3, finding 26: ``np.argmax(self.W)`` of ``np.ones(3)`` was 0 for both captures."""
+    Review 3, finding 26: ``np.argmax(self.W)`` of ``np.ones(3)`` was 0 for both captures.
+
+    Written into ``out`` when given; ``values`` is sorted in place. Its temporaries are the
+    order and, where ``flat`` has equal elements, a few arrays of its size of 32-bit integers
+    where they fit (review 4, finding 15: a 61 MiB state's second capture peaked at 15 times
+    its size)."""
     order = np.argsort(flat, kind="stable")  # ties in index order
-    ranked = flat[order]
-    size = ranked.size
-    if size < 2:
+    size = order.size
+    if out is None:
         out = np.empty_like(values)
-        out[order] = np.sort(values)[::-1]
-        return out
+    values.sort()
+    descending = values[::-1]
     new_run = np.empty(size, bool)
-    new_run[0] = True
-    np.not_equal(ranked[1:], ranked[:-1], out=new_run[1:])
+    if size:
+        new_run[0] = True
+    for low in range(1, size, _CHUNK):  # flat[order][1:] != flat[order][:-1], a block at once
+        high = min(low + _CHUNK, size)
+        np.not_equal(flat[order[low:high]], flat[order[low - 1:high - 1]],
+                     out=new_run[low:high])
+    if new_run.all():  # no two equal: the plain reversal
+        out[order] = descending
+        return out
     starts = np.flatnonzero(new_run)
+    del new_run
     lengths = np.diff(np.append(starts, size))
-    start = np.repeat(starts, lengths)
-    length = np.repeat(lengths, lengths)
-    m = np.arange(size) - start  # the rank of each descending value within its run
-    within = np.where(length >= 3, np.where(m == length - 1, m, length - 2 - m), length - 1 - m)
-    out = np.empty_like(values)
-    out[order[start + within]] = np.sort(values)[::-1]
+    small = np.int32 if size < 2**31 else np.int64
+    m = np.arange(size, dtype=small)
+    m -= np.repeat(starts.astype(small), lengths)  # the rank within its run
+    length = np.repeat(lengths.astype(small), lengths)
+    within = length - 1  # where(length >= 3, where(m == length - 1, m, length - 2 - m),
+    within -= m          #       length - 1 - m)
+    three = length >= 3
+    within[three] -= 1
+    three &= m == length - 1
+    del length
+    within[three] = m[three]
+    del three
+    within -= m  # the run's start plus within: position - m + within
+    del m
+    for low in range(0, size, _CHUNK):
+        high = min(low + _CHUNK, size)
+        target = within[low:high]
+        target += np.arange(low, high, dtype=small)
+        out[order[target]] = descending[low:high]
     return out
 
 
 def _address(array: np.ndarray) -> int:
     return array.__array_interface__["data"][0]
+
+
+def _saved(graph: Graph, node: Node, root: np.ndarray) -> np.ndarray:
+    """The values of state ``root`` to put back after the second capture: the first
+    capture's start value (which its exit put back into ``root``) where it is a plain copy of
+    the same layout, else a new copy (review 4, finding 15: one copy of a big state less)."""
+    kept = graph.state_values.get(node.index)
+    if type(kept) is np.ndarray and kept.dtype == root.dtype and kept.shape == root.shape \
+            and kept.strides == root.strides and not np.may_share_memory(kept, root) \
+            and same_bits(kept, root):
+        return kept
+    return root.copy(order="K")
 
 
 class OtherValues:
@@ -314,7 +364,7 @@ class OtherValues:
     def __init__(self, graph: Graph) -> None:
         self.states = [(node, root) for node, root in array_states(graph)
                        if root.flags.writeable]
-        self.saved = [root.copy(order="K") for _, root in self.states]
+        self.saved = [_saved(graph, node, root) for node, root in self.states]
         self.planted: list[np.ndarray] = []
         self.met: dict[int, np.ndarray] = {}  # id(root) -> its values at the first write,
         #                                       where they are not the planted ones

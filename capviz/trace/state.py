@@ -217,11 +217,19 @@ def post_write_fill(root: np.ndarray, second: bool) -> np.ndarray:
     if fill is None:
         part = np.zeros(0, root.dtype).real.dtype
         scale = 1e3 if part.itemsize == 2 else 1e6
-        u = np.arange(root.size, dtype=np.float64) / max(root.size, 1)
-        values = -3 * scale * (1 + u * u) if second else scale * (1 + u)
+        values = np.arange(root.size, dtype=np.float64)  # computed in place: one array of the
+        values /= max(root.size, 1)                       # state's size at a time (review 4,
+        if second:                                        # finding 15), the same bits as
+            values *= values                              # -3s * (1 + u * u) and s * (1 + u)
+            values += 1
+            values *= -3 * scale
+        else:
+            values += 1
+            values *= scale
         if root.dtype.kind == "c":
             values = values * (1 + 1j)
-        fill = values.astype(root.dtype).reshape(root.shape)
+        fill = values.astype(root.dtype, copy=False).reshape(root.shape)
+        del values
         fill.flags.writeable = False
         if fill.nbytes < _FILL_BYTES:  # (a big state's would outlive the capture: review 3,
             if len(_FILLS) > 256 or _kept[0] + fill.nbytes > _FILLS_KEPT:  # finding 21)
