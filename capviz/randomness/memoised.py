@@ -18,13 +18,12 @@ A memo written by hand (``if n not in _MEMO: _MEMO[n] = np.tril(...)``) in a hel
 a cache dict kept on a class (``Layer._shared[n] = ...``), would keep the capture tensor the
 same way (review 4, finding 12). So :func:`note` also notes the plain dicts those namespaces
 hold, those of the user's modules among them, and those kept as attributes of the user's
-classes found there (the classes, and the classes of the objects, they hold), as places of
-:mod:`capviz.trace.rebound` (:func:`~capviz.trace.rebound.container_places`); when the scope
-closes :func:`capviz.trace.rebound.put_back` gives a dict that holds a capture tensor the
-items it held when the scope opened (a key the capture added is removed: the next call
-computes it again, as an ndarray), and refuses an item that held an array the capture stored
-a tensor over, naming it (``helpers._MEMO[4]``): a replay cannot store into a dict. A dict
-with more than 10,000 items, or inside another container, is not noted.
+classes found there (the classes, and the classes of the objects, they hold), each with a copy
+of its items; when the scope closes :func:`capviz.trace.rebound.put_back` gives a dict that
+holds a capture tensor the items it held when the scope opened (a key the capture added is
+removed: the next call computes it again, as an ndarray), and refuses an item that held an
+array the capture stored a tensor over, naming it (``helpers._MEMO[4]``): a replay cannot store
+into a dict. A dict with more than 10,000 items, or inside another container, is not noted.
 """
 
 from __future__ import annotations
@@ -45,14 +44,14 @@ _ITEMS = 10_000  # a dict with more items is no memo noted (copying it is the co
 
 
 class Noted:
-    """What :func:`note` found: the ``lru_cache`` wrappers with their misses, and the places of
-    the memo dicts (:mod:`capviz.trace.rebound`)."""
+    """What :func:`note` found: the ``lru_cache`` wrappers with their misses, and the memo dicts
+    with copies of their items."""
 
-    __slots__ = ("places", "wrappers")
+    __slots__ = ("dicts", "wrappers")
 
     def __init__(self) -> None:
         self.wrappers: list[tuple[Any, int]] = []
-        self.places: list[tuple[dict, list[rebound.Place]]] = []  # per memo dict
+        self.dicts: list[tuple[str, dict, dict]] = []  # (label, memo dict, its items)
 
 
 def _walk(space: dict, prefix: str, found: dict[int, Any], dicts: dict[int, tuple[str, dict]],
@@ -82,9 +81,12 @@ def _class_dicts(klass: type, dicts: dict[int, tuple[str, dict]]) -> None:
             dicts.setdefault(id(value), (f"{klass.__name__}.{key}", value))
 
 
+@functools.lru_cache(maxsize=4096)
 def _user_class(klass: type) -> bool:
     """Whether ``klass`` is defined in a user's file or a notebook (``__main__``)."""
     name = getattr(klass, "__module__", None) or ""
+    if name in ("builtins", "numpy") or not isinstance(name, str):
+        return False
     module = sys.modules.get(name)
     return module is not None and (name == "__main__" or _user_module(module))
 
@@ -95,9 +97,9 @@ def _user_module(module: types.ModuleType) -> bool:
 
 
 def note(spaces: list[dict]) -> Noted:
-    """Every ``lru_cache`` wrapper, with its misses, and the places of every memo dict (see
-    the module docstring) in ``spaces`` (module namespaces) and in the user's modules they
-    hold, once each."""
+    """Every ``lru_cache`` wrapper, with its misses, and every memo dict, with a copy of its
+    items (see the module docstring), in ``spaces`` (module namespaces) and in the user's
+    modules they hold, once each."""
     found: dict[int, Any] = {}
     dicts: dict[int, tuple[str, dict]] = {}
     walked: set[int] = set()
@@ -107,8 +109,7 @@ def note(spaces: list[dict]) -> Noted:
             _walk(space, "", found, dicts, 1)
     noted = Noted()
     noted.wrappers = [(wrapper, wrapper.cache_info().misses) for wrapper in found.values()]
-    noted.places = [(value, rebound.container_places(value, label))
-                    for label, value in dicts.values()]
+    noted.dicts = [(label, value, dict(value)) for label, value in dicts.values()]
     return noted
 
 
@@ -128,14 +129,16 @@ def put_back(noted: Noted, recorder: Any, source: Any) -> None:
     docstring). A dict holding the tensor of a state (a lifted array stored there:
     ``CACHE["w"] = self.W``) is left to :func:`capviz.trace.lifted.discard`, which stores the
     array itself back, as the call did."""
-    if not noted.places:
-        return
-    states = {id(s.tensor) for s in recorder.states.values()}
     places = []
-    for memo, found in noted.places:
-        held = [t for t in _tensors(memo, recorder) if id(t) not in states]
-        if held and len(held) == len(_tensors(memo, recorder)):
-            places += found
+    states = None
+    for label, memo, before in noted.dicts:
+        found = _tensors(memo, recorder)
+        if not found:
+            continue
+        if states is None:
+            states = {id(s.tensor) for s in recorder.states.values()}
+        if not any(id(t) in states for t in found):
+            places += rebound.dict_places(memo, label, before)
     if places:
         rebound.put_back(places, recorder, source)
 

@@ -147,12 +147,15 @@ def _inside(value: Any, label: str, depth: int, seen: set[int]) -> list[Place]:
     return places
 
 
-def container_places(value: Any, label: str) -> list[Place]:
-    """The places of a dict or list the captured code can fill outside what :func:`note` walks
-    (a helper module's memo ``_MEMO``, a class's cache ``Layer._shared``): the container
-    itself, given its items back at the exit where it holds a tensor of the capture, and its
-    items, one level (:func:`put_back`)."""
-    return _inside(value, label, 1, set())
+def dict_places(value: dict, label: str, before: dict) -> list[Place]:
+    """The places of a dict the captured code can fill outside what :func:`note` walks (a
+    helper module's memo ``_MEMO``, a class's cache ``Layer._shared``), from ``before``, a
+    copy of its items when the scope opened: the dict itself, given those items back at the
+    exit where it holds a tensor of the capture, and each of them (:func:`put_back`)."""
+    places = [Place("items", value, None, label, before)]
+    for key, item in itertools.islice(before.items(), _ITEMS):
+        places.append(Place("dict", value, key, f"{label}[{key!r}]", item, inner=True))
+    return places
 
 
 def _slots(value: Any) -> list[tuple[str, Any]]:
