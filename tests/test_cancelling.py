@@ -196,3 +196,31 @@ def test_an_outer_difference_of_a_sum_with_itself_is_a_consumer():
 def test_what_passes_no_value_on_or_subtracts_none_is_not_reported(fn):
     _, found = _reaches(fn)
     assert found == {}
+
+
+@pytest.mark.parametrize(("fn", "path", "consumer"), [
+    (lambda x: x - np.abs(x.mean(-1, keepdims=True)), ["absolute"], "subtract"),
+    (lambda x: x - np.maximum(x.mean(-1, keepdims=True), 0), ["maximum"], "subtract"),
+    (lambda x: x - np.clip(x.mean(-1, keepdims=True), 0, None), ["clip"], "subtract"),
+    (lambda x: x - np.sort(x.mean(-1))[:, None], ["sort", "getitem"], "subtract"),
+    (lambda x: x - x.mean(-1).max(), ["max"], "subtract"),
+    (lambda x: x - np.take(x.mean(-1), np.arange(4))[:, None], ["take", "getitem"],
+     "subtract"),
+    (lambda x: np.ptp(x.sum(-1)), [], "ptp"),
+    (lambda x: np.std(x.sum(-1)), [], "std"),
+    (lambda x: np.var(x.mean(-1), ddof=1), [], "var"),
+    (lambda x: np.cov(x.sum(-1), x[:, 0]), [], "cov"),
+    (lambda x: np.gradient(x.sum(-1)), [], "gradient"),
+])
+def test_values_picked_or_bounded_pass_on_and_spreads_consume(fn, path, consumer):
+    """What keeps each value within its error (a magnitude, a clamp, the largest along an
+    axis, a sort, a take by a tensor) passes it on, known at run time only (no centring); the
+    spreads of values (``np.ptp``, ``np.std``, ``np.var``, ``np.cov``) and ``np.gradient``
+    subtract them (``np.std(x.sum(-1))`` of row sums near 7.7e5 spread by 8)."""
+    _, found = _reaches(fn)
+    reach = _only(found)
+    assert reach.consumer.op == consumer
+    assert [n.op for n in reach.path] == path
+    assert not reach.centring
+    if path:
+        assert reach.factor is None

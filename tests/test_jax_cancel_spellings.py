@@ -169,3 +169,47 @@ def test_a_residual_of_weights_of_both_signs_stays_declared_and_replays():
     got = _replay(_graph(residual, x), x)
     want = residual(x).astype(np.float64)
     assert np.all(np.abs(got - want) <= ATOL + RTOL * np.abs(want))
+
+
+PICKED = {  # a picked or bounded value's bound, and the spreads' own
+    "x - np.sort(nanmean)[:, None]":
+        (lambda x: x - np.sort(np.nanmean(x, -1))[:, None], "subtract", "subtract"),
+    "x - np.maximum(nanmean, 0)":
+        (lambda x: x - np.maximum(np.nanmean(x, -1, keepdims=True), 0), "subtract",
+         "subtract"),
+    "x - np.abs(nanmean)":
+        (lambda x: x - np.abs(np.nanmean(x, -1, keepdims=True)), "subtract", "subtract"),
+    "x - nanmean.max()": (lambda x: x - np.nanmean(x, -1).max(), "subtract", "subtract"),
+    "np.ptp(np.nansum(x, -1))": (lambda x: np.ptp(np.nansum(x, -1)), "ptp", "ptp"),
+    "np.nanstd(np.nanmean(x, -1))":
+        (lambda x: np.nanstd(np.nanmean(x, -1)), "nanstd", "nanstd"),
+}
+
+
+@pytest.mark.parametrize("label", list(PICKED))
+def test_a_picked_value_or_a_spread_fails_with_the_users_line_or_replays(label):
+    """Near 1e3 the bound carried through a sort, a clamp, a magnitude or a max, or into a
+    spread (``np.ptp``, ``np.nanstd``), is beyond the tolerance: the consumer fails with the
+    user's line; near 0 the same graph replays within the tolerance."""
+    fn, shown, op = PICKED[label]
+    x = _near(1e3)
+    with pytest.raises(cv.ReplayError) as caught:
+        _replay(_graph(fn, x), x)
+    text = str(caught.value)
+    assert f"({op}), recorded at " in text and "test_jax_cancel_spellings.py" in text
+    assert f"np.{shown}: its operand was added in XLA's order" in text
+    x = _near(0.0)
+    got = _replay(_graph(fn, x), x)
+    want = np.asarray(fn(x)).astype(np.float64)
+    assert np.all(np.abs(got - want) <= ATOL + RTOL * np.abs(want))
+
+
+def test_a_small_variance_of_carried_means_is_within_its_bound():
+    """``np.var(np.nanmean(x, -1), ddof=1)`` near 1e3: each mean is off by ``eps * 1e3`` at
+    most, the variance (1e-4) by ``2 |m_i - m| e_i / (n - 1)``, within ``atol``: it replays."""
+    def fn(a):
+        return np.var(np.nanmean(a, -1), ddof=1)
+    x = _near(1e3)
+    got = _replay(_graph(fn, x), x)
+    want = np.float64(fn(x))
+    assert abs(float(got) - want) <= ATOL + RTOL * abs(want)

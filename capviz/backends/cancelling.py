@@ -28,10 +28,16 @@ error on, scaled, and round at most once each (:data:`MOVES`, :data:`SCALINGS`):
 - a square (:data:`SQUARES`: ``np.square``, ``** 2``, ``m * m``): an error ``e`` of ``m`` is
   ``e (2 |m| + e)`` of ``m ** 2``, an absolute error carried on, rounded once (the variance by
   hand, ``(x ** 2).mean(-1) - x.mean(-1) ** 2``, cancels the squared mean's).
+- ops whose every value is within the value's error of NumPy's (:data:`LIPSCHITZ`,
+  :data:`CLAMPS`, :data:`PICKS`): ``np.abs``, ``np.real``, ``np.maximum(m, 0)``, ``np.clip``,
+  ``m.max()``, ``np.sort(m)``: each result is one of the values (or a number, or another
+  operand's value), or its magnitude, so it is off by at most the largest error among them.
 
 The first op that subtracts values on each path is the consumer (:data:`CONSUMERS`): an ``add``
 or ``subtract`` of two tensor operands, or of a tensor and a nonzero number (``s - 1000.0``
-cancels too); the differences of neighbouring values (``np.diff``, ``np.ediff1d``); every pair
+cancels too); the differences of neighbouring values (``np.diff``, ``np.ediff1d``,
+``np.gradient``), the spread of them (``np.ptp``, and ``np.var``, ``np.std``, ``np.cov``,
+``np.corrcoef``, which subtract their mean: ``np.std(x.sum(-1))``); every pair
 of two operands' values (``np.subtract.outer``, ``np.add.outer``); and the rest of a value
 after a multiple of a divisor is taken away (``np.mod``/``np.remainder``, ``np.fmod`` of the
 value: ``np.mod(s, 1.0)`` is ``s - floor(s)``, the fraction of a sum of 1e5). A path stops there
@@ -62,15 +68,20 @@ import numpy as np
 
 from capviz.core.ir import Node, same_value
 
-CONSUMERS = frozenset(("add", "subtract", "diff", "ediff1d", "ufunc_outer", "remainder",
-                       "fmod"))
+CONSUMERS = frozenset(("add", "subtract", "diff", "ediff1d", "gradient", "ufunc_outer",
+                       "remainder", "fmod", "ptp", "var", "std", "nanvar", "nanstd", "cov",
+                       "corrcoef"))
 """The ops where a sum's error can become large against the result: the ones that subtract
 values (``ufunc_outer`` of ``np.add`` or ``np.subtract`` only; ``remainder`` and ``fmod`` of the
 value divided, not of the divisor)."""
 
-DIFFERENCES = frozenset(("diff", "ediff1d"))
+DIFFERENCES = frozenset(("diff", "ediff1d", "gradient"))
 """Consumers that subtract neighbouring values of one operand (``prepend=``, ``append=``,
 ``to_begin=``, ``to_end=`` laid beside them)."""
+
+SPREADS = frozenset(("ptp", "var", "std", "nanvar", "nanstd", "cov", "corrcoef"))
+"""Consumers that subtract values of their operands from each other: the largest minus the
+smallest (``np.ptp``), or each minus their mean (the variances, covariances)."""
 
 OUTERS = frozenset(("add", "subtract"))
 """The ufuncs whose ``.outer`` (``ufunc_outer``) is a consumer: every pair of values."""
@@ -83,7 +94,7 @@ MOVES = frozenset((
     "reshape", "ravel", "expand_dims", "squeeze", "broadcast_to", "getitem", "transpose",
     "swapaxes", "moveaxis", "matrix_transpose", "copy", "atleast_1d", "atleast_2d",
     "atleast_3d", "astype", "negative", "positive", "tile", "repeat", "flip", "fliplr",
-    "flipud", "roll", "rot90"))
+    "flipud", "roll", "rot90", "index", "take"))
 """Ops that pass their first operand's value on exactly (every value kept, moved, repeated, or
 its sign changed), and casts (``astype`` to a float or complex type only: a cast rounds once)."""
 
@@ -94,6 +105,18 @@ value passed on."""
 SELECTS = {"where": (1, 2)}
 """Ops that pick each value of the result from one of some operands (by position), the others
 choosing (``np.where``'s condition)."""
+
+LIPSCHITZ = frozenset(("absolute", "fabs", "real", "conjugate"))
+"""Elementwise ops whose result moves by at most what their operand moves (its magnitude, its
+real part)."""
+
+CLAMPS = frozenset(("minimum", "maximum", "fmin", "fmax", "clip"))
+"""Elementwise ops whose result is one of their operands' values (or a bound's): off by at
+most the largest of their errors."""
+
+PICKS = frozenset(("max", "min", "amax", "amin", "nanmax", "nanmin", "sort"))
+"""Ops that pick values of their operand along an axis (the largest, the smallest, all of
+them in order): each off by at most the largest error along that axis."""
 
 SQUARES = frozenset(("square", "power", "multiply"))
 """Ops that square a value: ``np.square``, ``power`` by a literal 2 (``m ** 2``), a
@@ -232,7 +255,7 @@ def passed_positions(user: Node) -> tuple[int, ...]:
     """The argument positions of the path op ``user`` whose values it passes on: the first for
     a move, a scaling or a square, every tensor operand of a join, the picked ones of a
     select."""
-    if user.op in JOINS:
+    if user.op in JOINS or user.op in CLAMPS:
         return tuple(k for k, a in enumerate(user.args) if isinstance(a, Node))
     if user.op in SELECTS:
         return SELECTS[user.op]
@@ -247,7 +270,14 @@ def _passes(value: Node, user: Node) -> Any:
         return _STOPS
     args = user.args
     if user.op in MOVES:
-        return None if args and args[0] is value else _STOPS
+        if not args or args[0] is not value:
+            return _STOPS
+        # an index or take by a tensor: moved as the run time's values say
+        return _RUNTIME if any(isinstance(a, Node) for a in args[1:]) else None
+    if user.op in LIPSCHITZ or user.op in PICKS:
+        return _RUNTIME if args and args[0] is value else _STOPS
+    if user.op in CLAMPS:
+        return _RUNTIME
     if user.op in JOINS:
         if any(isinstance(a, Node) and a is not value for a in args):
             return _RUNTIME  # values of another operand beside the value's
@@ -292,10 +322,12 @@ def _consumed(start: Node, value: Node, user: Node, path: tuple[Node, ...],
     """The reach of ``start`` ending at the consumer ``user`` that reads ``value``, or
     ``None`` where it cannot cancel (a number 0, the value added to itself, not two operands,
     the value a divisor, an outer product of another ufunc)."""
+    position = next(k for k, a in enumerate(user.args) if a is value)
+    if user.op == "gradient":  # several outputs: the differences of the value's neighbours
+        return Reach(start, user, path, position, factor, False) if _floating(value) else None
     if not _floating(user) or user.shape is None:
         return None
-    position = next(k for k, a in enumerate(user.args) if a is value)
-    if user.op in DIFFERENCES:
+    if user.op in DIFFERENCES or user.op in SPREADS:
         return Reach(start, user, path, position, factor, False)
     if len(user.args) != 2:
         return None

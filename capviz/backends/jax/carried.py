@@ -38,6 +38,7 @@ import numpy as np
 
 from capviz import ops
 from capviz.backends import cancelling, contraction_bound
+from capviz.backends.jax import carried_bounds
 from capviz.backends.jax.trace import dtype_of, require_each
 from capviz.core.ir import Node
 
@@ -264,7 +265,7 @@ class Carried:
         else:
             message = _MESSAGE.format(op=op, operands=operands, sums=", np.".join(sums),
                                       them=them, fix=fix)
-        total, apart = consumer_bound(self.jnp, node, args, result, carried)
+        total, apart = carried_bounds.consumer_bound(self.jnp, node, args, result, carried)
         ok = self._within(result, [total])
         require_each(ok if apart is None else ok & apart, message)
 
@@ -296,6 +297,17 @@ class Carried:
             bound = known[0] * (2 * jnp.abs(args[0]) + known[0])
             moved = jnp.where(bound > 0, bound + _rounding(jnp, real, value), 0)
             return value, moved.astype(real)
+        if node.op in cancelling.LIPSCHITZ:  # |v|, re(v): moved by at most v's error
+            return value, jnp.broadcast_to(known[0], jnp.shape(value)).astype(real)
+        if node.op in cancelling.CLAMPS:  # one operand's value: the largest of their errors
+            bound = None
+            for k in cancelling.passed_positions(node):
+                each = known.get(k)
+                if each is not None:
+                    bound = each if bound is None else jnp.maximum(bound, each)
+            return value, jnp.broadcast_to(bound, jnp.shape(value)).astype(real)
+        if node.op in cancelling.PICKS:  # values along an axis: the largest error there
+            return value, carried_bounds.picked(jnp, node, args[0], known[0], value).astype(real)
         if node.op in cancelling.JOINS or node.op in cancelling.SELECTS:
             # each value of the result is one operand's: the same op of their bounds (0 for
             # an operand that is NumPy's bits), the choosing operands as they are
@@ -349,65 +361,6 @@ def _shown_consumer(node: Node) -> str:
     if node.op == "ufunc_outer":
         return f"{node.params.get('ufunc')}.outer"
     return node.op
-
-
-def consumer_bound(jnp: Any, node: Node, args: tuple, result: Any, carried: list) -> tuple:
-    """(the bound on the error of each value of the consumer ``node``'s ``result``, from the
-    bounds ``carried`` to its operands ``args`` by position (``None``: NumPy's bits); where
-    the result has a jump, where it holds (else ``None``)): the sum of two operands' bounds for
-    an add or subtract (broadcast), of each pair's for an ``.outer``, of each neighbour's for
-    a difference (:func:`_differences`); the value's for a remainder, which must keep its
-    result off the jumps at 0 and at the divisor's magnitude (NumPy's value and XLA's would
-    take another multiple of the divisor away there)."""
-    zero = [jnp.zeros(jnp.shape(a)) if b is None else b for a, b in zip(args, carried)]
-    if node.op in cancelling.DIFFERENCES:
-        return _differences(jnp, node, args, result, zero), None
-    if node.op == "ufunc_outer":
-        first, second = (jnp.asarray(b) for b in zero)
-        return first.reshape(first.shape + (1,) * second.ndim) + second, None
-    if node.op in cancelling.REMAINDERS:
-        value, divisor = (jnp.abs(jnp.asarray(a)) for a in args)
-        total = zero[0] + (value / divisor + 1) * zero[1]
-        size = jnp.abs(result)
-        return total, (total < size) & (total < divisor - size)
-    total = None
-    for bound in carried:
-        if bound is not None:
-            total = bound if total is None else total + bound
-    return total, None
-
-
-def _differences(jnp: Any, node: Node, args: tuple, result: Any, bounds: list) -> Any:
-    """The bound of each value of ``np.diff`` (or ``np.ediff1d``) of operands ``args`` whose
-    bounds are ``bounds`` (0 for NumPy's bits): each difference adds its two terms' bounds,
-    ``n`` times; the values ``prepend=``/``append=`` (``to_begin=``/``to_end=``) lay beside
-    them are NumPy's."""
-    params = node.params
-    if node.op == "ediff1d":
-        flat = jnp.asarray(bounds[0]).reshape(-1)
-        core = flat[1:] + flat[:-1]
-        begin = params.get("to_begin")
-        first = 0 if begin is None else int(np.size(begin))
-        rest = int(np.size(result)) - int(np.size(core)) - first
-        return jnp.concatenate([jnp.zeros(first, core.dtype), core, jnp.zeros(rest, core.dtype)])
-    a = jnp.asarray(args[0])
-    axis = int(params.get("axis", -1)) % a.ndim
-    pieces = []
-    for k in (1, 0, 2):  # prepend, the operand, append: NumPy's order
-        if k >= len(args) or args[k] is None:
-            continue
-        piece = jnp.asarray(bounds[k])
-        if k and piece.ndim == 0:  # a number laid beside: one value along the axis
-            shape = list(a.shape)
-            shape[axis] = 1
-            piece = jnp.broadcast_to(piece, tuple(shape))
-        pieces.append(piece)
-    total = jnp.concatenate(pieces, axis=axis) if len(pieces) > 1 else pieces[0]
-    for _ in range(int(params.get("n", 1))):
-        length = total.shape[axis]
-        total = jnp.take(total, jnp.arange(1, length), axis=axis) \
-            + jnp.take(total, jnp.arange(0, length - 1), axis=axis)
-    return total
 
 
 def _prev(reach: cancelling.Reach, step: Node) -> Node:

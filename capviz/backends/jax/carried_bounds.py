@@ -1,0 +1,138 @@
+"""How a carried bound (:mod:`capviz.backends.jax.carried`) passes through the ops that pick
+values along an axis, and what it becomes at each consumer's result (issue 25; the hostile
+review 4's findings 1 and 2): the ops :mod:`capviz.backends.cancelling` follows besides the
+add and subtract, written as forward error bounds. Each takes the bounds of the operands
+(0 for NumPy's bits) and returns the bound of each value of the result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from capviz.backends import cancelling
+from capviz.backends.jax.trace import dtype_of
+from capviz.core.ir import Node
+
+
+def consumer_bound(jnp: Any, node: Node, args: tuple, result: Any, carried: list) -> tuple:
+    """(the bound on the error of each value of the consumer ``node``'s ``result``, from the
+    bounds ``carried`` to its operands ``args`` by position (``None``: NumPy's bits); where
+    the result has a jump, where it holds (else ``None``)): the sum of two operands' bounds for
+    an add or subtract (broadcast), of each pair's for an ``.outer``, of each neighbour's for
+    a difference (:func:`_differences`); the value's for a remainder, which must keep its
+    result off the jumps at 0 and at the divisor's magnitude (NumPy's value and XLA's would
+    take another multiple of the divisor away there)."""
+    zero = [jnp.zeros(jnp.shape(a)) if b is None else b for a, b in zip(args, carried)]
+    if node.op in ("var", "std", "nanvar", "nanstd", "ptp"):
+        return _spread(jnp, node, jnp.asarray(args[0]), zero[0], result), None
+    if node.op not in _BOUNDED:  # a consumer whose bound is not written here: it fails
+        return jnp.full(jnp.shape(result), np.inf), None
+    if node.op in cancelling.DIFFERENCES:
+        return _differences(jnp, node, args, result, zero), None
+    if node.op == "ufunc_outer":
+        first, second = (jnp.asarray(b) for b in zero)
+        return first.reshape(first.shape + (1,) * second.ndim) + second, None
+    if node.op in cancelling.REMAINDERS:
+        value, divisor = (jnp.abs(jnp.asarray(a)) for a in args)
+        total = zero[0] + (value / divisor + 1) * zero[1]
+        size = jnp.abs(result)
+        return total, (total < size) & (total < divisor - size)
+    total = None
+    for bound in carried:
+        if bound is not None:
+            total = bound if total is None else total + bound
+    return total, None
+
+
+_BOUNDED = frozenset(("add", "subtract", "diff", "ediff1d", "ufunc_outer", "remainder",
+                      "fmod"))
+"""The consumers :func:`consumer_bound` writes a bound for besides the spreads (any other,
+``np.cov``, ``np.gradient``, fails where a bound reaches it)."""
+
+
+def _axis(params: dict, default: Any = None) -> Any:
+    """The ``axis`` of ``params`` as jax.numpy takes it (a tuple for a list)."""
+    axis = params.get("axis", default)
+    return tuple(axis) if isinstance(axis, list) else axis
+
+
+def picked(jnp: Any, node: Node, a: Any, bound: Any, value: Any) -> Any:
+    """The bound of values picked along an axis of ``a`` (``max``, ``min``, ``sort``...):
+    the largest bound along that axis, in the result's shape."""
+    wide = jnp.broadcast_to(bound, jnp.shape(a))
+    if node.op == "sort":
+        axis = node.params.get("axis", -1)
+        if axis is None:
+            return jnp.broadcast_to(jnp.max(wide), jnp.shape(value))
+        return jnp.broadcast_to(jnp.max(wide, axis=axis, keepdims=True), jnp.shape(value))
+    largest = jnp.max(wide, axis=_axis(node.params),
+                      keepdims=bool(node.params.get("keepdims", False)))
+    return jnp.broadcast_to(largest, jnp.shape(value))
+
+
+def _spread(jnp: Any, node: Node, a: Any, bound: Any, result: Any) -> Any:
+    """The bound of a spread of values ``a`` off by ``bound`` each: ``np.ptp``, twice the
+    largest along the axis; a variance ``sum (a_i - m)**2 / (n - ddof)`` with each ``a_i - m``
+    off by ``e_i = b_i + mean(b)``: ``sum (2 |a_i - m| e_i + e_i**2) / (n - ddof)``; a standard
+    deviation, that over ``sqrt(var)`` (``|sqrt(u) - sqrt(v)| <= |u - v| / sqrt(u)``), or its
+    square root where the variance is 0."""
+    params = node.params
+    axis = _axis(params)
+    keep = bool(params.get("keepdims", False))
+    real = np.dtype(dtype_of(result).type(0).real.dtype)
+    wide = jnp.broadcast_to(bound, jnp.shape(a)).astype(real)
+    if node.op == "ptp":
+        return 2 * jnp.max(wide, axis=axis, keepdims=keep)
+    nan = node.op.startswith("nan")
+    reduce = (jnp.nansum, jnp.nanmean) if nan else (jnp.sum, jnp.mean)
+    values = jnp.abs(a).astype(real) if dtype_of(a).kind == "c" else a.astype(real)
+    apart = jnp.abs(values - reduce[1](values, axis=axis, keepdims=True))
+    each = wide + jnp.mean(wide, axis=axis, keepdims=True)
+    if dtype_of(a).kind == "c":  # |a_i - m| of complex values: bounded by the moduli's sum
+        apart = jnp.abs(a - reduce[1](a, axis=axis, keepdims=True)).astype(real)
+    terms = 2 * apart * each + each * each
+    total = reduce[0](terms, axis=axis, keepdims=keep)
+    if nan:  # the values that are not NaN
+        count = jnp.sum(~jnp.isnan(values), axis=axis, keepdims=keep)
+    else:
+        count = max(int(np.prod(jnp.shape(a))), 1) // max(int(np.prod(jnp.shape(total))), 1)
+    moved = total / jnp.maximum(count - params.get("ddof", 0), 1)
+    if node.op in ("var", "nanvar"):
+        return moved
+    variance = jnp.square(jnp.abs(result).astype(real))
+    return jnp.where(variance > 0, jnp.minimum(moved / jnp.sqrt(jnp.where(
+        variance > 0, variance, 1)), jnp.sqrt(moved)), jnp.sqrt(moved))
+
+
+def _differences(jnp: Any, node: Node, args: tuple, result: Any, bounds: list) -> Any:
+    """The bound of each value of ``np.diff`` (or ``np.ediff1d``) of operands ``args`` whose
+    bounds are ``bounds`` (0 for NumPy's bits): each difference adds its two terms' bounds,
+    ``n`` times; the values ``prepend=``/``append=`` (``to_begin=``/``to_end=``) lay beside
+    them are NumPy's."""
+    params = node.params
+    if node.op == "ediff1d":
+        flat = jnp.asarray(bounds[0]).reshape(-1)
+        core = flat[1:] + flat[:-1]
+        begin = params.get("to_begin")
+        first = 0 if begin is None else int(np.size(begin))
+        rest = int(np.size(result)) - int(np.size(core)) - first
+        return jnp.concatenate([jnp.zeros(first, core.dtype), core, jnp.zeros(rest, core.dtype)])
+    a = jnp.asarray(args[0])
+    axis = int(params.get("axis", -1)) % a.ndim
+    pieces = []
+    for k in (1, 0, 2):  # prepend, the operand, append: NumPy's order
+        if k >= len(args) or args[k] is None:
+            continue
+        piece = jnp.asarray(bounds[k])
+        if k and piece.ndim == 0:  # a number laid beside: one value along the axis
+            shape = list(a.shape)
+            shape[axis] = 1
+            piece = jnp.broadcast_to(piece, tuple(shape))
+        pieces.append(piece)
+    total = jnp.concatenate(pieces, axis=axis) if len(pieces) > 1 else pieces[0]
+    for _ in range(int(params.get("n", 1))):
+        length = total.shape[axis]
+        total = jnp.take(total, jnp.arange(1, length), axis=axis) \
+            + jnp.take(total, jnp.arange(0, length - 1), axis=axis)
+    return total
