@@ -124,3 +124,50 @@ def test_a_negative_integer_power_of_a_small_float32_is_finite_as_numpy_s():
     got = _replay(lambda x: x ** -16, (x,))
     np.testing.assert_array_equal(np.isfinite(got), np.isfinite(want))
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def _assert_as_numpy_within_pow(fn, args):
+    """The replay of ``fn`` has NumPy's dtype, NaNs and infinities where NumPy has them, and
+    finite values within the ulps of XLA's ``pow``."""
+    with np.errstate(all="ignore"):
+        want = fn(*args)
+    got = _replay(fn, args)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    tol = 8 * np.finfo(want.dtype).eps if want.dtype.kind == "f" else 0
+    np.testing.assert_allclose(got, want, rtol=tol, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64],
+                         ids=["float16", "float32", "float64"])
+def test_np_logspace_of_infinite_and_nan_ends_has_numpy_s_nans(dtype):
+    """The differential profile's 3 silent cases: jax.numpy's logspace gave ``inf`` and ``0.0``
+    where NumPy's points, ``0 * inf + inf``, are NaN."""
+    a = np.array([np.inf, -1.0, 0.0, 1.0, -np.inf, 0.5], dtype)
+    b = np.array([-1.5, 2.0, np.nan, -np.inf, 1.0, 0.25], dtype)
+    _assert_as_numpy_within_pow(lambda a, b: np.logspace(a, b, 3), (a, b))
+    _assert_as_numpy_within_pow(lambda a, b: np.logspace(b, a, 4, endpoint=False), (a, b))
+
+
+def test_np_logspace_forms_are_numpy_s():
+    r = np.random.default_rng(5)
+    a = r.uniform(-3, 3, 5).astype(np.float32)
+    b = r.uniform(-3, 3, 5).astype(np.float32)
+    base = [2.0, 3.0, 10.0, 0.5, 7.0]
+    _assert_as_numpy_within_pow(lambda a, b: np.logspace(a, b, 7, base=2.0, axis=1), (a, b))
+    _assert_as_numpy_within_pow(lambda a, b: np.logspace(a, b, 6, base=base, axis=-1),
+                                (a, b))
+    _assert_as_numpy_within_pow(lambda a, b: np.logspace(a, b, 6, dtype=np.int64), (a, b))
+
+
+def test_a_cancelling_difference_of_logspaces_fails_at_the_subtract():
+    r = np.random.default_rng(6)
+    a = (10 + r.random(64)).astype(np.float32)
+    b = (a * np.float32(1 + 1e-6)).astype(np.float32)
+    fn = lambda a, b: np.logspace(a, a + 1, 3) - np.logspace(b, b + 1, 3)  # noqa: E731
+    graph = cv.capture(fn, a, b)
+    with pytest.raises(cv.ReplayError, match=r"\(subtract\), recorded at .*computed by "
+                       r"XLA's own np.logspace") as info:
+        graph.replay(dict(zip(graph.inputs, (a, b))), backend="jax")
+    assert __file__ in str(info.value)

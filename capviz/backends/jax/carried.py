@@ -53,7 +53,7 @@ APPROXIMATED = {
     "exp": 8, "expm1": 20, "log": 8, "log2": 8, "log10": 12, "log1p": 320, "sin": 8,
     "cos": 8, "tan": 12, "sinh": 100, "cosh": 100, "tanh": 24, "arcsin": 12, "arccos": 12,
     "arctan": 8, "arcsinh": 12, "arccosh": 12, "arctanh": 520, "cbrt": 12, "exp2": 360,
-    "power": 8, "float_power": 8,
+    "power": 8, "float_power": 8, "logspace": 8,
 }
 """The functions XLA computes with its own approximation, and how many units in the last
 place of the result the replay's value and NumPy's may be apart: four times the largest gap
@@ -69,7 +69,7 @@ them NumPy's bits (:func:`approximated`): 1.35 ``eps * |value|`` at most from Nu
 1e5, exponents 3.3, 2.5, -0.5, 7.7, 11.5, integers from -16 to 31 and tensors in (-30, 30)
 (``/tmp/w25a/powk.py``); ``x ** y - y ** x`` of float32 values near 10 was 1,000 times the
 tolerance, silently. The figures hold for the CPU they were measured on: XLA's GPU
-approximations are others."""
+approximations are others. ``logspace`` is XLA's ``pow`` of NumPy's points: the same K."""
 
 EXACT_EXPONENTS = {"power": (-1, 0, 0.5, 1, 2), "float_power": (0, 1)}
 """The number exponents with which XLA's power is NumPy's bits: NumPy's ``np.power`` loop takes

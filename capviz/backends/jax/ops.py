@@ -28,6 +28,7 @@ from capviz.backends.jax.cancellation import sums_of_products
 from capviz.backends.jax.checks import checked
 from capviz.backends.jax.functions import FUNCTIONS
 from capviz.backends.jax.functions.polynomials import convolve_as_numpy
+from capviz.backends.jax.functions.ranges import linspace_as_numpy
 from capviz.backends.jax.functions.rounding import divided, product
 from capviz.backends.jax.random import bernoulli, normal, uniform
 from capviz.backends.jax.trace import cast, dtype_of, require
@@ -870,6 +871,35 @@ def _insert_indices(jnp: Any) -> Callable:
     return insert_indices
 
 
+def _logspace(jnp: Any) -> Callable:
+    """``np.logspace`` as NumPy computes it (``numpy/_core/function_base.py``): ``base ** y`` of
+    NumPy's ``np.linspace`` points (:func:`linspace_as_numpy`, NumPy's bits: an infinite start
+    makes NaN points, ``0 * inf``), an array ``base`` broadcast with the ends and spread along
+    ``axis``, cast to ``dtype`` last. jax.numpy's logspace interpolates its own points: ``inf``
+    and ``0.0`` where NumPy's are NaN (the differential profile's 3 silent ``np.logspace``
+    cases). The power is XLA's ``pow``, carried to a cancelling add or subtract as any
+    approximated power (:data:`capviz.backends.jax.carried.APPROXIMATED`)."""
+
+    def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
+                 base: Any = 10.0, dtype: Any = None, axis: int = 0) -> Any:
+        if not isinstance(base, (float, int)) and np.ndim(base):
+            base = np.asarray(base) if isinstance(base, (list, tuple)) else base  # float64
+            ndim = len(jnp.broadcast_shapes(np.shape(start), np.shape(stop), np.shape(base)))
+            start, stop, base = (_at_least(jnp, a, ndim) for a in (start, stop, base))
+            base = jnp.expand_dims(base, axis)
+        y = linspace_as_numpy(jnp, start, stop, num, endpoint, None, axis)
+        result = jnp.power(base, y)
+        return result if dtype is None else cast(jnp, result, dtype)
+
+    return logspace
+
+
+def _at_least(jnp: Any, value: Any, ndim: int) -> Any:
+    """``np.array(value, ndmin=ndim)``: ones prepended to its shape."""
+    value = jnp.asarray(value)
+    return value.reshape((1,) * (ndim - len(value.shape)) + tuple(value.shape))
+
+
 def _meshgrid(jnp: Any) -> Callable:
     """``np.meshgrid``, which flattens each input (``x.reshape(-1)`` along its own axis), where
     jax.numpy's requires 1-d inputs and raised on a (1, 1) one."""
@@ -881,6 +911,7 @@ def _meshgrid(jnp: Any) -> Callable:
 
 
 OVERRIDES.update({"meshgrid": _meshgrid, "insert_indices": _insert_indices,
+                  "logspace": _logspace,
                   "tril": _triangle("tril"),
                   "triu": _triangle("triu"), "vander": _vander, "digitize": _digitize})
 OVERRIDES.update(FUNCTIONS)
