@@ -25,7 +25,14 @@ rounds (``_common.interleaved``), CPU time of this process, per replay.
   ``np.trapezoid(x, axis=1)`` of (1024, 1024) float32 values in [0.5, 1.5) (the weighted
   average of values of both signs along 1,024 rows cancels: it fails at its node), written
   out in checked steps (``capviz/backends/jax/functions/``), against ``jax.numpy``'s
-  ``linalg.norm``, ``average``, ``trapezoid``.
+  ``linalg.norm``, ``average``, ``trapezoid``;
+- ``x.sum(axis=0)`` and ``np.cumsum(x, axis=0)`` of (4096, 256) float16 values near 0.1, whose
+  running sums NumPy rounds to float16 row after row (it drifts to 105.2 after 1,000 rows of
+  0.1): the sums check fails and the replay computes NumPy's order, a ``lax.scan`` with a
+  float16 carry (``capviz/backends/jax/numpy_order.py``; refused at the node before), against
+  ``jax.numpy``'s own (XLA's order, float32 partial sums: not NumPy's values).
+
+``--only TEXT`` runs the cases whose name contains it.
 
 Figures: capviz's JAX replay time / bare ``jax.jit`` time (1.00: free). Compare with the same
 script on a checkout before the checks (``git stash`` or an older commit) for what they add.
@@ -95,6 +102,14 @@ def _jnp_declared(x):
             + jnp.trapezoid(x, axis=1))
 
 
+def _column_sum(x):
+    return x.sum(axis=0)
+
+
+def _running_sum(x):
+    return np.cumsum(x, axis=0)
+
+
 def _cases() -> list:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1024, 1024)).astype(np.float32)
@@ -102,6 +117,7 @@ def _cases() -> list:
         np.complex64)
     h = rng.standard_normal((4096, 256)).astype(np.float16)
     h = np.where(np.abs(h) < np.finfo(h.dtype).tiny, np.float16(0.5), h)  # no subnormals
+    drifting = (0.1 + 0.01 * rng.random((4096, 256))).astype(np.float16)
     return [("100-op chain, (1024, 1024) float32", lambda v: chain(v, 100), x),
             ("100-op chain of x * y, x + y, (1024, 1024)", _pair_chain,
              (0.5 + rng.random((2, 1024, 1024))).astype(np.float32)),
@@ -112,16 +128,25 @@ def _cases() -> list:
             ("complex64 sin + sqrt + log + sinh, (512, 512)", _complex_functions, z,
              _jnp_complex_functions),
             ("norm + average + trapezoid, (1024, 1024)", _declared,
-             (0.5 + rng.random((1024, 1024))).astype(np.float32), _jnp_declared)]
+             (0.5 + rng.random((1024, 1024))).astype(np.float32), _jnp_declared),
+            ("float16 sum(axis=0), (4096, 256)", _column_sum, drifting),
+            ("float16 cumsum(axis=0), (4096, 256)", _running_sum, drifting)]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
     import jax
 
     from capviz.backends.jax.backend import x64
 
+    parser = argparse.ArgumentParser(prog="python benchmarks/engine_checks.py")
+    parser.add_argument("--only", default="", help="only the cases whose name contains this")
+    only = parser.parse_args(argv).only
     print(f"{'case':<40} {'capviz jax':>12} {'bare jit':>12} {'ratio':>7}")
     for name, fn, value, *jnp_form in _cases():
+        if only not in name:
+            continue
         graph = cv.capture(fn, cv.spec(value.shape, value.dtype))
         replay = graph.compile(backend="jax")
         with x64():

@@ -163,30 +163,28 @@ def test_float16_sums_check_float32s_rounding_as_both_add_float16_in_float32():
     within_tolerance(lambda a: np.mean(a), [values], rtol=1e-2, atol=1e-1)
 
 
-def test_a_float16_sum_along_the_first_axis_is_checked_in_float16():
+def test_a_float16_sum_along_the_first_axis_is_numpys_float16_running_sum():
     """NumPy adds float16 rows one after another, rounding each partial sum to float16:
-    1000 + 0.3 - 1000 + 0.3 is 0.8 there, 0.6 in float32 (jax.numpy's, silent before)."""
+    1000 + 0.3 - 1000 + 0.3 is 0.8 there, 0.6 in float32 (jax.numpy's, silent before; then
+    failing at the node). Where the check fails the replay runs NumPy's order, a lax.scan with
+    a float16 carry (W=25c): NumPy's bits."""
     values = np.array([[1000.0, 1], [0.3, 1], [-1000.0, 1], [0.3, 1]], np.float16)
     assert np.sum(values, axis=0)[0] == np.float16(0.7998)
-    fails_on_jax(lambda a: np.sum(a, axis=0), [values], ROWS.format(
-        op="sum", why=ROW_BY_ROW, n=4, dtype="float16", fix=FIX64), "sum")
+    exact_on_jax(lambda a: np.sum(a, axis=0), [values])
 
 
 @pytest.mark.parametrize("fill, numpys", [(1.0, 2048.0), (0.1, 256.0)])
-def test_a_float16_running_sum_that_stalls_fails_at_the_node(fill, numpys):
+def test_a_float16_running_sum_that_stalls_is_numpys(fill, numpys):
     """Review 2, finding 22 (/tmp/review2/j16.py): NumPy's float16 running sum stalls where
     the terms fall below half its spacing (5,000 ones: 2048), jax.numpy adds in float32 (5000);
-    silent before. The rule: n roundings of float16 for the orders NumPy runs row by row."""
+    silent before, then failing at the node. The check fails, and the replay computes NumPy's
+    order: its bits (W=25c, the float16 running sums of numpy_order.py)."""
     columns = np.full((5000, 2), fill, np.float16)
     assert np.sum(columns, axis=0)[0] == numpys
-    fails_on_jax(lambda a: np.sum(a, axis=0), [columns], ROWS.format(
-        op="sum", why=ROW_BY_ROW, n=5000, dtype="float16", fix=FIX64), "sum")
-    fails_on_jax(lambda a: np.cumsum(a)[-1], [columns[:, 0].copy()], ROWS.format(
-        op="cumsum", why="a cumulative sum", n=5000, dtype="float16", fix=FIX64),
-        "cumsum")
-    fails_on_jax(lambda a: np.add.accumulate(a, axis=0), [columns], ROWS.format(
-        op=r"add\.accumulate", why="a cumulative sum", n=5000, dtype="float16",
-        fix=FIX64), "ufunc_accumulate")
+    exact_on_jax(lambda a: np.sum(a, axis=0), [columns])
+    exact_on_jax(lambda a: np.cumsum(a)[-1], [columns[:, 0].copy()])
+    exact_on_jax(lambda a: np.add.accumulate(a, axis=0), [columns])
+    exact_on_jax(lambda a: np.add.reduce(a, axis=0), [columns])
 
 
 def test_a_short_float16_column_sum_is_held_to_its_partial_sums_not_n_roundings():
@@ -199,8 +197,7 @@ def test_a_short_float16_column_sum_is_held_to_its_partial_sums_not_n_roundings(
     within_tolerance(lambda a: np.cumsum(a, axis=0), [rows], rtol=1e-2, atol=1e-1)
     drifting = np.full((1000, 2), 0.1, np.float16)
     assert np.sum(drifting, axis=0)[0] == np.float16(105.2)
-    fails_on_jax(lambda a: np.sum(a, axis=0), [drifting], ROWS.format(
-        op="sum", why=ROW_BY_ROW, n=1000, dtype="float16", fix=FIX64), "sum")
+    exact_on_jax(lambda a: np.sum(a, axis=0), [drifting])  # the check fails: NumPy's order
 
 
 def _stalling(n: int = 10_000) -> np.ndarray:

@@ -127,3 +127,30 @@ def test_a_median_of_an_empty_axis_is_numpys_nan_in_numpys_type_with_its_warning
             assert (RuntimeWarning, "Mean of empty slice", __file__) in warned
         else:
             assert warned == []
+
+
+F16 = np.random.default_rng(16)
+
+
+@pytest.mark.parametrize("label, fn, a", [
+    ("column sum, 5,000 ones", lambda a: np.sum(a, axis=0), np.ones((5000, 3), np.float16)),
+    ("column sum drifting", lambda a: a.sum(0), np.full((3000, 2), 0.1, np.float16)),
+    ("cumsum 1-d", lambda a: np.cumsum(a), np.full(4000, 0.3, np.float16)),
+    ("cumsum along rows", lambda a: np.cumsum(a, axis=1),
+     (F16.standard_normal((4, 3000)) * 100).astype(np.float16)),
+    ("add.accumulate", lambda a: np.add.accumulate(a, axis=0), np.full((3000, 2), 0.7,
+                                                                        np.float16)),
+    ("add.reduce of axes (0, 1) of 3-d", lambda a: np.add.reduce(a, axis=(0, 1)),
+     np.full((300, 20, 3), 0.1, np.float16)),
+    ("cumulative_sum", lambda a: np.cumulative_sum(a, axis=0),
+     (1 + F16.random((3000, 2))).astype(np.float16)),
+])
+def test_a_float16_running_sum_is_numpys_bits_on_jax(label, fn, a):
+    """NumPy adds float16 one term (or row) after another, each partial sum rounded to
+    float16; jax.numpy's partial sums are float32 (5,000 ones: 5000 where NumPy stalls at
+    2048), and the check refused them at the node. Now the check's failure runs NumPy's order,
+    a lax.scan with a float16 carry: NumPy's bits."""
+    want = fn(a)
+    (got,) = _replayed(fn, a)
+    assert got.dtype == want.dtype == np.float16 and got.shape == want.shape
+    assert got.tobytes() == np.ascontiguousarray(want).tobytes()
