@@ -24,9 +24,10 @@ in this run, interleaved, medians:
   subtract that can cancel, so both are built in NumPy's order from the start
   (``capviz/backends/dask/before_cancel.py``: each row's blocks regathered, one run), against
   dask.array's own expression, which is up to 60x beyond the tolerance there;
-- ``x - x.mean()`` of values in [0, 1): a centring on the mean of all the values, whose NumPy
-  order would be one block of the whole array, is tested at run time instead (two more passes:
-  the magnitudes' sum and the smallest centred value), one run.
+- ``x - x.mean()`` of values in [0, 1) and near 1e3, and ``x.sum() - x[:512].sum() * 4``: a
+  sum over all the values that feeds a subtraction, built in NumPy's order from the start as
+  NumPy's pairwise tree over the chunks (``capviz/backends/dask/pairwise.py``: one pass, a
+  chunk at a time), one run.
 
 A sum is checked per output (``capviz/backends/dask/cancellation.py``: its terms' magnitudes
 summed with it, for cancellation and overflow), a variance by its terms' magnitudes too
@@ -66,8 +67,11 @@ def _cases(rng: np.random.Generator) -> list[tuple]:
          lambda a: a.var(axis=1)),
         ("layer norm along axis 1, values near 1e3", _layer_norm, (x + np.float32(1e3),),
          _layer_norm),
-        ("x - x.mean(), tested at run time", lambda a: a - a.mean(), (x,),
+        ("x - x.mean()", lambda a: a - a.mean(), (x,), lambda a: a - a.mean()),
+        ("x - x.mean(), values near 1e3", lambda a: a - a.mean(), (x + np.float32(1e3),),
          lambda a: a - a.mean()),
+        ("x.sum() - x[:512].sum() * 4", lambda a: a.sum() - a[:512].sum() * 4, (x,),
+         lambda a: a.sum() - a[:512].sum() * 4),
     ]
 
 

@@ -68,7 +68,7 @@ The package, by concern: this module (the backend: binding, building and computi
 :mod:`~capviz.backends.dask.tasks` (the node being built; task errors that name it),
 :mod:`~capviz.backends.dask.draws` (random ops), and the modules that make sums and products
 NumPy's: ``moments``, ``overflow``, ``cancellation``, ``variance``, ``in_order``,
-``contractions``, ``shared``.
+``contractions``, ``shared``, ``pairwise``, ``casts``.
 """
 
 from __future__ import annotations

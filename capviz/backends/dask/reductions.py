@@ -19,6 +19,7 @@ from capviz.backends.dask import (
     in_order,
     moments,
     overflow,
+    pairwise,
     running,
     shared,
     variance,
@@ -40,17 +41,15 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
     shape, dtype = expected(op, args, params)
     if in_order.wanted(op.name, args, params, dtype, NODE.get()):
         host = (in_order.NODES.get() or {}).get(NODE.get())
-        if host is not None:  # an input or constant itself: NumPy's sum in its own layout
+        contiguous = host is not None and (host.flags.c_contiguous or host.flags.f_contiguous)
+        if host is not None and not (contiguous and pairwise.covers(op.name, args[0], params)):
+            # an input or constant itself: NumPy's sum in its own layout, on one block
             return whole(op, (host_blocks(host, host.shape), *args[1:]), params)
         return in_numpy_order(op, args, params, _operand_orders())
     index = NODE.get()
-    held = False
     if before_cancel.wanted(op.name, args, params, dtype, index,
                             lambda: _pairwise(args[0], params)):
-        orders = _feeding_orders(args)
-        held = not any(orders) and before_cancel.held(op.name, args[0], params, dtype, index)
-        if not held:
-            return in_numpy_order(op, args, params, orders)
+        return in_numpy_order(op, args, params, _feeding_orders(args))
     if op.name in moments.MOMENTS:
         result = moments.moment(op.name, args[0], params)
         if result is None:
@@ -62,10 +61,6 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
             result = result.astype(dtype)
         if all(is_array(a) for a in args):
             result = _checked(op, args, params, result)
-    if held:  # x - x.mean() of a larger-than-memory x: one block only where the test fails
-        result = before_cancel.centring_checked(op.name, args[0], result, index, guard,
-                                                get("dask").tolerance_for,
-                                                _pairwise(args[0], params))
     return check_result(op, result, shape, dtype)
 
 
@@ -148,6 +143,11 @@ def in_numpy_order(op: ops.Op, args: tuple, params: dict, orders: list) -> Any:
         value = in_order.laid_out(args[1 - which], orders[1 - which] if orders else None)
         return check_result(op, shared.product(numpy_callable(op), value, which, params,
                                                shape, dtype), shape, dtype)
+    order = orders[0] if orders else None
+    if op.name not in traits.CONTRACT and pairwise.covers(op.name, args[0], params) \
+            and not isinstance(order, in_order.Strided):  # chunk by chunk, NumPy's tree
+        return check_result(op, pairwise.reduce(op.name, args[0], params, order),
+                            *expected(op, args, params))
     if any(order is not None for order in orders):
         arrays = iter(orders)
         return whole(op, tuple(in_order.laid_out(a, next(arrays, None)) if is_array(a) else a
