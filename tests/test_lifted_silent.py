@@ -179,9 +179,36 @@ class TypeInAPart(Base):
         return x * self.scaler.scale(self.W)
 
 
+class TypeInAHeldFunction(Base):
+    """``type`` in a function the model holds (``self.pick``): no name of step's leads to it,
+    the walk finds it in the attribute."""
+
+    def __init__(self):
+        super().__init__()
+        self.pick = _scale_for
+
+    def step(self, x):
+        RUNS.append(1)
+        self.W -= 0.1 * x
+        return x * self.pick(self.W)
+
+
+class TypeThroughGetattr(Base):
+    """``type`` in a method step reaches by a name built at run time."""
+
+    def _sc(self):
+        return 2.0 if type(self.W) is np.ndarray else 3.0
+
+    def step(self, x):
+        RUNS.append(1)
+        self.W -= 0.1 * x
+        return x * getattr(self, "_" + "sc")()
+
+
 WEAK = [WeakCopy, WeakProxy, WeakCache, RawAlias]
 CLASS_READS = [IsinstanceRead, IsinstanceAfterWrite, IsinstanceOfDerived, IsinstanceOfAnABC]
-TYPE_READS = [TypeRead, TypeInAHelper, TypeInAMethod, TypeInAPart]
+TYPE_READS = [TypeRead, TypeInAHelper, TypeInAMethod, TypeInAPart, TypeInAHeldFunction,
+              TypeThroughGetattr]
 
 
 def _replays_as_eager(graph, model, twin):

@@ -13,9 +13,11 @@ Two questions about ``fn`` have no run-time hook to answer them:
 and comprehensions defined in it, of the functions it names as globals, of the methods it names
 of its owner's class and of the classes of the objects the walk found (``self.layer.forward``),
 and of the functions it names in the user's own modules it names (``helpers.update(self)``),
-transitively, up to :data:`MOST_FUNCTIONS` functions. Not read: NumPy's, capviz's and the
-installed packages' code, and code reached only at run time (a function passed in as an
-argument, a method of an object no walk reached). A name read or written dynamically
+and of the user's functions the walk found held in a place (``self.f = pick``), transitively,
+up to :data:`MOST_FUNCTIONS` functions; where that code builds a name at run time
+(``getattr``...), every function of those classes and modules. Not read: NumPy's, capviz's
+and the installed packages' code, and code reached only through objects no walk reached (a
+function a helper returns from a table it keeps). A name read or written dynamically
 (``getattr``, ``setattr``, ``vars``, ``__dict__``, ``globals``, ``eval``, ``exec``...) makes every
 name reachable.
 """
@@ -23,6 +25,7 @@ name reachable.
 from __future__ import annotations
 
 import dis
+import functools
 import os
 import sys
 import sysconfig
@@ -98,7 +101,8 @@ def reach(fn: Callable, places: list[Any]) -> Reach:
     modules: set[types.ModuleType] = set()
     names: set[str] = set()
     calls_type = False
-    todo, seen = [function], set()
+    todo, seen = [function, *_held_functions(places)], set()
+    expanded = False
     while todo and len(seen) < MOST_FUNCTIONS:
         function = todo.pop()
         code = function.__code__
@@ -126,7 +130,43 @@ def reach(fn: Callable, places: list[Any]) -> Reach:
                 value = vars(module).get(name)
                 if isinstance(value, types.FunctionType):
                     todo.append(value)
+        if not todo and not expanded and not names.isdisjoint(DYNAMIC):
+            expanded = True  # a name built at run time: every function of those classes
+            todo = [f for cls in classes for f in _functions_of(cls)]
+            todo += [f for module in modules for f in vars(module).values()
+                     if isinstance(f, types.FunctionType)]
     return Reach(calls_type, frozenset(names), not names.isdisjoint(DYNAMIC))
+
+
+def _held_functions(places: list[Any]) -> list[types.FunctionType]:
+    """The user's functions the walk found held in a place (``self.f = pick``, a closure
+    cell, a list of handlers), bound methods' and ``functools.partial``'s included."""
+    found = []
+    for place in places:
+        value = place.value
+        kind = type(value)
+        if kind is functools.partial:
+            value = value.func
+            kind = type(value)
+        if kind is types.MethodType:
+            value = value.__func__
+            kind = type(value)
+        if kind is types.FunctionType and _users(value):
+            found.append(value)
+    return found
+
+
+def _functions_of(cls: type) -> list[types.FunctionType]:
+    """Every function a user's class ``cls`` and its user bases define."""
+    found = []
+    for klass in cls.__mro__:
+        if klass is object or not _users(klass):
+            continue
+        for value in vars(klass).values():
+            value = getattr(value, "__func__", value)  # a static or class method
+            if isinstance(value, types.FunctionType):
+                found.append(value)
+    return found
 
 
 def _users(obj: Any) -> bool:

@@ -61,8 +61,9 @@ capture of the same function (one pass):
    documented trade of the inputs) and keeps the one pass. ``type(self.W)`` reads nothing
    (CPython calls it without an event), so it is found in the bytecode before anything is
    lifted (:func:`reads_type`: ``fn``'s code and the functions and methods it names,
-   transitively); where it is found, nothing is lifted. Not seen: ``type`` in code reached only
-   at run time (a function passed in as an argument, a method of an object no walk reached).
+   and the functions the walk found held, transitively); where it is found, nothing is
+   lifted. Not seen: ``type`` in an installed package's code, or in code reached only through
+   objects no walk reached (a function a helper returns from a table it keeps).
 
 What it trades: a Python value the call changes outside every walked place (a counter in a
 helper's module) reaches the graph as a literal, as it does in a capture with no state: the
@@ -297,9 +298,9 @@ def reads_type(fn: Callable, places: list[Place]) -> bool:
     """Whether code that ``fn`` reaches calls the builtin ``type`` (``type(self.W) is
     np.ndarray``), which no hook can see (CPython calls it without an event, and reads no
     attribute of the object): found in the bytecode (:func:`capviz.trace.code_reach.reach`:
-    ``fn``'s code, the functions and methods it names, transitively). Not seen: code reached
-    only at run time (a function passed in as an argument, a method of an object the walk
-    did not reach), and installed packages' code."""
+    ``fn``'s code, the functions and methods it names and the functions the walk found held,
+    transitively). Not seen: installed packages' code, and code reached only through objects
+    no walk reached."""
     return code_reach.reach(fn, places).calls_type
 
 
