@@ -82,3 +82,36 @@ def _numpys_bits(fn, x, backend):
                                   **BACKENDS[backend])[graph.outputs[0]])
     assert got.dtype == want.dtype and got.shape == want.shape
     assert got.tobytes() == want.tobytes(), np.max(np.abs(got.astype(np.float64) - want))
+
+
+ONES = np.ones(768, dtype=np.float32)
+
+
+def _mean_by_matmul(x):
+    return x - (x @ ONES / 768)[:, None]
+
+
+@pytest.mark.parametrize("chunks", [(16, 96), (7, 768)])
+def test_the_mean_by_a_matmul_is_numpys_bits_on_dask(chunks):
+    """``x - (x @ ones / 768)[:, None]`` (review 4's finding 2: 18x / 98x the tolerance,
+    silent): a product cancelled against its own operand is computed on one block, NumPy's
+    own BLAS call. A BLAS result depends on the block's shape: row blocks of 7 with the
+    contracted axis whole give other bits than the whole call (asserted here, the premise)."""
+    da = pytest.importorskip("dask.array")
+    x = (1e3 + np.random.default_rng(0).random((1000, 768))).astype(np.float32)
+    blocked = np.asarray((da.from_array(x, chunks=chunks) @ ONES).compute())
+    assert not np.array_equal(blocked, x @ ONES)  # dask.array's own blocks: other bits
+    graph = cv.capture(_mean_by_matmul, cv.spec(x.shape, x.dtype))
+    got = np.asarray(graph.replay({graph.inputs[0]: x}, backend="dask",
+                                  chunks=chunks)[graph.outputs[0]])
+    assert got.tobytes() == _mean_by_matmul(x).tobytes()
+
+
+def test_a_contraction_not_cancelled_against_its_own_operand_keeps_dask_arrays_product():
+    """A bias add after a product (GPT-2's layers) is not in what the Dask replay builds in
+    NumPy's order: the product stays dask.array's, declared."""
+    from capviz.backends.dask import before_cancel
+
+    w = np.full((768, 768), 1e-3, np.float32)
+    graph = cv.capture(lambda x: x @ w + np.float32(-0.5), cv.spec((16, 768), np.float32))
+    assert before_cancel.feeding([n for n in graph.nodes if n.kind == "op"]) == {}

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.backends import cancelling
+from capviz.backends import cancelling, contraction_bound
 from capviz.backends.dask import contractions
 from capviz.backends.dask.overflow import OrderMatters, blocks_add_otherwise
 from capviz.backends.dask.shapes import is_array
@@ -60,6 +60,14 @@ SUMS = frozenset(("sum", "nansum", "mean", "nanmean", "trace", "einsum", "var", 
 """The reductions looked at: those :mod:`capviz.backends.dask.in_order` computes in NumPy's
 order (``einsum`` of one operand only: a sum)."""
 
+CONTRACTED = contraction_bound.CONTRACTIONS
+"""The contractions of linear algebra looked at: only where every reach is a centring (the
+product subtracted from its own operand, ``x - (x @ ones / n)[:, None]``: the mean written as
+a product, review 4's finding 2), computed as NumPy does on one block (NumPy's own BLAS call:
+its bits; a BLAS result depends on the block's shape, so any operand of several blocks is
+gathered). Elsewhere a contraction stays declared (``contraction_bound``), as what is computed
+from it (a bias or residual add of another value)."""
+
 FEEDING: ContextVar[dict[int, tuple] | None] = ContextVar("capviz_dask_feeding", default=None)
 """The replay being built's sums that reach an add or subtract that can cancel, by node index,
 each with its :class:`~capviz.backends.cancelling.Reach` es; ``None`` outside a replay's
@@ -68,8 +76,12 @@ build."""
 
 def feeding(nodes: list[Node]) -> dict[int, tuple]:
     """The sums among ``nodes`` (a program's op nodes, in order) whose value reaches an add or
-    subtract that can cancel: node index -> its reaches."""
-    return cancelling.reaches(nodes, SUMS)
+    subtract that can cancel, and the contractions (:data:`CONTRACTED`) whose every reach is
+    a centring: node index -> its reaches."""
+    found = cancelling.reaches(nodes, SUMS | CONTRACTED)
+    return {k: each for k, each in found.items()
+            if not contraction_bound.is_contraction_node(each[0].sum)
+            or all(r.centring for r in each)}
 
 
 def wanted(name: str, args: tuple, params: dict, dtype: np.dtype, index: int | None,
@@ -78,8 +90,12 @@ def wanted(name: str, args: tuple, params: dict, dtype: np.dtype, index: int | N
     :data:`FEEDING` that dask.array's blocks add in another order than NumPy's;
     ``pairwise()``: whether NumPy adds each output pairwise."""
     feeding_ = FEEDING.get()
-    if not feeding_ or index not in feeding_ or name not in SUMS or not args \
-            or (name == "einsum" and len(args) != 1):
+    if not feeding_ or index not in feeding_ or not args:
+        return False
+    arrays = [a for a in args if is_array(a)]
+    if contraction_bound.is_contraction(name, len(arrays)):  # one block: NumPy's BLAS call
+        return np.dtype(dtype).kind in "fc" and any(a.npartitions > 1 for a in arrays)
+    if name not in SUMS or (name == "einsum" and len(args) != 1):
         return False
     x = args[0]
     if not is_array(x) or not x.ndim or 0 in x.shape or np.dtype(dtype).kind not in "fc":
