@@ -154,3 +154,28 @@ def test_a_float16_running_sum_is_numpys_bits_on_jax(label, fn, a):
     (got,) = _replayed(fn, a)
     assert got.dtype == want.dtype == np.float16 and got.shape == want.shape
     assert got.tobytes() == np.ascontiguousarray(want).tobytes()
+
+
+_MAX = np.finfo(np.float64).max
+
+
+@pytest.mark.parametrize("a", [
+    np.array([[_MAX]]),  # np.median-96[float64,special]: jax.numpy gave inf
+    np.array([_MAX, _MAX, 1.0]),
+    np.array([[_MAX, _MAX], [1.0, 2.0]]),
+    np.array([np.finfo(np.float16).max] * 2, np.float16),  # NumPy's mean adds in float32
+    np.random.default_rng(9).standard_normal((4, 6)).astype(np.float32),
+    np.random.default_rng(9).integers(-10**18, 10**18, (3, 5)),
+    np.array([[1.0, np.nan, 3.0], [1.0, 2.0, 3.0]]),
+    np.array([[True, False, True], [False, False, True]]),
+])
+@pytest.mark.parametrize("params", [{}, {"axis": 0}, {"axis": -1, "keepdims": True}])
+def test_a_median_is_numpys_middle_values_bit_for_bit(a, params):
+    """NumPy's median is the middle value (or NumPy's mean of the two middle values) of each
+    sorted slice; jax.numpy interpolates, and np.median([[max]], axis=1) came out inf (silent
+    in the thorough profile)."""
+    fn = lambda x: np.median(x, **params)  # noqa: E731
+    want = np.asarray(fn(a))
+    (got,) = _replayed(fn, a)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes(), (got, want)
