@@ -250,8 +250,7 @@ def _capture_twice(scope: CaptureScope, fn: Callable, names: list[str], specs: t
         error = outside_writes.refuse(graph, written, fn, user_source())
     elif graph.complete and recapture.writes_arrays(graph) and not any(
             v.level == "error" for v in graph.violation_records):
-        done = None if scope.live else _lift_states(  # (live: the view shows the first)
-            fn, names, specs, graph, cap, places, outside, draws, options)
+        done = _lift_states(fn, names, specs, graph, cap, places, outside, draws, options)
         if done is not None:  # the second pass, lifted, stands on its own
             return done[0], done[1], True
         try:

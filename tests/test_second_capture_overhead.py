@@ -6,7 +6,6 @@ capture names each state as the first did; a state NumPy wrote before the first 
 refused. Counted, never timed."""
 
 import collections
-import warnings
 
 import numpy as np
 import pytest
@@ -176,21 +175,3 @@ def test_a_state_numpy_wrote_before_the_first_write_is_still_refused():
                                                r"write to it"):
         cv.capture(d.step, np.ones(4))
     assert np.array_equal(d.ms[0], np.full(4, 0.9))  # (the first capture's write stays)
-
-
-def test_a_live_capture_keeps_its_first_graph_and_plants_instead_of_lifting():
-    """The live view shows the first pass's graph as it grows: a lifted second pass would
-    return another graph than the one shown, so a live capture's second pass plants."""
-    opt = Optimiser()
-    planted = []
-    real = recapture.OtherValues.plant
-
-    def counted(self):
-        planted.append(1)
-        return real(self)
-
-    with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # (the live view is disabled outside Jupyter)
-        mp.setattr(recapture.OtherValues, "plant", counted)
-        graph = cv.capture(opt.step, np.ones(4), live=True)
-    assert graph.complete and planted == [1] and len(graph.state_nodes) == 6
