@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import capviz as cv
-from tests.helpers.lifting import pinned
 
 RUNS = []  # one item per run of a captured step
 SEEN = []  # what the peer saw
@@ -194,25 +193,19 @@ class Looked:
         return x * 2.0
 
 
-def _seen_as_documented(runs, lifted_second=True):
+def _seen_as_documented(runs):
     """capture.md "Threads": a pass with the states in their arrays shows the peer the state's
-    own values until the first write, then capviz's fills (other values); a lifted pass (a
-    later capture's one pass, a first capture's second where it can be lifted) shows a
-    capture tensor whose use raises CaptureError; a second pass with other values shows those."""
-    lifted_pass = SEEN[-2:] if runs == 1 or lifted_second else []
-    if lifted_pass:
-        assert [kind for kind, _ in lifted_pass] == ["tensor", "tensor"]
+    own values until the first write, then capviz's fills (other values); a lifted pass shows
+    a capture tensor whose use raises CaptureError."""
+    if runs == 1:  # lifted
+        assert [kind for kind, _ in SEEN] == ["tensor", "tensor"]
         assert all("a capture tensor of 'step' was used from another thread" in text
-                   for _, text in lifted_pass)
-    if runs == 1:
+                   for _, text in SEEN)
         return
-    assert [kind for kind, _ in SEEN[:2]] == ["ndarray"] * 2
+    assert [kind for kind, _ in SEEN] == ["ndarray"] * (2 * runs)
     first_before, first_after = SEEN[0][1], SEEN[1][1]
     assert first_before.tolist() == [1.0, 2.0, 3.0]  # its own values, before the first write
     assert not np.isin(first_after, [1.0, 2.0, 3.0, 0.9, 1.8, 2.7]).any()  # fills
-    if lifted_pass:
-        return
-    assert [kind for kind, _ in SEEN[2:]] == ["ndarray"] * 2
     for _, second in SEEN[2:]:  # the second pass: other values, before and after
         assert not np.isin(second, [1.0, 2.0, 3.0]).any()
 
@@ -227,19 +220,6 @@ def test_what_another_thread_sees_of_a_state_during_each_capture():
         _seen_as_documented(len(RUNS))
         assert type(model.W) is np.ndarray and model.W.tolist() == [1.0, 2.0, 3.0]  # back
     assert len(RUNS) == 1  # the later capture was lifted: the tensor case was seen
-
-
-def test_what_another_thread_sees_of_a_pinned_state_during_a_first_capture():
-    """A state that cannot be lifted (a view the test holds: tests/helpers/lifting.py): the
-    second pass holds other values in it."""
-    model = Looked()
-    pin = pinned(model.W)
-    RUNS.clear()
-    SEEN.clear()
-    graph = cv.capture(model.step, cv.spec((3,), "float64"))
-    del pin
-    assert graph.complete and len(RUNS) == 2
-    _seen_as_documented(2, lifted_second=False)
 
 
 class Dynamic:
