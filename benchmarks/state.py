@@ -11,14 +11,10 @@
      its states are lifted into the graph's signature and ``step`` runs once
      (capviz/trace/lifted.py; checked before timing: the run stood, no fall-back);
    - **the first capture of an object** (a new ``Optimiser`` each round, made before timing):
-     ``cv.capture`` runs a function that writes outside arrays twice, the second pass with
-     the states the first found lifted (capviz/trace/lifted.py; checked before timing: it
-     stood); the rows under it are its first pass alone (the same call with the second pass
-     switched off, which no user can do) and the second on top of it;
-   - **the first capture, a state pinned** (a view of one array held by the benchmark: a
-     reference no walk explains, so nothing can be lifted): the second pass is a capture with
-     other values planted in the states, then the two graphs compared
-     (capviz/trace/recapture.py), as every first capture was before.
+     ``cv.capture`` captures a function that writes outside arrays twice (the second time with
+     other values planted in them, then compares the two graphs: capviz/trace/recapture.py);
+     the rows under it are its first pass alone (the same call with the second capture
+     switched off, which no user can do) and the second on top of it.
 
    All against the same functional capture, in the same interleaved rounds. Then the peak
    memory each capture allocates (``tracemalloc``, not timed), against the states' bytes.
@@ -101,25 +97,6 @@ def capture_state_checked(opt: Optimiser, g: np.ndarray):
     return graph
 
 
-def first_checked(opt: Optimiser, g: np.ndarray) -> None:
-    """Capture ``opt.step`` of a new object and check that its second pass lifted the 100
-    states and stood."""
-    kept = []
-    real = lifted.kept
-
-    def spied(*args):
-        kept.append(real(*args))
-        return kept[-1]
-
-    lifted.kept = spied
-    try:
-        graph = cv.capture(opt.step, g)
-    finally:
-        lifted.kept = real
-    assert len(graph.state_nodes) == 2 * PAIRS
-    assert kept == [True], f"a first capture's second pass did not stand lifted: {kept}"
-
-
 def _peak(fn) -> int:
     """The peak bytes ``fn()`` allocates (tracemalloc; not timed)."""
     import tracemalloc
@@ -156,17 +133,10 @@ def main() -> None:
     opt = Optimiser()
     g = np.random.default_rng(1).standard_normal(SIZE)
     specs = [cv.spec((SIZE,), "float64") for _ in range(1 + 2 * PAIRS)]
-    fresh = [Optimiser() for _ in range(3 * rounds + 5)]  # one new object per first capture
+    fresh = [Optimiser() for _ in range(2 * rounds + 2)]  # one new object per first capture
 
     def capture_first():
         return cv.capture(fresh.pop().step, g)
-
-    def capture_first_planted():
-        model = fresh.pop()
-        pin = model.params[0][...]  # (a view held here: nothing is lifted)
-        graph = cv.capture(model.step, g)
-        del pin
-        return graph
 
     def capture_later():
         return cv.capture(opt.step, g)
@@ -184,10 +154,9 @@ def main() -> None:
             recapture.writes_arrays = writes_arrays
 
     stateful, pure = capture_state_checked(opt, g), capture_functional()
-    first_checked(fresh.pop(), g)
-    t_first, t_pass, t_planted, t_later, t_pure = interleaved(
-        [capture_first, capture_first_pass, capture_first_planted, capture_later,
-         capture_functional], rounds, clock=clock)
+    t_first, t_pass, t_later, t_pure = interleaved(
+        [capture_first, capture_first_pass, capture_later, capture_functional], rounds,
+        clock=clock)
     header(f"100 state writes vs the same program functional (medians of {rounds} rounds, "
            f"{parsed.clock} time)")
     row("capture (ms): a later capture of the same fn", f"{1e3 * t_later:.2f}",
@@ -197,16 +166,12 @@ def main() -> None:
         f"functional {1e3 * t_pure:.2f}", t_first / t_pure, "<= 1.2x")
     row("  (two passes) its first pass alone (ms)", f"{1e3 * t_pass:.2f}",
         f"functional {1e3 * t_pure:.2f}", t_pass / t_pure)
-    row("  the second, lifted, on top of it (ms)", f"{1e3 * (t_first - t_pass):.2f}",
+    row("  the second pass on top of it (ms)", f"{1e3 * (t_first - t_pass):.2f}",
         f"functional {1e3 * t_pure:.2f}", (t_first - t_pass) / t_pure)
-    row("capture (ms): the first capture, a state pinned", f"{1e3 * t_planted:.2f}",
-        f"functional {1e3 * t_pure:.2f}", t_planted / t_pure)
-    row("  (the second with other values planted)", "", "", t_planted / t_pure)
     states_bytes = 2 * PAIRS * SIZE * 8
     header(f"peak memory a capture allocates (tracemalloc), against the states' "
            f"{states_bytes / 1024:.0f} KiB")
     for name, fn in (("the first capture (two passes)", capture_first),
-                     ("the first capture, a state pinned", capture_first_planted),
                      ("a later capture (one pass)", capture_later),
                      ("the functional program's capture", capture_functional)):
         peak = _peak(fn)
