@@ -3,12 +3,11 @@
 It opens a :class:`~capviz.capture.CaptureScope` around one call of ``fn``, declares its inputs
 from ``fn``'s parameters and its outputs from what ``fn`` returns (a nested tuple or list, a
 dict, an ndarray or number NumPy computed from no tensor), and, when the first capture made
-array states, captures ``fn`` a second time: with those states lifted into the graph's
-signature before ``fn`` runs (:mod:`capviz.trace.lifted`), a graph that stands on its own,
-where that is provably enough; else with other values planted in them
+array states, captures ``fn`` a second time with other values planted in them
 (:mod:`capviz.trace.recapture`), refusing on the first graph what differs. A later capture of
-the same function and object takes one pass, lifted, where that is provably enough, and the
-two passes otherwise. The scope form and the boundaries are :mod:`capviz.capture`.
+the same function and object takes one pass where that is provably enough, its states lifted
+into the graph's signature before ``fn`` runs (:mod:`capviz.trace.lifted`), and the two passes
+otherwise. The scope form and the boundaries are :mod:`capviz.capture`.
 """
 
 from __future__ import annotations
@@ -155,16 +154,14 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     Values are computed only when read (docs/guide/values.md).
 
     ``fn`` runs twice when it writes an outside array (a state, docs/guide/state.md), as
-    ``jax.jit`` may trace more than once. The second pass binds the places that hold the
-    states to the states' tensors before ``fn`` runs, where a count of references shows
-    nothing else can read them (:mod:`capviz.trace.lifted`): NumPy's own reads of a state
-    (``np.sum(self.W * self.W)``) are then recorded, and that graph stands. Where it cannot
-    decide, a second capture with other values in the states' arrays finds what NumPy's own
-    code computed from them outside the capture's sight and refuses it at its line (``fn``
-    run a third time). Python side effects of ``fn`` (a print, a list appended to,
+    ``jax.jit`` may trace more than once: a second capture, with other values in the states'
+    arrays, finds what NumPy's own code computed from them outside the capture's sight and
+    refuses it at its line. Python side effects of ``fn`` (a print, a list appended to,
     ``next()`` of an iterator) happen at capture time, twice. A later capture of the same
-    function and object runs ``fn`` once, lifted (anything it cannot decide: the two passes).
-    Every array is put back. An
+    function and object runs ``fn`` once: the places that held its states are bound to the
+    states' tensors before it runs, where a count of references shows nothing else can read
+    them (:mod:`capviz.trace.lifted`; anything it cannot decide: the two captures, ``fn`` run
+    a third time). Every array is put back. An
     outside array NumPy writes with no tensor (``self.n += 1.0``), which no replay would write,
     is put back and refused at that line (:mod:`capviz.trace.outside_writes`).
 
@@ -183,9 +180,6 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     scope = cap.capture_scope(live=live, on_violation=on_violation, rng=rng,
                               global_random=global_random)
     scope._twice = True  # a second capture follows when it writes arrays: finite fills
-    scope._quiet = True  # (the observers are told once, of the graph that stands)
-    options = (on_violation, rng, global_random)
-    tried: frozenset = frozenset()  # the arrays of a lifted run thrown away
     held = hooks.Hold()  # the hooks, once for both captures (each would make and remove them)
     try:
         hooks.install(held)  # (outside a scope every hook calls through)
@@ -194,26 +188,19 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
         outside = outside_writes.note(  # its small arrays copied, before fn runs
             places if plan is None else plan.others(), fn=fn)
         done = None if plan is None else _capture_lifted(
-            fn, names, specs, cap, plan, outside, options)
+            fn, names, specs, cap, plan, outside, (on_violation, rng, global_random))
         if done is not None:  # one pass was enough
-            done = (*done, True)
+            scope, error = done
+            graph = scope.graph
         else:
             if plan is not None:  # a lifted run thrown away: it drew nothing that counts, and
                 drawn._draws = draws  # left every array as it was (the lifted ones untouched)
-                tried = lifted.arrays(plan)  # (a second pass lifting the same ones would
-                plan = None                  # fail as it did; its references: counted)
                 outside = outside_writes.note(places, fn=fn)
-            done = _capture_twice(scope, fn, names, specs, outside, cap, (drawn, draws),
-                                  places, (*options, tried))
-    except BaseException as err:  # (fn's own error, a refusal raised in the first capture)
-        _tell_observers(getattr(err, "graph", None))
-        raise
+            graph, error = _capture_twice(scope, fn, names, specs, outside, cap,
+                                          (drawn, draws), global_random)
     finally:
         hooks.uninstall(held)
-    scope, error, one_pass = done
-    graph = scope.graph
-    _tell_observers(graph)
-    if graph.complete and not one_pass:
+    if graph.complete and done is None:
         lifted.remember(fn, graph, places)  # its states, lifted at the next capture of fn
     if error is not None and on_violation == "raise":
         raise error
@@ -223,23 +210,12 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     return graph
 
 
-def _tell_observers(graph: CapturedGraph | None) -> None:
-    """Call the observers of finished captures (the pytest plugin's) once, with the graph that
-    stands (the first capture's scope, and the later ones, tell none)."""
-    if graph is not None:
-        for callback in list(_observers):
-            callback(graph)
-
-
 def _capture_twice(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple,
                    outside: outside_writes.Snapshot, cap: CaptureDevice,
-                   draws: tuple[Device, int], places: list[rebound.Place], options: tuple
-                   ) -> tuple[CaptureScope, CapvizError | None, bool]:
-    """The first capture in ``scope``, and, when it made array states, a second pass that
-    decides what NumPy's own code read of them: one with the states lifted
-    (:mod:`capviz.trace.lifted`) where that is provably enough, else a second capture with
-    other values in them (:mod:`capviz.trace.recapture`): the scope whose graph stands, the
-    refusal, and whether that graph is a lifted pass's."""
+                   draws: tuple[Device, int], global_random: str
+                   ) -> tuple[CapturedGraph, CapvizError | None]:
+    """The first capture in ``scope``, and a second one with other values in its states when
+    it made array states (:mod:`capviz.trace.recapture`): the graph and the refusal."""
     try:
         _run(scope, fn, names, specs)
     finally:
@@ -250,39 +226,13 @@ def _capture_twice(scope: CaptureScope, fn: Callable, names: list[str], specs: t
         error = outside_writes.refuse(graph, written, fn, user_source())
     elif graph.complete and recapture.writes_arrays(graph) and not any(
             v.level == "error" for v in graph.violation_records):
-        done = _lift_states(fn, names, specs, graph, cap, places, outside, draws, options)
-        if done is not None:  # the second pass, lifted, stands on its own
-            return done[0], done[1], True
         try:
-            error = _capture_again(fn, names, specs, graph, cap, draws, options[2])
+            error = _capture_again(fn, names, specs, graph, cap, draws, global_random)
         finally:
             written = outside.put_back()  # (the second run's, on another path)
         if error is None and written:
             error = outside_writes.refuse(graph, written, fn, user_source())
-    return scope, error, False
-
-
-def _lift_states(fn: Callable, names: list[str], specs: tuple, graph: CapturedGraph,
-                 cap: CaptureDevice, places: list[rebound.Place],
-                 outside: outside_writes.Snapshot, draws: tuple[Device, int], options: tuple
-                 ) -> tuple[CaptureScope, CapvizError | None] | None:
-    """The second pass of a first capture, with the states ``graph`` (the first pass) found
-    lifted, as a later capture lifts them (:mod:`capviz.trace.lifted`): its scope and refusal,
-    or ``None`` where they cannot be lifted or the run is thrown away (every array put back,
-    the rng device's draws where the first pass left them)."""
-    options, tried = options[:3], options[3]
-    lifted.remember(fn, graph, places)
-    plan = lifted.plan(fn, places, outside)
-    if plan is None or lifted.arrays(plan) == tried:
-        return None
-    drawn, before = draws
-    after = drawn._draws
-    drawn._draws = before  # the draw indices the first pass took
-    done = _capture_lifted(fn, names, specs, cap, plan,
-                           outside_writes.note(plan.others(), fn=fn), options)
-    if done is None:
-        drawn._draws = after
-    return done
+    return graph, error
 
 
 def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDevice,
@@ -294,7 +244,7 @@ def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDe
     the two captures must run."""
     on_violation, rng, global_random = options
     scope = cap.capture_scope(on_violation=on_violation, rng=rng, global_random=global_random)
-    scope._quiet = True  # (capture() tells the observers, once the run stands)
+    scope._quiet = True  # (the observers are told below, once the run stands)
     scope._places = plan.places
     try:
         _run(scope, fn, names, specs, plan)
@@ -311,6 +261,8 @@ def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDe
                                                              scope._outputs):
         lifted.discard(plan)
         return None
+    for callback in list(_observers):
+        callback(graph)
     return scope, None
 
 

@@ -14,7 +14,6 @@ import capviz as cv
 from capviz.core.errors import CaptureViolation
 from capviz.randomness import backstop, hooks
 from capviz.trace import names, recapture
-from tests.helpers.lifting import pinned
 
 
 class Optimiser:
@@ -50,9 +49,7 @@ def test_the_second_capture_makes_no_generator():
     the collector tracks (capviz/randomness/backstop.py); planting makes none."""
     opt = Optimiser()
     g = np.ones(4)
-    pin = pinned(*opt.params)  # (pinned: planted, see below)
     cv.capture(opt.step, g)  # (the thread's generator of other values, made once)
-    del pin
     made = backstop._made[0]
     planted = []
     real = recapture.OtherValues.plant
@@ -61,13 +58,10 @@ def test_the_second_capture_makes_no_generator():
         planted.append(1)
         return real(self)
 
-    first, second = Optimiser(), Optimiser()  # (a new object each: a later capture of the
-    pins = pinned(*first.params, *second.params)  # same one lifts its states; pinned, the
-    with pytest.MonkeyPatch.context() as mp:      # second pass plants: trace/lifted.py)
+    with pytest.MonkeyPatch.context() as mp:
         mp.setattr(recapture.OtherValues, "plant", counted)
-        cv.capture(first.step, g)
-        cv.capture(second.step, g)
-    del pins
+        cv.capture(Optimiser().step, g)  # (a new object each: a later capture of the same
+        cv.capture(Optimiser().step, g)  # one lifts its states, trace/lifted.py)
     assert planted == [1, 1]  # two second captures ran
     assert backstop._made[0] == made
 
@@ -121,13 +115,9 @@ def test_the_hooks_are_removed_when_the_captured_function_raises():
     assert np.random.default_rng is default_rng
 
 
-@pytest.mark.parametrize("pin", [True, False])
-def test_the_second_capture_names_each_state_as_the_first_did(pin):
-    """No second walk of the user's namespaces: the names and places are the first capture's,
-    in the second capture with other values (``pin``: its states pinned) as in the lifted
-    second pass (capviz/trace/lifted.py)."""
+def test_the_second_capture_names_each_state_as_the_first_did():
+    """No second walk of the user's namespaces: the names and places are the first capture's."""
     opt = Optimiser()
-    pins = pinned(*opt.params) if pin else []
     g = np.ones(4)
     looked = []
     real = names.Namer.find_place
@@ -147,8 +137,7 @@ def test_the_second_capture_names_each_state_as_the_first_did(pin):
         mp.setattr(names.Namer, "find_place", counted)
         mp.setattr(recapture.OtherValues, "plant", plant)
         graph = cv.capture(opt.step, g)
-    del pins
-    assert seconds == ([6] if pin else []) and len(looked) == 6  # the first's six, none after
+    assert seconds == [6] and len(looked) == 6  # the first capture's six, none after
     assert sorted(n.name for n in graph.state_nodes) == sorted(
         [f"opt.params[{k}]" for k in range(3)] + [f"opt.mems[{k}]" for k in range(3)])
 

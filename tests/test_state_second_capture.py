@@ -17,7 +17,6 @@ import pytest
 import capviz as cv
 from capviz.core.errors import IncompleteGraphError, UnsupportedOperationError
 from capviz.trace import recapture
-from tests.helpers.lifting import pinned, replays_as_calls
 
 capture_module = importlib.import_module("capviz.capture")
 
@@ -71,26 +70,11 @@ class Regularised:
         return loss
 
 
-def test_a_number_numpy_computed_from_a_state_before_its_write_is_captured_exactly():
-    """The lead's ruling of 18:30: the second pass lifts the state the first found
-    (capviz/trace/lifted.py), so ``np.sum(self.W * self.W)`` is recorded, not refused."""
-    model, twin = Regularised(), Regularised()
-    graph = cv.capture(model.step, cv.spec((3,), "float64"))
-    assert graph.complete and [n.name for n in graph.state_nodes] == ["model.W"]
-    assert np.array_equal(model.W, np.ones((3, 3)))  # the capture changed nothing
-    inputs = [{"x": np.array([0.1, 0.2, 0.3]) * (k + 1)} for k in range(2)]
-    replays_as_calls(graph, model, twin, "step", inputs, ["W"])
-
-
 def test_a_number_numpy_computed_from_a_state_before_its_write_is_refused_at_its_line():
-    """Where the state cannot be lifted (a reference no walk explains: here the test's), the
-    two passes with other values refuse it, as before."""
     model = Regularised()
     before = model.W.copy()
-    pin = pinned(model.W)
     with pytest.raises(UnsupportedOperationError) as info:
         cv.capture(model.step, cv.spec((3,), "float64"))
-    del pin
     what, why, fix = str(info.value).splitlines()
     assert what.startswith("`loss = np.sum(pred ** 2) + reg` at ")
     line = _line_of(Regularised.step, "loss =")
@@ -319,19 +303,17 @@ def test_a_generator_state_is_not_advanced_by_the_second_capture():
 
 def test_record_mode_keeps_the_refusal_on_the_graph():
     model = Regularised()
-    pin = pinned(model.W)  # (two passes: see above)
     graph = cv.capture(model.step, cv.spec((3,), "float64"), on_violation="record")
-    del pin
     assert not graph.complete
     assert [v.kind for v in graph.violation_records] == ["unsupported_op"]
     with pytest.raises(cv.UnsupportedOperationError, match="from an array the capture writes"):
         graph.check()
 
 
-def test_the_100_write_optimiser_of_the_benchmark_takes_a_lifted_second_pass(second_captures):
-    """benchmarks/state.py's stateful program: every capture that makes array states takes a
-    second pass (no value heuristic can tell that one cannot matter: a branch on a state
-    records nothing suspect); here its 100 states are lifted, so nothing is planted."""
+def test_the_100_write_optimiser_of_the_benchmark_is_captured_twice(second_captures):
+    """benchmarks/state.py's stateful program: every capture that makes array states is
+    captured a second time (no value heuristic can tell that one cannot matter: a branch on a
+    state records nothing suspect), and this one is refused by nothing."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks"))
     try:
         state_benchmark = importlib.import_module("state")
@@ -342,7 +324,7 @@ def test_the_100_write_optimiser_of_the_benchmark_takes_a_lifted_second_pass(sec
     g = np.random.default_rng(1).standard_normal(state_benchmark.SIZE)
     graph = cv.capture(opt.step, g)
     assert len(graph.state_nodes) == 100 and graph.complete
-    assert second_captures == []
+    assert second_captures == [1]
     assert all(np.array_equal(w, b) for w, b in zip(opt.params, before))
 
 
@@ -358,9 +340,7 @@ def test_only_a_capture_with_array_states_is_captured_twice(second_captures):
 
     cv.capture(stateless, cv.spec(3, "float64"))
     assert second_captures == []
-    pin = pinned(state)  # (lifted, it plants nothing: see above)
     cv.capture(stateful, cv.spec(3, "float64"))
-    del pin
     assert second_captures == [1]
 
 
@@ -494,9 +474,7 @@ def test_a_guard_on_a_states_value_is_checked_by_replays_and_not_refused():
         graph.replay({"x": x})  # W sums to 0.75 > 0: eager takes the other branch
 
 
-@pytest.mark.parametrize("pin", [False, True])
-def test_the_generators_a_second_capture_meets_are_left_as_they_were(second_captures, pin):
-    """By the lifted second pass and, where the state is pinned, the planted one."""
+def test_the_generators_a_second_capture_meets_are_left_as_they_were(second_captures):
     import random
 
     class M:
@@ -514,10 +492,8 @@ def test_the_generators_a_second_capture_meets_are_left_as_they_were(second_capt
     m = M()
     python, legacy = random.getstate(), np.random.get_state()[1].copy()
     rs, gen = m.rs.get_state()[1].copy(), m.gen.bit_generator.state
-    held = pinned(m.m) if pin else []
     graph = cv.capture(m.step, cv.spec(3, "float64"))
-    del held
-    assert graph.complete and second_captures == ([1] if pin else [])
+    assert graph.complete and second_captures == [1]
     assert random.getstate() == python and np.array_equal(np.random.get_state()[1], legacy)
     assert np.array_equal(m.rs.get_state()[1], rs) and m.gen.bit_generator.state == gen
 
@@ -587,31 +563,12 @@ def _captured(step_body, W, spec=None):
 
     m = M()
     before = m.W.copy()
-    pin = pinned(m.W)  # (two passes, whose refusals these tests assert: see above)
     try:
         cv.capture(m.step, cv.spec((3,), "float64") if spec is None else spec)
     except UnsupportedOperationError as err:
         assert np.array_equal(m.W, before)  # every array put back
         return err
-    finally:
-        del pin
     return None
-
-
-def _lifted(step_body, W, inputs):
-    """Capture ``step_body(self, x)`` of an object holding ``W`` (its state lifted in the
-    second pass) and replay it as eager calls of a twin over ``inputs``."""
-
-    class M:
-        def __init__(self):
-            self.W = W.copy()
-
-        step = step_body
-
-    m, twin = M(), M()
-    graph = cv.capture(m.step, cv.spec(inputs[0].shape, inputs[0].dtype))
-    assert graph.complete and np.array_equal(m.W, W)
-    replays_as_calls(graph, m, twin, "step", [{"x": x} for x in inputs], ["W"])
 
 
 def _variance(self, x):
@@ -673,30 +630,6 @@ def test_a_read_of_a_state_that_a_shift_or_a_value_filter_missed_is_refused_at_i
     assert what.startswith(f"`{line}` at ")
     assert f"test_state_second_capture.py:{_line_of(step, line)} in {step.__name__}:" in what
     assert re.search(message, str(err))
-
-
-@pytest.mark.parametrize("step", [_variance, _centred, _argmax])
-def test_a_read_of_a_state_numpy_makes_before_its_write_is_captured_when_lifted(step):
-    """The same reads, the state not pinned: the second pass lifts it and records them."""
-    W = np.array([1.0, 2.0, 4.0])
-    _lifted(step, W, [np.array([0.5, 1.5, -1.0]), np.array([2.0, -0.25, 0.75])])
-
-
-@pytest.mark.parametrize("step", [_branch, _float_equal_to_a_token])
-def test_a_python_read_of_a_state_is_refused_also_when_it_could_be_lifted(step):
-    """A branch or a Python number from a state's value: the lifted pass cannot record it, so
-    it is thrown away and the two passes refuse it, as where the state is pinned."""
-
-    class M:
-        def __init__(self):
-            self.W = np.array([1.0, 1.0, 1.0])
-
-        step_ = step
-
-    m = M()
-    with pytest.raises(UnsupportedOperationError, match=r"test_state_second_capture\.py"):
-        cv.capture(m.step_, cv.spec((3,), "float64"))
-    assert np.array_equal(m.W, np.ones(3))
 
 
 def test_an_int_state_read_by_python_before_its_write_is_refused():
@@ -773,36 +706,11 @@ def test_a_nan_blind_read_after_the_write_is_refused(read, shown, situation):
             return read(self, x)
 
     m = M()
-    pin = pinned(m.W)  # (two passes: a lifted one records the NumPy reads, below)
     with pytest.raises(UnsupportedOperationError, match=rf"in <lambda>: {situation}") as info:
         cv.capture(m.step, cv.spec((3,), "float64"))
-    del pin
     # what capviz's fills made (the value once shown) is no value of the user's: never shown
     assert not re.search(rf"\b{shown}\b", str(info.value).split(": ", 1)[1].split("\n", 1)[1])
     assert np.array_equal(m.W, np.ones(3))
-
-
-@pytest.mark.parametrize("read", [lambda s, x: x * (s.W > 0).sum(),
-                                  lambda s, x: x * np.nan_to_num(s.W)])
-def test_a_numpy_read_after_the_write_is_captured_when_lifted(read):
-    """The NumPy reads among those, the state not pinned: recorded by the lifted pass."""
-
-    def step(self, x):
-        self.W += x
-        return read(self, x)
-
-    _lifted(step, np.ones(3), [np.array([1.0, -3.0, 0.5]), np.array([-2.0, 0.25, 4.0])])
-
-
-def test_an_anonymous_array_numpy_computed_from_a_big_state_is_captured_when_lifted():
-    def step(self, x):
-        Wn = self.W * 0.5
-        y = x @ Wn
-        self.W -= 0.01 * np.outer(x, x)
-        return y
-
-    gen = np.random.default_rng(3)
-    _lifted(step, np.eye(400), [gen.standard_normal(400), gen.standard_normal(400)])
 
 
 def test_an_anonymous_array_numpy_computed_from_a_big_state_is_refused():
@@ -820,12 +728,10 @@ def test_an_anonymous_array_numpy_computed_from_a_big_state_is_refused():
             return y
 
     m = Big()
-    pin = pinned(m.W)  # (two passes)
     with pytest.raises(UnsupportedOperationError, match=r"`y = x @ Wn` at .*: NumPy's own "
                        r"operators computed `Wn` from an array the capture writes(?s:.*)Fix: "
                        r"write line \d+ as `Wn = cv\.constant\(self\.W\) \* 0\.5`"):
         cv.capture(m.step, cv.spec((400,), "float64"))
-    del pin
     assert np.array_equal(m.W, np.eye(400))
 
 
@@ -1069,24 +975,12 @@ class _Returning:
         return W * 2.0
 
 
-def test_a_value_numpy_computed_from_a_written_state_and_returned_is_captured_when_lifted():
-    """The lead's ruling of 18:30: ``return self.W * 2.0`` after ``self.W += g`` is recorded
-    by the lifted second pass."""
-    m, twin = _Returning(), _Returning()
-    graph = cv.capture(m.step, cv.spec((3,), "float64"))
-    replays_as_calls(graph, m, twin, "step", [{"g": np.arange(3.0) + k} for k in range(2)],
-                     ["W"])
-
-
 def test_a_value_numpy_computed_from_a_written_state_and_returned_is_refused_at_the_return():
     """Review 2, finding 19: the refusal named the ``cv.capture(...)`` line, not the user's
-    ``return self.W * 2.0``; the fix it gives replays as eager calls compute. (The state
-    pinned: two passes.)"""
+    ``return self.W * 2.0``; the fix it gives replays as eager calls compute."""
     m = _Returning()
-    pin = pinned(m.W)
     with pytest.raises(UnsupportedOperationError) as info:
         cv.capture(m.step, cv.spec((3,), "float64"))
-    del pin
     what, why, fix = str(info.value).splitlines()
     line = _line_of(_Returning.step, "return self.W * 2.0")
     assert what == (f"`return self.W * 2.0` at {__file__}:{line} in step: the returned value "

@@ -435,8 +435,7 @@ SITUATIONS: list[Situation] = [
         "capture ran, so every replay would reuse it where a call computes it again "
         "({reason_why}).",
         "{reason_fix}",
-        "W = np.ones(3)\nviews = [W[1:]]  # held elsewhere: W cannot be lifted (state.md)\n\n"
-        "def f(x):\n    reg = np.sum(W * W)\n"
+        "W = np.ones(3)\n\ndef f(x):\n    reg = np.sum(W * W)\n"
         "    np.subtract(W, x, out=W)\n    return x * reg\n\n"
         "cv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
@@ -447,8 +446,7 @@ SITUATIONS: list[Situation] = [
         "capviz cannot record it: NumPy read the array's memory outside the capture's sight, "
         "so every replay would return the value of this call ({reason_why}).",
         "{reason_fix}",
-        "W = np.zeros(3)\nviews = [W[1:]]  # held elsewhere: W cannot be lifted (state.md)\n\n"
-        "def f(g):\n    np.add(W, g, out=W)\n    return W * 2.0\n\n"
+        "W = np.zeros(3)\n\ndef f(g):\n    np.add(W, g, out=W)\n    return W * 2.0\n\n"
         "cv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
         "written_outside", "unsupported_op", _call_is("an outside array NumPy wrote unseen"),

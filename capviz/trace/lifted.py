@@ -5,14 +5,12 @@
 unseen: before the capture's first write into it, and after it (reads that swallow the mark).
 torch.export does not need a second trace: it *lifts* the buffers a program mutates into the
 graph's signature, so every read of them is a read of a graph input. This module does the same
-for the second pass of a first capture (over the states its first pass found) and for a later
-capture of the same function (one pass):
+for a later capture of the same function:
 
 1. **Which arrays.** The places that held array states when ``fn`` (the same code object, with
    the same owner: a bound method's ``self``, a callable object; kept weakly, keyed on those
-   objects, never on ``id()``) was last captured whole, or in the first pass of this capture
-   (:func:`remember`): their labels (``self.W``, ``self.params[3]``), the state's name, its
-   place, its line.
+   objects, never on ``id()``) was last captured whole (:func:`remember`): their labels
+   (``self.W``, ``self.params[3]``), the state's name, its place, its line.
 2. **No unseen reference.** Before ``fn`` runs, each such place is looked up again
    (:func:`plan`). An array is lifted only if it is a plain writeable ndarray of numbers or
    booleans that owns its memory (``a.base is None``: a view's owner could be read through
@@ -237,14 +235,8 @@ class Lifted:
         return [p for p in self.places if id(p.value) not in lifted]
 
 
-def arrays(lifted: Lifted) -> frozenset[int]:
-    """The arrays ``lifted`` lifts, by ``id`` (alive meanwhile: their places hold them)."""
-    return frozenset(id(state[0]) for state in lifted.states)
-
-
-def plan(fn: Callable, places: list[Place], noted: Any = None) -> Lifted | None:
-    """The states to lift for this capture of ``fn`` (``places``: :func:`rebound.note`'s;
-    ``noted``: an outside arrays' snapshot taken of them, whose references are capviz's), or
+def plan(fn: Callable, places: list[Place]) -> Lifted | None:
+    """The states to lift for this capture of ``fn`` (``places``: :func:`rebound.note`'s), or
     ``None`` when
     ``fn`` was not captured whole before or one of its states cannot be lifted soundly (see the
     module docstring, point 2)."""
@@ -261,9 +253,6 @@ def plan(fn: Callable, places: list[Place], noted: Any = None) -> Lifted | None:
     holding = _holding(places)
     by_label = {p.label: p for held in holding.values() for p in held}
     ours = _our_references(places)
-    if noted is not None:  # (the first pass's snapshot, kept for a second capture)
-        ours.update(id(entry[1]) for entries in (noted.noted, noted.watched)
-                    for entry in entries)
     states = []
     for labels, name, place, source in remembered.states:
         first = by_label.get(labels[0])
