@@ -18,6 +18,7 @@ SPELLINGS = {
     "(x**2).mean(-1) - x.mean(-1)**2": lambda x: (x ** 2).mean(-1) - x.mean(-1) ** 2,
     "(x*x).mean(-1) - np.square(x.mean(-1))":
         lambda x: (x * x).mean(-1) - np.square(x.mean(-1)),
+    "var_mm: (x*x).mean(-1) - m*m": lambda x: (lambda m: (x * x).mean(-1) - m * m)(x.mean(-1)),
     "x - np.tile(m, (1, 768))": lambda x: x - np.tile(x.mean(-1, keepdims=True), (1, 768)),
     "x - np.repeat(m, 768, -1)": lambda x: x - np.repeat(x.mean(-1, keepdims=True), 768, -1),
     "x - np.stack([x.mean(-1)] * 768, -1)": lambda x: x - np.stack([x.mean(-1)] * 768, -1),

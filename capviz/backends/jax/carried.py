@@ -38,7 +38,7 @@ import numpy as np
 
 from capviz import ops
 from capviz.backends import cancelling, contraction_bound
-from capviz.backends.jax import carried_bounds
+from capviz.backends.jax import carried_bounds, unfused
 from capviz.backends.jax.trace import dtype_of, require_each
 from capviz.core.ir import Node
 
@@ -182,8 +182,12 @@ class Carried:
             if not carried:  # from a reduce of another ufunc than add: no sum, no bound
                 return result
             if node.op in cancelling.SCALINGS:
-                result = scaled(self.jnp, node.op, args[0], args[1], dtype_of(result),
-                                checked=True)
+                # NumPy's rounding of the product, kept apart from the add it reaches (XLA
+                # folds the float64 product's narrowing back into a float32 multiply and
+                # fuses it with the subtract: m * m of a variance by hand was 286x the
+                # tolerance, review 5)
+                result = unfused.in_trace(scaled(self.jnp, node.op, args[0], args[1],
+                                                 dtype_of(result), checked=True))
             result, self.bounds[node.index] = self._passed(node, args, result, carried)
         elif node.index in self.consumers:
             self.consumed(node, args, result)
