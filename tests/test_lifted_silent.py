@@ -6,8 +6,10 @@ program is captured cold (a first capture) and warm (a later capture of the same
 object, which lifts where it may), and the graph is replayed against eager calls of a twin over
 three calls: outputs and every state, bit for bit, dtypes included."""
 
+import builtins
 import collections.abc
 import ctypes
+import functools
 import weakref
 
 import numpy as np
@@ -205,10 +207,91 @@ class TypeThroughGetattr(Base):
         return x * getattr(self, "_" + "sc")()
 
 
+# --- identities asked another way (hostile review 5, findings 1 and 5) -------------------------
+
+T = type  # a global bound to the builtin
+
+
+def _timed(f):
+    @functools.wraps(f)
+    def wrapper(*args):
+        return f(*args)
+    return wrapper
+
+
+@_timed
+def _is_array(a):
+    return type(a) is np.ndarray
+
+
+def _step_with_a_default(self, x, _type=type):
+    RUNS.append(1)
+    self.W -= 0.1 * x
+    return x * (2.0 if _type(self.W) is np.ndarray else 3.0)
+
+
+class IdKeyedRate(Base):
+    """A per-parameter rate keyed by ``id(p)`` (optimisers keep their state so): a lifted
+    tensor's id is another, and ``.get`` answers the default."""
+
+    def __init__(self):
+        super().__init__()
+        self.rate = {id(self.W): 0.5}
+
+    def step(self, x):
+        RUNS.append(1)
+        self.W -= self.rate.get(id(self.W), 0.1) * x
+        return x * 1.0
+
+
+class TypeAlias(Base):
+    def step(self, x):
+        RUNS.append(1)
+        self.W -= 0.1 * x
+        return x * (2.0 if T(self.W) is np.ndarray else 3.0)
+
+
+class BuiltinsType(Base):
+    def step(self, x):
+        RUNS.append(1)
+        self.W -= 0.1 * x
+        return x * (2.0 if builtins.type(self.W) is np.ndarray else 3.0)
+
+
+class TypeInADecoratedHelper(Base):
+    def step(self, x):
+        RUNS.append(1)
+        self.W -= 0.1 * x
+        return x * (2.0 if _is_array(self.W) else 3.0)
+
+
+class TypeAsADefault(Base):
+    step = _step_with_a_default
+
+
+class ObjectRepr(Base):
+    def step(self, x):
+        RUNS.append(1)
+        self.W -= 0.1 * x
+        return x * (2.0 if object.__repr__(self.W).startswith("<numpy") else 3.0)
+
+
+class ReprRead(Base):
+    """``repr`` of a lifted state: the tensor's text, not the ndarray's (a hook sees it)."""
+
+    def step(self, x):
+        RUNS.append(1)
+        shown = f"{self.W!r}"
+        self.W -= 0.1 * x
+        return x * (2.0 if shown.startswith("array(") else 3.0)
+
+
 WEAK = [WeakCopy, WeakProxy, WeakCache, RawAlias]
 CLASS_READS = [IsinstanceRead, IsinstanceAfterWrite, IsinstanceOfDerived, IsinstanceOfAnABC]
 TYPE_READS = [TypeRead, TypeInAHelper, TypeInAMethod, TypeInAPart, TypeInAHeldFunction,
-              TypeThroughGetattr]
+              TypeThroughGetattr, IdKeyedRate, TypeAlias, BuiltinsType, TypeInADecoratedHelper,
+              TypeAsADefault, ObjectRepr]
+CLASS_READS += [ReprRead]
 
 
 def _replays_as_eager(graph, model, twin):

@@ -2,9 +2,12 @@
 
 Two questions about ``fn`` have no run-time hook to answer them:
 
-* does its code call the builtin ``type`` (``type(self.W) is np.ndarray``)? CPython 3.11 calls
-  ``type(x)`` with no event a profiler sees, and reads no attribute of ``x``, so a lifted pass
-  (:mod:`capviz.trace.lifted`) cannot see a lifted tensor's ``type`` chosen;
+* can its code ask an object's identity (the builtin ``type``, ``type(self.W) is np.ndarray``;
+  ``id``, a dict keyed by ``id(p)``; ``object.__repr__``)? CPython 3.11 calls them with no
+  event a profiler sees, and they read no attribute of the object, so a lifted pass
+  (:mod:`capviz.trace.lifted`) cannot see them answer otherwise for a lifted tensor. Found
+  conservatively: the name used anywhere (``builtins.type``, an attribute ``.id``), a global,
+  a default argument, a closure cell or a ``functools.partial`` holding the builtin;
 * can its code name an outside array (``self.buf``)? An array that changed during the capture
   while other threads ran, on a path none of whose names ``fn``'s code uses, is another thread's
   write, not ``fn``'s (:mod:`capviz.trace.outside_writes`).
@@ -14,12 +17,12 @@ and comprehensions defined in it, of the functions it names as globals, of the m
 of its owner's class and of the classes of the objects the walk found (``self.layer.forward``),
 and of the functions it names in the user's own modules it names (``helpers.update(self)``),
 and of the user's functions the walk found held in a place (``self.f = pick``), transitively,
-up to :data:`MOST_FUNCTIONS` functions; where that code builds a name at run time
-(``getattr``...), every function of those classes and modules. Not read: NumPy's, capviz's
-and the installed packages' code, and code reached only through objects no walk reached (a
-function a helper returns from a table it keeps). A name read or written dynamically
-(``getattr``, ``setattr``, ``vars``, ``__dict__``, ``globals``, ``eval``, ``exec``...) makes every
-name reachable.
+up to :data:`MOST_FUNCTIONS` functions (past it: taken as asking identities); where that
+code builds a name at run time (``getattr``...), every function of those classes and modules.
+Not read: NumPy's, capviz's and the installed packages' code, and code reached only through
+objects no walk reached (a function a helper returns from a table it keeps). A name read or
+written dynamically (``getattr``, ``setattr``, ``vars``, ``__dict__``, ``globals``, ``eval``,
+``exec``...) makes every name reachable.
 """
 
 from __future__ import annotations
@@ -39,6 +42,11 @@ MOST_FUNCTIONS = 256
 DYNAMIC = frozenset(("getattr", "setattr", "delattr", "vars", "__dict__", "globals", "locals",
                      "eval", "exec", "attrgetter", "__getattribute__", "__setattr__"))
 """Names through which code reaches an attribute or a global it does not name."""
+
+IDENTITY = frozenset(("type", "id", "__repr__"))
+"""Names whose use may ask a lifted tensor's identity, which no hook sees."""
+
+_IDENTITY_BUILTINS = (type, id, object.__repr__)
 
 _INSTALLED = tuple(os.path.realpath(sysconfig.get_paths()[key]) + os.sep
                    for key in ("stdlib", "platstdlib", "purelib", "platlib"))
@@ -112,10 +120,14 @@ def reach(fn: Callable, places: list[Any]) -> Reach:
         loads_type, globals_named, named = _summary(code)
         names |= named
         where = function.__globals__
-        calls_type = calls_type or (loads_type and where.get("type", type) is type)
+        calls_type = calls_type or loads_type or _holds_identity(function, todo)
         for name in globals_named:
             value = where.get(name)
-            if isinstance(value, types.FunctionType):
+            if isinstance(value, functools.partial):  # (is_arr = partial(check, np.ndarray))
+                value = value.func
+            if any(value is b for b in _IDENTITY_BUILTINS):  # (T = type; T(self.W))
+                calls_type = True
+            elif isinstance(value, types.FunctionType):
                 todo.append(value)
             elif isinstance(value, type) and _users(value):
                 classes.add(value)
@@ -135,7 +147,30 @@ def reach(fn: Callable, places: list[Any]) -> Reach:
             todo = [f for cls in classes for f in _functions_of(cls)]
             todo += [f for module in modules for f in vars(module).values()
                      if isinstance(f, types.FunctionType)]
+    if todo and len(seen) >= MOST_FUNCTIONS:
+        calls_type = True  # (not read to the end: taken as asking, two passes decide)
     return Reach(calls_type, frozenset(names), not names.isdisjoint(DYNAMIC))
+
+
+def _holds_identity(function: types.FunctionType, todo: list) -> bool:
+    """Whether ``function``'s default arguments or closure cells hold ``type``/``id``
+    (``def step(self, x, _type=type)``); the functions they hold (a decorator's wrapped
+    function) are added to ``todo``."""
+    held = [*(function.__defaults__ or ()), *(function.__kwdefaults__ or {}).values()]
+    for cell in function.__closure__ or ():
+        try:
+            held.append(cell.cell_contents)
+        except ValueError:  # (an empty cell)
+            continue
+    found = False
+    for value in held:
+        if isinstance(value, functools.partial):
+            value = value.func
+        if any(value is b for b in _IDENTITY_BUILTINS):
+            found = True
+        elif isinstance(value, types.FunctionType):
+            todo.append(value)
+    return found
 
 
 def _held_functions(places: list[Any]) -> list[types.FunctionType]:
@@ -214,7 +249,8 @@ def _summary(code: types.CodeType) -> tuple[bool, frozenset, frozenset]:
             if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                 globals_named.add(instruction.argval)
         stack.extend(c for c in each.co_consts if isinstance(c, types.CodeType))
-    summary = ("type" in globals_named, frozenset(globals_named), frozenset(named))
+    summary = (not IDENTITY.isdisjoint(named) or not IDENTITY.isdisjoint(globals_named),
+               frozenset(globals_named), frozenset(named))
     if len(_SUMMARIES) < _MOST_SUMMARIES:
         _SUMMARIES[code] = summary
     return summary

@@ -533,11 +533,17 @@ class Tensor:
         return (self[i] for i in range(self._data.shape[0]))
 
     def __repr__(self) -> str:
+        lifted = self._trace.lifted  # (repr of a lifted state is not the ndarray's: as isinstance)
+        if lifted is not None:
+            lifted.class_read(self, sys._getframe(1))
         return self._trace.describe(self)
 
     def __format__(self, spec: str) -> str:
         """``f"{t}"`` is ``str(t)``; ``f"{t:.3f}"`` formats the value as NumPy does (a data
         read, which a capture records as a violation at the user's line)."""
+        lifted = self._trace.lifted
+        if lifted is not None:
+            lifted.class_read(self, sys._getframe(1))
         if not spec:
             return str(self)
         return format(self._trace.read(self, f"format(tensor, {spec!r})"), spec)
