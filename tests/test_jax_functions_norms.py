@@ -136,3 +136,29 @@ def test_a_refused_norm_is_a_capviz_refusal_at_the_node():
     fixed = cv.capture(lambda a: np.linalg.norm(a.astype(np.float32), axis=1), x)
     got = fixed.replay({fixed.inputs[0]: x}, backend="jax", to_numpy=True)["out"]
     np.testing.assert_allclose(got, np.linalg.norm(x.astype(np.float32), axis=1), rtol=1e-6)
+
+
+def test_a_difference_of_norms_that_cancels_fails_at_the_subtract_with_the_fix_that_replays():
+    """Review 5 on c91ba55 (``/tmp/review5/norm_cancel2.py``): ``norm(x) - norm(y)`` of two
+    float32 vectors of 100,000 values near 1e3 a few elements apart replayed 312x beyond the
+    tolerance once the norm was declared: its bound is now carried to the subtract, which fails
+    at its node; the quoted fix (the norms in float64) replays within the tolerance."""
+    r = np.random.default_rng(1)
+    x = (1e3 + r.random(100_000)).astype(np.float32)
+    y = x.copy()
+    y[:12] += np.float32(1.0)
+    graph = cv.capture(lambda x, y: np.linalg.norm(x) - np.linalg.norm(y), x, y)
+    with pytest.raises(cv.ReplayError) as info:
+        graph.replay({"x": x, "y": y}, backend="jax")
+    text = str(info.value)
+    assert info.value.node.op == "subtract"
+    assert "np.subtract: its operands were np.linalg.norm of a whole array" in text
+    assert __file__ in text
+    fixed = cv.capture(lambda x, y: np.linalg.norm(x.astype(np.float64))
+                       - np.linalg.norm(y.astype(np.float64)), x, y)
+    got = fixed.replay({"x": x, "y": y}, backend="jax", to_numpy=True)["out"]
+    want = np.linalg.norm(x.astype(np.float64)) - np.linalg.norm(y.astype(np.float64))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    clip = cv.capture(lambda g: g / np.linalg.norm(g), x)  # no add or subtract: replays
+    np.testing.assert_allclose(clip.replay({"g": x}, backend="jax", to_numpy=True)["out"],
+                               x / np.linalg.norm(x), rtol=1e-6)

@@ -230,6 +230,18 @@ def _carry(bound: Any, nonfinite: Any) -> None:
         trace.carried.start(node, jnp.where(jnp.isfinite(bound) & ~nonfinite, bound, 0))
 
 
+def _norm_kept_apart(reach: Any) -> bool:
+    """Whether a norm's ``reach`` cannot cancel: the norm itself (never negative) plus a
+    number that is not negative, or minus one that is not positive (gradient clipping's
+    ``norm + 1e-6``). Its value stays declared there, as a contraction's does."""
+    other = reach.other
+    if reach.path or isinstance(other, Node) or not isinstance(other, (int, float, np.number)):
+        return False
+    if reach.consumer.op == "add":
+        return float(other) >= 0
+    return reach.consumer.op == "subtract" and reach.position == 0 and float(other) <= 0
+
+
 def of(nodes: list[Node], jnp: Any) -> carried.Carried | None:
     """The sums of :data:`REACHING` among ``nodes`` (a program's op steps) that reach an add
     or subtract, for one trace (:mod:`capviz.backends.jax.carried`), and the contractions of
@@ -239,10 +251,14 @@ def of(nodes: list[Node], jnp: Any) -> carried.Carried | None:
     ``None`` where none does. Elsewhere a contraction's value stays declared, as what is
     computed from it (a bias or residual add)."""
     found = {}
-    names = REACHING | contraction_bound.CONTRACTIONS
+    names = REACHING | contraction_bound.CONTRACTIONS | {contraction_bound.NORM}
     for k, each in cancelling.reaches(nodes, names).items():
         node = each[0].sum
-        if contraction_bound.is_contraction_node(node):
+        if node.op == contraction_bound.NORM:  # a sum of squares: one sign, its bound tight
+            each = tuple(r for r in each if not _norm_kept_apart(r))
+            if each and contraction_bound.is_contraction_node(node):  # NumPy's BLAS dot
+                found[k] = each
+        elif contraction_bound.is_contraction_node(node):
             if all(r.centring for r in each):
                 found[k] = each
         elif node.op not in _ONE_OPERAND or len(node.operands) == 1:

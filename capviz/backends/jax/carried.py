@@ -102,6 +102,13 @@ _APPROXIMATED_MESSAGE = ("np.{op}: {operands} computed by XLA's own np.{sums} (w
                          "backend='numpy'")
 
 
+_NORM_MESSAGE = (
+    "np.{op}: {operands} np.linalg.norm of a whole array (NumPy takes it from its BLAS dot, "
+    "whose order is its own: declared within 2 gamma_n sum(|x|**2) of XLA's sum of squares), "
+    "and this {op} cancels {them}: that bound, carried here, is beyond the tolerance of the "
+    "result, so NumPy's value and XLA's may differ there; replay with backend='numpy', or take "
+    "the norms in float64 (np.linalg.norm(x.astype(np.float64)))")
+
 _CONTRACTED_MESSAGE = (
     "np.{op}: {operands} a product of linear algebra (np.{sums}: NumPy's BLAS and XLA add its "
     "products in their own orders, declared within 2 gamma_k |A| @ |B| of each other), and "
@@ -220,6 +227,9 @@ class Carried:
         jnp = self.jnp
         real = np.dtype(kind.type(0).real.dtype)
         operands = [jnp.asarray(a) for a, n in zip(args, node.args) if isinstance(n, Node)]
+        if node.op == contraction_bound.NORM:
+            self.bounds[node.index] = _norm_bound(jnp, operands[0], result, real)
+            return
         count = contraction_bound.terms(node.op, [tuple(a.shape) for a in operands],
                                         node.params)
         m = max(len(operands), 2)
@@ -259,7 +269,9 @@ class Carried:
         them = "it" if n == 1 else "them"
         op = _shown_consumer(node)
         carrying = [r.sum for r in reaches if self.bounds.get(r.sum.index) is not None]
-        if carrying and all(contraction_bound.is_contraction_node(s) for s in carrying):
+        if carrying and all(s.op == contraction_bound.NORM for s in carrying):
+            message = _NORM_MESSAGE.format(op=op, operands=operands, them=them)
+        elif carrying and all(contraction_bound.is_contraction_node(s) for s in carrying):
             message = _CONTRACTED_MESSAGE.format(op=op, operands=operands,
                                                  sums=", np.".join(sums), them=them)
         elif all(s in APPROXIMATED for s in sums):
@@ -433,3 +445,23 @@ def scaled(jnp: Any, op: str, a: Any, b: Any, dtype: np.dtype, checked: bool) ->
             return a / separate(jnp.broadcast_to(b, jnp.broadcast_shapes(a.shape, b.shape)))
         return separate(a * b)
     return (a * b if op == "multiply" else a / b).astype(dtype)
+
+
+def _norm_bound(jnp: Any, x: Any, result: Any, real: np.dtype) -> Any:
+    """The bound of XLA's ``np.linalg.norm(x)`` (no axis) from NumPy's, its BLAS ``dot``:
+    :func:`capviz.backends.contraction_bound.norm_bound` computed here (the squares' sum in
+    float64); 0 where the result is not finite (the same in every order). Its squares are
+    one sign's, so the bound is carried to every add or subtract the norm reaches (review 5,
+    on c91ba55: ``norm(x) - norm(y)`` of close vectors was 312x beyond the tolerance)."""
+    count = max(int(np.prod(x.shape)), 1)
+    k = 2 * count if dtype_of(x).kind == "c" else count
+    g = contraction_bound.gamma(k, real)
+    total = jnp.sum(jnp.abs(x).astype(np.float64) ** 2) \
+        / (1 - contraction_bound.gamma(k + 2, np.float64))
+    d = 2 * g * total + 2 * k * 2 * float(np.finfo(real).tiny)
+    low = total * (1 - g) if g < 1 else jnp.zeros_like(total)
+    apart = jnp.where(low > 0, jnp.minimum(jnp.sqrt(d), d / (2 * jnp.sqrt(jnp.maximum(low,
+                      1e-300)))), jnp.sqrt(d))
+    bound = apart + float(np.finfo(real).eps) * jnp.sqrt(total * (1 + g))
+    finite = jnp.isfinite(jnp.abs(result)) & jnp.isfinite(bound)
+    return jnp.where(finite, bound, 0).reshape(np.shape(result))
