@@ -179,3 +179,18 @@ def test_a_median_is_numpys_middle_values_bit_for_bit(a, params):
     (got,) = _replayed(fn, a)
     assert got.dtype == want.dtype and got.shape == want.shape
     assert got.tobytes() == want.tobytes(), (got, want)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (3, 0, 2)])
+def test_an_average_whose_result_is_empty_raises_numpys_zero_division_error(shape):
+    """Review 5: np.average(a, axis=-1) with an empty result raises ZeroDivisionError in NumPy
+    (a.size / avg.size); the JAX replay returned an empty array. Now NumPy's error, at the
+    node, as the NumPy replay raises it."""
+    a = np.zeros(shape)
+    with pytest.raises(ZeroDivisionError):
+        np.average(a, axis=-1)
+    graph = cv.capture(lambda x: np.average(x, axis=-1), a)
+    for backend in ("numpy", "jax"):
+        with pytest.raises(cv.ReplayError, match="ZeroDivisionError") as info:
+            graph.replay({graph.inputs[0]: a}, backend=backend)
+        assert isinstance(info.value.__cause__, ZeroDivisionError)

@@ -7,6 +7,7 @@ partial sums XLA flushes (the hostile review 3, finding 23: refused at bind befo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -38,7 +39,10 @@ def _average(jnp: Any) -> Callable:
         if returned:
             return jnp.average(a, axis, weights, returned, **params)
         if weights is None:
-            return mean(a, axis=axis, **params)
+            result = mean(a, axis=axis, **params)
+            if not math.prod(result.shape):  # NumPy's scale a.size / avg.size (review 5)
+                raise ZeroDivisionError("division by zero")
+            return result
         w = jnp.asarray(weights)
         ndim = len(a.shape)
         one_axis = tuple(w.shape) != tuple(a.shape)  # NumPy adds them pairwise: one rounding
