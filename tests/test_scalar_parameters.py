@@ -1,7 +1,8 @@
 """A NumPy scalar in a parameter NumPy computes with (``q``, ``discont``, ``period``, ``range``
-items: ``capviz/numpy_api/registry.py``): NEP 50 promotes a narrower operand to the scalar's
-type, which the Python number a graph records would not, so the capture refuses it with the
-fix; a parameter whose type changes nothing replays as NumPy (hostile review, finding 6)."""
+items, ``np.logspace``'s ``base``: ``capviz/numpy_api/registry.py``): NEP 50 promotes a
+narrower operand to the scalar's type, which the Python number a graph records would not, so
+the capture refuses it with the fix; a parameter whose type changes nothing replays as NumPy
+(hostile review, finding 6)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,11 @@ def assert_bits(got, want):
      "float64"),
     (lambda a: np.histogram_bin_edges(a, 4, range=(np.float64(0.1), np.float64(0.9))),
      "np.histogram_bin_edges(..., range=np.float64(...))", "float64"),
+    # (review W=25a: base=np.float64(10) was recorded as 10.0: float32 where NumPy gives float64)
+    (lambda a: np.logspace(a[0], a[1], 3, base=np.float64(10)),
+     "np.logspace(..., base=np.float64(...))", "float64"),
+    (lambda a: np.logspace(a[0], a[1], 3, base=np.int64(10)),
+     "np.logspace(..., base=np.int64(...))", "float64"),
 ])
 def test_a_numpy_scalar_that_promotes_a_narrow_operand_is_refused_with_the_fix(call, expr, wide):
     # the capture recorded np.float64(0.3) as the Python float 0.3, which NEP 50 treats as weak:
@@ -45,6 +51,9 @@ def test_a_numpy_scalar_that_promotes_a_narrow_operand_is_refused_with_the_fix(c
     lambda a: np.quantile(a.astype(np.float64), np.float64(0.3)),  # nothing narrower
     lambda a: np.unwrap(a, discont=3.0),
     lambda a: np.histogram_bin_edges(a, 4, range=(0.1, 0.9)),
+    lambda a: np.logspace(a[0], a[1], 3, base=10.0),
+    lambda a: np.logspace(a[0], a[1], 3, base=float(np.float64(2.5))),  # the fix applied
+    lambda a: np.logspace(*a.astype(np.float64)[:2], 3, base=np.float64(10)),  # the other fix
 ])
 def test_a_parameter_whose_type_changes_nothing_still_replays_as_numpy(call):
     a = np.array([3.0, 1.0, 2.0, 7.5], np.float32)

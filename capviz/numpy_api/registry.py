@@ -64,7 +64,7 @@ _PLAIN = (type(None), bool, int, float, complex, str)
 
 # parameters whose value NumPy computes with, in the operand's type or the scalar's (NEP 50):
 # a NumPy scalar there is "strong" where the Python number it is recorded as is "weak"
-_PROMOTING = frozenset({"q", "discont", "period", "range"})
+_PROMOTING = frozenset({"q", "discont", "period", "range", "base"})  # base: np.logspace
 _PROMOTING_ITEMS = frozenset({"range"})  # a tuple whose items NumPy computes with one by one
 _NARROW = frozenset({np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.complex64)})
 
