@@ -23,9 +23,11 @@ first at the exit, naming it. One past the budget is only fingerprinted
 it holds what NumPy wrote (capviz's mark where it was carried) and could not be put back. A
 scope that writes no state pays nothing; what NumPy wrote before the first mark, and arrays
 only a function further down reaches, are not seen (the scope form's residue,
-docs/guide/state.md). Walking the block's names, not the frame's every global, keeps a
-notebook's data sets out of it: a 400 MB array the block does not name costs nothing; one it
-names (``model.step(X[:64])``) is fingerprinted, not copied, past the budget.
+docs/guide/state.md). The frame's every local and global is noted too (the block's names
+alone missed a weight reached three helpers down, or from a scope opened in the user's own
+context manager, and left it holding the mark: hostile review 5, finding 3), so a stateful
+scope in a notebook fingerprints the notebook's large arrays at its first mark (a 400 MB data
+set: about 60-90 ms); one past the budget is fingerprinted, never copied.
 """
 
 from __future__ import annotations
@@ -153,7 +155,10 @@ def note_marked(recorder: Recorder, line: int | None = None) -> None:
     frame = recorder.scopes.entry
     names = None if frame is None else scope_block.names(frame.f_code.co_filename, line,
                                                          frame.f_globals)
-    snapshot = outside_writes.note(rebound.block_places(frame, names))
+    places = rebound.block_places(frame, names)  # (the closure cells of the functions it names)
+    if names is not None:  # and every local and global: the block's names missed a weight three
+        places += rebound.frame_places(frame)  # helpers down, or one a scope opened in the
+    snapshot = outside_writes.note(places)     # user's own context manager left all NaN (R5 #3)
     recorder.marked_outside = (snapshot, _keep(snapshot, recorder.states))
 
 
