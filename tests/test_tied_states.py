@@ -94,3 +94,16 @@ def test_the_planted_values_move_the_first_of_every_run_of_equals(flat):
                           (flat[:, None] > flat[None, :])[distinct])
     if flat.size == 12:  # every row of ones((4, 3)) but the last: its largest is not first
         assert all(np.argmax(row) != 0 for row in out.reshape(4, 3)[:-1])
+
+
+@pytest.mark.parametrize("flat", [np.zeros(3), np.ones(4), np.zeros(256), np.full(7, -0.0),
+                                  np.array([0.0, -0.0, 0.0, -0.0, 0.0]), np.full(9, np.inf),
+                                  np.ones(300, np.float32), np.zeros(5, np.int64),
+                                  np.zeros(2), np.ones(1)])
+def test_a_state_of_equal_elements_gets_the_values_of_the_general_steps(flat, monkeypatch):
+    """The one-run shortcut (np.zeros(n): 50 of the benchmark's 100 states) places the values
+    as the general steps do, bit for bit (those forced here by a chunk of 2 elements)."""
+    values = np.random.default_rng(flat.size).standard_normal(flat.size) * 7
+    short = _reversed_ranks(flat, values.copy())
+    monkeypatch.setattr("capviz.trace.recapture._CHUNK", 2)
+    assert short.tobytes() == _reversed_ranks(flat, values.copy()).tobytes()

@@ -294,11 +294,15 @@ def _reversed_ranks(flat: np.ndarray, values: np.ndarray, out: np.ndarray | None
     order and, where ``flat`` has equal elements, a few arrays of its size of 32-bit integers
     where they fit (review 4, finding 15: a 61 MiB state's second capture peaked at 15 times
     its size)."""
-    order = np.argsort(flat, kind="stable")  # ties in index order
-    size = order.size
+    size = flat.size
     if out is None:
         out = np.empty_like(values)
     values.sort()
+    if 2 < size <= _CHUNK and flat[0] == flat[-1] and (flat == flat[0]).all():
+        out[:-1] = values[1:]  # one run of equals (np.zeros(n), np.ones(n)): as below, the
+        out[-1] = values[0]    # values ascending, the smallest last, in 2 calls, not 20
+        return out
+    order = np.argsort(flat, kind="stable")  # ties in index order
     descending = values[::-1]
     new_run = np.empty(size, bool)
     if size:
