@@ -325,7 +325,8 @@ class CaptureScope:
         hooks.install(recorder)
         spaces = self._namespaces()
         self._rebound = creation.rebind(spaces, hooks.replacements, hooks.hooked_ids())
-        self._memoised = memoised.note(spaces)  # lru_cache helpers: cleared at exit if they grew
+        self._memoised = memoised.Seen()  # memos the code that runs names: settled at exit
+        recorder.scopes.on_frame = self._memoised.frame
         self._stand_ins = generators.install(generators.roots_of(
             self._entry_function, recorder.scopes.entry), hooks.report_stand_in_seed)
         if self.live:
@@ -392,8 +393,9 @@ class CaptureScope:
                 self._places, self.recorder, user_source(),
                 getattr(self, "_entry_function", None))
             self._places = []
-            if self._memoised is not None:  # a memo dict keeping a capture tensor
-                memoised.put_back(self._memoised, self.recorder, user_source())
+            self.recorder.scopes.on_frame = None
+            if self._memoised is not None:  # a memo keeping a capture tensor: eager's value
+                memoised.settle(self._memoised, self.recorder, user_source())
             state.restore(self.recorder, user_source())  # the written arrays' values back
             marked.refuse_marked(self.recorder, user_source())  # the mark NumPy carried
             hooks.untracked_state_changes(self.recorder)  # a reseed no hook saw
@@ -403,8 +405,6 @@ class CaptureScope:
             self._watched = []
             self._backstop = []
             self.recorder.flush_pending()  # a reseed from another thread, not yet recorded
-            if self._memoised is not None:
-                memoised.clear_grown(self._memoised)  # a cached capture tensor would be dead
             self._memoised = None
         finally:
             try:

@@ -536,6 +536,18 @@ SITUATIONS: list[Situation] = [
         "    def f(self, g):\n        self.W = self.W - 0.5 * g\n        return g * 1.0\n\n"
         "cv.capture(C().f, cv.spec(3, \"float64\"))"),
     Situation(
+        "kept_in_container", "unsupported_op",
+        _call_is("a capture tensor kept in a container"),
+        "{operand} keeps a value of the capture",
+        "capviz cannot record it: the value is computed from the data (an input, a state, a "
+        "draw), so the capture cannot know what a call leaves in that list, dict or cache, and a "
+        "replay cannot store into one ({reason_why}).",
+        "return the value and store what the replay returns, or keep it in an ndarray the call "
+        "writes in place (buf[...] = value), which the capture records as a state.",
+        "def make_log():\n    seen = []\n\n    def log(value):\n        seen.append(value)\n\n"
+        "    return log\n\n\nlog = make_log()\n\n\ndef f(x):\n    log(x * 2.0)\n"
+        "    return x + 1.0\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
+    Situation(
         "raised_on_mark", "unsupported_op",
         _call_is("an error raised while a state held the capture's NaN mark"),
         "raised an error while {operand} held the capture's NaN mark",

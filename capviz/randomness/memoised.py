@@ -1,84 +1,195 @@
-"""Memoised helpers a capture called: their caches are cleared when the scope exits.
+"""Memo caches a capture filled: found by what the capture wrote into them, and left as one eager
+call leaves them.
 
 Inside a capture NumPy's creation functions return capture tensors (:mod:`capviz.randomness.
-creation`), so a helper memoised with :func:`functools.lru_cache` (or ``functools.cache``)
-that builds a constant (``causal_mask(n) = np.tril(np.ones((n, n)))``, a window, a table of
-positions) caches a capture tensor: after the scope closes that tensor is dead, and the user's
-next eager call of the helper would get it and raise ``ScopeClosedError`` (review 3, finding
-24). So when a scope opens, :func:`note` notes the ``lru_cache`` wrappers the captured code can
-name (the values of the namespaces whose bound names the creation hooks rebind: the captured
-function's globals and those of the user frames on the stack, and the attributes of the user's
-modules among them) with their count of misses; when it closes, :func:`clear_grown` clears each
-whose misses grew (a call computed and cached a value during the capture). A cache is a cache:
-clearing it changes no result, the next call computes the value again, as an ndarray. A wrapper
-the captured code reaches otherwise (a method of a class, a helper of a module it does not name)
-is not seen (docs/guide/state.md).
+creation`), so a helper that memoises a constant it builds (``causal_mask(n) = np.tril(np.ones((n,
+n)))``, a window, a table of positions) keeps a capture tensor: after the scope closes that tensor
+is dead, and the user's next eager call of the helper would get it and raise
+``ScopeClosedError`` (review 3, finding 24; review 4, finding 12; review 5, finding 9). Memos
+come in every form: ``functools.lru_cache``, a module's or a class's dict, a dict in a closure
+cell, an ``OrderedDict``, a ``defaultdict``, a function attribute (``f.cache = {}``), a dict
+inside a dict, a list.
 
-A memo written by hand (``if n not in _MEMO: _MEMO[n] = np.tril(...)``) in a helper module, or
-a cache dict kept on a class (``Layer._shared[n] = ...``), would keep the capture tensor the
-same way (review 4, finding 12). So :func:`note` also notes the plain dicts those namespaces
-hold, those of the user's modules among them, and those kept as attributes of the user's
-classes found there (the classes, and the classes of the objects, they hold), each with a copy
-of its items; when the scope closes :func:`capviz.trace.rebound.put_back` gives a dict that
-holds a capture tensor the items it held when the scope opened (a key the capture added is
-removed: the next call computes it again, as an ndarray), and refuses an item that held an
-array the capture stored a tensor over, naming it (``helpers._MEMO[4]``): a replay cannot store
-into a dict. A dict with more than 10,000 items, or inside another container, is not noted.
+Noting every dict of the user's namespaces before each capture costs what those dicts hold
+(review 5, finding 10: 71.7 ms against 0.96 ms with 50 dicts of 5,000 items). So the memos are
+found by the code that ran instead: :class:`Seen` is told each user frame the capture recorded an
+op in or under (:attr:`capviz.trace.scopes.ScopeTracker.on_frame`: comprehensions and callers
+included), and notes the containers that frame's code can name: the globals its code names
+(``_MEMO``, and inside a user's module, class or function the attributes it names:
+``helpers._MEMO``, ``Layer._shared``, ``mask.cache``, a function's closure cells), its closure
+cells, and the attributes of its ``self`` its code names. A capture that runs no user code
+naming a container pays nothing; the cost grows with the code that ran, not with the namespace.
+
+When the scope exits, :func:`settle` looks in each noted container (and in the dicts and lists
+inside it, three levels) for the tensors of the capture, a state's tensor aside (a lifted array
+stored there is :func:`capviz.trace.lifted.discard`'s). What it leaves there is what one eager
+call leaves:
+
+- a value made of NumPy's creation functions and constants (a memo's) is replaced by that value
+  computed with NumPy (:func:`capviz.trace.fold.known_value`): the ndarray an eager call stores.
+  A replay stores nothing into Python containers, and needs nothing there (the graph computes
+  the value again); the user's next eager call finds the ndarray eager would have cached;
+- a value of the data (computed from an input, a state, a draw) cannot be known when capturing,
+  and a replay cannot store it: the entry is removed and the capture refused, naming the
+  container and the line that made the value (``kept_in_container``);
+- an ``lru_cache`` holding a capture tensor is cleared (capviz cannot store into one): the next
+  call computes the value again, as an ndarray. A cache only read keeps its entries.
+
+Not seen: a container only a frame that recorded nothing and has no recording frame below it
+names, one reached through a local variable bound to it only inside the frame, or one past
+:data:`_SCAN` items (the user's next eager call then raises ``ScopeClosedError``, naming the
+tensor: never a silent difference); the captured function's own containers are the walk's of
+:mod:`capviz.trace.rebound`, which runs first.
 """
 
 from __future__ import annotations
 
 import functools
+import linecache
 import sys
+import sysconfig
 import types
 from typing import Any
 
+import numpy as np
+
+from capviz import ops
 from capviz.core.source import is_user_file
-from capviz.trace import rebound
+from capviz.core.user_code import UserCode, shorten
+from capviz.core.violations import Failure, explain
+from capviz.trace.fold import known_value
+from capviz.trace.mutation import current
+from capviz.trace.recapture import line_code
 from capviz.trace.tensor import Tensor
 
 _WRAPPER = functools._lru_cache_wrapper  # type: ignore[attr-defined]
+_SCAN = 100_000  # items of one container looked at (a larger one: data, not a memo)
+_DEPTH = 3  # containers looked into below a noted one (CACHE["k"]["sub"]: two)
+_LIBRARIES = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib",
+                                                            "platlib")})
+
+KEPT = "a capture tensor kept in a container"
+"""The ``call`` of the refusal (the situation ``kept_in_container``)."""
+
+_CODES: dict[int, tuple[Any, bool]] = {}  # code id -> (code, the user's code)
 
 
-_ITEMS = 10_000  # a dict with more items is no memo noted (copying it is the cost)
+def _users(code: types.CodeType) -> bool:
+    hit = _CODES.get(id(code))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    file = code.co_filename
+    mine = is_user_file(file) and not file.startswith(_LIBRARIES)
+    if len(_CODES) > 100_000:
+        _CODES.clear()
+    _CODES[id(code)] = (code, mine)
+    return mine
 
 
-class Noted:
-    """What :func:`note` found: the ``lru_cache`` wrappers with their misses, and the memo dicts
-    with copies of their items."""
+class Seen:
+    """The containers and ``lru_cache`` wrappers the user's code that ran in a capture can name
+    (see the module docstring); :meth:`frame` is told each user frame."""
 
-    __slots__ = ("dicts", "wrappers")
+    __slots__ = ("containers", "looked", "spaces", "wrappers")
 
     def __init__(self) -> None:
-        self.wrappers: list[tuple[Any, int]] = []
-        self.dicts: list[tuple[str, dict, dict]] = []  # (label, memo dict, its items)
+        self.containers: dict[int, tuple[str, Any, Any]] = {}  # id -> (label, it, its items)
+        self.wrappers: dict[int, Any] = {}
+        self.looked: set[int] = set()  # ids of the functions, classes, objects looked into
+        self.spaces: set[tuple[int, int]] = set()  # (code, globals) pairs looked at
 
+    def frame(self, frame: types.FrameType) -> None:
+        """Note what ``frame``'s code can name (a frame of capviz, NumPy or a library: none)."""
+        code = frame.f_code
+        if not _users(code):
+            return
+        names = code.co_names
+        space = frame.f_globals
+        key = (id(code), id(space))
+        if key not in self.spaces:
+            self.spaces.add(key)
+            for name in names:
+                value = space.get(name)
+                if value is not None:
+                    self._note(value, name, names, 2)
+        if code.co_freevars or (code.co_argcount and code.co_varnames[0] in ("self", "cls")):
+            local = frame.f_locals
+            for name in code.co_freevars:
+                self._note(local.get(name), name, names, 2)
+            if code.co_argcount and code.co_varnames[0] in ("self", "cls"):
+                first = code.co_varnames[0]
+                self._note(local.get(first), first, names, 2)
 
-def _walk(space: dict, prefix: str, found: dict[int, Any], dicts: dict[int, tuple[str, dict]],
-          depth: int) -> None:
-    for key, value in list(space.items()):
+    def _note(self, value: Any, label: str, names: tuple, depth: int) -> None:
         kind = type(value)
+        if kind is dict or kind is list or isinstance(value, (dict, list)):
+            self._container(value, label, _DEPTH)
+            return
         if kind is _WRAPPER:
-            found[id(value)] = value
-        elif kind is dict:
-            if not key.startswith("__") and len(value) <= _ITEMS:
-                dicts.setdefault(id(value), (f"{prefix}{key}", value))
+            self.wrappers[id(value)] = value
+            return
+        if depth <= 0 or value is None or isinstance(value, _LEAVES) or id(value) in self.looked:
+            return
+        if kind in (staticmethod, classmethod, types.MethodType):
+            self._note(value.__func__, label, names, depth)
+            return
+        if kind is functools.partial:
+            self._note(value.func, label, names, depth)
+            return
+        self.looked.add(id(value))
+        if kind is types.FunctionType:
+            if not _users(value.__code__):
+                return
+            for key, item in list(vars(value).items()):  # f.cache = {}
+                if not key.startswith("__"):
+                    self._note(item, f"{label}.{key}", names, depth - 1)
+            for name, cell in zip(value.__code__.co_freevars, value.__closure__ or ()):
+                try:
+                    item = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                self._note(item, name, names, depth - 1)
         elif kind is types.ModuleType:
-            if depth and _user_module(value):
-                _walk(vars(value), f"{key}.", found, dicts, depth - 1)
+            if _user_module(value):
+                space = vars(value)
+                for name in names:
+                    if name in space:
+                        self._note(space[name], f"{label}.{name}", names, depth - 1)
         elif isinstance(value, type):
-            _class_dicts(value, dicts)
-        elif _user_class(kind):
-            _class_dicts(kind, dicts)
+            if _user_class(value):
+                self._attributes(value, label, names, depth)
+        elif _user_class(kind):  # an object: the attributes its code names, its class's too
+            attributes = getattr(value, "__dict__", None)
+            if isinstance(attributes, dict):
+                for name in names:
+                    if name in attributes:
+                        self._note(attributes[name], f"{label}.{name}", names, depth - 1)
+            self._attributes(kind, label, names, depth)
+
+    def _container(self, value: Any, label: str, depth: int) -> None:
+        """Note dict or list ``value`` with a copy of its items, and the dicts and lists inside
+        it, ``depth`` levels (one past :data:`_SCAN` items: not noted)."""
+        if id(value) in self.containers or len(value) > _SCAN:
+            return
+        items = dict(value) if isinstance(value, dict) else list(value)
+        self.containers[id(value)] = (label, value, items)
+        if depth > 1:
+            for key, item in (items.items() if type(items) is dict else enumerate(items)):
+                if isinstance(item, (dict, list)):
+                    self._container(item, f"{label}[{key!r}]", depth - 1)
+
+    def _attributes(self, klass: type, label: str, names: tuple, depth: int) -> None:
+        """The attributes of user class ``klass`` (its bases' too) that ``names`` names."""
+        for base in klass.__mro__:
+            if not _user_class(base):
+                continue
+            space = vars(base)
+            for name in names:
+                if name in space:
+                    self._note(space[name], f"{base.__name__}.{name}", names, depth - 1)
 
 
-def _class_dicts(klass: type, dicts: dict[int, tuple[str, dict]]) -> None:
-    """The dicts kept as attributes of user class ``klass`` (``Layer._shared``)."""
-    if not _user_class(klass):
-        return
-    for key, value in list(vars(klass).items()):
-        if type(value) is dict and not key.startswith("__") and len(value) <= _ITEMS:
-            dicts.setdefault(id(value), (f"{klass.__name__}.{key}", value))
+_LEAVES = (int, float, complex, str, bytes, bool, np.ndarray, np.generic, Tensor)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -93,60 +204,144 @@ def _user_class(klass: type) -> bool:
 
 def _user_module(module: types.ModuleType) -> bool:
     file = getattr(module, "__file__", None)
-    return isinstance(file, str) and is_user_file(file)
+    return isinstance(file, str) and is_user_file(file) and not file.startswith(_LIBRARIES)
 
 
-def note(spaces: list[dict]) -> Noted:
-    """Every ``lru_cache`` wrapper, with its misses, and every memo dict, with a copy of its
-    items (see the module docstring), in ``spaces`` (module namespaces) and in the user's
-    modules they hold, once each."""
-    found: dict[int, Any] = {}
-    dicts: dict[int, tuple[str, dict]] = {}
-    walked: set[int] = set()
-    for space in spaces:  # (each once: the frames of one module share its globals)
-        if id(space) not in walked:
-            walked.add(id(space))
-            _walk(space, "", found, dicts, 1)
-    noted = Noted()
-    noted.wrappers = [(wrapper, wrapper.cache_info().misses) for wrapper in found.values()]
-    noted.dicts = [(label, value, dict(value)) for label, value in dicts.values()]
-    return noted
-
-
-def clear_grown(noted: Noted) -> list[Any]:
-    """Clear each noted wrapper whose misses grew since :func:`note`; the cleared ones."""
-    cleared = []
-    for wrapper, misses in noted.wrappers:
-        if wrapper.cache_info().misses != misses:
-            wrapper.cache_clear()
-            cleared.append(wrapper)
-    return cleared
-
-
-def put_back(noted: Noted, recorder: Any, source: Any) -> None:
-    """The memo dicts' items back where they hold a capture tensor of ``recorder``; an array
-    the capture stored a tensor over refused on ``recorder.pending`` (see the module
-    docstring). A dict holding the tensor of a state (a lifted array stored there:
-    ``CACHE["w"] = self.W``) is left to :func:`capviz.trace.lifted.discard`, which stores the
-    array itself back, as the call did."""
-    places = []
+def settle(seen: Seen, recorder: Any, source: Any) -> None:
+    """Give each container ``seen`` noted that holds a tensor of ``recorder`` the items it held
+    when first seen (an item the capture stored before that: the value an eager call leaves),
+    and clear each ``lru_cache`` holding one; a value of the data refused on
+    ``recorder.pending`` (see the module docstring)."""
     states = None
-    for label, memo, before in noted.dicts:
-        found = _tensors(memo, recorder)
+    for label, container, before in list(seen.containers.values()):
+        found = _held(container, recorder)
         if not found:
             continue
         if states is None:
             states = {id(s.tensor) for s in recorder.states.values()}
-        if not any(id(t) in states for t in found):
-            places += rebound.dict_places(memo, label, before)
-    if places:
-        rebound.put_back(places, recorder, source)
+        if any(id(t) in states for _, t in found):  # a lifted state's: lifted.discard's
+            continue
+        data = [(key, t) for key, t in found if _of_data(recorder, t)]
+        if data:
+            key, tensor = data[0]
+            _refuse(f"{label}[{key!r}]", label, tensor, recorder, source)
+        _put_back(container, before, recorder)
+    for wrapper in seen.wrappers.values():
+        if _holds(wrapper, recorder):
+            wrapper.cache_clear()
 
 
-def _tensors(memo: dict, recorder: Any) -> list[Tensor]:
-    """The capture tensors of ``recorder`` ``memo``'s values are or hold (one level)."""
+def _held(container: Any, recorder: Any) -> list[tuple[Any, Tensor]]:
+    """``(key, tensor)`` of each item of ``container`` that is a tensor of ``recorder`` or a
+    tuple or list holding one."""
+    if len(container) > _SCAN:
+        return []
+    items = container.items() if isinstance(container, dict) else enumerate(container)
     found = []
-    for value in list(memo.values()):
-        items = value if type(value) in (tuple, list) else (value,)
-        found += [t for t in items if type(t) is Tensor and t._trace is recorder]
+    for key, value in list(items):
+        kind = type(value)
+        if kind is Tensor:
+            if value._trace is recorder:
+                found.append((key, value))
+        elif kind is tuple or kind is list:
+            found += [(key, t) for t in value if type(t) is Tensor and t._trace is recorder]
     return found
+
+
+def _put_back(container: Any, before: Any, recorder: Any) -> None:
+    """``before``'s items back into ``container``; one ``before`` holds a tensor of
+    ``recorder`` too (the container was first seen after the capture stored it), or a value
+    of the data: the value an eager call leaves, else removed."""
+    if isinstance(container, dict):
+        for key in [k for k in container if k not in before]:
+            del container[key]
+        for key, value in before.items():
+            if container.get(key, _ABSENT) is not value:
+                container[key] = value
+        keys = list(container)
+    else:
+        container[:] = before
+        keys = list(range(len(container)))
+    removed = []
+    for key in keys:  # (what it held when first seen: a tensor the capture stored before)
+        value = container[key]
+        kind = type(value)
+        if kind is Tensor and value._trace is recorder:
+            made = _eager(value, recorder)
+            if made is None:
+                removed.append(key)
+            else:
+                container[key] = made
+        elif (kind is tuple or kind is list) and any(
+                type(t) is Tensor and t._trace is recorder for t in value):
+            made = [_eager(t, recorder) if type(t) is Tensor and t._trace is recorder else t
+                    for t in value]
+            if any(m is None and t is not None for m, t in zip(made, value)):
+                removed.append(key)
+            else:
+                container[key] = kind(made)
+    for key in reversed(removed):
+        del container[key]
+
+
+_ABSENT = object()
+
+
+def _of_data(recorder: Any, tensor: Tensor) -> bool:
+    """Whether ``tensor`` is computed from the data (an input, a state, a draw): not from
+    NumPy's creation functions and constants alone."""
+    stack = [current(recorder, tensor)]
+    seen: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if node.index in seen or node.kind == "constant":
+            continue
+        seen.add(node.index)
+        op = ops.OPS.get(node.op) if node.kind == "op" else None
+        if (op is None and node.op != "unpack") or (op is not None and op.random) \
+                or len(seen) > 4096:
+            return True
+        stack.extend(a for a in node.args if type(a) is type(node))
+    return False
+
+
+def _eager(tensor: Tensor, recorder: Any) -> Any:
+    """The value an eager call gives where ``tensor`` is made of NumPy's creation functions
+    and constants, computed with NumPy; ``None`` where it is a value of the data."""
+    value = known_value(recorder.graph, current(recorder, tensor), recorder.known)
+    if type(value) is np.ndarray:
+        return value.copy(order="K")
+    return value if isinstance(value, np.generic) else None
+
+
+def _refuse(label: str, container: str, tensor: Tensor, recorder: Any, source: Any) -> None:
+    made = tensor._data.source or source
+    text = line_code(linecache.getline(made[0], made[1])) if made else ""
+    reason = f"the capture removed it from {container}"
+    message = explain(Failure("unsupported_op", KEPT, label, made,
+                              UserCode("other", shorten(text)), None, reason))
+    recorder.pending.append(("unsupported_op", KEPT, message, made))
+
+
+def _holds(wrapper: Any, recorder: Any) -> bool:
+    """Whether ``lru_cache`` ``wrapper`` holds a tensor of ``recorder`` (a result, or one in a
+    tuple or list it returned); its cache's entries are what the garbage collector sees it
+    hold, or, unbounded, hold in its dict."""
+    import gc
+
+    for item in gc.get_referents(wrapper):
+        if type(item) is dict:
+            values = item.values() if len(item) <= _SCAN else ()
+            if any(_tensor_of(v, recorder) for v in values):
+                return True
+        elif _tensor_of(item, recorder):
+            return True
+    return False
+
+
+def _tensor_of(value: Any, recorder: Any) -> bool:
+    if type(value) is Tensor:
+        return value._trace is recorder
+    if type(value) in (tuple, list):
+        return any(type(t) is Tensor and t._trace is recorder for t in value)
+    return False

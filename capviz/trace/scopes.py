@@ -139,6 +139,7 @@ class ScopeTracker:
         self.last_back: FrameType | None = None
         self.last_explicit: tuple = explicit
         self.last_path = self.root.path
+        self.on_frame: Any = None  # told each frame met above a recorded op's, once (memoised.py)
 
     def path(self, frame: FrameType | None, explicit: tuple[ExplicitScope, ...]) -> str:
         """The scope path of a node recorded with ``frame`` as the innermost user frame."""
@@ -198,6 +199,7 @@ class ScopeTracker:
         position in the chain of the first known frame they hang from."""
         new: list[FrameType] = []
         known = self.frames
+        watch = self.on_frame
         f = frame
         while f is not None:
             hit = known.get(id(f))
@@ -205,6 +207,8 @@ class ScopeTracker:
                 new.reverse()
                 return new, hit[1]
             kind = _code_kind(f.f_code)
+            if watch is not None and kind is not _CAPVIZ:
+                watch(f)
             if kind is _CAPVIZ:
                 # capviz called the user's code (cv.capture(fn)): its outermost frame is the top
                 if new:

@@ -1,0 +1,123 @@
+"""Memo caches as public code writes them, past a plain module or class dict (hostile review 5,
+finding 9; tests/test_memo_kinds.py): each ``*_mask(n)`` caches ``np.tril(np.ones((n, n)))``."""
+
+import collections
+import functools
+
+import numpy as np
+
+
+def _closure():
+    cache = {}
+
+    def mask(n):
+        if n not in cache:
+            cache[n] = np.tril(np.ones((n, n)))
+        return cache[n]
+
+    return mask
+
+
+closure_mask = _closure()  # (the cache: only in the closure cell)
+
+ORDERED = collections.OrderedDict()
+
+
+def ordered_mask(n):
+    if n not in ORDERED:
+        ORDERED[n] = np.tril(np.ones((n, n)))
+        if len(ORDERED) > 8:
+            ORDERED.popitem(last=False)
+    ORDERED.move_to_end(n)
+    return ORDERED[n]
+
+
+DEFAULT = collections.defaultdict(lambda: None)
+
+
+def default_mask(n):
+    if DEFAULT[n] is None:
+        DEFAULT[n] = np.tril(np.ones((n, n)))
+    return DEFAULT[n]
+
+
+def attribute_mask(n):
+    if n not in attribute_mask.cache:
+        attribute_mask.cache[n] = np.tril(np.ones((n, n)))
+    return attribute_mask.cache[n]
+
+
+attribute_mask.cache = {}
+
+NESTED = {"masks": {}, "sizes": [1, 2]}
+
+
+def nested_mask(n):
+    masks = NESTED["masks"]
+    if n not in masks:
+        masks[n] = np.tril(np.ones((n, n)))
+    return masks[n]
+
+
+LISTED = []
+
+
+def listed_mask(n):
+    for size, mask in LISTED:
+        if size == n:
+            return mask
+    LISTED.append((n, np.tril(np.ones((n, n)))))
+    return LISTED[-1][1]
+
+
+SLOTS = [None] * 8
+
+
+def slot_mask(n):
+    if SLOTS[n] is None:
+        SLOTS[n] = np.tril(np.ones((n, n)))
+    return SLOTS[n]
+
+
+class Tables:
+    @staticmethod
+    @functools.cache
+    def mask(shape):  # a hashable of the tensor: its shape
+        return np.tril(np.ones(shape))
+
+
+def lru_mask(n):
+    return Tables.mask((n, n))
+
+
+def _lru_closure():
+    @functools.lru_cache(maxsize=4)
+    def mask(shape):
+        return np.tril(np.ones(shape))
+
+    return lambda n: mask((n, n))
+
+
+closure_lru_mask = _lru_closure()
+
+
+
+def _logger():
+    seen = []
+
+    def logged(x):
+        seen.append(x * 2.0)  # a value of the data, kept where no replay can store it
+        return x + 1.0
+
+    return logged
+
+
+logged = _logger()
+
+
+_STASH = {}
+
+
+def stash(n, made):
+    _STASH[n] = made  # stored before this frame records anything: first seen holding it
+    return made * 1.0
