@@ -107,3 +107,25 @@ def test_a_state_of_equal_elements_gets_the_values_of_the_general_steps(flat, mo
     short = _reversed_ranks(flat, values.copy())
     monkeypatch.setattr("capviz.trace.recapture._CHUNK", 2)
     assert short.tobytes() == _reversed_ranks(flat, values.copy()).tobytes()
+
+
+def test_many_small_states_are_planted_as_one_at_a_time(monkeypatch):
+    """The other values of many small states, drawn in whole passes, are those of the loop per
+    state (forced here by a chunk of 2 elements), bit for bit: float64, float32 and float16
+    states, tied and not, a value the cast lands on."""
+    from capviz.trace.recapture import _other_floats_together
+
+    gen = np.random.default_rng(3)
+    arrays = [gen.standard_normal(5), np.zeros(4), np.ones((2, 3), np.float32),
+              gen.standard_normal(7).astype(np.float16), np.array([1.0, 1.0, 0.0]),
+              np.full(3, -0.0), np.array([np.nan, 2.0, np.inf])]
+
+    def planted():
+        with np.errstate(all="ignore"):
+            return _other_floats_together(arrays, np.random.default_rng(9))
+
+    whole = planted()
+    monkeypatch.setattr("capviz.trace.recapture._CHUNK", 2)
+    for a, b, array in zip(whole, planted(), arrays):
+        assert a.dtype == b.dtype == array.dtype and a.shape == array.shape
+        assert a.tobytes() == b.tobytes()

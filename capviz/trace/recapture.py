@@ -231,15 +231,24 @@ def _other_floats_together(arrays: list[np.ndarray], gen: np.random.Generator
     drawn *= 7
     positive = ~(np.add.reduceat(flat, starts) > 0)
     shift = np.where(positive, 3.0, -3.0) - np.add.reduceat(drawn, starts) / sizes
-    for value, start, size in zip(shift.tolist(), starts.tolist(), sizes.tolist()):
-        drawn[start:start + size] += value  # each sums to the other sign than its array
+    few = len(arrays) > 1 and flat.size <= _CHUNK  # (small states: whole passes, not a loop)
+    if few:
+        drawn += np.repeat(shift, sizes)  # each sums to the other sign than its array
+    else:
+        for value, start, size in zip(shift.tolist(), starts.tolist(), sizes.tolist()):
+            drawn[start:start + size] += value
     out = np.empty_like(drawn)
     for a, start in zip(arrays, starts.tolist()):
         stop = start + a.size
         _reversed_ranks(flat[start:stop], drawn[start:stop], out[start:stop])
     del drawn
+    if few:
+        same_value = out == flat
+        same_value &= np.repeat([a.dtype == _FLOAT64 for a in arrays], sizes)
+        if same_value.any():
+            out[same_value] = out[same_value] * 2 + 1
     for a, start in zip(arrays, starts.tolist()):
-        if a.dtype != _FLOAT64:
+        if few or a.dtype != _FLOAT64:
             continue
         part, values = out[start:start + a.size], flat[start:start + a.size]
         same_value = part == values
