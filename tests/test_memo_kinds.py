@@ -1,7 +1,8 @@
 """Memo caches past a plain module or class dict (hostile review 5, finding 9): a dict in a
 closure cell, an OrderedDict, a defaultdict, a function attribute, a dict inside a dict, a list
 (appended to, or slots), functools.lru_cache on a class or in a closure, each called with a
-hashable of the tensor (its shape). Before: each kept the capture tensor, and the user's next
+hashable of the tensor (its shape), functools.cache of a helper returning a dict, an instance's
+dict (R6 #6: /work/notes/review6/memo.py). Before: each kept the capture tensor, and the user's next
 eager call raised ScopeClosedError. Now the capture finds the container by what it wrote into it
 (capviz/randomness/memoised.py) and leaves what one eager call leaves: the ndarray NumPy
 computes (an lru_cache: cleared). A value of the data kept there is refused by name."""
@@ -17,7 +18,8 @@ from capviz.trace.tensor import Tensor
 from tests.helpers import memo_kinds as K
 
 KINDS = ["closure_mask", "ordered_mask", "default_mask", "attribute_mask", "nested_mask",
-         "listed_mask", "slot_mask", "lru_mask", "closure_lru_mask"]
+         "listed_mask", "slot_mask", "lru_mask", "closure_lru_mask", "cached_dict_mask",
+         "method_mask"]
 TRIL = np.tril(np.ones((4, 4)))
 
 
@@ -68,7 +70,7 @@ def test_a_memo_first_seen_holding_the_capture_s_value_gets_what_eager_leaves():
 
 
 class Step:
-    """A stateful step (cv.capture captures it twice) reading memos of three kinds."""
+    """A stateful step (cv.capture captures it twice) reading memos of six kinds."""
 
     def __init__(self):
         self.W = np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(6, 1) * np.ones(6, np.float32)
@@ -76,7 +78,8 @@ class Step:
     def step(self, x):
         self.W -= 0.5 * x * K.ordered_mask(6)[2].astype(np.float32)
         self.W += K.slot_mask(6).astype(np.float32) * x.sum()
-        return (self.W * K.closure_mask(6)).sum(0) + K.lru_mask(6)[5]
+        return ((self.W * K.closure_mask(6)).sum(0) + K.lru_mask(6)[5]
+                + K.cached_dict_mask(6)[4] * K.method_mask(6)[3])
 
 
 def test_a_stateful_step_reading_memos_replays_as_calls_do():
@@ -98,7 +101,9 @@ def test_a_value_of_the_data_kept_in_a_container_is_refused_naming_it():
         cv.capture(_log, cv.spec((4,), "float64"))
     lines = str(info.value).splitlines()
     assert lines[0].startswith("`seen.append(x * 2.0)` at ")
-    assert lines[0].endswith("memo_kinds.py:109 in logged: seen[0] keeps a value of the capture.")
+    line = K.logged.__code__.co_firstlineno + 1  # seen.append(x * 2.0)
+    assert lines[0].endswith(f"memo_kinds.py:{line} in logged: seen[0] keeps a value of the "
+                             "capture.")
     assert lines[1] == (
         "capviz cannot record it: the value is computed from the data (an input, a state, a "
         "draw), so the capture cannot know what a call leaves in that list, dict or cache, and "

@@ -45,6 +45,7 @@ tensor: never a silent difference); the captured function's own containers are t
 from __future__ import annotations
 
 import functools
+import gc
 import linecache
 import sys
 import sysconfig
@@ -324,24 +325,22 @@ def _refuse(label: str, container: str, tensor: Tensor, recorder: Any, source: A
 
 
 def _holds(wrapper: Any, recorder: Any) -> bool:
-    """Whether ``lru_cache`` ``wrapper`` holds a tensor of ``recorder`` (a result, or one in a
-    tuple or list it returned); its cache's entries are what the garbage collector sees it
-    hold, or, unbounded, hold in its dict."""
-    import gc
-
-    for item in gc.get_referents(wrapper):
-        if type(item) is dict:
-            values = item.values() if len(item) <= _SCAN else ()
-            if any(_tensor_of(v, recorder) for v in values):
-                return True
-        elif _tensor_of(item, recorder):
-            return True
-    return False
+    """Whether ``lru_cache`` ``wrapper`` holds a tensor of ``recorder`` (a result, or one in
+    the tuples, lists and dicts it returned); its cache's entries are what the garbage
+    collector sees it hold (bounded), or hold in its dict (unbounded)."""
+    return any(_tensor_of(item, recorder) for item in gc.get_referents(wrapper))
 
 
-def _tensor_of(value: Any, recorder: Any) -> bool:
-    if type(value) is Tensor:
+def _tensor_of(value: Any, recorder: Any, depth: int = _DEPTH) -> bool:
+    """Whether ``value`` is a tensor of ``recorder`` or holds one in its tuples, lists and dicts
+    (``depth`` levels: an ``lru_cache`` of a helper returning ``{"m": np.tril(...)}``)."""
+    kind = type(value)
+    if kind is Tensor:
         return value._trace is recorder
-    if type(value) in (tuple, list):
-        return any(type(t) is Tensor and t._trace is recorder for t in value)
+    if depth <= 0:
+        return False
+    if kind in (tuple, list):
+        return any(_tensor_of(t, recorder, depth - 1) for t in value[:_SCAN])
+    if kind is dict and len(value) <= _SCAN:
+        return any(_tensor_of(t, recorder, depth - 1) for t in value.values())
     return False

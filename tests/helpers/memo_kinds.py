@@ -101,6 +101,32 @@ def _lru_closure():
 closure_lru_mask = _lru_closure()
 
 
+@functools.cache
+def _tables(n):
+    return {"mask": np.tril(np.ones((n, n)))}  # a cache of a dict holding the buffer
+
+
+def cached_dict_mask(n):
+    return _tables(n)["mask"]
+
+
+class Layer:
+    def __init__(self):
+        self._cache = {}  # an instance's memo
+
+    def mask(self, n):
+        if n not in self._cache:
+            self._cache[n] = np.tril(np.ones((n, n)))
+        return self._cache[n]
+
+
+_LAYER = Layer()
+
+
+def method_mask(n):
+    return _LAYER.mask(n)
+
+
 
 def _logger():
     seen = []
