@@ -371,8 +371,10 @@ def plain_write(graph: Any, node: Any) -> tuple[Any, str, str]:
     first = node.source
     found = None
     if exprs and first:
+        recorded = _recorded_writes(graph, node)  # (a line already fixed: R5 #15)
         for number, text in _function_lines(first[0], first[1], first[2]):
-            if number > first[1] and state_expression(text) in exprs:
+            if number > first[1] and number not in recorded \
+                    and state_expression(text) in exprs:
                 found = (number, text)
                 break
     if found is not None:  # (without a comment)
@@ -387,10 +389,31 @@ def plain_write(graph: Any, node: Any) -> tuple[Any, str, str]:
             f"np.f(cv.constant({name})), {name}[i] = cv.constant(np.float64(1.0))")
     source = (first[0], found[0], first[2])
     at = f"line {first[1]}"
+    operand = re.search(r"cv\.constant\((np\.\w+\([^()]*\))\)", made)
+    why = (f"cv.constant({exprs[0]}) is that value as a tensor, and {exprs[0]} itself outside "
+           "a capture") if f"cv.constant({exprs[0]})" in made or operand is None else (
+        f"cv.constant({operand[1]}) is that number as a tensor of {exprs[0]}'s dtype, so the "
+        f"capture records the write, and the number itself outside a capture")
     return source, found[1], (
         f"the capture's write into it is at {at}, and the capture put back the value it "
-        f"records; write `{made}`: cv.constant({exprs[0]}) is that value as a tensor, and "
-        f"{exprs[0]} itself outside a capture")
+        f"records; write `{made}`: {why}")
+
+
+def _recorded_writes(graph: Any, node: Any) -> set[int]:
+    """The lines of ``node``'s file where the capture recorded an op computed from that state
+    (``np.clip(cv.constant(self.W), lo, hi, out=self.W)``, a fix applied: the capture saw the
+    line, so NumPy did not write the array unseen there): the refusal names the next line
+    that writes it (two clips in a row: hostile review 5, finding 15, quoted the fixed line
+    again)."""
+    reached = {node.index}
+    lines = set()
+    kind = type(node)
+    for later in graph.nodes[node.index + 1:]:
+        if any(type(a) is kind and a.index in reached for a in later.args):
+            reached.add(later.index)
+            if later.source and later.source[0] == node.source[0]:
+                lines.add(later.source[1])
+    return lines
 
 
 def _plain_fix(text: str, exprs: list[str], dtype: Any) -> str | None:
