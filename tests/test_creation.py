@@ -3,6 +3,7 @@ while a capture is open (capviz/randomness/creation.py, capviz/ops/creation.py).
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -186,3 +187,44 @@ def test_hooks_are_removed_when_the_capture_fails():
 def test_a_tensor_argument_goes_to_numpys_dispatch():
     graph = cv.capture(lambda x: np.zeros_like(x) + np.full_like(x, 2.0), cv.spec((2,)))
     assert [n.op for n in graph.ops] == ["zeros_like", "full_like", "add"]
+
+
+def test_the_hooks_are_made_once_and_again_only_for_a_function_numpy_holds_anew(monkeypatch):
+    """Every capture installs the creation hooks: their plan is made once (before: a new list
+    of new tuples at each capture) and made again where one of NumPy's functions was replaced
+    (a user's or a library's patch of ``np.zeros``), whose hook wraps the new function."""
+    first = creation.plan()
+    assert creation.plan() is first
+    assert set(first.hooks) == set(creation.HOOKED) == set(first.originals)
+    assert first.originals["zeros"] is np.zeros and first.hooks["zeros"].__wrapped__ is np.zeros
+    patched = functools.partial(np.zeros)  # (not the user's code: its calls are NumPy's)
+    monkeypatch.setattr(np, "zeros", patched)
+    again = creation.plan()
+    assert again is not first and again.hooks["zeros"].__wrapped__ is patched
+    assert creation.plan() is again
+    graph = cv.capture(lambda x: np.zeros(3) + x, cv.spec((3,), "float64"))  # np.zeros: the hook
+    assert "create" in [node.op for node in graph.nodes]
+    assert np.zeros is patched  # put back: the patch, as it was
+    monkeypatch.undo()
+    assert creation.plan().hooks["zeros"].__wrapped__ is np.zeros
+
+
+def test_the_hooks_are_placed_for_the_scope_and_a_name_replaced_meanwhile_is_left():
+    """The creation hooks are placed together and put back together when the last scope
+    closes, except a name the user set meanwhile."""
+    originals = {name: getattr(np, name) for name in creation.HOOKED}
+
+    def step(x):
+        assert all(getattr(np, name).__wrapped__ is f for name, f in originals.items())
+        np.identity = mine
+        return x * 2.0
+
+    def mine(n):
+        return originals["identity"](n)
+
+    try:
+        cv.capture(step, cv.spec((3,), "float64"))
+        assert np.identity is mine
+        assert all(getattr(np, name) is f for name, f in originals.items() if name != "identity")
+    finally:
+        np.identity = originals["identity"]

@@ -30,6 +30,7 @@ bound name makes an ndarray, as it did before.
 
 from __future__ import annotations
 
+import operator
 import os
 import sys
 import sysconfig
@@ -198,19 +199,43 @@ def hook(name: str, original: Callable) -> Callable:
 
 
 _HOOKS: dict[tuple[str, int], Callable] = {}  # (name, id(original)) -> its hook, made once
+_originals = operator.attrgetter(*HOOKED)  # NumPy's functions now, in one C call
 
 
-def plan() -> list[tuple[Any, str, Any, bool]]:
-    """``(numpy, name, hook, False)`` for each hooked function (see
-    :func:`capviz.randomness.hooks.install`). Each hook is made once per original; its
-    ``__wrapped__`` finds the original's handler in :data:`capviz.trace.dispatch.HANDLED`."""
-    made = []
-    for name in HOOKED:
-        original = getattr(np, name)
+class Plan:
+    """The creation hooks to put in ``numpy``'s namespace, all at once
+    (:func:`capviz.randomness.hooks.install`): ``hooks`` and ``originals`` by name, ``ids``
+    the ids of the originals."""
+
+    __slots__ = ("hooks", "ids", "originals")
+
+    def __init__(self, originals: dict[str, Any], hooks: dict[str, Callable]) -> None:
+        self.originals, self.hooks = originals, hooks
+        self.ids = frozenset(id(f) for f in originals.values() if callable(f))
+
+
+NO_HOOKS = Plan({}, {})
+"""A plan that hooks nothing (``benchmarks/state.py`` measures the hooks' cost against it)."""
+
+_PLAN: list = [(), NO_HOOKS]  # the originals the plan was made for, and the plan
+
+
+def plan() -> Plan:
+    """The hooks of every function of :data:`HOOKED`, each made once per original; its
+    ``__wrapped__`` finds the original's handler in :data:`capviz.trace.dispatch.HANDLED`.
+    Made again only when one of NumPy's functions is another object than it was for the last
+    plan (a patch of ``np.zeros``); every capture reads the names once, in one C call."""
+    originals = _originals(np)
+    if originals == _PLAN[0]:  # (a tuple compares its items by identity first)
+        return _PLAN[1]
+    hooks = {}
+    for name, original in zip(HOOKED, originals):
         hooked = _HOOKS.get((name, id(original)))
         if hooked is None or hooked.__wrapped__ is not original:
             hooked = _HOOKS[(name, id(original))] = hook(name, original)
-        made.append((np, name, hooked, False))
+        hooks[name] = hooked
+    made = Plan(dict(zip(HOOKED, originals)), hooks)
+    _PLAN[:] = [originals, made]
     return made
 
 

@@ -386,8 +386,8 @@ def _set_bit_generator(real: Any) -> Callable:
 _calls = [0]  # hooked calls made so far, from any thread (see untracked_state_changes)
 _lock = threading.Lock()
 _users: set[Recorder] = set()  # the recorders whose scopes hold the hooks
-_installed: list[tuple[Any, str, Any, Any, bool]] = []  # (target, attr, original, hook,
-#                                                            set on an instance)
+_installed: list[tuple[Any, Any, Any, Any, bool]] = []  # (target, attr, original, hook,
+#     set on an instance); the creation hooks: (numpy, None, {name: original}, {name: hook})
 
 
 def _hook_for(kind: str, label: str, original: Callable, generator: str,
@@ -430,7 +430,7 @@ def _numpy_plan() -> list[tuple[Any, str, Any, bool]]:
 
 def _plan() -> list[tuple[Any, str, Any, bool]]:
     """``(target, attribute, hook, is an instance attribute)`` for every hook to install."""
-    plan = _numpy_plan() + creation.plan()
+    plan = _numpy_plan()
     inst = random._inst  # type: ignore[attr-defined]
     for name in PYTHON_SEEDS + PYTHON_DRAWS:
         kind = "seed" if name in PYTHON_SEEDS else "draw"
@@ -478,6 +478,10 @@ def install(recorder: Recorder | Hold) -> None:
                     setattr(target, attr, hook)
                     if not is_instance and callable(original):
                         _hooked_ids.add(id(original))
+                made = creation.plan()  # NumPy's creation functions, placed in one C call
+                _installed.append((numpy, None, made.originals, made.hooks, False))
+                vars(numpy).update(made.hooks)
+                _hooked_ids.update(made.ids)
                 _replacements[0] = None
             except BaseException:
                 _remove_all()
@@ -498,7 +502,12 @@ def _remove_all() -> None:
     _replacements[0] = None
     while _installed:
         target, attr, original, hook, is_instance = _installed[-1]
-        if is_instance:
+        if attr is None:  # the creation hooks: each put back unless replaced meanwhile
+            space = vars(target)
+            for name, placed in hook.items():
+                if space.get(name) is placed:
+                    space[name] = original[name]
+        elif is_instance:
             if vars(target).get(attr) is hook:
                 delattr(target, attr)
         elif getattr(target, attr) is hook:
@@ -555,8 +564,13 @@ def replacements() -> dict[int, tuple[Any, Any]]:
     :func:`capviz.randomness.creation.rebind`)."""
     made = _replacements[0]
     if made is None:
-        made = _replacements[0] = {id(original): (original, hook) for _, _, original, hook,
-                                   instance in _installed if not instance and callable(original)}
+        made = _replacements[0] = {}
+        for _, attr, original, hook, instance in _installed:
+            if attr is None:
+                made.update((id(f), (f, hook[name])) for name, f in original.items()
+                            if callable(f))
+            elif not instance and callable(original):
+                made[id(original)] = (original, hook)
     return made
 
 
