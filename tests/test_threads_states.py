@@ -1,7 +1,9 @@
 """Another thread during ``cv.capture(fn)`` of a function that writes outside arrays (review 4,
 finding 3; docs/guide/capture.md "Threads"): its write to an array ``fn``'s code never names is
 never undone and never blamed on ``fn``; what it sees of the states while the capture runs is
-what capture.md says; ``fn``'s own unseen write is still put back and refused as ``fn``'s.
+what capture.md says; ``fn``'s own unseen write is still put back and refused as ``fn``'s, even
+one made through a callback its code never names, when the other threads only waited (their
+CPU clocks did not move: review 5, finding 18).
 
 The other thread is a peer that stays alive through each capture and runs one job when ``fn``
 asks for it (``_in_peer``), so every interleaving is fixed. ``fn`` names neither the jobs nor
@@ -9,6 +11,7 @@ the peer (a name ``fn``'s code used would make the array one ``fn`` can reach by
 
 import queue
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -239,3 +242,134 @@ def test_a_name_fn_builds_at_run_time_makes_every_array_fn_s():
         cv.capture(model.step, cv.spec((3,), "float64"))
     assert "NumPy's own operators wrote the outside ndarray self.buf" in str(info.value)
     assert model.buf.tolist() == [0.0, 0.0, 0.0]  # put back: fn's write
+
+
+# --- fn's own write through a function its code does not name (review 5, finding 18) -------------
+
+_HOOKS = []  # callbacks fn runs without naming them: no walk of fn's code reaches them
+
+
+def _fire(model):
+    for hook in _HOOKS:
+        hook(model)
+
+
+def _tally(model):
+    model.count[0] += 1.0  # NumPy's write: fn's, through a callback
+
+
+def _decay(model):
+    model.table *= 0.5  # a watched array (1 MiB and more: no copy kept)
+
+
+def _loader_and_tally(model):
+    _in_peer("load")  # the peer runs (and writes buf) in the same capture
+    _tally(model)
+
+
+class Hooked:
+    def __init__(self, *hooks, table=False):
+        self.W = np.array([1.0, 2.0, 3.0])
+        self.count = np.zeros(3)
+        self.buf = np.zeros(3)
+        if table:
+            self.table = np.ones(1 << 18)  # 2 MiB
+        _HOOKS[:] = hooks
+        CURRENT[0] = self
+
+    def step(self, x):
+        RUNS.append(1)
+        self.W -= 0.1 * x
+        _fire(self)
+        return x * 2.0
+
+
+@pytest.fixture
+def _no_hooks():
+    _settled()
+    yield
+    _HOOKS.clear()
+
+
+def _settled():
+    """Wait until every other thread is blocked (its CPU clock still over 20 ms), as a
+    notebook kernel's threads are between messages: the peer has just started."""
+    from capviz.trace.outside_writes import cpu_times
+
+    before = cpu_times()
+    for _ in range(500):
+        time.sleep(0.02)
+        now = cpu_times()
+        if now == before and None not in now.values():
+            return
+        before = now
+    raise AssertionError(f"another thread keeps running: {now}")
+
+
+def _refused_as_fn_s(err, label, happened, back):
+    what, why, fix_line = str(err).splitlines()
+    assert what.endswith(
+        f"NumPy's own operators wrote the outside ndarray {label}, a write no state of the graph "
+        "records."), what
+    assert "test_threads_states.py:" in what  # the cv.capture line: no line of step writes it
+    assert why == (
+        "capviz cannot record it: NumPy changed the array's memory without meeting a tensor, so "
+        "no hook saw the write and no replay would make it (step's code never names it, so a "
+        "function it calls without naming it (one held in a dict or a list, a registered "
+        f"callback) wrote it, and no other thread ran meanwhile (peer waited); {happened}"
+        f"{'; the capture put it back' if back else ''})."), why
+    return fix_line
+
+
+@pytest.mark.usefixtures("_no_hooks")
+def test_fn_s_write_through_a_callback_is_put_back_and_refused_as_fn_s_while_a_thread_waits():
+    """Before: taken for the waiting peer's write, left in the array ([1, 0, 0]) and refused as
+    ``changed_by_thread``. The peer's CPU clock did not move: fn wrote it."""
+    model = Hooked(_tally)
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(model.step, cv.spec((3,), "float64"))
+    fix = _refused_as_fn_s(
+        info.value, "self.count", "it held [0. 0. 0.] (float64[3]) when the call started and "
+        "NumPy made it [1. 0. 0.] (float64[3])", True)
+    assert fix == ("Fix: write self.count with a tensor in the function that writes it, which "
+                   "the capture records as a state, or pass it as an input and return its new "
+                   "value.")
+    assert model.count.tolist() == [0.0, 0.0, 0.0]  # put back, as for any state write
+    assert model.W.tolist() == [1.0, 2.0, 3.0]
+    assert len(RUNS) == 1
+
+
+@pytest.mark.usefixtures("_no_hooks")
+def test_fn_s_write_through_a_callback_to_a_watched_array_is_refused_as_fn_s():
+    """Before: ``changed_by_thread`` ("its bytes changed... other threads ran (peer)")."""
+    model = Hooked(_decay, table=True)
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(model.step, cv.spec((3,), "float64"))
+    fix = _refused_as_fn_s(
+        info.value, "self.table", "it keeps NumPy's change: it is too large (2.0 MiB) for the "
+        "capture to keep a copy of, so the capture could not put it back; set it back from a "
+        "copy of your own", False)
+    assert fix.startswith("Fix: write self.table with a tensor in the function that writes it")
+
+
+@pytest.mark.usefixtures("_no_hooks")
+def test_a_write_while_the_peer_ran_too_is_left_and_names_only_the_thread_that_ran():
+    """fn writes count through a callback, and in the same capture the peer runs (and writes
+    buf): capviz cannot tell the two writes apart, so both are left and refused as
+    ``changed_by_thread``, naming the peer, not the threads that only waited."""
+    idle = queue.Queue()
+    waiter = threading.Thread(target=idle.get, name="waiter", daemon=True)
+    waiter.start()
+    _settled()
+    try:
+        model = Hooked(_loader_and_tally)
+        with pytest.raises(cv.UnsupportedOperationError) as info:
+            cv.capture(model.step, cv.spec((3,), "float64"))
+    finally:
+        idle.put(None)
+        waiter.join(timeout=60)
+    what, why, _ = str(info.value).splitlines()
+    assert "the outside ndarray self.count changed while the capture ran" in what
+    assert why.endswith("(1 of its 3 values changed and other threads ran (peer)).")
+    assert model.count.tolist() == [1.0, 0.0, 0.0] and model.buf.tolist() == [7.0, 0.0, 0.0]
+    assert model.W.tolist() == [1.0, 2.0, 3.0]

@@ -38,14 +38,22 @@ first write, and NumPy's own operators can carry it into another outside array: 
 :mod:`capviz.trace.marked`, which notes the arrays with :func:`note` (copying large ones too).
 
 **Threads.** Another thread can write an array the function reaches while the capture runs (a
-loader filling ``self.buf``), and NumPy's write leaves no trace of which thread made it. Where
-other threads held a Python frame when the snapshot was taken or when it is compared
-(:func:`other_threads`), an array that changed is put back and refused as the function's only
-if the function's code can name it (:func:`capviz.trace.code_reach.reach`: every attribute and
-variable name on a path to its memory appears in the code the function reaches by name, or
-that code uses ``getattr``, ``vars``...); otherwise it is left as it is and refused at the
-``cv.capture`` line as a change taken for another thread's (``changed_by_thread``), blaming no
-line of the function: a write the function made through code capviz cannot follow would not be
+loader filling ``self.buf``), and NumPy's write leaves no trace of which thread made it. What
+does leave a trace is which threads ran: :func:`cpu_times` reads each other thread's CPU clock
+(Linux keeps one per thread, in nanoseconds; about 3 us a thread) when the snapshot is taken
+and again when it is compared. A thread whose clock did not move ran no instruction meanwhile
+(a notebook kernel's threads waiting on their sockets, a pool's idle workers), so it wrote
+nothing: an array that changed while no other thread ran is the function's own write, even one
+its code never names (a callback reached through a dict, a registered hook), and is put back
+and refused as such, the message saying the code wrote it through a function it does not
+name. Only where another thread ran (or its clock cannot be read: it ended, it started during
+the capture, the system has no thread clocks) is an array that changed put back and refused as
+the function's only if the function's code can name it
+(:func:`capviz.trace.code_reach.reach`: every attribute and variable name on a path to its
+memory appears in the code the function reaches by name, or that code uses ``getattr``,
+``vars``...); otherwise it is left as it is and refused at the ``cv.capture`` line as a change
+taken for one of the threads that ran (``changed_by_thread``, naming them), blaming no line of
+the function: a write the function made through code capviz cannot follow would not be
 replayed. docs/guide/capture.md "Threads" says what another thread sees.
 
 The arrays inside a tuple the walk reaches (``self.pair = (h, c)``; a tuple cannot be rebound
@@ -58,6 +66,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -87,82 +96,149 @@ OTHER_THREAD = "an outside array another thread may have written"
 class Written:
     """An outside array NumPy wrote: where the function holds it, what it held, what NumPy
     made of it (the array itself holds its old value again, unless ``threads``: then it was
-    left as it is, the change taken for one of those threads')."""
+    left as it is, the change taken for one of those threads'); ``unnamed``: the function's
+    code never names it (it wrote it through a function it does not name); ``idle``: the other
+    threads that lived and did not run meanwhile."""
 
-    __slots__ = ("array", "before", "label", "made", "threads")
+    __slots__ = ("array", "before", "idle", "label", "made", "threads", "unnamed")
 
     def __init__(self, label: str, array: np.ndarray, before: np.ndarray | None,
-                 made: np.ndarray, threads: list[str] | None = None) -> None:
+                 made: np.ndarray, threads: list[str] | None = None,
+                 unnamed: bool = False, idle: list[str] | None = None) -> None:
         self.label, self.array, self.before, self.made = label, array, before, made
-        self.threads = threads
+        self.threads, self.unnamed, self.idle = threads, unnamed, idle or []
 
 
 class Snapshot:
     """The outside arrays a function can reach by name: the small ones with copies of their
-    values, the large ones (``watched``) with their fingerprints; the other threads that ran
-    when it was taken; the function and its places (for :func:`capviz.trace.code_reach.reach`,
-    asked only when an array changed while other threads ran)."""
+    values, the large ones (``watched``) with their fingerprints; the other threads' CPU
+    clocks when it was taken (:func:`cpu_times`); the function and its places (for
+    :func:`capviz.trace.code_reach.reach`, asked only when an array changed)."""
 
-    __slots__ = ("_reach", "fn", "noted", "places", "threads", "watched")
+    __slots__ = ("_reach", "clocks", "fn", "noted", "places", "watched")
 
     def __init__(self, noted: list[tuple[str, np.ndarray, bytes]],
-                 watched: list[tuple[str, np.ndarray, bytes]], threads: bool = False,
+                 watched: list[tuple[str, np.ndarray, bytes]],
+                 clocks: dict[int, int | None] | None = None,
                  fn: Callable | None = None, places: list | None = None) -> None:
         self.noted, self.watched = noted, watched
-        self.threads, self.fn, self.places = threads, fn, places
+        self.clocks, self.fn, self.places = clocks or {}, fn, places
         self._reach: code_reach.Reach | None = None
 
     def put_back(self) -> list[Written]:
         """Every noted array whose bits differ from its copy, each given its copy back, then
         every watched one whose fingerprint differs (which cannot be: its ``before`` is
-        ``None``); a watched array is reported once. Where other threads ran (when the
-        snapshot was taken or now) and the function's code names no place that holds the
-        array's memory, the change is taken for another thread's and left as it is (see the
+        ``None``); a watched array is reported once. Where other threads ran since the
+        snapshot was taken and the function's code names no place that holds the array's
+        memory, the change is taken for one of those threads' and left as it is (see the
         module docstring, "Threads")."""
         written = []
+        ran: list[str] | None = None  # the other threads that ran (asked once, if needed)
         for label, array, saved in self.noted:
             if array.tobytes() == saved:
                 continue
+            if ran is None:
+                ran = self._ran()
             made = array.copy()
             before = np.frombuffer(saved, array.dtype).reshape(array.shape)
-            threads = self._another_thread(array)
+            unnamed = self._unnamed(array)
+            threads = ran if ran and unnamed else None
             if threads is None:
                 array[...] = before
-            written.append(Written(label, array, before, made, threads))
+            written.append(Written(label, array, before, made, threads, unnamed,
+                                   self._idle(ran)))
         changed = [item for item in self.watched if fingerprint(item[1]) != item[2]]
         for item in changed:
+            if ran is None:
+                ran = self._ran()
             self.watched.remove(item)
-            threads = self._another_thread(item[1])
-            written.append(Written(item[0], item[1], None, item[1], threads))
+            unnamed = self._unnamed(item[1])
+            threads = ran if ran and unnamed else None
+            written.append(Written(item[0], item[1], None, item[1], threads, unnamed,
+                                   self._idle(ran)))
         written.sort(key=lambda w: w.threads is not None)  # the function's own first
         return written
 
-    def _another_thread(self, array: np.ndarray) -> list[str] | None:
-        """The names of the other threads that ran, where ``array`` changed while they did
-        and the function's code names no place holding its memory; else ``None``."""
+    def _ran(self) -> list[str]:
+        """The names of the other threads that ran since the snapshot was taken (their CPU
+        clocks moved, or cannot be compared): ``[]`` when none did."""
+        if self.fn is None:
+            return []
+        return ran_since(self.clocks)
+
+    def _idle(self, ran: list[str]) -> list[str]:
+        """The names of the other threads that lived when the snapshot was taken and did not
+        run since (none of ``ran``)."""
+        if not self.clocks or ran:
+            return []
+        names = {thread.ident: thread.name for thread in threading.enumerate()}
+        return [names.get(ident, f"thread {ident}") for ident in self.clocks]
+
+    def _unnamed(self, array: np.ndarray) -> bool:
+        """Whether the function's code names no place holding ``array``'s memory."""
         if self.fn is None or self.places is None:
-            return None
-        threads = other_threads()
-        if not threads and not self.threads:
-            return None
+            return False
         if self._reach is None:
             self._reach = code_reach.reach(self.fn, self.places)
         root = root_of(array)
-        for label, value in _arrays(self.places):
-            if type(value) is np.ndarray and root_of(value) is root and \
-                    self._reach.may_name(label):
-                return None
-        return threads or ["a thread that has ended"]
+        return not any(type(value) is np.ndarray and root_of(value) is root and
+                       self._reach.may_name(label) for label, value in _arrays(self.places))
 
 
-def other_threads() -> list[str]:
-    """The names of the threads other than this one that hold a Python frame now."""
-    frames = sys._current_frames()
-    if len(frames) <= 1:
-        return []
+def _clock_id(native_id: int) -> int:
+    """The id of the CPU clock of this process's thread ``native_id`` (Linux: what glibc's
+    ``pthread_getcpuclockid`` computes, from the thread id, so an ended thread gives
+    ``EINVAL``, never a read of freed memory)."""
+    return ((~native_id) << 3) | 6  # CPUCLOCK_PERTHREAD_MASK | CPUCLOCK_SCHED
+
+
+def _thread_clock(native_id: int | None) -> int | None:
+    """Thread ``native_id``'s CPU time in nanoseconds, or ``None`` where it cannot be read."""
+    if native_id is None or not _CLOCKS:
+        return None
+    try:
+        return time.clock_gettime_ns(_clock_id(native_id))
+    except (OSError, OverflowError, ValueError):
+        return None
+
+
+def _clocks_work() -> bool:
+    if not sys.platform.startswith("linux") or not hasattr(time, "clock_gettime_ns"):
+        return False
+    try:
+        time.clock_gettime_ns(_clock_id(threading.get_native_id()))
+    except (OSError, OverflowError, ValueError):
+        return False
+    return True
+
+
+_CLOCKS = _clocks_work()
+
+
+def cpu_times() -> dict[int, int | None]:
+    """``{ident: CPU nanoseconds}`` of the threads other than this one that hold a Python
+    frame now (``None``: not readable)."""
+    idents = list(sys._current_frames())  # (the idents only: a frame kept in a local here
+    if len(idents) <= 1:                    # would hold itself, a cycle keeping the graph)
+        return {}
     me = threading.get_ident()
+    natives = {thread.ident: thread.native_id for thread in threading.enumerate()}
+    return {ident: _thread_clock(natives.get(ident)) for ident in idents if ident != me}
+
+
+def ran_since(clocks: dict[int, int | None]) -> list[str]:
+    """The names of the threads other than this one that ran since ``clocks``
+    (:func:`cpu_times`) were read: a thread whose clock moved or cannot be read, one that
+    started since, and "a thread that has ended" for one that is gone."""
+    now = cpu_times()
+    if not now and not clocks:
+        return []
     names = {thread.ident: thread.name for thread in threading.enumerate()}
-    return [names.get(ident, f"thread {ident}") for ident in frames if ident != me]
+    ran = [names.get(ident, f"thread {ident}") for ident, ns in now.items()
+           if ns is None or clocks.get(ident) != ns]
+    if clocks.keys() - now.keys():
+        ran.append("a thread that has ended")
+    return ran
 
 
 def _arrays(places: list[rebound.Place]) -> list[tuple[str, Any]]:
@@ -213,7 +289,7 @@ def note(places: list[rebound.Place], copy_below: int = REFERENCE_BYTES,
             watched.append((label, value, fingerprint(value)))
     if fn is None:
         return Snapshot(noted, watched)
-    return Snapshot(noted, watched, len(sys._current_frames()) > 1, fn, places)
+    return Snapshot(noted, watched, cpu_times(), fn, places)
 
 
 def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
@@ -242,11 +318,21 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
     else:
         happened = (f"it held {shown(first.before)} when the call started and NumPy made it "
                     f"{shown(first.made)}")
+    if first.unnamed and state is None:  # no line of fn writes it: say how it was written
+        name = getattr(fn, "__name__", "the function")
+        idle = _names(first.idle)
+        happened = (f"{name}'s code never names it, so a function it calls without naming it "
+                    "(one held in a dict or a list, a registered callback) wrote it"
+                    + (f", and no other thread ran meanwhile ({idle} waited)" if idle else "")
+                    + f"; {happened}")
     others = [w.label for w in written[1:]]
     also = f"; NumPy also wrote {', '.join(others)}" if others else ""
     back = "" if first.before is None else "; the capture put it back"
     if state is not None and first.before is not None:  # NumPy's write, then the capture's
         fix = state_fixes.operand_fix_for(graph, state)
+    elif first.unnamed and state is None and reads is None:
+        fix = (f"write {label} with a tensor in the function that writes it, which the capture "
+               "records as a state, or pass it as an input and return its new value")
     else:
         fix = _fix(label, text, first.array, reads)
     reason = f"{happened}{also}{back}; {fix}"
@@ -262,8 +348,7 @@ def _refuse_threaded(graph: Graph, first: Written, fn: Callable, caller: Any
     code capviz cannot follow would not be replayed."""
     label, threads = first.label, first.threads or []
     name = getattr(fn, "__name__", "the function")
-    shown_threads = ", ".join(threads[:3]) + (f" and {len(threads) - 3} more"
-                                              if len(threads) > 3 else "")
+    shown_threads = _names(threads)
     if first.before is None:
         held = f"its bytes changed ({mib(first.array)}, too large to keep a copy of)"
     else:
@@ -275,6 +360,11 @@ def _refuse_threaded(graph: Graph, first: Written, fn: Callable, caller: Any
               "with a tensor")
     return recapture.refuse(graph, graph.nodes[-1], OTHER_THREAD, label, reason, array=label,
                             source=caller)
+
+
+def _names(threads: list[str]) -> str:
+    """``peer, loader, pool_0 and 2 more``."""
+    return ", ".join(threads[:3]) + (f" and {len(threads) - 3} more" if len(threads) > 3 else "")
 
 
 def _changed(before: np.ndarray, made: np.ndarray) -> int:
