@@ -211,10 +211,13 @@ def test_an_op_jax_cannot_run_as_numpy_is_refused_by_name():
         graph.replay({"x": np.zeros(6, np.float32)}, backend="jax")
 
 
-def test_a_dtype_jax_gives_otherwise_is_a_replay_error_naming_both():
+def test_a_dtype_jax_gives_otherwise_is_refused_naming_both_and_the_node():
     graph = cv.capture(lambda x: np.correlate(x, x, "full"), cv.spec((4,), "int8"))
-    with pytest.raises(cv.ReplayError, match=r"jax.numpy's correlate gives float32\[7\] where "
-                                             r"NumPy gives int8\[7\]"):
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"op 'correlate' cannot run on the jax backend: jax.numpy's "
+                             r"correlate gives float32\[7\] where NumPy gives int8\[7\]; replay "
+                             r"this graph with backend='numpy' \(node %1, recorded at "
+                             r".*test_backend_jax.py"):
         graph.replay({"x": np.ones(4, np.int8)}, backend="jax")
 
 
@@ -466,8 +469,9 @@ def test_argsort_of_several_nans_with_the_default_kind_is_refused():
 def test_argmax_of_complex_values_is_refused_at_the_node(name):
     c = np.array([1 + 2j, 3 - 1j, 3 + 0j], np.complex64)
     graph = cv.capture(getattr(np, name), cv.spec(c.shape, c.dtype))
-    with pytest.raises(cv.ReplayError, match=rf"\({name}\).*test_backend_jax.py.*{name} of "
-                                             "complex values: XLA cannot order complex"):
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=rf"'{name}'.*: {name} of complex values: XLA cannot order "
+                             "complex.*test_backend_jax.py"):
         graph.replay({"a": c}, backend="jax")
 
 
@@ -657,8 +661,8 @@ def test_integer_power_of_a_negative_exponent_still_fails_at_the_node():
 
 def test_an_integer_power_reduction_is_still_refused():
     graph = cv.capture(lambda x: np.power.accumulate(x), cv.spec((3,), "int32"))
-    with pytest.raises(cv.ReplayError, match=r"np.power.accumulate on the jax backend: an "
-                                             "integer power"):
+    with pytest.raises(cv.UnsupportedOperationError, match=r"np.power.accumulate: an integer "
+                                                          "power"):
         graph.replay({"x": np.array([2, 3, 4], np.int32)}, backend="jax")
 
 
@@ -669,9 +673,9 @@ def test_a_linear_ramp_pad_of_integers_is_refused_by_name(dtype):
     x = np.array([10, 200], np.uint8).astype(dtype)
     graph = cv.capture(lambda x: np.pad(x, (0, 1), mode="linear_ramp", end_values=(0, -1)),
                        cv.spec(x.shape, dtype))
-    with pytest.raises(cv.ReplayError, match=r"\(pad\).*test_backend_jax.py.*"
-                                             rf"mode='linear_ramp'\) of {dtype} on the jax "
-                                             r"backend.*replay with backend='numpy'"):
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"'pad'.*"rf"mode='linear_ramp'\) of {dtype} on the jax "
+                             r"backend.*replay with backend='numpy'.*test_backend_jax.py"):
         graph.replay({"x": x}, backend="jax")
     assert graph.replay({"x": x}, backend="numpy")["out"].tobytes() == \
         np.pad(x, (0, 1), mode="linear_ramp", end_values=(0, -1)).tobytes()

@@ -31,7 +31,7 @@ from capviz.backends.jax.functions.polynomials import convolve_as_numpy
 from capviz.backends.jax.functions.ranges import linspace_as_numpy
 from capviz.backends.jax.functions.rounding import divided, product
 from capviz.backends.jax.random import bernoulli, normal, uniform
-from capviz.backends.jax.trace import cast, dtype_of, require
+from capviz.backends.jax.trace import cast, dtype_of, refusal, require
 from capviz.ops import traits
 from capviz.ops.advanced_index import tensor_axes
 from capviz.ops.reductions import MASKED
@@ -368,7 +368,7 @@ def _pad(jnp: Any) -> Callable:
         dtype = dtype_of(array)
         if mode == "linear_ramp":
             if dtype.kind in "biu":
-                raise NotImplementedError(
+                raise refusal(
                     f"np.pad(..., mode='linear_ramp') of {dtype} on the jax backend: NumPy's "
                     f"ramp is np.linspace computed in floats, floored and cast to {dtype}, "
                     "which jax.numpy's linspace rounds otherwise (a ramp value differs by "
@@ -378,7 +378,7 @@ def _pad(jnp: Any) -> Callable:
             return _linear_ramp(jnp, jnp.asarray(array), pad_width,
                                 params.get("end_values", 0))
         if mode in ("mean", "median") and dtype.kind in "iu":
-            raise NotImplementedError(
+            raise refusal(
                 f"np.pad(..., mode={mode!r}) of {dtype} on the jax backend: NumPy computes the "
                 "statistic in float64 and rounds it half to even before the cast, jax.numpy "
                 "otherwise (uint32 values near 2**32 padded 1073741824 where NumPy pads "
@@ -386,7 +386,7 @@ def _pad(jnp: Any) -> Callable:
                 f"and round it: np.round(np.pad(x.astype(np.float64), ..., mode={mode!r}))"
                 f".astype(np.{dtype})")
         if mode == "median" and dtype.kind == "c":
-            raise NotImplementedError(
+            raise refusal(
                 f"np.pad(..., mode='median') of {dtype} on the jax backend: jax.numpy's median "
                 "takes no complex values (NumPy sorts them by real, then imaginary part); "
                 "replay with backend='numpy', or pad the real and imaginary parts apart")
@@ -418,7 +418,7 @@ def _odd_reflection_of_booleans(jnp: Any, pad: Callable, array: Any, pad_width: 
     for axis, (before, after) in enumerate(widths):
         room = array.shape[axis] - (mode == "reflect")
         if max(before, after) > room:
-            raise NotImplementedError(
+            raise refusal(
                 f"np.pad(..., mode={mode!r}, reflect_type='odd') of bool by more than one "
                 "reflection of an axis on the jax backend: NumPy reflects chunk by chunk, "
                 "storing each as booleans; replay with backend='numpy', or pad "
@@ -492,8 +492,7 @@ def _sort(jnp: Any) -> Callable:
     def sort(a: Any, axis: int | None = -1, kind: str | None = None, order: Any = None,
              **params: Any) -> Any:
         if order is not None:
-            raise NotImplementedError("sort(order=...) sorts structured arrays, which jax "
-                                      "has not")
+            raise refusal("sort(order=...) sorts structured arrays, which jax has not")
         params.pop("stable", None)  # equal values are equal: the sorted values are the same
         return jnp.sort(a, axis=axis, **params)
 
@@ -504,8 +503,7 @@ def _argsort(jnp: Any) -> Callable:
     def argsort(a: Any, axis: int | None = -1, kind: str | None = None,
                 order: Any = None, **params: Any) -> Any:
         if order is not None:
-            raise NotImplementedError("argsort(order=...) sorts structured arrays, which jax "
-                                      "has not")
+            raise refusal("argsort(order=...) sorts structured arrays, which jax has not")
         if params.pop("stable", None):
             kind = "stable"
         result = jnp.argsort(a, axis=axis, stable=True, **params)
@@ -618,7 +616,7 @@ def _arg_extremum(name: str) -> Callable[[Any], Callable]:
         def run(a: Any, *args: Any, **params: Any) -> Any:
             dtype = dtype_of(a)
             if dtype.kind == "c":
-                raise NotImplementedError(
+                raise refusal(
                     f"{name} of complex values: XLA cannot order complex numbers in {name} "
                     f"(NumPy orders them by real, then imaginary part); replay with "
                     f"backend='numpy', or take np.{name} of np.real or np.abs of the values")
@@ -794,11 +792,11 @@ def _float_reduction(name: str) -> Callable[[Any], Callable]:
             dtype = params.get("dtype")
             if dtype is not None and args and dtype_of(args[0]).kind == "c" \
                     and np.dtype(dtype).kind != "c":
-                raise NotImplementedError(
+                raise refusal(
                     f"np.{name}(..., dtype={np.dtype(dtype)}) of complex values: jax.numpy "
                     "takes no real dtype for them; replay with backend='numpy'")
             if dtype is not None and np.dtype(dtype).kind in "biu":
-                raise NotImplementedError(
+                raise refusal(
                     f"np.{name}(..., dtype={np.dtype(dtype)}): NumPy accumulates in that "
                     "integer type, wrapping on overflow, where jax.numpy computes in floats; "
                     "replay with backend='numpy', or pass a float dtype")

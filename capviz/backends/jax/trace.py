@@ -308,8 +308,8 @@ def _widened(args: tuple, dtype: np.dtype) -> tuple | None:
 
 
 def _call_conformed(op: ops.Op, node: Node | None, fn: Callable, args: tuple, params: dict) -> Any:
-    """``fn(*args, **params)`` with the node's shape and dtype (NumPy's), or TypeError (a
-    ReplayError at the node, from the program): a replay keeps the graph's types."""
+    """``fn(*args, **params)`` with the node's shape and dtype (NumPy's), or the refusal
+    naming the node (:func:`refusal`, while tracing): a replay keeps the graph's types."""
     args = _accumulated(op, node, args, params)
     result = fn(*args, **params)
     want, got = _types(op, node, args, params, result)
@@ -328,8 +328,8 @@ def _call_conformed(op: ops.Op, node: Node | None, fn: Callable, args: tuple, pa
                     return result
     text = "; ".join(f"{d}{list(s)}" for s, d in got)
     expected = "; ".join(f"{d}{list(s)}" for s, d in want)
-    raise TypeError(f"jax.numpy's {op.name} gives {text} where NumPy gives {expected}; "
-                    "replay this graph with backend='numpy'")
+    raise refusal(f"jax.numpy's {op.name} gives {text} where NumPy gives {expected}; replay "
+                  "this graph with backend='numpy'")
 
 
 def bound(op: ops.Op, fn: Callable, eager_context: Callable[[], Any]) -> Callable:

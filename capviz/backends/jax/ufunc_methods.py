@@ -22,6 +22,7 @@ import numpy as np
 
 from capviz import ops
 from capviz.backends.jax.ops import OVERRIDES, cast, functional
+from capviz.backends.jax.trace import refusal
 from capviz.ops.ufunc_methods import refuse_not_a_fold
 
 ASSOCIATIVE = frozenset(("add", "multiply", "maximum", "minimum", "logical_and", "logical_or",
@@ -35,7 +36,10 @@ def _refuse(method: str, ufunc: str, dtype: np.dtype) -> None:
     """Raise for a method JAX cannot run as NumPy does (named, with the reason): a reduce
     that is not a left fold (:data:`capviz.ops.ufunc_methods.NOT_A_FOLD`), an integer or
     complex power."""
-    refuse_not_a_fold(method, ufunc, "jax")
+    try:
+        refuse_not_a_fold(method, ufunc, "jax")
+    except NotImplementedError as err:  # decided on the ufunc: refused while tracing
+        raise refusal(str(err)) from None
     name = {"atan2": "arctan2", "pow": "power"}.get(ufunc, ufunc)
     reason = None
     if name == "power" and dtype.kind in "iubc":
@@ -43,8 +47,7 @@ def _refuse(method: str, ufunc: str, dtype: np.dtype) -> None:
                   "one), which a jax scan cannot report; a complex power's infinities and "
                   "NaNs are XLA's, not NumPy's")
     if reason is not None:
-        raise NotImplementedError(f"np.{ufunc}.{method} on the jax backend: {reason}; replay "
-                                  "with backend='numpy'")
+        raise refusal(f"np.{ufunc}.{method}: {reason}; replay with backend='numpy'")
 
 
 def _elementwise(jnp: Any, ufunc: str) -> Callable:

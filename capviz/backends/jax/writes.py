@@ -21,7 +21,7 @@ from capviz.backends.jax.ops import (
     in_bounds,
     loop_key,
 )
-from capviz.backends.jax.trace import dtype_of
+from capviz.backends.jax.trace import dtype_of, refusal
 
 
 def _assign_flat(jnp: Any, x: Any, positions: Any, values: Any) -> Any:
@@ -122,10 +122,11 @@ def _put_along_axis(jnp: Any) -> Callable:
 
 def _cycled(jnp: Any, values: Any, dtype: Any, n: int) -> Any:
     """``n`` values from ``values`` repeated in flat order, as a flat assignment repeats a
-    shorter value (``a.flat[...] = v``, ``np.putmask``), cast to ``dtype``."""
+    shorter value (``a.flat[...] = v``, ``np.putmask``), cast to ``dtype``; ``None`` for an
+    empty ``values``, with which NumPy writes nothing (``np.putmask(x, m, [])``)."""
     flat = cast(jnp, values, dtype).reshape(-1)
     if flat.shape[0] == 0:
-        raise ValueError("cannot assign from an empty value")
+        return None
     return flat[np.arange(n) % flat.shape[0]]
 
 
@@ -141,6 +142,8 @@ def _fill_diagonal(jnp: Any) -> Callable:
         if positions.size == 0:
             return x
         values = _cycled(jnp, val, x.dtype, positions.size)
+        if values is None:  # NumPy writes nothing
+            return x
         return _assign_flat(jnp, x, jnp.asarray(positions), values)
 
     return fill_diagonal
@@ -153,6 +156,8 @@ def _putmask(jnp: Any) -> Callable:
             return x
         chosen = jnp.asarray(mask).reshape(-1).astype(bool)
         written = _cycled(jnp, values, x.dtype, n)  # a.flat[k] = values.flat[k % size]
+        if written is None:  # NumPy writes nothing
+            return x
         return jnp.where(chosen, written, x.reshape(-1)).reshape(x.shape)
 
     return putmask
@@ -168,12 +173,11 @@ def _scatter_method(ufunc: str, x: Any, values: Any) -> str:
     floats, truncated): a scatter in ``x``'s dtype is that only when the loop is ``x``'s."""
     method = _SCATTERS.get(ufunc)
     if method is None:
-        raise NotImplementedError(f"np.{ufunc}.at has no scatter form in jax (its repeated "
-                                  f"indices apply in order); supported: "
-                                  f"{', '.join(f'np.{u}.at' for u in _SCATTERS)}")
+        raise refusal(f"np.{ufunc}.at has no scatter form in jax (its repeated indices apply "
+                      f"in order); supported: {', '.join(f'np.{u}.at' for u in _SCATTERS)}")
     loop = getattr(np, ufunc).resolve_dtypes((dtype_of(x), loop_key(values), None))
     if np.dtype(loop[2]) != np.dtype(x.dtype):
-        raise NotImplementedError(
+        raise refusal(
             f"np.{ufunc}.at of {dtype_of(values)} values into a {np.dtype(x.dtype)} array: "
             f"NumPy computes each update in {np.dtype(loop[2])} and casts it back, one repeated "
             f"index after the other, which a scatter does not; cast the values first "
@@ -223,7 +227,7 @@ def _into(jnp: Any) -> Callable:
         # are made at this node
         inner = ops.OPS[op]
         if inner.name in UNSUPPORTED:
-            raise NotImplementedError(f"{inner.name}(..., out=...): {UNSUPPORTED[inner.name]}")
+            raise refusal(f"{inner.name}(..., out=...): {UNSUPPORTED[inner.name]}")
         result = functional(inner, jnp)(*operands, **params)
         return jnp.asarray(result).astype(target.dtype)
 
