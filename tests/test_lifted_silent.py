@@ -8,6 +8,7 @@ three calls: outputs and every state, bit for bit, dtypes included."""
 
 import builtins
 import collections.abc
+import contextlib
 import ctypes
 import functools
 import weakref
@@ -286,11 +287,94 @@ class ReprRead(Base):
         return x * (2.0 if shown.startswith("array(") else 3.0)
 
 
+# --- identities asked with no name type/id (hostile review 6, finding 2) ----------------------
+
+HASHED = {}  # a rate keyed by the state's object hash
+
+
+class ObjectHash(Base):
+    def __init__(self):
+        super().__init__()
+        HASHED[object.__hash__(self.W)] = 0.5
+
+    def step(self, x):
+        RUNS.append(1)
+        self.W -= HASHED.get(object.__hash__(self.W), 0.1) * x
+        return x * 1.0
+
+
+class InterfaceInATry(Base):
+    """An attribute the tensor lacks, the AttributeError caught by the user's code."""
+
+    def __init__(self):
+        super().__init__()
+        self.address = self.W.__array_interface__["data"][0]
+
+    def step(self, x):
+        RUNS.append(1)
+        try:
+            same = self.W.__array_interface__["data"][0] == self.address
+        except Exception:
+            same = False
+        self.W -= 0.1 * x
+        return x * (2.0 if same else 3.0)
+
+
+class FlagsInASuppress(Base):
+    def step(self, x):
+        RUNS.append(1)
+        scale = 3.0
+        with contextlib.suppress(AttributeError):
+            scale = 2.0 if self.W.flags.c_contiguous else 3.0
+        self.W -= 0.1 * x
+        return x * scale
+
+
+class MemoryviewInATry(Base):
+    """The buffer protocol, which the tensor lacks (no attribute is read)."""
+
+    def step(self, x):
+        RUNS.append(1)
+        try:
+            scale = 2.0 if memoryview(self.W).nbytes == 24 else 3.0
+        except Exception:
+            scale = 3.0
+        self.W -= 0.1 * x
+        return x * scale
+
+
+class Sizeof(Base):
+    def step(self, x):
+        RUNS.append(1)
+        scale = 2.0 if self.W.__sizeof__() > 100 else 3.0
+        self.W -= 0.1 * x
+        return x * scale
+
+
+class TypeByABuiltinsLookup(Base):
+    """``type`` looked up by a name built at run time in ``__builtins__``."""
+
+    def step(self, x):
+        RUNS.append(1)
+        kind = getattr(builtins, "ty" + "pe")
+        self.W -= 0.1 * x
+        return x * (2.0 if kind(self.W) is np.ndarray else 3.0)
+
+
+class TypeByTheBuiltinsName(Base):
+    def step(self, x):
+        RUNS.append(1)
+        found = __builtins__ if isinstance(__builtins__, dict) else vars(__builtins__)
+        self.W -= 0.1 * x
+        return x * (2.0 if found["ty" + "pe"](self.W) is np.ndarray else 3.0)
+
+
 WEAK = [WeakCopy, WeakProxy, WeakCache, RawAlias]
 CLASS_READS = [IsinstanceRead, IsinstanceAfterWrite, IsinstanceOfDerived, IsinstanceOfAnABC]
 TYPE_READS = [TypeRead, TypeInAHelper, TypeInAMethod, TypeInAPart, TypeInAHeldFunction,
               TypeThroughGetattr, IdKeyedRate, TypeAlias, BuiltinsType, TypeInADecoratedHelper,
-              TypeAsADefault, ObjectRepr]
+              TypeAsADefault, ObjectRepr, ObjectHash, InterfaceInATry, FlagsInASuppress,
+              MemoryviewInATry, Sizeof, TypeByABuiltinsLookup, TypeByTheBuiltinsName]
 CLASS_READS += [ReprRead]
 
 
@@ -380,3 +464,48 @@ def test_only_own_tells_capviz_s_weak_references_from_the_user_s():
     assert not only_own(a)
     cache.clear()
     assert only_own(a)
+
+
+UNREGISTERED = '''
+import numpy as np
+
+
+class Model:
+    def __init__(self):
+        self.W = np.array([1.0, 2.0, 3.0])
+
+    def _scale(self):
+        return 2.0 if type(self.W) is np.ndarray else 3.0
+
+    def step(self, x):
+        self.W -= 0.1 * x
+        return x * self._scale()
+'''
+
+
+def test_type_in_a_method_of_a_module_not_in_sys_modules_keeps_the_two_passes(tmp_path):
+    """A module loaded by importlib.util.module_from_spec and exec_module, not registered in
+    sys.modules (plugin loaders, config systems; hostile review 6, finding 2): its class's
+    methods are the user's code and are read, so a later capture keeps the two passes."""
+    import importlib.util
+
+    path = tmp_path / "plugin_model.py"
+    path.write_text(UNREGISTERED)
+    spec = importlib.util.spec_from_file_location("plugin_model_unregistered", path)
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+    model, twin = plugin.Model(), plugin.Model()
+    cv.capture(model.step, cv.spec((3,), "float64"))
+    twin.step(XS[0])
+    model.step(XS[0])
+    graph = cv.capture(model.step, cv.spec((3,), "float64"))
+    _replays_as_eager(graph, model, twin)
+
+
+def test_every_ndarray_attribute_a_tensor_lacks_is_listed():
+    """code_reach.ARRAY_ONLY covers the ndarray's attributes the capture tensor lacks (an
+    error a lifted tensor raises there, caught by the user's code, chooses unseen)."""
+    from capviz.trace.code_reach import ARRAY_ONLY
+    from capviz.trace.tensor import Tensor
+
+    assert set(dir(np.ndarray)) - set(dir(Tensor)) <= ARRAY_ONLY

@@ -27,6 +27,7 @@ written dynamically (``getattr``, ``setattr``, ``vars``, ``__dict__``, ``globals
 
 from __future__ import annotations
 
+import builtins
 import dis
 import functools
 import os
@@ -43,16 +44,34 @@ DYNAMIC = frozenset(("getattr", "setattr", "delattr", "vars", "__dict__", "globa
                      "eval", "exec", "attrgetter", "__getattribute__", "__setattr__"))
 """Names through which code reaches an attribute or a global it does not name."""
 
-IDENTITY = frozenset(("type", "id", "__repr__"))
-"""Names whose use may ask a lifted tensor's identity, which no hook sees."""
+IDENTITY = frozenset(("type", "id", "__repr__", "__hash__", "__sizeof__", "__builtins__"))
+"""Names whose use may ask a lifted tensor's identity, which no hook sees (``object.__hash__``
+of a state keys a dict as its ``id`` does; ``__sizeof__`` counts an ndarray's data; a lookup
+in ``__builtins__`` by a name built at run time may be ``type``: hostile review 6, finding 2)."""
 
-_IDENTITY_BUILTINS = (type, id, object.__repr__)
+ARRAY_ONLY = frozenset((
+    "__array_interface__", "__array_struct__", "__array_finalize__", "__array_wrap__",
+    "__array_namespace__", "__dlpack__", "__dlpack_device__", "__setstate__", "__complex__",
+    "__contains__", "__delitem__", "base", "byteswap", "ctypes", "data", "dump", "dumps",
+    "flags", "flat", "getfield", "resize", "setfield", "setflags", "strides", "to_device",
+    "tofile", "__class_getitem__", "memoryview", "bytes", "bytearray", "frombuffer", "complex"))
+"""The ndarray's attributes a capture tensor lacks (every one: tests/test_lifted_silent.py
+checks it) and the builtins that read an ndarray's buffer, which a tensor does not expose: an
+error a lifted tensor raises there, caught by the user's code (``try``, ``with
+contextlib.suppress``, ``hasattr``, ``getattr`` with a default), takes another branch unseen
+(hostile review 6, finding 2: ``self.W.__array_interface__`` and ``memoryview(self.W)`` in a
+``try``). Where the code reached catches errors and names one of these, it is taken as asking."""
+
+CATCHERS = frozenset(("hasattr", "getattr"))
+"""Builtins that catch the AttributeError of the attribute they read."""
+
+_IDENTITY_BUILTINS = (type, id, object.__repr__, object.__hash__, object.__sizeof__)
 
 _INSTALLED = tuple(os.path.realpath(sysconfig.get_paths()[key]) + os.sep
                    for key in ("stdlib", "platstdlib", "purelib", "platlib"))
 _CAPVIZ = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
-_SUMMARIES: dict[types.CodeType, tuple[bool, frozenset, frozenset]] = {}
+_SUMMARIES: dict[types.CodeType, tuple[bool, frozenset, frozenset, bool]] = {}
 _MOST_SUMMARIES = 4096
 
 
@@ -108,7 +127,7 @@ def reach(fn: Callable, places: list[Any]) -> Reach:
     classes = {cls for cls in classes if _users(cls)}
     modules: set[types.ModuleType] = set()
     names: set[str] = set()
-    calls_type = False
+    calls_type = catches = builtins_named = False
     todo, seen = [function, *_held_functions(places)], set()
     expanded = False
     while todo and len(seen) < MOST_FUNCTIONS:
@@ -117,8 +136,9 @@ def reach(fn: Callable, places: list[Any]) -> Reach:
         if code in seen:
             continue
         seen.add(code)
-        loads_type, globals_named, named = _summary(code)
+        loads_type, globals_named, named, catching = _summary(code)
         names |= named
+        catches = catches or catching
         where = function.__globals__
         calls_type = calls_type or loads_type or _holds_identity(function, todo)
         for name in globals_named:
@@ -127,6 +147,8 @@ def reach(fn: Callable, places: list[Any]) -> Reach:
                 value = value.func
             if any(value is b for b in _IDENTITY_BUILTINS):  # (T = type; T(self.W))
                 calls_type = True
+            elif value is builtins:  # (getattr(builtins, "ty" + "pe"): see below)
+                builtins_named = True
             elif isinstance(value, types.FunctionType):
                 todo.append(value)
             elif isinstance(value, type) and _users(value):
@@ -149,7 +171,12 @@ def reach(fn: Callable, places: list[Any]) -> Reach:
                      if isinstance(f, types.FunctionType)]
     if todo and len(seen) >= MOST_FUNCTIONS:
         calls_type = True  # (not read to the end: taken as asking, two passes decide)
-    return Reach(calls_type, frozenset(names), not names.isdisjoint(DYNAMIC))
+    dynamic = not names.isdisjoint(DYNAMIC)
+    if builtins_named and dynamic:  # a builtin looked up by a name built at run time
+        calls_type = True
+    if (catches or not names.isdisjoint(CATCHERS)) and not names.isdisjoint(ARRAY_ONLY):
+        calls_type = True  # an ndarray's attribute or buffer, its error caught
+    return Reach(calls_type, frozenset(names), dynamic)
 
 
 def _holds_identity(function: types.FunctionType, todo: list) -> bool:
@@ -209,7 +236,7 @@ def _users(obj: Any) -> bool:
     library's or an installed package's); remembered per module file."""
     module = obj if isinstance(obj, types.ModuleType) else \
         sys.modules.get(getattr(obj, "__module__", None) or "")
-    filename = getattr(module, "__file__", None)
+    filename = getattr(module, "__file__", None) if module is not None else _defined_in(obj)
     if not filename:
         return module is not None and getattr(module, "__name__", "") == "__main__"
     known = _USERS.get(filename)
@@ -223,6 +250,21 @@ def _users(obj: Any) -> bool:
 _USERS: dict[str, bool] = {}
 
 
+def _defined_in(obj: Any) -> str | None:
+    """The file of a function, or of the first function a class defines, whose module is not
+    in ``sys.modules`` (loaded by ``importlib.util.module_from_spec`` and ``exec_module``, as
+    plugin loaders and config systems do: hostile review 6, finding 2, its classes' methods
+    were taken as not the user's and never read)."""
+    code = getattr(obj, "__code__", None)
+    if code is None and isinstance(obj, type):
+        for value in vars(obj).values():
+            value = getattr(value, "__func__", value)
+            if isinstance(value, types.FunctionType):
+                code = value.__code__
+                break
+    return getattr(code, "co_filename", None)
+
+
 def _static(cls: type, name: str) -> Any:
     """The function ``name`` of class ``cls`` (a static or class method's too), looked up
     without running a descriptor; ``None`` for anything else."""
@@ -233,24 +275,27 @@ def _static(cls: type, name: str) -> Any:
     return None
 
 
-def _summary(code: types.CodeType) -> tuple[bool, frozenset, frozenset]:
+def _summary(code: types.CodeType) -> tuple[bool, frozenset, frozenset, bool]:
     """Of ``code`` and the code objects defined in it: whether it loads the global ``type``,
-    the global names it loads, every name it uses (globals, attributes, closure cells)."""
+    the global names it loads, every name it uses (globals, attributes, closure cells), and
+    whether it catches exceptions (a ``try`` or ``with`` block: an exception table)."""
     summary = _SUMMARIES.get(code)
     if summary is not None:
         return summary
     globals_named: set[str] = set()
     named: set[str] = set()
+    catching = False
     stack = [code]
     while stack:
         each = stack.pop()
         named.update(each.co_names, each.co_freevars, each.co_cellvars)
+        catching = catching or bool(getattr(each, "co_exceptiontable", b"\0"))
         for instruction in dis.get_instructions(each):
             if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                 globals_named.add(instruction.argval)
         stack.extend(c for c in each.co_consts if isinstance(c, types.CodeType))
     summary = (not IDENTITY.isdisjoint(named) or not IDENTITY.isdisjoint(globals_named),
-               frozenset(globals_named), frozenset(named))
+               frozenset(globals_named), frozenset(named), catching)
     if len(_SUMMARIES) < _MOST_SUMMARIES:
         _SUMMARIES[code] = summary
     return summary
