@@ -61,6 +61,20 @@ def _stashed(x):
     return x * K.stash(4, np.tril(np.ones((4, 4))))
 
 
+def _stashed_outside(x):
+    return x * K.stash(3, np.ones((3, 3)) + K.TABLE)
+
+
+def test_a_value_first_seen_in_a_memo_that_reads_an_outside_array_is_refused():
+    K._STASH.clear()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(_stashed_outside, cv.spec((3, 3), "float64"))
+    what = str(info.value).splitlines()[0]
+    assert what.startswith("`return x * K.stash(3, np.ones((3, 3)) + K.TABLE)` at ")
+    assert what.endswith(" in _stashed_outside: _STASH[3] keeps a value of the capture.")
+    assert K._STASH == {}  # removed: no dead tensor left there
+
+
 def test_a_memo_first_seen_holding_the_capture_s_value_gets_what_eager_leaves():
     K._STASH.clear()
     graph = cv.capture(_stashed, cv.spec((4, 4), "float64"))
@@ -106,8 +120,9 @@ def test_a_value_of_the_data_kept_in_a_container_is_refused_naming_it():
                              "capture.")
     assert lines[1] == (
         "capviz cannot record it: the value is computed from the data (an input, a state, a "
-        "draw), so the capture cannot know what a call leaves in that list, dict or cache, and "
-        "a replay cannot store into one (the capture removed it from seen).")
+        "draw, an array from outside), so the capture cannot know what a call leaves in that "
+        "list, dict or cache, and a replay cannot store into one (the capture removed it from "
+        "seen).")
     assert lines[2] == (
         "Fix: return the value and store what the replay returns, or keep it in an ndarray the "
         "call writes in place (buf[...] = value), which the capture records as a state.")
@@ -124,3 +139,34 @@ def test_the_scope_forms_own_list_is_left_to_it():
         outs.append(x * 2.0)
         scope.output(outs[-1])
     assert len(outs) == 1 and type(outs[0]) is Tensor  # the user's own, in their block
+
+
+def test_a_counter_kept_in_a_closures_dict_is_refused_and_its_fix_replays_as_calls():
+    """R6 on c788b32: ``box["n"] = box["n"] + np.ones(1)`` in a helper's closure dict was
+    given its old array back and every replay gave 1.0 where calls give 1.0, 2.0, 3.0, silently
+    (on 2ca97ac the user's next eager call raised ScopeClosedError). Refused as the walk's
+    containers are, with the in-place write as the fix; the fix captures and replays as calls."""
+    box = K.bump.__closure__[0].cell_contents
+    before = box["n"]
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(lambda x: x * K.bump(), cv.spec((1,), "float64"))
+    line = K.bump.__code__.co_firstlineno + 1
+    what, why, fix = str(info.value).splitlines()
+    assert what.startswith('`box["n"] = box["n"] + np.ones(1)` at ')
+    assert what.endswith(f"memo_kinds.py:{line} in bump: box['n'] is rebound to a value of the "
+                         "capture.")
+    assert why == ("capviz cannot record it: a replay computes values and writes arrays in "
+                   "place, and cannot rebind an attribute, a global or a closure variable, so "
+                   "it would compute from the old array every time (the capture put the "
+                   "original object back).")
+    assert fix == 'Fix: write in place: box["n"] += np.ones(1) (the capture records it as a state).'
+    assert box["n"] is before and before.tobytes() == np.zeros(1).tobytes()
+
+    fixed = K.bump_in_place
+    start = fixed.__closure__[0].cell_contents["n"].copy()
+    graph = cv.capture(lambda x: x * fixed(), cv.spec((1,), "float64"))
+    outs = [graph.replay({"x": np.full(1, 2.0)})["out"] for _ in range(3)]
+    fixed.__closure__[0].cell_contents["n"][...] = start
+    eager = [np.full(1, 2.0) * fixed() for _ in range(3)]
+    assert [o.tobytes() for o in outs] == [e.tobytes() for e in eager]
+    assert [o.dtype for o in outs] == [e.dtype for e in eager]

@@ -540,8 +540,8 @@ SITUATIONS: list[Situation] = [
         _call_is("a capture tensor kept in a container"),
         "{operand} keeps a value of the capture",
         "capviz cannot record it: the value is computed from the data (an input, a state, a "
-        "draw), so the capture cannot know what a call leaves in that list, dict or cache, and a "
-        "replay cannot store into one ({reason_why}).",
+        "draw, an array from outside), so the capture cannot know what a call leaves in that "
+        "list, dict or cache, and a replay cannot store into one ({reason_why}).",
         "return the value and store what the replay returns, or keep it in an ndarray the call "
         "writes in place (buf[...] = value), which the capture records as a state.",
         "def make_log():\n    seen = []\n\n    def log(value):\n        seen.append(value)\n\n"

@@ -20,18 +20,23 @@ included), and notes the containers that frame's code can name: the globals its 
 cells, and the attributes of its ``self`` its code names. A capture that runs no user code
 naming a container pays nothing; the cost grows with the code that ran, not with the namespace.
 
-When the scope exits, :func:`settle` looks in each noted container (and in the dicts and lists
-inside it, three levels) for the tensors of the capture, a state's tensor aside (a lifted array
-stored there is :func:`capviz.trace.lifted.discard`'s). What it leaves there is what one eager
-call leaves:
+When the scope exits, :func:`settle` looks in each noted container for the tensors of the
+capture, a state's tensor aside (a lifted array stored there is
+:func:`capviz.trace.lifted.discard`'s). What it leaves there is what the container held when
+first met: a capture computes nothing, and a replay stores nothing into Python containers (the
+graph computes the value again), so the user's next eager call finds the memo as before and
+fills it with an ndarray, as an eager call does. Besides:
 
-- a value made of NumPy's creation functions and constants (a memo's) is replaced by that value
-  computed with NumPy (:func:`capviz.trace.fold.known_value`): the ndarray an eager call stores.
-  A replay stores nothing into Python containers, and needs nothing there (the graph computes
-  the value again); the user's next eager call finds the ndarray eager would have cached;
+- an item that held an ndarray the capture stored a value over (a counter ``box["n"] =
+  box["n"] + np.ones(1)``) is refused, as :mod:`capviz.trace.rebound` refuses it in the
+  containers the walk reaches (every replay would repeat the first count);
 - a value of the data (computed from an input, a state, a draw) cannot be known when capturing,
-  and a replay cannot store it: the entry is removed and the capture refused, naming the
-  container and the line that made the value (``kept_in_container``);
+  and a replay cannot store it: refused, naming the container and the line that made the value
+  (``kept_in_container``);
+- an item the container held already when first met (a helper storing a value its caller made
+  before recording anything itself) gets the value an eager call leaves there: computed with
+  NumPy (:func:`capviz.trace.fold.known_value`) where it is made of NumPy's creation functions
+  and literals, else removed and refused;
 - an ``lru_cache`` holding a capture tensor is cleared (capviz cannot store into one): the next
   call computes the value again, as an ndarray. A cache only read keeps its entries.
 
@@ -58,6 +63,7 @@ from capviz import ops
 from capviz.core.source import is_user_file
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
+from capviz.trace import rebound
 from capviz.trace.fold import known_value
 from capviz.trace.mutation import current
 from capviz.trace.recapture import line_code
@@ -226,7 +232,9 @@ def settle(seen: Seen, recorder: Any, source: Any) -> None:
         if data:
             key, tensor = data[0]
             _refuse(f"{label}[{key!r}]", label, tensor, recorder, source)
-        _put_back(container, before, recorder)
+        rebound.put_back(_places(container, label, before, found), recorder, source)
+        _restore(container, before)
+        _left(container, label, recorder, source)
     for wrapper in seen.wrappers.values():
         if _holds(wrapper, recorder):
             wrapper.cache_clear()
@@ -249,53 +257,70 @@ def _held(container: Any, recorder: Any) -> list[tuple[Any, Tensor]]:
     return found
 
 
-def _put_back(container: Any, before: Any, recorder: Any) -> None:
-    """``before``'s items back into ``container``; one ``before`` holds a tensor of
-    ``recorder`` too (the container was first seen after the capture stored it), or a value
-    of the data: the value an eager call leaves, else removed."""
+def _places(container: Any, label: str, before: Any, found: list) -> list[rebound.Place]:
+    """The places :func:`capviz.trace.rebound.put_back` puts back: each item that held an
+    ndarray (in ``before``, the items when first met) the capture stored a value over, refused
+    there as for the containers the walk reaches (a counter ``box["n"] = box["n"] +
+    np.ones(1)`` would replay its first value every time)."""
+    kind = "dict" if isinstance(container, dict) else "list"
+    places = []
+    for key in {key for key, _ in found}:
+        held = before.get(key) if kind == "dict" else \
+            before[key] if key < len(before) else None
+        if isinstance(held, np.ndarray):
+            places.append(rebound.Place(kind, container, key, f"{label}[{key!r}]", held,
+                                        inner=True))
+    return places
+
+
+def _restore(container: Any, before: Any) -> None:
+    """``before``'s items back into ``container`` (a dict's order kept: an ``OrderedDict``)."""
     if isinstance(container, dict):
-        for key in [k for k in container if k not in before]:
-            del container[key]
-        for key, value in before.items():
-            if container.get(key, _ABSENT) is not value:
-                container[key] = value
-        keys = list(container)
+        if len(container) != len(before) or any(
+                a is not b or v is not before[b] for (a, v), b in zip(container.items(), before)):
+            container.clear()
+            container.update(before)
     else:
         container[:] = before
-        keys = list(range(len(container)))
+
+
+def _left(container: Any, label: str, recorder: Any, source: Any) -> None:
+    """The tensors of ``recorder`` still in ``container`` once its items are back (it held
+    them when first met: a helper stored a value its caller made before recording anything
+    itself): the value an eager call leaves where they are made of NumPy's creation functions
+    and literals, computed with NumPy; else removed and refused."""
     removed = []
-    for key in keys:  # (what it held when first seen: a tensor the capture stored before)
+    for key, tensor in _held(container, recorder):
         value = container[key]
-        kind = type(value)
-        if kind is Tensor and value._trace is recorder:
-            made = _eager(value, recorder)
-            if made is None:
-                removed.append(key)
-            else:
-                container[key] = made
-        elif (kind is tuple or kind is list) and any(
-                type(t) is Tensor and t._trace is recorder for t in value):
-            made = [_eager(t, recorder) if type(t) is Tensor and t._trace is recorder else t
-                    for t in value]
-            if any(m is None and t is not None for m, t in zip(made, value)):
-                removed.append(key)
-            else:
-                container[key] = kind(made)
-    for key in reversed(removed):
+        made = {id(t): _eager(t, recorder) for t in
+                ((value,) if type(value) is Tensor else value)
+                if type(t) is Tensor and t._trace is recorder}
+        if any(m is None for m in made.values()):
+            _refuse(f"{label}[{key!r}]", label, tensor, recorder, source)
+            removed.append(key)
+        elif type(value) is Tensor:
+            container[key] = made[id(value)]
+        else:
+            container[key] = type(value)(made.get(id(t), t) if type(t) is Tensor else t
+                                         for t in value)
+    for key in sorted(set(removed), reverse=True):  # (a list's from its end)
         del container[key]
 
 
-_ABSENT = object()
-
-
-def _of_data(recorder: Any, tensor: Tensor) -> bool:
-    """Whether ``tensor`` is computed from the data (an input, a state, a draw): not from
-    NumPy's creation functions and constants alone."""
+def _of_data(recorder: Any, tensor: Tensor, outside: bool = False) -> bool:
+    """Whether ``tensor`` is computed from the data (an input, a state, a draw; with
+    ``outside``, an outside array read as a constant too): not from NumPy's creation
+    functions and constants alone."""
     stack = [current(recorder, tensor)]
     seen: set[int] = set()
+    origins = recorder.graph.constant_origins if outside else {}
     while stack:
         node = stack.pop()
-        if node.index in seen or node.kind == "constant":
+        if node.index in seen:
+            continue
+        if node.kind == "constant":
+            if node.index in origins:
+                return True
             continue
         seen.add(node.index)
         op = ops.OPS.get(node.op) if node.kind == "op" else None
@@ -308,7 +333,10 @@ def _of_data(recorder: Any, tensor: Tensor) -> bool:
 
 def _eager(tensor: Tensor, recorder: Any) -> Any:
     """The value an eager call gives where ``tensor`` is made of NumPy's creation functions
-    and constants, computed with NumPy; ``None`` where it is a value of the data."""
+    and literals, computed with NumPy; ``None`` where it is a value of the data or reads an
+    outside array (which a later call may find changed)."""
+    if _of_data(recorder, tensor, outside=True):
+        return None
     value = known_value(recorder.graph, current(recorder, tensor), recorder.known)
     if type(value) is np.ndarray:
         return value.copy(order="K")

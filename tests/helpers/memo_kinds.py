@@ -147,3 +147,32 @@ _STASH = {}
 def stash(n, made):
     _STASH[n] = made  # stored before this frame records anything: first seen holding it
     return made * 1.0
+
+
+def _counter():
+    box = {"n": np.zeros(1)}
+
+    def bump():
+        box["n"] = box["n"] + np.ones(1)  # a counter kept in a closure's dict
+        return box["n"]
+
+    return bump
+
+
+bump = _counter()
+
+
+def _counter_in_place():
+    box = {"n": np.zeros(1)}
+
+    def bump():
+        box["n"] += np.ones(1)  # the quoted fix
+        return np.ones(1) * box["n"]  # (a tensor meets it: the recorded value)
+
+    return bump
+
+
+bump_in_place = _counter_in_place()
+
+
+TABLE = np.arange(9.0).reshape(3, 3)  # an outside array a value is computed from
