@@ -25,7 +25,7 @@ import numpy as np
 
 import capviz as cv
 
-CASES = {  # the program, and whether its output is the whole array (a corner measured)
+CASES = {  # the program, whether its output is the whole array (a corner measured), its input
     "x - x.mean()": (lambda x: x - x.mean(), True),
     "(x - x.mean()) / x.std()": (lambda x: (x - x.mean()) / x.std(), True),
     "np.abs(x - x.mean()).max()": (lambda x: abs(x - x.mean()).max(), False),
@@ -34,7 +34,29 @@ CASES = {  # the program, and whether its output is the whole array (a corner me
     "x - x.var()": (lambda x: x - x.var(), True),
     "(x - x.mean(0)).max(0) (column centring)": (lambda x: (x - x.mean(0)).max(0), False),
     "x.sum() (no subtraction)": (lambda x: x.sum(), False),
+    "x - x.mean() [complex64]": (lambda x: x - x.mean(), True, "complex64"),
+    "x - x.var() [complex64]": (lambda x: x - x.var(), True, "complex64"),
+    "x - np.nanmean(x) [NaNs]": (lambda x: x - np.nanmean(x), True, "nan"),
+    "x - np.nanstd(x) [NaNs]": (lambda x: x - np.nanstd(x), True, "nan"),
+    "x - x.mean(dtype=np.float64)": (lambda x: x - x.mean(dtype=np.float64), True),
+    "x.sum(dtype=np.float64) - x[:1000].sum() * 400":
+        (lambda x: x.sum(dtype=np.float64) - x[:1000].sum() * 400, False),
+    "x - x.sum() [float16]": (lambda x: x - x.sum(), True, "float16"),
+    "x - x.mean() [float16]": (lambda x: x - x.mean(), True, "float16"),
 }
+
+
+def _input(host: np.ndarray, kind: str, offset: float) -> np.ndarray:
+    """The benchmark's input of ``kind`` made from the float32 ``host``."""
+    if kind == "complex64":
+        return (host + 1j * host[::-1]).astype(np.complex64)
+    if kind == "nan":
+        out = host.copy()
+        out.reshape(-1)[::13] = np.nan
+        return out
+    if kind == "float16":
+        return (host - np.float32(offset) - np.float32(0.5)).astype(np.float16)
+    return host
 
 
 def _peak(run) -> float:
@@ -53,18 +75,21 @@ def main() -> None:
                         help="the values are offset + U[0, 1)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
-    host = (args.offset + np.random.default_rng(0).random((400_000, 8))).astype(np.float32)
-    x = da.from_array(host, chunks=(20_000, 8))
+    base = (args.offset + np.random.default_rng(0).random((400_000, 8))).astype(np.float32)
+    x = da.from_array(base, chunks=(20_000, 8))
+    host = base
     print(f"\nPeak memory (MiB), input {host.nbytes / 2**20:.1f} MiB in "
           f"{x.blocks[0].nbytes / 2**20:.1f} MiB chunks, values {args.offset:g} + U[0, 1)")
-    print(f"{'program':<44} {'capviz':>8} {'dask':>8}  NumPy's bits")
+    print(f"{'program':<48} {'capviz':>8} {'dask':>8} {'ratio':>6}  NumPy's bits")
     label_notes: set = set()
     with dask.config.set(scheduler="single-threaded"):
-        for label, (fn, corner) in CASES.items():
-            graph = cv.capture(fn, cv.spec(host.shape, "float32"))
+        for label, (fn, corner, *kind) in CASES.items():
+            host = _input(base, kind[0] if kind else "float32", args.offset)
+            x = da.from_array(host, chunks=(20_000, 8))
+            graph = cv.capture(fn, cv.spec(host.shape, host.dtype.name))
             want = fn(host)
 
-            def ours(graph=graph, corner=corner):
+            def ours(graph=graph, corner=corner, x=x):
                 if corner:
                     lazy = graph.replay({"x": x}, backend="dask", compute=False)["out"]
                     try:
@@ -74,16 +99,17 @@ def main() -> None:
                         return graph.replay({"x": x}, backend="dask")["out"][-5:]
                 return graph.replay({"x": x}, backend="dask")["out"]
 
-            def bare(fn=fn, corner=corner):
+            def bare(fn=fn, corner=corner, x=x):
                 out = fn(x)
                 return np.asarray((out[-5:] if corner else out).compute())
 
             got = ours()
-            exact = np.array_equal(got, want[-5:] if corner else want)
-            peak = _peak(ours)
+            exact = np.asarray(got).tobytes() == np.asarray(want[-5:] if corner else want).tobytes()
+            peak, baseline = _peak(ours), _peak(bare)
             note = " (lazy replay failed: computed, output included)" \
                 if label in label_notes else ""
-            print(f"{label:<44} {peak:8.1f} {_peak(bare):8.1f}  {exact}{note}")
+            print(f"{label:<48} {peak:8.1f} {baseline:8.1f} {peak / baseline:6.2f}  "
+                  f"{exact}{note}")
 
 
 if __name__ == "__main__":

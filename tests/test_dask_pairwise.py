@@ -15,6 +15,7 @@ import capviz as cv
 pytest.importorskip("dask")
 import dask
 import dask.array as da
+from dask.callbacks import Callback
 
 from capviz.backends.dask import pairwise
 
@@ -88,3 +89,134 @@ def test_a_full_sum_that_fails_its_overflow_bound_is_numpys_tree_not_one_block()
     for chunks in [2, 3, 7, 64]:
         got = graph.replay({"a": x.copy()}, backend="dask", chunks=chunks)["out"]
         assert got.tobytes() == want.tobytes()
+
+
+# W=25d stop 34: complex, nan forms, float16 and dtype= over all the axes ------------------------
+
+
+class _Held(Callback):
+    """The most bytes one task of a computation holds at once: its inputs' and its result's
+    (dask's final concatenation of the output's blocks aside)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.most = 0
+
+    def _posttask(self, key, result, dsk, state, id):
+        name = key[0] if isinstance(key, tuple) else key
+        if str(name).startswith("finalize"):
+            return
+        held = _nbytes(result) + sum(_nbytes(state["cache"].get(k))
+                                     for k in state["dependencies"].get(key, ()))
+        self.most = max(self.most, held)
+
+
+def _nbytes(value) -> int:
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes(v) for v in value)
+    return int(getattr(value, "nbytes", 0))
+
+
+def _held(lazy) -> int:
+    with dask.config.set(scheduler="sync"), _Held() as held:
+        lazy.compute()
+    return held.most
+
+
+def _typed(n: int, dtype) -> np.ndarray:
+    """:func:`_values` of ``dtype``: complex ones with a cancelling imaginary part too;
+    float16 ones near 10."""
+    if np.dtype(dtype).kind == "c":
+        return (_values(n, np.float64) + 1j * _values(n, np.float64)).astype(dtype)
+    if np.dtype(dtype) == np.float16:
+        return (_values(n, np.float64) / 100).astype(dtype)
+    return _values(n, dtype)
+
+
+def _with_nans(x: np.ndarray) -> np.ndarray:
+    x = x.copy()
+    x.reshape(-1)[RNG.integers(0, x.size, max(x.size // 10, 1))] = np.nan
+    return x
+
+
+def _wider(dtype):
+    return np.complex128 if np.dtype(dtype).kind == "c" else np.float64
+
+
+FORMS = [  # (reduction, its parameters, whether its operand holds NaNs)
+    ("sum", {}, False), ("mean", {}, False), ("var", {}, False), ("std", {"ddof": 1}, False),
+    ("nansum", {}, True), ("nanmean", {}, True), ("nanvar", {}, True), ("nanstd", {}, True),
+    ("sum", {"dtype": "wider"}, False), ("mean", {"dtype": "wider"}, False),
+    ("nanmean", {"dtype": "wider"}, True), ("nansum", {"keepdims": True}, True),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.complex64, np.complex128])
+def test_the_tree_is_numpys_for_complex_nan_forms_float16_and_dtype(dtype):
+    """NumPy's complex pairwise sum counts the parts (leaves of 64 values, splits at
+    ``(n - n % 8) // 2``); float16 is added in float32 and rounded once; a ``dtype=`` cast
+    adds one tree per buffer of 8,192 terms in turn; the nan forms sum NaNs replaced by 0."""
+    with dask.config.set(scheduler="sync"):
+        for n in [1, 4, 5, 9, 64, 65, 72, 128, 129, 137, 257, 1031, 20011]:
+            plain = _typed(n, dtype)
+            nans = _with_nans(plain)
+            for chunks in {1, 3, 8, 64, 1000, max(n // 3, 1)}:
+                if n // chunks > 100:
+                    continue
+                for name, params, nan in FORMS:
+                    params = {k: _wider(dtype) if v == "wider" else v for k, v in params.items()}
+                    host = nans if nan else plain
+                    x = da.from_array(host, chunks=chunks)
+                    assert pairwise.covers(name, x, params), (name, params)
+                    with np.errstate(all="ignore"):
+                        want = getattr(np, name)(host, **params)
+                    got = pairwise.reduce(name, x, params).compute()
+                    assert got.dtype == want.dtype and got.shape == np.shape(want)
+                    assert got.tobytes() == np.asarray(want).tobytes(), (name, params, n, chunks)
+
+
+def test_what_the_tree_leaves_to_one_block():
+    """A ``dtype=`` of another kind or float16, and the variances' ``dtype=``: not covered."""
+    x = da.from_array(_typed(100, np.float32), chunks=10)
+    assert not pairwise.covers("sum", x, {"dtype": np.float16})
+    assert not pairwise.covers("sum", x, {"dtype": np.complex64})
+    assert not pairwise.covers("var", x, {"dtype": np.float64})
+    assert not pairwise.covers("sum", x.astype(np.int32), {})
+
+
+WIDE = {  # a sum over all the axes feeding a subtraction: (operand dtype, NaNs, the program)
+    "x - x.sum() (complex64)": (np.complex64, False, lambda x: x - x.sum()),
+    "x - x.mean() (complex128)": (np.complex128, False, lambda x: x - x.mean()),
+    "x - x.var() (complex64)": (np.complex64, False, lambda x: x - x.var()),
+    "x - np.nansum(x)": (np.float32, True, lambda x: x - np.nansum(x)),
+    "x - np.nanmean(x) (complex64)": (np.complex64, True, lambda x: x - np.nanmean(x)),
+    "x - np.nanstd(x)": (np.float32, True, lambda x: x - np.nanstd(x)),
+    "x - x.sum(dtype=np.float64)": (np.float32, False, lambda x: x - x.sum(dtype=np.float64)),
+    "x - x.mean(dtype=np.float64)": (np.float32, False,
+                                     lambda x: x - x.mean(dtype=np.float64)),
+    "x - x.sum() (float16)": (np.float16, False, lambda x: x - x.sum()),
+    "x - x.mean() (float16)": (np.float16, False, lambda x: x - x.mean()),
+}
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("label", list(WIDE))
+def test_these_sums_of_all_axes_are_numpys_tree_a_chunk_at_a_time(label, order):
+    """Each was one block holding the whole operand (checked before this change: no
+    ``capviz-pairwise-sum-`` layer, a task holding all of it); now NumPy's bits with no task
+    holding more than a few chunks."""
+    dtype, nan, fn = WIDE[label]
+    host = _typed(40 * 300 * 7, dtype).reshape(40, 300, 7)
+    host = np.asarray(_with_nans(host) if nan else host, order=order)
+    graph = cv.capture(fn, cv.spec(host.shape, np.dtype(dtype).name))
+    with np.errstate(all="ignore"):
+        want = fn(host)
+    with dask.config.set({"array.chunk-size": "64KiB"}):  # dask's rechunks: small pieces
+        lazy = graph.replay({"x": host}, backend="dask", chunks=(5, 100, 7),
+                            compute=False)["out"]
+    assert any(name.startswith("capviz-pairwise-sum-") for name in lazy.dask.layers)
+    with dask.config.set(scheduler="sync"):
+        got = lazy.compute()
+    assert got.dtype == want.dtype
+    assert got.tobytes() == np.ascontiguousarray(want).tobytes()
+    assert _held(lazy) < host.nbytes / 2  # F order: a run of memory is a plane, 1/7
