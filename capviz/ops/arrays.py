@@ -196,7 +196,9 @@ def _insert_indices(xp: Any) -> Callable:
 ops.register(ops.Op(INSERT_INDICES, _insert_indices, _insert_indices_meta, params=("axis",),
                     nargs=(3, 3)))
 define(FunctionSpec("repeat", ("a",), _repeat_shape, "same"))
-define(FunctionSpec("append", ("arr", "values"), _append_shape, "promote"))
+# np.append ravels both operands into arrays before concatenating: np.append(x, 0.5) of
+# float32 x is float64 (the review 6, finding 5: recorded float32, replayed float32 on JAX)
+define(FunctionSpec("append", ("arr", "values"), _append_shape, "arrays"))
 define(FunctionSpec("column_stack", ("tup[]",), "dummy", "promote"))
 define(FunctionSpec("dstack", ("tup[]",), "dummy", "promote"))
 define(FunctionSpec("take_along_axis", ("arr", "indices"), _take_along_axis_shape,

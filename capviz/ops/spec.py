@@ -49,7 +49,8 @@ class FunctionSpec:
         shape: ``"same"`` (the first operand's), ``"broadcast"``, ``"dummy"`` (run on zero-byte
             dummies), or ``rule(shapes, params) -> shape`` (a list of shapes when ``multi``).
         dtype: ``"proxy"`` (run on one-element proxies), ``"same"`` (the first operand's),
-            ``"each"`` (result i has operand i's), ``"promote"``, or a dtype.
+            ``"each"`` (result i has operand i's), ``"promote"``, ``"arrays"`` (promoted with
+            each number made an array first, as ``np.append`` does), or a dtype.
         multi: the function returns several arrays.
         container: the type those come back in (``tuple``, ``list`` or a NumPy named tuple),
             or a function of the results that builds NumPy's return value (``np.histogramdd``'s
@@ -328,6 +329,9 @@ def _dtype(spec: FunctionSpec, args: Sequence, params: dict, n: int) -> Any:
         dt = tensors[0].dtype
     elif rule == "promote":
         dt = np.result_type(*[a.dtype if ops.is_tensor_meta(a) else a for a in _present(args)])
+    elif rule == "arrays":  # each operand made an array first (a Python 0.5: float64, not weak)
+        dt = np.result_type(*[a.dtype if ops.is_tensor_meta(a) else np.asarray(a).dtype
+                              for a in _present(args)])
     elif callable(rule) and not isinstance(rule, type):
         dt = rule([a.dtype for a in tensors], params)
         if isinstance(dt, list):  # one dtype per result

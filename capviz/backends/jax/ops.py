@@ -657,8 +657,21 @@ def _advanced_index(jnp: Any) -> Callable:
     return advanced_index
 
 
+def _append(jnp: Any) -> Callable:
+    """np.append: NumPy ravels each operand into an array first, so a number is an int64,
+    float64, complex128 or bool array, not a weak scalar (``np.append(int8_x, 0)`` is int64);
+    jax.numpy's append promotes it weakly."""
+
+    def append(arr: Any, values: Any, axis: Any = None) -> Any:
+        arr, values = (v if hasattr(v, "dtype") else np.asarray(v) for v in (arr, values))
+        return jnp.append(arr, values, axis=axis)
+
+    return append
+
+
 OVERRIDES: dict[str, Callable[[Any], Callable]] = {
     "astype": _astype,
+    "append": _append,
     "floor_divide": lambda jnp: _integer_division(jnp, "floor_divide"),
     "remainder": lambda jnp: _integer_division(jnp, "remainder"),
     "fmod": lambda jnp: _integer_division(jnp, "fmod"),

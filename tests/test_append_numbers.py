@@ -1,0 +1,31 @@
+"""``np.append(x, number)`` ravels the number into an array (int64, float64, complex128, bool)
+before concatenating, so it promotes as an array, not as NumPy 2's weak scalar: ``np.append``
+of float32 ``x`` and ``0`` or ``0.5`` is float64, of int8 ``x`` and ``0`` int64 (the hostile
+review 6, finding 5: the graph recorded float32, the NumPy replay gave float64 against its own
+graph, the JAX replay float32, silently)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+CASES = [(np.float32, 0), (np.float32, 0.5), (np.float16, 0.5), (np.int8, 0), (np.int8, 0.5),
+         (np.complex64, 1.5), (np.float32, np.float32(0.5)), (np.int8, [1, 2]),
+         (np.float32, True), (np.uint8, -1)]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax", "dask"])
+@pytest.mark.parametrize("dtype, value", CASES)
+def test_append_of_a_number_has_numpys_dtype_and_values(backend, dtype, value):
+    pytest.importorskip({"numpy": "numpy", "jax": "jax", "dask": "dask.array"}[backend])
+    x = np.arange(3).astype(dtype)
+    fn = lambda a: np.append(a, value)  # noqa: E731
+    want = fn(x)
+    graph = cv.capture(fn, x)
+    node = next(n for n in graph.nodes if n.op == "append")
+    assert np.dtype(node.dtype) == want.dtype
+    got = graph.replay({graph.inputs[0]: x}, backend=backend, to_numpy=True)["out"]
+    assert got.dtype == want.dtype
+    assert got.tobytes() == want.tobytes()
