@@ -2,10 +2,12 @@
 closure cell, an OrderedDict, a defaultdict, a function attribute, a dict inside a dict, a list
 (appended to, or slots), functools.lru_cache on a class or in a closure, each called with a
 hashable of the tensor (its shape), functools.cache of a helper returning a dict, an instance's
-dict (R6 #6: /work/notes/review6/memo.py). Before: each kept the capture tensor, and the user's next
-eager call raised ScopeClosedError. Now the capture finds the container by what it wrote into it
-(capviz/randomness/memoised.py) and leaves what one eager call leaves: the ndarray NumPy
-computes (an lru_cache: cleared). A value of the data kept there is refused by name."""
+dict (R6 #6: /work/notes/review6/memo.py), an lru_cache of a namedtuple or a SimpleNamespace
+and a memo of SimpleNamespaces (R6 #10: lru_tuple.py). Before: each kept the capture tensor,
+and the user's next eager call raised ScopeClosedError. Now the capture finds the container by
+what it wrote into it (capviz/randomness/memoised.py) and leaves it as it was before the
+capture (an lru_cache: cleared), the next eager call filling it with an ndarray. A value of the
+data kept there, and an array stored over, are refused by name."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from tests.helpers import memo_kinds as K
 
 KINDS = ["closure_mask", "ordered_mask", "default_mask", "attribute_mask", "nested_mask",
          "listed_mask", "slot_mask", "lru_mask", "closure_lru_mask", "cached_dict_mask",
-         "method_mask"]
+         "method_mask", "namedtuple_lru_mask", "namespace_lru_mask", "namespace_memo_mask"]
 TRIL = np.tril(np.ones((4, 4)))
 
 

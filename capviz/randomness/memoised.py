@@ -133,7 +133,8 @@ class Seen:
             self._container(value, label, _DEPTH)
             return
         if kind is _WRAPPER:
-            self.wrappers[id(value)] = value
+            if id(value) not in self.wrappers:
+                self.wrappers[id(value)] = (value, value.cache_info().misses)
             return
         if depth <= 0 or value is None or isinstance(value, _LEAVES) or id(value) in self.looked:
             return
@@ -221,7 +222,7 @@ def settle(seen: Seen, recorder: Any, source: Any) -> None:
     ``recorder.pending`` (see the module docstring)."""
     states = None
     for label, container, before in list(seen.containers.values()):
-        found = _held(container, recorder)
+        found = _held(container, recorder, seen.containers)
         if not found:
             continue
         if states is None:
@@ -234,27 +235,53 @@ def settle(seen: Seen, recorder: Any, source: Any) -> None:
             _refuse(f"{label}[{key!r}]", label, tensor, recorder, source)
         rebound.put_back(_places(container, label, before, found), recorder, source)
         _restore(container, before)
-        _left(container, label, recorder, source)
-    for wrapper in seen.wrappers.values():
-        if _holds(wrapper, recorder):
+        _left(container, label, recorder, source, seen.containers)
+    for wrapper, misses in seen.wrappers.values():
+        if wrapper.cache_info().misses != misses or _holds(wrapper, recorder):
             wrapper.cache_clear()
 
 
-def _held(container: Any, recorder: Any) -> list[tuple[Any, Tensor]]:
-    """``(key, tensor)`` of each item of ``container`` that is a tensor of ``recorder`` or a
-    tuple or list holding one."""
+def _held(container: Any, recorder: Any, noted: Any = ()) -> list[tuple[Any, Tensor]]:
+    """``(key, tensor)`` of each tensor of ``recorder`` an item of ``container`` is or holds
+    (:func:`_inside`; a dict or list noted on its own, ``noted``, is looked at on its own)."""
     if len(container) > _SCAN:
         return []
     items = container.items() if isinstance(container, dict) else enumerate(container)
     found = []
     for key, value in list(items):
-        kind = type(value)
-        if kind is Tensor:
+        if type(value) is Tensor:
             if value._trace is recorder:
                 found.append((key, value))
-        elif kind is tuple or kind is list:
-            found += [(key, t) for t in value if type(t) is Tensor and t._trace is recorder]
+        elif id(value) not in noted:
+            found += [(key, t) for t in _inside(value, recorder, _DEPTH, noted)]
     return found
+
+
+def _plain(value: Any) -> bool:
+    """An object with a ``__dict__`` of its own (not a module, class or function)."""
+    return isinstance(getattr(value, "__dict__", None), dict) and not isinstance(
+        value, (type, types.ModuleType, types.FunctionType, types.MethodType,
+                types.BuiltinFunctionType, functools.partial))
+
+
+def _inside(value: Any, recorder: Any, depth: int, noted: Any = ()) -> list[Tensor]:
+    """The tensors of ``recorder`` ``value`` is or holds in its tuples (a namedtuple's too),
+    lists and dicts, and in the attributes of a plain object (a ``SimpleNamespace``, a
+    dataclass), ``depth`` levels down (what a memo or an ``lru_cache`` keeps: review 6,
+    finding 10)."""
+    if type(value) is Tensor:
+        return [value] if value._trace is recorder else []
+    if depth <= 0 or isinstance(value, _LEAVES) or id(value) in noted:
+        return []
+    if isinstance(value, (tuple, list)):
+        items: Any = value[:_SCAN]
+    elif isinstance(value, dict):
+        items = list(value.values()) if len(value) <= _SCAN else ()
+    elif _plain(value):
+        items = list(vars(value).values())[:_SCAN]
+    else:
+        return []
+    return [t for item in items for t in _inside(item, recorder, depth - 1, noted)]
 
 
 def _places(container: Any, label: str, before: Any, found: list) -> list[rebound.Place]:
@@ -284,18 +311,23 @@ def _restore(container: Any, before: Any) -> None:
         container[:] = before
 
 
-def _left(container: Any, label: str, recorder: Any, source: Any) -> None:
+def _left(container: Any, label: str, recorder: Any, source: Any, noted: Any) -> None:
     """The tensors of ``recorder`` still in ``container`` once its items are back (it held
     them when first met: a helper stored a value its caller made before recording anything
     itself): the value an eager call leaves where they are made of NumPy's creation functions
-    and literals, computed with NumPy; else removed and refused."""
+    and literals, computed with NumPy (a tensor, or a tuple or list of them); else removed and
+    refused."""
     removed = []
-    for key, tensor in _held(container, recorder):
+    for key, tensor in _held(container, recorder, noted):
+        if key in removed:
+            continue
         value = container[key]
-        made = {id(t): _eager(t, recorder) for t in
-                ((value,) if type(value) is Tensor else value)
+        plain = type(value) is Tensor or type(value) in (tuple, list)
+        items = (value,) if type(value) is Tensor else value if plain else ()
+        made = {id(t): _eager(t, recorder) for t in items
                 if type(t) is Tensor and t._trace is recorder}
-        if any(m is None for m in made.values()):
+        if not plain or len(made) != len(_inside(value, recorder, _DEPTH)) \
+                or any(m is None for m in made.values()):
             _refuse(f"{label}[{key!r}]", label, tensor, recorder, source)
             removed.append(key)
         elif type(value) is Tensor:
@@ -303,7 +335,7 @@ def _left(container: Any, label: str, recorder: Any, source: Any) -> None:
         else:
             container[key] = type(value)(made.get(id(t), t) if type(t) is Tensor else t
                                          for t in value)
-    for key in sorted(set(removed), reverse=True):  # (a list's from its end)
+    for key in sorted(removed, reverse=True) if isinstance(container, list) else removed:
         del container[key]
 
 
@@ -356,19 +388,4 @@ def _holds(wrapper: Any, recorder: Any) -> bool:
     """Whether ``lru_cache`` ``wrapper`` holds a tensor of ``recorder`` (a result, or one in
     the tuples, lists and dicts it returned); its cache's entries are what the garbage
     collector sees it hold (bounded), or hold in its dict (unbounded)."""
-    return any(_tensor_of(item, recorder) for item in gc.get_referents(wrapper))
-
-
-def _tensor_of(value: Any, recorder: Any, depth: int = _DEPTH) -> bool:
-    """Whether ``value`` is a tensor of ``recorder`` or holds one in its tuples, lists and dicts
-    (``depth`` levels: an ``lru_cache`` of a helper returning ``{"m": np.tril(...)}``)."""
-    kind = type(value)
-    if kind is Tensor:
-        return value._trace is recorder
-    if depth <= 0:
-        return False
-    if kind in (tuple, list):
-        return any(_tensor_of(t, recorder, depth - 1) for t in value[:_SCAN])
-    if kind is dict and len(value) <= _SCAN:
-        return any(_tensor_of(t, recorder, depth - 1) for t in value.values())
-    return False
+    return any(_inside(item, recorder, _DEPTH + 1) for item in gc.get_referents(wrapper))

@@ -3,6 +3,7 @@ finding 9; tests/test_memo_kinds.py): each ``*_mask(n)`` caches ``np.tril(np.one
 
 import collections
 import functools
+import types
 
 import numpy as np
 
@@ -176,3 +177,38 @@ bump_in_place = _counter_in_place()
 
 
 TABLE = np.arange(9.0).reshape(3, 3)  # an outside array a value is computed from
+
+
+Tables2 = collections.namedtuple("Tables2", "mask size")
+
+
+@functools.lru_cache
+def _as_namedtuple(n):
+    return Tables2(np.tril(np.ones((n, n))), n)
+
+
+def namedtuple_lru_mask(n):
+    return _as_namedtuple(n).mask
+
+
+@functools.lru_cache
+def _as_namespace(n):
+    return types.SimpleNamespace(mask=np.tril(np.ones((n, n))))
+
+
+def namespace_lru_mask(n):
+    return _as_namespace(n).mask
+
+
+def _namespaces():
+    kept = {}
+
+    def mask(n):
+        if n not in kept:
+            kept[n] = types.SimpleNamespace(mask=np.tril(np.ones((n, n))), n=n)
+        return kept[n].mask
+
+    return mask
+
+
+namespace_memo_mask = _namespaces()
