@@ -89,6 +89,16 @@ _VIEWS = frozenset(("getitem", "flip", "fliplr", "flipud", "rot90", "broadcast_t
 that no order of the axes describes."""
 
 
+_FRESH_C = frozenset(("matmul", "dot", "tensordot", "linalg.tensordot", "inner", "vecdot",
+                      "linalg.vecdot", "matvec", "vecmat", "linalg.multi_dot", "outer",
+                      "linalg.outer"))
+"""Products whose result NumPy allocates in C order whatever its operands' layouts (a
+transposed or strided operand too; not ``einsum``, which keeps its operands' order): the
+attention scores ``q[:, i::4] @ k[:, i::4].T`` of a GPT-2 head are C-ordered, and a softmax
+sum of them adds as NumPy's does (W=25s: the sound default of
+``capviz/backends/cancelling.py`` makes it reach the residual add)."""
+
+
 class Layouts:
     """The memory layout NumPy gives each value of a replay: its axes from the slowest to the
     fastest in memory (C order: ``0, 1, ..., n - 1``), or ``None`` where no order of the axes
@@ -121,6 +131,8 @@ class Layouts:
             return None, words
         if ndim <= 1:  # NumPy's loops take a 1-d operand's stride as it is
             return c, words
+        if node.op in _FRESH_C and node.params.get("out") is None:
+            return c, words  # a product NumPy writes into a new C-ordered array
         operands = [self.order(a) + (a,) for a in node.args if isinstance(a, Node)]
         unknown = [w for o, w, _ in operands if o is None]
         if len(operands) == 1 and _a_view(node):

@@ -179,25 +179,33 @@ class Carried:
         product or quotient) and its bound carried; at a consumer, the test of the carried
         bounds (:meth:`consumed`). Any other node: ``result``, untouched; a function of
         :data:`APPROXIMATED` that reaches one starts its bound."""
+        if node.index in self.consumers:  # a consumer of one value may carry another on
+            self.consumed(node, args, result)
+        own = None
         if node.op in APPROXIMATED and node.index in self.found:
             self._approximated(node, result)
+            own = self.bounds.get(node.index)
         elif node.index in self.found and contraction_bound.is_contraction_node(node):
             self._contracted(node, args, result)
-        elif node.index in self.on_paths:
+            own = self.bounds.get(node.index)
+        elif node.index in self.found:  # a sum: its own bound (start), None where NumPy's
+            own = self.bounds.get(node.index)
+        if node.index in self.on_paths:
             carried = {k: self.bounds[a.index] for k, a in enumerate(node.args)
                        if isinstance(a, Node) and a.index in self.bounds}
             if not carried:  # from a reduce of another ufunc than add: no sum, no bound
                 return result
-            if node.op in cancelling.SCALINGS:
+            if node.op in cancelling.SCALINGS and _float_value(result):
                 # NumPy's rounding of the product, kept apart from the add it reaches (XLA
                 # folds the float64 product's narrowing back into a float32 multiply and
                 # fuses it with the subtract: m * m of a variance by hand was 286x the
                 # tolerance, review 5)
                 result = unfused.in_trace(scaled(self.jnp, node.op, args[0], args[1],
                                                  dtype_of(result), checked=True))
-            result, self.bounds[node.index] = self._passed(node, args, result, carried)
-        elif node.index in self.consumers:
-            self.consumed(node, args, result)
+            result, passed = self._passed(node, args, result, carried)
+            if own is not None and passed is not None:  # a sum (or exp...) of carried values
+                passed = passed + own
+            self.bounds[node.index] = own if passed is None else passed
         return result
 
     def _approximated(self, node: Node, result: Any) -> None:
@@ -304,11 +312,20 @@ class Carried:
         of its operands ``carried`` by argument position (``None``: NumPy's bits)."""
         jnp = self.jnp
         known = {k: b for k, b in carried.items() if b is not None}
+        if not _float_value(value):  # an integer, a boolean, several results (np.modf)
+            return value, (_unknown(jnp, known, value) if known else None)
         real = np.dtype(dtype_of(value).type(0).real.dtype)
         if not known:  # NumPy's bits, and NumPy's rounding of them (scaled), but in float16
             if node.op not in _ROUNDS or dtype_of(value) in _ROUNDED:
                 return value, None  # and complex, where XLA's product is its own
             return value, _rounding(jnp, real, value)
+        rule = _rule(node, known)
+        if rule is None:  # an op whose bound is not written here: infinite, so it fails
+            return value, _unknown(jnp, known, value)
+        if rule == "interval":  # a monotone function of the value: its ends' images
+            return value, _interval(jnp, node, args, known[0], value, real)
+        if rule == "linear":  # a sum, an add that cannot cancel, a product of linear algebra
+            return value, _linear(jnp, node, args, known, value, real)
         if node.op in ("square", "power"):  # m ** 2, m off by e: e * (2 |m| + e), rounded
             bound = known[0] * (2 * jnp.abs(args[0]) + known[0])
             moved = jnp.where(bound > 0, bound + _rounding(jnp, real, value), 0)
@@ -373,10 +390,132 @@ _ROUNDS = cancelling.SCALINGS | cancelling.SQUARES
 
 
 def _shown_consumer(node: Node) -> str:
-    """The NumPy name of the consumer ``node`` in a message (``subtract.outer``)."""
+    """The NumPy name of the consumer ``node`` in a message (``subtract.outer``, ``modf``)."""
     if node.op == "ufunc_outer":
         return f"{node.params.get('ufunc')}.outer"
+    if node.op == "unpack" and node.args and isinstance(node.args[0], Node):
+        return node.args[0].op
     return node.op
+
+
+MONOTONE = frozenset((
+    "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "tanh",
+    "arctan", "arcsinh", "sinh", "arcsin", "arctanh", "floor", "ceil", "trunc", "rint", "fix",
+    "round", "around", "sign", "deg2rad", "rad2deg", "degrees", "radians", "reciprocal",
+    "nan_to_num", "spacing"))
+"""Elementwise functions of one value that are monotone on each interval of their domain (or,
+``reciprocal``, on each side of 0): a value within ``e`` of NumPy's maps within the larger of
+``|f(v + e) - f(v)|`` and ``|f(v - e) - f(v)|`` (an end outside the domain gives NaN: the test
+fails). The roundings to integers (``floor``, ``round``...) jump there by a unit, and the bound
+says so. ``reciprocal`` crosses its pole where ``e >= |v|``: infinite there."""
+
+SUMMED = frozenset(("sum", "mean", "nansum", "nanmean"))
+"""The reductions a bound passes through as their own sum of each term's bound."""
+
+_LINEAR_ADDS = frozenset(("add", "subtract"))
+"""An add or subtract on a path (one that cannot cancel, ``s + s``, ``s + 0``): the operands'
+bounds added, and one rounding."""
+
+
+def _rule(node: Node, known: dict) -> str | None:
+    """Which rule of :meth:`Carried._passed` passes the bounds ``known`` (by position) through
+    the path op ``node``: ``"interval"``, ``"linear"``, ``"listed"`` (the classes of
+    :mod:`capviz.backends.cancelling` with the value where they take it), or ``None`` (no
+    bound written: infinite)."""
+    op = node.op
+    tensors = [k for k, a in enumerate(node.args) if isinstance(a, Node)]
+    if op in _LINEAR_ADDS or (op in contraction_bound.CONTRACTIONS and len(tensors) >= 2):
+        return "linear"
+    if op in SUMMED or op == "einsum":
+        return "linear" if set(known) == {0} and tensors == [0] else None
+    if op in MONOTONE:
+        return "interval" if set(known) == {0} and tensors == [0] else None
+    if op in ("square", "power"):
+        return "listed" if set(known) == {0} and (op == "square" or cancelling.squares(
+            node.args[0], node)) else None
+    if op in cancelling.SCALINGS:
+        return "listed"
+    if op in cancelling.CLAMPS or op in cancelling.JOINS or op in cancelling.SELECTS:
+        return "listed" if set(known) <= set(cancelling.passed_positions(node)) else None
+    if op in cancelling.LIPSCHITZ or op in cancelling.PICKS or op in cancelling.MOVES:
+        return "listed" if set(known) == {0} else None
+    return None
+
+
+def _float_value(value: Any) -> bool:
+    """Whether ``value`` is one float or complex array (not a tuple, an integer, a boolean)."""
+    return not isinstance(value, (tuple, list)) and dtype_of(value).kind in "fc"
+
+
+def _unknown(jnp: Any, known: dict, value: Any) -> Any:
+    """The bound of a value computed by an op whose bound is not written from operands off
+    by ``known``: 0 where every one is 0 (NumPy's bits in, the op's own result out), else
+    infinite (float64; one number for several results)."""
+    flag = None
+    for b in known.values():
+        each = jnp.any(jnp.asarray(b) != 0)  # a NaN bound is not 0
+        flag = each if flag is None else flag | each
+    bound = jnp.where(flag, np.inf, 0.0)
+    if isinstance(value, (tuple, list)):
+        return bound
+    return jnp.broadcast_to(bound, jnp.shape(value))
+
+
+def _interval(jnp: Any, node: Node, args: Any, bound: Any, value: Any, real: np.dtype) -> Any:
+    """The bound of a function of :data:`MONOTONE` of ``args[0]`` off by ``bound``: its
+    images of the interval's ends, apart from ``value`` (each computed in ``real``, with two
+    roundings and the function's own approximation added)."""
+    fn = ops.OPS[node.op].bind(jnp)
+    v = jnp.asarray(args[0])
+    e = jnp.broadcast_to(bound, jnp.shape(v)).astype(v.dtype if dtype_of(v).kind == "f"
+                                                        else real)
+    up = fn(v + e, *args[1:], **node.params)
+    down = fn(v - e, *args[1:], **node.params)
+    apart = jnp.maximum(jnp.abs(up - value), jnp.abs(down - value)).astype(real)
+    ulps = APPROXIMATED.get(node.op, 2)
+    size = jnp.maximum(jnp.abs(up), jnp.abs(down)).astype(real)
+    moved = apart + 2 * ulps * float(np.finfo(real).eps) * size
+    if node.op == "reciprocal":  # across the pole: no bound
+        moved = jnp.where(e >= jnp.abs(v), np.inf, moved)
+    return jnp.where(jnp.broadcast_to(bound, jnp.shape(moved)) != 0, moved, 0).astype(real)
+
+
+def _linear(jnp: Any, node: Node, args: Any, known: dict, value: Any, real: np.dtype) -> Any:
+    """The bound of a sum (``np.sum``, ``np.mean`` of values off by ``known[0]``: the same
+    reduction of the bounds), of an add or subtract on a path (the operands' bounds added), or
+    of a product of linear algebra (for each operand off by its bound: the product of that
+    bound and the others' magnitudes, in float64), and one rounding of the result."""
+    op = node.op
+    if op in _LINEAR_ADDS:
+        total = None
+        for b in known.values():
+            total = b if total is None else total + b
+        bound = jnp.broadcast_to(total, jnp.shape(value)).astype(real)
+    elif op in SUMMED or op == "einsum":  # an einsum of one operand (_rule): a sum
+        kept = {k: v for k, v in node.params.items() if k not in ("dtype", "out")}
+        wide = jnp.broadcast_to(known[0], jnp.shape(args[0])).astype(np.float64)
+        if op.startswith("nan"):  # the terms the nan form leaves out, left out here too
+            wide = jnp.where(jnp.isnan(jnp.asarray(args[0])), np.nan, wide)
+        summed = ops.OPS[op].bind(jnp)(wide, *args[1:], **kept)
+        bound = jnp.broadcast_to(summed, jnp.shape(value)).astype(real)
+    else:  # a product of linear algebra: each operand's error through the others' sizes
+        kept = {k: v for k, v in node.params.items() if k not in ("dtype", "casting", "out")}
+        fn = ops.OPS[op].bind(jnp)
+        sizes = [jnp.abs(jnp.asarray(a)).astype(np.float64) if isinstance(n, Node) else a
+                 for a, n in zip(args, node.args)]
+        bound = None
+        for k, b in known.items():
+            parts = list(sizes)
+            parts[k] = jnp.broadcast_to(b, jnp.shape(args[k])).astype(np.float64)
+            # the other operands' own bounds: their sizes widened by them
+            for j, other in known.items():
+                if j != k:
+                    parts[j] = sizes[j] + jnp.broadcast_to(other, jnp.shape(args[j]))
+            each = fn(*parts, **kept)
+            bound = each if bound is None else bound + each
+        bound = jnp.broadcast_to(bound, jnp.shape(value)).astype(real)
+    moved = jnp.where(bound != 0, bound + _rounding(jnp, real, value), 0)
+    return moved.astype(real)
 
 
 def _prev(reach: cancelling.Reach, step: Node) -> Node:
