@@ -224,8 +224,8 @@ def _capture_twice(scope: CaptureScope, fn: Callable, names: list[str], specs: t
     error = None
     if written and graph.complete:
         error = outside_writes.refuse(graph, written, fn, user_source())
-    elif graph.complete and recapture.writes_arrays(graph) and not any(
-            v.level == "error" for v in graph.violation_records):
+    elif graph.complete and (recapture.writes_arrays(graph) or scope.recorder.inside_states) \
+            and not any(v.level == "error" for v in graph.violation_records):
         try:
             error = _capture_again(fn, names, specs, graph, cap, draws, global_random)
         finally:
@@ -257,8 +257,8 @@ def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDe
     graph = scope.graph if scope.recorder is not None else None
     if graph is not None and not failed and graph.complete and written:
         return scope, outside_writes.refuse(graph, written, fn, user_source())
-    if graph is None or failed or written or not lifted.kept(graph, plan, outside,
-                                                             scope._outputs):
+    if graph is None or failed or written or scope.recorder.inside_states or not lifted.kept(
+            graph, plan, outside, scope._outputs):  # (an array made inside: two captures)
         lifted.discard(plan)
         return None
     for callback in list(_observers):

@@ -26,9 +26,14 @@ opposite signs instead (:func:`post_write_fill`): a NaN answers False to every c
 refuses every comparison after the write (:mod:`capviz.trace.recapture`). (Integer and
 boolean states hold no NaN: in the scope form their NumPy reads after a write are not seen.)
 
-An array the capture made itself through a path no hook sees (``acc = W.copy(); acc += t``)
-is no state of the program: it is dead when the scope exits, and its state node becomes the
-constant it was (the value when first written), written back nowhere.
+An array the capture made itself through a path no hook sees (``acc = W.copy(); acc += t``,
+``h = np.array([0.0]); h[0] = t``) is no state of the program: it is dead when the scope
+exits, and its state node becomes the constant it was (the value when first written), written
+back nowhere. NumPy's reads of it after the write read its memory, so it counts
+(``recorder.inside_states``) and :func:`capviz.capture` captures a second time for it as for
+a state: there it holds other values from its first write on (the NaN mark; integers and
+booleans every bit inverted, :func:`_invert`), and such a read differs and is refused
+(review 6, finding 9).
 """
 
 from __future__ import annotations
@@ -294,6 +299,18 @@ def _poison(root: np.ndarray) -> bool:
     return True
 
 
+def _invert(root: np.ndarray) -> bool:
+    """Every element of integer or boolean ``root`` changed (bitwise not): in the second of two
+    captures, an array the first did not know (one the call makes with a spelling no hook sees,
+    ``np.array([0, 0])``) holds other values than it held in the first from its first write on,
+    so a value NumPy reads from it after that write differs between the two graphs and is
+    refused (a float one holds the NaN mark instead)."""
+    if root.dtype.kind not in "biu" or not root.size or not root.flags.writeable:
+        return False
+    np.invert(root, out=root)
+    return True
+
+
 _PATTERNS: dict[np.dtype, tuple[np.dtype, Any, bytes]] = {}  # dtype -> (unsigned type, poison
 #                                                               bits, as bytes)
 
@@ -466,6 +483,8 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
         state.poisoned = state.filled = True                                 # other values
         state.fill = fill
         recorder.poisoned += 1
+    elif others is not None and named is None and _invert(root):  # the second capture: an
+        pass  # array the first did not know (made inside the call), of integers or booleans
     elif _poison(root):  # the live values are in graph.state_values
         state.poisoned = True
         recorder.poisoned += 1
@@ -593,6 +612,7 @@ def finish(recorder: Any, written: list[tuple[State, Node]], source: Any) -> Non
     for state, final in written:
         node = state.node
         if state.ref() is None:
+            recorder.inside_states += 1  # its fill may have reached NumPy's reads: compared
             for dead in (node, *state.views):
                 dead.kind = "constant"
                 dead.params = {}
