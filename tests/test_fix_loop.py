@@ -47,6 +47,11 @@ FIXED = {
         "np.maximum(cv.constant(self.W), -0.25, out=self.W)",
     "self.W *= 0.5": "self.W *= cv.constant(np.float64(0.5))",
     "self.W[0] = 1.0": "self.W[0] = cv.constant(np.float64(1.0))",
+    "self.W /= np.linalg.norm(self.W)": "self.W /= np.linalg.norm(cv.constant(self.W))",
+    "np.maximum(self.W, 0.0, out=self.W)": "np.maximum(cv.constant(self.W), 0.0, out=self.W)",
+    "self.W /= self.W.sum()": "self.W /= cv.constant(self.W).sum()",
+    "np.copyto(self.W, np.clip(self.W, -1.0, 2.5))":
+        "np.copyto(self.W, np.clip(cv.constant(self.W), -1.0, 2.5))",
 }
 TENSOR = "cv.constant(self.W) is that value as a tensor, and self.W itself outside a capture."
 NUMBER = ("cv.constant(np.float64({n})) is that number as a tensor of self.W's dtype, so the "
@@ -128,4 +133,24 @@ def test_four_numpy_writes_are_fixed_one_line_after_the_other(tmp_path, init):
                               f"{NUMBER.format(n=0.5)}")
     assert refusals[3][3] == (f"Fix: write `self.W[0] = cv.constant(np.float64(1.0))`: "
                               f"{NUMBER.format(n=1.0)}")
+    _replays_as_calls(program)
+
+
+@pytest.mark.parametrize("lines", [
+    ["self.W /= np.linalg.norm(self.W)"],
+    ["np.maximum(self.W, 0.0, out=self.W)", "self.W /= self.W.sum()"],
+    ["np.copyto(self.W, np.clip(self.W, -1.0, 2.5))"],
+], ids=["normalize", "relu-normalize", "copyto"])
+@pytest.mark.parametrize("init", INITS, ids=list(INITS))
+def test_a_write_whose_operand_reads_the_state_and_np_copyto_are_fixed_at_their_line(
+        tmp_path, init, lines):
+    """R6 #11: ``self.W /= np.linalg.norm(self.W)`` was told ``self.W /= cv.constant(
+    np.linalg.norm(self.W))``, which NumPy still computes from the array (refused again, with
+    no fix to apply); the read is what goes through cv.constant. R6 #12: ``np.copyto(self.W,
+    np.clip(self.W, lo, hi))`` was refused at the cv.capture line with three fixes to choose
+    from; it is refused at its line, its source read through cv.constant."""
+    program = Program(tmp_path, INITS[init], lines)
+    refusals = _fix_until_it_captures(program)
+    assert [r[0] for r in refusals] == list(range(11, 11 + len(lines)))
+    assert refusals[-1][3] == f"Fix: write `{FIXED[lines[-1]]}`: {TENSOR}"
     _replays_as_calls(program)

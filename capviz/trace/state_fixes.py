@@ -105,6 +105,8 @@ def state_expression(text: str, name: str | None = None, whole: bool = False) ->
     if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Subscript):
         return ast.unparse(_array(stmt.targets[0], name, False))
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        if ast.unparse(stmt.value.func).endswith("copyto") and stmt.value.args:
+            return ast.unparse(_array(stmt.value.args[0], name, whole))  # np.copyto(dst, src)
         for keyword in stmt.value.keywords:
             if keyword.arg == "out":
                 out = keyword.value
@@ -420,12 +422,14 @@ def _plain_fix(text: str, exprs: list[str], dtype: Any) -> str | None:
     """``text``, NumPy's write of one of ``exprs`` after the capture's, rewritten so that the
     write meets the state's tensor, or ``None``."""
     stmt = _statement(text)
-    if isinstance(stmt, ast.AugAssign):
-        return operand_fix(text, dtype)
     made = read_through_constant(text, exprs)
-    if made is not None:  # out=: NumPy writes the array itself (the state's write)
+    if isinstance(stmt, ast.AugAssign):  # (self.W /= np.linalg.norm(self.W): the read wrapped,
+        return made or operand_fix(text, dtype)  # not the norm NumPy computes: R6 #11)
+    if made is not None:  # out=, np.copyto's destination: NumPy writes the array itself
         for name in exprs:
             made = made.replace(f"out=cv.constant({name})", f"out={name}")
+            made = re.sub(rf"\bcopyto\(cv\.constant\({re.escape(name)}\),",
+                          f"copyto({name},", made)
         return made
     if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Subscript):
         line = text.strip()[:stmt.end_col_offset]
