@@ -216,6 +216,7 @@ def _capture_twice(scope: CaptureScope, fn: Callable, names: list[str], specs: t
                    ) -> tuple[CapturedGraph, CapvizError | None]:
     """The first capture in ``scope``, and a second one with other values in its states when
     it made array states (:mod:`capviz.trace.recapture`): the graph and the refusal."""
+    places = scope._places  # (the scope lets go of them at its exit)
     try:
         _run(scope, fn, names, specs)
     finally:
@@ -227,7 +228,8 @@ def _capture_twice(scope: CaptureScope, fn: Callable, names: list[str], specs: t
     elif graph.complete and (recapture.writes_arrays(graph) or scope.recorder.inside_states) \
             and not any(v.level == "error" for v in graph.violation_records):
         try:
-            error = _capture_again(fn, names, specs, graph, cap, draws, global_random)
+            error = _capture_again(fn, names, specs, graph, cap, draws, global_random,
+                                   recapture.grown(places))
         finally:
             written = outside.put_back()  # (the second run's, on another path)
         if error is None and written:
@@ -301,8 +303,8 @@ def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple,
 
 
 def _capture_again(fn: Callable, names: list[str], specs: tuple, graph: CapturedGraph,
-                   cap: CaptureDevice, draws: tuple[Device, int], global_random: str
-                   ) -> CapvizError | None:
+                   cap: CaptureDevice, draws: tuple[Device, int], global_random: str,
+                   grown: list[str]) -> CapvizError | None:
     """Capture ``fn`` a second time with other values in the states' live arrays
     (:mod:`capviz.trace.recapture`), put every array back, and refuse on ``graph`` what
     differs: the error, recorded on ``graph``, or ``None``. The second capture draws the
@@ -327,4 +329,4 @@ def _capture_again(fn: Callable, names: list[str], specs: tuple, graph: Captured
         drawn._draws = after
         written = others.restore()
     return recapture.difference(graph, second.graph if second.recorder else None, others,
-                                written, failure)
+                                written, failure, grown)

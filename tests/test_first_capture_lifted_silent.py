@@ -195,12 +195,38 @@ def test_a_first_capture_replays_as_eager(make):
     assert _first_capture(make) == "exact"
 
 
-def test_the_parity_is_refused_at_the_branch_s_first_write():
+def test_the_parity_is_refused_at_the_branch_s_first_write_naming_the_list():
+    """Hostile review 6, finding 8: the branch was blamed on the state's values alone, with
+    fixes that do not apply; the first run grew HIST, which the message names, with the fix
+    that applies (the reason keeps the state's values as the other possible cause)."""
     with pytest.raises(CapvizError) as info:
         cv.capture(HistoryParity().step, cv.spec((3,), "float64"))
     line = HistoryParity.step.__code__.co_firstlineno + 3
-    assert str(info.value).splitlines()[0].startswith(
-        f"`self.W -= 0.1 * x` at {__file__}:{line} in step: ")
+    what, why, fix = str(info.value).splitlines()
+    assert what == (f"`self.W -= 0.1 * x` at {__file__}:{line} in step: the captured code "
+                    "recorded other operations here when the function ran again, after its "
+                    "first run grew HIST.")
+    assert why.startswith("capviz cannot record it: Python chose what to compute from a value "
+                          "the call changes (a list or dict the function appends to")
+    assert why.endswith("(after the first run, or when self.W holds other values, the capture "
+                        "records another program from here on).")
+    assert fix == ("Fix: keep the choice out of the captured function: compute it before the "
+                   "call and pass it as an input (an argument of the captured function).")
+
+
+def test_a_branch_on_the_state_s_values_keeps_its_message_when_no_list_grew():
+    class Branch(Base):
+        def step(self, x):
+            top = self.W.max()
+            if top > 2.5:
+                self.W -= 0.1 * x
+            else:
+                self.W += 0.1 * x
+            return x * 1.0
+
+    with pytest.raises(CapvizError) as info:
+        cv.capture(Branch().step, cv.spec((3,), "float64"))
+    assert "when self.W held other values." in str(info.value).splitlines()[0]
 
 
 def test_without_the_second_pass_these_programs_are_silent(monkeypatch):

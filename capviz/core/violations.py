@@ -487,6 +487,21 @@ SITUATIONS: list[Situation] = [
         "    np.subtract(W, x / ts[0], out=W)\n    return x * 1.0\n\n"
         "cv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
+        "path_from_python", "unsupported_op",
+        _call_is("a path chosen from a Python value the call changes"),
+        "the captured code recorded other operations here when the function ran again, after "
+        "its first run grew {operand}",
+        "capviz cannot record it: Python chose what to compute from a value the call changes (a "
+        "list or dict the function appends to, read by its length or items) or from values "
+        "NumPy read in an array the capture writes, and a replay follows the one path recorded "
+        "({reason_why}).",
+        "keep the choice out of the captured function: compute it before the call and pass it "
+        "as an input (an argument of the captured function).",
+        "HIST = []\nW = np.ones(3)\n\ndef f(x):\n    HIST.append(1)\n"
+        "    if len(HIST) % 2:\n        np.subtract(W, x, out=W)\n    else:\n"
+        "        np.add(W, x, out=W)\n    return x * 1.0\n\n"
+        "cv.capture(f, cv.spec(3, \"float64\"))"),
+    Situation(
         "path_from_state", "unsupported_op", _call_is("a path chosen from a state's values"),
         "the captured code recorded other operations here when {operand} held other values",
         "capviz cannot record it: Python chose what to compute from values NumPy read in an "

@@ -71,6 +71,9 @@ WRITTEN = "a write NumPy made into an outside array"
 """The ``call`` of an outside array NumPy wrote while the capture ran (``written_by_numpy``)."""
 PATH = "a path chosen from a state's values"
 """The ``call`` of a structural difference (the situation ``path_from_state``)."""
+PYTHON_PATH = "a path chosen from a Python value the call changes"
+"""The ``call`` of a structural difference after the first run grew a walked list or dict
+(the situation ``path_from_python``: ``if len(HIST) % 2:``, hostile review 6, finding 8)."""
 CHANGES = "a Python number that changes from call to call"
 """The ``call`` of a refused Python number (the situation ``changes_per_call``)."""
 FAILED = "a second run of the captured function"
@@ -348,6 +351,18 @@ def _reversed_ranks(flat: np.ndarray, values: np.ndarray, out: np.ndarray | None
     return out
 
 
+def grown(places: list[Any]) -> list[str]:
+    """The walked lists, dicts and deques (:func:`capviz.trace.rebound.note`'s ``items``
+    places) whose length the first run changed (``HIST.append(1)``): the second run sees
+    another one, so a path that differs may have been chosen from it."""
+    found = []
+    for place in places:
+        if place.kind == "items" and type(place.value) in (list, dict) and \
+                len(place.holder) != len(place.value) and place.label not in found:
+            found.append(place.label)
+    return found
+
+
 def _address(array: np.ndarray) -> int:
     return array.__array_interface__["data"][0]
 
@@ -610,11 +625,12 @@ def refuse(graph: Graph, node: Node, call: str, operand: str, reason: str,
 
 
 def difference(graph: Graph, second: Graph | None, others: OtherValues,
-               written: list[tuple[Node, np.ndarray]], failure: Exception | None
-               ) -> CaptureViolation | None:
+               written: list[tuple[Node, np.ndarray]], failure: Exception | None,
+               grown: list[str] = ()) -> CaptureViolation | None:
     """What the second capture (``second``, its graph, partial when it raised ``failure``)
     shows of the first (``graph``), refused on ``graph``: an outside array NumPy wrote, a
-    path chosen from a state's values, a value computed from a state, a state NumPy wrote
+    path chosen from a state's values (or from ``grown``, the walked lists and dicts the
+    first run grew: :func:`grown`), a value computed from a state, a state NumPy wrote
     before the capture's first write to it; ``None`` when the two captures agree."""
     # the names and fixes the messages quote, computed only for a refusal (each reads the
     # graph after every state: on every capture they made a 100-state step's first capture
@@ -649,6 +665,10 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
         return refuse(graph, node, FAILED, str(states), raised, source=raised_at(failure))
     if found is not None:
         node, what, one, two = found
+        if what == "path" and grown:  # (the second run saw another list: either may choose)
+            return refuse(graph, node, PYTHON_PATH, state_fixes.listed(list(grown)), (
+                f"after the first run, or when {hold}, the capture records another program "
+                "from here on"))
         if what == "path":
             return refuse(graph, node, PATH, str(states), (
                 f"when {hold} the capture records another program from here on"))
