@@ -373,3 +373,75 @@ def test_a_write_while_the_peer_ran_too_is_left_and_names_only_the_thread_that_r
     assert why.endswith("(1 of its 3 values changed and other threads ran (peer)).")
     assert model.count.tolist() == [1.0, 0.0, 0.0] and model.buf.tolist() == [7.0, 0.0, 0.0]
     assert model.W.tolist() == [1.0, 2.0, 3.0]
+
+
+# --- another process's write into shared memory (review 6, finding 14) -------------------------
+
+PROCESS = [None]  # (go, done): the events of a forked writer
+
+
+def _writer(name, go, done):
+    from multiprocessing import shared_memory
+
+    shm = shared_memory.SharedMemory(name=name)
+    batch = np.ndarray((4,), np.float64, buffer=shm.buf)
+    go.wait(60)
+    batch[:] = 7.0  # the next batch, from a loader process
+    del batch
+    shm.close()
+    done.set()
+
+
+def _in_process():
+    go, done = PROCESS[0]
+    go.set()
+    done.wait(60)
+
+
+class Reader:
+    def __init__(self, batch):
+        self.batch = batch
+
+    def step(self, x):
+        _in_process()  # (the writer fills the batch now)
+        return x * self.batch.sum()
+
+
+def test_another_process_s_write_into_shared_memory_is_left_and_refused_as_such():
+    """Before: taken for step's own write (step names self.batch) and put back: the loader
+    process's batch lost ([1, 1, 1, 1] after the capture where it wrote 7s)."""
+    import multiprocessing
+    from multiprocessing import shared_memory
+
+    context = multiprocessing.get_context("fork")
+    shm = shared_memory.SharedMemory(create=True, size=32)
+    try:
+        batch = np.ndarray((4,), np.float64, buffer=shm.buf)
+        batch[:] = 1.0
+        go, done = context.Event(), context.Event()
+        PROCESS[0] = (go, done)
+        writer = context.Process(target=_writer, args=(shm.name, go, done))
+        writer.start()
+        try:
+            with pytest.raises(cv.UnsupportedOperationError) as info:
+                cv.capture(Reader(batch).step, cv.spec((4,), "float64"))
+        finally:
+            writer.join(60)
+        what, why, fix = str(info.value).splitlines()
+        assert what.endswith("the outside ndarray self.batch, in shared memory, changed while "
+                             "the capture ran."), what
+        assert "test_threads_states.py:" in what
+        assert why == (
+            "capviz cannot record it: another process may have written it, which no hook or "
+            "clock of this process sees, so capviz left it as it is, but a write of the "
+            "captured code that no hook sees would not be replayed (4 of its 4 values "
+            "changed).")
+        assert fix == (
+            "Fix: keep other processes from writing what step reaches while it is captured, or "
+            "pass self.batch as an input; if step writes it, write it with a tensor.")
+        assert batch.tolist() == [7.0] * 4  # the loader's batch, kept
+        del batch
+    finally:
+        PROCESS[0] = None
+        shm.close()
+        shm.unlink()

@@ -459,6 +459,17 @@ SITUATIONS: list[Situation] = [
         "    return x * 2.0\n\n"
         "cv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
+        "changed_in_shared_memory", "unsupported_op",
+        _call_is("an outside array in shared memory that changed"),
+        "the outside ndarray {array}, in shared memory, changed while the capture ran",
+        "capviz cannot record it: another process may have written it, which no hook or clock "
+        "of this process sees, so capviz left it as it is, but a write of the captured code "
+        "that no hook sees would not be replayed ({reason_why}).",
+        "{reason_fix}",
+        "import mmap\n\nbuf = np.frombuffer(mmap.mmap(-1, 24), np.float64)  # shared memory\n\n"
+        "def step(x):\n    buf[0] = 1.0  # NumPy's own write\n    return x * 2.0\n\n"
+        "def f():\n    return cv.capture(step, cv.spec(3, \"float64\"))\n\nf()"),
+    Situation(
         "changed_by_thread", "unsupported_op",
         _call_is("an outside array another thread may have written"),
         "the outside ndarray {array} changed while the capture ran, and other threads ran too",

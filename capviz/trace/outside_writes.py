@@ -63,6 +63,7 @@ of tuples down, labelled ``self.pair[0]``.
 
 from __future__ import annotations
 
+import mmap
 import re
 import sys
 import threading
@@ -89,6 +90,9 @@ _TUPLES = 2  # levels of tuples inside a place whose arrays are noted (self.stat
 OUTSIDE = "an outside array NumPy wrote unseen"
 """The ``call`` of the refusal (the situation ``written_outside``)."""
 
+SHARED = "an outside array in shared memory that changed"
+"""The ``call`` of the refusal of a change in shared memory (``changed_in_shared_memory``)."""
+
 OTHER_THREAD = "an outside array another thread may have written"
 """The ``call`` of the refusal of a change taken for another thread's (``changed_by_thread``)."""
 
@@ -100,13 +104,15 @@ class Written:
     code never names it (it wrote it through a function it does not name); ``idle``: the other
     threads that lived and did not run meanwhile."""
 
-    __slots__ = ("array", "before", "idle", "label", "made", "threads", "unnamed")
+    __slots__ = ("array", "before", "idle", "label", "made", "shared", "threads", "unnamed")
 
     def __init__(self, label: str, array: np.ndarray, before: np.ndarray | None,
                  made: np.ndarray, threads: list[str] | None = None,
-                 unnamed: bool = False, idle: list[str] | None = None) -> None:
+                 unnamed: bool = False, idle: list[str] | None = None,
+                 shared: bool = False) -> None:
         self.label, self.array, self.before, self.made = label, array, before, made
         self.threads, self.unnamed, self.idle = threads, unnamed, idle or []
+        self.shared = shared  # its memory is an mmap another process can write: left as it is
 
 
 class Snapshot:
@@ -143,10 +149,11 @@ class Snapshot:
             before = np.frombuffer(saved, array.dtype).reshape(array.shape)
             unnamed = self._unnamed(array)
             threads = ran if ran and unnamed else None
-            if threads is None:
+            shared = threads is None and shared_memory(array)
+            if threads is None and not shared:
                 array[...] = before
             written.append(Written(label, array, before, made, threads, unnamed,
-                                   self._idle(ran)))
+                                   self._idle(ran), shared))
         changed = [item for item in self.watched if fingerprint(item[1]) != item[2]]
         for item in changed:
             if ran is None:
@@ -154,9 +161,10 @@ class Snapshot:
             self.watched.remove(item)
             unnamed = self._unnamed(item[1])
             threads = ran if ran and unnamed else None
+            shared = threads is None and shared_memory(item[1])
             written.append(Written(item[0], item[1], None, item[1], threads, unnamed,
-                                   self._idle(ran)))
-        written.sort(key=lambda w: w.threads is not None)  # the function's own first
+                                   self._idle(ran), shared))
+        written.sort(key=lambda w: (w.threads is not None, w.shared))  # the function's own first
         return written
 
     def _ran(self) -> list[str]:
@@ -183,6 +191,16 @@ class Snapshot:
         root = root_of(array)
         return not any(type(value) is np.ndarray and root_of(value) is root and
                        self._reach.may_name(label) for label, value in _arrays(self.places))
+
+
+def shared_memory(array: np.ndarray) -> bool:
+    """Whether ``array``'s memory is an mmap (``multiprocessing.shared_memory``, ``np.ndarray(
+    buffer=shm.buf)``, ``np.frombuffer(mm)``): another process can write it, and no clock of
+    this process sees that (review 6, finding 14), so a change is not put back."""
+    base = root_of(array).base
+    if isinstance(base, memoryview):
+        base = base.obj
+    return isinstance(base, mmap.mmap)
 
 
 def _clock_id(native_id: int) -> int:
@@ -300,6 +318,8 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
     label = first.label
     if first.threads is not None:
         return _refuse_threaded(graph, first, fn, caller)
+    if first.shared:
+        return _refuse_shared(graph, first, fn, caller)
     source, text = rebound.writing_line(fn, label)
     state = _state_node(graph, first.array)
     if source is None:  # written through another name (v = self.v; v *= 0.9): its state's line
@@ -359,6 +379,24 @@ def _refuse_threaded(graph: Graph, first: Written, fn: Callable, caller: Any
               f"{label} where {name} does not reach it; if {name} writes it itself, write it "
               "with a tensor")
     return recapture.refuse(graph, graph.nodes[-1], OTHER_THREAD, label, reason, array=label,
+                            source=caller)
+
+
+def _refuse_shared(graph: Graph, first: Written, fn: Callable, caller: Any
+                   ) -> CaptureViolation:
+    """Refuse an outside array in shared memory that changed (left as it is: another process
+    may have written it) at the ``cv.capture`` line."""
+    label = first.label
+    name = getattr(fn, "__name__", "the function")
+    if first.before is None:
+        held = f"its bytes changed ({mib(first.array)})"
+    else:
+        held = (f"{_changed(first.before, first.made)} of its {first.array.size} values "
+                "changed")
+    reason = (f"{held}; keep other processes from writing what {name} reaches while it is "
+              f"captured, or pass {label} as an input; if {name} writes it, write it with a "
+              "tensor")
+    return recapture.refuse(graph, graph.nodes[-1], SHARED, label, reason, array=label,
                             source=caller)
 
 
