@@ -246,6 +246,45 @@ def bound(name: str, operands: Sequence[Any], params: dict, dtype: Any) -> np.nd
         return 2 * g * size + floor
 
 
+def apart(mine: Any, ref: Any) -> np.ndarray:
+    """``|mine - ref|`` in float64 (moduli of complex values), 0 where both are the same value
+    (the same infinity, NaN on both sides)."""
+    m, r = np.asarray(mine), np.asarray(ref)
+    wide = np.complex128 if np.iscomplexobj(m) or np.iscomplexobj(r) else np.float64
+    m, r = m.astype(wide), r.astype(wide)
+    with np.errstate(all="ignore"):
+        gap = np.abs(m - r).astype(np.float64)
+        same = (m == r) | (np.isnan(m) & np.isnan(r))
+    return np.where(same, 0.0, gap)
+
+
+def perturbed(name: str, mine: Sequence[Any], ref: Sequence[Any], params: dict,
+              dtype: Any) -> np.ndarray | None:
+    """The bound on ``|c - c_np|`` where the engine's operands ``mine`` are not NumPy's
+    ``ref`` (each run computed them, within their own nodes' tolerance): each side's rounding
+    (:func:`bound` of its own operands, half of it each) plus what the operands' differences
+    move the exact result by. A contraction is linear in each operand, so ``C(M) - C(R)`` is
+    the sum over ``i`` of ``C(R_1..R_(i-1), M_i - R_i, M_(i+1)..M_m)``, bounded by the same
+    contraction of the magnitudes; ``np.linalg.norm`` moves by at most ``norm(M - R)``.
+    ``None`` where nothing bounds it here (``np.cov``, quadratic in its operand: the flat
+    tolerance applies)."""
+    if name == COV:
+        return None
+    own = [bound(name, ops_, params, dtype) for ops_ in (mine, ref)]
+    if own[0] is None or own[1] is None:
+        return None
+    gaps = [apart(m, r) for m, r in zip(mine, ref)]
+    with np.errstate(all="ignore"):
+        if name == NORM:
+            moved = np.sqrt(np.sum(np.square(gaps[0])))
+        else:
+            moved = sum(magnitudes(name, [*ref[:i], gaps[i], *mine[i + 1:]], params)
+                        for i in range(len(gaps)))
+        count = terms(name, [np.shape(x) for x in ref], params) if name != NORM else 1
+        moved = moved / (1 - gamma(count + 2, np.float64))  # its own float64 roundings
+        return (own[0] + own[1]) / 2 + moved
+
+
 def outside(got: Any, want: Any, limit: np.ndarray) -> np.ndarray:
     """Elementwise: where ``got`` (an engine's contraction) is not within ``limit``
     (:func:`bound`) of ``want`` (NumPy's). The same value (infinities, NaN where NumPy's is
