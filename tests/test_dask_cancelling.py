@@ -282,3 +282,49 @@ def test_a_centring_on_the_mean_of_all_values_beyond_dasks_tolerance_is_numpys_l
     assert np.array_equal(_replayed(fn, ROWS, (16, 96)), fn(ROWS))
     lazy = _replayed(fn, ROWS, (16, 96), compute=False)
     assert np.array_equal(lazy.compute(), fn(ROWS))
+
+
+# W=25d stop 34: a contraction whose value an add or subtract cancels (hostile review 6, #13) --
+
+GRAM_ROWS = RNG.standard_normal((8, 64)).astype(np.float32)
+WEIGHTS = (RNG.standard_normal((64, 64)) * 0.1).astype(np.float32)
+
+
+def _squared_distances(x):
+    sq = (x ** 2).sum(-1)
+    return sq[:, None] + sq[None, :] - 2 * x @ x.T
+
+
+def _second_moment_less_the_mean_squared(x):
+    m = x.mean(0)
+    return x.T @ x / np.float32(x.shape[0]) - m[:, None] * m[None, :]
+
+
+@pytest.mark.parametrize("fn", [_squared_distances, _second_moment_less_the_mean_squared])
+@pytest.mark.parametrize("chunks", [2, 4])
+def test_a_contraction_an_add_or_subtract_cancels_is_numpys_bits(fn, chunks):
+    """Review 6's finding 13: the pairwise squared distances of float32 rows in chunks of 2 had
+    a diagonal off NumPy's by up to 1.5e-5 (dask.array's blocked product within the
+    contraction's declared bound, which held the product only, not the subtract that cancels
+    it), beyond the tolerance, silent. A product of a value and its own transpose, each up to
+    a scaling (a Gram matrix: its diagonal sums squares, of one sign, as a sum does), whose
+    value an add or subtract cancels is now NumPy's own BLAS call on one block (checked to
+    fail before this change)."""
+    graph = cv.capture(fn, cv.spec(GRAM_ROWS.shape, "float32"))
+    got = graph.replay({"x": GRAM_ROWS}, backend="dask", chunks=chunks)["out"]
+    want = fn(GRAM_ROWS)
+    assert got.tobytes() == want.tobytes()
+
+
+def test_a_residual_add_of_a_product_of_its_own_operand_is_numpys_call_on_one_block():
+    """``x + x @ W`` (the brief's memory row, kept on one block: why). The add's other operand
+    is the product's own operand, the shape of a centring (``x - x @ ones / n``, review 4's
+    finding 2), and it cancels where ``x @ W`` is near ``-x``: so the product is NumPy's own
+    BLAS call, whose bits depend on the block's shape (a block of one row is ``gemv``, not
+    ``gemm``; OpenBLAS picks its kernels and threads by the sizes), so its operand is
+    gathered. No chunking of the rows is NumPy's bits by proof: it stays one block, exact."""
+    fn = lambda x: x + x @ WEIGHTS  # noqa: E731
+    graph = cv.capture(fn, cv.spec(GRAM_ROWS.shape, "float32"))
+    lazy = graph.replay({"x": GRAM_ROWS}, backend="dask", chunks=(2, 64), compute=False)["out"]
+    assert not any(name.startswith("matmul-") for name in lazy.dask.layers)
+    assert lazy.compute().tobytes() == fn(GRAM_ROWS).tobytes()

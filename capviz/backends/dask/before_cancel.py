@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from capviz.backends import cancelling, contraction_bound
-from capviz.backends.dask import contractions
+from capviz.backends.dask import contractions, shared
 from capviz.backends.dask.overflow import OrderMatters, blocks_add_otherwise
 from capviz.backends.dask.shapes import is_array
 from capviz.core.ir import Node
@@ -65,8 +65,15 @@ CONTRACTED = contraction_bound.CONTRACTIONS
 product subtracted from its own operand, ``x - (x @ ones / n)[:, None]``: the mean written as
 a product, review 4's finding 2), computed as NumPy does on one block (NumPy's own BLAS call:
 its bits; a BLAS result depends on the block's shape, so any operand of several blocks is
-gathered). Elsewhere a contraction stays declared (``contraction_bound``), as what is computed
-from it (a bias or residual add of another value)."""
+gathered). So is a Gram matrix (:func:`capviz.backends.dask.shared.gram`: ``x @ x.T``,
+``2 * x @ x.T``, ``x.T @ x / n``) whose value reaches any add or subtract that can cancel: its
+diagonal is sums of squares, of one sign, which a subtraction cancels as it cancels a sum (the
+squared distances ``sq[:, None] + sq[None, :] - 2 * x @ x.T`` of float32 rows in chunks of 2 were
+off NumPy's by 1.5e-5 on the diagonal, beyond the tolerance, silently: the hostile review 6's
+finding 13; the JAX backend carries the bound of such one-sign products to the subtract).
+Elsewhere a contraction stays declared (``contraction_bound``), as what is computed from it
+(a bias or residual add of another value, ``x + x @ W``, whose products have both signs: its
+declared bound is held by ``compare`` where the product is an output, not at the add)."""
 
 FEEDING: ContextVar[dict[int, tuple] | None] = ContextVar("capviz_dask_feeding", default=None)
 """The replay being built's sums that reach an add or subtract that can cancel, by node index,
@@ -81,7 +88,7 @@ def feeding(nodes: list[Node]) -> dict[int, tuple]:
     found = cancelling.reaches(nodes, SUMS | CONTRACTED)
     return {k: each for k, each in found.items()
             if not contraction_bound.is_contraction_node(each[0].sum)
-            or all(r.centring for r in each)}
+            or all(r.centring for r in each) or shared.gram(each[0].sum)}
 
 
 def wanted(name: str, args: tuple, params: dict, dtype: np.dtype, index: int | None,

@@ -61,6 +61,35 @@ def transposed(node: Node) -> int | None:
     return None
 
 
+_SCALINGS = frozenset(("multiply", "divide", "true_divide", "negative", "positive"))
+
+
+def _scaled(node: Any) -> Any:
+    """The value ``node`` is a scaling of (a product or quotient by a number, a negation), or
+    ``node`` itself."""
+    while isinstance(node, Node) and node.kind == "op" and node.op in _SCALINGS:
+        tensors = [a for a in node.args if isinstance(a, Node)]
+        numbers = [a for a in node.args if not isinstance(a, Node)]
+        if len(tensors) != 1 or (node.op in ("divide", "true_divide")
+                                 and node.args[0] is not tensors[0]) \
+                or not all(isinstance(n, (int, float, np.integer, np.floating))
+                           and not isinstance(n, bool) for n in numbers):
+            return node
+        node = tensors[0]
+    return node
+
+
+def gram(node: Node) -> bool:
+    """Whether product ``node`` is of a 2-d value and its own transpose, each operand up to a
+    scaling by a number (``x @ x.T``, ``2 * x @ x.T``, ``x.T @ (x / n)``): a Gram matrix,
+    whose diagonal is sums of one sign (squares times one factor)."""
+    if node.op not in PRODUCTS or len(node.args) != 2:
+        return False
+    first, second = (_scaled(a) for a in node.args)
+    return same_value(_scaled(_transposes(second)), first) \
+        or same_value(_scaled(_transposes(first)), second)
+
+
 class SelfProduct:
     """A task (picklable): ``fn`` of a block and its own transpose, the transpose operand
     ``which``; the block is laid out in memory as NumPy's value was."""
