@@ -462,8 +462,8 @@ def _pairwise(name: str, params: dict, a: Any) -> bool:
     if name == "trace" or ndim < 2:  # a trace adds its diagonal, a 1-d view
         return True
     layout = _operand_layout()
-    if layout is None:  # not known C-ordered (x.T, an F-ordered input): it may be row by row
-        return False
+    if layout not in (layouts.C, layouts.STRIDED):  # x.T, an F-ordered input (F), or not known:
+        return False  # it may be row by row
     if axis is None:
         return layout == layouts.C
     axes = {int(k) % ndim for k in (tuple(axis) if isinstance(axis, (tuple, list)) else (axis,))}

@@ -33,6 +33,12 @@ STRIDED = "strided"
 """Axes in C order of strides, not contiguous (a slice of a C-ordered array): NumPy's loop along
 its last axis adds pairwise, its loop over several axes does not (it joins contiguous axes)."""
 
+F = "F"
+"""F-contiguous and not C-contiguous (an np.asfortranarray input, a transpose ``x.T`` of a C
+value): its memory is the C-ordered array of its axes reversed. Only :mod:`np.cov's form
+<capviz.backends.jax.functions.covariances>` reads it; every other reader takes it as not known,
+as ``None``."""
+
 _PERMUTE = frozenset(("transpose", "swapaxes", "moveaxis", "rollaxis", "matrix_transpose",
                       "linalg.matrix_transpose", "squeeze", "expand_dims"))
 """Views whose layout is read from a stand-in of their operand's (:func:`_viewed`)."""
@@ -56,6 +62,8 @@ def host_layout(value: Any) -> str | None:
     strides are positive and in C order; else ``None``."""
     if not isinstance(value, np.ndarray) or value.ndim <= 1 or value.flags.c_contiguous:
         return C
+    if value.flags.f_contiguous:
+        return F
     strides = [s for s, n in zip(value.strides, value.shape) if n > 1]
     if all(s > 0 for s in strides) and strides == sorted(strides, reverse=True):
         return STRIDED
@@ -135,7 +143,7 @@ def _viewed(node: Node, operand: Node, layout: str | None) -> str | None:
     """The layout of view ``node`` of ``operand`` (laid out as ``layout``): the op applied to a
     stand-in whose memory is one byte (a view reads none), its result's layout read from its
     strides."""
-    if layout is None or operand.shape is None:
+    if layout not in (C, STRIDED) or operand.shape is None:
         return None
     shape = tuple(int(n) for n in operand.shape)
     strides = [0] * len(shape)

@@ -8,8 +8,12 @@ weights or ``dtype`` (those stay refused by name: :func:`admitted`):
 2. ``avg = np.average(X, axis=1)``: ``X.mean(axis=1)``, added in NumPy's order for ``m``'s
    layout (pairwise along ``m``'s contiguous axis, row after row along the other one): computed
    here in that order (:func:`capviz.backends.jax.numpy_order.reduce_sum`), NumPy's bits, so
-   the centred values ``X - avg[:, None]`` are NumPy's bits too; an operand whose layout
-   NumPy's loops would see otherwise than in C order is refused at the node;
+   the centred values ``X - avg[:, None]`` are NumPy's bits too. An F-ordered ``m`` (``x.T``
+   of a C-ordered ``x``, an ``np.asfortranarray`` input: :data:`capviz.backends.jax.layouts.F`)
+   gives an F-ordered ``X`` (NumPy's copy keeps the order), whose memory is the C-ordered
+   ``X.T``: its sums are that array's along the other axis (one row after another where they
+   were pairwise). Any other layout (a transposed slice, a flipped view) is refused at the
+   node;
 3. ``c = dot(X, X.T.conj())``: a BLAS contraction, its order NumPy's BLAS's: declared as the
    contractions of linear algebra are (:mod:`capviz.backends.contraction_bound`, its ``cov``
    bound), held to it by ``compare`` and the differential harness;
@@ -35,16 +39,16 @@ import numpy as np
 from capviz.backends.jax import layouts, numpy_order
 from capviz.backends.jax.cancellation import _operand_layout
 from capviz.backends.jax.functions.empty_operands import empty, numpy_of_empty
-from capviz.backends.jax.trace import dtype_of, refusal, require_each, warn
+from capviz.backends.jax.trace import TRACE, dtype_of, refusal, require_each, warn
 
 _PARAMS = frozenset(("rowvar", "bias", "ddof", "dtype"))
 """The parameters of ``np.cov`` this form follows (``y``, ``fweights``, ``aweights`` are
 operands, and stay refused)."""
 
-_LAYOUT = ("np.cov of an operand NumPy does not hold in C order (a transpose, an F-ordered "
-           "input): NumPy's mean adds its values in that memory order, which this replay does "
-           "not know; replay with backend='numpy', or write np.cov(x, rowvar=False) for "
-           "np.cov(x.T) (the same array in NumPy), or pass np.ascontiguousarray(m)")
+_LAYOUT = ("np.cov of an operand NumPy holds neither in C nor in Fortran order (a transposed "
+           "slice, a flipped or broadcast view): NumPy's mean adds its values in that memory "
+           "order, which this replay does not know; replay with backend='numpy', or write "
+           "np.cov(x, rowvar=False) for np.cov(x.T) (the same array in NumPy)")
 _FLUSHED = ("np.cov: {what} is below the float's smallest normal ({tiny:.3g}), where XLA "
             "flushes it to zero and NumPy keeps a subnormal; replay with backend='numpy', or "
             "scale the values up")
@@ -67,7 +71,7 @@ _REAL = frozenset(np.dtype(t) for t in (np.float32, np.float64))
 def _cov(jnp: Any) -> Callable:
     def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: Any = None,
             fweights: Any = None, aweights: Any = None, dtype: Any = None) -> Any:
-        m = jnp.asarray(m)
+        operand, m = m, jnp.asarray(m)
         if not admitted(dtype_of(m), len(m.shape), {"dtype": dtype}, 1) or y is not None \
                 or fweights is not None or aweights is not None:
             # refused at bind unless the replay takes arithmetic='xla': jax.numpy's own
@@ -75,8 +79,8 @@ def _cov(jnp: Any) -> Callable:
         if empty(m):
             return numpy_of_empty(jnp, np.cov, m, rowvar=rowvar, bias=bias, ddof=ddof,
                                   dtype=dtype)
-        layout = _operand_layout() if len(m.shape) == 2 else layouts.C
-        if layout not in (layouts.C, layouts.STRIDED):
+        layout = _layout(operand) if len(m.shape) == 2 else layouts.C
+        if layout not in (layouts.C, layouts.STRIDED, layouts.F):
             raise refusal(_LAYOUT)
         x = m.astype(np.float64).reshape((1,) * (2 - len(m.shape)) + tuple(m.shape))
         axis = 1  # the observations' axis of x, C-ordered as NumPy's copy of m
@@ -88,7 +92,10 @@ def _cov(jnp: Any) -> Callable:
         require_each((x == 0) | ~(jnp.abs(x) < small),
                      _FLUSHED.format(what=f"a value or a partial sum (a value below {small:.3g})",
                                      tiny=tiny))
-        total = numpy_order.reduce_sum(jnp, x, axis)
+        if layout == layouts.F:  # the C-ordered x.T's memory, summed along the other axis
+            total = numpy_order.reduce_sum(jnp, x.T, 1 - axis)
+        else:
+            total = numpy_order.reduce_sum(jnp, x, axis)
         mean = numpy_order.mean(jnp, total, count)
         require_each((mean != 0) | (total == 0), _FLUSHED.format(what="a mean", tiny=tiny))
         means = mean.reshape((-1, 1) if axis == 1 else (1, -1))
@@ -105,6 +112,16 @@ def _cov(jnp: Any) -> Callable:
         return result.squeeze()
 
     return cov
+
+
+def _layout(operand: Any) -> str | None:
+    """The layout NumPy gives the operand: the trace's (:mod:`capviz.backends.jax.layouts`), or
+    for an op run on its own (``compare``'s steps) the layout of the host array it came from."""
+    if TRACE.get() is not None:
+        return _operand_layout()
+    from capviz.backends.jax.backend import BACKEND  # (the backend imports this module)
+
+    return BACKEND.host_layout(operand)
 
 
 def _factor(count: int, bias: bool, ddof: Any) -> np.float64:
