@@ -11,6 +11,7 @@ import collections.abc
 import contextlib
 import ctypes
 import functools
+import sys
 import weakref
 
 import numpy as np
@@ -369,12 +370,31 @@ class TypeByTheBuiltinsName(Base):
         return x * (2.0 if found["ty" + "pe"](self.W) is np.ndarray else 3.0)
 
 
+class Getsizeof(Base):
+    def step(self, x):
+        RUNS.append(1)
+        scale = 2.0 if sys.getsizeof(self.W) > 100 else 3.0
+        self.W -= 0.1 * x
+        return x * scale
+
+
+class PriorityByGetattr(Base):
+    """An attribute the tensor has with another value, read by a name in a string."""
+
+    def step(self, x):
+        RUNS.append(1)
+        scale = 2.0 if getattr(self.W, "__array_priority__", None) == 0.0 else 3.0
+        self.W -= 0.1 * x
+        return x * scale
+
+
 WEAK = [WeakCopy, WeakProxy, WeakCache, RawAlias]
 CLASS_READS = [IsinstanceRead, IsinstanceAfterWrite, IsinstanceOfDerived, IsinstanceOfAnABC]
 TYPE_READS = [TypeRead, TypeInAHelper, TypeInAMethod, TypeInAPart, TypeInAHeldFunction,
               TypeThroughGetattr, IdKeyedRate, TypeAlias, BuiltinsType, TypeInADecoratedHelper,
               TypeAsADefault, ObjectRepr, ObjectHash, InterfaceInATry, FlagsInASuppress,
-              MemoryviewInATry, Sizeof, TypeByABuiltinsLookup, TypeByTheBuiltinsName]
+              MemoryviewInATry, Sizeof, TypeByABuiltinsLookup, TypeByTheBuiltinsName,
+              Getsizeof, PriorityByGetattr]
 CLASS_READS += [ReprRead]
 
 

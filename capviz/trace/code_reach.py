@@ -44,10 +44,15 @@ DYNAMIC = frozenset(("getattr", "setattr", "delattr", "vars", "__dict__", "globa
                      "eval", "exec", "attrgetter", "__getattribute__", "__setattr__"))
 """Names through which code reaches an attribute or a global it does not name."""
 
-IDENTITY = frozenset(("type", "id", "__repr__", "__hash__", "__sizeof__", "__builtins__"))
+IDENTITY = frozenset(("type", "id", "__repr__", "__hash__", "__sizeof__", "__builtins__",
+                      "getsizeof", "getrefcount", "getweakrefcount", "getweakrefs",
+                      "__array_priority__", "__doc__"))
 """Names whose use may ask a lifted tensor's identity, which no hook sees (``object.__hash__``
-of a state keys a dict as its ``id`` does; ``__sizeof__`` counts an ndarray's data; a lookup
-in ``__builtins__`` by a name built at run time may be ``type``: hostile review 6, finding 2)."""
+of a state keys a dict as its ``id`` does; ``__sizeof__`` and ``sys.getsizeof`` count an
+ndarray's data; the reference counts; an ndarray's data attributes a tensor answers otherwise,
+``__array_priority__``; a lookup in ``__builtins__`` by a name built at run time may be
+``type``: hostile review 6, finding 2). Where the code reads attributes by name (``getattr``,
+``hasattr``...), its string constants count as names too."""
 
 ARRAY_ONLY = frozenset((
     "__array_interface__", "__array_struct__", "__array_finalize__", "__array_wrap__",
@@ -71,7 +76,7 @@ _INSTALLED = tuple(os.path.realpath(sysconfig.get_paths()[key]) + os.sep
                    for key in ("stdlib", "platstdlib", "purelib", "platlib"))
 _CAPVIZ = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
-_SUMMARIES: dict[types.CodeType, tuple[bool, frozenset, frozenset, bool]] = {}
+_SUMMARIES: dict[types.CodeType, tuple[bool, frozenset, frozenset, bool, frozenset]] = {}
 _MOST_SUMMARIES = 4096
 
 
@@ -128,6 +133,7 @@ def reach(fn: Callable, places: list[Any]) -> Reach:
     modules: set[types.ModuleType] = set()
     names: set[str] = set()
     calls_type = catches = builtins_named = False
+    strings: set[str] = set()  # the string constants (names read by getattr...)
     todo, seen = [function, *_held_functions(places)], set()
     expanded = False
     while todo and len(seen) < MOST_FUNCTIONS:
@@ -136,8 +142,9 @@ def reach(fn: Callable, places: list[Any]) -> Reach:
         if code in seen:
             continue
         seen.add(code)
-        loads_type, globals_named, named, catching = _summary(code)
+        loads_type, globals_named, named, catching, texts = _summary(code)
         names |= named
+        strings |= texts
         catches = catches or catching
         where = function.__globals__
         calls_type = calls_type or loads_type or _holds_identity(function, todo)
@@ -172,10 +179,14 @@ def reach(fn: Callable, places: list[Any]) -> Reach:
     if todo and len(seen) >= MOST_FUNCTIONS:
         calls_type = True  # (not read to the end: taken as asking, two passes decide)
     dynamic = not names.isdisjoint(DYNAMIC)
+    read = names  # the names read, with the strings getattr(self.W, "__array_priority__") reads
+    if dynamic or not names.isdisjoint(CATCHERS):
+        read = names | strings
     if builtins_named and dynamic:  # a builtin looked up by a name built at run time
         calls_type = True
-    if (catches or not names.isdisjoint(CATCHERS)) and not names.isdisjoint(ARRAY_ONLY):
+    if (catches or not names.isdisjoint(CATCHERS)) and not read.isdisjoint(ARRAY_ONLY):
         calls_type = True  # an ndarray's attribute or buffer, its error caught
+    calls_type = calls_type or not read.isdisjoint(IDENTITY)
     return Reach(calls_type, frozenset(names), dynamic)
 
 
@@ -275,27 +286,30 @@ def _static(cls: type, name: str) -> Any:
     return None
 
 
-def _summary(code: types.CodeType) -> tuple[bool, frozenset, frozenset, bool]:
+def _summary(code: types.CodeType) -> tuple[bool, frozenset, frozenset, bool, frozenset]:
     """Of ``code`` and the code objects defined in it: whether it loads the global ``type``,
     the global names it loads, every name it uses (globals, attributes, closure cells), and
-    whether it catches exceptions (a ``try`` or ``with`` block: an exception table)."""
+    whether it catches exceptions (a ``try`` or ``with`` block: an exception table), and its
+    string constants that could name an attribute."""
     summary = _SUMMARIES.get(code)
     if summary is not None:
         return summary
     globals_named: set[str] = set()
     named: set[str] = set()
     catching = False
+    texts: set[str] = set()
     stack = [code]
     while stack:
         each = stack.pop()
         named.update(each.co_names, each.co_freevars, each.co_cellvars)
         catching = catching or bool(getattr(each, "co_exceptiontable", b"\0"))
+        texts.update(c for c in each.co_consts if type(c) is str and c.isidentifier())
         for instruction in dis.get_instructions(each):
             if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                 globals_named.add(instruction.argval)
         stack.extend(c for c in each.co_consts if isinstance(c, types.CodeType))
     summary = (not IDENTITY.isdisjoint(named) or not IDENTITY.isdisjoint(globals_named),
-               frozenset(globals_named), frozenset(named), catching)
+               frozenset(globals_named), frozenset(named), catching, frozenset(texts))
     if len(_SUMMARIES) < _MOST_SUMMARIES:
         _SUMMARIES[code] = summary
     return summary
