@@ -148,6 +148,7 @@ class Seen:
         if kind is types.FunctionType:
             if not _users(value.__code__):
                 return
+            self._container(vars(value), f"{label}.__dict__", 1)  # step.acc = np.zeros(3)
             for key, item in list(vars(value).items()):  # f.cache = {}
                 if not key.startswith("__"):
                     self._note(item, f"{label}.{key}", names, depth - 1)

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from capviz import ops
 from capviz.core.source import display_file, is_user_file
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
@@ -392,7 +393,8 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
             if lists is None:  # (before any item is put back)
                 lists = {id(p.holder): _kept(p.holder, p.value) for p in places
                          if p.kind == "items" and type(p.holder) is list}
-            if not _read_by_capture(place.value, read) and not _stored_over(place, lists):
+            if not _read_by_capture(place.value, read) and not _stored_over(place, lists) \
+                    and not (place.value is None and grew_from_made(recorder, found)):
                 place.put_back()  # not refused: a scratch item or attribute (self.l1.x = x)
                 continue
         place.put_back()
@@ -504,6 +506,7 @@ def _items_back(place: Place, recorder: Any, read: set[int]) -> None:
     if tensor is None:
         return
     before = place.value
+    grown = _grown(holder, before, recorder)
     if type(holder) is dict:
         moved = any(holder.get(key, holder) is not item for key, item in before.items()
                     if _read_by_capture(item, read))
@@ -524,6 +527,64 @@ def _items_back(place: Place, recorder: Any, read: set[int]) -> None:
         message = explain(Failure("unsupported_op", REBOUND, place.label, source,
                                   UserCode("other", shorten(text)), None, _STORED_REASON))
         recorder.pending.append(("unsupported_op", REBOUND, message, source))
+    elif grown is not None:
+        key, tensor = grown
+        label = f"{place.label}[{key!r}]"
+        source = tensor._data.source
+        text = line_code(linecache.getline(source[0], source[1])) if source else ""
+        message = explain(Failure("unsupported_op", REBOUND, label, source,
+                                  UserCode("other", shorten(text)), None,
+                                  _created_reason(label)))
+        recorder.pending.append(("unsupported_op", REBOUND, message, source))
+
+
+def _grown(holder: Any, before: Any, recorder: Any) -> tuple[Any, Tensor] | None:
+    """An item the capture put where ``holder`` held nothing or ``None`` (``before``: its items
+    when the scope opened) whose value grew from the data out of a buffer the capture made
+    (:func:`grew_from_made`):
+    an accumulator made on the first call (``if "s" not in self.stats: self.stats["s"] =
+    np.zeros(3)``, then ``self.stats["s"] += x``), which a later call finds and adds to, where
+    every replay starts again from the zeros (review 6, finding 15: silent). ``(key, tensor)``,
+    or ``None``. A value logged there (``self.history.append(loss)``) grows from no such
+    buffer: put back, not refused (a Python side effect)."""
+    if type(holder) is dict:
+        items = [(k, v) for k, v in holder.items() if before.get(k) is None]
+    elif type(holder) is list:
+        items = [(k, v) for k, v in enumerate(holder) if k >= len(before) or before[k] is None]
+    else:
+        return None
+    for key, value in items[:_ITEMS]:
+        tensor = _tensor_in([value], recorder, _DEPTH)
+        if tensor is not None and grew_from_made(recorder, tensor):
+            return key, tensor
+    return None
+
+
+_MADE = frozenset({"create", "copy", "zeros_like", "ones_like", "full_like"})
+
+
+def grew_from_made(recorder: Any, tensor: Tensor) -> bool:
+    """Whether ``tensor`` grew from a buffer made in the capture (an op takes the result of
+    NumPy's creation functions or a copy: ``np.zeros(3)`` then ``+= x``, ``x.copy()`` then
+    ``+= x``) and from the data (an input, a state, a draw)."""
+    grew = data = False
+    stack, seen = [current(recorder, tensor)], set()
+    while stack and len(seen) < 4096:
+        node = stack.pop()
+        if node.index in seen:
+            continue
+        seen.add(node.index)
+        args = [a for a in node.args if type(a) is type(node)]
+        if node.kind == "op":
+            grew = grew or any(a.kind == "op" and a.op in _MADE for a in args)
+            op = ops.OPS.get(node.op)
+            data = data or (op is not None and op.random)
+        elif node.kind != "constant":
+            data = True
+        if grew and data:
+            return True
+        stack.extend(args)
+    return False
 
 
 _STORED_REASON = (
