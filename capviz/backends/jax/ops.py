@@ -141,10 +141,14 @@ def _in_loop_dtypes(jnp: Any, ufunc: np.ufunc, fn: Callable) -> Callable:
     them (``np.sin`` of int32 runs in float64, of uint8 in float16; ``bool << bool`` in int8):
     the casts are exact, and jax's own promotion would pick other loops."""
 
+    name = ufunc.__name__
+
     def run(*args: Any) -> Any:
         loop = ufunc.resolve_dtypes(tuple(loop_key(a) for a in args) + (None,) * ufunc.nout)
         cast_args = [a.astype(dt) if hasattr(a, "dtype") and not isinstance(a, np.generic)
                      and np.dtype(a.dtype) != dt else a for a, dt in zip(args, loop)]
+        if name in unfused.LITERAL_GUARDED:  # constants XLA would simplify (R5 #2)
+            cast_args = unfused.opaque_operands(name, cast_args, loop)
         return fn(*cast_args)
 
     run.__name__ = ufunc.__name__

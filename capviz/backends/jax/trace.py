@@ -61,6 +61,10 @@ class Trace:
         self.apart: Any = None
         """The product nodes nothing adds to (:func:`capviz.backends.jax.unfused._apart`),
         found at the first product."""
+        self.constant: Any = None
+        """The op nodes whose values XLA computes from constants only (a ``np.zeros``, a
+        ``np.full_like``, what reads only them: :func:`capviz.backends.jax.unfused.
+        _from_constants`), found at the first arithmetic op that reads a literal or one."""
         self.zero: Any = None
         """An integer 0 the compiler cannot see (an argument of the compiled function), with
         which each floating product is rounded before an add reads it

@@ -234,3 +234,90 @@ def linalg_cross(jnp: Any) -> Callable:
         return inner(x1, x2, axis=axis)
 
     return run
+
+
+LITERAL_GUARDED = frozenset(("add", "subtract", "multiply"))
+"""The ufuncs whose literal operands XLA's algebraic simplifier rewrites otherwise than NumPy
+computes (the hostile review 5, finding 2): ``x + 0.0`` and ``x - -0.0`` folded to ``x`` (NumPy:
+``-0.0 + 0.0`` is ``+0.0``), ``(x + 12582912.0) - 12582912.0`` to ``x`` and ``x + 1 + 2`` to ``x
++ 3`` (NumPy rounds each sum: up to 4,270 times the tolerance), ``x * 2 * 0.5`` to ``x`` (NumPy
+overflows to inf), ``(x * 10) * 0`` to ``x * 0`` (NumPy: NaN where ``x * 10`` is inf). A
+quotient's operands are hidden already (:func:`quotient`); a power's exponent is left a number
+(NumPy's loop picks its form by it: :data:`capviz.backends.jax.carried.EXACT_EXPONENTS`)."""
+
+_LIKE = frozenset(("zeros_like", "ones_like", "full_like"))
+"""Creations whose first operand gives only a shape: XLA holds their values as constants."""
+
+
+def _is_node(value: Any) -> bool:
+    return hasattr(value, "index") and hasattr(value, "kind")
+
+
+def _nodes_in(values: Any) -> list:
+    """The nodes among ``values``, lists and tuples searched."""
+    found: list = []
+    for value in values:
+        if isinstance(value, (list, tuple)):
+            found.extend(_nodes_in(value))
+        elif _is_node(value):
+            found.append(value)
+    return found
+
+
+def _from_constants(nodes: list) -> frozenset:
+    """The indices of the op nodes among ``nodes`` (in program order) whose values the traced
+    program computes from numbers alone, which XLA folds to constants: a creation
+    (``np.zeros``, ``np.arange``...; a ``np.full_like(x, 2.0)``, whose ``x`` gives a shape
+    only), and what reads nothing else. The graph's constant arrays are arguments of the
+    compiled function, unknown to XLA, and not among them."""
+    from capviz.ops import is_random
+
+    found: set[int] = set()
+    for node in nodes:
+        if is_random(node.op):
+            continue
+        args = node.args[1:] if node.op in _LIKE else node.args
+        read = _nodes_in(args) + _nodes_in(tuple(node.params.values()))
+        if all(each.kind == "op" and each.index in found for each in read):
+            found.add(node.index)
+    return frozenset(found)
+
+
+def _literal(value: Any) -> bool:
+    """Whether ``value`` is a number or a host array, which XLA sees as a constant."""
+    return isinstance(value, (bool, int, float, complex, np.generic, np.ndarray))
+
+
+def opaque_operands(name: str, args: list, loop: tuple) -> list:
+    """``args`` of the ufunc ``name`` (one of :data:`LITERAL_GUARDED`, in the loop dtypes
+    ``loop``), inside a traced program: each float or complex operand XLA would know as a
+    constant (a number, or the value of a node :func:`_from_constants` finds) made a value it
+    cannot know, minus the zero the compiled function is given (:attr:`capviz.backends.jax.
+    trace.Trace.zero`): ``c - 0.0`` is ``c`` for every ``c``, ``-0.0``, infinities and NaN
+    included, so the op computes NumPy's values, each rounded as NumPy rounds it. The cost is a
+    scalar subtract per literal (a created array's, one per element, fused)."""
+    trace = TRACE.get()
+    if trace is None or trace.zero is None or name not in LITERAL_GUARDED:
+        return args
+    node = trace.node
+    recorded = node.args if node is not None and node.op == name \
+        and len(node.args) == len(args) else None
+    out = list(args)
+    for k, (value, dtype) in enumerate(zip(args, loop)):
+        dtype = np.dtype(dtype)
+        if dtype.kind not in "fc":
+            continue
+        constant = _literal(value)
+        if not constant and recorded is not None and _is_node(recorded[k]) \
+                and recorded[k].kind == "op":
+            if trace.constant is None:
+                trace.constant = _from_constants(trace.nodes)
+            constant = recorded[k].index in trace.constant
+        if constant:
+            lax = trace.lax
+            if _literal(value):
+                with np.errstate(over="ignore"):  # NumPy's cast of a huge number: inf
+                    value = np.asarray(value, dtype)
+            held = lax.convert_element_type(value, dtype)
+            out[k] = held - lax.convert_element_type(trace.zero, dtype)
+    return out
