@@ -240,3 +240,39 @@ def test_without_the_second_pass_these_programs_are_silent(monkeypatch):
                      "StepCounter": "refused", "AppendedOnly": "exact",
                      "IdKeyedRate": "exact", "TypeOfState": "exact",
                      "IsinstanceOfState": "exact", "WeakRefRead": "silent"}
+
+
+CONFIG = {"n": 0}
+
+
+class DictCounter(Base):
+    def __init__(self):
+        super().__init__()
+        self.stats = {"n": 0}
+
+    def step(self, x):
+        self.stats["n"] += 1
+        self.W -= 0.1 * x
+        return x * 1.0
+
+
+class ModuleDictCounter(Base):
+    def step(self, x):
+        CONFIG["n"] += 1
+        self.W -= 0.1 * x
+        return x * 1.0
+
+
+@pytest.mark.parametrize("make, code, label", [
+    (DictCounter, 'self.stats["n"] += 1', "self.stats['n']"),
+    (ModuleDictCounter, 'CONFIG["n"] += 1', "CONFIG['n']"),
+])
+def test_a_counter_in_a_dict_is_refused_at_the_line_that_changes_it(make, code, label):
+    """Hostile review 6, finding 8: a dict item's counter written with double quotes was
+    refused at the cv.capture line (its label quotes the key with single quotes)."""
+    with pytest.raises(CapvizError) as info:
+        cv.capture(make().step, cv.spec((3,), "float64"))
+    line = make.step.__code__.co_firstlineno + 1
+    assert str(info.value).splitlines()[0] == (
+        f"`{code}` at {__file__}:{line} in step: {label} is a Python number that changes from "
+        "call to call.")
