@@ -8,6 +8,8 @@ binary search of an unsorted array). One module per family: :mod:`.ranges` (``li
 ``percentile`` and their nan forms), :mod:`.polynomials` (``convolve``, ``kron`` and
 ``polyadd`` of booleans), :mod:`.averages` (``average``), :mod:`.norms` (``linalg.norm``),
 :mod:`.trapezoids` (``trapezoid``), :mod:`.hyperbolic` (complex ``sinh``, ``cosh``),
+:mod:`.complex_exponentials` (complex ``log1p``, ``expm1``), :mod:`.complex_tangents` (complex
+``tan``, ``tanh``),
 :mod:`.covariances` (``cov``), :mod:`.empty_operands` (``median``, ``nanmedian`` of an empty
 operand: NumPy's own result),
 :mod:`.interpolation` (``interp``),
@@ -24,6 +26,8 @@ from typing import Any
 
 from capviz.backends.jax.functions import (
     averages,
+    complex_exponentials,
+    complex_tangents,
     covariances,
     empty_operands,
     hyperbolic,
@@ -67,5 +71,6 @@ _FORMS: dict[str, Callable[[Any], Callable]] = {
 
 FUNCTIONS: dict[str, Callable[[Any], Callable]] = {
     **{name: _called_as_numpy(name, form) for name, form in _FORMS.items()},
-    **transforms.FORMS, **hyperbolic.FORMS}
+    **transforms.FORMS, **hyperbolic.FORMS, **complex_exponentials.FORMS,
+    **complex_tangents.FORMS}
 """The forms of this package by op name (joined to ``OVERRIDES``)."""
