@@ -91,3 +91,29 @@ def test_a_function_attribute_is_refused_and_removed():
     assert what.endswith(" in step: step.__dict__['acc'] keeps a value of the capture.")
     assert not hasattr(step, "acc")  # no closed tensor left: the next eager call works
     assert step(XS[0]).tobytes() == (XS[0] * 2.0).tobytes()
+
+
+class CopyFirst:
+    """The first call stores a copy of the data, the later ones add to it: the capture, a
+    first call, sees a copy stored, as a log would; the function's test of the dict tells."""
+
+    def __init__(self):
+        self.stats = {}
+
+    def step(self, x):
+        if "s" not in self.stats:
+            self.stats["s"] = x.copy()
+        else:
+            self.stats["s"] += x
+        return x * 2.0
+
+
+def test_an_accumulator_whose_first_call_stores_a_copy_is_refused_by_the_dicts_test():
+    m = CopyFirst()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(m.step, cv.spec((3,), "float64"))
+    line = CopyFirst.step.__code__.co_firstlineno + 2
+    assert str(info.value).splitlines()[0] == (
+        f'`self.stats["s"] = x.copy()` at {__file__}:{line} in step: self.stats[\'s\'] is '
+        "rebound to a value of the capture.")
+    assert m.stats == {}

@@ -394,7 +394,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                 lists = {id(p.holder): _kept(p.holder, p.value) for p in places
                          if p.kind == "items" and type(p.holder) is list}
             if not _read_by_capture(place.value, read) and not _stored_over(place, lists) \
-                    and not (place.value is None and grew_from_made(recorder, found)):
+                    and not (place.value is None and _accumulates(recorder, found, place)):
                 place.put_back()  # not refused: a scratch item or attribute (self.l1.x = x)
                 continue
         place.put_back()
@@ -506,7 +506,7 @@ def _items_back(place: Place, recorder: Any, read: set[int]) -> None:
     if tensor is None:
         return
     before = place.value
-    grown = _grown(holder, before, recorder)
+    grown = _grown(holder, before, recorder, place.label)
     if type(holder) is dict:
         moved = any(holder.get(key, holder) is not item for key, item in before.items()
                     if _read_by_capture(item, read))
@@ -538,7 +538,7 @@ def _items_back(place: Place, recorder: Any, read: set[int]) -> None:
         recorder.pending.append(("unsupported_op", REBOUND, message, source))
 
 
-def _grown(holder: Any, before: Any, recorder: Any) -> tuple[Any, Tensor] | None:
+def _grown(holder: Any, before: Any, recorder: Any, label: str) -> tuple[Any, Tensor] | None:
     """An item the capture put where ``holder`` held nothing or ``None`` (``before``: its items
     when the scope opened) whose value grew from the data out of a buffer the capture made
     (:func:`grew_from_made`):
@@ -555,7 +555,7 @@ def _grown(holder: Any, before: Any, recorder: Any) -> tuple[Any, Tensor] | None
         return None
     for key, value in items[:_ITEMS]:
         tensor = _tensor_in([value], recorder, _DEPTH)
-        if tensor is not None and grew_from_made(recorder, tensor):
+        if tensor is not None and _accumulates(recorder, tensor, label):
             return key, tensor
     return None
 
@@ -563,10 +563,39 @@ def _grown(holder: Any, before: Any, recorder: Any) -> tuple[Any, Tensor] | None
 _MADE = frozenset({"create", "copy", "zeros_like", "ones_like", "full_like"})
 
 
+def _accumulates(recorder: Any, tensor: Tensor, where: Any) -> bool:
+    """Whether ``tensor``, put where a walked place held nothing or ``None`` (``where``: the
+    place, or its container's label), is an accumulator made on the first call: it grew from
+    a buffer the capture made (:func:`grew_from_made`), or it is a value of the data and the
+    function that made it tests whether the container holds it yet (``"s" not in
+    self.stats``, ``acc[0] is None``, ``self.buf.get(k)``, ``hasattr(self.stats, ...)``: the
+    first call stores a copy, the later ones add to it; review 6, finding 15)."""
+    grew, data = _growth(recorder, tensor)
+    if grew and data:
+        return True
+    if not data:
+        return False
+    label = where.label.rsplit("[", 1)[0] if isinstance(where, Place) else where
+    source = tensor._data.source
+    if not source or not label:
+        return False
+    name = re.escape(label)
+    tested = re.compile(rf"\bin\s+{name}\b(?!\s*\[)|{name}\s*\[[^\]]*\]\s+is\s+(?:not\s+)?None"
+                        rf"|\b{name}\.get\(|hasattr\(\s*{name}\b|\bnot\s+{name}\s*:")
+    return any(tested.search(text) for _, text in
+               state_fixes.function_lines(source[0], source[1], source[2]))
+
+
 def grew_from_made(recorder: Any, tensor: Tensor) -> bool:
     """Whether ``tensor`` grew from a buffer made in the capture (an op takes the result of
     NumPy's creation functions or a copy: ``np.zeros(3)`` then ``+= x``, ``x.copy()`` then
     ``+= x``) and from the data (an input, a state, a draw)."""
+    grew, data = _growth(recorder, tensor)
+    return grew and data
+
+
+def _growth(recorder: Any, tensor: Tensor) -> tuple[bool, bool]:
+    """(grew from a buffer made in the capture, computed from the data) of ``tensor``."""
     grew = data = False
     stack, seen = [current(recorder, tensor)], set()
     while stack and len(seen) < 4096:
@@ -582,9 +611,9 @@ def grew_from_made(recorder: Any, tensor: Tensor) -> bool:
         elif node.kind != "constant":
             data = True
         if grew and data:
-            return True
+            break
         stack.extend(args)
-    return False
+    return grew, data
 
 
 _STORED_REASON = (

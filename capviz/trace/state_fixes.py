@@ -226,6 +226,9 @@ def _function_lines(path: str, line: int, name: str | None = None) -> list[tuple
     return [(i + 1, lines[i].strip()) for i in range(start + 1, end) if lines[i].strip()]
 
 
+function_lines = _function_lines  # (public: trace/rebound.py reads the tests of a container)
+
+
 def fix_for_reads(source: Any, names: Iterable[str], after: int = 0) -> str | None:
     """The fix for a value NumPy computed from the states named ``names`` (as the user's code
     names them), refused at ``source`` (``(file, line, function)``): its line with the reads
