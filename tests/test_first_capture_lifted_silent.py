@@ -276,3 +276,40 @@ def test_a_counter_in_a_dict_is_refused_at_the_line_that_changes_it(make, code, 
     assert str(info.value).splitlines()[0] == (
         f"`{code}` at {__file__}:{line} in step: {label} is a Python number that changes from "
         "call to call.")
+
+
+class Rates:
+    """A schedule object whose ``__next__`` moves its own counter."""
+
+    def __init__(self):
+        self.i = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.i += 1
+        return 0.1 / self.i
+
+
+class ScheduleObject(Base):
+    def __init__(self):
+        super().__init__()
+        self.sched = Rates()
+
+    def step(self, x):
+        lr = next(self.sched)
+        self.W -= lr * x
+        return x * 1.0
+
+
+def test_a_counter_another_object_s_method_moves_is_refused_at_the_line_naming_it():
+    """Hostile review 6, finding 8: ``next(self.sched)`` moves ``self.sched.i`` in a method of
+    the schedule; no line of step writes it, and the refusal named the cv.capture line. It names
+    the line of step that names ``self.sched``."""
+    with pytest.raises(CapvizError) as info:
+        cv.capture(ScheduleObject().step, cv.spec((3,), "float64"))
+    line = ScheduleObject.step.__code__.co_firstlineno + 1
+    assert str(info.value).splitlines()[0] == (
+        f"`lr = next(self.sched)` at {__file__}:{line} in step: self.sched.i is a Python "
+        "number that changes from call to call.")

@@ -437,6 +437,8 @@ def _refuse_changed(place: Place, now: Any, recorder: Any, source: Any,
     reason = (f"the call changes {place.label} ({place.value!r} -> {now!r}) every time it "
               "runs, and the capture put it back")
     where, text = writing_line(fn, place.label) if fn is not None else (None, "")
+    if where is None and fn is not None:  # changed by a call (next(self.sched) moves
+        where, text = naming_line(fn, place.label)  # self.sched.i): the line naming its owner
     if where is not None:
         source = where
     message = explain(Failure("unsupported_op", CHANGES, place.label, source,
@@ -706,6 +708,31 @@ def _label_pattern(label: str) -> str:
             text = part[1:-1]
             pattern.append(rf"\[\s*(?:'{re.escape(text)}'|\"{re.escape(text)}\")\s*\]")
     return "".join(pattern)
+
+
+def naming_line(fn: Callable, label: str) -> tuple[Any, str]:
+    """``((file, line, function), code)`` of the first line of ``fn`` that names the longest
+    owner on the path ``label`` (``self.sched`` of ``self.sched.i``, which ``next(self.sched)``
+    changes in a method of another object: hostile review 6, finding 8), or ``(None, "")``."""
+    function = _function(fn)[1]
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None, ""
+    try:
+        lines, start = inspect.getsourcelines(function)
+    except (OSError, TypeError):
+        return None, ""
+    owners = [label[:k] for k in range(len(label), 0, -1)
+              if k == len(label) or label[k] in ".["]
+    for owner in owners[1:]:
+        if owner == "self":
+            break
+        name = re.compile(rf"(?<![\w.]){_label_pattern(owner)}(?![\w])")
+        for offset, line in enumerate(lines[1:], 1):  # (not the def line)
+            text = line_code(line)
+            if name.search(text):
+                return (display_file(code.co_filename), start + offset, code.co_name), text
+    return None, ""
 
 
 def writing_line(fn: Callable, label: str) -> tuple[Any, str]:
