@@ -229,7 +229,7 @@ def _capture_twice(scope: CaptureScope, fn: Callable, names: list[str], specs: t
             and not any(v.level == "error" for v in graph.violation_records):
         try:
             error = _capture_again(fn, names, specs, graph, cap, draws, global_random,
-                                   recapture.grown(places))
+                                   recapture.grown(places), scope.recorder.inside_states)
         finally:
             written = outside.put_back()  # (the second run's, on another path)
         if error is None and written:
@@ -304,7 +304,7 @@ def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple,
 
 def _capture_again(fn: Callable, names: list[str], specs: tuple, graph: CapturedGraph,
                    cap: CaptureDevice, draws: tuple[Device, int], global_random: str,
-                   grown: list[str]) -> CapvizError | None:
+                   grown: list[str], inside: list[str] = ()) -> CapvizError | None:
     """Capture ``fn`` a second time with other values in the states' live arrays
     (:mod:`capviz.trace.recapture`), put every array back, and refuse on ``graph`` what
     differs: the error, recorded on ``graph``, or ``None``. The second capture draws the
@@ -329,4 +329,4 @@ def _capture_again(fn: Callable, names: list[str], specs: tuple, graph: Captured
         drawn._draws = after
         written = others.restore()
     return recapture.difference(graph, second.graph if second.recorder else None, others,
-                                written, failure, grown)
+                                written, failure, grown, inside)

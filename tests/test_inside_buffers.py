@@ -61,9 +61,11 @@ def test_a_numpy_read_of_an_unhooked_buffer_after_its_write_is_refused_at_its_li
     fn = UNHOOKED[name]
     with pytest.raises(cv.UnsupportedOperationError) as info:
         cv.capture(fn, cv.spec((4,), "float64"))
-    assert str(info.value).startswith(
-        "`out[t] = np.tanh(x[t] + out[t - 1])` at "), str(info.value)
-    assert "test_inside_buffers.py:" in str(info.value).splitlines()[0]
+    what, _, fix = str(info.value).splitlines()
+    assert what.startswith("`out[t] = np.tanh(x[t] + out[t - 1])` at ") and what.endswith(
+        "NumPy read out, an ndarray the captured code made and wrote, from its memory."), what
+    assert "test_inside_buffers.py:" in what
+    assert fix.startswith("Fix: make out with np.zeros, np.empty, np.ones or np.full")
 
 
 def _smallest(x):
@@ -105,7 +107,16 @@ def test_the_smallest_spellings_are_refused_at_the_line_that_reads(fn, dtype, li
     each captured whole, silently."""
     with pytest.raises(cv.UnsupportedOperationError) as info:
         cv.capture(fn, cv.spec((2,), dtype))
-    assert str(info.value).startswith(f"`{line}` at "), str(info.value)
+    what, why, fix = str(info.value).splitlines()
+    assert what.startswith(f"`{line}` at ") and what.endswith(
+        "NumPy read h, an ndarray the captured code made and wrote, from its memory."), what
+    assert why == (
+        "capviz cannot record it: the capture records the writes into the buffer, but NumPy's "
+        "own read of its memory does not see them, so every replay would use other values (h "
+        "was made by a spelling capviz does not make a tensor: np.array of a list, np.tile, "
+        "np.fromiter, a helper's bound zeros...).")
+    assert fix == ("Fix: make h with np.zeros, np.empty, np.ones or np.full in the captured code "
+                   "(a tensor the capture records whole).")
 
 
 def _written_only(x):

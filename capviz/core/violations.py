@@ -459,6 +459,17 @@ SITUATIONS: list[Situation] = [
         "    return x * 2.0\n\n"
         "cv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
+        "read_from_made_buffer", "unsupported_op",
+        _call_is("a value NumPy read from a buffer the call made"),
+        "NumPy read {array}, an ndarray the captured code made and wrote, from its memory",
+        "capviz cannot record it: the capture records the writes into the buffer, but NumPy's "
+        "own read of its memory does not see them, so every replay would use other values "
+        "({reason_why}).",
+        "{reason_fix}",
+        "def f(x):\n    h = np.array([0.0, 0.0])\n    h[0] = x[0] * 2\n"
+        "    h[1] = h[0] + x[1]  # NumPy reads h[0]\n    return h\n\n"
+        "cv.capture(f, cv.spec(2, \"float64\"))"),
+    Situation(
         "changed_in_shared_memory", "unsupported_op",
         _call_is("an outside array in shared memory that changed"),
         "the outside ndarray {array}, in shared memory, changed while the capture ran",

@@ -76,6 +76,9 @@ PYTHON_PATH = "a path chosen from a Python value the call changes"
 (the situation ``path_from_python``: ``if len(HIST) % 2:``, hostile review 6, finding 8)."""
 CHANGES = "a Python number that changes from call to call"
 """The ``call`` of a refused Python number (the situation ``changes_per_call``)."""
+MADE = "a value NumPy read from a buffer the call made"
+"""The ``call`` of a NumPy read of an ndarray the call made by a spelling no creation hook sees,
+after the capture wrote it (the situation ``read_from_made_buffer``: review 6, finding 9)."""
 FAILED = "a second run of the captured function"
 """The ``call`` of a second capture that raised (the situation ``second_run_failed``)."""
 
@@ -626,12 +629,14 @@ def refuse(graph: Graph, node: Node, call: str, operand: str, reason: str,
 
 def difference(graph: Graph, second: Graph | None, others: OtherValues,
                written: list[tuple[Node, np.ndarray]], failure: Exception | None,
-               grown: list[str] = ()) -> CaptureViolation | None:
+               grown: list[str] = (), inside: list[str] = ()) -> CaptureViolation | None:
     """What the second capture (``second``, its graph, partial when it raised ``failure``)
     shows of the first (``graph``), refused on ``graph``: an outside array NumPy wrote, a
     path chosen from a state's values (or from ``grown``, the walked lists and dicts the
     first run grew: :func:`grown`), a value computed from a state, a state NumPy wrote
-    before the capture's first write to it; ``None`` when the two captures agree."""
+    before the capture's first write to it, a NumPy read of an ndarray the call made and
+    dropped (``inside``: their names) when no outside array is a state; ``None`` when the two
+    captures agree."""
     # the names and fixes the messages quote, computed only for a refusal (each reads the
     # graph after every state: on every capture they made a 100-state step's first capture
     # 8.8x the functional program's, the hostile review 4's finding 14)
@@ -657,6 +662,15 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
     plain = _plain_write(graph, others, failure)
     if plain is not None:  # NumPy's write after the capture's, which the first's fill hid
         return plain
+    if inside and not others.states and (failure is not None or found is not None):
+        node = found[0] if found is not None else graph.nodes[-1]
+        buffers = state_fixes.listed(list(dict.fromkeys(inside)))
+        return refuse(graph, node, MADE, buffers, (
+            f"{buffers} was made by a spelling capviz does not make a tensor: np.array of a "
+            "list, np.tile, np.fromiter, a helper's bound zeros...; make "
+            f"{inside[0]} with np.zeros, np.empty, np.ones or np.full in the captured code (a "
+            "tensor the capture records whole)"), array=buffers,
+            source=raised_at(failure) if failure is not None else None)
     if failure is not None:
         node = found[0] if found is not None else graph.nodes[-1]
         text = str(failure).splitlines()[0] if str(failure) else ""

@@ -148,7 +148,8 @@ class Recorder(Trace):
         self.others: Any = None  # a second capture's planted arrays (trace/recapture.py)
         self.lifted: Any = None  # the states lifted into this capture (trace/lifted.py)
         self.twice = False  # capture() captures again: finite fills, not NaN (trace/state.py)
-        self.inside_states = 0  # states whose arrays the capture made and dropped (state.py)
+        self.inside_states: list[str] = []  # the names of the states whose arrays the
+        #                                     capture made and dropped (trace/state.py)
         self.constant_of: dict[int, np.ndarray] = {}  # cv.constant(a)'s node -> a (mutation.py)
         self.mark_watch: Any = None  # called at the scope form's first NaN mark (capture.py:
         #                              trace/outside_writes.note_marked, which imports state)

@@ -612,7 +612,8 @@ def finish(recorder: Any, written: list[tuple[State, Node]], source: Any) -> Non
     for state, final in written:
         node = state.node
         if state.ref() is None:
-            recorder.inside_states += 1  # its fill may have reached NumPy's reads: compared
+            recorder.inside_states.append(node.name or "a buffer")  # its fill may have
+            #                                         reached NumPy's reads: compared
             for dead in (node, *state.views):
                 dead.kind = "constant"
                 dead.params = {}
