@@ -226,3 +226,38 @@ def test_a_small_carried_bound_keeps_xlas_values(fn):
     got = np.asarray(graph.replay({graph.inputs[0]: x}, backend="jax")[graph.outputs[0]])
     want = fn(x)
     assert np.all(np.abs(got - want) <= 1e-4 + 1e-4 * np.abs(want))
+
+
+# R6 on the default (review 6, #4, with a contiguous T that JAX adds in NumPy's order): sums
+# XLA adds in its own order that were not followed at all on JAX
+
+def _t_whole(x):
+    return (x + np.float32(0.001)).sum(-1)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: np.trapezoid(x, axis=-1) - _t_whole(x),      # silent before (8x)
+    lambda x: np.linalg.norm(x, 1, -1) - _t_whole(x),      # silent before (2x)
+])
+def test_a_trapezoid_or_norm_along_an_axis_reaching_a_subtract_is_numpys_bits(fn):
+    pytest.importorskip("jax")
+    x = (1e3 + np.random.default_rng(0).random((16, 768))).astype(np.float32)
+    graph = cv.capture(fn, X)
+    got = np.asarray(graph.replay({graph.inputs[0]: x}, backend="jax")[graph.outputs[0]])
+    assert got.tobytes() == fn(x).tobytes()
+
+
+@pytest.mark.parametrize(("fn", "name"), [
+    (lambda x: np.average(x, -1, weights=np.ones(768, np.float32)) * 768 - _t_whole(x),
+     "average"),
+    (lambda x: np.convolve(_t_whole(x), np.ones(1, np.float32)) - _t_whole(x), "convolve"),
+])
+def test_a_sum_with_no_bound_written_fails_at_the_subtract(fn, name):
+    pytest.importorskip("jax")
+    x = (1e3 + np.random.default_rng(0).random((16, 768))).astype(np.float32)
+    graph = cv.capture(fn, X)
+    with pytest.raises(cv.ReplayError, match=(
+            r"node %\d+ \(subtract\), recorded at .*test_cancelling_default\.py:\d+ in "
+            rf"<lambda>: np\.subtract: its operands? (was|were) added in XLA's order "
+            rf"\(np\.{name}")):
+        graph.replay({graph.inputs[0]: x}, backend="jax")

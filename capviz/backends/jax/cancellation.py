@@ -251,18 +251,21 @@ def of(nodes: list[Node], jnp: Any) -> carried.Carried | None:
     ``None`` where none does. Elsewhere a contraction's value stays declared, as what is
     computed from it (a bias or residual add)."""
     found = {}
-    names = REACHING | contraction_bound.CONTRACTIONS | {contraction_bound.NORM}
+    names = REACHING | contraction_bound.CONTRACTIONS | {contraction_bound.NORM} \
+        | carried.UNBOUNDED
     for k, each in cancelling.reaches(nodes, names).items():
         node = each[0].sum
         if node.op == contraction_bound.NORM:  # a sum of squares: one sign, its bound tight
             each = tuple(r for r in each if not _norm_kept_apart(r))
-            if each and contraction_bound.is_contraction_node(node):  # NumPy's BLAS dot
+            if each:  # NumPy's BLAS dot (declared), or a norm along an axis (unbounded)
                 found[k] = each
+        elif node.op in carried.UNBOUNDED:
+            found[k] = each
         elif contraction_bound.is_contraction_node(node):
             if all(r.centring for r in each):
                 found[k] = each
-        elif node.op not in _ONE_OPERAND or len(node.operands) == 1:
-            found[k] = each
+        elif node.op not in _ONE_OPERAND or len(node.operands) == 1 or node.op == "average":
+            found[k] = each  # a weighted average: unbounded (carried.unbounded)
     return carried.Carried(found, jnp, tolerance) if found else None
 
 
