@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from capviz.backends.jax import unfused
 from capviz.backends.jax.cancellation import sums_of_products
 from capviz.backends.jax.trace import dtype_of
 
@@ -57,11 +58,42 @@ def convolve_as_numpy(jnp: Any, a: Any, v: Any, mode: str = "full") -> Any:
     if set(kinds) <= set("biu"):
         dtype = np.result_type(dtype_of(a), dtype_of(v))
         return _integer_convolve(jnp, a.astype(dtype), v.astype(dtype), mode)
+    if min(a.shape[0], v.shape[0]) == 1:
+        long, one = (a, v) if a.shape[0] >= v.shape[0] else (v, a)
+        return one_term(jnp, long, one)
     result = jnp.convolve(a, v, mode=mode)
     if a.shape[0] and v.shape[0]:
         sums_of_products(jnp, result, a, v, lambda x, y: jnp.convolve(x, y, mode=mode),
                          min(a.shape[0], v.shape[0]))
     return result
+
+
+def one_term(jnp: Any, long: Any, one: Any) -> Any:
+    """A float or complex convolution or correlation whose shorter operand ``one`` holds one
+    value: each element of the result (in every mode: as long as ``long``) a sum of one
+    product, which NumPy's ``dot`` adds to +0.0 (``0.0 + -0.0`` is ``+0.0``: ``np.convolve([-0.0,
+    1.0], [1.0])`` is ``[0.0, 1.0]``), where XLA simplifies the convolution to the product
+    and keeps ``-0.0`` (the hostile review 5, finding 14). The product is rounded before the
+    zero is read (:func:`capviz.backends.jax.unfused.in_trace`), and each part of a complex
+    one is made +0.0 apart."""
+    dtype = np.result_type(dtype_of(long), dtype_of(one))
+    product = unfused.in_trace(long.astype(dtype) * one.astype(dtype)[0])
+    if dtype.kind == "c":
+        real, imag = jnp.real(product), jnp.imag(product)
+        return _complex(_plus_zero(jnp, real), _plus_zero(jnp, imag))
+    return _plus_zero(jnp, product)
+
+
+def _plus_zero(jnp: Any, total: Any) -> Any:
+    """``total`` with a zero made +0.0, as NumPy's sum from +0.0 makes it (a select, which
+    XLA's simplifier leaves, where ``total + 0.0`` it folds to ``total``)."""
+    return jnp.where(total == 0, jnp.zeros_like(total), total)
+
+
+def _complex(real: Any, imag: Any) -> Any:
+    from jax import lax
+
+    return lax.complex(real, imag)
 
 
 def _integer_convolve(jnp: Any, a: Any, v: Any, mode: str) -> Any:
@@ -95,8 +127,13 @@ def _correlate(jnp: Any) -> Callable:
     terms of 1e16 cancelling to -256 gave -128)."""
 
     def correlate(a: Any, v: Any, mode: str = "valid") -> Any:
-        result = jnp.correlate(a, v, mode=mode)
         a, v = jnp.asarray(a), jnp.asarray(v)
+        if len(a.shape) == len(v.shape) == 1 and min(a.shape[0], v.shape[0]) == 1 \
+                and np.result_type(dtype_of(a), dtype_of(v)).kind in "fc":
+            if v.shape[0] == 1:  # NumPy's correlate2: a * conj(v), or reversed
+                return one_term(jnp, a, jnp.conj(v))
+            return one_term(jnp, jnp.conj(v), a)[::-1]
+        result = jnp.correlate(a, v, mode=mode)
         if len(a.shape) == len(v.shape) == 1 and a.shape[0] and v.shape[0]:
             sums_of_products(jnp, result, a, v, lambda x, y: jnp.correlate(x, y, mode=mode),
                              min(a.shape[0], v.shape[0]), "correlation (np.correlate)")
