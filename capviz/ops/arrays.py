@@ -199,8 +199,9 @@ define(FunctionSpec("repeat", ("a",), _repeat_shape, "same"))
 # np.append ravels both operands into arrays before concatenating: np.append(x, 0.5) of
 # float32 x is float64 (the review 6, finding 5: recorded float32, replayed float32 on JAX)
 define(FunctionSpec("append", ("arr", "values"), _append_shape, "arrays"))
-define(FunctionSpec("column_stack", ("tup[]",), "dummy", "promote"))
-define(FunctionSpec("dstack", ("tup[]",), "dummy", "promote"))
+# each number made an array first (asanyarray), as np.append's (the lead on R6 #5)
+define(FunctionSpec("column_stack", ("tup[]",), "dummy", "arrays"))
+define(FunctionSpec("dstack", ("tup[]",), "dummy", "arrays"))
 define(FunctionSpec("take_along_axis", ("arr", "indices"), _take_along_axis_shape,
                     _index_dtype))
 define(FunctionSpec("broadcast_arrays", ("*args",), "dummy", "each", multi=True))

@@ -12,7 +12,7 @@ binary search of an unsorted array). One module per family: :mod:`.ranges` (``li
 ``tan``, ``tanh``),
 :mod:`.covariances` (``cov``), :mod:`.empty_operands` (``median``, ``nanmedian`` of an empty
 operand: NumPy's own result),
-:mod:`.interpolation` (``interp``),
+:mod:`.interpolation` (``interp``), :mod:`.joins` (``column_stack``, ``dstack`` of numbers),
 :mod:`.transforms` (``np.fft``), :mod:`.insertion` (``insert``), :mod:`.special_values`
 (``nan_to_num``), :mod:`.phases` (``unwrap``), :mod:`.searching` (``searchsorted``), and
 :mod:`.rounding`, the NumPy rounding they share. :data:`FUNCTIONS` joins
@@ -33,6 +33,7 @@ from capviz.backends.jax.functions import (
     hyperbolic,
     insertion,
     interpolation,
+    joins,
     norms,
     order_statistics,
     phases,
@@ -67,7 +68,7 @@ _FORMS: dict[str, Callable[[Any], Callable]] = {
     **polynomials.FORMS, **insertion.FORMS, **order_statistics.FORMS, **phases.FORMS,
     **searching.FORMS, **ranges.FORMS, **averages.FORMS, **interpolation.FORMS,
     **special_values.FORMS, **norms.FORMS, **trapezoids.FORMS, **empty_operands.FORMS,
-    **covariances.FORMS}
+    **covariances.FORMS, **joins.FORMS}
 
 FUNCTIONS: dict[str, Callable[[Any], Callable]] = {
     **{name: _called_as_numpy(name, form) for name, form in _FORMS.items()},
