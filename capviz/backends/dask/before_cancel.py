@@ -27,8 +27,10 @@ hostile review 3's finding 28's memory); over all of its operand's axes (a float
 NumPy's pairwise tree over the chunks, a chunk at a time (:mod:`capviz.backends.dask.pairwise`;
 the hostile review 4's finding 8: this was one block holding the whole operand, 12.3 MiB for a
 12.2 MiB input in 0.6 MiB chunks, and before that a run-time test of the centring's tolerance
-that cost two more passes, 3.7x to 4.3x bare dask.array); over several axes otherwise on one
-block. Its value is then NumPy's bits, and so is the consumer's. Where NumPy's order cannot
+that cost two more passes, 3.7x to 4.3x bare dask.array; complex, float16, nan forms and
+``dtype=`` too since stop 34); over several but not all axes in NumPy's order a few chunks at a
+time (:mod:`capviz.backends.dask.several_axes`, stop 34), and otherwise on one block. Its
+value is then NumPy's bits, and so is the consumer's. Where NumPy's order cannot
 be known (its operand's memory layout is not: a flipped or broadcast view), the node is refused
 at build time, naming the consumer, with the fixes (chunks that keep the reduced axes in one
 chunk, or ``backend='numpy'``).

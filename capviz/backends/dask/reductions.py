@@ -21,6 +21,7 @@ from capviz.backends.dask import (
     overflow,
     pairwise,
     running,
+    several_axes,
     shared,
     variance,
 )
@@ -147,6 +148,10 @@ def in_numpy_order(op: ops.Op, args: tuple, params: dict, orders: list) -> Any:
     if op.name not in traits.CONTRACT and pairwise.covers(op.name, args[0], params) \
             and not isinstance(order, in_order.Strided):  # chunk by chunk, NumPy's tree
         return check_result(op, pairwise.reduce(op.name, args[0], params, order),
+                            *expected(op, args, params))
+    if op.name not in traits.CONTRACT and several_axes.covers(op.name, args[0], params) \
+            and not isinstance(order, in_order.Strided):  # a few chunks at a time
+        return check_result(op, several_axes.reduce(op.name, args[0], params, order),
                             *expected(op, args, params))
     if any(order is not None for order in orders):
         arrays = iter(orders)

@@ -68,7 +68,7 @@ class _Carry:
         return np.take(sums, [last], axis=self.axis)
 
 
-def _chain(x: Any, axis: int, nan: bool) -> Any:
+def chain(x: Any, axis: int, nan: bool) -> Any:
     """The running sums of ``x`` along ``axis``, kept as an axis of length one."""
     token = tokenize(x, axis, nan)
     steps = "capviz-running-" + token
@@ -96,14 +96,14 @@ def reduce(name: str, x: Any, params: dict) -> Any:
     axis = operator.index(params["axis"]) % x.ndim
     if name in _VARIANCES:  # NumPy's two passes, each sum one row after another
         def add(values: Any, keepdims: bool) -> Any:
-            total = _chain(values, axis, name.startswith("nan") and values is x)
+            total = chain(values, axis, name.startswith("nan") and values is x)
             return total if keepdims else total.squeeze(axis=axis)
 
         if name.startswith("nan"):
             return moments.nan_variance(x, params, name == "nanstd", add)
         return moments.variance(x, params, name == "std", add)
     nan = name.startswith("nan")
-    total = _chain(x, axis, nan)
+    total = chain(x, axis, nan)
     if name in ("mean", "nanmean"):
         if nan:
             count = da.sum(~da.isnan(x), axis=axis, dtype=np.intp, keepdims=True)
