@@ -261,3 +261,33 @@ def test_a_sum_with_no_bound_written_fails_at_the_subtract(fn, name):
             rf"<lambda>: np\.subtract: its operands? (was|were) added in XLA's order "
             rf"\(np\.{name}")):
         graph.replay({graph.inputs[0]: x}, backend="jax")
+
+
+_N = 32
+_Y = np.random.default_rng(0).integers(0, 10, _N)
+
+
+def _softmax(z):
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: -np.log(_softmax(x)[np.arange(_N), _Y] + 1e-9).mean(),
+    lambda x: -np.log(np.take_along_axis(_softmax(x), _Y[:, None], 1) + 1e-9).mean(),
+    lambda x: np.exp(x)[np.arange(_N), _Y] + 1.0,
+    lambda x: ((1 - _softmax(x)[np.arange(_N), _Y]) ** 2
+               * np.log(_softmax(x)[np.arange(_N), _Y])).mean(),
+    lambda x: np.pad(np.exp(x), 1, mode="edge") + 1.0,
+    lambda x: np.split(np.exp(x), 2, axis=-1)[0] + 1.0,
+])
+def test_moves_by_an_index_array_pad_split_carry_the_bound_itself(fn):
+    """R6 #16 (on bacbd70): the tutorial cross-entropy ``-np.log(p[np.arange(n), y] +
+    1e-9).mean()`` and its spellings were refused on JAX (an integer-array index took the
+    infinite bound of an op with none written); they replay again, within the tolerance."""
+    pytest.importorskip("jax")
+    x = np.random.default_rng(1).standard_normal((_N, 10)).astype(np.float32)
+    graph = cv.capture(fn, cv.spec(x.shape, x.dtype))
+    got = np.asarray(graph.replay({graph.inputs[0]: x}, backend="jax")[graph.outputs[0]])
+    want = fn(x)
+    assert np.all(np.abs(got - want) <= 1e-4 + 1e-4 * np.abs(want))
