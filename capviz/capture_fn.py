@@ -12,6 +12,7 @@ otherwise. The scope form and the boundaries are :mod:`capviz.capture`.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dis
 import inspect
@@ -223,18 +224,43 @@ def _capture_twice(scope: CaptureScope, fn: Callable, names: list[str], specs: t
         written = outside.put_back()  # what NumPy wrote unseen, put back
     graph = scope.graph
     error = None
+    grown = recapture.grown(places) if graph.complete else []
     if written and graph.complete:
         error = outside_writes.refuse(graph, written, fn, user_source())
+    elif grown and (read := _reads_grown(fn, recapture.grown(places, LOGS))) is not None:
+        error = read(graph)
     elif graph.complete and (recapture.writes_arrays(graph) or scope.recorder.inside_states) \
             and not any(v.level == "error" for v in graph.violation_records):
         try:
             error = _capture_again(fn, names, specs, graph, cap, draws, global_random,
-                                   recapture.grown(places), scope.recorder.inside_states)
+                                   grown, scope.recorder.inside_states)
         finally:
             written = outside.put_back()  # (the second run's, on another path)
         if error is None and written:
             error = outside_writes.refuse(graph, written, fn, user_source())
     return graph, error
+
+
+LOGS = (list, collections.deque)
+"""The containers a read of which, grown by the first run, is refused (a dict the call fills
+is a memo more often than a log: its reads are left to the second run)."""
+
+
+def _reads_grown(fn: Callable, grown: list[str]) -> Callable | None:
+    """The refusal of a walked list or deque that the first run grew (``grown``) and that a
+    line of ``fn`` reads (``len(self.log)``, ``self.log[-1]``, ``for v in HIST``): every call
+    changes what that line reads, past what two runs can compare (a warm-up by
+    ``len(self.log) < 2`` agrees in both: hostile review 6, finding 1); ``None`` where no line
+    of ``fn`` reads one (``self.log.append(step)`` alone: a side effect, captured)."""
+    for label in grown:
+        source, _text = rebound.reading_line(fn, label)
+        if source is not None:
+            def refuse(graph: CapturedGraph, label: str = label, source: Any = source) -> Any:
+                return recapture.refuse(graph, graph.nodes[-1], recapture.GROWS, label, (
+                    f"the call appends to {label} every time it runs (this capture ran it "
+                    "once), and the graph keeps what this line read"), source=source)
+            return refuse
+    return None
 
 
 def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDevice,

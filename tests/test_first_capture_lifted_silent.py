@@ -195,23 +195,69 @@ def test_a_first_capture_replays_as_eager(make):
     assert _first_capture(make) == "exact"
 
 
-def test_the_parity_is_refused_at_the_branch_s_first_write_naming_the_list():
+def test_the_parity_is_refused_at_the_line_reading_the_list():
     """Hostile review 6, finding 8: the branch was blamed on the state's values alone, with
-    fixes that do not apply; the first run grew HIST, which the message names, with the fix
-    that applies (the reason keeps the state's values as the other possible cause)."""
+    fixes that do not apply. The first run grew HIST, which a line of step reads: refused
+    there, before a second run."""
     with pytest.raises(CapvizError) as info:
         cv.capture(HistoryParity().step, cv.spec((3,), "float64"))
-    line = HistoryParity.step.__code__.co_firstlineno + 3
+    line = HistoryParity.step.__code__.co_firstlineno + 2
+    what, why, fix = str(info.value).splitlines()
+    assert what == (f"`if len(HIST) % 2:` at {__file__}:{line} in step: HIST is a list that "
+                    "grows at every call, read here.")
+    assert why.startswith("capviz cannot record it: Python code read a list the function "
+                          "appends to (its length, an item, an iteration), which every call "
+                          "changes")
+    assert fix == ("Fix: pass what this line reads as an input (an argument of the captured "
+                   "function), or keep the count in an ndarray written with a tensor.")
+
+
+def _odd():
+    return len(HIST) % 2
+
+
+class ParityInAHelper(Base):
+    def step(self, x):
+        HIST.append(1)
+        if _odd():
+            self.W -= 0.1 * x
+        else:
+            self.W += 0.1 * x
+        return x * 1.0
+
+
+def test_a_parity_read_in_a_helper_is_refused_naming_the_list():
+    """The list read in a helper step calls (no line of step reads it): the two runs take
+    other paths, and the refusal names the list the first run grew (review 6, finding 8)."""
+    with pytest.raises(CapvizError) as info:
+        cv.capture(ParityInAHelper().step, cv.spec((3,), "float64"))
+    line = ParityInAHelper.step.__code__.co_firstlineno + 3
     what, why, fix = str(info.value).splitlines()
     assert what == (f"`self.W -= 0.1 * x` at {__file__}:{line} in step: the captured code "
                     "recorded other operations here when the function ran again, after its "
                     "first run grew HIST.")
-    assert why.startswith("capviz cannot record it: Python chose what to compute from a value "
-                          "the call changes (a list or dict the function appends to")
     assert why.endswith("(after the first run, or when self.W holds other values, the capture "
                         "records another program from here on).")
     assert fix == ("Fix: keep the choice out of the captured function: compute it before the "
                    "call and pass it as an input (an argument of the captured function).")
+
+
+def test_a_warm_up_past_two_runs_is_refused_at_the_line_reading_the_log():
+    """Hostile review 6, finding 1: ``lr = 0.0 if len(self.log) < 2 else 0.1`` gives 0.0 in
+    both runs of a capture, and 0.1 from the third call on: silent before."""
+
+    class WarmUpTwo(Base):
+        def __init__(self):
+            super().__init__()
+            self.log = []
+
+        def step(self, x):
+            lr = 0.0 if len(self.log) < 2 else 0.1
+            self.log.append(1)
+            self.W -= lr * x
+            return x * 2.0
+
+    assert _first_capture(WarmUpTwo) == "refused"
 
 
 def test_a_branch_on_the_state_s_values_keeps_its_message_when_no_list_grew():
@@ -231,12 +277,12 @@ def test_a_branch_on_the_state_s_values_keeps_its_message_when_no_list_grew():
 
 def test_without_the_second_pass_these_programs_are_silent(monkeypatch):
     """The harness tells: one pass with ndarrays (the second switched off, which no user can
-    do) captures every side-effect program but the counter silently, and the weak reference's
-    copy as a constant."""
+    do) captures the schedules silently, and the weak reference's copy as a constant (the
+    lists a line reads and the counter are refused after the first run)."""
     monkeypatch.setattr(recapture, "writes_arrays", lambda graph: False)
     found = {make.__name__: _first_capture(make) for make in ALL}
-    assert found == {"Schedule": "silent", "ScheduleGenerator": "silent", "WarmUp": "silent",
-                     "ModuleHistory": "silent", "HistoryParity": "silent",
+    assert found == {"Schedule": "silent", "ScheduleGenerator": "silent", "WarmUp": "refused",
+                     "ModuleHistory": "refused", "HistoryParity": "refused",
                      "StepCounter": "refused", "AppendedOnly": "exact",
                      "IdKeyedRate": "exact", "TypeOfState": "exact",
                      "IsinstanceOfState": "exact", "WeakRefRead": "silent"}

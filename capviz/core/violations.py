@@ -509,6 +509,18 @@ SITUATIONS: list[Situation] = [
         "    np.subtract(W, x / ts[0], out=W)\n    return x * 1.0\n\n"
         "cv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
+        "grows_per_call", "unsupported_op",
+        _call_is("a list the call grows"),
+        "{operand} is a list that grows at every call, read here",
+        "capviz cannot record it: Python code read a list the function appends to (its "
+        "length, an item, an iteration), which every call changes, and a replay would "
+        "use what this capture read every time ({reason_why}).",
+        "pass what this line reads as an input (an argument of the captured function), or "
+        "keep the count in an ndarray written with a tensor.",
+        "LOG = []\nW = np.ones(3)\n\ndef f(x):\n    LOG.append(1)\n"
+        "    lr = 0.0 if len(LOG) < 2 else 0.1\n    np.subtract(W, lr * x, out=W)\n"
+        "    return x * 1.0\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
+    Situation(
         "path_from_python", "unsupported_op",
         _call_is("a path chosen from a Python value the call changes"),
         "the captured code recorded other operations here when the function ran again, after "
@@ -519,8 +531,9 @@ SITUATIONS: list[Situation] = [
         "({reason_why}).",
         "keep the choice out of the captured function: compute it before the call and pass it "
         "as an input (an argument of the captured function).",
-        "HIST = []\nW = np.ones(3)\n\ndef f(x):\n    HIST.append(1)\n"
-        "    if len(HIST) % 2:\n        np.subtract(W, x, out=W)\n    else:\n"
+        "HIST = []\nW = np.ones(3)\n\ndef odd():\n    return len(HIST) % 2\n\n"
+        "def f(x):\n    HIST.append(1)\n"
+        "    if odd():\n        np.subtract(W, x, out=W)\n    else:\n"
         "        np.add(W, x, out=W)\n    return x * 1.0\n\n"
         "cv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(

@@ -735,6 +735,34 @@ def _label_pattern(label: str) -> str:
     return "".join(pattern)
 
 
+_GROWING = r"\.(?:append|extend|appendleft|extendleft|insert)\("
+"""The calls that grow a list or deque without reading it."""
+
+
+def reading_line(fn: Callable, label: str) -> tuple[Any, str]:
+    """``((file, line, function), code)`` of the first line of ``fn`` that reads the list or
+    dict at path ``label`` (its length, an item, an iteration, its truth: anything but a call
+    that grows it, ``label.append(...)``, or a store into an item), or ``(None, "")``."""
+    function = _function(fn)[1]
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None, ""
+    try:
+        lines, start = inspect.getsourcelines(function)
+    except (OSError, TypeError):
+        return None, ""
+    name = _label_pattern(label)
+    mention = re.compile(rf"(?<![\w.]){name}(?!\w)")
+    growing = re.compile(rf"(?<![\w.]){name}{_GROWING}")
+    stored = re.compile(rf"^(?<![\w.]){name}\s*\[[^\]]*\]\s*=(?!=)")
+    for offset, line in enumerate(lines[1:], 1):  # (not the def line)
+        text = line_code(line)
+        rest = stored.sub("", growing.sub("(", text))
+        if mention.search(rest):
+            return (display_file(code.co_filename), start + offset, code.co_name), text
+    return None, ""
+
+
 def naming_line(fn: Callable, label: str) -> tuple[Any, str]:
     """``((file, line, function), code)`` of the first line of ``fn`` that names the longest
     owner on the path ``label`` (``self.sched`` of ``self.sched.i``, which ``next(self.sched)``

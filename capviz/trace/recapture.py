@@ -41,6 +41,7 @@ effects happen twice (docs/guide/state.md).
 
 from __future__ import annotations
 
+import collections
 import io
 import linecache
 import math
@@ -71,6 +72,9 @@ WRITTEN = "a write NumPy made into an outside array"
 """The ``call`` of an outside array NumPy wrote while the capture ran (``written_by_numpy``)."""
 PATH = "a path chosen from a state's values"
 """The ``call`` of a structural difference (the situation ``path_from_state``)."""
+GROWS = "a list the call grows"
+"""The ``call`` of a walked list or deque the first run grew and ``fn`` reads (the situation
+``grows_per_call``: a warm-up by ``len(self.log)``, hostile review 6, finding 1)."""
 PYTHON_PATH = "a path chosen from a Python value the call changes"
 """The ``call`` of a structural difference after the first run grew a walked list or dict
 (the situation ``path_from_python``: ``if len(HIST) % 2:``, hostile review 6, finding 8)."""
@@ -354,13 +358,14 @@ def _reversed_ranks(flat: np.ndarray, values: np.ndarray, out: np.ndarray | None
     return out
 
 
-def grown(places: list[Any]) -> list[str]:
+def grown(places: list[Any], kinds: tuple = (list, dict, collections.deque)) -> list[str]:
     """The walked lists, dicts and deques (:func:`capviz.trace.rebound.note`'s ``items``
-    places) whose length the first run changed (``HIST.append(1)``): the second run sees
-    another one, so a path that differs may have been chosen from it."""
+    places; of the types ``kinds``) whose length the first run changed (``HIST.append(1)``):
+    the second run sees another one, so a path that differs may have been chosen from it."""
     found = []
     for place in places:
-        if place.kind == "items" and type(place.value) in (list, dict) and \
+        if place.kind == "items" and type(place.holder) in kinds and \
+                type(place.value) in (list, dict) and \
                 len(place.holder) != len(place.value) and place.label not in found:
             found.append(place.label)
     return found
