@@ -300,7 +300,17 @@ def _second_moment_less_the_mean_squared(x):
     return x.T @ x / np.float32(x.shape[0]) - m[:, None] * m[None, :]
 
 
-@pytest.mark.parametrize("fn", [_squared_distances, _second_moment_less_the_mean_squared])
+def _squared_distances_by_einsum(x):
+    sq = (x ** 2).sum(-1)
+    return sq[:, None] + sq[None, :] - 2 * np.einsum("ij,kj->ik", x, x)
+
+
+def _inner_less_the_squares(x):
+    return np.inner(x, x) - np.diag((x ** 2).sum(-1))
+
+
+@pytest.mark.parametrize("fn", [_squared_distances, _second_moment_less_the_mean_squared,
+                                _squared_distances_by_einsum, _inner_less_the_squares])
 @pytest.mark.parametrize("chunks", [2, 4])
 def test_a_contraction_an_add_or_subtract_cancels_is_numpys_bits(fn, chunks):
     """Review 6's finding 13: the pairwise squared distances of float32 rows in chunks of 2 had

@@ -68,7 +68,8 @@ product subtracted from its own operand, ``x - (x @ ones / n)[:, None]``: the me
 a product, review 4's finding 2), computed as NumPy does on one block (NumPy's own BLAS call:
 its bits; a BLAS result depends on the block's shape, so any operand of several blocks is
 gathered). So is a Gram matrix (:func:`capviz.backends.dask.shared.gram`: ``x @ x.T``,
-``2 * x @ x.T``, ``x.T @ x / n``) whose value reaches any add or subtract that can cancel: its
+``2 * x @ x.T``, ``x.T @ x / n``, ``np.inner(x, x)``, ``np.einsum("ij,kj->ik", x, x)``) whose
+value reaches any add or subtract that can cancel: its
 diagonal is sums of squares, of one sign, which a subtraction cancels as it cancels a sum (the
 squared distances ``sq[:, None] + sq[None, :] - 2 * x @ x.T`` of float32 rows in chunks of 2 were
 off NumPy's by 1.5e-5 on the diagonal, beyond the tolerance, silently: the hostile review 6's

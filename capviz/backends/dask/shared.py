@@ -80,14 +80,30 @@ def _scaled(node: Any) -> Any:
 
 
 def gram(node: Node) -> bool:
-    """Whether product ``node`` is of a 2-d value and its own transpose, each operand up to a
-    scaling by a number (``x @ x.T``, ``2 * x @ x.T``, ``x.T @ (x / n)``): a Gram matrix,
-    whose diagonal is sums of one sign (squares times one factor)."""
-    if node.op not in PRODUCTS or len(node.args) != 2:
+    """Whether contraction ``node`` is of a value and itself, each operand up to a scaling by a
+    number, so that some outputs are sums of squares times one factor (one sign): a 2-d value
+    and its own transpose in ``matmul``/``dot`` (``x @ x.T``, ``2 * x @ x.T``, ``x.T @ (x /
+    n)``), ``np.inner(x, x)``, and an ``einsum`` of two such operands whose subscripts agree
+    where they share a letter (``"ij,kj->ik"``, ``"ij,ij->i"``)."""
+    tensors = [a for a in node.args if isinstance(a, Node)]
+    if len(tensors) != 2:
         return False
-    first, second = (_scaled(a) for a in node.args)
-    return same_value(_scaled(_transposes(second)), first) \
-        or same_value(_scaled(_transposes(first)), second)
+    first, second = (_scaled(a) for a in tensors)
+    if node.op in PRODUCTS:
+        return same_value(_scaled(_transposes(second)), first) \
+            or same_value(_scaled(_transposes(first)), second)
+    if not same_value(first, second):
+        return False
+    if node.op == "inner":
+        return True
+    subscripts = node.params.get("subscripts")
+    if node.op != "einsum" or not isinstance(subscripts, str) or "..." in subscripts:
+        return False
+    pair = subscripts.replace(" ", "").split("->")[0].split(",")
+    if len(pair) != 2 or len(pair[0]) != len(pair[1]):
+        return False
+    a, b = pair
+    return all(p == q or (p not in b and q not in a) for p, q in zip(a, b))
 
 
 class SelfProduct:
