@@ -36,7 +36,7 @@ from capviz.core.violations import make_error, seed_message
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
 from capviz.randomness import backstop, creation, generator_watch, generators, hooks, memoised
-from capviz.trace import marked, mutation, rebound, state
+from capviz.trace import marked, rebound, state
 from capviz.trace.context import (
     active,
     name_scope_entries,
@@ -391,7 +391,7 @@ class CaptureScope:
                 self._marked = marked.raised_on_mark(self.recorder, exc)
             self._binds = rebound.put_back(  # a capture tensor left in a name, a number changed
                 self._places, self.recorder, user_source(),
-                getattr(self, "_entry_function", None), self._results())
+                getattr(self, "_entry_function", None))
             self._places = []
             self.recorder.scopes.on_frame = None
             if self._memoised is not None:  # a memo keeping a capture tensor: eager's value
@@ -413,18 +413,6 @@ class CaptureScope:
                 self._release(keep_view=True)
                 raise
         return self._finish(exc)
-
-    def _results(self) -> set[int]:
-        """The nodes of the declared outputs and of the states' values now (what a value kept
-        in a container must reach to change a later call's results: trace/rebound.py)."""
-        recorder = self.recorder
-        found = {id(s.tensor): s.tensor for s in recorder.states.values()}
-        for declared in self._outputs:
-            value = declared.value
-            for item in value if isinstance(value, (tuple, list)) else (value,):
-                if type(item) is Tensor and item._trace is recorder:
-                    found[id(item)] = item
-        return {mutation.current(recorder, t).index for t in found.values()}
 
     def _finish(self, exc: BaseException | None) -> bool:
         """Check the boundaries, set the graph's outcome, show it, call the observers."""

@@ -287,16 +287,24 @@ def batchnorm_forward(x):
     return (x - sample_mean) / np.sqrt(x.var(axis=0) + 1e-5)
 
 
-def test_a_tensor_stored_into_a_dict_the_function_names_is_taken_out_or_refused():
+def test_a_tensor_stored_into_a_dict_the_function_names_is_taken_out_and_refused():
     """CS231n's batchnorm_forward stores its running mean into the dict it reads. A key the
     call adds is taken out again (the capture is not a call, and no capture tensor is left for
-    the user's code to meet later: review 3, finding 10, the lead's ruling). A key that held an
-    array the call stores a new value over is refused, the array put back: a replay cannot
-    store into the dict, so the running mean would never move (review 3, finding 34: c8985fd
-    put it back silently)."""
+    the user's code to meet later: review 3, finding 10) and, since the running mean grew from
+    the zeros the call made there and from the data, refused: eager calls move it, replays never
+    would, and a later call's results may read it (review 6, findings 15 and 18: 1b2de65 took it
+    out silently). A key that held an array the call stores a new value over is refused, the
+    array put back: a replay cannot store into the dict, so the running mean would never move
+    (review 3, finding 34: c8985fd put it back silently)."""
     BN_PARAM.pop("running_mean", None)
-    graph = cv.capture(batchnorm_forward, cv.spec((3, 2), "float64"))
-    assert graph.outputs == ["out"]
+    with pytest.raises(cv.UnsupportedOperationError) as made:
+        cv.capture(batchnorm_forward, cv.spec((3, 2), "float64"))
+    what, _, fix = str(made.value).splitlines()
+    assert what.endswith("in batchnorm_forward: BN_PARAM['running_mean'] is rebound to a value "
+                         "of the capture.")
+    assert fix == ("Fix: create BN_PARAM['running_mean'] before the capture (in __init__, or by "
+                   "one eager call), so that the call writes it in place, which the capture "
+                   "records as a state.")
     assert BN_PARAM == {"momentum": 0.9}
     x = np.arange(6.0).reshape(3, 2)
     batchnorm_forward(x)  # an eager call stores it, as before

@@ -346,8 +346,8 @@ _LIBRARY_DIRS = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstd
                                                                "purelib", "platlib")})
 
 
-def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callable | None = None,
-             results: set[int] | None = None) -> list[tuple[Place, np.ndarray]]:
+def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callable | None = None
+             ) -> list[tuple[Place, np.ndarray]]:
     """Put the original object back in every place that holds a tensor of ``recorder`` now,
     or a new tuple, list or dict holding one, each refused (queued on ``recorder.pending``) at
     the line of the op that made the tensor. A place inside a container (``self.ws[0]``) is
@@ -394,8 +394,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                 lists = {id(p.holder): _kept(p.holder, p.value) for p in places
                          if p.kind == "items" and type(p.holder) is list}
             if not _read_by_capture(place.value, read) and not _stored_over(place, lists) \
-                    and not (place.value is None
-                             and _accumulates(recorder, found, place, results)):
+                    and not (place.value is None and _accumulates(recorder, found, place)):
                 place.put_back()  # not refused: a scratch item or attribute (self.l1.x = x)
                 continue
         place.put_back()
@@ -411,7 +410,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
         if place.kind == "items":
             if read is None:
                 read = {id(ref()) for ref in recorder.graph.constant_origins.values()}
-            _items_back(place, recorder, read, results)
+            _items_back(place, recorder, read)
         elif place.kind == "keys":
             binds += _added_removed(place, recorder)
     return binds
@@ -498,8 +497,7 @@ def _tensor_in(value: Any, recorder: Any, depth: int, every: bool = False) -> Te
     return None
 
 
-def _items_back(place: Place, recorder: Any, read: set[int],
-                results: set[int] | None = None) -> None:
+def _items_back(place: Place, recorder: Any, read: set[int]) -> None:
     """The items a walked list, dict or deque held when the scope opened, put back when it
     holds a tensor of ``recorder`` now (appended, or bound to an item the capture did not
     read). Refused when an array the capture read from it is no longer where it was (a deque
@@ -510,7 +508,7 @@ def _items_back(place: Place, recorder: Any, read: set[int],
     if tensor is None:
         return
     before = place.value
-    grown = _grown(holder, before, recorder, place.label, results)
+    grown = _grown(holder, before, recorder, place.label)
     if type(holder) is dict:
         moved = any(holder.get(key, holder) is not item for key, item in before.items()
                     if _read_by_capture(item, read))
@@ -542,8 +540,7 @@ def _items_back(place: Place, recorder: Any, read: set[int],
         recorder.pending.append(("unsupported_op", REBOUND, message, source))
 
 
-def _grown(holder: Any, before: Any, recorder: Any, label: str,
-           results: set[int] | None) -> tuple[Any, Tensor] | None:
+def _grown(holder: Any, before: Any, recorder: Any, label: str) -> tuple[Any, Tensor] | None:
     """An item the capture put where ``holder`` held nothing or ``None`` (``before``: its items
     when the scope opened) whose value grew from the data out of a buffer the capture made
     (:func:`grew_from_made`):
@@ -560,7 +557,7 @@ def _grown(holder: Any, before: Any, recorder: Any, label: str,
         return None
     for key, value in items[:_ITEMS]:
         tensor = _tensor_in([value], recorder, _DEPTH)
-        if tensor is not None and _accumulates(recorder, tensor, label, results):
+        if tensor is not None and _accumulates(recorder, tensor, label):
             return key, tensor
     return None
 
@@ -568,21 +565,16 @@ def _grown(holder: Any, before: Any, recorder: Any, label: str,
 _MADE = frozenset({"create", "copy", "zeros_like", "ones_like", "full_like"})
 
 
-def _accumulates(recorder: Any, tensor: Tensor, where: Any,
-                 results: set[int] | None = None) -> bool:
+def _accumulates(recorder: Any, tensor: Tensor, where: Any) -> bool:
     """Whether ``tensor``, put where a walked place held nothing or ``None`` (``where``: the
     place, or its container's label), is an accumulator made on the first call: it grew from
     a buffer the capture made (:func:`grew_from_made`), or it is a value of the data and the
     function that made it tests whether the container holds it yet (``"s" not in
     self.stats``, ``acc[0] is None``, ``self.buf.get(k)``, ``hasattr(self.stats, ...)``: the
-    first call stores a copy, the later ones add to it; review 6, finding 15). Only where it
-    reaches the call's results (``results``: the nodes of its outputs and of the states'
-    values; ``None``: not known): a running mean kept in a dict the output never reads
-    (CS231n's ``bn_param["running_mean"]``) differs from the calls' in the dict only, a Python
-    side effect as a log is (the lead's ruling on review 3, finding 10)."""
-    node = current(recorder, tensor)
-    if results is not None and not _reaches(recorder.graph, node, results):
-        return False
+    first call stores a copy, the later ones add to it; review 6, finding 15). Whatever this
+    call's results read: a later call's may read it (``out = x if "s" not in d else x + d["s"]``:
+    review 6 on 1b2de65), and a running mean kept in a dict (CS231n's
+    ``bn_param["running_mean"]``) moves with eager calls, never with replays."""
     grew, data = _growth(recorder, tensor)
     if grew and data:
         return True
@@ -594,23 +586,10 @@ def _accumulates(recorder: Any, tensor: Tensor, where: Any,
         return False
     name = re.escape(label)
     tested = re.compile(rf"\bin\s+{name}\b(?!\s*\[)|{name}\s*\[[^\]]*\]\s+is\s+(?:not\s+)?None"
-                        rf"|\b{name}\.get\(|hasattr\(\s*{name}\b|\bnot\s+{name}\s*:")
+                        rf"|\b{name}\.(?:get|setdefault)\(|hasattr\(\s*{name}\b"
+                        rf"|\bnot\s+{name}\s*:")
     return any(tested.search(text) for _, text in
                state_fixes.function_lines(source[0], source[1], source[2]))
-
-
-def _reaches(graph: Any, node: Any, targets: set[int]) -> bool:
-    """Whether a node of ``targets`` is ``node`` or computed from it."""
-    if node.index in targets:
-        return True
-    reached = {node.index}
-    kind = type(node)
-    for later in graph.nodes[node.index + 1:]:
-        if any(type(a) is kind and a.index in reached for a in later.args):
-            if later.index in targets:
-                return True
-            reached.add(later.index)
-    return False
 
 
 def grew_from_made(recorder: Any, tensor: Tensor) -> bool:
