@@ -87,6 +87,27 @@ that can cancel, that add or subtract fails (:func:`unbounded`; a ``np.linalg.no
 axis or of another ``ord``, and a weighted ``np.average``, too)."""
 
 
+PRODUCT_SUMS = frozenset(("convolve", "correlate", "polymul"))
+"""The real sums of products whose bound is carried (R6 #21 on 1ab42ec: ``np.convolve(x, k,
+'same') + x`` of a 3-tap kernel was refused): NumPy's and XLA's orders are each within
+``gamma_n |a| * |v|`` of the exact sum (``n`` the products of an output), so ``2 gamma_n`` of
+the same op of the magnitudes (computed in float64) apart; 0 where the result is not
+finite."""
+
+
+def _product_sums_bound(jnp: Any, node: Node, args: Any, result: Any) -> Any:
+    """The bound of XLA's ``np.convolve``/``correlate``/``polymul`` ``result`` from NumPy's
+    (:data:`PRODUCT_SUMS`)."""
+    real = np.dtype(dtype_of(result))
+    a, v = (jnp.abs(jnp.asarray(x)).astype(np.float64) for x in args[:2])
+    n = max(min(int(np.size(a)), int(np.size(v))), 1)
+    size = ops.OPS[node.op].bind(jnp)(a, v, *args[2:], **node.params)
+    bound = 2 * contraction_bound.gamma(n + 1, real) * size \
+        + 2 * n * float(np.finfo(real).tiny)
+    finite = jnp.isfinite(jnp.abs(result)) & jnp.isfinite(bound)
+    return jnp.where(finite, bound, 0).astype(real).reshape(jnp.shape(result))
+
+
 def unbounded(node: Node) -> bool:
     """Whether ``node``'s value is a sum of :data:`UNBOUNDED` (or a norm that is not NumPy's
     BLAS dot, a weighted average): no bound of its own, so an infinite one is carried."""
@@ -214,6 +235,10 @@ class Carried:
         elif node.index in self.found and contraction_bound.is_contraction_node(node):
             self._contracted(node, args, result)
             own = self.bounds.get(node.index)
+        elif node.index in self.found and node.op in PRODUCT_SUMS \
+                and dtype_of(result).kind == "f":
+            own = _product_sums_bound(self.jnp, node, args, result)
+            self.bounds[node.index] = own
         elif node.index in self.found and node.index not in self.bounds \
                 and unbounded(node) and _float_value(result):
             # a sum in XLA's order no bound is written for: what it reaches fails there
