@@ -137,6 +137,11 @@ def loop_key(value: Any) -> Any:
     return dtype_of(value)
 
 
+_COMPLEX_SUMS = frozenset(("add", "subtract"))
+"""The ufuncs whose complex results XLA's CPU code would reassociate
+(:func:`capviz.backends.jax.unfused.complex_sum_kept`)."""
+
+
 def _in_loop_dtypes(jnp: Any, ufunc: np.ufunc, fn: Callable) -> Callable:
     """``fn`` (the ufunc on jax.numpy) called on operands cast to the loop NumPy picks for
     them (``np.sin`` of int32 runs in float64, of uint8 in float16; ``bool << bool`` in int8):
@@ -150,6 +155,8 @@ def _in_loop_dtypes(jnp: Any, ufunc: np.ufunc, fn: Callable) -> Callable:
                      and np.dtype(a.dtype) != dt else a for a, dt in zip(args, loop)]
         if name in unfused.LITERAL_GUARDED:  # constants XLA would simplify (R5 #2)
             cast_args = unfused.opaque_operands(name, cast_args, loop)
+        if name in _COMPLEX_SUMS and np.dtype(loop[-1]).kind == "c":
+            return unfused.complex_sum_kept(fn(*cast_args))
         return fn(*cast_args)
 
     run.__name__ = ufunc.__name__

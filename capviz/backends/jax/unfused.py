@@ -321,3 +321,16 @@ def opaque_operands(name: str, args: list, loop: tuple) -> list:
             held = lax.convert_element_type(value, dtype)
             out[k] = held - lax.convert_element_type(trace.zero, dtype)
     return out
+
+
+def complex_sum_kept(value: Any) -> Any:
+    """A complex ``add`` or ``subtract``'s result ``value``, inside a traced program, minus the
+    zero the compiled function is given: XLA's CPU code reassociates complex adds, ``(x - y) +
+    y`` computed as ``x`` (NumPy rounds ``x - y``: ``(0.7 - 1e8) + 1e8`` is ``0``, and ``-0.0 -
+    0.0 + 0.0`` is ``+0.0``), which a value it cannot know in between stops. ``c - 0`` is ``c``
+    in each part, ``-0.0`` and NaN included. Other types, and outside a traced program, as it
+    is."""
+    trace = TRACE.get()
+    if trace is None or trace.zero is None or np.dtype(value.dtype).kind != "c":
+        return value
+    return value - trace.lax.convert_element_type(trace.zero, np.dtype(value.dtype))
