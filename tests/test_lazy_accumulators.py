@@ -145,7 +145,22 @@ class FitOnce:
         return x - mu
 
 
-@pytest.mark.parametrize("make", [NextCall, FitOnce], ids=["next-call", "setdefault"])
+class FitOnceByKeyError:
+    """The same, the first call told by a KeyError (review 6, finding 18: lazystats.py H)."""
+
+    def __init__(self):
+        self.stats = {}
+
+    def step(self, x):
+        try:
+            mu = self.stats["mu"]
+        except KeyError:
+            mu = self.stats["mu"] = x.copy()
+        return x - mu
+
+
+@pytest.mark.parametrize("make", [NextCall, FitOnce, FitOnceByKeyError],
+                         ids=["next-call", "setdefault", "key-error"])
 def test_an_accumulator_a_later_call_reads_is_refused_and_put_back(make):
     m = make()
     with pytest.raises(UnsupportedOperationError) as info:

@@ -570,7 +570,8 @@ def _accumulates(recorder: Any, tensor: Tensor, where: Any) -> bool:
     place, or its container's label), is an accumulator made on the first call: it grew from
     a buffer the capture made (:func:`grew_from_made`), or it is a value of the data and the
     function that made it tests whether the container holds it yet (``"s" not in
-    self.stats``, ``acc[0] is None``, ``self.buf.get(k)``, ``hasattr(self.stats, ...)``: the
+    self.stats``, ``acc[0] is None``, ``self.buf.get(k)``, ``hasattr(self.stats, ...)``, an
+    ``except KeyError``: the
     first call stores a copy, the later ones add to it; review 6, finding 15). Whatever this
     call's results read: a later call's may read it (``out = x if "s" not in d else x + d["s"]``:
     review 6 on 1b2de65), and a running mean kept in a dict (CS231n's
@@ -587,7 +588,7 @@ def _accumulates(recorder: Any, tensor: Tensor, where: Any) -> bool:
     name = re.escape(label)
     tested = re.compile(rf"\bin\s+{name}\b(?!\s*\[)|{name}\s*\[[^\]]*\]\s+is\s+(?:not\s+)?None"
                         rf"|\b{name}\.(?:get|setdefault)\(|hasattr\(\s*{name}\b"
-                        rf"|\bnot\s+{name}\s*:")
+                        rf"|\bnot\s+{name}\s*:|\bexcept\b.*\b(?:KeyError|IndexError|LookupError)\b")
     return any(tested.search(text) for _, text in
                state_fixes.function_lines(source[0], source[1], source[2]))
 
