@@ -135,11 +135,11 @@ class _Parts:
         self.terms_dtype = terms_dtype
 
     def __call__(self, block: np.ndarray) -> tuple:
-        def cast(start: int, stop: int) -> np.ndarray:  # a slice at a time: no cast block
-            return block[start:stop].astype(self.terms_dtype)
+        def cast(start: int, stop: int, copy: bool) -> np.ndarray:  # a slice at a time
+            return block[start:stop].astype(self.terms_dtype, copy=copy)
 
-        return ([np.add.reduce(cast(start, stop)) for start, stop in self.sums],
-                [cast(start, stop) for start, stop in self.terms])
+        return ([np.add.reduce(cast(start, stop, False)) for start, stop in self.sums],
+                [cast(start, stop, True) for start, stop in self.terms])
 
 
 class _Tree:
