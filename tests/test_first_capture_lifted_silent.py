@@ -359,3 +359,28 @@ def test_a_counter_another_object_s_method_moves_is_refused_at_the_line_naming_i
     assert str(info.value).splitlines()[0] == (
         f"`lr = next(self.sched)` at {__file__}:{line} in step: self.sched.i is a Python "
         "number that changes from call to call.")
+
+
+class PreviousInput(Base):
+    """A history the call grows with capture tensors (given its items back after each run)
+    and reads by item: every eager call reads the input before (hostile review 6, finding 22:
+    silent, the graph kept the first item as a constant)."""
+
+    def __init__(self):
+        super().__init__()
+        self.hist = [np.zeros(3)]
+
+    def step(self, x):
+        prev = self.hist[-1]
+        self.hist.append(x * 1.0)
+        self.W -= 0.1 * x
+        return x + prev
+
+
+def test_a_history_of_tensors_read_by_item_is_refused_at_the_reading_line():
+    with pytest.raises(CapvizError) as info:
+        cv.capture(PreviousInput().step, cv.spec((3,), "float64"))
+    line = PreviousInput.step.__code__.co_firstlineno + 1
+    assert str(info.value).splitlines()[0] == (
+        f"`prev = self.hist[-1]` at {__file__}:{line} in step: self.hist is a list that grows "
+        "at every call, read here.")

@@ -61,12 +61,13 @@ class Place:
     """One name the captured function can rebind: an object's attribute, a module global,
     a closure cell, a list or dict item; what it held when the scope opened."""
 
-    __slots__ = ("holder", "inner", "key", "kind", "label", "value")
+    __slots__ = ("grew", "holder", "inner", "key", "kind", "label", "value")
 
     def __init__(self, kind: str, holder: Any, key: Any, label: str, value: Any,
                  inner: bool = False) -> None:
         self.kind, self.holder, self.key, self.label, self.value = kind, holder, key, label, value
         self.inner = inner  # inside a container: refused only where the capture read its array
+        self.grew = False  # a container the last run grew with tensors, then given its items
 
     def get(self) -> Any:
         if self.kind in ("keys", "items"):  # (what a walked object or container held)
@@ -509,6 +510,7 @@ def _items_back(place: Place, recorder: Any, read: set[int]) -> None:
         return
     before = place.value
     grown = _grown(holder, before, recorder, place.label)
+    place.grew = len(holder) != len(before)  # (recapture.grown: a list read after it grew)
     if type(holder) is dict:
         moved = any(holder.get(key, holder) is not item for key, item in before.items()
                     if _read_by_capture(item, read))

@@ -365,8 +365,8 @@ def grown(places: list[Any], kinds: tuple = (list, dict, collections.deque)) -> 
     found = []
     for place in places:
         if place.kind == "items" and type(place.holder) in kinds and \
-                type(place.value) in (list, dict) and \
-                len(place.holder) != len(place.value) and place.label not in found:
+                type(place.value) in (list, dict) and place.label not in found and \
+                (len(place.holder) != len(place.value) or place.grew):  # (tensors: put back)
             found.append(place.label)
     return found
 
