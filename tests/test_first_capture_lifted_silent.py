@@ -384,3 +384,23 @@ def test_a_history_of_tensors_read_by_item_is_refused_at_the_reading_line():
     assert str(info.value).splitlines()[0] == (
         f"`prev = self.hist[-1]` at {__file__}:{line} in step: self.hist is a list that grows "
         "at every call, read here.")
+
+
+class Scratch(Base):
+    """A scratch list each call empties, then fills and reads (hostile review 6, finding 23:
+    refused by e7d96b6 at the clear, exact before): what it reads is this call's."""
+
+    def __init__(self):
+        super().__init__()
+        self.acts = []
+
+    def step(self, x):
+        self.acts.clear()
+        self.acts.append(x * 2.0)
+        self.acts.append(self.acts[-1] + 1.0)
+        self.W -= 0.1 * x
+        return self.acts[0] + self.acts[1]
+
+
+def test_a_scratch_list_each_call_empties_is_captured():
+    assert _first_capture(Scratch) == "exact"

@@ -724,7 +724,8 @@ _GROWING = r"\.(?:append|extend|appendleft|extendleft|insert)\("
 def reading_line(fn: Callable, label: str) -> tuple[Any, str]:
     """``((file, line, function), code)`` of the first line of ``fn`` that reads the list or
     dict at path ``label`` (its length, an item, an iteration, its truth: anything but a call
-    that grows it, ``label.append(...)``, or a store into an item), or ``(None, "")``."""
+    that grows it, ``label.append(...)``, or a store into an item), or ``(None, "")``, also
+    where a line of ``fn`` empties it (``label.clear()``, ``label[:] = ...``)."""
     function = _function(fn)[1]
     code = getattr(function, "__code__", None)
     if code is None:
@@ -737,6 +738,11 @@ def reading_line(fn: Callable, label: str) -> tuple[Any, str]:
     mention = re.compile(rf"(?<![\w.]){name}(?!\w)")
     growing = re.compile(rf"(?<![\w.]){name}{_GROWING}")
     stored = re.compile(rf"^(?<![\w.]){name}\s*\[[^\]]*\]\s*=(?!=)")
+    cleared = re.compile(rf"(?<![\w.]){name}\.clear\(\s*\)|^{name}\s*\[\s*:\s*\]\s*=(?!=)"
+                         rf"|^del\s+{name}\s*\[\s*:\s*\]")
+    if any(cleared.search(line_code(line)) for line in lines[1:]):
+        return None, ""  # a scratch list each call empties (self.acts.clear()): its reads
+        #                  see this call's items only (hostile review 6, finding 23)
     for offset, line in enumerate(lines[1:], 1):  # (not the def line)
         text = line_code(line)
         rest = stored.sub("", growing.sub("(", text))
