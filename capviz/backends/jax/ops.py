@@ -1044,6 +1044,8 @@ def functional(op: ops.Op, jnp: Any, checks: bool = True) -> Callable:
                                                     cancellation.checked(op.name, jnp, fn)))
     if op.name in unfused.PRODUCTS:  # rounded before an add reads it: no fused multiply-add
         fn = unfused.rounding(fn)
+    if op.name in unfused.SUMS_FROM_ZERO:  # a zero sum is NumPy's +0.0 (R6 #20)
+        fn = unfused.sums_from_zero(op.name, fn)
     if op.name in _NAN_REDUCTIONS or op.name in _CUMULATIVE:
         return _zero_d_along_axis(jnp, fn, cumulative=op.name in _CUMULATIVE)
     return fn

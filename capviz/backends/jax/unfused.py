@@ -334,3 +334,32 @@ def complex_sum_kept(value: Any) -> Any:
     if trace is None or trace.zero is None or np.dtype(value.dtype).kind != "c":
         return value
     return value - trace.lax.convert_element_type(trace.zero, np.dtype(value.dtype))
+
+
+SUMS_FROM_ZERO = frozenset(("matmul", "einsum"))
+"""Contractions NumPy adds into a +0.0 (BLAS's accumulator, ``einsum``'s zeroed output): a
+zero result is +0.0, where XLA simplifies a contraction of one term (``x[:, None] @ y[None,
+:]``, ``np.einsum('i,j->ij', x, y)``) to the product and keeps ``-0.0`` (the hostile review 6,
+finding 20). An ``einsum`` of one operand (a transpose, a diagonal) moves values: left."""
+
+
+def sums_from_zero(name: str, fn: Callable) -> Callable:
+    """``fn`` (the op ``name`` of :data:`SUMS_FROM_ZERO`) with a real float zero result made
+    +0.0 (a select, which XLA's simplifier leaves)."""
+
+    def run(*args: Any, **params: Any) -> Any:
+        result = fn(*args, **params)
+        tensors = [a for a in args if hasattr(a, "shape") and not isinstance(a, str)]
+        if name == "einsum" and len(tensors) < 2:
+            return result
+        if not hasattr(result, "dtype") or np.dtype(result.dtype).kind != "f":
+            return result
+        trace = TRACE.get()
+        lax = trace.lax if trace is not None and trace.lax is not None else None
+        if lax is None:
+            return result
+        zero = lax.full_like(result, 0)
+        return lax.select(result == zero, zero, result)
+
+    run.__name__ = getattr(fn, "__name__", name)
+    return run
