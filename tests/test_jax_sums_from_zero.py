@@ -2,9 +2,11 @@
 ``sums_from_zero``; the hostile review 6, finding 20). NumPy adds ``matmul``'s and ``einsum``'s
 products into a +0.0 (BLAS's accumulator, einsum's zeroed output), so a zero result is +0.0;
 XLA simplified ``x[:, None] @ y[None, :]`` and ``np.einsum('i,j->ij', x, y)`` to the product
-and kept -0.0 (``1 / ...`` gave -inf against NumPy's inf), silently. ``np.outer`` (NumPy's
-multiply) and a one-operand ``einsum`` (a move) keep -0.0, as NumPy's do. The first two cases
-failed before (checked on main)."""
+and kept -0.0 (``1 / ...`` gave -inf against NumPy's inf), silently. So did ``np.dot``,
+``np.inner``, ``np.tensordot``, ``np.vecdot``, ``np.matvec``, ``np.vecmat``, ``np.vdot`` and
+``np.linalg.multi_dot`` of one-term contractions. ``np.outer`` (NumPy's multiply), a
+one-operand ``einsum`` (a move) and NumPy's BLAS ``dot``/``inner`` of two vectors keep -0.0, as
+NumPy's do. 34 cases: 20 fail at 5aa160d (matmul and einsum fixed), 24 before it."""
 
 from __future__ import annotations
 
@@ -21,6 +23,20 @@ SPELLINGS = {
     "1 / np.outer(x, y)": lambda x, y: 1 / np.outer(x, y),
     "1 / np.einsum('i->i', x)": lambda x, y: 1 / np.einsum("i->i", x) + y[0],
     "1 / (x[:3] @ a matrix)": lambda x, y: 1 / (x[:3] @ np.stack([y, -y, y]).T),
+    "1 / np.dot(x[:, None], y[None, :])": lambda x, y: 1 / np.dot(x[:, None], y[None, :]),
+    "1 / np.dot(x, 0-d)": lambda x, y: 1 / np.dot(x, y[1]),
+    "1 / np.dot(x[:1], y[:1]) (two vectors)": lambda x, y: 1 / np.dot(x[:1], y[:1]),
+    "1 / np.inner(x[:, None], y[:, None])": lambda x, y: 1 / np.inner(x[:, None], y[:, None]),
+    "1 / np.inner(x[:1], y[:1]) (two vectors)": lambda x, y: 1 / np.inner(x[:1], y[:1]),
+    "1 / np.tensordot(x, y, axes=0)": lambda x, y: 1 / np.tensordot(x, y, axes=0),
+    "1 / np.vecdot(x[:, None], y[None, :1])": lambda x, y: 1 / np.vecdot(x[:, None],
+                                                                         y[:1][None, :]),
+    "1 / np.vecdot(x[:1], y[:1])": lambda x, y: 1 / np.vecdot(x[:1], y[:1]),
+    "1 / np.matvec(x[:, None], y[:1])": lambda x, y: 1 / np.matvec(x[:, None], y[:1]),
+    "1 / np.vecmat(y[:1], x[None, :])": lambda x, y: 1 / np.vecmat(y[:1], x[None, :]),
+    "1 / np.vdot(x[:1], y[:1])": lambda x, y: 1 / np.vdot(x[:1], y[:1]),
+    "1 / np.linalg.multi_dot(...)": lambda x, y: 1 / np.linalg.multi_dot(
+        [x[:, None], y[None, :1], y[None, :1].T]),
 }
 
 

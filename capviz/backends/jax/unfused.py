@@ -336,11 +336,17 @@ def complex_sum_kept(value: Any) -> Any:
     return value - trace.lax.convert_element_type(trace.zero, np.dtype(value.dtype))
 
 
-SUMS_FROM_ZERO = frozenset(("matmul", "einsum"))
+SUMS_FROM_ZERO = frozenset(("matmul", "einsum", "dot", "inner", "tensordot", "linalg.tensordot",
+                            "vecdot", "linalg.vecdot", "matvec", "vecmat", "vdot",
+                            "linalg.multi_dot"))
 """Contractions NumPy adds into a +0.0 (BLAS's accumulator, ``einsum``'s zeroed output): a
 zero result is +0.0, where XLA simplifies a contraction of one term (``x[:, None] @ y[None,
 :]``, ``np.einsum('i,j->ij', x, y)``) to the product and keeps ``-0.0`` (the hostile review 6,
-finding 20). An ``einsum`` of one operand (a transpose, a diagonal) moves values: left."""
+finding 20); so do ``dot``, ``inner``, ``tensordot``, ``vecdot``, ``matvec``, ``vecmat``,
+``vdot`` and ``multi_dot`` (measured: ``np.inner(x[:, None], y[:, None])``, ``np.tensordot(x,
+y, axes=0)``, ``np.dot(x, 0-d)``... all +0.0 in NumPy). An ``einsum`` of one operand (a
+transpose, a diagonal) moves values, and NumPy's ``dot`` or ``inner`` of two vectors (its BLAS
+``dot``) kept ``-0.0`` of a length-1 product: left as XLA's, which agrees."""
 
 
 def sums_from_zero(name: str, fn: Callable) -> Callable:
@@ -352,6 +358,9 @@ def sums_from_zero(name: str, fn: Callable) -> Callable:
         tensors = [a for a in args if hasattr(a, "shape") and not isinstance(a, str)]
         if name == "einsum" and len(tensors) < 2:
             return result
+        if name in ("dot", "inner") and len(tensors) == 2 \
+                and all(len(t.shape) == 1 for t in tensors):
+            return result  # NumPy's BLAS dot of two vectors keeps its own zero's sign
         if not hasattr(result, "dtype") or np.dtype(result.dtype).kind != "f":
             return result
         trace = TRACE.get()
