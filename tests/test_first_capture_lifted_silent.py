@@ -10,6 +10,7 @@ Today's mechanism is the second pass with other values planted in the states
 (capviz/trace/recapture.py): with it switched off, the side-effect programs and the weak
 reference are captured silently (the last test)."""
 
+import collections
 import itertools
 import weakref
 
@@ -404,3 +405,21 @@ class Scratch(Base):
 
 def test_a_scratch_list_each_call_empties_is_captured():
     assert _first_capture(Scratch) == "exact"
+
+
+MASKS = collections.deque(maxlen=4)  # a memo of constants, made on the first call
+
+
+def _masked(x):
+    if not MASKS:
+        MASKS.append(np.tril(np.ones((3, 3))))
+    return x @ MASKS[0]
+
+
+def test_a_memo_of_constants_in_a_deque_is_captured():
+    """Hostile review 6, finding 25: e7d96b6 refused a deque given a buffer of constants
+    on the first call and read (it grows once and holds no data)."""
+    MASKS.clear()
+    graph = cv.capture(_masked, cv.spec((3,), "float64"))
+    x = np.array([1.0, 2.0, 3.0])
+    assert graph.replay({"x": x})["out"].tolist() == _masked(x).tolist() == [6.0, 5.0, 3.0]

@@ -447,6 +447,23 @@ def _refuse_changed(place: Place, now: Any, recorder: Any, source: Any,
     recorder.pending.append(("unsupported_op", CHANGES, message, source))
 
 
+def _of_data(tensor: Tensor, recorder: Any) -> bool:
+    """Whether ``tensor`` is computed from the data: an input, a state, a constant read from an
+    outside array (not a buffer of constants only, a memo: hostile review 6, finding 25)."""
+    graph = recorder.graph
+    stack, seen = [current(recorder, tensor)], set()
+    while stack:
+        n = stack.pop()
+        if n.index in seen:
+            continue
+        seen.add(n.index)
+        if n.kind in ("input", "state") or (n.kind == "constant" and
+                                            n.index in graph.constant_origins):
+            return True
+        stack.extend(a for a in n.args if type(a) is type(n))
+    return False
+
+
 def _made_here(tensor: Tensor, recorder: Any, held: Any) -> np.ndarray | None:
     """The value of ``tensor`` where it is an array made of ``create`` ops and constants that
     read no outside array, bound where no array was (``held``: ``None`` or no attribute),
@@ -510,7 +527,10 @@ def _items_back(place: Place, recorder: Any, read: set[int]) -> None:
         return
     before = place.value
     grown = _grown(holder, before, recorder, place.label)
-    place.grew = len(holder) != len(before)  # (recapture.grown: a list read after it grew)
+    place.grew = type(holder) is not dict and any(  # (recapture.grown: a list read after it
+        type(v) is Tensor and v._trace is recorder and _of_data(v, recorder)
+        for v in list(holder)[len(before):])  # grew with values of the data, not a memo of
+    #                                           constants: if not DEQ: DEQ.append(np.tril(..)))
     if type(holder) is dict:
         moved = any(holder.get(key, holder) is not item for key, item in before.items()
                     if _read_by_capture(item, read))
