@@ -93,6 +93,19 @@ def _users(code: types.CodeType) -> bool:
     return mine
 
 
+def _local_of_a_caller(frame: types.FrameType, name: str, value: Any) -> bool:
+    """Whether closure variable ``name`` of ``frame`` is a local of a frame still running below
+    it (``calls = []`` in the captured function, appended to by a nested ``row_function``): it
+    dies with that call, so it is no memo (a cell of a function that has returned, a factory's
+    accumulator, is not on the stack and stays noted)."""
+    caller = frame.f_back
+    while caller is not None:
+        if name in caller.f_code.co_cellvars and caller.f_locals.get(name) is value:
+            return True
+        caller = caller.f_back
+    return False
+
+
 class Seen:
     """The containers and ``lru_cache`` wrappers the user's code that ran in a capture can name
     (see the module docstring); :meth:`frame` is told each user frame."""
@@ -122,7 +135,9 @@ class Seen:
         if code.co_freevars or (code.co_argcount and code.co_varnames[0] in ("self", "cls")):
             local = frame.f_locals
             for name in code.co_freevars:
-                self._note(local.get(name), name, names, 2)
+                value = local.get(name)
+                if not _local_of_a_caller(frame, name, value):
+                    self._note(value, name, names, 2)
             if code.co_argcount and code.co_varnames[0] in ("self", "cls"):
                 first = code.co_varnames[0]
                 self._note(local.get(first), first, names, 2)

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from capviz.backends import registry
 from capviz.backends.jax import layouts, numpy_order
 from capviz.backends.jax.cancellation import _operand_layout
 from capviz.backends.jax.functions.empty_operands import empty, numpy_of_empty
@@ -119,9 +120,9 @@ def _layout(operand: Any) -> str | None:
     for an op run on its own (``compare``'s steps) the layout of the host array it came from."""
     if TRACE.get() is not None:
         return _operand_layout()
-    from capviz.backends.jax.backend import BACKEND  # (the backend imports this module)
-
-    return BACKEND.host_layout(operand)
+    # the registered JAX backend, looked up by name (importing its module here would close an
+    # import circle: the backend imports this module)
+    return registry.get("jax").host_layout(operand)
 
 
 def _factor(count: int, bias: bool, ddof: Any) -> np.float64:
