@@ -52,6 +52,7 @@ from __future__ import annotations
 import functools
 import gc
 import linecache
+import os
 import sys
 import sysconfig
 import types
@@ -93,16 +94,35 @@ def _users(code: types.CodeType) -> bool:
     return mine
 
 
+_CAPTURE_RUN = (os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "capture_fn.py"), "_run")
+"""The frame of ``cv.capture`` that calls the captured function (file, function name)."""
+
+
 def _local_of_a_caller(frame: types.FrameType, name: str, value: Any) -> bool:
-    """Whether closure variable ``name`` of ``frame`` is a local of a frame still running below
-    it (``calls = []`` in the captured function, appended to by a nested ``row_function``): it
-    dies with that call, so it is no memo (a cell of a function that has returned, a factory's
-    accumulator, is not on the stack and stays noted)."""
+    """Whether closure variable ``name`` of ``frame`` is a local of a frame ``cv.capture``'s
+    call of the captured function started (``calls = []`` in the captured function, appended to
+    by a nested ``row_function``): it dies with that call, so it is no memo. A cell of a frame
+    below that call (the code that called ``cv.capture``: its locals outlive the capture), of a
+    function that has returned (a factory's accumulator), or of the scope form's frame stays
+    noted."""
     caller = frame.f_back
     while caller is not None:
-        if name in caller.f_code.co_cellvars and caller.f_locals.get(name) is value:
-            return True
+        code = caller.f_code
+        if (code.co_filename, code.co_name) == _CAPTURE_RUN:
+            return False
+        if name in code.co_cellvars and caller.f_locals.get(name) is value:
+            return _under_capture(caller)
         caller = caller.f_back
+    return False
+
+
+def _under_capture(frame: types.FrameType) -> bool:
+    below = frame.f_back
+    while below is not None:
+        if (below.f_code.co_filename, below.f_code.co_name) == _CAPTURE_RUN:
+            return True
+        below = below.f_back
     return False
 
 
