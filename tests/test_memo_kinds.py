@@ -172,3 +172,30 @@ def test_a_counter_kept_in_a_closures_dict_is_refused_and_its_fix_replays_as_cal
     eager = [np.full(1, 2.0) * fixed() for _ in range(3)]
     assert [o.tobytes() for o in outs] == [e.tobytes() for e in eager]
     assert [o.dtype for o in outs] == [e.dtype for e in eager]
+
+
+def test_a_memo_local_to_the_code_calling_capture_is_a_memo_and_the_calls_own_list_is_not():
+    # the code that calls cv.capture outlives the capture: an lru_cache helper it defines is a
+    # memo (11a8b2a: 7f49547 took it for the call's local and left the dead tensor in it);
+    # a list the captured function makes and a nested function fills dies with the call
+    import functools
+
+    @functools.lru_cache
+    def mask(n):
+        return np.tril(np.ones((n, n)))
+
+    def fn(x):
+        rows = []
+
+        def keep(row):
+            rows.append(row)
+            return row * mask(4)[0]
+
+        return np.stack([keep(r) for r in x]) + len(rows)
+
+    x = np.arange(16.0).reshape(4, 4)
+    graph = cv.capture(fn, cv.spec((4, 4), "float64"))
+    want = fn(x)  # the next eager call: an ndarray from the cache, no ScopeClosedError
+    assert type(mask(4)) is np.ndarray
+    got = graph.replay({"x": x})["out"]
+    assert got.tobytes() == want.tobytes() and got.dtype == want.dtype
