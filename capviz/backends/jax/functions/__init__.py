@@ -9,7 +9,7 @@ binary search of an unsorted array). One module per family: :mod:`.ranges` (``li
 ``polyadd`` of booleans), :mod:`.averages` (``average``), :mod:`.norms` (``linalg.norm``),
 :mod:`.trapezoids` (``trapezoid``), :mod:`.hyperbolic` (complex ``sinh``, ``cosh``),
 :mod:`.complex_exponentials` (complex ``log1p``, ``expm1``), :mod:`.complex_tangents` (complex
-``tan``, ``tanh``),
+``tan``, ``tanh``; the forms both make: :mod:`.complex_forms`),
 :mod:`.covariances` (``cov``), :mod:`.empty_operands` (``median``, ``nanmedian`` of an empty
 operand: NumPy's own result),
 :mod:`.interpolation` (``interp``), :mod:`.joins` (``column_stack``, ``dstack`` of numbers),

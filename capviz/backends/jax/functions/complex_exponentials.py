@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from capviz.backends.jax.functions.complex_forms import forms, real_function
 from capviz.backends.jax.trace import dtype_of
 from capviz.backends.jax.unfused import in_trace
 
@@ -69,14 +70,6 @@ def hypot(jnp: Any, x: Any, y: Any) -> Any:
     return jnp.where(plain, ax + ay, kernel)
 
 
-def _real(jnp: Any, name: str, x: Any) -> Any:
-    """jax.numpy's real ``name`` of ``x``; of float32, in float64 rounded to float32."""
-    fn = getattr(jnp, name)
-    if dtype_of(x) == np.float32:
-        return fn(x.astype(np.float64)).astype(np.float32)
-    return fn(x)
-
-
 def _log1p(jnp: Any, z: Any) -> Any:
     from jax import lax
 
@@ -86,38 +79,18 @@ def _log1p(jnp: Any, z: Any) -> Any:
         angle = jnp.arctan2(b.astype(np.float64), shifted.astype(np.float64)).astype(np.float32)
     else:
         angle = jnp.arctan2(b, shifted)
-    return lax.complex(_real(jnp, "log", hypot(jnp, shifted, b)), angle)
+    return lax.complex(real_function(jnp, "log", hypot(jnp, shifted, b)), angle)
 
 
 def _expm1(jnp: Any, z: Any) -> Any:
     from jax import lax
 
     a, b = jnp.real(z), jnp.imag(z)
-    half = _real(jnp, "sin", b / 2)
-    real = in_trace(_real(jnp, "expm1", a) * _real(jnp, "cos", b)) \
+    half = real_function(jnp, "sin", b / 2)
+    real = in_trace(real_function(jnp, "expm1", a) * real_function(jnp, "cos", b)) \
         - in_trace(in_trace(2 * half) * half)
-    return lax.complex(real, in_trace(_real(jnp, "exp", a) * _real(jnp, "sin", b)))
+    return lax.complex(real, in_trace(real_function(jnp, "exp", a) * real_function(jnp, "sin", b)))
 
 
-_COMPLEX = {"log1p": _log1p, "expm1": _expm1}
-
-
-def _form(name: str) -> Callable[[Any], Callable]:
-    def make(jnp: Any) -> Callable:
-        real_form = getattr(jnp, name)
-        complex_form = _COMPLEX[name]
-
-        def run(x: Any) -> Any:
-            x = jnp.asarray(x)
-            if dtype_of(x).kind != "c":
-                return real_form(x)
-            return complex_form(jnp, x)
-
-        run.__name__ = name
-        return run
-
-    return make
-
-
-FORMS: dict[str, Callable[[Any], Callable]] = {name: _form(name) for name in _COMPLEX}
+FORMS: dict[str, Callable[[Any], Callable]] = forms({"log1p": _log1p, "expm1": _expm1})
 """The forms of this module by op name."""

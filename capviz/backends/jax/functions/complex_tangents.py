@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.backends.jax.functions.complex_exponentials import _real
+from capviz.backends.jax.functions.complex_forms import forms, real_function
 from capviz.backends.jax.trace import dtype_of
 from capviz.backends.jax.unfused import in_trace
 
@@ -41,15 +41,16 @@ def _kernel(jnp: Any, h: Any, g: Any) -> tuple[Any, Any]:
     part = np.dtype(dtype_of(h))
     t = threshold(part)
     eps = float(np.finfo(part).eps)
-    sin_g, cos_g = _real(jnp, "sin", g), _real(jnp, "cos", g)
+    sin_g, cos_g = real_function(jnp, "sin", g), real_function(jnp, "cos", g)
     big = jnp.abs(h) > t
-    exp_2t = _real(jnp, "exp", jnp.asarray(2 * t, part))
+    exp_2t = real_function(jnp, "exp", jnp.asarray(2 * t, part))
     rest = jnp.where(big, jnp.abs(h) - t, jnp.zeros_like(h))
     small_big = r(r(4 * sin_g) * cos_g) / exp_2t
-    small_big = jnp.where(rest > t, small_big / exp_2t, small_big / _real(jnp, "exp", 2 * rest))
+    small_big = jnp.where(rest > t, small_big / exp_2t,
+                          small_big / real_function(jnp, "exp", 2 * rest))
     one_big = jnp.copysign(jnp.ones_like(h), h)
     moderate = jnp.where(big, jnp.zeros_like(h), h)
-    sh, ch = _real(jnp, "sinh", moderate), _real(jnp, "cosh", moderate)
+    sh, ch = real_function(jnp, "sinh", moderate), real_function(jnp, "cosh", moderate)
     den = jnp.where(jnp.abs(sh) > jnp.abs(cos_g) * eps, r(sh * sh) + r(cos_g * cos_g),
                     r(cos_g * cos_g))
     return (jnp.where(big, one_big, r(sh * ch) / den),
@@ -70,25 +71,5 @@ def _tan(jnp: Any, z: Any) -> Any:
     return lax.complex(real, imag)
 
 
-_COMPLEX = {"tan": _tan, "tanh": _tanh}
-
-
-def _form(name: str) -> Callable[[Any], Callable]:
-    def make(jnp: Any) -> Callable:
-        real_form = getattr(jnp, name)
-        complex_form = _COMPLEX[name]
-
-        def run(x: Any) -> Any:
-            x = jnp.asarray(x)
-            if dtype_of(x).kind != "c":
-                return real_form(x)
-            return complex_form(jnp, x)
-
-        run.__name__ = name
-        return run
-
-    return make
-
-
-FORMS: dict[str, Callable[[Any], Callable]] = {name: _form(name) for name in _COMPLEX}
+FORMS: dict[str, Callable[[Any], Callable]] = forms({"tan": _tan, "tanh": _tanh})
 """The forms of this module by op name."""
