@@ -598,7 +598,10 @@ def _check_one_value_per_row(rec: Any, target: Tensor, mask: Tensor, value: Any)
 
 def replace(rec: Any, target: Tensor, new: Tensor) -> Tensor:
     """Make ``new`` (a tensor of ``target``'s shape) ``target``'s value, cast as NumPy's
-    assignment casts (``t.sort()``: the sorted value written back)."""
+    assignment casts (``t.sort()``: the sorted value written back). ``target`` may be
+    ``cv.constant(a)`` of an outside array: the write is ``a``'s, as for setitem (``np.add.at``,
+    ``np.put``, ``np.putmask``: silent before, replays never wrote ``a``)."""
+    target = outside_constant(rec, target, "a write into cv.constant(...)")
     if is_numpy_scalar(target):
         raise located(rec, TypeError(
             f"cannot write into a NumPy scalar (numpy.{target.dtype.type.__name__}, the 0-d "

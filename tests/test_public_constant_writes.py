@@ -1,0 +1,83 @@
+"""A write into ``cv.constant(a)`` of an outside array is a write into ``a`` (eagerly
+``cv.constant`` returns ``a`` itself), whatever NumPy spelling makes it. capviz quotes
+``b = cv.constant(a), then np.add.at(b, idx, v)`` as the fix of ``np.add.at`` into an
+ndarray; before stop 35 the ``ufunc.at``, ``np.put``, ``t.put`` and ``np.putmask`` spellings
+recorded no state, so the fix made the program silent: replays never wrote ``a`` where each
+eager call did (found by the public-program census, tests/test_public_models.py)."""
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from tests.helpers.public_census import Program, run
+
+XS = [np.array([4.0, 1.0, 1.0, 3.0, 0.0, 2.0]), np.array([2.0, 2.0, 5.0, 0.0, 1.0, 3.0]),
+      np.array([0.0, 3.0, 3.0, 3.0, 4.0, 1.0])]
+
+
+class Counts:
+    def __init__(self):
+        self.c = np.array([5.0, 3.0, 4.0, 1.0, 0.0, 2.0])
+
+
+def _idx(x):
+    return x.astype(np.int64)
+
+
+WRITES = {
+    "np.add.at": lambda c, x: np.add.at(cv.constant(c), _idx(x), 1.0),
+    "np.subtract.at": lambda c, x: np.subtract.at(cv.constant(c), _idx(x), x),
+    "np.maximum.at": lambda c, x: np.maximum.at(cv.constant(c), _idx(x), x * 2.0),
+    "np.put": lambda c, x: np.put(cv.constant(c), [0, 2], x[:2]),
+    "t.put": lambda c, x: cv.constant(c).put([1], x[:1]),
+    "np.putmask": lambda c, x: np.putmask(cv.constant(c), x > 2, x),
+    "t.sort": lambda c, x: cv.constant(c).sort(),
+    "t.fill": lambda c, x: cv.constant(c).fill(x[0]),
+    "np.copyto": lambda c, x: np.copyto(cv.constant(c), x),
+    "np.place": lambda c, x: np.place(cv.constant(c), np.arange(6) > 2, x[:3]),
+    "setitem": lambda c, x: cv.constant(c).__setitem__(slice(1, 3), x[:2]),
+    "+=": lambda c, x: cv.constant(c).__iadd__(x),
+    "out=": lambda c, x: np.add(x, 1.0, out=cv.constant(c)),
+}
+
+
+def _program(write, read_back):
+    def setup():
+        counts = Counts()
+
+        def step(x):
+            write(counts.c, x)
+            return cv.constant(counts.c) * 1.0 if read_back else x * 2.0
+
+        return Program(step, [[x] for x in XS], lambda: {"counts.c": counts.c})
+
+    return setup
+
+
+@pytest.mark.parametrize("read_back", [False, True], ids=["state", "read back"])
+@pytest.mark.parametrize("spelling", WRITES)
+def test_a_write_into_cv_constant_of_an_outside_array_replays_as_each_call(spelling,
+                                                                            read_back):
+    verdict = run(_program(WRITES[spelling], read_back))
+    assert verdict.kind == "exact", (verdict.detail, verdict.first_line)
+    assert [n.name for n in verdict.graph.state_nodes] == ["counts.c"]
+
+
+def test_the_quoted_fix_of_np_add_at_into_an_ndarray_replays_as_eager():
+    """The refusal's own fix, applied: the histogram counts every call as eager calls do."""
+    edges = np.linspace(-2.0, 2.0, 6)
+    counts = np.zeros(5, dtype=np.int64)
+
+    def add(x):
+        idx = np.clip(np.searchsorted(edges, x) - 1, 0, 4)
+        np.add.at(cv.constant(counts), idx, 1)
+        return cv.constant(counts) / cv.constant(counts).sum()
+
+    graph = cv.capture(add, cv.spec((6,), "float64"))
+    twin = np.zeros(5, dtype=np.int64)
+    for x in XS:
+        got = graph.replay({"x": x - 2.0})["out"]
+        idx = np.clip(np.searchsorted(edges, x - 2.0) - 1, 0, 4)
+        np.add.at(twin, idx, 1)
+        assert got.tobytes() == (twin / twin.sum()).tobytes()
+        assert counts.dtype == twin.dtype and counts.tobytes() == twin.tobytes()
