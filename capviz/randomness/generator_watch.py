@@ -144,12 +144,15 @@ def _candidates(roots: list[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
     found = {kind for kind in set(kinds) if _is_generator_type(kind)}
     if found:
         yield from itertools.compress(roots, map(found.__contains__, kinds))
-    containers = [(name, value, _first_items(value)) for name, value in
+    containers = [(name, value) for name, value in
                   itertools.compress(roots, map(_CONTAINERS.__contains__, kinds))
                   if value is not _BUILTINS]  # a module's __builtins__
-    if not _generator_types(itertools.chain.from_iterable(c[2] for c in containers)):
+    if not _generator_types(itertools.chain.from_iterable(  # (no list made per container)
+            itertools.islice(value.values(), MAX_ITEMS) if type(value) is dict
+            else value[:MAX_ITEMS] for _, value in containers)):
         return
-    for name, value, items in containers:
+    for name, value in containers:
+        items = _first_items(value)
         found = _generator_types(items)
         if not found:
             continue
