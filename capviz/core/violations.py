@@ -38,6 +38,7 @@ fails when it is stale). Seed and frozen-random violations keep their three fixe
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import sys
 import textwrap
@@ -195,6 +196,8 @@ class Failure:
             "owner": callee.rpartition(".")[0] or "a",
             "copy": NUMPY_COPIES.get(self.inside or "", ""), "inside": self.inside or "",
         }
+        if self.code.action == "index":
+            values["joined"] = _joined(self)
         values["reason_why"], values["reason_fix"] = _split_reason(self.reason)
         return values
 
@@ -269,6 +272,60 @@ def _called(*names: str) -> Callable[[Failure], bool]:
         f.code.parts.get("function") in names
 
 
+_TRICKS = {"r_": "concatenate", "c_": "column_stack"}
+
+
+def _trick(f: Failure) -> str | None:
+    """``np.r_[...]``/``np.c_[...]`` (also ``numpy.``, or bound as ``r_``): the NumPy function
+    that makes the same array of the items, or None."""
+    array = f.code.parts.get("array", "")
+    head, _, name = array.rpartition(".")
+    return _TRICKS.get(name) if head in ("", "np", "numpy") else None
+
+
+def _items(key: str) -> list[ast.expr] | None:
+    try:
+        node = ast.parse(f"_[{key}]", mode="eval").body
+    except SyntaxError:
+        return None
+    index = node.slice if isinstance(node, ast.Subscript) else None
+    return None if index is None else list(index.elts) if isinstance(index, ast.Tuple) \
+        else [index]
+
+
+def _plain_key(key: str) -> bool:
+    """Whether an index has no slice (``B[:, t]``'s ``t`` is a position; ``x[:t]``'s is a
+    size, which no cv.constant makes recordable)."""
+    items = _items(key)
+    return items is not None and not any(isinstance(i, ast.Slice) and
+                                         (i.lower or i.upper or i.step) for i in items)
+
+
+def _number(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float, complex, bool)
+
+
+def _joined(f: Failure) -> str:
+    """``np.r_[x, 0]`` written with a recorded function, as NumPy computes it: every item cast
+    to the result type of the arrays and the numbers (a number as a weak Python scalar), then
+    ``np.concatenate`` (``np.c_``: ``np.column_stack``)."""
+    function = _trick(f)
+    key = f.code.parts.get("key", "")
+    items = _items(key)
+    if function is None or items is None or any(
+            isinstance(i, ast.Slice) or (isinstance(i, ast.Constant) and
+                                         isinstance(i.value, str)) for i in items):
+        return f"np.concatenate([...]) of the items of `{key}`, numbers as 1-element arrays"
+    texts = [ast.unparse(i) for i in items]
+    numbers = [_number(i) for i in items]
+    if any(numbers):
+        kind = f"np.result_type({', '.join(texts)})"
+        texts = [f"np.array([{t}], dtype={kind})" if n else t for t, n in zip(texts, numbers)]
+    return f"np.{function}([{', '.join(texts)}])"
+
+
 def _guardable(f: Failure) -> bool:
     """A read that gives Python a value, which a capture with example values records as a
     guard (:data:`capviz.core.guards.READS`)."""
@@ -284,6 +341,25 @@ def _ufunc_method_of_list(f: Failure) -> bool:
 _NO_VALUE = "a captured tensor has no value until the graph is replayed"
 
 SITUATIONS: list[Situation] = [
+    Situation(
+        "index_trick", "data_read",
+        lambda f: _conversion(f) and f.code.action == "index" and _trick(f) is not None,
+        "{array} converts the tensors of `{key}` to ndarrays",
+        "capviz cannot record it: the Python code of {array}[...] converts each item with "
+        f"np.array, which no hook reaches, and {_NO_VALUE}.",
+        "write {joined}: the same values and dtype, recorded.",
+        "def f(x):\n    return np.r_[x, 0]\n\ncv.capture(f, cv.spec(3, \"float32\"))"),
+    Situation(
+        "ndarray_indexed_by_number", "data_read",
+        lambda f: f.call == "operator.index()" and f.code.action == "index" and
+        _plain_key(f.code.parts.get("key", "")),
+        "an ndarray indexed by the 0-d tensor {operand} in `{key}`",
+        "capviz cannot record it: NumPy converts an integer index with operator.index, which "
+        f"no hook reaches, and {_NO_VALUE}.",
+        "record the array first: cv.constant({array})[{key}] (outside a capture cv.constant "
+        "returns the array itself).",
+        "B = np.arange(15.0).reshape(3, 5)\n\ndef f(obs):\n    return B[:, obs[0]]\n\n"
+        "cv.capture(f, cv.spec(4, \"int64\"))"),
     Situation(
         "ndarray_indexed", "data_read",
         lambda f: _conversion(f) and f.code.action == "index",

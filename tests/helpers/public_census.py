@@ -114,3 +114,18 @@ def run(setup: Callable[[], Program]) -> Verdict:
         if where is not None:
             return Verdict("silent", detail=f"call {k + 1}: {where} differs", graph=graph)
     return Verdict("exact", graph=graph)
+
+
+def line_of(path: str, code: str) -> int:
+    """The line number of the one line of ``path`` that holds ``code`` (stripped)."""
+    with open(path, encoding="utf-8") as f:
+        hits = [k for k, line in enumerate(f, 1) if line.strip() == code]
+    assert len(hits) == 1, (code, hits)
+    return hits[0]
+
+
+def refusal(setup: Callable[[], Program]) -> tuple[type, list[str]]:
+    """The error type and message lines of a program the census finds refused."""
+    verdict = run(setup)
+    assert verdict.kind == "refused", (verdict.kind, verdict.detail, verdict.first_line)
+    return type(verdict.error), str(verdict.error).splitlines()

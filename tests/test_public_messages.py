@@ -1,0 +1,102 @@
+"""Refusals of public-code idioms with the one fix that applies (issue #20, stop 35): an
+ndarray table indexed by a 0-d tensor (``B[:, obs[t]]``, an HMM's emission column) was told
+"take sizes from shapes", and ``np.r_[x, 0]`` was told ``cv.constant(np.r_)[x, 0]``; each fix
+quoted now is applied below and replays as NumPy computes, dtypes included."""
+
+import os
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+B = np.arange(15.0).reshape(3, 5)
+
+
+def emission(obs):
+    return B[:, obs[0]] * 2.0
+
+
+def row(obs):
+    col = obs[1]
+    return B[1, col] + B[obs[2]].sum()
+
+
+def pad_zero(x):
+    return np.r_[x, 0]
+
+
+def twice(x):
+    return np.r_[x, -1.5, x]
+
+
+def columns(x):
+    return np.c_[x, x * 2]
+
+
+def head(x, n):
+    return x[:n[0]]
+
+
+def _message(fn, *specs):
+    with pytest.raises(cv.DataReadError) as info:
+        cv.capture(fn, *specs)
+    lines = str(info.value).splitlines()
+    assert len(lines) == 3
+    return lines
+
+
+def _line(fn, k):
+    return f"{os.path.abspath(__file__)}:{fn.__code__.co_firstlineno + k} in {fn.__name__}"
+
+
+def test_an_ndarray_indexed_by_a_0d_tensor_is_told_to_record_the_table():
+    what, why, fix = _message(emission, cv.spec(4, "int64"))
+    assert what == (f"`B[:, obs[0]]` at {_line(emission, 1)}: an ndarray indexed by the 0-d "
+                    "tensor %1 (getitem, int64[]) in `:, obs[0]`.")
+    assert why == ("capviz cannot record it: NumPy converts an integer index with "
+                   "operator.index, which no hook reaches, and a captured tensor has no value "
+                   "until the graph is replayed.")
+    assert fix == ("Fix: record the array first: cv.constant(B)[:, obs[0]] (outside a capture "
+                   "cv.constant returns the array itself).")
+    what, _, fix = _message(row, cv.spec(4, "int64"))
+    assert what.startswith(f"`B[1, col]` at {_line(row, 2)}: an ndarray indexed by the 0-d ")
+    assert fix.startswith("Fix: record the array first: cv.constant(B)[1, col] ")
+
+
+def test_a_slice_bound_read_from_data_keeps_the_size_message():
+    what, _, fix = _message(head, cv.spec(4), cv.spec(2, "int64"))
+    assert "as a count, size or position" in what
+    assert fix.startswith("Fix: take sizes from shapes")
+
+
+@pytest.mark.parametrize("fn, spec, code, quoted", [
+    (pad_zero, cv.spec(3, "float32"), "np.r_[x, 0]",
+     "np.concatenate([x, np.array([0], dtype=np.result_type(x, 0))])"),
+    (pad_zero, cv.spec(3, "int8"), "np.r_[x, 0]",
+     "np.concatenate([x, np.array([0], dtype=np.result_type(x, 0))])"),
+    (twice, cv.spec(3, "float32"), "np.r_[x, -1.5, x]",
+     "np.concatenate([x, np.array([-1.5], dtype=np.result_type(x, -1.5, x)), x])"),
+    (columns, cv.spec(3, "float32"), "np.c_[x, x * 2]", "np.column_stack([x, x * 2])"),
+])
+def test_np_r_of_a_tensor_is_told_the_concatenation_numpy_makes(fn, spec, code, quoted):
+    what, why, fix = _message(fn, spec)
+    assert what.startswith(f"`{code}` at {_line(fn, 1)}: np.{code[3]}_ converts the tensors "
+                           f"of `{code[6:-1]}` to ndarrays")
+    assert why.startswith(f"capviz cannot record it: the Python code of np.{code[3]}_[...] "
+                          "converts each item with np.array")
+    assert fix == f"Fix: write {quoted}: the same values and dtype, recorded."
+    # the quoted fix, applied, replays as the eager np.r_ computes (values and dtype)
+    fixed = eval(f"lambda x: {quoted}", {"np": np})
+    x = np.array([1.0, -2.0, 3.0]).astype(spec.dtype)
+    graph = cv.capture(fixed, spec)
+    got, want = graph.replay({"x": x})["out"], fn(x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()
+
+
+def test_the_quoted_table_fix_replays_as_eager():
+    graph = cv.capture(lambda obs: cv.constant(B)[:, obs[0]] * 2.0, cv.spec(4, "int64"))
+    for obs in (np.array([0, 4, 2, 1]), np.array([3, 0, 0, 1])):
+        got, want = graph.replay({"obs": obs})["out"], emission(obs)
+        assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
