@@ -17,6 +17,7 @@ import contextlib
 import dis
 import inspect
 import linecache
+import traceback
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +32,7 @@ from capviz.core.violations import Failure, explain, make_error
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
 from capviz.randomness import hooks
-from capviz.trace import lifted, outside_writes, rebound, recapture, state
+from capviz.trace import lifted, outside_writes, rebinding, rebound, recapture, state
 from capviz.trace.tensor import Tensor
 
 _CONSTANT_OUTPUTS = (np.ndarray, bool, int, float, complex)
@@ -197,8 +198,21 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
             if plan is not None:  # a lifted run thrown away: it drew nothing that counts, and
                 drawn._draws = draws  # left every array as it was (the lifted ones untouched)
                 outside = outside_writes.note(places, fn=fn)
-            graph, error = _capture_twice(scope, fn, names, specs, outside, cap,
-                                          (drawn, draws), global_random)
+            try:
+                graph, error = _capture_twice(scope, fn, names, specs, outside, cap,
+                                              (drawn, draws), global_random)
+                refused = None
+            except CapvizError as err:
+                refused, graph = err, getattr(err, "graph", None)
+            outside = None  # (its copies hold the arrays: a rebinding lifts only unheld ones)
+            again = None if not rebinding.marked(places) else _capture_rebinding(
+                fn, names, specs, cap, places, graph, (drawn, draws),
+                (on_violation, rng, global_random), refused)
+            if again is not None:  # a name rebound each call (trace/rebinding.py): lifted
+                scope, error = again
+                graph = scope.graph
+            elif refused is not None:
+                raise refused
     finally:
         hooks.uninstall(held)
     if graph.complete and done is None:
@@ -263,9 +277,46 @@ def _reads_grown(fn: Callable, grown: list[str]) -> Callable | None:
     return None
 
 
+def _capture_rebinding(fn: Callable, names: list[str], specs: tuple, cap: CaptureDevice,
+                       places: list, graph: CapturedGraph | None, draws: tuple[Device, int],
+                       options: tuple, refused: BaseException | None = None
+                       ) -> tuple[CaptureScope, CapvizError | None] | None:
+    """A first capture refused only because ``fn`` binds a new array to a name each call
+    (``graph``: the refused one), captured again twice with those names lifted
+    (:mod:`capviz.trace.rebinding`): the first lifted scope and its refusal (the two runs
+    differ), or ``None`` to keep the first capture's refusal."""
+    found = rebinding.marked(places)
+    only = rebinding.only_rebinding(graph, found)
+    if refused is not None and only:  # the frames of fn its traceback holds keep the
+        traceback.clear_frames(refused.__traceback__)  # arrays in their locals (lines stay)
+    if not only or (
+            _reads_grown(fn, recapture.grown(places, LOGS)) is not None):
+        return None
+    drawn, before = draws
+    runs = []
+    for _ in range(2):
+        plan = rebinding.plan(graph, places, found)
+        if plan is None:
+            return None
+        drawn._draws = before  # (each run draws the indices the first capture drew)
+        outside = outside_writes.note(plan.others(), fn=fn)
+        done = _capture_lifted(fn, names, specs, cap, plan, outside, options, quiet=True)
+        plan = outside = None  # (they hold the arrays: the next plan counts references)
+        if done is None or done[1] is not None:
+            return done
+        runs.append(done[0])
+    for place in found:
+        place.lifts = None
+    first, second = runs
+    error = rebinding.difference(first.graph, second.graph)
+    for callback in [] if error is not None else list(_observers):
+        callback(first.graph)
+    return first, error
+
+
 def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDevice,
-                    plan: lifted.Lifted, outside: outside_writes.Snapshot, options: tuple
-                    ) -> tuple[CaptureScope, CapvizError | None] | None:
+                    plan: lifted.Lifted, outside: outside_writes.Snapshot, options: tuple,
+                    quiet: bool = False) -> tuple[CaptureScope, CapvizError | None] | None:
     """Capture ``fn`` once with the states of ``plan`` lifted (:mod:`capviz.trace.lifted`):
     the scope and the refusal of an outside array NumPy wrote unseen (as the first of two
     captures refuses it), or ``None`` where the run is thrown away (every array put back) and
@@ -289,7 +340,7 @@ def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDe
             graph, plan, outside, scope._outputs):  # (an array made inside: two captures)
         lifted.discard(plan)
         return None
-    for callback in list(_observers):
+    for callback in [] if quiet else list(_observers):
         callback(graph)
     return scope, None
 

@@ -57,10 +57,11 @@ def test_a_dict_on_self_is_refused_at_the_line_that_grew_it_and_the_fix_captures
     line = OnSelf.step.__code__.co_firstlineno + 3
     assert what == (f'`self.stats["s"] += x` at {__file__}:{line} in step: self.stats[\'s\'] is '
                     "rebound to a value of the capture.")
-    assert why == ("capviz cannot record it: a replay computes values and writes arrays in "
-                   "place, and cannot rebind an attribute, a global or a closure variable, so "
-                   "it would compute from the old array every time (the capture put None back, "
-                   "and a replay cannot create an attribute or bind a name).")
+    assert why == ("capviz cannot record it: a replay computes values, writes arrays in place "
+                   "and binds a new array only to a name that held an array of its shape and "
+                   "dtype that nothing else holds, so it would compute from the old array "
+                   "every time (the capture put None back, and a replay cannot create an "
+                   "attribute or bind a name).")
     assert fix == ("Fix: create self.stats['s'] before the capture (in __init__, or by one eager "
                    "call), so that the call writes it in place, which the capture records as a "
                    "state.")

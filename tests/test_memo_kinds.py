@@ -157,10 +157,10 @@ def test_a_counter_kept_in_a_closures_dict_is_refused_and_its_fix_replays_as_cal
     assert what.startswith('`box["n"] = box["n"] + np.ones(1)` at ')
     assert what.endswith(f"memo_kinds.py:{line} in bump: box['n'] is rebound to a value of the "
                          "capture.")
-    assert why == ("capviz cannot record it: a replay computes values and writes arrays in "
-                   "place, and cannot rebind an attribute, a global or a closure variable, so "
-                   "it would compute from the old array every time (the capture put the "
-                   "original object back).")
+    assert why == ("capviz cannot record it: a replay computes values, writes arrays in place "
+                   "and binds a new array only to a name that held an array of its shape and "
+                   "dtype that nothing else holds, so it would compute from the old array "
+                   "every time (the capture put the original object back).")
     assert fix == 'Fix: write in place: box["n"] += np.ones(1) (the capture records it as a state).'
     assert box["n"] is before and before.tobytes() == np.zeros(1).tobytes()
 

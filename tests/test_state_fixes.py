@@ -215,7 +215,6 @@ def no_fill_shown(message: str) -> None:
 
 
 @pytest.mark.parametrize("source, step", [
-    (RNN_REBOUND, "self.h[...] = np.tanh(g @ Wx + cv.constant(self.h) @ Wh)"),
     (RNN_IN_PLACE, "self.h[...] = np.tanh(g @ Wx + cv.constant(self.h) @ Wh)"),
     (RETURNED, "return cv.constant(self.W) * 2.0"),
     (ADAGRAD, "self.W -= 0.1 * g / np.sqrt(cv.constant(self.mem) + 1e-8)"),
@@ -223,7 +222,7 @@ def no_fill_shown(message: str) -> None:
     (SIMULATION, "self.p += cv.constant(self.v) * 0.1"),
     (MOMENTUM, "v *= cv.constant(np.float64(0.9))"),
     (ADAGRAD_LIST, "self.w[i] -= 0.01 * g / np.sqrt(cv.constant(self.m[i]) + 1e-8)"),
-], ids=["rnn-rebound", "rnn-in-place", "returned", "adagrad", "adam", "simulation",
+], ids=["rnn-in-place", "returned", "adagrad", "adam", "simulation",
         "momentum", "adagrad-list"])
 def test_the_quoted_fix_applied_captures_and_replays_as_calls(tmp_path, source, step):
     program = Program(tmp_path, source)
@@ -232,6 +231,15 @@ def test_the_quoted_fix_applied_captures_and_replays_as_calls(tmp_path, source, 
     assert step in message.splitlines()[2]
     no_fill_shown(message)
     program.apply(message)
+    assert program.refusal() is None
+    program.replays_as_eager()
+
+
+def test_an_rnn_state_rebound_each_call_captures_unchanged_and_replays_as_calls(tmp_path):
+    """``self.h = np.tanh(g @ Wx + self.h @ Wh)`` binds a new array each call: a rebind state
+    (capviz/trace/rebinding.py), which each replay binds again; refused before, with the
+    in-place write as the fix."""
+    program = Program(tmp_path, RNN_REBOUND)
     assert program.refusal() is None
     program.replays_as_eager()
 

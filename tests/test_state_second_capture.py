@@ -851,8 +851,9 @@ def test_an_attribute_rebound_to_a_capture_tensor_is_refused_and_put_back():
     line = _line_of(_Rebinding.step, "self.W = self.W")
     assert what == (f"`self.W = self.W - 0.5 * g` at {__file__}:{line} in step: self.W is "
                     "rebound to a value of the capture.")
-    assert why.startswith("capviz cannot record it: a replay computes values and writes arrays "
-                          "in place, and cannot rebind an attribute")
+    assert why.startswith("capviz cannot record it: a replay computes values, writes arrays in "
+                          "place and binds a new array only to a name that held an array of "
+                          "its shape and dtype that nothing else holds")
     assert fix == "Fix: write in place: self.W -= 0.5 * g (the capture records it as a state)."
     assert m.W is W and np.array_equal(W, np.ones(3))
     assert np.array_equal(m.step(np.ones(3)), np.ones(3))  # the user's object works eagerly

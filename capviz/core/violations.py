@@ -654,13 +654,14 @@ SITUATIONS: list[Situation] = [
         "rebound_to_tensor", "unsupported_op",
         _call_is("a capture tensor bound outside the capture"),
         "{operand} is rebound to a value of the capture",
-        "capviz cannot record it: a replay computes values and writes arrays in place, and "
-        "cannot rebind an attribute, a global or a closure variable, so it would compute from "
-        "the old array every time ({reason_why}).",
+        "capviz cannot record it: a replay computes values, writes arrays in place and binds "
+        "a new array only to a name that held an array of its shape and dtype that nothing "
+        "else holds, so it would compute from the old array every time ({reason_why}).",
         "{reason_fix}",
         "class C:\n    def __init__(self):\n        self.W = np.ones(3)\n\n"
         "    def f(self, g):\n        self.W = self.W - 0.5 * g\n        return g * 1.0\n\n"
-        "cv.capture(C().f, cv.spec(3, \"float64\"))"),
+        "c = C()\nfirst = c.W  # the old array, held here too\n"
+        "cv.capture(c.f, cv.spec(3, \"float64\"))"),
     Situation(
         "kept_in_container", "unsupported_op",
         _call_is("a capture tensor kept in a container"),

@@ -90,6 +90,8 @@ def format_node(node: Node, names: dict[int, str] | None = None) -> str:
         label = node.name if node.name is not None else "<unnamed>"
         of = node.params.get("of")  # a view state: that state's array read before a write
         view = "" if of is None else f", a view of %{of} at the start"
+        if "rebind" in node.params:  # (replay/state.py: a new array bound there each replay)
+            view = ", bound to a new array each replay"
         return f"{me} = state {label!s} : {type_text(node) or 'generator'}{view}{where}"
     if node.kind == "output":
         if "state" in node.params:  # the value a replay writes back

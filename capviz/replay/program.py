@@ -235,6 +235,7 @@ class Program:
         self.n_states = len(self.states)
         self.n_views = sum("of" in n.params for n in self.states)  # view states: no output
         self.n_generators = sum(n.dtype is None for n in self.states)
+        self.n_rebinds = sum("rebind" in n.params for n in self.states)  # (replay/state.py)
         self.live_plan: Any = None  # the states' live arrays as a replay finds them
         #                             (replay/state.py), made at the first replay
         self.live_program: Any = None  # this program writing the states' last values into the

@@ -80,6 +80,8 @@ def live(graph: Graph, node: Node, given: Mapping[str, Any] | None) -> Any:
         return view_of(node, live(graph, graph.nodes[node.params["of"]], given))
     if given and label(node) in given:
         value = given[label(node)]
+    elif "rebind" in node.params:
+        value = _rebind_live(graph, node)
     else:
         ref = graph.state_targets.get(node.index)
         value = ref() if isinstance(ref, weakref.ref) else ref
@@ -106,6 +108,40 @@ def live(graph: Graph, node: Node, given: Mapping[str, Any] | None) -> Any:
         if given and label(node) in given:
             _check_given(graph, node, value)
     return value
+
+
+def _rebind_live(graph: Graph, node: Node) -> Any:
+    """The array a rebind state's place holds now (``params["rebind"]``: the captured code
+    binds a new array to it each call, :mod:`capviz.trace.rebinding`)."""
+    place = graph.state_places.get(node.index)
+    anchor = None if place is None else place[0]
+    owner = anchor() if type(anchor) is weakref.ref else anchor
+    if owner is None:
+        raise ReplayInputError(
+            f"the graph binds a new array to {label(node)} each replay, and what held it is "
+            f"gone (a loaded graph, or the object was freed); pass the array: "
+            f"graph.replay(inputs, states={{{label(node)!r}: array}})")
+    try:
+        return _follow(owner, place[1])
+    except Exception as err:
+        raise ReplayInputError(
+            f"the graph reads {label(node)} when a replay starts (an eager call does), and it "
+            f"holds nothing now ({type(err).__name__}: {err}). Fix: bind an array to it, or "
+            "capture again") from err
+
+
+def rebind(graph: Graph, node: Node, value: Any) -> None:
+    """Bind ``value`` (a rebind state's new array) to the place, as the eager call binds it."""
+    anchor, steps = graph.state_places[node.index]
+    owner = anchor() if type(anchor) is weakref.ref else anchor
+    if owner is None:
+        return
+    owner = _follow(owner, steps[:-1])
+    is_attribute, key = steps[-1]
+    if is_attribute:
+        setattr(owner, key, value)
+    else:
+        owner[key] = value
 
 
 def _layout_text(key: Any, value: np.ndarray) -> str:
@@ -194,7 +230,7 @@ def _place_groups(graph: Graph, nodes: list[Node]) -> list[tuple]:
     groups: dict[tuple, tuple] = {}
     for k, node in enumerate(nodes):
         place = graph.state_places.get(node.index)
-        if place is None:
+        if place is None or "rebind" in node.params:  # (its place is where it is read)
             continue
         if len(place) == 3:  # named by a view of it: checked by itself (its own group)
             groups[(k,)] = (None, place, None, None, [k])
@@ -220,7 +256,8 @@ def check_places(graph: Graph, nodes: list[Node], targets: list, groups: list[tu
     if groups is None:
         for node, target in zip(nodes, targets):
             place = graph.state_places.get(node.index)
-            if place is not None and label(node) not in given and not _held(place, target):
+            if place is not None and label(node) not in given and "rebind" not in node.params \
+                    and not _held(place, target):
                 raise _rebound(graph, node)
         return
     for anchor, path, get_now, get_met, positions in groups:
@@ -260,7 +297,8 @@ def _live_all(graph: Graph, prog: Any, given: Mapping[str, Any] | None) -> list:
         targets = graph.state_targets
         plan = prog.live_plan = (graph, [
             (node, targets.get(node.index) if node.dtype is not None and "of" not in
-             node.params else None, node.shape, node.dtype) for node in nodes],
+             node.params and "rebind" not in node.params else None, node.shape, node.dtype)
+            for node in nodes],
             _place_groups(graph, nodes))
     found = []
     append = found.append
@@ -335,6 +373,7 @@ def in_place(graph: Graph) -> dict[int, int]:
     for out in graph.state_outputs:
         state, final = nodes[out.params["state"]], out.args[0]
         if final.kind != "op" or finals.count(final.index) > 1 or final.params \
+                or "rebind" in state.params \
                 or final.index < last_guard \
                 or read_until.get(state.index, -1) > final.index \
                 or final.shape != state.shape or final.dtype != state.dtype:
@@ -390,8 +429,9 @@ def check_apart(graph: Graph, prog: Any, args: Any, nodes: list[Node], targets: 
     # run on every replay: a target's root is looked for only when it has a base
     roots = {id(_root(a)) for _, a in arrays}
     hits = [(node, target) for node, target in zip(nodes, targets)
-            if id(target) in roots
-            or (getattr(target, "base", None) is not None and id(_root(target)) in roots)]
+            if "rebind" not in node.params and (  # (a rebind state's array is not written)
+                id(target) in roots
+                or (getattr(target, "base", None) is not None and id(_root(target)) in roots))]
     for k, a in arrays if hits else ():
         for node, target in hits:
             if not isinstance(target, np.ndarray):
@@ -452,8 +492,8 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
     if prog.n_views:  # the states written back: those with an output (no view state)
         kept = [k for k, node in enumerate(nodes) if "of" not in node.params]
         nodes, targets, values = ([seq[k] for k in kept] for seq in (nodes, targets, values))
-    if write and not named and not prog.n_generators:  # the usual compiled replay
-        copyto = np.copyto
+    if write and not named and not prog.n_generators and not prog.n_rebinds:  # the usual
+        copyto = np.copyto                                                        # replay
         host = engine.name == "numpy"
         for target, value in zip(targets, results[n:]):
             if value is not target:  # a state the replay left unchanged is the live array
@@ -462,6 +502,11 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
     for node, target, value, drawn in zip(nodes, targets, results[n:], values):
         if node.dtype is None:
             states[node.name or label(node)] = drawn
+        elif "rebind" in node.params:  # a new array bound to the place, the old one left
+            value = to_host(value)
+            if write and not (given and label(node) in given):
+                rebind(graph, node, value)
+            states[node.name or label(node)] = value
         elif write:
             if value is not target:
                 np.copyto(target, to_host(value))

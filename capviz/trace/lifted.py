@@ -82,8 +82,8 @@ import numpy as np
 from capviz.core.ir import Graph, Node
 from capviz.core.own_weakrefs import OwnRef, only_own
 from capviz.core.source import PACKAGE_DIR, USER_FILES, user_frame
-from capviz.trace import code_reach
-from capviz.trace.rebound import Place
+from capviz.trace import code_reach, mutation
+from capviz.trace.rebound import Place, rebindable
 from capviz.trace.rebound import _tensor_in as tensor_in  # (the walk's own search)
 from capviz.trace.recapture import array_states
 from capviz.trace.state import State
@@ -346,6 +346,10 @@ def lift(recorder: Any, lifted: Lifted) -> None:
     if recorder.examples is not None:  # (a branch on a lifted state: decided by two passes)
         recorder.examples.states_known = False
     for root, holders, name, place, source in lifted.states:
+        if name is None:  # (a rebound place: named as a constant of it would be)
+            namer = recorder.namer
+            name = namer.find_place(root, namer.frames(frame, recorder.scopes.entry),
+                                    placed=False)[0] or holders[0].label
         node = recorder._append("state", None, (), {}, tuple(root.shape), root.dtype, source,
                                 name, frame=frame)
         graph.state_values[node.index] = root.copy("K")
@@ -394,6 +398,9 @@ def unlift(lifted: Lifted, recorder: Any) -> None:
     scope exits, also when ``fn`` raised)."""
     recorder.lifted = None
     for (root, holders, *_), tensor in zip(lifted.states, lifted.tensors):
+        if len(holders) == 1 and _rebound(holders[0], root, tensor, recorder):
+            holders[0].put_back()  # (a rebind state: trace/rebinding.py)
+            continue
         for holder in holders:
             kind = holder.kind
             if kind == "list" and holder.key < len(holder.holder):  # (inline, as in lift)
@@ -406,6 +413,24 @@ def unlift(lifted: Lifted, recorder: Any) -> None:
             holder.put_back()
     if lifted.held and _tensor_stored(lifted.places, recorder):
         lifted.held = False
+
+
+def _rebound(place: Place, root: np.ndarray, tensor: Tensor, recorder: Any) -> bool:
+    """Whether the one place holding lifted ``root`` now holds another tensor of
+    ``recorder``, a fresh array of its shape and dtype (``self.W = self.W - lr * g``), and
+    ``root``'s own tensor was not written in place: its state becomes a *rebind state*
+    (``params["rebind"]``), whose final value is that tensor, which a replay binds to the
+    place as eager code binds its new array (:mod:`capviz.trace.rebinding`)."""
+    found = place.get()
+    if found is tensor or type(found) is not Tensor or not rebindable(place, found, recorder):
+        return False
+    state = recorder.states.get(id(root))
+    if state is None or state.tensor is not tensor or \
+            mutation.current(recorder, tensor) is not state.node:
+        return False  # (written in place too: the old array moves as well, eagerly)
+    state.node.params["rebind"] = True
+    state.tensor = found  # (its final value: :func:`capviz.trace.state.final_values`)
+    return True
 
 
 def _tensor_stored(places: list[Place], recorder: Any) -> bool:

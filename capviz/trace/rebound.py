@@ -10,7 +10,9 @@ dicts and the attributes of plain objects, three levels down: ``self.ws[0]``, ``
 ``self.o.m``); when the scope exits,
 :func:`put_back` puts the original object back in each place that now holds a capture tensor
 and refuses it at the line of the op that made the tensor, with the in-place write as the fix.
-(Recording a rebinding as a state write is for later.)
+Where the place held a plain ndarray and now holds a fresh array of its shape and dtype, the
+refusal marks it (``Place.lifts``): :func:`capviz.capture` may then capture it as a *rebind
+state*, bound again by each replay (:mod:`capviz.trace.rebinding`), the refusal dropped.
 
 No capture tensor is left in a place the walk reaches: a new tuple, list or dict holding one
 bound to a noted place (an LSTM's ``self.state = (h, c)``, a rotated ``self.frames =
@@ -61,13 +63,15 @@ class Place:
     """One name the captured function can rebind: an object's attribute, a module global,
     a closure cell, a list or dict item; what it held when the scope opened."""
 
-    __slots__ = ("grew", "holder", "inner", "key", "kind", "label", "value")
+    __slots__ = ("grew", "holder", "inner", "key", "kind", "label", "lifts", "value")
 
     def __init__(self, kind: str, holder: Any, key: Any, label: str, value: Any,
                  inner: bool = False) -> None:
         self.kind, self.holder, self.key, self.label, self.value = kind, holder, key, label, value
         self.inner = inner  # inside a container: refused only where the capture read its array
         self.grew = False  # a container the last run grew with tensors, then given its items
+        self.lifts: str | None = None  # rebound to a fresh array of its kind: the refusal
+        #                                queued, which a lifted capture may lift (below)
 
     def get(self) -> Any:
         if self.kind in ("keys", "items"):  # (what a walked object or container held)
@@ -407,6 +411,8 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
         message = explain(Failure("unsupported_op", REBOUND, place.label, source,
                                   UserCode("other", shorten(text)), None, reason))
         recorder.pending.append(("unsupported_op", REBOUND, message, source))
+        if tensor is found and rebindable(place, found, recorder):
+            place.lifts = message  # (capviz.capture may capture it lifted: trace/rebinding.py)
     for place in places:
         if place.kind == "items":
             if read is None:
@@ -416,6 +422,30 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
             binds += _added_removed(place, recorder)
     return binds
 
+
+REBINDABLE = frozenset(("attribute", "slot", "global", "dict", "list", "cell"))
+"""The kinds of :class:`Place` a replay can bind a new array to (one reference each)."""
+
+
+def rebindable(place: Place, tensor: Tensor, recorder: Any) -> bool:
+    """Whether ``place``, which held a plain ndarray, was rebound to ``tensor``, a fresh array
+    of the same shape and dtype computed by the capture (``self.W = self.W - lr * g``,
+    ``BN_PARAM["running_mean"] = m * running_mean + (1 - m) * mean``): a replay can bind the
+    new value there as an eager call does (:mod:`capviz.trace.rebinding`)."""
+    held = place.value
+    if place.kind not in REBINDABLE or type(held) is not np.ndarray or type(tensor) is not \
+            Tensor or tensor._trace is not recorder:
+        return False
+    node = current(recorder, tensor)
+    if node.kind != "op" or node.shape != held.shape or node.dtype != held.dtype:
+        return False
+    op = ops.OPS.get(node.op)  # a fresh array, never a view of an operand (what eager binds)
+    return op is not None and (op.out or op.random or node.op in _FRESH)
+
+
+_FRESH = frozenset(("create", "copy", "astype", "where", "clip", "concatenate", "stack", "dot",
+                    "zeros_like", "ones_like", "full_like", "setitem", "index_put", "mean"))
+"""Ops with no ``out`` whose result NumPy always allocates (as replay/plan.py's FRESH_OPS)."""
 
 _NUMBERS = (bool, int, float, complex, np.generic)
 

@@ -1,0 +1,174 @@
+"""A name the call binds a new array to each call (``self.W = self.W - lr * g``, CS231n's
+``bn_param["running_mean"] = m * running_mean + (1 - m) * mean``) is a *rebind state*
+(capviz/trace/rebinding.py): a replay reads the array the name holds when it starts and binds
+the new array there after the graph, as an eager call does, leaving the old array as it was.
+Each test runs the captured graph against an eager twin for several calls: outputs, the
+rebound arrays and their dtypes bit for bit, and which object each name holds."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+BN_PARAM = {"momentum": 0.9}
+BN_TWIN = {"momentum": 0.9}
+
+
+def _batchnorm(param):
+    def batchnorm_forward(x):
+        running_mean = param.get("running_mean", np.zeros(x.shape[1], dtype=x.dtype))
+        sample_mean = x.mean(axis=0)
+        param["running_mean"] = 0.9 * running_mean + 0.1 * sample_mean
+        return (x - sample_mean) / np.sqrt(x.var(axis=0) + 1e-5)
+    return batchnorm_forward
+
+
+batchnorm_forward = _batchnorm(BN_PARAM)
+batchnorm_twin = _batchnorm(BN_TWIN)
+
+
+def _same(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def test_a_running_mean_rebound_in_a_dict_is_bound_again_by_each_replay_bit_for_bit():
+    """CS231n's batchnorm after one eager call (the key made, as the refusal of a first call's
+    capture says): refused before this change (BN_PARAM['running_mean'] is rebound)."""
+    BN_PARAM.pop("running_mean", None)
+    BN_TWIN.pop("running_mean", None)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 2))
+    batchnorm_forward(x)
+    batchnorm_twin(x)
+    graph = cv.capture(batchnorm_forward, cv.spec((3, 2), "float64"))
+    assert "state BN_PARAM[\"running_mean\"] : float64[2], bound to a new array each replay" \
+        in str(graph)
+    for _ in range(4):
+        x = rng.normal(size=(3, 2))
+        old = BN_PARAM["running_mean"]
+        kept = old.copy()
+        out = graph.replay({"x": x})["out"]
+        want = batchnorm_twin(x)
+        assert _same(out, want)
+        assert _same(BN_PARAM["running_mean"], BN_TWIN["running_mean"])
+        assert BN_PARAM["running_mean"] is not old and _same(old, kept)  # the old one as left
+    BN_PARAM.pop("running_mean")
+    BN_TWIN.pop("running_mean")
+
+
+class Linear:
+    def __init__(self):
+        self.W = np.linspace(-1.0, 1.0, 6).reshape(3, 2).copy()
+        self.b = np.full(2, 0.5)
+
+    def step(self, x):
+        y = x @ self.W + self.b
+        self.W = self.W - 0.1 * (x.T @ y)  # a new array each call
+        self.b = self.b * 0.5 + y.mean(axis=0)
+        return y
+
+
+def test_an_attribute_updated_functionally_is_bound_again_by_each_replay():
+    """``self.W = self.W - lr * g`` (refused before: self.W is rebound), two of them; a later
+    capture of the same method (one lifted run) gives the same program."""
+    model, twin = Linear(), Linear()
+    graph = cv.capture(model.step, cv.spec((4, 3), "float64"))
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        x = rng.normal(size=(4, 3))
+        old = model.W
+        assert _same(graph.replay({"x": x})["out"], twin.step(x))
+        assert _same(model.W, twin.W) and _same(model.b, twin.b)
+        assert model.W is not old
+    again = cv.capture(model.step, cv.spec((4, 3), "float64"))
+    assert [line.split("  #")[0] for line in str(again).splitlines()] == \
+        [line.split("  #")[0] for line in str(graph).splitlines()]
+    x = rng.normal(size=(4, 3))
+    assert _same(again.replay({"x": x})["out"], twin.step(x))
+    assert _same(model.W, twin.W) and _same(model.b, twin.b)
+
+
+def test_state_return_binds_nothing_and_states_given_are_left_as_they_are():
+    model = Linear()
+    graph = cv.capture(model.step, cv.spec((4, 3), "float64"))
+    x = np.ones((4, 3))
+    W, b = model.W, model.b
+    got = graph.replay({"x": x}, state="return")
+    assert model.W is W and model.b is b
+    twin = Linear()
+    assert _same(got["out"], twin.step(x))
+    assert _same(got.states["model.W"], twin.W) and _same(got.states["model.b"], twin.b)
+    given = {"model.W": W.copy(), "model.b": b.copy()}
+    before = {k: v.copy() for k, v in given.items()}
+    got = graph.replay({"x": x}, states=given)  # (a loaded graph's way): the new values
+    assert model.W is W and all(_same(given[k], before[k]) for k in given)
+    assert _same(got.states["model.W"], twin.W)
+
+
+def test_a_saved_graph_keeps_its_rebind_states_and_replays_them_from_states(tmp_path):
+    model = Linear()
+    graph = cv.capture(model.step, cv.spec((4, 3), "float64"))
+    path = os.path.join(tmp_path, "g.json")
+    graph.save(path)
+    loaded = cv.load(path)
+    assert str(loaded).splitlines()[2] == str(graph).splitlines()[2]
+    x = np.ones((4, 3))
+    with pytest.raises(cv.ReplayInputError, match=re.escape(
+            "the graph binds a new array to model.W each replay, and what held it is gone")):
+        loaded.replay({"x": x})
+    twin = Linear()
+    got = loaded.replay({"x": x}, states={"model.W": model.W, "model.b": model.b})
+    assert _same(got["out"], twin.step(x)) and _same(got.states["model.W"], twin.W)
+
+
+class Schedule:
+    def __init__(self):
+        self.W = np.ones(3)
+        self.rates = iter([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7])
+
+    def step(self, x):
+        lr = next(self.rates)
+        self.W = self.W - lr * x
+        return x * 2.0
+
+
+def test_a_rebinding_with_a_rate_that_changes_each_call_is_refused_at_that_line():
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(Schedule().step, cv.spec((3,), "float64"))
+    what = str(info.value).splitlines()[0]
+    assert what.startswith("`self.W = self.W - lr * x` at ")
+    assert what.endswith("in step: the number this line uses is a Python number that changes "
+                         "from call to call.")
+
+
+class Held:
+    def __init__(self):
+        self.W = np.ones(3)
+
+    def step(self, x):
+        self.W = self.W - 0.5 * x
+        return x * 2.0
+
+
+def test_a_rebound_array_held_elsewhere_too_stays_refused_and_so_does_another_dtype():
+    """Lifting needs every reference to the array to be a place the capture sees (NumPy could
+    read it unseen through another); a new array of another dtype is no state of this one."""
+    model = Held()
+    elsewhere = model.W
+    with pytest.raises(cv.UnsupportedOperationError, match=r"in step: self\.W is rebound to a "
+                                                          r"value of the capture\."):
+        cv.capture(model.step, cv.spec((3,), "float64"))
+    assert model.W is elsewhere and model.W.tolist() == [1.0, 1.0, 1.0]
+
+    class Cast(Held):
+        def step(self, x):
+            self.W = (self.W - 0.5 * x).astype(np.float32)
+            return x * 2.0
+
+    with pytest.raises(cv.UnsupportedOperationError, match=r"self\.W is rebound"):
+        cv.capture(Cast().step, cv.spec((3,), "float64"))
