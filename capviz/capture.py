@@ -123,6 +123,9 @@ def constant(value: Any, name: str | None = None) -> Any:
         # once written (before its first write, the read that write turns into the state's)
         made = recorder.adopt_value(value)
         if isinstance(made, Node):
+            if made.kind == "constant" and value.base is not None and \
+                    value.dtype.kind in "biufc":  # a write into it is a write into the view
+                recorder.constant_of[made.index] = value  # (trace/mutation.outside_constant)
             return Tensor(made, recorder)
     if name is None and isinstance(value, np.ndarray):
         name = recorder.name_of(value)

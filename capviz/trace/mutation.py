@@ -516,12 +516,15 @@ def setitem(rec: Any, target: Tensor, key: Any, value: Any) -> None:
 
 def outside_constant(rec: Any, target: Tensor, call: str) -> Tensor:
     """The tensor a write into ``target`` writes: ``target`` itself, or, where it is
-    ``cv.constant(a)`` of an ndarray ``a`` of its own (``rec.constant_of``), the state tensor
-    of ``a``, since eagerly ``cv.constant`` returns ``a`` and the write writes it (review 3,
-    finding 15: ``cv.constant(self.c)[idx] += 1.0`` wrote a copy no replay wrote back).
-    ``target`` then sees the state's buffer: later writes through either are seen by both."""
+    ``cv.constant(a)`` of an outside ndarray ``a`` (``rec.constant_of``; ``a`` may be a view of
+    one: ``cv.constant(self.c[3:])``), the state tensor of ``a``, since eagerly ``cv.constant``
+    returns ``a`` and the write writes it (review 3, finding 15: ``cv.constant(self.c)[idx] +=
+    1.0`` wrote a copy no replay wrote back). ``target`` then sees the state's buffer: later
+    writes through either are seen by both. A view of such a constant (``b = cv.constant(
+    self.c); b[1:]`` written) writes the constant's buffer, which becomes the state's
+    (review 7, finding 3: both were silent, replays never wrote ``a``)."""
     if target._alias is not None:
-        return target
+        return _outside_buffer(rec, target, call)
     array = rec.constant_of.get(target._data.index)
     if array is None:
         return target
@@ -532,9 +535,32 @@ def outside_constant(rec: Any, target: Tensor, call: str) -> Tensor:
         node = current(rec, state)
         state._alias = Alias(Storage(node), (), (node,), None)
     node = current(rec, state)
+    alias = state._alias
     target._data = node
-    target._alias = Alias(state._alias.storage, (), (node,), None)
+    target._alias = Alias(alias.storage, alias.steps, alias.path, alias.layout)
     return state
+
+
+def _outside_buffer(rec: Any, target: Tensor, call: str) -> Tensor:
+    """``target`` (a view) where its buffer is ``cv.constant(a)``'s, not yet written: the buffer
+    becomes the state's of ``a`` (its value the state's), so the write is ``a``'s."""
+    storage = target._alias.storage
+    array = rec.constant_of.get(storage.node.index)
+    if array is None:
+        return target
+    state = rec.state_target(array, call)
+    if state._alias is not None and state._alias.storage is storage:
+        return target
+    if state._alias is not None or array.base is not None:
+        raise rec.unsupported(call, (
+            "a view of cv.constant(a) is written after a itself was written another way; "
+            "write through cv.constant(a) itself with an index (cv.constant(a)[1:][k] = v "
+            "as cv.constant(a)[1 + k] = v)"))
+    node = current(rec, state)
+    storage.node = node
+    storage.version += 1
+    state._alias = Alias(storage, (), (node,), None)
+    return target
 
 
 def _rows_of_mask(rec: Any, value: Any, mask: Node) -> bool:
