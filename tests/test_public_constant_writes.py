@@ -122,3 +122,40 @@ def test_a_write_into_cv_constant_of_a_view_or_a_view_of_it_replays_as_each_call
     verdict = run(setup)
     assert verdict.kind == "exact", (verdict.detail, verdict.first_line)
     assert verdict.graph.state_nodes  # a state of held.c or held.M, written back by replays
+
+
+class Emissions:
+    def __init__(self, own):
+        self.B = np.arange(15.0).reshape(3, 5)
+        if own:
+            self.B = self.B.copy()
+
+    def step(self, obs):
+        col = cv.constant(self.B)[:, obs[0]]  # basic index: a view of B, eagerly
+        col += 1.0
+        return col * 1.0
+
+
+def test_a_view_of_cv_constant_by_a_0d_tensor_written_writes_the_table():
+    """Review 7 (finding 3, more): ``cv.constant(self.B)[:, obs[0]]`` is a view of B eagerly,
+    and ``col += 1.0`` writes B; the replays write it too."""
+    def setup():
+        hmm = Emissions(own=True)
+        calls = [[np.array([1, 0])], [np.array([3, 2])], [np.array([1, 1])]]
+        return Program(hmm.step, calls, lambda: {"B": hmm.B})
+
+    verdict = run(setup)
+    assert verdict.kind == "exact", (verdict.detail, verdict.first_line)
+
+
+def test_a_view_of_cv_constant_of_a_reshaped_array_written_is_refused_with_the_fix():
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(Emissions(own=False).step, cv.spec(2, "int64"))
+    what, why, fix = str(info.value).splitlines()
+    line = Emissions.step.__code__.co_firstlineno + 2
+    assert what.startswith(f"`col += 1.0` at {__file__}:{line} in step: ")
+    assert why == ("capviz cannot record it: cv.constant(a) is written through a view of it, "
+                   "and a is itself a view of another array's memory (a reshape, a slice), "
+                   "which capviz cannot follow through both.")
+    assert fix == ("Fix: make a an array of its own where it is made (a = np.arange(6.0)"
+                   ".reshape(2, 3).copy()).")

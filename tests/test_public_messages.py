@@ -26,6 +26,21 @@ def pad_zero(x):
     return np.r_[x, 0]
 
 
+ZERO = 0.0
+
+
+def pad_name(x):
+    return np.r_[x, ZERO]
+
+
+def pad_f32(x):
+    return np.r_[x, np.float32(0)]
+
+
+def pad_sum(x):
+    return np.r_[x, x.sum()]
+
+
 def twice(x):
     return np.r_[x, -1.5, x]
 
@@ -52,15 +67,15 @@ def _line(fn, k):
 
 def test_an_ndarray_indexed_by_a_0d_tensor_is_told_to_record_the_table():
     what, why, fix = _message(emission, cv.spec(4, "int64"))
-    assert what == (f"`B[:, obs[0]]` at {_line(emission, 1)}: an ndarray indexed by the 0-d "
-                    "tensor %1 (getitem, int64[]) in `:, obs[0]`.")
+    assert what == (f"`B[:, obs[0]]` at {_line(emission, 1)}: an ndarray or a list indexed "
+                    "by the 0-d tensor %1 (getitem, int64[]) in `:, obs[0]`.")
     assert why == ("capviz cannot record it: NumPy converts an integer index with "
                    "operator.index, which no hook reaches, and a captured tensor has no value "
                    "until the graph is replayed.")
     assert fix == ("Fix: record the array first: cv.constant(B)[:, obs[0]] (outside a capture "
                    "cv.constant returns the array itself).")
     what, _, fix = _message(row, cv.spec(4, "int64"))
-    assert what.startswith(f"`B[1, col]` at {_line(row, 2)}: an ndarray indexed by the 0-d ")
+    assert what.startswith(f"`B[1, col]` at {_line(row, 2)}: an ndarray or a list indexed ")
     assert fix.startswith("Fix: record the array first: cv.constant(B)[1, col] ")
 
 
@@ -72,11 +87,20 @@ def test_a_slice_bound_read_from_data_keeps_the_size_message():
 
 @pytest.mark.parametrize("fn, spec, code, quoted", [
     (pad_zero, cv.spec(3, "float32"), "np.r_[x, 0]",
-     "np.concatenate([x, np.array([0], dtype=np.result_type(x, 0))])"),
+     "np.concatenate([np.atleast_1d(x), [0]]).astype(np.result_type(x, 0))"),
     (pad_zero, cv.spec(3, "int8"), "np.r_[x, 0]",
-     "np.concatenate([x, np.array([0], dtype=np.result_type(x, 0))])"),
+     "np.concatenate([np.atleast_1d(x), [0]]).astype(np.result_type(x, 0))"),
     (twice, cv.spec(3, "float32"), "np.r_[x, -1.5, x]",
-     "np.concatenate([x, np.array([-1.5], dtype=np.result_type(x, -1.5, x)), x])"),
+     "np.concatenate([np.atleast_1d(x), [-1.5], np.atleast_1d(x)])."
+     "astype(np.result_type(x, -1.5, x))"),
+    (pad_name, cv.spec(3, "float32"), "np.r_[x, ZERO]",
+     "np.concatenate([np.atleast_1d(x), np.atleast_1d(ZERO)]).astype(np.result_type(x, ZERO))"),
+    (pad_f32, cv.spec(3, "float16"), "np.r_[x, np.float32(0)]",
+     "np.concatenate([np.atleast_1d(x), np.atleast_1d(np.float32(0))])."
+     "astype(np.result_type(x, np.float32(0)))"),
+    (pad_sum, cv.spec(3, "float32"), "np.r_[x, x.sum()]",
+     "np.concatenate([np.atleast_1d(x), np.atleast_1d(x.sum())])."
+     "astype(np.result_type(x, x.sum()))"),
     (columns, cv.spec(3, "float32"), "np.c_[x, x * 2]", "np.column_stack([x, x * 2])"),
 ])
 def test_np_r_of_a_tensor_is_told_the_concatenation_numpy_makes(fn, spec, code, quoted):
@@ -87,7 +111,7 @@ def test_np_r_of_a_tensor_is_told_the_concatenation_numpy_makes(fn, spec, code, 
                           "converts each item with np.array")
     assert fix == f"Fix: write {quoted}: the same values and dtype, recorded."
     # the quoted fix, applied, replays as the eager np.r_ computes (values and dtype)
-    fixed = eval(f"lambda x: {quoted}", {"np": np})
+    fixed = eval(f"lambda x: {quoted}", {"np": np, "ZERO": ZERO})
     x = np.array([1.0, -2.0, 3.0]).astype(spec.dtype)
     graph = cv.capture(fixed, spec)
     got, want = graph.replay({"x": x})["out"], fn(x)

@@ -308,22 +308,24 @@ def _number(node: ast.expr) -> bool:
 
 
 def _joined(f: Failure) -> str:
-    """``np.r_[x, 0]`` written with a recorded function, as NumPy computes it: every item cast
-    to the result type of the arrays and the numbers (a number as a weak Python scalar), then
-    ``np.concatenate`` (``np.c_``: ``np.column_stack``)."""
+    """``np.r_[x, 0]`` written with recorded functions, as NumPy computes it: each item at
+    least 1-d (a number as ``[n]``), all cast to the result type of the items (a Python number
+    weak, as np.r_ casts them), then ``np.concatenate`` (``np.c_``: ``np.column_stack`` of its
+    arrays)."""
     function = _trick(f)
     key = f.code.parts.get("key", "")
     items = _items(key)
     if function is None or items is None or any(
             isinstance(i, ast.Slice) or (isinstance(i, ast.Constant) and
                                          isinstance(i.value, str)) for i in items):
-        return f"np.concatenate([...]) of the items of `{key}`, numbers as 1-element arrays"
+        return (f"np.concatenate([...]) of the items of `{key}`, each as np.atleast_1d(item), "
+                "then .astype(np.result_type(<the items>))")
     texts = [ast.unparse(i) for i in items]
-    numbers = [_number(i) for i in items]
-    if any(numbers):
-        kind = f"np.result_type({', '.join(texts)})"
-        texts = [f"np.array([{t}], dtype={kind})" if n else t for t, n in zip(texts, numbers)]
-    return f"np.{function}([{', '.join(texts)}])"
+    if function == "column_stack":
+        return f"np.column_stack([{', '.join(texts)}])"
+    kind = f"np.result_type({', '.join(texts)})"
+    wrapped = [f"[{t}]" if _number(i) else f"np.atleast_1d({t})" for t, i in zip(texts, items)]
+    return f"np.concatenate([{', '.join(wrapped)}]).astype({kind})"
 
 
 def _guardable(f: Failure) -> bool:
@@ -353,7 +355,7 @@ SITUATIONS: list[Situation] = [
         "ndarray_indexed_by_number", "data_read",
         lambda f: f.call == "operator.index()" and f.code.action == "index" and
         _plain_key(f.code.parts.get("key", "")),
-        "an ndarray indexed by the 0-d tensor {operand} in `{key}`",
+        "an ndarray or a list indexed by the 0-d tensor {operand} in `{key}`",
         "capviz cannot record it: NumPy converts an integer index with operator.index, which "
         f"no hook reaches, and {_NO_VALUE}.",
         "record the array first: cv.constant({array})[{key}] (outside a capture cv.constant "

@@ -551,11 +551,15 @@ def _outside_buffer(rec: Any, target: Tensor, call: str) -> Tensor:
     state = rec.state_target(array, call)
     if state._alias is not None and state._alias.storage is storage:
         return target
-    if state._alias is not None or array.base is not None:
+    if array.base is not None:
         raise rec.unsupported(call, (
-            "a view of cv.constant(a) is written after a itself was written another way; "
-            "write through cv.constant(a) itself with an index (cv.constant(a)[1:][k] = v "
-            "as cv.constant(a)[1 + k] = v)"))
+            "cv.constant(a) is written through a view of it, and a is itself a view of another "
+            "array's memory (a reshape, a slice), which capviz cannot follow through both; make "
+            "a an array of its own where it is made (a = np.arange(6.0).reshape(2, 3).copy())"))
+    if state._alias is not None:
+        raise rec.unsupported(call, (
+            "cv.constant(a) is written through a view of it, after a itself was written "
+            "another way; take cv.constant(a) after that write, or write a only through it"))
     node = current(rec, state)
     storage.node = node
     storage.version += 1
