@@ -105,9 +105,15 @@ def test_state_return_binds_nothing_and_states_given_are_left_as_they_are():
     assert _same(got.states["model.W"], twin.W) and _same(got.states["model.b"], twin.b)
     given = {"model.W": W.copy(), "model.b": b.copy()}
     before = {k: v.copy() for k, v in given.items()}
-    got = graph.replay({"x": x}, states=given)  # (a loaded graph's way): the new values
+    got = graph.replay({"x": x}, states=given, state="return")  # (a loaded graph's way)
     assert model.W is W and all(_same(given[k], before[k]) for k in given)
     assert _same(got.states["model.W"], twin.W)
+    with pytest.raises(cv.ReplayInputError, match=re.escape(
+            "state 'model.W': the graph binds a new array to model.W each call (a rebind "
+            "state), and a replay given the array by states= has no name to bind it to. Fix: "
+            "replay with state='return' and bind result.states['model.W'] to model.W")):
+        graph.replay({"x": x}, states=given)  # (writing the given array: silent, review 7)
+    assert model.W is W and all(_same(given[k], before[k]) for k in given)
 
 
 def test_a_saved_graph_keeps_its_rebind_states_and_replays_them_from_states(tmp_path):
@@ -122,8 +128,13 @@ def test_a_saved_graph_keeps_its_rebind_states_and_replays_them_from_states(tmp_
             "the graph binds a new array to model.W each replay, and what held it is gone")):
         loaded.replay({"x": x})
     twin = Linear()
-    got = loaded.replay({"x": x}, states={"model.W": model.W, "model.b": model.b})
+    live = {"model.W": model.W, "model.b": model.b}
+    with pytest.raises(cv.ReplayInputError, match=r"state 'model\.W': the graph binds a new "):
+        loaded.replay({"x": x}, states=live)
+    got = loaded.replay({"x": x}, states=live, state="return")
     assert _same(got["out"], twin.step(x)) and _same(got.states["model.W"], twin.W)
+    model.W, model.b = got.states["model.W"], got.states["model.b"]  # bound, as eagerly
+    assert _same(model.W, twin.W) and _same(model.b, twin.b)
 
 
 class Schedule:
@@ -172,3 +183,43 @@ def test_a_rebound_array_held_elsewhere_too_stays_refused_and_so_does_another_dt
 
     with pytest.raises(cv.UnsupportedOperationError, match=r"self\.W is rebound"):
         cv.capture(Cast().step, cv.spec((3,), "float64"))
+
+
+EMA = {"ema": np.float64(0.0)}
+
+
+class Stats:
+    def __init__(self):
+        self.stats = {"ema": 0.0}
+        self.slots = [np.float64(0.0)]
+
+    def step(self, x):
+        self.stats["ema"] = 0.9 * self.stats["ema"] + 0.1 * x.sum()
+        return x * 2.0
+
+    def slot(self, x):
+        self.slots[0] = 0.9 * self.slots[0] + 0.1 * x.sum()
+        return x * 2.0
+
+
+def _ema(x):
+    EMA["ema"] = 0.9 * EMA["ema"] + 0.1 * x.sum()
+    return x * 2.0
+
+
+def test_a_number_in_a_container_rebound_to_a_value_of_the_capture_is_refused_at_its_line():
+    """Review 7, finding 1: a float or np.float64 in a dict item or list slot was taken back
+    silently (every replay left it as it was, each eager call moves it), where an attribute
+    or a global was refused."""
+    stats = Stats()
+    for fn, where, text in [(stats.step, "self.stats['ema']", '`self.stats["ema"] = 0.9 * '),
+                            (stats.slot, r"self.slots[0]", "`self.slots[0] = 0.9 * "),
+                            (_ema, "EMA['ema']", '`EMA["ema"] = 0.9 * ')]:
+        with pytest.raises(cv.UnsupportedOperationError) as info:
+            cv.capture(fn, cv.spec((3,), "float64"))
+        what, _why, fix = str(info.value).splitlines()
+        assert what.startswith(text)
+        assert what.endswith(f"{where} is rebound to a value of the capture.")
+        assert fix.startswith("Fix: keep it in a 0-d ndarray made before the capture and "
+                              "written in place (ema = np.zeros(()); ema[...] = 0.9 * ema + ")
+    assert stats.stats == {"ema": 0.0} and stats.slots == [0.0] and EMA == {"ema": 0.0}

@@ -450,6 +450,19 @@ def check_apart(graph: Graph, prog: Any, args: Any, nodes: list[Node], targets: 
                     f"({name}.copy()), or give the state with states={{{state!r}: ...}}")
 
 
+def _refuse_given_rebind(nodes: list[Node], given: Mapping[str, Any]) -> None:
+    """Refuse ``state="write"`` with a rebind state given by ``states=``: an eager call binds
+    its new array to the name and leaves the old one as it was, and a replay given the array
+    has no name to bind to (writing the given array instead would change the old one)."""
+    for node in nodes:
+        name = label(node)
+        if "rebind" in node.params and name in given:
+            raise ReplayInputError(
+                f"state {name!r}: the graph binds a new array to {name} each call (a rebind "
+                "state), and a replay given the array by states= has no name to bind it to. "
+                f"Fix: replay with state='return' and bind result.states[{name!r}] to {name}")
+
+
 def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: bool,
         options: Mapping[str, Any], mode: str = "write",
         given: Mapping[str, Any] | None = None, named: bool = True
@@ -468,6 +481,8 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
         if unknown:
             raise ReplayInputError(f"unexpected state {unknown[0]!r}: the graph's states are "
                                    f"{known}")
+        if mode == "write":
+            _refuse_given_rebind(nodes, given)
     targets = _live_all(graph, prog, given)
     if prog.n_generators or engine.name != "numpy":
         from_host = engine.from_host
@@ -504,7 +519,7 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
             states[node.name or label(node)] = drawn
         elif "rebind" in node.params:  # a new array bound to the place, the old one left
             value = to_host(value)
-            if write and not (given and label(node) in given):
+            if write:
                 rebind(graph, node, value)
             states[node.name or label(node)] = value
         elif write:

@@ -399,6 +399,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                 lists = {id(p.holder): _kept(p.holder, p.value) for p in places
                          if p.kind == "items" and type(p.holder) is list}
             if not _read_by_capture(place.value, read) and not _stored_over(place, lists) \
+                    and not isinstance(place.value, _NUMBERS) \
                     and not (place.value is None and _accumulates(recorder, found, place)):
                 place.put_back()  # not refused: a scratch item or attribute (self.l1.x = x)
                 continue
@@ -407,7 +408,8 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
         text = line_code(linecache.getline(source[0], source[1])) if source else ""
         reason = _CONTAINER_REASON if tensor is not found else _reason(text, source) \
             if isinstance(place.value, np.ndarray) else _created_reason(place.label) \
-            if place.value is None else _RETURN_REASON
+            if place.value is None else _NUMBER_REASON if isinstance(place.value, _NUMBERS) \
+            and _reads_itself(text, place.label) else _RETURN_REASON
         message = explain(Failure("unsupported_op", REBOUND, place.label, source,
                                   UserCode("other", shorten(text)), None, reason))
         recorder.pending.append(("unsupported_op", REBOUND, message, source))
@@ -524,6 +526,19 @@ _SEQUENCES = (tuple, list, dict, collections.deque)
 _RETURN_REASON = ("the capture put the original object back, and a replay can return a value "
                   "but not bind it to a name; keep it a result: return it (return out, loss) "
                   "and set the attribute from what the replay returns")
+def _reads_itself(text: str, label: str) -> bool:
+    """Whether line ``text`` reads ``label`` right of its ``=`` (``ema = 0.9 * ema + ...``:
+    a running value, not a result logged there)."""
+    _, equals, right = text.partition("=")
+    return bool(equals) and re.search(rf"(?<![\w.]){_label_pattern(label)}(?!\w)",
+                                      right) is not None
+
+
+_NUMBER_REASON = (
+    "the capture put the number back, and a replay computes the new one but cannot store it "
+    "there, so every replay would start from the same number; keep it in a 0-d ndarray made "
+    "before the capture and written in place (ema = np.zeros(()); ema[...] = 0.9 * ema + "
+    "0.1 * x.sum()), which the capture records as a state")
 _CONTAINER_REASON = (
     "the capture put the original object back, and a replay cannot bind a new tuple or list "
     "to a name; keep each value in an ndarray written in place (self.h[...] = h), which the "
