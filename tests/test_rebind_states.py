@@ -223,3 +223,36 @@ def test_a_number_in_a_container_rebound_to_a_value_of_the_capture_is_refused_at
         assert fix.startswith("Fix: keep it in a 0-d ndarray made before the capture and "
                               "written in place (ema = np.zeros(()); ema[...] = 0.9 * ema + ")
     assert stats.stats == {"ema": 0.0} and stats.slots == [0.0] and EMA == {"ema": 0.0}
+
+
+class Holders:
+    def __init__(self):
+        self.bn = {"rm": np.zeros(3)}
+        self.opt = Stats()
+        self.opt.m = np.zeros(3)
+        self.hs = [np.zeros(3)]
+
+    def rebind(self, x):
+        self.bn["rm"] = 0.9 * self.bn["rm"] + 0.1 * x
+        self.opt.m = 0.9 * self.opt.m + x
+        self.hs[0] = np.tanh(self.hs[0] + x)
+        return x - self.bn["rm"] + self.opt.m + self.hs[0]
+
+
+def test_a_rebind_state_inside_a_holder_the_user_replaces_follows_the_new_holder():
+    """Review 7, finding 10 (silent on 7cbd9bc): a reset that replaces the dict, the object or
+    the list holding the rebound name (model.bn = {...}) left every replay reading and
+    binding the old holder. The path from the object the user holds is followed each replay."""
+    model, twin = Holders(), Holders()
+    graph = cv.capture(model.rebind, cv.spec((3,), "float64"))
+    x = np.array([1.0, 2.0, 3.0])
+    for step in range(4):
+        if step == 2:  # reset_state(): new holders
+            for m in (model, twin):
+                m.bn = {"rm": np.ones(3)}
+                m.opt = Stats()
+                m.opt.m = np.full(3, 2.0)
+                m.hs = [np.ones(3)]
+        assert _same(graph.replay({"x": x})["out"], twin.rebind(x))
+        assert _same(model.bn["rm"], twin.bn["rm"]) and _same(model.opt.m, twin.opt.m)
+        assert _same(model.hs[0], twin.hs[0])

@@ -346,10 +346,8 @@ def lift(recorder: Any, lifted: Lifted) -> None:
     if recorder.examples is not None:  # (a branch on a lifted state: decided by two passes)
         recorder.examples.states_known = False
     for root, holders, name, place, source in lifted.states:
-        if name is None:  # (a rebound place: named as a constant of it would be)
-            namer = recorder.namer
-            name = namer.find_place(root, namer.frames(frame, recorder.scopes.entry),
-                                    placed=False)[0] or holders[0].label
+        if name is None:  # a rebound place (trace/rebinding.py): named as a constant of
+            name, place = _rebind_place(recorder, root, holders[0], place, frame)  # it is
         node = recorder._append("state", None, (), {}, tuple(root.shape), root.dtype, source,
                                 name, frame=frame)
         graph.state_values[node.index] = root.copy("K")
@@ -369,6 +367,39 @@ def lift(recorder: Any, lifted: Lifted) -> None:
                 vars(holder.holder)[holder.key] = tensor
             else:
                 holder.bind(tensor)
+
+
+def _rebind_place(recorder: Any, root: np.ndarray, held: Place, place: Any, frame: Any
+                  ) -> tuple[str, Any]:
+    """The name and place (``Graph.state_places``) of a rebound place's state: the namer's
+    path from the object the user holds (``model`` of ``model.bn["rm"]``), which a replay
+    follows again each time, so that a holder the user replaced (``model.bn = {...}``) is
+    the one read and bound, as eagerly (hostile review 7, finding 10); ``place`` (one step
+    from the holder) for a place the function names itself (``self.W``, a global, a cell);
+    ``None`` where no such path is found (then nothing is bound again: the run is thrown
+    away, the first capture's refusal stands)."""
+    namer = recorder.namer
+    name, found = namer.find_place(root, namer.frames(frame, recorder.scopes.entry))
+    name = name or held.label
+    if found is not None and len(found) == 2 and _leads_to(found, held):
+        return name, found
+    return name, None if held.inner else place
+
+
+def _leads_to(place: tuple, held: Place) -> bool:
+    """Whether path ``place`` leads to ``held``'s container and key."""
+    anchor, steps = place
+    owner = anchor() if type(anchor) is weakref.ref else anchor
+    try:
+        for is_attribute, key in steps[:-1]:
+            owner = getattr(owner, key) if is_attribute else owner[key]
+    except Exception:
+        return False
+    is_attribute, key = steps[-1]
+    if held.kind == "cell":
+        return False
+    return owner is held.holder and key == held.key and \
+        is_attribute == (held.kind in ("attribute", "slot"))
 
 
 def _depends(node: Any, lifted: set[int], clean: set[int]) -> bool:
@@ -426,8 +457,10 @@ def _rebound(place: Place, root: np.ndarray, tensor: Tensor, recorder: Any) -> b
         return False
     state = recorder.states.get(id(root))
     if state is None or state.tensor is not tensor or \
-            mutation.current(recorder, tensor) is not state.node:
-        return False  # (written in place too: the old array moves as well, eagerly)
+            mutation.current(recorder, tensor) is not state.node or \
+            state.node.index not in recorder.graph.state_places:
+        return False  # (written in place too: the old array moves as well, eagerly; or no
+    #                   path from what the user holds: _rebind_place)
     state.node.params["rebind"] = True
     state.tensor = found  # (its final value: :func:`capviz.trace.state.final_values`)
     return True
