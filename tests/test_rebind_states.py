@@ -256,3 +256,77 @@ def test_a_rebind_state_inside_a_holder_the_user_replaces_follows_the_new_holder
         assert _same(graph.replay({"x": x})["out"], twin.rebind(x))
         assert _same(model.bn["rm"], twin.bn["rm"]) and _same(model.opt.m, twin.opt.m)
         assert _same(model.hs[0], twin.hs[0])
+
+
+class Decay:
+    def __init__(self):
+        self.W = np.array([1.0, 2.0, 3.0])
+        self.V = np.array([5.0, 6.0, 7.0])
+
+    def decay(self, x):
+        self.W = self.W * 0.99  # NumPy's own operators: no tensor met
+        return x * self.W
+
+    def roll(self, x):
+        self.W = np.roll(self.W, 1)
+        return x * self.W
+
+    def concat(self, x):
+        self.W = np.concatenate([self.W[1:], self.W[:1]])
+        return x * self.W
+
+    def reverse(self, x):
+        self.W = self.W[::-1]  # a view of the old array
+        return x * self.W
+
+    def swap(self, x):
+        self.W, self.V = self.V, self.W
+        return x * self.W
+
+
+def test_a_name_rebound_to_an_array_numpy_computed_is_a_rebind_state_or_refused_at_its_line():
+    """Review 7, finding 8 (silent before: the capture ran the update once, the user's array
+    changed by cv.capture, and no replay made it): captured lifted where the new array is a
+    fresh one of the old one's kind; a view of the old array or a swap is refused at its line,
+    the old arrays put back."""
+    x = np.array([1.0, -2.0, 0.5])
+    for name in ("decay", "roll", "concat"):
+        model, twin = Decay(), Decay()
+        graph = cv.capture(getattr(model, name), cv.spec((3,), "float64"))
+        assert model.W.tolist() == [1.0, 2.0, 3.0]  # the capture changed nothing
+        for _ in range(3):
+            assert _same(graph.replay({"x": x})["out"], getattr(twin, name)(x))
+            assert _same(model.W, twin.W)
+    model = Decay()
+    W, V = model.W, model.V
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(model.reverse, cv.spec((3,), "float64"))
+    what, why, fix = str(info.value).splitlines()
+    assert what.startswith("`self.W = self.W[::-1]` at ")
+    assert what.endswith("in reverse: self.W is rebound to an array NumPy computed without the "
+                         "capture.")
+    assert "(it held [1. 2. 3.] (float64[3]) when the call started and NumPy made it " in why
+    assert fix == ("Fix: compute it from a tensor, which the capture records: self.W = "
+                   "cv.constant(self.W)[::-1], or pass self.W as an input and return its new "
+                   "value.")
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(model.swap, cv.spec((3,), "float64"))
+    assert str(info.value).startswith("`self.W, self.V = self.V, self.W` at ")
+    assert model.W is W and model.V is V and W.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_a_0d_array_in_a_dict_rebound_to_numpys_scalar_is_refused_at_its_line():
+    class Rate:
+        def __init__(self):
+            self.d = {"lr": np.array(0.1)}
+
+        def step(self, x):
+            self.d["lr"] = self.d["lr"] * 0.5  # a np.float64 from then on
+            return x * self.d["lr"]
+
+    model = Rate()
+    lr = model.d["lr"]
+    with pytest.raises(cv.UnsupportedOperationError, match=r"in step: self\.d\['lr'\] is "
+                       r"rebound to an array NumPy computed without the capture\."):
+        cv.capture(model.step, cv.spec((3,), "float64"))
+    assert model.d["lr"] is lr and lr.tolist() == 0.1

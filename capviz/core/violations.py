@@ -665,6 +665,18 @@ SITUATIONS: list[Situation] = [
         "c = C()\nfirst = c.W  # the old array, held here too\n"
         "cv.capture(c.f, cv.spec(3, \"float64\"))"),
     Situation(
+        "rebound_by_numpy", "unsupported_op",
+        _call_is("an array NumPy computed bound outside the capture"),
+        "{operand} is rebound to an array NumPy computed without the capture",
+        "capviz cannot record it: NumPy computed the new array from arrays outside the capture "
+        "and met no tensor, so no hook saw it, the capture put the old array back, and no "
+        "replay would bind a new one ({reason_why}).",
+        "{reason_fix}",
+        "class C:\n    def __init__(self):\n        self.W = np.ones(3)\n\n"
+        "    def f(self, g):\n        self.W = self.W * 0.99\n        return g * self.W\n\n"
+        "c = C()\nfirst = c.W  # the old array, held here too\n"
+        "cv.capture(c.f, cv.spec(3, \"float64\"))"),
+    Situation(
         "kept_in_container", "unsupported_op",
         _call_is("a capture tensor kept in a container"),
         "{operand} keeps a value of the capture",

@@ -379,6 +379,12 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                 place.put_back()
                 _refuse_changed(place, found, recorder, source, fn)
             continue
+        if isinstance(found, (np.ndarray, np.generic)) and type(place.value) is np.ndarray:
+            if found.dtype != place.value.dtype or found.shape != place.value.shape or \
+                    type(found) is not np.ndarray or \
+                    found.tobytes() != place.value.tobytes():  # (an equal copy: no difference
+                _refuse_numpy(place, found, recorder, source, fn)  # a replay makes)
+            continue
         if type(found) is Tensor:
             if found._trace is not recorder:
                 continue
@@ -446,7 +452,8 @@ def rebindable(place: Place, tensor: Tensor, recorder: Any) -> bool:
 
 
 _FRESH = frozenset(("create", "copy", "astype", "where", "clip", "concatenate", "stack", "dot",
-                    "zeros_like", "ones_like", "full_like", "setitem", "index_put", "mean"))
+                    "roll", "zeros_like", "ones_like", "full_like", "setitem", "index_put",
+                    "mean"))
 """Ops with no ``out`` whose result NumPy always allocates (as replay/plan.py's FRESH_OPS)."""
 
 _NUMBERS = (bool, int, float, complex, np.generic)
@@ -477,6 +484,47 @@ def _refuse_changed(place: Place, now: Any, recorder: Any, source: Any,
     message = explain(Failure("unsupported_op", CHANGES, place.label, source,
                               UserCode("other", shorten(text)), None, reason))
     recorder.pending.append(("unsupported_op", CHANGES, message, source))
+
+
+BY_NUMPY = "an array NumPy computed bound outside the capture"
+"""The ``call`` of the situation ``rebound_by_numpy``."""
+
+
+def _refuse_numpy(place: Place, found: np.ndarray, recorder: Any, source: Any,
+                  fn: Callable | None) -> None:
+    """Put back the array ``place`` held, which the call rebound to ``found``, an array NumPy
+    computed with no tensor (``self.W = self.W * 0.99``, ``np.roll(self.W, 1)``, a swap):
+    the capture ran the update once and no replay would (hostile review 7, finding 8).
+    Refused at the line of ``fn`` that binds it (else ``source``); marked to be captured as
+    a rebind state (:mod:`capviz.trace.rebinding`: lifted, the name holds a tensor, so the
+    update is recorded) where the new array has the old one's shape and dtype."""
+    place.put_back()
+    where, text = writing_line(fn, place.label) if fn is not None else (None, "")
+    if where is None and fn is not None:  # (self.W, self.V = self.V, self.W)
+        where, text = writing_line(fn, place.label, unpacked=True)
+    fix = f"or pass {place.label} as an input and return its new value"
+    match = re.match(rf"^\s*{_label_pattern(place.label)}\s*=(?!=)(?P<rest>.*)$", text)
+    if match and re.search(rf"(?<![\w.]){_label_pattern(place.label)}(?!\w)",
+                           match["rest"]):
+        new = re.sub(rf"(?<![\w.]){_label_pattern(place.label)}(?![\w(])",
+                     f"cv.constant({place.label})", match["rest"].strip(), count=1)
+        fix = f"compute it from a tensor, which the capture records: {place.label} = {new}, {fix}"
+    else:
+        fix = f"compute it from a tensor (cv.constant({place.label})), which the capture " \
+              f"records, {fix}"
+    reason = (f"it held {_shown(place.value)} when the call started and NumPy made it "
+              f"{_shown(found)}")
+    message = explain(Failure("unsupported_op", BY_NUMPY, place.label, where or source,
+                              UserCode("other", shorten(text)), None, f"{reason}; {fix}"))
+    recorder.pending.append(("unsupported_op", BY_NUMPY, message, where or source))
+    if place.kind in REBINDABLE and type(found) is np.ndarray and \
+            found.shape == place.value.shape and found.dtype == place.value.dtype:
+        place.lifts = message
+
+
+def _shown(value: np.ndarray) -> str:
+    text = np.array2string(value, threshold=6, precision=6)
+    return shorten(f"{text} ({value.dtype}{list(value.shape)})", 60)
 
 
 def _of_data(tensor: Tensor, recorder: Any) -> bool:
@@ -841,9 +889,10 @@ def naming_line(fn: Callable, label: str) -> tuple[Any, str]:
     return None, ""
 
 
-def writing_line(fn: Callable, label: str) -> tuple[Any, str]:
+def writing_line(fn: Callable, label: str, unpacked: bool = False) -> tuple[Any, str]:
     """``((file, line, function), code)`` of the first line of ``fn`` that writes ``label``
-    (``label op= ...``, ``label[...] = ...``, ``out=label``), or ``(None, "")``."""
+    (``label op= ...``, ``label[...] = ...``, ``out=label``; ``unpacked``: also one of the
+    targets of ``a, label = ...``), or ``(None, "")``."""
     function = _function(fn)[1]
     code = getattr(function, "__code__", None)
     if code is None:
@@ -854,7 +903,9 @@ def writing_line(fn: Callable, label: str) -> tuple[Any, str]:
         return None, ""
     name = _label_pattern(label)
     target = re.compile(rf"^{name}\s*(?:\[.*\]\s*)?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"
-                        rf"|\bout\s*=\s*\(?{name}\b(?![.\[])")
+                        rf"|\bout\s*=\s*\(?{name}\b(?![.\[])" + (
+                            rf"|^[^=]*,\s*{name}\s*(?:,[^=]*)?=(?!=)"
+                            rf"|^\(?{name}\s*,[^=]*=(?!=)" if unpacked else ""))
     for offset, line in enumerate(lines):
         text = line_code(line)
         if target.search(text):
