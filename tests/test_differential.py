@@ -78,6 +78,50 @@ def test_a_contraction_is_within_its_bound_or_the_flat_tolerance():
     assert classify.compare([np.array([0.5])], want, dask, limits={0: np.ones(1)}) == "tolerance"
 
 
+def test_a_zero_of_the_other_sign_is_a_difference_no_tolerance_covers():
+    # 1 / x tells -0.0 from +0.0 (inf against -inf): np.allclose called them equal, so a
+    # replay giving +0.0 where NumPy gives -0.0 was counted "within the tolerance"
+    dask = registry.get("dask")
+    want = [np.array([1.5, -0.0], np.float32)]
+    assert classify.compare([np.array([1.5, 0.0], np.float32)], want, dask) == "silent"
+    assert classify.compare([np.array([1.5000001, -0.0], np.float32)], want, dask) == "tolerance"
+    assert classify.compare([np.array([1.5, 1e-9], np.float32)], want, dask) == "tolerance"
+    parts = [np.array([complex(1.0, -0.0)])]  # the imaginary part's sign
+    assert classify.compare([np.array([complex(1.0000001, 0.0)])], parts, dask) == "silent"
+    # a contraction within its declared bound, but a zero of the other sign
+    assert classify.compare([np.array([0.0])], [np.array([-0.0])], dask,
+                            limits={0: np.ones(1)}) == "silent"
+    assert classify.zero_signs_differ(np.array([np.nan, 0.0]), np.array([np.nan, 0.0])) is False
+
+
+def test_only_selects_a_ufunc_by_its_numpy_name_and_refuses_a_name_no_base_holds():
+    # --only np.add (and subtract, multiply) died with ZeroDivisionError: no base's id holds it
+    assert [b.id for b in cases.selected("np.add")] == ["ufunc.add"]
+    assert {c.base.id for c in cases.sample(3, SEED, only="np.multiply")} == {"ufunc.multiply"}
+    with pytest.raises(ValueError, match=r"--only np\.arange: no base's id holds 'np\.arange'; "
+                                         r"bases whose program calls it: .*creation"):
+        cases.selected("np.arange")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    command = [sys.executable, "-m", "tests.differential", "--backend", "numpy", "--only"]
+    done = subprocess.run(command + ["np.subtract"], cwd=root, capture_output=True, text=True,
+                          check=True)
+    assert "1 cases x 1 backends" in done.stdout  # the CI profile: each base once
+    bad = subprocess.run(command + ["np.nothing_here"], cwd=root, capture_output=True,
+                         text=True)
+    assert bad.returncode == 2 and "no base's id holds 'np.nothing_here'" in bad.stderr
+    assert "ZeroDivisionError" not in bad.stderr
+
+
+def test_only_draws_each_base_its_share_of_the_profile_not_the_profiles_count():
+    # --thorough --only float16_sums drew the profile's 20,000 cases of that one base (days)
+    cap = cases.per_base_cap(20_000, 8)
+    assert cap % 8 == 0 and cap * len(cases.bases()) >= 20_000 > (cap - 8) * len(cases.bases())
+    drawn = cases.sample(20_000, SEED, 8, only="float16_sums", per_base=cap)
+    assert len(drawn) == cap and {c.base.id for c in drawn} == {"float16_sums"}
+    # the whole profile is as before: the cap leaves its 20,000 cases
+    assert len(cases.sample(20_000, SEED, 8, per_base=cap)) == 20_000
+
+
 def test_a_silent_case_says_where_it_first_differs():
     want = [np.array(2.0), np.array([[1.0, np.nan], [3.0, -0.0]])]
     got = [np.array(2.0), np.array([[1.0, np.nan], [3.0, 0.0]])]

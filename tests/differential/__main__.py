@@ -1,6 +1,9 @@
 """``python -m tests.differential [--thorough] [--cases N] [--seed S] [--part K/N]
-[--show CLASS...] [--eager-limit SECONDS]``: the differential suite's totals per backend and
-class (the CI profile by default). ``--part K/N`` runs the K-th of N contiguous slices of the
+[--only TEXT] [--show CLASS...] [--eager-limit SECONDS]``: the differential suite's totals per
+backend and class (the CI profile by default). ``--only TEXT`` runs the bases whose id holds it
+(``np.add`` selects ``ufunc.add`` too; one that selects nothing is refused, naming the bases
+whose program calls it), each at most its share of the profile (``--thorough``: about 40 cases
+a base; ``--cases N`` draws N). ``--part K/N`` runs the K-th of N contiguous slices of the
 drawn cases (two parts run side by side on two cores); an interrupted run (Ctrl-C) prints the
 totals of what it did. Eager NumPy runs in a worker process: a case it does not finish within
 ``--eager-limit`` seconds is classed ``eager_timeout`` and always listed."""
@@ -29,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=25)
     parser.add_argument("--backend", action="append",
                         help="only these rows (numpy, jax, dask; dask2: Dask in chunks of 2)")
-    parser.add_argument("--only", help="only bases whose id contains this")
+    parser.add_argument("--only", help="only bases whose id contains this (np.add: ufunc.add "
+                        "too); with a profile, each base at most its share of the profile")
     parser.add_argument("--skip", action="append", default=[],
                         help="leave out bases whose id contains this")
     parser.add_argument("--show", action="append", default=[],
@@ -43,8 +47,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     part, parts = _part(parser, args.part)
     n, per_signature = PROFILES["thorough" if args.thorough else "ci"]
-    n = args.cases or n or len(cases.bases())
-    drawn = cases.sample(n, args.seed, per_signature, only=args.only or "")
+    profile = n or len(cases.bases())
+    # the profile's share of each base caps what --only draws (--cases asks for a number)
+    cap = None if args.cases else cases.per_base_cap(profile, per_signature)
+    n = args.cases or profile
+    try:
+        drawn = cases.sample(n, args.seed, per_signature, only=args.only or "", per_base=cap)
+    except ValueError as err:  # --only that selects nothing
+        parser.error(str(err))
     drawn = [c for c in drawn if not any(s in c.base.id for s in args.skip)]
     # contiguous slices: the draws of one signature stay together, captured once
     drawn = drawn[part * len(drawn) // parts:(part + 1) * len(drawn) // parts]

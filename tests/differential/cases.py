@@ -113,13 +113,61 @@ def _keep_domain(template: np.ndarray, a: np.ndarray, generator: str) -> np.ndar
         return template.astype(a.dtype)
 
 
-def sample(n: int, seed: int, per_signature: int = 4, only: str = "") -> list[Case]:
+def selected(only: str = "") -> list[Base]:
+    """The bases whose id holds ``only`` (a ufunc's examples are ``ufunc.<name>``: ``np.add``
+    selects ``ufunc.add`` too).
+
+    Raises:
+        ValueError: no base's id holds it, naming the bases whose program calls it (``np.arange``
+            is called by ``creation``, which has no id of its own).
+    """
+    names = {only}
+    if only.startswith("np."):
+        names.add("ufunc." + only.removeprefix("np."))
+    chosen = [b for b in bases() if any(name in b.id for name in names)]
+    if chosen:
+        return chosen
+    callers = [b.id for b in bases() if _calls(b, only)]
+    hint = (f"bases whose program calls it: {', '.join(callers[:8])}" if callers
+            else "no base's program calls it either")
+    raise ValueError(f"--only {only}: no base's id holds {only!r}; {hint} (ids: "
+                     "np.<function>-<k>, ufunc.<name>, method.<name>-<k>, form.<name>...)")
+
+
+def _calls(base: Base, name: str) -> bool:
+    """Whether ``base``'s program names every part of ``name`` (``np.arange``: ``arange``;
+    ``np.linalg.norm``: ``linalg`` and ``norm``) in its code or a function defined in it."""
+    parts = set(name.split(".")) - {"np", "numpy"}
+    code = getattr(base.fn, "__code__", None)
+    names: set[str] = set()
+    stack = [code] if code is not None else []
+    while stack:
+        code = stack.pop()
+        names.update(code.co_names)
+        stack.extend(c for c in code.co_consts if hasattr(c, "co_names"))
+    return bool(parts) and parts <= names
+
+
+def per_base_cap(n: int, per_signature: int) -> int:
+    """The most cases one base draws in a profile of ``n`` cases: its share of ``n`` over every
+    base, in whole signatures (``--only`` a few bases keeps each to what the whole profile
+    gives it, not ``n`` cases of one program: the thorough profile's 20,000 of one base that
+    replays hundreds of float16 terms in chunks of 2 were days of work)."""
+    share = -(-n // len(bases()))
+    return -(-share // per_signature) * per_signature
+
+
+def sample(n: int, seed: int, per_signature: int = 4, only: str = "",
+           per_base: int | None = None) -> list[Case]:
     """``n`` cases drawn by a seeded sampler: every base in turn, each time a dtype, a shape
     (its own, or an edge shape one time in six) and a layout, with ``per_signature`` value
     generators sharing them (one capture and one compile per signature; with one, a generator
-    drawn at random); ``only``: the bases whose id holds it."""
+    drawn at random); ``only``: the bases :func:`selected` picks; ``per_base``: at most this
+    many cases of each base (fewer than ``n`` in all where few bases are selected)."""
     rng = np.random.default_rng(seed)
-    all_bases = [b for b in bases() if only in b.id]
+    all_bases = selected(only)
+    if per_base is not None:
+        n = min(n, per_base * len(all_bases))
     cases: list[Case] = []
     k = 0
     while len(cases) < n:

@@ -15,11 +15,12 @@ from capviz.core.errors import CapvizError, ShapeError
 CLASSES = ("exact", "tolerance", "refused", "numpy_error", "raw_error", "silent",
            "eager_timeout", "eager_crash")
 """exact; within the engine's declared tolerance (or an integer output the replay declares
-inexact, with ``cv.InexactResultWarning``); refused by name (a capviz error); NumPy's
-own error where eager NumPy raises; a raw error (an exception that is not capviz's, an
-engine's error wrapped where NumPy computes, a shape rule refusing what NumPy computes); a
-silent difference (these two must stay empty); eager NumPy itself past the time limit, or its
-worker process dead (:mod:`.worker`: the case is not replayed, and is listed)."""
+inexact, with ``cv.InexactResultWarning``; a zero of the other sign is never within it);
+refused by name (a capviz error); NumPy's own error where eager NumPy raises; a raw error (an
+exception that is not capviz's, an engine's error wrapped where NumPy computes, a shape rule
+refusing what NumPy computes); a silent difference (these two must stay empty); eager NumPy
+itself past the time limit, or its worker process dead (:mod:`.worker`: the case is not
+replayed, and is listed)."""
 
 BAD = ("raw_error", "silent")
 
@@ -123,12 +124,29 @@ def _exact(got: np.ndarray, want: np.ndarray) -> bool:
 
 
 def _within(got: np.ndarray, want: np.ndarray, backend: registry.Backend) -> bool:
-    """Within the backend's declared tolerance for the result's dtype (floats only)."""
+    """Within the backend's declared tolerance for the result's dtype (floats only), and no
+    zero of the other sign (:func:`zero_signs_differ`)."""
     if backend.exact or want.dtype.kind not in "fc":
         return False
     rtol, atol = backend.tolerance_for(want.dtype)
     with np.errstate(all="ignore"):
-        return bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True))
+        return bool(np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)) \
+            and not zero_signs_differ(got, want)
+
+
+def zero_signs_differ(got: np.ndarray, want: np.ndarray) -> bool:
+    """Whether an element (a part of a complex one) is a zero in both with another sign:
+    ``-0.0`` against ``+0.0`` is no rounding but a difference (``1 / x`` is ``-inf`` against
+    ``inf``), which no tolerance covers. Where eager NumPy itself gives either sign (another
+    alignment in memory of the same values: :func:`eager_answers`), the harness counts the
+    replay exact by that answer; NumPy's documentation promises no sign of zero otherwise."""
+    parts = (np.real, np.imag) if want.dtype.kind == "c" else (np.asarray,)
+    for part in parts:
+        g, w = np.asarray(part(got)), np.asarray(part(want))
+        zero = (g == 0) & (w == 0)
+        if np.any(np.signbit(g[zero]) != np.signbit(w[zero])):
+            return True
+    return False
 
 
 def declared_inexact(graph: Any, backend: registry.Backend) -> set[int]:
@@ -177,7 +195,8 @@ def contraction_limits(graph: Any, arrays: Sequence[np.ndarray]) -> dict[int, np
 def _within_bound(got: np.ndarray, want: np.ndarray, limit: np.ndarray) -> bool:
     from capviz.backends import contraction_bound
 
-    return not bool(contraction_bound.outside(got, want, limit).any())
+    return not bool(contraction_bound.outside(got, want, limit).any()) \
+        and not zero_signs_differ(got, want)
 
 
 def compare(got: list, want: list, backend: registry.Backend,
