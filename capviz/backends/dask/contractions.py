@@ -3,12 +3,16 @@
 dask.array's ``matmul``, ``dot``, ``tensordot``, ``vdot`` and ``einsum`` multiply each pair of
 blocks with NumPy's function and add the blocks' partial products along a contracted axis:
 another order of addition than NumPy's, which :mod:`capviz.backends.dask.overflow` checks.
+Where each operand holds one element, NumPy's product keeps a ``-0.0`` that dask.array's does
+not (:func:`lone`).
 """
 
 from __future__ import annotations
 
 import operator
 from typing import Any
+
+from capviz.backends.dask.shapes import is_array
 
 _MATRIX = frozenset(("matmul", "dot"))
 
@@ -80,3 +84,20 @@ def contracted(name: str, operands: tuple, params: dict) -> tuple[list[tuple], i
 def split(operands: tuple, axes: list[tuple]) -> bool:
     """Whether a contracted axis spans several chunks of an operand."""
     return any(len(x.chunks[a]) > 1 for x, ax in zip(operands, axes) for a in ax)
+
+
+def lone(args: tuple) -> bool:
+    """Whether every tensor operand of a product holds one element: run as NumPy on one block.
+
+    NumPy adds a contraction's products into a ``+0.0`` (BLAS's ``dot``, ``gemv``, ``gemm``,
+    ``einsum``'s zeroed output), so a zero result is ``+0.0`` even where every product is
+    ``-0.0``, as dask.array's sum of its blocks' products is; but ``np.dot`` (and
+    ``np.tensordot``, ``np.inner``, which call it) of two float32, float64, complex64 or
+    complex128 operands of one element each is their product (its ``cblas_matrixproduct``
+    multiplies by an operand of one element as by a scalar), keeping ``-0.0``, where
+    dask.array's ``tensordot`` of them gave ``+0.0``: ``1 / np.dot(x[:1], y[:1])`` of ``-0.0``
+    and ``1.0`` was ``inf`` against NumPy's ``-inf`` (hostile review 6, finding 20). Measured on
+    NumPy 2.4: lengths 1 to 100,000, C-ordered, reversed and strided vectors, ``gemv`` and
+    ``gemm`` shapes, products that underflow; only the one-element products keep ``-0.0``."""
+    tensors = [a for a in args if is_array(a)]
+    return len(tensors) >= 2 and all(a.size == 1 for a in tensors)

@@ -16,6 +16,7 @@ from capviz import ops
 from capviz.backends.dask import (
     before_cancel,
     cancellation,
+    contractions,
     in_order,
     moments,
     overflow,
@@ -175,15 +176,16 @@ def numpy_only(op: ops.Op, args: tuple, params: dict) -> bool:
     dask.array's own function: a keyword dask's function does not take (``initial=``,
     ``where=`` of the nan-reductions), a 0-d operand (dask's ``dot`` indexes its axes; a
     reduction of one along ``axis=0`` or ``-1`` is of its one element in NumPy, an ``AxisError``
-    in dask.array), or ``nanvar``/``nanstd`` with ``dtype=``, which dask computes in another
-    way than NumPy (a complex or float16 result off by far more than a rounding: ``inf`` for
-    ``0.0``)."""
+    in dask.array), a product of two one-element operands (NumPy's keeps the sign of a
+    ``-0.0``: :func:`capviz.backends.dask.contractions.lone`), or ``nanvar``/``nanstd`` with
+    ``dtype=``, which dask computes in another way than NumPy (a complex or float16 result off
+    by far more than a rounding: ``inf`` for ``0.0``)."""
     if any(params.get(name, True) is not True for name in _NUMPY_ONLY_PARAMS):
         return True
     if op.name in _OWN_DTYPE_REDUCTION and params.get("dtype") is not None:
         return True
-    if op.name in traits.CONTRACT:
-        return any(is_array(a) and a.ndim == 0 for a in args)
+    if op.name in traits.CONTRACT:  # NumPy's product of two one-element operands: its -0.0
+        return any(is_array(a) and a.ndim == 0 for a in args) or contractions.lone(args)
     return _zero_d_along_axis(args, params)
 
 
