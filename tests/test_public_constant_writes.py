@@ -157,5 +157,6 @@ def test_a_view_of_cv_constant_of_a_reshaped_array_written_is_refused_with_the_f
     assert why == ("capviz cannot record it: cv.constant(a) is written through a view of it, "
                    "and a is itself a view of another array's memory (a reshape, a slice), "
                    "which capviz cannot follow through both.")
-    assert fix == ("Fix: make a an array of its own where it is made (a = np.arange(6.0)"
+    assert fix == ("Fix: write a itself where the index holds no tensor (r = a[0]; r[1] = t), "
+                   "else make a an array of its own where it is made (a = np.arange(6.0)"
                    ".reshape(2, 3).copy()).")

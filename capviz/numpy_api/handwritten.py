@@ -379,11 +379,14 @@ def _like(name: str, func: Callable) -> None:
             result = apply(ops.OPS["zeros_like"], (a,), params)
             np.copyto(result, fill, casting="unsafe")
             return result
-        return apply(ops.OPS[name], (a,), params)
+        # np.empty_like replays as zeros, as np.empty does (ops/creation.py): the elements
+        # NumPy leaves unset hold garbage no replay can reproduce
+        return apply(ops.OPS["zeros_like" if name == "empty_like" else name], (a,), params)
 
 
 _like("zeros_like", np.zeros_like)
 _like("ones_like", np.ones_like)
+_like("empty_like", np.empty_like)
 _like("full_like", np.full_like)
 
 

@@ -102,8 +102,6 @@ REFUSED: dict[str, str] = {
     "np.busday_count": _DATETIME, "np.busday_offset": _DATETIME, "np.is_busday": _DATETIME,
     "np.datetime_as_string": _DATETIME,
     "np.may_share_memory": _MEMORY, "np.shares_memory": _MEMORY,
-    "np.empty_like": ("its values are undefined, so no replay could match them; write "
-                      "np.zeros_like(a)"),
     "np.polydiv": ("the length of its remainder depends on the values (leading coefficients "
                    "that come out near zero are trimmed); call np.polydiv on the replayed "
                    "outputs, or compute it before the capture and pass it in"),

@@ -554,8 +554,9 @@ def _outside_buffer(rec: Any, target: Tensor, call: str) -> Tensor:
     if array.base is not None:
         raise rec.unsupported(call, (
             "cv.constant(a) is written through a view of it, and a is itself a view of another "
-            "array's memory (a reshape, a slice), which capviz cannot follow through both; make "
-            "a an array of its own where it is made (a = np.arange(6.0).reshape(2, 3).copy())"))
+            "array's memory (a reshape, a slice), which capviz cannot follow through both; write "
+            "a itself where the index holds no tensor (r = a[0]; r[1] = t), else make a an array "
+            "of its own where it is made (a = np.arange(6.0).reshape(2, 3).copy())"))
     if state._alias is not None:
         raise rec.unsupported(call, (
             "cv.constant(a) is written through a view of it, after a itself was written "

@@ -83,7 +83,17 @@ def _differ(want, got):
 
 
 def run(setup: Callable[[], Program]) -> Verdict:
-    """Eager over three calls, then a first capture and three replays from the same start."""
+    """Eager over three calls, then a first capture and three replays from the same start
+    (the process's global generators are put back after)."""
+    saved = np.random.get_state(), random.getstate()
+    try:
+        return _run(setup)
+    finally:
+        np.random.set_state(saved[0])
+        random.setstate(saved[1])
+
+
+def _run(setup: Callable[[], Program]) -> Verdict:
     _seed()
     program = setup()
     calls = program.calls  # the same arguments for both runs (a setup may draw new ones)
