@@ -37,6 +37,10 @@ def pad_f32(x):
     return np.r_[x, np.float32(0)]
 
 
+def pad_list(x):
+    return np.r_[x, [1.5, 2], (1, 2)]
+
+
 def pad_sum(x):
     return np.r_[x, x.sum()]
 
@@ -98,6 +102,9 @@ def test_a_slice_bound_read_from_data_keeps_the_size_message():
     (pad_f32, cv.spec(3, "float16"), "np.r_[x, np.float32(0)]",
      "np.concatenate([np.atleast_1d(x), np.atleast_1d(np.float32(0))])."
      "astype(np.result_type(x, np.float32(0)))"),
+    (pad_list, cv.spec(3, "float32"), "np.r_[x, [1.5, 2], (1, 2)]",
+     "np.concatenate([np.atleast_1d(x), np.asarray([1.5, 2]), np.asarray((1, 2))])."
+     "astype(np.result_type(x, np.asarray([1.5, 2]), np.asarray((1, 2))))"),
     (pad_sum, cv.spec(3, "float32"), "np.r_[x, x.sum()]",
      "np.concatenate([np.atleast_1d(x), np.atleast_1d(x.sum())])."
      "astype(np.result_type(x, x.sum()))"),

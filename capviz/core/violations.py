@@ -323,8 +323,11 @@ def _joined(f: Failure) -> str:
     texts = [ast.unparse(i) for i in items]
     if function == "column_stack":
         return f"np.column_stack([{', '.join(texts)}])"
+    texts = [f"np.asarray({t})" if isinstance(i, (ast.List, ast.Tuple)) else t
+             for t, i in zip(texts, items)]  # np.r_ makes an array of a sequence
     kind = f"np.result_type({', '.join(texts)})"
-    wrapped = [f"[{t}]" if _number(i) else f"np.atleast_1d({t})" for t, i in zip(texts, items)]
+    wrapped = [f"[{t}]" if _number(i) else t if isinstance(i, (ast.List, ast.Tuple)) else
+               f"np.atleast_1d({t})" for t, i in zip(texts, items)]
     return f"np.concatenate([{', '.join(wrapped)}]).astype({kind})"
 
 
