@@ -16,6 +16,15 @@ instead of returning a different value.
   fuses into the computation (``benchmarks/engine_checks.py``: 2.4x a bare ``jax.jit`` on a
   40-op complex64 chain, against 21x with a reduction per value).
 * **Infinities in convolutions** (:data:`NONFINITE_SPREAD`).
+* **Contractions near overflow** (:func:`_overflow_free`). NumPy's BLAS and XLA add a
+  contraction's products in other orders (and fuse a product into an add or not), so a partial
+  sum near ``finfo.max`` overflows in one and not the other: ``inf`` against NumPy's
+  ``1.3e308``, NaN (``inf - inf``) against its ``-inf``. A float32, float64, complex64 or
+  complex128 contraction of ``K >= 2`` products (:func:`capviz.backends.contraction_bound.
+  terms`) must have ``K * max|A| * max|B| <= finfo.max / 4`` (the largest finite magnitudes of
+  the operands' parts; ``2 K`` for complex parts): then no product or partial sum reaches
+  ``finfo.max`` in any order, an infinity or NaN of an operand gives the same infinity or NaN in
+  every order, and the declared bound of :mod:`capviz.backends.contraction_bound` is finite.
 * **Subnormals made inside the graph**: :mod:`capviz.backends.jax.subnormals`.
 * **float16 overflow in reductions and products.** NumPy accumulates a float16 ``std``,
   ``var``, ``mean`` or ``polymul`` in float16 or float32 and rounds to an infinity where XLA's
@@ -31,8 +40,10 @@ from typing import Any
 
 import numpy as np
 
+from capviz.backends import contraction_bound
 from capviz.backends.jax import subnormals
-from capviz.backends.jax.trace import dtype_of, refusal, require, require_each
+from capviz.backends.jax.subnormals.operands import operand_magnitudes
+from capviz.backends.jax.trace import dtype_of, precise, refusal, require, require_each
 from capviz.ops import traits
 
 FLOAT16_OVERFLOW = frozenset((*traits.REDUCE, *traits.CONTRACT, *traits.ACCUMULATES,
@@ -78,6 +89,10 @@ _COMPLEX = ("a complex {what} is not finite, or its real or imaginary part reach
             "sqrt(finfo.max): XLA's complex arithmetic gives other values than NumPy's for "
             "infinities, NaNs and overflowing magnitudes (C99's rules, which NumPy follows); "
             "replay with backend='numpy', or keep complex values finite and moderate")
+_NEAR_MAX = ("a sum of products of {op} may reach finfo.max ({k} terms times the operands' "
+             "largest magnitudes): NumPy's BLAS and XLA add in other orders, so which partial "
+             "sums overflow differs (inf against a finite value, NaN against -inf); replay with "
+             "backend='numpy', or scale the operands down")
 _FLOAT16 = ("a float16 result of {op} overflowed: NumPy's float16 accumulation rounds it to "
             "an infinity where XLA's order of operations gives NaN; replay with "
             "backend='numpy', or compute in float32 (dtype=np.float32)")
@@ -123,6 +138,63 @@ def _weights_sum(jnp: Any, a: Any, w: Any, axis: Any) -> None:
             "(NumPy raises)")
 
 
+def _largest(jnp: Any, a: Any) -> Any:
+    """The largest finite magnitude of ``a``'s values (of a complex ``a``, of its parts), 0 where
+    there is none; a constant's measured once on the host."""
+    known = operand_magnitudes(a)
+    if known is not None:  # a complex constant's modulus: at least its parts' magnitudes
+        return known[1]
+    parts = (jnp.real(a), jnp.imag(a)) if dtype_of(a).kind == "c" else (a,)
+    largest = [jnp.max(jnp.where(jnp.isfinite(p), jnp.abs(p), 0), initial=0) for p in parts]
+    return largest[0] if len(largest) == 1 else jnp.maximum(*largest)
+
+
+def _within(jnp: Any, a: Any, threshold: float) -> Any:
+    """Elementwise: each finite value of ``a`` (each part of a complex one) at most
+    ``threshold``."""
+    parts = (jnp.real(a), jnp.imag(a)) if dtype_of(a).kind == "c" else (a,)
+    ok = [(jnp.abs(p) <= threshold) | ~jnp.isfinite(p) for p in parts]
+    return ok[0] if len(ok) == 1 else ok[0] & ok[1]
+
+
+def _overflow_free(jnp: Any, name: str, operands: list, result: Any, params: dict) -> None:
+    """Fail unless no product or partial sum of contraction ``name`` can reach ``finfo.max`` in
+    any order (the module docstring's *Contractions near overflow*). The precise trace tests
+    ``K * max|A| * max|B|`` (a reduction of each computed operand); the fast one, each computed
+    operand's values elementwise against its share of the limit (after a constant's largest
+    magnitude, measured on the host), a mask XLA fuses into the op that made the operand, which
+    fails wherever the exact test does (a failure reruns the precise program)."""
+    result_dtype = np.dtype(dtype_of(result))
+    if result_dtype.kind not in "fc" or result_dtype.itemsize < 4 + 4 * (
+            result_dtype.kind == "c"):  # float16: the float16 check of the result
+        return
+    count = contraction_bound.terms(name, [tuple(a.shape) for a in operands], params)
+    count *= 2 if result_dtype.kind == "c" else 1  # a part adds two real products per term
+    if count < 2:  # one product: the same rounding, the same overflow, in every order
+        return
+    real = np.dtype(result_dtype.type(0).real.dtype)
+    limit = float(np.finfo(real).max) / 4 / count
+    message = _NEAR_MAX.format(op=name, k=count)
+    known = [operand_magnitudes(a) for a in operands]
+    computed = [a for a, k in zip(operands, known) if k is None]
+    fixed = math.prod(float(k[1]) for k in known if k is not None)
+    if not computed:
+        require(jnp.asarray(fixed <= limit), message)
+        return
+    if precise():
+        total = jnp.asarray(float(count) * fixed, real)
+        for a in computed:
+            total = total * jnp.asarray(_largest(jnp, a)).astype(real)
+        require(total <= np.finfo(real).max / 4, message)
+        return
+    if fixed == 0:  # a zero constant: every product 0 (or NaN in every order)
+        return
+    # each computed operand's share, rounded down a little (float rounding of the threshold)
+    share = (limit / fixed) ** (1 / len(computed)) * (1 - 1e-6)
+    for a in computed:
+        require_each(_within(jnp, a, share), message)
+
+
 def checked(name: str, jnp: Any, fn: Callable) -> Callable:
     """``fn`` (the op ``name`` on jax.numpy) with the value checks of this module."""
     float16 = name in FLOAT16_OVERFLOW
@@ -160,6 +232,8 @@ def checked(name: str, jnp: Any, fn: Callable) -> Callable:
             raise refusal(f"jax.numpy's {name} takes no empty array; replay with "
                           "backend='numpy'")
         result = fn(*args, **params)
+        if contraction_bound.is_contraction(name, len(operands)) and operands:
+            _overflow_free(jnp, name, operands, result, params)
         if computes:
             values = operands if plain_result else (*operands, *_arrays(result))
             for value in values:
