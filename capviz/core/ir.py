@@ -21,7 +21,14 @@ Node kinds:
                value a replay writes back (:mod:`capviz.replay.state`). A *view state*
                (``params["of"]``: a state's index; ``"index"``, ``"axes"``: the view) is a view
                of that array read before the capture first wrote it: read from the live array
-               when a replay starts, never written back, no output.
+               when a replay starts, never written back, no output. A *rebind state*
+               (``params["rebind"]``) is a name the call binds a new array to: a replay binds
+               its output there (:mod:`capviz.trace.rebinding`).
+
+An ``output`` node with ``params["effect"]`` (``"append"``, ``"refill"``, ``"set"`` with
+``"key"``) is a value the call logs into a container of the user's (``self.losses.append(loss)``):
+a replay logs it there after the graph (:mod:`capviz.trace.effects`); it is no output of the
+function.
 
 A shape may hold :class:`capviz.core.symbols.Symbol` sizes (``n0``): the length of an axis that
 depends on the data, listed in :attr:`Graph.symbols`.
@@ -286,6 +293,8 @@ class Graph:
         self.state_places: dict[int, Any] = {}  # where the user held it: (anchor, steps),
         #   anchor a module's globals or a weak reference, steps ((is_attribute, key), ...);
         #   a replay refuses a path that holds another object now (not saved)
+        self.effect_places: dict[int, Any] = {}  # an effect output's container: (anchor,
+        #   steps) from what the user holds (capviz/trace/effects.py; not saved)
 
     # --- structure ------------------------------------------------------------------------------
 
@@ -324,7 +333,8 @@ class Graph:
     def output_nodes(self) -> list[Node]:
         """Output nodes in declaration order (the states' final values are not outputs:
         :attr:`state_outputs`)."""
-        return [n for n in self.nodes if n.kind == "output" and "state" not in n.params]
+        return [n for n in self.nodes if n.kind == "output" and "state" not in n.params
+                and "effect" not in n.params]
 
     @property
     def state_nodes(self) -> list[Node]:
@@ -337,6 +347,12 @@ class Graph:
         (``params["state"]`` is the state's index)."""
         return sorted((n for n in self.nodes if n.kind == "output" and "state" in n.params),
                       key=lambda n: n.params["state"])
+
+    @property
+    def effect_outputs(self) -> list[Node]:
+        """The output nodes of values a replay logs into the user's containers after the
+        graph (``params["effect"]``: capviz/trace/effects.py), in program order."""
+        return [n for n in self.nodes if n.kind == "output" and "effect" in n.params]
 
     @property
     def inputs(self) -> list[str]:

@@ -96,6 +96,11 @@ def format_node(node: Node, names: dict[int, str] | None = None) -> str:
     if node.kind == "output":
         if "state" in node.params:  # the value a replay writes back
             return f"state {node.name} = {name(node.args[0])}"
+        if "effect" in node.params:  # a value a replay logs (capviz/trace/effects.py)
+            kind, key = node.params["effect"], node.params.get("key")
+            where = f"{node.name}[{key!r}] =" if kind == "set" else \
+                f"{node.name}.append" if kind == "append" else f"{node.name} (emptied).append"
+            return f"log {where} {name(node.args[0])}"
         return f"output {node.name} = {name(node.args[0])}"
     if node.kind == "violation":
         level = node.params.get("level", "error")

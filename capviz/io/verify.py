@@ -216,6 +216,12 @@ def verify_graph(graph: Graph) -> None:
                     or graph.nodes[written].kind != "state" or len(node.args) != 1:
                 raise _fail(graph, node, "a state's output names an earlier state node and "
                                          "returns one node")
+        elif node.kind == "output" and "effect" in node.params:
+            if len(node.args) != 1 or not isinstance(node.args[0], Node) or \
+                    node.params["effect"] not in ("append", "refill", "set") or \
+                    not isinstance(node.name, str):
+                raise _fail(graph, node, "a logged value (an effect output) names its container "
+                                         "and returns one node")
         elif node.kind == "output":
             if len(node.args) != 1 or not isinstance(node.args[0], Node):
                 raise _fail(graph, node, "an output returns exactly one node")

@@ -242,7 +242,9 @@ class Program:
         #                                live arrays (replay/state.py), made at the first replay
         self.n_inputs = len(graph.input_nodes) + self.n_states
         self.input_names = tuple(n.name for n in graph.input_nodes)
-        outputs = graph.output_nodes + graph.state_outputs  # the states' values last
+        self.effects = tuple(graph.effect_outputs)  # values logged after the graph (last)
+        self.n_effects = len(self.effects)
+        outputs = graph.output_nodes + graph.state_outputs + list(self.effects)
         self.output_names = tuple(n.name for n in graph.output_nodes)
         self._outputs = tuple(reg[n.args[0].index] for n in outputs)
         self.output_nodes = tuple(n.args[0] for n in outputs)  # what each output returns

@@ -109,7 +109,8 @@ class CompiledReplay:
             self._refresh()
         args = self._check.positional(graph, inputs)
         seed = self._fixed_seed if self._fixed_seed is not None else fresh_seed()
-        if self._program.n_states:  # the live states read, the new values written back
+        if self._program.n_states or self._program.n_effects:  # the live states read, the
+            #                                         new values written back, logs made
             if graph.constant_fingerprints:
                 check_unchanged(graph)
             return state_replay.run(graph, self._program, self._backend, args, seed,
@@ -205,7 +206,7 @@ def replay_with(graph: Graph, inputs: Mapping[str, Any] | None, backend: str | B
     engine.admit(prog, options)
     args = check.named(graph, inputs)
     key = resolve_seed(graph, seed) if prog.random or seed is not None else 0
-    if prog.n_states:
+    if prog.n_states or prog.n_effects:
         if graph.constant_fingerprints:
             check_unchanged(graph)
         values, new = state_replay.run(graph, prog, engine, args, key, direct, options, state,

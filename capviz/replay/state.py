@@ -450,6 +450,61 @@ def check_apart(graph: Graph, prog: Any, args: Any, nodes: list[Node], targets: 
                     f"({name}.copy()), or give the state with states={{{state!r}: ...}}")
 
 
+def _check_effect_places(graph: Graph, prog: Any) -> None:
+    """Refuse a replay that logs into a container it has no path to (a loaded graph, or the
+    object holding it freed): the eager call would log there."""
+    for node in prog.effects:
+        place = graph.effect_places.get(node.index)
+        anchor = None if place is None else place[0]
+        owner = anchor() if type(anchor) is weakref.ref else anchor
+        if owner is None:
+            raise ReplayInputError(
+                f"the graph logs a value into {node.name} each call (capviz/trace/effects.py), "
+                f"and {node.name} is gone (a loaded graph, or its object was freed). Fix: "
+                f"replay with state='return' and log result.states[{_effect_name(node)!r}] "
+                "yourself")
+
+
+def _effect_name(node: Node) -> str:
+    """The name ``result.states`` gives an effect output's value."""
+    key = node.params.get("key")
+    return f"{node.name}[{key!r}]" if key is not None else f"{node.name}[+{node.index}]"
+
+
+def effects(graph: Graph, nodes: tuple, values: Any, to_host: Any, write: bool
+            ) -> dict[str, Any]:
+    """Log ``values`` (the effect outputs ``nodes``' replayed values) into the user's
+    containers, in program order, as the eager call logs them (``write``), and return them by
+    name: appended (after emptying the container, for ``"refill"``: once per container and
+    replay), or stored at their key; a NumPy scalar where the call logged one."""
+    found: dict[str, Any] = {}
+    emptied: set[int] = set()
+    for node, value in zip(nodes, values):
+        value = to_host(value)
+        if node.params.get("scalar") and isinstance(value, np.ndarray) and value.shape == ():
+            value = value[()]
+        found[_effect_name(node)] = value
+        if not write:
+            continue
+        anchor, steps = graph.effect_places[node.index]
+        owner = anchor() if type(anchor) is weakref.ref else anchor
+        try:
+            holder = _follow(owner, steps)
+        except Exception as err:
+            raise ReplayInputError(
+                f"the graph logs a value into {node.name} each call, and it holds nothing now "
+                f"({type(err).__name__}: {err}). Fix: make it again, or capture again") from err
+        kind = node.params["effect"]
+        if kind == "set":
+            holder[node.params["key"]] = value
+            continue
+        if kind == "refill" and id(holder) not in emptied:
+            holder.clear()
+        emptied.add(id(holder))
+        holder.append(value)
+    return found
+
+
 def _refuse_given_rebind(nodes: list[Node], given: Mapping[str, Any]) -> None:
     """Refuse ``state="write"`` with a rebind state given by ``states=``: an eager call binds
     its new array to the name and leaves the old one as it was, and a replay given the array
@@ -472,8 +527,10 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
     ``mode`` is ``"write"``; ``named=False``: written back, no names returned)."""
     if mode not in MODES:
         raise ValueError(f"state must be 'write' or 'return', got {mode!r}")
-    if not engine.mutable:
+    if not engine.mutable and graph.state_nodes:
         check_backend(graph, engine)
+    if prog.n_effects and mode == "write":
+        _check_effect_places(graph, prog)
     nodes = prog.states
     if given:
         known = [label(n) for n in nodes if "of" not in n.params]  # view states: no name
@@ -507,6 +564,9 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
     if prog.n_views:  # the states written back: those with an output (no view state)
         kept = [k for k, node in enumerate(nodes) if "of" not in node.params]
         nodes, targets, values = ([seq[k] for k in kept] for seq in (nodes, targets, values))
+    if prog.n_effects:  # values logged into the user's containers, after the graph
+        logged = results[len(results) - prog.n_effects:]
+        states.update(effects(graph, prog.effects, logged, to_host, write))
     if write and not named and not prog.n_generators and not prog.n_rebinds:  # the usual
         copyto = np.copyto                                                        # replay
         host = engine.name == "numpy"

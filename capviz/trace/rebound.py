@@ -37,6 +37,7 @@ import linecache
 import re
 import sysconfig
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -46,7 +47,7 @@ from capviz import ops
 from capviz.core.source import display_file, is_user_file
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
-from capviz.trace import state_fixes
+from capviz.trace import effects, state_fixes
 from capviz.trace.fold import known_value
 from capviz.trace.mutation import current
 from capviz.trace.recapture import CHANGES, call_method, line_code
@@ -63,7 +64,7 @@ class Place:
     """One name the captured function can rebind: an object's attribute, a module global,
     a closure cell, a list or dict item; what it held when the scope opened."""
 
-    __slots__ = ("grew", "holder", "inner", "key", "kind", "label", "lifts", "value")
+    __slots__ = ("grew", "holder", "inner", "key", "kind", "label", "lifts", "path", "value")
 
     def __init__(self, kind: str, holder: Any, key: Any, label: str, value: Any,
                  inner: bool = False) -> None:
@@ -72,6 +73,8 @@ class Place:
         self.grew = False  # a container the last run grew with tensors, then given its items
         self.lifts: str | None = None  # rebound to a fresh array of its kind: the refusal
         #                                queued, which a lifted capture may lift (below)
+        self.path: tuple | None = None  # a container's (anchor, steps) from what the user
+        #                                 holds: where a replay logs (capviz/trace/effects.py)
 
     def get(self) -> Any:
         if self.kind in ("keys", "items"):  # (what a walked object or container held)
@@ -115,9 +118,11 @@ _SNAPSHOT = 10_000  # items of a list, dict or deque copied to be put back (a lo
 _LEAVES = (int, float, complex, str, bytes, bool, type(None), np.ndarray, np.generic)
 
 
-def _inside(value: Any, label: str, depth: int, seen: set[int]) -> list[Place]:
+def _inside(value: Any, label: str, depth: int, seen: set[int], path: tuple | None = None
+            ) -> list[Place]:
     """The places inside ``value`` (a list's or dict's items, a plain object's attributes),
-    ``depth`` levels down at most, each container once."""
+    ``depth`` levels down at most, each container once; ``path``: ``value``'s own ``(anchor,
+    steps)`` from what the user holds (``None``: not known), given to its places."""
     if depth <= 0 or isinstance(value, _LEAVES) or id(value) in seen:
         return []
     if type(value) is list:
@@ -133,8 +138,11 @@ def _inside(value: Any, label: str, depth: int, seen: set[int]) -> list[Place]:
             if len(value) <= _SNAPSHOT else []
     elif type(value) is collections.deque:  # (frames stacked with append: no item places)
         seen.add(id(value))
-        return [Place("items", value, None, label, list(value))] \
+        places = [Place("items", value, None, label, list(value))] \
             if len(value) <= _SNAPSHOT else []
+        for place in places:
+            place.path = path
+        return places
     elif _plain_object(value):
         seen.add(id(value))
         items = [(key, f"{label}.{key}", "attribute", item)
@@ -147,10 +155,23 @@ def _inside(value: Any, label: str, depth: int, seen: set[int]) -> list[Place]:
         places = []
     else:
         return []
+    for place in places:
+        place.path = path
     for key, inner, kind, item in items:
         places.append(Place(kind, value, key, inner, item, inner=True))
-        places += _inside(item, inner, depth - 1, seen)
+        step = (kind in ("attribute", "slot"), key)
+        places += _inside(item, inner, depth - 1, seen,
+                          None if path is None else (path[0], (*path[1], step)))
     return places
+
+
+def anchored(owner: Any, step: tuple) -> tuple:
+    """``(anchor, (step,))``: ``owner`` weakly where it takes a weak reference (``self``, a
+    cell), else itself (a module's globals)."""
+    try:
+        return weakref.ref(owner), (step,)
+    except TypeError:
+        return owner, (step,)
 
 
 def dict_places(value: dict, label: str, before: dict) -> list[Place]:
@@ -218,12 +239,14 @@ def note(fn: Callable | None) -> list[Place]:
         places.append(Place("keys", owner, None, first, frozenset(vars(owner))))
         for key, value in list(vars(owner).items()):
             places.append(Place("attribute", owner, key, f"{first}.{key}", value))
-            places += _inside(value, f"{first}.{key}", _DEPTH, seen)
+            places += _inside(value, f"{first}.{key}", _DEPTH, seen,
+                              anchored(owner, (True, key)))
     if owner is not None and not isinstance(owner, types.ModuleType):
         seen.add(id(owner))
         for key, value in _slots(owner):  # (class Model: __slots__ = ("W",))
             places.append(Place("slot", owner, key, f"{first}.{key}", value))
-            places += _inside(value, f"{first}.{key}", _DEPTH, seen)
+            places += _inside(value, f"{first}.{key}", _DEPTH, seen,
+                              anchored(owner, (True, key)))
     parameters = code.co_varnames[:code.co_argcount] if code is not None else ()
     for label, value in _bound_arguments(fn, parameters):  # functools.partial(step, model)
         places += _inside(value, label, _DEPTH + 1, seen)
@@ -234,7 +257,7 @@ def note(fn: Callable | None) -> list[Place]:
         for name in code.co_names:
             if name in space:
                 places.append(Place("global", space, name, name, space[name]))
-                places += _inside(space[name], name, _DEPTH, seen)
+                places += _inside(space[name], name, _DEPTH, seen, (space, ((False, name),)))
                 if type(space[name]) is types.ModuleType:  # import params; params.W = ...
                     places += _module_places(space[name], name, seen)
     for name, cell in zip(code.co_freevars, getattr(function, "__closure__", None) or ()):
@@ -243,7 +266,7 @@ def note(fn: Callable | None) -> list[Place]:
         except ValueError:  # an empty cell
             continue
         places.append(Place("cell", cell, name, name, value))
-        places += _inside(value, name, _DEPTH, seen)
+        places += _inside(value, name, _DEPTH, seen, (cell, ((True, "cell_contents"),)))
     return places
 
 
@@ -368,6 +391,10 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
     read = None
     lists: dict[int, set[int]] | None = None
     binds: list[tuple[Place, np.ndarray]] = []
+    walked = {id(p.holder) for p in places if p.kind == "items"}  # (their logs: effects.py)
+    logs = {id(p.holder): (dict(p.holder) if type(p.holder) is dict else list(p.holder))
+            for p in places if p.kind == "items" and  # as the call left them (effects.py)
+            _tensor_in(p.holder, recorder, _DEPTH, every=True) is not None}
     for place in places:
         if place.kind in ("keys", "items"):
             continue
@@ -404,6 +431,11 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
             if lists is None:  # (before any item is put back)
                 lists = {id(p.holder): _kept(p.holder, p.value) for p in places
                          if p.kind == "items" and type(p.holder) is list}
+            if isinstance(place.value, _NUMBERS) and place.kind in ("dict", "list") and \
+                    id(place.holder) in walked and not _reads_itself(_line_of(found),
+                                                                     place.label):
+                continue  # a value logged over a number (hist["mean"] = x.mean(), a list
+                #           emptied and filled): an effect of the walked container's (below)
             if not _read_by_capture(place.value, read) and not _stored_over(place, lists) \
                     and not isinstance(place.value, _NUMBERS) \
                     and not (place.value is None and _accumulates(recorder, found, place)):
@@ -425,7 +457,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
         if place.kind == "items":
             if read is None:
                 read = {id(ref()) for ref in recorder.graph.constant_origins.values()}
-            _items_back(place, recorder, read)
+            _items_back(place, recorder, read, logs.get(id(place.holder)))
         elif place.kind == "keys":
             binds += _added_removed(place, recorder)
     return binds
@@ -441,9 +473,9 @@ def rebindable(place: Place, tensor: Tensor, recorder: Any) -> bool:
     ``BN_PARAM["running_mean"] = m * running_mean + (1 - m) * mean``): a replay can bind the
     new value there as an eager call does (:mod:`capviz.trace.rebinding`)."""
     held = place.value
-    if place.kind not in REBINDABLE or type(held) is not np.ndarray or type(tensor) is not \
-            Tensor or tensor._trace is not recorder:
-        return False
+    if place.kind not in REBINDABLE or type(held) is not np.ndarray or not held.ndim or \
+            type(tensor) is not Tensor or tensor._trace is not recorder:
+        return False  # (a 0-d array: eager may bind NumPy's scalar, a replay an array)
     node = current(recorder, tensor)
     if node.kind != "op" or node.shape != held.shape or node.dtype != held.dtype:
         return False
@@ -574,6 +606,11 @@ _SEQUENCES = (tuple, list, dict, collections.deque)
 _RETURN_REASON = ("the capture put the original object back, and a replay can return a value "
                   "but not bind it to a name; keep it a result: return it (return out, loss) "
                   "and set the attribute from what the replay returns")
+def _line_of(tensor: Tensor) -> str:
+    source = tensor._data.source
+    return line_code(linecache.getline(source[0], source[1])) if source else ""
+
+
 def _reads_itself(text: str, label: str) -> bool:
     """Whether line ``text`` reads ``label`` right of its ``=`` (``ema = 0.9 * ema + ...``:
     a running value, not a result logged there)."""
@@ -608,7 +645,7 @@ def _tensor_in(value: Any, recorder: Any, depth: int, every: bool = False) -> Te
     return None
 
 
-def _items_back(place: Place, recorder: Any, read: set[int]) -> None:
+def _items_back(place: Place, recorder: Any, read: set[int], left: Any = None) -> None:
     """The items a walked list, dict or deque held when the scope opened, put back when it
     holds a tensor of ``recorder`` now (appended, or bound to an item the capture did not
     read). Refused when an array the capture read from it is no longer where it was (a deque
@@ -624,6 +661,8 @@ def _items_back(place: Place, recorder: Any, read: set[int]) -> None:
         type(v) is Tensor and v._trace is recorder and _of_data(v, recorder)
         for v in list(holder)[len(before):])  # grew with values of the data, not a memo of
     #                                           constants: if not DEQ: DEQ.append(np.tril(..)))
+    logged = None if grown is not None or left is None else effects.logged(
+        place, left, recorder, lambda t: _of_data(t, recorder))  # (left: as the call left it)
     if type(holder) is dict:
         moved = any(holder.get(key, holder) is not item for key, item in before.items()
                     if _read_by_capture(item, read))
@@ -653,6 +692,8 @@ def _items_back(place: Place, recorder: Any, read: set[int]) -> None:
                                   UserCode("other", shorten(text)), None,
                                   _created_reason(label)))
         recorder.pending.append(("unsupported_op", REBOUND, message, source))
+    elif logged is not None:  # a log: appended or set again by each replay, or refused
+        effects.record(place, left, logged, recorder)
 
 
 def _grown(holder: Any, before: Any, recorder: Any, label: str) -> tuple[Any, Tensor] | None:

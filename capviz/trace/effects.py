@@ -1,0 +1,221 @@
+"""Tensors logged into containers that outlive the call, replayed after the graph.
+
+``self.losses.append(loss)``, ``hist["last"] = x.mean()``, a scratch list each call empties
+and fills (``self.acts.clear(); self.acts.append(h)``), frames in a ``deque(maxlen=4)``: an
+eager call leaves the new values in the user's list, dict or deque; a capture cannot leave its
+tensors there (:mod:`capviz.trace.rebound` gives the container the items it held back). As
+Dynamo replays the side effects a traced function makes after its graph, each such value is
+an **effect output** of the graph (an ``output`` node with ``params["effect"]``: ``"append"``,
+``"refill"`` (the container emptied first) or ``"set"`` with ``params["key"]``), and a replay
+applies it once every op has run, with the replayed value, as the eager call does: appended to
+the list or deque the user's path leads to now (``Graph.effect_places``: ``(anchor, steps)``
+from the object the user holds, followed again at each replay), or stored at its key; a value
+NumPy gives as a scalar (``np.mean(err ** 2)``) is appended as that scalar.
+
+Only what a replay can repeat exactly is replayed: capture tensors appended after the items the
+container held (or to a container the call emptied first), and tensors stored at a ``str`` or
+``int`` key. Anything else done with a capture tensor there (an insert, a pop, a tuple of
+tensors, a key deleted) is refused at the line of the function that does it, never left out:
+a replay that does not log what the call logs is a silent difference in the user's state
+(lead ruling of stop 34, 23:15). Python values the call logs (``self.log.append("step")``)
+stay a side effect of the capture, as before.
+"""
+
+from __future__ import annotations
+
+import collections
+import linecache
+import re
+from typing import Any
+
+from capviz.core.ir import Node
+from capviz.core.user_code import UserCode, shorten
+from capviz.core.violations import Failure, explain
+from capviz.trace import state_fixes
+from capviz.trace.mutation import current
+from capviz.trace.recapture import line_code
+from capviz.trace.tensor import Tensor
+
+KEPT = "a capture tensor kept in a container"
+"""The ``call`` of the refusal (the situation ``kept_in_container``)."""
+
+_SEQUENCES = (tuple, list, dict, collections.deque)
+
+
+def _ours(value: Any, recorder: Any) -> bool:
+    return type(value) is Tensor and value._trace is recorder
+
+
+def _holds(value: Any, recorder: Any, depth: int = 3) -> bool:
+    if _ours(value, recorder):
+        return True
+    if depth <= 0 or type(value) not in _SEQUENCES:
+        return False
+    items = value.values() if type(value) is dict else value
+    return any(_holds(item, recorder, depth - 1) for item in list(items)[:256])
+
+
+def logged(place: Any, left: Any, recorder: Any, of_data: Any) -> list[tuple] | str | None:
+    """What the call did with capture tensors to the walked container ``place.holder``
+    (``place.value``: its items when noted; ``left``: a copy of them as the call left them),
+    as effects a replay repeats: ``[(kind, key,
+    tensor), ...]``; a reason (``str``) where a replay cannot repeat it; ``None`` where it
+    holds no new tensor, or only values of constants (``of_data(tensor)`` false: a memo,
+    ``if not MASKS: MASKS.append(np.tril(...))``, given its items back as before)."""
+    found = _logged(place, left, recorder)
+    if not isinstance(found, list):
+        return found
+    data = [of_data(tensor) for _, _, tensor in found]
+    if not any(data) and (place.path is None or
+                          _tested(place.label, found[0][2]._data.source)):
+        return None  # a memo: filled when the function finds it empty or missing the key
+    if any(data) and not all(data) and _tested(place.label, found[0][2]._data.source):
+        return ("the call logs values of the data and values of constants only (a memo) "
+                "into it, which a replay cannot tell apart")
+    return found
+
+
+def _tested(label: str, source: Any) -> bool:
+    """Whether the function at ``source`` tests what ``label`` holds (``if not DEQ:``,
+    ``n not in MEMO``, ``len(MEMO)``, ``MEMO.get(n)``): a memo it fills once."""
+    if not source:
+        return True
+    name = _pattern(label)
+    tested = re.compile(rf"\bnot\s+{name}\b(?!\s*[.\[])|\bif\s+{name}\s*:|\bin\s+{name}\b"
+                        rf"|\blen\(\s*{name}\s*\)|(?<![\w.]){name}\.(?:get|setdefault)\("
+                        rf"|\bexcept\b.*\b(?:KeyError|IndexError|LookupError)\b")
+    return any(tested.search(text)
+               for _, text in state_fixes.function_lines(source[0], source[1], source[2]))
+
+
+def _logged(place: Any, holder: Any, recorder: Any) -> list[tuple] | str | None:
+    before = place.value
+    if type(holder) is dict:
+        if any(key not in holder for key in before):
+            return "the call deleted an item of it, which a replay does not repeat"
+        found = []
+        for key, value in holder.items():
+            if key in before and before[key] is value:
+                continue
+            if not _ours(value, recorder):
+                if _holds(value, recorder):
+                    return ("the call stored a tuple, list or dict holding a value of the "
+                            f"capture at {key!r}, which a replay does not build")
+                continue  # a Python value: a side effect of the capture, as ever
+            if type(key) not in (str, int):
+                return (f"its key {key!r} is no str or int, which a replay could store at")
+            found.append(("set", key, value))
+        return found or None
+    now = list(holder)
+    k = len(now)
+    while k and _ours(now[k - 1], recorder):
+        k -= 1
+    new, rest = now[k:], now[:k]
+    if not new:
+        return None if not any(_holds(v, recorder) for v in now) else (
+            "the call put a value of the capture among its items (an insert, a tuple or "
+            "list of them), which a replay does not repeat")
+    if any(_holds(v, recorder) for v in rest):
+        return ("the call put a value of the capture among its items (an insert, a tuple or "
+                "list of them), which a replay does not repeat")
+    maxlen = getattr(place.holder, "maxlen", None)
+    if _at_front(place.label, new[0]._data.source):
+        return ("the call puts values of the capture before its items (insert, appendleft, "
+                "a slice stored), which a replay does not repeat")
+    if not rest and _cleared(place.label, new[0]._data.source):
+        kind = "refill"  # emptied, then filled: self.acts.clear(); self.acts.append(h)
+    elif len(rest) == len(before) and all(a is b for a, b in zip(rest, before)):
+        kind = "append"
+    elif maxlen is not None and len(now) == maxlen and \
+            all(a is b for a, b in zip(rest, before[len(before) - len(rest):])):
+        kind = "append"  # (a deque(maxlen) drops its oldest items as eagerly)
+    elif not rest:
+        kind = "refill"  # emptied, then filled: self.acts.clear(); self.acts.append(h)
+    else:
+        return ("the call removed or moved items it held and added values of the capture, "
+                "which a replay does not repeat")
+    return [(kind, None, tensor) for tensor in new]
+
+
+def record(place: Any, left: Any, found: list[tuple] | str, recorder: Any) -> None:
+    """Add an effect output for each of ``found`` (:func:`logged`) to ``recorder``'s graph, or
+    queue the refusal at the line that logs into ``place``'s container (``left``: its items
+    as the call left them)."""
+    graph = recorder.graph
+    tensor = next((t for _, _, t in found), None) if isinstance(found, list) else \
+        _first(left, recorder)
+    source = tensor._data.source if tensor is not None else None
+    where, text = _logging_line(place.label, source)
+    if isinstance(found, str) or place.path is None:
+        reason = found if isinstance(found, str) else (
+            "capviz does not know where the user holds it, so a replay could not log there")
+        message = explain(Failure("unsupported_op", KEPT, place.label, where,
+                                  UserCode("other", shorten(text)), None, reason))
+        recorder.pending.append(("unsupported_op", KEPT, message, where))
+        return
+    places = graph.effect_places
+    for kind, key, value in found:
+        node = current(recorder, value)
+        params: dict[str, Any] = {"effect": kind}
+        if key is not None:
+            params["key"] = key
+        if node.shape == () and recorder.holds_scalar(value):
+            params["scalar"] = True  # (np.mean(...) appends NumPy's scalar, not a 0-d array)
+        out = Node(len(graph.nodes), "output", None, (node,), params, node.shape, node.dtype,
+                   where, "", place.label)
+        graph.nodes.append(out)
+        places[out.index] = place.path
+
+
+def _first(holder: Any, recorder: Any) -> Tensor | None:
+    items = holder.values() if type(holder) is dict else holder
+    for item in list(items)[:256]:
+        if _ours(item, recorder):
+            return item
+        if type(item) in _SEQUENCES:
+            inner = _first(item if type(item) is not tuple else list(item), recorder)
+            if inner is not None:
+                return inner
+    return None
+
+
+def _pattern(label: str) -> str:
+    return re.escape(label).replace("'", "['\"]")  # (either quote in the user's code)
+
+
+def _cleared(label: str, source: Any) -> bool:
+    """Whether the function at ``source`` empties ``label`` (``label.clear()``, ``label[:] =
+    []``, ``del label[:]``): a container it empties and fills each call."""
+    if not source:
+        return False
+    name = _pattern(label)
+    cleared = re.compile(rf"(?<![\w.]){name}\.clear\(\s*\)|^{name}\s*\[\s*:\s*\]\s*=(?!=)"
+                         rf"|^del\s+{name}\s*\[\s*:\s*\]")
+    return any(cleared.search(text)
+               for _, text in state_fixes.function_lines(source[0], source[1], source[2]))
+
+
+def _at_front(label: str, source: Any) -> bool:
+    """Whether the function at ``source`` puts items anywhere but at the end of ``label``
+    (``label.insert(``, ``appendleft``, ``extendleft``, a slice stored but ``label[:] = ``)."""
+    if not source:
+        return True
+    name = _pattern(label)
+    front = re.compile(rf"(?<![\w.]){name}\.(?:insert|appendleft|extendleft)\("
+                       rf"|(?<![\w.]){name}\s*\[(?!\s*:\s*\])[^\]]*:[^\]]*\]\s*=(?!=)")
+    return any(front.search(text)
+               for _, text in state_fixes.function_lines(source[0], source[1], source[2]))
+
+
+def _logging_line(label: str, source: Any) -> tuple[Any, str]:
+    """The line of the function at ``source`` that logs into ``label`` (``label.append(``,
+    ``label[k] = ``, ``label.clear()``...), else ``source``'s; with its code."""
+    if not source:
+        return source, ""
+    name = _pattern(label)
+    logging = re.compile(rf"(?<![\w.]){name}\s*(?:\.\s*(?:append|extend|insert|appendleft|"
+                         rf"extendleft|setdefault|update)\s*\(|\[[^\]]*\]\s*=(?!=))")
+    for line, text in state_fixes.function_lines(source[0], source[1], source[2]):
+        if logging.search(text):
+            return (source[0], line, source[2]), line_code(text)
+    return source, line_code(linecache.getline(source[0], source[1]))

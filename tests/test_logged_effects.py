@@ -1,0 +1,135 @@
+"""A value the call logs into a container that outlives it (``self.losses.append(loss)``,
+``hist["last"] = x * 2.0``, a scratch list emptied and filled, frames in a ``deque(maxlen)``)
+is logged by each replay after the graph, with the replayed value, as the eager call logs it
+(capviz/trace/effects.py); what a replay cannot repeat (an insert at the front, a tuple of
+values) is refused at the line that logs. Each test runs the graph against an eager twin for
+three calls: outputs, the containers' items, their types (NumPy's scalar where the call logged
+one) bit for bit."""
+
+from __future__ import annotations
+
+import collections
+import os
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+
+def _same(a, b):
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, collections.deque)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+class Trainer:
+    def __init__(self):
+        self.W = np.ones(3)
+        self.losses = []
+        self.hist = {}
+        self.acts = [np.zeros(3)]  # what an earlier call left
+        self.frames = collections.deque(maxlen=2)
+
+    def step(self, x):
+        loss = np.mean((x * self.W) ** 2)  # NumPy's scalar
+        self.losses.append(loss)
+        self.hist["last"] = x * 2.0
+        self.acts.clear()
+        self.acts.append(x + 1.0)
+        self.acts.append(self.acts[-1] * 2.0)
+        self.frames.append(x * 3.0)
+        self.W -= 0.1 * x
+        return x * 1.0
+
+
+def test_values_logged_into_lists_dicts_and_deques_are_logged_by_each_replay():
+    """Before: the capture gave each container its items back and no replay logged (the
+    census's LoggedRegression, review 7's fx_log.py L1, L2, L10, L12...: silent)."""
+    model, twin = Trainer(), Trainer()
+    graph = cv.capture(model.step, cv.spec((3,), "float64"))
+    assert model.losses == [] and model.hist == {} and len(model.acts) == 1  # as before
+    assert "log self.losses.append %" in str(graph)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x = rng.normal(size=3)
+        assert _same(graph.replay({"x": x})["out"], twin.step(x))
+        for name in ("losses", "hist", "acts", "frames", "W"):
+            assert _same(getattr(model, name), getattr(twin, name)), name
+    assert type(model.losses[0]) is np.float64
+    model.losses = []  # a reset binds a new list: the replay logs there, as a call does
+    twin.losses = []
+    x = rng.normal(size=3)
+    graph.replay({"x": x})
+    twin.step(x)
+    assert _same(model.losses, twin.losses) and len(model.losses) == 1
+
+
+def test_state_return_logs_nothing_and_returns_the_values(tmp_path):
+    model = Trainer()
+    graph = cv.capture(model.step, cv.spec((3,), "float64"))
+    x = np.ones(3)
+    got = graph.replay({"x": x}, state="return")
+    assert model.losses == [] and model.hist == {}
+    name = next(k for k in got.states if k.startswith("self.losses[+"))
+    assert _same(got.states[name], np.mean(x ** 2))
+    path = os.path.join(tmp_path, "g.json")
+    graph.save(path)
+    loaded = cv.load(path)
+    with pytest.raises(cv.ReplayInputError, match=r"the graph logs a value into self\.losses "
+                       r"each call .*, and self\.losses is gone \(a loaded graph"):
+        loaded.replay({"x": x}, states={"m.W": np.ones(3)})
+
+
+class Front:
+    def __init__(self):
+        self.log = []
+        self.pairs = []
+
+    def insert(self, x):
+        self.log.insert(0, x.sum())
+        return x * 2.0
+
+    def pair(self, x):
+        self.pairs.append((x.sum(), x.max()))
+        return x * 2.0
+
+
+def test_what_a_replay_cannot_log_is_refused_at_the_line_that_logs():
+    """Review 7, finding 2: an insert at the front (on a later capture the user's log got a
+    duplicated item); a tuple of values logged."""
+    model = Front()
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(model.insert, cv.spec((3,), "float64"))
+    what, why, _fix = str(info.value).splitlines()
+    assert what.startswith("`self.log.insert(0, x.sum())` at ")
+    assert what.endswith("in insert: self.log keeps a value of the capture.")
+    assert "the call puts values of the capture before its items (insert" in why
+    with pytest.raises(cv.UnsupportedOperationError, match=r"`self\.pairs\.append\(\(x\.sum\(\), "
+                       r"x\.max\(\)\)\)` at .* in pair: self\.pairs keeps a value of the "):
+        cv.capture(model.pair, cv.spec((3,), "float64"))
+    assert model.log == [] and model.pairs == []
+
+
+MASKS = collections.deque(maxlen=4)
+
+
+def _masked(x):
+    if not MASKS:  # a memo of constants, made on the first call: no log
+        MASKS.append(np.tril(np.ones((3, 3))))
+    return x @ MASKS[0]
+
+
+def test_a_memo_of_constants_is_no_log():
+    MASKS.clear()
+    graph = cv.capture(_masked, cv.spec((3,), "float64"))
+    assert not graph.effect_outputs
+    x = np.array([1.0, 2.0, 3.0])
+    for _ in range(2):
+        assert graph.replay({"x": x})["out"].tolist() == [6.0, 5.0, 3.0]
+    assert len(MASKS) == 0
