@@ -239,19 +239,24 @@ def _capture_twice(scope: CaptureScope, fn: Callable, names: list[str], specs: t
     graph = scope.graph
     error = None
     grown = recapture.grown(places) if graph.complete else []
-    if written and graph.complete:
+    first = written
+    if written and graph.complete and not scope.recorder.inside_states:
         error = outside_writes.refuse(graph, written, fn, user_source())
     elif grown and (read := _reads_grown(fn, recapture.grown(places, LOGS))) is not None:
         error = read(graph)
     elif graph.complete and (recapture.writes_arrays(graph) or scope.recorder.inside_states) \
             and not any(v.level == "error" for v in graph.violation_records):
+        # (a buffer made by a spelling no hook sees, read by NumPy after a write: its line,
+        # which the second run finds, is the cause of what NumPy then wrote unseen, R6 #9)
         try:
             error = _capture_again(fn, names, specs, graph, cap, draws, global_random,
                                    grown, scope.recorder.inside_states)
         finally:
-            written = outside.put_back()  # (the second run's, on another path)
+            written = outside.put_back() or first  # (the second run's, on another path)
         if error is None and written:
             error = outside_writes.refuse(graph, written, fn, user_source())
+    elif first and graph.complete:
+        error = outside_writes.refuse(graph, first, fn, user_source())
     return graph, error
 
 

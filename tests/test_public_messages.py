@@ -131,3 +131,60 @@ def test_the_quoted_table_fix_replays_as_eager():
     for obs in (np.array([0, 4, 2, 1]), np.array([3, 0, 0, 1])):
         got, want = graph.replay({"obs": obs})["out"], emission(obs)
         assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+# --- a buffer no hook makes, in a stateful step (review 6, hooks_state.py) --------------------
+
+class ArrayBuffer:
+    def __init__(self):
+        self.W = np.array([1.0, 2.0, 3.0])
+
+    def step(self, x):
+        h = np.array([0.0, 0.0, 0.0])
+        h[0] = x[0] * 2
+        h[1] = h[0] + x[1]
+        h[2] = h[1] * x[2]
+        self.W -= 0.1 * h
+        return h * 1.0
+
+
+class TileBuffer(ArrayBuffer):
+    def step(self, x):
+        h = np.tile(0.0, 3)
+        for t in range(3):
+            h[t] = np.tanh(x[t] + h[t - 1])
+        self.W -= 0.1 * h
+        return h * 1.0
+
+
+class FixedBuffer(ArrayBuffer):
+    def step(self, x):
+        h = np.zeros(3)
+        for t in range(3):
+            h[t] = np.tanh(x[t] + h[t - 1])
+        self.W -= 0.1 * h
+        return h * 1.0
+
+
+@pytest.mark.parametrize("make, code, line", [
+    (ArrayBuffer, "h[1] = h[0] + x[1]", 3), (TileBuffer, "h[t] = np.tanh(x[t] + h[t - 1])", 3)])
+def test_a_stateful_step_blames_the_buffer_no_hook_made_not_the_state(make, code, line):
+    """The unhooked buffer h, written with tensors and read by NumPy, is the cause of what
+    NumPy then writes into self.W; the message blamed self.W with a fix that did not apply
+    (review 6, low: 'make 0.1 * h a tensor before it meets self.W')."""
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(make().step, cv.spec(3, "float64"))
+    what, why, fix = str(info.value).splitlines()
+    assert why.startswith("capviz cannot record it: the capture records the writes into the buffer")
+    assert what == (f"`{code}` at {_line(make.step, line)}: NumPy read h, an ndarray the "
+                    "captured code made and wrote, from its memory.")
+    assert fix == ("Fix: make h with np.zeros, np.empty, np.ones or np.full in the captured "
+                   "code (a tensor the capture records whole).")
+
+
+def test_the_buffer_made_with_np_zeros_replays_as_eager():
+    model, twin = FixedBuffer(), FixedBuffer()
+    graph = cv.capture(model.step, cv.spec(3, "float64"))
+    for x in (np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0]), np.array([3.0, 1.0, -2.0])):
+        got, want = graph.replay({"x": x})["out"], twin.step(x)
+        assert got.tobytes() == want.tobytes() and model.W.tobytes() == twin.W.tobytes()
