@@ -300,7 +300,7 @@ def _capture_rebinding(fn: Callable, names: list[str], specs: tuple, cap: Captur
     drawn, before = draws
     runs = []
     for _ in range(2):
-        plan = rebinding.plan(graph, places, found)
+        plan = rebinding.plan(graph, places, found, fn)
         if plan is None:
             return None
         drawn._draws = before  # (each run draws the indices the first capture drew)

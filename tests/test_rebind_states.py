@@ -330,3 +330,60 @@ def test_a_0d_array_in_a_dict_rebound_to_numpys_scalar_is_refused_at_its_line():
                        r"rebound to an array NumPy computed without the capture\."):
         cv.capture(model.step, cv.spec((3,), "float64"))
     assert model.d["lr"] is lr and lr.tolist() == 0.1
+
+
+VELOCITY = {"w": np.zeros(3), "b": np.zeros(1)}
+VELOCITY_TWIN = {"w": np.zeros(3), "b": np.zeros(1)}
+
+
+def _momentum(velocity):
+    def step(g):
+        for k in velocity:  # a global dict's items, by a loop
+            velocity[k] = 0.9 * velocity[k] - 0.1 * g[: velocity[k].size]
+        return g * 1.0
+    return step
+
+
+def _forward(x, bn_param):
+    running_mean = bn_param["running_mean"]
+    mu = x.mean(axis=0)
+    bn_param["running_mean"] = 0.9 * running_mean + 0.1 * mu
+    return x - mu
+
+
+def test_an_item_rebound_in_a_dict_held_by_a_closure_or_looped_over_is_a_rebind_state():
+    """Review 7, finding 14 (refused since 5178afc, exact at 00ac8f7): CS231n's batchnorm with
+    bn_param bound by a lambda, and momentum over a global dict: the walk's own path from the
+    closure cell or the module's globals is the place a replay binds."""
+    bn, bn_twin = {"running_mean": np.zeros(3)}, {"running_mean": np.zeros(3)}
+    graph = cv.capture(lambda x: _forward(x, bn), cv.spec((4, 3), "float64"))
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        x = rng.normal(size=(4, 3))
+        assert _same(graph.replay({"x": x})["out"], _forward(x, bn_twin))
+        assert _same(bn["running_mean"], bn_twin["running_mean"])
+    step, twin = _momentum(VELOCITY), _momentum(VELOCITY_TWIN)
+    graph = cv.capture(step, cv.spec((3,), "float64"))
+    for _ in range(3):
+        g = rng.normal(size=3)
+        assert _same(graph.replay({"g": g})["out"], twin(g))
+        assert all(_same(VELOCITY[k], VELOCITY_TWIN[k]) for k in VELOCITY)
+
+
+class TypeAsked:
+    def __init__(self):
+        self.W = np.ones(3)
+
+    def step(self, x):
+        lr = 0.1 if type(self.W) is np.ndarray else 0.5  # no hook sees type()
+        self.W = self.W - lr * x
+        return x * 2.0
+
+
+def test_a_rebinding_whose_code_asks_what_no_hook_sees_is_not_lifted():
+    """Review 7, finding 12 (silent on 7cbd9bc..c1b6c8c): a lifted run sees a tensor where
+    eager code sees an ndarray (type(), object.__hash__, sys.getsizeof...): as for a later
+    capture, nothing is lifted and the first capture's refusal stands."""
+    with pytest.raises(cv.UnsupportedOperationError, match=r"in step: self\.W is rebound to a "
+                                                          r"value of the capture\."):
+        cv.capture(TypeAsked().step, cv.spec((3,), "float64"))

@@ -383,6 +383,9 @@ def _rebind_place(recorder: Any, root: np.ndarray, held: Place, place: Any, fram
     name = name or held.label
     if found is not None and len(found) == 2 and _leads_to(found, held):
         return name, found
+    if held.inner and held.path is not None and _leads_to(held.path, held):
+        return name, held.path  # the walk's own path (bn_param in a closure cell, a global
+        #                         dict's items by a loop: hostile review 7, finding 14)
     return name, None if held.inner else place
 
 

@@ -71,12 +71,16 @@ def anchor(place: Place) -> tuple:
     return held, ((place.kind in ("attribute", "slot"), place.key),)
 
 
-def plan(graph: Graph | None, places: list[Place], found: list[Place]) -> lifted.Lifted | None:
-    """The states to lift for a capture that binds the rebound places ``found`` again: those
-    places' arrays and the array states of ``graph`` (the refused capture), each through the
-    places that hold it; ``None`` where one cannot be lifted soundly
-    (:func:`capviz.trace.lifted.liftable`)."""
-    if graph is None:
+def plan(graph: Graph | None, places: list[Place], found: list[Place], fn: Any = None
+         ) -> lifted.Lifted | None:
+    """The states to lift for a capture of ``fn`` that binds the rebound places ``found``
+    again: those places' arrays and the array states of ``graph`` (the refused capture), each
+    through the places that hold it; ``None`` where one cannot be lifted soundly
+    (:func:`capviz.trace.lifted.liftable`), or where code ``fn`` reaches asks what no hook
+    sees of an array (``type(self.W)``, ``object.__hash__``, ``sys.getsizeof``...:
+    :func:`capviz.trace.lifted.reads_type`, as a later capture asks; hostile review 7,
+    finding 12)."""
+    if graph is None or (fn is not None and lifted.reads_type(fn, places)):
         return None
     holding = lifted._holding(places)
     ours = lifted._our_references(places)

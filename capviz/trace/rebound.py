@@ -73,8 +73,8 @@ class Place:
         self.grew = False  # a container the last run grew with tensors, then given its items
         self.lifts: str | None = None  # rebound to a fresh array of its kind: the refusal
         #                                queued, which a lifted capture may lift (below)
-        self.path: tuple | None = None  # a container's (anchor, steps) from what the user
-        #                                 holds: where a replay logs (capviz/trace/effects.py)
+        self.path: tuple | None = None  # its (anchor, steps) from what the user holds:
+        #   where a replay logs (a container's: capviz/trace/effects.py) or binds (an item's)
 
     def get(self) -> Any:
         if self.kind in ("keys", "items"):  # (what a walked object or container held)
@@ -158,10 +158,11 @@ def _inside(value: Any, label: str, depth: int, seen: set[int], path: tuple | No
     for place in places:
         place.path = path
     for key, inner, kind, item in items:
-        places.append(Place(kind, value, key, inner, item, inner=True))
+        place = Place(kind, value, key, inner, item, inner=True)
         step = (kind in ("attribute", "slot"), key)
-        places += _inside(item, inner, depth - 1, seen,
-                          None if path is None else (path[0], (*path[1], step)))
+        place.path = None if path is None else (path[0], (*path[1], step))  # (the item's own)
+        places.append(place)
+        places += _inside(item, inner, depth - 1, seen, place.path)
     return places
 
 
