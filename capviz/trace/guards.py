@@ -22,7 +22,12 @@ from capviz.core.guards import READS, SIZE, read_value
 from capviz.core.ir import Node
 from capviz.core.source import format_source, numpy_caller, user_frame, user_source
 from capviz.core.symbols import Symbol
-from capviz.core.violations import data_read_message, unsupported_message
+from capviz.core.violations import (
+    data_read_message,
+    failure_here,
+    situation,
+    unsupported_message,
+)
 from capviz.trace import fold, mutation
 from capviz.trace.examples import NoExample
 
@@ -50,6 +55,8 @@ def read(rec: Any, tensor: Any, call: str) -> np.ndarray:
     source = user_source()
     inside = numpy_caller(sys._getframe(2))
     drawn = _draw_under(node)
+    if drawn is not None and _recordable(call, _describe(node), source, inside):
+        drawn = None  # (table[idx] of a drawn idx: cv.constant(table)[idx] needs no value)
     if drawn is not None:  # a random draw (issue 20): each replay draws anew
         fix = ("select with np.where(<condition>, a, b)" if call == "bool()" else
                "keep it a tensor (NumPy arithmetic on it is recorded)")
@@ -63,6 +70,20 @@ def read(rec: Any, tensor: Any, call: str) -> np.ndarray:
                                     examples=has_example)
     rec.violation("data_read", call, message, source, target=node)
     return np.zeros(node.shape, dtype=node.dtype)  # record mode: a placeholder value
+
+
+RECORDABLE = frozenset((
+    "index_trick", "ndarray_indexed_by_number", "ndarray_indexed", "ndarray_store",
+    "numpy_copies", "sequence_to_array", "ufunc_method_of_list", "asarray_of_tensor",
+    "array_of_tensor", "layout_conversion", "ndarray_dot"))
+"""The data reads whose one fix records the operation without its value (an ndarray indexed
+by a tensor: ``cv.constant(table)[idx]``): their message holds for a drawn value too."""
+
+
+def _recordable(call: str, what: str, source: Any, inside: str | None) -> bool:
+    failure = failure_here("data_read", call, what, source, inside,
+                           frame=user_frame(sys._getframe(2)))
+    return situation(failure).name in RECORDABLE
 
 
 def _draw_under(node: Node) -> Node | None:
