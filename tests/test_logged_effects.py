@@ -133,3 +133,38 @@ def test_a_memo_of_constants_is_no_log():
     for _ in range(2):
         assert graph.replay({"x": x})["out"].tolist() == [6.0, 5.0, 3.0]
     assert len(MASKS) == 0
+
+
+class Counted:
+    def __init__(self):
+        self.W = np.ones(3)
+        self.log = []
+
+    def step(self, x):
+        self.log.append(1)
+        _ = f"step {len(self.log)}"  # a message, dropped
+        print(f"step {len(self.log)}", end="\r")
+        self.W -= 0.1 * x
+        return x * 2.0
+
+    def warmup(self, x):
+        self.log.append(1)
+        lr = 0.0 if len(self.log) < 2 else 0.1  # a number the graph keeps
+        self.W -= lr * x
+        return x * 2.0
+
+
+def test_a_grown_list_read_only_for_a_message_is_captured_and_a_number_from_it_is_not():
+    """Review 6, listreads.py LogLen: refused since 1620fb3, where the length reaches no
+    value of the graph; a warm-up by the length stays refused at its line."""
+    model, twin = Counted(), Counted()
+    graph = cv.capture(model.step, cv.spec((3,), "float64"))
+    model.log, twin.log = [1], [1]  # (the capture's runs appended, a Python side effect)
+    for k in range(3):
+        x = np.full(3, float(k))
+        assert _same(graph.replay({"x": x})["out"], twin.step(x))
+        assert _same(model.W, twin.W)
+    with pytest.raises(cv.UnsupportedOperationError, match=r"`lr = 0\.0 if len\(self\.log\) < 2 "
+                       r"else 0\.1` at .* in warmup: self\.log is a list that grows at every "
+                       r"call, read here\."):
+        cv.capture(Counted().warmup, cv.spec((3,), "float64"))

@@ -901,9 +901,19 @@ def reading_line(fn: Callable, label: str) -> tuple[Any, str]:
     for offset, line in enumerate(lines[1:], 1):  # (not the def line)
         text = line_code(line)
         rest = stored.sub("", growing.sub("(", text))
-        if mention.search(rest):
+        if mention.search(rest) and not _MESSAGE_ONLY.match(text):
             return (display_file(code.co_filename), start + offset, code.co_name), text
     return None, ""
+
+
+_MESSAGE_ONLY = re.compile(
+    r"^(?!.*:=)(?:_\s*=\s*(?:f?[\"'].*|str\(.*\)|repr\(.*\))"
+    r"|(?:print|warnings\.warn|logging\.\w+|(?:self\.)?_?log(?:ger)?\.(?:debug|info|warning|"
+    r"error|critical|exception|log))\(.*\))\s*$")
+"""A line whose value reaches no number of the capture: a message made and dropped (``_ =
+f"step {len(self.log)}"``), printed or logged (``print(...)``, ``logger.info(...)``); a read
+of a grown list there changes no value the graph keeps (hostile review 6, listreads.py LogLen,
+refused since 1620fb3). A walrus (``:=``) keeps the value: not such a line."""
 
 
 def naming_line(fn: Callable, label: str) -> tuple[Any, str]:
