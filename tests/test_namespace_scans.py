@@ -75,4 +75,52 @@ def test_an_object_with_a_dict_is_still_looked_into_a_dict_subclass_included():
     big = {i: float(i) for i in range(100)}
     sites = generators._sites([("big", {"big": big}, "big", big),
                                ("h", {"h": holder}, "h", holder)])
-    assert [s[0] for s in sites] == ["big", "h", "h.rng"]
+    assert [s[0] for s in sites] == ["h.rng"]
+
+
+def _old_sites(roots):
+    """generators._sites as it was (976226b): an entry for every value, generator or not."""
+    out = [(*root, generators._root_place(root[1], root[2])) for root in roots]
+    for name, container, key, value in roots:
+        if type(value) is dict and len(value) <= 64:
+            place = generators._root_place(container, key)
+            out += [(f"{name}[{k!r}]", value, k, v, generators._below(place, value, False, k))
+                    for k, v in list(value.items())]
+        elif type(value) is list and len(value) <= 64:
+            place = generators._root_place(container, key)
+            out += [(f"{name}[{i}]", value, i, v, generators._below(place, value, False, i))
+                    for i, v in enumerate(value)]
+        else:
+            attrs = vars(value) if hasattr(value, "__dict__") and not isinstance(
+                value, generators._SKIP + generators._TYPES) else None
+            if attrs is not None and type(attrs) is dict and len(attrs) <= 256:
+                place = generators._root_place(container, key)
+                out += [(f"{name}.{k}", attrs, k, v, generators._below(place, value, True, k))
+                        for k, v in list(attrs.items())]
+    return out
+
+
+def test_the_stand_in_sites_are_the_generators_the_old_scan_listed_in_its_order():
+    rngs = [np.random.default_rng(i) for i in range(5)]
+    space = {"a": rngs[0], "table": {i: float(i) for i in range(1000)},
+             "cfg": {"lr": 0.1, "rng": rngs[1], "more": rngs[0]}, "slots": [1.0, rngs[2], "x"],
+             "obj": types.SimpleNamespace(w=np.ones(3), gen=rngs[3], n=3),
+             "holder": _DictWithAttributes(r=rngs[4]), "legacy": np.random.RandomState(0),
+             "pyrand": random.Random(2), "sysrand": random.SystemRandom(), "n": 5}
+    space["holder"].rng = rngs[4]
+    roots = [(k, space, k, v) for k, v in space.items()]
+    new = generators._sites(roots)
+    old = [site for site in _old_sites(roots) if generators._is_generator(site[3])]
+    assert [s[:4] for s in new] == [s[:4] for s in old]
+    assert [s[4] for s in new] == [s[4] for s in old]
+    assert [s[0] for s in new] == ["a", "legacy", "pyrand", "cfg['rng']", "cfg['more']",
+                                   "slots[1]", "obj.gen", "holder.rng"]
+    done = generators.install(roots, lambda *args: None)
+    try:
+        assert type(space["cfg"]["rng"]) is generators.StandIn
+        assert type(space["cfg"]["more"]) is generators.StandIn  # (rngs[0]'s, named "a")
+        assert space["cfg"]["more"] is space["a"]
+        assert type(space["sysrand"]) is random.SystemRandom  # (no state: never one)
+    finally:
+        generators.remove(done)
+    assert space["cfg"]["rng"] is rngs[1] and space["obj"].gen is rngs[3]

@@ -255,26 +255,32 @@ def _below(place: tuple | None, owner: Any, is_attribute: bool, key: Any) -> tup
 
 
 def _sites(roots: list[tuple[str, Any, Any, Any]]) -> list[tuple[str, Any, Any, Any, Any]]:
-    """``(name, container, key, value, place)`` for the values of ``roots`` and one level
-    below: items of dicts and lists, attributes of plain objects (``place``: where a replay
-    finds the value again, or ``None``)."""
-    out = [(*root, _root_place(root[1], root[2])) for root in roots]
+    """``(name, container, key, value, place)`` for the generator objects (:func:`_is_generator`)
+    among the values of ``roots`` and one level below: items of dicts and lists, attributes of
+    plain objects (``place``: where a replay finds the value again, or ``None``). Names and
+    places are made for those only (a namespace's other values cost a type test each)."""
+    out = [(*root, _root_place(root[1], root[2])) for root in roots if _is_generator(root[3])]
     for name, container, key, value in roots:
-        place = None
         if type(value) is dict and len(value) <= 64:
-            place = _root_place(container, key)
-            out += [(f"{name}[{k!r}]", value, k, v, _below(place, value, False, k))
-                    for k, v in list(value.items())]
+            found = [(k, v) for k, v in list(value.items()) if _is_generator(v)]
+            if found:
+                place = _root_place(container, key)
+                out += [(f"{name}[{k!r}]", value, k, v, _below(place, value, False, k))
+                        for k, v in found]
         elif type(value) is list and len(value) <= 64:
-            place = _root_place(container, key)
-            out += [(f"{name}[{i}]", value, i, v, _below(place, value, False, i))
-                    for i, v in enumerate(value)]
+            found = [(i, v) for i, v in enumerate(value) if _is_generator(v)]
+            if found:
+                place = _root_place(container, key)
+                out += [(f"{name}[{i}]", value, i, v, _below(place, value, False, i))
+                        for i, v in found]
         else:
             attrs = _attributes(value)
             if attrs is not None and len(attrs) <= 256:
-                place = _root_place(container, key)
-                out += [(f"{name}.{k}", attrs, k, v, _below(place, value, True, k))
-                        for k, v in list(attrs.items())]
+                found = [(k, v) for k, v in list(attrs.items()) if _is_generator(v)]
+                if found:
+                    place = _root_place(container, key)
+                    out += [(f"{name}.{k}", attrs, k, v, _below(place, value, True, k))
+                            for k, v in found]
     return out
 
 
