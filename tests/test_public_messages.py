@@ -3,7 +3,10 @@ ndarray table indexed by a 0-d tensor (``B[:, obs[t]]``, an HMM's emission colum
 "take sizes from shapes", and ``np.r_[x, 0]`` was told ``cv.constant(np.r_)[x, 0]``; each fix
 quoted now is applied below and replays as NumPy computes, dtypes included."""
 
+import _weakref
 import os
+import sys
+import weakref
 
 import numpy as np
 import pytest
@@ -188,3 +191,56 @@ def test_the_buffer_made_with_np_zeros_replays_as_eager():
     for x in (np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0]), np.array([3.0, 1.0, -2.0])):
         got, want = graph.replay({"x": x})["out"], twin.step(x)
         assert got.tobytes() == want.tobytes() and model.W.tobytes() == twin.W.tobytes()
+
+
+# --- reference counts of a state (review 6, identity2.py J9/J10) -----------------------------
+
+class Counted:
+    def __init__(self):
+        self.W = np.array([1.0, 2.0, 3.0])
+
+    def step(self, x):
+        k = 2.0 if weakref.getweakrefcount(self.W) == 0 else 3.0
+        self.W -= 0.1 * x
+        return x * k
+
+
+class RefCounted(Counted):
+    def step(self, x):
+        k = 2.0 if sys.getrefcount(self.W) < 6 else 3.0
+        self.W -= 0.1 * x
+        return x * k
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["first capture", "later capture"])
+def test_a_weak_reference_count_of_a_state_is_refused_at_its_line(warm):
+    """J9: capviz's own weak references on a state's array made a later capture branch on a
+    count the program never sees (silent: every replay x * 3, eager calls x * 2)."""
+    model = Counted()
+    if warm:
+        with pytest.raises(cv.UnsupportedOperationError):
+            cv.capture(model.step, cv.spec(3, "float64"))
+        model.step(np.ones(3))
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(model.step, cv.spec(3, "float64"))
+    what, why, fix = str(info.value).splitlines()
+    assert what == (f"`weakref.getweakrefcount(self.W)` at {_line(Counted.step, 1)}: "
+                    "weakref.getweakrefcount() is not supported by capviz.")
+    assert why.startswith("capviz cannot record it: capviz holds weak references to the "
+                          "arrays a capture records")
+    assert fix == ("Fix: pass what this line decides in as an input (an argument of the "
+                   "captured function), computed before the capture.")
+    assert weakref.getweakrefcount is _weakref.getweakrefcount  # put back
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["first capture", "later capture"])
+def test_a_reference_count_of_a_state_is_refused_at_a_line_of_the_step(warm):
+    """J10: the two runs count capviz's references differently: refused where k is used."""
+    model = RefCounted()
+    if warm:
+        with pytest.raises(cv.UnsupportedOperationError):
+            cv.capture(model.step, cv.spec(3, "float64"))
+        model.step(np.ones(3))
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(model.step, cv.spec(3, "float64"))
+    assert str(info.value).startswith(f"`return x * k` at {_line(RefCounted.step, 3)}: ")

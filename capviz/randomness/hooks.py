@@ -22,6 +22,7 @@ from __future__ import annotations
 import random
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -33,6 +34,7 @@ from capviz.core.violations import bound_draw_message, frozen_message, seed_mess
 from capviz.randomness import creation, generator_watch, generators, legacy
 from capviz.trace.context import active, active_recorders
 from capviz.trace.recorder import Recorder
+from capviz.trace.tensor import Tensor
 
 # --- the inventory -----------------------------------------------------------------------------
 
@@ -441,6 +443,7 @@ def _plan_key() -> tuple:
     own = getattr(inst, "__dict__", {})
     cupy_random = sys.modules.get("cupy.random")
     return (numpy.random.mtrand._rand, inst, type(inst), cupy_random,
+            tuple(getattr(weakref, n) for n in REFERENCE_COUNTS),
             tuple(getattr(numpy.random, n, None) for n in _NUMPY_NAMES),
             tuple(getattr(numpy.random.mtrand, n, None) for n in _NUMPY_NAMES),
             tuple(getattr(random, n, None) for n in _PYTHON_NAMES),
@@ -462,8 +465,37 @@ def _plan() -> list[tuple[Any, str, Any, bool]]:
     return plan
 
 
+REFERENCE_COUNTS = ("getweakrefcount", "getweakrefs")
+"""The functions of :mod:`weakref` that count an object's weak references, which capviz's own
+(:class:`capviz.core.own_weakrefs.OwnRef`, held on a state's live array by a capture and by its
+graph) change: asked of an array in a capture, refused at the line (review 6, identity2.py
+J9: a later capture branched on it with capviz's own counted, silently)."""
+
+_COUNT_REASON = (
+    "capviz holds weak references to the arrays a capture records (a state's live array, from "
+    "the first capture on), so the count is not your program's, and every replay would keep "
+    "the branch this capture took; pass what this line decides in as an input (an argument of "
+    "the captured function), computed before the capture")
+
+
+def _count_hook(name: str, original: Callable) -> Callable:
+    """``weakref.<name>(a)`` of an ndarray or a capture tensor in an open capture: refused."""
+
+    def hooked(obj: Any) -> Any:
+        if active() is not None and (type(obj) is numpy.ndarray or type(obj) is Tensor) \
+                and not getattr(_busy, "on", False):
+            here = _open_here()
+            if here:
+                raise here[0].refuse_here(f"weakref.{name}()", _COUNT_REASON)
+        return original(obj)
+
+    return _wrap(hooked, original, name)
+
+
 def _make_plan() -> list[tuple[Any, str, Any, bool]]:
     plan = _numpy_plan()
+    for name in REFERENCE_COUNTS:
+        plan.append((weakref, name, _count_hook(name, getattr(weakref, name)), False))
     inst = random._inst  # type: ignore[attr-defined]
     for name in PYTHON_SEEDS + PYTHON_DRAWS:
         kind = "seed" if name in PYTHON_SEEDS else "draw"
