@@ -110,12 +110,17 @@ def live(graph: Graph, node: Node, given: Mapping[str, Any] | None) -> Any:
     return value
 
 
+def _owner(place: tuple | None) -> Any:
+    """The object a place's path starts from (``None``: no place, or its object freed)."""
+    anchor = None if place is None else place[0]
+    return anchor() if type(anchor) is weakref.ref else anchor
+
+
 def _rebind_live(graph: Graph, node: Node) -> Any:
     """The array a rebind state's place holds now (``params["rebind"]``: the captured code
     binds a new array to it each call, :mod:`capviz.trace.rebinding`)."""
     place = graph.state_places.get(node.index)
-    anchor = None if place is None else place[0]
-    owner = anchor() if type(anchor) is weakref.ref else anchor
+    owner = _owner(place)
     if owner is None:
         raise ReplayInputError(
             f"the graph binds a new array to {label(node)} each replay, and what held it is "
@@ -454,10 +459,7 @@ def _check_effect_places(graph: Graph, prog: Any) -> None:
     """Refuse a replay that logs into a container it has no path to (a loaded graph, or the
     object holding it freed): the eager call would log there."""
     for node in prog.effects:
-        place = graph.effect_places.get(node.index)
-        anchor = None if place is None else place[0]
-        owner = anchor() if type(anchor) is weakref.ref else anchor
-        if owner is None:
+        if _owner(graph.effect_places.get(node.index)) is None:
             raise ReplayInputError(
                 f"the graph logs a value into {node.name} each call (capviz/trace/effects.py), "
                 f"and {node.name} is gone (a loaded graph, or its object was freed). Fix: "

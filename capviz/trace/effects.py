@@ -84,8 +84,7 @@ def _tested(label: str, source: Any) -> bool:
     tested = re.compile(rf"\bnot\s+{name}\b(?!\s*[.\[])|\bif\s+{name}\s*:|\bin\s+{name}\b"
                         rf"|\blen\(\s*{name}\s*\)|(?<![\w.]){name}\.(?:get|setdefault)\("
                         rf"|\bexcept\b.*\b(?:KeyError|IndexError|LookupError)\b")
-    return any(tested.search(text)
-               for _, text in state_fixes.function_lines(source[0], source[1], source[2]))
+    return _any_line(tested, source)
 
 
 def _logged(place: Any, holder: Any, recorder: Any) -> list[tuple] | str | None:
@@ -179,32 +178,33 @@ def _first(holder: Any, recorder: Any) -> Tensor | None:
     return None
 
 
+def _any_line(pattern: re.Pattern, source: Any) -> bool:
+    """Whether a line of the function at ``source`` matches ``pattern``."""
+    return any(pattern.search(text)
+               for _, text in state_fixes.function_lines(source[0], source[1], source[2]))
+
+
 def _pattern(label: str) -> str:
     return re.escape(label).replace("'", "['\"]")  # (either quote in the user's code)
 
 
+_CLEARED = (r"(?<![\w.]){name}\.clear\(\s*\)|^{name}\s*\[\s*:\s*\]\s*=(?!=)"
+            r"|^del\s+{name}\s*\[\s*:\s*\]")
+"""A line emptying the container ``name`` (``label.clear()``, ``label[:] = []``, ``del
+label[:]``): one the function empties and fills each call."""
+_AT_FRONT = (r"(?<![\w.]){name}\.(?:insert|appendleft|extendleft)\("
+             r"|(?<![\w.]){name}\s*\[(?!\s*:\s*\])[^\]]*:[^\]]*\]\s*=(?!=)")
+"""A line putting items anywhere but at the end of ``name`` (``insert``, ``appendleft``,
+``extendleft``, a slice stored but ``label[:] = ``)."""
+
+
 def _cleared(label: str, source: Any) -> bool:
-    """Whether the function at ``source`` empties ``label`` (``label.clear()``, ``label[:] =
-    []``, ``del label[:]``): a container it empties and fills each call."""
-    if not source:
-        return False
-    name = _pattern(label)
-    cleared = re.compile(rf"(?<![\w.]){name}\.clear\(\s*\)|^{name}\s*\[\s*:\s*\]\s*=(?!=)"
-                         rf"|^del\s+{name}\s*\[\s*:\s*\]")
-    return any(cleared.search(text)
-               for _, text in state_fixes.function_lines(source[0], source[1], source[2]))
+    return bool(source) and _any_line(re.compile(_CLEARED.format(name=_pattern(label))),
+                                      source)
 
 
 def _at_front(label: str, source: Any) -> bool:
-    """Whether the function at ``source`` puts items anywhere but at the end of ``label``
-    (``label.insert(``, ``appendleft``, ``extendleft``, a slice stored but ``label[:] = ``)."""
-    if not source:
-        return True
-    name = _pattern(label)
-    front = re.compile(rf"(?<![\w.]){name}\.(?:insert|appendleft|extendleft)\("
-                       rf"|(?<![\w.]){name}\s*\[(?!\s*:\s*\])[^\]]*:[^\]]*\]\s*=(?!=)")
-    return any(front.search(text)
-               for _, text in state_fixes.function_lines(source[0], source[1], source[2]))
+    return not source or _any_line(re.compile(_AT_FRONT.format(name=_pattern(label))), source)
 
 
 def _logging_line(label: str, source: Any) -> tuple[Any, str]:

@@ -876,19 +876,33 @@ _GROWING = r"\.(?:append|extend|appendleft|extendleft|insert)\("
 """The calls that grow a list or deque without reading it."""
 
 
+def _source_lines(fn: Callable) -> tuple[Any, list[str], int] | None:
+    """``(code, lines, first line number)`` of ``fn``'s function, or ``None`` (no source)."""
+    function = _function(fn)[1]
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None
+    try:
+        lines, start = inspect.getsourcelines(function)
+    except (OSError, TypeError):
+        return None
+    return code, lines, start
+
+
+def _at(code: Any, line: int) -> tuple[str, int, str]:
+    """The ``(file, line, function)`` source of ``line`` in ``code``'s function."""
+    return display_file(code.co_filename), line, code.co_name
+
+
 def reading_line(fn: Callable, label: str) -> tuple[Any, str]:
     """``((file, line, function), code)`` of the first line of ``fn`` that reads the list or
     dict at path ``label`` (its length, an item, an iteration, its truth: anything but a call
     that grows it, ``label.append(...)``, or a store into an item), or ``(None, "")``, also
     where a line of ``fn`` empties it (``label.clear()``, ``label[:] = ...``)."""
-    function = _function(fn)[1]
-    code = getattr(function, "__code__", None)
-    if code is None:
+    found = _source_lines(fn)
+    if found is None:
         return None, ""
-    try:
-        lines, start = inspect.getsourcelines(function)
-    except (OSError, TypeError):
-        return None, ""
+    code, lines, start = found
     name = _label_pattern(label)
     mention = re.compile(rf"(?<![\w.]){name}(?!\w)")
     growing = re.compile(rf"(?<![\w.]){name}{_GROWING}")
@@ -902,7 +916,7 @@ def reading_line(fn: Callable, label: str) -> tuple[Any, str]:
         text = line_code(line)
         rest = stored.sub("", growing.sub("(", text))
         if mention.search(rest) and not _MESSAGE_ONLY.match(text):
-            return (display_file(code.co_filename), start + offset, code.co_name), text
+            return _at(code, start + offset), text
     return None, ""
 
 
@@ -920,14 +934,10 @@ def naming_line(fn: Callable, label: str) -> tuple[Any, str]:
     """``((file, line, function), code)`` of the first line of ``fn`` that names the longest
     owner on the path ``label`` (``self.sched`` of ``self.sched.i``, which ``next(self.sched)``
     changes in a method of another object: hostile review 6, finding 8), or ``(None, "")``."""
-    function = _function(fn)[1]
-    code = getattr(function, "__code__", None)
-    if code is None:
+    found = _source_lines(fn)
+    if found is None:
         return None, ""
-    try:
-        lines, start = inspect.getsourcelines(function)
-    except (OSError, TypeError):
-        return None, ""
+    code, lines, start = found
     owners = [label[:k] for k in range(len(label), 0, -1)
               if k == len(label) or label[k] in ".["]
     for owner in owners[1:]:
@@ -937,7 +947,7 @@ def naming_line(fn: Callable, label: str) -> tuple[Any, str]:
         for offset, line in enumerate(lines[1:], 1):  # (not the def line)
             text = line_code(line)
             if name.search(text):
-                return (display_file(code.co_filename), start + offset, code.co_name), text
+                return _at(code, start + offset), text
     return None, ""
 
 
@@ -945,14 +955,10 @@ def writing_line(fn: Callable, label: str, unpacked: bool = False) -> tuple[Any,
     """``((file, line, function), code)`` of the first line of ``fn`` that writes ``label``
     (``label op= ...``, ``label[...] = ...``, ``out=label``; ``unpacked``: also one of the
     targets of ``a, label = ...``), or ``(None, "")``."""
-    function = _function(fn)[1]
-    code = getattr(function, "__code__", None)
-    if code is None:
+    found = _source_lines(fn)
+    if found is None:
         return None, ""
-    try:
-        lines, start = inspect.getsourcelines(function)
-    except (OSError, TypeError):
-        return None, ""
+    code, lines, start = found
     name = _label_pattern(label)
     target = re.compile(rf"^{name}\s*(?:\[.*\]\s*)?(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"
                         rf"|\bout\s*=\s*\(?{name}\b(?![.\[])" + (
@@ -961,5 +967,5 @@ def writing_line(fn: Callable, label: str, unpacked: bool = False) -> tuple[Any,
     for offset, line in enumerate(lines):
         text = line_code(line)
         if target.search(text):
-            return (display_file(code.co_filename), start + offset, code.co_name), text
+            return _at(code, start + offset), text
     return None, ""
