@@ -16,12 +16,14 @@ after row), and a dask array has none. So the second run follows the layout NumP
 value (:class:`Layouts`): an input's or constant's own (its axes' order in memory, where it is
 contiguous in some order of its axes), kept through elementwise ops whose operands share it
 (NumPy's ``K`` order), permuted by ``transpose``/``swapaxes``/``moveaxis``/``rollaxis``/
-``matrix_transpose``, kept or lost by basic indexing (read from a view of a stand-in), C order
-for what is computed from C-ordered values. A reduction of an
-input or constant itself runs NumPy's function on that array (:func:`direct`); a node whose
-operand is laid out in another order than C runs on one block whose array has that layout
-(:func:`laid_out`); a node whose operand's layout cannot be known (a strided or flipped view,
-a broadcast, a mix of layouts) is not computed again: its ``OrderMatters`` is the replay's
+``matrix_transpose``, kept or lost by basic indexing and flips (read from a view of a
+stand-in; a flipped axis is read in its own order, as a strided one), C order for what is
+computed from C-ordered values (a flipped or strided one too: NumPy writes a new array). A
+reduction of an input or constant itself runs NumPy's function on that array
+(:func:`direct`); a node whose operand is laid out in another order than C runs on one block
+whose array has that layout (:func:`laid_out`); a node whose operand's layout cannot be known
+(a broadcast, a mix of layouts, a strided or flipped
+view reduced over several axes) is not computed again: its ``OrderMatters`` is the replay's
 error (:func:`refusal`), naming the value whose layout decides. The same layouts say whether
 NumPy adds a reduction pairwise or one term after another (:func:`pairwise`), which sets the
 bound the checks hold a sum and a variance to.
@@ -88,6 +90,10 @@ _VIEWS = frozenset(("getitem", "flip", "fliplr", "flipud", "rot90", "broadcast_t
 """Ops whose result may be a strided, flipped or broadcast view: a layout NumPy's loops see
 that no order of the axes describes."""
 
+
+_FLIPS = frozenset(("flip", "fliplr", "flipud", "rot90"))
+"""Views that flip axes (and ``rot90`` permutes two): read from a view of a stand-in, as basic
+indexing is."""
 
 _FRESH_C = frozenset(("matmul", "dot", "tensordot", "linalg.tensordot", "inner", "vecdot",
                       "linalg.vecdot", "matvec", "vecmat", "linalg.multi_dot", "outer",
@@ -171,14 +177,21 @@ class Strided(tuple):
 
 def _host_order(host: Any, c: tuple | None) -> tuple | None:
     """A host array's axes in memory order (:class:`Strided` where it is not contiguous in
-    it; C order for what is not an ndarray), or ``None`` (a flipped or broadcast array)."""
+    it, or flipped; C order for what is not an ndarray), or ``None`` (a broadcast array).
+
+    A flipped axis (a negative stride, ``x[::-1]``) is read in its own order, not memory's:
+    NumPy's reduction adds it as it adds a copy (``x[:, ::-1].sum(-1)`` is
+    ``x[:, ::-1].copy().sum(-1)``, not ``x.sum(-1)``), and its elementwise ops write a result
+    with positive strides in the same order of the axes (``np.exp(x[::-1])`` is C-contiguous):
+    the order of the strides' magnitudes, :class:`Strided` (no loop joins its axes)."""
     if not isinstance(host, np.ndarray) or host.ndim <= 1 or host.flags.c_contiguous:
         return c
     strides = [s if n > 1 else 0 for s, n in zip(host.strides, host.shape)]
-    if any(s <= 0 for s, n in zip(strides, host.shape) if n > 1):
+    if any(s == 0 for s, n in zip(strides, host.shape) if n > 1):
         return None
-    order = tuple(int(a) for a in np.argsort([-s for s in strides], kind="stable"))
-    if host.transpose(order).flags.c_contiguous:
+    flipped = any(s < 0 for s in strides)
+    order = tuple(int(a) for a in np.argsort([-abs(s) for s in strides], kind="stable"))
+    if not flipped and host.transpose(order).flags.c_contiguous:
         return order
     return Strided(order)
 
@@ -207,7 +220,7 @@ def _viewed(node: Node, operand: Node, order: tuple) -> tuple | None:
 def _a_view(node: Node) -> bool:
     """Whether ``node`` is an axis permutation or a basic index (slices, integers, ``None``,
     ``...``): a view of its one tensor operand that reads no data."""
-    if node.op in _PERMUTE:
+    if node.op in _PERMUTE or node.op in _FLIPS:
         return True
     index = node.params.get("index") if node.op == "getitem" else None
     parts = index if isinstance(index, tuple) else (index,)
