@@ -147,6 +147,12 @@ class Counted:
         self.W -= 0.1 * x
         return x * 2.0
 
+    def from_message(self, x):
+        self.log.append(1)
+        _ = f"step {len(self.log)}"
+        self.W -= 0.001 * len(_) * x  # a number from the message
+        return x * 2.0
+
     def warmup(self, x):
         self.log.append(1)
         lr = 0.0 if len(self.log) < 2 else 0.1  # a number the graph keeps
@@ -168,3 +174,6 @@ def test_a_grown_list_read_only_for_a_message_is_captured_and_a_number_from_it_i
                        r"else 0\.1` at .* in warmup: self\.log is a list that grows at every "
                        r"call, read here\."):
         cv.capture(Counted().warmup, cv.spec((3,), "float64"))
+    with pytest.raises(cv.UnsupportedOperationError, match=r"`_ = f\"step \{len\(self\.log\)\}\"` "
+                       r"at .* in from_message: self\.log is a list that grows at every call"):
+        cv.capture(Counted().from_message, cv.spec((3,), "float64"))  # (review 7, finding 16)

@@ -915,7 +915,7 @@ def reading_line(fn: Callable, label: str) -> tuple[Any, str]:
     for offset, line in enumerate(lines[1:], 1):  # (not the def line)
         text = line_code(line)
         rest = stored.sub("", growing.sub("(", text))
-        if mention.search(rest) and not _MESSAGE_ONLY.match(text):
+        if mention.search(rest) and not _message_only(text, lines[offset + 1:]):
             return _at(code, start + offset), text
     return None, ""
 
@@ -928,6 +928,19 @@ _MESSAGE_ONLY = re.compile(
 f"step {len(self.log)}"``), printed or logged (``print(...)``, ``logger.info(...)``); a read
 of a grown list there changes no value the graph keeps (hostile review 6, listreads.py LogLen,
 refused since 1620fb3). A walrus (``:=``) keeps the value: not such a line."""
+
+
+def _message_only(text: str, after: list[str]) -> bool:
+    """Whether line ``text`` is :data:`_MESSAGE_ONLY`, and where it binds ``_``, no line
+    ``after`` it reads ``_`` (``self.W -= 0.001 * len(_) * x``: a number from the message,
+    hostile review 7, finding 16)."""
+    if not _MESSAGE_ONLY.match(text):
+        return False
+    return not text.startswith("_") or not any(
+        _UNDERSCORE.search(line_code(line)) for line in after)
+
+
+_UNDERSCORE = re.compile(r"(?<![\w.'\"])_(?![\w'\"])")
 
 
 def naming_line(fn: Callable, label: str) -> tuple[Any, str]:
