@@ -514,12 +514,18 @@ def test_the_fixes_that_apply_replay_as_eager():
 
 
 def test_a_spike_reset_is_refused_at_its_line():
-    """The quoted fix wraps the number (`cv.constant(self.v_reset)`), not the array; the fix
-    that applies (cv.constant(self.v)[spikes] = ..., with the reads before it) is above."""
+    """The fix loop's end (cv.constant(self.v)[spikes] = ..., with the reads before it) is
+    FixedLIF above."""
     kind, lines = refusal(lif_setup)
     assert kind is cv.UnsupportedOperationError
     assert lines[0] == (f"{_at('self.v[spikes] = self.v_reset')} in step: NumPy's own "
                         "operators wrote self.v after the capture's write into it.")
+    # a step of the fix loop (the next refusal names the reads, then b = cv.constant(self.v));
+    # its explanation named cv.constant(self.v), which the fix does not write (stop 35)
+    assert lines[2] == ("Fix: write `self.v[spikes] = cv.constant(self.v_reset)`: "
+                        "cv.constant(self.v_reset) is that value as a tensor of self.v's dtype, "
+                        "so the capture records the write, and the value itself outside a "
+                        "capture.")
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered in divide")  # the planted fill

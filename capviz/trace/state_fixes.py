@@ -394,11 +394,12 @@ def plain_write(graph: Any, node: Any) -> tuple[Any, str, str]:
             f"np.f(cv.constant({name})), {name}[i] = cv.constant(np.float64(1.0))")
     source = (first[0], found[0], first[2])
     at = f"line {first[1]}"
-    operand = re.search(r"cv\.constant\((np\.\w+\([^()]*\))\)", made)
+    operand = re.search(r"cv\.constant\(([^()]*(?:\([^()]*\))?)\)", made)
     why = (f"cv.constant({exprs[0]}) is that value as a tensor, and {exprs[0]} itself outside "
            "a capture") if f"cv.constant({exprs[0]})" in made or operand is None else (
-        f"cv.constant({operand[1]}) is that number as a tensor of {exprs[0]}'s dtype, so the "
-        f"capture records the write, and the number itself outside a capture")
+        f"cv.constant({operand[1]}) is that {'number' if operand[1].startswith('np.') else 'value'}"
+        f" as a tensor of {exprs[0]}'s dtype, so the capture records the write, and the "
+        f"{'number' if operand[1].startswith('np.') else 'value'} itself outside a capture")
     return source, found[1], (
         f"the capture's write into it is at {at}, and the capture put back the value it "
         f"records; write `{made}`: {why}")
