@@ -452,6 +452,132 @@ def ising_setup():
                    lambda: {"spins": chain.spins})
 
 
+# --- 21. min-char-rnn's gradient clipping in place over a list --------------------------------
+
+class ClippedSGD:
+    def __init__(self):
+        self.W = np.zeros((3, 2))
+        self.b = np.zeros(2)
+
+    def step(self, x, t):
+        y = x @ self.W + self.b
+        dy = y - t
+        dW, db = np.outer(x, dy) * 40.0, dy * 40.0
+        for dparam in [dW, db]:
+            np.clip(dparam, -5, 5, out=dparam)  # mitigate exploding gradients
+        self.W -= 0.1 * dW
+        self.b -= 0.1 * db
+        return 0.5 * np.sum(dy ** 2)
+
+
+def clip_setup():
+    m = ClippedSGD()
+    return Program(m.step, [[x, t] for x, t in zip(_x(3), _x(2))],
+                   lambda: {"W": m.W, "b": m.b})
+
+
+# --- 22. CS231n softmax loss: dscores[range(N), y] -= 1 ----------------------------------------
+
+class SoftmaxClassifier:
+    def __init__(self):
+        self.W = np.random.default_rng(6).standard_normal((3, 4)) * 0.01
+
+    def train_step(self, X, y):
+        N = X.shape[0]
+        scores = X @ self.W
+        scores -= scores.max(axis=1, keepdims=True)
+        probs = np.exp(scores) / np.sum(np.exp(scores), axis=1, keepdims=True)
+        loss = -np.log(probs[range(N), y]).mean()
+        dscores = probs.copy()
+        dscores[range(N), y] -= 1
+        dscores /= N
+        self.W += -1e-1 * (X.T @ dscores)
+        return loss
+
+
+def softmax_setup():
+    m = SoftmaxClassifier()
+    calls = [[X, np.array(ys)] for X, ys in zip(_x(5, 3), ([0, 1, 3, 2, 1], [3, 3, 0, 1, 2],
+                                                          [1, 0, 2, 2, 3]))]
+    return Program(m.train_step, calls, lambda: {"W": m.W})
+
+
+# --- 23. Minibatch SGD with np.random.permutation of the rows ---------------------------------
+
+class MinibatchSGD:
+    def __init__(self):
+        self.w = np.zeros(3)
+
+    def epoch(self, X, y, batch=2):
+        order = np.random.permutation(X.shape[0])
+        for start in range(0, X.shape[0], batch):
+            rows = order[start:start + batch]
+            err = X[rows] @ self.w - y[rows]
+            self.w -= 0.1 * X[rows].T @ err / len(rows)
+        return self.w * 1.0  # (minibatch)
+
+
+def minibatch_setup():
+    m = MinibatchSGD()
+    return Program(m.epoch, [[X, X @ np.array([1.0, -2.0, 0.5])] for X in _x(6, 3)],
+                   lambda: {"w": m.w})
+
+
+# --- 24. A learning-rate schedule from a generator: next(self.schedule) ------------------------
+
+class ScheduledSGD:
+    def __init__(self):
+        self.w = np.zeros(3)
+        self.schedule = (0.1 * 0.5 ** k for k in range(100))
+
+    def step(self, g):
+        self.w -= next(self.schedule) * g
+        return self.w * 1.0  # (schedule)
+
+
+def generator_schedule_setup():
+    m = ScheduledSGD()
+    return Program(m.step, [[x] for x in _x(3)], lambda: {"w": m.w})
+
+
+# --- 25. An RL replay buffer written at a Python pointer --------------------------------------
+
+class ReplayBuffer:
+    def __init__(self, size=4, dim=3):
+        self.obs = np.zeros((size, dim))
+        self.ptr, self.size = 0, size
+
+    def add(self, o):
+        self.obs[self.ptr] = o
+        self.ptr = (self.ptr + 1) % self.size
+        return self.obs.mean(axis=0)
+
+
+def replay_buffer_setup():
+    b = ReplayBuffer()
+    return Program(b.add, [[x] for x in _x(3)], lambda: {"obs": b.obs})
+
+
+# --- 26. A metrics dict: hist[k] = x.mean() per call --------------------------------------------
+
+class Tracker:
+    def __init__(self):
+        self.w = np.zeros(3)
+        self.metrics = {}
+
+    def step(self, g):
+        self.w -= 0.1 * g
+        self.metrics["grad_norm"] = np.linalg.norm(g)
+        self.metrics["w_mean"] = self.w.mean()
+        return self.w * 1.0  # (metrics)
+
+
+def metrics_setup():
+    t = Tracker()
+    return Program(t.step, [[x] for x in _x(3)],
+                   lambda: {"w": t.w, **{k: v for k, v in t.metrics.items()}})
+
+
 TRAINING = {
     "adagrad_zipped_lists": (adagrad_setup, "mem += d * d; param += ... over zip of lists"),
     "adam_python_step": (adam_setup, "self.t += 1 (int); m[:] = ..; p -= ..; b1 ** t"),
@@ -474,13 +600,20 @@ TRAINING = {
     "perceptron_epoch": (perceptron_setup, "loop over rows, np.where, self.w += update * xi"),
     "jitter_python_random": (jitter_setup, "random.gauss(0, 1) scaling lr"),
     "ising_metropolis": (ising_setup, "np.random.random_sample; s[accept] *= -1"),
+    "grad_clip_out": (clip_setup, "np.clip(dparam, -5, 5, out=dparam) over a list"),
+    "softmax_cs231n": (softmax_setup, "probs[range(N), y]; dscores[range(N), y] -= 1"),
+    "minibatch_permutation": (minibatch_setup, "np.random.permutation rows, loop of batches"),
+    "generator_schedule": (generator_schedule_setup, "lr = next(self.schedule)"),
+    "replay_buffer_ptr": (replay_buffer_setup, "self.obs[self.ptr] = o; ptr = (ptr+1) % n"),
+    "metrics_dict": (metrics_setup, "self.metrics['w_mean'] = self.w.mean()"),
 }
 
 
 # --- what the census finds -------------------------------------------------------------------
 
 EXACT = ["adagrad_zipped_lists", "sgd_global", "dropout_rand", "dropout_binomial",
-         "kmeans_choice_init", "langevin_self_rng", "augment_normal"]
+         "kmeans_choice_init", "langevin_self_rng", "augment_normal", "grad_clip_out",
+         "softmax_cs231n"]
 
 
 @pytest.mark.parametrize("name", EXACT)
@@ -499,7 +632,9 @@ def test_draws_are_states_of_the_graph():
 
 
 def _at(code):
-    return f"`{code}` at {__file__}:{line_of(__file__, code)}"
+    """The message's head for the line ``code`` (a comment after it tells equal lines apart:
+    the message quotes the code without it)."""
+    return f"`{code.partition('  #')[0]}` at {__file__}:{line_of(__file__, code)}"
 
 
 COUNTER_WHY = ("capviz cannot record it: Python code computed it from a value the call changes "
@@ -535,6 +670,17 @@ COUNTER_FIX = ("Fix: pass it as an input (an argument of the captured function),
      "np.where(xi @ cv.constant(self.w) + cv.constant(self.b) >= 0.0, 1, -1))`: "
      "cv.constant(self.w) is the value the capture records for it, before and after its "
      "write, and self.w itself outside a capture."),
+    ("generator_schedule", "self.w -= next(self.schedule) * g", "step",
+     "the number this line uses is a Python number that changes from call to call.",
+     COUNTER_FIX),
+    ("replay_buffer_ptr", "self.ptr = (self.ptr + 1) % self.size", "add",
+     "self.ptr is a Python number that changes from call to call.", COUNTER_FIX),
+    ("minibatch_permutation", "return self.w * 1.0  # (minibatch)", "epoch",
+     "the returned value was computed by NumPy's own operators from self.w, an array the "
+     "capture writes.",
+     "Fix: write `return cv.constant(self.w) * 1.0`, and line {err} as `err = X[rows] @ "
+     "cv.constant(self.w) - y[rows]`: cv.constant(self.w) is the value the capture records "
+     "for it, before and after its write, and self.w itself outside a capture."),
     ("jitter_python_random", "return self.w * 1.0", "step",
      "the returned value was computed by NumPy's own operators from self.w, an array the "
      "capture writes.",
@@ -550,6 +696,7 @@ def test_the_program_is_refused_at_its_line_with_the_fix(name, code, func, what,
     if fix is COUNTER_FIX:
         assert lines[1].startswith(COUNTER_WHY)
     assert lines[2] == fix.format(
+        err=line_of(__file__, "err = X[rows] @ self.w - y[rows]"),
         v=line_of(__file__, "v *= mu"),
         rv=line_of(__file__, "self.running_var *= 1 - self.momentum"),
         up=line_of(__file__, "update = 0.1 * (yi - np.where(xi @ self.w + self.b >= 0.0, 1, -1))"))
@@ -612,6 +759,24 @@ class FixedAdam(Adam):
             p -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
+class FixedMinibatchSGD(MinibatchSGD):
+    def epoch(self, X, y, batch=2):
+        order = np.random.permutation(X.shape[0])
+        for start in range(0, X.shape[0], batch):
+            rows = order[start:start + batch]
+            err = X[rows] @ cv.constant(self.w) - y[rows]
+            self.w -= 0.1 * X[rows].T @ err / len(rows)
+        return cv.constant(self.w) * 1.0
+
+
+class FixedTracker(Tracker):
+    def step(self, g):
+        self.w -= 0.1 * g
+        self.metrics["grad_norm"] = np.linalg.norm(g)
+        self.metrics["w_mean"] = cv.constant(self.w).mean()
+        return cv.constant(self.w) * 1.0
+
+
 def test_the_quoted_fixes_replay_as_eager():
     def momentum():
         program = momentum_setup()
@@ -639,7 +804,17 @@ def test_the_quoted_fixes_replay_as_eager():
                        lambda: {"w": model.w, "b": model.b, "t": model.opt.t,
                                 "m0": model.opt.m[0], "v1": model.opt.v[1]})
 
-    for setup in (momentum, batchnorm, perceptron, jitter, adam):
+    def minibatch():
+        m = FixedMinibatchSGD()
+        return Program(m.epoch, [[X, X @ np.array([1.0, -2.0, 0.5])] for X in _x(6, 3)],
+                       lambda: {"w": m.w})
+
+    def metrics():
+        t = FixedTracker()
+        return Program(t.step, [[x] for x in _x(3)],
+                       lambda: {"w": t.w, **{k: v for k, v in t.metrics.items()}})
+
+    for setup in (momentum, batchnorm, perceptron, jitter, adam, minibatch, metrics):
         verdict = run(setup)
         assert verdict.kind == "exact", (setup.__name__, verdict.detail, verdict.first_line)
 
