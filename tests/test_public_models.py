@@ -437,21 +437,32 @@ def test_an_emission_column_indexed_by_an_observation_is_told_cv_constant_which_
     assert run(lambda: Program(fixed, program.calls)).kind == "exact"
 
 
-# Refused at a line of the program, but the line or the fix is not the one that applies
-# (reported to the lead, stop 35): NumPy's own write `u[1:-1] = u[1:-1] + ...` /
-# `self.cache_k[:-1] = self.cache_k[1:].copy()` is blamed on the next line, whose write has a
-# tensor, with the generic `a *= cv.constant(np.float64(0.9))` example. What applies is
-# cv.constant on the read of the written array, shown to replay below.
+# NumPy's own write `u[1:-1] = u[1:-1] + ...` / `self.cache_k[:-1] = self.cache_k[1:].copy()`
+# before the capture's first write: refused at that first write, the fix naming NumPy's line.
 
-def test_a_stencil_written_by_numpy_is_refused_at_a_line_of_the_program():
+def test_a_stencil_written_by_numpy_is_refused_with_the_fix_of_its_line():
+    """The fix named the generic `u *= cv.constant(np.float64(0.9)) for u *= 0.9` (stop 35):
+    it rewrites NumPy's own write, a subscripted assignment, with its reads through
+    cv.constant (FixedRod and FixedWindow below replay as eager)."""
     kind, lines = refusal(heat_setup)
     assert kind is cv.UnsupportedOperationError
     assert lines[0].startswith(f"{_at('u += 0.01 * source')} in step: NumPy's own operators "
                                "wrote the outside ndarray self.u")
+    stencil = "u[1:-1] = u[1:-1] + self.alpha * (u[2:] - 2 * u[1:-1] + u[:-2])"
+    assert lines[2] == (
+        f"Fix: write line {line_of(__file__, stencil)} (`{stencil}`) with a tensor, which the "
+        "capture records as a state: `u[1:-1] = cv.constant(u)[1:-1] + self.alpha * "
+        "(cv.constant(u)[2:] - 2 * cv.constant(u)[1:-1] + cv.constant(u)[:-2])` (outside a "
+        "capture cv.constant returns the value itself).")
     kind, lines = refusal(kv_window_setup)
     assert kind is cv.UnsupportedOperationError
     assert lines[0].startswith(f"{_at('self.cache_k[-1] = k')} in __call__: NumPy's own "
                                "operators wrote the ndarray ")
+    shift = "self.cache_k[:-1] = self.cache_k[1:].copy()"
+    assert lines[2] == (
+        f"Fix: write line {line_of(__file__, shift)} (`{shift}`) with a tensor, which the "
+        "capture records as a state: `self.cache_k[:-1] = cv.constant(self.cache_k)[1:]"
+        ".copy()` (outside a capture cv.constant returns the value itself).")
 
 
 class FixedRod(Rod):

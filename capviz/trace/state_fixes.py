@@ -300,6 +300,10 @@ def numpy_write_before(source: Any, name: str) -> tuple[int, str] | None:
         stmt = _statement(text)
         if isinstance(stmt, ast.AugAssign) and ast.unparse(_base(stmt.target)) == name:
             found = (number, text[:stmt.end_col_offset])
+        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+                isinstance(stmt.targets[0], ast.Subscript) and \
+                ast.unparse(_base(stmt.targets[0])) == name:  # u[1:-1] = u[1:-1] + ... (stop 35)
+            found = (number, text.strip()[:stmt.end_col_offset])
     return found
 
 
@@ -309,7 +313,10 @@ def operand_fix_for(graph: Any, node: Any) -> str:
     0.9))``), or the general form of it."""
     exprs = expressions(graph, [node])
     found = numpy_write_before(node.source, exprs[0]) if exprs else None
-    made = operand_fix(found[1], node.dtype) if found else None
+    made = None
+    if found is not None:
+        made = operand_fix(found[1], node.dtype) if isinstance(
+            _statement(found[1]), ast.AugAssign) else _plain_fix(found[1], exprs, node.dtype)
     if found and made is not None:
         return (f"write line {found[0]} (`{found[1]}`) with a tensor, which the capture records "
                 f"as a state: `{made}` (outside a capture cv.constant returns the value "
