@@ -322,6 +322,8 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
         return _refuse_shared(graph, first, fn, caller)
     source, text = rebound.writing_line(fn, label)
     state = _state_node(graph, first.array)
+    if source is None and state is None:  # written in a method of another object fn calls
+        source, text = rebound.naming_line(fn, label)  # (self.opt.update(...): self.opt.t)
     if source is None:  # written through another name (v = self.v; v *= 0.9): its state's line
         source = state.source if state is not None and state.source else caller
     reads = _reads_fix(graph, source)  # NumPy's values read from a state: cv.constant
