@@ -140,3 +140,24 @@ def test_a_huge_operand_times_a_tiny_one_replays_through_the_precise_program():
     np.testing.assert_array_equal(_replay(lambda a, b: (a * 2) @ (b * 2), a, b),
                                   (a * 2) @ (b * 2))
     assert BACKEND.traces == before + 2  # the fast program, then the precise one
+
+
+def test_a_float16_einsum_whose_partial_sums_overflow_fails():
+    # NumPy rounds einsum's float16 partial sums as it adds: 40000 + 40000 is inf there, and
+    # inf - 40000 stays inf; XLA adds in float32 and gave 4e4 (review 7, finding 15: silent)
+    a = np.array([[40000, 40000, -40000, 1]], np.float16)
+    b = np.ones((4, 2), np.float16)
+    with pytest.raises(cv.ReplayError) as info:
+        _replay(lambda a, b: np.einsum("ik,kj->ij", a, b), a, b)
+    text = str(info.value)
+    assert re.search(r"node %\d+ \(einsum\)", text), text
+    assert "test_jax_contraction_overflow.py" in text
+    assert "a float16 partial sum of einsum may pass 65504" in text
+    assert "replay with backend='numpy'" in text
+
+
+def test_a_float16_einsum_far_from_overflow_replays():
+    a = np.full((3, 64), 16.0, np.float16)  # K * max * max = 16,384 but |A| @ |B| = 1,024
+    b = np.full((64, 2), 1.0, np.float16)
+    np.testing.assert_array_equal(_replay(lambda a, b: np.einsum("ik,kj->ij", a, b), a, b),
+                                  np.einsum("ik,kj->ij", a, b))

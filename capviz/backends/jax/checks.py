@@ -25,6 +25,9 @@ instead of returning a different value.
   the operands' parts; ``2 K`` for complex parts): then no product or partial sum reaches
   ``finfo.max`` in any order, an infinity or NaN of an operand gives the same infinity or NaN in
   every order, and the declared bound of :mod:`capviz.backends.contraction_bound` is finite.
+  A float16 ``einsum`` (NumPy rounds its partial sums to float16 as it adds, XLA adds in
+  float32) must have each output's ``(|A| @ |B|) * (1 + gamma_K)`` below 65504
+  (:func:`_float16_einsum`); NumPy's other float16 contractions add in float32.
 * **Subnormals made inside the graph**: :mod:`capviz.backends.jax.subnormals`.
 * **float16 overflow in reductions and products.** NumPy accumulates a float16 ``std``,
   ``var``, ``mean`` or ``polymul`` in float16 or float32 and rounds to an infinity where XLA's
@@ -93,6 +96,9 @@ _NEAR_MAX = ("a sum of products of {op} may reach finfo.max ({k} terms times the
              "largest magnitudes): NumPy's BLAS and XLA add in other orders, so which partial "
              "sums overflow differs (inf against a finite value, NaN against -inf); replay with "
              "backend='numpy', or scale the operands down")
+_FLOAT16_EINSUM = ("a float16 partial sum of einsum may pass 65504: NumPy rounds einsum's float16 "
+                   "partial sums as it adds (inf there) where XLA adds in float32; replay with "
+                   "backend='numpy', or compute in float32 (x.astype(np.float32))")
 _FLOAT16 = ("a float16 result of {op} overflowed: NumPy's float16 accumulation rounds it to "
             "an infinity where XLA's order of operations gives NaN; replay with "
             "backend='numpy', or compute in float32 (dtype=np.float32)")
@@ -157,6 +163,23 @@ def _within(jnp: Any, a: Any, threshold: float) -> Any:
     return ok[0] if len(ok) == 1 else ok[0] & ok[1]
 
 
+def _float16_einsum(jnp: Any, name: str, operands: list, params: dict) -> None:
+    """NumPy's float16 ``einsum`` rounds its partial sums to float16 as it goes, where XLA adds
+    in float32: a partial sum past 65504 is ``inf`` in NumPy and not in XLA (the review 7,
+    finding 15). Fail unless each output's ``(|A| @ |B|) * (1 + gamma_K)`` (the operands' finite
+    magnitudes contracted in float32), which bounds its partial sums in every order, is below
+    ``finfo(float16).max``. Past ``K * u >= 1`` no bound holds (none is declared either)."""
+    count = contraction_bound.terms(name, [tuple(a.shape) for a in operands], params)
+    growth = 1 + contraction_bound.gamma(count + 1, np.float16)
+    if count < 2 or not math.isfinite(growth):
+        return
+    magnitudes = [jnp.where(jnp.isfinite(a), jnp.abs(a), 0).astype(np.float32)
+                  for a in operands]
+    sizes = jnp.einsum(params["subscripts"], *magnitudes)
+    require(jnp.max(sizes, initial=0) * growth <= float(np.finfo(np.float16).max),
+            _FLOAT16_EINSUM)
+
+
 def _overflow_free(jnp: Any, name: str, operands: list, result: Any, params: dict) -> None:
     """Fail unless no product or partial sum of contraction ``name`` can reach ``finfo.max`` in
     any order (the module docstring's *Contractions near overflow*). The precise trace tests
@@ -165,8 +188,11 @@ def _overflow_free(jnp: Any, name: str, operands: list, result: Any, params: dic
     magnitude, measured on the host), a mask XLA fuses into the op that made the operand, which
     fails wherever the exact test does (a failure reruns the precise program)."""
     result_dtype = np.dtype(dtype_of(result))
-    if result_dtype.kind not in "fc" or result_dtype.itemsize < 4 + 4 * (
-            result_dtype.kind == "c"):  # float16: the float16 check of the result
+    if result_dtype == np.float16:
+        if name == "einsum":
+            _float16_einsum(jnp, name, operands, params)
+        return  # NumPy's other float16 contractions add in float32: the float16 check
+    if result_dtype.kind not in "fc":
         return
     count = contraction_bound.terms(name, [tuple(a.shape) for a in operands], params)
     count *= 2 if result_dtype.kind == "c" else 1  # a part adds two real products per term
