@@ -387,3 +387,56 @@ def test_a_rebinding_whose_code_asks_what_no_hook_sees_is_not_lifted():
     with pytest.raises(cv.UnsupportedOperationError, match=r"in step: self\.W is rebound to a "
                                                           r"value of the capture\."):
         cv.capture(TypeAsked().step, cv.spec((3,), "float64"))
+
+
+class ClassHeld:
+    CW = np.array([1.0, 2.0, 3.0])
+
+    def step(self, x):
+        type(self).CW = type(self).CW - 0.1 * x
+        return x * type(self).CW
+
+
+class Shadow:
+    W = np.array([1.0, 2.0, 3.0])  # the first call makes the instance's own
+
+    def step(self, x):
+        self.W = self.W - 0.1 * x
+        return x * self.W
+
+
+class ModuleHeld:
+    def __init__(self):
+        import types
+        self.cfg = types.ModuleType("cfg_of_a_test")
+        self.cfg.W = np.array([1.0, 2.0, 3.0])
+
+    def step(self, x):
+        self.cfg.W = self.cfg.W - 0.1 * x
+        return x * self.cfg.W
+
+
+def test_a_class_attribute_a_shadowing_instance_attribute_and_a_module_attribute_are_seen():
+    """Review 7, finding 13 (silent, and the capture left its tensor in the class or the
+    module: the next eager call raised ScopeClosedError): refused at their line, the arrays
+    put back, eager calls work."""
+    x = np.array([1.0, -2.0, 0.5])
+    cw = ClassHeld.CW
+    with pytest.raises(cv.UnsupportedOperationError, match=r"`type\(self\)\.CW = type\(self\)\.CW "
+                       r"- 0\.1 \* x` at .* in step: type\(self\)\.CW is rebound"):
+        cv.capture(ClassHeld().step, cv.spec((3,), "float64"))
+    assert ClassHeld.CW is cw and _same(ClassHeld().step(x), x * (cw - 0.1 * x))
+    ClassHeld.CW = cw
+    shadow = Shadow()
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(shadow.step, cv.spec((3,), "float64"))
+    what, _why, fix = str(info.value).splitlines()
+    assert what.endswith("in step: self.W is rebound to a value of the capture.")
+    assert fix == ("Fix: create self.W in __init__ (an array of its own: self.W = "
+                   "Shadow.W.copy()), so that the call rebinds or writes it as a state.")
+    assert "W" not in vars(shadow) and _same(shadow.step(x), Shadow().step(x))
+    held = ModuleHeld()
+    w = held.cfg.W
+    with pytest.raises(cv.UnsupportedOperationError, match=r"in step: self\.cfg\.W is rebound"):
+        cv.capture(held.step, cv.spec((3,), "float64"))
+    assert held.cfg.W is w and _same(held.step(x), x * (w - 0.1 * x))

@@ -248,6 +248,8 @@ def note(fn: Callable | None) -> list[Place]:
             places.append(Place("slot", owner, key, f"{first}.{key}", value))
             places += _inside(value, f"{first}.{key}", _DEPTH, seen,
                               anchored(owner, (True, key)))
+    if owner is not None and code is not None:
+        places += _named_holders(owner, first, code, seen)
     parameters = code.co_varnames[:code.co_argcount] if code is not None else ()
     for label, value in _bound_arguments(fn, parameters):  # functools.partial(step, model)
         places += _inside(value, label, _DEPTH + 1, seen)
@@ -268,6 +270,36 @@ def note(fn: Callable | None) -> list[Place]:
             continue
         places.append(Place("cell", cell, name, name, value))
         places += _inside(value, name, _DEPTH, seen, (cell, ((True, "cell_contents"),)))
+    return places
+
+
+def _named_holders(owner: Any, first: str, code: Any, seen: set[int]) -> list[Place]:
+    """The ndarrays the code of ``fn`` can rebind past the walk of ``owner``'s own attributes
+    (hostile review 7, finding 13: silent, and the capture left its tensor there): the class
+    attributes of ``owner``'s class it names (``type(self).CW = type(self).CW - 0.1 * x``,
+    ``self.W`` read from the class before an instance attribute shadows it), and the
+    attributes it names of a module ``owner`` holds (``self.cfg.W = ...``)."""
+    names = set(code.co_names)
+    places: list[Place] = []
+    kind = type(owner)
+    if kind.__module__ not in ("builtins", "numpy") and not isinstance(owner, types.ModuleType):
+        for key in sorted(names & set(vars(kind))):
+            value = vars(kind)[key]
+            if type(value) is np.ndarray:
+                place = Place("slot", kind, key, f"type({first}).{key}", value, inner=True)
+                place.path = anchored(kind, (True, key))
+                places.append(place)
+    for attribute, value in list(vars(owner).items()) if isinstance(
+            getattr(owner, "__dict__", None), dict) else ():
+        if type(value) is not types.ModuleType or id(value) in seen:
+            continue
+        seen.add(id(value))
+        for key in sorted(names & set(vars(value))):
+            if type(vars(value)[key]) is np.ndarray:
+                place = Place("global", vars(value), key, f"{first}.{attribute}.{key}",
+                              vars(value)[key], inner=True)
+                place.path = anchored(value, (True, key))
+                places.append(place)
     return places
 
 
@@ -793,9 +825,14 @@ def _added_removed(place: Place, recorder: Any) -> list[tuple[Place, np.ndarray]
     (:func:`_made_here`), with their values, to bind once ``fn`` is captured."""
     attributes = vars(place.holder)
     binds = []
+    shadowed = vars(type(place.holder))
     for key in [k for k in attributes if k not in place.value]:
         value = attributes[key]
-        if type(value) is Tensor and value._trace is recorder:
+        if type(value) is Tensor and value._trace is recorder and \
+                type(shadowed.get(key)) is np.ndarray:  # (over the class's array it read)
+            del attributes[key]
+            _refuse_shadowing(place, key, value, recorder)
+        elif type(value) is Tensor and value._trace is recorder:
             made = _made_here(value, recorder, _ABSENT)
             if made is not None:
                 binds.append((Place("keys", place.holder, key, f"{place.label}.{key}", None),
@@ -804,6 +841,23 @@ def _added_removed(place: Place, recorder: Any) -> list[tuple[Place, np.ndarray]
         elif type(value) in _SEQUENCES and _tensor_in(value, recorder, _DEPTH) is not None:
             del attributes[key]
     return binds
+
+
+def _refuse_shadowing(place: Place, key: str, tensor: Tensor, recorder: Any) -> None:
+    """Refuse an instance attribute the call bound over its class's array (``self.W = self.W
+    - 0.1 * x`` with ``W`` a class attribute: the first call makes the instance's, which later
+    calls read; hostile review 7, finding 13, silent)."""
+    label = f"{place.label}.{key}"
+    source = tensor._data.source
+    text = line_code(linecache.getline(source[0], source[1])) if source else ""
+    reason = (f"the call binds it over the class attribute {type(place.holder).__name__}.{key},"
+              " which later calls stop reading, and the capture removed it; create "
+              f"{label} in __init__ (an array of its own: {label} = "
+              f"{type(place.holder).__name__}.{key}.copy()), so that the call rebinds or "
+              "writes it as a state")
+    message = explain(Failure("unsupported_op", REBOUND, label, source,
+                              UserCode("other", shorten(text)), None, reason))
+    recorder.pending.append(("unsupported_op", REBOUND, message, source))
 
 
 def _stored_over(place: Place, lists: dict[int, set[int]]) -> bool:
