@@ -44,6 +44,13 @@ def pad_list(x):
     return np.r_[x, [1.5, 2], (1, 2)]
 
 
+LST = [1, 2]
+
+
+def pad_held_list(x):
+    return np.r_[x, LST]
+
+
 def pad_sum(x):
     return np.r_[x, x.sum()]
 
@@ -108,6 +115,9 @@ def test_a_slice_bound_read_from_data_keeps_the_size_message():
     (pad_list, cv.spec(3, "float32"), "np.r_[x, [1.5, 2], (1, 2)]",
      "np.concatenate([np.atleast_1d(x), np.asarray([1.5, 2]), np.asarray((1, 2))])."
      "astype(np.result_type(x, np.asarray([1.5, 2]), np.asarray((1, 2))))"),
+    (pad_held_list, cv.spec(3, "float32"), "np.r_[x, LST]",
+     "np.concatenate([np.atleast_1d(x), np.asarray(LST)]).astype(np.result_type(x, "
+     "np.asarray(LST)))"),
     (pad_sum, cv.spec(3, "float32"), "np.r_[x, x.sum()]",
      "np.concatenate([np.atleast_1d(x), np.atleast_1d(x.sum())])."
      "astype(np.result_type(x, x.sum()))"),
@@ -121,7 +131,7 @@ def test_np_r_of_a_tensor_is_told_the_concatenation_numpy_makes(fn, spec, code, 
                           "converts each item with np.array")
     assert fix == f"Fix: write {quoted}: the same values and dtype, recorded."
     # the quoted fix, applied, replays as the eager np.r_ computes (values and dtype)
-    fixed = eval(f"lambda x: {quoted}", {"np": np, "ZERO": ZERO})
+    fixed = eval(f"lambda x: {quoted}", {"np": np, "ZERO": ZERO, "LST": LST})
     x = np.array([1.0, -2.0, 3.0]).astype(spec.dtype)
     graph = cv.capture(fixed, spec)
     got, want = graph.replay({"x": x})["out"], fn(x)

@@ -60,7 +60,7 @@ def user_code(frame: FrameType | None) -> UserCode:
     name = instruction.opname
     span = _span(lines, instruction, frame.f_lineno)
     if name.startswith("BINARY_SUBSCR"):
-        return _subscript("index", span)
+        return _sequences(_subscript("index", span), frame)
     if name.startswith("STORE_SUBSCR"):
         return _store(lines, frame.f_lineno, span)
     if name.startswith(("CALL", "PRECALL")):
@@ -107,6 +107,25 @@ def _parse(text: str) -> ast.AST | None:
 
 def _segment(text: str, node: ast.AST) -> str:
     return shorten(ast.get_source_segment(text.strip(), node) or ast.unparse(node))
+
+
+def _sequences(code: UserCode, frame: FrameType) -> UserCode:
+    """``code`` with ``parts["sequences"]``: the names among the items of its index that hold a
+    list or a tuple in ``frame`` (``np.r_[x, LST]``: NumPy makes an array of ``LST``)."""
+    key = code.parts.get("key")
+    if not key:
+        return code
+    try:
+        index = ast.parse(f"_[{key}]", mode="eval").body.slice  # type: ignore[attr-defined]
+    except (SyntaxError, AttributeError):
+        return code
+    items = index.elts if isinstance(index, ast.Tuple) else [index]
+    names = [i.id for i in items if isinstance(i, ast.Name)]
+    held = [n for n in names
+            if isinstance(frame.f_locals.get(n, frame.f_globals.get(n)), (list, tuple))]
+    if held:
+        code.parts["sequences"] = ",".join(held)
+    return code
 
 
 def _subscript(action: str, span: str) -> UserCode:

@@ -323,11 +323,14 @@ def _joined(f: Failure) -> str:
     texts = [ast.unparse(i) for i in items]
     if function == "column_stack":
         return f"np.column_stack([{', '.join(texts)}])"
-    texts = [f"np.asarray({t})" if isinstance(i, (ast.List, ast.Tuple)) else t
-             for t, i in zip(texts, items)]  # np.r_ makes an array of a sequence
+    held = set(f.code.parts.get("sequences", "").split(","))  # names holding a list
+    sequences = [isinstance(i, (ast.List, ast.Tuple)) or (isinstance(i, ast.Name) and
+                                                           i.id in held) for i in items]
+    texts = [f"np.asarray({t})" if seq else t
+             for t, seq in zip(texts, sequences)]  # np.r_ makes an array of a sequence
     kind = f"np.result_type({', '.join(texts)})"
-    wrapped = [f"[{t}]" if _number(i) else t if isinstance(i, (ast.List, ast.Tuple)) else
-               f"np.atleast_1d({t})" for t, i in zip(texts, items)]
+    wrapped = [f"[{t}]" if _number(i) else t if seq else f"np.atleast_1d({t})"
+               for t, i, seq in zip(texts, items, sequences)]
     return f"np.concatenate([{', '.join(wrapped)}]).astype({kind})"
 
 
