@@ -440,3 +440,30 @@ def test_a_class_attribute_a_shadowing_instance_attribute_and_a_module_attribute
     with pytest.raises(cv.UnsupportedOperationError, match=r"in step: self\.cfg\.W is rebound"):
         cv.capture(held.step, cv.spec((3,), "float64"))
     assert held.cfg.W is w and _same(held.step(x), x * (w - 0.1 * x))
+
+
+class ClosureHeld:
+    def __init__(self):
+        acc = np.zeros(3)
+
+        def f(x):
+            nonlocal acc
+            acc = acc + x
+            return acc * 1.0
+
+        self.f = f
+
+    def step(self, x):
+        return self.f(x)
+
+
+def test_a_nonlocal_rebound_in_a_closure_the_object_holds_is_a_rebind_state():
+    """Review 7, finding 7 (silent: replays never accumulated, and the capture left its tensor
+    in the cell, so the next eager call raised ScopeClosedError)."""
+    model, twin = ClosureHeld(), ClosureHeld()
+    graph = cv.capture(model.step, cv.spec((3,), "float64"))
+    for k in range(3):
+        x = np.full(3, k + 0.5)
+        assert _same(graph.replay({"x": x})["out"], twin.step(x))
+        assert _same(model.f.__closure__[0].cell_contents, twin.f.__closure__[0].cell_contents)
+    assert _same(model.step(np.ones(3)), twin.step(np.ones(3)))  # eager after: works

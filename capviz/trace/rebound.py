@@ -275,10 +275,12 @@ def note(fn: Callable | None) -> list[Place]:
 
 def _named_holders(owner: Any, first: str, code: Any, seen: set[int]) -> list[Place]:
     """The ndarrays the code of ``fn`` can rebind past the walk of ``owner``'s own attributes
-    (hostile review 7, finding 13: silent, and the capture left its tensor there): the class
-    attributes of ``owner``'s class it names (``type(self).CW = type(self).CW - 0.1 * x``,
-    ``self.W`` read from the class before an instance attribute shadows it), and the
-    attributes it names of a module ``owner`` holds (``self.cfg.W = ...``)."""
+    (hostile review 7, findings 13 and 7: silent, and the capture left its tensor there): the
+    class attributes of ``owner``'s class it names (``type(self).CW = type(self).CW - 0.1 *
+    x``, ``self.W`` read from the class before an instance attribute shadows it), the
+    attributes it names of a module ``owner`` holds (``self.cfg.W = ...``), and the closure
+    cells of a function ``owner`` holds that it names (``self.f(x)`` with ``nonlocal acc; acc =
+    acc + x`` in ``f``)."""
     names = set(code.co_names)
     places: list[Place] = []
     kind = type(owner)
@@ -291,6 +293,18 @@ def _named_holders(owner: Any, first: str, code: Any, seen: set[int]) -> list[Pl
                 places.append(place)
     for attribute, value in list(vars(owner).items()) if isinstance(
             getattr(owner, "__dict__", None), dict) else ():
+        if type(value) is types.FunctionType and attribute in names and id(value) not in seen:
+            seen.add(id(value))  # a closure fn calls (self.f(x), its nonlocal acc rebound)
+            for name, cell in zip(value.__code__.co_freevars, value.__closure__ or ()):
+                try:
+                    held = cell.cell_contents
+                except ValueError:  # an empty cell
+                    continue
+                if type(held) is np.ndarray:
+                    place = Place("cell", cell, name, f"{first}.{attribute}.<{name}>", held)
+                    place.path = (cell, ((True, "cell_contents"),))
+                    places.append(place)
+            continue
         if type(value) is not types.ModuleType or id(value) in seen:
             continue
         seen.add(id(value))
