@@ -578,6 +578,69 @@ def metrics_setup():
                    lambda: {"w": t.w, **{k: v for k, v in t.metrics.items()}})
 
 
+# --- 27. A scratch buffer made lazily in a dict, overwritten each call -----------------------
+
+class Workspace:
+    def __init__(self):
+        self.w = np.ones(3)
+        self.ws = {}
+
+    def step(self, x):
+        if "tmp" not in self.ws:
+            self.ws["tmp"] = np.empty_like(self.w)
+        self.ws["tmp"][:] = x * self.w
+        return self.ws["tmp"].sum() * 1.0
+
+
+def scratch_setup():
+    m = Workspace()
+    return Program(m.step, [[x] for x in _x(3)], lambda: {"w": m.w})
+
+
+# --- 28. A loss history only a helper reads (a moving average of the last losses) --------------
+
+def smoothed(history, k=2):
+    return sum(history[-k:]) / min(len(history), k)
+
+
+class SmoothedTrainer:
+    def __init__(self):
+        self.w = np.zeros(3)
+        self.history = []
+
+    def step(self, X, y):
+        err = X @ self.w - y
+        self.history.append(float(np.mean(err ** 2)))
+        self.w -= 0.05 * X.T @ err / len(y)
+        return self.w * smoothed(self.history)
+
+
+def helper_history_setup():
+    m = SmoothedTrainer()
+    return Program(m.step, _regression_calls(), lambda: {"w": m.w})
+
+
+# --- 29. Snapshots of the weights kept every call (x.copy() appended), averaged ---------------
+
+class SWA:
+    """Stochastic weight averaging: a copy of the weights kept each call."""
+
+    def __init__(self):
+        self.w = np.zeros(3)
+        self.snapshots = []
+
+    def step(self, g):
+        self.w -= 0.1 * g
+        self.snapshots.append(self.w.copy())
+        return np.mean(self.snapshots, axis=0)
+
+
+def swa_setup():
+    m = SWA()
+    return Program(m.step, [[x] for x in _x(3)],
+                   lambda: {"w": m.w, **{f"s{i}": v for i, v in enumerate(m.snapshots)}})
+
+
 TRAINING = {
     "adagrad_zipped_lists": (adagrad_setup, "mem += d * d; param += ... over zip of lists"),
     "adam_python_step": (adam_setup, "self.t += 1 (int); m[:] = ..; p -= ..; b1 ** t"),
@@ -606,6 +669,10 @@ TRAINING = {
     "generator_schedule": (generator_schedule_setup, "lr = next(self.schedule)"),
     "replay_buffer_ptr": (replay_buffer_setup, "self.obs[self.ptr] = o; ptr = (ptr+1) % n"),
     "metrics_dict": (metrics_setup, "self.metrics['w_mean'] = self.w.mean()"),
+    "scratch_dict_lazy": (scratch_setup, "if 'tmp' not in ws: ws['tmp'] = np.empty_like(w)"),
+    "history_read_in_helper": (helper_history_setup,
+                               "history.append(float(loss)); a helper reads history[-k:]"),
+    "swa_snapshots": (swa_setup, "snapshots.append(self.w.copy()); np.mean(snapshots, 0)"),
 }
 
 
@@ -898,3 +965,15 @@ def test_a_rebound_item_or_a_log_replays_as_eager_or_is_refused_at_its_line(name
     if verdict.kind == "refused":
         assert type(verdict.error) is cv.UnsupportedOperationError
         assert verdict.first_line.startswith(f"{_at(code)} in ")
+
+
+@pytest.mark.parametrize("name", ["scratch_dict_lazy", "history_read_in_helper",
+                                  "swa_snapshots", "generator_schedule", "replay_buffer_ptr"])
+def test_python_side_state_replays_as_eager_or_is_refused_at_a_line_of_the_program(name):
+    """Python-side state W=20x is lifting this stop (a lazily made scratch buffer, a history a
+    helper reads, kept snapshots): never silent, whichever way it goes."""
+    verdict = run(TRAINING[name][0])
+    assert verdict.kind in ("exact", "refused"), verdict.detail
+    if verdict.kind == "refused":
+        assert isinstance(verdict.error, cv.CapvizError)
+        assert f" at {__file__}:" in verdict.first_line
