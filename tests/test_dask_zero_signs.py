@@ -76,3 +76,27 @@ def test_a_zero_sum_of_negative_zero_products_is_numpys_positive_zero(spelling, 
     want = fn(x, y)
     assert not np.any(np.signbit(np.real(want)))  # the premise: NumPy's +0.0, inf
     assert _same_bits(_replay(fn, (x, y), chunks), want)
+
+
+TINY = np.full(8, 4e-5, np.float16)  # products -1.6e-9: their float32 total rounds to -0.0
+FLOAT16 = {
+    "np.dot(x, y)": lambda x, y: np.dot(x, y),
+    "np.vdot(x, y)": lambda x, y: np.vdot(x, y),
+    "np.einsum('i,i', x, y)": lambda x, y: np.einsum("i,i", x, y),
+    "np.tensordot(x, y, 1)": lambda x, y: np.tensordot(x, y, 1),
+    "np.einsum('ij,jk->ik')": lambda x, y: np.einsum("ij,jk->ik", np.stack([x, x]),
+                                                     np.stack([y, y], 1)),
+    "x @ y": lambda x, y: x @ y,
+}
+
+
+@pytest.mark.parametrize("chunks", [2, "auto"])
+@pytest.mark.parametrize("spelling", list(FLOAT16))
+def test_a_float16_product_keeps_the_sign_of_numpys_rounded_float32_total(spelling, chunks):
+    # NumPy adds float16 products in float32 and rounds once: a negative total below float16's
+    # smallest subnormal is -0.0; dask.array's sum of one block's product gave +0.0
+    fn = FLOAT16[spelling]
+    x, y = TINY, -TINY
+    want = fn(x, y)
+    assert np.all(want == 0) and np.all(np.signbit(want))  # the premise
+    assert _same_bits(_replay(fn, (x, y), chunks), want)

@@ -3,7 +3,10 @@
 A node runs in NumPy's order (``reductions.accumulate``) where its float sums cannot be left to
 dask.array's tree: a node a first run of the replay found
 :class:`~capviz.backends.dask.overflow.OrderMatters` at (:data:`NODES`), a float16 product over
-a chunked contracted axis (its partial products round to float16), and
+a chunked contracted axis (its partial products round to float16; and any float16 product but
+a ``matmul``, whose blocks dask.array joins: it adds even one block's product into a ``+0.0``,
+where NumPy's rounding of a negative float32 total below float16's smallest subnormal is
+``-0.0``), and
 :func:`capviz.backends.dask.moments.in_order`'s reductions. A reduction along one axis runs
 NumPy's function per block with that axis and the ones after it in one chunk (:func:`blocks`:
 NumPy's loop adds pairwise along a reduced axis that is innermost, row after row along one that
@@ -54,9 +57,10 @@ def wanted(name: str, args: tuple, params: dict, dtype: np.dtype, index: int | N
     ``dtype``, must add in NumPy's order (see the module docstring)."""
     if index in (NODES.get() or ()):
         return True
-    if name in traits.CONTRACT:
-        return dtype == np.float16 and all(hasattr(a, "chunks") for a in args) \
-            and contractions.split(args, contractions.contracted(name, args, params)[0])
+    if name in traits.CONTRACT:  # float16: NumPy adds in float32 and rounds once
+        return dtype == np.float16 and all(hasattr(a, "chunks") for a in args) and (
+            name != "matmul"  # dask.array's sum of each block's product loses its -0.0
+            or contractions.split(args, contractions.contracted(name, args, params)[0]))
     return moments.in_order(name, args[0], params)
 
 
