@@ -718,7 +718,8 @@ COUNTER_FIX = ("Fix: pass it as an input (an argument of the captured function),
      "self.opt.t is a Python number that changes from call to call.", COUNTER_FIX),
     ("cosine_schedule", "self.step_count += 1", "step",
      "self.step_count is a Python number that changes from call to call.", COUNTER_FIX),
-    ("momentum_dict_inplace", "v -= lr * grads[k]", "momentum_inplace_step",
+    # (stop 35, W=20w: refused at NumPy's write `v *= mu`, no longer the next line)
+    ("momentum_dict_inplace", "v *= mu", "momentum_inplace_step",
      f"NumPy's own operators wrote the ndarray {__name__}.VELOCITY[\"w\"] while the capture "
      "ran.",
      "Fix: write line {v} (`v *= mu`) with a tensor, which the capture records as a state: "

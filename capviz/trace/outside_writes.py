@@ -351,7 +351,8 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
     also = f"; NumPy also wrote {', '.join(others)}" if others else ""
     back = "" if first.before is None else "; the capture put it back"
     if state is not None and first.before is not None:  # NumPy's write, then the capture's
-        fix = state_fixes.operand_fix_for(graph, state)
+        line, fix = state_fixes.numpy_write_fix(graph, state)
+        source = line or source  # (u[1:-1] = ... of u = self.u: that line, not the next)
     elif first.unnamed and state is None and reads is None:
         fix = (f"write {label} with a tensor in the function that writes it, which the capture "
                "records as a state, or pass it as an input and return its new value")
@@ -436,7 +437,7 @@ def _reads_fix(graph: Graph, source: Any) -> str | None:
     user's lines (:mod:`capviz.trace.state_fixes`), or ``None``."""
     exprs = state_fixes.expressions(graph, graph.state_nodes)
     made = state_fixes.fix_for_reads(source, exprs)
-    return None if made is None else f"{made}: {state_fixes.constant_note(exprs)}"
+    return None if made is None else f"{made}: {state_fixes.constant_note(exprs, made)}"
 
 
 def _fix(label: str, text: str, array: np.ndarray, reads: str | None = None) -> str:

@@ -786,11 +786,15 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
     for (node, root), planted in zip(others.states, others.planted) if others.met else ():
         start = others.met.get(id(root))
         if start is not None and not same_bits(start, planted):
-            name = node.name or "an outside ndarray"
+            line, fix = state_fixes.numpy_write_fix(graph, node)
+            said = next(iter(state_fixes.expressions(graph, [node])), "") if line else ""
+            name = node.name or said or "an outside ndarray"
+            if said.startswith("self.") and name.endswith(said[4:]):  # self.cache_k in the
+                name = said                                         # method: program.fn.cache_k
             return refuse(graph, node, WRITTEN, name, (
                 f"NumPy wrote {name} before the capture's first write to it, so the graph "
                 "starts from the value NumPy made (the first capture's write stays in it); "
-                f"{state_fixes.operand_fix_for(graph, node)}"), array=name)
+                f"{fix}"), array=name, source=line)
     return None
 
 
@@ -884,7 +888,7 @@ def _reads_fix(source: Any, exprs: list[str]) -> str:
     state_fixes`), or a general form of it."""
     made = state_fixes.fix_for_reads(source, exprs)
     if made is not None:
-        return f"{made}: {state_fixes.constant_note(exprs)}."
+        return f"{made}: {state_fixes.constant_note(exprs, made)}."
     first = exprs[0] if exprs else "a"
     return (f"write each read of the written array as cv.constant({first}) (the value the "
             "capture records for it, before and after its write; outside a capture the array "

@@ -70,13 +70,39 @@ def _last_name(node: ast.AST | None) -> str | None:
         node.id if isinstance(node, ast.Name) else None
 
 
+def _constant_arg(node: ast.AST) -> ast.AST | None:
+    """``a`` of ``cv.constant(a)``, else ``None``."""
+    if isinstance(node, ast.Call) and ast.unparse(node.func) == "cv.constant" and \
+            len(node.args) == 1 and not node.keywords:
+        return node.args[0]
+    return None
+
+
+def _unwrapped(target: ast.AST) -> tuple[ast.AST, bool]:
+    """``target`` with a ``cv.constant(a)`` at its base written ``a`` (``cv.constant(s)[m] *=
+    -1`` writes ``s``'s state), and whether there was one."""
+    layers = []
+    inner = target
+    while isinstance(inner, ast.Subscript):
+        layers.append(inner)
+        inner = inner.value
+    arg = _constant_arg(inner)
+    if arg is None:
+        return target, False
+    made = arg
+    for layer in reversed(layers):
+        made = ast.Subscript(made, layer.slice, ast.Store())
+    return made, True
+
+
 def _array(target: ast.AST, name: str | None, whole: bool) -> ast.AST:
     """The array a write target names: the whole target where the capture recorded a write
     of the whole array (``whole``: ``self.m[i] += g`` of a list's item ``self.m[i]``); else
     the container's item the state's ``name`` says it is (``self.m[i]`` of ``self.m[i][0] +=
     g`` where the state is ``o.m[0]``, ``p["mW"]`` of ``p["mW"][...] = g`` where it is
     ``params["blocks"][3]["mW"]``), else :func:`_base` (``self.h`` of ``self.h[...]``)."""
-    if whole:
+    target, wrapped = _unwrapped(target)
+    if whole and not wrapped:
         return target
     keys, last = _items(name)
     layers = []  # the target's subscripts, outermost first
@@ -97,16 +123,44 @@ def _array(target: ast.AST, name: str | None, whole: bool) -> ast.AST:
 def state_expression(text: str, name: str | None = None, whole: bool = False) -> str | None:
     """The expression naming the array that the statement ``text`` writes (its first write of
     the state named ``name``; ``whole``: a write of the whole array, no index of it): an
-    augmented or subscripted assignment's target, or a NumPy call's ``out=``; an item of a
-    list or dict where the state is one (``self.m[i]``, see :func:`_array`)."""
-    stmt = _statement(text)
+    augmented or subscripted assignment's target, or a NumPy call's ``out=``; the array a
+    NumPy call writes in place (``np.copyto(dst, ..)``, ``np.add.at(a, ..)``, ``np.put(a,
+    ..)``, ``a.put(..)``, ``a.fill(..)``); an item of a list or dict where the state is one
+    (``self.m[i]``, see :func:`_array`); ``a`` where the line writes ``cv.constant(a)`` (its
+    write goes to ``a``'s state)."""
+    return _state_expression(_statement(text), name, whole)
+
+
+_IN_PLACE_FIRST = ("copyto", "put", "putmask", "place", "put_along_axis", "fill_diagonal")
+"""NumPy functions that write their first argument in place (``np.copyto(dst, src)``)."""
+_IN_PLACE_METHODS = ("put", "fill", "sort", "partition", "itemset")
+"""ndarray methods that write the array in place (``a.put(i, v)``)."""
+
+
+_META = frozenset({"shape", "dtype", "ndim", "size", "itemsize", "nbytes", "strides"})
+"""An array's attributes that are not its values (``self.h.shape``: no cv.constant needed)."""
+
+
+def _writes_first(called: str) -> bool:
+    """Whether the NumPy function ``called`` (as the line spells it) writes its first argument
+    in place (``np.copyto``, ``np.add.at``, ``np.put``)."""
+    head, _, last = called.rpartition(".")
+    return (last in _IN_PLACE_FIRST and head in ("", "np", "numpy")) or \
+        (last == "at" and head.startswith(("np.", "numpy.")))
+
+
+def _state_expression(stmt: ast.stmt | None, name: str | None, whole: bool) -> str | None:
     if isinstance(stmt, ast.AugAssign):
         return ast.unparse(_array(stmt.target, name, whole))
     if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Subscript):
         return ast.unparse(_array(stmt.targets[0], name, False))
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        if ast.unparse(stmt.value.func).endswith("copyto") and stmt.value.args:
-            return ast.unparse(_array(stmt.value.args[0], name, whole))  # np.copyto(dst, src)
+        func = stmt.value.func
+        if _writes_first(ast.unparse(func)) and stmt.value.args:  # np.add.at(a, idx, v)
+            return ast.unparse(_array(stmt.value.args[0], name, whole))
+        if isinstance(func, ast.Attribute) and func.attr in _IN_PLACE_METHODS and \
+                not ast.unparse(func.value).startswith(("np", "numpy", "random")):
+            return ast.unparse(_array(func.value, name, whole))  # a.put(i, v), a.fill(0)
         for keyword in stmt.value.keywords:
             if keyword.arg == "out":
                 out = keyword.value
@@ -134,8 +188,25 @@ class _Reads(ast.NodeVisitor):
         self.spans: list[tuple[int, int]] = []
 
     def visit_Call(self, node: ast.Call) -> None:
-        if ast.unparse(node.func) != "cv.constant":  # (already read through cv.constant)
-            self.generic_visit(node)
+        called = ast.unparse(node.func)
+        if called == "cv.constant":  # (already read through cv.constant)
+            return
+        if called == "len" and len(node.args) == 1 and ast.unparse(node.args[0]) in self.names:
+            return  # its length, not its values
+        args = list(node.args)
+        if args and _writes_first(called):  # np.add.at(a, ..): a is written, not read
+            args = args[1:]
+        self.visit(node.func)
+        for arg in args:
+            self.visit(arg)
+        for keyword in node.keywords:
+            if keyword.arg != "out":  # out=a: written, not read
+                self.visit(keyword.value)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in _META and ast.unparse(node.value) in self.names:
+            return  # self.h.shape: not its values
+        self._maybe(node)
 
     def _maybe(self, node: ast.expr) -> None:
         if isinstance(getattr(node, "ctx", None), ast.Load) and ast.unparse(node) in self.names:
@@ -144,9 +215,6 @@ class _Reads(ast.NodeVisitor):
             self.generic_visit(node)
 
     def visit_Name(self, node: ast.Name) -> None:
-        self._maybe(node)
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
         self._maybe(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:  # a list's item: self.m[i]
@@ -241,21 +309,30 @@ def fix_for_reads(source: Any, names: Iterable[str], after: int = 0) -> str | No
         return None
     path, line = source[0], source[1]
     own = read_through_constant(linecache.getline(path, line), names)
-    edits = [] if own is None else [f"`{own}`"]
-    for number, text in _function_lines(path, line, source[2]):
-        if number > after and number != line:
-            made = read_through_constant(text, names)
-            if made is not None:
-                edits.append(f"line {number} as `{made}`")
+    edits = ([] if own is None else [f"`{own}`"]) + other_reads(source, names, after)
     if not edits:
         return None
     shown = edits[:4]
     return "write " + ", and ".join(shown)
 
 
-def constant_note(names: Iterable[str]) -> str:
-    """Why the rewrite works, naming the first expression."""
-    first = next(iter(names))
+def other_reads(source: Any, names: Iterable[str], after: int = 0) -> list[str]:
+    """``line N as `...` `` for each line of ``source``'s function after line ``after``, other
+    than ``source``'s, that reads one of ``names`` through NumPy, with the reads wrapped."""
+    edits = []
+    for number, text in _function_lines(source[0], source[1], source[2]):
+        if number > after and number != source[1]:
+            made = read_through_constant(text, names)
+            if made is not None:
+                edits.append(f"line {number} as `{made}`")
+    return edits
+
+
+def constant_note(names: Iterable[str], made: str = "") -> str:
+    """Why the rewrite works, naming the first expression the rewrite ``made`` wraps (else the
+    first of ``names``)."""
+    names = list(names)
+    first = next((n for n in names if f"cv.constant({n})" in made), names[0])
     return (f"cv.constant({first}) is the value the capture records for it, before and after "
             f"its write, and {first} itself outside a capture")
 
@@ -288,43 +365,52 @@ _OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "
         ast.Mod: "%", ast.Pow: "**"}
 
 
-def numpy_write_before(source: Any, name: str) -> tuple[int, str] | None:
-    """The last statement before ``source``'s line in its function that writes ``name`` with
-    NumPy's own operators (an augmented assignment to it): ``(line, text)``, or ``None``."""
+def numpy_write_before(source: Any, name: str, names: Iterable[str] = ()
+                       ) -> tuple[int, str] | None:
+    """The last statement before ``source``'s line in its function that writes ``name`` (or
+    one of ``names``, its other names) with NumPy's own operators (an augmented assignment to
+    it, ``u[1:-1] = ...``, ``out=u``, ``np.copyto(u, ..)``...): ``(line, text)``, or ``None``."""
     if not source or not name:
         return None
+    names = {name, *names}
     found = None
     for number, text in _function_lines(source[0], source[1], source[2]):
         if number >= source[1]:
             break
         stmt = _statement(text)
-        if isinstance(stmt, ast.AugAssign) and ast.unparse(_base(stmt.target)) == name:
+        if stmt is None:
+            continue
+        if (isinstance(stmt, ast.AugAssign) and ast.unparse(_base(stmt.target)) in names) or \
+                _state_expression(stmt, None, False) in names:
             found = (number, text[:stmt.end_col_offset])
-        elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
-                isinstance(stmt.targets[0], ast.Subscript) and \
-                ast.unparse(_base(stmt.targets[0])) == name:  # u[1:-1] = u[1:-1] + ... (stop 35)
-            found = (number, text.strip()[:stmt.end_col_offset])
     return found
 
 
-def operand_fix_for(graph: Any, node: Any) -> str:
-    """The fix for a write NumPy made into state ``node`` before the capture's first write to
-    it: the user's statement with its operand a tensor (``v *= cv.constant(np.float64(
-    0.9))``), or the general form of it."""
+def numpy_write_fix(graph: Any, node: Any) -> tuple[Any, str]:
+    """Where NumPy wrote state ``node`` before the capture's first write to it, and the fix:
+    ``((file, line, function), fix)``: the user's statement (the refusal's line), with its
+    operand a tensor (``v *= cv.constant(np.float64(0.9))``) or its reads of the array through
+    ``cv.constant`` (``u[1:-1] = cv.constant(u)[1:-1] + ...``, ``self.cache_k[:-1] =
+    cv.constant(self.cache_k)[1:].copy()``: stop 35's census); ``(None, fix)`` with the
+    general form of it where no such statement is found."""
     exprs = expressions(graph, [node])
-    found = numpy_write_before(node.source, exprs[0]) if exprs else None
-    made = None
-    if found is not None:
-        made = operand_fix(found[1], node.dtype) if isinstance(
-            _statement(found[1]), ast.AugAssign) else _plain_fix(found[1], exprs, node.dtype)
+    found = numpy_write_before(node.source, exprs[0], exprs) if exprs else None
+    made = operand_fix(found[1], node.dtype) if found else None
     if found and made is not None:
-        return (f"write line {found[0]} (`{found[1]}`) with a tensor, which the capture records "
-                f"as a state: `{made}` (outside a capture cv.constant returns the value "
-                "itself).")
+        return (node.source[0], found[0], node.source[2]), (
+            f"write line {found[0]} (`{found[1]}`) with a tensor, which the capture records "
+            f"as a state: `{made}` (outside a capture cv.constant returns the value itself).")
+    made = _plain_fix(found[1], exprs, node.dtype) if found else None
+    if found and made is not None:
+        wrapped = any(f"cv.constant({name})" in made for name in exprs)
+        why = constant_note(exprs, made) if wrapped else \
+            "outside a capture cv.constant returns the value itself"
+        return (node.source[0], found[0], node.source[2]), (
+            f"write `{made}`, which the capture records as a state ({why}).")
     name = exprs[0] if exprs else "a"
-    return (f"write it with a tensor, which the capture records as a state: {name} *= "
-            f"cv.constant(np.{np.dtype(node.dtype).name}(0.9)) for {name} *= 0.9 (outside a "
-            "capture cv.constant returns the value itself).")
+    return None, (f"write it with a tensor, which the capture records as a state: {name} *= "
+                  f"cv.constant(np.{np.dtype(node.dtype).name}(0.9)) for {name} *= 0.9 "
+                  "(outside a capture cv.constant returns the value itself).")
 
 
 def expressions(graph: Any, states: Iterable[Any]) -> list[str]:
@@ -401,6 +487,13 @@ def plain_write(graph: Any, node: Any) -> tuple[Any, str, str]:
             f"np.f(cv.constant({name})), {name}[i] = cv.constant(np.float64(1.0))")
     source = (first[0], found[0], first[2])
     at = f"line {first[1]}"
+    masked = _masked_write(found[1], exprs)
+    if masked is not None:  # self.v[spikes] = v_reset: the mask NumPy computed from self.v too
+        edits = [f"`{masked}`", *other_reads(source, exprs)][:4]
+        return source, found[1], (
+            f"the capture's write into it is at {at}, and the capture put back the value it "
+            f"records; write {', and '.join(edits)}: cv.constant({exprs[0]}) is that value as a "
+            f"tensor, and {exprs[0]} itself outside a capture")
     operand = re.search(r"cv\.constant\(([^()]*(?:\([^()]*\))?)\)", made)
     why = (f"cv.constant({exprs[0]}) is that value as a tensor, and {exprs[0]} itself outside "
            "a capture") if f"cv.constant({exprs[0]})" in made or operand is None else (
@@ -427,6 +520,33 @@ def _recorded_writes(graph: Any, node: Any) -> set[int]:
             if later.source and later.source[0] == node.source[0]:
                 lines.add(later.source[1])
     return lines
+
+
+def _masked_write(text: str, exprs: list[str]) -> str | None:
+    """``cv.constant(self.v)[spikes] = self.v_reset`` for NumPy's write ``self.v[spikes] =
+    self.v_reset`` of state ``self.v`` (one of ``exprs``) at an index that is not a literal (a
+    mask or positions the call computed, maybe from the state: a tensor once its reads are
+    through cv.constant, which an ndarray cannot be indexed by; the write into
+    ``cv.constant(a)`` writes ``a``'s state); ``None`` for another statement (``self.W[0] =
+    1.0``, a value that reads the state: :func:`_plain_fix`)."""
+    stmt = _statement(text)
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or \
+            not isinstance(stmt.targets[0], ast.Subscript) or \
+            read_through_constant(text, exprs) is not None:
+        return None
+    target = stmt.targets[0]
+    if ast.unparse(target.value) not in exprs or _literal(target.slice):
+        return None
+    line = text.strip()[:stmt.end_col_offset]
+    value = line[stmt.value.col_offset:stmt.value.end_col_offset]
+    return f"cv.constant({ast.unparse(target.value)})[{ast.unparse(target.slice)}] = {value}"
+
+
+def _literal(index: ast.AST) -> bool:
+    """Whether an index is made of literals only (``0``, ``1:-1``, ``..., 2``)."""
+    return all(isinstance(n, (ast.Constant, ast.Slice, ast.Tuple, ast.UnaryOp, ast.unaryop,
+                              ast.expr_context))
+               for n in ast.walk(index))
 
 
 def _plain_fix(text: str, exprs: list[str], dtype: Any) -> str | None:

@@ -1,0 +1,205 @@
+"""The census's wrong messages (stop 35, W=20c's tests/test_public_*.py; issue #20): each
+refusal names the user's line and the one fix that applies, and that fix, applied, replays as
+the eager calls do, bit for bit over three calls (tests/helpers/public_census.py)."""
+
+import numpy as np
+
+import capviz as cv
+import tests.test_public_models as models
+from capviz.trace import state_fixes
+from tests.helpers.public_census import Program, line_of, refusal, run
+from tests.test_public_models import Rod, WindowAttention
+from tests.test_public_training import (
+    IsingChain,
+    ParticleFilter,
+    pre_bound_random,
+    systematic_resample,
+)
+
+# --- (d) an outside ndarray indexed by a tensor computed from a draw ---------------------------
+
+
+class IsingFixedIndex(IsingChain):
+    def sweep(self, beta):
+        s = self.spins
+        dE = 2 * s * (np.roll(s, 1) + np.roll(s, -1))
+        accept = np.random.random_sample(s.shape) < np.exp(-beta * dE)
+        cv.constant(s)[accept] *= -1
+        return s.sum()
+
+
+class IsingFixed(IsingChain):
+    def sweep(self, beta):
+        s = self.spins
+        dE = 2 * cv.constant(s) * (np.roll(cv.constant(s), 1) + np.roll(cv.constant(s), -1))
+        accept = np.random.random_sample(s.shape) < np.exp(-beta * dE)
+        cv.constant(s)[accept] *= -1
+        return cv.constant(s).sum()
+
+
+def _first_line(code):
+    with open(__file__, encoding="utf-8") as f:
+        return next(k for k, line in enumerate(f, 1) if line.strip() == code)
+
+
+def _ising(cls):
+    def setup():
+        chain = cls()
+        return Program(chain.sweep, [[np.asarray(b)] for b in (0.2, 0.5, 1.0)],
+                       lambda: {"spins": chain.spins})
+    return setup
+
+
+def test_the_index_fix_applied_is_told_the_reads_of_the_array_then_replays_as_eager():
+    """`s[accept] *= -1` told cv.constant(s)[accept]; that written, s is a state and the
+    reads of it NumPy makes are told, all at once; those written, three replays are the eager
+    calls, spins and the global generator included."""
+    kind, lines = refusal(_ising(IsingFixedIndex))
+    assert kind is cv.UnsupportedOperationError
+    at = "accept = np.random.random_sample(s.shape) < np.exp(-beta * dE)"
+    assert lines[0] == (f"`{at}` at {__file__}:{_first_line(at)} in sweep: NumPy's own "
+                        "operators computed `dE` from an array the capture writes, outside the "
+                        "capture's sight.")
+    de = line_of(__file__, "dE = 2 * s * (np.roll(s, 1) + np.roll(s, -1))")
+    ret = line_of(__file__, "return s.sum()")
+    assert lines[2] == (
+        f"Fix: write line {de} as `dE = 2 * cv.constant(s) * (np.roll(cv.constant(s), 1) + "
+        f"np.roll(cv.constant(s), -1))`, and line {ret} as `return cv.constant(s).sum()`: "
+        "cv.constant(s) is the value the capture records for it, before and after its write, "
+        "and s itself outside a capture.")
+    verdict = run(_ising(IsingFixed))
+    assert verdict.kind == "exact", (verdict.detail, verdict.first_line)
+
+
+class ParticleFilterFixedIndex(ParticleFilter):
+    def update(self, z):
+        self.particles += 0.1 * pre_bound_random(self.particles.shape)
+        self.weights *= np.exp(-0.5 * (self.particles - z) ** 2)
+        self.weights += 1e-300
+        self.weights /= np.sum(self.weights)
+        idx = systematic_resample(self.weights)
+        self.particles[:] = cv.constant(self.particles)[idx]
+        self.weights.fill(1.0 / len(self.weights))
+        return self.particles.mean()
+
+
+def test_the_particle_index_fix_applied_records_the_resampling():
+    """cv.constant(self.particles)[idx] records the resampling: the capture goes on to the
+    next line that needs a fix (NumPy's own write into the weights)."""
+    def setup():
+        pf = ParticleFilterFixedIndex()
+        return Program(pf.update, [[np.asarray(z)] for z in (0.3, -0.2, 0.5)],
+                       lambda: {"particles": pf.particles, "weights": pf.weights})
+
+    kind, lines = refusal(setup)
+    assert kind is cv.UnsupportedOperationError
+    assert lines[0] == (f"`self.weights += 1e-300` at {__file__}:"
+                        f"{line_of(__file__, 'self.weights += 1e-300')} in update: NumPy's own "
+                        "operators wrote self.weights after the capture's write into it.")
+
+
+# --- the names a fix reads from the user's line -------------------------------------------------
+
+def test_the_array_a_numpy_function_writes_in_place_is_named():
+    named = {text: state_fixes.state_expression(text) for text in (
+        "np.add.at(self.counts, idx, 1)", "np.subtract.at(h, i, v)", "np.put(a, i, v)",
+        "np.copyto(self.W, x)", "a.put(i, v)", "self.w.fill(0.0)",
+        "cv.constant(s)[accept] *= -1", "cv.constant(self.v)[spikes] = 0.0")}
+    assert named == {
+        "np.add.at(self.counts, idx, 1)": "self.counts", "np.subtract.at(h, i, v)": "h",
+        "np.put(a, i, v)": "a", "np.copyto(self.W, x)": "self.W", "a.put(i, v)": "a",
+        "self.w.fill(0.0)": "self.w", "cv.constant(s)[accept] *= -1": "s",
+        "cv.constant(self.v)[spikes] = 0.0": "self.v"}
+
+
+def test_a_read_of_the_shape_or_a_written_argument_is_not_wrapped():
+    wrap = state_fixes.read_through_constant
+    assert wrap("hs = np.zeros((T, self.h.shape[0]))", ["self.h"]) is None
+    assert wrap("n = len(self.W) + self.W.sum()", ["self.W"]) == \
+        "n = len(self.W) + cv.constant(self.W).sum()"
+    assert wrap("np.add.at(self.c, idx, self.c[0])", ["self.c"]) == \
+        "np.add.at(self.c, idx, cv.constant(self.c)[0])"
+    assert wrap("np.clip(self.W, 0, 1, out=self.W)", ["self.W"]) == \
+        "np.clip(cv.constant(self.W), 0, 1, out=self.W)"
+
+
+# --- (a) NumPy's own write into an array before the capture's first write to it -----------------
+
+class RodQuoted(Rod):
+    def step(self, source):
+        u = self.u
+        u[1:-1] = cv.constant(u)[1:-1] + self.alpha * (cv.constant(u)[2:] - 2 * cv.constant(u)[1:-1] + cv.constant(u)[:-2])  # noqa: E501
+        u += 0.01 * source
+        return u.mean()
+
+
+class WindowKFixed(WindowAttention):
+    def __call__(self, x):
+        q, k, v = x @ self.wq, x @ self.wk, x @ self.wv
+        self.cache_k[:-1] = cv.constant(self.cache_k)[1:].copy()
+        self.cache_v[:-1] = self.cache_v[1:].copy()
+        self.cache_k[-1] = k
+        self.cache_v[-1] = v
+        scores = self.cache_k @ q / np.sqrt(q.shape[0])
+        w = np.exp(scores - scores.max())
+        w /= w.sum()
+        return w @ self.cache_v
+
+
+def _models_at(code):
+    return f"`{code}` at {models.__file__}:{line_of(models.__file__, code)}"
+
+
+def test_a_stencil_numpy_writes_is_refused_at_its_line_told_its_reads_and_replays():
+    """`u[1:-1] = u[1:-1] + ...` (u = self.u), then `u += 0.01 * source`: refused at the
+    stencil's line (it was the next line, with the example `u *= cv.constant(np.float64(0.9))`),
+    told the reads of u through cv.constant; that line, as quoted, replays as eager."""
+    stencil = "u[1:-1] = u[1:-1] + self.alpha * (u[2:] - 2 * u[1:-1] + u[:-2])"
+    kind, lines = refusal(models.heat_setup)
+    assert kind is cv.UnsupportedOperationError
+    assert lines[0] == (f"{_models_at(stencil)} in step: NumPy's own operators wrote the "
+                        "outside ndarray self.u, a write no state of the graph records.")
+    assert lines[2] == (
+        "Fix: write `u[1:-1] = cv.constant(u)[1:-1] + self.alpha * (cv.constant(u)[2:] - 2 * "
+        "cv.constant(u)[1:-1] + cv.constant(u)[:-2])`, which the capture records as a state "
+        "(cv.constant(u) is the value the capture records for it, before and after its write, "
+        "and u itself outside a capture).")
+
+    def fixed():
+        rod = RodQuoted()
+        return Program(rod.step, [[x] for x in models._x(8)], lambda: {"u": rod.u})
+
+    verdict = run(fixed)
+    assert verdict.kind == "exact", (verdict.detail, verdict.first_line)
+
+
+def test_a_cache_shifted_by_numpy_is_refused_at_the_shift_each_told_its_read():
+    """`self.cache_k[:-1] = self.cache_k[1:].copy()` before `self.cache_k[-1] = k`: refused at
+    the shift (it was the next line), named as the method names it (not program.fn.cache_k),
+    told `cv.constant(self.cache_k)[1:]`; that applied, the same for cache_v; both applied
+    (tests/test_public_models.py's FixedWindow), the cache replays as eager."""
+    kind, lines = refusal(models.kv_window_setup)
+    assert kind is cv.UnsupportedOperationError
+    shift = "self.cache_k[:-1] = self.cache_k[1:].copy()"
+    assert lines[0] == (f"{_models_at(shift)} in __call__: NumPy's own operators wrote the "
+                        "ndarray self.cache_k while the capture ran.")
+    assert lines[2] == (
+        "Fix: write `self.cache_k[:-1] = cv.constant(self.cache_k)[1:].copy()`, which the "
+        "capture records as a state (cv.constant(self.cache_k) is the value the capture "
+        "records for it, before and after its write, and self.cache_k itself outside a "
+        "capture).")
+
+    def half():
+        attn = WindowKFixed(4)
+        return Program(attn, [[x] for x in models._x(4)],
+                       lambda: {"cache_k": attn.cache_k, "cache_v": attn.cache_v})
+
+    kind, lines = refusal(half)
+    shift = "self.cache_v[:-1] = self.cache_v[1:].copy()"
+    assert lines[0] == (f"`{shift}` at {__file__}:{_first_line(shift)} in __call__: NumPy's "
+                        "own operators wrote the ndarray self.cache_v while the capture ran.")
+    assert lines[2] == (
+        "Fix: write `self.cache_v[:-1] = cv.constant(self.cache_v)[1:].copy()`, which the "
+        "capture records as a state (cv.constant(self.cache_v) is the value the capture "
+        "records for it, before and after its write, and self.cache_v itself outside a "
+        "capture).")
