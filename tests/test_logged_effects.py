@@ -177,3 +177,30 @@ def test_a_grown_list_read_only_for_a_message_is_captured_and_a_number_from_it_i
     with pytest.raises(cv.UnsupportedOperationError, match=r"`_ = f\"step \{len\(self\.log\)\}\"` "
                        r"at .* in from_message: self\.log is a list that grows at every call"):
         cv.capture(Counted().from_message, cv.spec((3,), "float64"))  # (review 7, finding 16)
+
+
+class Scratch:
+    def __init__(self):
+        self.acts = []
+        self.cache = [None, None]
+
+    def step(self, x):
+        self.acts.clear()
+        self.acts.append(np.tanh(x))
+        self.cache[0] = x * 1.0
+        self.cache[1] = x * 2.0
+        return x * 2.0
+
+
+def test_a_scratch_list_emptied_or_slots_set_is_logged_on_a_later_capture_too():
+    """Review 7, finding 22 (silent on 77558a0): a list emptied and filled, or its slots set,
+    when it held items at the capture (an eager call before it): replays never logged."""
+    model, twin = Scratch(), Scratch()
+    x = np.ones(3)
+    model.step(x)
+    twin.step(x)
+    graph = cv.capture(model.step, cv.spec((3,), "float64"))
+    for k in range(3):
+        x = np.full(3, float(k))
+        assert _same(graph.replay({"x": x})["out"], twin.step(x))
+        assert _same(model.acts, twin.acts) and _same(model.cache, twin.cache)

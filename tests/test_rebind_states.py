@@ -467,3 +467,36 @@ def test_a_nonlocal_rebound_in_a_closure_the_object_holds_is_a_rebind_state():
         assert _same(graph.replay({"x": x})["out"], twin.step(x))
         assert _same(model.f.__closure__[0].cell_contents, twin.f.__closure__[0].cell_contents)
     assert _same(model.step(np.ones(3)), twin.step(np.ones(3)))  # eager after: works
+
+
+class Opt:
+    def __init__(self):
+        self.m = np.zeros(3)
+
+
+class Model:
+    def __init__(self):
+        self.opt = Opt()
+
+    def step(self, x):
+        self.opt.m = 0.9 * self.opt.m + x
+        return x - self.opt.m
+
+
+ALIAS = {}
+
+
+def test_a_rebind_state_follows_the_functions_own_path_not_another_name_reaching_it():
+    """Review 7, finding 21 (silent on 5178afc..3e311e0): with a global alias OPT =
+    model.opt, the state was followed through OPT; after model.opt = Opt() every replay bound
+    the old holder."""
+    model, twin = Model(), Model()
+    ALIAS["opt"] = model.opt  # another name that reaches the holder
+    graph = cv.capture(model.step, cv.spec((3,), "float64"))
+    x = np.ones(3)
+    graph.replay({"x": x})
+    twin.step(x)
+    model.opt, twin.opt = Opt(), Opt()  # a reset
+    assert _same(graph.replay({"x": x})["out"], twin.step(x))
+    assert _same(model.opt.m, twin.opt.m) and ALIAS["opt"].m.tolist() == [1.0, 1.0, 1.0]
+    ALIAS.clear()

@@ -62,6 +62,11 @@ def logged(place: Any, left: Any, recorder: Any, of_data: Any) -> list[tuple] | 
     tensor), ...]``; a reason (``str``) where a replay cannot repeat it; ``None`` where it
     holds no new tensor, or only values of constants (``of_data(tensor)`` false: a memo,
     ``if not MASKS: MASKS.append(np.tril(...))``, given its items back as before)."""
+    items = left.values() if type(left) is dict else left
+    ours = [t for t in items if _ours(t, recorder)]
+    if ours and not any(of_data(t) for t in ours) and (
+            place.path is None or _tested(place.label, ours[0]._data.source)):
+        return None  # a memo of constants (SLOTS[n] = np.tril(...) if SLOTS[n] is None)
     found = _logged(place, left, recorder)
     if not isinstance(found, list):
         return found

@@ -371,22 +371,23 @@ def lift(recorder: Any, lifted: Lifted) -> None:
 
 def _rebind_place(recorder: Any, root: np.ndarray, held: Place, place: Any, frame: Any
                   ) -> tuple[str, Any]:
-    """The name and place (``Graph.state_places``) of a rebound place's state: the namer's
-    path from the object the user holds (``model`` of ``model.bn["rm"]``), which a replay
-    follows again each time, so that a holder the user replaced (``model.bn = {...}``) is
-    the one read and bound, as eagerly (hostile review 7, finding 10); ``place`` (one step
-    from the holder) for a place the function names itself (``self.W``, a global, a cell);
-    ``None`` where no such path is found (then nothing is bound again: the run is thrown
-    away, the first capture's refusal stands)."""
+    """The name (as a constant of it is named) and place (``Graph.state_places``) of a
+    rebound place's state: the function's own access path to it (``self`` then ``.bn`` then
+    ``["rm"]``: the walk's), which a replay follows again each time, so that a holder the
+    user replaced (``model.bn = {...}``) is the one read and bound, as eagerly (hostile
+    review 7, finding 10); ``place`` (one step from the holder) for a place the function
+    names itself (``self.W``, a global, a cell); ``None`` where no such path is found (then
+    nothing is bound again: the run is thrown away, the first capture's refusal stands)."""
     namer = recorder.namer
-    name, found = namer.find_place(root, namer.frames(frame, recorder.scopes.entry))
+    name = namer.find_place(root, namer.frames(frame, recorder.scopes.entry), placed=False)[0]
     name = name or held.label
-    if found is not None and len(found) == 2 and _leads_to(found, held):
-        return name, found
-    if held.inner and held.path is not None and _leads_to(held.path, held):
-        return name, held.path  # the walk's own path (bn_param in a closure cell, a global
-        #                         dict's items by a loop: hostile review 7, finding 14)
-    return name, None if held.inner else place
+    if not held.inner:
+        return name, place  # fn's own name for it: self.W, a global, a cell
+    if held.path is not None and _leads_to(held.path, held):
+        return name, held.path  # fn's own access path, from self, a global or a cell: not
+    #                             another name that reaches it (OPT = model.opt: hostile
+    #                             review 7, finding 21), followed again by each replay
+    return name, None
 
 
 def _leads_to(place: tuple, held: Place) -> bool:

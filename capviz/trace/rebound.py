@@ -700,6 +700,8 @@ def _items_back(place: Place, recorder: Any, read: set[int], left: Any = None) -
     eager calls move them on."""
     holder = place.holder
     tensor = _tensor_in(holder, recorder, _DEPTH, every=True)  # (past the walked items too)
+    if tensor is None and left is not None:  # (its items put back already: a list emptied
+        tensor = _tensor_in(left, recorder, _DEPTH, every=True)  # and filled, slots set)
     if tensor is None:
         return
     before = place.value
