@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.jax import cancellation, unfused, variances
+from capviz.backends.jax import cancellation, complex_products, unfused, variances
 from capviz.backends.jax.cancellation import sums_of_products
 from capviz.backends.jax.checks import checked
 from capviz.backends.jax.functions import FUNCTIONS
@@ -142,6 +142,11 @@ _COMPLEX_SUMS = frozenset(("add", "subtract"))
 (:func:`capviz.backends.jax.unfused.complex_sum_kept`)."""
 
 
+_COMPLEX_PRODUCTS = frozenset(("multiply", "square"))
+"""The ufuncs whose complex results NumPy computes in its fused form
+(:func:`capviz.backends.jax.complex_products.multiply`; ``square`` is ``x * x``)."""
+
+
 def _in_loop_dtypes(jnp: Any, ufunc: np.ufunc, fn: Callable) -> Callable:
     """``fn`` (the ufunc on jax.numpy) called on operands cast to the loop NumPy picks for
     them (``np.sin`` of int32 runs in float64, of uint8 in float16; ``bool << bool`` in int8):
@@ -157,6 +162,10 @@ def _in_loop_dtypes(jnp: Any, ufunc: np.ufunc, fn: Callable) -> Callable:
             cast_args = unfused.opaque_operands(name, cast_args, loop)
         if name in _COMPLEX_SUMS and np.dtype(loop[-1]).kind == "c":
             return unfused.complex_sum_kept(fn(*cast_args))
+        if name in _COMPLEX_PRODUCTS and np.dtype(loop[-1]).kind == "c" \
+                and complex_products.NUMPY_FUSES:  # NumPy's fused form (R6 #24)
+            operands = [jnp.asarray(a, loop[-1]) for a in cast_args]
+            return complex_products.multiply(jnp, operands[0], operands[-1])
         return fn(*cast_args)
 
     run.__name__ = ufunc.__name__

@@ -21,10 +21,8 @@ do it (XLA simplifies both away). A product only multiplies, quotients and compa
 added to, fused into the same loop, and the multiply-add XLA no longer makes: about 2x on a
 chain of products and adds of 4 MiB arrays, none measurable on GPT-2.
 
-Complex products are left as XLA computes them: NumPy's own complex multiply is the SIMD loop
-its CPU dispatch picks (on an AVX-512 machine its complex64 real part is ``fma(ar, br,
--(ai * bi))``), so there is no one NumPy rounding to follow; they stay in the tolerance class
-(docs/guide/replay.md).
+Complex products (``multiply``, ``square``) are NumPy's fused form where NumPy's CPU dispatch
+fuses: :mod:`capviz.backends.jax.complex_products`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,89 @@
+"""What NumPy's fused complex products cost the JAX replay (issue 25; the hostile review 6,
+finding 24). Run:
+python benchmarks/jax_complex_products.py [--rounds 11] [--clock cpu]
+
+``capviz.backends.jax.complex_products.multiply`` computes a complex ``multiply`` and ``square``
+as NumPy's SIMD loop does (``fma(a, c, -(b d)) + j fma(a, d, b c)``) from error-free steps:
+complex64 parts in float64, complex128 parts by Dekker's product and a sum rounded to odd.
+Measured here, in the same run and interleaved (medians of ``--rounds`` rounds, ten calls per
+round), against a bare ``jax.jit`` of the same source: a chain of 8 complex products and 8 adds
+(``z = z * w + w``) of (512, 512) complex64 and complex128 values. Each is compiled twice from
+two captures: once with XLA's own complex multiply while it is traced (the program before the
+change), once with NumPy's form. Figures: each replay's time over ``jax.jit``'s, and after over
+before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from _common import interleaved
+
+import capviz as cv
+from capviz.backends.jax import complex_products
+
+
+def _compiled(graph, probe, numpy_form: bool):
+    import jax
+
+    fn = graph.compile(backend="jax")
+    kept = complex_products.NUMPY_FUSES
+    complex_products.NUMPY_FUSES = numpy_form
+    try:
+        jax.block_until_ready(fn(probe))
+    finally:
+        complex_products.NUMPY_FUSES = kept
+    return fn
+
+
+def _ten(jax, call, x):
+    def run():
+        for _ in range(10):
+            jax.block_until_ready(call(x))
+    return run
+
+
+def _chain(z):
+    w = z * 0.5
+    for _ in range(8):
+        z = z * w + w
+    return z
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=11)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    args = parser.parse_args()
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # complex128 on the device, for jax.jit too
+    rng = np.random.default_rng(0)
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform}; medians of {args.rounds} "
+          f"interleaved rounds of ten calls, {args.clock} clock")
+    print(f"{'':<34} {'jax.jit':>10} {'before':>16} {'after':>16} {'after/before':>13}")
+    for dtype in (np.complex64, np.complex128):
+        z = ((rng.random((512, 512)) - 0.5) + 1j * (rng.random((512, 512)) - 0.5)).astype(dtype)
+        device_z = jax.device_put(z)
+        spec = cv.spec(z.shape, z.dtype)
+        before = _compiled(cv.capture(_chain, spec), device_z, False)
+        after = _compiled(cv.capture(_chain, spec), device_z, True)
+        jitted = jax.jit(_chain)
+        jax.block_until_ready(jitted(device_z))
+        t_jit, t_before, t_after = interleaved(
+            [_ten(jax, jitted, device_z), _ten(jax, before, device_z),
+             _ten(jax, after, device_z)], rounds=args.rounds, clock=clock)
+        name = f"8 z * w + w (512, 512) {np.dtype(dtype).name}"
+        print(f"{name:<34} {1e2 * t_jit:>7.2f} ms {1e2 * t_before:>7.2f} ms "
+              f"{t_before / t_jit:>5.2f}x {1e2 * t_after:>7.2f} ms {t_after / t_jit:>5.2f}x "
+              f"{t_after / t_before:>12.3f}x")
+
+
+if __name__ == "__main__":
+    start = time.perf_counter()
+    main()
+    print(f"({time.perf_counter() - start:.0f} s)")

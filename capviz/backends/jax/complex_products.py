@@ -1,0 +1,121 @@
+"""Complex products in NumPy's own form (the hostile review 6, finding 24): NumPy's complex
+``multiply`` and ``square`` (its SIMD loops on a CPU with fused multiply-adds: AVX2, AVX-512)
+compute ``(a + bj)(c + dj)`` as ``fma(a, c, -(b d)) + j fma(a, d, b c)``, each of ``b d`` and
+``b c`` rounded, the other product kept exact in a fused multiply-add. XLA computes
+``(a c - b d) + j (a d + b c)`` in an order of its own, so ``x * y - y * x`` of complex64
+values near 50 and 5e8 was ``0j`` in the replay and ``512j`` in NumPy, silently.
+
+jax has no fused multiply-add, and XLA's CPU compiler contracts a multiply into an add where it
+chooses, so :func:`multiply` builds NumPy's rounding from error-free steps: complex64 parts in
+float64 (the product of two float32 values is exact there; its sum with the rounded product is
+rounded to odd, which float32 then rounds as one correct rounding), complex128 parts by Dekker's
+exact product and Knuth's exact sum, ``RN(th + RO(tl + ul))`` (Boldo and Melquiond, *Emulation
+of FMA and correctly rounded sums: proved algorithms using rounding to odd*, IEEE TC 2008). Each
+product an add reads is rounded first (:func:`capviz.backends.jax.unfused.rounded`), so no
+contraction moves a step. Verified against NumPy on drawn values
+(``tests/test_jax_complex_products.py``).
+
+:data:`NUMPY_FUSES` says whether this machine's NumPy fuses (measured once on a pair whose two
+forms differ); where it does not, products are left as XLA computes them (the tolerance class,
+as before). The operands reach this form finite, with parts below ``sqrt(finfo.max)``
+(:mod:`capviz.backends.jax.checks`), and with products that are 0 or normal
+(:mod:`capviz.backends.jax.subnormals`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from capviz.backends.jax.trace import TRACE
+from capviz.backends.jax.unfused import rounded
+
+_SPLIT = float(2 ** 27 + 1)
+"""Veltkamp's splitting constant for float64 (``2**ceil(53 / 2) + 1``)."""
+
+
+def _numpy_fuses() -> bool:
+    """Whether NumPy's complex multiply here is the fused form: on a complex64 pair whose two
+    forms differ (``(1 + 2**-12 + 2**-20) (1 - 2**-12) - 1``: fused ``2**-20 - 2**-24 - 2**-32``,
+    exact in float32; plain ``8.34465e-07``)."""
+    x = np.array([1 + 2 ** -12 + 2 ** -20 + 1j], np.complex64)
+    y = np.array([1 - 2 ** -12 + 1j], np.complex64)
+    with np.errstate(all="ignore"):
+        return bool(np.multiply(x, y)[0].real == np.float32(2 ** -20 - 2 ** -24 - 2 ** -32))
+
+
+NUMPY_FUSES = _numpy_fuses()
+
+
+def _rounded(value: Any) -> Any:
+    """``value`` (a product) rounded to its type before what reads it (no contraction)."""
+    trace = TRACE.get()
+    if trace is None or trace.zero is None:  # an op run on its own: nothing fuses across
+        return value
+    return rounded(trace.lax, value, trace.zero)
+
+
+def _two_sum(a: Any, b: Any) -> tuple[Any, Any]:
+    """Knuth's exact sum: ``s + e == a + b``, ``s = RN(a + b)``."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _odd(lax: Any, s: Any, e: Any) -> Any:
+    """``s + e`` (``s = RN(s + e)``, ``e`` its exact error) rounded to odd: ``s`` where it is
+    exact or its last bit is 1, else its neighbour towards ``e``."""
+    jnp = _jnp()
+    bits = lax.bitcast_convert_type(s, np.int64)
+    even = (bits & 1) == 0
+    step = jnp.where((e > 0) == (s > 0), np.int64(1), np.int64(-1))
+    moved = jnp.where((e != 0) & even, bits + step, bits)
+    return lax.bitcast_convert_type(moved, np.float64)
+
+
+def _jnp() -> Any:
+    import jax.numpy as jnp
+
+    return jnp
+
+
+def _split(a: Any) -> tuple[Any, Any]:
+    c = _rounded(_SPLIT * a)
+    high = c - (c - a)
+    return high, a - high
+
+
+def _two_product(a: Any, b: Any) -> tuple[Any, Any]:
+    """Dekker's exact product of float64 ``a`` and ``b``: ``p + e == a * b``."""
+    p = _rounded(a * b)
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _fma64(lax: Any, a: Any, b: Any, c: Any) -> Any:
+    """``RN(a * b + c)`` of float64 values: ``RN(th + RO(tl + ul))``."""
+    uh, ul = _two_product(a, b)
+    th, tl = _two_sum(c, uh)
+    v = _odd(lax, *_two_sum(tl, ul))
+    return _jnp().where(v == 0, th, th + v)  # th's signed zero: -0.0 + 0.0 would be +0.0
+
+
+def _fma32(lax: Any, a: Any, b: Any, c: Any) -> Any:
+    """``RN(a * b + c)`` of float32 values: in float64, where ``a * b`` is exact, the sum rounded
+    to odd, then to float32 (one correct rounding)."""
+    p = _rounded(a.astype(np.float64) * b.astype(np.float64))
+    return _odd(lax, *_two_sum(p, c.astype(np.float64))).astype(np.float32)
+
+
+def multiply(jnp: Any, x: Any, y: Any) -> Any:
+    """NumPy's complex ``x * y`` (complex64 or complex128 operands of one type, broadcast)."""
+    from jax import lax
+
+    x, y = jnp.broadcast_arrays(x, y)
+    a, b, c, d = jnp.real(x), jnp.imag(x), jnp.real(y), jnp.imag(y)
+    fma = _fma32 if np.dtype(a.dtype) == np.float32 else _fma64
+    real = fma(lax, a, c, -_rounded(b * d))
+    imag = fma(lax, a, d, _rounded(b * c))
+    return lax.complex(real, imag)
