@@ -2,8 +2,9 @@
 [--only TEXT] [--show CLASS...] [--eager-limit SECONDS]``: the differential suite's totals per
 backend and class (the CI profile by default). ``--only TEXT`` runs the bases whose id holds it
 (``np.add`` selects ``ufunc.add`` too; one that selects nothing is refused, naming the bases
-whose program calls it), each at most its share of the profile (``--thorough``: about 40 cases
-a base; ``--cases N`` draws N). ``--part K/N`` runs the K-th of N contiguous slices of the
+whose program calls it) and prints how many cases of each it drew; a slow base
+(:data:`cases.SLOW`: ``float16_sums``) draws at most its limit, every base at most
+``--per-base N``. ``--part K/N`` runs the K-th of N contiguous slices of the
 drawn cases (two parts run side by side on two cores); an interrupted run (Ctrl-C) prints the
 totals of what it did. Eager NumPy runs in a worker process: a case it does not finish within
 ``--eager-limit`` seconds is classed ``eager_timeout`` and always listed."""
@@ -33,7 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", action="append",
                         help="only these rows (numpy, jax, dask; dask2: Dask in chunks of 2)")
     parser.add_argument("--only", help="only bases whose id contains this (np.add: ufunc.add "
-                        "too); with a profile, each base at most its share of the profile")
+                        "too)")
+    parser.add_argument("--per-base", type=int,
+                        help="at most this many cases of each base (the slow ones of "
+                             "cases.SLOW have their own limit)")
     parser.add_argument("--skip", action="append", default=[],
                         help="leave out bases whose id contains this")
     parser.add_argument("--show", action="append", default=[],
@@ -47,14 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     part, parts = _part(parser, args.part)
     n, per_signature = PROFILES["thorough" if args.thorough else "ci"]
-    profile = n or len(cases.bases())
-    # the profile's share of each base caps what --only draws (--cases asks for a number)
-    cap = None if args.cases else cases.per_base_cap(profile, per_signature)
-    n = args.cases or profile
-    try:
-        drawn = cases.sample(n, args.seed, per_signature, only=args.only or "", per_base=cap)
+    try:  # the CI profile: each selected base once
+        n = args.cases or n or len(cases.selected(args.only or ""))
+        drawn = cases.sample(n, args.seed, per_signature, only=args.only or "",
+                             per_base=args.per_base)
     except ValueError as err:  # --only that selects nothing
         parser.error(str(err))
+    if args.only:  # what the selection drew, and the limits that held it
+        print(_drawn_text(drawn, cases.caps(args.per_base)), flush=True)
     drawn = [c for c in drawn if not any(s in c.base.id for s in args.skip)]
     # contiguous slices: the draws of one signature stay together, captured once
     drawn = drawn[part * len(drawn) // parts:(part + 1) * len(drawn) // parts]
@@ -86,6 +90,17 @@ def main(argv: list[str] | None = None) -> int:
             if o.kind == kind:
                 print(f"{o.backend:6} {kind:10} {o.case.id}: {o.detail}")
     return 130 if interrupted else 0
+
+
+def _drawn_text(drawn: list, limits: dict) -> str:
+    """``drawn: 40 float16_sums (its limit: cases.SLOW)...``: the cases of each base drawn."""
+    counts: dict[str, int] = {}
+    for case in drawn:
+        counts[case.base.id] = counts.get(case.base.id, 0) + 1
+    items = [f"{count} {name}" + (" (its limit)" if count >= limits.get(name, count + 1) else "")
+             for name, count in counts.items()]
+    return "drawn: " + ", ".join(items[:12]) + (f" and {len(items) - 12} more bases"
+                                                 if len(items) > 12 else "")
 
 
 def _part(parser: argparse.ArgumentParser, text: str) -> tuple[int, int]:

@@ -148,13 +148,21 @@ def _calls(base: Base, name: str) -> bool:
     return bool(parts) and parts <= names
 
 
-def per_base_cap(n: int, per_signature: int) -> int:
-    """The most cases one base draws in a profile of ``n`` cases: its share of ``n`` over every
-    base, in whole signatures (``--only`` a few bases keeps each to what the whole profile
-    gives it, not ``n`` cases of one program: the thorough profile's 20,000 of one base that
-    replays hundreds of float16 terms in chunks of 2 were days of work)."""
-    share = -(-n // len(bases()))
-    return -(-share // per_signature) * per_signature
+SLOW = {"float16_sums": (40, "600 and 12,000 float16 terms, replayed in chunks of 2 (3,000 "
+                            "blocks, m @ m.T of 45,000 block products): 17 to 40 s a case on "
+                            "2 shared cores; the thorough profile draws it 40 times")}
+"""Bases whose every case takes seconds, with the most cases one run draws of each and why:
+``--only float16_sums --thorough`` drew the profile's 20,000 cases of it (days). Every other
+base draws as many as asked (``--thorough --only np.matmul``: 20,000 cases of matmul)."""
+
+
+def caps(per_base: int | None = None) -> dict[str, int]:
+    """The most cases a run draws of each base that has a limit: :data:`SLOW`'s, and
+    ``per_base`` for every base where given (the smaller of the two)."""
+    limits = {name: cap for name, (cap, _) in SLOW.items()}
+    if per_base is None:
+        return limits
+    return {b.id: min(per_base, limits.get(b.id, per_base)) for b in bases()}
 
 
 def sample(n: int, seed: int, per_signature: int = 4, only: str = "",
@@ -162,17 +170,24 @@ def sample(n: int, seed: int, per_signature: int = 4, only: str = "",
     """``n`` cases drawn by a seeded sampler: every base in turn, each time a dtype, a shape
     (its own, or an edge shape one time in six) and a layout, with ``per_signature`` value
     generators sharing them (one capture and one compile per signature; with one, a generator
-    drawn at random); ``only``: the bases :func:`selected` picks; ``per_base``: at most this
-    many cases of each base (fewer than ``n`` in all where few bases are selected)."""
+    drawn at random); ``only``: the bases :func:`selected` picks. A base past its limit
+    (:func:`caps`: :data:`SLOW`, ``per_base``) draws no more (the others draw the rest; fewer
+    than ``n`` in all where every selected base is at its limit)."""
     rng = np.random.default_rng(seed)
     all_bases = selected(only)
-    if per_base is not None:
-        n = min(n, per_base * len(all_bases))
+    limits = caps(per_base)
+    drawn: dict[str, int] = {}
     cases: list[Case] = []
     k = 0
     while len(cases) < n:
+        open_bases = [b for b in all_bases if drawn.get(b.id, 0) < limits.get(b.id, n)]
+        if not open_bases:
+            break
         base = all_bases[k % len(all_bases)]
         k += 1
+        if drawn.get(base.id, 0) >= limits.get(base.id, n):
+            continue  # at its limit: no draw (the other bases' draws are as without it)
+        drawn[base.id] = drawn.get(base.id, 0) + per_signature
         dtype = values.DTYPES[rng.integers(len(values.DTYPES))]
         shape = "own" if rng.random() > 1 / 6 else str(rng.integers(len(EDGE_SHAPES)))
         layout = "strided" if rng.random() < 0.25 else "C"
