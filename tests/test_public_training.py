@@ -729,7 +729,8 @@ COUNTER_FIX = ("Fix: pass it as an input (an argument of the captured function),
      "NumPy's own operators wrote the outside ndarray self.running_var, a write no state of "
      "the graph records.",
      "Fix: write line {rv} (`self.running_var *= 1 - self.momentum`) with a tensor, which the "
-     "capture records as a state: `self.running_var *= cv.constant(1 - self.momentum)` "
+     "capture records as a state: `self.running_var *= cv.constant(np.float64(1 - "
+     "self.momentum))` "
      "(outside a capture cv.constant returns the value itself)."),
     ("perceptron_epoch", "return self.w.copy()", "fit_epoch",
      "the returned value was computed by NumPy's own operators from self.w and self.b, an "
@@ -785,9 +786,9 @@ def momentum_fixed_step(X, y, mu=0.9, lr=0.01):
 class FixedBatchNorm1d(BatchNorm1d):
     def __call__(self, x):
         mean, var = x.mean(0), x.var(0)
-        self.running_mean *= cv.constant(1 - self.momentum)
+        self.running_mean *= cv.constant(np.float64(1 - self.momentum))
         self.running_mean += self.momentum * mean
-        self.running_var *= cv.constant(1 - self.momentum)
+        self.running_var *= cv.constant(np.float64(1 - self.momentum))
         self.running_var += self.momentum * var * x.shape[0] / (x.shape[0] - 1)
         return self.gamma * (x - mean) / np.sqrt(var + self.eps) + self.beta
 

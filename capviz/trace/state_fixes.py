@@ -338,12 +338,18 @@ def constant_note(names: Iterable[str], made: str = "") -> str:
 
 
 def _scalar_text(operand: ast.AST, dtype: np.dtype) -> str:
+    """``operand`` as a tensor of ``dtype`` (``cv.constant(np.float32(1 - self.momentum))``):
+    a Python number is weak in NumPy (``a32 *= 0.9`` computes in float32) but
+    ``cv.constant(0.9)`` inside a capture is a float64 tensor, so an untyped wrap of a number
+    replays float64 arithmetic where the eager call, given the number itself, computes in
+    float32 (a silent difference; stop 35, W=20w). Only a NumPy call's result (``np.exp(..)``,
+    a NumPy object, as strong outside a capture as inside) is wrapped as it is."""
     text = ast.unparse(operand)
-    number = isinstance(operand, ast.Constant) and isinstance(operand.value, (int, float))
-    signed = isinstance(operand, ast.UnaryOp) and isinstance(operand.operand, ast.Constant)
-    if number or signed or isinstance(operand, ast.Name):
-        return f"cv.constant(np.{np.dtype(dtype).name}({text}))"
-    return f"cv.constant({text})"
+    numpy_made = isinstance(operand, ast.Call) and \
+        ast.unparse(operand.func).startswith(("np.", "numpy.", "cv."))
+    if numpy_made:
+        return f"cv.constant({text})"
+    return f"cv.constant(np.{np.dtype(dtype).name}({text}))"
 
 
 def operand_fix(text: str, dtype: np.dtype) -> str | None:
