@@ -500,3 +500,42 @@ def test_a_rebind_state_follows_the_functions_own_path_not_another_name_reaching
     assert _same(graph.replay({"x": x})["out"], twin.step(x))
     assert _same(model.opt.m, twin.opt.m) and ALIAS["opt"].m.tolist() == [1.0, 1.0, 1.0]
     ALIAS.clear()
+
+
+def _make_acc():
+    acc = np.zeros(3)
+
+    def add(x):
+        nonlocal acc
+        acc = acc + x
+        return acc * 1.0
+    return add
+
+
+ACC, ACC_TWIN = _make_acc(), _make_acc()
+
+
+def _global_step(x):
+    return ACC(x)
+
+
+class ListHeld:
+    def __init__(self):
+        self.fs = [_make_acc(), _make_acc()]
+
+    def step(self, x):
+        return self.fs[0](x) + self.fs[1](x * 3.0)
+
+
+def test_a_nonlocal_in_a_closure_held_by_a_global_or_a_list_is_a_rebind_state():
+    """Review 7, finding 7's rest (silent on 3e311e0, ScopeClosedError at the next eager
+    call): ACC = make_acc() called by fn, self.fs[0](x)."""
+    graph = cv.capture(_global_step, cv.spec((3,), "float64"))
+    model, twin = ListHeld(), ListHeld()
+    listed = cv.capture(model.step, cv.spec((3,), "float64"))
+    for k in range(3):
+        x = np.full(3, k + 0.5)
+        assert _same(graph.replay({"x": x})["out"], ACC_TWIN(x))
+        assert _same(listed.replay({"x": x})["out"], twin.step(x))
+    assert _same(ACC(np.ones(3)), ACC_TWIN(np.ones(3)))  # eager after: works
+    assert _same(model.step(np.ones(3)), twin.step(np.ones(3)))

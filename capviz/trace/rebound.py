@@ -149,6 +149,8 @@ def _inside(value: Any, label: str, depth: int, seen: set[int], path: tuple | No
                  for key, item in itertools.islice(vars(value).items(), _ITEMS)]
         items += [(key, f"{label}.{key}", "slot", item) for key, item in _slots(value)]
         places = [Place("keys", value, None, label, frozenset(vars(value)))]
+    elif type(value) is types.FunctionType:  # a closure kept there (self.fs[0](x)): its
+        return _cells(value, label, seen) if value.__closure__ else []  # cells
     elif _slots(value):  # a __slots__ object: its slots are its attributes
         seen.add(id(value))
         items = [(key, f"{label}.{key}", "slot", item) for key, item in _slots(value)]
@@ -261,6 +263,8 @@ def note(fn: Callable | None) -> list[Place]:
             if name in space:
                 places.append(Place("global", space, name, name, space[name]))
                 places += _inside(space[name], name, _DEPTH, seen, (space, ((False, name),)))
+                if type(space[name]) is types.FunctionType and space[name].__closure__:
+                    places += _cells(space[name], name, seen)  # ACC = make_acc(); ACC(x)
                 if type(space[name]) is types.ModuleType:  # import params; params.W = ...
                     places += _module_places(space[name], name, seen)
     for name, cell in zip(code.co_freevars, getattr(function, "__closure__", None) or ()):
@@ -293,17 +297,8 @@ def _named_holders(owner: Any, first: str, code: Any, seen: set[int]) -> list[Pl
                 places.append(place)
     for attribute, value in list(vars(owner).items()) if isinstance(
             getattr(owner, "__dict__", None), dict) else ():
-        if type(value) is types.FunctionType and attribute in names and id(value) not in seen:
-            seen.add(id(value))  # a closure fn calls (self.f(x), its nonlocal acc rebound)
-            for name, cell in zip(value.__code__.co_freevars, value.__closure__ or ()):
-                try:
-                    held = cell.cell_contents
-                except ValueError:  # an empty cell
-                    continue
-                if type(held) is np.ndarray:
-                    place = Place("cell", cell, name, f"{first}.{attribute}.<{name}>", held)
-                    place.path = (cell, ((True, "cell_contents"),))
-                    places.append(place)
+        if type(value) is types.FunctionType and attribute in names:
+            places += _cells(value, f"{first}.{attribute}", seen)  # self.f(x): its nonlocal
             continue
         if type(value) is not types.ModuleType or id(value) in seen:
             continue
@@ -314,6 +309,26 @@ def _named_holders(owner: Any, first: str, code: Any, seen: set[int]) -> list[Pl
                               vars(value)[key], inner=True)
                 place.path = anchored(value, (True, key))
                 places.append(place)
+    return places
+
+
+def _cells(function: types.FunctionType, label: str, seen: set[int]) -> list[Place]:
+    """The closure cells of ``function`` (one ``fn`` calls: ``self.f(x)``, a global ``ACC``)
+    that hold ndarrays, as places (``nonlocal acc; acc = acc + x`` rebinds one: hostile
+    review 7, finding 7)."""
+    if id(function) in seen:
+        return []
+    seen.add(id(function))
+    places = []
+    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
+        try:
+            held = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if type(held) is np.ndarray:
+            place = Place("cell", cell, name, f"{label}.<{name}>", held)
+            place.path = (cell, ((True, "cell_contents"),))
+            places.append(place)
     return places
 
 
