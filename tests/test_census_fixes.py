@@ -2,11 +2,14 @@
 refusal names the user's line and the one fix that applies, and that fix, applied, replays as
 the eager calls do, bit for bit over three calls (tests/helpers/public_census.py)."""
 
+import inspect
+
 import numpy as np
 import pytest
 
 import capviz as cv
 import tests.test_public_models as models
+import tests.test_public_training as training
 from capviz.trace import state_fixes
 from tests.helpers.public_census import Program, line_of, refusal, run
 from tests.test_public_models import Rod, WindowAttention
@@ -257,8 +260,94 @@ def test_a_float32_states_operand_is_quoted_as_a_float32_tensor_which_replays_as
     assert verdict.kind == "exact", (verdict.detail, verdict.first_line)
 
 
-@pytest.mark.xfail(strict=True, reason="silent (sent to the lead 01:58): cv.constant(<Python "
+@pytest.mark.xfail(strict=True, reason="silent (sent to the lead 01:47): cv.constant(<Python "
                    "float>) is a float64 tensor inside a capture, the weak float outside")
 def test_the_untyped_spelling_it_quoted_before_replays_as_eager():
     verdict = run(_bn(BatchNorm32Untyped))
     assert verdict.kind == "exact", verdict.detail
+
+
+# --- (c) NumPy's write in a method of another object the captured function calls ---------------
+
+def _method_line(method, code):
+    source, start = inspect.getsourcelines(method)
+    return start + next(k for k, text in enumerate(source) if text.strip() == code)
+
+
+class AdamFixed(training.AdamArrayStep):
+    """The quoted fixes applied in turn: the counter, its reads, then `m *= self.b1`'s."""
+
+    def update(self, grads):
+        self.t += cv.constant(np.float64(1))
+        for p, g, m, v in zip(self.params, grads, self.m, self.v):
+            m *= cv.constant(np.float64(self.b1))
+            m += (1 - self.b1) * g
+            v *= cv.constant(np.float64(self.b2))
+            v += (1 - self.b2) * g * g
+            p -= self.lr * (m / (1 - self.b1 ** cv.constant(self.t))) / (
+                np.sqrt(v / (1 - self.b2 ** cv.constant(self.t))) + self.eps)
+
+
+def test_an_optimisers_counter_is_refused_at_its_line_in_the_optimiser_with_its_own_name():
+    """`self.t += 1` (a 0-d ndarray) in self.opt.update: refused there (it was the cv.capture
+    line, then train_step's call), the fix in the method's names (`self.t`, not self.opt.t)."""
+    kind, lines = refusal(training.adam_array_setup)
+    assert kind is cv.UnsupportedOperationError
+    line = _method_line(training.AdamArrayStep.update, "self.t += 1")
+    assert lines[0] == (f"`self.t += 1` at {training.__file__}:{line} in update: NumPy's own "
+                        "operators wrote the outside ndarray self.opt.t, a write no state of "
+                        "the graph records.")
+    assert lines[2] == ("Fix: write it with a tensor, which the capture records as a state: "
+                        "self.t += cv.constant(np.float64(1)), or pass it as an input and "
+                        "return its new value.")
+
+    def adam():  # (the fixes each later refusal quotes, applied in turn: AdamFixed)
+        model = training.LinearRegression()
+        model.opt = AdamFixed([model.w, model.b])
+        return Program(model.train_step, training._regression_calls(),
+                       lambda: {"w": model.w, "b": model.b, "t": model.opt.t,
+                                "m0": model.opt.m[0], "v1": model.opt.v[1]})
+
+    verdict = run(adam)
+    assert verdict.kind == "exact", (verdict.detail, verdict.first_line)
+
+
+class EMAFixed(training.EMA):
+    def update(self, params):
+        for k, v in params.items():
+            self.shadow[k] -= (1 - self.decay) * (self.shadow[k] - cv.constant(v))
+
+
+def test_an_ema_shadow_is_refused_at_its_line_told_cv_constant_of_the_item_and_replays():
+    """`self.shadow[k] -= (1 - self.decay) * (self.shadow[k] - v)` in ema.update, v an item of
+    the params the capture writes: refused there, told cv.constant(v) (it was told `return
+    cv.constant(params["w"]) @ g`, a line that does not write the shadow); applied, replays."""
+    kind, lines = refusal(training.ema_setup)
+    assert kind is cv.UnsupportedOperationError
+    code = "self.shadow[k] -= (1 - self.decay) * (self.shadow[k] - v)"
+    assert lines[0] == (f"`{code}` at {training.__file__}:"
+                        f"{_method_line(training.EMA.update, code)} in update: NumPy's own "
+                        "operators wrote the outside ndarray ema.shadow['w'], a write no state "
+                        "of the graph records.")
+    assert "100000" not in lines[1]  # (the capture's fill, no value of the user's)
+    assert lines[2] == (
+        "Fix: write `self.shadow[k] -= (1 - self.decay) * (self.shadow[k] - cv.constant(v))`, "
+        "which the capture records as a state: cv.constant(v) is the value the capture records "
+        "for it, before and after its write, and v itself outside a capture.")
+
+    def ema():
+        params = {"w": np.ones(3), "b": np.zeros(1)}
+        shadow = EMAFixed(params)
+
+        def train_and_average(g):
+            params["w"] -= 0.1 * g
+            params["b"] -= 0.1 * g.sum(keepdims=True)
+            shadow.update(params)
+            return params["w"] @ g
+
+        return Program(train_and_average, [[x] for x in training._x(3)],
+                       lambda: {"w": params["w"], "b": params["b"], "sw": shadow.shadow["w"],
+                                "sb": shadow.shadow["b"]})
+
+    verdict = run(ema)
+    assert verdict.kind == "exact", (verdict.detail, verdict.first_line)

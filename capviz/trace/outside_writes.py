@@ -63,6 +63,7 @@ of tuples down, labelled ``self.pair[0]``.
 
 from __future__ import annotations
 
+import ast
 import mmap
 import re
 import sys
@@ -76,7 +77,7 @@ import numpy as np
 from capviz.core.ir import Graph
 from capviz.core.references import REFERENCE_BYTES, fingerprint
 from capviz.core.violations import CaptureViolation
-from capviz.trace import code_reach, rebound, recapture, state_fixes
+from capviz.trace import code_reach, other_methods, rebound, recapture, state_fixes
 from capviz.trace.recapture import shown
 from capviz.trace.state import root_of
 
@@ -322,11 +323,17 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
         return _refuse_shared(graph, first, fn, caller)
     source, text = rebound.writing_line(fn, label)
     state = _state_node(graph, first.array)
-    if source is None and state is None:  # written in a method of another object fn calls
+    written_as = label  # (self.t in the method of self.opt that writes self.opt.t)
+    if source is None and state is None:  # written in a method of another object fn calls:
+        source, text = other_methods.line(fn, label)  # its line there (self.t += 1)
+        written_as = _target(text) or label if source is not None else label
+    if source is None and state is None:  # else the line of fn naming that object
         source, text = rebound.naming_line(fn, label)  # (self.opt.update(...): self.opt.t)
     if source is None:  # written through another name (v = self.v; v *= 0.9): its state's line
         source = state.source if state is not None and state.source else caller
     reads = _reads_fix(graph, source)  # NumPy's values read from a state: cv.constant
+    if reads is None and written_as != label:  # v of `for k, v in params.items()`
+        reads = _items_fix(source, text, first.array)
     if first.before is None:
         happened = (f"it keeps NumPy's change: it is too large ({mib(first.array)}) for the "
                     "capture to keep a copy of, so the capture could not put it back; set it "
@@ -357,7 +364,7 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
         fix = (f"write {label} with a tensor in the function that writes it, which the capture "
                "records as a state, or pass it as an input and return its new value")
     else:
-        fix = _fix(label, text, first.array, reads)
+        fix = _fix(written_as, text, first.array, reads)
     reason = f"{happened}{also}{back}; {fix}"
     node = state if state is not None else graph.nodes[-1]
     return recapture.refuse(graph, node, OUTSIDE, label, reason, array=label, source=source)
@@ -438,6 +445,32 @@ def _reads_fix(graph: Graph, source: Any) -> str | None:
     exprs = state_fixes.expressions(graph, graph.state_nodes)
     made = state_fixes.fix_for_reads(source, exprs)
     return None if made is None else f"{made}: {state_fixes.constant_note(exprs, made)}"
+
+
+def _target(text: str) -> str | None:
+    """The target of an augmented or subscripted assignment ``text`` (``self.shadow[k]``)."""
+    stmt = state_fixes.statement(text)
+    if isinstance(stmt, ast.AugAssign):
+        return ast.unparse(stmt.target)
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        return ast.unparse(stmt.targets[0])
+    return None
+
+
+def _items_fix(source: Any, text: str, array: np.ndarray) -> str | None:
+    """For NumPy's write ``text`` in another object's method that reads items of a container
+    the method loops over (``self.shadow[k] -= (1 - d) * (self.shadow[k] - v)``, ``for k, v in
+    params.items()``, the arrays the capture writes): those reads through ``cv.constant``,
+    where ``array`` is float64 (cv.constant of a Python number is a float64 tensor inside a
+    capture and the weak number outside: the same arithmetic only on float64), else ``None``."""
+    if array.dtype not in (np.float64, np.complex128):
+        return None
+    names = other_methods.loop_items(source, text)
+    made = state_fixes.read_through_constant(text, names) if names else None
+    if made is None:
+        return None
+    return (f"write `{made}`, which the capture records as a state: "
+            f"{state_fixes.constant_note(names, made)}")
 
 
 def _fix(label: str, text: str, array: np.ndarray, reads: str | None = None) -> str:

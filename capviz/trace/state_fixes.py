@@ -295,6 +295,7 @@ def _function_lines(path: str, line: int, name: str | None = None) -> list[tuple
 
 
 function_lines = _function_lines  # (public: trace/rebound.py reads the tests of a container)
+statement = _statement  # (public: trace/other_methods.py parses a method's lines)
 
 
 def fix_for_reads(source: Any, names: Iterable[str], after: int = 0) -> str | None:
