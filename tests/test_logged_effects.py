@@ -204,3 +204,43 @@ def test_a_scratch_list_emptied_or_slots_set_is_logged_on_a_later_capture_too():
         x = np.full(3, float(k))
         assert _same(graph.replay({"x": x})["out"], twin.step(x))
         assert _same(model.acts, twin.acts) and _same(model.cache, twin.cache)
+
+
+def test_check_finite_of_a_graph_that_logs_is_refused_by_name():
+    """Review 7, finding 19 (silent on 77558a0: the stepping replay logged nothing)."""
+    model = Front()
+    graph = cv.capture(lambda x: model.log.append(x.sum()) or x * 2.0, cv.spec((3,), "float64"))
+    with pytest.raises(cv.UnsupportedOperationError, match=r"check_finite=True steps node by "
+                       r"node, which does not log the values the call logs \(model\.log\.\.\.\); "
+                       r"replay without it"):
+        graph.replay({"x": np.ones(3)}, check_finite=True)
+    assert model.log == []
+
+
+class WeightHistory:
+    def __init__(self):
+        self.W = np.array([1.0, 2.0, 3.0])
+        self.hist = []
+
+    def step(self, x):
+        self.W -= 0.1 * x
+        self.hist.append(self.W * 1.0)  # NumPy's own operator on the written array
+        return x * 2.0
+
+    def copied(self, x):
+        self.W -= 0.1 * x
+        self.hist.append(self.W.copy())
+        return x * 2.0
+
+
+def test_a_value_numpy_computes_from_a_state_and_logs_is_refused_and_the_log_left_alone():
+    """Review 7, finding 17 (silent: the capture left the second pass's planted values in the
+    user's log, and no replay logged)."""
+    for name in ("step", "copied"):
+        model = WeightHistory()
+        with pytest.raises(cv.UnsupportedOperationError) as info:
+            cv.capture(getattr(model, name), cv.spec((3,), "float64"))
+        what = str(info.value).splitlines()[0]
+        assert what.startswith("`self.hist.append(self.W")
+        assert what.endswith(f"in {name}: self.hist keeps a value of the capture.")
+        assert model.hist == [] and model.W.tolist() == [1.0, 2.0, 3.0]

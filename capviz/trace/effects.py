@@ -189,6 +189,14 @@ def _any_line(pattern: re.Pattern, source: Any) -> bool:
                for _, text in state_fixes.function_lines(source[0], source[1], source[2]))
 
 
+def logging_pattern(label: str) -> str:
+    """A regular expression of a line logging into ``label`` (``label.append(``, ``label[k]
+    = ``...)."""
+    name = _pattern(label)
+    return (rf"(?<![\w.]){name}\s*(?:\.\s*(?:append|extend|insert|appendleft|extendleft|"
+            rf"setdefault|update)\s*\(|\[[^\]]*\]\s*=(?!=))")
+
+
 def _pattern(label: str) -> str:
     return re.escape(label).replace("'", "['\"]")  # (either quote in the user's code)
 
@@ -217,9 +225,7 @@ def _logging_line(label: str, source: Any) -> tuple[Any, str]:
     ``label[k] = ``, ``label.clear()``...), else ``source``'s; with its code."""
     if not source:
         return source, ""
-    name = _pattern(label)
-    logging = re.compile(rf"(?<![\w.]){name}\s*(?:\.\s*(?:append|extend|insert|appendleft|"
-                         rf"extendleft|setdefault|update)\s*\(|\[[^\]]*\]\s*=(?!=))")
+    logging = re.compile(logging_pattern(label))
     for line, text in state_fixes.function_lines(source[0], source[1], source[2]):
         if logging.search(text):
             return (source[0], line, source[2]), line_code(text)

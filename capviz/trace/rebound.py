@@ -520,6 +520,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
             if read is None:
                 read = {id(ref()) for ref in recorder.graph.constant_origins.values()}
             _items_back(place, recorder, read, logs.get(id(place.holder)))
+            _numpy_logged(place, recorder, source, fn)
         elif place.kind == "keys":
             binds += _added_removed(place, recorder)
     return binds
@@ -758,6 +759,46 @@ def _items_back(place: Place, recorder: Any, read: set[int], left: Any = None) -
         recorder.pending.append(("unsupported_op", REBOUND, message, source))
     elif logged is not None:  # a log: appended or set again by each replay, or refused
         effects.record(place, left, logged, recorder)
+
+
+def _numpy_logged(place: Place, recorder: Any, source: Any, fn: Callable | None) -> None:
+    """Refuse, at the line of ``fn`` that logs it, an ndarray NumPy computed with no tensor
+    that the call put in walked container ``place.holder`` (``self.log.append(self.W * 1.0)``
+    after ``self.W -= ...``, ``.copy()``, a view: hostile review 7, finding 17: the capture left
+    the second pass's planted values there, and no replay logs), and give it its items back."""
+    holder, before = place.holder, place.value
+    if type(holder) is dict:
+        new = [v for k, v in holder.items() if before.get(k, place) is not v]
+    else:
+        now, k = list(holder), 0
+        while k < min(len(now), len(before)) and now[k] is before[k]:
+            k += 1
+        new = now[k:] if len(now) != len(before) or k < len(now) else []
+    if not any(isinstance(v, (np.ndarray, np.generic)) and type(v) is not Tensor for v in new):
+        return
+    if type(holder) is dict:
+        holder.clear()
+        holder.update(before)
+    elif type(holder) is list:
+        holder[:] = before
+    else:
+        holder.clear()
+        holder.extend(before)
+    where, text = None, ""
+    found = _source_lines(fn) if fn is not None else None
+    if found is not None:
+        code, lines, start = found
+        logging = re.compile(effects.logging_pattern(place.label))
+        for offset, line in enumerate(lines[1:], 1):
+            if logging.search(line_code(line)):
+                where, text = _at(code, start + offset), line_code(line)
+                break
+    message = explain(Failure("unsupported_op", effects.KEPT, place.label, where or source,
+                              UserCode("other", shorten(text)), None, (
+                                  "NumPy computed the value it logs there without a tensor, "
+                                  "so no replay logs it, and the capture put the items "
+                                  "back")))
+    recorder.pending.append(("unsupported_op", effects.KEPT, message, where or source))
 
 
 def _grown(holder: Any, before: Any, recorder: Any, label: str) -> tuple[Any, Tensor] | None:
