@@ -84,6 +84,10 @@ def constant(value: Any, name: str | None = None) -> Any:
     idx] += 1.0`` makes ``self.c`` a state of the graph, which every replay writes as a call
     does. Code written so runs eagerly unchanged.
 
+    A Python number (``cv.constant(0.9)``) stays what NumPy makes of it: weak in the
+    promotion, so ``x32 * cv.constant(0.1)`` is float32 inside a capture as ``x32 * 0.1`` is
+    outside; a NumPy scalar (``np.float64(0.9)``) keeps its dtype.
+
     Args:
         value: an array-like (its value when recorded is the constant's; a state's current
             value where the capture wrote the array).
@@ -95,6 +99,10 @@ def constant(value: Any, name: str | None = None) -> Any:
     recorder = active()
     if recorder is None:
         return value
+    if type(value) in (bool, int, float, complex):  # as weak in NumPy's promotion as outside
+        tensor = Tensor(recorder.constant(host_copy(value), name, user_source()), recorder)
+        state.mark_python(recorder, tensor)  # (x32 * cv.constant(0.1) is float32, as x32 * 0.1)
+        return tensor
     if isinstance(value, Tensor):
         if value._trace is recorder and name is None:  # recorded: cv.constant(h), h = self.h
             return value              # became the state's tensor (trace/state_fixes.py)

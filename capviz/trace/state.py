@@ -55,7 +55,7 @@ from capviz.core.own_weakrefs import OwnRef
 from capviz.core.source import format_source, source_of, user_frame
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
-from capviz.trace import mutation, state_fixes, statements
+from capviz.trace import fold, mutation, state_fixes, statements
 from capviz.trace.tensor import Tensor
 
 
@@ -668,7 +668,14 @@ def python_operands(recorder: Any, op: Any, args: tuple, params: dict) -> tuple[
     for k in drawn:
         node = args[k]._data
         converted = np.result_type(*others, 1.0 if node.dtype.kind == "f" else 1)
-        if converted.kind not in "fc":
+        known = fold.known_value(recorder.graph, node, {}) if converted.kind in "iub" \
+            else None  # cv.constant(3) * 2: a number the capture knows, checked as NumPy does
+        if known is not None:
+            number = known.item()
+            if converted.kind != "b" and not \
+                    np.iinfo(converted).min <= number <= np.iinfo(converted).max:
+                raise OverflowError(f"Python integer {number} out of bounds for {converted}")
+        elif converted.kind not in "fc":
             raise recorder.refuse_here(f"a Python int drawn at {format_source(node.source)}", (
                 f"the draw is a Python int, which NumPy converts to {converted} here, raising "
                 "OverflowError for a draw out of its range, which a graph cannot check; "
