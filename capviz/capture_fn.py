@@ -350,6 +350,15 @@ def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDe
     return scope, None
 
 
+def _quiet() -> dict[str, str]:
+    """NumPy's floating-point error settings with ``warn`` as ``ignore``: while ``fn`` runs
+    inside a capture, NumPy's own operators compute on capviz's values (the values written
+    after a state's first write, the other values of a second capture: ``self.counts /
+    self.counts.sum()`` is 0/0 there, census of stop 35), whose warnings are no user's; a
+    ``raise`` setting is kept (the call would raise eagerly too)."""
+    return {kind: "ignore" if how == "warn" else how for kind, how in np.geterr().items()}
+
+
 def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple,
          plan: lifted.Lifted | None = None) -> None:
     """Capture ``fn`` on inputs of ``specs`` named ``names`` in ``scope`` (with the states of
@@ -363,7 +372,8 @@ def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple,
                 args = [scope.input(n, s) for n, s in zip(names, specs)]
                 if plan is not None:
                     lifted.lift(recorder, plan)
-                result = fn(*args)
+                with np.errstate(**_quiet()):  # (what fills and planted values make)
+                    result = fn(*args)
                 if isinstance(result, dict):
                     for key, value in result.items():
                         _function_output(scope, value, str(key))

@@ -3,8 +3,10 @@ refusal names the user's line and the one fix that applies, and that fix, applie
 the eager calls do, bit for bit over three calls (tests/helpers/public_census.py)."""
 
 import inspect
+import warnings
 
 import numpy as np
+import pytest
 
 import capviz as cv
 import tests.test_public_models as models
@@ -350,3 +352,23 @@ def test_an_ema_shadow_is_refused_at_its_line_told_cv_constant_of_the_item_and_r
 
     verdict = run(ema)
     assert verdict.kind == "exact", (verdict.detail, verdict.first_line)
+
+
+# --- (e) no warning from capviz's own values -----------------------------------------------------
+
+def test_numpys_warnings_on_capvizs_values_are_not_printed_but_a_raise_setting_raises():
+    """While fn runs inside a capture NumPy computes on capviz's values (`self.counts /
+    self.counts.sum()` is 0/0 on the first capture's unfilled int state: "invalid value
+    encountered in divide", census (e)): a `warn` setting is quiet there; the user's `raise`
+    setting still raises, as the eager call would."""
+    zeros = np.zeros(2)
+
+    def f(x):
+        return x + 1.0 / zeros
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        refusal(models.hist_setup)  # (test_public_models pins its message)
+        cv.capture(f, cv.spec((2,), "float64"))
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        cv.capture(f, cv.spec((2,), "float64"))

@@ -530,7 +530,7 @@ def test_a_spike_reset_is_refused_at_its_line_with_the_fix_that_applies():
         "cv.constant(self.v) is that value as a tensor, and self.v itself outside a capture.")
 
 
-@pytest.mark.filterwarnings("ignore:invalid value encountered in divide")  # the planted fill
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # (the planted fill warned: W=20w)
 def test_a_histogram_read_after_np_add_at_is_refused_at_the_return():
     kind, lines = refusal(hist_setup)
     assert kind is cv.UnsupportedOperationError
