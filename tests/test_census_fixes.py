@@ -181,16 +181,19 @@ def test_a_stencil_numpy_writes_is_refused_at_its_line_told_its_reads_and_replay
 def test_a_cache_shifted_by_numpy_is_refused_at_the_shift_each_told_its_read():
     """`self.cache_k[:-1] = self.cache_k[1:].copy()` before `self.cache_k[-1] = k`: refused at
     the shift (it was the next line), named as the method names it (not program.fn.cache_k),
-    told `cv.constant(self.cache_k)[1:]`; that applied, the same for cache_v; both applied
-    (tests/test_public_models.py's FixedWindow), the cache replays as eager."""
+    told `cv.constant(self.cache_k)[1:]` and the same for cache_v at once; both applied
+    (tests/test_public_models.py's FixedWindow), the cache replays as eager; one applied, the
+    other is told."""
     kind, lines = refusal(models.kv_window_setup)
     assert kind is cv.UnsupportedOperationError
     shift = "self.cache_k[:-1] = self.cache_k[1:].copy()"
     assert lines[0] == (f"{_models_at(shift)} in __call__: NumPy's own operators wrote the "
                         "ndarray self.cache_k while the capture ran.")
-    assert lines[2] == (
-        "Fix: write `self.cache_k[:-1] = cv.constant(self.cache_k)[1:].copy()`, which the "
-        "capture records as a state (cv.constant(self.cache_k) is the value the capture "
+    shift_v = line_of(models.__file__, "self.cache_v[:-1] = self.cache_v[1:].copy()")
+    assert lines[2] == (  # (both shifts at once; applied: FixedWindow, which replays)
+        "Fix: write `self.cache_k[:-1] = cv.constant(self.cache_k)[1:].copy()`, and line "
+        f"{shift_v} as `self.cache_v[:-1] = cv.constant(self.cache_v)[1:].copy()`, which the "
+        "capture records as states (cv.constant(self.cache_k) is the value the capture "
         "records for it, before and after its write, and self.cache_k itself outside a "
         "capture).")
 

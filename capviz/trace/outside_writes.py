@@ -358,7 +358,9 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
     also = f"; NumPy also wrote {', '.join(others)}" if others else ""
     back = "" if first.before is None else "; the capture put it back"
     if state is not None and first.before is not None:  # NumPy's write, then the capture's
-        line, fix = state_fixes.numpy_write_fix(graph, state)
+        more = [node for w in written[1:] if w.before is not None and w.threads is None
+                and (node := _state_node(graph, w.array)) is not None]
+        line, fix = state_fixes.numpy_write_fix(graph, state, more)
         source = line or source  # (u[1:-1] = ... of u = self.u: that line, not the next)
     elif first.unnamed and state is None and reads is None:
         fix = (f"write {label} with a tensor in the function that writes it, which the capture "

@@ -783,18 +783,20 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
         return refuse(graph, node, COMPUTED, operand, (
             f"it depends on what {states} {_holds(others)}; "
             f"{_reads_fix(node.source, exprs.value)}"))
-    for (node, root), planted in zip(others.states, others.planted) if others.met else ():
-        start = others.met.get(id(root))
-        if start is not None and not same_bits(start, planted):
-            line, fix = state_fixes.numpy_write_fix(graph, node)
-            said = next(iter(state_fixes.expressions(graph, [node])), "") if line else ""
-            name = node.name or said or "an outside ndarray"
-            if said.startswith("self.") and name.endswith(said[4:]):  # self.cache_k in the
-                name = said                                         # method: program.fn.cache_k
-            return refuse(graph, node, WRITTEN, name, (
-                f"NumPy wrote {name} before the capture's first write to it, so the graph "
-                "starts from the value NumPy made (the first capture's write stays in it); "
-                f"{fix}"), array=name, source=line)
+    met = [node for (node, root), planted in zip(others.states, others.planted)
+           if others.met and (start := others.met.get(id(root))) is not None
+           and not same_bits(start, planted)]
+    if met:  # (the fix covers each such write: self.cache_k's and self.cache_v's shifts)
+        node = met[0]
+        line, fix = state_fixes.numpy_write_fix(graph, node, met[1:])
+        said = next(iter(state_fixes.expressions(graph, [node])), "") if line else ""
+        name = node.name or said or "an outside ndarray"
+        if said.startswith("self.") and name.endswith(said[4:]):  # self.cache_k in the
+            name = said                                         # method: program.fn.cache_k
+        return refuse(graph, node, WRITTEN, name, (
+            f"NumPy wrote {name} before the capture's first write to it, so the graph "
+            "starts from the value NumPy made (the first capture's write stays in it); "
+            f"{fix}"), array=name, source=line)
     return None
 
 

@@ -393,13 +393,14 @@ def numpy_write_before(source: Any, name: str, names: Iterable[str] = ()
     return found
 
 
-def numpy_write_fix(graph: Any, node: Any) -> tuple[Any, str]:
+def numpy_write_fix(graph: Any, node: Any, others: Iterable[Any] = ()) -> tuple[Any, str]:
     """Where NumPy wrote state ``node`` before the capture's first write to it, and the fix:
     ``((file, line, function), fix)``: the user's statement (the refusal's line), with its
     operand a tensor (``v *= cv.constant(np.float64(0.9))``) or its reads of the array through
     ``cv.constant`` (``u[1:-1] = cv.constant(u)[1:-1] + ...``, ``self.cache_k[:-1] =
-    cv.constant(self.cache_k)[1:].copy()``: stop 35's census); ``(None, fix)`` with the
-    general form of it where no such statement is found."""
+    cv.constant(self.cache_k)[1:].copy()``: stop 35's census), and those of ``others`` (states
+    NumPy wrote so too: ``self.cache_v[:-1] = ...``) by line, all at once; ``(None, fix)`` with
+    the general form of it where no such statement is found."""
     exprs = expressions(graph, [node])
     found = numpy_write_before(node.source, exprs[0], exprs) if exprs else None
     made = operand_fix(found[1], node.dtype) if found else None
@@ -412,12 +413,32 @@ def numpy_write_fix(graph: Any, node: Any) -> tuple[Any, str]:
         wrapped = any(f"cv.constant({name})" in made for name in exprs)
         why = constant_note(exprs, made) if wrapped else \
             "outside a capture cv.constant returns the value itself"
+        more = _more_writes(graph, others, node.source)
+        states = "states" if more else "a state"
         return (node.source[0], found[0], node.source[2]), (
-            f"write `{made}`, which the capture records as a state ({why}).")
+            f"write `{made}`{more}, which the capture records as {states} ({why}).")
     name = exprs[0] if exprs else "a"
     return None, (f"write it with a tensor, which the capture records as a state: {name} *= "
                   f"cv.constant(np.{np.dtype(node.dtype).name}(0.9)) for {name} *= 0.9 "
                   "(outside a capture cv.constant returns the value itself).")
+
+
+def _more_writes(graph: Any, others: Iterable[Any], source: Any) -> str:
+    """``, and line N as `...` `` for each of the states ``others`` NumPy wrote before the
+    capture's first write by a statement of ``source``'s file that reads it (at most three)."""
+    edits = []
+    for other in others:
+        exprs = expressions(graph, [other])
+        where = other.source
+        if not exprs or not where or where[0] != source[0]:
+            continue
+        found = numpy_write_before(where, exprs[0], exprs)
+        if found is None or operand_fix(found[1], other.dtype) is not None:
+            continue
+        made = _plain_fix(found[1], exprs, other.dtype)
+        if made is not None:
+            edits.append(f", and line {found[0]} as `{made}`")
+    return "".join(edits[:3])
 
 
 def expressions(graph: Any, states: Iterable[Any]) -> list[str]:
