@@ -212,7 +212,7 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
                 scope, error = again
                 graph = scope.graph
             elif refused is not None:
-                raise refused
+                raise rebinding.blamed(refused, graph, places)
     finally:
         hooks.uninstall(held)
     if graph.complete and done is None:

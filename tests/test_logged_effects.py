@@ -244,3 +244,39 @@ def test_a_value_numpy_computes_from_a_state_and_logs_is_refused_and_the_log_lef
         assert what.startswith("`self.hist.append(self.W")
         assert what.endswith(f"in {name}: self.hist keeps a value of the capture.")
         assert model.hist == [] and model.W.tolist() == [1.0, 2.0, 3.0]
+
+
+class BnAndLog:
+    def __init__(self):
+        self.W = np.eye(3)
+        self.bn = {"mean": np.zeros(3)}
+        self.losses = []
+        self.lr = 0.1
+
+    def step(self, x):
+        h = x @ self.W
+        self.bn["mean"] = 0.9 * self.bn["mean"] + 0.1 * h
+        self.losses.append(h.sum())
+        return h
+
+    def decay(self, x):
+        h = x @ self.W
+        self.bn["mean"] = 0.9 * self.bn["mean"] + 0.1 * h
+        self.lr = self.lr * 0.99
+        return h * self.lr
+
+
+def test_a_rebinding_and_a_log_in_one_step_replay_as_calls_and_a_refusal_blames_its_cause():
+    """Review 7, finding 25: a rebound running mean was refused as soon as the step also logged
+    its loss, and a step that also decays a Python lr was refused blaming the rebinding (which
+    captures alone), not the lr."""
+    model, twin = BnAndLog(), BnAndLog()
+    graph = cv.capture(model.step, cv.spec((3,), "float64"))
+    for k in range(3):
+        x = np.array([1.0, -2.0, 0.5]) * (k + 1)
+        assert _same(graph.replay({"x": x})["out"], twin.step(x))
+        assert _same(model.bn, twin.bn) and _same(model.losses, twin.losses)
+    with pytest.raises(cv.UnsupportedOperationError, match=r"^`self\.lr = self\.lr \* 0\.99` at "
+                       r".* in decay: self\.lr is a Python number that changes from call to "
+                       r"call\."):
+        cv.capture(BnAndLog().decay, cv.spec((3,), "float64"))

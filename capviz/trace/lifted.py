@@ -83,7 +83,7 @@ from capviz.core.ir import Graph, Node
 from capviz.core.own_weakrefs import OwnRef, only_own
 from capviz.core.source import PACKAGE_DIR, USER_FILES, user_frame
 from capviz.trace import code_reach, mutation
-from capviz.trace.rebound import Place, rebindable
+from capviz.trace.rebound import Place, fresh, rebindable
 from capviz.trace.rebound import _tensor_in as tensor_in  # (the walk's own search)
 from capviz.trace.recapture import array_states
 from capviz.trace.state import State
@@ -432,6 +432,7 @@ def unlift(lifted: Lifted, recorder: Any) -> None:
     held its tensor and no other walked place got a tensor of ``recorder`` (called before the
     scope exits, also when ``fn`` raised)."""
     recorder.lifted = None
+    recorder.lifted_tensors = {id(t) for t in lifted.tensors}  # (_logs: none of them logged)
     for (root, holders, *_), tensor in zip(lifted.states, lifted.tensors):
         if len(holders) == 1 and _rebound(holders[0], root, tensor, recorder):
             holders[0].put_back()  # (a rebind state: trace/rebinding.py)
@@ -486,7 +487,7 @@ def _tensor_stored(places: list[Place], recorder: Any) -> bool:
             else:
                 changed = len(now) != len(before) or any(a is not b
                                                          for a, b in zip(now, before))
-            if changed and _holds(now, recorder, every=True):
+            if changed and _holds(now, recorder, every=True) and not _logs(p, recorder):
                 return True
         elif kind == "keys":
             held = vars(p.holder)
@@ -497,6 +498,29 @@ def _tensor_stored(places: list[Place], recorder: Any) -> bool:
             if now is not p.value and _holds(now, recorder):
                 return True
     return False
+
+
+def _logs(place: Place, recorder: Any) -> bool:
+    """Whether the walked list, deque or dict ``place.holder`` holds, past what it held, only
+    fresh arrays the capture computed, none a lifted state's tensor or a view of one
+    (``self.losses.append(loss)``): logs :mod:`capviz.trace.effects` replays, as the two
+    passes would (hostile review 7, finding 25: a rebinding and a log in one step refused);
+    the state itself logged, or a view of it, is left to the two passes (which refuse it)."""
+    now, before = place.holder, place.value
+    if type(now) is dict:
+        new = [v for k, v in now.items() if before.get(k, place) is not v]
+    else:
+        new = list(now)[len(before):] if all(a is b for a, b in zip(now, before)) else list(now)
+    lifted = recorder.lifted_tensors
+    for value in new:
+        if type(value) is not Tensor or value._trace is not recorder or id(value) in lifted:
+            if _holds(value, recorder):
+                return False
+            continue
+        node = mutation.current(recorder, value)
+        if node.kind != "op" or not fresh(node):
+            return False
+    return True
 
 
 def _holds(value: Any, recorder: Any, every: bool = False) -> bool:

@@ -39,9 +39,10 @@ from typing import Any
 import numpy as np
 
 from capviz.core.ir import Graph
-from capviz.core.violations import CaptureViolation
+from capviz.core.violations import CaptureViolation, make_error
 from capviz.trace import lifted, recapture
-from capviz.trace.rebound import Place
+from capviz.trace.effects import KEPT
+from capviz.trace.rebound import REBOUND, Place
 
 
 def marked(places: list[Place]) -> list[Place]:
@@ -56,6 +57,21 @@ def only_rebinding(graph: Graph | None, found: list[Place]) -> bool:
         return False
     messages = {p.lifts for p in found}
     return all(v.message in messages for v in graph.violation_records if v.level == "error")
+
+
+def blamed(error: BaseException, graph: Graph | None, places: list[Place]) -> BaseException:
+    """The refusal a first capture raises: ``error`` (its first), unless that is a rebinding
+    a lifted capture would have taken and another error stood in the way (``self.lr =
+    self.lr * 0.99`` beside ``self.bn["m"] = ...``: hostile review 7, finding 25, the message
+    blamed the rebinding, which captures alone): then that other error."""
+    found = {p.lifts for p in marked(places)}
+    if not found or graph is None or str(error) not in found:
+        return error
+    for record in graph.violation_records:  # (not a container's refusal the rebinding of
+        if record.level == "error" and record.message not in found \
+                and record.call not in (REBOUND, KEPT):  # one of its items made)
+            return make_error(record, graph)
+    return error
 
 
 def anchor(place: Place) -> tuple:

@@ -542,7 +542,12 @@ def rebindable(place: Place, tensor: Tensor, recorder: Any) -> bool:
     node = current(recorder, tensor)
     if node.kind != "op" or node.shape != held.shape or node.dtype != held.dtype:
         return False
-    op = ops.OPS.get(node.op)  # a fresh array, never a view of an operand (what eager binds)
+    return fresh(node)  # a fresh array, never a view of an operand (what eager binds)
+
+
+def fresh(node: Any) -> bool:
+    """Whether op ``node``'s result is an array NumPy allocates, never a view of an operand."""
+    op = ops.OPS.get(node.op)
     return op is not None and (op.out or op.random or node.op in _FRESH)
 
 
