@@ -278,8 +278,31 @@ def _method_line(method, code):
     return start + next(k for k, text in enumerate(source) if text.strip() == code)
 
 
+class AdamCounterFixed(training.AdamArrayStep):
+    def update(self, grads):
+        self.t += cv.constant(np.float64(1))
+        for p, g, m, v in zip(self.params, grads, self.m, self.v):
+            m *= self.b1
+            m += (1 - self.b1) * g
+            v *= self.b2
+            v += (1 - self.b2) * g * g
+            p -= self.lr * (m / (1 - self.b1 ** self.t)) / (
+                np.sqrt(v / (1 - self.b2 ** self.t)) + self.eps)
+
+
+class AdamReadsFixed(training.AdamArrayStep):
+    def update(self, grads):
+        self.t += cv.constant(np.float64(1))
+        for p, g, m, v in zip(self.params, grads, self.m, self.v):
+            m *= self.b1
+            m += (1 - self.b1) * g
+            v *= self.b2
+            v += (1 - self.b2) * g * g
+            p -= self.lr * (cv.constant(m) / (1 - self.b1 ** cv.constant(self.t))) / (np.sqrt(cv.constant(v) / (1 - self.b2 ** cv.constant(self.t))) + self.eps)  # noqa: E501
+
+
 class AdamFixed(training.AdamArrayStep):
-    """The quoted fixes applied in turn: the counter, its reads, then `m *= self.b1`'s."""
+    """The quoted fixes applied in turn: the counter, the reads, the decays."""
 
     def update(self, grads):
         self.t += cv.constant(np.float64(1))
@@ -288,8 +311,17 @@ class AdamFixed(training.AdamArrayStep):
             m += (1 - self.b1) * g
             v *= cv.constant(np.float64(self.b2))
             v += (1 - self.b2) * g * g
-            p -= self.lr * (m / (1 - self.b1 ** cv.constant(self.t))) / (
-                np.sqrt(v / (1 - self.b2 ** cv.constant(self.t))) + self.eps)
+            p -= self.lr * (cv.constant(m) / (1 - self.b1 ** cv.constant(self.t))) / (np.sqrt(cv.constant(v) / (1 - self.b2 ** cv.constant(self.t))) + self.eps)  # noqa: E501
+
+
+def _adam(cls):
+    def setup():
+        model = training.LinearRegression()
+        model.opt = cls([model.w, model.b])
+        return Program(model.train_step, training._regression_calls(),
+                       lambda: {"w": model.w, "b": model.b, "t": model.opt.t,
+                                "m0": model.opt.m[0], "v1": model.opt.v[1]})
+    return setup
 
 
 def test_an_optimisers_counter_is_refused_at_its_line_in_the_optimiser_with_its_own_name():
@@ -305,14 +337,24 @@ def test_an_optimisers_counter_is_refused_at_its_line_in_the_optimiser_with_its_
                         "self.t += cv.constant(np.float64(1)), or pass it as an input and "
                         "return its new value.")
 
-    def adam():  # (the fixes each later refusal quotes, applied in turn: AdamFixed)
-        model = training.LinearRegression()
-        model.opt = AdamFixed([model.w, model.b])
-        return Program(model.train_step, training._regression_calls(),
-                       lambda: {"w": model.w, "b": model.b, "t": model.opt.t,
-                                "m0": model.opt.m[0], "v1": model.opt.v[1]})
-
-    verdict = run(adam)
+    # the counter fixed: the update's reads, a statement over two lines, all at once
+    kind, lines = refusal(_adam(AdamCounterFixed))
+    step = _method_line(AdamCounterFixed.update, "p -= self.lr * (m / (1 - self.b1 ** self.t)) / (")
+    assert lines[2] == (
+        f"Fix: write lines {step}-{step + 1} as `p -= self.lr * (cv.constant(m) / (1 - self.b1 "
+        "** cv.constant(self.t))) / (np.sqrt(cv.constant(v) / (1 - self.b2 ** "
+        "cv.constant(self.t))) + self.eps)`: cv.constant(self.t) is the value the capture records "
+        "for it, before and after its write, and self.t itself outside a capture.")
+    # the reads fixed: NumPy's decays of m and v before the capture's writes, at once
+    kind, lines = refusal(_adam(AdamReadsFixed))
+    decay = _method_line(AdamReadsFixed.update, "m *= self.b1")
+    assert lines[2] == (
+        f"Fix: write line {decay} (`m *= self.b1`) with a tensor, which the capture records as "
+        "a state: `m *= cv.constant(np.float64(self.b1))`, and line "
+        f"{_method_line(AdamReadsFixed.update, 'v *= self.b2')} as `v *= "
+        "cv.constant(np.float64(self.b2))` (outside a capture cv.constant returns the value "
+        "itself).")
+    verdict = run(_adam(AdamFixed))
     assert verdict.kind == "exact", (verdict.detail, verdict.first_line)
 
 
@@ -375,3 +417,44 @@ def test_numpys_warnings_on_capvizs_values_are_not_printed_but_a_raise_setting_r
         cv.capture(f, cv.spec((2,), "float64"))
     with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
         cv.capture(f, cv.spec((2,), "float64"))
+
+
+# --- a read over several lines is told with the others ------------------------------------------
+
+class LifeFixed(models.Life):
+    def step(self, noise):
+        g = self.grid
+        n = sum(np.roll(np.roll(cv.constant(g), i, 0), j, 1) for i in (-1, 0, 1) for j in (-1, 0, 1) if (i, j) != (0, 0))  # noqa: E501
+        new = ((n == 3) | ((cv.constant(g) == 1) & (n == 2))).astype(np.int64)
+        new |= (noise > 2.0).astype(np.int64)
+        self.grid[...] = new
+        return n
+
+
+class LifeNewOnly(models.Life):
+    def step(self, noise):
+        g = self.grid
+        n = sum(np.roll(np.roll(g, i, 0), j, 1)
+                for i in (-1, 0, 1) for j in (-1, 0, 1) if (i, j) != (0, 0))
+        new = ((n == 3) | ((cv.constant(g) == 1) & (n == 2))).astype(np.int64)
+        new |= (noise > 2.0).astype(np.int64)
+        self.grid[...] = new
+        return n
+
+
+def _life(cls):
+    def setup():
+        life = cls()
+        return Program(life.step, [[x] for x in models._x(6, 6)], lambda: {"grid": life.grid})
+    return setup
+
+
+def test_the_game_of_life_fix_with_its_two_line_count_replays_and_the_one_line_fix_did_not():
+    """The fix quoted only the `new` line; applied, the capture was refused at that same line
+    again (the neighbour count, a statement over two lines, is NumPy's read of the grid too).
+    Both lines as now quoted (test_public_models pins the message) replay as eager."""
+    _, lines = refusal(_life(LifeNewOnly))
+    assert lines[0].startswith("`new = ((n == 3) | ((cv.constant(g) == 1) & (n == 2)))"
+                               ".astype(np.int64)` at ")
+    verdict = run(_life(LifeFixed))
+    assert verdict.kind == "exact", (verdict.detail, verdict.first_line)

@@ -364,9 +364,13 @@ READ_OF_WRITTEN = ("NumPy's own operators computed a value from an array the cap
     ("game_of_life", "new |= (noise > 2.0).astype(np.int64)", "step",
      "NumPy's own operators computed `new` from an array the capture writes, outside the "
      "capture's sight.",
-     "Fix: write line {new} as `new = ((n == 3) | ((cv.constant(g) == 1) & (n == 2)))"
-     ".astype(np.int64)`: cv.constant(g) is the value the capture records for it, "
-     "before and after its write, and g itself outside a capture."),
+     # (W=20w: the neighbour count over two lines is told too; the `new` line alone was
+     # refused again. Applied: tests/test_census_fixes.py's LifeFixed replays as eager)
+     "Fix: write lines {n}-{n1} as `n = sum(np.roll(np.roll(cv.constant(g), i, 0), j, 1) for i "
+     "in (-1, 0, 1) for j in (-1, 0, 1) if (i, j) != (0, 0))`, and line {new} as `new = ((n == "
+     "3) | ((cv.constant(g) == 1) & (n == 2))).astype(np.int64)`: cv.constant(g) is the value "
+     "the capture records for it, before and after its write, and g itself outside a "
+     "capture."),
 ])
 def test_the_program_is_refused_at_its_line_with_the_fix(name, code, func, what, fix):
     kind, lines = refusal(MODELS[name][0])
@@ -375,7 +379,9 @@ def test_the_program_is_refused_at_its_line_with_the_fix(name, code, func, what,
     assert len(lines) == 3 and lines[1].startswith("capviz cannot record it: ")
     assert lines[2] == fix.format(
         zi0=line_of(__file__, "self.zi[0] = self.b[1] * x[n] - self.a[1] * y[n] + self.zi[1]"),
-        new=line_of(__file__, "new = ((n == 3) | ((g == 1) & (n == 2))).astype(np.int64)"))
+        new=line_of(__file__, "new = ((n == 3) | ((g == 1) & (n == 2))).astype(np.int64)"),
+        n=line_of(__file__, "n = sum(np.roll(np.roll(g, i, 0), j, 1)"),
+        n1=line_of(__file__, "n = sum(np.roll(np.roll(g, i, 0), j, 1)") + 1)
 
 
 # The quoted fixes applied: each program then replays as its eager calls do.

@@ -309,24 +309,55 @@ def fix_for_reads(source: Any, names: Iterable[str], after: int = 0) -> str | No
     if not source or not names:
         return None
     path, line = source[0], source[1]
-    own = read_through_constant(linecache.getline(path, line), names)
-    edits = ([] if own is None else [f"`{own}`"]) + other_reads(source, names, after)
+    own, first, last = read_through_constant(linecache.getline(path, line), names), line, line
+    if own is None:  # a statement over several lines (p -= a / (\n np.sqrt(v) + eps))
+        for first, last, text in _statements(_function_lines(path, line, source[2])):
+            if first <= line <= last:
+                own = read_through_constant(text, names) if first < last else None
+                break
+    edits = [] if own is None else \
+        [f"`{own}`" if first == last else f"lines {first}-{last} as `{own}`"]
+    edits += other_reads(source, names, after, skip=range(first, last + 1))
     if not edits:
         return None
     shown = edits[:4]
     return "write " + ", and ".join(shown)
 
 
-def other_reads(source: Any, names: Iterable[str], after: int = 0) -> list[str]:
-    """``line N as `...` `` for each line of ``source``'s function after line ``after``, other
-    than ``source``'s, that reads one of ``names`` through NumPy, with the reads wrapped."""
+def other_reads(source: Any, names: Iterable[str], after: int = 0,
+                skip: Iterable[int] = ()) -> list[str]:
+    """``line N as `...` `` for each statement of ``source``'s function after line ``after``,
+    other than ``source``'s line (and ``skip``), that reads one of ``names`` through NumPy,
+    with the reads wrapped (``lines N-M as `...` `` for one over several lines)."""
     edits = []
-    for number, text in _function_lines(source[0], source[1], source[2]):
-        if number > after and number != source[1]:
+    skipped = {source[1], *skip}
+    for first, last, text in _statements(_function_lines(source[0], source[1], source[2])):
+        if first > after and not skipped & set(range(first, last + 1)):
             made = read_through_constant(text, names)
             if made is not None:
-                edits.append(f"line {number} as `{made}`")
+                where = f"line {first}" if first == last else f"lines {first}-{last}"
+                edits.append(f"{where} as `{made}`")
     return edits
+
+
+def _statements(lines: list[tuple[int, str]]) -> list[tuple[int, int, str]]:
+    """``(first, last, text)`` of the simple statements among numbered stripped ``lines``: a
+    statement over several lines joined into one (at most 8 lines); block headers
+    (``for ...:``) left out."""
+    out: list[tuple[int, int, str]] = []
+    pending: list[tuple[int, str]] = []
+    for number, text in lines:
+        if not pending and text.endswith(":"):
+            continue  # a block's header
+        pending.append((number, text))
+        joined = "".join(t if k == 0 or pending[k - 1][1].endswith(("(", "[", "{")) else f" {t}"
+                         for k, (_, t) in enumerate(pending))
+        if _statement(joined) is not None:
+            out.append((pending[0][0], number, joined))
+            pending = []
+        elif len(pending) >= 8:
+            pending = []
+    return out
 
 
 def constant_note(names: Iterable[str], made: str = "") -> str:
@@ -405,15 +436,17 @@ def numpy_write_fix(graph: Any, node: Any, others: Iterable[Any] = ()) -> tuple[
     found = numpy_write_before(node.source, exprs[0], exprs) if exprs else None
     made = operand_fix(found[1], node.dtype) if found else None
     if found and made is not None:
+        more = _more_writes(graph, others, node.source, found[0])
         return (node.source[0], found[0], node.source[2]), (
             f"write line {found[0]} (`{found[1]}`) with a tensor, which the capture records "
-            f"as a state: `{made}` (outside a capture cv.constant returns the value itself).")
+            f"as a state: `{made}`{more} (outside a capture cv.constant returns the value "
+            "itself).")
     made = _plain_fix(found[1], exprs, node.dtype) if found else None
     if found and made is not None:
         wrapped = any(f"cv.constant({name})" in made for name in exprs)
         why = constant_note(exprs, made) if wrapped else \
             "outside a capture cv.constant returns the value itself"
-        more = _more_writes(graph, others, node.source)
+        more = _more_writes(graph, others, node.source, found[0])
         states = "states" if more else "a state"
         return (node.source[0], found[0], node.source[2]), (
             f"write `{made}`{more}, which the capture records as {states} ({why}).")
@@ -423,9 +456,10 @@ def numpy_write_fix(graph: Any, node: Any, others: Iterable[Any] = ()) -> tuple[
                   "(outside a capture cv.constant returns the value itself).")
 
 
-def _more_writes(graph: Any, others: Iterable[Any], source: Any) -> str:
+def _more_writes(graph: Any, others: Iterable[Any], source: Any, line: int) -> str:
     """``, and line N as `...` `` for each of the states ``others`` NumPy wrote before the
-    capture's first write by a statement of ``source``'s file that reads it (at most three)."""
+    capture's first write by a statement of ``source``'s file (not ``line``, the one quoted;
+    each statement once: the states of a loop's items share theirs), at most three."""
     edits = []
     for other in others:
         exprs = expressions(graph, [other])
@@ -433,10 +467,10 @@ def _more_writes(graph: Any, others: Iterable[Any], source: Any) -> str:
         if not exprs or not where or where[0] != source[0]:
             continue
         found = numpy_write_before(where, exprs[0], exprs)
-        if found is None or operand_fix(found[1], other.dtype) is not None:
+        if found is None or found[0] == line:
             continue
-        made = _plain_fix(found[1], exprs, other.dtype)
-        if made is not None:
+        made = operand_fix(found[1], other.dtype) or _plain_fix(found[1], exprs, other.dtype)
+        if made is not None and f", and line {found[0]} as `{made}`" not in edits:
             edits.append(f", and line {found[0]} as `{made}`")
     return "".join(edits[:3])
 
