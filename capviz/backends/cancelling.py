@@ -78,6 +78,7 @@ from typing import Any
 
 import numpy as np
 
+from capviz.backends import contraction_bound
 from capviz.core.ir import Node, same_value
 
 CONSUMERS = frozenset(("add", "subtract", "diff", "ediff1d", "gradient", "ufunc_outer",
@@ -397,3 +398,18 @@ def _consumed(start: Node, value: Node, user: Node, path: tuple[Node, ...],
     operand = start.args[0] if start.args else None
     centring = factor is not None and isinstance(other, Node) and other is operand
     return Reach(start, user, path, position, factor, centring)
+
+
+def declared(reach: Reach) -> bool:
+    """Whether ``reach`` of a contraction of linear algebra (not a centring) is one an engine
+    follows (hostile review 6, finding 4: ``x @ ones - t`` was 8% off NumPy's, silently): to
+    an add or subtract, through a path with no other contraction on it (``x @ ones - t``,
+    ``(x @ ones)[:, None] / n - m``, ``np.sqrt(x @ ones) - np.sqrt(t)``). NumPy's product is
+    its BLAS's order; where its products add up as one sign's the add or subtract cancels a
+    sum's error. A reach through another contraction (attention's ``p @ v`` through the
+    heads' projection to its bias add: the worst-case bounds of two products, one through
+    the other, refused GPT-2 with biases), or to another consumer (``np.diff(x @ ones)``,
+    ``np.var``), leaves the product declared (``capviz.backends.contraction_bound``)."""
+    return reach.consumer.op in ("add", "subtract") \
+        and reach.sum.op in contraction_bound.CONTRACTIONS \
+        and not any(contraction_bound.is_contraction_node(n) for n in reach.path)

@@ -251,6 +251,7 @@ def of(nodes: list[Node], jnp: Any) -> carried.Carried | None:
     ``None`` where none does. Elsewhere a contraction's value stays declared, as what is
     computed from it (a bias or residual add)."""
     found = {}
+    declared = set()
     names = REACHING | contraction_bound.CONTRACTIONS | {contraction_bound.NORM} \
         | carried.UNBOUNDED
     for k, each in cancelling.reaches(nodes, names).items():
@@ -264,9 +265,14 @@ def of(nodes: list[Node], jnp: Any) -> carried.Carried | None:
         elif contraction_bound.is_contraction_node(node):
             if all(r.centring for r in each):
                 found[k] = each
+            else:  # to an add or subtract by moves and numbers: followed, cheaply first
+                kept = tuple(r for r in each if cancelling.declared(r))
+                if kept:
+                    found[k] = kept
+                    declared.add(k)
         elif node.op not in _ONE_OPERAND or len(node.operands) == 1 or node.op == "average":
             found[k] = each  # a weighted average: unbounded (carried.unbounded)
-    return carried.Carried(found, jnp, tolerance) if found else None
+    return carried.Carried(found, jnp, tolerance, frozenset(declared)) if found else None
 
 
 def _sum_cancels(jnp: Any, name: str, label: str, fn: Callable, args: tuple, params: dict,

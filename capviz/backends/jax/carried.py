@@ -165,12 +165,20 @@ _CONTRACTED_MESSAGE = (
     "the replay adds in NumPy's order")
 
 
+_DECLARED_MESSAGE = (
+    "np.{op}: {operands} a product of linear algebra whose products add up as one sign's "
+    "(np.{sums}: NumPy's BLAS and XLA add them in their own orders, declared within 2 gamma_k "
+    "|A| @ |B| of each other), and this {op} cancels {them}: that bound, carried here, is "
+    "beyond the tolerance of the result, so NumPy's value and XLA's may differ there; replay "
+    "with backend='numpy', or write the sum as np.sum, which the replay adds in NumPy's order")
+
+
 class Carried:
     """The reached sums of one trace (:func:`capviz.backends.cancelling.reaches`) and the
     bounds carried from them, by node index (``None``: NumPy's bits)."""
 
     def __init__(self, found: dict[int, tuple[cancelling.Reach, ...]], jnp: Any,
-                 tolerance: Any) -> None:
+                 tolerance: Any, declared: frozenset[int] = frozenset()) -> None:
         # a power by an exponent XLA computes as NumPy is no source (cancelling.reaches
         # follows every op of APPROXIMATED)
         self.found = {k: each for k, each in found.items() if each[0].sum.op not in
@@ -181,6 +189,18 @@ class Carried:
         self.consumers = cancelling.consumers(found)
         self.on_paths = cancelling.on_paths(found)
         self.bounds: dict[int, Any] = {}
+        self.declared = declared
+        """The contractions followed to an add or subtract they reach by moves and scalings by
+        numbers (:func:`capviz.backends.cancelling.declared`; :meth:`_declared`): their
+        bounds, by node index, go apart from the others' (:attr:`lazy`)."""
+        self.declared_paths = frozenset(n.index for k in declared for r in found[k]
+                                        for n in r.path)
+        self.lazy: dict[int, Any] = {}
+        """The cheap bound of each declared contraction's value (:func:`nominal`) and of what
+        its path makes of it, by node index."""
+        self.saved: dict[int, tuple] = {}
+        """The operands and result of each declared contraction and path node, by node index,
+        for the exact bound a consumer computes where the cheap one fails."""
 
     def how(self, node: Node, programmed: bool, real: bool) -> str | None:
         """How the sum ``node`` is computed (:data:`EXACT`, :data:`BRANCH`, :data:`CARRIED`),
@@ -229,7 +249,10 @@ class Carried:
         if node.index in self.consumers:  # a consumer of one value may carry another on
             self.consumed(node, args, result)
         own = None
-        if node.op in APPROXIMATED and node.index in self.found:
+        if node.index in self.declared:
+            self.saved[node.index] = (args, result)
+            self.lazy[node.index] = nominal(self.jnp, node, args, result)
+        elif node.op in APPROXIMATED and node.index in self.found:
             self._approximated(node, result)
             own = self.bounds.get(node.index)
         elif node.index in self.found and contraction_bound.is_contraction_node(node):
@@ -250,7 +273,10 @@ class Carried:
         if node.index in self.on_paths:
             carried = {k: self.bounds[a.index] for k, a in enumerate(node.args)
                        if isinstance(a, Node) and a.index in self.bounds}
-            if not carried:  # from a reduce of another ufunc than add: no sum, no bound
+            lazy = {k: self.lazy[a.index] for k, a in enumerate(node.args)
+                    if isinstance(a, Node) and a.index in self.lazy} \
+                if node.index in self.declared_paths else {}
+            if not carried and not lazy:  # from a reduce of another ufunc than add: no bound
                 return result
             if node.op in cancelling.SCALINGS and _float_value(result):
                 # NumPy's rounding of the product, kept apart from the add it reaches (XLA
@@ -259,6 +285,13 @@ class Carried:
                 # tolerance, review 5)
                 result = unfused.in_trace(scaled(self.jnp, node.op, args[0], args[1],
                                                  dtype_of(result), checked=True))
+            if lazy:  # a declared contraction's value, as the path makes it
+                self.saved[node.index] = (args, result)
+                passed_lazy = self._passed(node, args, result, lazy)[1]
+                mine = self.lazy.get(node.index) if node.index in self.declared else None
+                self.lazy[node.index] = passed_lazy if mine is None else passed_lazy + mine
+            if not carried:
+                return result
             result, passed = self._passed(node, args, result, carried)
             if own is not None and passed is not None:  # a sum (or exp...) of carried values
                 passed = passed + own
@@ -278,51 +311,34 @@ class Carried:
         self.bounds[node.index] = jnp.where(jnp.isfinite(size), bound, 0).astype(kind)
 
     def _contracted(self, node: Node, args: tuple, result: Any) -> None:
-        """The bound of XLA's contraction ``result`` (``np.matmul``...) from NumPy's, which is
-        its BLAS's order: the declared ``2 gamma_k |A| @ |B|`` (+ the flushed partial
-        results' ``2 k m tiny``; :func:`capviz.backends.contraction_bound.bound`), the
-        magnitudes' contraction computed here in float64; 0 where the result is not finite,
-        and where its products cancel among themselves (``|c| + bound < |A| @ |B|``: there
-        the declaration governs it, and what is computed from it). Followed only where every
-        reach of it is a centring (:func:`capviz.backends.jax.cancellation.of`): its consumer
-        subtracts it from its own operand."""
-        kind = dtype_of(result)
-        if kind.kind not in "fc":
-            return
-        jnp = self.jnp
-        real = np.dtype(kind.type(0).real.dtype)
-        operands = [jnp.asarray(a) for a, n in zip(args, node.args) if isinstance(n, Node)]
-        if node.op == contraction_bound.NORM:
-            self.bounds[node.index] = _norm_bound(jnp, operands[0], result, real)
-            return
-        count = contraction_bound.terms(node.op, [tuple(a.shape) for a in operands],
-                                        node.params)
-        m = max(len(operands), 2)
-        k = count + m - 2
-        g = np.sqrt(2) * contraction_bound.gamma(k + 2, real) if kind.kind == "c" \
-            else contraction_bound.gamma(k, real)
-        kept = {key: v for key, v in node.params.items()
-                if key not in ("dtype", "casting", "out")}
-        absolute = [jnp.abs(a).astype(np.float64) for a in operands]
-        size = ops.OPS[node.op].bind(jnp)(*absolute, **kept) \
-            / (1 - contraction_bound.gamma(k + 2, np.float64))
-        bound = 2 * g * size + 2 * count * m * float(np.finfo(real).tiny)
-        # where its products cancel among themselves (|A @ B| below |A| @ |B|: a layer's
-        # weights of both signs) the declaration governs the product and what is computed
-        # from it; where they add up as one sign's (a mean as x @ ones / n) it is a sum the
-        # bound is tight for, held as a checked sum is
-        one_sign = jnp.abs(result).astype(np.float64) + bound >= size
-        finite = jnp.isfinite(jnp.abs(result)) & jnp.isfinite(bound) & one_sign
-        self.bounds[node.index] = jnp.where(finite, bound, 0)
+        """The bound of XLA's contraction ``result`` (``np.matmul``...) from NumPy's
+        (:func:`declared_bound`), followed where every reach of it is a centring
+        (:func:`capviz.backends.jax.cancellation.of`): its consumer subtracts it from its own
+        operand."""
+        bound = declared_bound(self.jnp, node, args, result)
+        if bound is not None:
+            self.bounds[node.index] = bound
 
     def consumed(self, node: Node, args: tuple, result: Any) -> None:
         """The add or subtract ``node`` (operands ``args``, ``result``): fails the replay at
         it where the bounds carried to its operands reach beyond the tolerance of ``result``."""
         carried = [self.bounds.get(a.index) if isinstance(a, Node) else None
                    for a in node.args]
-        if all(b is None for b in carried):
+        declared = any(r.sum.index in self.declared for r in self.consumers[node.index])
+        if all(b is None for b in carried) and not declared:
             return
-        reaches = self.consumers[node.index]
+        message = self._message(node, result)
+        if declared:
+            self._declared(node, args, result, carried, message)
+            return
+        total, apart = carried_bounds.consumer_bound(self.jnp, node, args, result, carried)
+        ok = self._within(result, [total])
+        require_each(ok if apart is None else ok & apart, message)
+
+    def _message(self, node: Node, result: Any) -> str:
+        """The message of the consumer ``node``'s failure, naming the sums whose bounds reach
+        it."""
+        reaches = [r for r in self.consumers[node.index] if r.sum.index not in self.declared]
         sums = sorted({_SHOWN.get(r.sum.op, r.sum.op) for r in reaches
                        if self.bounds.get(r.sum.index) is not None})
         if not sums:  # the bounds come from another consumer's reaches: the same test
@@ -335,20 +351,75 @@ class Carried:
         op = _shown_consumer(node)
         carrying = [r.sum for r in reaches if self.bounds.get(r.sum.index) is not None]
         if carrying and all(s.op == contraction_bound.NORM for s in carrying):
-            message = _NORM_MESSAGE.format(op=op, operands=operands, them=them)
-        elif carrying and all(contraction_bound.is_contraction_node(s) for s in carrying):
-            message = _CONTRACTED_MESSAGE.format(op=op, operands=operands,
-                                                 sums=", np.".join(sums), them=them)
-        elif all(s in APPROXIMATED for s in sums):
-            message = _APPROXIMATED_MESSAGE.format(
+            return _NORM_MESSAGE.format(op=op, operands=operands, them=them)
+        if carrying and all(contraction_bound.is_contraction_node(s) for s in carrying):
+            return _CONTRACTED_MESSAGE.format(op=op, operands=operands,
+                                              sums=", np.".join(sums), them=them)
+        if sums and all(s in APPROXIMATED for s in sums):
+            return _APPROXIMATED_MESSAGE.format(
                 op=op, operands=operands, sums=", np.".join(sums), them=them,
                 k=max(APPROXIMATED[s] for s in sums))
-        else:
-            message = _MESSAGE.format(op=op, operands=operands, sums=", np.".join(sums),
-                                      them=them, fix=fix)
-        total, apart = carried_bounds.consumer_bound(self.jnp, node, args, result, carried)
-        ok = self._within(result, [total])
-        require_each(ok if apart is None else ok & apart, message)
+        return _MESSAGE.format(op=op, operands=operands, sums=", np.".join(sums),
+                               them=them, fix=fix)
+
+    def _declared(self, node: Node, args: tuple, result: Any, carried: list,
+                  shown: str) -> None:
+        """The add or subtract ``node`` that declared contractions reach
+        (:func:`capviz.backends.cancelling.declared`), besides any other bound ``carried``:
+        each such operand's bound is left out where the add does not cancel it
+        (:data:`DECLARED_KEPT`), and tested elsewhere, first as :func:`nominal`'s, then, where
+        that fails somewhere, as :func:`declared_bound`'s (the magnitudes' product, in a
+        ``lax.cond``: only where needed) carried along the path; ``shown``: the message where
+        other bounds reach it too."""
+        import jax
+
+        jnp = self.jnp
+        mine = [r for r in self.consumers[node.index] if r.sum.index in self.declared]
+        positions = sorted({r.position for r in mine})
+        size = jnp.abs(result)
+        kept = {p: size >= DECLARED_KEPT * jnp.abs(jnp.asarray(args[p])) for p in positions}
+        others = [b for b in carried if b is not None]
+        total = None
+        for b in others:
+            total = b if total is None else total + b
+
+        def tested(bounds: dict) -> Any:
+            parts = [total] + [jnp.where(kept[p], 0, bounds[p]) for p in positions]
+            return self._within(result, parts)
+
+        cheap = tested({p: self.lazy[node.args[p].index] for p in positions})
+
+        def exact() -> Any:
+            bounds = self._exact(node, mine)
+            return jnp.broadcast_to(tested({p: bounds[node.args[p].index] for p in positions}),
+                                    jnp.shape(cheap))
+
+        ok = jax.lax.cond(jnp.all(cheap), lambda: jnp.ones(jnp.shape(cheap), bool), exact)
+        n = len(positions)
+        message = _DECLARED_MESSAGE.format(
+            op=_shown_consumer(node), operands="its operand was" if n == 1 else
+            "its operands were", them="it" if n == 1 else "them",
+            sums=", np.".join(sorted({r.sum.op for r in mine}))) if total is None else shown
+        require_each(ok, message)
+
+    def _exact(self, node: Node, mine: list) -> dict:
+        """The bounds of the values on the reaches ``mine`` (declared contractions' reaches
+        ending at the consumer ``node``), by node index: :func:`declared_bound` of each
+        contraction, carried along the paths as the trace carried :func:`nominal`'s."""
+        steps = {r.sum.index: r.sum for r in mine}
+        steps.update((n.index, n) for r in mine for n in r.path)
+        bounds: dict[int, Any] = {}
+        for index in sorted(steps):
+            step = steps[index]
+            args, value = self.saved[index]
+            known = {k: bounds[a.index] for k, a in enumerate(step.args)
+                     if isinstance(a, Node) and a.index in bounds}
+            bound = self._passed(step, args, value, known)[1] if known else None
+            if index in self.declared:
+                own = declared_bound(self.jnp, step, args, value)
+                bound = own if bound is None else bound + own
+            bounds[index] = bound
+        return bounds
 
     def _within(self, got: Any, carried: list) -> Any:
         """Where the sum of the ``carried`` bounds is within the tolerance of ``got``."""
@@ -438,6 +509,93 @@ class Carried:
             return value, bound
         mover = ops.OPS[node.op].bind(jnp)
         return value, mover(bound, *args[1:], **node.params)
+
+
+def declared_bound(jnp: Any, node: Node, args: tuple, result: Any) -> Any:
+    """The bound of XLA's contraction ``result`` (``np.matmul``...) from NumPy's, which is
+    its BLAS's order: the declared ``2 gamma_k |A| @ |B|`` (+ the flushed partial
+    results' ``2 k m tiny``; :func:`capviz.backends.contraction_bound.bound`), the
+    magnitudes' contraction computed here in float64; 0 where the result is not finite,
+    and where its products cancel among themselves (``|c| + bound < |A| @ |B|``: there
+    the declaration governs it, and what is computed from it: ``|c| + bound < ONE_SIGN *
+    |A| @ |B|``); ``None`` for an integer result."""
+    kind = dtype_of(result)
+    if kind.kind not in "fc":
+        return None
+    real = np.dtype(kind.type(0).real.dtype)
+    operands = [jnp.asarray(a) for a, n in zip(args, node.args) if isinstance(n, Node)]
+    if node.op == contraction_bound.NORM:
+        return _norm_bound(jnp, operands[0], result, real)
+    count = contraction_bound.terms(node.op, [tuple(a.shape) for a in operands],
+                                    node.params)
+    m = max(len(operands), 2)
+    k = count + m - 2
+    g = np.sqrt(2) * contraction_bound.gamma(k + 2, real) if kind.kind == "c" \
+        else contraction_bound.gamma(k, real)
+    kept = {key: v for key, v in node.params.items()
+            if key not in ("dtype", "casting", "out")}
+    absolute = [jnp.abs(a).astype(np.float64) for a in operands]
+    fn = ops.OPS[node.op].bind(jnp)
+    size = fn(*absolute, **kept) / (1 - contraction_bound.gamma(k + 2, np.float64))
+    floor = 2 * count * m * float(np.finfo(real).tiny)
+    # the products that are not 0, per output (exact in float64): a sum of fewer terms
+    # rounds fewer times (adding a 0 is exact), and one product of two factors is NumPy's
+    # own rounding of it in every order (s @ np.eye(n), a one-hot row times a table)
+    terms = fn(*[(a != 0).astype(np.float64) for a in operands], **kept)
+    fewer = jnp.minimum(terms, count) + (m - 2)
+    u = float(np.finfo(real).eps) / 2
+    if kind.kind == "c":
+        fewer = fewer + 2
+    each = jnp.where(fewer * u < 1, fewer * u / jnp.where(fewer * u < 1, 1 - fewer * u, 1),
+                     np.inf)
+    each = np.sqrt(2) * each if kind.kind == "c" else each
+    g = jnp.minimum(g, each)
+    bound = jnp.where((m == 2) & (terms <= 1) & (kind.kind != "c"), floor,
+                      2 * g * size + floor)
+    # where its products cancel among themselves (|A @ B| far below |A| @ |B|: a layer's
+    # weights of both signs) the declaration governs the product and what is computed
+    # from it; where they add up as one sign's (a mean as x @ ones / n, one term of
+    # another sign among them included) it is a sum the bound is tight for, held as a
+    # checked sum is
+    one_sign = jnp.abs(result).astype(np.float64) + bound >= ONE_SIGN * size
+    finite = jnp.isfinite(jnp.abs(result)) & jnp.isfinite(bound) & one_sign
+    return jnp.where(finite, bound, 0)
+
+
+ONE_SIGN = 0.5
+"""Where a contraction's value keeps at least this share of its products' magnitudes (``|c| +
+bound >= ONE_SIGN * |A| @ |B|``), its products add up as one sign's (a sum written as a
+product, ``x @ ones``, one term of the other sign among 768 included), and its declared bound
+is carried; below, they cancel among themselves (a layer's weights of both signs: ``|x @ W|``
+near ``|x| @ |W| / sqrt(K)``), and the declaration governs the product."""
+
+
+def nominal(jnp: Any, node: Node, args: tuple, result: Any) -> Any:
+    """A bound of the contraction ``node``'s ``result`` never below :func:`declared_bound`
+    and computed from ``|result|`` alone: where its products add up as one sign's,
+    ``h |A| @ |B| <= |c| + 2 g |A| @ |B|`` (``h`` :data:`ONE_SIGN`), so ``2 g |A| @ |B| <=
+    2 g |c| / (h - 2 g)`` (elsewhere :func:`declared_bound` is 0); infinite where ``2 g >=
+    h`` (a float16 contraction of 512 terms or more), 0 where ``result`` is not finite."""
+    kind = dtype_of(result)
+    real = np.dtype(kind.type(0).real.dtype)
+    operands = [a for a, n in zip(args, node.args) if isinstance(n, Node)]
+    count = contraction_bound.terms(node.op, [tuple(np.shape(a)) for a in operands],
+                                    node.params)
+    m = max(len(operands), 2)
+    k = count + m - 2
+    g = np.sqrt(2) * contraction_bound.gamma(k + 2, real) if kind.kind == "c" \
+        else contraction_bound.gamma(k, real)
+    size = jnp.abs(result).astype(np.float64)
+    floor = 2 * count * m * float(np.finfo(real).tiny)
+    bound = 2 * g * size / (ONE_SIGN - 2 * g) * (1 + 8 * float(np.finfo(np.float64).eps)) \
+        + floor if 2 * g < ONE_SIGN else jnp.full(jnp.shape(size), np.inf)
+    return jnp.where(jnp.isfinite(size), bound, 0)
+
+
+DECLARED_KEPT = 0.5
+"""Where a declared contraction's value ``v`` reaches an add or subtract whose result ``r``
+keeps ``|r| >= DECLARED_KEPT * |v|``, the add does not cancel it: the result's error is the
+product's own declared one, at most twice as large against it (``x @ w + b``)."""
 
 
 _SHOWN = {"sum_where": "sum", "mean_where": "mean", "ufunc_reduce": "add.reduce",
