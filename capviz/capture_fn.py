@@ -350,13 +350,23 @@ def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDe
     return scope, None
 
 
-def _quiet() -> dict[str, str]:
-    """NumPy's floating-point error settings with ``warn`` as ``ignore``: while ``fn`` runs
-    inside a capture, NumPy's own operators compute on capviz's values (the values written
-    after a state's first write, the other values of a second capture: ``self.counts /
-    self.counts.sum()`` is 0/0 there, census of stop 35), whose warnings are no user's; a
-    ``raise`` setting is kept (the call would raise eagerly too)."""
-    return {kind: "ignore" if how == "warn" else how for kind, how in np.geterr().items()}
+def _call_quietly(fn: Callable, args: list) -> Any:
+    """``fn(*args)`` with NumPy's floating-point settings that are ``warn`` as ``ignore``:
+    while ``fn`` runs inside a capture, NumPy's own operators compute on capviz's values (the
+    values written after a state's first write, the other values of a second capture:
+    ``self.counts / self.counts.sum()`` is 0/0 there, census of stop 35), whose warnings are no
+    user's; a ``raise`` setting is kept (the call would raise eagerly too). After the call each
+    setting ``fn`` left as set here is put back; one ``fn`` set itself (``np.seterr(over=
+    "raise")``) stays, as after an eager call (review 7, finding 32: np.errstate undid it)."""
+    before = np.geterr()
+    quiet = {kind: "ignore" if how == "warn" else how for kind, how in before.items()}
+    np.seterr(**quiet)
+    try:
+        return fn(*args)
+    finally:
+        now = np.geterr()
+        np.seterr(**{kind: before[kind] if now[kind] == quiet[kind] else now[kind]
+                     for kind in now})
 
 
 def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple,
@@ -372,8 +382,7 @@ def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple,
                 args = [scope.input(n, s) for n, s in zip(names, specs)]
                 if plan is not None:
                     lifted.lift(recorder, plan)
-                with np.errstate(**_quiet()):  # (what fills and planted values make)
-                    result = fn(*args)
+                result = _call_quietly(fn, args)  # (what fills and planted values make)
                 if isinstance(result, dict):
                     for key, value in result.items():
                         _function_output(scope, value, str(key))

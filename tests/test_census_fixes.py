@@ -458,3 +458,19 @@ def test_the_game_of_life_fix_with_its_two_line_count_replays_and_the_one_line_f
                                ".astype(np.int64)` at ")
     verdict = run(_life(LifeFixed))
     assert verdict.kind == "exact", (verdict.detail, verdict.first_line)
+
+
+def test_a_setting_fn_makes_itself_stays_after_the_capture_as_after_an_eager_call():
+    """Review 7, finding 32: np.errstate around fn undid fn's own np.seterr(over="raise")."""
+    saved = np.geterr()
+
+    def f(x):
+        np.seterr(over="raise")
+        return x * 2
+
+    try:
+        np.seterr(over="warn", divide="warn")
+        cv.capture(f, cv.spec((2,), "float64"))
+        assert np.geterr()["over"] == "raise" and np.geterr()["divide"] == "warn"
+    finally:
+        np.seterr(**saved)
