@@ -62,3 +62,35 @@ def test_a_complex_length_1_correlation_is_conjugated_as_numpy_s():
     want = np.correlate(v, a, "full")
     np.testing.assert_allclose(_replayed(lambda v, a: np.correlate(v, a, "full"), (v, a)),
                                want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64],
+                         ids=["float16", "float32", "float64"])
+@pytest.mark.parametrize("name", ["convolve", "correlate"])
+def test_a_length_1_operand_with_an_infinity_or_nan_is_numpy_s(name, dtype):
+    """Each element one product: no padding spreads an infinity or NaN, so the convolution
+    check lets it through (capviz/backends/jax/checks.py ``_one_term``); refused before 25j's
+    change (216 of 216 cases of /tmp/w25j/conv1.py), NumPy's bits now (NaN's too)."""
+    fn = getattr(np, name)
+    x = np.array([1.0, np.inf, np.nan, -0.0, 0.0, -np.inf, 3.5, -2.0], dtype)
+    for one in ([2.0], [np.inf], [-np.inf], [np.nan], [-0.0]):
+        w = np.array(one, dtype)
+        for mode in ("full", "same", "valid"):
+            for args in ((x, w), (w, x)):
+                f = lambda a, b, mode=mode: fn(a, b, mode=mode)  # noqa: E731
+                graph = cv.capture(f, *args)
+                with np.errstate(all="ignore"):
+                    want = f(*args)
+                    got = graph.replay(dict(zip(graph.inputs, args)), backend="jax",
+                                       to_numpy=True)["out"]
+                assert got.dtype == want.dtype
+                np.testing.assert_array_equal(got.view(f"u{got.itemsize}"),
+                                              want.view(f"u{want.itemsize}"))
+
+
+def test_a_longer_operand_with_an_infinity_stays_checked():
+    x = np.array([0.0, 0.5, 1.0])
+    graph = cv.capture(lambda a, b: np.convolve(a, b), x, x[:2])
+    with pytest.raises(cv.ReplayError, match="an operand of convolve holds an infinity or NaN"):
+        graph.replay({graph.inputs[0]: x, graph.inputs[1]: np.array([1.0, np.inf])},
+                     backend="jax")

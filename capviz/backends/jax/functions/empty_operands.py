@@ -54,6 +54,9 @@ def _median(name: str) -> Callable[[Any], Callable]:
             if empty(a):
                 return numpy_of_empty(jnp, numpy_fn, a, axis=axis, **params)
             keepdims = bool(params.get("keepdims", False))
+            ours = dtype_of(a).kind in ("biuf" if name == "median" else "f")
+            if ours and isinstance(axis, (tuple, list)) and len(a.shape):
+                return _over_axes(jnp, run, a, axis, keepdims)
             if name == "median" and not isinstance(axis, (tuple, list)) \
                     and dtype_of(a).kind in "biuf":
                 return _numpy_median(jnp, a, axis, keepdims)
@@ -66,6 +69,23 @@ def _median(name: str) -> Callable[[Any], Callable]:
         return run
 
     return make
+
+
+def _over_axes(jnp: Any, run: Callable, a: Any, axis: Any, keepdims: bool) -> Any:
+    """``median``/``nanmedian`` (``run``) over a tuple of axes as NumPy's ``_ureduce`` takes it:
+    the axes kept first, the reduced ones merged into one last axis, reduced along it (of all
+    the axes: a 1-d array, NumPy's whole-array way). jax.numpy's own interpolated between the
+    middle values and overflowed: float16 ``np.nanmedian(x, axis=(0, 1))`` of values near
+    65504 was inf where NumPy's is 6.55e4, silently (a NaN among the operands skipped the
+    float16 check)."""
+    ndim = len(a.shape)
+    axes = sorted({int(k) % ndim for k in axis})
+    keep = [k for k in range(ndim) if k not in axes]
+    merged = jnp.transpose(a, keep + axes).reshape(tuple(a.shape[k] for k in keep) + (-1,))
+    result = run(merged, axis=-1)
+    if keepdims:
+        result = result.reshape(tuple(1 if k in axes else a.shape[k] for k in range(ndim)))
+    return result
 
 
 def _numpy_median(jnp: Any, a: Any, axis: Any, keepdims: bool) -> Any:
