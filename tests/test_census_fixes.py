@@ -474,3 +474,82 @@ def test_a_setting_fn_makes_itself_stays_after_the_capture_as_after_an_eager_cal
         assert np.geterr()["over"] == "raise" and np.geterr()["divide"] == "warn"
     finally:
         np.seterr(**saved)
+
+
+# --- the census's other refusals: each quoted fix, applied in turn, replays as eager ------------
+
+class WelfordCounterFixed(models.RunningStats):
+    def update(self, batch):
+        for x in batch:
+            self.n += cv.constant(np.float64(1))
+            delta = x - self.mean
+            self.mean += delta / self.n
+            self.M2 += delta * (x - self.mean)
+        return self.M2 / np.maximum(self.n - 1, 1)
+
+
+class WelfordFixed(models.RunningStats):
+    def update(self, batch):
+        for x in batch:
+            self.n += cv.constant(np.float64(1))
+            delta = x - cv.constant(self.mean)
+            self.mean += delta / cv.constant(self.n)
+            self.M2 += delta * (x - cv.constant(self.mean))
+        return cv.constant(self.M2) / np.maximum(cv.constant(self.n) - 1, 1)
+
+
+class MinibatchFixed(training.MinibatchSGD):
+    def epoch(self, X, y, batch=2):
+        order = np.random.permutation(X.shape[0])
+        for start in range(0, X.shape[0], batch):
+            rows = order[start:start + batch]
+            err = X[rows] @ cv.constant(self.w) - y[rows]
+            self.w -= 0.1 * X[rows].T @ err / len(rows)
+        return cv.constant(self.w) * 1.0
+
+
+class TrackerFixed(training.Tracker):
+    def step(self, g):
+        self.w -= 0.1 * g
+        self.metrics["grad_norm"] = np.linalg.norm(g)
+        self.metrics["w_mean"] = cv.constant(self.w).mean()
+        return cv.constant(self.w) * 1.0
+
+
+def test_welfords_second_refusal_tells_every_read_and_the_fixes_replay():
+    def welford(cls):
+        def setup():
+            s = cls(3)
+            return Program(s.update, [[x] for x in models._x(4, 3)],
+                           lambda: {"n": s.n, "mean": s.mean, "M2": s.M2})
+        return setup
+
+    _, lines = refusal(welford(WelfordCounterFixed))
+    at = {code: _method_line(WelfordCounterFixed.update, code) for code in (
+        "delta = x - self.mean", "self.mean += delta / self.n",
+        "self.M2 += delta * (x - self.mean)")}
+    assert lines[2] == (
+        "Fix: write `return cv.constant(self.M2) / np.maximum(cv.constant(self.n) - 1, 1)`, and "
+        f"line {at['delta = x - self.mean']} as `delta = x - cv.constant(self.mean)`, and line "
+        f"{at['self.mean += delta / self.n']} as `self.mean += delta / cv.constant(self.n)`, and "
+        f"line {at['self.M2 += delta * (x - self.mean)']} as `self.M2 += delta * (x - "
+        "cv.constant(self.mean))`: cv.constant(self.n) is the value the capture records for it, "
+        "before and after its write, and self.n itself outside a capture.")
+    verdict = run(welford(WelfordFixed))
+    assert verdict.kind == "exact", (verdict.detail, verdict.first_line)
+
+
+def test_the_minibatch_and_metrics_fixes_replay():
+    def minibatch():
+        m = MinibatchFixed()
+        return Program(m.epoch, [[X, X @ np.array([1.0, -2.0, 0.5])] for X in training._x(6, 3)],
+                       lambda: {"w": m.w})
+
+    def tracker():
+        t = TrackerFixed()
+        return Program(t.step, [[x] for x in training._x(3)],
+                       lambda: {"w": t.w, **dict(t.metrics)})
+
+    for setup in (minibatch, tracker):
+        verdict = run(setup)
+        assert verdict.kind == "exact", (setup.__name__, verdict.detail, verdict.first_line)
