@@ -553,3 +553,42 @@ def test_the_minibatch_and_metrics_fixes_replay():
     for setup in (minibatch, tracker):
         verdict = run(setup)
         assert verdict.kind == "exact", (setup.__name__, verdict.detail, verdict.first_line)
+
+
+class CounterWithReset:
+    def __init__(self):
+        self.t = np.zeros(())
+
+    def reset(self):
+        self.t[...] = 0
+
+    def update(self):
+        self.t += 1
+
+
+class CountingModel:
+    def __init__(self):
+        self.w = np.zeros(2)
+        self.opt = CounterWithReset()
+
+    def step(self, g):
+        self.w -= g
+        self.opt.update()
+        return g * 1
+
+
+def test_the_method_fn_calls_is_the_one_named_not_an_earlier_one_writing_the_same_array():
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(CountingModel().step, cv.spec((2,), "float64"))
+    line = _method_line(CounterWithReset.update, "self.t += 1")
+    assert str(info.value).splitlines()[0] == (
+        f"`self.t += 1` at {__file__}:{line} in update: NumPy's own operators wrote the outside "
+        "ndarray self.opt.t, a write no state of the graph records.")
+
+
+def test_statements_over_several_lines_are_joined_and_a_header_with_a_comment_is_skipped():
+    lines = ["x = 1", "if x:  # why", "y = self.w * 2", "p -= a * (", "np.sqrt(v) + e)",
+             "for i in r:", "q = a + \\", "b"]
+    assert state_fixes._statements(list(enumerate(lines, 1))) == [
+        (1, 1, "x = 1"), (3, 3, "y = self.w * 2"), (4, 5, "p -= a * (np.sqrt(v) + e)"),
+        (7, 8, "q = a + b")]

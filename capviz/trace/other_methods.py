@@ -49,10 +49,25 @@ def line(fn: Callable, label: str) -> tuple[Any, str]:
         owner = _value(part.value, fn)
         if owner is None or owner is own or inspect.ismodule(owner):
             continue
-        found = _writing(type(owner), f"self.{part.attr}")
-        if found[0] is not None:
-            return found
+        hits = _writing(type(owner), f"self.{part.attr}")
+        if hits:  # the method fn's code calls by name first (update, not reset)
+            called = _names(fn)
+            return next((hit for hit in hits if hit[0][2] in called), hits[0])
     return None, ""
+
+
+def _names(fn: Callable) -> set[str]:
+    """The attribute and global names ``fn``'s code (and the code nested in it) uses."""
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None) or getattr(
+        vars(type(fn)).get("__call__"), "__code__", None)  # (a callable object)
+    names: set[str] = set()
+    stack = [code] if code is not None else []
+    while stack:
+        code = stack.pop()
+        names.update(code.co_names)
+        stack += [c for c in code.co_consts if inspect.iscode(c)]
+    return names
 
 
 def _value(expr: ast.AST, fn: Callable) -> Any:
@@ -78,15 +93,18 @@ def _value(expr: ast.AST, fn: Callable) -> Any:
     return None
 
 
-def _writing(cls: type, name: str) -> tuple[Any, str]:
-    """The first statement of a method of ``cls`` (its MRO, ``__init__`` aside) that writes
-    the array ``name`` (``self.t``) in place."""
+def _writing(cls: type, name: str) -> list[tuple[Any, str]]:
+    """For each method of ``cls`` (its MRO, ``__init__`` aside, an override before what it
+    overrides), its first statement that writes the array ``name`` (``self.t``) in place."""
+    hits: list[tuple[Any, str]] = []
+    seen: set[str] = set()
     for klass in cls.__mro__:
         if klass.__module__ == "builtins":
             continue
         for method, function in vars(klass).items():
-            if method == "__init__" or not inspect.isfunction(function):
+            if method == "__init__" or method in seen or not inspect.isfunction(function):
                 continue
+            seen.add(method)
             try:
                 lines, start = inspect.getsourcelines(function)
             except (OSError, TypeError):
@@ -94,10 +112,10 @@ def _writing(cls: type, name: str) -> tuple[Any, str]:
             for offset, text in enumerate(lines):
                 code = text.strip()
                 if code and state_fixes.state_expression(code) == name:
-                    source = (display_file(function.__code__.co_filename), start + offset,
-                              function.__code__.co_name)
-                    return source, code
-    return None, ""
+                    hits.append(((display_file(function.__code__.co_filename), start + offset,
+                                  function.__code__.co_name), code))
+                    break
+    return hits
 
 
 def loop_items(source: Any, text: str) -> list[str]:

@@ -342,23 +342,30 @@ def other_reads(source: Any, names: Iterable[str], after: int = 0,
 
 def _statements(lines: list[tuple[int, str]]) -> list[tuple[int, int, str]]:
     """``(first, last, text)`` of the simple statements among numbered stripped ``lines``: a
-    statement over several lines joined into one (at most 8 lines); block headers
-    (``for ...:``) left out."""
+    statement over several lines joined into one (at most 8; a line that parses alone after
+    lines that do not, ``if x:  # why``, is one by itself); block headers (``for ...:``) left
+    out."""
     out: list[tuple[int, int, str]] = []
     pending: list[tuple[int, str]] = []
     for number, text in lines:
-        if not pending and text.endswith(":"):
-            continue  # a block's header
-        pending.append((number, text))
-        joined = "".join(t if k == 0 or pending[k - 1][1].endswith(("(", "[", "{")) else f" {t}"
-                         for k, (_, t) in enumerate(pending))
-        if _statement(joined) is not None:
-            out.append((pending[0][0], number, joined))
+        text = text.removesuffix("\\").rstrip()
+        alone = _statement(text) is not None
+        if pending:
+            pending.append((number, text))
+            joined = "".join(t if k == 0 or pending[k - 1][1].endswith(("(", "[", "{")) else
+                             f" {t}" for k, (_, t) in enumerate(pending))
+            if _statement(joined) is not None:
+                out.append((pending[0][0], number, joined))
+                pending = []
+                continue
+            if not alone and len(pending) < 8:
+                continue
             pending = []
-        elif len(pending) >= 8:
-            pending = []
+        if alone:
+            out.append((number, number, text))
+        elif not text.endswith(":"):
+            pending = [(number, text)]
     return out
-
 
 def constant_note(names: Iterable[str], made: str = "") -> str:
     """Why the rewrite works, naming the first expression the rewrite ``made`` wraps (else the
