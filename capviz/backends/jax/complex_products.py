@@ -24,6 +24,7 @@ as before). The operands reach this form finite, with parts below ``sqrt(finfo.m
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -119,3 +120,66 @@ def multiply(jnp: Any, x: Any, y: Any) -> Any:
     real = fma(lax, a, c, -_rounded(b * d))
     imag = fma(lax, a, d, _rounded(b * c))
     return lax.complex(real, imag)
+
+
+def _complex_operands(jnp: Any, a: Any, b: Any) -> tuple[Any, Any] | None:
+    """``a`` and ``b`` in their complex result type where NumPy's form applies, else None."""
+    a, b = jnp.asarray(a), jnp.asarray(b)
+    dtype = np.result_type(np.dtype(a.dtype), np.dtype(b.dtype))
+    if dtype.kind != "c" or not NUMPY_FUSES:
+        return None
+    return a.astype(dtype), b.astype(dtype)
+
+
+def _outer(name: str, fallback: Callable | None) -> Callable[[Any], Callable]:
+    """``np.outer``/``np.linalg.outer``: NumPy's ``multiply`` of the raveled operands, the
+    first along a new last axis (the hostile review 7, finding 26: XLA's complex product
+    there against NumPy's fused one)."""
+
+    def make(jnp: Any) -> Callable:
+        own = fallback(jnp) if fallback is not None else (
+            jnp.outer if name == "outer" else jnp.linalg.outer)
+
+        def run(a: Any, b: Any, **params: Any) -> Any:
+            both = _complex_operands(jnp, a, b)
+            if both is None or params:
+                return own(a, b, **params)
+            return multiply(jnp, both[0].reshape(-1)[:, None], both[1].reshape(-1)[None, :])
+
+        run.__name__ = name
+        return run
+
+    return make
+
+
+def _kron(fallback: Callable | None) -> Callable[[Any], Callable]:
+    """``np.kron``: NumPy's ``multiply`` of the operands spread over alternate axes, reshaped
+    (``numpy/lib/_shape_base_impl.py``)."""
+    return lambda jnp: _kron_form(jnp, fallback(jnp) if fallback is not None else jnp.kron)
+
+
+def _kron_form(jnp: Any, own: Callable) -> Callable:
+    def run(a: Any, b: Any) -> Any:
+        both = _complex_operands(jnp, a, b)
+        if both is None:
+            return own(a, b)
+        a, b = both
+        nd = max(a.ndim, b.ndim)
+        a = a.reshape((1,) * (nd - a.ndim) + tuple(a.shape))
+        b = b.reshape((1,) * (nd - b.ndim) + tuple(b.shape))
+        spread_a = jnp.expand_dims(a, tuple(range(1, 2 * nd, 2)))
+        spread_b = jnp.expand_dims(b, tuple(range(0, 2 * nd, 2)))
+        return multiply(jnp, spread_a, spread_b).reshape(
+            tuple(int(m) * int(n) for m, n in zip(a.shape, b.shape)))
+
+    run.__name__ = "kron"
+    return run
+
+
+def forms(existing: dict[str, Callable[[Any], Callable]]) -> dict[str, Callable]:
+    """The forms of the ops whose complex result NumPy computes with its ``multiply`` loop
+    (``outer``, ``linalg.outer``, ``kron``): NumPy's form of complex operands, else the form
+    ``existing`` (:data:`capviz.backends.jax.ops.OVERRIDES`) has for the op, or jax.numpy's."""
+    return {"outer": _outer("outer", existing.get("outer")),
+            "linalg.outer": _outer("linalg.outer", existing.get("linalg.outer")),
+            "kron": _kron(existing.get("kron"))}

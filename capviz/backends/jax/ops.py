@@ -965,6 +965,7 @@ OVERRIDES.update({"create": _create, "meshgrid": _meshgrid, "insert_indices": _i
                   "tril": _triangle("tril"),
                   "triu": _triangle("triu"), "vander": _vander, "digitize": _digitize})
 OVERRIDES.update(FUNCTIONS)
+OVERRIDES.update(complex_products.forms(OVERRIDES))  # complex outer, kron: NumPy's multiply
 OVERRIDES.update({"round": _round, "polymul": _polymul, "cross": unfused.cross,
                   "divide": unfused.quotient,
                   "linalg.cross": unfused.linalg_cross,
