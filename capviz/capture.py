@@ -73,6 +73,9 @@ def is_capturing() -> bool:
     return active() is not None
 
 
+_INT64 = np.iinfo(np.int64)
+
+
 def constant(value: Any, name: str | None = None) -> Any:
     """``value`` recorded as a constant of the innermost open capture, as a capture tensor;
     outside a capture, ``value`` itself.
@@ -99,6 +102,8 @@ def constant(value: Any, name: str | None = None) -> Any:
     recorder = active()
     if recorder is None:
         return value
+    if type(value) is int and not _INT64.min <= value <= _INT64.max:
+        return value  # no int64 holds it: a literal of the ops it meets, as it is outside
     if type(value) in (bool, int, float, complex):  # as weak in NumPy's promotion as outside
         tensor = Tensor(recorder.constant(host_copy(value), name, user_source()), recorder)
         state.mark_python(recorder, tensor)  # (x32 * cv.constant(0.1) is float32, as x32 * 0.1)

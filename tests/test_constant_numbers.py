@@ -76,3 +76,33 @@ def test_a_float32_state_written_with_a_wrapped_number_replays_as_its_eager_twin
         assert out.dtype == eager.dtype == np.float32
         assert out.tobytes() == eager.tobytes()
         assert captured.v.tobytes() == twin.v.tobytes()
+
+
+def test_a_wrapped_complex_or_bool_promotes_by_kind_as_numpy_does():
+    """Review 7 #30: casting the number to the array's dtype dropped the imaginary part of
+    ``x32 * cv.constant(1j)`` and made ``b & cv.constant(True)`` int64."""
+    def rotate(x):
+        return x * cv.constant(1j)
+
+    x = np.arange(1, 4, dtype=np.float32)
+    out = _replayed(rotate, x)
+    assert out.dtype == rotate(x).dtype == np.complex64
+    assert out.tobytes() == rotate(x).tobytes()
+
+    def keep(b):
+        return b & cv.constant(True)
+
+    b = np.array([True, False, True])
+    out = _replayed(keep, b)
+    assert out.dtype == np.bool_
+    assert out.tolist() == keep(b).tolist()
+
+
+def test_a_wrapped_int_no_int64_holds_is_the_literal_it_is_outside():
+    def scale(x):
+        return x * cv.constant(2**70)
+
+    x = np.arange(3, dtype=np.float32)
+    out = _replayed(scale, x)
+    assert out.dtype == scale(x).dtype == np.float32
+    assert out.tobytes() == scale(x).tobytes()

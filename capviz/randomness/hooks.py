@@ -492,10 +492,66 @@ def _count_hook(name: str, original: Callable) -> Callable:
     return _wrap(hooked, original, name)
 
 
+# --- NumPy's error state set to raise inside the captured code ---------------------------------
+
+_ERRSTATE_REASON = (
+    "a replay runs under its caller's NumPy error state, not one the function sets while it "
+    "runs, so it would not raise where this call does; "
+    "move it around the replay: `with np.errstate(...): graph.replay(...)`")
+
+
+def _raising(settings: Iterable[Any]) -> bool:
+    return any(isinstance(v, str) and v in ("raise", "call") for v in settings)
+
+
+def _capvizs(frame: Any) -> bool:
+    """Whether ``frame`` runs capviz's own code (which keeps a caller's setting of "raise")."""
+    name = frame.f_globals.get("__name__", "")
+    return name == "capviz" or name.startswith("capviz.")
+
+
+def _errstate_enter_hook(original: Callable) -> Callable:
+    """``with np.errstate(divide="raise"):`` in the captured code: refused at its line (review
+    7 #31: every replay returned inf where the eager call raises FloatingPointError). A setting
+    of "ignore" or "warn" changes no value and is left to run."""
+
+    def hooked(self: Any) -> Any:
+        if active() is not None and not getattr(_busy, "on", False):
+            settings = [getattr(self, f"_{k}", None)
+                        for k in ("all", "divide", "over", "under", "invalid")]
+            if (_raising(settings) or callable(getattr(self, "_call", None))) and \
+                    not _capvizs(sys._getframe(1)):
+                here = _open_here()
+                if here:
+                    raise here[0].refuse_here("np.errstate(...)", _ERRSTATE_REASON)
+        return original(self)
+
+    return _wrap(hooked, original, "__enter__")
+
+
+def _seterr_hook(original: Callable) -> Callable:
+    """``np.seterr(divide="raise")`` in the captured code: refused at its line, as
+    :func:`_errstate_enter_hook` (a setting the function undoes before it returns would not
+    hold in a replay)."""
+
+    def hooked(*args: Any, **kwargs: Any) -> Any:
+        if active() is not None and not getattr(_busy, "on", False) and \
+                _raising(list(args) + list(kwargs.values())) and not _capvizs(sys._getframe(1)):
+            here = _open_here()
+            if here:
+                raise here[0].refuse_here("np.seterr(...)", _ERRSTATE_REASON)
+        return original(*args, **kwargs)
+
+    return _wrap(hooked, original, "seterr")
+
+
 def _make_plan() -> list[tuple[Any, str, Any, bool]]:
     plan = _numpy_plan()
     for name in REFERENCE_COUNTS:
         plan.append((weakref, name, _count_hook(name, getattr(weakref, name)), False))
+    plan.append((numpy.errstate, "__enter__", _errstate_enter_hook(numpy.errstate.__enter__),
+                 False))
+    plan.append((numpy, "seterr", _seterr_hook(numpy.seterr), False))
     inst = random._inst  # type: ignore[attr-defined]
     for name in PYTHON_SEEDS + PYTHON_DRAWS:
         kind = "seed" if name in PYTHON_SEEDS else "draw"

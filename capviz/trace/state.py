@@ -633,6 +633,10 @@ def finish(recorder: Any, written: list[tuple[State, Node]], source: Any) -> Non
 
 # --- a draw of one Python number (random.random()): a weak scalar in NumPy's arithmetic -----
 
+# a Python number of each kind, which NumPy promotes weakly by kind (x32 * 1j is complex64)
+_WEAK = {"b": True, "i": 1, "u": 1, "f": 1.0, "c": 1j}
+
+
 def _python(recorder: Any, a: Any) -> bool:
     return type(a) is Tensor and a._trace is recorder and a._data.index in recorder.python_nodes
 
@@ -654,8 +658,7 @@ def python_operands(recorder: Any, op: Any, args: tuple, params: dict) -> tuple[
     if all(k in drawn or type(a) in (bool, int, float, complex) for k, a in enumerate(args)):
         return args, True
     strong = tuple(a._data if type(a) is Tensor else a for a in args)  # shapes and dtypes
-    weak = tuple((1.0 if a.dtype.kind == "f" else 1) if k in drawn else strong[k]
-                 for k, a in enumerate(args))
+    weak = tuple(_WEAK[a.dtype.kind] if k in drawn else strong[k] for k, a in enumerate(args))
     try:
         got, want = op.meta(strong, params), op.meta(weak, params)
     except Exception:  # NumPy refuses one of them: the op's own error is raised when recorded
@@ -667,7 +670,7 @@ def python_operands(recorder: Any, op: Any, args: tuple, params: dict) -> tuple[
     args = list(args)
     for k in drawn:
         node = args[k]._data
-        converted = np.result_type(*others, 1.0 if node.dtype.kind == "f" else 1)
+        converted = np.result_type(*others, _WEAK[node.dtype.kind])  # by kind, as NumPy
         known = fold.known_value(recorder.graph, node, {}) if converted.kind in "iub" \
             else None  # cv.constant(3) * 2: a number the capture knows, checked as NumPy does
         if known is not None:
