@@ -595,3 +595,69 @@ def test_statements_over_several_lines_are_joined_and_a_header_with_a_comment_is
     assert state_fixes._statements(list(enumerate(lines, 1))) == [
         (1, 1, "x = 1"), (3, 3, "y = self.w * 2"), (4, 5, "p -= a * (np.sqrt(v) + e)"),
         (7, 8, "q = a + b")]
+
+
+class EMA32Fixed(training.EMA):
+    def update(self, params):
+        for k, v in params.items():
+            self.shadow[k] -= (1 - self.decay) * (self.shadow[k] - cv.constant(v))
+
+
+class DecaySchedule:
+    def __init__(self):
+        self.rates = {"a": 0.1}
+        self.acc = {"a": np.linspace(1, 2, 64).astype(np.float32)}
+
+    def update(self):
+        for k, rate in self.rates.items():
+            self.acc[k] *= 1 - rate
+
+
+class DecayScheduleFixed(DecaySchedule):
+    def update(self):
+        for k, rate in self.rates.items():
+            self.acc[k] *= 1 - cv.constant(rate)
+
+
+def test_a_float32_loop_item_is_told_cv_constant_too_which_replays():
+    """The item fix was quoted for float64 only (cv.constant of a Python number was float64
+    inside a capture); since 0172f2f it is weak as outside, so a float32 EMA (an array item)
+    and a float32 decay by a Python number item are told cv.constant and replay exact."""
+    def ema(cls):
+        def setup():
+            params = {"w": np.ones(3, np.float32), "b": np.zeros(1, np.float32)}
+            shadow = cls(params)
+
+            def train_and_average(g):
+                params["w"] -= 0.1 * g
+                params["b"] -= 0.1 * g.sum(keepdims=True)
+                shadow.update(params)
+                return params["w"] @ g
+
+            return Program(train_and_average,
+                           [[x.astype(np.float32)] for x in training._x(3)],
+                           lambda: {"w": params["w"], "sw": shadow.shadow["w"],
+                                    "sb": shadow.shadow["b"]})
+        return setup
+
+    def decay(cls):
+        def setup():
+            schedule, w = cls(), np.zeros(64, np.float32)
+
+            def step(g):
+                w[...] -= g
+                schedule.update()
+                return g * 1
+
+            return Program(step, [[np.full(64, k, np.float32)] for k in range(3)],
+                           lambda: {"acc": schedule.acc["a"], "w": w})
+        return setup
+
+    _, lines = refusal(ema(training.EMA))
+    assert lines[2].startswith("Fix: write `self.shadow[k] -= (1 - self.decay) * "
+                               "(self.shadow[k] - cv.constant(v))`")
+    _, lines = refusal(decay(DecaySchedule))
+    assert lines[2].startswith("Fix: write `self.acc[k] *= 1 - cv.constant(rate)`")
+    for setup in (ema(EMA32Fixed), decay(DecayScheduleFixed)):
+        verdict = run(setup)
+        assert verdict.kind == "exact", (verdict.detail, verdict.first_line)

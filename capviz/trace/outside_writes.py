@@ -333,7 +333,7 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
         source = state.source if state is not None and state.source else caller
     reads = _reads_fix(graph, source)  # NumPy's values read from a state: cv.constant
     if reads is None and written_as != label:  # v of `for k, v in params.items()`
-        reads = _items_fix(source, text, first.array)
+        reads = _items_fix(source, text)
     if first.before is None:
         happened = (f"it keeps NumPy's change: it is too large ({mib(first.array)}) for the "
                     "capture to keep a copy of, so the capture could not put it back; set it "
@@ -459,14 +459,12 @@ def _target(text: str) -> str | None:
     return None
 
 
-def _items_fix(source: Any, text: str, array: np.ndarray) -> str | None:
+def _items_fix(source: Any, text: str) -> str | None:
     """For NumPy's write ``text`` in another object's method that reads items of a container
     the method loops over (``self.shadow[k] -= (1 - d) * (self.shadow[k] - v)``, ``for k, v in
-    params.items()``, the arrays the capture writes): those reads through ``cv.constant``,
-    where ``array`` is float64 (cv.constant of a Python number is a float64 tensor inside a
-    capture and the weak number outside: the same arithmetic only on float64), else ``None``."""
-    if array.dtype not in (np.float64, np.complex128):
-        return None
+    params.items()``, the arrays the capture writes): those reads through ``cv.constant``
+    (an item that is a Python number stays weak in NumPy's promotion through cv.constant, as
+    outside a capture: 0172f2f), else ``None``."""
     names = other_methods.loop_items(source, text)
     made = state_fixes.read_through_constant(text, names) if names else None
     if made is None:
