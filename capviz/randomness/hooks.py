@@ -505,9 +505,11 @@ def _raising(settings: Iterable[Any]) -> bool:
 
 
 def _capvizs(frame: Any) -> bool:
-    """Whether ``frame`` runs capviz's own code (which keeps a caller's setting of "raise")."""
+    """Whether ``frame`` runs capviz's own code (which keeps a caller's setting of "raise") or
+    NumPy's (``np.linalg.inv`` enters ``np.errstate(call=...)`` itself to raise LinAlgError:
+    9d1c930 refused every np.linalg.inv / qr in a captured function)."""
     name = frame.f_globals.get("__name__", "")
-    return name == "capviz" or name.startswith("capviz.")
+    return name in ("capviz", "numpy") or name.startswith(("capviz.", "numpy."))
 
 
 def _errstate_enter_hook(original: Callable) -> Callable:
