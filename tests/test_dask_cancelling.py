@@ -219,6 +219,22 @@ def test_a_centring_of_a_flipped_view_over_several_chunks_is_numpys():
     assert got.dtype == ROWS.dtype and np.array_equal(got, fn(ROWS))
 
 
+@pytest.mark.parametrize("chunks", [2, 5])
+def test_a_centring_of_an_f_ordered_value_with_a_broadcast_operand_is_numpys(chunks):
+    # (x + x[0]) of an F-ordered x is F-ordered in NumPy (the broadcast row sets no order of
+    # the two axes), and so is y - y.mean(-1, keepdims=True) (the (12, 1) mean has one axis
+    # of length more than one: in every order); refused before, "the result of node %2 (add)"
+    x = np.asfortranarray((RNG.standard_normal((12, 40)) * 1e3 + 1e4).astype(np.float32))
+
+    def fn(x):
+        y = x + x[0]
+        return y - y.mean(-1, keepdims=True)
+
+    graph = cv.capture(fn, cv.spec(x.shape, x.dtype))
+    got = graph.replay({"x": x}, backend="dask", chunks=chunks)["out"]
+    assert got.dtype == x.dtype and np.array_equal(got, fn(x))
+
+
 def test_a_centring_of_a_flipped_view_over_all_axes_is_refused_naming_the_subtraction():
     # over several axes NumPy's loop cannot join a flipped axis with the others: no order of
     # the axes says how it adds them

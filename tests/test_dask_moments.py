@@ -318,10 +318,11 @@ def test_a_kl_divergence_against_the_softmax_of_flipped_rows_replays_in_chunks_o
         p, q = _softmax(x), _softmax(x[::-1])
         return (p * (np.log(p) - np.log(q))).sum(-1)
 
-    graph = cv.capture(kl, cv.spec(x.shape, x.dtype))
-    got = graph.replay({graph.inputs[0]: x}, backend="dask", chunks=2)[graph.outputs[0]]
     rtol, atol = DASK.tolerance_for(np.float32)
-    assert got.dtype == np.float32 and np.allclose(got, kl(x), rtol=rtol, atol=atol)
+    for x in (x, np.asfortranarray(x)):  # an F-ordered input: refused before 25d's layouts
+        graph = cv.capture(kl, cv.spec(x.shape, x.dtype))
+        got = graph.replay({graph.inputs[0]: x}, backend="dask", chunks=2)[graph.outputs[0]]
+        assert got.dtype == np.float32 and np.allclose(got, kl(x), rtol=rtol, atol=atol)
 
 
 @pytest.mark.parametrize("chunks", [(2, 4), (1, 8)], ids=str)

@@ -139,8 +139,8 @@ class Layouts:
         words = f"the result of node %{node.index} ({node.op})"
         if ndim is None:
             return None, words
-        if ndim <= 1:  # NumPy's loops take a 1-d operand's stride as it is
-            return c, words
+        if sum(n != 1 for n in node.shape) <= 1:  # NumPy's loops take a 1-d operand's
+            return c, words  # stride as it is; axes of length one are in no order
         if node.op in _FRESH_C and node.params.get("out") is None:
             return c, words  # a product NumPy writes into a new C-ordered array
         operands = [self.order(a) + (a,) for a in node.args if isinstance(a, Node)]
@@ -166,11 +166,22 @@ class Layouts:
             return None, unknown[0]
         if all(o == tuple(range(len(a.shape or ()))) for o, _, a in operands):
             return c, words  # computed from C-ordered values (strided ones too): C order
-        full = [(o, w, a) for o, w, a in operands if len(a.shape or ()) > 0]
-        shared = all(o == full[0][0] and a.shape == node.shape for o, _, a in full)
+        # an operand broadcast along all its axes but one sets no order of two axes (NumPy's
+        # iterator orders the axes by the operands whose strides along both are not 0)
+        full = [(o, w, a) for o, w, a in operands if _spans(a, node.shape) > 1] \
+            if elementwise else [(o, w, a) for o, w, a in operands if len(a.shape or ()) > 0]
+        shared = bool(full) and all(o == full[0][0] and a.shape == node.shape
+                                    for o, _, a in full)
         if elementwise and asked != "A" and shared:
             return tuple(full[0][0]), full[0][1]  # K order: the operands' common layout
         return None, next(w for o, w, a in operands if o != tuple(range(len(a.shape or ()))))
+
+
+def _spans(operand: Node, shape: tuple) -> int:
+    """How many axes of length more than one of ``shape`` ``operand`` has its own (not
+    broadcast) values along."""
+    own = tuple(operand.shape or ())
+    return sum(1 for k, n in enumerate(own[::-1]) if n != 1 and shape[len(shape) - 1 - k] != 1)
 
 
 class Strided(tuple):
