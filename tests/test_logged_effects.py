@@ -280,3 +280,41 @@ def test_a_rebinding_and_a_log_in_one_step_replay_as_calls_and_a_refusal_blames_
                        r".* in decay: self\.lr is a Python number that changes from call to "
                        r"call\."):
         cv.capture(BnAndLog().decay, cv.spec((3,), "float64"))
+
+
+class Layer:
+    def __init__(self):
+        self.W = np.full((3, 2), 0.5)
+
+    def forward(self, x):
+        self.x = x  # kept for backward
+        return x @ self.W
+
+    def backward(self, dout):
+        self.dW = self.x.T @ dout
+        return dout @ self.W.T
+
+
+class TwoLayer:
+    def __init__(self):
+        self.l1 = Layer()
+
+    def step(self, x):
+        out = self.l1.forward(x)
+        self.l1.backward(out)
+        self.l1.W -= 0.1 * self.l1.dW
+        return out
+
+
+def test_an_attribute_a_layer_keeps_for_backward_is_set_again_by_each_replay():
+    """The CS231n layer cache (self.x = x, self.dW = ...): removed at the capture's end as
+    before, and set by each replay as by each call (was left stale: silent for a backward
+    called eagerly after a replay)."""
+    net, twin = TwoLayer(), TwoLayer()
+    graph = cv.capture(net.step, cv.spec((4, 3), "float64"))
+    assert not hasattr(net.l1, "x") and not hasattr(net.l1, "dW")
+    for k in range(3):
+        x = np.full((4, 3), k + 1.0)
+        assert _same(graph.replay({"x": x})["out"], twin.step(x))
+        assert _same(net.l1.x, twin.l1.x) and _same(net.l1.dW, twin.l1.dW)
+        assert _same(net.l1.W, twin.l1.W)

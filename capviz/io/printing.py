@@ -99,6 +99,7 @@ def format_node(node: Node, names: dict[int, str] | None = None) -> str:
         if "effect" in node.params:  # a value a replay logs (capviz/trace/effects.py)
             kind, key = node.params["effect"], node.params.get("key")
             where = f"{node.name}[{key!r}] =" if kind == "set" else \
+                f"{node.name}.{key} =" if kind == "attr" else \
                 f"{node.name}.append" if kind == "append" else f"{node.name} (emptied).append"
             return f"log {where} {name(node.args[0])}"
         return f"output {node.name} = {name(node.args[0])}"

@@ -470,6 +470,8 @@ def _check_effect_places(graph: Graph, prog: Any) -> None:
 def _effect_name(node: Node) -> str:
     """The name ``result.states`` gives an effect output's value."""
     key = node.params.get("key")
+    if node.params.get("effect") == "attr":
+        return f"{node.name}.{key}"
     return f"{node.name}[{key!r}]" if key is not None else f"{node.name}[+{node.index}]"
 
 
@@ -499,6 +501,9 @@ def effects(graph: Graph, nodes: tuple, values: Any, to_host: Any, write: bool
         kind = node.params["effect"]
         if kind == "set":
             holder[node.params["key"]] = value
+            continue
+        if kind == "attr":
+            setattr(holder, node.params["key"], value)
             continue
         if kind == "refill" and id(holder) not in emptied:
             holder.clear()

@@ -171,6 +171,23 @@ def record(place: Any, left: Any, found: list[tuple] | str, recorder: Any) -> No
         places[out.index] = place.path
 
 
+def record_attribute(place: Any, key: str, value: Tensor, recorder: Any) -> bool:
+    """An effect output setting attribute ``key`` of the walked object ``place.holder`` to
+    ``value`` after each replay (``self.x = x``, ``self.dW = ...``: a layer keeping what its
+    backward reads; the caller checks that no code asks whether it exists yet)."""
+    source = value._data.source
+    graph = recorder.graph
+    node = current(recorder, value)
+    params: dict[str, Any] = {"effect": "attr", "key": key}
+    if node.shape == () and recorder.holds_scalar(value):
+        params["scalar"] = True
+    out = Node(len(graph.nodes), "output", None, (node,), params, node.shape, node.dtype,
+               source, "", place.label)
+    graph.nodes.append(out)
+    graph.effect_places[out.index] = place.path
+    return True
+
+
 def _first(holder: Any, recorder: Any) -> Tensor | None:
     items = holder.values() if type(holder) is dict else holder
     for item in list(items)[:256]:

@@ -240,6 +240,7 @@ def note(fn: Callable | None) -> list[Place]:
     if owner is not None and isinstance(getattr(owner, "__dict__", None), dict):
         seen.add(id(owner))
         places.append(Place("keys", owner, None, first, frozenset(vars(owner))))
+        places[-1].path = anchored(owner, (True, ""))[0], ()  # (the object itself)
         for key, value in list(vars(owner).items()):
             places.append(Place("attribute", owner, key, f"{first}.{key}", value))
             places += _inside(value, f"{first}.{key}", _DEPTH, seen,
@@ -522,7 +523,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
             _items_back(place, recorder, read, logs.get(id(place.holder)))
             _numpy_logged(place, recorder, source, fn)
         elif place.kind == "keys":
-            binds += _added_removed(place, recorder)
+            binds += _added_removed(place, recorder, fn)
     return binds
 
 
@@ -896,7 +897,26 @@ _STORED_REASON = (
     "ones")
 
 
-def _added_removed(place: Place, recorder: Any) -> list[tuple[Place, np.ndarray]]:
+_ASKS = re.compile(r"\b(?:getattr|hasattr|vars)\s*\(|AttributeError|__dict__")
+
+
+def _asks_for(holder: Any, fn: Callable | None) -> bool:
+    """Whether the class of ``holder`` or ``fn`` asks whether an attribute exists
+    (``getattr(self, "prev", x)``, ``hasattr``, ``except AttributeError``, ``vars``): a later
+    call may then read what the last one set, which the graph cannot (or the source is not
+    found)."""
+    try:
+        text = inspect.getsource(type(holder))
+    except (OSError, TypeError):
+        return True
+    found = _source_lines(fn) if fn is not None else None
+    if found is not None:
+        text += "".join(found[1])
+    return _ASKS.search(text) is not None
+
+
+def _added_removed(place: Place, recorder: Any, fn: Callable | None = None
+                   ) -> list[tuple[Place, np.ndarray]]:
     """The attributes the capture added to a walked object that hold a tensor of
     ``recorder`` (``self.x = x``), removed; those holding an array made of ``create`` ops
     (:func:`_made_here`), with their values, to bind once ``fn`` is captured."""
@@ -914,7 +934,10 @@ def _added_removed(place: Place, recorder: Any) -> list[tuple[Place, np.ndarray]
             if made is not None:
                 binds.append((Place("keys", place.holder, key, f"{place.label}.{key}", None),
                               made))
-            del attributes[key]
+            elif place.path is not None and _of_data(value, recorder) and \
+                    not _asks_for(place.holder, fn):
+                effects.record_attribute(place, key, value, recorder)  # self.x = x: set again
+            del attributes[key]  #                                     by each replay
         elif type(value) in _SEQUENCES and _tensor_in(value, recorder, _DEPTH) is not None:
             del attributes[key]
     return binds
