@@ -677,3 +677,32 @@ def test_numpys_own_errstate_inside_linalg_is_not_refused():
 
     with pytest.raises(cv.UnsupportedOperationError, match="np.errstate"):
         cv.capture(raising, cv.spec((2, 2), "float64"))
+
+
+class OneLineCounter:
+    def __init__(self):
+        self.t = np.zeros(())
+
+    def update(self): self.t += 1
+
+
+class OneLineModel:
+    def __init__(self):
+        self.w = np.zeros(2)
+        self.opt = OneLineCounter()
+
+    def step(self, g):
+        self.w -= g
+        self.opt.update()
+        return g * 1
+
+
+def test_a_one_line_method_is_the_line_too():
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(OneLineModel().step, cv.spec((2,), "float64"))
+    what, _, fix = str(info.value).splitlines()
+    line = _first_line("def update(self): self.t += 1")
+    assert what.startswith(f"`def update(self): self.t += 1` at {__file__}:{line} in update: ")
+    assert fix == ("Fix: write it with a tensor, which the capture records as a state: self.t += "
+                   "cv.constant(np.float64(1)), or pass it as an input and return its new "
+                   "value.")

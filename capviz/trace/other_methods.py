@@ -110,12 +110,23 @@ def _writing(cls: type, name: str) -> list[tuple[Any, str]]:
             except (OSError, TypeError):
                 continue
             for offset, text in enumerate(lines):
-                code = text.strip()
+                code = _body(text.strip())
                 if code and state_fixes.state_expression(code) == name:
                     hits.append(((display_file(function.__code__.co_filename), start + offset,
                                   function.__code__.co_name), code))
                     break
     return hits
+
+
+def _body(code: str) -> str:
+    """A line's statement without its comment: the body of a one-line method too (``def
+    update(self): self.t += 1``)."""
+    if code.startswith("def ") and not code.endswith(":"):
+        _, colon, body = code.partition("):")
+        if colon and state_fixes.statement(body.strip()) is not None:
+            code = body.strip()
+    stmt = state_fixes.statement(code)
+    return code if stmt is None else code[:stmt.end_col_offset]
 
 
 def loop_items(source: Any, text: str) -> list[str]:
