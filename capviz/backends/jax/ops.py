@@ -342,6 +342,11 @@ def _ramp(jnp: Any, start: Any, edge: Any, num: int, dtype: np.dtype, axis: int)
         first = np.asarray(start).astype(dt)
     y = jnp.arange(num, dtype=dt).reshape((num,) + (1,) * len(edge.shape))
     delta = edge.astype(dt) - first
+    # XLA folds ``x - (-0.0)`` and ``x + 0.0`` to ``x`` and keeps a -0.0 where NumPy's sum is
+    # +0.0 (the review 7, finding 29): those zeros made +0.0 by a select, which it leaves
+    zero_end = np.dtype(dt).kind == "f" and first == 0
+    if zero_end and np.signbit(first):
+        delta = jnp.where(delta == 0, jnp.zeros_like(delta), delta)
     step = divided(jnp, delta, num)
     scaled = jnp.where(jnp.any(step == 0), product(jnp, divided(jnp, y, num), delta),
                        product(jnp, y, step))
@@ -349,6 +354,8 @@ def _ramp(jnp: Any, start: Any, edge: Any, num: int, dtype: np.dtype, axis: int)
         y = (scaled + first.astype(np.float64)).astype(dt)
     else:
         y = scaled + first
+    if zero_end and not np.signbit(first):
+        y = jnp.where(y == 0, jnp.zeros_like(y), y)
     return jnp.moveaxis(cast(jnp, y, dtype), 0, axis)
 
 
