@@ -295,9 +295,16 @@ class Layer:
         return dout @ self.W.T
 
 
-class TwoLayer:
+class DeclaredLayer(Layer):
     def __init__(self):
-        self.l1 = Layer()
+        super().__init__()
+        self.x = None  # declared, as CS231n's layers do
+        self.dW = None
+
+
+class TwoLayer:
+    def __init__(self, layer=Layer):
+        self.l1 = layer()
 
     def step(self, x):
         out = self.l1.forward(x)
@@ -310,11 +317,12 @@ def test_an_attribute_a_layer_keeps_for_backward_is_set_again_by_each_replay():
     """The CS231n layer cache (self.x = x, self.dW = ...): removed at the capture's end as
     before, and set by each replay as by each call (was left stale: silent for a backward
     called eagerly after a replay)."""
-    net, twin = TwoLayer(), TwoLayer()
-    graph = cv.capture(net.step, cv.spec((4, 3), "float64"))
-    assert not hasattr(net.l1, "x") and not hasattr(net.l1, "dW")
-    for k in range(3):
-        x = np.full((4, 3), k + 1.0)
-        assert _same(graph.replay({"x": x})["out"], twin.step(x))
-        assert _same(net.l1.x, twin.l1.x) and _same(net.l1.dW, twin.l1.dW)
-        assert _same(net.l1.W, twin.l1.W)
+    for layer in (Layer, DeclaredLayer):
+        net, twin = TwoLayer(layer), TwoLayer(layer)
+        graph = cv.capture(net.step, cv.spec((4, 3), "float64"))
+        assert getattr(net.l1, "x", None) is None and getattr(net.l1, "dW", None) is None
+        for k in range(3):
+            x = np.full((4, 3), k + 1.0)
+            assert _same(graph.replay({"x": x})["out"], twin.step(x))
+            assert _same(net.l1.x, twin.l1.x) and _same(net.l1.dW, twin.l1.dW)
+            assert _same(net.l1.W, twin.l1.W)

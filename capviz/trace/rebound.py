@@ -503,7 +503,12 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                     and not isinstance(place.value, _NUMBERS) \
                     and not (place.value is None and _accumulates(recorder, found, place)):
                 place.put_back()  # not refused: a scratch item or attribute (self.l1.x = x)
-                continue
+                if place.value is None and place.kind == "attribute" and place.path and \
+                        _of_data(found, recorder) and not _asks_for(place.holder, fn):
+                    holder = _Held(place.holder, place.label.rsplit(".", 1)[0],
+                                   (place.path[0], place.path[1][:-1]))
+                    effects.record_attribute(holder, place.key, found, recorder)  # set again
+                continue  #                                               by each replay
         place.put_back()
         source = tensor._data.source
         text = line_code(linecache.getline(source[0], source[1])) if source else ""
@@ -895,6 +900,16 @@ _STORED_REASON = (
     "it held, and a replay cannot store into it; keep the values in one ndarray written in "
     "place (buf[...] = np.concatenate([buf[1:], x[None]])), or pass them and return the new "
     "ones")
+
+
+class _Held:
+    """The object holding an attribute, as :func:`capviz.trace.effects.record_attribute`
+    takes it: the object, its label and its path."""
+
+    __slots__ = ("holder", "label", "path")
+
+    def __init__(self, holder: Any, label: str, path: tuple) -> None:
+        self.holder, self.label, self.path = holder, label, path
 
 
 _ASKS = re.compile(r"\b(?:getattr|hasattr|vars)\s*\(|AttributeError|__dict__")
