@@ -326,3 +326,22 @@ def test_an_attribute_a_layer_keeps_for_backward_is_set_again_by_each_replay():
             assert _same(graph.replay({"x": x})["out"], twin.step(x))
             assert _same(net.l1.x, twin.l1.x) and _same(net.l1.dW, twin.l1.dW)
             assert _same(net.l1.W, twin.l1.W)
+
+
+class TupleCache:
+    def __init__(self):
+        self.W = np.ones((3, 2))
+
+    def forward(self, x):
+        out = x @ self.W
+        self.cache = (x, out)  # no replay builds a tuple
+        return out
+
+
+def test_a_tuple_cache_a_layer_adds_is_refused_at_its_line():
+    """Review 7, finding 35 (silent: removed by the capture, never set by replays)."""
+    layer = TupleCache()
+    with pytest.raises(cv.UnsupportedOperationError, match=r"^`self\.cache = \(x, out\)` at .* in "
+                       r"forward: self\.cache is rebound to a value of the capture\."):
+        cv.capture(layer.forward, cv.spec((4, 3), "float64"))
+    assert not hasattr(layer, "cache")

@@ -954,8 +954,30 @@ def _added_removed(place: Place, recorder: Any, fn: Callable | None = None
                 effects.record_attribute(place, key, value, recorder)  # self.x = x: set again
             del attributes[key]  #                                     by each replay
         elif type(value) in _SEQUENCES and _tensor_in(value, recorder, _DEPTH) is not None:
-            del attributes[key]
+            items = value.values() if type(value) is dict else value
+            made = [t for t in items if type(t) is Tensor and t._trace is recorder
+                    and t._data.kind == "op"]  # (its line: one the function computed)
+            tensor = made[0] if made else _tensor_in(value, recorder, _DEPTH)
+            del attributes[key]  # (self.cache = (x, out): no replay builds it; review 7 #35)
+            if _of_data(tensor, recorder):
+                _refuse_kept(f"{place.label}.{key}", tensor, recorder)
     return binds
+
+
+def _refuse_kept(label: str, tensor: Tensor, recorder: Any) -> None:
+    """Refuse a tuple, list or dict of values of the capture the call bound to a new attribute
+    (a layer's ``self.cache = (x, out)``), which no replay builds, at the line that made it."""
+    source = tensor._data.source
+    where, text = source, ""
+    if source:
+        for line, code in state_fixes.function_lines(source[0], source[1], source[2]):
+            if re.search(rf"(?<![\w.]){re.escape(label.split('.', 1)[-1])}\s*=(?!=)", code) \
+                    or re.search(rf"\.{re.escape(label.rsplit('.', 1)[-1])}\s*=(?!=)", code):
+                where, text = (source[0], line, source[2]), line_code(code)
+                break
+    message = explain(Failure("unsupported_op", REBOUND, label, where,
+                              UserCode("other", shorten(text)), None, _CONTAINER_REASON))
+    recorder.pending.append(("unsupported_op", REBOUND, message, where))
 
 
 def _refuse_shadowing(place: Place, key: str, tensor: Tensor, recorder: Any) -> None:
