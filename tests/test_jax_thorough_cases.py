@@ -195,3 +195,35 @@ def test_an_average_whose_result_is_empty_raises_numpys_zero_division_error(shap
         with pytest.raises(cv.ReplayError, match="ZeroDivisionError") as info:
             graph.replay({graph.inputs[0]: a}, backend=backend)
         assert isinstance(info.value.__cause__, ZeroDivisionError)
+
+
+# --- stop 35's thorough profile: 16 raw errors (polysub of 0-d), 2 silent rows ----------------
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
+def test_polysub_of_0d_operands_is_numpys_one_coefficient(dtype):
+    """jax.numpy's polysub of 0-d operands raised IndexError inside the replay (16 raw errors
+    of the thorough profile); NumPy treats them as 1-d (floats: refused by name, declared)."""
+    a, b = np.array(3, dtype), np.array(-2, dtype)
+    (got,) = _replayed(np.polysub, a, b)
+    want = np.polysub(a, b)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist() == [5]
+
+
+def test_a_complex_cast_to_bool_reads_both_parts_as_numpy():
+    """0+nanj and 0+1j are True in NumPy; the JAX replay dropped the imaginary part (False:
+    thorough profile, silent, ``form.bool pair[complex128,special]``)."""
+    x = np.array([0j, complex(0, np.nan), 1j, complex(np.nan, 0), -0.0 + 0j], np.complex128)
+    (got,) = _replayed(lambda a: a.astype(bool), x)
+    assert got.tolist() == x.astype(bool).tolist() == [False, True, True, True, False]
+
+
+def test_spacing_of_an_infinity_is_nan_as_numpy():
+    """jax.numpy's float16 spacing of -inf is inf where NumPy gives NaN (thorough profile,
+    silent, ``ufunc.spacing[float16,special]``; float32/64 spacing is refused by default, its
+    subnormal results declared)."""
+    x = np.array([np.inf, -np.inf, 1.0, 2.0], np.float16)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = np.spacing(x)
+    (got,) = _replayed(np.spacing, x)
+    assert got.dtype == want.dtype
+    assert got.tobytes() == want.tobytes()

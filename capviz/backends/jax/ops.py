@@ -697,8 +697,20 @@ def _append(jnp: Any) -> Callable:
     return append
 
 
+def _spacing(jnp: Any) -> Callable:
+    """np.spacing: NaN at an infinity of either sign, as NumPy gives (jax.numpy's float16
+    spacing of -inf is inf: the thorough differential profile of stop 35)."""
+
+    def spacing(x: Any) -> Any:
+        result = jnp.spacing(x)
+        return jnp.where(jnp.isinf(x), jnp.asarray(np.nan, result.dtype), result)
+
+    return spacing
+
+
 OVERRIDES: dict[str, Callable[[Any], Callable]] = {
     "astype": _astype,
+    "spacing": _spacing,
     "append": _append,
     "floor_divide": lambda jnp: _integer_division(jnp, "floor_divide"),
     "remainder": lambda jnp: _integer_division(jnp, "remainder"),

@@ -218,6 +218,8 @@ def cast(jnp: Any, value: Any, dtype: Any) -> Any:
                     "NumPy's result for it is the platform's, XLA's saturates (clip or "
                     "np.nan_to_num the values first)")
         value = real
+    elif source.kind == "c" and dtype.kind == "b":  # NumPy: either part nonzero (0+nanj)
+        return (jnp.real(value) != 0) | (jnp.imag(value) != 0)
     elif source.kind == "c" and dtype.kind != "c":
         value = jnp.real(value)  # NumPy drops the imaginary part (ComplexWarning)
     return value.astype(dtype)

@@ -152,6 +152,7 @@ def _convolve(jnp: Any) -> Callable:
 FORMS: dict[str, Callable[[Any], Callable]] = {
     "kron": _booleans_as_integers("kron", one_d=False),
     "polyadd": _booleans_as_integers("polyadd", one_d=True),
+    "polysub": _booleans_as_integers("polysub", one_d=True),  # 0-d operands (jnp: IndexError)
     "convolve": _convolve,
     "correlate": _correlate,
 }
