@@ -227,3 +227,14 @@ def test_spacing_of_an_infinity_is_nan_as_numpy():
     (got,) = _replayed(np.spacing, x)
     assert got.dtype == want.dtype
     assert got.tobytes() == want.tobytes()
+
+
+def test_float16_nextafter_of_equal_operands_is_numpys_first_operand():
+    """NumPy's float16 nextafter gives x where x == y (-0.0 towards 0.0 stays -0.0), its
+    float32/64 one gives y (review 7 #36: the JAX replay gave +0.0 for float16)."""
+    x = np.array([-0.0, 0.0, 1.0, 1.0], np.float16)
+    y = np.array([0.0, -0.0, 1.0, 2.0], np.float16)
+    (got,) = _replayed(np.nextafter, x, y)
+    want = np.nextafter(x, y)
+    assert got.dtype == want.dtype == np.float16
+    assert got.tobytes() == want.tobytes()

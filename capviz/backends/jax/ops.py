@@ -708,9 +708,25 @@ def _spacing(jnp: Any) -> Callable:
     return spacing
 
 
+def _nextafter(jnp: Any) -> Callable:
+    """np.nextafter: NumPy's float16 form gives ``x`` where ``x == y`` (``nextafter(-0.0,
+    0.0)`` is -0.0), its float32/64 form, C's, gives ``y``, as jax.numpy does for every type
+    (review 7 #36)."""
+
+    def nextafter(x: Any, y: Any) -> Any:
+        result = jnp.nextafter(x, y)
+        if np.dtype(result.dtype) != np.float16:
+            return result
+        x = jnp.asarray(x, result.dtype)
+        return jnp.where(x == jnp.asarray(y, result.dtype), x, result)
+
+    return nextafter
+
+
 OVERRIDES: dict[str, Callable[[Any], Callable]] = {
     "astype": _astype,
     "spacing": _spacing,
+    "nextafter": _nextafter,
     "append": _append,
     "floor_divide": lambda jnp: _integer_division(jnp, "floor_divide"),
     "remainder": lambda jnp: _integer_division(jnp, "remainder"),
