@@ -139,7 +139,7 @@ class Layouts:
         words = f"the result of node %{node.index} ({node.op})"
         if ndim is None:
             return None, words
-        if sum(n != 1 for n in node.shape) <= 1:  # NumPy's loops take a 1-d operand's
+        if sum(not _one(n) for n in node.shape) <= 1:  # NumPy's loops take a 1-d operand's
             return c, words  # stride as it is; axes of length one are in no order
         if node.op in _FRESH_C and node.params.get("out") is None:
             return c, words  # a product NumPy writes into a new C-ordered array
@@ -181,7 +181,14 @@ def _spans(operand: Node, shape: tuple) -> int:
     """How many axes of length more than one of ``shape`` ``operand`` has its own (not
     broadcast) values along."""
     own = tuple(operand.shape or ())
-    return sum(1 for k, n in enumerate(own[::-1]) if n != 1 and shape[len(shape) - 1 - k] != 1)
+    return sum(1 for k, n in enumerate(own[::-1])
+               if not _one(n) and not _one(shape[len(shape) - 1 - k]))
+
+
+def _one(size: Any) -> bool:
+    """Whether a size is the number 1 (a data-dependent size, a symbol of the capture whose
+    comparison would record an op, is not)."""
+    return isinstance(size, (int, np.integer)) and size == 1
 
 
 class Strided(tuple):
