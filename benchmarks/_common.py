@@ -58,3 +58,11 @@ def interleaved(fns: list[Callable[[], object]], rounds: int = 11,
             finally:
                 gc.enable()
     return [statistics.median(kept) for kept in times]
+
+
+def ten_calls(jax, call, x) -> Callable[[], None]:
+    """A round of the JAX benchmarks: ``call(x)`` ten times, each waited for."""
+    def run() -> None:
+        for _ in range(10):
+            jax.block_until_ready(call(x))
+    return run

@@ -19,7 +19,7 @@ import argparse
 import time
 
 import numpy as np
-from _common import interleaved
+from _common import interleaved, ten_calls
 
 import capviz as cv
 from capviz.backends.jax import complex_products
@@ -36,13 +36,6 @@ def _compiled(graph, probe, numpy_form: bool):
     finally:
         complex_products.NUMPY_FUSES = kept
     return fn
-
-
-def _ten(jax, call, x):
-    def run():
-        for _ in range(10):
-            jax.block_until_ready(call(x))
-    return run
 
 
 def _chain(z):
@@ -75,8 +68,8 @@ def main() -> None:
         jitted = jax.jit(_chain)
         jax.block_until_ready(jitted(device_z))
         t_jit, t_before, t_after = interleaved(
-            [_ten(jax, jitted, device_z), _ten(jax, before, device_z),
-             _ten(jax, after, device_z)], rounds=args.rounds, clock=clock)
+            [ten_calls(jax, jitted, device_z), ten_calls(jax, before, device_z),
+             ten_calls(jax, after, device_z)], rounds=args.rounds, clock=clock)
         name = f"8 z * w + w (512, 512) {np.dtype(dtype).name}"
         print(f"{name:<34} {1e2 * t_jit:>7.2f} ms {1e2 * t_before:>7.2f} ms "
               f"{t_before / t_jit:>5.2f}x {1e2 * t_after:>7.2f} ms {t_after / t_jit:>5.2f}x "

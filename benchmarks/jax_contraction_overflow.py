@@ -27,7 +27,7 @@ import argparse
 import time
 
 import numpy as np
-from _common import interleaved
+from _common import interleaved, ten_calls
 from gpt2_pico import gpt2_embedded, init_params, with_numpy
 
 import capviz as cv
@@ -48,13 +48,6 @@ def _compiled(graph, probe, checked: bool):
     finally:
         checks._overflow_free = kept
     return fn
-
-
-def _ten(jax, call, x):
-    def run():
-        for _ in range(10):
-            jax.block_until_ready(call(x))
-    return run
 
 
 def _products(x):
@@ -106,12 +99,12 @@ def main() -> None:
           f"{args.tokens} tokens; medians of {args.rounds} interleaved rounds of ten calls, "
           f"{args.clock} clock")
     t_jit, t_before, t_after = interleaved(
-        [_ten(jax, lambda v: jitted(v, device_params), device_ids),
-         _ten(jax, before, device_ids), _ten(jax, after, device_ids)], rounds=args.rounds,
+        [ten_calls(jax, lambda v: jitted(v, device_params), device_ids),
+         ten_calls(jax, before, device_ids), ten_calls(jax, after, device_ids)], rounds=args.rounds,
         clock=clock)
     c_jit, c_before, c_after = interleaved(
-        [_ten(jax, products_jit, device_x), _ten(jax, products_before, device_x),
-         _ten(jax, products_after, device_x)], rounds=args.rounds, clock=clock)
+        [ten_calls(jax, products_jit, device_x), ten_calls(jax, products_before, device_x),
+         ten_calls(jax, products_after, device_x)], rounds=args.rounds, clock=clock)
     print(f"{'':<30} {'jax.jit':>10} {'before':>16} {'after':>16} {'after/before':>13}")
     for name, jit, old, new in (("GPT-2 forward", t_jit, t_before, t_after),
                                 ("8 products (512, 512) f32", c_jit, c_before, c_after)):

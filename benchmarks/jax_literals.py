@@ -24,7 +24,7 @@ import argparse
 import time
 
 import numpy as np
-from _common import chain, interleaved
+from _common import chain, interleaved, ten_calls
 from gpt2_pico import gpt2_embedded, init_params, with_numpy
 
 import capviz as cv
@@ -44,13 +44,6 @@ def _compiled(graph, probe, guarded: bool):
     finally:
         unfused.LITERAL_GUARDED = kept
     return fn
-
-
-def _ten(jax, call, x):
-    def run():
-        for _ in range(10):
-            jax.block_until_ready(call(x))
-    return run
 
 
 def main() -> None:
@@ -92,11 +85,11 @@ def main() -> None:
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}; GPT-2 {args.layers} layers, "
           f"{args.tokens} tokens; medians of {args.rounds} interleaved rounds of ten calls")
     t_jit, t_before, t_after = interleaved(
-        [_ten(jax, lambda v: jitted(v, device_params), device_ids),
-         _ten(jax, before, device_ids), _ten(jax, after, device_ids)], rounds=args.rounds)
+        [ten_calls(jax, lambda v: jitted(v, device_params), device_ids),
+         ten_calls(jax, before, device_ids), ten_calls(jax, after, device_ids)], rounds=args.rounds)
     c_jit, c_before, c_after = interleaved(
-        [_ten(jax, chain_jit, device_x), _ten(jax, chain_before, device_x),
-         _ten(jax, chain_after, device_x)], rounds=args.rounds)
+        [ten_calls(jax, chain_jit, device_x), ten_calls(jax, chain_before, device_x),
+         ten_calls(jax, chain_after, device_x)], rounds=args.rounds)
     print(f"{'':<30} {'jax.jit':>10} {'before':>16} {'after':>16} {'after/before':>13}")
     for name, jit, old, new in (("GPT-2 forward", t_jit, t_before, t_after),
                                 ("100-op chain (1024, 1024) f32", c_jit, c_before, c_after)):
