@@ -24,7 +24,8 @@ from _common import header, interleaved, row
 from state import Optimiser
 
 import capviz as cv
-from capviz.trace import outside_writes, rebound
+from capviz.trace import outside_writes
+from capviz.trace import places as walk
 
 CAPTURES = 5  # captures per measurement
 
@@ -62,9 +63,9 @@ def main() -> None:
 
     def copies_alone() -> None:
         for _ in range(CAPTURES):
-            real(rebound.note(opt.step)).put_back()
+            real(walk.note(opt.step)).put_back()
 
-    assert len(real(rebound.note(opt.step)).noted) == 100
+    assert len(real(walk.note(opt.step)).noted) == 100
     half = max(parsed.rounds // 2, 1)
     first = interleaved([shipped, left_out], half, clock=clock)
     second = interleaved([left_out, shipped], half, clock=clock)[::-1]
@@ -106,9 +107,9 @@ def big(rounds: int, clock_name: str, clock) -> None:
             outside_writes.note = real
 
     def watch_alone() -> None:
-        real(rebound.note(layer.forward)).put_back()
+        real(walk.note(layer.forward)).put_back()
 
-    assert [label for label, _, _ in real(rebound.note(layer.forward)).watched] == ["self.W"]
+    assert [label for label, _, _ in real(walk.note(layer.forward)).watched] == ["self.W"]
     half = max(rounds // 2, 1)
     first = interleaved([shipped, left_out], half, clock=clock)
     second = interleaved([left_out, shipped], half, clock=clock)[::-1]

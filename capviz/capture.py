@@ -37,6 +37,7 @@ from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
 from capviz.randomness import backstop, creation, generator_watch, generators, hooks, memoised
 from capviz.trace import marked, rebound, state
+from capviz.trace import places as walk
 from capviz.trace.context import (
     active,
     name_scope_entries,
@@ -314,7 +315,7 @@ class CaptureScope:
             else generator_watch.function_roots(self._entry_function)
         self._watched = generator_watch.note(roots)
         if not self._places:  # (cv.capture notes them before, for trace/outside_writes.py)
-            self._places = rebound.note(self._entry_function)
+            self._places = walk.note(self._entry_function)
         self._backstop = backstop.note([w.obj for w in self._watched])  # every other one
         try:
             self._acquire(rng)

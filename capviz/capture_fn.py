@@ -32,7 +32,8 @@ from capviz.core.violations import Failure, explain, make_error
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
 from capviz.randomness import hooks
-from capviz.trace import lifted, outside_writes, rebinding, rebound, recapture, state
+from capviz.trace import fn_lines, lifted, outside_writes, rebinding, recapture, state
+from capviz.trace import places as walk
 from capviz.trace.tensor import Tensor
 
 _CONSTANT_OUTPUTS = (np.ndarray, bool, int, float, complex)
@@ -185,7 +186,7 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     held = hooks.Hold()  # the hooks, once for both captures (each would make and remove them)
     try:
         hooks.install(held)  # (outside a scope every hook calls through)
-        places = scope._places = rebound.note(fn)  # what fn reaches by name, noted once
+        places = scope._places = walk.note(fn)  # what fn reaches by name, noted once
         plan = None if live else lifted.plan(fn, places)  # (one pass: trace/lifted.py)
         outside = outside_writes.note(  # its small arrays copied, before fn runs
             places if plan is None else plan.others(), fn=fn)
@@ -272,7 +273,7 @@ def _reads_grown(fn: Callable, grown: list[str]) -> Callable | None:
     ``len(self.log) < 2`` agrees in both: hostile review 6, finding 1); ``None`` where no line
     of ``fn`` reads one (``self.log.append(step)`` alone: a side effect, captured)."""
     for label in grown:
-        source, _text = rebound.reading_line(fn, label)
+        source, _text = fn_lines.reading_line(fn, label)
         if source is not None:
             def refuse(graph: CapturedGraph, label: str = label, source: Any = source) -> Any:
                 return recapture.refuse(graph, graph.nodes[-1], recapture.GROWS, label, (

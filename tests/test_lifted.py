@@ -304,14 +304,14 @@ def test_a_reference_the_walk_does_not_explain_keeps_two_passes():
 
 
 def test_a_lifted_run_is_planned_only_for_the_same_function_and_object():
-    from capviz.trace import rebound
+    from capviz.trace import places as walk
 
     g = np.ones(4)
     model = AdaGrad()
     cv.capture(model.step, g)
-    assert lifted.plan(model.step, rebound.note(model.step)) is not None
+    assert lifted.plan(model.step, walk.note(model.step)) is not None
     other = AdaGrad()
-    assert lifted.plan(other.step, rebound.note(other.step)) is None
+    assert lifted.plan(other.step, walk.note(other.step)) is None
 
 
 def test_the_remembered_states_do_not_keep_the_object_alive():

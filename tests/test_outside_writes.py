@@ -10,7 +10,8 @@ import pytest
 
 import capviz as cv
 from capviz.core.errors import UnsupportedOperationError
-from capviz.trace import outside_writes, rebound
+from capviz.trace import outside_writes
+from capviz.trace import places as walk
 
 
 class Accumulator:
@@ -206,7 +207,7 @@ def test_arrays_of_a_mebibyte_or_more_are_not_copied_and_smaller_ones_of_numbers
             return x * 1.0
 
     m = Model()
-    snapshot = outside_writes.note(rebound.note(m.step))
+    snapshot = outside_writes.note(walk.note(m.step))
     assert [label for label, _, _ in snapshot.noted] == ["self.small", "self.flags",
                                                          "self.frozen"]
     assert [label for label, _, _ in snapshot.watched] == ["self.big"]  # fingerprinted instead
@@ -285,7 +286,7 @@ def test_the_fingerprint_sees_a_single_bit_anywhere_in_a_large_array():
 
     m = Model()
     for index in (1, 4097, (1 << 18) - 2):  # between, beyond and before any strided sample
-        snapshot = outside_writes.note(rebound.note(m.step))
+        snapshot = outside_writes.note(walk.note(m.step))
         m.W.view(np.uint64)[index] ^= 1  # the lowest bit of one float: 0.0 -> 5e-324
         assert [w.label for w in snapshot.put_back()] == ["self.W"]
         assert snapshot.put_back() == []  # reported once

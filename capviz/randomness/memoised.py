@@ -64,6 +64,7 @@ from capviz import ops
 from capviz.core.source import is_user_file
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
+from capviz.trace import places as walk
 from capviz.trace import rebound
 from capviz.trace.fold import known_value
 from capviz.trace.mutation import current
@@ -320,7 +321,7 @@ def _inside(value: Any, recorder: Any, depth: int, noted: Any = ()) -> list[Tens
     return [t for item in items for t in _inside(item, recorder, depth - 1, noted)]
 
 
-def _places(container: Any, label: str, before: Any, found: list) -> list[rebound.Place]:
+def _places(container: Any, label: str, before: Any, found: list) -> list[walk.Place]:
     """The places :func:`capviz.trace.rebound.put_back` puts back: each item that held an
     ndarray (in ``before``, the items when first met) the capture stored a value over, refused
     there as for the containers the walk reaches (a counter ``box["n"] = box["n"] +
@@ -331,7 +332,7 @@ def _places(container: Any, label: str, before: Any, found: list) -> list[reboun
         held = before.get(key) if kind == "dict" else \
             before[key] if key < len(before) else None
         if isinstance(held, np.ndarray):
-            places.append(rebound.Place(kind, container, key, f"{label}[{key!r}]", held,
+            places.append(walk.Place(kind, container, key, f"{label}[{key!r}]", held,
                                         inner=True))
     return places
 

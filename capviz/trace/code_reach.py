@@ -120,7 +120,7 @@ def _names_of(label: str) -> list[str]:
 
 def reach(fn: Callable, places: list[Any]) -> Reach:
     """What the code ``fn`` reaches by name does (see the module docstring); ``places``:
-    :func:`capviz.trace.rebound.note` of ``fn``, whose objects' classes' methods are read."""
+    :func:`capviz.trace.places.note` of ``fn``, whose objects' classes' methods are read."""
     function = getattr(fn, "__func__", fn)
     owner = getattr(fn, "__self__", None)
     if not isinstance(function, types.FunctionType):

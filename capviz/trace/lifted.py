@@ -15,7 +15,7 @@ for a later capture of the same function:
    (:func:`plan`). An array is lifted only if it is a plain writeable ndarray of numbers or
    booleans that owns its memory (``a.base is None``: a view's owner could be read through
    the view) and if every reference to it is a place the walk found
-   (:func:`capviz.trace.rebound.note`): :func:`sys.getrefcount` of the array equals the number of
+   (:func:`capviz.trace.places.note`): :func:`sys.getrefcount` of the array equals the number of
    those places plus the references capviz's own notes hold (the places' records, the outside
    arrays' snapshot). A view or ``np.frombuffer`` of it holds a reference (its ``base``), and so
    does a local variable of a suspended frame, a graph that kept it by reference, a list the walk
@@ -83,14 +83,14 @@ from capviz.core.ir import Graph, Node
 from capviz.core.own_weakrefs import OwnRef, only_own
 from capviz.core.source import PACKAGE_DIR, USER_FILES, user_frame
 from capviz.trace import code_reach, mutation
-from capviz.trace.rebound import Place, fresh, rebindable
-from capviz.trace.rebound import _tensor_in as tensor_in  # (the walk's own search)
+from capviz.trace.places import Place, tensor_in
+from capviz.trace.rebound import fresh, rebindable
 from capviz.trace.recapture import array_states
 from capviz.trace.state import State
 from capviz.trace.tensor import Tensor
 
 _SLOTS = frozenset(("attribute", "slot", "global", "dict", "list", "cell"))
-"""The kinds of :class:`~capviz.trace.rebound.Place` that are one reference each."""
+"""The kinds of :class:`~capviz.trace.places.Place` that are one reference each."""
 
 _KINDS = "biufc"
 
@@ -236,7 +236,7 @@ class Lifted:
 
 
 def plan(fn: Callable, places: list[Place]) -> Lifted | None:
-    """The states to lift for this capture of ``fn`` (``places``: :func:`rebound.note`'s), or
+    """The states to lift for this capture of ``fn`` (``places``: :func:`places.note`'s), or
     ``None`` when
     ``fn`` was not captured whole before or one of its states cannot be lifted soundly (see the
     module docstring, point 2)."""

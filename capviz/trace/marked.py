@@ -12,7 +12,7 @@ catches it as an eager call's would (review 3, finding 20).
 NumPy's own operators can carry the mark into another outside array (``self.W += self.v`` after
 ``self.v -= lr * g``: review 3, finding 1; ``W += v`` with both closure cells of the stepped
 function: review 4, finding 6). So at the first mark :func:`note_marked` notes the arrays the
-``with`` block can reach by name (:func:`capviz.trace.rebound.block_places`: the names its
+``with`` block can reach by name (:func:`capviz.trace.places.block_places`: the names its
 statements use, where the frame that opened it binds them, and inside them; a function among
 them by its ``self``, globals and closure cells, and the functions its code names, two levels),
 copies the small ones, and copies the large ones too, the smallest first, until those copies
@@ -41,7 +41,8 @@ from capviz.core.errors import CapvizError
 from capviz.core.references import fingerprint
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
-from capviz.trace import outside_writes, rebound, recapture, scope_block
+from capviz.trace import outside_writes, recapture, scope_block
+from capviz.trace import places as walk
 from capviz.trace.recapture import shown
 from capviz.trace.recorder import Recorder
 from capviz.trace.state import poisoned, root_of
@@ -155,9 +156,9 @@ def note_marked(recorder: Recorder, line: int | None = None) -> None:
     frame = recorder.scopes.entry
     names = None if frame is None else scope_block.names(frame.f_code.co_filename, line,
                                                          frame.f_globals)
-    places = rebound.block_places(frame, names)  # (the closure cells of the functions it names)
+    places = walk.block_places(frame, names)  # (the closure cells of the functions it names)
     if names is not None:  # and every local and global: the block's names missed a weight three
-        places += rebound.frame_places(frame)  # helpers down, or one a scope opened in the
+        places += walk.frame_places(frame)  # helpers down, or one a scope opened in the
     snapshot = outside_writes.note(places)     # user's own context manager left all NaN (R5 #3)
     recorder.marked_outside = (snapshot, _keep(snapshot, recorder.states))
 

@@ -10,7 +10,7 @@ unseen: an array no state names, or a state NumPy wrote before the capture's fir
 (``self.m *= 0.9; self.m += t``: the graph would start from NumPy's value).
 
 So before the first capture :func:`note` copies the ndarrays the function can reach by name
-(where :func:`capviz.trace.rebound.note` looks: a bound method's ``self`` attributes, the
+(where :func:`capviz.trace.places.note` looks: a bound method's ``self`` attributes, the
 globals its code names, its closure cells, and the lists, dicts and plain objects inside them,
 three levels down, 256 items each), and after each capture :meth:`Snapshot.put_back` compares
 them with their copies, puts back every one that differs, and says which:
@@ -77,7 +77,8 @@ import numpy as np
 from capviz.core.ir import Graph
 from capviz.core.references import REFERENCE_BYTES, fingerprint
 from capviz.core.violations import CaptureViolation
-from capviz.trace import code_reach, other_methods, rebound, recapture, state_fixes
+from capviz.trace import code_reach, fn_lines, other_methods, recapture, state_fixes
+from capviz.trace import places as walk
 from capviz.trace.recapture import shown
 from capviz.trace.state import root_of
 
@@ -260,7 +261,7 @@ def ran_since(clocks: dict[int, int | None]) -> list[str]:
     return ran
 
 
-def _arrays(places: list[rebound.Place]) -> list[tuple[str, Any]]:
+def _arrays(places: list[walk.Place]) -> list[tuple[str, Any]]:
     """``(label, value)`` of every place, and of the items of the tuples they hold
     (:data:`_TUPLES` levels down)."""
     found = []
@@ -281,9 +282,9 @@ def _tuple_items(value: Any, label: str, depth: int) -> list[tuple[str, Any]]:
     return found
 
 
-def note(places: list[rebound.Place], copy_below: int = REFERENCE_BYTES,
+def note(places: list[walk.Place], copy_below: int = REFERENCE_BYTES,
          copy_bytes: int = TOTAL_BYTES, fn: Callable | None = None) -> Snapshot:
-    """The ndarrays among ``places`` (:func:`capviz.trace.rebound.note` of the function: what
+    """The ndarrays among ``places`` (:func:`capviz.trace.places.note` of the function: what
     it can reach by name, see the module docstring), copied as bytes: those smaller than
     ``copy_below`` until the copies reach ``copy_bytes``; the others watched. (A read-only
     array is copied too: testing its flag costs more than its copy.) ``fn``: the captured
@@ -321,14 +322,14 @@ def refuse(graph: Graph, written: list[Written], fn: Callable, caller: Any
         return _refuse_threaded(graph, first, fn, caller)
     if first.shared:
         return _refuse_shared(graph, first, fn, caller)
-    source, text = rebound.writing_line(fn, label)
+    source, text = fn_lines.writing_line(fn, label)
     state = _state_node(graph, first.array)
     written_as = label  # (self.t in the method of self.opt that writes self.opt.t)
     if source is None and state is None:  # written in a method of another object fn calls:
         source, text = other_methods.line(fn, label)  # its line there (self.t += 1)
         written_as = _target(text) or label if source is not None else label
     if source is None and state is None:  # else the line of fn naming that object
-        source, text = rebound.naming_line(fn, label)  # (self.opt.update(...): self.opt.t)
+        source, text = fn_lines.naming_line(fn, label)  # (self.opt.update(...): self.opt.t)
     if source is None:  # written through another name (v = self.v; v *= 0.9): its state's line
         source = state.source if state is not None and state.source else caller
     reads = _reads_fix(graph, source)  # NumPy's values read from a state: cv.constant

@@ -42,7 +42,8 @@ from capviz.core.ir import Graph
 from capviz.core.violations import CaptureViolation, make_error
 from capviz.trace import lifted, recapture
 from capviz.trace.effects import KEPT
-from capviz.trace.rebound import REBOUND, Place
+from capviz.trace.places import Place
+from capviz.trace.rebound import REBOUND
 
 
 def marked(places: list[Place]) -> list[Place]:

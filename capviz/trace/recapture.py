@@ -433,7 +433,7 @@ def _reversed_ranks(flat: np.ndarray, values: np.ndarray, out: np.ndarray | None
 
 
 def grown(places: list[Any], kinds: tuple = (list, dict, collections.deque)) -> list[str]:
-    """The walked lists, dicts and deques (:func:`capviz.trace.rebound.note`'s ``items``
+    """The walked lists, dicts and deques (:func:`capviz.trace.places.note`'s ``items``
     places; of the types ``kinds``) whose length the first run changed (``HIST.append(1)``):
     the second run sees another one, so a path that differs may have been chosen from it."""
     found = []

@@ -5,7 +5,7 @@ The scope form notes the outside arrays NumPy could carry a state's NaN mark int
 would copy or fingerprint every large array a notebook holds (a 400 MB data set: 0.9 ms ->
 69-99 ms per capture, review 4, finding 6), though the block never names it. So the walk starts
 from the names the block's own statements use (``m`` in ``scope.output(m.step(g))``, ``step``
-for a closure), as :func:`capviz.trace.rebound.note` starts from the names a captured function's
+for a closure), as :func:`capviz.trace.places.note` starts from the names a captured function's
 code uses.
 """
 
