@@ -66,3 +66,21 @@ def ten_calls(jax, call, x) -> Callable[[], None]:
         for _ in range(10):
             jax.block_until_ready(call(x))
     return run
+
+
+def traced_with(graph, probe, module, name: str, value):
+    """``graph`` compiled for jax and traced once on ``probe`` with ``module.name`` set to
+    ``value`` for that trace, then put back (also where the trace fails): the compiled program
+    keeps what it was traced with. The JAX benchmarks' "before" and "after" programs of one
+    source: a switch of the backend off for one trace (``NUMPY_FUSES``, ``LITERAL_GUARDED``,
+    the overflow check)."""
+    import jax
+
+    fn = graph.compile(backend="jax")
+    kept = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        jax.block_until_ready(fn(probe))
+    finally:
+        setattr(module, name, kept)
+    return fn

@@ -19,23 +19,15 @@ import argparse
 import time
 
 import numpy as np
-from _common import interleaved, ten_calls
+from _common import interleaved, ten_calls, traced_with
 
 import capviz as cv
 from capviz.backends.jax import complex_products
 
 
-def _compiled(graph, probe, numpy_form: bool):
-    import jax
-
-    fn = graph.compile(backend="jax")
-    kept = complex_products.NUMPY_FUSES
-    complex_products.NUMPY_FUSES = numpy_form
-    try:
-        jax.block_until_ready(fn(probe))
-    finally:
-        complex_products.NUMPY_FUSES = kept
-    return fn
+def _traced(graph, probe, numpy_form: bool):
+    """``graph`` traced with NumPy's form of complex products or XLA's own."""
+    return traced_with(graph, probe, complex_products, "NUMPY_FUSES", numpy_form)
 
 
 def _chain(z):
@@ -63,8 +55,8 @@ def main() -> None:
         z = ((rng.random((512, 512)) - 0.5) + 1j * (rng.random((512, 512)) - 0.5)).astype(dtype)
         device_z = jax.device_put(z)
         spec = cv.spec(z.shape, z.dtype)
-        before = _compiled(cv.capture(_chain, spec), device_z, False)
-        after = _compiled(cv.capture(_chain, spec), device_z, True)
+        before = _traced(cv.capture(_chain, spec), device_z, numpy_form=False)
+        after = _traced(cv.capture(_chain, spec), device_z, numpy_form=True)
         jitted = jax.jit(_chain)
         jax.block_until_ready(jitted(device_z))
         t_jit, t_before, t_after = interleaved(

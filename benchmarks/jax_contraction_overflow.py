@@ -27,27 +27,21 @@ import argparse
 import time
 
 import numpy as np
-from _common import interleaved, ten_calls
+from _common import interleaved, ten_calls, traced_with
 from gpt2_pico import gpt2_embedded, init_params, with_numpy
 
 import capviz as cv
 from capviz.backends.jax import checks
 
 
-def _compiled(graph, probe, checked: bool):
-    """``graph`` compiled for jax and traced once on ``probe``, with the check on or off for
-    that trace (the compiled program keeps what it was traced with)."""
-    import jax
+def _unchecked(*args, **kwargs) -> None:
+    """The check switched off: the program before it."""
 
-    fn = graph.compile(backend="jax")
-    kept = checks._overflow_free
-    if not checked:
-        checks._overflow_free = lambda *args, **kwargs: None
-    try:
-        jax.block_until_ready(fn(probe))
-    finally:
-        checks._overflow_free = kept
-    return fn
+
+def _traced(graph, probe, checked: bool):
+    """``graph`` traced with the check on, or off (the program before the check)."""
+    return traced_with(graph, probe, checks, "_overflow_free",
+                       checks._overflow_free if checked else _unchecked)
 
 
 def _products(x):
@@ -82,16 +76,16 @@ def main() -> None:
     device_params = jax.device_put(weights)
     jitted = jax.jit(lambda x, w: peer.gpt2_embedded(x, **w, n_head=12))
     spec = cv.spec(ids.shape, ids.dtype)
-    before = _compiled(cv.capture(forward, spec), device_ids, checked=False)
-    after = _compiled(cv.capture(forward, spec), device_ids, checked=True)
+    before = _traced(cv.capture(forward, spec), device_ids, checked=False)
+    after = _traced(cv.capture(forward, spec), device_ids, checked=True)
     jax.block_until_ready(jitted(device_ids, device_params))
     outs = [np.asarray(before(device_ids)[0]), np.asarray(after(device_ids)[0])]
 
     x = np.random.default_rng(0).standard_normal((512, 512)).astype(np.float32)
     device_x = jax.device_put(x)
     products_spec = cv.spec(x.shape, x.dtype)
-    products_before = _compiled(cv.capture(_products, products_spec), device_x, False)
-    products_after = _compiled(cv.capture(_products, products_spec), device_x, True)
+    products_before = _traced(cv.capture(_products, products_spec), device_x, checked=False)
+    products_after = _traced(cv.capture(_products, products_spec), device_x, checked=True)
     products_jit = jax.jit(_products)
     jax.block_until_ready(products_jit(device_x))
 

@@ -24,26 +24,17 @@ import argparse
 import time
 
 import numpy as np
-from _common import chain, interleaved, ten_calls
+from _common import chain, interleaved, ten_calls, traced_with
 from gpt2_pico import gpt2_embedded, init_params, with_numpy
 
 import capviz as cv
 from capviz.backends.jax import unfused
 
 
-def _compiled(graph, probe, guarded: bool):
-    """``graph`` compiled for jax and traced once on ``probe``, with the literal guard on or
-    off for that trace (the compiled program keeps what it was traced with)."""
-    import jax
-
-    fn = graph.compile(backend="jax")
-    kept = unfused.LITERAL_GUARDED
-    unfused.LITERAL_GUARDED = kept if guarded else frozenset()
-    try:
-        jax.block_until_ready(fn(probe))
-    finally:
-        unfused.LITERAL_GUARDED = kept
-    return fn
+def _traced(graph, probe, guarded: bool):
+    """``graph`` traced with the literal guard on, or off (the program main had before it)."""
+    return traced_with(graph, probe, unfused, "LITERAL_GUARDED",
+                       unfused.LITERAL_GUARDED if guarded else frozenset())
 
 
 def main() -> None:
@@ -69,16 +60,16 @@ def main() -> None:
     device_params = jax.device_put(weights)
     jitted = jax.jit(lambda x, w: peer.gpt2_embedded(x, **w, n_head=12))
     spec = cv.spec(ids.shape, ids.dtype)
-    before = _compiled(cv.capture(forward, spec), device_ids, guarded=False)
-    after = _compiled(cv.capture(forward, spec), device_ids, guarded=True)
+    before = _traced(cv.capture(forward, spec), device_ids, guarded=False)
+    after = _traced(cv.capture(forward, spec), device_ids, guarded=True)
     jax.block_until_ready(jitted(device_ids, device_params))
     outs = [np.asarray(before(device_ids)[0]), np.asarray(after(device_ids)[0])]
 
     x = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
     device_x = jax.device_put(x)
     chain_spec = cv.spec(x.shape, x.dtype)
-    chain_before = _compiled(cv.capture(lambda v: chain(v, 100), chain_spec), device_x, False)
-    chain_after = _compiled(cv.capture(lambda v: chain(v, 100), chain_spec), device_x, True)
+    chain_before = _traced(cv.capture(lambda v: chain(v, 100), chain_spec), device_x, guarded=False)
+    chain_after = _traced(cv.capture(lambda v: chain(v, 100), chain_spec), device_x, guarded=True)
     chain_jit = jax.jit(lambda v: chain(v, 100))
     jax.block_until_ready(chain_jit(device_x))
 
