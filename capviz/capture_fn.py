@@ -26,7 +26,7 @@ import numpy as np
 
 from capviz.capture import CaptureDevice, CaptureScope, _observers
 from capviz.core.errors import CapvizError, UnsupportedOperationError
-from capviz.core.source import user_source
+from capviz.core.source import PACKAGE_DIR, USER_FILES, user_source
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain, make_error
 from capviz.devices import Device, default_device
@@ -172,6 +172,38 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
         CaptureError: as the scope form; the exception's ``graph`` holds the partial graph.
     """
     try:
+        return _capture(fn, specs, live, on_violation, rng, device, global_random)
+    except CapvizError as err:
+        _let_go(err)
+        raise
+
+
+def _let_go(error: BaseException) -> None:
+    """Clear the locals of capviz's own finished frames in the tracebacks of ``error`` (and of
+    its cause and context): a refusal and its graph reference each other (``graph.error``,
+    ``err.graph``), so a refusal the user let go of lives until the collector runs, and with it
+    these frames and what their locals hold (the walked places, the snapshot: the user's
+    arrays). A later capture of the same function (one eager call after the refusal, as its
+    fix says) would count those references and lift nothing (review 7, finding 25). The lines
+    of the traceback stay; the frames of the user's code keep their locals."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        tb = error.__traceback__
+        while tb is not None:
+            frame = tb.tb_frame
+            filename = frame.f_code.co_filename
+            if filename.startswith(PACKAGE_DIR) and filename not in USER_FILES:
+                with contextlib.suppress(RuntimeError):  # (an executing frame: capture's own)
+                    frame.clear()
+            tb = tb.tb_next
+        error = error.__cause__ or error.__context__
+
+
+def _capture(fn: Callable, specs: tuple, live: bool, on_violation: str, rng: Device | None,
+             device: CaptureDevice | None, global_random: str) -> CapturedGraph:
+    """:func:`capture`'s work."""
+    try:
         names = list(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         names = []
@@ -212,6 +244,9 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
             if again is not None:  # a name rebound each call (trace/rebinding.py): lifted
                 scope, error = again
                 graph = scope.graph
+                if refused is not None:  # (its traceback holds this frame, whose places
+                    refused.__traceback__ = None  # hold the arrays: the next capture's
+                refused = None  # reference count would find them held, and lift nothing)
             elif refused is not None:
                 raise rebinding.blamed(refused, graph, places)
     finally:
@@ -300,14 +335,19 @@ def _capture_rebinding(fn: Callable, names: list[str], specs: tuple, cap: Captur
         return None
     drawn, before = draws
     runs = []
-    for _ in range(2):
-        plan = rebinding.plan(graph, places, found, fn)
+    more: list = []  # the graph of a lifted run that wrote an array not lifted
+    while len(runs) < 2:
+        plan = rebinding.plan(graph, places, found, fn, more[-1] if more else None)
         if plan is None:
             return None
         drawn._draws = before  # (each run draws the indices the first capture drew)
         outside = outside_writes.note(plan.others(), fn=fn)
-        done = _capture_lifted(fn, names, specs, cap, plan, outside, options, quiet=True)
+        tried = len(more)
+        done = _capture_lifted(fn, names, specs, cap, plan, outside, options, quiet=True,
+                               more=more if not runs and tried < 2 else None)
         plan = outside = None  # (they hold the arrays: the next plan counts references)
+        if done is None and len(more) > tried:
+            continue  # lifted again with it (below)
         if done is None or done[1] is not None:
             return done
         runs.append(done[0])
@@ -322,11 +362,16 @@ def _capture_rebinding(fn: Callable, names: list[str], specs: tuple, cap: Captur
 
 def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDevice,
                     plan: lifted.Lifted, outside: outside_writes.Snapshot, options: tuple,
-                    quiet: bool = False) -> tuple[CaptureScope, CapvizError | None] | None:
+                    quiet: bool = False, more: list | None = None
+                    ) -> tuple[CaptureScope, CapvizError | None] | None:
     """Capture ``fn`` once with the states of ``plan`` lifted (:mod:`capviz.trace.lifted`):
     the scope and the refusal of an outside array NumPy wrote unseen (as the first of two
     captures refuses it), or ``None`` where the run is thrown away (every array put back) and
-    the two captures must run."""
+    the two captures must run. ``more``: where a run thrown away only because it wrote an
+    array state the plan did not lift appends its graph (a rebinding's plan comes from a
+    refused first capture, which missed a write NumPy made from a state's planted memory:
+    ``self.W -= lr * self.v`` after ``self.v += g``; lifted, it is a tensor's, review 7,
+    finding 25), for a plan that lifts it too."""
     on_violation, rng, global_random = options
     scope = cap.capture_scope(on_violation=on_violation, rng=rng, global_random=global_random)
     scope._quiet = True  # (the observers are told below, once the run stands)
@@ -345,6 +390,9 @@ def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDe
     if graph is None or failed or written or scope.recorder.inside_states or not lifted.kept(
             graph, plan, outside, scope._outputs):  # (an array made inside: two captures)
         lifted.discard(plan)
+        if more is not None and graph is not None and not failed and not written and \
+                not scope.recorder.inside_states and lifted.unlifted(graph, plan):
+            more.append(graph)
         return None
     for callback in [] if quiet else list(_observers):
         callback(graph)
@@ -430,5 +478,8 @@ def _capture_again(fn: Callable, names: list[str], specs: tuple, graph: Captured
     finally:
         drawn._draws = after
         written = others.restore()
-    return recapture.difference(graph, second.graph if second.recorder else None, others,
-                                written, failure, grown, inside)
+    try:
+        return recapture.difference(graph, second.graph if second.recorder else None, others,
+                                    written, failure, grown, inside)
+    finally:
+        failure = None  # (its traceback holds this frame: no cycle left to the collector)

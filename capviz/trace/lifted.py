@@ -564,6 +564,17 @@ def kept(graph: Graph, lifted: Lifted, noted: Any, outputs: list) -> bool:
 _HELD = 3  # sys.getrefcount's argument, the loop variable, ``lifted.tensors``
 
 
+def unlifted(graph: Graph, lifted: Lifted) -> bool:
+    """Whether the lifted capture ``graph`` is complete with no violation and made an array
+    state that ``lifted`` did not lift: an array the capture that planned the lift did not see
+    written (:func:`capviz.capture_fn._capture_lifted`)."""
+    if not graph.complete or graph.violation_records or graph.symbols:
+        return False
+    nodes = {node.index for node in lifted.nodes}
+    return any(isinstance(ref, weakref.ref) and index not in nodes and
+               type(ref()) is np.ndarray for index, ref in graph.state_targets.items())
+
+
 def discard(lifted: Lifted) -> None:
     """A lifted run thrown away: a lifted tensor ``fn`` stored where no walk looks (a list or
     dict of a helper's module: ``CACHE.append(self.W)``) gets its array back there, as the call

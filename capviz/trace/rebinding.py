@@ -88,15 +88,16 @@ def anchor(place: Place) -> tuple:
     return held, ((place.kind in ("attribute", "slot"), place.key),)
 
 
-def plan(graph: Graph | None, places: list[Place], found: list[Place], fn: Any = None
-         ) -> lifted.Lifted | None:
+def plan(graph: Graph | None, places: list[Place], found: list[Place], fn: Any = None,
+         more: Graph | None = None) -> lifted.Lifted | None:
     """The states to lift for a capture of ``fn`` that binds the rebound places ``found``
     again: those places' arrays and the array states of ``graph`` (the refused capture), each
     through the places that hold it; ``None`` where one cannot be lifted soundly
     (:func:`capviz.trace.lifted.liftable`), or where code ``fn`` reaches asks what no hook
     sees of an array (``type(self.W)``, ``object.__hash__``, ``sys.getsizeof``...:
     :func:`capviz.trace.lifted.reads_type`, as a later capture asks; hostile review 7,
-    finding 12)."""
+    finding 12). ``more``: a lifted capture of ``fn`` thrown away for an array state this
+    plan did not lift, whose array states are lifted too."""
     if graph is None or (fn is not None and lifted.reads_type(fn, places)):
         return None
     holding = lifted._holding(places)
@@ -113,17 +114,18 @@ def plan(graph: Graph | None, places: list[Place], found: list[Place], fn: Any =
             if record.message == place.lifts:
                 source = record.source
         states.append((place.value, holding[id(place.value)], None, anchor(place), source))
-    for node in graph.state_nodes:
-        ref = graph.state_targets.get(node.index)
-        if "of" in node.params or not isinstance(ref, weakref.ref) or \
-                type(ref()) is not np.ndarray or id(ref()) in roots:
-            continue
-        holders = [p for p in holding.get(id(ref()), ()) if p.value is ref()]
-        if not holders or not lifted.liftable(ref(), holding, ours):
-            return None
-        roots.add(id(ref()))
-        states.append((ref(), holders, node.name, graph.state_places.get(node.index),
-                       node.source))
+    for made in (graph,) if more is None else (graph, more):
+        for node in made.state_nodes:
+            ref = made.state_targets.get(node.index)
+            if "of" in node.params or not isinstance(ref, weakref.ref) or \
+                    type(ref()) is not np.ndarray or id(ref()) in roots:
+                continue
+            holders = [p for p in holding.get(id(ref()), ()) if p.value is ref()]
+            if not holders or not lifted.liftable(ref(), holding, ours):
+                return None
+            roots.add(id(ref()))
+            states.append((ref(), holders, node.name, made.state_places.get(node.index),
+                           node.source))
     return lifted.Lifted(states, places)
 
 

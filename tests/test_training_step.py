@@ -1,0 +1,157 @@
+"""A whole training step (review 7, finding 25: ``review7/fx_train.py``): in-place SGD, a running
+statistic rebound each call, a logged loss, a learning rate decayed by NumPy; captured cold and
+again after an eager call (warm), each replay against an eager twin, bit for bit: outputs,
+every state and which object each name holds."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+
+import capviz as cv
+
+
+def _same(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+class BnAndSgd:
+    """Review 7's T3: a rebound running mean beside an in-place weight update."""
+
+    def __init__(self):
+        self.W = np.linspace(-1.0, 1.0, 9).reshape(3, 3).copy()
+        self.bn = {"mean": np.zeros(3)}
+        self.losses = []
+
+    def step(self, x):
+        h = x @ self.W
+        self.bn["mean"] = 0.9 * self.bn["mean"] + 0.1 * h.mean()
+        self.W -= 0.1 * np.outer(x, h)
+        self.losses.append((h ** 2).sum())
+        return h
+
+
+XS = [np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0]), np.array([3.0, 1.0, -2.0]),
+      np.array([-1.0, 4.0, 0.25])]
+
+
+def _check(model, twin, graph, xs):
+    for x in xs:
+        W = model.W
+        out = graph.replay({"x": x})["out"]
+        assert _same(out, twin.step(x))
+        assert model.W is W and _same(model.W, twin.W)
+        assert _same(model.bn["mean"], twin.bn["mean"])
+        assert [type(v) for v in model.losses] == [type(v) for v in twin.losses]
+        assert all(_same(a, b) for a, b in zip(model.losses, twin.losses, strict=True))
+
+
+def test_a_rebinding_beside_an_in_place_write_captures_again_after_an_eager_call():
+    """Refused before (the later capture's lifted plan was never taken: the refusal a first
+    capture threw away kept that capture's frame, and so its arrays, referenced through its
+    traceback, so the reference count that lifts a state found one reference too many; with
+    the collector off, as between two collections). Checked to fail before this change."""
+    model, twin = BnAndSgd(), BnAndSgd()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        graph = cv.capture(model.step, XS[0])
+        _check(model, twin, graph, XS[:1])
+        model.step(XS[1])
+        twin.step(XS[1])
+        again = cv.capture(model.step, XS[2])
+    finally:
+        if enabled:
+            gc.enable()
+    assert "bound to a new array each replay" in str(again)
+    _check(model, twin, again, XS[2:] + XS[:2])
+
+
+class LazyMomentum:
+    """A velocity made by the first call beside a rebound running mean."""
+
+    def __init__(self):
+        self.W = np.linspace(-1.0, 1.0, 9).reshape(3, 3).copy()
+        self.v = None
+        self.bn = {"mean": np.zeros(3)}
+        self.losses = []
+
+    def step(self, x):
+        h = x @ self.W
+        if self.v is None:
+            self.v = np.zeros_like(self.W)
+        self.v *= 0.9
+        self.v += np.outer(x, h)
+        self.W -= 0.1 * self.v
+        self.bn["mean"] = 0.9 * self.bn["mean"] + 0.1 * h.mean()
+        self.losses.append((h ** 2).sum())
+        return h
+
+
+def test_a_refused_capture_let_go_of_leaves_no_reference_to_the_arrays():
+    """The refusal's fix (create self.v by one eager call) then captures: refused before this
+    change while the collector had not run (the refusal and its graph reference each other,
+    and its traceback's frames held the walked places, so the later capture found the arrays
+    referenced and could not lift the rebound mean). Checked to fail before this change."""
+    model, twin = LazyMomentum(), LazyMomentum()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        try:
+            cv.capture(model.step, XS[0])
+        except cv.UnsupportedOperationError as err:
+            assert "create self.v before the capture (in __init__, or by one eager call)" \
+                in str(err)
+        else:
+            raise AssertionError("the first capture of a lazily made velocity captured")
+        model.step(XS[1])
+        twin.step(XS[1])
+        graph = cv.capture(model.step, XS[2])
+    finally:
+        if enabled:
+            gc.enable()
+    for x in XS[2:] + XS[:2]:
+        out = graph.replay({"x": x})["out"]
+        assert _same(out, twin.step(x))
+        assert _same(model.W, twin.W) and _same(model.v, twin.v)
+        assert _same(model.bn["mean"], twin.bn["mean"])
+        assert all(_same(a, b) for a, b in zip(model.losses, twin.losses, strict=True))
+
+
+class Momentum(BnAndSgd):
+    """SGD with momentum: NumPy's own ``self.v *= 0.9`` and ``self.W -= 0.1 * self.v`` beside
+    the rebound running mean and the logged loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.v = np.zeros((3, 3))
+
+    def step(self, x):
+        h = x @ self.W
+        self.v *= 0.9
+        self.v += np.outer(x, h)
+        self.W -= 0.1 * self.v
+        self.bn["mean"] = 0.9 * self.bn["mean"] + 0.1 * h.mean()
+        self.losses.append((h ** 2).sum())
+        return h
+
+
+def test_a_momentum_step_with_a_rebound_running_mean_captures_cold():
+    """Refused before, blaming the rebinding: the first capture, whose plan the lifted runs
+    take, never saw self.W written (NumPy computed ``0.1 * self.v`` from the velocity's
+    memory), so the lifted run made a state its plan had not lifted and was thrown away; it
+    is now lifted again with that state. Checked to fail before this change."""
+    model, twin = Momentum(), Momentum()
+    graph = cv.capture(model.step, XS[0])
+    assert str(graph).count("= state ") == 3  # the mean (rebound), the velocity, the weights
+    run = graph.compile()
+    for k, x in enumerate(XS + XS):
+        W, v = model.W, model.v
+        out = (graph.replay({"x": x})["out"] if k % 2 else run(x)[0])
+        assert _same(out, twin.step(x))
+        assert model.W is W and model.v is v
+        assert _same(model.W, twin.W) and _same(model.v, twin.v)
+        assert _same(model.bn["mean"], twin.bn["mean"])
+        assert all(_same(a, b) for a, b in zip(model.losses, twin.losses, strict=True))
