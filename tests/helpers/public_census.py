@@ -3,7 +3,8 @@ run eagerly over three calls, then set up again from scratch (same seeds), captu
 time and replayed over the same three calls. After each call the outputs, every state array the
 program names (its ``states()``: attributes, globals, list and dict items) and the live random
 generators (NumPy's global one, Python's ``random``, and any generator the program lists) are
-compared bit for bit, dtypes and shapes included.
+compared bit for bit, dtypes and shapes included, and the states' Python types (a logged
+``np.float64`` is not a Python float; lists and dicts item by item).
 
 A verdict is one of:
 - ``exact``: every call matched;
@@ -34,6 +35,7 @@ class Program:
     calls: list
     states: Callable[[], dict] = dict
     capture_kwargs: dict = field(default_factory=dict)
+    examples: bool = False  # capture with the first call's arrays (branches become guards)
 
 
 @dataclass
@@ -59,12 +61,22 @@ def _snap(value):
     return (arr.dtype.str, arr.shape, arr.tobytes())
 
 
+def _typed(value):
+    """A state's snapshot with its Python type (a logged np.float64, a Python float and a 0-d
+    ndarray differ), containers item by item."""
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_typed(v) for v in value))
+    if isinstance(value, dict):
+        return (type(value).__name__, tuple((repr(k), _typed(v)) for k, v in value.items()))
+    return (type(value).__name__, _snap(value))
+
+
 def _outputs(out):
     return tuple(out) if isinstance(out, tuple) else (out,)
 
 
 def _world(program):
-    snap = {f"state {k}": _snap(v) for k, v in program.states().items()}
+    snap = {f"state {k}": _typed(v) for k, v in program.states().items()}
     snap["np.random"] = ("rs", repr(np.random.get_state(legacy=False)))
     snap["random"] = repr(random.getstate())
     return snap
@@ -103,7 +115,10 @@ def _run(setup: Callable[[], Program]) -> Verdict:
         eager.append(([_snap(o) for o in outs], _world(program)))
     _seed()
     program = setup()
-    specs = [cv.spec(np.shape(a), np.asarray(a).dtype) for a in calls[0]]
+    if program.examples:
+        specs = [np.copy(a) for a in calls[0]]
+    else:
+        specs = [cv.spec(np.shape(a), np.asarray(a).dtype) for a in calls[0]]
     try:
         graph = cv.capture(program.fn, *specs, **program.capture_kwargs)
     except CapvizError as err:
