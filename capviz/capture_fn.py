@@ -32,7 +32,7 @@ from capviz.core.violations import Failure, explain, make_error
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
 from capviz.randomness import hooks
-from capviz.trace import fn_lines, lifted, outside_writes, rebinding, recapture, state
+from capviz.trace import effects, fn_lines, lifted, outside_writes, rebinding, recapture, state
 from capviz.trace import places as walk
 from capviz.trace.tensor import Tensor
 
@@ -156,11 +156,14 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     ``x[mask]``, ``np.nonzero``, ``np.unique`` give their result a size symbol (``n0``).
     Values are computed only when read (docs/guide/values.md).
 
-    ``fn`` runs twice when it writes an outside array (a state, docs/guide/state.md), as
+    ``fn`` runs twice when it writes an outside array (a state, docs/guide/state.md) or logs
+    a Python value, as
     ``jax.jit`` may trace more than once: a second capture, with other values in the states'
     arrays, finds what NumPy's own code computed from them outside the capture's sight and
-    refuses it at its line. Python side effects of ``fn`` (a print, a list appended to,
-    ``next()`` of an iterator) happen at capture time, twice. A later capture of the same
+    refuses it at its line. Python side effects of ``fn`` (a print, ``next()`` of an
+    iterator) happen at capture time, twice; a plain Python value it logs into a list or dict
+    it reaches (``self.log.append("step")``) is logged by each replay instead, and refused
+    where two runs log different values. A later capture of the same
     function and object runs ``fn`` once: the places that held its states are bound to the
     states' tensors before it runs, where a count of references shows nothing else can read
     them (:mod:`capviz.trace.lifted`; anything it cannot decide: the two captures, ``fn`` run
@@ -280,14 +283,17 @@ def _capture_twice(scope: CaptureScope, fn: Callable, names: list[str], specs: t
         error = outside_writes.refuse(graph, written, fn, user_source())
     elif grown and (read := _reads_grown(fn, recapture.grown(places, LOGS))) is not None:
         error = read(graph)
-    elif graph.complete and (recapture.writes_arrays(graph) or scope.recorder.inside_states) \
+    elif graph.complete and (recapture.writes_arrays(graph) or scope.recorder.inside_states
+                             or graph.logged_values) \
             and not any(v.level == "error" for v in graph.violation_records):
         # (a buffer made by a spelling no hook sees, read by NumPy after a write: its line,
         # which the second run finds, is the cause of what NumPy then wrote unseen, R6 #9)
+        regrown = effects.Regrown(places)  # (the Python values the first run logged)
         try:
             error = _capture_again(fn, names, specs, graph, cap, draws, global_random,
                                    grown, scope.recorder.inside_states)
         finally:
+            regrown.undo()
             written = outside.put_back() or first  # (the second run's, on another path)
         if error is None and written:
             error = outside_writes.refuse(graph, written, fn, user_source())
@@ -354,7 +360,8 @@ def _capture_rebinding(fn: Callable, names: list[str], specs: tuple, cap: Captur
     for place in found:
         place.lifts = None
     first, second = runs
-    error = rebinding.difference(first.graph, second.graph)
+    error = rebinding.difference(first.graph, second.graph) or (
+        effects.differs(first.graph, second.graph) if first.graph.logged_values else None)
     for callback in [] if error is not None else list(_observers):
         callback(first.graph)
     return first, error
@@ -479,7 +486,10 @@ def _capture_again(fn: Callable, names: list[str], specs: tuple, graph: Captured
         drawn._draws = after
         written = others.restore()
     try:
-        return recapture.difference(graph, second.graph if second.recorder else None, others,
-                                    written, failure, grown, inside)
+        error = recapture.difference(graph, second.graph if second.recorder else None, others,
+                                     written, failure, grown, inside)
+        if error is None and graph.logged_values:  # a Python value each run logs: the same
+            error = effects.differs(graph, second.graph)
+        return error
     finally:
         failure = None  # (its traceback holds this frame: no cycle left to the collector)

@@ -20,7 +20,13 @@ import pytest
 import capviz as cv
 from capviz.core.own_weakrefs import OwnRef, only_own
 
-RUNS = []  # one item per run of a captured step (a side effect both paths make)
+
+class _Runs(list):
+    """Counts the runs of a captured function: a list subclass, which capviz does not walk,
+    so each run's append stays (a plain list's Python values are logged by replays)."""
+
+
+RUNS = _Runs()  # one item per run of a captured step (a side effect both paths make)
 REGISTRY = weakref.WeakValueDictionary()  # a cache of the user's, holding arrays weakly
 XS = [np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0]), np.array([3.0, 1.0, -2.0])]
 

@@ -18,7 +18,13 @@ import pytest
 
 import capviz as cv
 
-RUNS = []  # one item per run of a captured step
+
+class _Runs(list):
+    """Counts the runs of a captured function: a list subclass, which capviz does not walk,
+    so each run's append stays (a plain list's Python values are logged by replays)."""
+
+
+RUNS = _Runs()  # one item per run of a captured step
 SEEN = []  # what the peer saw
 LOAD = [False]  # whether step asks the peer to write CURRENT[0].buf
 CURRENT = [None]  # the model the jobs look at

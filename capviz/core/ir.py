@@ -28,7 +28,8 @@ Node kinds:
 An ``output`` node with ``params["effect"]`` (``"append"``, ``"refill"``, ``"set"`` with
 ``"key"``) is a value the call logs into a container of the user's (``self.losses.append(loss)``):
 a replay logs it there after the graph (:mod:`capviz.trace.effects`); it is no output of the
-function.
+function. A Python value the call logs (``self.log.append("step")``, ``x.shape``) is a
+:class:`LoggedValue` of :attr:`Graph.logged_values`, logged by each replay in the same order.
 
 A shape may hold :class:`capviz.core.symbols.Symbol` sizes (``n0``): the length of an axis that
 depends on the data, listed in :attr:`Graph.symbols`.
@@ -244,6 +245,23 @@ class ConstantValues(dict):
         return self
 
 
+@dataclasses.dataclass
+class LoggedValue:
+    """A Python value (``None``, a bool, number or str, a tuple, list or dict of them) the call
+    logs into a container of the user's, the same on every call: ``kind`` ``"append"``,
+    ``"refill"`` or ``"set"`` (at ``key``), ``order`` the index of the first effect output
+    logged after it (a replay logs it before that one), ``name`` the container's label,
+    ``path`` its ``(anchor, steps)`` from what the user holds (``None`` once loaded)."""
+
+    order: int
+    kind: str
+    key: Any
+    value: Any
+    name: str
+    source: Source | None
+    path: Any = None
+
+
 class Graph:
     """A captured program's data: nodes in program order, constants, boundaries and violations.
 
@@ -295,6 +313,8 @@ class Graph:
         #   a replay refuses a path that holds another object now (not saved)
         self.effect_places: dict[int, Any] = {}  # an effect output's container: (anchor,
         #   steps) from what the user holds (capviz/trace/effects.py; not saved)
+        self.logged_values: list[LoggedValue] = []  # Python values a replay logs (the
+        #   same each call: self.log.append("step"), capviz/trace/effects.py)
 
     # --- structure ------------------------------------------------------------------------------
 

@@ -695,6 +695,16 @@ SITUATIONS: list[Situation] = [
         "    return log\n\n\nlog = make_log()\n\n\ndef f(x):\n    log(x * 2.0)\n"
         "    return x + 1.0\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
+        "logged_python_value", "unsupported_op",
+        _call_is("a Python value logged by the call"),
+        "{operand} is given a Python value that a replay would not log as the call does",
+        "capviz replays a Python value the call logs as the value the capture logged, the same "
+        "at every replay, and {reason_why}.",
+        "log it outside the captured function, after each replay, or log a value the capture "
+        "computes from the data (a tensor: x.sum()).",
+        "import time\n\nSTAMPS = []\n\n\ndef f(x):\n    STAMPS.append(time.perf_counter())\n"
+        "    return x + 1.0\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
+    Situation(
         "raised_on_mark", "unsupported_op",
         _call_is("an error raised while a state held the capture's NaN mark"),
         "raised an error while {operand} held the capture's NaN mark",

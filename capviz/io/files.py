@@ -25,7 +25,15 @@ import numpy as np
 from capviz import ops
 from capviz.core.errors import GraphFormatError, GraphVerifyError
 from capviz.core.guards import READS, SIZE
-from capviz.core.ir import KINDS, VIOLATION_LEVELS, Graph, Node, Violation, dtype_name
+from capviz.core.ir import (
+    KINDS,
+    VIOLATION_LEVELS,
+    Graph,
+    LoggedValue,
+    Node,
+    Violation,
+    dtype_name,
+)
 from capviz.core.layout import file_strides, with_strides
 from capviz.core.references import check_unchanged
 from capviz.core.symbols import Symbol
@@ -168,6 +176,10 @@ def save(graph: Graph, path: str) -> None:
             "constants_sha256": _sha256(npz_temp),
             "nodes": _with_strides([_node_json(n) for n in graph.nodes], graph),
         }
+        if graph.logged_values:  # (Python values a replay logs; where: not saved)
+            doc["logged"] = [{"order": v.order, "kind": v.kind, "key": encode(v.key),
+                              "value": encode(v.value), "name": v.name}
+                             for v in graph.logged_values]
         json_temp, f = _temp_beside(path)
         temps.append(json_temp)
         with f:
@@ -450,6 +462,14 @@ def _from_doc(path: str, doc: Any, graph_class: type[Graph]) -> Graph:
                   "needs params level, message and call")
             graph.violation_records.append(Violation(n.op, level, message, call, n.source,
                                                      n.index))
+    logged = doc.get("logged", [])
+    _need(isinstance(logged, list) and all(
+        isinstance(v, dict) and _is_int(v.get("order")) and isinstance(v.get("name"), str)
+        and v.get("kind") in ("append", "refill", "set") for v in logged), "graph file",
+          "'logged' must be a list of logged values (order, kind, key, value, name)")
+    graph.logged_values = [LoggedValue(v["order"], v["kind"], decode(v.get("key")),
+                                       decode(v.get("value")), v["name"], None)
+                           for v in logged]  # (no container: a write replay is refused)
     _load_constants(path, doc, graph)
     verify_graph(graph)
     return graph

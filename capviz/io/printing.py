@@ -169,6 +169,10 @@ def format_graph(graph: Graph) -> str:
             line = f"{names} = {body.split(' = ', 1)[1]} : {types}" + (f"  # {where}" if sep
                                                                         else "")
         lines.append(line)
+    for v in graph.logged_values:  # Python values a replay logs (capviz/trace/effects.py)
+        where = f"{v.name}[{v.key!r}] =" if v.kind == "set" else \
+            f"{v.name}.append" if v.kind == "append" else f"{v.name} (emptied).append"
+        lines.append(f"log {where} {short_text(v.value)}  # the same each replay")
     guards = sum(1 for n in graph.nodes if n.kind == "guard")
     counted = f"{guards} guards, " if guards else ""
     head = (f"graph({', '.join(graph.inputs)}) -> ({', '.join(graph.outputs)})"

@@ -243,7 +243,7 @@ class Program:
         self.n_inputs = len(graph.input_nodes) + self.n_states
         self.input_names = tuple(n.name for n in graph.input_nodes)
         self.effects = tuple(graph.effect_outputs)  # values logged after the graph (last)
-        self.n_effects = len(self.effects)
+        self.n_effects = len(self.effects) + len(graph.logged_values)  # (and Python values)
         outputs = graph.output_nodes + graph.state_outputs + list(self.effects)
         self.output_names = tuple(n.name for n in graph.output_nodes)
         self._outputs = tuple(reg[n.args[0].index] for n in outputs)

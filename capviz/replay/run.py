@@ -191,10 +191,11 @@ def replay_with(graph: Graph, inputs: Mapping[str, Any] | None, backend: str | B
                 "check_finite=True steps node by node, which does not write the graph's "
                 f"states back ({state_replay.label(graph.state_nodes[0])}...); replay "
                 "without it")
-        if graph.effect_outputs:  # (review 7, finding 19: the logs were dropped, silent)
+        if graph.effect_outputs or graph.logged_values:  # (review 7, finding 19: the logs
+            logged = (graph.effect_outputs or graph.logged_values)[0]  # were dropped, silent)
             raise UnsupportedOperationError(
                 "check_finite=True steps node by node, which does not log the values the "
-                f"call logs ({graph.effect_outputs[0].name}...); replay without it")
+                f"call logs ({logged.name}...); replay without it")
         if options:
             raise TypeError(f"check_finite=True steps node by node and takes no backend option "
                             f"(got {', '.join(sorted(options))})")

@@ -465,6 +465,13 @@ def _check_effect_places(graph: Graph, prog: Any) -> None:
                 f"and {node.name} is gone (a loaded graph, or its object was freed). Fix: "
                 f"replay with state='return' and log result.states[{_effect_name(node)!r}] "
                 "yourself")
+    for k, logged in enumerate(graph.logged_values):
+        if _owner(logged.path) is None:
+            raise ReplayInputError(
+                f"the graph logs {logged.value!r} into {logged.name} each call "
+                f"(capviz/trace/effects.py), and {logged.name} is gone (a loaded graph, or its "
+                "object was freed). Fix: replay with state='return' and log "
+                f"result.states[{_logged_name(logged, k)!r}] yourself")
 
 
 def _effect_name(node: Node) -> str:
@@ -475,35 +482,67 @@ def _effect_name(node: Node) -> str:
     return f"{node.name}[{key!r}]" if key is not None else f"{node.name}[+{node.index}]"
 
 
-def effects(graph: Graph, nodes: tuple, values: Any, to_host: Any, write: bool
-            ) -> dict[str, Any]:
-    """Log ``values`` (the effect outputs ``nodes``' replayed values) into the user's
-    containers, in program order, as the eager call logs them (``write``), and return them by
-    name: appended (after emptying the container, for ``"refill"``: once per container and
-    replay), or stored at their key; a NumPy scalar where the call logged one."""
-    found: dict[str, Any] = {}
-    emptied: set[int] = set()
+def _logged_name(logged: Any, k: int) -> str:
+    """The name ``result.states`` gives the ``k``-th Python value a replay logs."""
+    key = logged.key
+    return f"{logged.name}[{key!r}]" if key is not None else f"{logged.name}[+v{k}]"
+
+
+def _in_order(graph: Graph, nodes: tuple, values: Any, to_host: Any) -> list[tuple]:
+    """``(name, container, kind, key, value, path)`` of each value a replay logs, in the
+    call's order:
+    the effect outputs ``nodes`` with their replayed ``values``, and between them the graph's
+    Python values (a new copy of a list or dict each replay, as each call makes one)."""
+    out = []
+    constants = list(enumerate(graph.logged_values))
     for node, value in zip(nodes, values):
+        while constants and constants[0][1].order <= node.index:
+            out.append(_constant(*constants.pop(0)))
         value = to_host(value)
         if node.params.get("scalar") and isinstance(value, np.ndarray) and value.shape == ():
             value = value[()]
-        found[_effect_name(node)] = value
+        out.append((_effect_name(node), node.name, node.params["effect"],
+                    node.params.get("key"), value, graph.effect_places.get(node.index)))
+    out += [_constant(k, logged) for k, logged in constants]
+    return out
+
+
+def _constant(k: int, logged: Any) -> tuple:
+    value = copy.deepcopy(logged.value) if _mutable(logged.value) else logged.value
+    return _logged_name(logged, k), logged.name, logged.kind, logged.key, value, logged.path
+
+
+def _mutable(value: Any) -> bool:
+    """Whether ``value`` is or holds a list or dict (a new one each call: a copy each replay)."""
+    return type(value) in (list, dict) or (type(value) is tuple and any(map(_mutable, value)))
+
+
+def effects(graph: Graph, nodes: tuple, values: Any, to_host: Any, write: bool
+            ) -> dict[str, Any]:
+    """Log ``values`` (the effect outputs ``nodes``' replayed values) and the graph's Python
+    values (:attr:`capviz.core.ir.Graph.logged_values`) into the user's containers, in program
+    order, as the eager call logs them (``write``), and return them by name: appended (after
+    emptying the container, for ``"refill"``: once per container and replay), or stored at
+    their key; a NumPy scalar where the call logged one."""
+    found: dict[str, Any] = {}
+    emptied: set[int] = set()
+    for name, container, kind, key, value, place in _in_order(graph, nodes, values, to_host):
+        found[name] = value
         if not write:
             continue
-        anchor, steps = graph.effect_places[node.index]
+        anchor, steps = place
         owner = anchor() if type(anchor) is weakref.ref else anchor
         try:
             holder = _follow(owner, steps)
         except Exception as err:
             raise ReplayInputError(
-                f"the graph logs a value into {node.name} each call, and it holds nothing now "
+                f"the graph logs a value into {container} each call, and it holds nothing now "
                 f"({type(err).__name__}: {err}). Fix: make it again, or capture again") from err
-        kind = node.params["effect"]
         if kind == "set":
-            holder[node.params["key"]] = value
+            holder[key] = value
             continue
         if kind == "attr":
-            setattr(holder, node.params["key"], value)
+            setattr(holder, key, value)
             continue
         if kind == "refill" and id(holder) not in emptied:
             holder.clear()
@@ -572,7 +611,7 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
         kept = [k for k, node in enumerate(nodes) if "of" not in node.params]
         nodes, targets, values = ([seq[k] for k in kept] for seq in (nodes, targets, values))
     if prog.n_effects:  # values logged into the user's containers, after the graph
-        logged = results[len(results) - prog.n_effects:]
+        logged = results[len(results) - len(prog.effects):] if prog.effects else ()
         states.update(effects(graph, prog.effects, logged, to_host, write))
     if write and not named and not prog.n_generators and not prog.n_rebinds:  # the usual
         copyto = np.copyto                                                        # replay

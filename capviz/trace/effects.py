@@ -17,8 +17,12 @@ container held (or to a container the call emptied first), and tensors stored at
 ``int`` key. Anything else done with a capture tensor there (an insert, a pop, a tuple of
 tensors, a key deleted) is refused at the line of the function that does it, never left out:
 a replay that does not log what the call logs is a silent difference in the user's state
-(lead ruling of stop 34, 23:15). Python values the call logs (``self.log.append("step")``)
-stay a side effect of the capture, as before.
+(lead ruling of stop 34, 23:15). A Python value the call logs (``self.log.append("step")``,
+``self.seen.append(x.shape)``, ``hist["phase"] = "train"``: ``None``, a bool, number or str, a
+tuple, list or dict of them) is logged by each replay as the value the capture's runs logged
+(a :class:`capviz.core.ir.LoggedValue`), and refused at its line where two runs logged
+different values (:func:`differs`; lead ruling of stop 35, 03:00): the capture itself leaves
+the container as it found it, as for a tensor.
 """
 
 from __future__ import annotations
@@ -28,22 +32,45 @@ import linecache
 import re
 from typing import Any
 
-from capviz.core.ir import Node
+from capviz.core.ir import LoggedValue, Node
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
 from capviz.trace import state_fixes
 from capviz.trace.mutation import current
-from capviz.trace.recapture import line_code
+from capviz.trace.recapture import line_code, refuse, same
 from capviz.trace.tensor import Tensor
 
 KEPT = "a capture tensor kept in a container"
 """The ``call`` of the refusal (the situation ``kept_in_container``)."""
+LOGGED = "a Python value logged by the call"
+"""The ``call`` of a refused log of Python values (the situation ``logged_python_value``)."""
 
 _SEQUENCES = (tuple, list, dict, collections.deque)
 
 
 def _ours(value: Any, recorder: Any) -> bool:
     return type(value) is Tensor and value._trace is recorder
+
+
+_PLAIN = (type(None), bool, int, float, complex, str)
+
+
+def plain(value: Any, depth: int = 3) -> bool:
+    """Whether ``value`` is a Python value a replay can log again as it is: ``None``, a bool,
+    int, float, complex or str, or a tuple, list or dict (``str`` keys) of them, 256 items and
+    three levels at most (``x.shape``, ``("fwd", 3)``, ``{"phase": "train"}``)."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return True
+    if depth <= 0 or kind not in (tuple, list, dict) or len(value) > 256:
+        return False
+    if kind is dict:
+        return all(type(k) is str and plain(v, depth - 1) for k, v in value.items())
+    return all(plain(v, depth - 1) for v in value)
+
+
+def _loggable(value: Any, recorder: Any) -> bool:
+    return _ours(value, recorder) or plain(value)
 
 
 def _holds(value: Any, recorder: Any, depth: int = 3) -> bool:
@@ -55,26 +82,32 @@ def _holds(value: Any, recorder: Any, depth: int = 3) -> bool:
     return any(_holds(item, recorder, depth - 1) for item in list(items)[:256])
 
 
-def logged(place: Any, left: Any, recorder: Any, of_data: Any) -> list[tuple] | str | None:
+def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
+           ) -> list[tuple] | str | None:
     """What the call did with capture tensors to the walked container ``place.holder``
     (``place.value``: its items when noted; ``left``: a copy of them as the call left them),
     as effects a replay repeats: ``[(kind, key,
-    tensor), ...]``; a reason (``str``) where a replay cannot repeat it; ``None`` where it
-    holds no new tensor, or only values of constants (``of_data(tensor)`` false: a memo,
-    ``if not MASKS: MASKS.append(np.tril(...))``, given its items back as before)."""
+    value), ...]``, each value a tensor or a :func:`plain` Python value; a reason (``str``)
+    where a replay cannot repeat it; ``None`` where it holds no new value, or only values of
+    constants (``of_data(tensor)`` false: a memo, ``if not MASKS: MASKS.append(np.tril(...))``,
+    given its items back as before). ``where``: a line of the function, for a log of Python
+    values only (the lines read are its function's)."""
     items = left.values() if type(left) is dict else left
     ours = [t for t in items if _ours(t, recorder)]
     if ours and not any(of_data(t) for t in ours) and (
             place.path is None or _tested(place.label, ours[0]._data.source)):
         return None  # a memo of constants (SLOTS[n] = np.tril(...) if SLOTS[n] is None)
-    found = _logged(place, left, recorder)
+    found = _logged(place, left, recorder, where)
     if not isinstance(found, list):
         return found
-    data = [of_data(tensor) for _, _, tensor in found]
+    tensors = [value for _, _, value in found if _ours(value, recorder)]
+    if not tensors:
+        return found  # Python values only: the same each call (or refused: differs)
+    data = [of_data(tensor) for tensor in tensors]
     if not any(data) and (place.path is None or
-                          _tested(place.label, found[0][2]._data.source)):
+                          _tested(place.label, tensors[0]._data.source)):
         return None  # a memo: filled when the function finds it empty or missing the key
-    if any(data) and not all(data) and _tested(place.label, found[0][2]._data.source):
+    if any(data) and not all(data) and _tested(place.label, tensors[0]._data.source):
         return ("the call logs values of the data and values of constants only (a memo) "
                 "into it, which a replay cannot tell apart")
     return found
@@ -92,7 +125,8 @@ def _tested(label: str, source: Any) -> bool:
     return _any_line(tested, source)
 
 
-def _logged(place: Any, holder: Any, recorder: Any) -> list[tuple] | str | None:
+def _logged(place: Any, holder: Any, recorder: Any, where: Any = None
+            ) -> list[tuple] | str | None:
     before = place.value
     if type(holder) is dict:
         if any(key not in holder for key in before):
@@ -101,20 +135,30 @@ def _logged(place: Any, holder: Any, recorder: Any) -> list[tuple] | str | None:
         for key, value in holder.items():
             if key in before and before[key] is value:
                 continue
-            if not _ours(value, recorder):
+            if not _loggable(value, recorder):
                 if _holds(value, recorder):
                     return ("the call stored a tuple, list or dict holding a value of the "
                             f"capture at {key!r}, which a replay does not build")
-                continue  # a Python value: a side effect of the capture, as ever
+                continue  # another object: a side effect of the capture, as ever
+            if key in before and plain(value) and type(before[key]) is type(value) and \
+                    same(before[key], value):
+                continue  # (the value it held: nothing a replay need log)
             if type(key) not in (str, int):
                 return (f"its key {key!r} is no str or int, which a replay could store at")
             found.append(("set", key, value))
         return found or None
     now = list(holder)
     k = len(now)
-    while k and _ours(now[k - 1], recorder):
+    while k and _loggable(now[k - 1], recorder):
         k -= 1
+    kept = 0  # (a Python value is no object of its own: 1 is 1, "step" is "step")
+    while kept < min(len(now), len(before)) and now[kept] is before[kept]:
+        kept += 1
+    if kept == len(before):
+        k = max(k, kept)
     new, rest = now[k:], now[:k]
+    if not any(_ours(v, recorder) for v in new) and kept == len(before) == len(now):
+        new, rest = [], now  # (nothing added)
     if not new:
         return None if not any(_holds(v, recorder) for v in now) else (
             "the call put a value of the capture among its items (an insert, a tuple or "
@@ -123,42 +167,53 @@ def _logged(place: Any, holder: Any, recorder: Any) -> list[tuple] | str | None:
         return ("the call put a value of the capture among its items (an insert, a tuple or "
                 "list of them), which a replay does not repeat")
     maxlen = getattr(place.holder, "maxlen", None)
-    if _at_front(place.label, new[0]._data.source):
+    tensor = next((v for v in new if _ours(v, recorder)), None)
+    source = tensor._data.source if tensor is not None else where
+    values = tensor is None or any(not _ours(v, recorder) for v in new)
+    if _at_front(place.label, source):
         return ("the call puts values of the capture before its items (insert, appendleft, "
                 "a slice stored), which a replay does not repeat")
-    if not rest and _cleared(place.label, new[0]._data.source):
+    if not rest and _cleared(place.label, source):
         kind = "refill"  # emptied, then filled: self.acts.clear(); self.acts.append(h)
     elif len(rest) == len(before) and all(a is b for a, b in zip(rest, before)):
         kind = "append"
-    elif maxlen is not None and len(now) == maxlen and \
+    elif maxlen is not None and len(now) == maxlen and not values and \
             all(a is b for a, b in zip(rest, before[len(before) - len(rest):])):
         kind = "append"  # (a deque(maxlen) drops its oldest items as eagerly)
-    elif not rest:
+    elif not rest and not values:
         kind = "refill"  # emptied, then filled: self.acts.clear(); self.acts.append(h)
     else:
         return ("the call removed or moved items it held and added values of the capture, "
-                "which a replay does not repeat")
-    return [(kind, None, tensor) for tensor in new]
+                "which a replay does not repeat") if tensor is not None else (
+            "the call removed or moved items it held, which a replay does not repeat")
+    return [(kind, None, value) for value in new]
 
 
-def record(place: Any, left: Any, found: list[tuple] | str, recorder: Any) -> None:
-    """Add an effect output for each of ``found`` (:func:`logged`) to ``recorder``'s graph, or
-    queue the refusal at the line that logs into ``place``'s container (``left``: its items
-    as the call left them)."""
+def record(place: Any, left: Any, found: list[tuple] | str, recorder: Any,
+           line: Any = None) -> None:
+    """Add an effect output for each tensor of ``found`` (:func:`logged`) to ``recorder``'s
+    graph, a :class:`LoggedValue` for each Python value, or queue the refusal at the line that
+    logs into ``place``'s container (``left``: its items as the call left them; ``line``: a
+    line of the function, where it logs Python values only)."""
     graph = recorder.graph
-    tensor = next((t for _, _, t in found), None) if isinstance(found, list) else \
-        _first(left, recorder)
-    source = tensor._data.source if tensor is not None else None
+    tensor = next((t for _, _, t in found if _ours(t, recorder)), None) \
+        if isinstance(found, list) else _first(left, recorder)
+    source = tensor._data.source if tensor is not None else line
     where, text = _logging_line(place.label, source)
     if isinstance(found, str) or place.path is None:
         reason = found if isinstance(found, str) else (
             "capviz does not know where the user holds it, so a replay could not log there")
-        message = explain(Failure("unsupported_op", KEPT, place.label, where,
+        call = KEPT if tensor is not None else LOGGED
+        message = explain(Failure("unsupported_op", call, place.label, where,
                                   UserCode("other", shorten(text)), None, reason))
-        recorder.pending.append(("unsupported_op", KEPT, message, where))
+        recorder.pending.append(("unsupported_op", call, message, where))
         return
     places = graph.effect_places
     for kind, key, value in found:
+        if not _ours(value, recorder):
+            graph.logged_values.append(LoggedValue(len(graph.nodes), kind, key, value,
+                                                   place.label, where, place.path))
+            continue
         node = current(recorder, value)
         params: dict[str, Any] = {"effect": kind}
         if key is not None:
@@ -169,6 +224,56 @@ def record(place: Any, left: Any, found: list[tuple] | str, recorder: Any) -> No
                    where, "", place.label)
         graph.nodes.append(out)
         places[out.index] = place.path
+
+
+def set_items(holder: Any, items: Any) -> None:
+    """Give list, deque or dict ``holder`` the items ``items`` (a list, or a dict)."""
+    holder.clear()
+    if type(holder) is dict:
+        holder.update(items)
+    else:
+        holder.extend(items)
+
+
+class Regrown:
+    """The lists and deques a first run logged Python values into, given the items it left for
+    the second run (as an eager call leaves them: a helper reading ``len(HIST)`` takes the
+    path a second call takes, and the runs differ), and their items back after it
+    (:meth:`undo`)."""
+
+    def __init__(self, places: list) -> None:
+        self.places = [p for p in places if p.kind == "items" and p.left is not None
+                       and type(p.holder) is not dict]  # (a dict's item set again: no log)
+        for place in self.places:
+            set_items(place.holder, place.left)
+
+    def undo(self) -> None:
+        for place in self.places:
+            set_items(place.holder, place.value)
+            place.left = None
+
+
+def differs(graph: Any, second: Any) -> Any:
+    """Refuse on ``graph`` (the first capture's) a Python value a second run of the capture
+    (``second``, its graph) logged differently (``self.log.append(time.perf_counter())``):
+    every replay would log the first one (lead ruling of stop 35, 03:00). Its error, or
+    ``None`` where both runs logged the same values."""
+    one, two = graph.logged_values, second.logged_values if second is not None else []
+    for k, logged in enumerate(one):
+        other = two[k] if k < len(two) else None
+        if other is not None and (logged.kind, logged.key, logged.name) == (
+                other.kind, other.key, other.name) and same(logged.value, other.value):
+            continue
+        reason = (f"two runs of the capture logged {_shown(logged.value)}, then "
+                  f"{_shown(other.value)}" if other is not None else
+                  "a second run of the capture did not log it")
+        where, _text = _logging_line(logged.name, logged.source)
+        return refuse(graph, graph.nodes[-1], LOGGED, logged.name, reason, source=where)
+    return None
+
+
+def _shown(value: Any) -> str:
+    return shorten(repr(value), 40)
 
 
 def record_attribute(place: Any, key: str, value: Tensor, recorder: Any) -> bool:

@@ -69,15 +69,23 @@ def reading_line(fn: Callable, label: str) -> tuple[Any, str]:
     stored = re.compile(rf"^(?<![\w.]){name}\s*\[[^\]]*\]\s*=(?!=)")
     cleared = re.compile(rf"(?<![\w.]){name}\.clear\(\s*\)|^{name}\s*\[\s*:\s*\]\s*=(?!=)"
                          rf"|^del\s+{name}\s*\[\s*:\s*\]")
-    if any(cleared.search(line_code(line)) for line in lines[1:]):
+    body = [(offset, line_code(line)) for offset, line in enumerate(lines[1:], 1)]
+    one_line = _ONE_LINER.match(lines[0]) if lines else None
+    if one_line is not None:  # def step(self, x): self.log.append(len(self.log)); ...
+        body.insert(0, (0, one_line["body"].strip()))
+    if any(cleared.search(text) for _, text in body):
         return None, ""  # a scratch list each call empties (self.acts.clear()): its reads
         #                  see this call's items only (hostile review 6, finding 23)
-    for offset, line in enumerate(lines[1:], 1):  # (not the def line)
-        text = line_code(line)
+    for offset, text in body:  # (not the def line, but a body on it)
         rest = stored.sub("", growing.sub("(", text))
         if mention.search(rest) and not _message_only(text, lines[offset + 1:]):
             return line_at(code, start + offset), text
     return None, ""
+
+
+_ONE_LINER = re.compile(r"^\s*(?:async\s+)?def\s+\w+\s*\(.*\)\s*(?:->[^:]*)?:"
+                        r"\s*(?P<body>[^#\s].*)$")
+"""A ``def`` line holding its body (``def step(self, x): self.log.append(1); return x``)."""
 
 
 

@@ -30,13 +30,16 @@ class Place:
     """One name the captured function can rebind: an object's attribute, a module global,
     a closure cell, a list or dict item; what it held when the scope opened."""
 
-    __slots__ = ("grew", "holder", "inner", "key", "kind", "label", "lifts", "path", "value")
+    __slots__ = ("grew", "holder", "inner", "key", "kind", "label", "left", "lifts", "path",
+                 "value")
 
     def __init__(self, kind: str, holder: Any, key: Any, label: str, value: Any,
                  inner: bool = False) -> None:
         self.kind, self.holder, self.key, self.label, self.value = kind, holder, key, label, value
         self.inner = inner  # inside a container: refused only where the capture read its array
         self.grew = False  # a container the last run grew with tensors, then given its items
+        self.left: Any = None  # the items the last run left in a container it logged Python
+        #                        values into (capviz/trace/effects.py: a second run sees them)
         self.lifts: str | None = None  # rebound to a fresh array of its kind: the refusal
         #                                queued, which a lifted capture may lift (below)
         self.path: tuple | None = None  # its (anchor, steps) from what the user holds:

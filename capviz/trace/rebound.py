@@ -81,7 +81,9 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
     walked = {id(p.holder) for p in places if p.kind == "items"}  # (their logs: effects.py)
     logs = {id(p.holder): (dict(p.holder) if type(p.holder) is dict else list(p.holder))
             for p in places if p.kind == "items" and  # as the call left them (effects.py)
-            tensor_in(p.holder, recorder, DEPTH, every=True) is not None}
+            (tensor_in(p.holder, recorder, DEPTH, every=True) is not None or
+             any(effects.plain(v) for v in _changed(p)))}  # (Python values logged)
+    line = _first_line(fn) or source  # (where a log of Python values is looked for)
     for place in places:
         if place.kind in ("keys", "items"):
             continue
@@ -149,7 +151,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
         if place.kind == "items":
             if read is None:
                 read = {id(ref()) for ref in recorder.graph.constant_origins.values()}
-            _items_back(place, recorder, read, logs.get(id(place.holder)))
+            _items_back(place, recorder, read, logs.get(id(place.holder)), line)
             _numpy_logged(place, recorder, source, fn)
         elif place.kind == "keys":
             binds += _added_removed(place, recorder, fn)
@@ -305,17 +307,22 @@ _CONTAINER_REASON = (
 
 
 
-def _items_back(place: Place, recorder: Any, read: set[int], left: Any = None) -> None:
+def _items_back(place: Place, recorder: Any, read: set[int], left: Any = None,
+                line: Any = None) -> None:
     """The items a walked list, dict or deque held when the scope opened, put back when it
     holds a tensor of ``recorder`` now (appended, or bound to an item the capture did not
-    read). Refused when an array the capture read from it is no longer where it was (a deque
-    of frames appended to, which drops its oldest): the graph holds the arrays it read, and
-    eager calls move them on."""
+    read), or a Python value the call logged (``self.log.append("step")``: logged again by
+    each replay, :mod:`capviz.trace.effects`; ``line``: a line of the function). Refused when
+    an array the capture read from it is no longer where it was (a deque of frames appended
+    to, which drops its oldest): the graph holds the arrays it read, and eager calls move them
+    on."""
     holder = place.holder
     tensor = tensor_in(holder, recorder, DEPTH, every=True)  # (past the walked items too)
     if tensor is None and left is not None:  # (its items put back already: a list emptied
         tensor = tensor_in(left, recorder, DEPTH, every=True)  # and filled, slots set)
     if tensor is None:
+        if left is not None:  # Python values only (a log of them)
+            _values_back(place, recorder, left, line)
         return
     before = place.value
     grown = _grown(holder, before, recorder, place.label)
@@ -357,6 +364,41 @@ def _items_back(place: Place, recorder: Any, read: set[int], left: Any = None) -
     elif logged is not None:  # a log: appended or set again by each replay, or refused
         effects.record(place, left, logged, recorder)
 
+
+
+def _changed(place: Place) -> list:
+    """The items walked container ``place.holder`` holds now that it did not hold there when
+    the scope opened (``place.value``: its items then)."""
+    holder, before = place.holder, place.value
+    if type(holder) is dict:
+        return [v for k, v in holder.items() if before.get(k, place) is not v]
+    now = list(holder)
+    return [v for k, v in enumerate(now) if k >= len(before) or before[k] is not v]
+
+
+def _values_back(place: Place, recorder: Any, left: Any, line: Any) -> None:
+    """Give walked container ``place.holder``, which the call logged Python values into and
+    no tensor, the items it held, and record the values as logs of each replay, or refuse
+    what a replay cannot repeat (:func:`capviz.trace.effects.logged`)."""
+    found = effects.logged(place, left, recorder, lambda _t: True, line)
+    if found is None:
+        return
+    place.grew = type(place.holder) is not dict and isinstance(found, list)  # (a line reading
+    place.left = left  # it is refused: len(self.log); a second run starts from what it left)
+    effects.set_items(place.holder, place.value)
+    effects.record(place, left, found, recorder, line)
+
+
+def _first_line(fn: Callable | None) -> Any:
+    """``(file, line, function)`` of ``fn``'s ``def`` line, or ``None``."""
+    found = source_lines(fn) if fn is not None else None
+    if found is None:
+        return None
+    code, lines, start = found
+    for offset, text in enumerate(lines):  # (past its decorators)
+        if text.lstrip().startswith(("def ", "async def ")):
+            return line_at(code, start + offset)
+    return None
 
 
 def _numpy_logged(place: Place, recorder: Any, source: Any, fn: Callable | None) -> None:

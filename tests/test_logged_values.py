@@ -1,0 +1,206 @@
+"""A plain Python value the call logs into a container that outlives it
+(``self.log.append("step")``, ``self.seen.append(x.shape)``, ``hist["phase"] = "train"``) is
+logged by each replay as the value the capture's runs logged, in the call's order among the
+tensors it logs; the capture itself leaves the container as it found it. Where two runs of the
+capture log different values (``time.perf_counter()``), or where a replay could not repeat what
+the call does (a ``deque(maxlen)`` of Python values, a read of the grown list), it is refused
+at the logging line (lead ruling of stop 35, 03:00; review 7, finding 28: silent before, the
+capture's runs left their values in the list and no replay logged).
+Each test runs the graph against an eager twin: outputs, the containers' items and types."""
+
+from __future__ import annotations
+
+import collections
+import os
+import time
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from capviz.core.errors import ReplayInputError, UnsupportedOperationError
+
+SPEC = cv.spec((3,), "float64")
+
+
+def _same(a, b):
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (list, tuple, collections.deque)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (np.ndarray, np.generic)):
+        a, b = np.asarray(a), np.asarray(b)
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    return a == b
+
+
+LOG = []
+
+
+class Model:
+    def __init__(self):
+        self.W = np.ones(3)
+        self.log = ["start"]
+        self.seen = []
+        self.meta = {}
+        self.events = []
+
+    def step(self, x):
+        self.log.append("step")
+        self.seen.append(x.shape)
+        self.meta["phase"] = "train"
+        self.events.append({"n": x.shape[0], "tag": ("fwd", 1)})
+        LOG.append(1)
+        return x * 2.0
+
+
+def _world(m):
+    return [m.log, m.seen, m.meta, m.events]
+
+
+def test_python_values_logged_are_logged_by_each_replay_as_eager():
+    """Before: the capture left "step", (3,), 1... in the lists (twice where it ran twice)
+    and no replay logged (review 7, finding 28: silent)."""
+    model, twin = Model(), Model()
+    LOG.clear()
+    graph = cv.capture(model.step, SPEC)
+    assert _same(_world(model), [["start"], [], {}, []]) and LOG == []  # left as found
+    assert "log self.log.append 'step'  # the same each replay" in str(graph)
+    for k in range(3):
+        x = np.arange(3.0) + k
+        got = graph.replay({"x": x})["out"]
+        logged = LOG[:]
+        LOG.clear()
+        want = twin.step(x.copy())
+        assert _same(got, want)
+        assert _same(_world(model), _world(twin)) and logged == LOG
+        LOG.clear()
+    assert model.events[0] is not model.events[1]  # a new dict each replay, as each call
+
+
+class Stepper:
+    def __init__(self):
+        self.W = np.ones(3)
+        self.log = []
+
+    def step(self, x):
+        self.log.append("begin")
+        self.log.append(x.sum())
+        self.W -= 0.1 * x  # a state: the capture runs twice
+        self.log.append("end")
+        return x * 2.0
+
+
+def test_python_values_and_tensors_are_logged_in_the_call_order():
+    """Before: refused (a Python value before a tensor: 'keeps a value of the capture')."""
+    model, twin = Stepper(), Stepper()
+    graph = cv.capture(model.step, SPEC)
+    assert model.log == []
+    for k in range(2):
+        x = np.arange(3.0) * (k + 1)
+        graph.replay({"x": x})
+        twin.step(x.copy())
+        assert _same(model.log, twin.log) and _same(model.W, twin.W)
+    assert [type(v) for v in model.log[:3]] == [str, np.float64, str]
+
+
+class Scratch:
+    def __init__(self):
+        self.acts = ["old"]
+
+    def step(self, x):
+        self.acts.clear()
+        self.acts.append("fwd")
+        self.acts.append(x * 2.0)
+        return x + 1.0
+
+
+def test_a_list_emptied_and_filled_with_python_values_and_tensors_is_refilled():
+    """Before: refused at self.acts.append("fwd")."""
+    model, twin = Scratch(), Scratch()
+    graph = cv.capture(model.step, SPEC)
+    assert model.acts == ["old"]
+    for k in range(2):
+        x = np.arange(3.0) + k
+        graph.replay({"x": x})
+        twin.step(x.copy())
+        assert _same(model.acts, twin.acts)
+
+
+class Stamps:
+    def __init__(self):
+        self.log = []
+
+    def step(self, x):
+        self.log.append(time.perf_counter())
+        return x * 2.0
+
+
+def test_a_value_two_runs_log_differently_is_refused_at_its_line():
+    """Before: the capture left its time in the list and every replay logged nothing
+    (silent); a replay logging the capture's time would be silent too."""
+    model = Stamps()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(model.step, SPEC)
+    message = str(info.value)
+    assert "self.log.append(time.perf_counter())" in message
+    assert "self.log is given a Python value that a replay would not log as the call does" \
+        in message
+    assert "two runs of the capture logged" in message
+    assert "Fix: log it outside the captured function, after each replay" in message
+    assert len(message.splitlines()) <= 3
+    assert model.log == []
+
+
+class Counted:
+    def __init__(self):
+        self.log = []
+
+    def step(self, x): self.log.append(len(self.log)); return x * 2.0  # noqa: E702
+
+
+def test_a_read_of_the_grown_list_on_a_one_line_def_is_refused():
+    """Before: silent (the line read was looked for below the def line only)."""
+    with pytest.raises(UnsupportedOperationError, match="self.log is a list that grows at "
+                                                        "every call, read here"):
+        cv.capture(Counted().step, SPEC)
+
+
+class Recent:
+    def __init__(self):
+        self.last = collections.deque([1, 2, 3], maxlen=3)
+
+    def step(self, x):
+        self.last.append(1)
+        return x * 2.0
+
+
+def test_a_full_deque_of_python_values_is_refused():
+    """A deque(maxlen) of Python values drops an item a replay cannot tell (1 is 1):
+    before, the capture left it shifted and no replay shifted it (silent)."""
+    model = Recent()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(model.step, SPEC)
+    assert "self.last.append(1)" in str(info.value)
+    assert "self.last is given a Python value" in str(info.value)
+    assert list(model.last) == [1, 2, 3]
+
+
+def test_a_loaded_graph_refuses_to_log_and_returns_the_values(tmp_path):
+    model = Model()
+    LOG.clear()
+    graph = cv.capture(model.step, SPEC)
+    path = os.fspath(tmp_path / "g.json")
+    graph.save(path)
+    loaded = cv.load(path)
+    with pytest.raises(ReplayInputError, match=r"the graph logs 'step' into self\.log each "
+                                               r"call .* Fix: replay with state='return'"):
+        loaded.replay({"x": np.ones(3)})
+    states = loaded.replay({"x": np.ones(3)}, state="return").states
+    assert states["self.log[+v0]"] == "step" and states["self.meta['phase']"] == "train"
+    assert states["self.seen[+v1]"] == (3,)
+    with pytest.raises(UnsupportedOperationError, match="does not log the values"):
+        graph.replay({"x": np.ones(3)}, check_finite=True)
+    assert model.log == ["start"]
