@@ -326,18 +326,12 @@ def test_a_kl_divergence_against_the_softmax_of_flipped_rows_replays_in_chunks_o
 
 
 @pytest.mark.parametrize("chunks", [(2, 4), (1, 8)], ids=str)
-def test_a_sum_of_a_flipped_view_over_several_axes_is_refused_naming_the_view(chunks):
-    # NumPy's loop cannot join a flipped axis with the others: no order of the axes says how
-    # it adds them
-    graph = cv.capture(lambda x: x[:, ::-1].sum() - x[:, :1].sum() * 16,
-                       cv.spec((2, 16), "float32"))
-    with pytest.raises(cv.ReplayError) as info, np.errstate(all="ignore"):
-        graph.replay({"x": _ROWS}, backend="dask", chunks=chunks)
-    assert info.value.node is graph.ops[1]
-    assert "the memory layout of the result of node %1 (getitem)" in str(info.value)
-    with np.errstate(all="ignore"):
-        got = graph.replay({"x": _ROWS}, backend="numpy")["out"]
-        assert np.array_equal(got, _ROWS[:, ::-1].sum() - _ROWS[:, :1].sum() * 16)
+def test_a_sum_of_a_flipped_view_over_several_axes_that_reaches_the_bound_is_numpys(chunks):
+    # NumPy's loop joins no axis of a flipped view and reads each in its own order: the run
+    # that finds the order matters builds the sum again as NumPy's function on a buffer with
+    # the view's strides (refused before, naming the view)
+    fn = lambda x: x[:, ::-1].sum() - x[:, :1].sum() * 16  # noqa: E731
+    assert np.isneginf(_numpys_bits(fn, [_ROWS], chunks))
 
 
 @pytest.mark.parametrize("fn", [

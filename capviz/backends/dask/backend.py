@@ -238,7 +238,8 @@ class DaskBackend(Backend):
                     host = in_order.direct(node, hosts, constants)
                     token = in_order.LAYOUTS.set(layouts)
                     try:
-                        source = None if host is not None else in_order.operand_orders(node)[1]
+                        source = None if host is not None \
+                            else in_order.operand_orders(node, restrided=True)[1]
                     finally:
                         in_order.LAYOUTS.reset(token)
                     if source is None:  # built again, that node in NumPy's order

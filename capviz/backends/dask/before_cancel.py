@@ -31,7 +31,8 @@ that cost two more passes, 3.7x to 4.3x bare dask.array; complex, float16, nan f
 ``dtype=`` too since stop 34); over several but not all axes in NumPy's order a few chunks at a
 time (:mod:`capviz.backends.dask.several_axes`, stop 34), and otherwise on one block. Its
 value is then NumPy's bits, and so is the consumer's. Where NumPy's order cannot
-be known (its operand's memory layout is not: a flipped or broadcast view), the node is refused
+be known (its operand's memory layout is not: a broadcast view; a flipped or strided view
+reduced over several axes is NumPy's function on a buffer with its strides), the node is refused
 at build time, naming the consumer, with the fixes (chunks that keep the reduced axes in one
 chunk, or ``backend='numpy'``).
 

@@ -25,9 +25,12 @@ computed from C-ordered values (a flipped or strided one too: NumPy writes a new
 reduction of an input or constant itself runs NumPy's function on that array
 (:func:`direct`); a node whose operand is laid out in another order than C runs on one block
 whose array has that layout (:func:`laid_out`); a node whose operand's layout cannot be known
-(a broadcast, a mix of layouts, a strided or flipped
-view reduced over several axes) is not computed again: its ``OrderMatters`` is the replay's
-error (:func:`refusal`), naming the value whose layout decides. The same layouts say whether
+(a broadcast, a mix of layouts) is not computed again: its ``OrderMatters`` is the replay's
+error (:func:`refusal`), naming the value whose layout decides. A strided or flipped view
+reduced over several axes is not in any order of its axes either (NumPy's loop joins none of
+them and reads each in its own order): where its strides are known (:class:`Standin`, through
+the program's views), NumPy's function runs on a buffer with those strides
+(:func:`strided_operand`). The same layouts say whether
 NumPy adds a reduction pairwise or one term after another (:func:`pairwise`), which sets the
 bound the checks hold a sum and a variance to.
 """
@@ -119,6 +122,50 @@ class Layouts:
         self.inputs = inputs
         self.constants = constants
         self._memo: dict[int, tuple[tuple | None, str]] = {}
+        self._standins: dict[int, Standin | None] = {}
+
+    def standin(self, node: Node) -> Standin | None:
+        """The strides NumPy's ``node`` has, where they are known (:class:`Standin`), else
+        ``None``."""
+        if node.index not in self._standins:
+            self._standins[node.index] = self._standin(node)
+        return self._standins[node.index]
+
+    def _standin(self, node: Node) -> Standin | None:
+        shape = node.shape
+        if shape is None or not all(isinstance(n, (int, np.integer)) for n in shape):
+            return None
+        shape = tuple(int(n) for n in shape)
+        order = self.order(node)[0]
+        if order is None:
+            return None
+        host = self.inputs.get(node.name) if node.kind == "input" \
+            else self.constants.get(node.index) if node.kind == "constant" else None
+        if isinstance(host, np.ndarray) and host.shape == shape:  # its own strides
+            if any(s % host.itemsize for s in host.strides):
+                return None
+            return Standin.of(shape, tuple(s // host.itemsize for s in host.strides))
+        if not isinstance(order, Strided):  # contiguous in ``order``
+            strides = [0] * len(shape)
+            step = 1
+            for axis in reversed(order):
+                strides[axis] = step
+                step *= max(shape[axis], 1)
+            return Standin.of(shape, tuple(strides))
+        operands = [a for a in node.args if isinstance(a, Node)]
+        if not _a_view(node) or len(operands) != 1:
+            return None
+        base = self.standin(operands[0])
+        if base is None:
+            return None
+        args = [base.view if a is operands[0] else a for a in node.args]
+        try:
+            result = ops.get(node.op).bind(np)(*args, **node.params)
+        except Exception:  # an op this reading cannot follow: its strides are unknown
+            return None
+        if not isinstance(result, np.ndarray) or result.base is None or result.shape != shape:
+            return None
+        return Standin(result, base.root)
 
     def order(self, node: Node) -> tuple[tuple | None, str]:
         """(``node``'s axes in memory order, or ``None``; the value whose layout decides it,
@@ -191,6 +238,45 @@ def _one(size: Any) -> bool:
     return isinstance(size, (int, np.integer)) and size == 1
 
 
+class Standin:
+    """A value's strides as NumPy has them (in elements), read from a view of one byte of
+    memory (``view``, made from ``root``): where NumPy reduces a strided or flipped view over
+    several axes, its loop follows those strides (it joins no axes and reads each in its own
+    order), so the Dask replay runs NumPy's function on a buffer with the same strides
+    (:meth:`restrided`)."""
+
+    def __init__(self, view: np.ndarray, root: np.ndarray) -> None:
+        self.view = view
+        self.root = root
+
+    @classmethod
+    def of(cls, shape: tuple, strides: tuple) -> Standin:
+        root = np.zeros(1, np.uint8)
+        return cls(np.lib.stride_tricks.as_strided(root, shape, strides), root)
+
+    def layout(self) -> tuple[tuple, tuple, int, int]:
+        """(shape, strides, the first element's offset in a buffer, the buffer's length), in
+        elements."""
+        shape, strides = self.view.shape, self.view.strides
+        first = self.view.__array_interface__["data"][0] - self.root.__array_interface__["data"][0]
+        if 0 in shape:
+            return shape, strides, 0, 0
+        low = first + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+        high = first + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides))
+        return shape, strides, first - low, high - low + 1
+
+
+def restrided(values: np.ndarray, layout: tuple) -> np.ndarray:
+    """``values`` copied into a new buffer as a view with ``layout``'s strides
+    (:meth:`Standin.layout`)."""
+    shape, strides, first, length = layout
+    buffer = np.empty(length, values.dtype)
+    view = np.lib.stride_tricks.as_strided(buffer[first:], shape,
+                                           tuple(s * values.itemsize for s in strides))
+    view[...] = values
+    return view
+
+
 class Strided(tuple):
     """A memory order (axes from the slowest to the fastest) of a value that is not contiguous
     in it (a stepped or partial slice): NumPy's loop along one axis adds as on a contiguous
@@ -251,12 +337,16 @@ def _a_view(node: Node) -> bool:
         for p in parts)
 
 
-def operand_orders(node: Node) -> tuple[list[tuple | None], str | None]:
+def operand_orders(node: Node, restrided: bool = False) -> tuple[list[tuple | None], str | None]:
     """The memory order of each tensor operand of ``node`` (``None`` for C order), and the
     value whose layout cannot be known, in words, or ``None``: see :data:`LAYOUTS`. A strided
-    operand is known for a reduction along one axis only (see :class:`Strided`)."""
+    operand is known for a reduction along one axis (see :class:`Strided`), and with
+    ``restrided`` over several where its strides are (:func:`strided_operand`: the order
+    returned is the :class:`Strided` one)."""
     layouts = LAYOUTS.get()
     along_one_axis = node.op not in traits.CONTRACT and isinstance(node.params.get("axis"), int)
+    if restrided and strided_operand(node) is not None:
+        return [layouts.order(node.args[0])[0]], None
     orders: list[tuple | None] = []
     for a in node.args:
         if not isinstance(a, Node):
@@ -269,6 +359,24 @@ def operand_orders(node: Node) -> tuple[list[tuple | None], str | None]:
         orders.append(None if order is None or order == tuple(range(len(order)))
                       else tuple(order))
     return orders, None
+
+
+def strided_operand(node: Node | None) -> Standin | None:
+    """The strides of the one tensor operand of ``node``, a reduction over several axes of a
+    strided or flipped view (``x[::-1].sum()``, ``np.rot90(x).mean(axis=(0, 1))``), where they
+    are known: NumPy's function on a buffer with those strides adds as NumPy's loop does
+    (every reduction is NumPy's own, on one block); else ``None``."""
+    layouts = LAYOUTS.get()
+    if layouts is None or node is None or node.op in traits.CONTRACT \
+            or isinstance(node.params.get("axis"), int) or not node.args:
+        return None
+    operand = node.args[0]
+    if not isinstance(operand, Node) or any(isinstance(a, Node) for a in node.args[1:]) \
+            or any(isinstance(v, Node) for v in node.params.values()):
+        return None
+    if not isinstance(layouts.order(operand)[0], Strided):
+        return None
+    return layouts.standin(operand)
 
 
 def pairwise(node: Node | None, axes: tuple) -> bool:

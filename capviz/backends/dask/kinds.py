@@ -43,11 +43,14 @@ def host_blocks(array: np.ndarray, chunks: Any) -> Any:
 
 
 
-def whole(op: ops.Op, args: tuple, params: dict) -> Any:
-    """The op's NumPy function on its operands gathered into one block (one task)."""
-    fn = numpy_callable(op)
+def whole(op: ops.Op, args: tuple, params: dict, layout: tuple | None = None) -> Any:
+    """The op's NumPy function on its operands gathered into one block (one task); with
+    ``layout`` (:meth:`capviz.backends.dask.in_order.Standin.layout`), on its first operand
+    copied into a buffer with those strides."""
+    fn = numpy_callable(op) if layout is None else Restrided(numpy_callable(op), layout)
     out = expected(op, args, params)
-    template, slots, arrays = split_args(_as_numpys_layouts(op, args))
+    template, slots, arrays = split_args(args if layout is not None
+                                         else _as_numpys_layouts(op, args))
     # each operand as the one task of its single block: handing dask.delayed the arrays
     # themselves unpacks their whole graphs at every step, so a chain of whole ops (a loop of
     # writes) took time exponential in its length
@@ -58,6 +61,18 @@ def whole(op: ops.Op, args: tuple, params: dict) -> Any:
         return da.from_delayed(task, shape, dtype=dtype, meta=meta_array(shape, dtype))
     return tuple(da.from_delayed(task[k], shape, dtype=dtype, meta=meta_array(shape, dtype))
                  for k, (shape, dtype) in enumerate(out))
+
+
+class Restrided:
+    """``fn`` of its first operand copied into a buffer with ``layout``'s strides
+    (:func:`capviz.backends.dask.in_order.restrided`): a task function, picklable."""
+
+    def __init__(self, fn: Callable, layout: tuple) -> None:
+        self.fn = fn
+        self.layout = layout
+
+    def __call__(self, x: Any, *args: Any, **params: Any) -> Any:
+        return self.fn(in_order.restrided(np.asarray(x), self.layout), *args, **params)
 
 
 def _as_numpys_layouts(op: ops.Op, args: tuple) -> tuple:

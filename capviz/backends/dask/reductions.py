@@ -112,7 +112,7 @@ def _operand_orders() -> list:
     node = None if steps is None or index is None else steps.by_index.get(index)
     if node is None:
         return []
-    orders, unknown = in_order.operand_orders(node)
+    orders, unknown = in_order.operand_orders(node, restrided=True)
     if unknown is not None:
         here = overflow.OrderMatters(f"np.{node.op} adds in NumPy's order here")
         raise in_order.refusal(here, unknown)
@@ -124,7 +124,7 @@ def _feeding_orders(args: tuple) -> list:
     (:mod:`capviz.backends.dask.before_cancel`): where its operand's layout cannot be known,
     the replay fails at the node, naming the consumer."""
     node = STEPS.get().by_index[NODE.get()]
-    orders, unknown = in_order.operand_orders(node)
+    orders, unknown = in_order.operand_orders(node, restrided=True)
     if unknown is not None:
         cause = before_cancel.refused(node, unknown)
         raise replay_error(node, [a for a in args if is_array(a)], cause) from cause
@@ -139,6 +139,11 @@ def in_numpy_order(op: ops.Op, args: tuple, params: dict, orders: list) -> Any:
     block (a product's kernel follows its shapes); on one block laid out as NumPy's operand is
     where that is not C order."""
     node = _node()
+    standin = in_order.strided_operand(node) if orders and isinstance(
+        orders[0], in_order.Strided) else None
+    if standin is not None:  # several axes of a strided view: NumPy's loop on its strides
+        return check_result(op, whole(op, args, params, standin.layout()),
+                            *expected(op, args, params))
     which = None if node is None else shared.transposed(node)
     if which is not None:  # x @ x.T: NumPy's syrk, on a block and its own transpose
         shape, dtype = expected(op, args, params)
