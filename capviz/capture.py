@@ -36,7 +36,7 @@ from capviz.core.violations import make_error, seed_message
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
 from capviz.randomness import backstop, creation, generator_watch, generators, hooks, memoised
-from capviz.trace import marked, rebound, state
+from capviz.trace import marked, mutation, rebound, state, views
 from capviz.trace import places as walk
 from capviz.trace.context import (
     active,
@@ -125,28 +125,44 @@ def constant(value: Any, name: str | None = None) -> Any:
         hit = recorder._adopted.get(id(value))  # read again before a write: the same node
         if hit is not None and hit[0] is value and hit[1].kind == "constant" and \
                 hit[1].index in recorder.constant_of and recorder._unchanged(hit[1], value):
-            return Tensor(hit[1], recorder)
+            return _held(recorder, hit[1])
         node = recorder.constant(host_copy(recorder.seen(value)),  # (a second capture's
                                  name or recorder.name_of(value), user_source())  # first's)
         note_origin(recorder.graph, node, value)
         recorder.constant_of[node.index] = value  # (trace/mutation.outside_constant)
         recorder._adopted[id(value)] = (value, node)  # a first write makes it the state's node
-        return Tensor(node, recorder)
+        return _held(recorder, node)
     if type(value) is np.ndarray and value.ndim and name is None:
         # a view (np.linspace's result, W.T): as the capture meets it, a state's recorded value
         # once written (before its first write, the read that write turns into the state's)
         made = recorder.adopt_value(value)
         if isinstance(made, Node):
+            tensor = Tensor(made, recorder)
             if made.kind == "constant" and value.base is not None and \
                     value.dtype.kind in "biufc":  # a write into it is a write into the view
                 recorder.constant_of[made.index] = value  # (trace/mutation.outside_constant)
-            return Tensor(made, recorder)
+                recorder.held_views.setdefault(id(state.root_of(value)), []).append(
+                    (tensor, value))  # it sees a later write of its root (state._follow_views)
+            return tensor
     if name is None and isinstance(value, np.ndarray):
         name = recorder.name_of(value)
     node = recorder.constant(host_copy(value), name, user_source())
     if isinstance(value, np.ndarray):
         note_origin(recorder.graph, node, value)
     return Tensor(node, recorder)
+
+
+def _held(recorder: Any, node: Any) -> Tensor:
+    """The tensor ``cv.constant(a)`` returns for ``a``'s constant ``node``, noted: eagerly it
+    is ``a`` itself, so once the capture writes ``a`` it reads ``a``'s state (a name holding it
+    across ``a[...] = ...`` sees the write: trace/mutation.follow_state)."""
+    tensor = Tensor(node, recorder)
+    held = recorder.held_constants.setdefault(node.index, [])  # (kept while the capture runs)
+    if held:  # one buffer eagerly, as a: one storage, which views of either share
+        alias = views.base_alias(recorder, held[0])
+        tensor._alias = mutation.Alias(alias.storage, (), (node,), alias.layout)
+    held.append(tensor)
+    return tensor
 
 
 class _NameScope:

@@ -541,6 +541,25 @@ def outside_constant(rec: Any, target: Tensor, call: str) -> Tensor:
     return state
 
 
+def follow_state(rec: Any, node: Node, state: Tensor) -> None:
+    """``cv.constant(a)``'s tensors of ``a``'s constant ``node``, which became ``a``'s state at
+    its first write (``state``: the state's tensor), read the state from now on: eagerly each
+    is ``a`` itself, so a name holding one across a write of ``a`` sees the write (``level =
+    cv.constant(self.level); self.level[...] = ...; level + 1``: silent before, the replay
+    read the value from before the write). They share one storage (``capture._held``), which a
+    view taken of one before (``col = cv.constant(B)[:, 0]``) shares too: it becomes the
+    state's."""
+    held = rec.held_constants.pop(node.index, ())
+    if not held:
+        return
+    alias = next((t._alias for t in held if t._alias is not None), None)
+    storage, layout = (Storage(node), None) if alias is None else (alias.storage, alias.layout)
+    state._alias = Alias(storage, (), (node,), layout)  # (its root is node: not written yet)
+    for tensor in held:
+        if tensor._alias is None:
+            tensor._alias = Alias(storage, (), (node,), layout)
+
+
 def _outside_buffer(rec: Any, target: Tensor, call: str) -> Tensor:
     """``target`` (a view) where its buffer is ``cv.constant(a)``'s, not yet written: the buffer
     becomes the state's of ``a`` (its value the state's), so the write is ``a``'s."""
@@ -548,15 +567,15 @@ def _outside_buffer(rec: Any, target: Tensor, call: str) -> Tensor:
     array = rec.constant_of.get(storage.node.index)
     if array is None:
         return target
-    state = rec.state_target(array, call)
-    if state._alias is not None and state._alias.storage is storage:
-        return target
-    if array.base is not None:
+    if array.base is not None:  # (before its root's first write follows it: state.py)
         raise rec.unsupported(call, (
             "cv.constant(a) is written through a view of it, and a is itself a view of another "
             "array's memory (a reshape, a slice), which capviz cannot follow through both; write "
             "a itself where the index holds no tensor (r = a[0]; r[1] = t), else make a an array "
             "of its own where it is made (a = np.arange(6.0).reshape(2, 3).copy())"))
+    state = rec.state_target(array, call)
+    if state._alias is not None and state._alias.storage is storage:
+        return target
     if state._alias is not None:
         raise rec.unsupported(call, (
             "cv.constant(a) is written through a view of it, after a itself was written "

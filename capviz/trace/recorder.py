@@ -151,6 +151,10 @@ class Recorder(Trace):
         self.inside_states: list[str] = []  # the names of the states whose arrays the
         #                                     capture made and dropped (trace/state.py)
         self.constant_of: dict[int, np.ndarray] = {}  # cv.constant(a)'s node -> a (mutation.py)
+        self.held_constants: dict[int, list] = {}  # that node -> the tensors cv.constant(a)
+        #                                           returned (mutation.follow_state)
+        self.held_views: dict[int, list] = {}  # id(root) -> (tensor, view) of cv.constant(view)
+        #                                        of a view of root (state._follow_views)
         self.mark_watch: Any = None  # called at the scope form's first NaN mark (capture.py:
         #                              trace/outside_writes.note_marked, which imports state)
         self.marked_outside: Any = None  # the scope form's outside arrays, noted at the

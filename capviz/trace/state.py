@@ -492,7 +492,30 @@ def _new_state(recorder: Any, root: np.ndarray, met: np.ndarray,
             recorder.mark_watch(recorder)  # what NumPy may carry the mark into, noted
     if hit is not None:
         adopted.pop(id(root), None)
+    if hit is not None and node is hit[1]:  # tensors cv.constant(root) gave: root itself
+        mutation.follow_state(recorder, node, state.tensor)  # eagerly, so they see this write
+    if recorder.held_views:
+        _follow_views(recorder, root, state)
     return state
+
+
+def _follow_views(recorder: Any, root: np.ndarray, state: State) -> None:
+    """``cv.constant(v)`` of a view ``v`` of ``root`` taken before ``root``'s first write
+    (``v = cv.constant(self.c[3:])``) is eagerly ``v`` itself, which sees ``root``'s writes: it
+    reads the state through that view from now on (silent before: a replay read the value
+    from before the write). One a view was taken of already (``v[1:]``: its own storage, which
+    capviz cannot put under the state's) is refused at this write."""
+    for tensor, view in recorder.held_views.pop(id(root), ()):
+        path = view_path(root, view)
+        if path is None or tensor._alias is not None:
+            raise recorder.refuse_here(f"a write into {_called(state.node)}", (
+                f"cv.constant of a view of it, taken at {format_source(tensor._data.source)} "
+                "and viewed again before this write, is that view eagerly and sees the "
+                "write, which capviz cannot follow through both; index cv.constant of the "
+                "array itself (cv.constant(a)[3:]), or take it after the write"))
+        followed = _view(state.tensor, path)
+        tensor._data = followed._data
+        tensor._alias = followed._alias
 
 
 def _views_read_before(recorder: Any, root: np.ndarray, state: State) -> None:
@@ -609,6 +632,8 @@ def finish(recorder: Any, written: list[tuple[State, Node]], source: Any) -> Non
     graph = recorder.graph
     recorder._adopted = {}  # its references would keep the capture's own arrays alive
     recorder.constant_of = {}  # (cv.constant's arrays: the same)
+    recorder.held_constants = {}
+    recorder.held_views = {}
     for state, final in written:
         node = state.node
         if state.ref() is None:
