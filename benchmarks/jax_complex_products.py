@@ -9,8 +9,9 @@ Measured here, in the same run and interleaved (medians of ``--rounds`` rounds, 
 round), against a bare ``jax.jit`` of the same source: a chain of 8 complex products and 8 adds
 (``z = z * w + w``) of (512, 512) complex64 and complex128 values. Each is compiled twice from
 two captures: once with XLA's own complex multiply while it is traced (the program before the
-change), once with NumPy's form. Figures: each replay's time over ``jax.jit``'s, and after over
-before.
+change), once with NumPy's form; and NumPy's form without the check of its subnormal steps
+(``complex_products._flushed32``/``_flushed64``), the cost of that check. Figures: each
+replay's time over ``jax.jit``'s, after over before, and checked over unchecked.
 """
 
 from __future__ import annotations
@@ -28,6 +29,22 @@ from capviz.backends.jax import complex_products
 def _traced(graph, probe, numpy_form: bool):
     """``graph`` traced with NumPy's form of complex products or XLA's own."""
     return traced_with(graph, probe, complex_products, "NUMPY_FUSES", numpy_form)
+
+
+def _no_check(jnp, a, *rest):
+    return jnp.ones(a.shape, bool)  # a constant mask: XLA folds it away
+
+
+def _unchecked(graph, probe):
+    """``graph`` traced with NumPy's form (where this machine's NumPy fuses) without the check
+    of its subnormal steps (``complex_products._flushed32``/``_flushed64``): the form as it
+    was before that check."""
+    kept = complex_products._flushed64
+    complex_products._flushed64 = _no_check
+    try:
+        return traced_with(graph, probe, complex_products, "_flushed32", _no_check)
+    finally:
+        complex_products._flushed64 = kept
 
 
 def _chain(z):
@@ -57,15 +74,20 @@ def main() -> None:
         spec = cv.spec(z.shape, z.dtype)
         before = _traced(cv.capture(_chain, spec), device_z, numpy_form=False)
         after = _traced(cv.capture(_chain, spec), device_z, numpy_form=True)
+        unchecked = _unchecked(cv.capture(_chain, spec), device_z)
         jitted = jax.jit(_chain)
         jax.block_until_ready(jitted(device_z))
-        t_jit, t_before, t_after = interleaved(
+        t_jit, t_before, t_unchecked, t_after = interleaved(
             [ten_calls(jax, jitted, device_z), ten_calls(jax, before, device_z),
-             ten_calls(jax, after, device_z)], rounds=args.rounds, clock=clock)
+             ten_calls(jax, unchecked, device_z), ten_calls(jax, after, device_z)],
+            rounds=args.rounds, clock=clock)
         name = f"8 z * w + w (512, 512) {np.dtype(dtype).name}"
         print(f"{name:<34} {1e2 * t_jit:>7.2f} ms {1e2 * t_before:>7.2f} ms "
               f"{t_before / t_jit:>5.2f}x {1e2 * t_after:>7.2f} ms {t_after / t_jit:>5.2f}x "
               f"{t_after / t_before:>12.3f}x")
+        print(f"{'  of which the flush check':<34} {'':>10} {'unchecked':>7} "
+              f"{1e2 * t_unchecked:>7.2f} ms {t_unchecked / t_jit:>5.2f}x  checked/unchecked "
+              f"{t_after / t_unchecked:.3f}x")
 
 
 if __name__ == "__main__":

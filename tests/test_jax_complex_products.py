@@ -7,6 +7,8 @@ compares bits; all but the zero-sign and real-operand ones fail before (checked 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -111,3 +113,75 @@ def test_outer_and_kron_use_numpy_s_multiply(spelling, name):
     y = ((rng.random(30) - 0.5) * 5e8 + 1j * (rng.random(30) - 0.5) * 5e8).astype(dtype)
     fn = SPREAD[spelling]
     _same_bits(_replay(fn, x, y), fn(x, y))
+
+
+def _cancelling_to_subnormal(name, above):
+    """Pairs whose part products are ``2**above`` times the old gate ``tiny * 2**(nmant + 1)``
+    and whose real parts ``ac - bd`` cancel (``d = ac / b``): NumPy's fused real part is a
+    subnormal for many of them."""
+    dtype, real, _ = DTYPES[name]
+    info = np.finfo(real)
+    half = (np.log2(float(info.tiny)) + info.nmant + 1 + above) / 2
+    rng = np.random.default_rng(1)
+    a, b, c = (((rng.random(256) + 1) * 2.0 ** half).astype(real) for _ in range(3))
+    d = (a.astype(np.float64) * c / b).astype(real)
+    return (a + 1j * b).astype(dtype), (c + 1j * d).astype(dtype)
+
+
+SUBNORMAL = {
+    "(x * y).real * s * s": lambda x, y: (x * y).real * _scale(x) * _scale(x),
+    "(x * y).real != 0": lambda x, y: (x * y).real != 0,
+    "(x * y).imag": lambda x, y: (x * y).imag,
+    "np.outer": lambda x, y: np.outer(x, y)[:, :2],
+}
+
+
+def _scale(x):
+    real = x.real.dtype.type
+    return real(2.0 ** 100) if real == np.float32 else real(2.0 ** 450)
+
+
+@pytest.mark.parametrize("name", list(DTYPES))
+@pytest.mark.parametrize("spelling", list(SUBNORMAL))
+def test_a_fused_part_that_is_subnormal_fails_at_the_node(spelling, name):
+    # 63c93fd's fused form keeps ac exact: ac - bd may then be a subnormal NumPy keeps though
+    # each part product passes the flush check's gate (multiples of 2 * tiny only once
+    # rounded), and complex128's Dekker halves may be subnormal: XLA flushed them, (x * y).real
+    # * 2**200 was 0 where NumPy gives 1.6e22 (complex64), silently (fails before: the replay
+    # returned)
+    x, y = _cancelling_to_subnormal(name, above=1)
+    fn = SUBNORMAL[spelling]
+    with np.errstate(all="ignore"):
+        assert ((x * y).real != 0).all() and (np.abs((x * y).real) < np.finfo(
+            x.real.dtype).tiny).any()
+    graph = cv.capture(fn, x, y)
+    with pytest.raises(cv.ReplayError) as info:
+        graph.replay(dict(zip(graph.inputs, (x, y))), backend="jax")
+    text = str(info.value)
+    op = "outer" if spelling == "np.outer" else "multiply"
+    assert re.match(rf"replay failed at node %\d+ \({op}\), recorded at "
+                    rf"{re.escape(__file__)}:\d+ in ", text), text
+    if name == "complex64":
+        assert f"complex {op}: a part of NumPy's fused product (or its rounded part product " \
+               "b*d, b*c) is a nonzero value below 1.18e-38, a subnormal float NumPy keeps " \
+               "and XLA flushes to zero; replay with backend='numpy', or scale the operands " \
+               "up" in text, text
+    else:
+        assert f"complex {op}: a part of an operand is below 2e-292, or a product of two " \
+               "parts below 1.81e-276: NumPy's fused product then makes subnormal floats on " \
+               "the way, which it keeps and XLA flushes to zero; replay with " \
+               "backend='numpy', or scale the operands up" in text, text
+
+
+@pytest.mark.parametrize("name", list(DTYPES))
+def test_products_far_from_tiny_still_replay_numpy_s_bits(name):
+    # the check refuses no product whose parts stay 0 or normal on the way
+    x, y = _cancelling_to_subnormal(name, above=120)
+    for fn in SUBNORMAL.values():
+        with np.errstate(all="ignore"):
+            want = fn(x, y)
+        got = _replay(fn, x, y)
+        if want.dtype.kind == "b":
+            np.testing.assert_array_equal(got, want)
+        else:
+            _same_bits(np.asarray(got, want.dtype) + 0j, want + 0j)

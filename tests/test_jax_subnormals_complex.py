@@ -14,6 +14,7 @@ import pytest
 
 import capviz as cv
 from capviz.backends import registry
+from capviz.backends.jax import complex_products
 from capviz.backends.jax.subnormals import COMPLEX_CHECKED, COMPLEX_EXACT
 from capviz.backends.jax.subnormals.complex_formulas import COMPLEX_FORMULAS, exp_limits
 from capviz.backends.jax.subnormals.complex_functions import COMPLEX_FUNCTIONS
@@ -162,6 +163,12 @@ _TERMS = ("a real or imaginary part of an operand of complex {op} has a magnitud
 _PRODUCT = ("an operand of {op} holds values so small that their products may be subnormal "
             "(below 2.23e-308), which XLA flushes to zero where NumPy keeps them; replay with "
             "backend='numpy', or scale the operands up")
+_FUSED_OUTER = ("complex outer: a part of an operand is below 2e-292, or a product of two "
+                "parts below 1.81e-276: NumPy's fused product then makes subnormal floats on the "
+                "way, which it keeps and XLA flushes to zero; replay with backend='numpy', or "
+                "scale the operands up")
+"""np.outer of complex values in NumPy's fused form checks its own steps first
+(:func:`capviz.backends.jax.complex_products.multiply`)."""
 _ANGLE = ("angle gave 0 where NumPy's result is a nonzero subnormal float (an imaginary part "
           "far below the real part): XLA flushes subnormal results to zero, and a later "
           "division, log or large factor would give another number than NumPy's; replay with "
@@ -182,7 +189,8 @@ CHECKED = [  # op, function, values making a subnormal part, its message
     ("vdot", lambda z: np.vdot(z, z), [1e-160 + 0j, 0j], _PRODUCT.format(op="vdot")),
     ("einsum", lambda z: np.einsum("i,i->", z, z), [1e-160 + 0j, 0j],
      _PRODUCT.format(op="einsum")),
-    ("outer", lambda z: np.outer(z, z), [1e-160 + 0j, 1j], _PRODUCT.format(op="outer")),
+    ("outer", lambda z: np.outer(z, z), [1e-160 + 0j, 1j],
+     _FUSED_OUTER if complex_products.NUMPY_FUSES else _PRODUCT.format(op="outer")),
     ("angle", np.angle, [1e10 + 1e-300j, 1j], _ANGLE),
     ("angle", lambda z: np.angle(z, deg=True), [1e10 + 2e-300j, 1j], _ANGLE),
 ]

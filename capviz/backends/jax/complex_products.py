@@ -19,7 +19,9 @@ contraction moves a step. Verified against NumPy on drawn values
 forms differ); where it does not, products are left as XLA computes them (the tolerance class,
 as before). The operands reach this form finite, with parts below ``sqrt(finfo.max)``
 (:mod:`capviz.backends.jax.checks`), and with products that are 0 or normal
-(:mod:`capviz.backends.jax.subnormals`).
+(:mod:`capviz.backends.jax.subnormals`). The exact product is no multiple of ``2 * tiny``
+there, so :func:`multiply` checks its own steps: the replay fails at the node where a part
+NumPy keeps subnormal would be flushed (:func:`_flushed32`, :func:`_flushed64`).
 """
 
 from __future__ import annotations
@@ -103,22 +105,89 @@ def _fma64(lax: Any, a: Any, b: Any, c: Any) -> Any:
     return _jnp().where(v == 0, th, th + v)  # th's signed zero: -0.0 + 0.0 would be +0.0
 
 
-def _fma32(lax: Any, a: Any, b: Any, c: Any) -> Any:
+def _fma32(lax: Any, a: Any, b: Any, c: Any) -> tuple[Any, Any]:
     """``RN(a * b + c)`` of float32 values: in float64, where ``a * b`` is exact, the sum rounded
-    to odd, then to float32 (one correct rounding)."""
+    to odd, then to float32 (one correct rounding); and the float64 value rounded, which
+    :func:`_flushed32` reads."""
     p = _rounded(a.astype(np.float64) * b.astype(np.float64))
-    return _odd(lax, *_two_sum(p, c.astype(np.float64))).astype(np.float32)
+    v = _odd(lax, *_two_sum(p, c.astype(np.float64)))
+    return v.astype(np.float32), v
+
+
+_FLUSHED32 = ("complex {op}: a part of NumPy's fused product (or its rounded part product "
+              "b*d, b*c) is a nonzero value below {tiny:.3g}, a subnormal float NumPy keeps and "
+              "XLA flushes to zero; replay with backend='numpy', or scale the operands up")
+
+_FLUSHED64 = ("complex {op}: a part of an operand is below {part:.3g}, or a product of two "
+              "parts below {product:.3g}: NumPy's fused product then makes subnormal floats on "
+              "the way, which it keeps and XLA flushes to zero; replay with backend='numpy', or "
+              "scale the operands up")
+
+
+def _flushed32(jnp: Any, a: Any, b: Any, c: Any, d: Any, parts: tuple) -> Any:
+    """Where complex64 ``(a + bj)(c + dj)`` is NumPy's in XLA's run (every element of the
+    mask): its rounded part products ``b d``, ``b c`` (exact in float64) and the float64 values
+    of its parts before their rounding to float32 (``parts``) are 0 or at least float32's
+    ``tiny``. A value below it is a subnormal float32 in NumPy (or rounds to ``tiny`` or 0 from
+    one) where XLA's conversion flushes it (the hostile review 6's fused form, 63c93fd, made
+    ``(x * y).real`` of parts near ``2**-51`` whose products cancel 0 where NumPy keeps a
+    subnormal: silent times ``2**200``)."""
+    tiny = float(np.finfo(np.float32).tiny)
+    b, c, d = (v.astype(np.float64) for v in (b, c, d))
+    ok = True
+    for v in (b * d, b * c, *parts):
+        ok = ok & ~((v != 0) & (jnp.abs(v) < tiny))
+    return ok
+
+
+_GATES64 = (float(np.finfo(np.float64).tiny) * 2.0 ** 53,
+            float(np.finfo(np.float64).tiny) * 2.0 ** 106)
+"""The smallest nonzero part and product of two parts of complex128 operands whose fused
+product is checked to be NumPy's (:func:`_flushed64`)."""
+
+
+def _flushed64(jnp: Any, a: Any, b: Any, c: Any, d: Any) -> Any:
+    """Where complex128 ``(a + bj)(c + dj)`` is NumPy's in XLA's run (every element of the
+    mask): each nonzero part at least ``tiny * 2**53`` (Dekker's low halves, multiples of its
+    last bit, are then normal) and each product of two nonzero parts at least ``tiny *
+    2**106``: the exact product is then a multiple of the parts' last bits' product, itself at
+    least ``2 * tiny``, so every step of the error-free product and sum, and each part of the
+    result, is 0 or normal, none flushed. Below, Dekker's low terms are subnormal and XLA
+    flushes them (a part 3.6e-307 off NumPy's, the imaginary one too), or the real part is a
+    subnormal NumPy keeps."""
+    part, product = _GATES64
+    ok = True
+    for u in (a, b, c, d):
+        ok = ok & ~((u != 0) & (jnp.abs(u) < part))
+    for u in (a, b):
+        for v in (c, d):
+            ok = ok & ~((u != 0) & (v != 0) & (jnp.abs(u * v) < product))
+    return ok
 
 
 def multiply(jnp: Any, x: Any, y: Any) -> Any:
-    """NumPy's complex ``x * y`` (complex64 or complex128 operands of one type, broadcast)."""
+    """NumPy's complex ``x * y`` (complex64 or complex128 operands of one type, broadcast),
+    failing the replay at the node where a part NumPy makes on the way is subnormal
+    (:func:`_flushed32`, :func:`_flushed64`)."""
     from jax import lax
+
+    from capviz.backends.jax.trace import require_each
 
     x, y = jnp.broadcast_arrays(x, y)
     a, b, c, d = jnp.real(x), jnp.imag(x), jnp.real(y), jnp.imag(y)
-    fma = _fma32 if np.dtype(a.dtype) == np.float32 else _fma64
-    real = fma(lax, a, c, -_rounded(b * d))
-    imag = fma(lax, a, d, _rounded(b * c))
+    real_type = np.dtype(a.dtype)
+    trace = TRACE.get()
+    op = trace.node.op if trace is not None and trace.node is not None else "multiply"
+    if real_type == np.float32:
+        real, real64 = _fma32(lax, a, c, -_rounded(b * d))
+        imag, imag64 = _fma32(lax, a, d, _rounded(b * c))
+        require_each(_flushed32(jnp, a, b, c, d, (real64, imag64)),
+                     _FLUSHED32.format(op=op, tiny=float(np.finfo(real_type).tiny)))
+    else:
+        real = _fma64(lax, a, c, -_rounded(b * d))
+        imag = _fma64(lax, a, d, _rounded(b * c))
+        require_each(_flushed64(jnp, a, b, c, d),
+                     _FLUSHED64.format(op=op, part=_GATES64[0], product=_GATES64[1]))
     return lax.complex(real, imag)
 
 

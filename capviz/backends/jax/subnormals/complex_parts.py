@@ -12,7 +12,10 @@ until someone shows it safe):
 * **Checked at run time** (:data:`COMPLEX_CHECKED`), each an elementwise mask merged per shape
   (:func:`capviz.backends.jax.trace.require_each`):
 
-  - ``*`` and ``square`` (:func:`complex_product`): the four part products;
+  - ``*`` and ``square`` (:func:`complex_product`): the four part products; in NumPy's
+    fused form also each rounded part product and each part of the result (complex64), or
+    each part and part product far enough from ``tiny`` (complex128)
+    (:func:`capviz.backends.jax.complex_products.multiply`);
   - ``+`` and ``-`` (:func:`_complex_sum`): parts added apart, a part 0 only where the two
     parts cancel exactly (as the real test of
     :func:`capviz.backends.jax.subnormals.elementwise.elementwise`); not checked with a literal
@@ -149,7 +152,10 @@ def complex_product(jnp: Any, name: str, args: tuple, r: Any) -> Any:
     part of the result 0 where NumPy's is a nonzero subnormal, or a normal part missing a
     flushed term) fails the replay at the node. An elementwise mask merged per shape
     (:func:`capviz.backends.jax.trace.require_each`), as the other complex checks
-    (:mod:`capviz.backends.jax.checks`)."""
+    (:mod:`capviz.backends.jax.checks`). This holds for XLA's own form; NumPy's fused form
+    (:mod:`capviz.backends.jax.complex_products`, where NumPy fuses) keeps ``ac`` exact, a
+    multiple of ``2 * tiny`` only above ``tiny * 2**(2 * (nmant + 1))``, and checks its own
+    steps (:func:`capviz.backends.jax.complex_products.multiply`)."""
     dtype = dtype_of(r)
     if dtype not in (np.dtype(np.complex64), np.dtype(np.complex128)):
         return r
