@@ -41,6 +41,7 @@ from capviz.core.source import format_source, user_source
 from capviz.core.symbols import Symbol
 from capviz.ops import advanced_index, updates
 from capviz.ops.table import rule_key
+from capviz.trace import conversions
 from capviz.trace.tensor import Tensor, normalize_index, tuple_index_fix
 
 # --- the records --------------------------------------------------------------------------------
@@ -177,6 +178,9 @@ def operand(rec: Any, value: Any, dtype: np.dtype | None = None) -> Any:
     if type(value) in (bool, int, float, complex):
         return value
     if isinstance(value, (list, tuple)) and dtype is not None:
+        made = conversions.convert("asarray", (value,), {"dtype": dtype})  # tensors in it
+        if made is not None:  # (samples[i] = [self.x, self.y]): NumPy's array of the list
+            return current(rec, made)
         value = np.asarray(value, dtype=dtype)
     if type(value) is np.ndarray and value.ndim == 0:  # cast unsafely, unlike a NumPy scalar
         return rec.constant(host_copy(value), rec.name_of(value), user_source())

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import linecache
 import sys
 import weakref
 from types import FrameType
@@ -768,9 +769,41 @@ def store(recorder: Any, tensor: Tensor, call: str) -> Any:
                 "subscripts; write the array to a name first: a = <the expression>, then "
                 "a[i] = t"))
         return None
+    listed = _listed_value(frame, text)
+    if listed is not None:  # NumPy converts the list's items one by one: no write of a tensor
+        raise recorder.refuse_here(f"{text} = [<tensors>]", (
+            "NumPy converts each item of the list on its own, which capviz cannot write as "
+            f"one value; make the list one array: {text} = np.array({listed}, "
+            f"dtype={_container_text(text)}.dtype)"))
     dest = target(recorder, container, f"{text} = <tensor>")
     dest[key] = tensor
     return container[key]
+
+
+def _listed_value(frame: FrameType | None, text: str) -> str | None:
+    """The source of the list or tuple display the statement at ``frame``'s line stores into
+    ``text`` (``OUT[0] = [x[0], x[1]]``: ``[x[0], x[1]]``), else ``None``."""
+    if frame is None or not text:
+        return None
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    try:
+        target = ast.unparse(ast.parse(text, mode="eval").body)
+        tree = ast.parse(f"def _():\n    {line}")  # (a one-line body: `a[0] = [t]; return a`)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, (ast.List, ast.Tuple)) \
+                and any(ast.unparse(t) == target for t in node.targets):
+            return "[" + ", ".join(ast.unparse(item) for item in node.value.elts) + "]"
+    return None
+
+
+def _container_text(text: str) -> str:
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return "a"
+    return ast.unparse(tree.value) if isinstance(tree, ast.Subscript) else "a"
 
 
 def _holds_tensor(key: Any) -> bool:
