@@ -32,9 +32,11 @@ The walk is :mod:`capviz.trace.places`; the lines a refusal points at,
 
 from __future__ import annotations
 
+import functools
 import inspect
 import linecache
 import re
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -43,10 +45,10 @@ import numpy as np
 from capviz import ops
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
-from capviz.trace import effects, state_fixes
+from capviz.trace import code_reach, effects, state_fixes
 from capviz.trace.fn_lines import label_pattern, line_at, naming_line, source_lines, writing_line
 from capviz.trace.mutation import current
-from capviz.trace.places import DEPTH, ITEMS, SEQUENCES, Place, tensor_in
+from capviz.trace.places import DEPTH, ITEMS, SEQUENCES, Place, anchored, function_of, tensor_in
 from capviz.trace.provenance import ABSENT, accumulates, made_here, of_data, read_by_capture
 from capviz.trace.recapture import CHANGES, line_code
 from capviz.trace.tensor import Tensor
@@ -78,6 +80,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
     read = None
     lists: dict[int, set[int]] | None = None
     binds: list[tuple[Place, np.ndarray]] = []
+    asks = functools.cache(lambda: _asks_on_path(fn, places))
     walked = {id(p.holder) for p in places if p.kind == "items"}  # (their logs: effects.py)
     logs = {id(p.holder): (dict(p.holder) if type(p.holder) is dict else list(p.holder))
             for p in places if p.kind == "items" and  # as the call left them (effects.py)
@@ -130,11 +133,22 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                     and not (place.value is None and accumulates(recorder, found, place)):
                 place.put_back()  # not refused: a scratch item or attribute (self.l1.x = x)
                 if place.value is None and place.kind == "attribute" and place.path and \
-                        of_data(found, recorder) and not _asks_for(place.holder, fn):
+                        of_data(found, recorder):
+                    if asks():  # (hasattr/getattr on the call's path: another path later)
+                        _refuse_asked(place.label, found, recorder, fn)
+                        continue
                     holder = _Held(place.holder, place.label.rsplit(".", 1)[0],
                                    (place.path[0], place.path[1][:-1]))
                     effects.record_attribute(holder, place.key, found, recorder)  # set again
                 continue  #                                               by each replay
+        if type(found) is Tensor and place.kind == "attribute" and \
+                type(place.value) is np.ndarray:
+            if read is None:
+                read = {id(ref()) for ref in recorder.graph.constant_origins.values()}
+            if _cache_set(place, found, recorder, fn, read) and not asks():
+                place.put_back()  # a cache the call sets over the last one (self.x = x after
+                _set_by_replays(place, found, recorder)  # an eager call): by each replay
+                continue
         place.put_back()
         source = tensor._data.source
         text = line_code(linecache.getline(source[0], source[1])) if source else ""
@@ -154,7 +168,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
             _items_back(place, recorder, read, logs.get(id(place.holder)), line)
             _numpy_logged(place, recorder, source, fn)
         elif place.kind == "keys":
-            binds += _added_removed(place, recorder, fn)
+            binds += _added_removed(place, recorder, fn, asks)
     return binds
 
 
@@ -484,31 +498,79 @@ class _Held:
 
 
 
-_ASKS = re.compile(r"\b(?:getattr|hasattr|vars)\s*\(|AttributeError|__dict__")
+_ASKING = frozenset(("getattr", "hasattr", "vars", "AttributeError", "__dict__"))
 
 
-
-def _asks_for(holder: Any, fn: Callable | None) -> bool:
-    """Whether the class of ``holder`` or ``fn`` asks whether an attribute exists
-    (``getattr(self, "prev", x)``, ``hasattr``, ``except AttributeError``, ``vars``): a later
-    call may then read what the last one set, which the graph cannot (or the source is not
-    found)."""
-    try:
-        text = inspect.getsource(type(holder))
-    except (OSError, TypeError):
+def _asks_on_path(fn: Callable | None, places: list[Place]) -> bool:
+    """Whether the code ``fn`` runs can ask whether an attribute exists (``getattr(self,
+    "prev", None)``, ``hasattr``, ``except AttributeError``, ``vars``, ``__dict__``: read from
+    the bytecode it reaches, :mod:`capviz.trace.code_reach`): a later call may then take
+    another path once a replay sets what the last one set (taken as asking where ``fn`` is
+    not known). Another method of the class that asks (a ``backward`` testing ``hasattr(self,
+    "x")``) is not on the path: it sees what each replay sets, as after each call."""
+    if fn is None:
         return True
-    found = source_lines(fn) if fn is not None else None
-    if found is not None:
-        text += "".join(found[1])
-    return _ASKS.search(text) is not None
+    return not _ASKING.isdisjoint(code_reach.reach(fn, places).names)
+
+
+def _refuse_asked(label: str, tensor: Tensor, recorder: Any, fn: Callable | None) -> None:
+    """Refuse an attribute the call sets (``self.prev = out``) where the code it runs asks
+    whether it exists (review 7's item, silent before: removed, and no replay set it)."""
+    where, text = writing_line(fn, label) if fn is not None else (None, "")
+    if where is None:
+        where = tensor._data.source
+        text = line_code(linecache.getline(where[0], where[1])) if where else ""
+    reason = (f"the code the call runs asks whether {label} exists (hasattr, getattr, vars), "
+              "and a later call takes the path it exists on, which this capture did not "
+              f"record; create {label} before the capture, by one eager call")
+    message = explain(Failure("unsupported_op", REBOUND, label, where,
+                              UserCode("other", shorten(text)), None, reason))
+    recorder.pending.append(("unsupported_op", REBOUND, message, where))
+
+
+def _cache_set(place: Place, tensor: Tensor, recorder: Any, fn: Callable | None,
+               read: set[int]) -> bool:
+    """Whether the call sets attribute ``place`` (which held an ndarray) to ``tensor``, a value
+    of the data, and no line of ``fn``, of a method of the object or a function of its module
+    ``fn`` names, mentions the attribute but to set it (NumPy may read the array it held with
+    no tensor: ``0.9 * self.m``, which the graph keeps): a cache each call sets anew
+    (``self.x = x`` in a layer's forward after an eager call: review 8, finding 3), which each
+    replay can set as the call does."""
+    if not of_data(tensor, recorder) or read_by_capture(place.value, read) or fn is None:
+        return False
+    found = source_lines(fn)
+    if found is None:
+        return False
+    texts = list(found[1][1:])
+    owner, space = type(place.holder), getattr(function_of(fn)[1], "__globals__", {})
+    for name in found[0].co_names:  # (a method or a function of its module reading it)
+        helper = getattr(owner, name, None) if name not in space else space[name]
+        if isinstance(helper, (types.FunctionType, types.MethodType)):
+            try:
+                texts += inspect.getsourcelines(helper)[0][1:]
+            except (OSError, TypeError):
+                return False
+    reading = re.compile(rf"\.{re.escape(place.key)}\b(?!\s*=(?!=))")
+    return not any(reading.search(line_code(text)) for text in texts)
+
+
+def _set_by_replays(place: Place, tensor: Tensor, recorder: Any) -> None:
+    """An effect output setting attribute ``place`` to ``tensor``'s value after each replay."""
+    if place.path is not None:
+        anchor, steps = place.path[0], place.path[1][:-1]
+    else:  # (an attribute of fn's own object)
+        anchor, steps = anchored(place.holder, (True, place.key))[0], ()
+    holder = _Held(place.holder, place.label.rsplit(".", 1)[0], (anchor, steps))
+    effects.record_attribute(holder, place.key, tensor, recorder)
 
 
 
-def _added_removed(place: Place, recorder: Any, fn: Callable | None = None
-                   ) -> list[tuple[Place, np.ndarray]]:
+def _added_removed(place: Place, recorder: Any, fn: Callable | None = None,
+                   asks: Callable[[], bool] | None = None) -> list[tuple[Place, np.ndarray]]:
     """The attributes the capture added to a walked object that hold a tensor of
-    ``recorder`` (``self.x = x``), removed; those holding an array made of ``create`` ops
-    (:func:`made_here`), with their values, to bind once ``fn`` is captured."""
+    ``recorder`` (``self.x = x``), removed and set by each replay (refused where the code the
+    call runs asks whether they exist: ``asks``); those holding an array made of ``create``
+    ops (:func:`made_here`), with their values, to bind once ``fn`` is captured."""
     attributes = vars(place.holder)
     binds = []
     shadowed = vars(type(place.holder))
@@ -523,10 +585,12 @@ def _added_removed(place: Place, recorder: Any, fn: Callable | None = None
             if made is not None:
                 binds.append((Place("keys", place.holder, key, f"{place.label}.{key}", None),
                               made))
-            elif place.path is not None and of_data(value, recorder) and \
-                    not _asks_for(place.holder, fn):
-                effects.record_attribute(place, key, value, recorder)  # self.x = x: set again
-            del attributes[key]  #                                     by each replay
+            elif place.path is not None and of_data(value, recorder):
+                if asks is None or asks():  # (if not hasattr(self, "cache"): ...)
+                    _refuse_asked(f"{place.label}.{key}", value, recorder, fn)
+                else:
+                    effects.record_attribute(place, key, value, recorder)  # self.x = x: set
+            del attributes[key]  #                                       again by each replay
         elif type(value) in SEQUENCES and tensor_in(value, recorder, DEPTH) is not None:
             items = value.values() if type(value) is dict else value
             made = [t for t in items if type(t) is Tensor and t._trace is recorder

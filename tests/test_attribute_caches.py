@@ -1,0 +1,131 @@
+"""A layer keeping what its backward reads (``self.x = x``, ``self.out = out``) is set by
+each replay as the call sets it, also after an eager call made the attribute (review 8, finding
+3: refused at the caller's ``cv.capture`` line with a fix rewriting the capture call). Where the
+code the call runs asks whether the attribute exists (``hasattr``, ``getattr(self, "prev",
+None)``, ``vars``), the first call takes a path later calls do not: refused at the line that sets
+it, with the fix (one eager call first), where it was removed and never set by a replay
+(silent). Another method asking (``backward``'s ``hasattr(self, "x")``) is not on the path: the
+attribute is set by each replay. Each test runs the graph against an eager twin."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from capviz.core.errors import UnsupportedOperationError
+
+SPEC = cv.spec((2, 3), "float64")
+XS = [np.arange(6.0).reshape(2, 3) - k for k in range(3)]
+
+
+class Dense:
+    def __init__(self):
+        self.W = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+        self.b = np.zeros(4)
+
+    def forward(self, x):
+        self.x = x                      # for backward
+        out = x @ self.W + self.b
+        self.out = out                  # (returned too: the same array)
+        return out
+
+    def backward(self, dout):
+        if not hasattr(self, "x"):
+            raise RuntimeError("call forward first")
+        return dout @ self.W.T, self.x.T @ dout, self.out.sum()
+
+
+def _check(model, twin, graph):
+    for x in XS:
+        got = graph.replay({"x": x})["out"]
+        want = twin.forward(x)
+        assert np.array_equal(got, want) and np.array_equal(model.out, twin.out)
+        dout = np.ones((2, 4))
+        for a, b in zip(model.backward(dout), twin.backward(dout)):
+            assert np.array_equal(a, b) and type(a) is type(b)
+
+
+def test_a_layer_cache_set_over_an_earlier_calls_is_set_by_each_replay():
+    """Before: refused at the caller's cv.capture line (review 8, finding 3)."""
+    model, twin = Dense(), Dense()
+    model.forward(XS[0])
+    twin.forward(XS[0])
+    old = model.x
+    graph = cv.capture(model.forward, SPEC)
+    assert model.x is old  # the capture changes nothing
+    _check(model, twin, graph)
+
+
+def test_a_cache_asked_for_only_by_another_method_is_set_by_each_replay():
+    """backward's hasattr is not on forward's path. Before: removed, never set (silent)."""
+    model, twin = Dense(), Dense()
+    graph = cv.capture(model.forward, SPEC)
+    assert not hasattr(model, "x") and not hasattr(model, "out")
+    _check(model, twin, graph)
+
+
+class Lazy:
+    def __init__(self):
+        self.W = np.ones(3)
+
+    def step(self, x):
+        if not hasattr(self, "first"):
+            self.first = x * 1.0
+        return x * self.W + self.first
+
+
+class Previous:
+    def __init__(self):
+        self.W = np.ones(3)
+
+    def step(self, x):
+        prev = getattr(self, "prev", None)
+        out = x * self.W if prev is None else x * self.W + prev
+        self.prev = out
+        return out
+
+
+@pytest.mark.parametrize("make, line", [(Lazy, "self.first = x * 1.0"),
+                                        (Previous, "self.prev = out")])
+def test_a_cache_the_call_asks_for_is_refused_at_its_line_then_captures_warm(make, line):
+    """Before: removed by the capture and never set by a replay, where the next eager call
+    takes the path it exists on (silent, review 8's baseline of item 4)."""
+    model = make()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(model.step, cv.spec((3,), "float64"))
+    message = str(info.value)
+    assert message.splitlines()[0].startswith(f"`{line}` at ")
+    assert "asks whether" in message and "create" in message and "by one eager call" in message
+    assert len(message.splitlines()) <= 3
+    x0 = np.array([1.0, 2.0, 3.0])
+    model.step(x0)  # the fix: one eager call
+    twin = make()
+    twin.step(x0)
+    graph = cv.capture(model.step, cv.spec((3,), "float64"))
+    for k in range(3):
+        x = x0 * (k + 2)
+        assert np.array_equal(graph.replay({"x": x})["out"], twin.step(x))
+
+
+class Smoothed:
+    def __init__(self):
+        self.x = np.zeros(3)
+
+    def mean_before(self):
+        return float(self.x.sum())  # NumPy reads the last call's cache
+
+    def step(self, x):
+        m = self.mean_before()
+        self.x = x
+        return x * 2.0 + m
+
+
+def test_a_cache_a_helper_reads_with_numpy_stays_refused():
+    """The array it held is read by NumPy in a method fn calls: a replay would use that read's
+    value every time."""
+    model = Smoothed()
+    model.step(np.ones(3))
+    with pytest.raises(UnsupportedOperationError, match="self.x is rebound to a value of the "
+                                                        "capture"):
+        cv.capture(model.step, cv.spec((3,), "float64"))
