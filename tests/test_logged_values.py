@@ -204,3 +204,78 @@ def test_a_loaded_graph_refuses_to_log_and_returns_the_values(tmp_path):
     with pytest.raises(UnsupportedOperationError, match="does not log the values"):
         graph.replay({"x": np.ones(3)}, check_finite=True)
     assert model.log == ["start"]
+
+
+class Counts:
+    def __init__(self):
+        self.counts = {}
+
+    def step(self, x):
+        self.counts["calls"] = self.counts.get("calls", 0) + 1
+        return x * 2.0
+
+
+def test_a_counter_in_a_dict_is_refused_at_its_line():
+    """Review 8, finding 4 (silent, 79b3413): replayed as the constant 1 where eager counts
+    1, 2, 3. The second run sees the dict as the first left it, as a second call does."""
+    model = Counts()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(model.step, SPEC)
+    message = str(info.value)
+    assert message.startswith('`self.counts["calls"] = self.counts.get("calls", 0) + 1` at ')
+    assert "self.counts['calls'] is a Python number that changes from call to call" in message
+    assert "the call sets it to 1, then to 2 when it runs again" in message
+    assert model.counts == {}
+
+
+class Config:
+    def __init__(self):
+        self.cfg = {}
+
+    def step(self, x):
+        if "scale" not in self.cfg:
+            self.cfg["scale"] = 2.0
+        return x * self.cfg["scale"]
+
+
+def test_a_value_set_once_and_found_by_the_second_run_is_logged_by_each_replay():
+    model, twin = Config(), Config()
+    graph = cv.capture(model.step, SPEC)
+    assert model.cfg == {}
+    for k in range(2):
+        x = np.arange(3.0) + k
+        assert _same(graph.replay({"x": x})["out"], twin.step(x.copy()))
+        assert _same(model.cfg, twin.cfg)
+
+
+class Objects:
+    def __init__(self):
+        self.W = np.ones(3)
+        self.log = []
+
+    def step(self, x):
+        self.log.append(("W", self.W))
+        return x * 2.0
+
+
+class Itself:
+    def __init__(self):
+        self.log = []
+
+    def step(self, x):
+        self.log.append(self)
+        return x * 2.0
+
+
+@pytest.mark.parametrize("make, what", [(Objects, "a tuple holding an ndarray"),
+                                        (Itself, "a Itself")])
+def test_an_object_logged_is_refused_at_its_line(make, what):
+    """Review 8, finding 6 (silent): the capture's runs left it in the list, no replay
+    logged it."""
+    model = make()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(model.step, SPEC)
+    message = str(info.value)
+    assert message.startswith("`self.log.append(")
+    assert f"the call logs {what}, which a replay cannot log again" in message
+    assert model.log == []

@@ -32,12 +32,14 @@ import linecache
 import re
 from typing import Any
 
+import numpy as np
+
 from capviz.core.ir import LoggedValue, Node
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
 from capviz.trace import state_fixes
 from capviz.trace.mutation import current
-from capviz.trace.recapture import line_code, refuse, same
+from capviz.trace.recapture import CHANGES, line_code, refuse, same
 from capviz.trace.tensor import Tensor
 
 KEPT = "a capture tensor kept in a container"
@@ -71,6 +73,22 @@ def plain(value: Any, depth: int = 3) -> bool:
 
 def _loggable(value: Any, recorder: Any) -> bool:
     return _ours(value, recorder) or plain(value)
+
+
+def _arrays(value: Any) -> bool:
+    """An ndarray or NumPy scalar (logged by NumPy with no tensor: refused by its own rule,
+    capviz/trace/rebound.py's ``_numpy_logged``)."""
+    return type(value) is not Tensor and isinstance(value, (np.ndarray, np.generic))
+
+
+def _other_object(value: Any) -> str:
+    """Why an object the call logs is refused (review 8, finding 6: silent, left by the
+    capture's runs and never logged by a replay)."""
+    kind = type(value).__name__
+    held = " holding an ndarray" if type(value) in (tuple, list, dict) else ""
+    return (f"the call logs a {kind}{held}, which a replay cannot log again as the call does "
+            "(a replay logs tensors, and None, bools, numbers, str and tuples, lists and dicts "
+            "of them)")
 
 
 def _holds(value: Any, recorder: Any, depth: int = 3) -> bool:
@@ -139,7 +157,9 @@ def _logged(place: Any, holder: Any, recorder: Any, where: Any = None
                 if _holds(value, recorder):
                     return ("the call stored a tuple, list or dict holding a value of the "
                             f"capture at {key!r}, which a replay does not build")
-                continue  # another object: a side effect of the capture, as ever
+                if not _arrays(value) and not _tested(place.label, where):
+                    return _other_object(value)  # (a memo of objects it tests: kept, as ever)
+                continue
             if key in before and plain(value) and type(before[key]) is type(value) and \
                     same(before[key], value):
                 continue  # (the value it held: nothing a replay need log)
@@ -156,6 +176,10 @@ def _logged(place: Any, holder: Any, recorder: Any, where: Any = None
         kept += 1
     if kept == len(before):
         k = max(k, kept)
+        other = next((v for v in now[kept:] if not _loggable(v, recorder) and not _arrays(v)
+                      and not _holds(v, recorder)), None)
+        if other is not None and not _tested(place.label, where):
+            return _other_object(other)  # (self.log.append(self), ("W", self.W))
     new, rest = now[k:], now[:k]
     if not any(_ours(v, recorder) for v in new) and kept == len(before) == len(now):
         new, rest = [], now  # (nothing added)
@@ -236,14 +260,13 @@ def set_items(holder: Any, items: Any) -> None:
 
 
 class Regrown:
-    """The lists and deques a first run logged Python values into, given the items it left for
+    """The containers a first run logged Python values into, given the items it left there for
     the second run (as an eager call leaves them: a helper reading ``len(HIST)`` takes the
     path a second call takes, and the runs differ), and their items back after it
     (:meth:`undo`)."""
 
     def __init__(self, places: list) -> None:
-        self.places = [p for p in places if p.kind == "items" and p.left is not None
-                       and type(p.holder) is not dict]  # (a dict's item set again: no log)
+        self.places = [p for p in places if p.kind == "items" and p.left is not None]
         for place in self.places:
             set_items(place.holder, place.left)
 
@@ -255,21 +278,49 @@ class Regrown:
 
 def differs(graph: Any, second: Any) -> Any:
     """Refuse on ``graph`` (the first capture's) a Python value a second run of the capture
-    (``second``, its graph) logged differently (``self.log.append(time.perf_counter())``):
-    every replay would log the first one (lead ruling of stop 35, 03:00). Its error, or
-    ``None`` where both runs logged the same values."""
+    (``second``, its graph), which saw the containers as the first run left them (as a second
+    call would: :class:`Regrown`), logged differently: ``self.log.append(time.perf_counter())``,
+    a counter ``d["n"] = d.get("n", 0) + 1`` (review 8, finding 4): every replay would log the
+    first one (lead rulings of stops 35, 03:00, and 36, 04:30). A value the first run set at a
+    key and the second did not set again (it found it there: ``if "k" not in cfg: cfg["k"] =
+    2.0``) is the same. Its error, or ``None`` where both runs logged the same values."""
     one, two = graph.logged_values, second.logged_values if second is not None else []
-    for k, logged in enumerate(one):
-        other = two[k] if k < len(two) else None
-        if other is not None and (logged.kind, logged.key, logged.name) == (
-                other.kind, other.key, other.name) and same(logged.value, other.value):
-            continue
-        reason = (f"two runs of the capture logged {_shown(logged.value)}, then "
-                  f"{_shown(other.value)}" if other is not None else
-                  "a second run of the capture did not log it")
-        where, _text = _logging_line(logged.name, logged.source)
-        return refuse(graph, graph.nodes[-1], LOGGED, logged.name, reason, source=where)
+    sets = {(v.name, v.key): v for v in two if v.kind == "set"}
+    first_sets = {(v.name, v.key) for v in one if v.kind == "set"}
+    logs = [v for v in two if v.kind != "set"]
+    k = 0
+    for logged in one:
+        if logged.kind == "set":
+            other = sets.get((logged.name, logged.key))
+            if other is None or same(logged.value, other.value):
+                continue  # (found there by the second run: the value it holds)
+        else:
+            other = logs[k] if k < len(logs) else None
+            k += 1
+            if other is not None and (logged.kind, logged.name) == (other.kind, other.name) \
+                    and same(logged.value, other.value):
+                continue
+        return _refuse_differing(graph, logged, other)
+    extra = next((v for v in two if v.kind == "set" and (v.name, v.key) not in first_sets),
+                 logs[k] if k < len(logs) else None)
+    if extra is not None:  # (logged by the second run only)
+        return _refuse_differing(graph, extra, None, second=True)
     return None
+
+
+def _refuse_differing(graph: Any, logged: Any, other: Any, second: bool = False) -> Any:
+    where, _text = _logging_line(logged.name, logged.source)
+    label = f"{logged.name}[{logged.key!r}]" if logged.kind == "set" else logged.name
+    if other is not None and logged.kind == "set" and type(logged.value) in (int, float) and \
+            type(other.value) in (int, float):  # (a counter: d["n"] = d.get("n", 0) + 1)
+        return refuse(graph, graph.nodes[-1], CHANGES, label, (
+            f"the call sets it to {_shown(logged.value)}, then to {_shown(other.value)} when "
+            "it runs again, and a replay would set the first every time"), source=where)
+    reason = (f"two runs of the capture logged {_shown(logged.value)}, then "
+              f"{_shown(other.value)}" if other is not None else
+              "only the second run of the capture logged it" if second else
+              "a second run of the capture did not log it")
+    return refuse(graph, graph.nodes[-1], LOGGED, logged.name, reason, source=where)
 
 
 def _shown(value: Any) -> str:

@@ -69,10 +69,7 @@ def reading_line(fn: Callable, label: str) -> tuple[Any, str]:
     stored = re.compile(rf"^(?<![\w.]){name}\s*\[[^\]]*\]\s*=(?!=)")
     cleared = re.compile(rf"(?<![\w.]){name}\.clear\(\s*\)|^{name}\s*\[\s*:\s*\]\s*=(?!=)"
                          rf"|^del\s+{name}\s*\[\s*:\s*\]")
-    body = [(offset, line_code(line)) for offset, line in enumerate(lines[1:], 1)]
-    one_line = _ONE_LINER.match(lines[0]) if lines else None
-    if one_line is not None:  # def step(self, x): self.log.append(len(self.log)); ...
-        body.insert(0, (0, one_line["body"].strip()))
+    body = _body(lines)  # (a one-line def's too: def step(self, x): self.log.append(...))
     if any(cleared.search(text) for _, text in body):
         return None, ""  # a scratch list each call empties (self.acts.clear()): its reads
         #                  see this call's items only (hostile review 6, finding 23)
@@ -129,11 +126,20 @@ def naming_line(fn: Callable, label: str) -> tuple[Any, str]:
         if owner == "self":
             break
         name = re.compile(rf"(?<![\w.]){label_pattern(owner)}(?![\w])")
-        for offset, line in enumerate(lines[1:], 1):  # (not the def line)
-            text = line_code(line)
+        for offset, text in _body(lines):
             if name.search(text):
                 return line_at(code, start + offset), text
     return None, ""
+
+
+def _body(lines: list[str]) -> list[tuple[int, str]]:
+    """``(offset, code)`` of the lines of a function's source after its ``def`` line, and of the
+    body a one-line ``def`` holds (``def step(self, x): self.log.append(1); return x``)."""
+    body = [(offset, line_code(line)) for offset, line in enumerate(lines[1:], 1)]
+    one_line = _ONE_LINER.match(lines[0]) if lines else None
+    if one_line is not None:
+        body.insert(0, (0, one_line["body"].strip()))
+    return body
 
 
 
@@ -150,8 +156,7 @@ def writing_line(fn: Callable, label: str, unpacked: bool = False) -> tuple[Any,
                         rf"|\bout\s*=\s*\(?{name}\b(?![.\[])" + (
                             rf"|^[^=]*,\s*{name}\s*(?:,[^=]*)?=(?!=)"
                             rf"|^\(?{name}\s*,[^=]*=(?!=)" if unpacked else ""))
-    for offset, line in enumerate(lines):
-        text = line_code(line)
-        if target.search(text):
+    for offset, text in _body(lines):
+        if any(target.search(part.strip()) for part in text.split(";")):  # (a; b on one line)
             return line_at(code, start + offset), text
     return None, ""

@@ -85,7 +85,8 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
     logs = {id(p.holder): (dict(p.holder) if type(p.holder) is dict else list(p.holder))
             for p in places if p.kind == "items" and  # as the call left them (effects.py)
             (tensor_in(p.holder, recorder, DEPTH, every=True) is not None or
-             any(effects.plain(v) for v in _changed(p)))}  # (Python values logged)
+             any(not isinstance(v, (np.ndarray, np.generic)) for v in _changed(p)))}
+    #        (Python values or objects logged)
     line = _first_line(fn) or source  # (where a log of Python values is looked for)
     for place in places:
         if place.kind in ("keys", "items"):
@@ -96,7 +97,9 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
         if isinstance(place.value, _NUMBERS) and type(found) is not Tensor:
             if not _same_number(place.value, found):  # self.t += 1: a replay repeats t
                 place.put_back()
-                _refuse_changed(place, found, recorder, source, fn)
+                if recorder.others is None or not place.inner or id(place.holder) not in walked:
+                    _refuse_changed(place, found, recorder, source, fn)  # (a second run's
+                #   item of a container the first logged into: effects.differs compares them)
             continue
         if isinstance(found, (np.ndarray, np.generic)) and type(place.value) is np.ndarray:
             if found.dtype != place.value.dtype or found.shape != place.value.shape or \
