@@ -99,6 +99,14 @@ SPREAD = {
     "np.kron": lambda x, y: np.kron(x, y),
     "np.kron 2-d": lambda x, y: np.kron(x[:6].reshape(2, 3), y[:4].reshape(2, 2)),
     "np.kron of a real": lambda x, y: np.kron(x[:6].reshape(2, 3), y.real[:4]),
+    # np.<ufunc>.outer of complex values: refused by name before (no subnormal check)
+    "np.multiply.outer": lambda x, y: np.multiply.outer(x, y),
+    "np.multiply.outer 2-d": lambda x, y: np.multiply.outer(x[:6].reshape(2, 3), y[:4]),
+    "np.multiply.outer(x, y) - np.outer(x, y)":
+        lambda x, y: np.multiply.outer(x, y) - np.outer(x, y),
+    "np.multiply.outer of a real": lambda x, y: np.multiply.outer(x.real, y),
+    "np.add.outer": lambda x, y: np.add.outer(x, y),
+    "np.subtract.outer": lambda x, y: np.subtract.outer(x, y),
 }
 
 

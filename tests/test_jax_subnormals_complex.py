@@ -191,6 +191,13 @@ CHECKED = [  # op, function, values making a subnormal part, its message
      _PRODUCT.format(op="einsum")),
     ("outer", lambda z: np.outer(z, z), [1e-160 + 0j, 1j],
      _FUSED_OUTER if complex_products.NUMPY_FUSES else _PRODUCT.format(op="outer")),
+    ("ufunc_outer", lambda z: np.multiply.outer(z, z), [1e-160 + 0j, 1j],
+     _FUSED_OUTER.replace("complex outer", "complex multiply.outer")
+     if complex_products.NUMPY_FUSES else None),
+    ("ufunc_outer", lambda z: np.add.outer(z, z[::-1]), [3e-308 + 0j, -2.9e-308 + 1j],
+     _PART.format(op="add.outer")),
+    ("ufunc_outer", lambda z: np.subtract.outer(z, z[::-1]), [3e-308 + 1j, 2.9e-308 + 0j],
+     _PART.format(op="subtract.outer")),
     ("angle", np.angle, [1e10 + 1e-300j, 1j], _ANGLE),
     ("angle", lambda z: np.angle(z, deg=True), [1e10 + 2e-300j, 1j], _ANGLE),
 ]
@@ -208,7 +215,8 @@ def test_a_checked_complex_op_making_a_subnormal_part_fails_at_its_node(op, fn, 
     text = str(info.value)
     assert re.match(rf"replay failed at node %\d+ \({op}\), recorded at "
                     rf"{re.escape(__file__)}:\d+ in ", text), text
-    assert text.endswith(message)
+    if message is not None:  # None: XLA's form of complex products, its gate's message
+        assert text.endswith(message), text
 
 
 @pytest.mark.parametrize("op,fn", [(c[0], c[1]) for c in CHECKED],

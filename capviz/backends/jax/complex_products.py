@@ -177,7 +177,10 @@ def multiply(jnp: Any, x: Any, y: Any) -> Any:
     a, b, c, d = jnp.real(x), jnp.imag(x), jnp.real(y), jnp.imag(y)
     real_type = np.dtype(a.dtype)
     trace = TRACE.get()
-    op = trace.node.op if trace is not None and trace.node is not None else "multiply"
+    node = None if trace is None else trace.node
+    op = "multiply" if node is None else node.op
+    if op == "ufunc_outer":
+        op = f"{node.params.get('ufunc')}.outer"
     if real_type == np.float32:
         real, real64 = _fma32(lax, a, c, -_rounded(b * d))
         imag, imag64 = _fma32(lax, a, d, _rounded(b * c))

@@ -16,6 +16,8 @@ until someone shows it safe):
     fused form also each rounded part product and each part of the result (complex64), or
     each part and part product far enough from ``tiny`` (complex128)
     (:func:`capviz.backends.jax.complex_products.multiply`);
+  - ``np.multiply.outer``, ``np.add.outer``, ``np.subtract.outer`` (:func:`_outer`): as the
+    ufunc itself;
   - ``+`` and ``-`` (:func:`_complex_sum`): parts added apart, a part 0 only where the two
     parts cancel exactly (as the real test of
     :func:`capviz.backends.jax.subnormals.elementwise.elementwise`); not checked with a literal
@@ -64,6 +66,10 @@ from capviz.ops import traits
 COMPLEX_PRODUCTS = frozenset(("multiply", "square"))
 """Complex ops checked at run time (:func:`complex_product`): XLA computes them with NumPy's
 formula, ``(ac - bd) + (ad + bc)j``, in the parts' float type."""
+
+OUTER_CHECKED = frozenset(("multiply", "add", "subtract"))
+"""The ufuncs whose complex ``np.<ufunc>.outer`` (the op ``ufunc_outer``) is checked as the
+ufunc itself is (:func:`_outer`); another ufunc's is refused by name."""
 
 COMPLEX_CHECKED = frozenset((*COMPLEX_PRODUCTS, "add", "subtract", *SUMS, *PRODUCTS, "angle",
                              "astype", "sum_where", "mean_where"))
@@ -129,6 +135,9 @@ def check(jnp: Any, name: str, fn: Any, args: tuple, operands: list, r: Any,
         return complex_product(jnp, name, args, r)
     if not hasattr(r, "dtype"):
         return r
+    if name == "ufunc_outer" and (params or {}).get("ufunc") in OUTER_CHECKED \
+            and len(args) == 2:
+        return _outer(jnp, params["ufunc"], args, r)
     if name in ("add", "subtract") and len(args) == 2:
         return _complex_sum(jnp, name, args, r)
     if name in SUMS and operands:
@@ -144,7 +153,7 @@ def check(jnp: Any, name: str, fn: Any, args: tuple, operands: list, r: Any,
     return r
 
 
-def complex_product(jnp: Any, name: str, args: tuple, r: Any) -> Any:
+def complex_product(jnp: Any, name: str, args: tuple, r: Any, label: str | None = None) -> Any:
     """A complex product (:data:`COMPLEX_PRODUCTS`) whose four part products ``ac``, ``bd``,
     ``ad``, ``bc`` are each 0 or of magnitude ``tiny * 2**(nmant + 1)`` or more: then each is
     NumPy's (none was flushed), and their sum or difference, a multiple of ``2 * tiny``, is 0
@@ -168,11 +177,11 @@ def complex_product(jnp: Any, name: str, args: tuple, r: Any) -> Any:
     for u in (jnp.real(a), jnp.imag(a)):
         for v in (jnp.real(b), jnp.imag(b)):
             ok = ok & (~(jnp.abs(u * v) < bound) | (u == 0) | (v == 0))
-    require_each(ok, _COMPLEX.format(op=name, bound=bound))
+    require_each(ok, _COMPLEX.format(op=label or name, bound=bound))
     return r
 
 
-def _complex_sum(jnp: Any, name: str, args: tuple, r: Any) -> Any:
+def _complex_sum(jnp: Any, name: str, args: tuple, r: Any, label: str | None = None) -> Any:
     """Complex ``+`` and ``-`` add the parts apart: an exact sum of two normal floats is
     nonzero where it does not cancel exactly, so a part of XLA's result that is 0 where the
     parts do not cancel is one NumPy keeps as a subnormal."""
@@ -184,8 +193,21 @@ def _complex_sum(jnp: Any, name: str, args: tuple, r: Any) -> Any:
     for part in (jnp.real, jnp.imag):
         u, v, s = part(a), part(b), part(r)
         ok = ok & ((s != 0) | ((u == -v) if name == "add" else (u == v)))
-    require_each(ok, _PART.format(op=name, tiny=float(np.finfo(_part_type(dtype)).tiny)))
+    require_each(ok, _PART.format(op=label or name,
+                                  tiny=float(np.finfo(_part_type(dtype)).tiny)))
     return r
+
+
+def _outer(jnp: Any, ufunc: str, args: tuple, r: Any) -> Any:
+    """``np.<ufunc>.outer(a, b)`` of :data:`OUTER_CHECKED`: NumPy's ufunc of ``a`` reshaped to
+    broadcast against ``b`` (:mod:`capviz.backends.jax.ufunc_methods`), checked as that
+    ufunc is."""
+    a, b = args
+    a = jnp.asarray(a)
+    a = a.reshape(tuple(a.shape) + (1,) * np.ndim(b))
+    if ufunc == "multiply":
+        return complex_product(jnp, "multiply", (a, b), r, label="multiply.outer")
+    return _complex_sum(jnp, ufunc, (a, b), r, label=f"{ufunc}.outer")
 
 
 def _far_from_tiny(value: Any, dtype: Any) -> bool:
@@ -235,7 +257,9 @@ def _angle(jnp: Any, x: Any, r: Any) -> Any:
 
 
 COMPLEX_NOTES = {"divide": "checked by a real divisor, refused by a complex one (arithmetic="
-                            "'xla': tolerance)"}
+                            "'xla': tolerance)",
+                 "ufunc_outer": "checked for multiply, add and subtract, refused for another "
+                                "ufunc (arithmetic='xla': tolerance)"}
 """What a JAX replay does with complex operands of an op checked in some forms only."""
 
 
@@ -274,6 +298,8 @@ def unchecked(node: Node) -> str | None:
     if node.op in COMPLEX_EXACT or node.op in COMPLEX_CHECKED:
         return None
     if node.op == "pad" and (node.params or {}).get("mode") in _COPYING_PADS:
+        return None
+    if node.op == "ufunc_outer" and (node.params or {}).get("ufunc") in OUTER_CHECKED:
         return None
     if complex_formulas.admitted(node) or complex_functions.admitted(node):
         return None
