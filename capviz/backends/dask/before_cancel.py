@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from capviz.backends import cancelling, contraction_bound
-from capviz.backends.dask import contractions, shared
+from capviz.backends.dask import contractions
 from capviz.backends.dask.overflow import OrderMatters, blocks_add_otherwise
 from capviz.backends.dask.shapes import is_array
 from capviz.core.ir import Node
@@ -64,20 +64,19 @@ SUMS = frozenset(("sum", "nansum", "mean", "nanmean", "trace", "einsum", "var", 
 order (``einsum`` of one operand only: a sum)."""
 
 CONTRACTED = contraction_bound.CONTRACTIONS
-"""The contractions of linear algebra looked at: only where every reach is a centring (the
-product subtracted from its own operand, ``x - (x @ ones / n)[:, None]``: the mean written as
-a product, review 4's finding 2), computed as NumPy does on one block (NumPy's own BLAS call:
-its bits; a BLAS result depends on the block's shape, so any operand of several blocks is
-gathered). So is a Gram matrix (:func:`capviz.backends.dask.shared.gram`: ``x @ x.T``,
-``2 * x @ x.T``, ``x.T @ x / n``, ``np.inner(x, x)``, ``np.einsum("ij,kj->ik", x, x)``) whose
-value reaches any add or subtract that can cancel: its
-diagonal is sums of squares, of one sign, which a subtraction cancels as it cancels a sum (the
-squared distances ``sq[:, None] + sq[None, :] - 2 * x @ x.T`` of float32 rows in chunks of 2 were
-off NumPy's by 1.5e-5 on the diagonal, beyond the tolerance, silently: the hostile review 6's
-finding 13; the JAX backend carries the bound of such one-sign products to the subtract).
-Elsewhere a contraction stays declared (``contraction_bound``), as what is computed from it
-(a bias or residual add of another value, ``x + x @ W``, whose products have both signs: its
-declared bound is held by ``compare`` where the product is an output, not at the add)."""
+"""The contractions of linear algebra looked at: wherever one reaches a consumer that can
+cancel (:func:`feeding`), computed as NumPy does on one block (NumPy's own BLAS call: its bits;
+a BLAS result depends on the block's shape, so any operand of several blocks is gathered:
+``benchmarks/dask_gpt_memory.py`` measures OpenBLAS's float32 row blocks 4.7% to 87% off
+NumPy's elements). That covers the mean written as a product (``x - (x @ ones / n)[:, None]``,
+review 4's finding 2), a Gram matrix (:func:`capviz.backends.dask.shared.gram`: ``x @ x.T``,
+whose diagonal is sums of squares, of one sign: the squared distances ``sq[:, None] +
+sq[None, :] - 2 * x @ x.T`` of float32 rows in chunks of 2 were off NumPy's by 1.5e-5 on the
+diagonal, silently: the hostile review 6's finding 13), a sum written as a product (``x @ ones
+- t``, R6 #4), a bias add (``x @ W + b``), and since stop 36 the spread or differences of a
+product (``np.diff(x @ ones)``, ``np.var(x @ w)``) and a product reaching a subtract through
+another product. A contraction that reaches no such consumer stays declared
+(``contraction_bound``): its bound is held by ``compare`` where it is an output."""
 
 FEEDING: ContextVar[dict[int, tuple] | None] = ContextVar("capviz_dask_feeding", default=None)
 """The replay being built's sums that reach an add or subtract that can cancel, by node index,
@@ -86,16 +85,15 @@ build."""
 
 
 def feeding(nodes: list[Node]) -> dict[int, tuple]:
-    """The sums among ``nodes`` (a program's op nodes, in order) whose value reaches an add or
-    subtract that can cancel, and the contractions (:data:`CONTRACTED`) whose every reach is
-    a centring, or one reaches an add or subtract by moves and numbers
-    (:func:`capviz.backends.cancelling.declared`: ``x @ ones - t``, 8% off NumPy's in chunks
-    of 2, silently, before): node index -> its reaches."""
-    found = cancelling.reaches(nodes, SUMS | CONTRACTED)
-    return {k: each for k, each in found.items()
-            if not contraction_bound.is_contraction_node(each[0].sum)
-            or all(r.centring for r in each) or shared.gram(each[0].sum)
-            or any(cancelling.declared(r) for r in each)}
+    """The sums and the contractions (:data:`CONTRACTED`) among ``nodes`` (a program's op
+    nodes, in order) whose value reaches a consumer that can cancel
+    (:func:`capviz.backends.cancelling.reaches`): node index -> its reaches. A contraction is
+    followed wherever it reaches one, through anything: an add or subtract (``x @ ones - t``,
+    8% off NumPy's in chunks of 2, silently, before 9f42f34), another contraction on the way
+    (``(x @ w) @ v - t``), or ``np.diff``, ``np.ptp``, ``np.var``, ``np.std``,
+    ``np.gradient`` of it (``np.diff(x @ ones)`` of float32 rows near 1e3 was 0.125 off
+    NumPy's -16.75, ``np.var(x @ w)`` 0.13 off 89.17, silently, before stop 36)."""
+    return cancelling.reaches(nodes, SUMS | CONTRACTED)
 
 
 def wanted(name: str, args: tuple, params: dict, dtype: np.dtype, index: int | None,
