@@ -279,3 +279,48 @@ def test_an_object_logged_is_refused_at_its_line(make, what):
     assert message.startswith("`self.log.append(")
     assert f"the call logs {what}, which a replay cannot log again" in message
     assert model.log == []
+
+
+class Tallies:
+    def __init__(self):
+        self.c = collections.Counter()
+
+    def step(self, x):
+        self.c["calls"] += 1
+        return x * 2.0
+
+
+def test_a_counter_object_is_walked_and_refused_at_its_line():
+    """Review 8, finding 6 (silent): a collections.Counter was not walked, the capture's runs
+    counted 2 and no replay counted."""
+    model = Tallies()
+    with pytest.raises(UnsupportedOperationError, match=r"self\.c\['calls'\] is a Python number "
+                                                        r"that changes from call to call"):
+        cv.capture(model.step, SPEC)
+    assert model.c == collections.Counter()
+
+
+class Metrics:
+    def __init__(self):
+        self.last = collections.OrderedDict()
+        self.hist = collections.defaultdict(list)
+
+    def step(self, x):
+        self.last["loss"] = x.sum()
+        self.hist["loss"].append(x.mean())
+        return x * 2.0
+
+
+def test_ordered_and_default_dicts_are_logged_by_each_replay():
+    """Before: refused at the line (review 7, finding 20: OrderedDict items, defaultdict(list)
+    once the key exists)."""
+    model, twin = Metrics(), Metrics()
+    model.step(np.ones(3))  # (the defaultdict's list made: a first call's)
+    twin.step(np.ones(3))
+    graph = cv.capture(model.step, SPEC)
+    for k in range(3):
+        x = np.arange(3.0) * (k + 1)
+        assert _same(graph.replay({"x": x})["out"], twin.step(x.copy()))
+        assert _same(dict(model.last), dict(twin.last))
+        assert _same(dict(model.hist), dict(twin.hist))
+    assert type(model.last) is collections.OrderedDict

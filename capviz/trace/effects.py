@@ -96,7 +96,7 @@ def _holds(value: Any, recorder: Any, depth: int = 3) -> bool:
         return True
     if depth <= 0 or type(value) not in _SEQUENCES:
         return False
-    items = value.values() if type(value) is dict else value
+    items = value.values() if isinstance(value, dict) else value
     return any(_holds(item, recorder, depth - 1) for item in list(items)[:256])
 
 
@@ -110,7 +110,7 @@ def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
     constants (``of_data(tensor)`` false: a memo, ``if not MASKS: MASKS.append(np.tril(...))``,
     given its items back as before). ``where``: a line of the function, for a log of Python
     values only (the lines read are its function's)."""
-    items = left.values() if type(left) is dict else left
+    items = left.values() if isinstance(left, dict) else left
     ours = [t for t in items if _ours(t, recorder)]
     if ours and not any(of_data(t) for t in ours) and (
             place.path is None or _tested(place.label, ours[0]._data.source)):
@@ -146,7 +146,7 @@ def _tested(label: str, source: Any) -> bool:
 def _logged(place: Any, holder: Any, recorder: Any, where: Any = None
             ) -> list[tuple] | str | None:
     before = place.value
-    if type(holder) is dict:
+    if isinstance(holder, dict):
         if any(key not in holder for key in before):
             return "the call deleted an item of it, which a replay does not repeat"
         found = []
@@ -253,7 +253,7 @@ def record(place: Any, left: Any, found: list[tuple] | str, recorder: Any,
 def set_items(holder: Any, items: Any) -> None:
     """Give list, deque or dict ``holder`` the items ``items`` (a list, or a dict)."""
     holder.clear()
-    if type(holder) is dict:
+    if isinstance(holder, dict):
         holder.update(items)
     else:
         holder.extend(items)
@@ -345,7 +345,7 @@ def record_attribute(place: Any, key: str, value: Tensor, recorder: Any) -> bool
 
 
 def _first(holder: Any, recorder: Any) -> Tensor | None:
-    items = holder.values() if type(holder) is dict else holder
+    items = holder.values() if isinstance(holder, dict) else holder
     for item in list(items)[:256]:
         if _ours(item, recorder):
             return item

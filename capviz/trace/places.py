@@ -82,6 +82,8 @@ class Place:
 
 
 
+DICTS = (dict, collections.Counter, collections.OrderedDict, collections.defaultdict)
+"""The dicts walked as dicts (``self.c["calls"] += 1`` on a ``Counter``: review 8, finding 6)."""
 DEPTH = 3  # containers walked below an entry place (self.blocks[0].mW: two)
 
 
@@ -110,7 +112,7 @@ def _inside(value: Any, label: str, depth: int, seen: set[int], path: tuple | No
         items = [(i, f"{label}[{i}]", "list", item) for i, item in enumerate(value[:ITEMS])]
         places = [Place("items", value, None, label, list(value))] \
             if len(value) <= _SNAPSHOT else []
-    elif type(value) is dict:
+    elif type(value) in DICTS:
         seen.add(id(value))
         items = [(key, f"{label}[{key!r}]", "dict", item)
                  for key, item in itertools.islice(value.items(), ITEMS)]
@@ -442,7 +444,7 @@ SEQUENCES = (tuple, list, dict, collections.deque)
 def tensor_in(value: Any, recorder: Any, depth: int, every: bool = False) -> Tensor | None:
     """A tensor of ``recorder`` inside tuple, list or dict ``value`` (``depth`` levels; the
     first :data:`ITEMS` items of each, or ``every`` item of ``value`` itself)."""
-    items = value.values() if type(value) is dict else value
+    items = value.values() if isinstance(value, dict) else value
     for item in items if every else itertools.islice(items, ITEMS):
         if type(item) is Tensor:
             if item._trace is recorder:

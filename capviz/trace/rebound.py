@@ -82,7 +82,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
     binds: list[tuple[Place, np.ndarray]] = []
     asks = functools.cache(lambda: _asks_on_path(fn, places))
     walked = {id(p.holder) for p in places if p.kind == "items"}  # (their logs: effects.py)
-    logs = {id(p.holder): (dict(p.holder) if type(p.holder) is dict else list(p.holder))
+    logs = {id(p.holder): (dict(p.holder) if isinstance(p.holder, dict) else list(p.holder))
             for p in places if p.kind == "items" and  # as the call left them (effects.py)
             (tensor_in(p.holder, recorder, DEPTH, every=True) is not None or
              any(not isinstance(v, (np.ndarray, np.generic)) for v in _changed(p)))}
@@ -343,13 +343,13 @@ def _items_back(place: Place, recorder: Any, read: set[int], left: Any = None,
         return
     before = place.value
     grown = _grown(holder, before, recorder, place.label)
-    place.grew = type(holder) is not dict and any(  # (recapture.grown: a list read after it
+    place.grew = not isinstance(holder, dict) and any(  # (recapture.grown: a list read after it
         type(v) is Tensor and v._trace is recorder and of_data(v, recorder)
         for v in list(holder)[len(before):])  # grew with values of the data, not a memo of
     #                                           constants: if not DEQ: DEQ.append(np.tril(..)))
     logged = None if grown is not None or left is None else effects.logged(
         place, left, recorder, lambda t: of_data(t, recorder))  # (left: as the call left it)
-    if type(holder) is dict:
+    if isinstance(holder, dict):
         moved = any(holder.get(key, holder) is not item for key, item in before.items()
                     if read_by_capture(item, read))
         holder.clear()
@@ -387,7 +387,7 @@ def _changed(place: Place) -> list:
     """The items walked container ``place.holder`` holds now that it did not hold there when
     the scope opened (``place.value``: its items then)."""
     holder, before = place.holder, place.value
-    if type(holder) is dict:
+    if isinstance(holder, dict):
         return [v for k, v in holder.items() if before.get(k, place) is not v]
     now = list(holder)
     return [v for k, v in enumerate(now) if k >= len(before) or before[k] is not v]
@@ -400,7 +400,7 @@ def _values_back(place: Place, recorder: Any, left: Any, line: Any) -> None:
     found = effects.logged(place, left, recorder, lambda _t: True, line)
     if found is None:
         return
-    place.grew = type(place.holder) is not dict and isinstance(found, list)  # (a line reading
+    place.grew = not isinstance(place.holder, dict) and isinstance(found, list)  # (a line reading
     place.left = left  # it is refused: len(self.log); a second run starts from what it left)
     effects.set_items(place.holder, place.value)
     effects.record(place, left, found, recorder, line)
@@ -424,7 +424,7 @@ def _numpy_logged(place: Place, recorder: Any, source: Any, fn: Callable | None)
     after ``self.W -= ...``, ``.copy()``, a view: hostile review 7, finding 17: the capture left
     the second pass's planted values there, and no replay logs), and give it its items back."""
     holder, before = place.holder, place.value
-    if type(holder) is dict:
+    if isinstance(holder, dict):
         new = [v for k, v in holder.items() if before.get(k, place) is not v]
     else:
         now, k = list(holder), 0
@@ -433,7 +433,7 @@ def _numpy_logged(place: Place, recorder: Any, source: Any, fn: Callable | None)
         new = now[k:] if len(now) != len(before) or k < len(now) else []
     if not any(isinstance(v, (np.ndarray, np.generic)) and type(v) is not Tensor for v in new):
         return
-    if type(holder) is dict:
+    if isinstance(holder, dict):
         holder.clear()
         holder.update(before)
     elif type(holder) is list:
@@ -468,7 +468,7 @@ def _grown(holder: Any, before: Any, recorder: Any, label: str) -> tuple[Any, Te
     every replay starts again from the zeros (review 6, finding 15: silent). ``(key, tensor)``,
     or ``None``. A value logged there (``self.history.append(loss)``) grows from no such
     buffer: put back, not refused (a Python side effect)."""
-    if type(holder) is dict:
+    if isinstance(holder, dict):
         items = [(k, v) for k, v in holder.items() if before.get(k) is None]
     elif type(holder) is list:
         items = [(k, v) for k, v in enumerate(holder) if k >= len(before) or before[k] is None]
@@ -595,7 +595,7 @@ def _added_removed(place: Place, recorder: Any, fn: Callable | None = None,
                     effects.record_attribute(place, key, value, recorder)  # self.x = x: set
             del attributes[key]  #                                       again by each replay
         elif type(value) in SEQUENCES and tensor_in(value, recorder, DEPTH) is not None:
-            items = value.values() if type(value) is dict else value
+            items = value.values() if isinstance(value, dict) else value
             made = [t for t in items if type(t) is Tensor and t._trace is recorder
                     and t._data.kind == "op"]  # (its line: one the function computed)
             tensor = made[0] if made else tensor_in(value, recorder, DEPTH)
