@@ -330,9 +330,16 @@ def test_numpy_scalar_is_a_typed_literal_not_a_constant():
     assert "np.float32(0.5)" in str(graph)
 
 
-def test_zero_d_array_is_a_typed_literal():
+def test_zero_d_array_keeps_its_dtype():
+    """A read-only 0-d array is a typed literal; a writeable one a 0-d constant (the call
+    may write it later: tests/test_state_zero_d.py); both promote as NumPy's 0-d array."""
     x = sample("int8")
-    graph = check_same(lambda t: t + np.array(2, np.int16), x)
+    two = np.array(2, np.int16)
+    graph = check_same(lambda t: t + two, x)
+    assert graph.ops[0].dtype == np.int16
+    assert graph.constants[0].shape == () and graph.constants[0].dtype == np.int16
+    two.flags.writeable = False
+    graph = check_same(lambda t: t + two, x)
     assert graph.constants == [] and graph.ops[0].dtype == np.int16
     assert type(graph.ops[0].args[1]) is np.int16
 

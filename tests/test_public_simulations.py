@@ -668,8 +668,6 @@ class OffsetTracker:
         return y
 
 
-@pytest.mark.xfail(strict=True, reason="silent: a 0-d ndarray state read before its write "
-                                       "replays as its capture-time value (W=20t, 04:07)")
 def test_a_zero_d_state_read_before_its_write_replays_as_eager_or_is_refused():
     def setup():
         m = OffsetTracker()
