@@ -286,16 +286,22 @@ def _draw_hook(name: str, original: Callable, generator: str, numpy_name: str | 
     capviz random op when :mod:`capviz.randomness.legacy` can record ``np.random.<numpy_name>``."""
 
     def hooked(*args: Any, **kwargs: Any) -> Any:
-        _calls[0] += 1
         if active() is None or getattr(_busy, "on", False):
+            _calls[0] += 1
             return original(*args, **kwargs)
         here = _open_here()
         if not here:
+            _calls[0] += 1
             return original(*args, **kwargs)
         _busy.on = True
         try:
             if here[0].global_random == "generator" and generator != "CuPy's":
-                return _record_draw(here[0], name, numpy_name, args, kwargs)  # a state
+                # a state: drawn from a copy, the live generator left as it is, so not
+                # counted: a change of its state by the scope's exit is a draw no hook saw
+                # (untracked_state_changes; a pre-bound draw in a helper's module beside a
+                # hooked one went unseen, baked as a number: stop 35's particle filter)
+                return _record_draw(here[0], name, numpy_name, args, kwargs)
+            _calls[0] += 1
             if numpy_name is not None and here[0].global_random == "record":
                 try:
                     return legacy.record(here[0], numpy_name, args, kwargs)
@@ -638,15 +644,23 @@ def _remove_all() -> None:
         _installed.pop()
 
 
-def _global_states() -> tuple[Any, Any]:
-    """The states of NumPy's legacy global generator and of Python's ``random``."""
-    return (generator_watch.freeze_state(numpy.random.mtrand._rand.get_state(legacy=False)),
-            random._inst.getstate())
+def _global_states() -> tuple[Any, Any, Any]:
+    """The states of NumPy's legacy global generator (comparable, and as it gives it) and of
+    Python's ``random``."""
+    raw = _real_global().get_state(legacy=False)
+    return generator_watch.freeze_state(raw), random._inst.getstate(), raw
+
+
+def _real_global() -> Any:
+    """NumPy's global ``RandomState`` itself (not the stand-in the hooks put in its place)."""
+    rand = numpy.random.mtrand._rand
+    return rand._real if isinstance(rand, _GlobalRandomState) else rand
 
 
 def untracked_state_changes(recorder: Recorder) -> None:
-    """At scope exit: a global generator whose state changed while no hooked function was called
-    anywhere was used through a path no hook sees (a function bound before the capture where
+    """At scope exit: a global generator whose state changed while no hooked function that
+    moves it was called anywhere (a draw recorded as a state leaves it as it is) was used
+    through a path no hook sees (a function bound before the capture where
     the scope could not rebind it, ``from numpy.random import rand`` in another module;
     assigning ``bit_generator.state``). No replay reproduces it: queue a ``frozen_random``
     violation for ``recorder`` with its own message, placed at the scope's exit. When any
@@ -655,10 +669,10 @@ def untracked_state_changes(recorder: Recorder) -> None:
     snapshot = getattr(recorder, "global_states", None)
     if snapshot is None:
         return
-    calls, (numpy_before, python_before) = snapshot
+    calls, (numpy_before, python_before, raw_before) = snapshot
     if _calls[0] != calls:
         return
-    numpy_after, python_after = _global_states()
+    numpy_after, python_after, _ = _global_states()
     source = user_source()
     for changed, which, example in (
             (numpy_before != numpy_after, "NumPy's global generator",
@@ -669,6 +683,10 @@ def untracked_state_changes(recorder: Recorder) -> None:
                     "(seen when the scope closed)")
             message = bound_draw_message(which, example, source)
             recorder.pending.append(("frozen_random", call, message, source))
+    if numpy_before != numpy_after:  # put back: a refused capture leaves the generators
+        _real_global().set_state(raw_before)  # as it found them (as the backstop does)
+    if python_before != python_after:
+        random.Random.setstate(random._inst, python_before)  # (not the hooked attribute)
 
 
 def hooked_ids() -> set[int]:
