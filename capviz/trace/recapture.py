@@ -782,7 +782,7 @@ def difference(graph: Graph, second: Graph | None, others: OtherValues,
                 "other values"))
         return refuse(graph, node, COMPUTED, operand, (
             f"it depends on what {states} {_holds(others)}; "
-            f"{_reads_fix(node.source, exprs.value)}"))
+            f"{_reads_fix(node.source, exprs.value, graph)}"))
     met = [node for (node, root), planted in zip(others.states, others.planted)
            if others.met and (start := others.met.get(id(root))) is not None
            and not same_bits(start, planted)]
@@ -884,11 +884,14 @@ def _holds(others: OtherValues) -> str:
     return "holds" if len(others.states) == 1 else "hold"
 
 
-def _reads_fix(source: Any, exprs: list[str]) -> str:
+def _reads_fix(source: Any, exprs: list[str], graph: Graph | None = None) -> str:
     """The fix for a value NumPy computed from the states the user's code names ``exprs``:
     their reads wrapped in ``cv.constant`` on the user's line (:mod:`capviz.trace.
-    state_fixes`), or a general form of it."""
+    state_fixes`), or on the line of the captured function that passes them to the helper
+    whose line it is (``graph``'s), or a general form of it."""
     made = state_fixes.fix_for_reads(source, exprs)
+    if made is None and graph is not None:
+        made = state_fixes.fix_at_call(graph, source, exprs)
     if made is not None:
         return f"{made}: {state_fixes.constant_note(exprs, made)}."
     first = exprs[0] if exprs else "a"

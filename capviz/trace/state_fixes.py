@@ -324,6 +324,32 @@ def fix_for_reads(source: Any, names: Iterable[str], after: int = 0) -> str | No
     return "write " + ", and ".join(shown)
 
 
+def fix_at_call(graph: Any, source: Any, names: Iterable[str]) -> str | None:
+    """The fix for a value NumPy computed at ``source`` in a helper the captured function
+    calls, whose lines read no state by the function's names (``cumulative_sum =
+    np.cumsum(weights)`` in ``systematic_resample(self.weights)``, stop 35's particle
+    filter): the function's line that calls the helper with a state, its reads wrapped
+    (``idx = systematic_resample(cv.constant(self.weights))``); ``None`` where no such line
+    is found. The function's lines are those of its states' writes."""
+    names = [n for n in names if n]
+    if not source or not names or not source[2] or source[2].startswith("<"):
+        return None
+    called = re.compile(rf"(?<![\w.]){re.escape(source[2])}\s*\(|\.{re.escape(source[2])}\s*\(")
+    seen = set()
+    for node in graph.state_nodes:
+        where = node.source
+        if not where or (where[0], where[2]) in seen or where[2] == source[2]:
+            continue
+        seen.add((where[0], where[2]))
+        for first, last, text in _statements(_function_lines(where[0], where[1], where[2])):
+            if called.search(text):
+                made = read_through_constant(text, names)
+                if made is not None:
+                    at = f"line {first}" if first == last else f"lines {first}-{last}"
+                    return f"write {at} as `{made}`"
+    return None
+
+
 def other_reads(source: Any, names: Iterable[str], after: int = 0,
                 skip: Iterable[int] = ()) -> list[str]:
     """``line N as `...` `` for each statement of ``source``'s function after line ``after``,
