@@ -242,6 +242,26 @@ def _norm_kept_apart(reach: Any) -> bool:
     return reach.consumer.op == "subtract" and reach.position == 0 and float(other) <= 0
 
 
+SPREAD_CONSUMERS = cancelling.DIFFERENCES | cancelling.SPREADS
+"""The consumers other than an add or subtract that a contraction of linear algebra is
+followed to (:func:`_spread`)."""
+
+
+def _spread(reach: cancelling.Reach) -> bool:
+    """Whether ``reach`` of a contraction of linear algebra ends at a difference or a spread
+    (:data:`SPREAD_CONSUMERS`: ``np.diff(x @ ones)``, ``np.ptp(x @ w)``, ``np.cov`` of
+    products) through a path with no other contraction on it. Such a consumer cancels the
+    product's error as a subtract does (``np.diff(x @ ones)`` of float32 rows near 1e3 was
+    -16.8125 against NumPy's -16.75, silently: W=25d's /tmp/25d36/mm2.py), and no cheap bound
+    is written for it (:meth:`capviz.backends.jax.carried.Carried._declared` tests an add or
+    subtract): the product's exact declared bound is computed in the trace (the magnitudes'
+    product, as for a centring) and tested at the consumer
+    (:func:`capviz.backends.jax.carried_bounds.consumer_bound`; ``np.cov``, ``np.gradient``:
+    no bound written, the replay fails there)."""
+    return reach.consumer.op in SPREAD_CONSUMERS \
+        and not any(contraction_bound.is_contraction_node(n) for n in reach.path)
+
+
 def of(nodes: list[Node], jnp: Any) -> carried.Carried | None:
     """The sums of :data:`REACHING` among ``nodes`` (a program's op steps) that reach an add
     or subtract, for one trace (:mod:`capviz.backends.jax.carried`), and the contractions of
@@ -265,6 +285,8 @@ def of(nodes: list[Node], jnp: Any) -> carried.Carried | None:
         elif contraction_bound.is_contraction_node(node):
             if all(r.centring for r in each):
                 found[k] = each
+            elif any(_spread(r) for r in each):  # its exact bound, tested at each consumer
+                found[k] = tuple(r for r in each if _spread(r) or cancelling.declared(r))
             else:  # to an add or subtract by moves and numbers: followed, cheaply first
                 kept = tuple(r for r in each if cancelling.declared(r))
                 if kept:

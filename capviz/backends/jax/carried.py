@@ -165,6 +165,14 @@ _CONTRACTED_MESSAGE = (
     "the replay adds in NumPy's order")
 
 
+_SPREAD_CONTRACTED_MESSAGE = (
+    "np.{op}: {operands} a product of linear algebra (np.{sums}: NumPy's BLAS and XLA add its "
+    "products in their own orders, declared within 2 gamma_k |A| @ |B| of each other), and "
+    "this {op} subtracts {them} from each other: that bound, carried here, is beyond the "
+    "tolerance of the result, so NumPy's value and XLA's may differ there; replay with "
+    "backend='numpy'")
+
+
 _DECLARED_MESSAGE = (
     "np.{op}: {operands} a product of linear algebra whose products add up as one sign's "
     "(np.{sums}: NumPy's BLAS and XLA add them in their own orders, declared within 2 gamma_k "
@@ -354,6 +362,11 @@ class Carried:
         carrying = [r.sum for r in reaches if self.bounds.get(r.sum.index) is not None]
         if carrying and all(s.op == contraction_bound.NORM for s in carrying):
             return _NORM_MESSAGE.format(op=op, operands=operands, them=them)
+        if carrying and all(contraction_bound.is_contraction_node(s) for s in carrying) \
+                and node.op in cancelling.DIFFERENCES | cancelling.SPREADS:
+            return _SPREAD_CONTRACTED_MESSAGE.format(
+                op=op, operands=operands, sums=", np.".join(sums),
+                them="its values" if n == 1 else "their values")
         if carrying and all(contraction_bound.is_contraction_node(s) for s in carrying):
             return _CONTRACTED_MESSAGE.format(op=op, operands=operands,
                                               sums=", np.".join(sums), them=them)

@@ -1,0 +1,86 @@
+"""Issue 25 on JAX: a product of linear algebra into a difference or a spread (``np.diff``,
+``np.ediff1d``, ``np.ptp``, ``np.cov``; ``capviz.backends.jax.cancellation._spread``). NumPy's
+product is its BLAS's order and XLA's its own, declared within ``2 gamma_k |A| @ |B|`` of each
+other; such a consumer subtracts values from each other and can make that bound any multiple of
+the result: ``np.diff(x @ ones)`` of float32 rows near 1e3 replayed -16.8125 where NumPy gives
+-16.75, silently (W=25d's /tmp/25d36/mm2.py; Dask's side is 35e48a1). The product's bound is
+now carried there and tested: the replay fails at the consumer where it is beyond the
+tolerance, and replays elsewhere. Every refusal test here fails before (checked on 372d25b:
+the replay returned)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from capviz.backends import registry
+
+jax = pytest.importorskip("jax")
+
+RNG = np.random.default_rng(0)
+ONES = np.ones(768)
+W = 1 + RNG.random(768) * 1e-3
+
+SPELLINGS = {
+    "diff": ("diff", lambda x: np.diff(x @ ONES.astype(x.dtype))),
+    "diff of x @ w": ("diff", lambda x: np.diff(x @ W.astype(x.dtype))),
+    "diff n=2": ("diff", lambda x: np.diff(x @ ONES.astype(x.dtype), n=2)),
+    "diff of a scaled product": ("diff", lambda x: np.diff((x @ ONES.astype(x.dtype)) / 768)),
+    "diff of einsum": ("diff", lambda x: np.diff(np.einsum("ij,j->i", x, W.astype(x.dtype)))),
+    "ediff1d": ("ediff1d", lambda x: np.ediff1d(x @ ONES.astype(x.dtype))),
+    "ptp": ("ptp", lambda x: np.ptp(x @ ONES.astype(x.dtype))),
+    "cov": ("cov", lambda x: np.cov(np.stack([x @ ONES.astype(x.dtype),
+                                              x @ W.astype(x.dtype)]))),
+}
+
+
+def _rows(dtype):
+    return (1000 + np.random.default_rng(1).random((16, 768))).astype(dtype)
+
+
+def _replay(fn, x):
+    graph = cv.capture(fn, x)
+    return graph.replay(dict(zip(graph.inputs, (x,))), backend="jax", to_numpy=True)["out"]
+
+
+@pytest.mark.parametrize("spelling", list(SPELLINGS))
+def test_a_product_cancelled_by_a_difference_fails_at_the_consumer(spelling):
+    op, fn = SPELLINGS[spelling]
+    x = _rows(np.float32)
+    graph = cv.capture(fn, x)
+    with pytest.raises(cv.ReplayError) as info:
+        graph.replay(dict(zip(graph.inputs, (x,))), backend="jax")
+    text = str(info.value)
+    assert re.match(rf"replay failed at node %\d+ \({op}\), recorded at "
+                    rf"{re.escape(__file__)}:\d+ in ", text), text
+    product = "np.einsum" if "einsum" in spelling else "np.matmul"
+    operands = "its operands were" if op == "cov" else "its operand was"
+    them = "their values" if op == "cov" else "its values"
+    assert text.endswith(
+        f"np.{op}: {operands} a product of linear algebra ({product}: NumPy's BLAS and XLA "
+        "add its products in their own orders, declared within 2 gamma_k |A| @ |B| of each "
+        f"other), and this {op} subtracts {them} from each other: that bound, carried here, "
+        "is beyond the tolerance of the result, so NumPy's value and XLA's may differ there; "
+        "replay with backend='numpy'"), text
+
+
+@pytest.mark.parametrize("spelling", [s for s in SPELLINGS if s != "cov"])
+def test_in_float64_the_bound_is_within_the_tolerance_and_it_replays(spelling):
+    # float64's bound is 2**29 times smaller: within the tolerance of these differences
+    _, fn = SPELLINGS[spelling]
+    x = _rows(np.float64)
+    got, want = _replay(fn, x), fn(x)
+    rtol, atol = registry.get("jax").tolerance_for(want.dtype)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def test_numpy_s_own_replay_of_the_product_into_a_difference_is_exact():
+    # the fix the message quotes
+    _, fn = SPELLINGS["diff"]
+    x = _rows(np.float32)
+    graph = cv.capture(fn, x)
+    got = graph.replay(dict(zip(graph.inputs, (x,))), backend="numpy")["out"]
+    np.testing.assert_array_equal(got, fn(x))
