@@ -670,7 +670,37 @@ class FixedOja(Oja):
         return cv.constant(self.w).copy()
 
 
+class FixedWord2Vec(Word2Vec):
+    """np.random.choice(p=) as NumPy's legacy choice computes it (the message's fix does not
+    apply to choice: W=20t, 04:06), then cv.constant(W)[index] (the next message's fix); the
+    `[context]` list joined by np.concatenate is NumPy's array of it since stop 36."""
+
+    def train_pairs(self, centers, contexts):
+        loss = 0.0
+        for center, context in zip(centers, contexts):
+            cdf = self.noise.cumsum()
+            cdf /= cdf[-1]
+            negatives = np.searchsorted(cv.constant(cdf),
+                                        np.random.random_sample(self.negative), side="right")
+            v = cv.constant(self.W_in)[center]
+            targets = np.concatenate([[context], negatives])
+            labels = np.array([1.0] + [0.0] * self.negative)
+            u = cv.constant(self.W_out)[targets]
+            score = sigmoid(u @ v)
+            g = (labels - score) * self.lr
+            loss -= np.log(score[0] + 1e-10) + np.sum(np.log(1 - score[1:] + 1e-10))
+            cv.constant(self.W_out)[targets] += np.outer(g, v)
+            cv.constant(self.W_in)[center] += g @ u
+        return loss
+
+
 def _fixed_setups():
+    def word2vec():
+        m = FixedWord2Vec()
+        pairs = np.random.default_rng(6).integers(0, 12, size=(3, 2, 4))
+        return Program(m.train_pairs, [[p[0], p[1]] for p in pairs],
+                       lambda: {"W_in": m.W_in, "W_out": m.W_out})
+
     def gan():
         m = FixedGAN()
         return Program(m.step, [[3.0 + 0.5 * x] for x in _x(8)], lambda: {"g": m.g, "d": m.d})
@@ -684,10 +714,10 @@ def _fixed_setups():
         return Program(m.fit, [[x * np.array([3.0, 1.0, 0.5])] for x in _x(5, 3)],
                        lambda: {"w": m.w})
 
-    return [gan, hopfield, oja]
+    return [word2vec, gan, hopfield, oja]
 
 
-@pytest.mark.parametrize("setup", _fixed_setups(), ids=["gan", "hopfield", "oja"])
+@pytest.mark.parametrize("setup", _fixed_setups(), ids=["word2vec", "gan", "hopfield", "oja"])
 def test_the_quoted_fixes_replay_as_eager(setup):
     verdict = run(setup)
     assert verdict.kind == "exact", (verdict.detail, verdict.first_line)

@@ -134,3 +134,29 @@ def test_the_quoted_fix_replays_as_eager(fn):
 
     verdict = run(setup)
     assert verdict.kind == "exact", (verdict.detail, verdict.first_line)
+
+
+# A list holding tensors as an item NumPy joins (np.concatenate converts each item with
+# np.asarray): `np.concatenate([[context], negatives])` in word2vec was refused as a read of
+# the value ("return the tensor from the captured function"); it is NumPy's array of the list.
+
+XI = [np.array([3, 1, 4, 1]), np.array([5, 9, 2, 6]), np.array([5, 3, 5, 8])]
+XF = [np.linspace(-1, 1, 4).astype(np.float32) * (k + 1) for k in range(3)]
+
+JOINS = {
+    "concatenate, an int label": (lambda x: np.concatenate([[x[0]], x[1:]]), XI),
+    "concatenate, a label and a number": (lambda x: np.concatenate([[x[0], 7], x]), XI),
+    "concatenate, float32 and a Python float": (lambda x: np.concatenate([[x[0], 1.5], x]), XF),
+    "concatenate, a tuple": (lambda x: np.concatenate([x, (x[1] * 2,)]), XF),
+    "stack": (lambda x: np.stack([[x[0], x[1]], x[:2]]), XF),
+    "hstack": (lambda x: np.hstack([x, [x.sum()]]), XF),
+    "vstack": (lambda x: np.vstack([x, [x[0]] * 4]), XI),
+}
+
+
+@pytest.mark.parametrize("spelling", JOINS)
+def test_a_list_of_tensors_joined_replays_as_eager(spelling):
+    """Refused on main before, each (DataReadError: np.asarray() reads the value)."""
+    fn, xs = JOINS[spelling]
+    verdict = run(lambda: Program(fn, [[x] for x in xs]))
+    assert verdict.kind == "exact", (verdict.detail, verdict.first_line)

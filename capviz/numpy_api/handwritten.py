@@ -17,6 +17,7 @@ from capviz import ops
 from capviz.numpy_api.registry import reject, static
 from capviz.numpy_api.writes import write_elementwise, write_into
 from capviz.ops.reductions import MASKED
+from capviz.trace import conversions
 from capviz.trace.dispatch import implements
 from capviz.trace.tensor import Tensor, _axis, apply, unsupported
 
@@ -231,10 +232,20 @@ def _triu(m: Any, k: int = 0) -> Any:
 
 
 def _sequence(name: str, arrays: Any) -> tuple:
+    """The arrays NumPy joins: each item as ``np.asarray`` makes it, a list holding tensors
+    (``np.concatenate([[label], negatives])``) recorded as NumPy's array of it."""
     if isinstance(arrays, Tensor) or not isinstance(arrays, (list, tuple)):
         raise unsupported(f"np.{name} of a single tensor", (arrays,),
                           "pass a list or tuple of tensors")
-    return tuple(arrays)
+    return tuple(_item(item) for item in arrays)
+
+
+def _item(item: Any) -> Any:
+    if isinstance(item, (list, tuple)):
+        made = conversions.convert("asarray", (item,), {})
+        if made is not None:
+            return made
+    return item
 
 
 @implements(np.concatenate)
