@@ -324,3 +324,21 @@ def test_ordered_and_default_dicts_are_logged_by_each_replay():
         assert _same(dict(model.last), dict(twin.last))
         assert _same(dict(model.hist), dict(twin.hist))
     assert type(model.last) is collections.OrderedDict
+
+
+class Messages:
+    def __init__(self):
+        self.log = []
+
+    def step(self, x):
+        loss = x.sum()
+        self.log.append(f"loss {loss}")
+        return x * 2.0
+
+
+def test_text_made_from_a_tensor_is_refused_at_its_line():
+    """A replay would log the capture's '<capture tensor ...>' text where each call logs its
+    value's (before this stop: left by the capture, never logged)."""
+    with pytest.raises(UnsupportedOperationError, match="the call logs text made from a value "
+                                                        "of the capture"):
+        cv.capture(Messages().step, SPEC)

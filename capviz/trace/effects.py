@@ -75,17 +75,37 @@ def _loggable(value: Any, recorder: Any) -> bool:
     return _ours(value, recorder) or plain(value)
 
 
+def _described(value: Any, depth: int = 3) -> bool:
+    """Whether ``value`` is or holds text capviz made for a tensor (``f"{loss}"`` in a
+    capture: ``'<capture tensor %3 (sum, float64[]) of 'f'>'``)."""
+    if type(value) is str:
+        return "<capture tensor " in value or "<closed capture tensor " in value
+    if depth <= 0 or type(value) not in (tuple, list, dict):
+        return False
+    items = value.values() if type(value) is dict else value
+    return any(_described(v, depth - 1) for v in items)
+
+
 def _arrays(value: Any) -> bool:
     """An ndarray or NumPy scalar (logged by NumPy with no tensor: refused by its own rule,
     capviz/trace/rebound.py's ``_numpy_logged``)."""
     return type(value) is not Tensor and isinstance(value, (np.ndarray, np.generic))
 
 
+def stand_in(value: Any) -> bool:
+    """Whether ``value`` is capviz's stand-in for a generator object while a capture is open
+    (capviz/randomness/generators.py: the real one is put back when the scope closes)."""
+    return "_capviz_real" in getattr(type(value), "__slots__", ())
+
+
 def _other_object(value: Any) -> str:
     """Why an object the call logs is refused (review 8, finding 6: silent, left by the
     capture's runs and never logged by a replay)."""
     kind = type(value).__name__
-    held = " holding an ndarray" if type(value) in (tuple, list, dict) else ""
+    inner = [v for v in (value.values() if type(value) is dict else value)
+             if not plain(v)] if type(value) in (tuple, list, dict) else []
+    held = "" if not inner else " holding an ndarray" if isinstance(inner[0], np.ndarray) \
+        else f" holding a {type(inner[0]).__name__}"
     return (f"the call logs a {kind}{held}, which a replay cannot log again as the call does "
             "(a replay logs tensors, and None, bools, numbers, str and tuples, lists and dicts "
             "of them)")
@@ -118,6 +138,10 @@ def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
     found = _logged(place, left, recorder, where)
     if not isinstance(found, list):
         return found
+    if any(_described(value) for _, _, value in found):
+        return ("the call logs text made from a value of the capture (str, repr or an "
+                "f-string of it: '<capture tensor ...>'), where each call logs its value's text; "
+                "log the value itself (self.log.append(loss)) and format it after the replay")
     tensors = [value for _, _, value in found if _ours(value, recorder)]
     if not tensors:
         return found  # Python values only: the same each call (or refused: differs)
@@ -157,7 +181,8 @@ def _logged(place: Any, holder: Any, recorder: Any, where: Any = None
                 if _holds(value, recorder):
                     return ("the call stored a tuple, list or dict holding a value of the "
                             f"capture at {key!r}, which a replay does not build")
-                if not _arrays(value) and not _tested(place.label, where):
+                if not _arrays(value) and not stand_in(value) and \
+                        not _tested(place.label, where):
                     return _other_object(value)  # (a memo of objects it tests: kept, as ever)
                 continue
             if key in before and plain(value) and type(before[key]) is type(value) and \
@@ -177,7 +202,7 @@ def _logged(place: Any, holder: Any, recorder: Any, where: Any = None
     if kept == len(before):
         k = max(k, kept)
         other = next((v for v in now[kept:] if not _loggable(v, recorder) and not _arrays(v)
-                      and not _holds(v, recorder)), None)
+                      and not _holds(v, recorder) and not stand_in(v)), None)
         if other is not None and not _tested(place.label, where):
             return _other_object(other)  # (self.log.append(self), ("W", self.W))
     new, rest = now[k:], now[:k]

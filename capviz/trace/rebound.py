@@ -85,7 +85,8 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
     logs = {id(p.holder): (dict(p.holder) if isinstance(p.holder, dict) else list(p.holder))
             for p in places if p.kind == "items" and  # as the call left them (effects.py)
             (tensor_in(p.holder, recorder, DEPTH, every=True) is not None or
-             any(not isinstance(v, (np.ndarray, np.generic)) for v in _changed(p)))}
+             any(not isinstance(v, (np.ndarray, np.generic)) and not effects.stand_in(v)
+                 for v in _changed(p)))}
     #        (Python values or objects logged)
     line = _first_line(fn) or source  # (where a log of Python values is looked for)
     for place in places:
