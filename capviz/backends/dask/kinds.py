@@ -18,6 +18,7 @@ from dask.array.core import elemwise, normalize_chunks
 
 from capviz import ops
 from capviz.backends.dask import in_order
+from capviz.backends.dask.overflow import OrderMatters
 from capviz.backends.dask.shapes import check_result, expected, is_array, meta_array, unknown_shape
 from capviz.backends.dask.tasks import NODE, STEPS, Call, numpy_callable, split_args
 from capviz.backends.registry import get, unsupported
@@ -141,12 +142,20 @@ def along_axis(op: ops.Op, args: tuple, params: dict) -> Any:
         refuse_not_a_fold("reduce", params["ufunc"], "dask")
     template, slots, arrays = split_args(args)
     axis = params["axis"] if "axis" in params else traits.AXIS[op.name]
+    adds = _adds(op, params, arrays)
+    if adds is not None:  # NumPy's loop follows a layout that is not C order: one block
+        return whole(op, tuple(in_order.laid_out(a, adds) if is_array(a) else a
+                               for a in args), params) if isinstance(adds, tuple) \
+            else whole(op, args, params, adds.layout())
     if len(arrays) != 1 or isinstance(axis, (tuple, list)) or axis is None or not arrays[0].ndim:
         return whole(op, args, params)
     x = arrays[0]
     ax = operator.index(axis) % x.ndim
     shape, dtype = expected(op, args, params)
-    x = x.rechunk({ax: -1})
+    # the axis in one chunk; for a sum, the ones after it too: NumPy's loop over a block whose
+    # later axes are cut adds otherwise (a (n, 1) column is contiguous, added pairwise, where
+    # NumPy adds the column of the whole C-ordered (n, m) array row after row)
+    x = x.rechunk({a: -1 for a in range(ax, x.ndim)} if op.name in _ADDS else {ax: -1})
     call = Call(numpy_callable(op), template, slots, params)
     rest = x.shape[:ax] + x.shape[ax + 1:]
     lead = tuple(np.shape(params.get("q"))) if op.name in _QUANTILES else ()
@@ -165,6 +174,44 @@ def along_axis(op: ops.Op, args: tuple, params: dict) -> Any:
     else:  # the result's axes are not the operand's (percentile of several q)
         return whole(op, args, params)
     return check_result(op, result, shape, dtype)
+
+
+_ADDS = frozenset(("ufunc_reduce", "average", "trapezoid", "linalg.vector_norm"))
+"""The ops of the ``axis`` kind that add (or multiply) their float or complex values along the
+axis in NumPy's loop order, which follows the operand's memory layout and the shape of the
+block NumPy's loop sees (stop 36: ``np.add.reduce(x, 0) - x[0] * n``, ``np.average(x, 0) -
+x[0]``, ``np.trapezoid(x, axis=0)``, ``np.linalg.vector_norm(x, axis=0)`` reaching a subtract
+were silent on chunks of one column, or of an F-ordered input); the ``REDUCE`` ops have their
+own rules (:mod:`capviz.backends.dask.reductions`)."""
+_PICKS = frozenset(("maximum", "minimum", "fmax", "fmin"))
+"""Ufuncs whose ``reduce`` picks a value: any order gives NumPy's."""
+
+
+def _adds(op: ops.Op, params: dict, arrays: list) -> Any:
+    """For an op of :data:`_ADDS` of float or complex values whose operand NumPy holds in
+    another layout than C order: that layout (an order of the axes, for
+    :func:`capviz.backends.dask.in_order.laid_out`; or a
+    :class:`~capviz.backends.dask.in_order.Standin` of a strided view's strides); ``None`` for
+    C order or another op. An operand whose layout is not known is refused by name."""
+    if op.name not in _ADDS or params.get("ufunc") in _PICKS or len(arrays) != 1 \
+            or np.dtype(arrays[0].dtype).kind not in "fc":
+        return None
+    steps, index = STEPS.get(), NODE.get()
+    node = None if steps is None or index is None else steps.by_index.get(index)
+    if node is None or node.op != op.name or in_order.LAYOUTS.get() is None:
+        return None
+    orders, unknown = in_order.operand_orders(node, restrided=True)
+    if unknown is not None:
+        raise in_order.refusal(OrderMatters(f"np.{_named(op, params)} adds in NumPy's order "
+                                            "here"), unknown)
+    order = orders[0] if orders else None
+    if isinstance(order, in_order.Strided):
+        return in_order.strided_operand(node)
+    return order
+
+
+def _named(op: ops.Op, params: dict) -> str:
+    return f"{params.get('ufunc')}.reduce" if op.name == "ufunc_reduce" else op.name
 
 
 _QUANTILES = frozenset(("percentile", "quantile", "nanpercentile", "nanquantile"))
