@@ -129,3 +129,22 @@ def test_a_cache_a_helper_reads_with_numpy_stays_refused():
     with pytest.raises(UnsupportedOperationError, match="self.x is rebound to a value of the "
                                                         "capture"):
         cv.capture(model.step, cv.spec((3,), "float64"))
+
+
+class Ema:
+    def __init__(self):
+        self.W = np.zeros(3)
+
+    def step(self, x): self.W = 0.9 * self.W + 0.1 * x; return x * 1.0  # noqa: E702
+
+
+def test_a_running_value_on_a_one_line_def_is_rebound_not_set_from_the_capture():
+    """Review 8, finding 17 (silent regression of 5234dae): the read of self.W on a one-line
+    def was not seen, and each replay set W from the capture-time W."""
+    model, twin = Ema(), Ema()
+    graph = cv.capture(model.step, cv.spec((3,), "float64"))
+    for k in range(3):
+        x = np.arange(3.0) + k
+        graph.replay({"x": x})
+        twin.step(x)
+        assert np.array_equal(model.W, twin.W)

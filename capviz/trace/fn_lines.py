@@ -69,11 +69,11 @@ def reading_line(fn: Callable, label: str) -> tuple[Any, str]:
     stored = re.compile(rf"^(?<![\w.]){name}\s*\[[^\]]*\]\s*=(?!=)")
     cleared = re.compile(rf"(?<![\w.]){name}\.clear\(\s*\)|^{name}\s*\[\s*:\s*\]\s*=(?!=)"
                          rf"|^del\s+{name}\s*\[\s*:\s*\]")
-    body = _body(lines)  # (a one-line def's too: def step(self, x): self.log.append(...))
-    if any(cleared.search(text) for _, text in body):
+    statements = body(lines)  # (a one-line def's too: def step(self, x): self.log.append(...))
+    if any(cleared.search(text) for _, text in statements):
         return None, ""  # a scratch list each call empties (self.acts.clear()): its reads
         #                  see this call's items only (hostile review 6, finding 23)
-    for offset, text in body:  # (not the def line, but a body on it)
+    for offset, text in statements:  # (not the def line, but a body on it)
         rest = stored.sub("", growing.sub("(", text))
         if mention.search(rest) and not _message_only(text, lines[offset + 1:]):
             return line_at(code, start + offset), text
@@ -126,13 +126,13 @@ def naming_line(fn: Callable, label: str) -> tuple[Any, str]:
         if owner == "self":
             break
         name = re.compile(rf"(?<![\w.]){label_pattern(owner)}(?![\w])")
-        for offset, text in _body(lines):
+        for offset, text in body(lines):
             if name.search(text):
                 return line_at(code, start + offset), text
     return None, ""
 
 
-def _body(lines: list[str]) -> list[tuple[int, str]]:
+def body(lines: list[str]) -> list[tuple[int, str]]:
     """``(offset, code)`` of the lines of a function's source after its ``def`` line, and of the
     body a one-line ``def`` holds (``def step(self, x): self.log.append(1); return x``)."""
     body = [(offset, line_code(line)) for offset, line in enumerate(lines[1:], 1)]
@@ -156,7 +156,7 @@ def writing_line(fn: Callable, label: str, unpacked: bool = False) -> tuple[Any,
                         rf"|\bout\s*=\s*\(?{name}\b(?![.\[])" + (
                             rf"|^[^=]*,\s*{name}\s*(?:,[^=]*)?=(?!=)"
                             rf"|^\(?{name}\s*,[^=]*=(?!=)" if unpacked else ""))
-    for offset, text in _body(lines):
+    for offset, text in body(lines):
         if any(target.search(part.strip()) for part in text.split(";")):  # (a; b on one line)
             return line_at(code, start + offset), text
     return None, ""

@@ -46,7 +46,14 @@ from capviz import ops
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
 from capviz.trace import code_reach, effects, state_fixes
-from capviz.trace.fn_lines import label_pattern, line_at, naming_line, source_lines, writing_line
+from capviz.trace.fn_lines import (
+    body,
+    label_pattern,
+    line_at,
+    naming_line,
+    source_lines,
+    writing_line,
+)
 from capviz.trace.mutation import current
 from capviz.trace.places import DEPTH, ITEMS, SEQUENCES, Place, anchored, function_of, tensor_in
 from capviz.trace.provenance import ABSENT, accumulates, made_here, of_data, read_by_capture
@@ -545,17 +552,17 @@ def _cache_set(place: Place, tensor: Tensor, recorder: Any, fn: Callable | None,
     found = source_lines(fn)
     if found is None:
         return False
-    texts = list(found[1][1:])
+    texts = [text for _, text in body(found[1])]  # (a one-line def's too)
     owner, space = type(place.holder), getattr(function_of(fn)[1], "__globals__", {})
     for name in found[0].co_names:  # (a method or a function of its module reading it)
         helper = getattr(owner, name, None) if name not in space else space[name]
         if isinstance(helper, (types.FunctionType, types.MethodType)):
             try:
-                texts += inspect.getsourcelines(helper)[0][1:]
+                texts += [text for _, text in body(inspect.getsourcelines(helper)[0])]
             except (OSError, TypeError):
                 return False
     reading = re.compile(rf"\.{re.escape(place.key)}\b(?!\s*=(?!=))")
-    return not any(reading.search(line_code(text)) for text in texts)
+    return not any(reading.search(part) for text in texts for part in text.split(";"))
 
 
 def _set_by_replays(place: Place, tensor: Tensor, recorder: Any) -> None:
