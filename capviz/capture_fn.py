@@ -32,7 +32,16 @@ from capviz.core.violations import Failure, explain, make_error
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
 from capviz.randomness import hooks
-from capviz.trace import effects, fn_lines, lifted, outside_writes, rebinding, recapture, state
+from capviz.trace import (
+    effects,
+    fn_lines,
+    iterators,
+    lifted,
+    outside_writes,
+    rebinding,
+    recapture,
+    state,
+)
 from capviz.trace import places as walk
 from capviz.trace.tensor import Tensor
 
@@ -438,7 +447,12 @@ def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple,
                 args = [scope.input(n, s) for n, s in zip(names, specs)]
                 if plan is not None:
                     lifted.lift(recorder, plan)
+                held = iterators.positions(scope._places)  # (next(self.steps): no hook sees it)
                 result = _call_quietly(fn, args)  # (what fills and planted values make)
+                if held and (place := iterators.moved(held)) is not None:
+                    recorder.violation("unsupported_op",
+                                       *iterators.refusal(place, fn, user_source()))
+                    raise make_error(recorder.graph.violation_records[-1], recorder.graph)
                 if isinstance(result, dict):
                     for key, value in result.items():
                         _function_output(scope, value, str(key))

@@ -282,7 +282,8 @@ def test_without_the_second_pass_these_programs_are_silent(monkeypatch):
     lists a line reads and the counter are refused after the first run)."""
     monkeypatch.setattr(recapture, "writes_arrays", lambda graph: False)
     found = {make.__name__: _first_capture(make) for make in ALL}
-    assert found == {"Schedule": "silent", "ScheduleGenerator": "silent", "WarmUp": "refused",
+    # (the schedules: refused by the first run itself since stop 36, the iterator moved)
+    assert found == {"Schedule": "refused", "ScheduleGenerator": "refused", "WarmUp": "refused",
                      "ModuleHistory": "refused", "HistoryParity": "refused",
                      "StepCounter": "refused", "AppendedOnly": "exact",
                      "IdKeyedRate": "exact", "TypeOfState": "exact",

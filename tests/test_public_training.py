@@ -740,9 +740,10 @@ COUNTER_FIX = ("Fix: pass it as an input (an argument of the captured function),
      "np.where(xi @ cv.constant(self.w) + cv.constant(self.b) >= 0.0, 1, -1))`: "
      "cv.constant(self.w) is the value the capture records for it, before and after its "
      "write, and self.w itself outside a capture."),
-    ("generator_schedule", "self.w -= next(self.schedule) * g", "step",
-     "the number this line uses is a Python number that changes from call to call.",
-     COUNTER_FIX),
+    ("generator_schedule", "self.w -= next(self.schedule) * g", "step",  # (stop 36, 20t)
+     "self.schedule is an iterator that outlives the call, and the call takes its next item.",
+     "Fix: take the item outside the captured function and pass it as an input (an argument "
+     "of the captured function)."),
     ("replay_buffer_ptr", "self.ptr = (self.ptr + 1) % self.size", "add",
      "self.ptr is a Python number that changes from call to call.", COUNTER_FIX),
     ("minibatch_permutation", "return self.w * 1.0  # (minibatch)", "epoch",

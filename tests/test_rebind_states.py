@@ -152,9 +152,9 @@ def test_a_rebinding_with_a_rate_that_changes_each_call_is_refused_at_that_line(
     with pytest.raises(cv.UnsupportedOperationError) as info:
         cv.capture(Schedule().step, cv.spec((3,), "float64"))
     what = str(info.value).splitlines()[0]
-    assert what.startswith("`self.W = self.W - lr * x` at ")
-    assert what.endswith("in step: the number this line uses is a Python number that changes "
-                         "from call to call.")
+    assert what.startswith("`lr = next(self.rates)` at ")  # (its own line since stop 36)
+    assert what.endswith("in step: self.rates is an iterator that outlives the call, and the "
+                         "call takes its next item.")
 
 
 class Held:

@@ -632,6 +632,19 @@ SITUATIONS: list[Situation] = [
         "    y = x * 2.0 if top > 1 else x + top\n    np.subtract(W, y, out=W)\n"
         "    return y\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
+        "next_of_outside_iterator", "unsupported_op",
+        _call_is("the next item of an iterator that outlives the call"),
+        "{operand} is an iterator that outlives the call, and the call takes its next item",
+        "capviz cannot record it: no hook sees next(), so the capture ran it once and kept "
+        "the item it took, which every replay would use where a call takes the next one "
+        "({reason_why}).",
+        "take the item outside the captured function and pass it as an input (an argument "
+        "of the captured function).",
+        "import itertools\n\nclass C:\n    def __init__(self):\n"
+        "        self.steps = itertools.count(1)\n\n"
+        "    def f(self, x):\n        return x * next(self.steps)\n\n"
+        "cv.capture(C().f, cv.spec(3, \"float64\"))"),
+    Situation(
         "changes_per_call", "unsupported_op",
         _call_is("a Python number that changes from call to call"),
         "{operand} is a Python number that changes from call to call",
@@ -656,8 +669,9 @@ SITUATIONS: list[Situation] = [
         "if the line reads the array, compute it from tensors or pass the array as an input; "
         "if the function consumes something, pass that as an input (the batch as an argument "
         "of the function), so that it can run twice.",
-        "W = np.ones(3)\nbatches = iter([np.ones(3)])\n\ndef f(x):\n    b = next(batches)\n"
-        "    np.add(W, x, out=W)\n    return x * b\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
+        "import io\n\nW = np.ones(3)\nLINES = io.StringIO(\"1.5\\n\")\n\ndef f(x):\n"
+        "    s = float(LINES.readline())\n    np.add(W, x, out=W)\n    return x * s\n\n"
+        "cv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
         "rebound_to_tensor", "unsupported_op",
         _call_is("a capture tensor bound outside the capture"),
@@ -691,9 +705,8 @@ SITUATIONS: list[Situation] = [
         "list, dict or cache, and a replay cannot store into one ({reason_why}).",
         "return the value and store what the replay returns, or keep it in an ndarray the call "
         "writes in place (buf[...] = value), which the capture records as a state.",
-        "def make_log():\n    seen = []\n\n    def log(value):\n        seen.append(value)\n\n"
-        "    return log\n\n\nlog = make_log()\n\n\ndef f(x):\n    log(x * 2.0)\n"
-        "    return x + 1.0\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
+        "import functools\n\n\ndef f(cache, x):\n    cache.append(x * 2.0)\n"
+        "    return x + 1.0\n\n\ncv.capture(functools.partial(f, []), cv.spec(3, \"float64\"))"),
     Situation(
         "logged_python_value", "unsupported_op",
         _call_is("a Python value logged by the call"),

@@ -246,6 +246,7 @@ def note(fn: Callable | None) -> list[Place]:
         places += _inside(value, label, DEPTH + 1, seen)
     if code is None:
         return places
+    places += _defaults(function, None, seen)
     space = getattr(function, "__globals__", None)
     if isinstance(space, dict):
         for name in code.co_names:
@@ -281,7 +282,8 @@ def _named_holders(owner: Any, first: str, code: Any, seen: set[int]) -> list[Pl
     if kind.__module__ not in ("builtins", "numpy") and not isinstance(owner, types.ModuleType):
         for key in sorted(names & set(vars(kind))):
             value = vars(kind)[key]
-            if type(value) is np.ndarray:
+            if type(value) is np.ndarray or isinstance(value, _COUNTS):  # (type(self).calls
+                #  += 1: a counter each call changes; hostile review 8, finding 1)
                 place = Place("slot", kind, key, f"type({first}).{key}", value, inner=True)
                 place.path = anchored(kind, (True, key))
                 places.append(place)
@@ -305,21 +307,48 @@ def _named_holders(owner: Any, first: str, code: Any, seen: set[int]) -> list[Pl
 
 def _cells(function: types.FunctionType, label: str, seen: set[int]) -> list[Place]:
     """The closure cells of ``function`` (one ``fn`` calls: ``self.f(x)``, a global ``ACC``)
-    that hold ndarrays, as places (``nonlocal acc; acc = acc + x`` rebinds one: hostile
-    review 7, finding 7)."""
+    that hold ndarrays, Python numbers or containers, as places (``nonlocal acc; acc = acc +
+    x`` rebinds one: hostile review 7, finding 7; ``nonlocal n; n += 1``, ``box[0] += 1``, a
+    counter each call changes, which a replay would repeat: hostile review 8, finding 1),
+    and the mutable defaults of its parameters (:func:`_defaults`)."""
     if id(function) in seen:
         return []
     seen.add(id(function))
-    places = []
+    places = _defaults(function, label, seen)
     for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
         try:
             held = cell.cell_contents
         except ValueError:  # an empty cell
             continue
-        if type(held) is np.ndarray:
+        if type(held) is np.ndarray or isinstance(held, _COUNTS) or type(held) in (list, dict):
             place = Place("cell", cell, name, f"{label}.<{name}>", held)
             place.path = (cell, ((True, "cell_contents"),))
             places.append(place)
+            places += _inside(held, f"{label}.<{name}>", DEPTH, seen, place.path)
+    return places
+
+
+_COUNTS = (bool, int, float, complex, np.generic)
+"""The Python and NumPy numbers a counter or a schedule holds."""
+
+
+def _defaults(function: Any, label: str | None, seen: set[int]) -> list[Place]:
+    """The places inside the mutable defaults of ``function``'s parameters (``def step(self,
+    x, _c=[0]): _c[0] += 1``: a counter each call changes; hostile review 8, finding 1),
+    labelled by the parameter's name (``_c[0]``, as the code names it) for ``fn``'s own
+    function (``label`` ``None``), else ``label.<_c>[0]``."""
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return []
+    defaults = getattr(function, "__defaults__", None) or ()
+    named = code.co_varnames[code.co_argcount - len(defaults):code.co_argcount]
+    pairs = list(zip(named, defaults)) + list((getattr(function, "__kwdefaults__", None)
+                                                or {}).items())
+    places: list[Place] = []
+    for name, value in pairs:
+        if type(value) in (list, dict):
+            places += _inside(value, name if label is None else f"{label}.<{name}>", DEPTH,
+                              seen)
     return places
 
 
