@@ -5,9 +5,11 @@ every state and which object each name holds."""
 
 from __future__ import annotations
 
+import collections
 import gc
 
 import numpy as np
+import pytest
 
 import capviz as cv
 
@@ -155,3 +157,87 @@ def test_a_momentum_step_with_a_rebound_running_mean_captures_cold():
         assert _same(model.W, twin.W) and _same(model.v, twin.v)
         assert _same(model.bn["mean"], twin.bn["mean"])
         assert all(_same(a, b) for a, b in zip(model.losses, twin.losses, strict=True))
+
+
+class FullStep:
+    """Review 7's T1: in-place SGD, rebound BN statistics, dropout from self.rng, an
+    activation cache refilled, a logged loss, the last loss stored in a dict, a deque of
+    maxima, and a learning rate decayed as the refusal below tells (RawStep: as the user
+    wrote it, by NumPy)."""
+
+    def __init__(self):
+        r = np.random.default_rng(0)
+        self.W = r.standard_normal((3, 3))
+        self.b = np.zeros(3)
+        self.bn = {"mean": np.zeros(3), "var": np.ones(3)}
+        self.lr = np.array(0.1)
+        self.rng = np.random.default_rng(1)
+        self.losses = []
+        self.hist = {"last": None}
+        self.cache = []
+        self.window = collections.deque(maxlen=2)
+
+    def step(self, x):
+        h = x @ self.W + self.b
+        mu, var = h.mean(), h.var()
+        self.bn["mean"] = 0.9 * self.bn["mean"] + 0.1 * mu
+        self.bn["var"] = 0.9 * self.bn["var"] + 0.1 * var
+        hn = (h - mu) / np.sqrt(var + 1e-5)
+        mask = self.rng.random(3) > 0.3
+        a = np.maximum(hn, 0) * mask / 0.7
+        self.cache.clear()
+        self.cache.append(a)
+        loss = (a ** 2).sum()
+        g = np.outer(x, a)
+        self.W -= self.lr * g
+        self.b -= self.lr * a
+        self.lr *= cv.constant(np.float64(0.99))
+        self.losses.append(loss)
+        self.hist["last"] = loss
+        self.window.append(a.max())
+        return a
+
+
+class RawStep(FullStep):
+    def step(self, x):
+        h = x @ self.W + self.b
+        self.W -= self.lr * np.outer(x, h)
+        self.lr = self.lr * 0.99
+        self.bn["mean"] = 0.9 * self.bn["mean"] + 0.1 * h.mean()
+        self.losses.append((h ** 2).sum())
+        return h
+
+
+def _world(m):
+    return [m.W, m.b, m.bn["mean"], m.bn["var"], m.lr, *m.losses, m.hist["last"], *m.cache,
+            *m.window]
+
+
+def test_a_full_training_step_is_refused_at_its_lr_decay_with_the_fix_that_captures_it():
+    """Review 7, finding 25 (T1): refused before blaming the rebinding; then at the lr line,
+    told ``self.lr = cv.constant(self.lr) * 0.99``, which binds a 0-d array where the call
+    binds NumPy's scalar, refused again. Now told the in-place form, which, applied, captures
+    the whole step exactly, cold and after an eager call (refused before this change: the
+    lifted run threw itself away for the loss stored in a dict item, self.hist["last"]).
+    Checked to fail before this change."""
+    model = RawStep()
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(model.step, XS[0])
+    what, _why, fix = str(info.value).splitlines()
+    assert what.startswith("`self.lr = self.lr * 0.99` at ")
+    assert fix == ("Fix: keep it a 0-d array and write it with a tensor, which the capture "
+                   "records as a state: self.lr *= cv.constant(np.float64(0.99)), or pass "
+                   "self.lr as an input and return its new value.")
+    for warm in (False, True):
+        model, twin = FullStep(), FullStep()
+        if warm:
+            model.step(XS[3])
+            twin.step(XS[3])
+        graph = cv.capture(model.step, XS[0])
+        for k, x in enumerate(XS + XS):
+            out = graph.replay({"x": x})["out"] if k % 2 else graph.compile()(x)[0]
+            assert _same(out, twin.step(x))
+            assert len(_world(model)) == len(_world(twin))
+            assert all(_same(a, b) for a, b in zip(_world(model), _world(twin)))
+            assert type(model.hist["last"]) is type(twin.hist["last"])
+            assert model.rng.bit_generator.state == twin.rng.bit_generator.state

@@ -477,8 +477,12 @@ def _tensor_stored(places: list[Place], recorder: Any) -> bool:
     ``self.history.append(self.W)``), which :func:`capviz.trace.rebound.put_back` takes back
     or refuses where the two captures would have left an ndarray: those decide it. Other
     Python side effects (``self.calls.append(1)``) are the same in both."""
+    walked = {id(p.holder) for p in places if p.kind == "items"}
     for p in places:
         kind = p.kind
+        if (kind == "dict" or kind == "list") and id(p.holder) in walked:
+            continue  # (an item of a walked list or dict: its container's check below,
+            #           which takes a log of fresh values: self.hist["last"] = loss)
         if kind == "items":
             now, before = p.holder, p.value
             if type(now) is dict:

@@ -271,7 +271,15 @@ def _refuse_numpy(place: Place, found: np.ndarray, recorder: Any, source: Any,
         where, text = writing_line(fn, place.label, unpacked=True)
     fix = f"or pass {place.label} as an input and return its new value"
     match = re.match(rf"^\s*{label_pattern(place.label)}\s*=(?!=)(?P<rest>.*)$", text)
-    if match and re.search(rf"(?<![\w.]){label_pattern(place.label)}(?!\w)",
+    update = _UPDATE.match(text) if type(place.value) is np.ndarray and \
+        place.value.ndim == 0 and not isinstance(found, np.ndarray) else None
+    written = None if update is None else state_fixes.operand_fix(
+        f"{update['target']} {update['op']}= {update['rest']}", place.value.dtype)
+    if written is not None:  # (self.lr = self.lr * 0.99 on a 0-d array: NumPy's scalar,
+        #  which no replay binds; in place, a state: review 7, finding 25's lr decay)
+        fix = (f"keep it a 0-d array and write it with a tensor, which the capture records "
+               f"as a state: {written}, {fix}")
+    elif match and re.search(rf"(?<![\w.]){label_pattern(place.label)}(?!\w)",
                            match["rest"]):
         new = re.sub(rf"(?<![\w.]){label_pattern(place.label)}(?![\w(])",
                      f"cv.constant({place.label})", match["rest"].strip(), count=1)
