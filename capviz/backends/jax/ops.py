@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.jax import cancellation, complex_products, unfused, variances
+from capviz.backends.jax import cancellation, complex_products, python_ints, unfused, variances
 from capviz.backends.jax.cancellation import sums_of_products
 from capviz.backends.jax.checks import checked
 from capviz.backends.jax.functions import FUNCTIONS
@@ -1082,6 +1082,8 @@ def functional(op: ops.Op, jnp: Any, checks: bool = True) -> Callable:
         fn = _in_loop_dtypes(jnp, ops.UFUNCS[op.name], fn)
     elif make is None:
         fn = _lists_as_arrays(fn)
+    if op.name in python_ints.FORMS:  # a Python int beyond an integer type (R8 #12)
+        fn = python_ints.kept(op.name, jnp, fn)
     if op.name in traits.ACCUMULATES:
         fn = _integer_dtype_cast(jnp, fn)
     if checks:
