@@ -342,3 +342,55 @@ def test_text_made_from_a_tensor_is_refused_at_its_line():
     with pytest.raises(UnsupportedOperationError, match="the call logs text made from a value "
                                                         "of the capture"):
         cv.capture(Messages().step, SPEC)
+
+
+class Augmented:
+    def __init__(self):
+        self.m = {"loss": 0.0}
+
+    def step(self, x):
+        loss = x.sum()
+        self.m["loss"] += loss
+        return x * 2.0
+
+
+class Got:
+    def __init__(self):
+        self.m = {}
+
+    def step(self, x):
+        loss = x.sum()
+        self.m["loss"] = self.m.get("loss", 0.0) + loss
+        return x * 2.0
+
+
+class Defaulted:
+    def __init__(self):
+        self.m = collections.defaultdict(float)
+
+    def step(self, x):
+        loss = x.sum()
+        self.m["loss"] += loss
+        return x * 2.0
+
+
+class Slot:
+    def __init__(self):
+        self.slots = [0.0]
+
+    def step(self, x):
+        loss = x.sum()
+        self.slots[0] += loss
+        return x * 2.0
+
+
+@pytest.mark.parametrize("make", [Augmented, Got, Defaulted, Slot])
+def test_a_running_sum_in_a_dict_item_or_list_slot_is_refused(make):
+    """Review 8, finding 13 (silent): each replay stored 0.0 + loss where eager adds up."""
+    model = make()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(model.step, SPEC)
+    message = str(info.value)
+    assert message.startswith("`self.")
+    assert "+= loss`" in message or "+ loss`" in message
+    assert "0-d ndarray" in message

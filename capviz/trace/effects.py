@@ -38,10 +38,19 @@ from capviz.core.ir import LoggedValue, Node
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
 from capviz.trace import state_fixes
+from capviz.trace.fn_lines import reads_itself
 from capviz.trace.mutation import current
 from capviz.trace.recapture import CHANGES, line_code, refuse, same
 from capviz.trace.tensor import Tensor
 
+REBOUND = "a capture tensor bound outside the capture"
+"""The ``call`` of a refused rebinding (the situation ``rebound_to_tensor``)."""
+RUNNING = (
+    "the capture put the number back, and a replay computes the new one but cannot store it "
+    "there, so every replay would start from the same number; keep it in a 0-d ndarray made "
+    "before the capture and written in place (ema = np.zeros(()); ema[...] = 0.9 * ema + "
+    "0.1 * x.sum()), which the capture records as a state")
+"""Why a running number kept in a name or an item is refused, and the fix."""
 KEPT = "a capture tensor kept in a container"
 """The ``call`` of the refusal (the situation ``kept_in_container``)."""
 LOGGED = "a Python value logged by the call"
@@ -155,6 +164,18 @@ def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
     return found
 
 
+def accumulated(label: str, tensor: Tensor, where: Any) -> bool:
+    """Whether ``tensor``, stored at ``label`` where nothing was (a ``defaultdict(float)``'s
+    ``m["loss"] += x.sum()``, ``m["loss"] = m.get("loss", 0.0) + x.sum()``), is a running value
+    the line that made it or a line of the function (``where``) adds to (review 8, finding
+    13: silent, stored as 0.0 + loss by each replay)."""
+    source = tensor._data.source
+    if source and reads_itself(line_code(linecache.getline(source[0], source[1])), label):
+        return True
+    return bool(where) and any(reads_itself(text, label) for _, text in
+                               state_fixes.function_lines(where[0], where[1], where[2]))
+
+
 def _tested(label: str, source: Any) -> bool:
     """Whether the function at ``source`` tests what ``label`` holds (``if not DEQ:``,
     ``n not in MEMO``, ``len(MEMO)``, ``MEMO.get(n)``): a memo it fills once."""
@@ -190,6 +211,9 @@ def _logged(place: Any, holder: Any, recorder: Any, where: Any = None
                 continue  # (the value it held: nothing a replay need log)
             if type(key) not in (str, int):
                 return (f"its key {key!r} is no str or int, which a replay could store at")
+            if key not in before and _ours(value, recorder) and \
+                    accumulated(f"{place.label}[{key!r}]", value, where):
+                return RUNNING  # (a defaultdict(float)'s m["loss"] += x.sum())
             found.append(("set", key, value))
         return found or None
     now = list(holder)
@@ -252,7 +276,7 @@ def record(place: Any, left: Any, found: list[tuple] | str, recorder: Any,
     if isinstance(found, str) or place.path is None:
         reason = found if isinstance(found, str) else (
             "capviz does not know where the user holds it, so a replay could not log there")
-        call = KEPT if tensor is not None else LOGGED
+        call = REBOUND if found is RUNNING else KEPT if tensor is not None else LOGGED
         message = explain(Failure("unsupported_op", call, place.label, where,
                                   UserCode("other", shorten(text)), None, reason))
         recorder.pending.append(("unsupported_op", call, message, where))

@@ -160,3 +160,24 @@ def writing_line(fn: Callable, label: str, unpacked: bool = False) -> tuple[Any,
         if any(target.search(part.strip()) for part in text.split(";")):  # (a; b on one line)
             return line_at(code, start + offset), text
     return None, ""
+
+
+def reads_itself(text: str, label: str) -> bool:
+    """Whether a statement of line ``text`` updates ``label`` in place (``m["loss"] += loss``)
+    or reads it, or the container holding it, right of its ``=`` (``ema = 0.9 * ema + ...``,
+    ``m["loss"] = m.get("loss", 0.0) + loss``): a running value, not a result logged there
+    (review 8, finding 13: silent)."""
+    name = label_pattern(label)
+    holder = label_pattern(label.rsplit("[", 1)[0]) if label.endswith("]") else None
+    one_line = _ONE_LINER.match(text)
+    if one_line is not None:  # (def step(self, x): m["loss"] += x.sum(); return x)
+        text = one_line["body"]
+    for part in text.split(";"):
+        part = part.strip()
+        if re.search(rf"(?:^|:\s*){name}\s*(?:\*\*|//|>>|<<|[-+*/%@&|^])=(?!=)", part):
+            return True  # (if k: m["loss"] += v too)
+        _, equals, right = part.partition("=")
+        if equals and (re.search(rf"(?<![\w.]){name}(?!\w)", right) or (
+                holder and re.search(rf"(?<![\w.]){holder}(?![\w\[])", right))):
+            return True
+    return False

@@ -51,6 +51,7 @@ from capviz.trace.fn_lines import (
     label_pattern,
     line_at,
     naming_line,
+    reads_itself,
     source_lines,
     writing_line,
 )
@@ -60,7 +61,7 @@ from capviz.trace.provenance import ABSENT, accumulates, made_here, of_data, rea
 from capviz.trace.recapture import CHANGES, line_code
 from capviz.trace.tensor import Tensor
 
-REBOUND = "a capture tensor bound outside the capture"
+REBOUND = effects.REBOUND
 """The ``call`` of the refusal (the situation ``rebound_to_tensor``)."""
 
 
@@ -135,8 +136,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                 lists = {id(p.holder): _kept(p.holder, p.value) for p in places
                          if p.kind == "items" and type(p.holder) is list}
             if isinstance(place.value, _NUMBERS) and place.kind in ("dict", "list") and \
-                    id(place.holder) in walked and not _reads_itself(_line_of(found),
-                                                                     place.label):
+                    id(place.holder) in walked and not _running(place, found, fn):
                 continue  # a value logged over a number (hist["mean"] = x.mean(), a list
                 #           emptied and filled): an effect of the walked container's (below)
             if not read_by_capture(place.value, read) and not _stored_over(place, lists) \
@@ -166,7 +166,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
         reason = _CONTAINER_REASON if tensor is not found else _reason(text, source) \
             if isinstance(place.value, np.ndarray) else _created_reason(place.label) \
             if place.value is None else _NUMBER_REASON if isinstance(place.value, _NUMBERS) \
-            and _reads_itself(text, place.label) else _RETURN_REASON
+            and _running(place, found, fn) else _RETURN_REASON
         message = explain(Failure("unsupported_op", REBOUND, place.label, source,
                                   UserCode("other", shorten(text)), None, reason))
         recorder.pending.append(("unsupported_op", REBOUND, message, source))
@@ -316,20 +316,17 @@ def _line_of(tensor: Tensor) -> str:
 
 
 
-def _reads_itself(text: str, label: str) -> bool:
-    """Whether line ``text`` reads ``label`` right of its ``=`` (``ema = 0.9 * ema + ...``:
-    a running value, not a result logged there)."""
-    _, equals, right = text.partition("=")
-    return bool(equals) and re.search(rf"(?<![\w.]){label_pattern(label)}(?!\w)",
-                                      right) is not None
+def _running(place: Place, tensor: Tensor, fn: Callable | None) -> bool:
+    """Whether the call stores a running value at ``place`` (a number a tensor was added to:
+    :func:`capviz.trace.fn_lines.reads_itself` of the line that made ``tensor`` or of the line
+    of ``fn`` that writes the place)."""
+    if reads_itself(_line_of(tensor), place.label):
+        return True
+    return fn is not None and reads_itself(writing_line(fn, place.label)[1], place.label)
 
 
 
-_NUMBER_REASON = (
-    "the capture put the number back, and a replay computes the new one but cannot store it "
-    "there, so every replay would start from the same number; keep it in a 0-d ndarray made "
-    "before the capture and written in place (ema = np.zeros(()); ema[...] = 0.9 * ema + "
-    "0.1 * x.sum()), which the capture records as a state")
+_NUMBER_REASON = effects.RUNNING
 
 
 
@@ -364,7 +361,8 @@ def _items_back(place: Place, recorder: Any, read: set[int], left: Any = None,
         for v in list(holder)[len(before):])  # grew with values of the data, not a memo of
     #                                           constants: if not DEQ: DEQ.append(np.tril(..)))
     logged = None if grown is not None or left is None else effects.logged(
-        place, left, recorder, lambda t: of_data(t, recorder))  # (left: as the call left it)
+        place, left, recorder, lambda t: of_data(t, recorder), line)  # (left: as the call
+    #                                                                     left it)
     if isinstance(holder, dict):
         moved = any(holder.get(key, holder) is not item for key, item in before.items()
                     if read_by_capture(item, read))
@@ -390,9 +388,10 @@ def _items_back(place: Place, recorder: Any, read: set[int], left: Any = None,
         label = f"{place.label}[{key!r}]"
         source = tensor._data.source
         text = line_code(linecache.getline(source[0], source[1])) if source else ""
+        running = effects.accumulated(label, tensor, line)  # (m["loss"] = m.get(...) + v)
         message = explain(Failure("unsupported_op", REBOUND, label, source,
                                   UserCode("other", shorten(text)), None,
-                                  _created_reason(label)))
+                                  _NUMBER_REASON if running else _created_reason(label)))
         recorder.pending.append(("unsupported_op", REBOUND, message, source))
     elif logged is not None:  # a log: appended or set again by each replay, or refused
         effects.record(place, left, logged, recorder)
