@@ -92,8 +92,27 @@ def feeding(nodes: list[Node]) -> dict[int, tuple]:
     8% off NumPy's in chunks of 2, silently, before 9f42f34), another contraction on the way
     (``(x @ w) @ v - t``), or ``np.diff``, ``np.ptp``, ``np.var``, ``np.std``,
     ``np.gradient`` of it (``np.diff(x @ ones)`` of float32 rows near 1e3 was 0.125 off
-    NumPy's -16.75, ``np.var(x @ w)`` 0.13 off 89.17, silently, before stop 36)."""
-    return cancelling.reaches(nodes, SUMS | CONTRACTED)
+    NumPy's -16.75, ``np.var(x @ w)`` 0.13 off 89.17, silently, before stop 36). So is a float
+    or complex contraction any op reads (its reaches empty, :func:`read_only`): its declared
+    bound is held where it is an output only, and what reads it can cancel in ways no list of
+    consumers names (``np.convolve(x @ ones, [1, -1])``, the hostile review 8's finding 20;
+    ``(x @ ones) @ d`` of a difference matrix ``d``)."""
+    found = cancelling.reaches(nodes, SUMS | CONTRACTED)
+    read = {a.index for node in nodes if node.kind == "op" for a in node.args
+            if isinstance(a, Node)}
+    for node in nodes:
+        if node.index in read and node.index not in found and node.dtype is not None \
+                and np.dtype(node.dtype).kind in "fc" \
+                and contraction_bound.is_contraction_node(node):
+            found[node.index] = ()
+    return found
+
+
+def read_only(index: int | None) -> bool:
+    """Whether node ``index`` of the replay being built is followed only because an op reads
+    it (:func:`feeding`): where its operands' layout is not known it is left to dask.array's
+    blocks, declared, as before stop 36, not refused."""
+    return (FEEDING.get() or {}).get(index, None) == ()
 
 
 def wanted(name: str, args: tuple, params: dict, dtype: np.dtype, index: int | None,

@@ -51,7 +51,9 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
     index = NODE.get()
     if before_cancel.wanted(op.name, args, params, dtype, index,
                             lambda: _pairwise(args[0], params)):
-        return in_numpy_order(op, args, params, _feeding_orders(args))
+        orders = _feeding_orders(args)
+        if orders is not None:
+            return in_numpy_order(op, args, params, orders)
     if op.name in moments.MOMENTS:
         result = moments.moment(op.name, args[0], params)
         if result is None:
@@ -119,12 +121,15 @@ def _operand_orders() -> list:
     return orders
 
 
-def _feeding_orders(args: tuple) -> list:
+def _feeding_orders(args: tuple) -> list | None:
     """As :func:`_operand_orders`, for a sum that feeds an add or subtract that can cancel
     (:mod:`capviz.backends.dask.before_cancel`): where its operand's layout cannot be known,
-    the replay fails at the node, naming the consumer."""
+    the replay fails at the node, naming the consumer (``None`` for a contraction followed
+    only because an op reads it: :func:`~capviz.backends.dask.before_cancel.read_only`)."""
     node = STEPS.get().by_index[NODE.get()]
     orders, unknown = in_order.operand_orders(node, restrided=True)
+    if unknown is not None and before_cancel.read_only(node.index):
+        return None
     if unknown is not None:
         cause = before_cancel.refused(node, unknown)
         raise replay_error(node, [a for a in args if is_array(a)], cause) from cause
