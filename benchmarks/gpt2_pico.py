@@ -83,18 +83,25 @@ def gpt2_embedded(x, wte, blocks, ln_f, n_head):
     return x @ wte.T
 
 
-def init_params(n_layer=12, n_embd=768, n_vocab=50257, n_ctx=1024, seed=0):
-    """Random float32 weights of GPT-2's shapes (``n_layer=12, n_embd=768``: GPT-2 small)."""
+def init_params(n_layer=12, n_embd=768, n_vocab=50257, n_ctx=1024, seed=0, bias_scale=0.0):
+    """Random float32 weights of GPT-2's shapes (``n_layer=12, n_embd=768``: GPT-2 small); every
+    bias (the dense layers' and the layer norms') ``bias_scale * N(0, 1)``, zeros by default."""
     rng = np.random.default_rng(seed)
+    biases = np.random.default_rng(seed + 1)
+
+    def bias(n):
+        if not bias_scale:
+            return np.zeros(n, np.float32)
+        return (biases.standard_normal(n, np.float32) * np.float32(bias_scale))
 
     def w(*shape):
         return (rng.standard_normal(shape, np.float32) * np.float32(0.02))
 
     def ln():
-        return {"g": np.ones(n_embd, np.float32), "b": np.zeros(n_embd, np.float32)}
+        return {"g": np.ones(n_embd, np.float32), "b": bias(n_embd)}
 
     def dense(n_in, n_out):
-        return {"w": w(n_in, n_out), "b": np.zeros(n_out, np.float32)}
+        return {"w": w(n_in, n_out), "b": bias(n_out)}
 
     blocks = [{"mlp": {"c_fc": dense(n_embd, 4 * n_embd), "c_proj": dense(4 * n_embd, n_embd)},
                "attn": {"c_attn": dense(n_embd, 3 * n_embd), "c_proj": dense(n_embd, n_embd)},

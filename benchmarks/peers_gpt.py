@@ -1,13 +1,15 @@
 """capviz against jax on a real model: a GPT-2 forward (issue 22). Run:
-python benchmarks/peers_gpt.py [--layers N] [--tokens T] [--rounds R] [--picogpt-scalars]
-[--clock cpu] [--parts]
+python benchmarks/peers_gpt.py [--layers N] [--tokens T] [--rounds R] [--bias-scale S]
+[--picogpt-scalars] [--clock cpu] [--parts]
 
 The program is ``benchmarks/gpt2_pico.py``, picoGPT's ``gpt2.py`` in plain NumPy, GPT-2 small's
-shape by default (12 layers, width 768, 64 tokens, random float32 weights). capviz captures it
-unchanged; the peer runs the same source with its ``np`` bound to ``jax.numpy``. Every figure is
-the median of rounds interleaved in one run (the two sides in turn; wall time, or with
-``--clock cpu`` this process's CPU time, XLA's threads included), and each row
-compares the same work:
+shape by default (12 layers, width 768, 64 tokens, random float32 weights, every bias
+``0.02 * N(0, 1)``: nonzero, as a trained model's, so that the checks of a bias add that can
+cancel its product are paid as a real model pays them; ``--bias-scale 0`` for zeros). capviz
+captures it unchanged; the peer runs the same source with its ``np`` bound to ``jax.numpy``.
+Every figure is the median of rounds interleaved in one run (the two sides in turn; wall time,
+or with ``--clock cpu`` this process's CPU time, XLA's threads included), and each row compares
+the same work:
 
 - capture: ``cv.capture(...)`` and building ``graph.nx``, vs ``jax.make_jaxpr`` of the same
   forward (both trace the Python code once and build an IR; per op / per equation);
@@ -87,6 +89,9 @@ def main() -> None:
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="wall time, or this process's CPU time (all threads: XLA's too), "
                              "which other processes on a busy machine disturb less")
+    parser.add_argument("--bias-scale", type=float, default=0.02,
+                        help="every bias (dense layers', layer norms') this times N(0, 1); 0: "
+                             "zeros (the default before stop 36, R7 #34)")
     parser.add_argument("--picogpt-scalars", action="store_true",
                         help="keep picoGPT's np.sqrt scalars (float64 under NumPy 2)")
     parser.add_argument("--parts", action="store_true",
@@ -100,7 +105,7 @@ def main() -> None:
 
     gpt2_pico.PICOGPT_SCALARS = args.picogpt_scalars
     peer = with_numpy(jnp, picogpt_scalars=args.picogpt_scalars)
-    params = init_params(args.layers)
+    params = init_params(args.layers, bias_scale=args.bias_scale)
     tokens = np.random.default_rng(1).integers(0, 50257, args.tokens)
     ids = params["wte"][tokens] + params["wpe"][range(args.tokens)]  # picoGPT's first line
     n_head = 12
@@ -115,7 +120,8 @@ def main() -> None:
     blocks = weight_bytes(params["blocks"])
     print(f"GPT-2 forward: {args.layers} layers, width 768, {args.tokens} tokens, "
           f"{blocks / 2**20:.0f} MiB of block weights, {weight_bytes(params) / 2**20:.0f} MiB "
-          f"in all; medians of {args.rounds} interleaved rounds, {args.clock} time; jax "
+          f"in all, biases {args.bias_scale} * N(0, 1); medians of {args.rounds} interleaved "
+          f"rounds, {args.clock} time; jax "
           f"{jax.__version__}, numpy {np.__version__}")
 
     spec = cv.spec(ids.shape, ids.dtype)
