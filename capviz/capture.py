@@ -117,8 +117,8 @@ def constant(value: Any, name: str | None = None) -> Any:
         written = state.tensor_of(recorder, value)     # wrote: a write into it is the state's
         if written is not None:
             return written
-    if type(value) is np.ndarray and value.base is None and value.dtype.kind in "biufc" \
-            and value.ndim:  # an array of its own: a write into the tensor writes it (below)
+    if type(value) is np.ndarray and value.base is None and value.dtype.kind in "biufc":
+        # an array of its own (0-d too): a write into the tensor writes it (below)
         written = recorder.states.get(id(value))
         if written is not None and written.ref() is value:  # a state: its current value
             return written.tensor

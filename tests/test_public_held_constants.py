@@ -22,6 +22,7 @@ class Held:
         self.a = np.arange(3.0)
         self.A = np.arange(9.0).reshape(3, 3).copy()
         self.c = np.arange(6.0)
+        self.z = np.zeros(())
 
 
 def _held_write_read(h, x):
@@ -89,6 +90,18 @@ def _constant_of_a_view_root_written(h, x):
     return v * 1.0
 
 
+def _zero_d_held(h, x):  # refused before ("a view capviz cannot map back"), silent warm
+    c = cv.constant(h.z)
+    h.z += x.sum()
+    return c * 1.0
+
+
+def _zero_d_read_before_the_write(h, x):  # Welford's `delta = x - cv.constant(self.mean)`
+    y = x - cv.constant(h.z)
+    h.z += 0.1 * y.mean()
+    return y
+
+
 def _value_before_the_write(h, x):  # exact before too: y holds the value from before
     c = cv.constant(h.a)
     y = c * 2.0
@@ -108,6 +121,8 @@ HELD = {
     "cv.constant of a view, the array written at it": _constant_of_a_view,
     "cv.constant of a view, the array's view written": _constant_of_a_view_root_written,
     "a value computed before the write": _value_before_the_write,
+    "a 0-d array held across its write": _zero_d_held,
+    "a 0-d array read before its write": _zero_d_read_before_the_write,
 }
 
 
@@ -115,7 +130,7 @@ def _setup(body):
     def setup():
         h = Held()
         return Program(lambda x: body(h, x), [[x] for x in XS],
-                       lambda: {"a": h.a, "A": h.A, "c": h.c})
+                       lambda: {"a": h.a, "A": h.A, "c": h.c, "z": h.z})
     return setup
 
 

@@ -89,8 +89,9 @@ REFUSED: dict[str, str] = {
     "np.unique_values": _DATA_SHAPE, "np.intersect1d": _DATA_SHAPE, "np.union1d": _DATA_SHAPE,
     "np.setdiff1d": _DATA_SHAPE, "np.setxor1d": _DATA_SHAPE, "np.trim_zeros": _DATA_SHAPE,
     "np.roots": _DATA_SHAPE,
-    "np.bincount": ("its length is the largest value + 1; count into a fixed number of bins "
-                    "with np.sum(x[..., None] == np.arange(n), axis=-2)"),
+    "np.bincount": ("its length is the largest value + 1, which a capture does not have; "
+                    "write np.sum(x[..., None] == np.arange(n), axis=-2), the counts of n bins "
+                    "where every value is below n (np.bincount(x, minlength=n))"),
     "np.linalg.lstsq": ("its residuals are empty or not depending on the rank of the data; "
                         "write np.linalg.pinv(a) @ b"),
     # data-dependent dtypes (np.emath, np.linalg.eig/eigvals of real tensors and
