@@ -87,3 +87,24 @@ def test_a_zero_d_counter_numpy_writes_stays_refused_at_its_line():
                        r"NumPy's own operators wrote the outside ndarray self\.n"):
         cv.capture(model.count, np.arange(3.0))
     assert model.n.tolist() == 0
+
+
+class ReshapedView:
+    def __init__(self):
+        self.a = np.zeros(1)
+        self.v = self.a.reshape(())
+
+    def step(self, x):
+        y = x + self.v
+        self.a[:] = y.max()
+        return y
+
+
+def test_a_zero_d_view_of_an_array_the_call_writes_read_before_the_write_is_refused():
+    """Hostile review 8, finding 14 (silent before: the view was a literal of the capture's
+    number, checked): refused at the write, naming the read."""
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(ReshapedView().step, np.arange(3.0))
+    what, why, _fix = str(info.value).splitlines()
+    assert what.startswith("`self.a[:] = y.max()` at ")
+    assert "the capture read" in why and "before this write" in why

@@ -431,22 +431,22 @@ class Recorder(Trace):
 
     def adopt_value(self, value: Any) -> Any:
         """The operand for a non-tensor value met in this capture: a typed literal for a 0-d
-        ndarray that no write can reach (read-only, or a view: as for a NumPy scalar), else a
-        constant node holding a snapshot of the value.
+        ndarray no write can reach (read-only: as for a NumPy scalar), else a constant node
+        holding a snapshot of the value.
 
         An ndarray met again is the same node only while its bits are unchanged (one compare
         pass against the snapshot): a buffer refilled between two uses is recorded as its value
         at each use, as eager NumPy reads it.
         """
         if type(value) is np.ndarray:
-            if value.ndim == 0 and value.dtype.type in _NUMPY_SCALARS and (
-                    value.base is not None or not value.flags.writeable):
+            if value.ndim == 0 and value.dtype.type in _NUMPY_SCALARS and \
+                    not value.flags.writeable:
                 return self.seen(value)[()]
-            # (a writeable one may be written later in the call: a constant, which the state
-            # made at that write takes over, so the read before it reads the state's value
-            # when each replay starts, not the capture's number: census of stop 36, a 0-d
-            # running offset `y = x - self.b; self.b -= 0.1 * y.mean()`; no name of the
-            # user's tells it: a harness's frames may hold none the namer finds)
+            # (a writeable one, or a view of such an array (self.a.reshape(()), hostile
+            # review 8, finding 14), may be written later in the call: a constant, which the
+            # state made at that write takes over (or refuses, naming the read), so the read
+            # before it reads the state's value when each replay starts, not the capture's
+            # number: census of stop 36, a 0-d running offset `y = x - self.b; self.b -= ...`
             if self.states:  # an array the capture wrote: its recorded value
                 written = state.read(self, value)
                 if written is not None:
