@@ -439,10 +439,12 @@ def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple,
     """Capture ``fn`` on inputs of ``specs`` named ``names`` in ``scope`` (with the states of
     ``plan`` lifted: :mod:`capviz.trace.lifted`); an error carries the partial graph."""
     scope._entry_function = fn  # generator objects are looked for from fn, not from here
+    recorder = None
     try:
         with scope:
             recorder = scope.recorder
             recorder.entry_code = getattr(_plain_function(fn), "__code__", None)
+            recorder.entry_function = fn  # (a draw no hook saw is looked for from it)
             try:
                 args = [scope.input(n, s) for n, s in zip(names, specs)]
                 if plan is not None:
@@ -471,6 +473,9 @@ def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple,
             with contextlib.suppress(AttributeError, TypeError):
                 err.graph = scope.recorder.graph
         raise
+    finally:
+        if recorder is not None:  # (read at the scope's exit: hooks.untracked_state_changes)
+            recorder.entry_function = None
 
 
 def _capture_again(fn: Callable, names: list[str], specs: tuple, graph: CapturedGraph,

@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 import capviz as cv
+from tests.helpers import bound_draws
 from tests.helpers.bound_draws import jitter, python_jitter
+from tests.helpers.public_census import line_of
 
 
 def numpy_step(x):
@@ -34,8 +36,13 @@ def test_a_pre_bound_draw_in_a_helpers_module_beside_a_hooked_draw_is_refused(fn
     with pytest.raises(cv.FrozenRandomError) as info:
         cv.capture(fn, cv.spec((3,), np.float64))
     what, fix = str(info.value).splitlines()
-    assert what.startswith(f"{which} changed with no call capviz saw at ")
-    assert "a draw through a function bound before the capture" in what
+    helper = "jitter" if fn is numpy_step else "python_jitter"
+    name = "pre_bound_random" if fn is numpy_step else "python_random"
+    line = line_of(bound_draws.__file__, f"return {name}()")
+    assert what.startswith(f"{which} changed with no call capviz saw at "
+                           f"{bound_draws.__file__}:{line} in {helper}: a draw through a "
+                           f"function bound before the capture (`{name}()` bound before the "
+                           f"capture in {helper}'s module where the scope cannot rebind it)")
     assert fix == ("Fix: call it through its module (np.random.rand(...)), or bind it at the "
                    "top of the captured function's module, where the scope rebinds it")
     assert (np.random.get_state()[1] == numpy_before).all() and random.getstate() == python_before

@@ -19,9 +19,11 @@ to the original.
 
 from __future__ import annotations
 
+import dis
 import random
 import sys
 import threading
+import types
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -29,7 +31,7 @@ from typing import Any
 import numpy.random
 import numpy.random.mtrand
 
-from capviz.core.source import format_source, user_source
+from capviz.core.source import format_source, is_user_file, user_source
 from capviz.core.violations import bound_draw_message, frozen_message, seed_message
 from capviz.randomness import creation, generator_watch, generators, legacy
 from capviz.trace.context import active, active_recorders
@@ -673,12 +675,17 @@ def untracked_state_changes(recorder: Recorder) -> None:
     if _calls[0] != calls:
         return
     numpy_after, python_after, _ = _global_states()
-    source = user_source()
-    for changed, which, example in (
+    for changed, which, example, owner in (
             (numpy_before != numpy_after, "NumPy's global generator",
-             "`from numpy.random import rand`"),
-            (python_before != python_after, "Python's random", "`from random import random`")):
+             "`from numpy.random import rand`", _real_global()),
+            (python_before != python_after, "Python's random", "`from random import random`",
+             random._inst)):
         if changed:
+            source = user_source()
+            site = _bound_site(getattr(recorder, "entry_function", None), owner)
+            if site is not None:  # (the helper's line that draws: hostile review 8, #15)
+                source, name = site
+                example = f"`{name}()` bound before the capture in {source[2]}'s module"
             call = (f"a draw from {which} through a function bound before the capture "
                     "(seen when the scope closed)")
             message = bound_draw_message(which, example, source)
@@ -687,6 +694,36 @@ def untracked_state_changes(recorder: Recorder) -> None:
         _real_global().set_state(raw_before)  # as it found them (as the backstop does)
     if python_before != python_after:
         random.Random.setstate(random._inst, python_before)  # (not the hooked attribute)
+
+
+def _bound_site(fn: Any, owner: Any) -> tuple[tuple[str, int, str], str] | None:
+    """``((file, line, function), name)`` of the first line, in ``fn``'s code or in a user's
+    function it names as a global (transitively, 64 at most), that loads a global name bound to
+    a draw of ``owner`` (NumPy's global ``RandomState``, Python's ``random``) the hooks did not
+    replace there (``from numpy.random import random`` in a helper's module, which the scope
+    does not rebind); ``None`` where none is found."""
+    while callable(getattr(fn, "func", None)):  # functools.partial
+        fn = fn.func
+    todo, seen = [getattr(fn, "__func__", fn)], set()
+    while todo and len(seen) < 64:
+        function = todo.pop(0)
+        if type(function) is not types.FunctionType or id(function) in seen or \
+                not is_user_file(function.__code__.co_filename):
+            continue
+        seen.add(id(function))
+        space = function.__globals__
+        for instruction in dis.get_instructions(function.__code__):
+            if instruction.opname != "LOAD_GLOBAL":
+                continue
+            value = space.get(instruction.argval)
+            if getattr(value, "__self__", None) is owner and callable(value):
+                code = function.__code__
+                line = instruction.positions.lineno if instruction.positions else None
+                return (code.co_filename, line or code.co_firstlineno, code.co_name), \
+                    str(instruction.argval)
+            if type(value) is types.FunctionType:
+                todo.append(value)
+    return None
 
 
 def hooked_ids() -> set[int]:
