@@ -52,6 +52,7 @@ class Steps:
         self.count = itertools.count(1)
         self.sched = schedule()
         self.lrs = iter([0.1, 0.2, 0.3, 0.4])
+        self.cycle = itertools.cycle([0.1, 0.2])
 
     def closure(self, x):
         return x * self.tick()
@@ -79,6 +80,9 @@ class Steps:
     def list_iterator(self, x):
         return x * next(self.lrs)
 
+    def cycled(self, x):
+        return x * next(self.cycle)
+
 
 @pytest.mark.parametrize("name, code, what", [
     ("closure", "return x * self.tick()", "self.tick.<n>"),
@@ -89,6 +93,7 @@ class Steps:
     ("counted", "return x * next(self.count)", "self.count"),
     ("generator", "return x * next(self.sched)", "self.sched"),
     ("list_iterator", "return x * next(self.lrs)", "self.lrs"),
+    ("cycled", "return x * next(self.cycle)", "self.cycle"),  # (its list iterator's position)
 ])
 def test_a_value_each_call_changes_outside_the_walked_places_is_refused_at_its_line(
         name, code, what):

@@ -358,9 +358,9 @@ def test_a_counter_another_object_s_method_moves_is_refused_at_the_line_naming_i
     with pytest.raises(CapvizError) as info:
         cv.capture(ScheduleObject().step, cv.spec((3,), "float64"))
     line = ScheduleObject.step.__code__.co_firstlineno + 1
-    assert str(info.value).splitlines()[0] == (
-        f"`lr = next(self.sched)` at {__file__}:{line} in step: self.sched.i is a Python "
-        "number that changes from call to call.")
+    assert str(info.value).splitlines()[0] == (  # (an iterator moved, since stop 36)
+        f"`lr = next(self.sched)` at {__file__}:{line} in step: self.sched is an iterator "
+        "that outlives the call, and the call takes its next item.")
 
 
 class PreviousInput(Base):

@@ -33,18 +33,37 @@ NEXT = "the next item of an iterator that outlives the call"
 _NUMBERS = (bool, int, float, complex, str, np.generic)
 
 
-def _position(it: Any) -> Any:
-    """What tells where iterator ``it`` stands (``None``: nothing does)."""
+def _position(it: Any, depth: int = 0) -> Any:
+    """What tells where iterator ``it`` stands (``None``: nothing does): its ``__reduce__``,
+    with the position of each iterator inside it (``itertools.cycle`` holds a list iterator:
+    hostile review 8, on 49a6bd7), or a generator's frame."""
     if isinstance(it, types.GeneratorType):
         frame = it.gi_frame
         if frame is None:
             return None  # (exhausted: no next item moves it)
         return frame.f_lasti, tuple((k, v) if isinstance(v, _NUMBERS) else (k, id(v))
-                                    for k, v in frame.f_locals.items())
+                                    for k, v in frame.f_locals.items())  # (its locals are
+        #                                    the objects themselves: for b in data: yield b)
     try:
-        return it.__reduce__()
+        return _frozen(it.__reduce__(), depth + 1)
     except Exception:  # (a file, a C iterator that does not pickle)
         return None
+
+
+def _frozen(value: Any, depth: int) -> Any:
+    """``value`` with each iterator in it (tuples, lists and dicts, a few levels) as its
+    position, each number as itself, anything else by its type."""
+    if isinstance(value, _NUMBERS) or value is None or isinstance(value, type):
+        return value
+    if depth > 6:
+        return type(value).__name__
+    if isinstance(value, collections.abc.Iterator) and not isinstance(value, np.ndarray):
+        return "iterator", _position(value, depth)
+    if type(value) in (tuple, list):
+        return tuple(_frozen(v, depth + 1) for v in value)
+    if type(value) is dict:  # (an iterator class's own state: object.__reduce__'s __dict__)
+        return tuple((k, _frozen(v, depth + 1)) for k, v in value.items())
+    return type(value).__name__  # (not by identity: __reduce__ may build it anew each time)
 
 
 def positions(places: list) -> list[tuple[Any, Any, Any]]:
