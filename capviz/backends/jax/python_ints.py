@@ -8,7 +8,8 @@ NumPy compares an integer array with a Python int by the int's value, whatever t
 raises), and searches a sorted integer array for such an int by its value
 (``np.searchsorted(x_int8, 200)`` is ``len(x)``). jax.numpy converts the int to the array's type
 first, wrapping it (200 is -56 in int8): ``x_int8 < 200`` replayed False, silently, and
-``x_int64 < 2**64`` raised inside the replay. Each form here (:data:`FORMS`) answers those cases
+``x_int64 < 2**64`` raised inside the replay (and ``x_uint64 >= 2**63``, an int jax takes
+as an int64 only). Each form here (:data:`FORMS`) answers those cases
 as NumPy does, from the int's value alone (every value of the array's type compares the same
 way with it), and calls the op as it is otherwise.
 """
@@ -40,6 +41,21 @@ def beyond(value: Any, other: Any) -> bool:
     return not int(info.min) <= value <= int(info.max)
 
 
+def _wide(value: Any, other: Any) -> Any:
+    """``value`` as NumPy converts it to ``other``'s type, where it is a Python int jax cannot
+    take (beyond int64: ``x_uint64 >= 2**63``, ``x_float32 < 2**200``, inf in float32) and
+    within that type's range; else ``value``."""
+    if type(value) is not int or not hasattr(other, "dtype") or -2 ** 63 <= value < 2 ** 63:
+        return value
+    dtype = dtype_of(other)
+    if dtype.kind in "iu" and not beyond(value, other):
+        return np.asarray(value, dtype)
+    if dtype.kind == "f":
+        with np.errstate(over="ignore"):
+            return np.asarray(float(value)).astype(dtype)  # float() raises as NumPy does
+    return value
+
+
 def _comparison(jnp: Any, name: str, fn: Callable) -> Callable:
     compare = COMPARISONS[name]
 
@@ -51,6 +67,7 @@ def _comparison(jnp: Any, name: str, fn: Callable) -> Callable:
                     inside = int(np.iinfo(dtype_of(other)).min)  # any value of the type
                     answer = compare(value, inside) if position == 0 else compare(inside, value)
                     return jnp.full(jnp.shape(other), answer, bool)
+            args = (_wide(args[0], args[1]), _wide(args[1], args[0]))
         return fn(*args, **params)
 
     run.__name__ = name
@@ -68,7 +85,7 @@ def _clip(jnp: Any, fn: Callable) -> Callable:
             kept[1] = None
         if len(kept) == 2 and kept[0] is None and kept[1] is None:
             return jnp.asarray(a) + jnp.zeros((), dtype_of(a))  # a copy, as NumPy's
-        return fn(a, *kept, **params)
+        return fn(a, *(_wide(b, a) for b in kept), **params)
 
     clip.__name__ = "clip"
     return clip
@@ -78,7 +95,7 @@ def _searchsorted(jnp: Any, fn: Callable) -> Callable:
     def searchsorted(a: Any, v: Any, *rest: Any, **params: Any) -> Any:
         if beyond(v, a):  # every element is below it, or every one above it
             return jnp.asarray(int(np.shape(a)[0]) if v > 0 else 0, np.int64)
-        return fn(a, v, *rest, **params)
+        return fn(a, _wide(v, a), *rest, **params)
 
     searchsorted.__name__ = "searchsorted"
     return searchsorted
