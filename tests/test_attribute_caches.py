@@ -148,3 +148,47 @@ def test_a_running_value_on_a_one_line_def_is_rebound_not_set_from_the_capture()
         graph.replay({"x": x})
         twin.step(x)
         assert np.array_equal(model.W, twin.W)
+
+
+class Momentum:
+    """CS231n's momentum over lists of parameters."""
+
+    def __init__(self):
+        self.params = [np.ones(3), np.full(3, 2.0)]
+        self.vs = [np.zeros(3), np.zeros(3)]
+
+    def step(self, x):
+        grads = [x * self.params[0], x * self.params[1]]
+        for i in range(2):
+            self.vs[i] = 0.9 * self.vs[i] - 0.1 * grads[i]
+            self.params[i] += self.vs[i]
+        return grads[0]
+
+
+def test_momentum_over_a_list_of_velocities_replays_as_eager():
+    """Review 8, finding 22 (silent): the velocities, which NumPy computes from first (0.9 *
+    self.vs[i] has no tensor), were refilled each replay from the capture's values."""
+    model, twin = Momentum(), Momentum()
+    graph = cv.capture(model.step, cv.spec((3,), "float64"))
+    for x in ([1.0, 2.0, 3.0], [0.5, -1.0, 2.0], [3.0, 1.0, -2.0]):
+        x = np.array(x)
+        assert np.array_equal(graph.replay({"x": x})["out"], twin.step(x))
+        for a, b in zip(model.params + model.vs, twin.params + twin.vs):
+            assert np.array_equal(a, b)
+
+
+class DequeSlot:
+    def __init__(self):
+        import collections
+        self.h = collections.deque([np.zeros(3)])
+
+    def step(self, x):
+        self.h[0] = 0.9 * self.h[0] + 0.1 * x
+        return x * 1.0
+
+
+def test_a_deque_slot_updated_from_itself_is_refused_at_its_line():
+    """Review 8, finding 22 (silent): taken for a deque emptied and filled."""
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(DequeSlot().step, cv.spec((3,), "float64"))
+    assert "stores values of the capture over items it held" in str(info.value)

@@ -202,10 +202,8 @@ def _logged(place: Any, holder: Any, recorder: Any, where: Any = None
                 if _holds(value, recorder):
                     return ("the call stored a tuple, list or dict holding a value of the "
                             f"capture at {key!r}, which a replay does not build")
-                if not _arrays(value) and not stand_in(value) and \
-                        not _tested(place.label, where):
-                    return _other_object(value)  # (a memo of objects it tests: kept, as ever)
-                continue
+                continue  # another object: a memo's more often than a log's (a cache of
+                #           namespaces a helper fills, if n not in kept: kept[n] = ...), kept
             if key in before and plain(value) and type(before[key]) is type(value) and \
                     same(before[key], value):
                 continue  # (the value it held: nothing a replay need log)
@@ -253,6 +251,11 @@ def _logged(place: Any, holder: Any, recorder: Any, where: Any = None
     elif maxlen is not None and len(now) == maxlen and not values and \
             all(a is b for a, b in zip(rest, before[len(before) - len(rest):])):
         kind = "append"  # (a deque(maxlen) drops its oldest items as eagerly)
+    elif not rest and not values and type(place.holder) is collections.deque and \
+            _slot_stored(place.label, source):  # (a list's slots are places: rebound.py)
+        return ("the call stores values of the capture over items it held (a slot written: "
+                f"{place.label}[0] = ...), which a replay cannot store; keep them in one ndarray "
+                "written in place (buf[0] = ...), which the capture records as a state")
     elif not rest and not values:
         kind = "refill"  # emptied, then filled: self.acts.clear(); self.acts.append(h)
     else:
@@ -407,8 +410,9 @@ def _first(holder: Any, recorder: Any) -> Tensor | None:
 
 def _any_line(pattern: re.Pattern, source: Any) -> bool:
     """Whether a line of the function at ``source`` matches ``pattern``."""
-    return any(pattern.search(text)
-               for _, text in state_fixes.function_lines(source[0], source[1], source[2]))
+    lines = state_fixes.function_lines(source[0], source[1], source[2])
+    own = line_code(linecache.getline(source[0], source[1]))  # (a one-line def's own body)
+    return any(pattern.search(text) for text in [own, *(text for _, text in lines)])
 
 
 def logging_pattern(label: str) -> str:
@@ -431,6 +435,16 @@ _AT_FRONT = (r"(?<![\w.]){name}\.(?:insert|appendleft|extendleft)\("
              r"|(?<![\w.]){name}\s*\[(?!\s*:\s*\])[^\]]*:[^\]]*\]\s*=(?!=)")
 """A line putting items anywhere but at the end of ``name`` (``insert``, ``appendleft``,
 ``extendleft``, a slice stored but ``label[:] = ``)."""
+
+
+def _slot_stored(label: str, source: Any) -> bool:
+    """Whether a line of the function at ``source`` stores into an item of ``label``
+    (``self.h[0] = 0.9 * self.h[0] + x`` on a deque: review 8, finding 22, taken for a
+    container emptied and filled)."""
+    name = _pattern(label)
+    return not source or _any_line(re.compile(
+        rf"(?:^|[:;]\s*){name}\s*\[(?!\s*:\s*\])[^\]]*\]\s*(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"),
+        source)
 
 
 def _cleared(label: str, source: Any) -> bool:

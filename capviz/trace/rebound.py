@@ -139,7 +139,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                     id(place.holder) in walked and not _running(place, found, fn):
                 continue  # a value logged over a number (hist["mean"] = x.mean(), a list
                 #           emptied and filled): an effect of the walked container's (below)
-            if not read_by_capture(place.value, read) and not _stored_over(place, lists) \
+            if not read_by_capture(place.value, read) and not _stored_over(place, lists, fn) \
                     and not isinstance(place.value, _NUMBERS) \
                     and not (place.value is None and accumulates(recorder, found, place)):
                 place.put_back()  # not refused: a scratch item or attribute (self.l1.x = x)
@@ -656,18 +656,43 @@ def _refuse_shadowing(place: Place, key: str, tensor: Tensor, recorder: Any) -> 
 
 
 
-def _stored_over(place: Place, lists: dict[int, set[int]]) -> bool:
+def _stored_over(place: Place, lists: dict[int, set[int]], fn: Callable | None = None
+                 ) -> bool:
     """Whether the call stored a value over the array a place inside a container held, which a
     replay cannot store (``bn["running_mean"] = m * running_mean + ...``, ``self.opt.m = ...``,
     ``self.frames[2] = obs * 1.0``; the hostile review 3, finding 34): a dict item or an
     attribute that held an ndarray, or a list item that did where the list still holds another
     item where it held it (``lists``: those positions, per list; a slot written, not a scratch
-    list emptied and filled again: ``calls.clear(); calls.append(row)``)."""
+    list emptied and filled again: ``calls.clear(); calls.append(row)``), or where a line of
+    ``fn`` stores into an item of the list from a read of it (``self.vs[i] = 0.9 *
+    self.vs[i] - lr * g``: CS231n's momentum over a list, which NumPy may compute from the old
+    array with no tensor; review 8, finding 22: silent, refilled from the capture's value)."""
     if not isinstance(place.value, np.ndarray):
         return False
     if place.kind != "list":
         return True
-    return bool(lists.get(id(place.holder), set()) - {place.key})
+    if lists.get(id(place.holder), set()) - {place.key}:
+        return True
+    return _slot_updated(place.label.rsplit("[", 1)[0], fn)
+
+
+def _slot_updated(label: str, fn: Callable | None) -> bool:
+    """Whether a statement of ``fn`` stores into an item of the list at ``label`` in place or
+    from a read of the list (``label[i] = 0.9 * label[i] + ...``, ``label[0] += x``)."""
+    found = source_lines(fn) if fn is not None else None
+    if found is None:
+        return False
+    name = label_pattern(label)
+    store = re.compile(rf"(?:^|:\s*){name}\s*\[[^\]]*\]\s*(?:\*\*|//|>>|<<|[-+*/%@&|^])?=(?!=)"
+                       rf"(?P<right>.*)$")
+    for _, text in body(found[1]):
+        for part in text.split(";"):
+            match = store.search(part.strip())
+            if match and (not match.group(0).split("[", 1)[1].split("]", 1)[1].lstrip()
+                          .startswith("=") or re.search(rf"(?<![\w.]){name}(?!\w)",
+                                                        match["right"])):
+                return True
+    return False
 
 
 
