@@ -178,7 +178,40 @@ _DECLARED_MESSAGE = (
     "(np.{sums}: NumPy's BLAS and XLA add them in their own orders, declared within 2 gamma_k "
     "|A| @ |B| of each other), and this {op} cancels {them}: that bound, carried here, is "
     "beyond the tolerance of the result, so NumPy's value and XLA's may differ there; replay "
-    "with backend='numpy', or write the sum as np.sum, which the replay adds in NumPy's order")
+    "with backend='numpy'{fix}")
+
+_SUM_FIX = ", or write the sum as np.sum, which the replay adds in NumPy's order"
+"""The fix of :data:`_DECLARED_MESSAGE` where a product has a constant operand (``x @ ones``:
+a sum written as a product)."""
+
+_DISTANCES_FIX = (", or write the squared distances as the broadcast difference ((x[:, None] - "
+                  "y[None]) ** 2).sum(-1), which the JAX replay holds within its tolerance")
+"""The fix of :data:`_DECLARED_MESSAGE` where a product is of rows with rows (``x @ y.T``,
+``np.dot(x, y.T)``, ``np.inner(x, y)``: ``|x|**2 + |y|**2 - 2 x @ y.T``, pairwise squared
+distances; R7 #33)."""
+
+_TRANSPOSES = frozenset(("transpose", "matrix_transpose", "swapaxes", "moveaxis",
+                         "permute_dims"))
+
+
+def _declared_fix(products: list) -> str:
+    """The fix :data:`_DECLARED_MESSAGE` quotes for the declared contractions ``products``:
+    :data:`_DISTANCES_FIX` where every one is of 2-d rows with rows, :data:`_SUM_FIX` where
+    every one has a constant operand, else none but ``backend='numpy'``."""
+    def rows(node: Node) -> bool:
+        tensors = [a for a in node.args if isinstance(a, Node)]
+        if len(tensors) != 2 or any(a.shape is None or len(a.shape) != 2 for a in tensors):
+            return False
+        if node.op == "inner":
+            return True
+        return node.op in ("matmul", "dot") and tensors[1].op in _TRANSPOSES
+
+    if all(rows(n) for n in products):
+        return _DISTANCES_FIX
+    if all(any(isinstance(a, Node) and a.kind == "constant" for a in n.args)
+           for n in products):
+        return _SUM_FIX
+    return ""
 
 
 class Carried:
@@ -426,7 +459,8 @@ class Carried:
         message = _DECLARED_MESSAGE.format(
             op=_shown_consumer(node), operands="its operand was" if n == 1 else
             "its operands were", them="it" if n == 1 else "them",
-            sums=", np.".join(sorted({r.sum.op for r in mine}))) if total is None else shown
+            sums=", np.".join(sorted({r.sum.op for r in mine})),
+            fix=_declared_fix([r.sum for r in mine])) if total is None else shown
         require_each(ok, message)
 
     def _cheap(self, node: Node, args: tuple, result: Any, mine: list, positions: list,
