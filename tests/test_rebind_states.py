@@ -220,8 +220,10 @@ def test_a_number_in_a_container_rebound_to_a_value_of_the_capture_is_refused_at
         what, _why, fix = str(info.value).splitlines()
         assert what.startswith(text)
         assert what.endswith(f"{where} is rebound to a value of the capture.")
-        assert fix.startswith("Fix: keep it in a 0-d ndarray made before the capture and "
-                              "written in place (ema = np.zeros(()); ema[...] = 0.9 * ema + ")
+        assert fix.startswith("Fix: keep it in a 0-d ndarray made before the capture (in "
+                              "__init__: np.zeros(())) and update it in place from the capture's "
+                              "values (total += x.sum(); an average: ema[...] = 0.9 * "
+                              "cv.constant(ema) + 0.1 * x.sum())")
     assert stats.stats == {"ema": 0.0} and stats.slots == [0.0] and EMA == {"ema": 0.0}
 
 

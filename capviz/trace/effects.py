@@ -48,7 +48,8 @@ REBOUND = "a capture tensor bound outside the capture"
 RUNNING = (
     "the capture put the number back, and a replay computes the new one but cannot store it "
     "there, so every replay would start from the same number; keep it in a 0-d ndarray made "
-    "before the capture and written in place (ema = np.zeros(()); ema[...] = 0.9 * ema + "
+    "before the capture (in __init__: np.zeros(())) and update it in place from the "
+    "capture's values (total += x.sum(); an average: ema[...] = 0.9 * cv.constant(ema) + "
     "0.1 * x.sum()), which the capture records as a state")
 """Why a running number kept in a name or an item is refused, and the fix."""
 KEPT = "a capture tensor kept in a container"
@@ -142,7 +143,7 @@ def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
     items = left.values() if isinstance(left, dict) else left
     ours = [t for t in items if _ours(t, recorder)]
     if ours and not any(of_data(t) for t in ours) and (
-            place.path is None or _tested(place.label, ours[0]._data.source)):
+            place.path is None or tested(place.label, ours[0]._data.source)):
         return None  # a memo of constants (SLOTS[n] = np.tril(...) if SLOTS[n] is None)
     found = _logged(place, left, recorder, where)
     if not isinstance(found, list):
@@ -156,9 +157,9 @@ def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
         return found  # Python values only: the same each call (or refused: differs)
     data = [of_data(tensor) for tensor in tensors]
     if not any(data) and (place.path is None or
-                          _tested(place.label, tensors[0]._data.source)):
+                          tested(place.label, tensors[0]._data.source)):
         return None  # a memo: filled when the function finds it empty or missing the key
-    if any(data) and not all(data) and _tested(place.label, tensors[0]._data.source):
+    if any(data) and not all(data) and tested(place.label, tensors[0]._data.source):
         return ("the call logs values of the data and values of constants only (a memo) "
                 "into it, which a replay cannot tell apart")
     return found
@@ -176,7 +177,7 @@ def accumulated(label: str, tensor: Tensor, where: Any) -> bool:
                                state_fixes.function_lines(where[0], where[1], where[2]))
 
 
-def _tested(label: str, source: Any) -> bool:
+def tested(label: str, source: Any) -> bool:
     """Whether the function at ``source`` tests what ``label`` holds (``if not DEQ:``,
     ``n not in MEMO``, ``len(MEMO)``, ``MEMO.get(n)``): a memo it fills once."""
     if not source:
@@ -225,7 +226,7 @@ def _logged(place: Any, holder: Any, recorder: Any, where: Any = None
         k = max(k, kept)
         other = next((v for v in now[kept:] if not _loggable(v, recorder) and not _arrays(v)
                       and not _holds(v, recorder) and not stand_in(v)), None)
-        if other is not None and not _tested(place.label, where):
+        if other is not None and not tested(place.label, where):
             return _other_object(other)  # (self.log.append(self), ("W", self.W))
     new, rest = now[k:], now[:k]
     if not any(_ours(v, recorder) for v in new) and kept == len(before) == len(now):

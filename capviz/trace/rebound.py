@@ -491,6 +491,10 @@ def _grown(holder: Any, before: Any, recorder: Any, label: str) -> tuple[Any, Te
         return None
     for key, value in items[:ITEMS]:
         tensor = tensor_in([value], recorder, DEPTH)
+        if tensor is not None and type(holder) is list and key >= len(before) and \
+                not effects.tested(label, tensor._data.source):
+            continue  # appended to a list fn does not test: a log (self.log.append(y.sum())
+            #           with y made from np.zeros), not an accumulator made on the first call
         if tensor is not None and accumulates(recorder, tensor, label):
             return key, tensor
     return None
