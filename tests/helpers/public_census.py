@@ -94,27 +94,32 @@ def _differ(want, got):
     return None
 
 
-def run(setup: Callable[[], Program]) -> Verdict:
+def run(setup: Callable[[], Program], warm: bool = False) -> Verdict:
     """Eager over three calls, then a first capture and three replays from the same start
-    (the process's global generators are put back after)."""
+    (the process's global generators are put back after). ``warm``: one eager call with the
+    first call's arrays before both (the capture is then a later one: the lifted path)."""
     saved = np.random.get_state(), random.getstate()
     try:
-        return _run(setup)
+        return _run(setup, warm)
     finally:
         np.random.set_state(saved[0])
         random.setstate(saved[1])
 
 
-def _run(setup: Callable[[], Program]) -> Verdict:
+def _run(setup: Callable[[], Program], warm: bool = False) -> Verdict:
     _seed()
     program = setup()
     calls = program.calls  # the same arguments for both runs (a setup may draw new ones)
+    if warm:
+        program.fn(*[np.copy(a) for a in calls[0]])
     eager = []
     for args in calls:
         outs = _outputs(program.fn(*[np.copy(a) for a in args]))
         eager.append(([_snap(o) for o in outs], _world(program)))
     _seed()
     program = setup()
+    if warm:
+        program.fn(*[np.copy(a) for a in calls[0]])
     if program.examples:
         specs = [np.copy(a) for a in calls[0]]
     else:
