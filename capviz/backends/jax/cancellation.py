@@ -249,17 +249,17 @@ followed to (:func:`_spread`)."""
 
 def _spread(reach: cancelling.Reach) -> bool:
     """Whether ``reach`` of a contraction of linear algebra ends at a difference or a spread
-    (:data:`SPREAD_CONSUMERS`: ``np.diff(x @ ones)``, ``np.ptp(x @ w)``, ``np.cov`` of
-    products) through a path with no other contraction on it. Such a consumer cancels the
-    product's error as a subtract does (``np.diff(x @ ones)`` of float32 rows near 1e3 was
-    -16.8125 against NumPy's -16.75, silently: W=25d's /tmp/25d36/mm2.py), and no cheap bound
-    is written for it (:meth:`capviz.backends.jax.carried.Carried._declared` tests an add or
-    subtract): the product's exact declared bound is computed in the trace (the magnitudes'
-    product, as for a centring) and tested at the consumer
-    (:func:`capviz.backends.jax.carried_bounds.consumer_bound`; ``np.cov``, ``np.gradient``:
-    no bound written, the replay fails there)."""
-    return reach.consumer.op in SPREAD_CONSUMERS \
-        and not any(contraction_bound.is_contraction_node(n) for n in reach.path)
+    (:data:`SPREAD_CONSUMERS`: ``np.diff(x @ ones)``, ``np.ptp(x @ w)``, ``np.cov`` of products)
+    through a path with no other contraction on it, or with others where the product has a weight
+    (:func:`capviz.backends.cancelling.through_contractions`: ``np.diff((x @ ones) @ w)``). Such a
+    consumer cancels the product's error as a subtract does (``np.diff(x @ ones)`` of float32 rows
+    near 1e3 was -16.8125 against NumPy's -16.75, silently: W=25d's /tmp/25d36/mm2.py), and no cheap
+    bound is written for it (:meth:`capviz.backends.jax.carried.Carried._declared` tests an add or
+    subtract): the product's exact declared bound is computed in the trace (the magnitudes' product,
+    as for a centring) and tested at the consumer
+    (:func:`capviz.backends.jax.carried_bounds.consumer_bound`; ``np.cov``, ``np.gradient``: no
+    bound written, the replay fails there)."""
+    return reach.consumer.op in SPREAD_CONSUMERS and cancelling.through_contractions(reach)
 
 
 def of(nodes: list[Node], jnp: Any) -> carried.Carried | None:
