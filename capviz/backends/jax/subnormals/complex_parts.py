@@ -63,7 +63,7 @@ from capviz.backends.jax.trace import dtype_of, require_each
 from capviz.core.ir import Node
 from capviz.ops import traits
 
-COMPLEX_PRODUCTS = frozenset(("multiply", "square"))
+COMPLEX_PRODUCTS = frozenset(("multiply", "square", "scalar_multiply"))
 """Complex ops checked at run time (:func:`complex_product`): XLA computes them with NumPy's
 formula, ``(ac - bd) + (ad + bc)j``, in the parts' float type."""
 
@@ -168,7 +168,7 @@ def complex_product(jnp: Any, name: str, args: tuple, r: Any, label: str | None 
     dtype = dtype_of(r)
     if dtype not in (np.dtype(np.complex64), np.dtype(np.complex128)):
         return r
-    if len(args) != (2 if name == "multiply" else 1):
+    if len(args) != (1 if name == "square" else 2):
         return r
     bound = _bound(dtype)
     x = [jnp.asarray(v).astype(dtype) for v in args]
