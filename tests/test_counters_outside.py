@@ -111,3 +111,34 @@ def test_a_value_each_call_changes_outside_the_walked_places_is_refused_at_its_l
         assert first == (f"`{code}` at {__file__}:{line} in {name}: {what} is a Python number "
                          "that changes from call to call."), first
         assert re.search(r"^Fix: pass it as an input", str(info.value), re.M)
+
+
+class Added:
+    def step(self, x):
+        self.count = getattr(self, "count", 0) + 1
+        return x * self.count
+
+
+class FunctionAttribute:
+    def step(self, x):
+        f = FunctionAttribute.step
+        f.n = getattr(f, "n", 0) + 1
+        return x * f.n
+
+
+def test_a_number_the_call_adds_to_an_object_or_its_function_is_refused():
+    """Hostile review 8, finding 1 (Q19) and its sibling: an attribute the call adds holding a
+    number (a counter made by getattr's default) was left by the capture and never moved by a
+    replay (silent, checked); refused, at its line where the code names it."""
+    model = Added()
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(model.step, np.ones(3))
+    line = line_of(__file__, 'self.count = getattr(self, "count", 0) + 1')
+    assert str(info.value).splitlines()[0] == (
+        f'`self.count = getattr(self, "count", 0) + 1` at {__file__}:{line} in step: '
+        "self.count is a Python number that changes from call to call.")
+    assert "count" not in vars(model)  # (left as the capture found it)
+    with pytest.raises(cv.UnsupportedOperationError, match=r"step\.n is a Python number that "
+                                                           r"changes from call to call"):
+        cv.capture(FunctionAttribute().step, np.ones(3))
+    assert "n" not in vars(FunctionAttribute.step)

@@ -247,6 +247,13 @@ def note(fn: Callable | None) -> list[Place]:
     if code is None:
         return places
     places += _defaults(function, None, seen)
+    if type(function) is types.FunctionType:  # its attributes (f.n = getattr(f, "n", 0) + 1,
+        name = function.__name__               # a counter: hostile review 8, finding 1, Q19)
+        places.append(Place("keys", function, None, name, frozenset(vars(function))))
+        for key, value in list(vars(function).items()):
+            if isinstance(value, _COUNTS) or type(value) in (list, dict):
+                places.append(Place("attribute", function, key, f"{name}.{key}", value))
+                places += _inside(value, f"{name}.{key}", DEPTH, seen)
     space = getattr(function, "__globals__", None)
     if isinstance(space, dict):
         for name in code.co_names:

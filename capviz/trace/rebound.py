@@ -179,7 +179,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
             _items_back(place, recorder, read, logs.get(id(place.holder)), line)
             _numpy_logged(place, recorder, source, fn)
         elif place.kind == "keys":
-            binds += _added_removed(place, recorder, fn, asks)
+            binds += _added_removed(place, recorder, fn, asks, source)
     return binds
 
 
@@ -588,7 +588,8 @@ def _set_by_replays(place: Place, tensor: Tensor, recorder: Any) -> None:
 
 
 def _added_removed(place: Place, recorder: Any, fn: Callable | None = None,
-                   asks: Callable[[], bool] | None = None) -> list[tuple[Place, np.ndarray]]:
+                   asks: Callable[[], bool] | None = None, source: Any = None
+                   ) -> list[tuple[Place, np.ndarray]]:
     """The attributes the capture added to a walked object that hold a tensor of
     ``recorder`` (``self.x = x``), removed and set by each replay (refused where the code the
     call runs asks whether they exist: ``asks``); those holding an array made of ``create``
@@ -621,7 +622,11 @@ def _added_removed(place: Place, recorder: Any, fn: Callable | None = None,
             del attributes[key]  # (self.cache = (x, out): no replay builds it; review 7 #35)
             if of_data(tensor, recorder):
                 _refuse_kept(f"{place.label}.{key}", tensor, recorder)
-    return binds
+        elif isinstance(value, _NUMBERS) and type(value) is not bool:  # self.count =
+            del attributes[key]  # getattr(self, "count", 0) + 1, a function's f.n: a number
+            added = Place("attribute", place.holder, key, f"{place.label}.{key}", None)
+            _refuse_changed(added, value, recorder, source, fn)  # each call changes, which
+    return binds  #                 the capture made once (hostile review 8, finding 1: Q19)
 
 
 
