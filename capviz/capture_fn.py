@@ -449,6 +449,10 @@ def _run(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple,
                 args = [scope.input(n, s) for n, s in zip(names, specs)]
                 if plan is not None:
                     lifted.lift(recorder, plan)
+                decorated = hooks.errstate_decorated(fn)  # (@np.errstate on a helper)
+                if decorated is not None:
+                    recorder.violation("unsupported_op", *decorated)
+                    raise make_error(recorder.graph.violation_records[-1], recorder.graph)
                 held = iterators.positions(scope._places)  # (next(self.steps): no hook sees it)
                 result = _call_quietly(fn, args)  # (what fills and planted values make)
                 if held and (place := iterators.moved(held)) is not None:

@@ -20,6 +20,8 @@ to the original.
 from __future__ import annotations
 
 import dis
+import functools
+import linecache
 import random
 import sys
 import threading
@@ -32,9 +34,17 @@ import numpy.random
 import numpy.random.mtrand
 
 from capviz.core.source import format_source, is_user_file, user_source
-from capviz.core.violations import bound_draw_message, frozen_message, seed_message
+from capviz.core.user_code import UserCode, shorten
+from capviz.core.violations import (
+    Failure,
+    bound_draw_message,
+    explain,
+    frozen_message,
+    seed_message,
+)
 from capviz.randomness import creation, generator_watch, generators, legacy
 from capviz.trace.context import active, active_recorders
+from capviz.trace.recapture import line_code
 from capviz.trace.recorder import Recorder
 from capviz.trace.tensor import Tensor
 
@@ -696,15 +706,16 @@ def untracked_state_changes(recorder: Recorder) -> None:
         random.Random.setstate(random._inst, python_before)  # (not the hooked attribute)
 
 
-def _bound_site(fn: Any, owner: Any) -> tuple[tuple[str, int, str], str] | None:
-    """``((file, line, function), name)`` of the first line, in ``fn``'s code or in a user's
-    function it names as a global (transitively, 64 at most), that loads a global name bound to
-    a draw of ``owner`` (NumPy's global ``RandomState``, Python's ``random``) the hooks did not
-    replace there (``from numpy.random import random`` in a helper's module, which the scope
-    does not rebind); ``None`` where none is found."""
+def _loaded(fn: Any) -> Iterable[tuple[types.FunctionType, Any, Any]]:
+    """``(function, instruction, value)`` for each global ``fn``'s code loads (and each
+    method of its owner's class it names), then the same in each user's function among those
+    values, transitively (64 functions at most)."""
+    owner = getattr(fn, "__self__", None)
     while callable(getattr(fn, "func", None)):  # functools.partial
         fn = fn.func
     todo, seen = [getattr(fn, "__func__", fn)], set()
+    klass = type(owner) if owner is not None and not isinstance(owner, types.ModuleType) \
+        else None
     while todo and len(seen) < 64:
         function = todo.pop(0)
         if type(function) is not types.FunctionType or id(function) in seen or \
@@ -712,17 +723,73 @@ def _bound_site(fn: Any, owner: Any) -> tuple[tuple[str, int, str], str] | None:
             continue
         seen.add(id(function))
         space = function.__globals__
-        for instruction in dis.get_instructions(function.__code__):
-            if instruction.opname != "LOAD_GLOBAL":
+        for instruction in _loads(function.__code__):
+            if instruction.opname == "LOAD_GLOBAL":
+                value = space.get(instruction.argval)
+            elif instruction.opname in ("LOAD_ATTR", "LOAD_METHOD") and klass is not None:
+                value = vars(klass).get(instruction.argval) if isinstance(
+                    instruction.argval, str) else None
+            else:
                 continue
-            value = space.get(instruction.argval)
-            if getattr(value, "__self__", None) is owner and callable(value):
-                code = function.__code__
-                line = instruction.positions.lineno if instruction.positions else None
-                return (code.co_filename, line or code.co_firstlineno, code.co_name), \
-                    str(instruction.argval)
+            yield function, instruction, value
             if type(value) is types.FunctionType:
                 todo.append(value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _loads(code: types.CodeType) -> tuple[Any, ...]:
+    """The instructions of ``code`` that load a global or an attribute (read once per code
+    object: every capture run looks)."""
+    return tuple(i for i in dis.get_instructions(code)
+                 if i.opname in ("LOAD_GLOBAL", "LOAD_ATTR", "LOAD_METHOD"))
+
+
+def _site(function: types.FunctionType, instruction: Any) -> tuple[str, int, str]:
+    code = function.__code__
+    line = instruction.positions.lineno if instruction.positions else None
+    return code.co_filename, line or code.co_firstlineno, code.co_name
+
+
+_ERRSTATE_INNER = numpy.errstate()(lambda: None).__code__  # (what np.errstate(...)(f) makes)
+
+
+def errstate_decorated(fn: Any) -> tuple[str, str, Any] | None:
+    """``(call, message, source)`` of the refusal of a helper ``fn`` calls that
+    ``@np.errstate(divide="raise")`` decorates (NumPy's wrapper sets the state without
+    ``__enter__``, which :func:`_errstate_enter_hook` hooks: every replay returned inf where
+    the eager call raises), at the line naming it; ``None`` where none is reached."""
+    for function, instruction, value in _loaded(fn):
+        inner = value
+        while type(inner) is types.FunctionType and inner.__code__ is not _ERRSTATE_INNER:
+            inner = getattr(inner, "__wrapped__", None)
+        if type(inner) is not types.FunctionType:
+            continue
+        state = next((c.cell_contents for c in inner.__closure__ or ()
+                      if isinstance(c.cell_contents, numpy.errstate)), None)
+        settings = [getattr(state, f"_{k}", None)
+                    for k in ("all", "divide", "over", "under", "invalid")]
+        if state is None or not (_raising(settings) or callable(getattr(state, "_call", None))):
+            continue
+        source = _site(function, instruction)
+        text = line_code(linecache.getline(source[0], source[1]))
+        name = getattr(value, "__name__", str(instruction.argval))
+        reason = (f"{name} is decorated with np.errstate(...), and " + _ERRSTATE_REASON)
+        message = explain(Failure("unsupported_op", "np.errstate(...)", "", source,
+                                  UserCode("other", shorten(text)), None, reason))
+        return "np.errstate(...)", message, source
+    return None
+
+
+def _bound_site(fn: Any, owner: Any) -> tuple[tuple[str, int, str], str] | None:
+    """``((file, line, function), name)`` of the first line, in ``fn``'s code or in a user's
+    function it names (:func:`_loaded`), that loads a global name bound to a draw of ``owner``
+    (NumPy's global ``RandomState``, Python's ``random``) the hooks did not replace there
+    (``from numpy.random import random`` in a helper's module, which the scope does not
+    rebind); ``None`` where none is found."""
+    for function, instruction, value in _loaded(fn):
+        if instruction.opname == "LOAD_GLOBAL" and callable(value) and \
+                getattr(value, "__self__", None) is owner:
+            return _site(function, instruction), str(instruction.argval)
     return None
 
 
