@@ -436,3 +436,21 @@ def test_the_running_numbers_fix_as_quoted_replays_as_eager():
         graph.replay({"x": x})
         twin.step(x.copy())
         assert _same(model.ema, twin.ema)
+
+
+class Shared:
+    def __init__(self):
+        self.cfg = {"lr": 0.1}
+        self.log = []
+
+    def step(self, x):
+        self.log.append(self.cfg)
+        return x * 2.0
+
+
+def test_a_dict_held_outside_the_call_logged_itself_is_refused():
+    """Review 8, finding 11 (silent): a replay logged a copy of the capture's cfg, where each
+    call logs the user's own dict (edited between calls: every entry shows the edit)."""
+    with pytest.raises(UnsupportedOperationError, match=r"the call logs a list or dict it holds "
+                                                        r"outside the call itself"):
+        cv.capture(Shared().step, SPEC)

@@ -130,8 +130,8 @@ def _holds(value: Any, recorder: Any, depth: int = 3) -> bool:
     return any(_holds(item, recorder, depth - 1) for item in list(items)[:256])
 
 
-def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
-           ) -> list[tuple] | str | None:
+def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None,
+           outside: Any = frozenset()) -> list[tuple] | str | None:
     """What the call did with capture tensors to the walked container ``place.holder``
     (``place.value``: its items when noted; ``left``: a copy of them as the call left them),
     as effects a replay repeats: ``[(kind, key,
@@ -139,7 +139,8 @@ def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
     where a replay cannot repeat it; ``None`` where it holds no new value, or only values of
     constants (``of_data(tensor)`` false: a memo, ``if not MASKS: MASKS.append(np.tril(...))``,
     given its items back as before). ``where``: a line of the function, for a log of Python
-    values only (the lines read are its function's)."""
+    values only (the lines read are its function's); ``outside``: the ids of the lists and
+    dicts the walk found (one logged itself is refused)."""
     items = left.values() if isinstance(left, dict) else left
     ours = [t for t in items if _ours(t, recorder)]
     if ours and not any(of_data(t) for t in ours) and (
@@ -148,6 +149,12 @@ def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
     found = _logged(place, left, recorder, where)
     if not isinstance(found, list):
         return found
+    shared = next((value for _, _, value in found if type(value) in (list, dict)
+                   and id(value) in outside), None)
+    if shared is not None:  # (self.log.append(self.cfg): review 8, finding 11)
+        return ("the call logs a list or dict it holds outside the call itself, the same object "
+                "each call, which a replay would log as a copy of what it held at the capture; "
+                "log a new one made from its values (dict(self.cfg)) or the values themselves")
     if any(_described(value) for _, _, value in found):
         return ("the call logs text made from a value of the capture (str, repr or an "
                 "f-string of it: '<capture tensor ...>'), where each call logs its value's text; "

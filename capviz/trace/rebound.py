@@ -97,6 +97,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                  for v in _changed(p)))}
     #        (Python values or objects logged)
     line = _first_line(fn) or source  # (where a log of Python values is looked for)
+    outside = {id(p.holder) for p in places if p.kind == "items"}  # (self.log.append(self.cfg))
     for place in places:
         if place.kind in ("keys", "items"):
             continue
@@ -176,7 +177,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
         if place.kind == "items":
             if read is None:
                 read = {id(ref()) for ref in recorder.graph.constant_origins.values()}
-            _items_back(place, recorder, read, logs.get(id(place.holder)), line)
+            _items_back(place, recorder, read, logs.get(id(place.holder)), line, outside)
             _numpy_logged(place, recorder, source, fn)
         elif place.kind == "keys":
             binds += _added_removed(place, recorder, fn, asks, source)
@@ -338,7 +339,7 @@ _CONTAINER_REASON = (
 
 
 def _items_back(place: Place, recorder: Any, read: set[int], left: Any = None,
-                line: Any = None) -> None:
+                line: Any = None, outside: Any = frozenset()) -> None:
     """The items a walked list, dict or deque held when the scope opened, put back when it
     holds a tensor of ``recorder`` now (appended, or bound to an item the capture did not
     read), or a Python value the call logged (``self.log.append("step")``: logged again by
@@ -352,7 +353,7 @@ def _items_back(place: Place, recorder: Any, read: set[int], left: Any = None,
         tensor = tensor_in(left, recorder, DEPTH, every=True)  # and filled, slots set)
     if tensor is None:
         if left is not None:  # Python values only (a log of them)
-            _values_back(place, recorder, left, line)
+            _values_back(place, recorder, left, line, outside)
         return
     before = place.value
     grown = _grown(holder, before, recorder, place.label)
@@ -361,8 +362,8 @@ def _items_back(place: Place, recorder: Any, read: set[int], left: Any = None,
         for v in list(holder)[len(before):])  # grew with values of the data, not a memo of
     #                                           constants: if not DEQ: DEQ.append(np.tril(..)))
     logged = None if grown is not None or left is None else effects.logged(
-        place, left, recorder, lambda t: of_data(t, recorder), line)  # (left: as the call
-    #                                                                     left it)
+        place, left, recorder, lambda t: of_data(t, recorder), line, outside)  # (left: as
+    #                                                                  the call left it)
     if isinstance(holder, dict):
         moved = any(holder.get(key, holder) is not item for key, item in before.items()
                     if read_by_capture(item, read))
@@ -408,11 +409,12 @@ def _changed(place: Place) -> list:
     return [v for k, v in enumerate(now) if k >= len(before) or before[k] is not v]
 
 
-def _values_back(place: Place, recorder: Any, left: Any, line: Any) -> None:
+def _values_back(place: Place, recorder: Any, left: Any, line: Any,
+                 outside: Any = frozenset()) -> None:
     """Give walked container ``place.holder``, which the call logged Python values into and
     no tensor, the items it held, and record the values as logs of each replay, or refuse
     what a replay cannot repeat (:func:`capviz.trace.effects.logged`)."""
-    found = effects.logged(place, left, recorder, lambda _t: True, line)
+    found = effects.logged(place, left, recorder, lambda _t: True, line, outside)
     if found is None:
         return
     place.grew = not isinstance(place.holder, dict) and isinstance(found, list)  # (a line reading
