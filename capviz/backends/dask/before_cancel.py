@@ -57,6 +57,7 @@ from capviz.backends.dask.overflow import OrderMatters, blocks_add_otherwise
 from capviz.backends.dask.shapes import is_array
 from capviz.core.ir import Node
 from capviz.core.source import format_source
+from capviz.ops import traits
 
 SUMS = frozenset(("sum", "nansum", "mean", "nanmean", "trace", "einsum", "var", "std",
                   "nanvar", "nanstd"))
@@ -98,14 +99,49 @@ def feeding(nodes: list[Node]) -> dict[int, tuple]:
     consumers names (``np.convolve(x @ ones, [1, -1])``, the hostile review 8's finding 20;
     ``(x @ ones) @ d`` of a difference matrix ``d``)."""
     found = cancelling.reaches(nodes, SUMS | CONTRACTED)
-    read = {a.index for node in nodes if node.kind == "op" for a in node.args
-            if isinstance(a, Node)}
+    users: dict[int, list[Node]] = {}
     for node in nodes:
-        if node.index in read and node.index not in found and node.dtype is not None \
-                and np.dtype(node.dtype).kind in "fc" \
-                and contraction_bound.is_contraction_node(node):
+        if node.kind == "op":
+            for a in node.args:
+                if isinstance(a, Node):
+                    users.setdefault(a.index, []).append(node)
+    for node in nodes:
+        if node.kind != "op" or node.index in found or node.dtype is None \
+                or np.dtype(node.dtype).kind not in "fc":
+            continue
+        if contraction_bound.is_contraction_node(node) and node.index in users:
+            found[node.index] = ()
+        elif node.op in SUMS and _combined(node, users):
             found[node.index] = ()
     return found
+
+
+_KEEPS = frozenset(("multiply", "divide", "true_divide", "negative", "positive", "absolute",
+                    "fabs", "sqrt", "square", "maximum", "minimum", "fmax", "fmin", "max",
+                    "min", "nanmax", "nanmin", "copy", "asarray", "tanh", "arctan",
+                    "arcsinh")) | traits.MOVE
+"""Ops whose result keeps a sum's relative error (scalings, picks, moves, and ``tanh``,
+``arctan``, ``arcsinh``, whose condition number is at most 1; not ``exp``, whose is the value's
+magnitude): a sum read only through them needs no more than its own tolerance, which its check
+holds (:mod:`capviz.backends.dask.cancellation`)."""
+
+
+def _combined(node: Node, users: dict) -> bool:
+    """Whether sum ``node``'s value reaches an op other than :data:`_KEEPS` (a cast to a float
+    type among them): one that combines values in ways no list of consumers names
+    (``np.convolve(x.sum(-1), [1, -1])``, ``np.fft.fft``, ``np.add.reduce`` of a stack of it:
+    silent on Dask before stop 36)."""
+    stack, seen = [node], {node.index}
+    while stack:
+        for user in users.get(stack.pop().index, ()):
+            float_cast = user.op == "astype" and user.dtype is not None \
+                and np.dtype(user.dtype).kind in "fc"
+            if user.op not in _KEEPS and not float_cast:
+                return True
+            if user.index not in seen:
+                seen.add(user.index)
+                stack.append(user)
+    return False
 
 
 def read_only(index: int | None) -> bool:
