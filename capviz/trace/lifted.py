@@ -480,9 +480,13 @@ def _tensor_stored(places: list[Place], recorder: Any) -> bool:
     walked = {id(p.holder) for p in places if p.kind == "items"}
     for p in places:
         kind = p.kind
-        if (kind == "dict" or kind == "list") and id(p.holder) in walked:
-            continue  # (an item of a walked list or dict: its container's check below,
-            #           which takes a log of fresh values: self.hist["last"] = loss)
+        if (kind == "dict" or kind == "list") and type(p.value) is not np.ndarray and \
+                id(p.holder) in walked:
+            continue  # (an item of a walked list or dict that held no array (None, the last
+            #           call's logged number): its container's check below, which takes a
+            #           log of fresh values: self.hist["last"] = loss; an item that held an
+            #           array and was bound a new one is a rebinding the two passes decide:
+            #           hostile review 8, finding 27)
         if kind == "items":
             now, before = p.holder, p.value
             if type(now) is dict:
