@@ -86,32 +86,57 @@ def test_numpy_s_own_replay_of_the_product_into_a_difference_is_exact():
     np.testing.assert_array_equal(got, fn(x))
 
 
+
 WG = 0.02 * np.random.default_rng(2).standard_normal((768, 8))
 
-MIXED = {  # a layer's weights of both signs: its products cancel among themselves
-    "diff(x @ w, axis=0) near 1e3": ("diff", lambda x: np.diff(x @ WG.astype(x.dtype), axis=0),
-                                     lambda: _rows(np.float32)),
-    "diff(x @ w, axis=0) of unit values": (
-        "diff", lambda x: np.diff(x @ WG.astype(x.dtype), axis=0),
-        lambda: np.random.default_rng(3).standard_normal((16, 768)).astype(np.float32)),
-    "ptp(x @ w, axis=0) of unit values": (
-        "ptp", lambda x: np.ptp(x @ WG.astype(x.dtype), axis=0),
-        lambda: np.random.default_rng(3).standard_normal((16, 768)).astype(np.float32)),
+
+def _unit():
+    return np.random.default_rng(3).standard_normal((16, 768)).astype(np.float32)
+
+
+def _growing():  # rows 4**k times apart: each difference 3/4 of the larger value, no cancelling
+    rows = np.random.default_rng(4).random((16, 768)) * 4.0 ** np.arange(16)[:, None]
+    return rows.astype(np.float32)
+
+
+KEPT = {
+    "diff(x @ w, axis=0) of unit values": lambda x: np.diff(x @ WG.astype(x.dtype), axis=0),
+    "diff(x @ w) of unit values": lambda x: np.diff(x @ WG.astype(x.dtype)),
+    "ptp(x @ w, axis=0) of unit values": lambda x: np.ptp(x @ WG.astype(x.dtype), axis=0),
 }
 
 
-@pytest.mark.parametrize("spelling", list(MIXED))
-def test_a_product_of_weights_of_both_signs_into_a_difference_fails_at_it(spelling):
-    # the hostile review 8, finding 20: np.diff(x @ W, axis=0) of float32 rows near 1e3 was
-    # 0.120643616 for NumPy's 0.12080383 after edccf7e, the product's bound 0 where its
-    # products cancel among themselves (carried.declared_bound's ONE_SIGN); no declaration
-    # covers the differences of its values (fails on edccf7e: checked)
-    op, fn, make = MIXED[spelling]
-    x = make()
+@pytest.mark.parametrize("spelling", list(KEPT))
+def test_a_layer_output_s_differences_replay_within_the_tolerance(spelling):
+    # the hostile review 8, finding 26 (a regression of 62c7151, which took the bound of a
+    # product of weights of both signs for every sign: refused every float32 layer output's
+    # np.diff); the lead's ruling 36 05:17: the subtract's rule, where the products cancel
+    # among themselves the declaration governs
+    fn = KEPT[spelling]
+    x = _unit()
+    got, want = _replay(fn, x), fn(x)
+    rtol, atol = registry.get("jax").tolerance_for(want.dtype)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("spelling", ["diff", "ediff1d", "ptp"])
+def test_a_sum_as_a_product_into_a_difference_that_does_not_cancel_replays(spelling):
+    # the consumer fails only where it cancels the values it subtracts (each result below half
+    # the larger magnitude), as a subtract of a declared product (the lead's ruling 36 05:17)
+    _, fn = SPELLINGS[spelling]
+    x = _growing()
+    got, want = _replay(fn, x), fn(x)
+    rtol, atol = registry.get("jax").tolerance_for(want.dtype)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+@pytest.mark.xfail(strict=True, reason="open (lead, 25s): where a product's terms cancel among "
+                   "themselves the declaration governs it and what is computed from it "
+                   "(carried.ONE_SIGN), as for a subtract: (x @ W)[1:] - (x @ W)[:-1] too")
+def test_the_differences_of_a_layer_output_near_1e3_are_not_yet_caught():
+    # the hostile review 8, finding 20: 0.120643616 for NumPy's 0.12080383
+    x = _rows(np.float32)
+    fn = KEPT["diff(x @ w, axis=0) of unit values"]
     graph = cv.capture(fn, x)
-    with pytest.raises(cv.ReplayError) as info:
+    with pytest.raises(cv.ReplayError):
         graph.replay(dict(zip(graph.inputs, (x,))), backend="jax")
-    text = str(info.value)
-    assert re.match(rf"replay failed at node %\d+ \({op}\), recorded at "
-                    rf"{re.escape(__file__)}:\d+ in ", text), text
-    assert f"and this {op} subtracts its values from each other" in text, text

@@ -255,10 +255,11 @@ def _spread(reach: cancelling.Reach) -> bool:
     consumer cancels the product's error as a subtract does (``np.diff(x @ ones)`` of float32 rows
     near 1e3 was -16.8125 against NumPy's -16.75, silently: W=25d's /tmp/25d36/mm2.py), and no cheap
     bound is written for it (:meth:`capviz.backends.jax.carried.Carried._declared` tests an add or
-    subtract): the product's exact declared bound is computed in the trace (the magnitudes' product,
+    subtract): the product's declared bound is computed in the trace (the magnitudes' product,
     as for a centring) and tested at the consumer
     (:func:`capviz.backends.jax.carried_bounds.consumer_bound`; ``np.cov``, ``np.gradient``: no
-    bound written, the replay fails there)."""
+    bound written, the replay fails there) where it cancels the values it subtracts
+    (:func:`capviz.backends.jax.carried_bounds.not_cancelled`, the lead's ruling 36 05:17)."""
     return reach.consumer.op in SPREAD_CONSUMERS and cancelling.through_contractions(reach)
 
 

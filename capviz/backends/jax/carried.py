@@ -358,9 +358,7 @@ class Carried:
         (:func:`declared_bound`), followed where every reach of it is a centring
         (:func:`capviz.backends.jax.cancellation.of`): its consumer subtracts it from its own
         operand."""
-        spread = any(r.consumer.op in cancelling.DIFFERENCES | cancelling.SPREADS
-                     for r in self.found.get(node.index, ()))
-        bound = declared_bound(self.jnp, node, args, result, every_sign=spread)
+        bound = declared_bound(self.jnp, node, args, result)
         if bound is not None:
             self.bounds[node.index] = bound
 
@@ -378,7 +376,20 @@ class Carried:
             return
         total, apart = carried_bounds.consumer_bound(self.jnp, node, args, result, carried)
         ok = self._within(result, [total])
+        if self._products_only(node):  # a declared product's error, where nothing cancels it
+            kept = carried_bounds.not_cancelled(self.jnp, node, args, result, DECLARED_KEPT)
+            ok = ok if kept is None else ok | kept
         require_each(ok if apart is None else ok & apart, message)
+
+    def _products_only(self, node: Node) -> bool:
+        """Whether every bound reaching the difference or spread ``node`` comes from a
+        contraction of linear algebra (the lead's ruling 36 05:17: such a consumer fails only
+        where it cancels the values it subtracts, as a subtract of a declared product does)."""
+        if node.op not in cancelling.DIFFERENCES | cancelling.SPREADS:
+            return False
+        reaches = self.consumers.get(node.index, ())
+        return bool(reaches) and all(contraction_bound.is_contraction_node(r.sum)
+                                     for r in reaches)
 
     def _message(self, node: Node, result: Any) -> str:
         """The message of the consumer ``node``'s failure, naming the sums whose bounds reach
@@ -602,17 +613,14 @@ class Carried:
         return value, mover(bound, *args[1:], **node.params)
 
 
-def declared_bound(jnp: Any, node: Node, args: tuple, result: Any,
-                   every_sign: bool = False) -> Any:
+def declared_bound(jnp: Any, node: Node, args: tuple, result: Any) -> Any:
     """The bound of XLA's contraction ``result`` (``np.matmul``...) from NumPy's, which is
     its BLAS's order: the declared ``2 gamma_k |A| @ |B|`` (+ the flushed partial
     results' ``2 k m tiny``; :func:`capviz.backends.contraction_bound.bound`), the
     magnitudes' contraction computed here in float64; 0 where the result is not finite,
     and where its products cancel among themselves (``|c| + bound < |A| @ |B|``: there
     the declaration governs it, and what is computed from it: ``|c| + bound < ONE_SIGN *
-    |A| @ |B|``), unless ``every_sign`` (a product whose values a difference or a spread
-    subtracts from each other, ``np.diff(x @ W, axis=0)``: no declaration covers what that
-    computes; the hostile review 8, finding 20); ``None`` for an integer result."""
+    |A| @ |B|``); ``None`` for an integer result."""
     kind = dtype_of(result)
     if kind.kind not in "fc":
         return None
@@ -652,8 +660,6 @@ def declared_bound(jnp: Any, node: Node, args: tuple, result: Any,
     # another sign among them included) it is a sum the bound is tight for, held as a
     # checked sum is
     one_sign = jnp.abs(result).astype(np.float64) + bound >= ONE_SIGN * size
-    if every_sign:
-        one_sign = True
     finite = jnp.isfinite(jnp.abs(result)) & jnp.isfinite(bound) & one_sign
     return jnp.where(finite, bound, 0)
 

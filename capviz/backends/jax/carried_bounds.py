@@ -136,3 +136,32 @@ def _differences(jnp: Any, node: Node, args: tuple, result: Any, bounds: list) -
         total = jnp.take(total, jnp.arange(1, length), axis=axis) \
             + jnp.take(total, jnp.arange(0, length - 1), axis=axis)
     return total
+
+
+def not_cancelled(jnp: Any, node: Node, args: tuple, result: Any, share: float) -> Any:
+    """Where the difference or spread ``node`` (``np.diff`` of ``n=1``, ``np.ediff1d``,
+    ``np.ptp``) does not cancel its operand's values: each result at least ``share`` of the
+    larger magnitude of the values it subtracts (the subtract's rule for a declared product,
+    :data:`capviz.backends.jax.carried.DECLARED_KEPT`); ``None`` where no such mask is written
+    (``n`` > 1, values laid beside, ``np.cov``): every value is tested."""
+    params = node.params
+    a = jnp.asarray(args[0])
+    if node.op == "diff":
+        if int(params.get("n", 1)) != 1 or any(b is not None for b in args[1:]) or a.ndim == 0:
+            return None
+        axis = int(params.get("axis", -1)) % a.ndim
+        length = a.shape[axis]
+        high = jnp.take(a, jnp.arange(1, length), axis=axis)
+        low = jnp.take(a, jnp.arange(0, length - 1), axis=axis)
+        size = jnp.maximum(jnp.abs(high), jnp.abs(low))
+    elif node.op == "ediff1d":
+        if params.get("to_begin") is not None or params.get("to_end") is not None:
+            return None
+        flat = a.reshape(-1)
+        size = jnp.maximum(jnp.abs(flat[1:]), jnp.abs(flat[:-1]))
+    elif node.op == "ptp":
+        size = jnp.max(jnp.abs(a), axis=_axis(params),
+                       keepdims=bool(params.get("keepdims", False)))
+    else:
+        return None
+    return jnp.abs(result) >= share * size
