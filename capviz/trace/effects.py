@@ -218,6 +218,7 @@ def _logged(place: Any, holder: Any, recorder: Any, where: Any = None
             if type(key) not in (str, int):
                 return (f"its key {key!r} is no str or int, which a replay could store at")
             if key not in before and _ours(value, recorder) and \
+                    current(recorder, value).shape == () and \
                     accumulated(f"{place.label}[{key!r}]", value, where):
                 return RUNNING  # (a defaultdict(float)'s m["loss"] += x.sum())
             found.append(("set", key, value))

@@ -389,7 +389,9 @@ def _items_back(place: Place, recorder: Any, read: set[int], left: Any = None,
         label = f"{place.label}[{key!r}]"
         source = tensor._data.source
         text = line_code(linecache.getline(source[0], source[1])) if source else ""
-        running = effects.accumulated(label, tensor, line)  # (m["loss"] = m.get(...) + v)
+        running = current(recorder, tensor).shape == () and \
+            effects.accumulated(label, tensor, line)  # (m["loss"] = m.get(...) + v; an array:
+        #                                               one eager call makes it a rebind state)
         message = explain(Failure("unsupported_op", REBOUND, label, source,
                                   UserCode("other", shorten(text)), None,
                                   _NUMBER_REASON if running else _created_reason(label)))
@@ -610,9 +612,9 @@ def _added_removed(place: Place, recorder: Any, fn: Callable | None = None,
             if made is not None:
                 binds.append((Place("keys", place.holder, key, f"{place.label}.{key}", None),
                               made))
-            elif place.path is not None and of_data(value, recorder):
-                if asks is None or asks():  # (if not hasattr(self, "cache"): ...)
-                    _refuse_asked(f"{place.label}.{key}", value, recorder, fn)
+            elif of_data(value, recorder):
+                if asks is None or asks() or place.path is None:  # (if not hasattr(self,
+                    _refuse_asked(f"{place.label}.{key}", value, recorder, fn)  # "cache"))
                 else:
                     effects.record_attribute(place, key, value, recorder)  # self.x = x: set
             del attributes[key]  #                                       again by each replay
