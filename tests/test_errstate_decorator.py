@@ -56,3 +56,34 @@ def test_a_helper_decorated_with_ignore_is_captured():
     with np.errstate(divide="ignore"):
         assert np.array_equal(graph.replay({graph.inputs[0]: x})[graph.outputs[0]],
                               quiet_inverse(x) * 2.0)
+
+
+RAISING = np.errstate(divide="raise")
+
+
+@RAISING
+def reused(x):
+    return 1.0 / x
+
+
+class Model:
+    @np.errstate(over="raise")
+    def f(self, x):
+        return np.exp(x * 1000.0)
+
+
+def via_method(x):
+    return Model().f(x)
+
+
+def via_lambda(x):
+    return (lambda v: reused(v))(x) * 1.0
+
+
+@pytest.mark.parametrize("fn", [inverse, reused, via_method, via_lambda])
+def test_the_captured_function_itself_a_prebuilt_errstate_a_method_and_a_lambda_are_seen(fn):
+    """Hostile review 8, finding 29 (silent after e7cf72f, checked): the captured function
+    decorated itself, ``@ER`` of a prebuilt errstate, a decorated method of a class the code
+    names, a call inside a lambda."""
+    with pytest.raises(cv.UnsupportedOperationError, match=r"is decorated with np\.errstate"):
+        cv.capture(fn, np.ones(3))

@@ -707,15 +707,16 @@ def untracked_state_changes(recorder: Recorder) -> None:
 
 
 def _loaded(fn: Any) -> Iterable[tuple[types.FunctionType, Any, Any]]:
-    """``(function, instruction, value)`` for each global ``fn``'s code loads (and each
-    method of its owner's class it names), then the same in each user's function among those
-    values, transitively (64 functions at most)."""
+    """``(function, instruction, value)`` for each global ``fn``'s code loads (its lambdas'
+    and comprehensions' code too), each method it names of its owner's class or of a user's
+    class it loads (``M().f(x)``), then the same in each user's function among those values,
+    transitively (64 functions at most)."""
     owner = getattr(fn, "__self__", None)
     while callable(getattr(fn, "func", None)):  # functools.partial
         fn = fn.func
     todo, seen = [getattr(fn, "__func__", fn)], set()
-    klass = type(owner) if owner is not None and not isinstance(owner, types.ModuleType) \
-        else None
+    classes = [type(owner)] if owner is not None and not isinstance(owner, types.ModuleType) \
+        else []
     while todo and len(seen) < 64:
         function = todo.pop(0)
         if type(function) is not types.FunctionType or id(function) in seen or \
@@ -723,12 +724,15 @@ def _loaded(fn: Any) -> Iterable[tuple[types.FunctionType, Any, Any]]:
             continue
         seen.add(id(function))
         space = function.__globals__
+        named = list(classes)
         for instruction in _loads(function.__code__):
             if instruction.opname == "LOAD_GLOBAL":
                 value = space.get(instruction.argval)
-            elif instruction.opname in ("LOAD_ATTR", "LOAD_METHOD") and klass is not None:
-                value = vars(klass).get(instruction.argval) if isinstance(
-                    instruction.argval, str) else None
+                if isinstance(value, type) and value.__module__ not in ("builtins", "numpy"):
+                    named.append(value)
+            elif isinstance(instruction.argval, str):
+                value = next((vars(k)[instruction.argval] for k in named
+                              if instruction.argval in vars(k)), None)
             else:
                 continue
             yield function, instruction, value
@@ -738,10 +742,14 @@ def _loaded(fn: Any) -> Iterable[tuple[types.FunctionType, Any, Any]]:
 
 @functools.lru_cache(maxsize=1024)
 def _loads(code: types.CodeType) -> tuple[Any, ...]:
-    """The instructions of ``code`` that load a global or an attribute (read once per code
-    object: every capture run looks)."""
-    return tuple(i for i in dis.get_instructions(code)
-                 if i.opname in ("LOAD_GLOBAL", "LOAD_ATTR", "LOAD_METHOD"))
+    """The instructions of ``code`` and of the code it makes (a lambda, a comprehension) that
+    load a global or an attribute (read once per code object: every capture run looks)."""
+    found = [i for i in dis.get_instructions(code)
+             if i.opname in ("LOAD_GLOBAL", "LOAD_ATTR", "LOAD_METHOD")]
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found += _loads(const)
+    return tuple(found)
 
 
 def _site(function: types.FunctionType, instruction: Any) -> tuple[str, int, str]:
@@ -753,31 +761,50 @@ def _site(function: types.FunctionType, instruction: Any) -> tuple[str, int, str
 _ERRSTATE_INNER = numpy.errstate()(lambda: None).__code__  # (what np.errstate(...)(f) makes)
 
 
+def _decorated(value: Any) -> Any:
+    """The ``np.errstate`` of NumPy's decorator wrapper ``value`` (or of one it wraps, by
+    ``__wrapped__``) when it raises (a setting of "raise", or ``call=``); else ``None``."""
+    inner = value
+    while type(inner) is types.FunctionType and inner.__code__ is not _ERRSTATE_INNER:
+        inner = getattr(inner, "__wrapped__", None)
+    if type(inner) is not types.FunctionType:
+        return None
+    state = next((c.cell_contents for c in inner.__closure__ or ()
+                  if isinstance(c.cell_contents, numpy.errstate)), None)
+    settings = [getattr(state, f"_{k}", None)
+                for k in ("all", "divide", "over", "under", "invalid")]
+    if state is None or not (_raising(settings) or callable(getattr(state, "_call", None))):
+        return None
+    return state
+
+
 def errstate_decorated(fn: Any) -> tuple[str, str, Any] | None:
-    """``(call, message, source)`` of the refusal of a helper ``fn`` calls that
+    """``(call, message, source)`` of the refusal of ``fn``, or of a helper it calls, that
     ``@np.errstate(divide="raise")`` decorates (NumPy's wrapper sets the state without
     ``__enter__``, which :func:`_errstate_enter_hook` hooks: every replay returned inf where
-    the eager call raises), at the line naming it; ``None`` where none is reached."""
-    for function, instruction, value in _loaded(fn):
-        inner = value
-        while type(inner) is types.FunctionType and inner.__code__ is not _ERRSTATE_INNER:
-            inner = getattr(inner, "__wrapped__", None)
-        if type(inner) is not types.FunctionType:
-            continue
-        state = next((c.cell_contents for c in inner.__closure__ or ()
-                      if isinstance(c.cell_contents, numpy.errstate)), None)
-        settings = [getattr(state, f"_{k}", None)
-                    for k in ("all", "divide", "over", "under", "invalid")]
-        if state is None or not (_raising(settings) or callable(getattr(state, "_call", None))):
-            continue
-        source = _site(function, instruction)
-        text = line_code(linecache.getline(source[0], source[1]))
-        name = getattr(value, "__name__", str(instruction.argval))
-        reason = (f"{name} is decorated with np.errstate(...), and " + _ERRSTATE_REASON)
-        message = explain(Failure("unsupported_op", "np.errstate(...)", "", source,
-                                  UserCode("other", shorten(text)), None, reason))
-        return "np.errstate(...)", message, source
-    return None
+    the eager call raises), at the line naming the helper (``fn`` itself: the caller's line);
+    ``None`` where none is reached."""
+    plain = fn
+    while callable(getattr(plain, "func", None)):  # functools.partial
+        plain = plain.func
+    plain = getattr(plain, "__func__", plain)
+    found = None
+    if _decorated(plain) is not None:  # (hostile review 8, finding 29: the captured
+        found = user_source(), "", getattr(plain, "__name__", "the function")  # function)
+    else:
+        for function, instruction, value in _loaded(fn):
+            if _decorated(value) is not None:
+                source = _site(function, instruction)
+                text = line_code(linecache.getline(source[0], source[1]))
+                found = source, text, getattr(value, "__name__", str(instruction.argval))
+                break
+    if found is None:
+        return None
+    source, text, name = found
+    reason = f"{name} is decorated with np.errstate(...), and {_ERRSTATE_REASON}"
+    message = explain(Failure("unsupported_op", "np.errstate(...)", "", source,
+                              UserCode("other", shorten(text)), None, reason))
+    return "np.errstate(...)", message, source
 
 
 def _bound_site(fn: Any, owner: Any) -> tuple[tuple[str, int, str], str] | None:
