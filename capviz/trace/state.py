@@ -538,6 +538,12 @@ def _views_read_before(recorder: Any, root: np.ndarray, state: State) -> None:
         node = graph.nodes[index]
         view = met.get(index)
         path = None if view is None else view_path(root, view)
+        if path is not None and not recorder._unchanged(node, view) and \
+                (told := state_fixes.numpy_write_between(
+                    node.source, root, source_of(user_frame(sys._getframe())))) is not None:
+            raise recorder.refuse_here(f"a write into {_called(state.node)}", (  # (review 8,
+                f"the capture read {node.name or 'a part of it'} at "     # finding 8: the
+                f"{format_source(node.source)}, then NumPy's own operators wrote it at {told}"))
         if path is None or not recorder._unchanged(node, view):
             raise recorder.refuse_here(f"a write into {_called(state.node)}", (
                 f"the capture read {node.name or 'a part of it'} at "

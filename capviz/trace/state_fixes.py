@@ -457,6 +457,43 @@ def numpy_write_before(source: Any, name: str, names: Iterable[str] = ()
     return found
 
 
+def numpy_write_between(read: Any, array: Any, write: Any = None) -> str | None:
+    """Where NumPy's own operators wrote ``array`` after the capture read it at ``read`` (a
+    constant made before the capture's first write, ``h = x * self.W; self.W *= (1 - 1e-2);
+    self.W -= 0.1 * h``: hostile review 8, finding 8), and the fix, as the rest of a refusal's
+    reason: ``line N (`self.W *= (1 - 1e-2)`), which no replay makes; write it with a tensor,
+    which the capture records as a state: `self.W *= cv.constant(np.float64(1 - 1e-2))```;
+    ``None`` where no such statement of ``read``'s function, before ``write`` (the capture's
+    write's source), is found."""
+    if not read or not isinstance(array, np.ndarray) or not write or write[0] != read[0]:
+        return None
+    lines = _function_lines(read[0], read[1], read[2])
+    reading = linecache.getline(read[0], read[1])
+    for number, text in lines:
+        if number <= read[1]:
+            continue
+        if number >= write[1]:
+            break
+        stmt = _statement(text)
+        if not isinstance(stmt, ast.AugAssign):
+            continue
+        target = ast.unparse(_base(stmt.target))
+        if not re.search(rf"(?<![\w.]){re.escape(target)}(?![\w(])", reading):
+            continue  # (the array the read names, written: not another one)
+        fix = operand_fix(text, array.dtype)
+        if fix is not None and _writes_plain(stmt):
+            return (f"line {number} (`{text}`), a write no replay makes; write it with a "
+                    f"tensor, which the capture records as a state: `{fix}`")
+    return None
+
+
+def _writes_plain(stmt: ast.AugAssign) -> bool:
+    """Whether augmented assignment ``stmt`` writes with an operand of number literals only
+    (``*= (1 - 1e-2)``: NumPy's own write, no tensor met; a name may be a tensor)."""
+    return all(isinstance(n, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator,
+                              ast.unaryop)) for n in ast.walk(stmt.value))
+
+
 def numpy_write_fix(graph: Any, node: Any, others: Iterable[Any] = ()) -> tuple[Any, str]:
     """Where NumPy wrote state ``node`` before the capture's first write to it, and the fix:
     ``((file, line, function), fix)``: the user's statement (the refusal's line), with its
