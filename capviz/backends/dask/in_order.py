@@ -379,6 +379,45 @@ def strided_operand(node: Node | None) -> Standin | None:
     return layouts.standin(operand)
 
 
+def operand_standins(node: Node | None) -> list | None:
+    """The strides of each tensor operand of product ``node`` (a :class:`Standin`'s
+    :meth:`~Standin.layout`, or ``None`` for a C-contiguous one) where one is not C-contiguous
+    and every one is known: NumPy's product of a strided view is not its BLAS's product of a
+    contiguous copy (``x[:, ::2] @ ones`` of float32 values near 1e3 in one chunk, the hostile
+    review 8's finding 25), so it runs as NumPy's function on buffers with NumPy's strides;
+    else ``None``."""
+    layouts = LAYOUTS.get()
+    if layouts is None or node is None:
+        return None
+    tensors = [a for a in node.args if isinstance(a, Node)]
+    roots = [_root(a) for a in tensors]
+    if len(set(roots)) != len(roots):  # views of one buffer (x @ x.T: NumPy's syrk): as it is
+        return None
+    found: list = []
+    for a in tensors:
+        order = layouts.order(a)[0]
+        if order is None:
+            return None
+        if not isinstance(order, Strided) and order == tuple(range(len(order))):
+            found.append(None)
+            continue
+        standin = layouts.standin(a)
+        if standin is None:
+            return None
+        found.append(standin.layout())
+    return found if any(f is not None for f in found) else None
+
+
+def _root(node: Node) -> int:
+    """The index of the value ``node`` is a view of (through :func:`_a_view` ops), or its own."""
+    while node.kind == "op" and _a_view(node):
+        operands = [a for a in node.args if isinstance(a, Node)]
+        if len(operands) != 1:
+            break
+        node = operands[0]
+    return node.index
+
+
 def pairwise(node: Node | None, axes: tuple) -> bool:
     """Whether NumPy adds each output of reduction ``node`` over ``axes`` (normalized) pairwise:
     along its inner loop, the reduced axes the last ones in its operand's memory order (all of

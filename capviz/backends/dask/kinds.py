@@ -44,14 +44,17 @@ def host_blocks(array: np.ndarray, chunks: Any) -> Any:
 
 
 
-def whole(op: ops.Op, args: tuple, params: dict, layout: tuple | None = None) -> Any:
+def whole(op: ops.Op, args: tuple, params: dict, layout: Any = None) -> Any:
     """The op's NumPy function on its operands gathered into one block (one task); with
     ``layout`` (:meth:`capviz.backends.dask.in_order.Standin.layout`), on its first operand
-    copied into a buffer with those strides."""
-    fn = numpy_callable(op) if layout is None else Restrided(numpy_callable(op), layout)
-    out = expected(op, args, params)
+    copied into a buffer with those strides (a list: one layout or ``None`` per tensor
+    operand)."""
     template, slots, arrays = split_args(args if layout is not None
                                          else _as_numpys_layouts(op, args))
+    layouts = layout if isinstance(layout, list) else [layout]
+    fn = numpy_callable(op) if layout is None \
+        else Restrided(numpy_callable(op), dict(zip(slots, layouts)))
+    out = expected(op, args, params)
     # each operand as the one task of its single block: handing dask.delayed the arrays
     # themselves unpacks their whole graphs at every step, so a chain of whole ops (a loop of
     # writes) took time exponential in its length
@@ -65,15 +68,19 @@ def whole(op: ops.Op, args: tuple, params: dict, layout: tuple | None = None) ->
 
 
 class Restrided:
-    """``fn`` of its first operand copied into a buffer with ``layout``'s strides
-    (:func:`capviz.backends.dask.in_order.restrided`): a task function, picklable."""
+    """``fn`` of its operands at the positions ``layouts`` names, each copied into a buffer with
+    its layout's strides (:func:`capviz.backends.dask.in_order.restrided`): a task function,
+    picklable."""
 
-    def __init__(self, fn: Callable, layout: tuple) -> None:
+    def __init__(self, fn: Callable, layouts: dict) -> None:
         self.fn = fn
-        self.layout = layout
+        self.layouts = layouts
 
-    def __call__(self, x: Any, *args: Any, **params: Any) -> Any:
-        return self.fn(in_order.restrided(np.asarray(x), self.layout), *args, **params)
+    def __call__(self, *args: Any, **params: Any) -> Any:
+        laid = [a if self.layouts.get(k) is None
+                else in_order.restrided(np.asarray(a), self.layouts[k])
+                for k, a in enumerate(args)]
+        return self.fn(*laid, **params)
 
 
 def _as_numpys_layouts(op: ops.Op, args: tuple) -> tuple:

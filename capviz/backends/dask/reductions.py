@@ -41,6 +41,9 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
     chunks is checked where an overflow could depend on the order of addition
     (:mod:`capviz.backends.dask.overflow`), and computed as NumPy does where it could."""
     shape, dtype = expected(op, args, params)
+    standins = _strided_operands(op, args, dtype)
+    if standins is not None:  # an operand NumPy holds strided: on its strides
+        return check_result(op, whole(op, args, params, standins), shape, dtype)
     if in_order.wanted(op.name, args, params, dtype, NODE.get()):
         host = (in_order.NODES.get() or {}).get(NODE.get())
         contiguous = host is not None and (host.flags.c_contiguous or host.flags.f_contiguous)
@@ -66,6 +69,22 @@ def accumulate(op: ops.Op, args: tuple, params: dict) -> Any:
         if all(is_array(a) for a in args):
             result = _checked(op, args, params, result)
     return check_result(op, result, shape, dtype)
+
+
+def _strided_operands(op: ops.Op, args: tuple, dtype: Any) -> list | None:
+    """For a float or complex product one of whose operands NumPy holds in another layout than
+    C order (a strided or flipped view, a transpose), where that product is on one block
+    anyway or is followed (:func:`capviz.backends.dask.before_cancel.feeding`): each operand's
+    strides (:func:`capviz.backends.dask.in_order.operand_standins`); else ``None``. A product
+    that is an output and spans several blocks keeps dask.array's blocks and its declared
+    bound."""
+    if op.name not in traits.CONTRACT or np.dtype(dtype).kind not in "fc":
+        return None
+    arrays = [a for a in args if is_array(a)]
+    if not all(a.npartitions == 1 for a in arrays) \
+            and NODE.get() not in (before_cancel.FEEDING.get() or {}):
+        return None
+    return in_order.operand_standins(_node())
 
 
 def _checked(op: ops.Op, args: tuple, params: dict, result: Any) -> Any:
