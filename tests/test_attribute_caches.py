@@ -192,3 +192,31 @@ def test_a_deque_slot_updated_from_itself_is_refused_at_its_line():
     with pytest.raises(UnsupportedOperationError) as info:
         cv.capture(DequeSlot().step, cv.spec((3,), "float64"))
     assert "stores values of the capture over items it held" in str(info.value)
+
+
+class Last:
+    def __init__(self, start):
+        self.W = np.ones(3)
+        self.last = start
+
+    def step(self, x):
+        out = x * self.W
+        self.last = out.mean()
+        return out
+
+
+@pytest.mark.parametrize("start", [None, 0.0])
+def test_the_last_loss_kept_on_an_attribute_is_set_by_each_replay(start):
+    """Review 8, finding 19 / review 7, finding 20 (refusal of common code): refused with
+    'create self.last before the capture', which refused again once applied."""
+    for warm in (False, True):
+        model, twin = Last(start), Last(start)
+        if warm:
+            model.step(np.ones(3))
+            twin.step(np.ones(3))
+        graph = cv.capture(model.step, cv.spec((3,), "float64"))
+        for k in range(3):
+            x = np.arange(3.0) + k
+            graph.replay({"x": x})
+            twin.step(x)
+            assert type(model.last) is type(twin.last) and model.last == twin.last

@@ -153,8 +153,10 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                                    (place.path[0], place.path[1][:-1]))
                     effects.record_attribute(holder, place.key, found, recorder)  # set again
                 continue  #                                               by each replay
-        if type(found) is Tensor and place.kind == "attribute" and \
-                type(place.value) is np.ndarray:
+        if type(found) is Tensor and place.kind == "attribute" and (
+                type(place.value) is np.ndarray or place.value is None or
+                type(place.value) in (int, float) or isinstance(place.value, (
+                    np.floating, np.integer))):  # (self.last = x.mean(): review 8, #19)
             if read is None:
                 read = {id(ref()) for ref in recorder.graph.constant_origins.values()}
             if _cache_set(place, found, recorder, fn, read) and not asks():
