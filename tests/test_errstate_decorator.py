@@ -87,3 +87,33 @@ def test_the_captured_function_itself_a_prebuilt_errstate_a_method_and_a_lambda_
     names, a call inside a lambda."""
     with pytest.raises(cv.UnsupportedOperationError, match=r"is decorated with np\.errstate"):
         cv.capture(fn, np.ones(3))
+
+
+class Kinds:
+    @staticmethod
+    @np.errstate(divide="raise")
+    def s(x):
+        return 1.0 / x
+
+    @classmethod
+    @np.errstate(divide="raise")
+    def c(cls, x):
+        return 1.0 / x
+
+    @np.errstate(divide="raise")
+    def __call__(self, x):
+        return 1.0 / x
+
+
+OBJECT = Kinds()
+
+
+@pytest.mark.parametrize("fn", [lambda x: Kinds.s(x), lambda x: Kinds.c(x), lambda x: OBJECT(x),
+                                lambda x: getattr(Kinds, "s")(x)])
+def test_a_decorated_static_class_or_call_method_is_refused_where_it_is_called(fn):
+    """Hostile review 8, finding 29 (silent after 0ece947, checked): the wrapper's own call of
+    NumPy's _make_extobj is hooked, whatever reaches it."""
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(fn, np.ones(3))
+    assert "np.errstate(...) is not supported by capviz" in str(info.value).splitlines()[0]
+    assert f"at {__file__}:" in str(info.value).splitlines()[0]

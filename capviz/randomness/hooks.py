@@ -565,6 +565,25 @@ def _seterr_hook(original: Callable) -> Callable:
     return _wrap(hooked, original, "seterr")
 
 
+def _decorator_hook(original: Callable) -> Callable:
+    """NumPy's ``_make_extobj``, which the wrapper ``@np.errstate(...)`` makes calls (looking it
+    up in its module each call) before it runs the decorated function: called from that
+    wrapper during a capture with a raising setting, refused at the user's line that calls the
+    decorated function, however it is reached (a staticmethod, a classmethod, a callable
+    object's ``__call__``, a partial, ``getattr``: hostile review 8, finding 29)."""
+
+    def hooked(*args: Any, **kwargs: Any) -> Any:
+        if active() is not None and not getattr(_busy, "on", False) and \
+                sys._getframe(1).f_code is _ERRSTATE_INNER and \
+                (_raising(kwargs.values()) or callable(kwargs.get("call"))):
+            here = _open_here()
+            if here:
+                raise here[0].refuse_here("np.errstate(...)", _ERRSTATE_REASON)
+        return original(*args, **kwargs)
+
+    return _wrap(hooked, original, "_make_extobj")
+
+
 def _make_plan() -> list[tuple[Any, str, Any, bool]]:
     plan = _numpy_plan()
     for name in REFERENCE_COUNTS:
@@ -572,6 +591,9 @@ def _make_plan() -> list[tuple[Any, str, Any, bool]]:
     plan.append((numpy.errstate, "__enter__", _errstate_enter_hook(numpy.errstate.__enter__),
                  False))
     plan.append((numpy, "seterr", _seterr_hook(numpy.seterr), False))
+    config = sys.modules.get("numpy._core._ufunc_config")
+    if config is not None and callable(getattr(config, "_make_extobj", None)):
+        plan.append((config, "_make_extobj", _decorator_hook(config._make_extobj), False))
     inst = random._inst  # type: ignore[attr-defined]
     for name in PYTHON_SEEDS + PYTHON_DRAWS:
         kind = "seed" if name in PYTHON_SEEDS else "draw"
