@@ -217,3 +217,32 @@ def test_a_complex_scalar_product_is_numpy_s_scalar_math(spelling, name):
     y[::2] = (x[::2] * dtype(1e7 * (1 + 1e-3j))).astype(dtype)  # parts that nearly cancel
     fn = SCALAR[spelling]
     _same_bits(np.asarray(_replay(fn, x, y)), np.asarray(fn(x, y)))
+
+
+EINSUM = {  # one term per output: NumPy's einsum loop multiplies unfused, into a zeroed output
+    "np.einsum('i,i->i', x, y)": lambda x, y: np.einsum("i,i->i", x, y),
+    "np.einsum('ij,ij->ij', ...)": lambda x, y: np.einsum("ij,ij->ij", x.reshape(4, 8),
+                                                          y.reshape(4, 8)),
+    "np.einsum('ji,ij->ij', ...)": lambda x, y: np.einsum("ji,ij->ij", x.reshape(8, 4),
+                                                          y.reshape(4, 8)),
+    "np.einsum('i,j->ij', x, y)": lambda x, y: np.einsum("i,j->ij", x[:6], y[:5]),
+    "np.einsum(',i->i', x[0], y)": lambda x, y: np.einsum(",i->i", x[0], y),
+    "np.einsum('...,...', x, y)": lambda x, y: np.einsum("...,...", x, y),
+    "np.einsum('i,i->i', x, y.real)": lambda x, y: np.einsum("i,i->i", x, y.real),
+}
+
+
+@pytest.mark.parametrize("name", list(DTYPES))
+@pytest.mark.parametrize("spelling", list(EINSUM))
+def test_a_complex_einsum_of_one_term_is_numpy_s_loop(spelling, name):
+    # #25's item (R7 #26's rest): XLA's own complex product differed in the last bits, and
+    # np.einsum('i,i->i', x, y) - x * y cancels them (fails before on these values: checked)
+    dtype = DTYPES[name][0]
+    rng = np.random.default_rng(9)
+    x = ((rng.random(32) - 0.5) * 100 + 1j * (rng.random(32) - 0.5) * 100).astype(dtype)
+    y = ((rng.random(32) - 0.5) * 5e8 + 1j * (rng.random(32) - 0.5) * 5e8).astype(dtype)
+    y[::2] = (x[::2] * dtype(1e7 * (1 + 1e-3j))).astype(dtype)
+    zeros = np.array([0.0, -0.0, 1.0, -1.0], DTYPES[name][1])
+    x[:16] = np.array([complex(a, b) for a in zeros for b in zeros], dtype)  # signed zeros
+    fn = EINSUM[spelling]
+    _same_bits(np.asarray(_replay(fn, x, y)), np.asarray(fn(x, y)))

@@ -26,13 +26,16 @@ NumPy keeps subnormal would be flushed (:func:`_flushed32`, :func:`_flushed64`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from capviz import ops
 from capviz.backends.jax.trace import TRACE
 from capviz.backends.jax.unfused import rounded
+from capviz.ops.products import einsum_terms
 
 _SPLIT = float(2 ** 27 + 1)
 """Veltkamp's splitting constant for float64 (``2**ceil(53 / 2) + 1``)."""
@@ -278,6 +281,51 @@ def _scalar_multiply(jnp: Any) -> Callable:
     return scalar_multiply
 
 
+def _einsum(fallback: Callable | None) -> Callable[[Any], Callable]:
+    """``np.einsum`` of two complex operands and one term per output (no summed label, or
+    summed labels of size 1: ``'i,i->i'``, ``'i,j->ij'``, ``'ij,ij->ij'``): NumPy's einsum loop,
+    which multiplies unfused as its scalar math does (:func:`plain`; ``/work/notes/s36/25j/
+    einsumform.py``: every element of 20,000 drawn pairs per type, where the fused multiply
+    differs), then adds the product to its zeroed output (a zero part is +0.0, as
+    :func:`capviz.backends.jax.unfused.sums_from_zero` makes a real one). XLA's own complex
+    product there differed in the last bits, and ``np.einsum('i,i->i', x, y) - x * y`` cancels
+    them. Each real product is the same einsum of the parts, one term, rounded before the sum
+    reads it."""
+
+    def make(jnp: Any) -> Callable:
+        own = fallback(jnp) if fallback is not None else ops.OPS["einsum"].bind(jnp)
+
+        def einsum(*operands: Any, **params: Any) -> Any:
+            subscripts = params.get("subscripts")
+            if len(operands) != 2 or set(params) != {"subscripts"} \
+                    or not isinstance(subscripts, str):
+                return own(*operands, **params)
+            a, b = (jnp.asarray(v) for v in operands)
+            dtype = np.result_type(np.dtype(a.dtype), np.dtype(b.dtype))
+            if dtype.kind != "c":
+                return own(*operands, **params)
+            labels, kept, sizes = einsum_terms(subscripts, [tuple(a.shape), tuple(b.shape)])
+            summed = (set(labels[0]) | set(labels[1])) - set(kept)
+            if math.prod(int(sizes[k]) for k in summed) != 1:
+                return own(*operands, **params)
+            from jax import lax
+
+            a, b = a.astype(dtype), b.astype(dtype)
+
+            def product(u: Any, v: Any) -> Any:
+                return _rounded(own(u, v, subscripts=subscripts))
+
+            real = product(jnp.real(a), jnp.real(b)) - product(jnp.imag(a), jnp.imag(b))
+            imag = product(jnp.real(a), jnp.imag(b)) + product(jnp.imag(a), jnp.real(b))
+            # added to the zeroed output: a zero part is +0.0 (a select XLA leaves)
+            real, imag = (lax.select(v == 0, lax.full_like(v, 0), v) for v in (real, imag))
+            return lax.complex(real, imag)
+
+        return einsum
+
+    return make
+
+
 def forms(existing: dict[str, Callable[[Any], Callable]]) -> dict[str, Callable]:
     """The forms of the ops whose complex result NumPy computes with its ``multiply`` loop
     (``outer``, ``linalg.outer``, ``kron``): NumPy's form of complex operands, else the form
@@ -285,4 +333,5 @@ def forms(existing: dict[str, Callable[[Any], Callable]]) -> dict[str, Callable]
     and a complex scalar's own ``*`` (``scalar_multiply``: :func:`plain`)."""
     return {"outer": _outer("outer", existing.get("outer")),
             "linalg.outer": _outer("linalg.outer", existing.get("linalg.outer")),
-            "kron": _kron(existing.get("kron")), "scalar_multiply": _scalar_multiply}
+            "kron": _kron(existing.get("kron")), "scalar_multiply": _scalar_multiply,
+            "einsum": _einsum(existing.get("einsum"))}
