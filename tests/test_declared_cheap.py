@@ -131,3 +131,26 @@ def test_the_operand_read_from_the_result_and_the_other_is_never_below_its_magni
             r = ja[0] + ja[1] if op == "add" else ja[0] - ja[1]
             above = np.asarray(carried._operand_above(jnp, op, position, ja, r, real))
             assert np.all(above >= np.abs(u.astype(np.complex128)))
+
+
+LARGE = (np.random.default_rng(12).standard_normal(64) * 0.3).astype(np.float32)
+
+
+def _dense_trained(x):
+    return x @ W + LARGE
+
+
+def test_a_bias_of_a_trained_models_size_takes_the_exact_bound_in_the_fast_program():
+    # fails before: the cheap test failed where the bias halves an output (R8 #30) and every
+    # call ran the precise program too (traced for it: checks[True])
+    pytest.importorskip("jax")
+    from capviz.backends.jax.backend import BACKEND
+
+    x = np.random.default_rng(0).standard_normal((64, 768)).astype(np.float32)
+    graph = cv.capture(_dense_trained, cv.spec(x.shape, x.dtype))
+    got = np.asarray(graph.compile(backend="jax")(x)[0])
+    compiled = BACKEND._compiled[graph.replay_cache["jax"][2]]
+    want = _dense_trained(x)
+    assert np.abs(want).min() < 0.5 * np.abs(x @ W).max()
+    assert np.all(np.abs(got - want) <= 1e-4 + 1e-4 * np.abs(want))
+    assert True not in compiled.checks
