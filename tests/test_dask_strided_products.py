@@ -3,7 +3,8 @@
 before stop 36): NumPy's product of such a view is not its BLAS's product of the contiguous block
 dask.array hands it (``x[:, ::2] @ ones[:32] - t`` of float32 values near 1e3 in one chunk: 0.75
 against NumPy's 0.7480469). Where the product is on one block anyway, or followed (an op reads
-it), it runs as NumPy's function on buffers with each operand's own strides."""
+it), it runs as NumPy's function on buffers with each operand's own strides (views of one value
+in NumPy, ``v @ v.T``: views of one buffer)."""
 
 from __future__ import annotations
 
@@ -40,12 +41,22 @@ def test_a_product_of_a_strided_view_is_numpys_bits(spelling, chunks):
     assert got.dtype == want.dtype and np.array_equal(got, want)
 
 
-@pytest.mark.parametrize("chunks", [64, (8, 16)], ids=str)
-def test_a_product_of_a_value_and_its_own_transpose_stays_numpys(chunks):
-    # one buffer in NumPy (its syrk): not copied into two (a strided view times its own
-    # transpose, v = x[:, ::2]; v @ v.T, is still off NumPy's in one chunk: open)
-    def fn(x):
-        return x @ x.T - np.float32(6.4e7)
+SHARED = {  # operands that are views of one value: NumPy's product reads one buffer
+    "x @ x.T": lambda x: x @ x.T - np.float32(6.4e7),
+    "v @ v.T, v = x[:, ::2]": lambda x: (lambda v: v @ v.T - np.float32(3.2e7))(x[:, ::2]),
+    "v.T @ v, v = x[::2]": lambda x: (lambda v: v.T @ v - np.float32(1.6e7))(x[::2]),
+    "np.dot(v, v.T), v = x[:, ::-1]": lambda x: (lambda v: np.dot(v, v.T)
+                                                  - np.float32(6.4e7))(x[:, ::-1]),
+    "x[:, ::2] @ x[:, 1::2].T": lambda x: x[:, ::2] @ x[:, 1::2].T - np.float32(3.2e7),
+}
+
+
+@pytest.mark.parametrize("chunks", [64, (8, 16), 2], ids=str)
+@pytest.mark.parametrize("spelling", list(SHARED))
+def test_a_product_of_views_of_one_value_is_numpys_on_one_buffer(spelling, chunks):
+    # each operand written into one buffer at its own place (refused or silent before for a
+    # strided view: v @ v.T in one chunk 8.0 off NumPy's)
+    fn = SHARED[spelling]
 
     graph = cv.capture(fn, cv.spec(X.shape, X.dtype))
     got = graph.replay({"x": X}, backend="dask", chunks=chunks)["out"]

@@ -254,6 +254,15 @@ class Standin:
         root = np.zeros(1, np.uint8)
         return cls(np.lib.stride_tricks.as_strided(root, shape, strides), root)
 
+    def place(self) -> tuple[tuple, tuple, int, int, int]:
+        """(shape, strides, the first element's offset, the lowest and the highest offset
+        read), in elements from the stand-in's one byte of memory."""
+        shape, strides = self.view.shape, self.view.strides
+        first = self.view.__array_interface__["data"][0] - self.root.__array_interface__["data"][0]
+        low = first + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides) if n)
+        high = first + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides) if n)
+        return shape, strides, first, low, high
+
     def layout(self) -> tuple[tuple, tuple, int, int]:
         """(shape, strides, the first element's offset in a buffer, the buffer's length), in
         elements."""
@@ -391,8 +400,8 @@ def operand_standins(node: Node | None) -> list | None:
         return None
     tensors = [a for a in node.args if isinstance(a, Node)]
     roots = [_root(a) for a in tensors]
-    if len(set(roots)) != len(roots):  # views of one buffer (x @ x.T: NumPy's syrk): as it is
-        return None
+    if len(set(roots)) != len(roots):  # views of one buffer (x @ x.T: NumPy's syrk)
+        return _one_buffer(layouts, tensors)
     found: list = []
     for a in tensors:
         order = layouts.order(a)[0]
@@ -406,6 +415,37 @@ def operand_standins(node: Node | None) -> list | None:
             return None
         found.append(standin.layout())
     return found if any(f is not None for f in found) else None
+
+
+def _one_buffer(layouts: Layouts, tensors: list) -> list | None:
+    """Each tensor operand's place in one buffer, where they are all views of one value and one
+    of them is strided (``v @ v.T`` of ``v = x[:, ::2]``: NumPy's product reads one buffer, the
+    hostile review 8's finding 25), as ``("buffer", shape, strides, first, low, length)``
+    (elements; :func:`restrided_together`); else ``None`` (``x @ x.T`` of a contiguous ``x``
+    is left as it was)."""
+    standins = [layouts.standin(a) for a in tensors]
+    if any(s is None for s in standins) or len({id(s.root) for s in standins}) != 1 \
+            or not any(isinstance(layouts.order(a)[0], Strided) for a in tensors):
+        return None
+    places = [s.place() for s in standins]
+    low = min(p[3] for p in places)
+    high = max(p[4] for p in places)
+    return [("buffer", shape, strides, first - low, high - low + 1)
+            for shape, strides, first, _, _ in places]
+
+
+def restrided_together(values: list, layouts: list) -> list:
+    """``values`` written into one new buffer at the places ``layouts`` give
+    (:func:`_one_buffer`): views of it, as NumPy's operands are views of one value."""
+    length = layouts[0][4]
+    buffer = np.empty(length, values[0].dtype)
+    views = []
+    for value, (_, shape, strides, first, _) in zip(values, layouts):
+        view = np.lib.stride_tricks.as_strided(
+            buffer[first:], shape, tuple(s * value.itemsize for s in strides))
+        view[...] = value
+        views.append(view)
+    return views
 
 
 def _root(node: Node) -> int:

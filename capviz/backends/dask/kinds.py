@@ -77,9 +77,16 @@ class Restrided:
         self.layouts = layouts
 
     def __call__(self, *args: Any, **params: Any) -> Any:
-        laid = [a if self.layouts.get(k) is None
+        together = [k for k, layout in self.layouts.items()
+                    if layout is not None and layout[0] == "buffer"]
+        laid = [a if self.layouts.get(k) is None or k in together
                 else in_order.restrided(np.asarray(a), self.layouts[k])
                 for k, a in enumerate(args)]
+        if together:  # views of one value in NumPy: views of one buffer
+            views = in_order.restrided_together([np.asarray(args[k]) for k in together],
+                                                [self.layouts[k] for k in together])
+            for k, view in zip(together, views):
+                laid[k] = view
         return self.fn(*laid, **params)
 
 
