@@ -89,6 +89,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
     lists: dict[int, set[int]] | None = None
     binds: list[tuple[Place, np.ndarray]] = []
     asks = functools.cache(lambda: _asks_on_path(fn, places))
+    known = None  # (the ids of the walked arrays: _unexplained)
     walked = {id(p.holder) for p in places if p.kind == "items"}  # (their logs: effects.py)
     logs = {id(p.holder): (dict(p.holder) if isinstance(p.holder, dict) else list(p.holder))
             for p in places if p.kind == "items" and  # as the call left them (effects.py)
@@ -159,7 +160,10 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                     np.floating, np.integer))):  # (self.last = x.mean(): review 8, #19)
             if read is None:
                 read = {id(ref()) for ref in recorder.graph.constant_origins.values()}
-            if _cache_set(place, found, recorder, fn, read) and not asks():
+            if known is None:  # (the walked arrays and the arrays they are views of)
+                known = {id(a) for p in places if type(p.value) is np.ndarray
+                         for a in _bases(p.value)}
+            if _cache_set(place, found, recorder, fn, read, known) and not asks():
                 place.put_back()  # a cache the call sets over the last one (self.x = x after
                 _set_by_replays(place, found, recorder)  # an eager call): by each replay
                 continue
@@ -557,14 +561,15 @@ def _refuse_asked(label: str, tensor: Tensor, recorder: Any, fn: Callable | None
 
 
 def _cache_set(place: Place, tensor: Tensor, recorder: Any, fn: Callable | None,
-               read: set[int]) -> bool:
+               read: set[int], known: set[int] = frozenset()) -> bool:
     """Whether the call sets attribute ``place`` (which held an ndarray) to ``tensor``, a value
     of the data, and no line of ``fn``, of a method of the object or a function of its module
     ``fn`` names, mentions the attribute but to set it (NumPy may read the array it held with
     no tensor: ``0.9 * self.m``, which the graph keeps): a cache each call sets anew
     (``self.x = x`` in a layer's forward after an eager call: review 8, finding 3), which each
     replay can set as the call does."""
-    if not of_data(tensor, recorder) or read_by_capture(place.value, read) or fn is None:
+    if not of_data(tensor, recorder) or read_by_capture(place.value, read) or fn is None \
+            or _unexplained(recorder, tensor, known):
         return False
     found = source_lines(fn)
     if found is None:
@@ -580,6 +585,33 @@ def _cache_set(place: Place, tensor: Tensor, recorder: Any, fn: Callable | None,
                 return False
     reading = re.compile(rf"\.{re.escape(place.key)}\b(?!\s*=(?!=))")
     return not any(reading.search(part) for text in texts for part in text.split(";"))
+
+
+def _bases(array: np.ndarray) -> list[np.ndarray]:
+    found = [array]
+    while isinstance(found[-1].base, np.ndarray):
+        found.append(found[-1].base)
+    return found
+
+
+def _unexplained(recorder: Any, tensor: Tensor, known: set[int]) -> bool:
+    """Whether ``tensor`` is computed from an array constant that is no array the walk found
+    (``known``: their ids), an array NumPy made with no tensor (``0.9 * self.W`` in a method of
+    another object: the old value, baked in; W=20c's census, 05:12, silent): a value no replay
+    can be trusted to set."""
+    graph = recorder.graph
+    origins = graph.constant_origins
+    stack, seen = [current(recorder, tensor)], set()
+    while stack:
+        n = stack.pop()
+        if n.index in seen:
+            continue
+        seen.add(n.index)
+        if n.kind == "constant" and n.shape not in ((), None) and (
+                n.index not in origins or id(origins[n.index]()) not in known):
+            return True
+        stack.extend(a for a in n.args if type(a) is type(n))
+    return False
 
 
 def _set_by_replays(place: Place, tensor: Tensor, recorder: Any) -> None:
