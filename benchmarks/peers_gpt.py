@@ -5,7 +5,9 @@ python benchmarks/peers_gpt.py [--layers N] [--tokens T] [--rounds R] [--bias-sc
 The program is ``benchmarks/gpt2_pico.py``, picoGPT's ``gpt2.py`` in plain NumPy, GPT-2 small's
 shape by default (12 layers, width 768, 64 tokens, random float32 weights, every bias
 ``0.02 * N(0, 1)``: nonzero, as a trained model's, so that the checks of a bias add that can
-cancel its product are paid as a real model pays them; ``--bias-scale 0`` for zeros). capviz
+cancel its product are paid as a real model pays them; ``--bias-scale 0`` for zeros; the JAX
+replay is also timed with biases ``0.3 * N(0, 1)``, ``--also-bias-scale``, nearer a trained
+GPT-2's, whose bias adds that halve an output take the exact bound's slower path). capviz
 captures it unchanged; the peer runs the same source with its ``np`` bound to ``jax.numpy``.
 Every figure is the median of rounds interleaved in one run (the two sides in turn; wall time,
 or with ``--clock cpu`` this process's CPU time, XLA's threads included), and each row compares
@@ -81,6 +83,35 @@ def jax_parts(jax, graph, device_ids, peer, rounds, clock) -> list:
              f"jax.jit {1e3 * t_jit:.1f} ms", t_check / t_jit)]
 
 
+def rebiased(params, scale: float, rng):
+    """``params`` with every bias (the dense layers' and the layer norms' ``b``) drawn again as
+    ``scale * N(0, 1)``, the weights shared."""
+    if isinstance(params, dict):
+        return {k: (rng.standard_normal(v.shape, np.float32) * np.float32(scale))
+                if k == "b" else rebiased(v, scale, rng) for k, v in params.items()}
+    if isinstance(params, list):
+        return [rebiased(v, scale, rng) for v in params]
+    return params
+
+
+def other_biases(jax, weights, scale, spec, device_ids, peer_forward, n_head, rounds,
+                 clock) -> tuple:
+    """The JAX replay row of the same forward with biases ``scale * N(0, 1)`` (same weights),
+    against ``jax.jit`` of it in the same rounds."""
+    other = rebiased(weights, scale, np.random.default_rng(2))
+    fn = cv.capture(lambda x: gpt2_embedded(x, **other, n_head=n_head), spec).compile(
+        backend="jax")
+    jitted = jax.jit(peer_forward)
+    device_params = jax.device_put(other)
+    jax.block_until_ready(fn(device_ids))
+    jax.block_until_ready(jitted(device_ids, device_params))
+    t_jax, t_jit = interleaved([lambda: jax.block_until_ready(fn(device_ids)),
+                                lambda: jax.block_until_ready(jitted(device_ids, device_params))],
+                               rounds=rounds, clock=clock)
+    return (f"  same, biases {scale} * N(0, 1)", f"{1e3 * t_jax:.1f} ms",
+            f"jax.jit {1e3 * t_jit:.1f} ms", t_jax / t_jit)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, default=12)
@@ -92,6 +123,10 @@ def main() -> None:
     parser.add_argument("--bias-scale", type=float, default=0.02,
                         help="every bias (dense layers', layer norms') this times N(0, 1); 0: "
                              "zeros (the default before stop 36, R7 #34)")
+    parser.add_argument("--also-bias-scale", type=float, default=0.3,
+                        help="a second bias scale whose JAX replay is timed too, on the same "
+                             "weights (trained GPT-2's biases run to units: a bias that halves "
+                             "an output takes the exact bound's slower path); 0: none")
     parser.add_argument("--picogpt-scalars", action="store_true",
                         help="keep picoGPT's np.sqrt scalars (float64 under NumPy 2)")
     parser.add_argument("--parts", action="store_true",
@@ -165,6 +200,9 @@ def main() -> None:
                                rounds=args.rounds, clock=clock)
     rows.append(("replay, backend='jax'", f"{1e3 * t_jax:.1f} ms", f"jax.jit {1e3 * t_jit:.1f} ms",
                  t_jax / t_jit))
+    if args.also_bias_scale:
+        rows.append(other_biases(jax, weights, args.also_bias_scale, spec, device_ids,
+                                 peer_forward, n_head, args.rounds, clock))
     if args.parts:
         rows.extend(jax_parts(jax, kept, device_ids, lambda: jitted(device_ids, device_params),
                               args.rounds, clock))
