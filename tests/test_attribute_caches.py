@@ -220,3 +220,23 @@ def test_the_last_loss_kept_on_an_attribute_is_set_by_each_replay(start):
             graph.replay({"x": x})
             twin.step(x)
             assert type(model.last) is type(twin.last) and model.last == twin.last
+
+
+class LoopAlias:
+    def __init__(self):
+        self.vs = [np.ones(3)]
+
+    def step(self, x):
+        for i, v in enumerate(self.vs):
+            self.vs[i] = 0.9 * v - 0.1 * x
+        return x * 1.0
+
+
+def test_a_list_slot_rebound_from_its_loop_alias_replays_as_eager():
+    """W=20t 05:17 (silent, pre-existing): 0.9 * v was baked and the slot refilled with it."""
+    model, twin = LoopAlias(), LoopAlias()
+    graph = cv.capture(model.step, cv.spec((3,), "float64"))
+    for _ in range(3):
+        graph.replay({"x": np.ones(3)})
+        twin.step(np.ones(3))
+        assert np.array_equal(model.vs[0], twin.vs[0])

@@ -141,7 +141,12 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                     id(place.holder) in walked and not _running(place, found, fn):
                 continue  # a value logged over a number (hist["mean"] = x.mean(), a list
                 #           emptied and filled): an effect of the walked container's (below)
+            if type(place.value) is np.ndarray and known is None:
+                known = {id(a) for p in places if type(p.value) is np.ndarray
+                         for a in _bases(p.value)}
             if not read_by_capture(place.value, read) and not _stored_over(place, lists, fn) \
+                    and not (type(place.value) is np.ndarray and  # (self.vs[i] = 0.9 * v - ...
+                             _unexplained(recorder, found, known)) \
                     and not isinstance(place.value, _NUMBERS) \
                     and not (place.value is None and accumulates(recorder, found, place)):
                 place.put_back()  # not refused: a scratch item or attribute (self.l1.x = x)
