@@ -5,6 +5,7 @@ the questions :func:`capviz.trace.rebound.put_back` asks of each tensor it finds
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -17,21 +18,27 @@ from capviz.trace.places import Place
 from capviz.trace.tensor import Tensor
 
 
-def of_data(tensor: Tensor, recorder: Any) -> bool:
-    """Whether ``tensor`` is computed from the data: an input, a state, a constant read from an
-    outside array (not a buffer of constants only, a memo: hostile review 6, finding 25)."""
-    graph = recorder.graph
+def reaches(recorder: Any, tensor: Tensor, found: Callable[[Any], bool]) -> bool:
+    """Whether ``tensor``'s node, or any node it is computed from, is one ``found`` accepts
+    (a walk of the recorded graph back from the tensor's current node)."""
     stack, seen = [current(recorder, tensor)], set()
     while stack:
         n = stack.pop()
         if n.index in seen:
             continue
         seen.add(n.index)
-        if n.kind in ("input", "state") or (n.kind == "constant" and
-                                            n.index in graph.constant_origins):
+        if found(n):
             return True
         stack.extend(a for a in n.args if type(a) is type(n))
     return False
+
+
+def of_data(tensor: Tensor, recorder: Any) -> bool:
+    """Whether ``tensor`` is computed from the data: an input, a state, a constant read from an
+    outside array (not a buffer of constants only, a memo: hostile review 6, finding 25)."""
+    origins = recorder.graph.constant_origins
+    return reaches(recorder, tensor, lambda n: n.kind in ("input", "state") or (
+        n.kind == "constant" and n.index in origins))
 
 
 

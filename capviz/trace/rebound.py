@@ -57,7 +57,14 @@ from capviz.trace.fn_lines import (
 )
 from capviz.trace.mutation import current
 from capviz.trace.places import DEPTH, ITEMS, SEQUENCES, Place, anchored, function_of, tensor_in
-from capviz.trace.provenance import ABSENT, accumulates, made_here, of_data, read_by_capture
+from capviz.trace.provenance import (
+    ABSENT,
+    accumulates,
+    made_here,
+    of_data,
+    reaches,
+    read_by_capture,
+)
 from capviz.trace.recapture import CHANGES, line_code
 from capviz.trace.tensor import Tensor
 
@@ -604,19 +611,9 @@ def _unexplained(recorder: Any, tensor: Tensor, known: set[int]) -> bool:
     (``known``: their ids), an array NumPy made with no tensor (``0.9 * self.W`` in a method of
     another object: the old value, baked in; W=20c's census, 05:12, silent): a value no replay
     can be trusted to set."""
-    graph = recorder.graph
-    origins = graph.constant_origins
-    stack, seen = [current(recorder, tensor)], set()
-    while stack:
-        n = stack.pop()
-        if n.index in seen:
-            continue
-        seen.add(n.index)
-        if n.kind == "constant" and n.shape not in ((), None) and (
-                n.index not in origins or id(origins[n.index]()) not in known):
-            return True
-        stack.extend(a for a in n.args if type(a) is type(n))
-    return False
+    origins = recorder.graph.constant_origins
+    return reaches(recorder, tensor, lambda n: n.kind == "constant" and n.shape not in ((), None)
+                   and (n.index not in origins or id(origins[n.index]()) not in known))
 
 
 def _set_by_replays(place: Place, tensor: Tensor, recorder: Any) -> None:
