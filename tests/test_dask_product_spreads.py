@@ -85,3 +85,24 @@ def test_a_product_of_a_strided_view_read_by_an_op_is_left_to_dask_array_not_ref
     graph = cv.capture(fn, cv.spec(x.shape, x.dtype))
     got = graph.replay({"x": x}, backend="dask", chunks=(4, 96))["out"]
     assert np.allclose(got, fn(x), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("chunk_size, blocks", [("128MiB", (1, 1)), ("16KiB", (4, 1))],
+                         ids=["fits", "larger than a block"])
+def test_a_product_read_by_an_op_is_gathered_only_where_it_fits_one_block(chunk_size, blocks):
+    """A product read by an op is NumPy's bits on one block where its operands (48 KiB here)
+    fit dask's ``array.chunk-size``; larger ones keep dask.array's blocks (declared), since one
+    block of a larger-than-memory input fails on a worker (the stop-36 final CI's MemoryError in
+    tests/test_backend_dask.py's two-worker test)."""
+    import dask
+    import dask.array as da
+
+    graph = cv.capture(lambda x: np.abs(x @ O2), cv.spec(X.shape, X.dtype))
+    with dask.config.set({"array.chunk-size": chunk_size}):
+        lazy = graph.replay({"x": da.from_array(X, chunks=(4, 96))}, backend="dask",
+                            compute=False)["out"]
+    assert lazy.numblocks == blocks
+    got = lazy.compute()
+    if blocks == (1, 1):
+        assert np.array_equal(got, np.abs(X @ O2))
+    assert np.allclose(got, np.abs(X @ O2), rtol=1e-5)
