@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.jax.trace import TRACE
+from capviz.backends.jax.trace import TRACE, loop_key
 from capviz.backends.jax.unfused import rounded
 from capviz.ops.products import einsum_terms
 
@@ -271,8 +271,6 @@ def _scalar_multiply(jnp: Any) -> Callable:
     NumPy's ``multiply`` gives the operands (a Python float weakly)."""
 
     def scalar_multiply(a: Any, b: Any) -> Any:
-        from capviz.backends.jax.ops import loop_key
-
         dtype = np.multiply.resolve_dtypes((loop_key(a), loop_key(b), None))[-1]
         if dtype.kind != "c":
             return jnp.multiply(a, b)

@@ -31,7 +31,7 @@ from capviz.backends.jax.functions.polynomials import convolve_as_numpy
 from capviz.backends.jax.functions.ranges import linspace_as_numpy
 from capviz.backends.jax.functions.rounding import divided, product
 from capviz.backends.jax.random import bernoulli, normal, uniform
-from capviz.backends.jax.trace import cast, dtype_of, refusal, require
+from capviz.backends.jax.trace import cast, dtype_of, loop_key, refusal, require
 from capviz.ops import traits
 from capviz.ops.advanced_index import tensor_axes
 from capviz.ops.creation import RANGES
@@ -124,17 +124,6 @@ def _lists_as_arrays(fn: Callable) -> Callable:
 
     run.__name__ = getattr(fn, "__name__", "op")
     return run
-
-
-def loop_key(value: Any) -> Any:
-    """An operand as ``ufunc.resolve_dtypes`` takes it: a dtype, or a Python scalar's type
-    (NumPy 2 promotes those weakly)."""
-    kind = type(value)
-    if kind is int or kind is float or kind is complex:
-        return kind
-    if kind is bool:
-        return np.dtype(bool)
-    return dtype_of(value)
 
 
 _COMPLEX_SUMS = frozenset(("add", "subtract"))

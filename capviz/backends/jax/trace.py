@@ -33,6 +33,17 @@ def dtype_of(value: Any) -> np.dtype:
     return np.dtype(value.dtype) if hasattr(value, "dtype") else np.asarray(value).dtype
 
 
+def loop_key(value: Any) -> Any:
+    """An operand as ``ufunc.resolve_dtypes`` takes it: a dtype, or a Python scalar's type
+    (NumPy 2 promotes those weakly)."""
+    kind = type(value)
+    if kind is int or kind is float or kind is complex:
+        return kind
+    if kind is bool:
+        return np.dtype(bool)
+    return dtype_of(value)
+
+
 class Trace:
     """State of one trace of a program: which node each bound op call belongs to (the steps of
     ``program.table`` run in order, one call per op step), and the value checks made."""

@@ -19,9 +19,8 @@ from capviz.backends.jax.ops import (
     cast,
     functional,
     in_bounds,
-    loop_key,
 )
-from capviz.backends.jax.trace import dtype_of, refusal
+from capviz.backends.jax.trace import dtype_of, loop_key, refusal
 
 
 def _assign_flat(jnp: Any, x: Any, positions: Any, values: Any) -> Any:
