@@ -133,7 +133,10 @@ def test_a_product_of_strided_or_transposed_operands_is_c_ordered():
 def test_a_layer_norm_after_a_product_of_split_pieces_keeps_one_rounding():
     """The twelfth layer of GPT-2 in small: ``var`` along the last axis of values far larger
     than their spread, computed by a matmul of a split's pieces. NumPy adds it pairwise (the
-    product is C-ordered); held to the running sum's bound, it was refused."""
+    product is C-ordered); held to the running sum's bound, it was refused. Since stop 36
+    (edccf7e) the product's own declared bound, carried into the ``var`` that subtracts its
+    values from each other, is beyond the tolerance there (values near 1e3, spread near 1e-3):
+    the replay fails at the var for that reason, the product's, never the layout's."""
     r = np.random.default_rng(0)
     x = (r.standard_normal((64, 1536)) * 0.05).astype(np.float32)
     w = (1e3 / 768 + 1e-3 * r.standard_normal((768, 768))).astype(np.float32)
@@ -147,8 +150,11 @@ def test_a_layer_norm_after_a_product_of_split_pieces_keeps_one_rounding():
     # same variance is refused
     with pytest.raises(cv.ReplayError, match=r"added one row after another"):
         _replay(lambda a: np.var(((np.split(a, 2, axis=-1)[0] + 1.0) @ w).T, axis=0), x)
-    _, got = _replay(fn, x)
-    assert np.allclose(got, fn(x), rtol=1e-4, atol=1e-4)
+    with pytest.raises(cv.ReplayError, match=r"this var subtracts its values from each other") \
+            as caught:
+        _replay(fn, x)
+    assert "added one row after another" not in str(caught.value)
+    assert "np.matmul" in str(caught.value) and "backend='numpy'" in str(caught.value)
 
 
 def test_a_splits_pieces_are_strided_and_a_matmul_is_c_ordered():
