@@ -19,16 +19,9 @@ from tests.test_public_simulations import SIMULATIONS
 from tests.test_public_training import TRAINING
 
 ALL = {**MODELS, **TRAINING, **LEARNING, **SIMULATIONS, **NETWORKS, **SIGNALS}
-SILENT_NOW: dict[str, str] = {}  # (batchnorm_train_eval: a regression of 5234dae, closed)
 
 
-def _marked(name):
-    if name in SILENT_NOW:
-        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=SILENT_NOW[name]))
-    return name
-
-
-@pytest.mark.parametrize("name", [_marked(name) for name in ALL])
+@pytest.mark.parametrize("name", list(ALL))
 def test_a_later_capture_replays_as_eager_or_is_refused(name):
     verdict = run(ALL[name][0], warm=True)
     assert verdict.kind in ("exact", "refused"), (verdict.kind, verdict.detail)
