@@ -98,7 +98,7 @@ def _described(value: Any, depth: int = 3) -> bool:
 
 def _arrays(value: Any) -> bool:
     """An ndarray or NumPy scalar (logged by NumPy with no tensor: refused by its own rule,
-    capviz/trace/rebound.py's ``_numpy_logged``)."""
+    capviz/trace/container_items.py's ``numpy_logged``)."""
     return type(value) is not Tensor and isinstance(value, (np.ndarray, np.generic))
 
 

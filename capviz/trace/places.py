@@ -476,6 +476,13 @@ _LIBRARY_DIRS = tuple({sysconfig.get_paths()[key] for key in ("stdlib", "platstd
 SEQUENCES = (tuple, list, dict, collections.deque)
 
 
+REBINDABLE = frozenset(("attribute", "slot", "global", "dict", "list", "cell"))
+"""The kinds of :class:`Place` a replay can bind a new array to (one reference each)."""
+
+
+NUMBERS = (bool, int, float, complex, np.generic)
+
+
 
 def tensor_in(value: Any, recorder: Any, depth: int, every: bool = False) -> Tensor | None:
     """A tensor of ``recorder`` inside tuple, list or dict ``value`` (``depth`` levels; the

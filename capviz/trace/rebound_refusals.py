@@ -1,0 +1,183 @@
+"""The refusals of :func:`capviz.trace.rebound.put_back`, each at the user's line with the fix
+that applies: a number the call changed, an array NumPy computed bound outside the capture, a
+capture tensor (or a tuple, list or dict of them) left in a name, an attribute the code asks
+about, a class attribute shadowed."""
+
+from __future__ import annotations
+
+import linecache
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from capviz.core.user_code import UserCode, shorten
+from capviz.core.violations import Failure, explain
+from capviz.trace import effects, state_fixes
+from capviz.trace.effects import REBOUND
+from capviz.trace.fn_lines import label_pattern, naming_line, writing_line
+from capviz.trace.places import REBINDABLE, Place
+from capviz.trace.recapture import CHANGES, line_code
+from capviz.trace.tensor import Tensor
+
+_UPDATE = re.compile(r"^\s*(?P<target>[\w.]+(?:\[[^\]=]+\][\w.]*)*)\s*=\s*(?P=target)\s*"
+                     r"(?P<op>\*\*|//|[-+*/@%])\s*(?P<rest>.+?)\s*$")
+
+
+def refuse_changed(place: Place, now: Any, recorder: Any, source: Any,
+                    fn: Callable | None) -> None:
+    """Refuse a Python number the call changed (``self.t += 1`` with no array state, review 3
+    finding 25), at the line of ``fn`` that writes it, else at ``source`` (the capture's
+    line): a replay repeats what the capture computed from its value, and does not change
+    it."""
+    reason = (f"the call changes {place.label} ({place.value!r} -> {now!r}) every time it "
+              "runs, and the capture put it back")
+    where, text = writing_line(fn, place.label) if fn is not None else (None, "")
+    if where is None and fn is not None:  # changed by a call (next(self.sched) moves
+        where, text = naming_line(fn, place.label)  # self.sched.i): the line naming its owner
+    if where is not None:
+        source = where
+    message = explain(Failure("unsupported_op", CHANGES, place.label, source,
+                              UserCode("other", shorten(text)), None, reason))
+    recorder.pending.append(("unsupported_op", CHANGES, message, source))
+
+
+BY_NUMPY = "an array NumPy computed bound outside the capture"
+"""The ``call`` of the situation ``rebound_by_numpy``."""
+
+
+def refuse_numpy(place: Place, found: np.ndarray, recorder: Any, source: Any,
+                  fn: Callable | None) -> None:
+    """Put back the array ``place`` held, which the call rebound to ``found``, an array NumPy
+    computed with no tensor (``self.W = self.W * 0.99``, ``np.roll(self.W, 1)``, a swap):
+    the capture ran the update once and no replay would (hostile review 7, finding 8).
+    Refused at the line of ``fn`` that binds it (else ``source``); marked to be captured as
+    a rebind state (:mod:`capviz.trace.rebinding`: lifted, the name holds a tensor, so the
+    update is recorded) where the new array has the old one's shape and dtype."""
+    place.put_back()
+    where, text = writing_line(fn, place.label) if fn is not None else (None, "")
+    if where is None and fn is not None:  # (self.W, self.V = self.V, self.W)
+        where, text = writing_line(fn, place.label, unpacked=True)
+    fix = f"or pass {place.label} as an input and return its new value"
+    match = re.match(rf"^\s*{label_pattern(place.label)}\s*=(?!=)(?P<rest>.*)$", text)
+    update = _UPDATE.match(text) if type(place.value) is np.ndarray and \
+        place.value.ndim == 0 and not isinstance(found, np.ndarray) else None
+    written = None if update is None else state_fixes.operand_fix(
+        f"{update['target']} {update['op']}= {update['rest']}", place.value.dtype)
+    if written is not None:  # (self.lr = self.lr * 0.99 on a 0-d array: NumPy's scalar,
+        #  which no replay binds; in place, a state: review 7, finding 25's lr decay)
+        fix = (f"keep it a 0-d array and write it with a tensor, which the capture records "
+               f"as a state: {written}, {fix}")
+    elif match and re.search(rf"(?<![\w.]){label_pattern(place.label)}(?!\w)",
+                           match["rest"]):
+        new = re.sub(rf"(?<![\w.]){label_pattern(place.label)}(?![\w(])",
+                     f"cv.constant({place.label})", match["rest"].strip(), count=1)
+        fix = f"compute it from a tensor, which the capture records: {place.label} = {new}, {fix}"
+    else:
+        fix = f"compute it from a tensor (cv.constant({place.label})), which the capture " \
+              f"records, {fix}"
+    reason = (f"it held {_shown(place.value)} when the call started and NumPy made it "
+              f"{_shown(found)}")
+    message = explain(Failure("unsupported_op", BY_NUMPY, place.label, where or source,
+                              UserCode("other", shorten(text)), None, f"{reason}; {fix}"))
+    recorder.pending.append(("unsupported_op", BY_NUMPY, message, where or source))
+    if place.kind in REBINDABLE and type(found) is np.ndarray and \
+            found.shape == place.value.shape and found.dtype == place.value.dtype:
+        place.lifts = message
+
+
+def _shown(value: np.ndarray) -> str:
+    text = np.array2string(value, threshold=6, precision=6)
+    return shorten(f"{text} ({value.dtype}{list(value.shape)})", 60)
+
+
+RETURN_REASON = ("the capture put the original object back, and a replay can return a value "
+                  "but not bind it to a name; keep it a result: return it (return out, loss) "
+                  "and set the attribute from what the replay returns")
+
+
+NUMBER_REASON = effects.RUNNING
+
+
+CONTAINER_REASON = (
+    "the capture put the original object back, and a replay cannot bind a new tuple or list "
+    "to a name; keep each value in an ndarray written in place (self.h[...] = h), which the "
+    "capture records as a state, or return them")
+
+
+STORED_REASON = (
+    "the capture read arrays from it that a value of the capture then moved on, put back what "
+    "it held, and a replay cannot store into it; keep the values in one ndarray written in "
+    "place (buf[...] = np.concatenate([buf[1:], x[None]])), or pass them and return the new "
+    "ones")
+
+
+def refuse_asked(label: str, tensor: Tensor, recorder: Any, fn: Callable | None) -> None:
+    """Refuse an attribute the call sets (``self.prev = out``) where the code it runs asks
+    whether it exists (review 7's item, silent before: removed, and no replay set it)."""
+    where, text = writing_line(fn, label) if fn is not None else (None, "")
+    if where is None:
+        where = tensor._data.source
+        text = line_code(linecache.getline(where[0], where[1])) if where else ""
+    reason = (f"the code the call runs asks whether {label} exists (hasattr, getattr, vars), "
+              "and a later call takes the path it exists on, which this capture did not "
+              f"record; create {label} before the capture, by one eager call")
+    message = explain(Failure("unsupported_op", REBOUND, label, where,
+                              UserCode("other", shorten(text)), None, reason))
+    recorder.pending.append(("unsupported_op", REBOUND, message, where))
+
+
+def refuse_kept(label: str, tensor: Tensor, recorder: Any) -> None:
+    """Refuse a tuple, list or dict of values of the capture the call bound to a new attribute
+    (a layer's ``self.cache = (x, out)``), which no replay builds, at the line that made it."""
+    source = tensor._data.source
+    where, text = source, ""
+    if source:
+        for line, code in state_fixes.function_lines(source[0], source[1], source[2]):
+            if re.search(rf"(?<![\w.]){re.escape(label.split('.', 1)[-1])}\s*=(?!=)", code) \
+                    or re.search(rf"\.{re.escape(label.rsplit('.', 1)[-1])}\s*=(?!=)", code):
+                where, text = (source[0], line, source[2]), line_code(code)
+                break
+    message = explain(Failure("unsupported_op", REBOUND, label, where,
+                              UserCode("other", shorten(text)), None, CONTAINER_REASON))
+    recorder.pending.append(("unsupported_op", REBOUND, message, where))
+
+
+def refuse_shadowing(place: Place, key: str, tensor: Tensor, recorder: Any) -> None:
+    """Refuse an instance attribute the call bound over its class's array (``self.W = self.W
+    - 0.1 * x`` with ``W`` a class attribute: the first call makes the instance's, which later
+    calls read; hostile review 7, finding 13, silent)."""
+    label = f"{place.label}.{key}"
+    source = tensor._data.source
+    text = line_code(linecache.getline(source[0], source[1])) if source else ""
+    reason = (f"the call binds it over the class attribute {type(place.holder).__name__}.{key},"
+              " which later calls stop reading, and the capture removed it; create "
+              f"{label} in __init__ (an array of its own: {label} = "
+              f"{type(place.holder).__name__}.{key}.copy()), so that the call rebinds or "
+              "writes it as a state")
+    message = explain(Failure("unsupported_op", REBOUND, label, source,
+                              UserCode("other", shorten(text)), None, reason))
+    recorder.pending.append(("unsupported_op", REBOUND, message, source))
+
+
+def in_place_reason(text: str, source: Any = None) -> str:
+    """Why, and the fix: the line as an in-place write where it is ``a = a <op> b``."""
+    why = "the capture put the original object back"
+    match = _UPDATE.match(text)
+    if match is None:
+        in_place = state_fixes.in_place(text, source)
+        if in_place is not None:  # self.h = f(self.h): the one form that captures
+            return f"{why}; write the new value into the array in place: {in_place}"
+        return (f"{why}; write the new value into the array in place (a[...] = value, or "
+                "a -= d), which the capture records as a state, or return it")
+    return (f"{why}; write in place: {match['target']} {match['op']}= {match['rest']} (the "
+            "capture records it as a state)")
+
+
+def created_reason(label: str) -> str:
+    """Why, and the fix, for a place that held None and the call bound a new array to (lazy
+    creation: ``if self.v is None: self.v = np.zeros_like(self.W)``)."""
+    return ("the capture put None back, and a replay cannot create an attribute or bind a "
+            f"name; create {label} before the capture (in __init__, or by one eager call), so "
+            "that the call writes it in place, which the capture records as a state")
