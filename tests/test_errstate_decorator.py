@@ -2,10 +2,13 @@
 NumPy's wrapper sets the error state without ``__enter__`` (which the hooks refuse for ``with
 np.errstate(...)``), so the capture recorded the division and every replay returned inf where
 the eager call raises FloatingPointError (silent, checked before this change). Refused at the
-line that calls the helper, with the fix of ``with np.errstate``; a helper decorated with a
-setting that changes no value (``ignore``) is captured."""
+decorator's line, as ``with np.errstate`` is at its line, with its fix (the decorator taken off,
+around the replay: applied here, the replay raises where the eager call does); a helper
+decorated with a setting that changes no value (``ignore``) is captured."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 import pytest
@@ -37,17 +40,36 @@ class Layer:
         return self.scale(x) + 1.0
 
 
-def test_a_helper_decorated_with_a_raising_errstate_is_refused_at_its_call():
+def test_a_helper_decorated_with_a_raising_errstate_is_refused_at_the_decorator():
     with pytest.raises(cv.UnsupportedOperationError) as info:
         cv.capture(step, np.ones(3))
     what, why, fix = str(info.value).splitlines()
-    line = line_of(__file__, "return inverse(x) * 2.0")
-    assert what == (f"`return inverse(x) * 2.0` at {__file__}:{line} in step: np.errstate(...) "
-                    "is not supported by capviz.")
-    assert why.startswith("capviz cannot record it: inverse is decorated with np.errstate(...)")
-    assert fix == "Fix: move it around the replay: `with np.errstate(...): graph.replay(...)`."
+    line = line_of(__file__, "def inverse(x):") - 1
+    assert what == (f"`@np.errstate(divide=\"raise\")` at {__file__}:{line} in inverse: "
+                    "np.errstate(...) is not supported by capviz.")
+    assert why.startswith("capviz cannot record it: inverse is decorated with "
+                          "np.errstate(divide=\"raise\"), and a replay runs under its caller's")
+    assert fix == ("Fix: take the decorator off inverse and put it around the replay: "
+                   "`with np.errstate(divide=\"raise\"): graph.replay(...)`.")
     with pytest.raises(cv.UnsupportedOperationError, match=r"scale is decorated with "):
         cv.capture(Layer().forward, np.ones(3))
+
+
+def plain_inverse(x):  # (inverse with the decorator taken off: the fix applied)
+    return 1.0 / x
+
+
+def test_the_fix_applied_raises_where_eager_does_and_replays_exactly():
+    graph = cv.capture(lambda x: plain_inverse(x) * 2.0, np.ones(3))
+    zero, x = np.array([0.0, 1.0, 2.0]), np.array([0.5, 4.0, 3.0])
+    with np.errstate(divide="raise"), pytest.raises(Exception) as info:
+        graph.replay({graph.inputs[0]: zero})
+    assert isinstance(info.value.__cause__, FloatingPointError)  # (a ReplayError naming the node)
+    with pytest.raises(FloatingPointError):
+        step(zero)
+    with np.errstate(divide="raise"):
+        got = graph.replay({graph.inputs[0]: x})[graph.outputs[0]]
+    assert got.tobytes() == step(x).tobytes()
 
 
 def test_a_helper_decorated_with_ignore_is_captured():
@@ -108,12 +130,25 @@ class Kinds:
 OBJECT = Kinds()
 
 
-@pytest.mark.parametrize("fn", [lambda x: Kinds.s(x), lambda x: Kinds.c(x), lambda x: OBJECT(x),
-                                lambda x: getattr(Kinds, "s")(x)])
-def test_a_decorated_static_class_or_call_method_is_refused_where_it_is_called(fn):
+LAMBDA = functools.partial(np.errstate(divide="raise")(lambda x, k: k / x), k=1.0)
+LAMBDA_LINE = "LAMBDA = functools.partial(np.errstate(divide=\"raise\")(lambda x, k: k / x), k=1.0)"
+
+
+@pytest.mark.parametrize(("fn", "at", "name"), [
+    (lambda x: Kinds.s(x), "def s(x):", "s"),
+    (lambda x: Kinds.c(x), "def c(cls, x):", "c"),
+    (lambda x: OBJECT(x), "def __call__(self, x):", "__call__"),
+    (lambda x: getattr(Kinds, "s")(x), "def s(x):", "s"),
+    (lambda x: LAMBDA(x), LAMBDA_LINE, "the lambda")])
+def test_a_decorated_static_class_or_call_method_is_refused_at_its_decorator(fn, at, name):
     """Hostile review 8, finding 29 (silent after 0ece947, checked): the wrapper's own call of
-    NumPy's _make_extobj is hooked, whatever reaches it."""
+    NumPy's _make_extobj is hooked, whatever reaches it; the remnant (the caller's line named,
+    checked before this change) is the decorator's line now, with its fix."""
     with pytest.raises(cv.UnsupportedOperationError) as info:
         cv.capture(fn, np.ones(3))
-    assert "np.errstate(...) is not supported by capviz" in str(info.value).splitlines()[0]
-    assert f"at {__file__}:" in str(info.value).splitlines()[0]
+    what, why, fix = str(info.value).splitlines()
+    line = line_of(__file__, at) - (name != "the lambda")
+    assert what.startswith("`") and f"` at {__file__}:{line} in " in what
+    assert "errstate" in what.split("` at ")[0]
+    assert why.startswith(f"capviz cannot record it: {name} is decorated with np.errstate(")
+    assert fix.startswith(f"Fix: take the decorator off {name} and put it around the replay")

@@ -40,6 +40,7 @@ from capviz.core.violations import (
     bound_draw_message,
     explain,
     frozen_message,
+    make_error,
     seed_message,
 )
 from capviz.randomness import creation, generator_watch, generators, legacy
@@ -570,7 +571,9 @@ def _decorator_hook(original: Callable) -> Callable:
     up in its module each call) before it runs the decorated function: called from that
     wrapper during a capture with a raising setting, refused at the user's line that calls the
     decorated function, however it is reached (a staticmethod, a classmethod, a callable
-    object's ``__call__``, a partial, ``getattr``: hostile review 8, finding 29)."""
+    object's ``__call__``, a partial, ``getattr``: hostile review 8, finding 29), at the line
+    of its decorator (as ``with np.errstate`` is at its line: review 8's remnant of #29 named
+    the caller's line)."""
 
     def hooked(*args: Any, **kwargs: Any) -> Any:
         if active() is not None and not getattr(_busy, "on", False) and \
@@ -578,7 +581,12 @@ def _decorator_hook(original: Callable) -> Callable:
                 (_raising(kwargs.values()) or callable(kwargs.get("call"))):
             here = _open_here()
             if here:
-                raise here[0].refuse_here("np.errstate(...)", _ERRSTATE_REASON)
+                here[0].check_usable()
+                wrapper = sys._getframe(1).f_locals
+                call, message, source = _decorator_refusal(wrapper.get("self"),
+                                                           wrapper.get("func"))
+                here[0].violation("unsupported_op", call, message, source, raise_now=False)
+                raise make_error(here[0].graph.violation_records[-1], here[0].graph)
         return original(*args, **kwargs)
 
     return _wrap(hooked, original, "_make_extobj")
@@ -804,28 +812,71 @@ def errstate_decorated(fn: Any) -> tuple[str, str, Any] | None:
     """``(call, message, source)`` of the refusal of ``fn``, or of a helper it calls, that
     ``@np.errstate(divide="raise")`` decorates (NumPy's wrapper sets the state without
     ``__enter__``, which :func:`_errstate_enter_hook` hooks: every replay returned inf where
-    the eager call raises), at the line naming the helper (``fn`` itself: the caller's line);
+    the eager call raises), at the line of the decorator (:func:`_decorator_refusal`);
     ``None`` where none is reached."""
     plain = fn
     while callable(getattr(plain, "func", None)):  # functools.partial
         plain = plain.func
     plain = getattr(plain, "__func__", plain)
-    found = None
-    if _decorated(plain) is not None:  # (hostile review 8, finding 29: the captured
-        found = user_source(), "", getattr(plain, "__name__", "the function")  # function)
-    else:
-        for function, instruction, value in _loaded(fn):
-            if _decorated(value) is not None:
-                source = _site(function, instruction)
-                text = line_code(linecache.getline(source[0], source[1]))
-                found = source, text, getattr(value, "__name__", str(instruction.argval))
-                break
+    found = plain if _decorated(plain) is not None else None  # (hostile review 8, finding 29:
+    if found is None:  # the captured function)
+        found = next((value for _, _, value in _loaded(fn) if _decorated(value) is not None),
+                     None)
     if found is None:
         return None
-    source, text, name = found
-    reason = f"{name} is decorated with np.errstate(...), and {_ERRSTATE_REASON}"
+    wrapper = _errstate_wrapper(found)
+    cells = dict(zip(wrapper.__code__.co_freevars,
+                     (c.cell_contents for c in wrapper.__closure__ or ())))
+    return _decorator_refusal(cells.get("self"), cells.get("func"))
+
+
+def _errstate_wrapper(value: Any) -> Any:
+    """NumPy's wrapper of ``@np.errstate(...)`` that ``value`` is or wraps (``__wrapped__``)."""
+    while type(value) is types.FunctionType and value.__code__ is not _ERRSTATE_INNER:
+        value = getattr(value, "__wrapped__", None)
+    return value
+
+
+def _decorator_refusal(state: Any, func: Any) -> tuple[str, str, Any]:
+    """``(call, message, source)`` refusing ``@np.errstate(...)`` (``state``) on the function
+    ``func`` at the decorator's line (the first line above ``func``'s ``def`` naming
+    ``errstate``, else its first decorator's; a lambda's own line), with the fix of ``with
+    np.errstate``: taken off the function, around the replay; at the user's line that calls it
+    where ``func`` has no Python code (``np.errstate(...)(np.log)``)."""
+    inner = func
+    while isinstance(inner, functools.partial):
+        inner = inner.func
+    inner = getattr(inner, "__func__", inner)
+    code = getattr(inner, "__code__", None)
+    name = getattr(inner, "__name__", None) or "the function"
+    source = text = None
+    if isinstance(code, types.CodeType) and is_user_file(code.co_filename):
+        first = code.co_firstlineno
+        lines = [(n, linecache.getline(code.co_filename, n).strip())
+                 for n in range(first, first + 16)]
+        decorators = []
+        for n, line in lines:
+            if not line.startswith("@"):
+                break
+            decorators.append((n, line))
+        line, text = next(((n, t) for n, t in decorators if "errstate" in t),
+                          decorators[0] if decorators else lines[0])
+        name = "the lambda" if name == "<lambda>" else name
+        source = (code.co_filename, line, code.co_name)
+    if source is None:
+        source = user_source()
+        text = line_code(linecache.getline(source[0], source[1])) if source else ""
+    settings = {k: getattr(state, f"_{k}", None)
+                for k in ("all", "divide", "over", "under", "invalid")}
+    shown = ", ".join(f'{k}="{v}"' for k, v in settings.items() if isinstance(v, str))
+    if not shown or callable(getattr(state, "_call", None)):
+        shown = "..."
+    reason = (f"{name} is decorated with np.errstate({shown}), and a replay runs under its "
+              "caller's NumPy error state, not one the function sets while it runs, so it "
+              f"would not raise where this call does; take the decorator off {name} and put it "
+              f"around the replay: `with np.errstate({shown}): graph.replay(...)`")
     message = explain(Failure("unsupported_op", "np.errstate(...)", "", source,
-                              UserCode("other", shorten(text)), None, reason))
+                              UserCode("other", shorten(text or "")), None, reason))
     return "np.errstate(...)", message, source
 
 
