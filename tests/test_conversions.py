@@ -179,3 +179,30 @@ def test_a_format_of_a_value_with_examples_says_return_it_and_the_fix_works():
     values = list(out.values())
     same(values[0], x * 2.0)
     assert f"mean {values[1]:.3f}" == f"mean {x.mean():.3f}"
+
+
+def test_asarray_of_a_numpy_scalar_is_a_new_0d_array_written_in_place():
+    # review 7, finding 23: np.asarray(x.sum()) was the scalar itself (immutable: += rebound)
+    def f(x):
+        s = x.sum()
+        a = np.asarray(s)
+        kept = a
+        a += 1.0  # a 0-d ndarray: written in place, seen through kept; s, NumPy's scalar, not
+        b = np.array(x[0], dtype=np.float32)
+        return kept, s, b
+
+    graph = cv.capture(f, cv.spec((3,), "float64"))
+    x = RNG.standard_normal(3)
+    got, want = graph.replay({"x": x}), f(x)
+    for value, eager in zip(got.values(), want):  # (s is not a + 1's old value: a copy)
+        same(np.asarray(value), np.asarray(eager))
+
+
+def test_copy_false_of_a_numpy_scalar_raises_numpys_error():
+    def f(x):
+        return np.asarray(x.sum(), copy=False)
+
+    with pytest.raises(ValueError, match="Unable to avoid copy"):
+        f(np.ones(3))
+    with pytest.raises(ValueError, match="Unable to avoid copy"):
+        cv.capture(f, cv.spec((3,), "float64"))

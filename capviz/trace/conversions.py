@@ -6,6 +6,9 @@ capture runs. Each has an exact rewrite that the capture records instead of refu
 
 - ``np.asarray(t)`` / ``np.asanyarray(t)`` is ``t`` itself (NumPy returns its argument when it
   is already an array); with a ``dtype`` it is ``t.astype(dtype, copy=False)``;
+- of a tensor standing for a NumPy scalar (``x.sum()``, ``x[1]``), each of them is a new 0-d
+  ndarray, as NumPy makes one (``np.copy``, cast first where a ``dtype`` is given): logged or
+  kept, it is NumPy's 0-d array, never its scalar (review 7, finding 23);
 - ``np.array(t)`` is ``t.copy()`` (``copy=None``: as ``np.asarray``); with a ``dtype`` it is
   ``t.astype(dtype)``;
 - ``copy=False`` is NumPy 2's "never copy": ``t`` itself where no cast is asked for, and
@@ -48,6 +51,11 @@ def convert(name: str, args: tuple, kwargs: dict) -> Tensor | None:
     if call is None:
         return None
     obj, dtype, copy = call
+    if type(obj) is Tensor and not obj.ndim and obj._trace.holds_scalar(obj):
+        if copy is False:  # NumPy 2: a scalar always needs a copy (NumPy's own ValueError)
+            np.array(np.zeros((), obj.dtype)[()], copy=False)
+        cast = obj if dtype is None or np.dtype(dtype) == obj.dtype else obj.astype(dtype)
+        return np.copy(cast)  # a NumPy scalar made an array: a 0-d ndarray of its own
     if type(obj) is Tensor:
         if dtype is not None and np.dtype(dtype) != obj.dtype:
             if copy is False:  # NumPy 2: a cast is a copy, refused with NumPy's own error
