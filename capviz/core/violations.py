@@ -193,6 +193,8 @@ class Failure:
             "array": parts.get("array", "arr"), "key": parts.get("key", "t"),
             "value": parts.get("value", "t"), "callee": callee or "f",
             "first": parts.get("first", "t") or "t", "test": parts.get("test", "t"),
+            "counter": parts.get("counter", "the counter"),
+            "counter_write": parts.get("counter_write", "self.t += cv.constant(np.float64(1))"),
             "owner": callee.rpartition(".")[0] or "a",
             "copy": NUMPY_COPIES.get(self.inside or "", ""), "inside": self.inside or "",
         }
@@ -651,8 +653,8 @@ SITUATIONS: list[Situation] = [
         "capviz cannot record it: Python code computed it from a value the call changes (a "
         "counter, self.t += 1) or from values NumPy read in an array the capture writes, and "
         "a replay would use this one every time ({reason_why}).",
-        "pass it as an input (an argument of the captured function), or keep the counter in "
-        "an ndarray written with a tensor (self.t += cv.constant(np.float64(1))).",
+        "pass it as an input (an argument of the captured function), or keep {counter} in "
+        "an ndarray written with a tensor ({counter_write}).",
         "class C:\n    def __init__(self):\n        self.t = 0\n        self.W = np.ones(3)\n\n"
         "    def f(self, x):\n        self.t += 1\n"
         "        np.subtract(self.W, x / self.t, out=self.W)\n        return x * 1.0\n\n"

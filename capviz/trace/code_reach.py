@@ -30,7 +30,9 @@ from __future__ import annotations
 import builtins
 import dis
 import functools
+import inspect
 import os
+import re
 import sys
 import sysconfig
 import types
@@ -313,3 +315,81 @@ def _summary(code: types.CodeType) -> tuple[bool, frozenset, frozenset, bool, fr
     if len(_SUMMARIES) < _MOST_SUMMARIES:
         _SUMMARIES[code] = summary
     return summary
+
+
+# --- the line that writes a place through another name -----------------------------------------
+
+def writer_of(fn: Callable, label: str) -> tuple[tuple[str, int, str], str] | None:
+    """``((file, line, function), code)`` of the first statement, in ``fn``'s code or in a
+    user's function it reaches (one its owner holds: a ``functools.partial``, a bound method,
+    a callable object; a global it names), that writes the last step of the place ``label``
+    through any name (``st["n"] += 1`` in the partial ``self.bump`` of ``bump(self.state)``
+    for ``self.state['n']``; ``f.n = getattr(f, "n", 0) + 1`` for ``step.n``, fn's own
+    function): where a number the call changes is written when no line names its path
+    (review 8, finding 2: the caller's ``cv.capture`` line was named). ``None``: none found."""
+    step = re.search(r"(?:\.(\w+)|\[('(?:[^'\\]|\\.)*'|\"[^\"]*\"|-?\d+)\])$", label)
+    if step is None:
+        return None
+    if step[1]:
+        key = re.escape(step[1])
+        target = re.compile(rf"(?<![\w.])\w+(?:\.\w+)*\.{key}\s*(?:\*\*|//|[-+*/%@&|^])?=(?!=)"
+                            rf"|\bsetattr\(\s*\w+\s*,\s*['\"]{key}['\"]")
+    else:
+        text = step[2].strip("'\"")
+        key = rf"(?:'{re.escape(text)}'|\"{re.escape(text)}\")" if not text.lstrip("-") \
+            .isdigit() else re.escape(text)
+        target = re.compile(rf"(?<![\w.])\w+(?:\.\w+)*\s*\[\s*{key}\s*\]\s*"
+                            rf"(?:\*\*|//|[-+*/%@&|^])?=(?!=)")
+    for function in _reached(fn):
+        try:
+            lines, start = inspect.getsourcelines(function)
+        except (OSError, TypeError):
+            continue
+        for offset, line in enumerate(lines):
+            code = line.split("#", 1)[0].strip()
+            one_line = _DEF.match(code)
+            if one_line is not None:  # (a def line: its body, where it holds one)
+                code = one_line["body"]
+            if any(target.search(part.strip()) for part in code.split(";")):
+                source = (function.__code__.co_filename, start + offset,
+                          function.__code__.co_name)
+                return source, code
+    return None
+
+
+_DEF = re.compile(r"^(?:async\s+)?def\s+\w+\s*\(.*\)\s*(?:->[^:]*)?:\s*(?P<body>.*)$")
+
+
+def _reached(fn: Callable) -> list[types.FunctionType]:
+    """``fn``'s function, then the user's functions its owner's attributes hold (a partial's,
+    a bound method's, a callable object's ``__call__``) and the functions it names as
+    globals, one level, in that order."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    owner = getattr(fn, "__self__", None)
+    function = getattr(fn, "__func__", fn)
+    if not isinstance(function, types.FunctionType):
+        owner, function = fn, _static(type(fn), "__call__")
+    if not isinstance(function, types.FunctionType):
+        return []
+    found = [function]
+    held = list(vars(owner).values()) if hasattr(owner, "__dict__") and \
+        not isinstance(owner, (type, types.ModuleType)) else []
+    held += [function.__globals__.get(name)
+             for name in _summary(function.__code__)[1]]
+    for value in held:
+        while isinstance(value, functools.partial):
+            value = value.func
+        value = getattr(value, "__func__", value)
+        if not isinstance(value, types.FunctionType) and value is not None and \
+                not isinstance(value, type) and _users(type(value)):
+            value = _static(type(value), "__call__")
+        if isinstance(value, types.FunctionType) and value not in found and \
+                _users_function(value):
+            found.append(value)
+    return found
+
+
+def _users_function(function: types.FunctionType) -> bool:
+    real = os.path.realpath(function.__code__.co_filename)
+    return not real.startswith(_INSTALLED) and not real.startswith(_CAPVIZ)

@@ -14,7 +14,7 @@ import numpy as np
 
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
-from capviz.trace import effects, state_fixes
+from capviz.trace import code_reach, effects, state_fixes
 from capviz.trace.effects import REBOUND
 from capviz.trace.fn_lines import label_pattern, naming_line, writing_line
 from capviz.trace.places import REBINDABLE, Place
@@ -36,10 +36,23 @@ def refuse_changed(place: Place, now: Any, recorder: Any, source: Any,
     where, text = writing_line(fn, place.label) if fn is not None else (None, "")
     if where is None and fn is not None:  # changed by a call (next(self.sched) moves
         where, text = naming_line(fn, place.label)  # self.sched.i): the line naming its owner
+    if where is None and fn is not None:  # written through another name (a partial's
+        where, text = code_reach.writer_of(fn, place.label) or (None, "")  # st["n"] += 1)
     if where is not None:
         source = where
+    parts = {}
+    rate = isinstance(place.value, (float, np.floating))  # (a count may feed Python's math:
+    update = _UPDATE.match(text) if rate else None  # passing it is the fix that works there)
+    written = None if update is None or update["target"] != place.label else \
+        state_fixes.operand_fix(f"{update['target']} {update['op']}= {update['rest']}",
+                                np.asarray(place.value).dtype)
+    if written is None and rate and \
+            re.match(rf"^{label_pattern(place.label)}\s*(?:\*\*|//|[-+*/%])=(?!=)", text):
+        written = state_fixes.operand_fix(text, np.asarray(place.value).dtype)
+    if written is not None:  # (review 8, finding 23: the example named self.t for self.lr)
+        parts["counter"], parts["counter_write"] = place.label, written
     message = explain(Failure("unsupported_op", CHANGES, place.label, source,
-                              UserCode("other", shorten(text)), None, reason))
+                              UserCode("other", shorten(text), parts), None, reason))
     recorder.pending.append(("unsupported_op", CHANGES, message, source))
 
 
