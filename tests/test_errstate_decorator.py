@@ -152,3 +152,68 @@ def test_a_decorated_static_class_or_call_method_is_refused_at_its_decorator(fn,
     assert "errstate" in what.split("` at ")[0]
     assert why.startswith(f"capviz cannot record it: {name} is decorated with np.errstate(")
     assert fix.startswith(f"Fix: take the decorator off {name} and put it around the replay")
+
+
+ALIASED = np.errstate(divide="raise")
+
+
+class Aliased:
+    @staticmethod
+    @ALIASED
+    def s(y):
+        return 1.0 / y
+
+
+def test_a_prebuilt_errstate_under_staticmethod_is_refused_at_its_own_line():
+    """Review 9, finding 1: ``@ALIASED`` under ``@staticmethod`` was refused at the
+    ``@staticmethod`` line (no line names errstate); checked to fail before this change."""
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(lambda x: Aliased.s(x), np.ones(3))
+    line = line_of(__file__, "@ALIASED")
+    assert str(info.value).splitlines()[0] == (
+        f"`@ALIASED` at {__file__}:{line} in s: np.errstate(...) is not supported by capviz.")
+
+
+@np.errstate(all="ignore")
+def quiet_log(x):
+    return np.log(x)
+
+
+def plain_log(x):  # (quiet_log with the decorator taken off: the fix applied)
+    return np.log(x)
+
+
+def test_an_ignoring_errstate_under_a_raising_caller_is_refused_with_the_fix_that_replays():
+    """Review 9, finding 2: ``@np.errstate(all="ignore")`` (or ``with``) under the caller's
+    ``np.seterr(all="raise")``: the eager call passes, every replay (run under the caller's
+    state) raised FloatingPointError; refused at its line now (checked to fail before), and the
+    fix applied replays exactly what eager returns."""
+    x = np.array([0.0, 1.0, 2.0])
+    before = np.seterr(all="raise")
+    try:
+        want = quiet_log(x)
+        with pytest.raises(cv.UnsupportedOperationError) as info:
+            cv.capture(quiet_log, np.ones(3))
+        what, why, fix = str(info.value).splitlines()
+        line = line_of(__file__, "def quiet_log(x):") - 1
+        assert what == (f"`@np.errstate(all=\"ignore\")` at {__file__}:{line} in quiet_log: "
+                        "np.errstate(...) is not supported by capviz.")
+        assert "so it would raise where this call does not" in why
+        assert fix == ("Fix: take the decorator off quiet_log and put it around the replay: "
+                       "`with np.errstate(all=\"ignore\"): graph.replay(...)`.")
+        with pytest.raises(cv.UnsupportedOperationError, match="would raise where this call "
+                                                                "does not"):
+            cv.capture(inside_ignore, np.ones(3))
+        graph = cv.capture(plain_log, np.ones(3))
+        with np.errstate(all="ignore"):
+            got = graph.replay({graph.inputs[0]: x})[graph.outputs[0]]
+        assert got.tobytes() == want.tobytes()
+    finally:
+        np.seterr(**before)
+    assert np.array_equal(cv.capture(quiet_log, np.ones(3)).replay({"x": x + 1.0})["out"],
+                          quiet_log(x + 1.0))  # (under a caller that does not raise: captured)
+
+
+def inside_ignore(x):
+    with np.errstate(all="ignore"):
+        return np.log(x)

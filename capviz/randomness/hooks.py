@@ -519,8 +519,26 @@ _ERRSTATE_REASON = (
     "move it around the replay: `with np.errstate(...): graph.replay(...)`")
 
 
+_RELAXED_REASON = _ERRSTATE_REASON.replace("so it would not raise where this call does",
+                                           "so it would raise where this call does not")
+
+
 def _raising(settings: Iterable[Any]) -> bool:
     return any(isinstance(v, str) and v in ("raise", "call") for v in settings)
+
+
+def _relaxes(every: Any, divide: Any, over: Any, under: Any, invalid: Any) -> bool:
+    """Whether these settings (``None`` or NumPy's unspecified: unchanged) turn a kind the
+    caller's state raises on into one that does not (``@np.errstate(all="ignore")`` under
+    ``np.seterr(all="raise")``: the eager call passes, every replay, run under the caller's
+    state, raised FloatingPointError; review 9, finding 2)."""
+    now = numpy.geterr()
+    for kind, value in (("divide", divide), ("over", over), ("under", under),
+                        ("invalid", invalid)):
+        new = value if isinstance(value, str) else every if isinstance(every, str) else None
+        if new is not None and now[kind] in ("raise", "call") and new not in ("raise", "call"):
+            return True
+    return False
 
 
 def _capvizs(frame: Any) -> bool:
@@ -540,11 +558,13 @@ def _errstate_enter_hook(original: Callable) -> Callable:
         if active() is not None and not getattr(_busy, "on", False):
             settings = [getattr(self, f"_{k}", None)
                         for k in ("all", "divide", "over", "under", "invalid")]
-            if (_raising(settings) or callable(getattr(self, "_call", None))) and \
+            relaxed = not _raising(settings) and _relaxes(*settings)
+            if (_raising(settings) or callable(getattr(self, "_call", None)) or relaxed) and \
                     not _capvizs(sys._getframe(1)):
                 here = _open_here()
                 if here:
-                    raise here[0].refuse_here("np.errstate(...)", _ERRSTATE_REASON)
+                    raise here[0].refuse_here("np.errstate(...)",
+                                              _RELAXED_REASON if relaxed else _ERRSTATE_REASON)
         return original(self)
 
     return _wrap(hooked, original, "__enter__")
@@ -578,7 +598,9 @@ def _decorator_hook(original: Callable) -> Callable:
     def hooked(*args: Any, **kwargs: Any) -> Any:
         if active() is not None and not getattr(_busy, "on", False) and \
                 sys._getframe(1).f_code is _ERRSTATE_INNER and \
-                (_raising(kwargs.values()) or callable(kwargs.get("call"))):
+                (_raising(kwargs.values()) or callable(kwargs.get("call")) or (_relaxes(
+                    *(kwargs.get(k) for k in ("all", "divide", "over", "under", "invalid")))
+                    and _users_code(sys._getframe(1).f_locals.get("func")))):
             here = _open_here()
             if here:
                 here[0].check_usable()
@@ -837,15 +859,34 @@ def _errstate_wrapper(value: Any) -> Any:
     return value
 
 
+def _users_code(func: Any) -> bool:
+    """Whether ``func`` (what NumPy's ``@np.errstate`` wrapper calls) is the user's code, not
+    NumPy's own (``MaskedArray.__setitem__`` is decorated ``over="ignore"``)."""
+    code = getattr(getattr(func, "__func__", func), "__code__", None)
+    return code is None or is_user_file(code.co_filename)
+
+
+def _names_errstate(text: str, space: dict) -> bool:
+    """Whether the decorator ``text`` (``ER``, ``cfg.ER``) names a ``np.errstate`` object in the
+    globals ``space`` (review 9, finding 1: ``@ER`` under ``@staticmethod``)."""
+    path = text.split("(", 1)[0].strip().split(".")
+    value = space.get(path[0])
+    for name in path[1:]:
+        value = getattr(value, name, None)
+    return isinstance(value, numpy.errstate)
+
+
 def _decorator_refusal(state: Any, func: Any) -> tuple[str, str, Any]:
     """``(call, message, source)`` refusing ``@np.errstate(...)`` (``state``) on the function
     ``func`` at the decorator's line (the first line above ``func``'s ``def`` naming
-    ``errstate``, else its first decorator's; a lambda's own line), with the fix of ``with
+    ``errstate`` or a global holding one, else the decorator nearest the ``def``, which
+    wraps ``func`` first; a lambda's own line), with the fix of ``with
     np.errstate``: taken off the function, around the replay; at the user's line that calls it
     where ``func`` has no Python code (``np.errstate(...)(np.log)``)."""
     inner = func
-    while isinstance(inner, functools.partial):
-        inner = inner.func
+    while isinstance(inner, functools.partial) or (
+            type(inner) is types.FunctionType and hasattr(inner, "__wrapped__")):
+        inner = inner.func if isinstance(inner, functools.partial) else inner.__wrapped__
     inner = getattr(inner, "__func__", inner)
     code = getattr(inner, "__code__", None)
     name = getattr(inner, "__name__", None) or "the function"
@@ -859,8 +900,9 @@ def _decorator_refusal(state: Any, func: Any) -> tuple[str, str, Any]:
             if not line.startswith("@"):
                 break
             decorators.append((n, line))
-        line, text = next(((n, t) for n, t in decorators if "errstate" in t),
-                          decorators[0] if decorators else lines[0])
+        line, text = next(((n, t) for n, t in decorators if "errstate" in t or
+                           _names_errstate(t[1:], inner.__globals__)),
+                          decorators[-1] if decorators else lines[0])
         name = "the lambda" if name == "<lambda>" else name
         source = (code.co_filename, line, code.co_name)
     if source is None:
@@ -871,9 +913,11 @@ def _decorator_refusal(state: Any, func: Any) -> tuple[str, str, Any]:
     shown = ", ".join(f'{k}="{v}"' for k, v in settings.items() if isinstance(v, str))
     if not shown or callable(getattr(state, "_call", None)):
         shown = "..."
+    relaxed = not _raising(settings.values()) and not callable(getattr(state, "_call", None))
     reason = (f"{name} is decorated with np.errstate({shown}), and a replay runs under its "
               "caller's NumPy error state, not one the function sets while it runs, so it "
-              f"would not raise where this call does; take the decorator off {name} and put it "
+              f"would {'' if relaxed else 'not '}raise where this call does"
+              f"{' not' if relaxed else ''}; take the decorator off {name} and put it "
               f"around the replay: `with np.errstate({shown}): graph.replay(...)`")
     message = explain(Failure("unsupported_op", "np.errstate(...)", "", source,
                               UserCode("other", shorten(text or "")), None, reason))
