@@ -35,6 +35,7 @@ from capviz.randomness import hooks
 from capviz.trace import (
     effects,
     fn_lines,
+    guards_python,
     iterators,
     lifted,
     outside_writes,
@@ -263,6 +264,8 @@ def _capture(fn: Callable, specs: tuple, live: bool, on_violation: str, rng: Dev
                 raise rebinding.blamed(refused, graph, places)
     finally:
         hooks.uninstall(held)
+    if graph.complete:  # the Python values it read (self.training...), checked per replay
+        graph.python_guards = guards_python.collect(fn, places, graph)
     if graph.complete and done is None:
         lifted.remember(fn, graph, places)  # its states, lifted at the next capture of fn
     if error is not None and on_violation == "raise":

@@ -158,18 +158,25 @@ class ReplayError(CapvizError):
 
 
 class GuardError(ReplayError):
-    """A replay's inputs take another branch than the capture's examples did: a value the
-    captured code read (``bool(t)``, ``int(t)``, ``len()`` of a data-dependent size) differs
-    from the value it had when captured, so the recorded ops are not what the code would run.
+    """A value the captured code read differs from the value it had when captured, so the
+    recorded ops are not what the code would run: a read of the inputs (``bool(t)``,
+    ``int(t)``, ``len()`` of a data-dependent size: these inputs take another branch than the
+    capture's examples), or a Python value read from an object that outlives the call and
+    changed since (``model.training``, ``self.p``, a module's flag: checked when a replay
+    starts, :mod:`capviz.core.python_guards`).
 
     Attributes:
-        node: the guard node that failed.
-        recorded: the value the capture read on its examples.
-        got: the value on these inputs.
+        node: the guard node that failed (``None`` for a Python value).
+        recorded: the value the capture read.
+        got: the value now (``None`` where the place holds nothing).
+        place: the Python value's place (``self.training``; ``None`` for a read of the inputs).
+        source: the user's line that read the Python value (``None`` for a read of the inputs).
     """
 
     recorded: Any = None
     got: Any = None
+    place: str | None = None
+    source: Any = None
 
 
 class ReplayInputError(ReplayError, ValueError):

@@ -315,6 +315,8 @@ class Graph:
         #   steps) from what the user holds (capviz/trace/effects.py; not saved)
         self.logged_values: list[LoggedValue] = []  # Python values a replay logs (the
         #   same each call: self.log.append("step"), capviz/trace/effects.py)
+        self.python_guards: list[Any] = []  # the Python values the capture read from objects
+        #   that outlive the call, checked when a replay starts (capviz/core/python_guards.py)
 
     # --- structure ------------------------------------------------------------------------------
 

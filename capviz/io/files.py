@@ -35,6 +35,7 @@ from capviz.core.ir import (
     dtype_name,
 )
 from capviz.core.layout import file_strides, with_strides
+from capviz.core.python_guards import PythonGuard, Shown, shown
 from capviz.core.references import check_unchanged
 from capviz.core.symbols import Symbol
 from capviz.io.json import decode, encode
@@ -180,6 +181,8 @@ def save(graph: Graph, path: str) -> None:
             doc["logged"] = [{"order": v.order, "kind": v.kind, "key": encode(v.key),
                               "value": encode(v.value), "name": v.name}
                              for v in graph.logged_values]
+        if graph.python_guards:  # (names and values, as data: no live object is saved)
+            doc["python_guards"] = [_guard_json(g) for g in graph.python_guards]
         json_temp, f = _temp_beside(path)
         temps.append(json_temp)
         with f:
@@ -470,6 +473,32 @@ def _from_doc(path: str, doc: Any, graph_class: type[Graph]) -> Graph:
     graph.logged_values = [LoggedValue(v["order"], v["kind"], decode(v.get("key")),
                                        decode(v.get("value")), v["name"], None)
                            for v in logged]  # (no container: a write replay is refused)
+    guards = doc.get("python_guards", [])
+    _need(isinstance(guards, list) and all(
+        isinstance(g, dict) and isinstance(g.get("place"), str) and isinstance(
+            g.get("shown"), str) and isinstance(g.get("fn"), str) for g in guards),
+          "graph file", "'python_guards' must be a list of guards (place, shown, fn)")
+    graph.python_guards = [_guard_from(g) for g in guards]
     _load_constants(path, doc, graph)
     verify_graph(graph)
     return graph
+
+
+def _guard_json(guard: PythonGuard) -> dict[str, Any]:
+    """A Python value's guard as data: its place, value (where JSON holds it; ``shown``, its
+    text, always), the captured function's name and the line that read it."""
+    doc = {"place": guard.label, "shown": shown(guard.value), "fn": guard.fn,
+           "source": None if guard.source is None else dict(zip(
+               ("file", "line", "function"), guard.source))}
+    try:
+        doc["value"] = encode(guard.value)
+    except TypeError:  # (an enum member, bytes: its text only)
+        pass
+    return doc
+
+
+def _guard_from(raw: dict) -> PythonGuard:
+    """A loaded guard: data only, no live object to read (never checked)."""
+    value = decode(raw["value"], "python_guards") if "value" in raw else Shown(raw["shown"])
+    source = _source(raw.get("source"), f"python guard {raw['place']}")
+    return PythonGuard(raw["place"], value, None, (), source, raw["fn"])

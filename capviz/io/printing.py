@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
+from capviz.core import python_guards
 from capviz.core.guards import SIZE, short
 from capviz.core.ir import Graph, Node, dtype_name
 
@@ -173,7 +174,8 @@ def format_graph(graph: Graph) -> str:
         where = f"{v.name}[{v.key!r}] =" if v.kind == "set" else \
             f"{v.name}.append" if v.kind == "append" else f"{v.name} (emptied).append"
         lines.append(f"log {where} {short_text(v.value)}  # the same each replay")
-    guards = sum(1 for n in graph.nodes if n.kind == "guard")
+    lines += python_guards.listing(graph.python_guards)  # read again by every replay
+    guards = sum(1 for n in graph.nodes if n.kind == "guard") + len(graph.python_guards)
     counted = f"{guards} guards, " if guards else ""
     head = (f"graph({', '.join(graph.inputs)}) -> ({', '.join(graph.outputs)})"
             f"  [{len(graph.ops)} ops, {counted}{len(graph.violation_records)} violations]")

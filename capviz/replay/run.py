@@ -25,6 +25,7 @@ from capviz.backends import registry
 from capviz.backends.registry import Backend
 from capviz.core.errors import ReplayInputError, UnsupportedOperationError
 from capviz.core.ir import Graph
+from capviz.core.python_guards import check as check_python
 from capviz.core.references import begin_check, check_unchanged
 from capviz.core.violations import check_replayable
 from capviz.ops.random import check_seed, fresh_seed
@@ -107,6 +108,8 @@ class CompiledReplay:
         graph = self.graph
         if graph.version != self._version or len(graph.nodes) != self._length:
             self._refresh()
+        if graph.python_guards:  # the Python values the capture read (self.training...)
+            check_python(graph.python_guards)
         args = self._check.positional(graph, inputs)
         seed = self._fixed_seed if self._fixed_seed is not None else fresh_seed()
         if self._program.n_states or self._program.n_effects:  # the live states read, the
@@ -182,6 +185,8 @@ def replay_with(graph: Graph, inputs: Mapping[str, Any] | None, backend: str | B
         raise _not_a_mapping(graph, inputs)
     if graph.violation_records and not allow_violations:
         check_replayable(graph, allow_violations)
+    if graph.python_guards:  # the Python values the capture read (self.training...)
+        check_python(graph.python_guards)
     engine = registry.get(backend) if type(backend) is str else backend
     if options:
         registry.check_options(engine, options)

@@ -14,6 +14,7 @@ from capviz.backends.registry import Backend, host_array, replay_error
 from capviz.core.errors import CapvizError, NonFiniteError
 from capviz.core.guards import check
 from capviz.core.ir import Graph, Node
+from capviz.core.python_guards import check as check_python
 from capviz.core.references import check_unchanged
 from capviz.core.source import format_source
 from capviz.core.violations import check_replayable
@@ -77,6 +78,8 @@ class Executor:
                  _checked: list | None = None, allow_violations: bool = False) -> None:
         check_replayable(graph, allow_violations)
         check_unchanged(graph)
+        if graph.python_guards:  # (the Python values the capture read: self.training...)
+            check_python(graph.python_guards)
         self.graph = graph
         self.backend = backend_of(backend)
         self.xp = self.backend.namespace()

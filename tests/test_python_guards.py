@@ -1,0 +1,264 @@
+"""Guards on the Python values a capture read from objects that outlive the call (review 8,
+finding 31: silent, common): a flag or hyperparameter the user changes between replays
+(``model.training = False``, ``self.p``, ``self.lr``, a module's flag, a closure value, a class
+attribute) refuses the replay naming the place, both values, the line that read it and the fix;
+the fix (capture again) replays as eager computes."""
+
+from __future__ import annotations
+
+import enum
+import gc
+import re
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from capviz.core.errors import GuardError
+from capviz.core.python_guards import same
+
+X = np.arange(12.0).reshape(4, 3)
+SPEC = cv.spec((4, 3), "float64")
+HERE = "test_python_guards.py"
+
+
+class BN:
+    def __init__(self):
+        self.training = True
+        self.rm = np.zeros(3)
+
+    def forward(self, x):
+        if self.training:  # the line the guard names
+            mu = x.mean(0)
+            self.rm[...] = 0.9 * cv.constant(self.rm) + 0.1 * mu
+        else:
+            mu = cv.constant(self.rm)
+        return x - mu
+
+
+class Drop:
+    def __init__(self):
+        self.p = 0.5
+
+    def forward(self, x):
+        return x * (1.0 - self.p)
+
+
+class Scaled:
+    scale = 2.0  # a class attribute
+
+    def forward(self, x):
+        return x * self.scale
+
+
+class Net:
+    def __init__(self):
+        self.bn = BN()
+        self.drop = Drop()
+        self.lr = 0.1
+        self.epoch = 0  # set by the user's loop, never read by forward
+
+    def forward(self, x):
+        return self.drop.forward(self.bn.forward(x)) * self.lr
+
+
+DEBUG = False
+
+
+def flagged(x):
+    if DEBUG:
+        return x + 1.0
+    return x * 2.0
+
+
+def make_scale(k):
+    def scale(x):
+        return x * k
+    return scale
+
+
+class Mode(enum.Enum):
+    SUM = 1
+    MEAN = 2
+
+
+class Reducer:
+    def __init__(self):
+        self.mode = Mode.SUM
+        self.axes = (0,)
+
+    def forward(self, x):
+        return x.sum(self.axes) if self.mode is Mode.SUM else x.mean(self.axes)
+
+
+def _line(fn, text):
+    """The line number of the line of ``fn``'s source holding ``text``."""
+    import inspect
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(k for k, line in enumerate(lines) if text in line)
+
+
+def _refused(graph, label, was, now, fn, line, call=None):
+    with pytest.raises(GuardError) as info:
+        (call or (lambda: graph.replay({"x": X})))()
+    text = str(info.value)
+    first, fix = text.splitlines()
+    assert re.fullmatch(
+        rf"{re.escape(label)} was {re.escape(was)} when {fn} was captured \(read at "
+        rf"\S*{HERE}:{line} in \w+\) and is {re.escape(now)} now, so the graph computes what "
+        r"the code did with the old value\.", first), first
+    assert fix == (f"Fix: capture {fn} again after changing {label} (a graph per value: keep "
+                   "one for each), or pass it to the function as an argument (an input the "
+                   "graph reads)")
+    assert info.value.place == label
+    return info.value
+
+
+def test_model_eval_after_a_training_capture_is_refused_then_captured_again_replays():
+    """The probe of review 8, finding 31: was silent (the replay trained: it updated the
+    running mean and normalised by the batch's mean)."""
+    model, twin = BN(), BN()
+    graph = cv.capture(model.forward, SPEC)
+    assert np.array_equal(graph.replay({"x": X})["out"], twin.forward(X))
+    model.training = twin.training = False
+    before = model.rm.copy()
+    err = _refused(graph, "self.training", "True", "False", "forward",
+                   _line(BN.forward, "if self.training:"))
+    assert err.recorded is True and err.got is False
+    assert np.array_equal(model.rm, before)  # refused before any write
+    again = cv.capture(model.forward, SPEC)  # the fix
+    assert np.array_equal(again.replay({"x": X})["out"], twin.forward(X))
+    assert np.array_equal(model.rm, twin.rm)
+
+
+def test_a_changed_dropout_p_is_refused():
+    layer = Drop()
+    graph = cv.capture(layer.forward, SPEC)
+    layer.p = 0.1
+    _refused(graph, "self.p", "0.5", "0.1", "forward", _line(Drop.forward, "self.p"))
+    layer.p = 0.5  # back: replays
+    assert np.array_equal(graph.replay({"x": X})["out"], X * 0.5)
+
+
+def test_nested_flags_and_an_lr_name_their_path_from_self():
+    net = Net()
+    graph = cv.capture(net.forward, SPEC)
+    net.bn.training = False
+    _refused(graph, "self.bn.training", "True", "False", "forward",
+             _line(BN.forward, "if self.training:"))
+    net.bn.training = True
+    net.lr = 0.01
+    _refused(graph, "self.lr", "0.1", "0.01", "forward", _line(Net.forward, "self.lr"))
+    net.lr = 0.1
+    net.epoch = 7  # a value forward does not name: no guard, replays
+    graph.replay({"x": X})
+
+
+def test_a_module_flag_is_refused():
+    global DEBUG
+    graph = cv.capture(flagged, SPEC)
+    try:
+        DEBUG = True
+        _refused(graph, "DEBUG", "False", "True", "flagged", _line(flagged, "if DEBUG:"))
+    finally:
+        DEBUG = False
+    assert np.array_equal(graph.replay({"x": X})["out"], X * 2.0)
+
+
+def test_a_closure_value_is_refused():
+    fn = make_scale(2.0)
+    graph = cv.capture(fn, SPEC)
+    fn.__closure__[0].cell_contents = 3.0
+    _refused(graph, "k", "2.0", "3.0", "scale", _line(fn, "return x * k"))
+
+
+def test_a_class_attribute_changed_on_the_class_or_shadowed_on_the_object_is_refused():
+    layer = Scaled()
+    graph = cv.capture(layer.forward, SPEC)
+    line = _line(Scaled.forward, "self.scale")
+    try:
+        Scaled.scale = 3.0
+        _refused(graph, "self.scale", "2.0", "3.0", "forward", line)
+    finally:
+        Scaled.scale = 2.0
+    layer.scale = 4.0  # an attribute of the object now, read first by self.scale
+    _refused(graph, "self.scale", "2.0", "4.0", "forward", line)
+    del layer.scale
+    assert np.array_equal(graph.replay({"x": X})["out"], X * 2.0)
+
+
+def test_an_enum_and_a_tuple_are_guarded_whole():
+    r = Reducer()
+    graph = cv.capture(r.forward, SPEC)
+    r.mode = Mode.MEAN
+    _refused(graph, "self.mode", "<Mode.SUM: 1>", "<Mode.MEAN: 2>", "forward",
+             _line(Reducer.forward, "self.mode"))
+    r.mode = Mode.SUM
+    r.axes = (1,)
+    _refused(graph, "self.axes", "(0,)", "(1,)", "forward", _line(Reducer.forward, "self.axes"))
+
+
+def test_a_warm_capture_and_a_compiled_replay_and_an_executor_are_guarded():
+    layer = Drop()
+    cv.capture(layer.forward, SPEC)
+    graph = cv.capture(layer.forward, SPEC)  # the warm capture (one pass)
+    fn = graph.compile()
+    fn(X)
+    layer.p = 0.25
+    line = _line(Drop.forward, "self.p")
+    _refused(graph, "self.p", "0.5", "0.25", "forward", line)
+    _refused(graph, "self.p", "0.5", "0.25", "forward", line, call=lambda: fn(X))
+    _refused(graph, "self.p", "0.5", "0.25", "forward", line,
+             call=lambda: graph.executor({"x": X}))
+
+
+def test_the_type_of_a_value_counts_and_nan_is_itself():
+    assert not same(1, 1.0) and not same(1, True) and not same(0.0, -0.0)
+    assert same(float("nan"), float("nan")) and same((1, 2.0), (1, 2.0))
+    assert not same(np.float32(0.5), np.float64(0.5)) and same(np.float32(0.5), np.float32(0.5))
+    layer = Drop()
+    graph = cv.capture(layer.forward, SPEC)
+    layer.p = 1  # 1 - 1 is an int: another program for an int array
+    _refused(graph, "self.p", "0.5", "1", "forward", _line(Drop.forward, "self.p"))
+
+
+def test_a_value_the_replay_logs_is_not_guarded():
+    class Tagged:
+        def __init__(self):
+            self.hist = {"phase": "eval"}
+
+        def forward(self, x):
+            self.hist["phase"] = "train"
+            return x * 2.0
+
+    tagged = Tagged()
+    graph = cv.capture(tagged.forward, SPEC)
+    for _ in range(2):
+        graph.replay({"x": X})
+    assert tagged.hist == {"phase": "train"}
+
+
+def test_an_object_freed_since_is_not_checked():
+    graph = cv.capture(Drop().forward, SPEC)
+    gc.collect()
+    assert np.array_equal(graph.replay({"x": X})["out"], X * 0.5)
+
+
+def test_str_lists_the_guards_and_a_saved_graph_keeps_them_as_data(tmp_path):
+    r = Reducer()
+    graph = cv.capture(r.forward, SPEC)
+    line = _line(Reducer.forward, "self.mode")
+    text = str(graph)
+    assert text.splitlines()[0].endswith("[1 ops, 2 guards, 0 violations]")
+    assert re.search(rf"\n  guard self\.mode == <Mode\.SUM: 1>  # read at {HERE}:{line} in "
+                     r"forward\n", text + "\n")
+    assert f"\n  guard self.axes == (0,)  # read at {HERE}:{line} in forward" in text
+    path = str(tmp_path / "g.json")
+    graph.save(path)
+    loaded = cv.load(path)
+    assert [(g.label, repr(g.value), g.live) for g in loaded.python_guards] == [
+        ("self.mode", "<Mode.SUM: 1>", False), ("self.axes", "(0,)", False)]
+    assert (f"\n  guard self.axes == (0,)  # read at {HERE}:{line} in forward; not checked: "
+            "a loaded graph has no live object") in str(loaded)
+    r.mode = Mode.MEAN  # the loaded graph has no live object: replays as saved
+    assert np.array_equal(loaded.replay({"x": X})["out"], X.sum(0))
