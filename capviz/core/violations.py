@@ -57,6 +57,7 @@ from capviz.core.errors import (
 )
 from capviz.core.guards import READS
 from capviz.core.ir import Graph, Violation
+from capviz.core.logged_reads import logging_fix
 from capviz.core.source import Source, format_source, source_of, user_frame
 from capviz.core.user_code import UserCode, user_code
 
@@ -201,6 +202,8 @@ class Failure:
         if self.code.action == "index":
             values["joined"] = _joined(self)
         values["reason_why"], values["reason_fix"] = _split_reason(self.reason)
+        values["logged"] = logging_fix(self.call, self.source) or "" \
+            if self.kind == "data_read" else ""  # (losses.append(loss.item()): review 8 #18)
         return values
 
 
@@ -499,6 +502,17 @@ SITUATIONS: list[Situation] = [
         "graph.replay(inputs)[\"out\"].",
         "def f(x):\n    assert np.allclose(x, 0)\n    return x\n\ncv.capture(f, cv.spec(3))"),
     Situation(
+        "logged_value_read", "data_read", lambda f: bool(f.fields()["logged"]),
+        "logs the value of {operand} as a Python number ({call})",
+        "capviz cannot record it: a Python number read from a tensor is fixed when the capture "
+        "runs, so a replay would log the capture's number (a guard on it would refuse every "
+        "replay on other data).",
+        "log the tensor itself: {logged} (each replay logs NumPy's scalar of its value, "
+        "np.float64, which is a float; take float() of it after the replay where a Python "
+        "float is needed).",
+        "losses = []\n\ndef f(x):\n    losses.append(x.sum().item())\n    return x\n\n"
+        "cv.capture(f, cv.spec(3))"),
+    Situation(
         "value_without_example", "data_read", _guardable,
         "reads the value of {operand} ({call})",
         "capviz cannot record it: Python needs the value now, and this input was given by "
@@ -719,6 +733,14 @@ SITUATIONS: list[Situation] = [
         "computes from the data (a tensor: x.sum()).",
         "import time\n\nSTAMPS = []\n\n\ndef f(x):\n    STAMPS.append(time.perf_counter())\n"
         "    return x + 1.0\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
+    Situation(
+        "logged_read_number", "unsupported_op",
+        _call_is("a number read from a tensor logged by the call"),
+        "{operand} is given a Python number read from a tensor",
+        "capviz cannot log it as the call does: {reason_why}.",
+        "{reason_fix}",
+        "LOSSES = []\n\n\ndef f(x):\n    loss = x.sum()\n    value = loss.item()\n"
+        "    LOSSES.append(value)\n    return x + 1.0\n\ncv.capture(f, np.ones(3))"),
     Situation(
         "raised_on_mark", "unsupported_op",
         _call_is("an error raised while a state held the capture's NaN mark"),

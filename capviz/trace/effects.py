@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 
 from capviz.core.ir import LoggedValue, Node
+from capviz.core.logged_reads import unwrapped
+from capviz.core.source import format_source
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
 from capviz.trace import state_fixes
@@ -56,6 +58,9 @@ KEPT = "a capture tensor kept in a container"
 """The ``call`` of the refusal (the situation ``kept_in_container``)."""
 LOGGED = "a Python value logged by the call"
 """The ``call`` of a refused log of Python values (the situation ``logged_python_value``)."""
+READ_LOGGED = "a number read from a tensor logged by the call"
+"""The ``call`` of a refused log of a Python float a read of the data gave (``l = loss.item();
+losses.append(l)``: the situation ``logged_read_number``)."""
 
 _SEQUENCES = (tuple, list, dict, collections.deque)
 
@@ -159,6 +164,9 @@ def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
         return ("the call logs text made from a value of the capture (str, repr or an "
                 "f-string of it: '<capture tensor ...>'), where each call logs its value's text; "
                 "log the value itself (self.log.append(loss)) and format it after the replay")
+    read = next((r for _, _, value in found if (r := _read_from(value, recorder.graph))), None)
+    if read is not None:  # (l = loss.item(); losses.append(l): review 8, finding 18)
+        return read
     tensors = [value for _, _, value in found if _ours(value, recorder)]
     if not tensors:
         return found  # Python values only: the same each call (or refused: differs)
@@ -170,6 +178,29 @@ def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
         return ("the call logs values of the data and values of constants only (a memo) "
                 "into it, which a replay cannot tell apart")
     return found
+
+
+class _Read(str):
+    """Why a Python float read from a tensor that the call logs is refused, and the fix."""
+
+
+def _read_from(value: Any, graph: Any) -> _Read | None:
+    """Why a Python float logged (``losses.append(l)``) is refused where a read of the data
+    gave it (a guard of a capture with examples, ``l = loss.item()``, read that same value):
+    every replay would log the capture's number, or refuse "another branch" on other data."""
+    if type(value) is not float:
+        return None
+    for node in graph.nodes:
+        if node.kind == "guard" and node.op in ("float()", ".item()") and \
+                type(node.params.get("value")) is float and node.params["value"] == value:
+            source = node.source
+            text = line_code(linecache.getline(source[0], source[1])) if source else ""
+            kept = f" ({unwrapped(text)})" if text and unwrapped(text) != text else ""
+            return _Read(f"the number was read from a tensor ({node.op} at "
+                         f"{format_source(source)}), and a replay would log the capture's "
+                         f"number; keep it the tensor{kept} and log that: each replay logs "
+                         "NumPy's scalar of its value (np.float64, which is a float)")
+    return None
 
 
 def accumulated(label: str, tensor: Tensor, where: Any) -> bool:
@@ -288,7 +319,8 @@ def record(place: Any, left: Any, found: list[tuple] | str, recorder: Any,
     if isinstance(found, str) or place.path is None:
         reason = found if isinstance(found, str) else (
             "capviz does not know where the user holds it, so a replay could not log there")
-        call = REBOUND if found is RUNNING else KEPT if tensor is not None else LOGGED
+        call = REBOUND if found is RUNNING else READ_LOGGED if type(found) is _Read else \
+            KEPT if tensor is not None else LOGGED
         message = explain(Failure("unsupported_op", call, place.label, where,
                                   UserCode("other", shorten(text)), None, reason))
         recorder.pending.append(("unsupported_op", call, message, where))

@@ -20,6 +20,7 @@ import numpy as np
 
 from capviz.core.guards import READS, SIZE, read_value
 from capviz.core.ir import Node
+from capviz.core.logged_reads import logging_fix
 from capviz.core.source import format_source, numpy_caller, user_frame, user_source
 from capviz.core.symbols import Symbol
 from capviz.core.violations import (
@@ -44,8 +45,8 @@ def read(rec: Any, tensor: Any, call: str) -> np.ndarray:
         return np.array(known, copy=True)
     examples = rec.examples
     has_example = examples is not None
-    if has_example and call in READS:
-        try:
+    if has_example and call in READS and logging_fix(call, user_source()) is None:
+        try:  # (a value logged, losses.append(loss.item()): no guard, refused; review 8 #18)
             value = np.asarray(examples.value(node))
         except NoExample:  # an input given by its spec: refused as without examples
             has_example = False
