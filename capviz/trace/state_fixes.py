@@ -291,7 +291,31 @@ def _function_lines(path: str, line: int, name: str | None = None) -> list[tuple
     while end < len(lines) and (not lines[end].strip() or
                                 len(lines[end]) - len(lines[end].lstrip()) > indent):
         end += 1
-    return [(i + 1, lines[i].strip()) for i in range(start + 1, end) if lines[i].strip()]
+    out = []
+    for i in range(start + 1, end):
+        text = lines[i].strip()
+        if text:
+            out += [(i + 1, part) for part in _simple_statements(text)]
+    return out
+
+
+def _simple_statements(text: str) -> list[str]:
+    """The statements of one line: ``[text]``, or each of several simple statements it holds
+    (``self.m *= 0.9; self.m += 0.1 * h``: review 8, finding 21, a fix for the reads in ``mh =
+    self.m / ...; sh = ...`` was not found, and the one quoted did not apply)."""
+    if ";" not in text:
+        return [text]
+    try:
+        body = ast.parse(text).body
+    except SyntaxError:
+        return [text]
+    if len(body) < 2 or any(isinstance(stmt, _COMPOUND) for stmt in body):
+        return [text]
+    return [text[stmt.col_offset:stmt.end_col_offset] for stmt in body]
+
+
+_COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast.ClassDef,
+             ast.AsyncFor, ast.AsyncWith, ast.AsyncFunctionDef)
 
 
 function_lines = _function_lines  # (public: trace/rebound.py reads the tests of a container)
@@ -446,11 +470,15 @@ def numpy_write_before(source: Any, name: str, names: Iterable[str] = ()
     names = {name, *names}
     found = None
     for number, text in _function_lines(source[0], source[1], source[2]):
-        if number >= source[1]:
+        if number > source[1]:
             break
         stmt = _statement(text)
         if stmt is None:
             continue
+        if number == source[1] and not (isinstance(stmt, ast.AugAssign) and
+                                        _writes_plain(stmt)):
+            continue  # (the write's own line: only a write of literals before it there,
+            #            self.m *= 0.9; self.m += 0.1 * h, is NumPy's)
         if (isinstance(stmt, ast.AugAssign) and ast.unparse(_base(stmt.target)) in names) or \
                 _state_expression(stmt, None, False) in names:
             found = (number, text[:stmt.end_col_offset])
@@ -559,7 +587,9 @@ def expressions(graph: Any, states: Iterable[Any]) -> list[str]:
                 continue
             whole = not any(user.op in _INDEXED for user in users  # (no index of it written
                             if user.source == source)             # there: self.m[i] += g)
-            name = state_expression(linecache.getline(source[0], source[1]), node.name, whole)
+            name = next((made for part in
+                         _simple_statements(linecache.getline(source[0], source[1]).strip())
+                         if (made := state_expression(part, node.name, whole))), None)
             if name:
                 for alias in [name, *_aliases(source, name)]:
                     if alias not in out:

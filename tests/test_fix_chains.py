@@ -1,0 +1,108 @@
+"""A training step's refusals followed fix by fix, each quoted fix applied as written, to a
+step that replays exactly (outputs and every state, replay and compiled, cold and warm).
+
+Review 8, finding 21: Adam written in place with its statements two to a line (``self.m *=
+0.9; self.m += 0.1 * h``, ``mh = self.m / ...; sh = ...``), after the first quoted fix (the
+step counter), was told "read it through the local name of that write", which changes
+nothing: the lines holding two statements were not read. Now the reads of the states are
+quoted through ``cv.constant``, then NumPy's own writes ``self.m *= 0.9`` with a tensor; both
+applied, the step replays exactly."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+XS = [np.random.default_rng(k).normal(size=3) for k in range(6)]
+
+
+class Adam:  # (review 8's fx_r8fix.py F1: the counter's fix applied)
+    def __init__(self):
+        self.W = np.array([1.0, -2.0, 3.0])
+        self.m, self.s, self.t = np.zeros(3), np.zeros(3), np.zeros(())
+
+    def step(self, x):
+        h = x * self.W
+        self.t += cv.constant(np.float64(1))
+        self.m *= 0.9; self.m += 0.1 * h  # noqa: E702
+        self.s *= 0.999; self.s += 0.001 * h * h  # noqa: E702
+        mh = self.m / (1 - 0.9 ** self.t); sh = self.s / (1 - 0.999 ** self.t)  # noqa: E702
+        self.W -= 0.1 * mh / (np.sqrt(sh) + 1e-8)
+        return h
+
+
+class AdamReads(Adam):  # (the first quoted fix applied)
+    def step(self, x):
+        h = x * self.W
+        self.t += cv.constant(np.float64(1))
+        self.m *= 0.9; self.m += 0.1 * h  # noqa: E702
+        self.s *= 0.999; self.s += 0.001 * h * h  # noqa: E702
+        mh = cv.constant(self.m) / (1 - 0.9 ** cv.constant(self.t)); sh = cv.constant(self.s) / (1 - 0.999 ** cv.constant(self.t))  # noqa: E501, E702
+        self.W -= 0.1 * mh / (np.sqrt(sh) + 1e-8)
+        return h
+
+
+class AdamFixed(Adam):  # (the second applied too)
+    def step(self, x):
+        h = x * self.W
+        self.t += cv.constant(np.float64(1))
+        self.m *= cv.constant(np.float64(0.9)); self.m += 0.1 * h  # noqa: E702
+        self.s *= cv.constant(np.float64(0.999)); self.s += 0.001 * h * h  # noqa: E702
+        mh = cv.constant(self.m) / (1 - 0.9 ** cv.constant(self.t)); sh = cv.constant(self.s) / (1 - 0.999 ** cv.constant(self.t))  # noqa: E501, E702
+        self.W -= 0.1 * mh / (np.sqrt(sh) + 1e-8)
+        return h
+
+
+def _line(cls, code):
+    """The line of ``cls.step`` starting with ``code``."""
+    lines, start = inspect.getsourcelines(cls.step)
+    return next(start + k for k, text in enumerate(lines) if text.strip().startswith(code))
+
+
+def _fix(cls, warm):
+    model = cls()
+    if warm:
+        model.step(XS[0])
+    with pytest.raises(cv.UnsupportedOperationError) as info:
+        cv.capture(model.step, XS[1])
+    what, _why, fix = str(info.value).splitlines()
+    return what, fix
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_in_place_adam_two_statements_a_line_is_told_each_fix_that_applies(warm):
+    """Checked to fail before this change (the first fix quoted a local name's write)."""
+    what, fix = _fix(Adam, warm)
+    assert what.startswith(f"`self.W -= 0.1 * mh / (np.sqrt(sh) + 1e-8)` at {__file__}:")
+    reads = _line(Adam, "mh = self.m / (1 - 0.9 ** self.t); sh = self.s")
+    assert fix.startswith(
+        f"Fix: write line {reads} as `mh = cv.constant(self.m) / (1 - 0.9 ** cv.constant("
+        f"self.t))`, and line {reads} as `sh = cv.constant(self.s) / (1 - 0.999 ** "
+        "cv.constant(self.t))`: "), fix
+    what, fix = _fix(AdamReads, warm)
+    first = _line(AdamReads, "self.m *= 0.9; self.m += 0.1 * h")
+    assert what.startswith(f"`self.m *= 0.9; self.m += 0.1 * h` at {__file__}:{first} in step")
+    assert fix == (f"Fix: write line {first} (`self.m *= 0.9`) with a tensor, which the "
+                   "capture records as a state: `self.m *= cv.constant(np.float64(0.9))`, and "
+                   f"line {first + 1} as `self.s *= cv.constant(np.float64(0.999))` (outside a "
+                   "capture cv.constant returns the value itself).")
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_in_place_adam_with_the_quoted_fixes_applied_replays_exactly(warm):
+    model, eager = AdamFixed(), Adam()
+    if warm:
+        model.step(XS[0])
+        eager.step(XS[0])
+    graph = cv.capture(model.step, XS[1])
+    for k, x in enumerate(XS[1:] * 2):
+        out = graph.replay({graph.inputs[0]: x})[graph.outputs[0]] if k % 2 else \
+            graph.compile()(x)[0]
+        want = eager.step(x)
+        assert out.tobytes() == want.tobytes()
+        for name in ("W", "m", "s", "t"):
+            assert getattr(model, name).tobytes() == getattr(eager, name).tobytes(), name
