@@ -7,7 +7,8 @@ user's line with the fix that applies, each fix applied here and replayed exactl
   line that writes them through the other name.
 * Review 8, finding 23: a decayed learning rate, captured warm (``self.lr`` is NumPy's scalar
   after one eager call of ``self.lr = self.lr * 0.99``), was told a counter's example naming
-  ``self.t``; now its own in-place write, which, applied, replays exactly."""
+  ``self.t``; now its own in-place write, which, applied, replays exactly. Review 9, finding
+  4: with the 0-d array it needs made first (``self.lr = np.array(self.lr)``), in one fix."""
 
 from __future__ import annotations
 
@@ -101,12 +102,12 @@ def test_a_decayed_lr_captured_warm_is_told_its_own_in_place_write_which_replays
     assert what == (f"`self.lr = self.lr * 0.99` at {__file__}:{line} in step: self.lr is a "
                     "Python number that changes from call to call.")
     assert fix == ("Fix: pass it as an input (an argument of the captured function), or keep "
-                   "self.lr in an ndarray written with a tensor (self.lr *= "
-                   "cv.constant(np.float64(0.99))).")
+                   "self.lr in an ndarray written with a tensor (self.lr = np.array(self.lr) "
+                   "before the capture, then self.lr *= cv.constant(np.float64(0.99))).")
     fixed, eager = DecayedLrFixed(), DecayedLr()
     fixed.step(XS[0])
     eager.step(XS[0])
-    fixed.lr = np.array(fixed.lr)
+    fixed.lr = np.array(fixed.lr)  # (both parts of the fix: review 9, finding 4)
     graph = cv.capture(fixed.step, XS[1])
     for k, x in enumerate(XS[1:] * 2):
         out = graph.replay({graph.inputs[0]: x})[graph.outputs[0]] if k % 2 else \

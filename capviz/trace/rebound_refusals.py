@@ -50,7 +50,8 @@ def refuse_changed(place: Place, now: Any, recorder: Any, source: Any,
             re.match(rf"^{label_pattern(place.label)}\s*(?:\*\*|//|[-+*/%])=(?!=)", text):
         written = state_fixes.operand_fix(text, np.asarray(place.value).dtype)
     if written is not None:  # (review 8, finding 23: the example named self.t for self.lr)
-        parts["counter"], parts["counter_write"] = place.label, written
+        parts["counter"], parts["counter_write"] = place.label, (  # (review 9, finding 4:
+            f"{place.label} = np.array({place.label}) before the capture, then {written}")
     message = explain(Failure("unsupported_op", CHANGES, place.label, source,
                               UserCode("other", shorten(text), parts), None, reason))
     recorder.pending.append(("unsupported_op", CHANGES, message, source))
