@@ -156,3 +156,117 @@ def test_a_number_read_then_logged_is_refused_at_the_logging_line_with_its_fix()
             return x * 2.0
 
     _replays_as_eager(Fixed, lambda m: m.losses, given=XS[0])
+
+
+class History:
+    def __init__(self):
+        self.history = []
+        self.last = {}
+        self.t = 0
+
+    def step(self, x):
+        loss = (x ** 2).mean()
+        self.history.append({"loss": loss, "phase": "train", "parts": [x.sum(), x.max()]})
+        self.history.append((0, loss))
+        self.last["pair"] = ("step", x.min())
+        return x * 2.0
+
+
+def test_a_dict_or_tuple_holding_tensors_appended_is_built_by_each_replay():
+    # R7 #20's remnants: refused before ("the call put a value of the capture among its items")
+    for warm in (False, True):
+        _replays_as_eager(History, lambda m: (m.history, m.last), warm=warm)
+    m = History()
+    graph = cv.capture(m.step, SPEC)
+    text = str(graph)
+    assert "log self.history.append {'loss': %" in text and "'phase': 'train'" in text
+    graph.replay({"x": XS[1]})
+    assert type(m.history[0]["loss"]) is np.float64 and type(m.history[1]) is tuple
+    assert m.history[0]["parts"][0] == XS[1].sum() and m.last["pair"][1] == XS[1].min()
+
+
+def test_a_logged_dict_holding_tensors_is_compiled_saved_and_returned(tmp_path):
+    m = History()
+    graph = cv.capture(m.step, SPEC)
+    eager = History()
+    eager.step(XS[1])
+    graph.compile()(XS[1])
+    assert _same((m.history, m.last), (eager.history, eager.last))
+    path = tmp_path / "g.json"
+    graph.save(path)
+    loaded = cv.load(path)
+    assert "{'loss': %" in str(loaded)
+    result = loaded.replay({"x": XS[1]}, state="return")
+    logged = [v for k, v in result.states.items() if k.startswith("self.history")]
+    assert _same(logged, eager.history)
+
+
+class Aliased:
+    def __init__(self):
+        self.a, self.b = [], []
+
+    def step(self, x):
+        record = {"loss": x.sum()}
+        self.a.append(record)
+        self.a.append(record)
+        return x * 2.0
+
+
+def test_one_dict_logged_twice_is_refused_at_its_line():
+    with pytest.raises(UnsupportedOperationError, match="logs one list or dict holding a value"):
+        cv.capture(Aliased().step, SPEC)
+
+
+class Cold:
+    def __init__(self):
+        self.m = {}
+        self.d = collections.defaultdict(list)
+
+    def step(self, x):
+        self.m.setdefault("loss", []).append(x.sum())
+        return x * 2.0
+
+    def step_default(self, x):
+        self.d["loss"].append(x.sum())
+        return x * 2.0
+
+
+@pytest.mark.parametrize("method, label", [("step", "self.m['loss']"),
+                                           ("step_default", "self.d['loss']")])
+def test_a_list_made_at_a_key_on_the_first_call_is_refused_with_create_it_first(method, label):
+    # the cold setdefault(k, []).append / defaultdict(list): refused before with "return the
+    # value ... or keep it in an ndarray", neither of which applies
+    m = Cold()
+    with pytest.raises(UnsupportedOperationError) as err:
+        cv.capture(getattr(m, method), SPEC)
+    message = str(err.value)
+    assert "given a new list or dict at a key that held nothing" in message
+    assert f"Fix: create {label} before the capture (in __init__, or by one eager call)" \
+        in message
+    assert m.m == {} and dict(m.d) == {} and len(message.splitlines()) <= 3
+
+    class Fixed(Cold):  # the fix applied: created in __init__
+        def __init__(self):
+            super().__init__()
+            self.m["loss"] = []
+            self.d["loss"] = []
+
+        step = getattr(Cold, method)
+
+    _replays_as_eager(Fixed, lambda m: (m.m, dict(m.d)))
+    _replays_as_eager(Cold, lambda m: (m.m, dict(m.d)), warm=True)  # (or one eager call)
+
+
+class Counted:
+    def __init__(self):
+        self.history = []
+
+    def step(self, x):
+        self.history.append({"loss": x.sum(), "n": len(self.history)})
+        return x * 2.0
+
+
+def test_a_logged_dict_reading_the_list_it_grows_is_refused():
+    # (built by each replay, n would be 0 each time where the calls count 0, 1, 2...)
+    with pytest.raises(UnsupportedOperationError, match="self.history is a list that grows"):
+        cv.capture(Counted().step, SPEC)

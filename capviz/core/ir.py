@@ -29,7 +29,9 @@ An ``output`` node with ``params["effect"]`` (``"append"``, ``"refill"``, ``"set
 ``"key"``) is a value the call logs into a container of the user's (``self.losses.append(loss)``):
 a replay logs it there after the graph (:mod:`capviz.trace.effects`); it is no output of the
 function. A Python value the call logs (``self.log.append("step")``, ``x.shape``) is a
-:class:`LoggedValue` of :attr:`Graph.logged_values`, logged by each replay in the same order.
+:class:`LoggedValue` of :attr:`Graph.logged_values`, logged by each replay in the same order;
+one holding tensors (``{"loss": loss}``) holds a :class:`LoggedPart` for each, an ``output``
+node with ``params["effect"] == "part"``, whose replayed value a replay puts there.
 
 A shape may hold :class:`capviz.core.symbols.Symbol` sizes (``n0``): the length of an axis that
 depends on the data, listed in :attr:`Graph.symbols`.
@@ -243,6 +245,19 @@ class ConstantValues(dict):
     def __ior__(self, other: Any) -> ConstantValues:
         self.update(other)
         return self
+
+
+@dataclasses.dataclass(frozen=True)
+class LoggedPart:
+    """Where a tensor's replayed value goes in a tuple, list or dict the call logs
+    (``history.append({"loss": loss})``, ``(step, loss)``): the index of its ``output`` node
+    (``params["effect"] == "part"``, logged only inside the :class:`LoggedValue` that holds
+    this)."""
+
+    index: int
+
+    def __repr__(self) -> str:
+        return f"%{self.index}"
 
 
 @dataclasses.dataclass

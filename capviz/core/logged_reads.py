@@ -22,6 +22,8 @@ _STORES = re.compile(rf"^\s*{_TARGET}\[[^\]]*\]\s*=(?!=)")
 """A line storing into an item (``hist["loss"] = ...``, ``losses[i] = ...``)."""
 _MATH = re.compile(r"(?<![\w.])math\.(exp|log|log2|log10|log1p|expm1|sqrt|sin|cos|tan|tanh)\(")
 _WRAPS = re.compile(r"(?<![\w.])(?:float|int|complex)\(")
+_CASTS = re.compile(r"(?<![\w.])(?:np|numpy)\.(float16|float32|float64|int8|int16|int32|int64|"
+                    r"uint8|uint16|uint32|uint64|bool_|complex64|complex128)\(")
 
 
 def logging_fix(call: str, source: Any) -> str | None:
@@ -49,6 +51,14 @@ def unwrapped(text: str) -> str:
         if inner is None:
             break
         fixed = fixed[:found.start()] + fixed[found.end():inner] + fixed[inner + 1:]
+    while True:  # np.float32(loss): loss.astype(np.float32), NumPy's scalar as well
+        found = _CASTS.search(fixed)
+        inner = None if found is None else _closing(fixed, found.end())
+        if inner is None:
+            break
+        value = fixed[found.end():inner].strip()
+        value = value if re.fullmatch(r"[\w.]+(?:\([^()]*\))*", value) else f"({value})"
+        fixed = f"{fixed[:found.start()]}{value}.astype(np.{found[1]}){fixed[inner + 1:]}"
     return fixed
 
 

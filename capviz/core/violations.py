@@ -734,6 +734,16 @@ SITUATIONS: list[Situation] = [
         "import time\n\nSTAMPS = []\n\n\ndef f(x):\n    STAMPS.append(time.perf_counter())\n"
         "    return x + 1.0\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
+        "made_at_key", "unsupported_op",
+        _call_is("a list or dict the call makes at a key it asks for"),
+        "{operand} is given a new list or dict at a key that held nothing, and later calls add "
+        "to it",
+        "capviz cannot log it as the calls do: each replay would make it anew where a later "
+        "call adds to the one the first call made ({reason_why}).",
+        "{reason_fix}",
+        "HIST = {}\n\n\ndef f(x):\n    HIST.setdefault(\"loss\", []).append(x.sum())\n"
+        "    return x + 1.0\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
+    Situation(
         "logged_read_number", "unsupported_op",
         _call_is("a number read from a tensor logged by the call"),
         "{operand} is given a Python number read from a tensor",

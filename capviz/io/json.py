@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from capviz.core.errors import GraphFormatError
+from capviz.core.ir import LoggedPart
 
 # NumPy scalar literals keep their dtype in a file: {"$scalar": ["float32", 0.5]}. Each of these
 # dtypes holds values a JSON number (or a $complex pair of them) gives back exactly.
@@ -41,6 +42,8 @@ def encode(value: Any) -> Any:
         return {"$ellipsis": None}
     if isinstance(value, dict):
         return {"$dict": {str(k): encode(v) for k, v in value.items()}}
+    if isinstance(value, LoggedPart):  # (a tensor's place in a logged dict or tuple)
+        return {"$part": value.index}
     raise TypeError(f"cannot store a {type(value).__name__} in a graph file")
 
 
@@ -66,6 +69,8 @@ def decode(data: Any, where: str = "value") -> Any:
             return Ellipsis
         if tag == "$scalar" and isinstance(body, list) and len(body) == 2:
             return _scalar(body[0], decode(body[1], where), where)
+        if tag == "$part" and isinstance(body, int) and not isinstance(body, bool):
+            return LoggedPart(body)
         if tag == "$dict" and isinstance(body, dict):
             return {k: decode(v, where) for k, v in body.items()}
     raise GraphFormatError(f"{where}: unrecognised value {json.dumps(data)[:80]}")

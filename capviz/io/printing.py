@@ -101,7 +101,8 @@ def format_node(node: Node, names: dict[int, str] | None = None) -> str:
             kind, key = node.params["effect"], node.params.get("key")
             where = f"{node.name}[{key!r}] =" if kind == "set" else \
                 f"{node.name}.{key} =" if kind == "attr" else \
-                f"{node.name}.append" if kind == "append" else f"{node.name} (emptied).append"
+                f"{node.name}.append" if kind == "append" else \
+                f"{node.name} <- part" if kind == "part" else f"{node.name} (emptied).append"
             return f"log {where} {name(node.args[0])}"
         return f"output {node.name} = {name(node.args[0])}"
     if node.kind == "violation":

@@ -218,7 +218,7 @@ def verify_graph(graph: Graph) -> None:
                                          "returns one node")
         elif node.kind == "output" and "effect" in node.params:
             if len(node.args) != 1 or not isinstance(node.args[0], Node) or \
-                    node.params["effect"] not in ("append", "refill", "set", "attr") or \
+                    node.params["effect"] not in ("append", "refill", "set", "attr", "part") or \
                     not isinstance(node.name, str):
                 raise _fail(graph, node, "a logged value (an effect output) names its container "
                                          "and returns one node")

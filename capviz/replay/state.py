@@ -34,7 +34,7 @@ from capviz import ops
 from capviz.backends.host import subclass_fix, type_name
 from capviz.backends.registry import Backend
 from capviz.core.errors import ReplayInputError, UnsupportedOperationError
-from capviz.core.ir import Graph, Node
+from capviz.core.ir import Graph, LoggedPart, Node
 from capviz.core.layout import layout_key
 from capviz.core.source import format_source
 from capviz.replay.plan import FRESH_OPS
@@ -495,21 +495,39 @@ def _in_order(graph: Graph, nodes: tuple, values: Any, to_host: Any) -> list[tup
     Python values (a new copy of a list or dict each replay, as each call makes one)."""
     out = []
     constants = list(enumerate(graph.logged_values))
+    parts: dict[int, Any] = {}  # (a tensor's value in a logged dict or tuple: LoggedPart)
     for node, value in zip(nodes, values):
         while constants and constants[0][1].order <= node.index:
-            out.append(_constant(*constants.pop(0)))
+            out.append(_constant(*constants.pop(0), parts))
         value = to_host(value)
         if node.params.get("scalar") and isinstance(value, np.ndarray) and value.shape == ():
             value = value[()]
+        if node.params["effect"] == "part":
+            parts[node.index] = value
+            continue
         out.append((_effect_name(node), node.name, node.params["effect"],
                     node.params.get("key"), value, graph.effect_places.get(node.index)))
-    out += [_constant(k, logged) for k, logged in constants]
+    out += [_constant(k, logged, parts) for k, logged in constants]
     return out
 
 
-def _constant(k: int, logged: Any) -> tuple:
-    value = copy.deepcopy(logged.value) if _mutable(logged.value) else logged.value
+def _constant(k: int, logged: Any, parts: dict[int, Any]) -> tuple:
+    value = _filled(logged.value, parts) if _mutable(logged.value) or \
+        type(logged.value) is tuple else logged.value
     return _logged_name(logged, k), logged.name, logged.kind, logged.key, value, logged.path
+
+
+def _filled(value: Any, parts: dict[int, Any]) -> Any:
+    """A new copy of the logged tuple, list or dict ``value`` (as each call makes one), each
+    :class:`capviz.core.ir.LoggedPart` in it given the replayed value ``parts`` holds."""
+    kind = type(value)
+    if kind is LoggedPart:
+        return parts[value.index]
+    if kind is dict:
+        return {k: _filled(v, parts) for k, v in value.items()}
+    if kind in (list, tuple):
+        return kind(_filled(v, parts) for v in value)
+    return copy.deepcopy(value)
 
 
 def _mutable(value: Any) -> bool:

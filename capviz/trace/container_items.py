@@ -46,8 +46,8 @@ def items_back(place: Place, recorder: Any, read: set[int], left: Any = None,
     before = place.value
     grown = _grown(holder, before, recorder, place.label)
     place.grew = not isinstance(holder, dict) and any(  # (recapture.grown: a list read after it
-        type(v) is Tensor and v._trace is recorder and of_data(v, recorder)
-        for v in list(holder)[len(before):])  # grew with values of the data, not a memo of
+        of_data(t, recorder) for v in list(holder)[len(before):]  # grew with values of the
+        for t in effects.leaves(v, recorder))  # data, {"loss": l} too; not a memo of
     #                                           constants: if not DEQ: DEQ.append(np.tril(..)))
     logged = None if grown is not None or left is None else effects.logged(
         place, left, recorder, lambda t: of_data(t, recorder), line, outside)  # (left: as
@@ -180,6 +180,8 @@ def _grown(holder: Any, before: Any, recorder: Any, label: str) -> tuple[Any, Te
     else:
         return None
     for key, value in items[:ITEMS]:
+        if type(value) in (list, dict) and effects.structure(value, recorder):
+            continue  # (m.setdefault(k, []).append(loss): a log, effects.py)
         tensor = tensor_in([value], recorder, DEPTH)
         if tensor is not None and type(holder) is list and key >= len(before) and \
                 not effects.tested(label, tensor._data.source):

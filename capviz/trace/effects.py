@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.core.ir import LoggedValue, Node
+from capviz.core.ir import LoggedPart, LoggedValue, Node
 from capviz.core.logged_reads import unwrapped
 from capviz.core.source import format_source
 from capviz.core.user_code import UserCode, shorten
@@ -58,6 +58,9 @@ KEPT = "a capture tensor kept in a container"
 """The ``call`` of the refusal (the situation ``kept_in_container``)."""
 LOGGED = "a Python value logged by the call"
 """The ``call`` of a refused log of Python values (the situation ``logged_python_value``)."""
+MADE_AT_KEY = "a list or dict the call makes at a key it asks for"
+"""The ``call`` of a refused ``m.setdefault(k, []).append(loss)`` on its first call (the
+situation ``made_at_key``)."""
 READ_LOGGED = "a number read from a tensor logged by the call"
 """The ``call`` of a refused log of a Python float a read of the data gave (``l = loss.item();
 losses.append(l)``: the situation ``logged_read_number``)."""
@@ -87,7 +90,45 @@ def plain(value: Any, depth: int = 3) -> bool:
 
 
 def _loggable(value: Any, recorder: Any) -> bool:
-    return _ours(value, recorder) or plain(value)
+    return _ours(value, recorder) or plain(value) or structure(value, recorder)
+
+
+def structure(value: Any, recorder: Any, depth: int = 3) -> bool:
+    """Whether ``value`` is a tuple, list or dict (``str`` keys) holding tensors of
+    ``recorder`` and :func:`plain` values only, at least one tensor, 256 items and three levels
+    at most (``{"loss": loss}``, ``(step, loss)``, ``[loss, acc]``): each call builds a new one,
+    and so does each replay, with the replayed values (a :class:`LoggedPart` for each tensor)."""
+    return type(value) in (tuple, list, dict) and _built(value, recorder, depth) and \
+        _holds(value, recorder, depth)
+
+
+def _built(value: Any, recorder: Any, depth: int) -> bool:
+    kind = type(value)
+    if kind in _PLAIN or _ours(value, recorder):
+        return True
+    if depth <= 0 or kind not in (tuple, list, dict) or len(value) > 256:
+        return False
+    if kind is dict:
+        return all(type(k) is str and _built(v, recorder, depth - 1) for k, v in value.items())
+    return all(_built(v, recorder, depth - 1) for v in value)
+
+
+def leaves(value: Any, recorder: Any) -> list[Tensor]:
+    """The tensors of ``recorder`` in :func:`structure` ``value`` (or ``value`` itself)."""
+    if _ours(value, recorder):
+        return [value]
+    if type(value) not in (tuple, list, dict):
+        return []
+    items = value.values() if type(value) is dict else value
+    return [t for v in items for t in leaves(v, recorder)]
+
+
+def _containers(value: Any) -> list[Any]:
+    """The lists and dicts in tuple, list or dict ``value``, ``value`` itself included."""
+    if type(value) not in (tuple, list, dict):
+        return []
+    items = value.values() if type(value) is dict else value
+    return [value] * (type(value) is not tuple) + [c for v in items for c in _containers(v)]
 
 
 def _described(value: Any, depth: int = 3) -> bool:
@@ -147,15 +188,15 @@ def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
     values only (the lines read are its function's); ``outside``: the ids of the lists and
     dicts the walk found (one logged itself is refused)."""
     items = left.values() if isinstance(left, dict) else left
-    ours = [t for t in items if _ours(t, recorder)]
+    ours = [t for v in items for t in leaves(v, recorder)]
     if ours and not any(of_data(t) for t in ours) and (
             place.path is None or tested(place.label, ours[0]._data.source)):
         return None  # a memo of constants (SLOTS[n] = np.tril(...) if SLOTS[n] is None)
     found = _logged(place, left, recorder, where)
     if not isinstance(found, list):
         return found
-    shared = next((value for _, _, value in found if type(value) in (list, dict)
-                   and id(value) in outside), None)
+    shared = next((c for _, _, value in found for c in _containers(value)
+                   if id(c) in outside), None)
     if shared is not None:  # (self.log.append(self.cfg): review 8, finding 11)
         return ("the call logs a list or dict it holds outside the call itself, the same object "
                 "each call, which a replay would log as a copy of what it held at the capture; "
@@ -167,9 +208,13 @@ def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
     read = next((r for _, _, value in found if (r := _read_from(value, recorder.graph))), None)
     if read is not None:  # (l = loss.item(); losses.append(l): review 8, finding 18)
         return read
-    tensors = [value for _, _, value in found if _ours(value, recorder)]
+    tensors = [t for _, _, value in found for t in leaves(value, recorder)]
     if not tensors:
         return found  # Python values only: the same each call (or refused: differs)
+    built = [id(c) for _, _, value in found for c in _containers(value)]
+    if len(set(built)) < len(built):  # (rec = {"loss": l}; a.append(rec); b.append(rec))
+        return ("the call logs one list or dict holding a value of the capture twice, where "
+                "a replay would log two copies; log a new one each time")
     data = [of_data(tensor) for tensor in tensors]
     if not any(data) and (place.path is None or
                           tested(place.label, tensors[0]._data.source)):
@@ -182,6 +227,10 @@ def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
 
 class _Read(str):
     """Why a Python float read from a tensor that the call logs is refused, and the fix."""
+
+
+class _Made(str):
+    """Why a list or dict the call makes at a key it asks for is refused, and the fix."""
 
 
 def _read_from(value: Any, graph: Any) -> _Read | None:
@@ -201,6 +250,29 @@ def _read_from(value: Any, graph: Any) -> _Read | None:
                          f"number; keep it the tensor{kept} and log that: each replay logs "
                          "NumPy's scalar of its value (np.float64, which is a float)")
     return None
+
+
+def _made_at_key(place: Any, key: Any, value: Any, recorder: Any, where: Any) -> str | None:
+    """Why a tuple, list or dict holding values of the capture stored at ``key`` of walked dict
+    ``place.holder`` is refused: a list or dict made where the dict held none on a call that
+    asks for the key (``m.setdefault("loss", []).append(loss)``, a ``defaultdict(list)``, ``if
+    k not in m: m[k] = []``), which later calls add to where each replay would make it again; or
+    stored over the one there. ``None``: a new one each call, as each replay builds it."""
+    label = f"{place.label}[{key!r}]"
+    source = leaves(value, recorder)[0]._data.source or where
+    if key in place.value:
+        return None if type(value) is tuple else (
+            "the call stores a new list or dict holding a value of the capture over the one "
+            f"at {key!r}; log into the one there ({label}.append(...)), which each replay "
+            "repeats")
+    if type(value) is tuple and not tested(place.label, source):
+        return None
+    if type(value) is not tuple and not tested(place.label, source) and \
+            not callable(getattr(place.holder, "default_factory", None)):
+        return None
+    return _Made(f"the call asks for the key (setdefault, a defaultdict, a test of the key); "
+                 f"create {label} before the capture (in __init__, or by one eager call), so "
+                 "that the call logs into it, which each replay repeats")
 
 
 def accumulated(label: str, tensor: Tensor, where: Any) -> bool:
@@ -248,6 +320,10 @@ def _logged(place: Any, holder: Any, recorder: Any, where: Any = None
                 continue  # (the value it held: nothing a replay need log)
             if type(key) not in (str, int):
                 return (f"its key {key!r} is no str or int, which a replay could store at")
+            if structure(value, recorder):  # ({"loss": [loss]}, m.setdefault(k, []).append)
+                made = _made_at_key(place, key, value, recorder, where)
+                if made is not None:
+                    return made
             if key not in before and _ours(value, recorder) and \
                     current(recorder, value).shape == () and \
                     accumulated(f"{place.label}[{key!r}]", value, where):
@@ -278,7 +354,7 @@ def _logged(place: Any, holder: Any, recorder: Any, where: Any = None
         return ("the call put a value of the capture among its items (an insert, a tuple or "
                 "list of them), which a replay does not repeat")
     maxlen = getattr(place.holder, "maxlen", None)
-    tensor = next((v for v in new if _ours(v, recorder)), None)
+    tensor = next((t for v in new for t in leaves(v, recorder)), None)
     source = tensor._data.source if tensor is not None else where
     values = tensor is None or any(not _ours(v, recorder) for v in new)
     if _at_front(place.label, source):
@@ -320,27 +396,48 @@ def record(place: Any, left: Any, found: list[tuple] | str, recorder: Any,
         reason = found if isinstance(found, str) else (
             "capviz does not know where the user holds it, so a replay could not log there")
         call = REBOUND if found is RUNNING else READ_LOGGED if type(found) is _Read else \
-            KEPT if tensor is not None else LOGGED
+            MADE_AT_KEY if type(found) is _Made else KEPT if tensor is not None else LOGGED
         message = explain(Failure("unsupported_op", call, place.label, where,
                                   UserCode("other", shorten(text)), None, reason))
         recorder.pending.append(("unsupported_op", call, message, where))
         return
-    places = graph.effect_places
     for kind, key, value in found:
         if not _ours(value, recorder):
+            if not plain(value):  # a tuple, list or dict holding tensors: one part each
+                value = _parted(value, place, recorder, where)
             graph.logged_values.append(LoggedValue(len(graph.nodes), kind, key, value,
                                                    place.label, where, place.path))
             continue
-        node = current(recorder, value)
-        params: dict[str, Any] = {"effect": kind}
-        if key is not None:
-            params["key"] = key
-        if node.shape == () and recorder.holds_scalar(value):
-            params["scalar"] = True  # (np.mean(...) appends NumPy's scalar, not a 0-d array)
-        out = Node(len(graph.nodes), "output", None, (node,), params, node.shape, node.dtype,
-                   where, "", place.label)
-        graph.nodes.append(out)
-        places[out.index] = place.path
+        _effect_output(value, kind, key, place, recorder, where)
+
+
+def _effect_output(value: Tensor, kind: str, key: Any, place: Any, recorder: Any,
+                   where: Any) -> Node:
+    graph = recorder.graph
+    node = current(recorder, value)
+    params: dict[str, Any] = {"effect": kind}
+    if key is not None:
+        params["key"] = key
+    if node.shape == () and recorder.holds_scalar(value):
+        params["scalar"] = True  # (np.mean(...) appends NumPy's scalar, not a 0-d array)
+    out = Node(len(graph.nodes), "output", None, (node,), params, node.shape, node.dtype,
+               where, "", place.label)
+    graph.nodes.append(out)
+    graph.effect_places[out.index] = place.path
+    return out
+
+
+def _parted(value: Any, place: Any, recorder: Any, where: Any) -> Any:
+    """:func:`structure` ``value`` with each tensor an effect output of kind ``"part"`` and a
+    :class:`LoggedPart` in its place (``{"loss": %7}``): a replay builds it anew with the
+    replayed values (capviz/replay/state.py)."""
+    if _ours(value, recorder):
+        return LoggedPart(_effect_output(value, "part", None, place, recorder, where).index)
+    if type(value) is dict:
+        return {k: _parted(v, place, recorder, where) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_parted(v, place, recorder, where) for v in value)
+    return value
 
 
 def set_items(holder: Any, items: Any) -> None:

@@ -144,6 +144,9 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
             tensor = tensor_in(found, recorder, DEPTH) if type(found) in SEQUENCES else None
             if tensor is None:
                 continue
+            if place.kind == "dict" and id(place.holder) in walked and type(found) is tuple \
+                    and effects.structure(found, recorder):
+                continue  # (hist["pair"] = (step, loss) over the last call's: logged, effects)
         if place.inner and type(found) is Tensor:
             if read is None:
                 read = {id(ref()) for ref in recorder.graph.constant_origins.values()}
