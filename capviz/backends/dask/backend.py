@@ -82,7 +82,7 @@ import dask.array as da
 import numpy as np
 
 from capviz import ops
-from capviz.backends.dask import before_cancel, casts, in_order, overflow
+from capviz.backends.dask import before_cancel, casts, in_order, overflow, product_checks
 from capviz.backends.dask.draws import random_op
 from capviz.backends.dask.kinds import host_blocks, sized, whole
 from capviz.backends.dask.reductions import NATIVE_KINDS, numpy_only
@@ -173,26 +173,20 @@ class DaskBackend(Backend):
             return random_op(op)
         if kind == "unpack":
             return op.bind(np)
-        lower = LOWER[kind]
-        blockwise = kind in ("elementwise", "sized")
 
         def build(*args: Any, **params: Any) -> Any:
             steps = STEPS.get()
             node = steps.next(op.name) if steps is not None else None
             token = NODE.set(None if node is None else node.index)
             try:
-                if not blockwise and any(is_array(a) and unknown_shape(a.shape) for a in args):
-                    # lengths unknown until computed: NumPy on the gathered operands, as
-                    # `whole` does
-                    return sized(op, args, params)
-                if kind in NATIVE_KINDS and numpy_only(op, args, params):
-                    return whole(op, args, params)
-                if kind == "elementwise" and casts.covers(op.name, args, params) \
-                        and is_array(args[0]):  # a float cast to an integer type
-                    if node is not None and node.index in (in_order.NODES.get() or ()):
-                        return casts.in_numpy_order(op, args, params)
-                    return casts.checked(op, args, params)
-                return lower(op, args, params)
+                result = _lowered(op, kind, node, args, params)
+                plan = product_checks.PLAN.get()
+                if plan is not None and node is not None:  # products tested where consumed
+                    if node.index in plan.products:
+                        product_checks.record(node, args, params)
+                    if node.index in plan.consumers:
+                        result = product_checks.checked(node, result)
+                return result
             finally:
                 NODE.reset(token)
 
@@ -213,11 +207,14 @@ class DaskBackend(Backend):
         ordered: dict[int, Any] = {}  # nodes built in NumPy's order (in_order.NODES)
         constants = dict(zip(program.constant_nodes, program.host_constants))
         layouts = in_order.Layouts(hosts, constants)  # read only where a node adds in order
-        feeding = before_cancel.feeding(Steps(program).nodes)
+        nodes = Steps(program).nodes
+        returned = {n.index for n in program.output_nodes} | {
+            a.index for g in program.guards for a in g.args if isinstance(a, Node)}
+        feeding, plan = product_checks.split(before_cancel.feeding(nodes), nodes, returned)
         while True:
             steps = Steps(program)
             outputs, guard_values = self._build(program, args, seed, chunks, steps, ordered,
-                                                layouts, feeding)
+                                                layouts, feeding, plan)
             try:
                 if not compute:
                     if guard_values:  # the guards only, checked before the lazy outputs return
@@ -255,12 +252,13 @@ class DaskBackend(Backend):
     @staticmethod
     def _build(program: Any, args: list, seed: int, chunks: Any, steps: Steps,
                ordered: dict, layouts: in_order.Layouts,
-               feeding: dict) -> tuple[Any, list]:
+               feeding: dict, plan: product_checks.Plan) -> tuple[Any, list]:
         """The program's outputs as dask arrays (the nodes of ``ordered``, and the sums of
         ``feeding`` that dask.array would add otherwise, in NumPy's order, in the memory
         ``layouts`` NumPy gives their operands), and the values its guards read."""
         tokens = (CHUNKS.set(chunks), STEPS.set(steps), in_order.NODES.set(dict(ordered)),
-                  in_order.LAYOUTS.set(layouts), before_cancel.FEEDING.set(feeding))
+                  in_order.LAYOUTS.set(layouts), before_cancel.FEEDING.set(feeding),
+                  product_checks.PLAN.set(plan), product_checks.BOUNDS.set({}))
         guard_values: list = []  # what the guards read: computed with the outputs
         try:
             outputs = program(args, seed, None, guard_values)
@@ -270,6 +268,8 @@ class DaskBackend(Backend):
             in_order.NODES.reset(tokens[2])
             in_order.LAYOUTS.reset(tokens[3])
             before_cancel.FEEDING.reset(tokens[4])
+            product_checks.PLAN.reset(tokens[5])
+            product_checks.BOUNDS.reset(tokens[6])
         return outputs, guard_values
 
     @staticmethod
@@ -296,6 +296,23 @@ class DaskBackend(Backend):
                 f"{host.shape}: {err}. Give chunks that fit every NumPy input (an int, "
                 "'auto', a byte size such as '64MiB'), or pass that input as a dask array "
                 "with its own chunks") from None
+
+
+def _lowered(op: ops.Op, kind: str, node: Node | None, args: tuple, params: dict) -> Any:
+    """The dask array of ``op`` of ``args`` by its rule ``kind`` (node ``node`` of the
+    program being built)."""
+    if kind not in ("elementwise", "sized") \
+            and any(is_array(a) and unknown_shape(a.shape) for a in args):
+        # lengths unknown until computed: NumPy on the gathered operands, as `whole` does
+        return sized(op, args, params)
+    if kind in NATIVE_KINDS and numpy_only(op, args, params):
+        return whole(op, args, params)
+    if kind == "elementwise" and casts.covers(op.name, args, params) \
+            and is_array(args[0]):  # a float cast to an integer type
+        if node is not None and node.index in (in_order.NODES.get() or ()):
+            return casts.in_numpy_order(op, args, params)
+        return casts.checked(op, args, params)
+    return LOWER[kind](op, args, params)
 
 
 def _order_matters(failed: BlockError, ordered: dict) -> bool:

@@ -49,12 +49,10 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Any
 
-import dask
 import numpy as np
-from dask.utils import parse_bytes
 
 from capviz.backends import cancelling, contraction_bound
-from capviz.backends.dask import contractions
+from capviz.backends.dask import contractions, product_checks
 from capviz.backends.dask.overflow import OrderMatters, blocks_add_otherwise
 from capviz.backends.dask.shapes import is_array
 from capviz.core.ir import Node
@@ -100,10 +98,13 @@ def feeding(nodes: list[Node]) -> dict[int, tuple]:
     bound is held where it is an output only, and what reads it can cancel in ways no list of
     consumers names (``np.convolve(x @ ones, [1, -1])``, the hostile review 8's finding 20;
     ``(x @ ones) @ d`` of a difference matrix ``d``), where its operands fit in one block of
-    dask's ``array.chunk-size`` (:func:`_fits_one_block`): a larger one keeps dask.array's
-    blocks, declared, as before stop 36, since one block of it would not fit a worker (the
-    stop-36 final CI: a (262144, 1024) float32 input of 1 GiB, 4x a worker's memory, read by
-    ``h @ w`` then ``np.abs(y).max(1)`` and ``y.sum(0)``, failed with dask's MemoryError)."""
+    dask's ``array.chunk-size`` (:func:`~capviz.backends.dask.product_checks.fits_one_block`):
+    a larger one keeps dask.array's blocks, declared, as before stop 36, since one block of it
+    would not fit a worker (the stop-36 final CI: a (262144, 1024) float32 input of 1 GiB, 4x a
+    worker's memory, read by ``h @ w`` then ``np.abs(y).max(1)`` and ``y.sum(0)``, failed with
+    dask's MemoryError). A larger one that reaches a consumer is tested there instead, where
+    :mod:`capviz.backends.dask.product_checks` carries its bound (the backend takes it out of
+    what this returns: :func:`~capviz.backends.dask.product_checks.split`)."""
     found = cancelling.reaches(nodes, SUMS | CONTRACTED)
     users: dict[int, list[Node]] = {}
     for node in nodes:
@@ -116,26 +117,11 @@ def feeding(nodes: list[Node]) -> dict[int, tuple]:
                 or np.dtype(node.dtype).kind not in "fc":
             continue
         if contraction_bound.is_contraction_node(node) and node.index in users \
-                and _fits_one_block(node):
+                and product_checks.fits_one_block(node):
             found[node.index] = ()
         elif node.op in SUMS and _combined(node, users):
             found[node.index] = ()
     return found
-
-
-def _fits_one_block(node: Node) -> bool:
-    """Whether the operands of contraction ``node`` hold no more bytes than dask's
-    ``array.chunk-size`` (128 MiB unless configured): one block of them fits where dask's own
-    blocks do. An operand whose size is a symbol of the capture counts as fitting."""
-    limit = parse_bytes(dask.config.get("array.chunk-size"))
-    held = 0
-    for a in node.args:
-        if not isinstance(a, Node) or a.shape is None or a.dtype is None:
-            continue
-        if not all(isinstance(d, int) for d in a.shape):
-            return True
-        held += int(np.prod(a.shape, dtype=np.int64)) * np.dtype(a.dtype).itemsize
-    return held <= limit
 
 
 _KEEPS = frozenset(("multiply", "divide", "true_divide", "negative", "positive", "absolute",

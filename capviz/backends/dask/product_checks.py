@@ -1,0 +1,354 @@
+"""Products too large for one block whose value a consumer that can cancel reads: checked at run
+time against the product's declared bound, at the consumer (the lead's ruling 37 07:30, Dask).
+
+A float or complex product of linear algebra whose value reaches an add, a subtract, ``np.diff``
+... (:func:`capviz.backends.cancelling.reaches`) is computed as NumPy does, on one block
+(:mod:`capviz.backends.dask.before_cancel`), where its operands fit dask's
+``array.chunk-size``. A larger one keeps dask.array's blocks (one block of it would not fit a
+worker: the stop-36 final CI's MemoryError), whose order of addition is not NumPy's BLAS's:
+its values are within the declared bound ``2 gamma_k (|A| @ |B|)`` (+ a floor) of NumPy's
+(:mod:`capviz.backends.contraction_bound`), and a consumer that cancels them can leave that
+bound beyond the tolerance of its result. So the bound is carried to the consumer and tested
+there, on the values computed: where ``E + eps |r| > atol + rtol |r|`` for an element ``r`` of
+the consumer's result (``E`` the carried bound, ``eps`` one rounding of ``r``), the replay
+fails at the consumer with :class:`ProductCancels`, naming the product, the user's line and the
+fixes (``backend='numpy'``, or a dask ``array.chunk-size`` the operands fit, which computes the
+product as NumPy does). Dask has no arithmetic opt-in.
+
+**The bound** is the cheap one (the ruling's rank-1 test): for each output,
+``(|A| @ |B|)_ij <= ||a_i|| ||b_j||`` (Cauchy-Schwarz over the contracted axes, every summed
+label in both operands once), so ``E_P = 2 gamma_k max_i ||a_i|| max_j ||b_j|| + floor`` bounds
+every output of the product: one pass over each operand (their finite magnitudes' squares
+summed along the contracted axes, in float64), a number per product. No second product of the
+magnitudes is computed: where the rank-1 bound fails the replay fails (sound; a refusal, never
+a silent difference).
+
+**Carried** through a path of ops each of which moves every value by at most what its operand
+moved (moves, casts to a float type as wide, negation, joins, ``np.where`` picks, ``np.abs``,
+and of real values clamps, maxima, sorts: :func:`_step`; complex values compare by their real
+parts first, so a pick of them can jump) and scalings by a number (the bound times its magnitude,
+and one more bound for the rounding: a product's rounding ``ulp(|c v|)`` is within
+``2 u |c| |v| <= |c| E_P``). At the consumer (:data:`CONSUMERS`), an add or subtract moves by
+the sum of its operands' bounds, ``np.diff`` of order ``n`` by ``2**n`` times it, ``np.ediff1d``
+and ``np.ptp`` (of real values) by twice it. The product, and every value on those paths,
+must reach nothing else (no other op, no output but the product itself, held to its bound by
+``compare``, no guard): else it is gathered, as before. Every other path or consumer
+(``np.var``, ``np.cov``, a product by a tensor, another contraction on the path, a mean of the
+product: each rounds in its own order on other values) keeps the gather on one block, as
+before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from contextvars import ContextVar
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+from dask.utils import format_bytes, parse_bytes
+
+from capviz.backends import cancelling, contraction_bound
+from capviz.backends.dask import contractions
+from capviz.backends.dask.shapes import is_array
+from capviz.backends.dask.tasks import guard
+from capviz.backends.registry import get
+from capviz.core.ir import Node
+from capviz.core.source import format_source
+from capviz.ops.products import einsum_terms
+
+PAIRED = frozenset(("matmul", "dot", "vdot", "tensordot", "linalg.tensordot", "einsum"))
+"""The products whose rank-1 bound is taken (two operands, each summed label in both once)."""
+
+CONSUMERS = {"add": 1, "subtract": 1, "ufunc_outer": 1, "ediff1d": 2, "ptp": 2, "diff": 2}
+"""The consumers tested, with what they multiply the carried bound by (``np.diff``: by it to
+the power of its order)."""
+
+_SAME = cancelling.LIPSCHITZ | cancelling.CLAMPS | cancelling.PICKS
+"""Path ops whose every value is one of their operands' values or its magnitude: the bound
+passes unchanged."""
+
+
+class ProductCancels(FloatingPointError):
+    """A consumer cancels the value of a product dask.array computed in its blocks beyond the
+    tolerance of its result (picklable, so a cluster's worker sends it back)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """The replay's products tested at their consumers instead of gathered.
+
+    Attributes:
+        products: product node index -> the node.
+        consumers: consumer node index -> ``(product index, scale)`` for each path.
+    """
+
+    products: dict[int, Node]
+    consumers: dict[int, tuple[tuple[int, float], ...]]
+
+
+PLAN: ContextVar[Plan | None] = ContextVar("capviz_dask_product_plan", default=None)
+BOUNDS: ContextVar[dict | None] = ContextVar("capviz_dask_product_bounds", default=None)
+"""The plan of the replay being built, and its products' bounds (0-d dask arrays) by index."""
+
+
+def fits_one_block(node: Node) -> bool:
+    """Whether the operands of contraction ``node`` hold no more bytes than dask's
+    ``array.chunk-size`` (128 MiB unless configured): one block of them fits where dask's own
+    blocks do. An operand whose size is a symbol of the capture counts as fitting."""
+    held = operand_bytes(node)
+    return held is None or held <= parse_bytes(dask.config.get("array.chunk-size"))
+
+
+def operand_bytes(node: Node) -> int | None:
+    """The bytes node ``node``'s operands hold (``None`` where a size is a symbol)."""
+    held = 0
+    for a in node.args:
+        if not isinstance(a, Node) or a.shape is None or a.dtype is None:
+            continue
+        if not all(isinstance(d, int) for d in a.shape):
+            return None
+        held += int(np.prod(a.shape, dtype=np.int64)) * np.dtype(a.dtype).itemsize
+    return held
+
+
+def split(found: dict[int, tuple], nodes: list[Node],
+          returned: set[int]) -> tuple[dict[int, tuple], Plan]:
+    """``found`` (:func:`capviz.backends.dask.before_cancel.feeding` of the op ``nodes``)
+    without the products larger than one block whose every path to a consumer is tested here
+    and whose value reaches nothing else (:func:`_contained`; ``returned``: the nodes a replay
+    returns or a guard reads, where the product itself may be one, its bound held by
+    ``compare``), and the plan that tests them."""
+    kept = dict(found)
+    products: dict[int, Node] = {}
+    consumers: dict[int, list] = {}
+    users = _users(nodes)
+    for index, each in found.items():
+        if not each or not _paired(each[0].sum) or fits_one_block(each[0].sum):
+            continue
+        scales = [_scale(reach) for reach in each]
+        if any(s is None for s in scales) or not _contained(each, users, returned):
+            continue
+        del kept[index]
+        products[index] = each[0].sum
+        for reach, scale in zip(each, scales):
+            consumers.setdefault(reach.consumer.index, []).append((index, scale))
+    return kept, Plan(products, {k: tuple(v) for k, v in consumers.items()})
+
+
+def _users(nodes: list[Node]) -> dict[int, list[Node]]:
+    users: dict[int, list[Node]] = {}
+    for node in nodes:
+        if node.kind == "op":
+            for a in node.args:
+                if isinstance(a, Node):
+                    users.setdefault(a.index, []).append(node)
+    return users
+
+
+def _contained(each: tuple, users: dict[int, list[Node]], returned: set[int]) -> bool:
+    """Whether the product of reaches ``each`` and the values on their paths are read by
+    nothing but those paths and their consumers, and no path value is returned or guarded:
+    a product kept in dask.array's blocks must not reach an op no bound is carried to
+    (``np.convolve`` of it beside a subtract was NumPy's bits on one block before)."""
+    on_path = {n.index for reach in each for n in reach.path}
+    ends = {reach.consumer.index for reach in each}
+    if on_path & returned:
+        return False
+    for value in (each[0].sum.index, *on_path):
+        for user in users.get(value, ()):
+            if user.index not in on_path and user.index not in ends:
+                return False
+    return True
+
+
+def _tensors(node: Node) -> list[Node]:
+    return [a for a in node.args if isinstance(a, Node)]
+
+
+def _paired(node: Node) -> bool:
+    """Whether product ``node`` takes the rank-1 bound: two operands of known shape, of which
+    every summed label is in both, once each."""
+    if node.op not in PAIRED or node.dtype is None or np.dtype(node.dtype).kind not in "fc":
+        return False
+    tensors = _tensors(node)
+    if len(tensors) != 2 or len(node.args) != 2 or any(
+            t.shape is None or not all(isinstance(d, int) for d in t.shape) for t in tensors):
+        return False
+    if node.op in ("matmul", "dot"):
+        return all(len(t.shape) >= 1 for t in tensors)
+    if node.op != "einsum":
+        return True
+    try:
+        labels, out, _ = einsum_terms(node.params["subscripts"], [t.shape for t in tensors])
+    except (KeyError, ValueError):
+        return False
+    summed = set("".join(labels)) - set(out)
+    return all(term.count(label) == 1 for label in summed for term in labels)
+
+
+def _scale(reach: cancelling.Reach) -> float | None:
+    """What the product's bound is multiplied by at the end of ``reach``: the numbers the path
+    scales by, one more bound per rounding, the consumer's factor; ``None`` where this module
+    does not carry it."""
+    consumer = reach.consumer
+    factor = CONSUMERS.get(consumer.op)
+    if factor is None or consumer.dtype is None or np.dtype(consumer.dtype).kind not in "fc":
+        return None
+    if consumer.op == "ufunc_outer" and consumer.params.get("ufunc") not in cancelling.OUTERS:
+        return None
+    if consumer.op == "ptp" and not _real(consumer):  # complex: the largest by real parts
+        return None
+    if consumer.op == "diff":
+        n = consumer.params.get("n", 1)
+        if not isinstance(n, int) or n < 0:
+            return None
+        factor = 2 ** n
+    scale, roundings, before = 1.0, 0, reach.sum
+    for node in reach.path:
+        step = _step(before, node)
+        if step is None:
+            return None
+        scale *= step[0]
+        roundings += step[1]
+        before = node
+    return scale * (1 + roundings) * factor
+
+
+def _real(node: Node) -> bool:
+    return node.dtype is not None and np.dtype(node.dtype).kind == "f"
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, (Node, bool, complex, np.complexfloating)) \
+            or not isinstance(value, (int, float, np.integer, np.floating)):
+        return None
+    number = abs(float(value))
+    return number if math.isfinite(number) else None
+
+
+def _step(before: Node, node: Node) -> tuple[float, int] | None:
+    """How path op ``node`` moves the bound of its operand ``before``: (its factor, its
+    roundings), or ``None``."""
+    args = node.args
+    if node.dtype is None or np.dtype(node.dtype).kind not in "fc" or node.shape is None:
+        return None
+    if node.op in cancelling.MOVES:
+        if not args or args[0] is not before or any(a is before for a in args[1:]):
+            return None
+        if node.op == "astype" and (before.dtype is None or np.dtype(node.dtype).itemsize
+                                    < np.dtype(before.dtype).itemsize):
+            return None  # a narrowing cast rounds
+        return 1.0, 0
+    if node.op in cancelling.JOINS or node.op in cancelling.LIPSCHITZ:
+        return 1.0, 0
+    if node.op in _SAME:  # complex values compare by their real parts first: a pick jumps
+        return (1.0, 0) if _real(before) and _real(node) else None
+    if node.op in cancelling.SELECTS:
+        return (1.0, 0) if args and args[0] is not before else None
+    if node.op not in cancelling.SCALINGS or len(args) != 2:
+        return None
+    first, second = args
+    if node.op == "divide":
+        number = _number(second) if first is before else None
+        return (1 / number, 1) if number else None
+    other = second if first is before else first if second is before else None
+    number = None if other is before else _number(other)
+    return None if number is None else (number, 1)
+
+
+def record(node: Node, args: tuple, params: dict) -> None:
+    """Product ``node`` of ``args`` (dask arrays) being built: its bound (:func:`bound`) kept
+    for its consumers."""
+    bounds = BOUNDS.get()
+    if bounds is not None:
+        operands = [a if is_array(a) else da.asarray(a) for a in args]
+        bounds[node.index] = bound(node.op, operands, params, np.dtype(node.dtype))
+
+
+def bound(name: str, operands: list, params: dict, dtype: np.dtype) -> Any:
+    """The rank-1 bound of the module docstring on every output of product ``name`` of
+    ``operands`` (two dask arrays), a result of ``dtype``: a 0-d float64 dask array."""
+    axes, count = contractions.contracted(name, tuple(operands), params)
+    real = np.dtype(np.finfo(dtype).dtype)
+    k = max(int(count), 1)
+    g = math.sqrt(2) * contraction_bound.gamma(k + 2, real) if dtype.kind == "c" \
+        else contraction_bound.gamma(k, real)
+    floor = 2 * k * 2 * float(np.finfo(real).tiny)
+    largest = [_largest_norm(x, tuple(a)) for x, a in zip(operands, axes)]
+    slack = 1 + contraction_bound.gamma(k + 2, np.float64)  # the float64 sums' own roundings
+    return 2 * g * largest[0] * largest[1] * slack + floor
+
+
+def _largest_norm(x: Any, axes: tuple) -> Any:
+    """The largest 2-norm of ``x``'s finite magnitudes along ``axes`` (float64, 0-d)."""
+    magnitude = da.fabs(x).astype(np.float64) if np.dtype(x.dtype).kind != "c" \
+        else da.hypot(x.real.astype(np.float64), x.imag.astype(np.float64))
+    magnitude = da.where(da.isfinite(magnitude), magnitude, 0.0)
+    if not axes:
+        return magnitude.max() if magnitude.ndim else magnitude
+    norms = da.sqrt(da.sum(magnitude * magnitude, axis=axes))
+    return norms.max() if norms.ndim else norms
+
+
+def checked(node: Node, result: Any) -> Any:
+    """Consumer ``node``'s ``result`` (a dask array), failing at the node where the carried
+    bound of the products it reads (:data:`PLAN`) is beyond its tolerance."""
+    plan, bounds = PLAN.get(), BOUNDS.get()
+    if plan is None or bounds is None or not is_array(result):
+        return result
+    parts = [bounds[index] * scale for index, scale in plan.consumers.get(node.index, ())
+             if index in bounds]
+    if not parts:
+        return result
+    carried = sum(parts[1:], parts[0])
+    rtol, atol = get("dask").tolerance_for(result.dtype)
+    products = [plan.products[index] for index, _ in plan.consumers[node.index]]
+    test = _Within(node.op, _message_parts(products), rtol, atol,
+                   float(np.finfo(np.dtype(result.dtype)).eps))
+    index = tuple(range(result.ndim))
+    return da.blockwise(guard(test), index, result, index, carried, (), dtype=result.dtype,
+                        meta=np.empty((0,) * result.ndim, result.dtype))
+
+
+def _message_parts(products: list[Node]) -> tuple[str, str, str]:
+    """(the products named, their operands' size, the chunk-size that holds them), as words."""
+    unique = list({p.index: p for p in products}.values())
+    named = ", ".join(_named(p) for p in unique[:2])
+    held = max(operand_bytes(p) or 0 for p in unique)
+    return named, format_bytes(held), f"{math.ceil(held / 2 ** 20)}MiB"
+
+
+def _named(node: Node) -> str:
+    where = format_source(node.source)
+    return f"np.{node.op} (node %{node.index}" + (f" at {where}" if where else "") + ")"
+
+
+class _Within:
+    """A task's test of a consumer's block against the carried bound (picklable)."""
+
+    def __init__(self, name: str, words: tuple[str, str, str], rtol: float, atol: float,
+                 eps: float) -> None:
+        self.name = name
+        self.words = words
+        self.rtol, self.atol, self.eps = rtol, atol, eps
+
+    def __call__(self, block: np.ndarray, carried: Any) -> np.ndarray:
+        e = float(np.asarray(carried))
+        with np.errstate(all="ignore"):
+            r = np.abs(np.asarray(block)).astype(np.float64)
+            limit = self.atol + self.rtol * np.maximum(r - e, 0)  # NumPy's |r| may be less
+            beyond = np.isfinite(r) & (e * (1 + self.eps) + self.eps * r > limit)
+        if np.any(beyond):
+            named, held, need = self.words
+            raise ProductCancels(
+                f"np.{self.name} cancels the value of {named}, which dask.array adds in its "
+                f"own blocks since its operands ({held}) do not fit dask's array.chunk-size: "
+                f"its declared rounding, up to {e:.3g} here, is beyond this result's "
+                f"tolerance ({float(np.min(limit[beyond])):.3g}), so it can differ from "
+                "NumPy's; replay with backend='numpy', or under dask.config.set("
+                f"{{'array.chunk-size': '{need}'}}), which computes the product as NumPy "
+                "does, on one block")
+        return block

@@ -1,0 +1,134 @@
+"""A product too large for one block (its operands past dask's ``array.chunk-size``) whose value
+a consumer that can cancel reads keeps dask.array's blocks, and its declared bound is tested at
+the consumer at run time (the lead's ruling 37 07:30, Dask; ``capviz/backends/dask/
+product_checks.py``): the replay fails there, naming the consumer, the product, the user's line
+and the fixes, where the bound is beyond the result's tolerance, and replays where it is not.
+Before: such a product was gathered onto one block whatever its size (a worker's MemoryError
+for a larger-than-memory input, the stop-36 final CI's class), although 47ad594 kept a larger
+one's blocks where it was only read."""
+
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+import capviz as cv
+
+RNG = np.random.default_rng(0)
+X = (1000 + RNG.random((16, 768))).astype(np.float32)  # 48 KiB, in chunks of (4, 96)
+O2 = np.ones((768, 2), np.float32)
+ONES = np.ones(768, np.float32)
+SMALL = "16KiB"  # dask's array.chunk-size these products' operands do not fit
+
+SPELLINGS = {
+    "x @ o2 - t": (lambda x: x @ O2 - x.sum(-1, keepdims=True), "subtract"),
+    "x @ o2 - 1e6": (lambda x: x @ O2 - 1e6, "subtract"),
+    "np.diff(x @ ones)": (lambda x: np.diff(x @ ONES), "diff"),
+    "np.ediff1d(x @ ones)": (lambda x: np.ediff1d(x @ ONES), "ediff1d"),
+    "np.ptp(x @ ones)": (lambda x: np.ptp(x @ ONES), "ptp"),
+    "(x @ o2).T * 0.5 - c": (lambda x: (x @ O2).T * 0.5 - 384000.0, "subtract"),
+    "np.abs(x @ o2)[::-1] + -t": (lambda x: np.abs(x @ O2)[::-1] + -x[::-1, :2] * 768,
+                                  "add"),
+    "np.subtract.outer(x @ ones, x @ ones)": (lambda x: np.subtract.outer(x @ ONES, x @ ONES),
+                                              "ufunc_outer"),
+}
+
+
+def _replay(fn, x, chunk_size, compute=True, chunks=(4, 96)):
+    graph = cv.capture(fn, cv.spec(x.shape, x.dtype))
+    with dask.config.set({"array.chunk-size": chunk_size}):
+        return graph.replay({"x": da.from_array(x, chunks=chunks)}, backend="dask",
+                            compute=compute)["out"]
+
+
+@pytest.mark.parametrize("spelling", list(SPELLINGS))
+def test_a_consumer_that_cancels_a_product_larger_than_a_block_fails_there(spelling):
+    fn, consumer = SPELLINGS[spelling]
+    with pytest.raises(cv.ReplayError) as caught:
+        _replay(fn, X, SMALL)
+    text = str(caught.value)
+    assert f"({consumer})" in text and "test_dask_product_checks.py" in text
+    assert f"np.{consumer} cancels the value of np.matmul (node %" in text
+    assert "backend='numpy'" in text and "dask.config.set({'array.chunk-size': '1MiB'})" in text
+    assert "\n" not in text
+
+
+@pytest.mark.parametrize("spelling", list(SPELLINGS))
+def test_the_fixes_it_names_give_numpys_bits(spelling):
+    fn, _ = SPELLINGS[spelling]
+    assert np.array_equal(_replay(fn, X, "1MiB"), fn(X))  # the chunk-size it names
+    graph = cv.capture(fn, cv.spec(X.shape, X.dtype))
+    assert np.array_equal(graph.replay({"x": X}, backend="numpy")["out"], fn(X))
+
+
+def test_a_lazy_replay_fails_at_the_consumer_when_computed():
+    fn, _ = SPELLINGS["np.diff(x @ ones)"]
+    lazy = _replay(fn, X, SMALL, compute=False)
+    with pytest.raises(cv.ReplayError, match=r"node %\d+ \(diff\).*ProductCancels"):
+        lazy.compute()
+
+
+@pytest.mark.parametrize("spelling", ["x @ o2 - 1e6", "(x @ o2).T * 0.5 - c",
+                                      "np.ptp(x @ ones)"])
+def test_a_product_within_the_tolerance_keeps_dask_arrays_blocks_and_replays(spelling):
+    """float64 values: the carried bound (near 1e-10) is within the tolerance; the product is
+    not gathered onto one block (the consumer keeps its row blocks)."""
+    fn, _ = SPELLINGS[spelling]
+    x = X.astype(np.float64)
+    lazy = _replay(fn, x, "32KiB", compute=False)
+    gathered = _replay(fn, x, "1MiB", compute=False)
+    if lazy.ndim:
+        assert max(lazy.numblocks) == 4 and max(gathered.numblocks) == 1
+    got = lazy.compute()
+    assert np.allclose(got, fn(x), rtol=1e-5, atol=1e-5)
+
+
+def test_a_product_through_a_path_the_bound_is_not_carried_on_is_gathered_as_before():
+    """``np.exp`` of the product before the subtract: no carried bound, so the product is
+    computed as NumPy does on one block, whatever its size."""
+    def fn(x):
+        return np.exp((x @ O2) * 1e-6) - 1
+
+    lazy = _replay(fn, X, SMALL, compute=False)
+    assert lazy.numblocks == (1, 1)
+    assert np.array_equal(lazy.compute(), fn(X))
+
+
+def test_a_product_that_fits_a_block_is_numpys_bits_on_one_block():
+    fn, _ = SPELLINGS["x @ o2 - t"]
+    assert np.array_equal(_replay(fn, X, "128MiB"), fn(X))
+
+
+def _convolved(x):
+    y = x @ ONES
+    return y - 768000.0, np.convolve(y, np.array([1, -1], np.float32))
+
+
+def _halved(x):
+    h = (x @ O2) * 0.5
+    return h, h - 384000.0
+
+
+OTHERS = {
+    "np.convolve of it beside the subtract": _convolved,
+    "a path value returned": _halved,
+    "a complex product's ptp": lambda x: np.ptp((x + 1j).astype(np.complex64) @ O2, axis=0),
+    "a complex product's max, subtracted": lambda x: np.max(
+        (x + 1j).astype(np.complex64) @ O2, axis=0) - 768000.0,
+}
+
+
+@pytest.mark.parametrize("spelling", list(OTHERS))
+def test_a_product_that_reaches_what_no_bound_is_carried_to_is_gathered_as_before(spelling):
+    """The product (or a value on its path) also read by an op the bound is not carried to,
+    returned, or picked among complex values (compared by their real parts first: a pick
+    jumps): NumPy's bits on one block, whatever its size, as before."""
+    fn = OTHERS[spelling]
+    graph = cv.capture(fn, cv.spec(X.shape, X.dtype))
+    with dask.config.set({"array.chunk-size": SMALL}):
+        got = graph.replay({"x": da.from_array(X, chunks=(4, 96))}, backend="dask")
+    want = fn(X)
+    want = want if isinstance(want, tuple) else (want,)
+    assert all(np.array_equal(got[name], w) for name, w in zip(graph.outputs, want))
