@@ -270,3 +270,98 @@ def test_a_logged_dict_reading_the_list_it_grows_is_refused():
     # (built by each replay, n would be 0 each time where the calls count 0, 1, 2...)
     with pytest.raises(UnsupportedOperationError, match="self.history is a list that grows"):
         cv.capture(Counted().step, SPEC)
+
+
+class Spellings:
+    def __init__(self):
+        self.hist = []
+        self.d = {"loss": []}
+        self.buf = np.zeros(4)
+
+    def plus_eq(self, x):
+        loss = (x ** 2).mean()
+        self.hist += [loss.item()]
+        return x * 2.0
+
+    def chained(self, x):
+        loss = (x ** 2).mean()
+        self.d.setdefault("loss", []).append(loss.item())
+        return x * 2.0
+
+    def flag(self, x):
+        self.hist.append(bool(x.any()))
+        return x * 2.0
+
+    def listed(self, x):
+        self.hist.append(x.tolist())
+        return x * 2.0
+
+    def stored(self, x):
+        self.d["s"] = float(x.std())
+        return x / self.d["s"]
+
+    def printed(self, x):
+        print(f"loss {(x ** 2).mean().item():.3f}", end="")
+        return x * 2.0
+
+    def sliced(self, x):  # an int() read as a slice bound on an appending line: no log
+        n = x[0]
+        self.hist.append(x[: int(n)] * 1.0)
+        return x * 2.0
+
+
+class SpellingsFixed(Spellings):  # each fix as the message quotes it
+    def plus_eq(self, x):
+        loss = (x ** 2).mean()
+        self.hist.extend([loss])
+        return x * 2.0
+
+    def chained(self, x):
+        loss = (x ** 2).mean()
+        self.d.setdefault("loss", []).append(loss)
+        return x * 2.0
+
+    def flag(self, x):
+        self.hist.append(x.any())
+        return x * 2.0
+
+    def listed(self, x):
+        self.hist.append(x)
+        return x * 2.0
+
+    def stored(self, x):
+        self.d["s"] = x.std()
+        return x / self.d["s"]
+
+
+@pytest.mark.parametrize("method, fix", [
+    ("plus_eq", "log the tensor itself: self.hist.extend([loss]) (each replay logs NumPy's scalar"),
+    ("chained", "log the tensor itself: self.d.setdefault(\"loss\", []).append(loss) ("),
+    ("flag", "log the tensor itself: self.hist.append(x.any()) (each replay logs NumPy's bool"),
+    ("listed", "log the tensor itself: self.hist.append(x) (each replay logs a new ndarray"),
+    ("stored", "log the tensor itself: self.d[\"s\"] = x.std() ("),
+    ("printed", "print after the replay: return the value from the function")])
+@pytest.mark.parametrize("given", [SPEC, XS[0]], ids=["spec", "example"])
+def test_each_logging_spelling_of_a_read_is_refused_with_its_fix_and_the_fix_replays(
+        method, fix, given):
+    # review 9, finding 10: these still said "capture with an example", or failed every replay
+    with pytest.raises(DataReadError) as err:
+        cv.capture(getattr(Spellings(), method), given)
+    assert "Fix: " + fix in str(err.value)
+    if method == "printed":
+        return
+
+    class Fixed(SpellingsFixed):
+        step = getattr(SpellingsFixed, method)
+
+    _replays_as_eager(Fixed, lambda m: (m.hist, m.d), given=given)
+
+
+def test_a_read_inside_a_subscript_of_a_logged_value_is_a_guard_again():
+    # review 9, finding 9 (regression of c99f1d9): x[: int(n)] reads n for a slice, no log
+    m, eager = Spellings(), Spellings()
+    graph = cv.capture(m.sliced, np.array([2.0, 1.0, 3.0]))
+    x = np.array([2.0, 5.0, 1.0])  # the same n: the guard holds
+    assert _same(graph.replay({"x": x})["out"], eager.sliced(x)) and _same(m.hist, eager.hist)
+    with pytest.raises(cv.GuardError):
+        graph.replay({"x": np.array([1.0, 5.0, 1.0])})

@@ -202,7 +202,7 @@ class Failure:
         if self.code.action == "index":
             values["joined"] = _joined(self)
         values["reason_why"], values["reason_fix"] = _split_reason(self.reason)
-        values["logged"] = logging_fix(self.call, self.source) or "" \
+        values["logged"] = logging_fix(self.call, self.source, self.code.text) or "" \
             if self.kind == "data_read" else ""  # (losses.append(loss.item()): review 8 #18)
         return values
 
@@ -507,9 +507,7 @@ SITUATIONS: list[Situation] = [
         "capviz cannot record it: a Python number read from a tensor is fixed when the capture "
         "runs, so a replay would log the capture's number (a guard on it would refuse every "
         "replay on other data).",
-        "log the tensor itself: {logged} (each replay logs NumPy's scalar of its value, "
-        "np.float64, which is a float; take float() of it after the replay where a Python "
-        "float is needed).",
+        "{logged}.",
         "losses = []\n\ndef f(x):\n    losses.append(x.sum().item())\n    return x\n\n"
         "cv.capture(f, cv.spec(3))"),
     Situation(

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from capviz.core.ir import LoggedPart, LoggedValue, Node
-from capviz.core.logged_reads import unwrapped
+from capviz.core.logged_reads import kept
 from capviz.core.source import format_source
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
@@ -244,10 +244,11 @@ def _read_from(value: Any, graph: Any) -> _Read | None:
                 type(node.params.get("value")) is float and node.params["value"] == value:
             source = node.source
             text = line_code(linecache.getline(source[0], source[1])) if source else ""
-            kept = f" ({unwrapped(text)})" if text and unwrapped(text) != text else ""
+            fixed = kept(text, node.op) if text else ""
+            kept_text = f" ({fixed})" if fixed and fixed != text else ""
             return _Read(f"the number was read from a tensor ({node.op} at "
                          f"{format_source(source)}), and a replay would log the capture's "
-                         f"number; keep it the tensor{kept} and log that: each replay logs "
+                         f"number; keep it the tensor{kept_text} and log that: each replay logs "
                          "NumPy's scalar of its value (np.float64, which is a float)")
     return None
 
