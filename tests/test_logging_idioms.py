@@ -212,9 +212,62 @@ class Aliased:
         return x * 2.0
 
 
-def test_one_dict_logged_twice_is_refused_at_its_line():
-    with pytest.raises(UnsupportedOperationError, match="logs one list or dict holding a value"):
-        cv.capture(Aliased().step, SPEC)
+class AliasedTwo(Aliased):
+    def step(self, x):
+        record = {"loss": x.sum()}
+        self.a.append(record)
+        self.b.append(record)
+        return x * 2.0
+
+
+class AliasedFixed(Aliased):  # the fix: the second a copy
+    def step(self, x):
+        record = {"loss": x.sum()}
+        self.a.append(record)
+        self.b.append(dict(record))
+        return x * 2.0
+
+
+@pytest.mark.parametrize("make, where", [(Aliased, "twice into it"),
+                                         (AliasedTwo, "into two containers")])
+def test_one_dict_logged_twice_is_refused_at_its_line(make, where):
+    # review 9, finding 11 (silent, two lists): eager a[-1] is b[-1], replays built two dicts
+    with pytest.raises(UnsupportedOperationError) as err:
+        cv.capture(make().step, SPEC)
+    message = str(err.value)
+    assert f"one list or dict holding values of the capture that the call logs {where}" \
+        in message
+    assert "Fix: log a new one each time (the second a copy: dict(rec), list(rec))" in message
+    _replays_as_eager(AliasedFixed, lambda m: (m.a, m.b))
+
+
+NO_SOURCE = """
+class Hist:
+    def __init__(self):
+        self.hist = {}
+        self.pairs = {}
+
+    def step(self, x):
+        self.hist.setdefault("loss", []).append(x.sum())
+        return x * 2.0
+
+    def pair(self, x):
+        if "p" not in self.pairs:
+            self.pairs["p"] = ("first", x.sum())
+        return x * 2.0
+"""
+
+
+@pytest.mark.parametrize("method", ["step", "pair"])
+def test_a_value_made_at_a_key_in_code_with_no_source_text_is_refused(method):
+    # review 9, finding 12 (silent): with no line to read, a test of the key is not seen; each
+    # replay made a new list where eager calls add to the first
+    space: dict = {}
+    exec(compile(NO_SOURCE, "<generated>", "exec"), space)
+    m = space["Hist"]()
+    with pytest.raises(UnsupportedOperationError, match="at a key that held nothing"):
+        cv.capture(getattr(m, method), SPEC)
+    assert m.hist == {} and m.pairs == {}
 
 
 class Cold:

@@ -732,6 +732,15 @@ SITUATIONS: list[Situation] = [
         "import time\n\nSTAMPS = []\n\n\ndef f(x):\n    STAMPS.append(time.perf_counter())\n"
         "    return x + 1.0\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
+        "logged_twice", "unsupported_op", _call_is("one list or dict the call logs twice"),
+        "{operand} is given one list or dict holding values of the capture that the call logs "
+        "{reason_why}",
+        "capviz cannot log it as the call does: each replay builds what it logs anew, so it "
+        "would log two lists or dicts where the call logs one object twice.",
+        "log a new one each time (the second a copy: dict(rec), list(rec)), or log it once.",
+        "A, B = [], []\n\n\ndef f(x):\n    rec = {\"loss\": x.sum()}\n    A.append(rec)\n"
+        "    B.append(rec)\n    return x + 1.0\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
+    Situation(
         "made_at_key", "unsupported_op",
         _call_is("a list or dict the call makes at a key it asks for"),
         "{operand} is given a new list or dict at a key that held nothing, and later calls add "

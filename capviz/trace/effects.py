@@ -61,6 +61,9 @@ LOGGED = "a Python value logged by the call"
 MADE_AT_KEY = "a list or dict the call makes at a key it asks for"
 """The ``call`` of a refused ``m.setdefault(k, []).append(loss)`` on its first call (the
 situation ``made_at_key``)."""
+TWICE = "one list or dict the call logs twice"
+"""The ``call`` of a refused ``rec = {"loss": l}; a.append(rec); b.append(rec)`` (the situation
+``logged_twice``: each replay would build two)."""
 READ_LOGGED = "a number read from a tensor logged by the call"
 """The ``call`` of a refused log of a Python float a read of the data gave (``l = loss.item();
 losses.append(l)``: the situation ``logged_read_number``)."""
@@ -212,9 +215,8 @@ def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
     if not tensors:
         return found  # Python values only: the same each call (or refused: differs)
     built = [id(c) for _, _, value in found for c in _containers(value)]
-    if len(set(built)) < len(built):  # (rec = {"loss": l}; a.append(rec); b.append(rec))
-        return ("the call logs one list or dict holding a value of the capture twice, where "
-                "a replay would log two copies; log a new one each time")
+    if len(set(built)) < len(built):  # (rec = {"loss": l}; a.append(rec); a.append(rec))
+        return _Twice("twice into it")
     data = [of_data(tensor) for tensor in tensors]
     if not any(data) and (place.path is None or
                           tested(place.label, tensors[0]._data.source)):
@@ -227,6 +229,10 @@ def logged(place: Any, left: Any, recorder: Any, of_data: Any, where: Any = None
 
 class _Read(str):
     """Why a Python float read from a tensor that the call logs is refused, and the fix."""
+
+
+class _Twice(str):
+    """Where one list or dict holding values of the capture is logged twice."""
 
 
 class _Made(str):
@@ -261,16 +267,15 @@ def _made_at_key(place: Any, key: Any, value: Any, recorder: Any, where: Any) ->
     stored over the one there. ``None``: a new one each call, as each replay builds it."""
     label = f"{place.label}[{key!r}]"
     source = leaves(value, recorder)[0]._data.source or where
-    if key in place.value:
+    readable = bool(source) and bool(linecache.getline(source[0], source[1]).strip())
+    if key in place.value and readable:
         return None if type(value) is tuple else (
             "the call stores a new list or dict holding a value of the capture over the one "
             f"at {key!r}; log into the one there ({label}.append(...)), which each replay "
             "repeats")
-    if type(value) is tuple and not tested(place.label, source):
-        return None
-    if type(value) is not tuple and not tested(place.label, source) and \
-            not callable(getattr(place.holder, "default_factory", None)):
-        return None
+    if readable and not tested(place.label, source) and (type(value) is tuple or not callable(
+            getattr(place.holder, "default_factory", None))):
+        return None  # (no source text: a test of the key not seen, review 9, finding 12)
     return _Made(f"the call asks for the key (setdefault, a defaultdict, a test of the key); "
                  f"create {label} before the capture (in __init__, or by one eager call), so "
                  "that the call logs into it, which each replay repeats")
@@ -389,6 +394,12 @@ def record(place: Any, left: Any, found: list[tuple] | str, recorder: Any,
     logs into ``place``'s container (``left``: its items as the call left them; ``line``: a
     line of the function, where it logs Python values only)."""
     graph = recorder.graph
+    if isinstance(found, list):  # (one dict logged into two lists: review 9, finding 11)
+        built = {id(c) for _, _, value in found for c in _containers(value)}
+        seen = recorder.__dict__.setdefault("_capviz_logged_structures", set())
+        if built & seen:
+            found = _Twice("into two containers")
+        seen |= built
     tensor = next((t for _, _, t in found if _ours(t, recorder)), None) \
         if isinstance(found, list) else _first(left, recorder)
     source = tensor._data.source if tensor is not None else line
@@ -397,7 +408,8 @@ def record(place: Any, left: Any, found: list[tuple] | str, recorder: Any,
         reason = found if isinstance(found, str) else (
             "capviz does not know where the user holds it, so a replay could not log there")
         call = REBOUND if found is RUNNING else READ_LOGGED if type(found) is _Read else \
-            MADE_AT_KEY if type(found) is _Made else KEPT if tensor is not None else LOGGED
+            MADE_AT_KEY if type(found) is _Made else TWICE if type(found) is _Twice else \
+            KEPT if tensor is not None else LOGGED
         message = explain(Failure("unsupported_op", call, place.label, where,
                                   UserCode("other", shorten(text)), None, reason))
         recorder.pending.append(("unsupported_op", call, message, where))
