@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from capviz.capture import CaptureDevice, CaptureScope, _observers
+from capviz.core import references
 from capviz.core.errors import CapvizError, UnsupportedOperationError
 from capviz.core.source import PACKAGE_DIR, USER_FILES, user_source
 from capviz.core.user_code import UserCode, shorten
@@ -266,6 +267,9 @@ def _capture(fn: Callable, specs: tuple, live: bool, on_violation: str, rng: Dev
         hooks.uninstall(held)
     if graph.complete:  # the Python values it read (self.training...), checked per replay
         graph.python_guards = guards_python.collect(fn, places, graph)
+        references.guard_copies(graph)  # and its small arrays' sources (a bias, a 0-d lr)
+    else:
+        graph.constant_sources = {}
     if graph.complete and done is None:
         lifted.remember(fn, graph, places)  # its states, lifted at the next capture of fn
     if error is not None and on_violation == "raise":

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from capviz.core.errors import UnsupportedOperationError
-from capviz.core.references import fingerprint
+from capviz.core.references import fingerprint, source_view
 from capviz.core.source import Source, format_source, outside_line
 
 KINDS = ("input", "constant", "op", "output", "violation", "guard", "state")
@@ -210,6 +210,7 @@ class ConstantValues(dict):
         if graph is not None and graph.constant_fingerprints:
             for key in list(keys):
                 graph.constant_fingerprints.pop(key, None)
+                graph.constant_sources.pop(key, None)
 
     def __setitem__(self, key: int, value: Any) -> None:
         self._forget((key,))
@@ -293,6 +294,12 @@ class Graph:
             a copy: :mod:`capviz.core.references`), the fingerprint of its value when recorded
             or last accepted by :meth:`changed`, by node index; a replay refuses a constant
             whose array changed since (not saved: a loaded graph owns its arrays).
+        constant_sources: for a constant copied (under ``REFERENCE_BYTES``: a bias, a gain, a
+            0-d learning rate) from a user's ndarray that outlives the call, that array (the
+            view the code read), whose fingerprint :attr:`constant_fingerprints` holds: a
+            replay refuses it changed as it refuses a constant kept by reference, and
+            :meth:`changed` copies its new values in (hostile review 9, finding 3: the copy
+            replayed silently; not saved).
         rng_seed: the seed random ops replay with by default (``None``: unknown, fresh entropy).
         marks: nodes flagged by the debugger (``{"nonfinite": index, "diverged": index}``).
         stats: per-node statistics (``graph.compute_stats``), shown in tooltips.
@@ -312,6 +319,7 @@ class Graph:
         self.constant_values: dict[int, Any] = ConstantValues(self)
         self.constant_origins: dict[int, Any] = {}
         self.constant_fingerprints: dict[int, bytes] = {}
+        self.constant_sources: dict[int, Any] = {}
         self.violation_records: list[Violation] = []
         self.rng_seed: int | None = None
         self.marks: dict[str, int] = {}
@@ -351,11 +359,23 @@ class Graph:
     def changed(self) -> None:
         """Say the graph was edited in place (a node's fields, a constant's array): compiled
         replays are rebuilt at their next call. A constant kept by reference whose array the
-        user changed in place is accepted with its new value: every backend replays with it."""
+        user changed in place is accepted with its new value: every backend replays with it;
+        so is a small array's copy (:attr:`constant_sources`): the array's values now are
+        copied in."""
         if self.constant_fingerprints:
-            values = self.constant_values
-            self.constant_fingerprints = {i: fingerprint(values[i])
-                                          for i in self.constant_fingerprints}
+            values, sources = self.constant_values, self.constant_sources
+            for i, source in list(sources.items()):  # (its new values, with the copy's layout)
+                if i not in self.constant_fingerprints:  # (noted, not checked: see
+                    continue  # references.guard_copies)
+                live = source_view(source)
+                if live is None:  # (the user's array is gone: the copy stays, unchecked)
+                    del sources[i]
+                    self.constant_fingerprints.pop(i, None)
+                    continue
+                dict.__setitem__(values, i, np.array(live, order="K", copy=True))
+            self.constant_fingerprints = {
+                i: fingerprint(source_view(sources[i]) if i in sources else values[i])
+                for i in self.constant_fingerprints}
         self.version += 1
 
     def _of_kind(self, kind: str) -> list[Node]:

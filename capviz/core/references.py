@@ -37,6 +37,12 @@ time):
 * XXH3-128 (the ``xxhash`` package) 16.6 ms: memory speed, a 128-bit hash of every bit and
   its position, so no edit has a blind spot beyond a 2**-128 chance.
 
+A smaller operand is copied (a copy costs little there), and where the array it was copied from
+outlives the call (a bias, a layer norm's gain, a 0-d learning rate: the user may change it in
+place between replays, as an optimiser step does) the graph keeps that array beside the copy,
+with its fingerprint, and checks it on the same path (:func:`guard_copies`, hostile review 9,
+finding 3: the copy replayed silently); ``graph.changed()`` copies its new values in.
+
 The fingerprint is the 16-byte XXH3-128 digest of the array's bytes in memory order, followed
 by its dtype, shape and strides (a reshape or a new ``dtype`` set on the array in place is a
 change too).
@@ -95,10 +101,16 @@ def changed_constants(graph: Any) -> list[int]:
     """The constants of ``graph`` kept by reference whose array changed since it was recorded
     (or accepted by ``graph.changed()``), by node index; memory that several share is read
     once."""
-    values = graph.constant_values
+    values, sources = graph.constant_values, graph.constant_sources
     digests: dict[tuple[int, int], bytes] = {}
     changed = []
     for index, kept in graph.constant_fingerprints.items():
+        source = sources.get(index)
+        if source is not None:  # a small array's copy: the user's array checked (not shared:
+            live = source_view(source)  # a view's memory is no contiguous block)
+            if live is not None and fingerprint(live) != kept:
+                changed.append(index)
+            continue
         value = values[index]
         where = (value.__array_interface__["data"][0], value.nbytes)
         digest = digests.get(where)
@@ -107,6 +119,68 @@ def changed_constants(graph: Any) -> list[int]:
         if digest + _layout(value) != kept:
             changed.append(index)
     return changed
+
+
+def guard_copies(graph: Any) -> None:
+    """At the end of a complete capture: each constant copied from a user's ndarray (under
+    :data:`REFERENCE_BYTES`) whose array outlives the call, holds the values copied, and is
+    no array the graph writes (a state), is checked as one kept by reference is
+    (:attr:`capviz.core.ir.Graph.constant_sources`; hostile review 9, finding 3, silent: a
+    bias or a 0-d learning rate the user changed in place between replays replayed the
+    capture's copy, also after ``graph.changed()`` had accepted a big weight's change). Its
+    place in its root array was noted when it was copied (:func:`note_copy`); one the code
+    changed after reading it keeps its copy unchecked (the read before the change)."""
+    noted = graph.constant_sources
+    if not noted:
+        return
+    graph.constant_sources = {}
+    written = set()
+    for ref in graph.state_targets.values():
+        target = ref() if callable(ref) else None
+        while isinstance(target, np.ndarray) and isinstance(target.base, np.ndarray):
+            target = target.base
+        if target is not None:
+            written.add(id(target))
+    values = graph.constant_values
+    for index, (offset, shape, strides, dtype) in noted.items():
+        ref = graph.constant_origins.get(index)
+        root = ref() if ref is not None else None
+        copy = values.get(index)
+        if type(root) is not np.ndarray or id(root) in written or \
+                not isinstance(copy, np.ndarray):
+            continue
+        source = (ref, offset, shape, strides, dtype)
+        live = source_view(source)
+        if live is None or live.shape != copy.shape or live.dtype != copy.dtype or \
+                live.tobytes() != copy.tobytes():
+            continue
+        graph.constant_sources[index] = source
+        graph.constant_fingerprints[index] = fingerprint(live)
+
+
+def source_view(source: tuple) -> np.ndarray | None:
+    """The user's array a small constant was copied from, a view made anew of its root's
+    memory (the graph holds only a weak reference to the root, so that it keeps no user's
+    array alive and adds no reference a later capture's lift counts:
+    :mod:`capviz.trace.lifted`); ``None`` once the root is gone (no one can change it)."""
+    ref, offset, shape, strides, dtype = source
+    root = ref()
+    if root is None:
+        return None
+    try:
+        return np.ndarray(shape, dtype, buffer=root, offset=offset, strides=strides)
+    except (TypeError, ValueError, BufferError):  # (memory no buffer shows as one block)
+        return None
+
+
+def note_copy(graph: Any, index: int, value: np.ndarray, root: np.ndarray) -> None:
+    """Note where the ndarray ``value`` a constant ``index`` copied lies in its root array
+    ``root`` (its byte offset, shape, strides, dtype), for :func:`guard_copies`."""
+    try:
+        offset = value.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    except (AttributeError, KeyError, TypeError):
+        return
+    graph.constant_sources[index] = (offset, value.shape, value.strides, value.dtype)
 
 
 def describe_constant(graph: Any, index: int) -> str:
@@ -138,11 +212,22 @@ def changed_since_capture(what: str) -> str:
             "them), or pass a copy where the array is used (x @ w.copy()) and capture again")
 
 
+def changed_copy(what: str) -> str:
+    """Why a replay, executor or save refuses a graph whose small array, copied by the capture,
+    the user changed since."""
+    return (f"constant {what} is a copy of the user's array, which was changed in place since "
+            "the capture read it (later in the captured code, or after the capture); a replay "
+            "never computes with values the program did not use. Call graph.changed() to "
+            "replay with the array's new values (every backend then uses them), or pass it as "
+            "an input and capture again")
+
+
 def _refusal(graph: Any, changed: list[int]) -> ReplayError | None:
     """The error naming the first of ``changed`` (``None`` when it is empty)."""
     if not changed:
         return None
-    err = ReplayError(changed_since_capture(describe_constant(graph, changed[0])))
+    why = changed_copy if changed[0] in graph.constant_sources else changed_since_capture
+    err = ReplayError(why(describe_constant(graph, changed[0])))
     err.node = graph.nodes[changed[0]]
     return err
 

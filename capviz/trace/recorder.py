@@ -35,6 +35,7 @@ from capviz.core.references import (
     changed_between_uses,
     describe_constant,
     fingerprint,
+    note_copy,
     referenceable,
 )
 from capviz.core.source import (
@@ -74,7 +75,7 @@ _LITERALS = frozenset((bool, int, float, complex, type(None))) | _NUMPY_SCALARS
 _VIEWS = views.VIEWS  # op name -> how its result shares memory (views.py, advanced_views.py)
 _getframe = sys._getframe
 
-def note_origin(graph: Graph, node: Node, value: np.ndarray) -> None:
+def note_origin(graph: Graph, node: Node, value: np.ndarray) -> np.ndarray:
     """Keep a weak reference to the array whose memory constant ``node`` was copied from: the
     base of ``value``'s views (``W[:3]`` is a temporary, ``W`` lives on), so a replay can
     refuse an input sharing that memory when it writes into the input (replay/aliases.py).
@@ -83,6 +84,7 @@ def note_origin(graph: Graph, node: Node, value: np.ndarray) -> None:
     while isinstance(root.base, np.ndarray):
         root = root.base
     graph.constant_origins[node.index] = OwnRef(root)
+    return root
 
 
 def zero_d_result(op: ops.Op, args: tuple, params: dict, result: Tensor) -> None:
@@ -465,8 +467,10 @@ class Recorder(Trace):
             else:
                 node = self.constant(host_copy(seen), self.name_of(value), user_source())
             self._adopted[id(value)] = (value, node)
-            note_origin(self.graph, node, value)
-            return node
+            root = note_origin(self.graph, node, value)
+            if node.index not in self.graph.constant_fingerprints and seen is value:
+                note_copy(self.graph, node.index, value, root)  # (checked if it outlives
+            return node                                        #  the call: references.py)
         if isinstance(value, (str, bytes, dict, set)) or value is Ellipsis:
             raise TypeError(f"a {type(value).__name__} cannot be an operand of a tensor op")
         refusal = subclass_refusal(value)
