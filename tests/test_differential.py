@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 import pytest
-from differential import cases, classify, run, worker
+from differential import cases, classify, compositions, run, values, worker
 from helpers import op_examples
 
 import capviz as cv
@@ -34,6 +34,41 @@ def test_ci_profile_has_no_raw_error_and_no_silent_difference():
     assert bad == []
     counts = run.totals(outcomes)
     assert all(c["exact"] > c["refused"] for c in counts.values()), counts
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_ci_compositions_have_no_raw_error_and_no_silent_difference():
+    """A producer (a contraction, a sum, a mean, an approximated function, a float16 sum, a
+    complex product) through a path to a consumer that can cancel it, values that cancel and
+    that do not (tests/differential/compositions.py: the CI profile's quarter of them, 180
+    cases), on every backend."""
+    drawn = cases.compose(SEED, 1, every=False)
+    outcomes = run.run(drawn, run.available())
+    bad = [f"{o.backend} {o.kind} {o.case.id}: {o.detail}" for o in outcomes
+           if o.kind in classify.BAD and (o.backend, o.case.base.id) not in KNOWN_OPEN]
+    assert bad == []
+    counts = run.totals(outcomes)
+    assert counts["numpy"]["exact"] == len(drawn)
+
+
+def test_the_compositions_take_every_producer_path_consumer_and_values():
+    every = {b.id for b in cases.composition_bases()}
+    parts = [compositions.PRODUCERS, compositions.THROUGH, compositions.CONSUMERS,
+             compositions.VALUES]
+    assert len(every) == np.prod([len(p) for p in parts])
+    ci = [c.base.id.split(".")[1:] for c in cases.compose(SEED, 1, every=False)]
+    assert len(ci) == len(every) // len(compositions.THROUGH)
+    for k, part in enumerate(parts):  # the CI quarter still takes each of each
+        assert {names[k] for names in ci} == {name.replace(" ", "_") for name in part}
+    thorough = cases.compose(SEED, 4)
+    assert len(thorough) == 4 * len(every)
+    assert {c.generator for c in thorough} == set(values.GENERATORS)
+    assert {c.dtype for c in thorough} == set(compositions.DTYPES)
+    first = thorough[0]
+    assert first.base.id == "comp.matmul.direct.add.cancel" and first.generator == "normal"
+    assert np.array_equal(first.base.fn(*first.arrays),  # the inputs moved by the offset
+                          compositions.CONSUMERS["add"](
+                              (first.arrays[0] + compositions.OFFSET) @ first.arrays[1], None))
 
 
 def test_the_cases_are_every_example_of_the_op_table():

@@ -1,13 +1,16 @@
 """``python -m tests.differential [--thorough] [--cases N] [--seed S] [--part K/N]
-[--only TEXT] [--show CLASS...] [--eager-limit SECONDS]``: the differential suite's totals per
-backend and class (the CI profile by default). ``--only TEXT`` runs the bases whose id holds it
-(``np.add`` selects ``ufunc.add`` too; one that selects nothing is refused, naming the bases
-whose program calls it) and prints how many cases of each it drew; a slow base
-(:data:`cases.SLOW`: ``float16_sums``) draws at most its limit, every base at most
-``--per-base N``. ``--part K/N`` runs the K-th of N contiguous slices of the
-drawn cases (two parts run side by side on two cores); an interrupted run (Ctrl-C) prints the
-totals of what it did. Eager NumPy runs in a worker process: a case it does not finish within
-``--eager-limit`` seconds is classed ``eager_timeout`` and always listed."""
+[--only TEXT] [--compositions with|none|only] [--show CLASS...] [--eager-limit SECONDS]``:
+the differential suite's totals per backend and class (the CI profile by default). ``--only TEXT``
+runs the bases whose id holds it (``np.add`` selects ``ufunc.add`` too; one that selects nothing is
+refused, naming the bases whose program calls it) and prints how many cases of each it drew; a slow
+base (:data:`cases.SLOW`: ``float16_sums``) draws at most its limit, every base at most ``--per-base
+N``. ``--part K/N`` runs the K-th of N contiguous slices of the drawn cases (two parts run side by
+side on two cores); an interrupted run (Ctrl-C) prints the totals of what it did. Eager NumPy runs
+in a worker process: a case it does not finish within ``--eager-limit`` seconds is classed
+``eager_timeout`` and always listed. The compositions (:mod:`.compositions`: a quarter of them drawn
+once in the CI profile, each of them four times in the thorough one) come after the op table's
+cases (``--compositions none`` leaves them out, ``only`` runs them alone; ``--only`` selects among
+all of them too, ``--cases`` counts the op table's cases only)."""
 
 from __future__ import annotations
 
@@ -26,6 +29,11 @@ generator drawn at random), the thorough one 20,000 cases, eight draws per signa
 generator twice: 2,500 captures and compiles)."""
 
 
+COMPOSITION_DRAWS = 4
+"""Draws of each composition in the thorough profile (one per value generator: 2,880 cases); the
+CI profile draws a quarter of them once (:func:`compositions.table`: 180 cases)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.differential")
     parser.add_argument("--thorough", action="store_true", help="20,000 cases")
@@ -38,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-base", type=int,
                         help="at most this many cases of each base (the slow ones of "
                              "cases.SLOW have their own limit)")
+    parser.add_argument("--compositions", choices=("with", "none", "only"), default="with",
+                        help="the compositions (tests/differential/compositions.py): drawn "
+                             "after the op table's cases (with), left out, or alone")
     parser.add_argument("--skip", action="append", default=[],
                         help="leave out bases whose id contains this")
     parser.add_argument("--show", action="append", default=[],
@@ -51,12 +62,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     part, parts = _part(parser, args.part)
     n, per_signature = PROFILES["thorough" if args.thorough else "ci"]
+    composed = [] if args.compositions == "none" else cases.compose(
+        args.seed, COMPOSITION_DRAWS if args.thorough else 1, only=args.only or "",
+        every=args.thorough or bool(args.only))
     try:  # the CI profile: each selected base once
-        n = args.cases or n or len(cases.selected(args.only or ""))
-        drawn = cases.sample(n, args.seed, per_signature, only=args.only or "",
-                             per_base=args.per_base)
+        if args.compositions == "only":
+            drawn = []
+        else:
+            n = args.cases or n or len(cases.selected(args.only or ""))
+            drawn = cases.sample(n, args.seed, per_signature, only=args.only or "",
+                                 per_base=args.per_base)
     except ValueError as err:  # --only that selects nothing
-        parser.error(str(err))
+        if not composed:
+            parser.error(str(err))
+        drawn = []
+    drawn += composed
     if args.only:  # what the selection drew, and the limits that held it
         print(_drawn_text(drawn, cases.caps(args.per_base)), flush=True)
     drawn = [c for c in drawn if not any(s in c.base.id for s in args.skip)]

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import values
+from . import compositions, values
 from .forms import FORMS
 
 EDGE_SHAPES = [(), (0,), (1,), (2, 0), (1, 1)]
@@ -88,6 +88,44 @@ def bases() -> tuple[Base, ...]:
     return tuple(out)
 
 
+@functools.cache
+def composition_bases() -> tuple[Base, ...]:
+    """Every composition of :mod:`.compositions` (a producer, a path, a consumer, values that
+    cancel or not): drawn by :func:`compose`, beside the op table's cases."""
+    templates = tuple(np.zeros(shape) for shape in compositions.SHAPES)
+    return tuple(Base(name, fn, templates, (True,) * len(templates))
+                 for name, fn, _ in compositions.table())
+
+
+@functools.cache
+def _ci_compositions() -> frozenset[str]:
+    return frozenset(name for name, _, ci in compositions.table() if ci)
+
+
+def all_bases() -> tuple[Base, ...]:
+    """:func:`bases` and :func:`composition_bases`: every base a case can be drawn from."""
+    return bases() + composition_bases()
+
+
+def compose(seed: int, per_signature: int = 1, only: str = "", every: bool = True) -> list[Case]:
+    """Each composition whose id holds ``only`` (every one for ``""``; with ``every`` false,
+    those of the CI profile only: :func:`compositions.table`), drawn ``per_signature`` times by
+    a seeded sampler: a dtype of :data:`compositions.DTYPES` and a layout per base, normal
+    values first, then the other generators in a drawn order."""
+    rng = np.random.default_rng([seed, 37])
+    out = []
+    for base in composition_bases():
+        if only not in base.id or not (every or base.id in _ci_compositions()):
+            continue
+        dtype = compositions.DTYPES[rng.integers(len(compositions.DTYPES))]
+        layout = "strided" if rng.random() < 0.25 else "C"
+        others = [values.GENERATORS[i] for i in rng.permutation(len(values.GENERATORS))]
+        order = ["normal"] + [g for g in others if g != "normal"]
+        order = (order * (per_signature // len(order) + 1))[:per_signature]
+        out.extend(draw(base, rng, dtype, generator, "own", layout) for generator in order)
+    return out
+
+
 def draw(base: Base, rng: np.random.Generator, dtype: str, generator: str, shape: str,
          layout: str) -> Case:
     """The case of ``base`` with these choices (the values drawn from ``rng``)."""
@@ -98,7 +136,8 @@ def draw(base: Base, rng: np.random.Generator, dtype: str, generator: str, shape
             continue
         dims = template.shape if shape == "own" else EDGE_SHAPES[int(shape)]
         a = values.fill(rng, dims, dtype, generator)
-        if template.dtype.kind in "fc" and np.dtype(dtype).kind in "fc" and shape == "own":
+        if template.dtype.kind in "fc" and np.dtype(dtype).kind in "fc" and shape == "own" \
+                and not base.id.startswith("comp."):  # a composition's templates are shapes
             a = _keep_domain(template, a, generator)
         arrays.append(values.non_contiguous(a) if layout == "strided" else a)
     return Case(base, dtype, generator, shape, layout, tuple(arrays))

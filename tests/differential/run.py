@@ -58,7 +58,7 @@ def run(cases: Iterable[Case], backends: Sequence[str], into: list[Outcome] | No
     into ``into`` as they come (so an interrupted run keeps what it did); ``progress`` is
     called with the number of cases done after each case."""
     outcomes = [] if into is None else into
-    known = {b.id: b for b in _cases.bases()}
+    known = {b.id: b for b in _cases.all_bases()}
     with EagerWorker(eager_limit, known) as worker:
         _run(cases, backends, outcomes, progress, worker)
     return outcomes

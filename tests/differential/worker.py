@@ -8,7 +8,7 @@ limit has its worker killed (the next call starts another) and the case is class
 ``eager_crash``. Neither is left out of the totals.
 
 The worker is started with ``spawn`` (never forked from a process running JAX's threads). A
-case's function reaches it by its base's id, looked up in :func:`.cases.bases` there (the
+case's function reaches it by its base's id, looked up in :func:`.cases.all_bases` there (the
 examples are lambdas, which do not pickle), or pickled itself when it is not one of the bases.
 The limit counts the call alone: the worker fills its table of bases before it says "ready",
 and says "started" once a payload is unpickled (a pickled function's module imported).
@@ -26,10 +26,10 @@ CRASH = "crash"
 
 
 def _table() -> dict:
-    """The bases' functions by id (:func:`.cases.bases`), as the worker looks them up."""
+    """The bases' functions by id (:func:`.cases.all_bases`), as the worker looks them up."""
     from . import cases
 
-    return {b.id: b.fn for b in cases.bases()}
+    return {b.id: b.fn for b in cases.all_bases()}
 
 
 def _sendable(answer: tuple) -> tuple:
