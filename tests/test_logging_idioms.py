@@ -418,3 +418,67 @@ def test_a_read_inside_a_subscript_of_a_logged_value_is_a_guard_again():
     assert _same(graph.replay({"x": x})["out"], eager.sliced(x)) and _same(m.hist, eager.hist)
     with pytest.raises(cv.GuardError):
         graph.replay({"x": np.array([1.0, 5.0, 1.0])})
+
+
+class AverageMeter:
+    """The meter of the PyTorch ImageNet example, on Python floats."""
+
+    def __init__(self):
+        self.val = 0.0
+        self.sum = 0.0
+        self.count = 0
+        self.avg = 0.0
+
+    def update(self, val, n=1):
+        self.val = val
+        self.sum += val * n
+        self.count += n
+        self.avg = self.sum / self.count
+
+
+class Trainer:
+    def __init__(self):
+        self.losses = AverageMeter()
+        self.W = np.array([1.0, -2.0, 0.5])
+
+    def step(self, x):
+        loss = ((x * self.W) ** 2).mean()
+        self.losses.update(loss, 3)
+        return x * 2.0
+
+    def step_item(self, x):
+        loss = ((x * self.W) ** 2).mean()
+        self.losses.update(loss.item(), 3)
+        return x * 2.0
+
+
+@pytest.mark.parametrize("method, given, call", [
+    ("step", SPEC, "self.losses.update(loss, 3)"),
+    ("step_item", XS[0], "self.losses.update(loss.item(), 3)")])
+def test_an_average_meter_the_call_updates_is_refused_with_keep_it_outside(method, given, call):
+    # was: "keep it a result: return it ... set the attribute" (0-d tensor) or "keep the counter
+    # in an ndarray written with a tensor" (.item()), neither of which makes a meter work
+    m = Trainer()
+    with pytest.raises(UnsupportedOperationError) as err:
+        cv.capture(getattr(m, method), given)
+    message = str(err.value)
+    line = inspect.getsourcelines(getattr(Trainer, method))[1] + 2
+    assert f"`{call}` at " in message and f"test_logging_idioms.py:{line}" in message
+    assert "is updated by a method of its object, which the call calls" in message
+    assert ("Fix: keep self.losses outside the captured function: return the value the call "
+            f"gives it (return out, loss), and after each replay call {call} with the value "
+            "the replay returns") in message
+    assert vars(m.losses) == vars(AverageMeter())
+
+    def fixed(x, W=m.W):  # the fix applied: the meter updated from each replay's value
+        loss = ((x * W) ** 2).mean()
+        return x * 2.0, loss
+
+    graph = cv.capture(fixed, given)
+    eager = Trainer()
+    for x in XS:
+        out = graph.replay({"x": x})
+        loss = list(out.values())[1]
+        m.losses.update(loss.item() if method == "step_item" else loss[()], 3)
+        eager.step_item(x) if method == "step_item" else eager.step(x)
+        assert _same(vars(m.losses), vars(eager.losses))

@@ -732,6 +732,18 @@ SITUATIONS: list[Situation] = [
         "import time\n\nSTAMPS = []\n\n\ndef f(x):\n    STAMPS.append(time.perf_counter())\n"
         "    return x + 1.0\n\ncv.capture(f, cv.spec(3, \"float64\"))"),
     Situation(
+        "updated_by_method", "unsupported_op",
+        _call_is("an attribute of an object the call updates by its method"),
+        "{operand} is updated by a method of its object, which the call calls",
+        "capviz cannot record it: a replay computes values and cannot update a Python object "
+        "from them, so each replay would leave the object as the capture found it "
+        "({reason_why}).",
+        "{reason_fix}",
+        "class Meter:\n    def __init__(self):\n        self.sum = 0.0\n        self.count = 0\n\n"
+        "    def update(self, v):\n        self.sum += v\n        self.count += 1\n\n\n"
+        "METER = Meter()\n\n\ndef f(x):\n    METER.update(x.sum())\n    return x + 1.0\n\n"
+        "cv.capture(f, cv.spec(3, \"float64\"))"),
+    Situation(
         "logged_twice", "unsupported_op", _call_is("one list or dict the call logs twice"),
         "{operand} is given one list or dict holding values of the capture that the call logs "
         "{reason_why}",

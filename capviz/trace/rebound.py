@@ -73,9 +73,11 @@ from capviz.trace.rebound_refusals import (
     RETURN_REASON,
     created_reason,
     in_place_reason,
+    owner_fix,
     refuse_asked,
     refuse_changed,
     refuse_numpy,
+    refuse_owner,
 )
 from capviz.trace.recapture import line_code
 from capviz.trace.tensor import Tensor
@@ -189,6 +191,12 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                 set_by_replays(place, found, recorder)  # an eager call): by each replay
                 continue
         place.put_back()
+        owned = owner_fix(place, fn) if place.kind == "attribute" and tensor is found \
+            and (place.value is None or isinstance(place.value, NUMBERS)) else None
+        if owned is not None:  # (an AverageMeter's self.sum += loss, in its update method)
+            refuse_owner(place.label, owned, "the call binds a value of the capture to it, and "
+                         "the capture put the original back", recorder)
+            continue
         source = tensor._data.source
         text = line_code(linecache.getline(source[0], source[1])) if source else ""
         reason = CONTAINER_REASON if tensor is not found else in_place_reason(text, source) \

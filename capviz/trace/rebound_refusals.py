@@ -25,14 +25,59 @@ _UPDATE = re.compile(r"^\s*(?P<target>[\w.]+(?:\[[^\]=]+\][\w.]*)*)\s*=\s*(?P=ta
                      r"(?P<op>\*\*|//|[-+*/@%])\s*(?P<rest>.+?)\s*$")
 
 
+OWNER = "an attribute of an object the call updates by its method"
+"""The ``call`` of the situation ``updated_by_method`` (an AverageMeter's ``self.sum += v``)."""
+
+
+def owner_fix(place: Place, fn: Callable | None) -> tuple[Any, str, str, str] | None:
+    """``(where, text, owner, fix)`` where attribute ``place`` belongs to an object of Python
+    values only (no array: not an optimiser, whose counter has its own fix) that a line of
+    ``fn`` calls a method of (``self.meter.update(loss)`` for ``self.meter.sum``, an
+    AverageMeter's running sum and count), which no replay can update: the fix keeps the
+    object outside the captured function, updated from what each replay returns."""
+    label = place.label
+    owner = label.rsplit(".", 1)[0]
+    if fn is None or owner in ("self", label) or "[" in owner or \
+            not hasattr(place.holder, "__dict__") or not all(
+                v is None or type(v) in (bool, int, float, str, Tensor) or
+                isinstance(v, np.generic) for v in vars(place.holder).values()):
+        return None
+    where, text = naming_line(fn, label)
+    called = re.search(rf"(?<![\w.]){label_pattern(owner)}\.\w+\s*\(", text or "")
+    if where is None or called is None:
+        return None
+    depth, end = 1, called.end()
+    while end < len(text) and depth:
+        depth += {"(": 1, ")": -1}.get(text[end], 0)
+        end += 1
+    call = text[called.start():end]
+    fix = (f"keep {owner} outside the captured function: return the value the call gives it "
+           f"(return out, loss), and after each replay call {call} with the value the replay "
+           "returns")
+    return where, text, owner, fix
+
+
+def refuse_owner(label: str, found: tuple, why: str, recorder: Any) -> None:
+    """Refuse attribute ``label`` of an object the call updates by its method, at the line of
+    ``fn`` that calls it, with :func:`owner_fix`'s fix (``found``)."""
+    where, text, _owner, fix = found
+    message = explain(Failure("unsupported_op", OWNER, label, where,
+                              UserCode("other", shorten(text)), None, f"{why}; {fix}"))
+    recorder.pending.append(("unsupported_op", OWNER, message, where))
+
+
 def refuse_changed(place: Place, now: Any, recorder: Any, source: Any,
-                    fn: Callable | None) -> None:
+                   fn: Callable | None) -> None:
     """Refuse a Python number the call changed (``self.t += 1`` with no array state, review 3
     finding 25), at the line of ``fn`` that writes it, else at ``source`` (the capture's
     line): a replay repeats what the capture computed from its value, and does not change
     it."""
     reason = (f"the call changes {place.label} ({place.value!r} -> {now!r}) every time it "
               "runs, and the capture put it back")
+    owned = owner_fix(place, fn) if place.kind == "attribute" else None
+    if owned is not None:  # (an AverageMeter's self.count += n, in its update method)
+        refuse_owner(place.label, owned, reason, recorder)
+        return
     where, text = writing_line(fn, place.label) if fn is not None else (None, "")
     if where is None and fn is not None:  # changed by a call (next(self.sched) moves
         where, text = naming_line(fn, place.label)  # self.sched.i): the line naming its owner
