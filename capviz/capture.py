@@ -31,6 +31,7 @@ from capviz.core.errors import (
     UnknownBoundaryError,
 )
 from capviz.core.ir import Node, Violation
+from capviz.core.references import note_copy
 from capviz.core.source import format_source, user_frame, user_source
 from capviz.core.violations import make_error, seed_message
 from capviz.devices import Device, default_device
@@ -126,9 +127,12 @@ def constant(value: Any, name: str | None = None) -> Any:
         if hit is not None and hit[0] is value and hit[1].kind == "constant" and \
                 hit[1].index in recorder.constant_of and recorder._unchanged(hit[1], value):
             return _held(recorder, hit[1])
-        node = recorder.constant(host_copy(recorder.seen(value)),  # (a second capture's
-                                 name or recorder.name_of(value), user_source())  # first's)
-        note_origin(recorder.graph, node, value)
+        seen = recorder.seen(value)
+        node = recorder.constant(host_copy(seen),  # (a second capture's first's)
+                                 name or recorder.name_of(value), user_source())
+        root = note_origin(recorder.graph, node, value)
+        if seen is value:  # checked by each replay where it outlives the call (eagerly
+            note_copy(recorder.graph, node.index, value, root)  # cv.constant(a) is a itself)
         recorder.constant_of[node.index] = value  # (trace/mutation.outside_constant)
         recorder._adopted[id(value)] = (value, node)  # a first write makes it the state's node
         return _held(recorder, node)
@@ -148,7 +152,9 @@ def constant(value: Any, name: str | None = None) -> Any:
         name = recorder.name_of(value)
     node = recorder.constant(host_copy(value), name, user_source())
     if isinstance(value, np.ndarray):
-        note_origin(recorder.graph, node, value)
+        root = note_origin(recorder.graph, node, value)
+        if type(value) is np.ndarray:
+            note_copy(recorder.graph, node.index, value, root)
     return Tensor(node, recorder)
 
 

@@ -137,3 +137,44 @@ def test_arrays_the_graph_writes_and_arrays_made_in_the_call_are_not_checked():
     for x in [np.random.default_rng(k).normal(size=3) for k in range(4)]:
         assert graph.replay({"x": x})["out"].tobytes() == eager.step(x).tobytes()
         assert all(getattr(model, n).tobytes() == getattr(eager, n).tobytes() for n in "Wvb")
+
+
+class BN:
+    def __init__(self):
+        self.training, self.rm = True, np.zeros(3)
+
+    def forward(self, x):
+        if self.training:
+            mu = x.mean(0)
+            self.rm[...] = 0.9 * cv.constant(self.rm) + 0.1 * mu
+        else:
+            mu = cv.constant(self.rm)
+        return x - mu
+
+
+def test_a_graph_per_mode_reading_a_running_mean_the_other_graph_writes():
+    """Review 9, finding 16 (silent, checked before this change): a graph per value of
+    ``training`` (the guards' fix), the eval graph's ``cv.constant(self.rm)`` a copy of the
+    running mean the train graph writes: the first eval replay after a train replay used the
+    capture's copy. Now refused, naming it; its fix (``graph.changed()``) applied, every step
+    replays exactly as eager, replay and compiled."""
+    for compiled in (False, True):
+        model, eager = BN(), BN()
+        graphs = {}
+        for mode in (True, False):
+            model.training = mode
+            graphs[mode] = cv.capture(model.forward, cv.spec((4, 3), "float64"))
+        run = {k: g.compile() for k, g in graphs.items()} if compiled else \
+            {k: (lambda x, g=g: (g.replay({"x": x})["out"],)) for k, g in graphs.items()}
+        rng = np.random.default_rng(0)
+        for step, mode in enumerate((True, False, True, True, False, True)):
+            model.training = eager.training = mode
+            x = rng.standard_normal((4, 3))
+            if not mode and step:
+                with pytest.raises(cv.ReplayError, match=r"constant %1 'model\.rm' .* is a "
+                                                         r"copy of the user's array"):
+                    run[mode](x)
+                graphs[mode].changed()
+            got = run[mode](x)[0]
+            assert got.tobytes() == eager.forward(x).tobytes()
+            assert model.rm.tobytes() == eager.rm.tobytes()
