@@ -403,38 +403,28 @@ def _consumed(start: Node, value: Node, user: Node, path: tuple[Node, ...],
 def declared(reach: Reach) -> bool:
     """Whether ``reach`` of a contraction of linear algebra (not a centring) is one an engine
     follows (hostile review 6, finding 4: ``x @ ones - t`` was 8% off NumPy's, silently): to
-    an add or subtract, through a path with no other contraction on it (``x @ ones - t``,
-    ``(x @ ones)[:, None] / n - m``, ``np.sqrt(x @ ones) - np.sqrt(t)``), or through others
-    where the product has a weight (:func:`through_contractions`). NumPy's product is its
-    BLAS's order; where its products add up as one sign's the add or subtract cancels a sum's
-    error. A reach of a product of two computed values through another contraction
-    (attention's ``p @ v`` through the heads' projection to its bias add: the worst-case
-    bounds of two products, one through the other, refused GPT-2 with biases), or to another
-    consumer (``np.diff(x @ ones)``, ``np.var``), leaves the product declared
-    (``capviz.backends.contraction_bound``)."""
+    an add or subtract, through a path with or without other contractions on it
+    (:func:`through_contractions`: ``x @ ones - t``, ``(x @ ones)[:, None] / n - m``,
+    ``np.sqrt(x @ ones) - np.sqrt(t)``, ``(x @ ones) @ w - t``, attention's ``p @ v`` through
+    the heads' projection to its bias add). NumPy's product is its BLAS's order; an add or
+    subtract can cancel the product's error. A reach to another consumer (``np.diff(x @
+    ones)``, ``np.var``) leaves the product declared here
+    (``capviz.backends.contraction_bound``); an engine follows it as a difference or a
+    spread."""
     return reach.consumer.op in ("add", "subtract") \
         and reach.sum.op in contraction_bound.CONTRACTIONS and through_contractions(reach)
 
 
 def through_contractions(reach: Reach) -> bool:
     """Whether an engine follows ``reach`` of a contraction past the contractions on its path:
-    where there is none, or where the product has a constant operand (a weight, moved:
-    ``(x @ ones) @ w - t``, a LoRA's ``x @ A @ B.T + 0.1``; W=25s, stop 36: ``(x @ ones) @ w1
-    - t`` of float32 rows near 1e3 and a (1, 8) ``w1`` of ones was 370 times the tolerance
-    off NumPy's on JAX, silently: the outer product of one term per output is NumPy's own
-    rounding of its operands, but its operand is the inner product's XLA value). Its bound is
-    carried through them as through any contraction (the same product of the bounds and the
-    other operands' magnitudes)."""
-    if not any(contraction_bound.is_contraction_node(n) for n in reach.path):
-        return True
-    return any(_constant(a) for a in reach.sum.args)
-
-
-def _constant(value: Any) -> bool:
-    """Whether ``value`` is a constant node of the graph, or a move of one (``w.T``)."""
-    if not isinstance(value, Node):
-        return False
-    if value.kind == "constant":
-        return True
-    return value.kind == "op" and value.op in MOVES and bool(value.args) \
-        and isinstance(value.args[0], Node) and value.args[0].kind == "constant"
+    always (the lead's ruling 37 07:30 (a)), whatever the product's operands. A product with
+    a weight (``(x @ ones) @ w - t``, a LoRA's ``x @ A @ B.T + 0.1``; W=25s, stop 36: ``(x @
+    ones) @ w1 - t`` of float32 rows near 1e3 and a (1, 8) ``w1`` of ones was 370 times the
+    tolerance off NumPy's on JAX, silently), and a product of two computed values or inputs
+    (attention's ``p @ v`` through ``c_proj``, a Gram ``h.T @ h`` or ``x.T @ x`` through a
+    weight, linear attention's ``(q @ k.T) @ v`` through its projection: stop 37, W=25j,
+    ``(x.T @ x) @ w - t`` of float32 rows near 1e3 was 2.75 off NumPy's values near 5,
+    silently, where only products with a weight were followed). Its bound is carried through
+    them as through any contraction (the same product of the bounds and the other operands'
+    magnitudes, or its rank-1 form)."""
+    return True
