@@ -45,7 +45,7 @@ import numpy as np
 from capviz import ops
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
-from capviz.trace import effects
+from capviz.trace import effects, item_caches
 from capviz.trace.attribute_caches import (
     Held,
     added_removed,
@@ -190,6 +190,16 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                 place.put_back()  # a cache the call sets over the last one (self.x = x after
                 set_by_replays(place, found, recorder)  # an eager call): by each replay
                 continue
+        if type(found) is Tensor and place.kind == "dict" and type(place.value) is np.ndarray:
+            if read is None:  # (self.cache["x"] = x after an eager call: item_caches.py)
+                read = {id(ref()) for ref in recorder.graph.constant_origins.values()}
+            if known is None:
+                known = {id(a) for p in places if type(p.value) is np.ndarray
+                         for a in bases(p.value)}
+            if item_caches.item_cache_set(place, found, recorder, fn, read, known):
+                place.put_back()
+                item_caches.set_by_replays(place, found, recorder, fn)
+                continue
         place.put_back()
         owned = owner_fix(place, fn) if place.kind == "attribute" and tensor is found \
             and (place.value is None or isinstance(place.value, NUMBERS)) else None
@@ -198,6 +208,8 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                          "the capture put the original back", recorder)
             continue
         source = tensor._data.source
+        if tensor._data.kind == "input" and fn is not None:  # (an input's own line is the
+            source = writing_line(fn, place.label)[0] or source  # caller's cv.capture line)
         text = line_code(linecache.getline(source[0], source[1])) if source else ""
         reason = CONTAINER_REASON if tensor is not found else in_place_reason(text, source) \
             if isinstance(place.value, np.ndarray) else created_reason(place.label) \
