@@ -211,6 +211,12 @@ class DaskBackend(Backend):
         returned = {n.index for n in program.output_nodes} | {
             a.index for g in program.guards for a in g.args if isinstance(a, Node)}
         feeding, plan = product_checks.split(before_cancel.feeding(nodes), nodes, returned)
+        unchecked = product_checks.unchecked(nodes, feeding, plan)
+        if unchecked is not None:  # a larger product read where no bound is carried
+            cause = product_checks.unchecked_error(*unchecked)
+            reader = unchecked[1]
+            raise replay_error(reader, [a for a in reader.args if isinstance(a, Node)],
+                               cause) from cause
         while True:
             steps = Steps(program)
             outputs, guard_values = self._build(program, args, seed, chunks, steps, ordered,

@@ -36,6 +36,15 @@ must reach nothing else (no other op, no output but the product itself, held to 
 (``np.var``, ``np.cov``, a product by a tensor, another contraction on the path, a mean of the
 product: each rounds in its own order on other values) keeps the gather on one block, as
 before.
+
+**Read by any other op.** A larger product that reaches no consumer keeps dask.array's blocks,
+declared (47ad594), where what reads it keeps the declared bound: an output, moves, magnitudes,
+real picks and clamps, scalings by numbers, a sum of it (a larger-than-memory ``h @ w`` read
+by ``np.abs(y).max(1)`` and ``y.sum(0)``). Any other reader (``np.convolve(x @ ones, [1, -1])``,
+``np.cos``, ``np.floor``, ``np.argsort``, ``d @ (x @ ones)``) can take the product's rounding
+beyond the tolerance with no check (the hostile review 9's finding 14: 0.25 off NumPy's near
+16,000 after a3c3266, silently): the replay fails when it is built, at that op, with the same
+fixes (:func:`unchecked`).
 """
 
 from __future__ import annotations
@@ -162,6 +171,67 @@ def _contained(each: tuple, users: dict[int, list[Node]], returned: set[int]) ->
             if user.index not in on_path and user.index not in ends:
                 return False
     return True
+
+
+_DECLARED_SUMS = frozenset(("sum", "mean", "nansum", "nanmean"))
+"""Sums of a product's values, which add more terms to its contraction: declared as it is."""
+
+
+def unchecked(nodes: list[Node], found: dict[int, tuple],
+              plan: Plan) -> tuple[Node, Node] | None:
+    """A product of op ``nodes`` larger than one block that dask.array computes in its blocks
+    (reaching no consumer: not in ``found``, nor in ``plan``) and the first op that reads its
+    value (through ops that keep it: :func:`_keeps`) where its declared bound goes to no check
+    and that op can take the product's rounding beyond the tolerance (``np.convolve(x @ ones,
+    [1, -1])``, ``np.cos(x @ ones)``, ``np.floor``, ``np.argsort``: the hostile review 9's
+    finding 14), or ``None``. Outputs, moves, magnitudes, real picks and clamps, scalings by
+    numbers and sums of it keep the declared bound, as since 47ad594 (a larger-than-memory
+    ``h @ w`` read by ``np.abs(y).max(1)`` and ``y.sum(0)`` replays in its blocks)."""
+    users = _users(nodes)
+    for node in nodes:
+        if node.kind != "op" or node.index in found or node.index in plan.products \
+                or node.op not in PAIRED or len(_tensors(node)) < 2 or node.dtype is None \
+                or np.dtype(node.dtype).kind not in "fc" or node.index not in users \
+                or fits_one_block(node):
+            continue
+        stack, seen = [node], {node.index}
+        while stack:
+            value = stack.pop()
+            for user in users.get(value.index, ()):
+                keeps = _keeps(value, user)
+                if keeps is None:
+                    return node, user
+                if keeps and user.index not in seen:
+                    seen.add(user.index)
+                    stack.append(user)
+    return None
+
+
+def _keeps(value: Node, user: Node) -> bool | None:
+    """Whether ``user`` passes ``value`` on keeping its declared bound (``True``), stops it
+    (``False``: its shape, its type), or can take it beyond the tolerance (``None``)."""
+    if user.op in cancelling.STOPS:
+        return False
+    if user.dtype is None or np.dtype(user.dtype).kind not in "fc" or user.shape is None:
+        return None
+    if user.op in _DECLARED_SUMS:
+        return True if user.args and user.args[0] is value else None
+    if user.op in cancelling.MOVES and user.op != "astype":
+        return True if user.args and user.args[0] is value else None
+    step = _step(value, user)
+    return None if step is None else True
+
+
+def unchecked_error(product: Node, reader: Node) -> ProductCancels:
+    """The error of :func:`unchecked`'s pair."""
+    named, held, need = _message_parts([product])
+    return ProductCancels(
+        f"np.{reader.op} reads the value of {named}, which dask.array adds in its own blocks "
+        f"since its operands ({held}) do not fit dask's array.chunk-size: no check carries its "
+        f"declared rounding (2 gamma_k |A| @ |B|) through np.{reader.op}, which can take it "
+        "beyond the tolerance; replay with backend='numpy', or under dask.config.set("
+        f"{{'array.chunk-size': '{need}'}}), which computes the product as NumPy does, on one "
+        "block")
 
 
 def _tensors(node: Node) -> list[Node]:
