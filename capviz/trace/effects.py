@@ -281,6 +281,11 @@ def _made_at_key(place: Any, key: Any, value: Any, recorder: Any, where: Any) ->
                  "that the call logs into it, which each replay repeats")
 
 
+NO_SOURCE = ("capviz cannot read the function's lines (no source text: python -c, exec, the "
+             "plain python prompt, a .pyc-only install), so it cannot tell a value logged at a "
+             "new key from a running value added to")
+
+
 def accumulated(label: str, tensor: Tensor, where: Any) -> bool:
     """Whether ``tensor``, stored at ``label`` where nothing was (a ``defaultdict(float)``'s
     ``m["loss"] += x.sum()``, ``m["loss"] = m.get("loss", 0.0) + x.sum()``), is a running value
@@ -334,6 +339,9 @@ def _logged(place: Any, holder: Any, recorder: Any, where: Any = None
                     current(recorder, value).shape == () and \
                     accumulated(f"{place.label}[{key!r}]", value, where):
                 return RUNNING  # (a defaultdict(float)'s m["loss"] += x.sum())
+            source = value._data.source if _ours(value, recorder) else where
+            if key not in before and not (source and linecache.getline(source[0], source[1])):
+                return NO_SOURCE  # (a log, or m["loss"] += x: review 9, finding 13)
             found.append(("set", key, value))
         return found or None
     now = list(holder)

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import dis
 import inspect
 import re
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -60,8 +62,11 @@ def reading_line(fn: Callable, label: str) -> tuple[Any, str]:
     that grows it, ``label.append(...)``, or a store into an item), or ``(None, "")``, also
     where a line of ``fn`` empties it (``label.clear()``, ``label[:] = ...``)."""
     found = source_lines(fn)
-    if found is None:
-        return None, ""
+    if found is None:  # no source text (python -c, exec, <stdin>): its bytecode (review 9 #13)
+        code = getattr(function_of(fn)[1], "__code__", None)
+        if code is None or not code_reads(code, label):
+            return None, ""
+        return line_at(code, code.co_firstlineno), ""
     code, lines, start = found
     name = label_pattern(label)
     mention = re.compile(rf"(?<![\w.]){name}(?!\w)")
@@ -78,6 +83,33 @@ def reading_line(fn: Callable, label: str) -> tuple[Any, str]:
         if mention.search(rest) and not _message_only(text, lines[offset + 1:]):
             return line_at(code, start + offset), text
     return None, ""
+
+
+_GROWS = frozenset(("append", "extend", "appendleft", "extendleft", "insert"))
+_LOADS = frozenset(("LOAD_ATTR", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST",
+                    "LOAD_CLASSDEREF"))
+
+
+def code_reads(code: Any, label: str) -> bool:
+    """Whether ``code`` (or a function or comprehension it holds) uses the list or dict at
+    ``label`` (by its last name: ``hist`` of ``self.hist``) other than to grow it
+    (``.append(...)``) or store an item with a constant key: for a function with no source
+    text, whose lines cannot be read. Conservative: any other use reads it."""
+    name = re.sub(r"\[.*$", "", label).rsplit(".", 1)[-1]
+    instructions = list(dis.get_instructions(code))
+    for k, ins in enumerate(instructions):
+        if ins.opname not in _LOADS or ins.argval != name:
+            continue
+        after = instructions[k + 1:k + 3]
+        if after and after[0].opname in ("LOAD_METHOD", "LOAD_ATTR") and \
+                after[0].argval in _GROWS:
+            continue
+        if len(after) == 2 and after[0].opname == "LOAD_CONST" and \
+                after[1].opname == "STORE_SUBSCR":
+            continue
+        return True
+    return any(code_reads(const, label) for const in code.co_consts
+               if isinstance(const, types.CodeType))
 
 
 _ONE_LINER = re.compile(r"^\s*(?:async\s+)?def\s+\w+\s*\(.*\)\s*(?:->[^:]*)?:"

@@ -63,9 +63,17 @@ from capviz.trace.container_items import (
     numpy_logged,
     stored_over,
 )
-from capviz.trace.fn_lines import reads_itself, writing_line
+from capviz.trace.fn_lines import code_reads, reads_itself, source_lines, writing_line
 from capviz.trace.mutation import current
-from capviz.trace.places import DEPTH, NUMBERS, REBINDABLE, SEQUENCES, Place, tensor_in
+from capviz.trace.places import (
+    DEPTH,
+    NUMBERS,
+    REBINDABLE,
+    SEQUENCES,
+    Place,
+    function_of,
+    tensor_in,
+)
 from capviz.trace.provenance import accumulates, made_here, of_data, read_by_capture
 from capviz.trace.rebound_refusals import (
     CONTAINER_REASON,
@@ -278,4 +286,7 @@ def _running(place: Place, tensor: Tensor, fn: Callable | None) -> bool:
     of ``fn`` that writes the place)."""
     if reads_itself(_line_of(tensor), place.label):
         return True
+    if fn is not None and source_lines(fn) is None:  # no source text: its bytecode reads the
+        code = getattr(function_of(fn)[1], "__code__", None)  # item, or not (review 9 #13)
+        return code is None or code_reads(code, place.label)
     return fn is not None and reads_itself(writing_line(fn, place.label)[1], place.label)
