@@ -178,3 +178,34 @@ def test_a_graph_per_mode_reading_a_running_mean_the_other_graph_writes():
             got = run[mode](x)[0]
             assert got.tobytes() == eager.forward(x).tobytes()
             assert model.rm.tobytes() == eager.rm.tobytes()
+
+
+class Views:
+    def __init__(self):
+        self.W, self.E = np.arange(9.0).reshape(3, 3), np.ones((16, 8))
+
+    def col(self, x):
+        return x * self.W[:, 0]
+
+    def pos(self, x):
+        return x + self.E[:3, 2]
+
+
+@pytest.mark.parametrize("name", ["col", "pos"])
+def test_a_strided_view_of_a_live_array_is_checked_through_its_values(name):
+    """Review 9, finding 18 (a raw ValueError of 9122851's fingerprint, checked): a column of a
+    live array is captured, checked by its values (an edit outside the view changes nothing)."""
+    model, x = Views(), np.array([1.0, 2.0, 3.0])
+    graph = cv.capture(getattr(model, name), cv.spec((3,), "float64"))
+    array = model.W if name == "col" else model.E
+    array[0, 1] = 7.0  # outside the view: replays
+    assert _same_bits(graph.replay({"x": x})["out"], getattr(model, name)(x))
+    array[1, 0 if name == "col" else 2] = 7.0  # inside it: refused until graph.changed()
+    with pytest.raises(cv.ReplayError, match="is a copy of the user's array"):
+        graph.replay({"x": x})
+    graph.changed()
+    assert _same_bits(graph.replay({"x": x})["out"], getattr(model, name)(x))
+
+
+def _same_bits(a, b):
+    return a.dtype == b.dtype and a.tobytes() == b.tobytes()

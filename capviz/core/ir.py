@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from capviz.core.errors import UnsupportedOperationError
-from capviz.core.references import fingerprint, source_view
+from capviz.core.references import fingerprint, source_view, view_fingerprint
 from capviz.core.source import Source, format_source, outside_line
 
 KINDS = ("input", "constant", "op", "output", "violation", "guard", "state")
@@ -374,8 +374,8 @@ class Graph:
                     continue
                 dict.__setitem__(values, i, np.array(live, order="K", copy=True))
             self.constant_fingerprints = {
-                i: fingerprint(source_view(sources[i]) if i in sources else values[i])
-                for i in self.constant_fingerprints}
+                i: view_fingerprint(source_view(sources[i])) if i in sources else
+                fingerprint(values[i]) for i in self.constant_fingerprints}
         self.version += 1
 
     def _of_kind(self, kind: str) -> list[Node]:

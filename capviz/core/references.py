@@ -97,6 +97,15 @@ def fingerprint(value: np.ndarray) -> bytes:
     return _memory_digest(value) + _layout(value)
 
 
+def view_fingerprint(value: np.ndarray) -> bytes:
+    """:func:`fingerprint` of a view of any layout (a small copied constant's source:
+    ``self.W[:, 0]``, a column, whose memory is no block: hostile review 9, finding 18, a raw
+    ValueError): its values read in order, then its layout."""
+    if value.flags.c_contiguous or value.flags.f_contiguous:
+        return fingerprint(value)
+    return _memory_digest(np.ascontiguousarray(value)) + _layout(value)
+
+
 def changed_constants(graph: Any) -> list[int]:
     """The constants of ``graph`` kept by reference whose array changed since it was recorded
     (or accepted by ``graph.changed()``), by node index; memory that several share is read
@@ -108,7 +117,7 @@ def changed_constants(graph: Any) -> list[int]:
         source = sources.get(index)
         if source is not None:  # a small array's copy: the user's array checked (not shared:
             live = source_view(source)  # a view's memory is no contiguous block)
-            if live is not None and fingerprint(live) != kept:
+            if live is not None and view_fingerprint(live) != kept:
                 changed.append(index)
             continue
         value = values[index]
@@ -155,7 +164,7 @@ def guard_copies(graph: Any) -> None:
                 live.tobytes() != copy.tobytes():
             continue
         graph.constant_sources[index] = source
-        graph.constant_fingerprints[index] = fingerprint(live)
+        graph.constant_fingerprints[index] = view_fingerprint(live)
 
 
 def source_view(source: tuple) -> np.ndarray | None:
