@@ -34,11 +34,11 @@ from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
 from capviz.randomness import hooks
 from capviz.trace import (
-    effects,
     fn_lines,
     guards_python,
     iterators,
     lifted,
+    logged_runs,
     outside_writes,
     rebinding,
     recapture,
@@ -304,7 +304,7 @@ def _capture_twice(scope: CaptureScope, fn: Callable, names: list[str], specs: t
             and not any(v.level == "error" for v in graph.violation_records):
         # (a buffer made by a spelling no hook sees, read by NumPy after a write: its line,
         # which the second run finds, is the cause of what NumPy then wrote unseen, R6 #9)
-        regrown = effects.Regrown(places)  # (the Python values the first run logged)
+        regrown = logged_runs.Regrown(places)  # (the Python values the first run logged)
         try:
             error = _capture_again(fn, names, specs, graph, cap, draws, global_random,
                                    grown, scope.recorder.inside_states)
@@ -377,7 +377,7 @@ def _capture_rebinding(fn: Callable, names: list[str], specs: tuple, cap: Captur
         place.lifts = None
     first, second = runs
     error = rebinding.difference(first.graph, second.graph) or (
-        effects.differs(first.graph, second.graph) if first.graph.logged_values else None)
+        logged_runs.differs(first.graph, second.graph) if first.graph.logged_values else None)
     for callback in [] if error is not None else list(_observers):
         callback(first.graph)
     return first, error
@@ -519,7 +519,7 @@ def _capture_again(fn: Callable, names: list[str], specs: tuple, graph: Captured
         error = recapture.difference(graph, second.graph if second.recorder else None, others,
                                      written, failure, grown, inside)
         if error is None and graph.logged_values:  # a Python value each run logs: the same
-            error = effects.differs(graph, second.graph)
+            error = logged_runs.differs(graph, second.graph)
         return error
     finally:
         failure = None  # (its traceback holds this frame: no cycle left to the collector)

@@ -21,8 +21,8 @@ a replay that does not log what the call logs is a silent difference in the user
 ``self.seen.append(x.shape)``, ``hist["phase"] = "train"``: ``None``, a bool, number or str, a
 tuple, list or dict of them) is logged by each replay as the value the capture's runs logged
 (a :class:`capviz.core.ir.LoggedValue`), and refused at its line where two runs logged
-different values (:func:`differs`; lead ruling of stop 35, 03:00): the capture itself leaves
-the container as it found it, as for a tensor.
+different values (:func:`capviz.trace.logged_runs.differs`; lead ruling of stop 35, 03:00):
+the capture itself leaves the container as it found it, as for a tensor.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from capviz.core.violations import Failure, explain
 from capviz.trace import state_fixes
 from capviz.trace.fn_lines import reads_itself
 from capviz.trace.mutation import current
-from capviz.trace.recapture import CHANGES, line_code, refuse, same
+from capviz.trace.recapture import line_code, same
 from capviz.trace.tensor import Tensor
 
 REBOUND = "a capture tensor bound outside the capture"
@@ -411,7 +411,7 @@ def record(place: Any, left: Any, found: list[tuple] | str, recorder: Any,
     tensor = next((t for _, _, t in found if _ours(t, recorder)), None) \
         if isinstance(found, list) else _first(left, recorder)
     source = tensor._data.source if tensor is not None else line
-    where, text = _logging_line(place.label, source)
+    where, text = logging_line(place.label, source)
     if isinstance(found, str) or place.path is None:
         reason = found if isinstance(found, str) else (
             "capviz does not know where the user holds it, so a replay could not log there")
@@ -468,74 +468,6 @@ def set_items(holder: Any, items: Any) -> None:
         holder.update(items)
     else:
         holder.extend(items)
-
-
-class Regrown:
-    """The containers a first run logged Python values into, given the items it left there for
-    the second run (as an eager call leaves them: a helper reading ``len(HIST)`` takes the
-    path a second call takes, and the runs differ), and their items back after it
-    (:meth:`undo`)."""
-
-    def __init__(self, places: list) -> None:
-        self.places = [p for p in places if p.kind == "items" and p.left is not None]
-        for place in self.places:
-            set_items(place.holder, place.left)
-
-    def undo(self) -> None:
-        for place in self.places:
-            set_items(place.holder, place.value)
-            place.left = None
-
-
-def differs(graph: Any, second: Any) -> Any:
-    """Refuse on ``graph`` (the first capture's) a Python value a second run of the capture
-    (``second``, its graph), which saw the containers as the first run left them (as a second
-    call would: :class:`Regrown`), logged differently: ``self.log.append(time.perf_counter())``,
-    a counter ``d["n"] = d.get("n", 0) + 1`` (review 8, finding 4): every replay would log the
-    first one (lead rulings of stops 35, 03:00, and 36, 04:30). A value the first run set at a
-    key and the second did not set again (it found it there: ``if "k" not in cfg: cfg["k"] =
-    2.0``) is the same. Its error, or ``None`` where both runs logged the same values."""
-    one, two = graph.logged_values, second.logged_values if second is not None else []
-    sets = {(v.name, v.key): v for v in two if v.kind == "set"}
-    first_sets = {(v.name, v.key) for v in one if v.kind == "set"}
-    logs = [v for v in two if v.kind != "set"]
-    k = 0
-    for logged in one:
-        if logged.kind == "set":
-            other = sets.get((logged.name, logged.key))
-            if other is None or same(logged.value, other.value):
-                continue  # (found there by the second run: the value it holds)
-        else:
-            other = logs[k] if k < len(logs) else None
-            k += 1
-            if other is not None and (logged.kind, logged.name) == (other.kind, other.name) \
-                    and same(logged.value, other.value):
-                continue
-        return _refuse_differing(graph, logged, other)
-    extra = next((v for v in two if v.kind == "set" and (v.name, v.key) not in first_sets),
-                 logs[k] if k < len(logs) else None)
-    if extra is not None:  # (logged by the second run only)
-        return _refuse_differing(graph, extra, None, second=True)
-    return None
-
-
-def _refuse_differing(graph: Any, logged: Any, other: Any, second: bool = False) -> Any:
-    where, _text = _logging_line(logged.name, logged.source)
-    label = f"{logged.name}[{logged.key!r}]" if logged.kind == "set" else logged.name
-    if other is not None and logged.kind == "set" and type(logged.value) in (int, float) and \
-            type(other.value) in (int, float):  # (a counter: d["n"] = d.get("n", 0) + 1)
-        return refuse(graph, graph.nodes[-1], CHANGES, label, (
-            f"the call sets it to {_shown(logged.value)}, then to {_shown(other.value)} when "
-            "it runs again, and a replay would set the first every time"), source=where)
-    reason = (f"two runs of the capture logged {_shown(logged.value)}, then "
-              f"{_shown(other.value)}" if other is not None else
-              "only the second run of the capture logged it" if second else
-              "a second run of the capture did not log it")
-    return refuse(graph, graph.nodes[-1], LOGGED, logged.name, reason, source=where)
-
-
-def _shown(value: Any) -> str:
-    return shorten(repr(value), 40)
 
 
 def record_attribute(place: Any, key: str, value: Tensor, recorder: Any) -> bool:
@@ -615,7 +547,7 @@ def _at_front(label: str, source: Any) -> bool:
     return not source or _any_line(re.compile(_AT_FRONT.format(name=_pattern(label))), source)
 
 
-def _logging_line(label: str, source: Any) -> tuple[Any, str]:
+def logging_line(label: str, source: Any) -> tuple[Any, str]:
     """The line of the function at ``source`` that logs into ``label`` (``label.append(``,
     ``label[k] = ``, ``label.clear()``...), else ``source``'s; with its code."""
     if not source:

@@ -133,7 +133,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
                 place.put_back()
                 if recorder.others is None or not place.inner or id(place.holder) not in walked:
                     refuse_changed(place, found, recorder, source, fn)  # (a second run's
-                #   item of a container the first logged into: effects.differs compares them)
+                #   item of a container the first logged into: logged_runs.differs compares them)
             continue
         if isinstance(found, (np.ndarray, np.generic)) and type(place.value) is np.ndarray:
             if found.dtype != place.value.dtype or found.shape != place.value.shape or \
