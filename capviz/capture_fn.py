@@ -265,9 +265,8 @@ def _capture(fn: Callable, specs: tuple, live: bool, on_violation: str, rng: Dev
                 raise rebinding.blamed(refused, graph, places)
     finally:
         hooks.uninstall(held)
-    if graph.complete:  # the Python values it read (self.training...), checked per replay
-        graph.python_guards = guards_python.collect(fn, places, graph)
-        references.guard_copies(graph)  # and its small arrays' sources (a bias, a 0-d lr)
+    if graph.complete:  # its small arrays' sources (a bias, a 0-d lr), checked per replay
+        references.guard_copies(graph)
     else:
         graph.constant_sources = {}
     if graph.complete and done is None:
@@ -277,6 +276,8 @@ def _capture(fn: Callable, specs: tuple, live: bool, on_violation: str, rng: Dev
     if graph.complete:
         for place, value in scope._binds:  # a buffer made lazily (self.mask = np.tril(...)):
             place.bind(value)               # as the call left it
+        graph.python_guards = guards_python.collect(fn, places, graph)  # the Python values
+        #                             it read (self.training...), checked by every replay
     return graph
 
 

@@ -249,16 +249,290 @@ def test_str_lists_the_guards_and_a_saved_graph_keeps_them_as_data(tmp_path):
     graph = cv.capture(r.forward, SPEC)
     line = _line(Reducer.forward, "self.mode")
     text = str(graph)
-    assert text.splitlines()[0].endswith("[1 ops, 2 guards, 0 violations]")
+    assert text.splitlines()[0].endswith("[1 ops, 3 guards, 0 violations]")
+    assert f"\n  guard Mode == <enum 'Mode'>  # read at {HERE}:{line} in forward" in text
     assert re.search(rf"\n  guard self\.mode == <Mode\.SUM: 1>  # read at {HERE}:{line} in "
                      r"forward\n", text + "\n")
     assert f"\n  guard self.axes == (0,)  # read at {HERE}:{line} in forward" in text
     path = str(tmp_path / "g.json")
     graph.save(path)
-    loaded = cv.load(path)
+    with pytest.warns(cv.UncheckedGuardWarning) as caught:
+        loaded = cv.load(path)
+    assert str(caught[0].message) == (
+        "g.json was captured reading 3 Python values from live objects (self.mode == "
+        "<Mode.SUM: 1>, self.axes == (0,), Mode == <enum 'Mode'>); a loaded graph cannot read "
+        "them, so it replays as captured whatever they hold now: capture again if one changed")
+    assert caught[0].filename == __file__
     assert [(g.label, repr(g.value), g.live) for g in loaded.python_guards] == [
-        ("self.mode", "<Mode.SUM: 1>", False), ("self.axes", "(0,)", False)]
-    assert (f"\n  guard self.axes == (0,)  # read at {HERE}:{line} in forward; not checked: "
-            "a loaded graph has no live object") in str(loaded)
+        ("self.mode", "<Mode.SUM: 1>", False), ("self.axes", "(0,)", False),
+        ("Mode", "<enum 'Mode'>", False)]
+    assert str(loaded) == text  # (the listing round-trips)
     r.mode = Mode.MEAN  # the loaded graph has no live object: replays as saved
     assert np.array_equal(loaded.replay({"x": X})["out"], X.sum(0))
+
+
+# --- values read with no name of fn's own (review 9's guard matrix, gh.py) -------------------
+
+K = 2.0
+
+
+def _helper(x):
+    return x * K
+
+
+class Helped:
+    def forward(self, x):
+        return _helper(x)
+
+
+class Prop:
+    def __init__(self):
+        self._t = True
+
+    @property
+    def training(self):
+        return self._t
+
+    def forward(self, x):
+        return x * 2.0 if self.training else x * 3.0
+
+
+class Called:
+    def __init__(self):
+        self.s = 2.0
+
+    def __call__(self, x):
+        return x * self.s
+
+    def forward(self, x):
+        return self(x)
+
+
+class Optional:
+    def forward(self, x):
+        return x * getattr(self, "p", 0.5)
+
+
+class Layers:
+    class L:
+        def fwd(self, x):
+            return x * 0.5
+
+    def __init__(self):
+        self.layers = [self.L()]
+        self.cfg = {}
+        self.dt = np.float64
+        self.f = lambda x, s=2.0: x * s
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer.fwd(x)
+        if "s" in self.cfg:
+            x = x * self.cfg["s"]
+        return self.f(x).astype(self.dt)
+
+
+class Fallback:
+    def __init__(self):
+        self.cfg = {"lr": 0.1}
+
+    def __getattr__(self, name):
+        if name == "cfg":
+            raise AttributeError(name)
+        return self.cfg[name]
+
+    def forward(self, x):
+        return x * self.lr
+
+
+def test_a_global_a_helper_reads_and_a_helper_swapped_are_refused():
+    global K, _helper
+    graph = cv.capture(Helped().forward, SPEC)
+    kept = _helper
+    try:
+        K = 3.0
+        _refused(graph, "K", "2.0", "3.0", "forward", _line(_helper, "return x * K"))
+        K = 2.0
+        _helper = lambda x: x  # noqa: E731  (monkeypatched)
+        with pytest.raises(GuardError, match=r"^_helper was <function _helper> when forward "
+                           r"was captured \(read at \S*test_python_guards\.py:\d+ in forward\) "
+                           r"and is <function test_\w+\.<locals>\.<lambda>> now"):
+            graph.replay({"x": X})
+    finally:
+        K, _helper = 2.0, kept
+    assert np.array_equal(graph.replay({"x": X})["out"], X * 2.0)
+
+
+def test_a_property_and_a_callable_object_are_read_through():
+    p = Prop()
+    graph = cv.capture(p.forward, SPEC)
+    p._t = False
+    _refused(graph, "self._t", "True", "False", "forward", _line(Prop.training.fget, "_t"))
+    c = Called()
+    graph = cv.capture(c.forward, SPEC)
+    c.s = 5.0
+    _refused(graph, "self.s", "2.0", "5.0", "forward", _line(Called.__call__, "self.s"))
+
+
+def test_an_attribute_added_later_where_getattr_read_a_default_is_refused():
+    o = Optional()
+    graph = cv.capture(o.forward, SPEC)
+    assert np.array_equal(graph.replay({"x": X})["out"], X * 0.5)
+    o.p = 0.9
+    with pytest.raises(GuardError, match=r"^self\.p was absent when forward was captured "
+                       r"\(read at \S*test_python_guards\.py:\d+ in forward\) and holds 0\.9 "
+                       r"now, so the graph computes what the code did with the old value\."):
+        graph.replay({"x": X})
+
+
+def test_a_layer_added_a_key_added_a_dtype_and_a_default_changed_are_refused():
+    m = Layers()
+    graph = cv.capture(m.forward, SPEC)
+    m.layers.append(Layers.L())
+    _refused(graph, "len(self.layers)", "1", "2", "forward",
+             _line(Layers.forward, "self.layers"))
+    m.layers.pop()
+    m.cfg["s"] = 4.0
+    _refused(graph, "self.cfg.keys()", "()", "('s',)", "forward",
+             _line(Layers.forward, "self.cfg"))
+    del m.cfg["s"]
+    m.dt = np.float32
+    _refused(graph, "self.dt", "<class 'numpy.float64'>", "<class 'numpy.float32'>",
+             "forward", _line(Layers.forward, "self.dt"))
+    m.dt = np.float64
+    m.f.__defaults__ = (3.0,)
+    _refused(graph, "self.f.__defaults__", "(2.0,)", "(3.0,)", "forward",
+             _line(Layers.forward, "self.f"))
+    m.f.__defaults__ = (2.0,)
+    assert np.array_equal(graph.replay({"x": X})["out"], X)
+
+
+def test_a_class_with_getattr_has_every_value_inside_guarded():
+    f = Fallback()
+    graph = cv.capture(f.forward, SPEC)
+    f.cfg["lr"] = 0.3
+    _refused(graph, "self.cfg['lr']", "0.1", "0.3", "forward", _line(Fallback.forward, "lr"))
+
+
+# --- a module tree deeper than the walk of places.py; values the loop changes, not fn ----------
+
+class Module:
+    def __init__(self):
+        self.__dict__["_modules"] = {}
+        self.training = True
+
+    def __setattr__(self, k, v):
+        if isinstance(v, Module):
+            self._modules[k] = v
+        else:
+            object.__setattr__(self, k, v)
+
+    def __getattr__(self, k):
+        modules = self.__dict__.get("_modules", {})
+        if k in modules:
+            return modules[k]
+        raise AttributeError(k)
+
+    def __call__(self, x):
+        return self.forward(x)
+
+    def eval(self):
+        self.training = False
+        for m in self._modules.values():
+            m.eval()
+
+
+class Dropout(Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        return x * (1.0 - self.p) if self.training else x
+
+
+class Block(Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(x)
+
+
+class Tree(Module):
+    def __init__(self):
+        super().__init__()
+        self.body = Block()
+        self.head = Block()
+
+    def forward(self, x):
+        return self.head(self.body(x))
+
+
+def test_a_dropout_p_six_levels_down_a_module_tree_and_its_eval_are_refused():
+    """Review 9, finding 5 (silent): the walk of places.py stops three levels down."""
+    tree = Tree()
+    graph = cv.capture(tree, SPEC)
+    tree.body.drop.p = 0.1
+    _refused(graph, "self._modules['body']._modules['drop'].p", "0.5", "0.1", "__call__",
+             _line(Dropout.forward, "self.p"))
+    tree.body.drop.p = 0.5
+    tree.eval()
+    with pytest.raises(GuardError, match=r"^self\.training was True when __call__ was captured"):
+        graph.replay({"x": X})
+
+
+class Trainer:
+    def __init__(self):
+        import random
+        self.rng = random.Random(0)
+        self.p = 0.5
+
+    def forward(self, x):
+        return x * self.p
+
+
+def test_a_library_object_s_attributes_the_code_does_not_name_are_not_guarded():
+    """Review 9, finding 8 (refusal of common code): random.Random's gauss_next."""
+    trainer = Trainer()
+    graph = cv.capture(trainer.forward, SPEC)
+    trainer.rng.gauss(0.0, 1.0)  # the loop draws: gauss_next changes
+    assert np.array_equal(graph.replay({"x": X})["out"], X * 0.5)
+
+
+class Phased:
+    def __init__(self):
+        self.phase = "init"
+
+    def forward(self, x):
+        self.phase = "train"
+        return x * 2.0 if self.phase == "train" else x
+
+
+def test_a_value_the_call_sets_is_told_so_and_its_fix_replays():
+    m = Phased()
+    graph = cv.capture(m.forward, SPEC)
+    with pytest.raises(GuardError) as info:
+        graph.replay({"x": X})
+    line = _line(Phased.forward, "return x * 2.0")
+    assert re.fullmatch(
+        rf"self\.phase was 'init' when forward was captured \(read at \S*{HERE}:{line} in "
+        r"forward\), and forward set it to 'train', which a replay does not do \(it runs no "
+        r"Python\), so the graph is the program for 'init'\.\nFix: call forward once before "
+        r"capturing it, so that the capture starts from the value it leaves", str(info.value))
+    m = Phased()
+    m.forward(X)  # the fix
+    graph = cv.capture(m.forward, SPEC)
+    assert np.array_equal(graph.replay({"x": X})["out"], X * 2.0)
+
+
+def test_a_guard_is_checked_after_a_state_s_place_in_a_replay_with_states():
+    """A rebound state is told so first (its message is the more precise)."""
+    model = BN()
+    graph = cv.capture(model.forward, SPEC)
+    model.rm = np.zeros(3)
+    model.training = False
+    with pytest.raises(cv.ReplayInputError, match=r"^self\.rm was rebound after the capture|"
+                       r".*rm was rebound after the capture"):
+        graph.replay({"x": X})

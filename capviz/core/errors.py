@@ -127,6 +127,12 @@ class UnseededRandomWarning(UserWarning):
     """A random op was captured in a scope whose randomness has no known seed."""
 
 
+class UncheckedGuardWarning(UserWarning):
+    """A loaded graph was captured reading Python values from live objects (``self.training``,
+    ``self.lr``: its guards), which a loaded graph cannot read: it replays as captured whatever
+    they hold now. See ``capviz/core/python_guards.py``."""
+
+
 class InexactResultWarning(UserWarning):
     """A replay on an inexact backend (JAX, Dask) returns integer or boolean outputs computed
     from floats that backend rounds otherwise than NumPy: they may differ by more than any

@@ -14,15 +14,18 @@ replay (``graph.replay``, a compiled replay, an executor) reads each place again
 (:func:`check`) and raises :class:`~capviz.core.errors.GuardError` where one differs, naming
 the place, both values, the line and the fix; an object freed since is not checked (nothing can
 call the eager code on it). A loaded graph keeps its guards as data with no live object to read
-(:attr:`PythonGuard.live` ``False``): they are listed, not checked.
+(:attr:`PythonGuard.live` ``False``): they are listed, not checked, and ``cv.load`` warns
+(:class:`~capviz.core.errors.UncheckedGuardWarning`).
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import operator
 import os
+import types
 import weakref
 from typing import Any
 
@@ -38,17 +41,29 @@ MOST_ITEMS = 64
 """The longest tuple guarded whole (a longer one is data, not a flag)."""
 
 
-def guardable(value: Any, depth: int = 2) -> bool:
+IDENTITIES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, np.ufunc, type,
+              functools.partial)
+"""The values a guard holds by identity: a function, a class or a dtype's type, a ufunc (an
+activation ``self.act = np.tanh``, ``self.dt = np.float32``, a helper monkeypatched)."""
+
+
+def guardable(value: Any, depth: int = 2, identity: bool = False) -> bool:
     """Whether ``value`` is a Python value a guard holds: ``None``, a bool, number, str or
-    bytes, an enum member, a NumPy scalar, or a tuple of them (two levels)."""
+    bytes, an enum member, a NumPy scalar or dtype, or a tuple of them (two levels; a named
+    tuple too); with ``identity``, also one of :data:`IDENTITIES`."""
     kind = type(value)
-    if kind in SCALARS or isinstance(value, enum.Enum):
+    if kind in SCALARS or isinstance(value, (enum.Enum, np.dtype)):
         return True
     if isinstance(value, np.generic):
         return value.dtype.kind in "biufcSU"
-    if kind is tuple and depth > 0 and len(value) <= MOST_ITEMS:
+    if isinstance(value, tuple) and depth > 0 and len(value) <= MOST_ITEMS:
         return all(guardable(item, depth - 1) for item in value)
-    return False
+    return identity and isinstance(value, IDENTITIES)
+
+
+ABSENT = type("Absent", (), {"__repr__": lambda self: "absent", "__slots__": ()})()
+"""The value of a guard on an attribute the object did not have (``hasattr(self, "scale")``,
+``getattr(self, "p", 0.5)``): any value there now refuses."""
 
 
 def same(recorded: Any, now: Any) -> bool:
@@ -66,7 +81,7 @@ def same(recorded: Any, now: Any) -> bool:
         return recorded == now and math.copysign(1.0, recorded) == math.copysign(1.0, now)
     if kind is complex:
         return same(recorded.real, now.real) and same(recorded.imag, now.imag)
-    if kind is tuple:
+    if issubclass(kind, tuple):
         return len(recorded) == len(now) and all(map(same, recorded, now))
     if isinstance(recorded, enum.Enum):
         return False  # (members are compared by identity, above)
@@ -80,6 +95,8 @@ _GONE = object()
 _MISSING = object()
 """What :meth:`PythonGuard.read` gives where the path leads nowhere now (an attribute
 deleted, a key removed)."""
+UNREAD = (_GONE, _MISSING)
+"""What :meth:`PythonGuard.read` gives where it read no value."""
 
 
 class PythonGuard:
@@ -95,13 +112,15 @@ class PythonGuard:
         live: whether the guard can read the place (``False`` on a loaded graph).
     """
 
-    __slots__ = ("anchor", "fn", "label", "source", "steps", "value")
+    __slots__ = ("anchor", "fn", "label", "left", "source", "steps", "value")
 
     def __init__(self, label: str, value: Any, anchor: Any, steps: tuple, source: Any,
                  fn: str) -> None:
         self.label, self.value, self.steps, self.source, self.fn = label, value, steps, \
             source, fn
         self.anchor = anchor  # a weak reference, a module's globals, a class, a cell, None
+        self.left: Any = _MISSING  # the value the captured call itself left there, where it
+        #                            set another (self.phase = "train"): its message says so
 
     @property
     def live(self) -> bool:
@@ -117,8 +136,8 @@ class PythonGuard:
                 return _GONE
         try:
             for is_attribute, key in self.steps:
-                if is_attribute is None:  # a closure cell's contents
-                    owner = owner.cell_contents
+                if is_attribute is None:  # a container's keys or length
+                    owner = tuple(owner) if key == "keys" else len(owner)
                 elif is_attribute:
                     owner = getattr(owner, key)
                 else:
@@ -144,7 +163,10 @@ class Shown:
 
 
 def shown(value: Any) -> str:
-    """A value as a message shows it (``np.float32(0.1)`` as NumPy writes it; long text cut)."""
+    """A value as a message shows it (``np.float32(0.1)`` as NumPy writes it, a function by its
+    qualified name; long text cut)."""
+    if isinstance(value, (types.FunctionType, types.MethodType)):
+        return f"<function {value.__qualname__}>"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -178,6 +200,9 @@ def _plan(guards: list[PythonGuard]) -> list[tuple]:
         if guard.anchor is None:
             continue
         steps = guard.steps
+        if guard.value is ABSENT:  # (its getter raises: read by itself)
+            alone.append((guard.anchor, None, (guard.value,), [guard]))
+            continue
         if steps and all(is_attribute is True and type(key) is str and key.isidentifier()
                          for is_attribute, key in steps):  # (grouped by the owner's path)
             key, name = (id(guard.anchor), ".".join(k for _, k in steps[:-1])), steps[-1][1]
@@ -227,7 +252,8 @@ def check(guards: list[PythonGuard]) -> None:
                 continue
         for guard in members:  # one by one: the first that differs
             now = guard.read()
-            if now is guard.value or now is _GONE:
+            if now is guard.value or now is _GONE or (now is _MISSING and guard.value is
+                                                      ABSENT):
                 continue
             if now is _MISSING or not same(guard.value, now):
                 raise guard_error(guard, now)
@@ -237,6 +263,18 @@ def guard_error(guard: PythonGuard, now: Any) -> GuardError:
     """The refusal of a replay after the user changed the value at ``guard``'s place."""
     where = format_source(guard.source) or "its line not found"
     what = "holds nothing" if now is _MISSING else f"is {shown(now)}"
+    if guard.value is ABSENT:
+        what = f"holds {shown(now)}"
+    if guard.left is not _MISSING and now is not _MISSING and same(guard.left, now):
+        err = GuardError(
+            f"{guard.label} was {shown(guard.value)} when {guard.fn} was captured (read at "
+            f"{where}), and {guard.fn} set it to {shown(now)}, which a replay does not do (it "
+            f"runs no Python), so the graph is the program for {shown(guard.value)}.\nFix: "
+            f"call {guard.fn} once before capturing it, so that the capture starts from the "
+            "value it leaves")
+        err.recorded, err.got, err.place, err.source = guard.value, now, guard.label, \
+            guard.source
+        return err
     err = GuardError(
         f"{guard.label} was {shown(guard.value)} when {guard.fn} was captured (read at "
         f"{where}) and {what} now, so the graph computes what the code did with the old "
@@ -258,6 +296,5 @@ def listing(guards: list[PythonGuard]) -> list[str]:
         source = guard.source
         where = "its line not found" if source is None else \
             f"{os.path.basename(source[0])}:{source[1]} in {source[2]}"
-        note = "" if guard.live else "; not checked: a loaded graph has no live object"
-        lines.append(f"guard {guard.label} == {shown(guard.value)}  # read at {where}{note}")
+        lines.append(f"guard {guard.label} == {shown(guard.value)}  # read at {where}")
     return lines

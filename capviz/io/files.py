@@ -17,13 +17,14 @@ import json
 import math
 import os
 import secrets
+import warnings
 import zipfile
 from typing import Any, BinaryIO
 
 import numpy as np
 
 from capviz import ops
-from capviz.core.errors import GraphFormatError, GraphVerifyError
+from capviz.core.errors import GraphFormatError, GraphVerifyError, UncheckedGuardWarning
 from capviz.core.guards import READS, SIZE
 from capviz.core.ir import (
     KINDS,
@@ -428,7 +429,7 @@ def load(path: str, graph_class: type[Graph] = Graph) -> Graph:
         raise GraphFormatError(f"cannot read graph file {path}: {err.strerror or err}") \
             from None
     try:
-        return _from_doc(path, doc, graph_class)
+        graph = _from_doc(path, doc, graph_class)
     except GraphFormatError:
         raise
     except GraphVerifyError as err:
@@ -436,6 +437,16 @@ def load(path: str, graph_class: type[Graph] = Graph) -> Graph:
     except Exception as err:  # untrusted input: whatever broke, the file is what is wrong
         raise GraphFormatError(f"{path} is not a valid capviz graph: "
                                f"{type(err).__name__}: {err}") from None
+    guards = graph.python_guards
+    if guards:  # (a loaded graph has no live object to read them from: it says so)
+        listed = ", ".join(f"{g.label} == {shown(g.value)}" for g in guards[:3])
+        more = ", ..." if len(guards) > 3 else ""
+        warnings.warn(
+            f"{os.path.basename(path)} was captured reading {len(guards)} Python value"
+            f"{'s' if len(guards) > 1 else ''} from live objects ({listed}{more}); a loaded "
+            "graph cannot read them, so it replays as captured whatever they hold now: "
+            "capture again if one changed", UncheckedGuardWarning, stacklevel=3)
+    return graph
 
 
 def _from_doc(path: str, doc: Any, graph_class: type[Graph]) -> Graph:

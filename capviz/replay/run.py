@@ -108,8 +108,8 @@ class CompiledReplay:
         graph = self.graph
         if graph.version != self._version or len(graph.nodes) != self._length:
             self._refresh()
-        if graph.python_guards:  # the Python values the capture read (self.training...)
-            check_python(graph.python_guards)
+        if graph.python_guards and not self._program.n_states:  # the Python values the
+            check_python(graph.python_guards)  # capture read (with states: in state.run)
         args = self._check.positional(graph, inputs)
         seed = self._fixed_seed if self._fixed_seed is not None else fresh_seed()
         if self._program.n_states or self._program.n_effects:  # the live states read, the
@@ -185,8 +185,6 @@ def replay_with(graph: Graph, inputs: Mapping[str, Any] | None, backend: str | B
         raise _not_a_mapping(graph, inputs)
     if graph.violation_records and not allow_violations:
         check_replayable(graph, allow_violations)
-    if graph.python_guards:  # the Python values the capture read (self.training...)
-        check_python(graph.python_guards)
     engine = registry.get(backend) if type(backend) is str else backend
     if options:
         registry.check_options(engine, options)
@@ -213,6 +211,9 @@ def replay_with(graph: Graph, inputs: Mapping[str, Any] | None, backend: str | B
     if graph.state_nodes:  # refused by name before an op is bound
         state_replay.check_backend(graph, engine)
     prog, check, direct = _compiled(graph, engine)
+    if graph.python_guards and not prog.n_states:  # the Python values the capture read
+        check_python(graph.python_guards)  # (with states: in state.run, after the states'
+        #                                    places: a rebound one is told so first)
     engine.admit(prog, options)
     args = check.named(graph, inputs)
     key = resolve_seed(graph, seed) if prog.random or seed is not None else 0

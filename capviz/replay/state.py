@@ -36,6 +36,7 @@ from capviz.backends.registry import Backend
 from capviz.core.errors import ReplayInputError, UnsupportedOperationError
 from capviz.core.ir import Graph, LoggedPart, Node
 from capviz.core.layout import layout_key
+from capviz.core.python_guards import check as check_python
 from capviz.core.source import format_source
 from capviz.replay.plan import FRESH_OPS
 from capviz.replay.program import Program
@@ -605,6 +606,8 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
         if mode == "write":
             _refuse_given_rebind(nodes, given)
     targets = _live_all(graph, prog, given)
+    if nodes and graph.python_guards:  # the Python values the capture read (self.training)
+        check_python(graph.python_guards)
     if prog.n_generators or engine.name != "numpy":
         from_host = engine.from_host
         values = [from_host(target) if node.dtype is not None else  # a generator: drawn from

@@ -28,15 +28,25 @@ in ``Drop.forward``), else ``fn``'s ``def`` line.
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
+import itertools
 import re
 import types
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-from capviz.core.python_guards import PythonGuard, PythonGuards, guardable
-from capviz.trace import code_reach
+from capviz.core.python_guards import (
+    ABSENT,
+    UNREAD,
+    PythonGuard,
+    PythonGuards,
+    guardable,
+    same,
+)
+from capviz.trace import code_reach, guard_reach
+from capviz.trace import places as walk
 from capviz.trace.fn_lines import body, label_pattern, line_at, source_lines
 from capviz.trace.places import Place, function_of
 
@@ -44,39 +54,183 @@ MOST_GUARDS = 4096
 """The most guards one capture records (past it: the first ones, in the walk's order)."""
 
 
+class _Collector:
+    """The guards of one capture, deduplicated by label and by the place they read."""
+
+    def __init__(self, fn: Callable, places: list[Place], graph: Any) -> None:
+        self.found = guard_reach.reached(fn, places)
+        self.logged = _logged_labels(graph)
+        self.name = getattr(function_of(fn)[1], "__name__", None) or "the function"
+        self.lines = _Lines(fn, self.found.functions)
+        self.guards: list[PythonGuard] = []
+        self.labels: set[str] = set()
+        self.read: set[tuple[int, Any]] = set()  # (id of the holder, key) of each guarded
+        self.open = tuple(f"{p.label}{sep}" for p in places if p.kind == "keys" and
+                          type(p.holder) in self.found.open_classes for sep in ".[")
+
+    def add(self, label: str, value: Any, where: tuple[Any, tuple] | None, holder: Any,
+            key: Any, read: tuple[int, Any] | None = None) -> None:
+        if where is None or label in self.labels or _written(label, self.logged) or \
+                len(self.guards) >= MOST_GUARDS or (read is not None and read in self.read):
+            return
+        self.labels.add(label)
+        if read is not None:
+            self.read.add(read)
+        guard = PythonGuard(label, value, where[0], where[1],
+                            self.lines.reading(label, holder, key), self.name)
+        now = guard.read()  # (the capture ran fn: what it left there)
+        if now is not value and not guardable(now, identity=True) and \
+                all(now is not u for u in UNREAD):  # (a buffer fn made lazily, left
+            return  # there: self.mask = np.tril(...) where it held None)
+        if now is not value and guard.value is not ABSENT and type(now) is type(value) and \
+                not same(value, now):
+            guard.left = now  # (self.phase = "train" in fn: its message says so)
+        self.guards.append(guard)
+
+    def named(self, place: Place) -> bool:
+        """Whether code ``fn`` reaches can read ``place``: the last name on its path (the
+        attribute, the variable, the container of an item) is a name that code uses, or it
+        lies inside an object of a user class that reads any attribute (``__getattr__``)."""
+        found = self.found
+        if found.dynamic or place.label.startswith("type(") or place.label.startswith(
+                self.open or ("\0",)):
+            return True
+        names = code_reach._names_of(place.label)
+        return bool(names) and names[-1].strip("<>") in found.names
+
+
 def collect(fn: Callable, places: list[Place], graph: Any) -> PythonGuards:
     """The guards of a complete capture of ``fn`` (``places``: :func:`capviz.trace.places.note`
     of ``fn`` when the capture started; ``graph``: the capture's graph, whose logged places
     are left out)."""
-    if not places:
+    if not places and not hasattr(function_of(fn)[1], "__globals__"):
         return PythonGuards()
-    reach = code_reach.reach(fn, places)
-    logged = _logged_labels(graph)
-    name = getattr(function_of(fn)[1], "__name__", None) or "the function"
-    lines = _Lines(fn)
-    guards: list[PythonGuard] = []
-    seen: set[str] = set()
+    places = places + deeper(places)
+    c = _Collector(fn, places, graph)
     for place in places:
-        if len(guards) >= MOST_GUARDS:
-            break
-        if place.kind == "keys":  # a walked object: what it reads from its class
-            guards += [g for g in _class_reads(place, reach, seen, lines, name)
-                       if not _written(g.label, logged)]
+        if place.kind == "keys":  # a walked object: what it reads from its class, and the
+            for label, value, where, key in _class_reads(place, c.found):  # names it lacks
+                c.add(label, value, where, place.holder, key)
             continue
-        if place.kind == "items" or place.label in seen or not guardable(place.value):
+        if place.kind == "items":  # a dict's keys, a list's length
+            _container(c, place)
             continue
-        if _written(place.label, logged) or \
-                isinstance(place.holder, enum.Enum):  # (an enum member's own name and value)
+        if isinstance(place.holder, enum.Enum) or not c.named(place):
+            continue  # (an enum member's own name and value)
+        value = place.value
+        where = _path(place)
+        if isinstance(value, types.ModuleType):  # self.cfg = a user's config module
+            if code_reach._users(value):
+                c.found.spaces.append((f"{place.label}.", vars(value)))
             continue
-        if not _named(place, reach):
+        if guardable(value, identity=True):
+            c.add(place.label, value, where, place.holder, place.key,
+                  (id(place.holder), place.key))
+        if where is not None:
+            _callable_values(c, place, value, where)
+    for prefix, space in c.found.spaces:  # the globals the code reaches reads
+        own = prefix == ""
+        names = [k for k in space if not k.startswith("__")] if own and c.found.dynamic \
+            else sorted(c.found.names & set(space))
+        every = own and c.found.dynamic  # (every global: its values only, not its code)
+        for name in names:
+            value = space[name]
+            if guardable(value, identity=not every or name in c.found.names) and \
+                    not isinstance(value, types.ModuleType):
+                c.add(f"{prefix}{name}", value, (space, ((False, name),)), None, name,
+                      (id(space), name))
+    return PythonGuards(c.guards)
+
+
+DEEPER = 8
+"""The levels :func:`deeper` walks below the walk of :func:`capviz.trace.places.note`."""
+MOST_DEEPER = 20_000
+"""The most places :func:`deeper` makes."""
+
+
+def deeper(places: list[Place]) -> list[Place]:
+    """The places below the walk of :func:`capviz.trace.places.note`, which stops three
+    levels down (``self._modules["body"]._modules["0"]._modules["drop"].p`` of a module tree
+    is six): the objects, dicts and lists its places hold that it did not walk, walked
+    :data:`DEEPER` levels more for the guards (each with its path from what the user holds)."""
+    seen = {id(p.holder) for p in places}
+    found: list[Place] = []
+    for place in places:
+        if place.kind in ("keys", "items") or id(place.value) in seen or \
+                isinstance(place.value, walk._LEAVES):
             continue
         where = _path(place)
-        if where is None:
-            continue
-        seen.add(place.label)
-        guards.append(PythonGuard(place.label, place.value, where[0], where[1],
-                                  lines.reading(place.label, place.holder, place.key), name))
-    return PythonGuards(guards[:MOST_GUARDS])
+        if where is not None:
+            _walk(place.value, place.label, where, DEEPER, seen, found)
+    return found
+
+
+def _walk(value: Any, label: str, where: tuple, depth: int, seen: set[int],
+          found: list[Place]) -> None:
+    if depth <= 0 or id(value) in seen or len(found) >= MOST_DEEPER or \
+            isinstance(value, walk._LEAVES):
+        return
+    anchor, steps = where
+    if type(value) is list:
+        items = [(i, f"{label}[{i}]", "list", False, item)
+                 for i, item in enumerate(value[:walk.ITEMS])]
+        own = Place("items", value, None, label, list(value))
+    elif type(value) in walk.DICTS:
+        items = [(key, f"{label}[{key!r}]", "dict", False, item)
+                 for key, item in itertools.islice(value.items(), walk.ITEMS)]
+        own = Place("items", value, None, label, dict(value))
+    elif walk._plain_object(value) and not isinstance(value, enum.Enum):
+        items = [(key, f"{label}.{key}", "attribute", True, item)
+                 for key, item in itertools.islice(vars(value).items(), walk.ITEMS)]
+        own = Place("keys", value, None, label, frozenset(vars(value)))
+    else:
+        return
+    seen.add(id(value))
+    own.path = where
+    found.append(own)
+    for key, inner, kind, is_attribute, item in items:
+        place = Place(kind, value, key, inner, item, inner=True)
+        place.path = (anchor, (*steps, (is_attribute, key)))
+        found.append(place)
+        _walk(item, inner, place.path, depth - 1, seen, found)
+
+
+def _container(c: _Collector, place: Place) -> None:
+    """The guard of a walked dict's keys or list's length (``"s" in self.cfg``, ``for l in
+    self.layers``), as the capture left it, where the code names it and no replay writes it."""
+    holder = place.holder
+    if type(holder) not in (dict, list) or _written(f"{place.label}[", c.logged) or \
+            not c.named(place):
+        return
+    if place.path is not None:
+        anchor, steps = place.path
+    else:
+        anchor, steps = _weakly(holder), ()
+    if type(holder) is dict:
+        c.add(f"{place.label}.keys()", tuple(holder), (anchor, (*steps, (None, "keys"))),
+              holder, None)
+    else:
+        c.add(f"len({place.label})", len(holder), (anchor, (*steps, (None, "len"))), holder,
+              None)
+
+
+def _callable_values(c: _Collector, place: Place, value: Any, where: tuple) -> None:
+    """The guards of what a held function computes with besides its code: a function's
+    default arguments (``lambda x, s=2.0: x * s``), a ``functools.partial``'s arguments."""
+    anchor, steps = where
+    if isinstance(value, types.FunctionType):
+        defaults = value.__defaults__
+        if defaults and guardable(defaults):
+            c.add(f"{place.label}.__defaults__", defaults,
+                  (anchor, (*steps, (True, "__defaults__"))), value, "__defaults__")
+    elif isinstance(value, functools.partial):
+        if value.args and guardable(value.args):
+            c.add(f"{place.label}.args", value.args, (anchor, (*steps, (True, "args"))),
+                  value, "args")
+        for key, item in (value.keywords or {}).items():
+            if guardable(item):
+                c.add(f"{place.label}.keywords[{key!r}]", item,
+                      (anchor, (*steps, (True, "keywords"), (False, key))), value, key)
 
 
 def _logged_labels(graph: Any) -> tuple[str, ...]:
@@ -98,19 +252,6 @@ def _written(label: str, logged: tuple[str, ...]) -> bool:
     """Whether a replay writes the place ``label`` (:func:`_logged_labels`)."""
     return any(label == prefix or (prefix[-1] in ".[" and label.startswith(prefix))
                for prefix in logged)
-
-
-def _named(place: Place, reach: code_reach.Reach) -> bool:
-    """Whether code ``fn`` reaches can read ``place``: its path's names are all used there,
-    or it lies inside an object whose class's code is not read (not the user's)."""
-    if reach.dynamic or place.label.startswith("type("):  # (named by the code: places.py)
-        return True
-    holder = place.holder
-    if place.kind in ("attribute", "slot") and not isinstance(holder, type) and \
-            not code_reach._users(type(holder)):
-        return True
-    names = [step.strip("<>") for step in code_reach._names_of(place.label)]
-    return all(step in reach.names for step in names)
 
 
 def _path(place: Place) -> tuple[Any, tuple] | None:
@@ -137,72 +278,97 @@ def _weakly(obj: Any) -> Any:
         return obj
 
 
-def _class_reads(place: Place, reach: code_reach.Reach, seen: set[str], lines: _Lines,
-                 name: str) -> list[PythonGuard]:
-    """The guards of the attributes walked object ``place.holder`` reads from its class
-    (``self.p`` where ``p = 0.5`` is the class's), read through the object (an attribute the
-    user sets on it later shadows the class's: the guard sees that too)."""
+def _class_reads(place: Place, found: guard_reach.Reached
+                 ) -> list[tuple[str, Any, tuple, str]]:
+    """``(label, value, (anchor, steps), name)`` of what walked object ``place.holder`` reads
+    from its class (``self.p`` where ``p = 0.5`` is the class's), read through the object (an
+    attribute the user sets on it later shadows the class's: the guard sees that too), and of
+    each name ``getattr`` or ``hasattr`` may read that it lacks (:data:`ABSENT`: any value
+    there later refuses)."""
     obj = place.holder
     kind = type(obj)
     if kind.__module__ in ("builtins", "numpy") or isinstance(obj, (types.ModuleType,
                                                                      enum.Enum)):
         return []
     if place.path is None:
-        where = (_weakly(obj), ())
+        anchor, steps = _weakly(obj), ()
     else:
-        where = place.path
-        if where[1] and where[1][-1] == (True, ""):
-            where = (where[0], ())
+        anchor, steps = place.path
+        if steps and steps[-1] == (True, ""):
+            steps = ()
     own = place.value  # the names of its attributes
     users = code_reach._users(kind)
-    found = []
+    opened = kind in found.open_classes
+    found_here = []
+    held: set[str] = set()
     for klass in kind.__mro__:
         if klass is object:
             break
         for key, value in list(vars(klass).items()):
+            held.add(key)
             if key.startswith("__") or key in own or not guardable(value):
                 continue
-            label = f"{place.label}.{key}"
-            if label in seen or (users and not reach.dynamic and key not in reach.names):
+            if users and not found.dynamic and not opened and key not in found.names:
                 continue
-            seen.add(label)
-            found.append(PythonGuard(label, value, where[0], (*where[1], (True, key)),
-                                     lines.reading(label, obj, key), name))
-    return found
+            found_here.append((f"{place.label}.{key}", value, (anchor, (*steps, (True, key))),
+                               key))
+    if users and not opened and ("getattr" in found.names or "hasattr" in found.names):
+        for key in sorted(found.strings - own - held):
+            if key.isidentifier() and not key.startswith("__"):
+                found_here.append((f"{place.label}.{key}", ABSENT,
+                                   (anchor, (*steps, (True, key))), key))
+    return found_here
 
 
 class _Lines:
-    """The lines of ``fn`` and of its objects' classes, read once, searched for the line that
-    reads a place."""
+    """The lines of ``fn``, of the functions the code it reaches runs and of its objects'
+    classes, each read once when first searched, searched for the line that reads a place."""
 
-    def __init__(self, fn: Callable) -> None:
-        self.fn = fn
+    def __init__(self, fn: Callable, functions: list) -> None:
         found = source_lines(fn)
         self.own = None if found is None else (found[0], found[2], body(found[1]))
+        self.functions = functions  # (the reached ones: helpers, properties, __call__...)
+        self.sources: dict[Any, tuple | None] = {}
         self.classes: dict[type, list] = {}
 
     def reading(self, label: str, holder: Any, key: Any) -> Any:
-        """``(file, line, function)`` of the first line that names ``label`` in ``fn``, else
-        names attribute ``key`` in a method of ``holder``'s class, else ``fn``'s ``def``."""
+        """``(file, line, function)`` of the first line that names ``label`` in ``fn`` (the
+        container of ``len(...)``, ``.keys()``), else names ``key`` (an attribute, a global)
+        in ``fn``, in a function the code reaches or in a method of ``holder``'s class (a
+        line that writes it skipped), else ``fn``'s ``def`` line."""
+        shaped = _DERIVED.match(label)  # (len(self.layers): the line naming self.layers)
+        inner = label if shaped is None else next(g for g in shaped.groups() if g)
         if self.own is not None:
-            code, start, statements = self.own
-            mention = re.compile(rf"(?<![\w.]){label_pattern(label)}(?![\w])")
-            for offset, text in statements:
-                if mention.search(text):
-                    return line_at(code, start + offset)
-        if type(key) is str and holder is not None and not isinstance(
-                holder, (dict, list, types.ModuleType)):
-            attribute = re.compile(rf"\.{re.escape(key)}(?![\w])")
-            stored = re.compile(rf"^[\w.]*\.{re.escape(key)}\s*=(?!=)")  # (a write: not it)
-            for code, start, statements in self._methods(
-                    holder if isinstance(holder, type) else type(holder)):
-                for offset, text in statements:
-                    if attribute.search(text) and not stored.search(text):
-                        return line_at(code, start + offset)
+            mention = re.compile(rf"(?<![\w.]){label_pattern(inner)}(?![\w])")
+            written = re.compile(rf"^{label_pattern(inner)}\s*=(?!=)")  # (a write: not it)
+            found = _first(self.own, mention, written)
+            if found is not None:
+                return found
+        if type(key) is str and key.isidentifier() and inner == label:
+            named = re.compile(rf"(?<![\w]){re.escape(key)}(?![\w])")
+            stored = re.compile(rf"^[\w.]*(?<![\w]){re.escape(key)}\s*=(?!=)")  # (a write)
+            sources = [self.own] if self.own is not None else []
+            sources += [self._source(f) for f in self.functions]
+            if holder is not None and not isinstance(holder, (dict, list, types.ModuleType)):
+                sources += self._methods(holder if isinstance(holder, type) else type(holder))
+            for source in sources:
+                found = source and _first(source, named, stored)
+                if found is not None:
+                    return found
         if self.own is not None:
             code, start, _ = self.own
             return line_at(code, start)
         return None
+
+    def _source(self, function: Any) -> tuple | None:
+        if function not in self.sources:
+            try:
+                lines, start = inspect.getsourcelines(function)
+            except (OSError, TypeError):
+                self.sources[function] = None
+            else:
+                self.sources[function] = (function.__code__, start, body(lines))
+        return self.sources[function]
 
     def _methods(self, kind: type) -> list:
         found = self.classes.get(kind)
@@ -210,10 +376,24 @@ class _Lines:
             found = self.classes[kind] = []
             if code_reach._users(kind):
                 for function in code_reach._functions_of(kind):
-                    try:
-                        lines, start = inspect.getsourcelines(function)
-                    except (OSError, TypeError):
-                        continue
-                    found.append((function.__code__, start, body(lines)))
+                    source = self._source(function)
+                    if source is not None:
+                        found.append(source)
                 found.sort(key=lambda f: f[0].co_name == "__init__")  # (it sets, others read)
         return found
+
+
+_DERIVED = re.compile(r"^(?:len\((.+)\)|(.+)\.keys\(\)"
+                      r"|(.+)\.(?:__defaults__|args|keywords\[.+\]))$")
+"""A guard's label derived from a place's: its length, keys, a held function's defaults."""
+
+
+def _first(source: tuple, pattern: Any, stored: Any = None) -> Any:
+    """The source of the first statement of ``source`` ``(code, start, statements)`` that
+    ``pattern`` finds (and ``stored``, a write, does not), or ``None``."""
+    code, start, statements = source
+    for offset, text in statements:
+        for part in text.split(";"):  # (a; b on one line: a write of it is not a read)
+            if pattern.search(part) and (stored is None or not stored.search(part.strip())):
+                return line_at(code, start + offset)
+    return None

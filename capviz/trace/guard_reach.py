@@ -1,0 +1,154 @@
+"""What the code a captured function reaches can read, for its guards on Python values
+(:mod:`capviz.trace.guards_python`): the names it uses, the string constants ``getattr`` and
+``hasattr`` read, and the module namespaces whose globals it reads.
+
+:func:`capviz.trace.code_reach.reach` gives the names of the code ``fn`` reaches by name; the
+guards need more of it, each a way a value is read with no name of ``fn``'s own: a helper
+function's globals (``_helper(x)`` reading ``K``, in ``fn``'s module or another user module
+it imports, ``gcfg2.scale(x)`` reading ``gcfg2.S``), a callable object's ``__call__``
+(``self(x)``), a property's getter (``self.training`` returning ``self._t``), a user class's
+``__getattr__`` (every attribute of its objects is read then). :func:`reached` walks the
+functions (``fn``'s, the functions the walked places hold, the methods, properties and
+``__call__``/``__getattr__`` of the walked objects' classes whose names the code uses, the
+functions its namespaces hold under those names, transitively, up to
+:data:`code_reach.MOST_FUNCTIONS`) and sums their names.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+from capviz.trace import code_reach
+from capviz.trace.places import Place, function_of
+
+SPECIAL = ("__call__", "__getattr__", "__getattribute__")
+"""The methods a class's objects run with no name of theirs in the code that uses them."""
+
+
+class Reached:
+    """``names`` (every global, attribute and closure name the code uses), ``strings`` (its
+    string constants that are identifiers: names ``getattr`` may read), ``dynamic`` (it reads
+    names built at run time: ``getattr`` of a variable, ``globals()``, ``vars``...),
+    ``spaces`` (``(prefix, namespace)`` of each module whose globals it reads: ``""`` for
+    ``fn``'s own, ``"gcfg2."`` for another), ``open_classes`` (the user classes with a
+    ``__getattr__`` or ``__getattribute__``: any attribute of their objects may be read)."""
+
+    __slots__ = ("dynamic", "functions", "names", "open_classes", "spaces", "strings")
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+        self.strings: set[str] = set()
+        self.dynamic = False
+        self.spaces: list[tuple[str, dict]] = []
+        self.open_classes: set[type] = set()
+        self.functions: list[types.FunctionType] = []  # every function read, in order
+
+
+def reached(fn: Callable, places: list[Place]) -> Reached:
+    """What the code ``fn`` reaches can read (see the module docstring)."""
+    found = Reached()
+    owner, function = function_of(fn)
+    reach = code_reach.reach(fn, places)
+    found.names |= reach.names
+    found.dynamic = reach.dynamic
+    classes = {type(p.value) for p in places} | {type(p.holder) for p in places
+                                                 if p.kind in ("keys", "attribute")}
+    if owner is not None:
+        classes.add(type(owner))
+    classes = {c for c in classes if code_reach._users(c)}
+    todo = [function] if isinstance(function, types.FunctionType) else []
+    todo += code_reach._held_functions(places)
+    for place in places:  # (functools.partial held: its function)
+        if isinstance(place.value, functools.partial):
+            inner = getattr(place.value.func, "__func__", place.value.func)
+            if isinstance(inner, types.FunctionType):
+                todo.append(inner)
+    own = getattr(function, "__globals__", None)
+    spaces: dict[int, tuple[str, dict]] = {}
+    if isinstance(own, dict):
+        spaces[id(own)] = ("", own)
+    seen: set[Any] = set()
+    modules_seen: set[str] = set()
+    done_classes: set[tuple[type, str]] = set()
+    while True:
+        while todo and len(seen) < code_reach.MOST_FUNCTIONS:
+            each = todo.pop()
+            code = getattr(each, "__code__", None)
+            if code is None or code in seen:
+                continue
+            seen.add(code)
+            found.functions.append(each)
+            _loads, _globals, named, _catching, texts = code_reach._summary(code)
+            found.names |= named
+            found.strings |= texts
+            space = getattr(each, "__globals__", None)
+            if isinstance(space, dict) and id(space) not in spaces:
+                module = space.get("__name__", "")
+                spaces[id(space)] = (f"{module}.", space)
+        grew = False
+        for cls in list(classes):  # the methods they may run, by the names the code uses
+            for name in (*SPECIAL, *found.names):
+                if (cls, name) in done_classes:
+                    continue
+                value = _attribute(cls, name)
+                if value is None:
+                    continue
+                done_classes.add((cls, name))
+                if name in SPECIAL[1:]:
+                    found.open_classes.add(cls)
+                for inner in _functions(value):
+                    todo.append(inner)
+                    grew = True
+        for key, (_prefix, space) in list(spaces.items()):  # the functions its globals hold
+            for name in found.names & set(space):
+                value = space[name]
+                if (key, name) in done_classes:
+                    continue
+                done_classes.add((key, name))
+                if isinstance(value, types.FunctionType) and code_reach._users(value):
+                    todo.append(value)
+                    grew = True
+                elif isinstance(value, type) and code_reach._users(value):
+                    classes.add(value)
+                    grew = True
+        for name in found.names - modules_seen:  # a user module imported in the code
+            module = sys.modules.get(name)
+            modules_seen.add(name)
+            if isinstance(module, types.ModuleType) and code_reach._users(module) and \
+                    id(vars(module)) not in spaces:
+                spaces[id(vars(module))] = (f"{name}.", vars(module))
+                grew = True
+        if not grew or len(seen) >= code_reach.MOST_FUNCTIONS:
+            break
+    found.spaces = list(spaces.values())
+    if "getattr" in found.names or "hasattr" in found.names:
+        found.names |= found.strings  # (getattr(self, "p", 0.5): "p" is read)
+    found.dynamic = found.dynamic or bool(found.names & code_reach.DYNAMIC)
+    return found
+
+
+def _attribute(cls: type, name: str) -> Any:
+    """What class ``cls`` (its MRO, the user's classes of it) holds as ``name``, without running
+    a descriptor (``None``: nothing)."""
+    for klass in cls.__mro__:
+        if klass is object:
+            break
+        value = vars(klass).get(name)
+        if value is not None:
+            return value
+    return None
+
+
+def _functions(value: Any) -> list[types.FunctionType]:
+    """The user's functions a class attribute runs: a method, a static or class method's
+    function, a property's getter."""
+    if isinstance(value, property):
+        value = value.fget
+    value = getattr(value, "__func__", value)
+    if isinstance(value, types.FunctionType) and code_reach._users(value):
+        return [value]
+    return []
