@@ -265,10 +265,8 @@ def _capture(fn: Callable, specs: tuple, live: bool, on_violation: str, rng: Dev
                 raise rebinding.blamed(refused, graph, places)
     finally:
         hooks.uninstall(held)
-    if graph.complete:  # its small arrays' sources (a bias, a 0-d lr), checked per replay
-        references.guard_copies(graph)
-    else:
-        graph.constant_sources = {}
+    if not graph.complete:
+        graph.constant_sources, graph.constant_places = {}, {}
     if graph.complete and done is None:
         lifted.remember(fn, graph, places)  # its states, lifted at the next capture of fn
     if error is not None and on_violation == "raise":
@@ -278,7 +276,8 @@ def _capture(fn: Callable, specs: tuple, live: bool, on_violation: str, rng: Dev
             place.bind(value)               # as the call left it
         graph.python_guards = guards_python.collect(fn, places, graph)  # the Python values
         #                             it read (self.training...), checked by every replay
-    return graph
+        references.guard_copies(graph)  # its small arrays' sources (a bias, a 0-d lr) and
+    return graph                        # the paths of the arrays it checks
 
 
 def _capture_twice(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple,

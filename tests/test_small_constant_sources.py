@@ -209,3 +209,44 @@ def test_a_strided_view_of_a_live_array_is_checked_through_its_values(name):
 
 def _same_bits(a, b):
     return a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+class Rebound:
+    def __init__(self, rows=1):
+        self.b = np.zeros(3)
+        self.W = np.ones((rows, 3))
+
+    def bias(self, x):
+        return x + self.b
+
+    def weight(self, x):
+        return (self.W @ x)[:3]
+
+    def row(self, x):
+        return x + self.W[0]
+
+
+@pytest.mark.parametrize(("name", "rows", "rebind"), [
+    ("bias", 1, lambda m: setattr(m, "b", m.b - 0.5)),  # (an eager optimiser's spelling)
+    ("weight", 1 << 16, lambda m: setattr(m, "W", m.W - 0.5)),  # (1.5 MiB: by reference)
+    ("row", 1, lambda m: setattr(m, "W", m.W * 2.0))])
+def test_an_array_the_user_rebinds_between_replays_is_refused_until_changed(name, rows, rebind):
+    """Review 9, finding 19 (silent, checked before this change): the constant was checked
+    against the array it was copied from (or kept), which the user no longer holds at its
+    path: ``self.b = self.b - 0.5`` replayed the old b. Now each replay follows the path;
+    ``graph.changed()`` takes the array it holds now where it has the constant's shape and
+    dtype (a view's base rebound: capture again)."""
+    model, x = Rebound(rows), np.array([1.0, 2.0, 3.0])
+    graph = cv.capture(getattr(model, name), cv.spec((3,), "float64"))
+    assert _same_bits(graph.replay({"x": x})["out"], getattr(model, name)(x))
+    rebind(model)
+    with pytest.raises(cv.ReplayError) as info:
+        graph.replay({"x": x})
+    assert "was read where the user holds another object now" in str(info.value)
+    if name == "row":
+        assert "capture again" in str(info.value)
+        return
+    assert "Call graph.changed()" in str(info.value)
+    graph.changed()
+    for k in range(2):
+        assert _same_bits(graph.replay({"x": x + k})["out"], getattr(model, name)(x + k))

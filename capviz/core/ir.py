@@ -51,7 +51,12 @@ from typing import Any
 import numpy as np
 
 from capviz.core.errors import UnsupportedOperationError
-from capviz.core.references import fingerprint, source_view, view_fingerprint
+from capviz.core.references import (
+    fingerprint,
+    source_view,
+    take_rebound,
+    view_fingerprint,
+)
 from capviz.core.source import Source, format_source, outside_line
 
 KINDS = ("input", "constant", "op", "output", "violation", "guard", "state")
@@ -211,6 +216,7 @@ class ConstantValues(dict):
             for key in list(keys):
                 graph.constant_fingerprints.pop(key, None)
                 graph.constant_sources.pop(key, None)
+                graph.constant_places.pop(key, None)
 
     def __setitem__(self, key: int, value: Any) -> None:
         self._forget((key,))
@@ -300,6 +306,11 @@ class Graph:
             replay refuses it changed as it refuses a constant kept by reference, and
             :meth:`changed` copies its new values in (hostile review 9, finding 3: the copy
             replayed silently; not saved).
+        constant_places: for a checked constant (kept by reference, or a checked copy) read
+            from a path the user holds (``self.b``, ``params["w"]``), ``(anchor, steps, a weak
+            reference to the array)``: a replay refuses the path holding another array (the
+            user rebound it: ``self.b = self.b - lr * g``, hostile review 9, finding 19), and
+            :meth:`changed` takes the array it holds now (not saved).
         rng_seed: the seed random ops replay with by default (``None``: unknown, fresh entropy).
         marks: nodes flagged by the debugger (``{"nonfinite": index, "diverged": index}``).
         stats: per-node statistics (``graph.compute_stats``), shown in tooltips.
@@ -320,6 +331,7 @@ class Graph:
         self.constant_origins: dict[int, Any] = {}
         self.constant_fingerprints: dict[int, bytes] = {}
         self.constant_sources: dict[int, Any] = {}
+        self.constant_places: dict[int, Any] = {}
         self.violation_records: list[Violation] = []
         self.rng_seed: int | None = None
         self.marks: dict[str, int] = {}
@@ -363,6 +375,7 @@ class Graph:
         so is a small array's copy (:attr:`constant_sources`): the array's values now are
         copied in."""
         if self.constant_fingerprints:
+            take_rebound(self)  # (an array the user bound at a constant's path since)
             values, sources = self.constant_values, self.constant_sources
             for i, source in list(sources.items()):  # (its new values, with the copy's layout)
                 if i not in self.constant_fingerprints:  # (noted, not checked: see

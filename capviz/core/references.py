@@ -51,6 +51,7 @@ change too).
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +59,7 @@ import numpy as np
 import xxhash
 
 from capviz.core.errors import ReplayError
+from capviz.core.own_weakrefs import OwnRef
 from capviz.core.source import format_source
 
 REFERENCE_BYTES = 1 << 20
@@ -111,9 +113,13 @@ def changed_constants(graph: Any) -> list[int]:
     (or accepted by ``graph.changed()``), by node index; memory that several share is read
     once."""
     values, sources = graph.constant_values, graph.constant_sources
+    places = graph.constant_places
     digests: dict[tuple[int, int], bytes] = {}
     changed = []
     for index, kept in graph.constant_fingerprints.items():
+        if index in places and rebound(places[index]) is not None:
+            changed.append(index)
+            continue
         source = sources.get(index)
         if source is not None:  # a small array's copy: the user's array checked (not shared:
             live = source_view(source)  # a view's memory is no contiguous block)
@@ -130,6 +136,51 @@ def changed_constants(graph: Any) -> list[int]:
     return changed
 
 
+_GONE = object()
+
+
+def rebound(place: tuple) -> Any:
+    """What the path ``place`` (:attr:`capviz.core.ir.Graph.constant_places`) holds now where
+    it is not the array the capture read there (the user bound another one: ``self.b =
+    self.b - 0.5``; :data:`_GONE` where the path leads nowhere), else ``None`` (the same array,
+    or its owner is gone: no one can bind there)."""
+    anchor, steps, ref = place
+    owner = anchor() if type(anchor) is weakref.ref else anchor
+    if owner is None:
+        return None
+    try:
+        for is_attribute, key in steps:
+            owner = getattr(owner, key) if is_attribute else owner[key]
+    except Exception:  # (an attribute deleted, a shorter list)
+        return _GONE
+    return None if owner is ref() else owner
+
+
+def take_rebound(graph: Any) -> None:
+    """For ``graph.changed()``: each checked constant whose path holds another array now
+    takes it, where it has the constant's shape and dtype (the copy its values, a constant
+    kept by reference the array itself); another stays refused (:func:`_refusal` says to
+    capture again)."""
+    values = graph.constant_values
+    for index, place in list(graph.constant_places.items()):
+        found = rebound(place)
+        value = values.get(index)
+        if found is None or type(found) is not np.ndarray or not isinstance(value, np.ndarray) \
+                or found.shape != value.shape or found.dtype != value.dtype:
+            continue
+        root = found
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        graph.constant_places[index] = (place[0], place[1], OwnRef(found))
+        graph.constant_origins[index] = OwnRef(root)
+        if index in graph.constant_sources:  # a copy: its source is the new array
+            graph.constant_sources[index] = (
+                OwnRef(root), found.__array_interface__["data"][0] -
+                root.__array_interface__["data"][0], found.shape, found.strides, found.dtype)
+        elif referenceable(found):  # kept by reference: the array itself
+            dict.__setitem__(values, index, found)
+
+
 def guard_copies(graph: Any) -> None:
     """At the end of a complete capture: each constant copied from a user's ndarray (under
     :data:`REFERENCE_BYTES`) whose array outlives the call, holds the values copied, and is
@@ -138,10 +189,10 @@ def guard_copies(graph: Any) -> None:
     bias or a 0-d learning rate the user changed in place between replays replayed the
     capture's copy, also after ``graph.changed()`` had accepted a big weight's change). Its
     place in its root array was noted when it was copied (:func:`note_copy`); one the code
-    changed after reading it keeps its copy unchecked (the read before the change)."""
+    changed after reading it keeps its copy unchecked (the read before the change). The paths
+    the checked constants were read from (``self.b``) are kept where they still lead to them
+    (:func:`rebound`)."""
     noted = graph.constant_sources
-    if not noted:
-        return
     graph.constant_sources = {}
     written = set()
     for ref in graph.state_targets.values():
@@ -165,6 +216,11 @@ def guard_copies(graph: Any) -> None:
             continue
         graph.constant_sources[index] = source
         graph.constant_fingerprints[index] = view_fingerprint(live)
+    origins = graph.constant_origins
+    graph.constant_places = {  # (the checked ones whose path leads to them as the call left
+        index: place for index, place in graph.constant_places.items()  # it)
+        if index in graph.constant_fingerprints and place[2]() is not None and
+        rebound(place) is None and index in origins and id(origins[index]()) not in written}
 
 
 def source_view(source: tuple) -> np.ndarray | None:
@@ -221,6 +277,18 @@ def changed_since_capture(what: str) -> str:
             "them), or pass a copy where the array is used (x @ w.copy()) and capture again")
 
 
+def rebound_since(what: str, same: bool) -> str:
+    """Why a replay, executor or save refuses a graph whose constant's path (``self.b``) the
+    user bound another array to since the capture read it there."""
+    fix = ("Call graph.changed() to replay with the array it holds now (every backend then "
+           "uses it), or pass it as an input and capture again") if same else (
+        "it holds no array of the constant's shape and dtype now: capture again, or pass it as "
+        "an input")
+    return (f"constant {what} was read where the user holds another object now (bound since "
+            "the capture read it there: self.b = self.b - lr * g); a replay never computes "
+            f"with values the program did not use. {fix}")
+
+
 def changed_copy(what: str) -> str:
     """Why a replay, executor or save refuses a graph whose small array, copied by the capture,
     the user changed since."""
@@ -235,8 +303,18 @@ def _refusal(graph: Any, changed: list[int]) -> ReplayError | None:
     """The error naming the first of ``changed`` (``None`` when it is empty)."""
     if not changed:
         return None
-    why = changed_copy if changed[0] in graph.constant_sources else changed_since_capture
-    err = ReplayError(why(describe_constant(graph, changed[0])))
+    index = changed[0]
+    place = graph.constant_places.get(index)
+    found = rebound(place) if place is not None else None
+    if found is not None:
+        value = graph.constant_values.get(index)
+        same = type(found) is np.ndarray and isinstance(value, np.ndarray) and \
+            found.shape == value.shape and found.dtype == value.dtype
+        err = ReplayError(rebound_since(describe_constant(graph, index), same))
+        err.node = graph.nodes[index]
+        return err
+    why = changed_copy if index in graph.constant_sources else changed_since_capture
+    err = ReplayError(why(describe_constant(graph, index)))
     err.node = graph.nodes[changed[0]]
     return err
 

@@ -461,16 +461,23 @@ class Recorder(Trace):
                 if node.kind != "constant" or self._unchanged(node, value):
                     return node
             seen = self.seen(value)
+            name, place = self.name_and_place(value, user_frame(sys._getframe(1)))
             if referenceable(value):  # kept as it is, with a fingerprint (core/references)
-                node = self.constant(seen, self.name_of(value), user_source())
+                node = self.constant(seen, name, user_source())
                 self.graph.constant_fingerprints[node.index] = fingerprint(seen)
             else:
-                node = self.constant(host_copy(seen), self.name_of(value), user_source())
+                node = self.constant(host_copy(seen), name, user_source())
             self._adopted[id(value)] = (value, node)
             root = note_origin(self.graph, node, value)
             if node.index not in self.graph.constant_fingerprints and seen is value:
                 note_copy(self.graph, node.index, value, root)  # (checked if it outlives
-            return node                                        #  the call: references.py)
+            if seen is value:  # the call) and where the user holds it (a view's base: self.W
+                held = value   # of self.W[0]): a replay refuses another array there
+                if place is None and root is not value:
+                    held, place = root, self.name_and_place(root, user_frame(_getframe(1)))[1]
+                if place is not None:
+                    self.graph.constant_places[node.index] = (*place, OwnRef(held))
+            return node
         if isinstance(value, (str, bytes, dict, set)) or value is Ellipsis:
             raise TypeError(f"a {type(value).__name__} cannot be an operand of a tensor op")
         refusal = subclass_refusal(value)
