@@ -459,7 +459,7 @@ def test_an_average_meter_the_call_updates_is_refused_with_keep_it_outside(metho
     # was: "keep it a result: return it ... set the attribute" (0-d tensor) or "keep the counter
     # in an ndarray written with a tensor" (.item()), neither of which makes a meter work
     m = Trainer()
-    with pytest.raises(UnsupportedOperationError) as err:
+    with pytest.raises((UnsupportedOperationError, DataReadError)) as err:
         cv.capture(getattr(m, method), given)
     message = str(err.value)
     line = inspect.getsourcelines(getattr(Trainer, method))[1] + 2
@@ -541,3 +541,56 @@ def test_a_log_in_code_with_no_source_text_is_still_replayed():
         step = Reads.logs
 
     _replays_as_eager(Logs, lambda m: m.log)
+
+
+@pytest.mark.parametrize("given", [SPEC, XS[0]], ids=["spec", "example"])
+def test_a_number_read_for_a_meter_is_refused_at_once_with_keep_it_outside(given):
+    # review 9, finding 20: with a spec, "capture with an example" came first (two steps)
+    m = Trainer()
+    with pytest.raises(DataReadError) as err:
+        cv.capture(m.step_item, given)
+    message = str(err.value)
+    assert message.startswith("`self.losses.update(loss.item(), 3)` at ")
+    assert "self.losses is updated by a method of its object, which the call calls" in message
+    assert ("Fix: keep self.losses outside the captured function: return the value the call "
+            "gives it (return out, loss), and after each replay call self.losses.update("
+            "loss.item(), 3) with the value the replay returns") in message
+
+
+class Clipper:
+    def __init__(self):
+        self.k = 2.0
+
+    def scale(self, v):  # computes, updates nothing
+        return min(1.0, self.k / v)
+
+
+def test_a_number_read_for_a_method_that_updates_nothing_is_a_guard_as_before():
+    clip = Clipper()
+
+    def step(x):
+        return x * clip.scale(np.linalg.norm(x).item())
+
+    graph = cv.capture(step, XS[0])
+    assert _same(graph.replay({"x": XS[0]})["out"], step(XS[0]))
+    with pytest.raises(cv.GuardError):
+        graph.replay({"x": XS[1]})
+
+
+def test_a_truth_test_or_a_local_list_on_an_appending_line_is_a_guard_as_before():
+    # (c1b797c took both for logs: tests/test_value_properties.py failed on main)
+    def branch(x):
+        out = []
+        out.append(x * 2 if np.any(x > 2.5) else x - 1)
+        return out[0]
+
+    def scaled(x):
+        out = []
+        out.append(x * float(x.sum() > 0))
+        return out[0]
+
+    for fn in (branch, scaled):
+        graph = cv.capture(fn, XS[0])
+        assert _same(graph.replay({"x": XS[0]})["out"], fn(XS[0]))
+        with pytest.raises(cv.GuardError):
+            graph.replay({"x": -XS[0]})

@@ -10,9 +10,14 @@ slice; review 9, finding 9), and the fix."""
 
 from __future__ import annotations
 
+import dis
+import inspect
 import linecache
 import re
+import types
 from typing import Any
+
+import numpy as np
 
 from capviz.core.guards import READS
 
@@ -23,24 +28,30 @@ _EXTENDS = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\[[^\]]*\])*\s*\+=\s*(?=[\[(])")
 """``self.hist += [loss.item()]``: the list extended by a list or tuple."""
 _STORES = re.compile(r"^\s*[A-Za-z_][\w.]*(?:\[[^\]]*\])*\[[^\]]*\]\s*=(?!=)\s*")
 """A line storing into an item (``hist["loss"] = ...``, ``losses[i] = ...``): its right side."""
+_EXPLICIT = re.compile(r"^(?:(?:float|int|bool|complex|math\.\w+|(?:np|numpy)\.\w+)\(.*\)|"
+                       r".*\.(?:item|tolist)\(\s*\))$")
+"""A read the user wrote (``float(loss)``, ``loss.item()``, ``math.exp(loss)``), not a truth test
+or a size Python asked for."""
 _MATH = re.compile(r"(?<![\w.])math\.(exp|log|log2|log10|log1p|expm1|sqrt|sin|cos|tan|tanh)\(")
 _WRAPS = re.compile(r"(?<![\w.])(?:float|int|complex|bool)\(")
 _CASTS = re.compile(r"(?<![\w.])(?:np|numpy)\.(float16|float32|float64|int8|int16|int32|int64|"
                     r"uint8|uint16|uint32|uint64|bool_|complex64|complex128)\(")
 
 
-def logging_fix(call: str, source: Any, code: str = "") -> str | None:
+def logging_fix(call: str, source: Any, code: str = "", frame: Any = None) -> str | None:
     """The fix for ``call``'s read (its expression: ``code``) at ``source`` where it is a value
     the line logs into a container (the line written to log the tensor), or prints; ``None``
     where the line does not, or the read is a size or an index of what it logs."""
-    if call not in READS or call == "operator.index()" or not source or not code:
-        return None
+    if call not in READS or call == "operator.index()" or not source or not code or \
+            not _EXPLICIT.match(code.strip()):
+        return None  # (a truth test, x * 2 if np.any(x > c) else x - 1: a branch, a guard)
     line = linecache.getline(source[0], source[1]).rstrip("\n")
     at = line.find(code)
     if at < 0 or line.find(code, at + 1) >= 0:
         return None  # (not seen once on the line: the statement goes on, or is read twice)
     text, at = _statement(line, at)
-    spans = [(m.end(), _closing(text, m.end())) for m in _CALLS.finditer(text)]
+    spans = [(m.end(), _closing(text, m.end())) for m in _CALLS.finditer(text)
+             if not _made_here(text[:m.start()], frame)]
     extended = _EXTENDS.match(text)
     stored = _STORES.match(text)
     spans += [(m.end(), len(text)) for m in (extended, stored) if m is not None]
@@ -88,11 +99,68 @@ def _statement(line: str, at: int) -> tuple[str, int]:
     return line, at
 
 
+_METHOD = re.compile(r"(?<![\w.])(?P<owner>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.(?P<method>\w+)\s*\(")
+_PLAIN = (type(None), bool, int, float, complex, str)
+
+
+def updated_object(frame: Any, code: str) -> tuple[str, str] | None:
+    """``(owner, call)`` where read ``code`` on ``frame``'s line is an argument of a method of
+    an object of Python values only (``self.meter.update(loss.item())``: an AverageMeter; review
+    9, finding 20): no replay can update it, whatever the capture reads. The owner is found by
+    name and attribute, read statically (no property runs)."""
+    if frame is None or not code:
+        return None
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).rstrip("\n")
+    at = line.find(code)
+    if at < 0:
+        return None
+    for found in _METHOD.finditer(line):
+        end = _closing(line, found.end())
+        if not found.end() <= at or end is None or at + len(code) > end:
+            continue
+        names = found["owner"].split(".")
+        space = frame.f_locals if names[0] in frame.f_locals else frame.f_globals
+        if names[0] not in space:
+            continue
+        value = space[names[0]]
+        try:
+            for name in names[1:]:
+                value = inspect.getattr_static(value, name)
+        except AttributeError:
+            continue
+        held = getattr(value, "__dict__", None)
+        if isinstance(value, (type, types.ModuleType, types.FunctionType)) or \
+                not isinstance(held, dict) or not held or \
+                not all(isinstance(v, _PLAIN) or isinstance(v, np.generic) for v in held.values()):
+            continue
+        method = inspect.getattr_static(type(value), found["method"], None)
+        code = getattr(method, "__code__", None)
+        if code is None or not any(ins.opname == "STORE_ATTR" and ins.argval in held
+                                   for ins in dis.get_instructions(code)):
+            continue  # (a method that only computes: the read is a guard as before)
+        return found["owner"], line[found.start():end + 1]
+    return None
+
+
 def kept(line: str, call: str) -> str:
     """The statement of ``line`` that reads a Python number with ``call`` (``value =
     loss.item()``), written to keep the tensor (``value = loss``)."""
     at = line.find(call[:-1] if call.startswith(".") else call[:-1] + "(")
     return unwrapped(_statement(line, max(at, 0))[0].strip())
+
+
+def _made_here(target: str, frame: Any) -> bool:
+    """Whether the list a call appends to (``target``: the text before ``.append(``) is a local
+    of ``frame`` the function made (``out = []``; no parameter, nothing outside): it dies with
+    the call, so what is appended to it is no log (review 9: the property test's
+    ``out.append(x * float(x.sum() > c))``)."""
+    name = re.search(r"([A-Za-z_]\w*)\s*$", target)
+    if frame is None or name is None or not re.fullmatch(r"\s*[A-Za-z_]\w*\s*", target):
+        return False
+    code = frame.f_code
+    parameters = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    return name[1] in frame.f_locals and name[1] not in parameters and \
+        name[1] not in code.co_cellvars
 
 
 def _subscripted(text: str, start: int, at: int) -> bool:
@@ -121,7 +189,9 @@ def unwrapped(text: str) -> str:
         inner = _closing(fixed, found.end())
         if inner is None:
             break
-        fixed = fixed[:found.start()] + fixed[found.end():inner] + fixed[inner + 1:]
+        value = fixed[found.end():inner].strip()
+        value = value if re.fullmatch(r"[\w.]+(?:\([^()]*\)|\[[^\]]*\])*", value) else f"({value})"
+        fixed = fixed[:found.start()] + value + fixed[inner + 1:]
     while True:  # np.float32(loss): loss.astype(np.float32), NumPy's scalar as well
         found = _CASTS.search(fixed)
         inner = None if found is None else _closing(fixed, found.end())

@@ -20,18 +20,21 @@ import numpy as np
 
 from capviz.core.guards import READS, SIZE, read_value
 from capviz.core.ir import Node
-from capviz.core.logged_reads import logging_fix
+from capviz.core.logged_reads import logging_fix, updated_object
 from capviz.core.source import format_source, numpy_caller, user_frame, user_source
 from capviz.core.symbols import Symbol
-from capviz.core.user_code import user_code
+from capviz.core.user_code import UserCode, user_code
 from capviz.core.violations import (
+    Failure,
     data_read_message,
+    explain,
     failure_here,
     situation,
     unsupported_message,
 )
 from capviz.trace import fold, mutation
 from capviz.trace.examples import NoExample
+from capviz.trace.rebound_refusals import OWNER
 
 
 def read(rec: Any, tensor: Any, call: str) -> np.ndarray:
@@ -46,8 +49,13 @@ def read(rec: Any, tensor: Any, call: str) -> np.ndarray:
         return np.array(known, copy=True)
     examples = rec.examples
     has_example = examples is not None
+    owned = updated_object(user_frame(sys._getframe(1)), user_code(
+        user_frame(sys._getframe(1))).text) if call in READS else None
+    if owned is not None:  # (self.meter.update(loss.item()): review 9, finding 20)
+        return _refuse_owned(rec, call, node, owned)
+    frame = user_frame(sys._getframe(1))
     if has_example and call in READS and logging_fix(
-            call, user_source(), user_code(user_frame(sys._getframe(1))).text) is None:
+            call, user_source(), user_code(frame).text, frame) is None:
         try:  # (a value logged, losses.append(loss.item()): no guard, refused; review 8 #18)
             value = np.asarray(examples.value(node))
         except NoExample:  # an input given by its spec: refused as without examples
@@ -73,6 +81,23 @@ def read(rec: Any, tensor: Any, call: str) -> np.ndarray:
                                     examples=has_example)
     rec.violation("data_read", call, message, source, target=node)
     return np.zeros(node.shape, dtype=node.dtype)  # record mode: a placeholder value
+
+
+def _refuse_owned(rec: Any, call: str, node: Node, owned: tuple[str, str]) -> np.ndarray:
+    """Refuse a read given to a method of an object of Python values only (an AverageMeter's
+    ``update``), with or without examples, with the fix that keeps the object outside."""
+    owner, text = owned
+    source = user_source()
+    message = explain(Failure("unsupported_op", OWNER, owner, source, UserCode("other", text),
+                              None, (
+                                  f"the call gives it a Python number read from a tensor "
+                                  f"({call}), which a replay can neither read again nor give "
+                                  f"it; keep {owner} outside the captured function: return "
+                                  "the value the call gives it (return out, loss), and after "
+                                  f"each replay call {text} with the value the replay "
+                                  "returns")))
+    rec.violation("data_read", call, message, source, target=node)
+    return np.zeros(node.shape, dtype=node.dtype)
 
 
 RECORDABLE = frozenset((
