@@ -89,7 +89,7 @@ def test_the_backend_declares_what_it_is():
     assert isinstance(backend, dask_backend.DaskBackend)
     assert (backend.name, backend.extra, backend.mutable, backend.exact) == ("dask", "dask",
                                                                             False, False)
-    assert backend.options == {"chunks", "compute"}
+    assert backend.options == {"chunks", "compute", "arithmetic"}
     assert backend.is_native(da.ones(3)) and not backend.is_native(np.ones(3))
 
 
@@ -305,7 +305,7 @@ def test_inputs_are_checked_for_dask_arrays_too():
 def test_an_unknown_option_is_refused_naming_the_accepted_ones():
     g = cv.capture(lambda x: x + 1, cv.spec((4,)))
     with pytest.raises(TypeError, match=r"the dask backend takes no option 'chunk' \(its "
-                                        r"options: chunks, compute\)"):
+                                        r"options: arithmetic, chunks, compute\)"):
         g.replay({"x": np.ones(4, np.float32)}, backend="dask", chunk=2)
 
 

@@ -104,7 +104,13 @@ class DaskBackend(Backend):
       default ``"auto"``); dask-array inputs keep their own chunks; random ops use it where it
       fits their shape;
     * ``compute``: ``True`` (default) computes every output in one ``dask.compute`` and returns
-      NumPy arrays; ``False`` returns the dask arrays.
+      NumPy arrays; ``False`` returns the dask arrays;
+    * ``arithmetic``: ``"numpy"`` (default): a product whose operands do not fit dask's
+      ``array.chunk-size`` and whose value a consumer that can cancel reads is tested there at
+      run time, and read by an op no bound is carried through is refused
+      (:mod:`capviz.backends.dask.product_checks`); ``"dask"`` (the lead's ruling 37 08:00):
+      such products keep dask.array's order of summation over blocks with no test, held by
+      ``compare`` to their declared bound (:meth:`own_arithmetic` names them).
 
     Not ``exact``: reductions and products of floats (the ``reduce`` and ``contract`` rules)
     add in another order than NumPy, within :attr:`tolerance`; every other op is bit for bit.
@@ -120,7 +126,8 @@ class DaskBackend(Backend):
     """float16 reductions and products: sums of up to 1000 unit-scale terms, ``a @ a.T`` and var
     measured within ``rtol=1e-2`` plus ``atol`` 0.071 (each partial sum rounds to float16's 11
     bits in another order than NumPy's); see ``docs/guide/replay.md``."""
-    options = frozenset({"chunks", "compute"})
+    options = frozenset({"chunks", "compute", "arithmetic"})
+    own_arithmetic_option = "arithmetic='dask'"
     host_memory = False
 
     def __init__(self) -> None:
@@ -128,6 +135,16 @@ class DaskBackend(Backend):
 
     def namespace(self) -> Any:
         return da
+
+    def own_arithmetic(self, node: Node) -> str | None:
+        """A product of linear algebra whose operands do not fit dask's ``array.chunk-size``:
+        dask.array adds its blocks' partial products in its own order, tested where a consumer
+        cancels them unless ``arithmetic='dask'`` (:mod:`capviz.backends.dask.product_checks`)."""
+        if not product_checks.blocked(node):
+            return None
+        return ("dask.array adds the partial products of its blocks in its own order (its "
+                f"operands, {product_checks.operand_text(node)}, do not fit dask's "
+                "array.chunk-size), within the declared bound 2 gamma_k |A| @ |B| of NumPy's")
 
     def tolerance_for(self, dtype: Any) -> tuple[float, float]:
         """:attr:`float16_tolerance` for float16, exact for integers and booleans computed
@@ -200,6 +217,10 @@ class DaskBackend(Backend):
         expression built again with that node computed as NumPy does, and computed again."""
         chunks = options.get("chunks", "auto")
         compute = options.get("compute", True)
+        arithmetic = options.get("arithmetic", "numpy")
+        if arithmetic not in ("numpy", "dask"):
+            raise ValueError(f"arithmetic={arithmetic!r}: the dask backend takes "
+                             "arithmetic='numpy' (the default) or 'dask'")
         hosts = {name: self._host.get(a.name) if is_array(a) else a
                  for name, a in zip(program.input_names, args)}
         args = [self._chunked(a, chunks, name, not compute)
@@ -210,8 +231,10 @@ class DaskBackend(Backend):
         nodes = Steps(program).nodes
         returned = {n.index for n in program.output_nodes} | {
             a.index for g in program.guards for a in g.args if isinstance(a, Node)}
-        feeding, plan = product_checks.split(before_cancel.feeding(nodes), nodes, returned)
-        unchecked = product_checks.unchecked(nodes, feeding, plan)
+        feeding, plan = product_checks.split(before_cancel.feeding(nodes), nodes, returned,
+                                             arithmetic == "dask")
+        unchecked = None if arithmetic == "dask" \
+            else product_checks.unchecked(nodes, feeding, plan)
         if unchecked is not None:  # a larger product read where no bound is carried
             cause = product_checks.unchecked_error(*unchecked)
             reader = unchecked[1]

@@ -12,8 +12,9 @@ bound beyond the tolerance of its result. So the bound is carried to the consume
 there, on the values computed: where ``E + eps |r| > atol + rtol |r|`` for an element ``r`` of
 the consumer's result (``E`` the carried bound, ``eps`` one rounding of ``r``), the replay
 fails at the consumer with :class:`ProductCancels`, naming the product, the user's line and the
-fixes (``backend='numpy'``, or a dask ``array.chunk-size`` the operands fit, which computes the
-product as NumPy does). Dask has no arithmetic opt-in.
+fixes (``arithmetic='dask'``, the opt-in of the lead's ruling 37 08:00, which keeps
+dask.array's order with no test, ``backend='numpy'``, or a dask ``array.chunk-size`` the
+operands fit, which computes the product as NumPy does).
 
 **The bound** is the cheap one (the ruling's rank-1 test): for each output,
 ``(|A| @ |B|)_ij <= ||a_i|| ||b_j||`` (Cauchy-Schwarz over the contracted axes, every summed
@@ -111,6 +112,20 @@ def fits_one_block(node: Node) -> bool:
     return held is None or held <= parse_bytes(dask.config.get("array.chunk-size"))
 
 
+def blocked(node: Node) -> bool:
+    """Whether ``node`` is a float or complex product dask.array computes in its blocks whose
+    operands do not fit ``array.chunk-size`` (its declared bound tested at run time, or its
+    arithmetic taken with ``arithmetic='dask'``)."""
+    return node.kind == "op" and node.op in PAIRED and len(_tensors(node)) >= 2 \
+        and node.dtype is not None and np.dtype(node.dtype).kind in "fc" \
+        and not fits_one_block(node)
+
+
+def operand_text(node: Node) -> str:
+    """The bytes of ``node``'s operands, in words."""
+    return format_bytes(operand_bytes(node) or 0)
+
+
 def operand_bytes(node: Node) -> int | None:
     """The bytes node ``node``'s operands hold (``None`` where a size is a symbol)."""
     held = 0
@@ -123,16 +138,22 @@ def operand_bytes(node: Node) -> int | None:
     return held
 
 
-def split(found: dict[int, tuple], nodes: list[Node],
-          returned: set[int]) -> tuple[dict[int, tuple], Plan]:
+def split(found: dict[int, tuple], nodes: list[Node], returned: set[int],
+          own: bool = False) -> tuple[dict[int, tuple], Plan]:
     """``found`` (:func:`capviz.backends.dask.before_cancel.feeding` of the op ``nodes``)
     without the products larger than one block whose every path to a consumer is tested here
     and whose value reaches nothing else (:func:`_contained`; ``returned``: the nodes a replay
     returns or a guard reads, where the product itself may be one, its bound held by
-    ``compare``), and the plan that tests them."""
+    ``compare``), and the plan that tests them. ``own`` (``arithmetic='dask'``): without every
+    product larger than one block, and no plan: dask.array's order, untested."""
     kept = dict(found)
     products: dict[int, Node] = {}
     consumers: dict[int, list] = {}
+    if own:
+        for index, each in found.items():
+            if each and blocked(each[0].sum):
+                del kept[index]
+        return kept, Plan(products, {})
     users = _users(nodes)
     for index, each in found.items():
         if not each or not _paired(each[0].sum) or fits_one_block(each[0].sum):
@@ -189,10 +210,8 @@ def unchecked(nodes: list[Node], found: dict[int, tuple],
     ``h @ w`` read by ``np.abs(y).max(1)`` and ``y.sum(0)`` replays in its blocks)."""
     users = _users(nodes)
     for node in nodes:
-        if node.kind != "op" or node.index in found or node.index in plan.products \
-                or node.op not in PAIRED or len(_tensors(node)) < 2 or node.dtype is None \
-                or np.dtype(node.dtype).kind not in "fc" or node.index not in users \
-                or fits_one_block(node):
+        if node.index in found or node.index in plan.products or node.index not in users \
+                or not blocked(node):
             continue
         stack, seen = [node], {node.index}
         while stack:
@@ -229,9 +248,16 @@ def unchecked_error(product: Node, reader: Node) -> ProductCancels:
         f"np.{reader.op} reads the value of {named}, which dask.array adds in its own blocks "
         f"since its operands ({held}) do not fit dask's array.chunk-size: no check carries its "
         f"declared rounding (2 gamma_k |A| @ |B|) through np.{reader.op}, which can take it "
-        "beyond the tolerance; replay with backend='numpy', or under dask.config.set("
-        f"{{'array.chunk-size': '{need}'}}), which computes the product as NumPy does, on one "
-        "block")
+        f"beyond the tolerance; {_fixes(need)}")
+
+
+def _fixes(need: str) -> str:
+    """The fixes of a product beyond one block, the opt-in first (the lead's ruling 37
+    08:00: for data larger than memory it is the one that applies)."""
+    return ("replay with arithmetic='dask' (dask.array's order of summation, held by compare "
+            "to the product's declared bound), with backend='numpy' where the data fit in "
+            f"memory, or under dask.config.set({{'array.chunk-size': '{need}'}}), which "
+            "computes the product as NumPy does, on one block")
 
 
 def _tensors(node: Node) -> list[Node]:
@@ -418,7 +444,5 @@ class _Within:
                 f"own blocks since its operands ({held}) do not fit dask's array.chunk-size: "
                 f"its declared rounding, up to {e:.3g} here, is beyond this result's "
                 f"tolerance ({float(np.min(limit[beyond])):.3g}), so it can differ from "
-                "NumPy's; replay with backend='numpy', or under dask.config.set("
-                f"{{'array.chunk-size': '{need}'}}), which computes the product as NumPy "
-                "does, on one block")
+                f"NumPy's; {_fixes(need)}")
         return block
