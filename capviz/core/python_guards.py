@@ -112,13 +112,15 @@ class PythonGuard:
         live: whether the guard can read the place (``False`` on a loaded graph).
     """
 
-    __slots__ = ("anchor", "fn", "label", "left", "source", "steps", "value")
+    __slots__ = ("anchor", "fn", "label", "left", "sets", "source", "steps", "value")
 
     def __init__(self, label: str, value: Any, anchor: Any, steps: tuple, source: Any,
                  fn: str) -> None:
         self.label, self.value, self.steps, self.source, self.fn = label, value, steps, \
             source, fn
         self.anchor = anchor  # a weak reference, a module's globals, a class, a cell, None
+        self.sets = False  # a value the call assigns before it reads anything: each replay
+        #                    assigns it (capviz/trace/assigned.py), nothing is checked
         self.left: Any = _MISSING  # the value the captured call itself left there, where it
         #                            set another (self.phase = "train"): its message says so
 
@@ -145,6 +147,24 @@ class PythonGuard:
         except (AttributeError, KeyError, IndexError, TypeError, ValueError):
             return _MISSING
         return owner
+
+    def write(self) -> None:
+        """Assign the value to the place, as the call does (a guard that :attr:`sets`)."""
+        owner = self.anchor
+        if type(owner) is weakref.ref:
+            owner = owner()
+        if owner is None or not self.steps:
+            return
+        try:
+            for is_attribute, key in self.steps[:-1]:
+                owner = getattr(owner, key) if is_attribute else owner[key]
+            is_attribute, key = self.steps[-1]
+            if is_attribute:
+                setattr(owner, key, self.value)
+            else:
+                owner[key] = self.value
+        except (AttributeError, KeyError, IndexError, TypeError):
+            return  # (the path leads nowhere now: the call would fail there too)
 
     def __repr__(self) -> str:
         return f"<PythonGuard {self.label} == {shown(self.value)}>"
@@ -178,16 +198,22 @@ class PythonGuards(list):
     globals) and compared by identity with the values captured (a value the user did not
     touch is the same object); only where one differs are its guards compared one by one."""
 
-    __slots__ = ("_plan",)
+    __slots__ = ("_plan", "_sets")
 
     def __init__(self, guards: Any = ()) -> None:
         super().__init__(guards)
         self._plan: list | None = None
+        self._sets: list | None = None
 
     def plan(self) -> list:
         if self._plan is None:
             self._plan = _plan(self)
+            self._sets = [g for g in self if g.sets and g.anchor is not None]
         return self._plan
+
+    def sets(self) -> list:
+        self.plan()
+        return self._sets
 
 
 def _plan(guards: list[PythonGuard]) -> list[tuple]:
@@ -197,7 +223,7 @@ def _plan(guards: list[PythonGuard]) -> list[tuple]:
     groups: dict[tuple, tuple] = {}
     alone = []
     for guard in guards:
-        if guard.anchor is None:
+        if guard.anchor is None or guard.sets:
             continue
         steps = guard.steps
         if guard.value is ABSENT:  # (its getter raises: read by itself)
@@ -238,7 +264,10 @@ def _getter(getter: Any, one: bool, owner: str | None) -> Any:
 def check(guards: list[PythonGuard]) -> None:
     """Read every live guard's place; raise :class:`GuardError` for the first that holds
     another value than when the capture ran."""
-    plan = guards.plan() if type(guards) is PythonGuards else _plan(guards)
+    if type(guards) is PythonGuards:
+        plan, sets = guards.plan(), guards.sets()
+    else:
+        plan, sets = _plan(guards), [g for g in guards if g.sets and g.anchor is not None]
     for anchor, getter, values, members in plan:
         if getter is not None:
             owner = anchor() if type(anchor) is weakref.ref else anchor
@@ -257,6 +286,8 @@ def check(guards: list[PythonGuard]) -> None:
                 continue
             if now is _MISSING or not same(guard.value, now):
                 raise guard_error(guard, now)
+    for guard in sets:  # what the call assigns before it reads (self.model.train()): as it
+        guard.write()    # does, once every check passed
 
 
 def guard_error(guard: PythonGuard, now: Any) -> GuardError:
@@ -296,5 +327,9 @@ def listing(guards: list[PythonGuard]) -> list[str]:
         source = guard.source
         where = "its line not found" if source is None else \
             f"{os.path.basename(source[0])}:{source[1]} in {source[2]}"
-        lines.append(f"guard {guard.label} == {shown(guard.value)}  # read at {where}")
+        if guard.sets:
+            lines.append(f"set {guard.label} = {shown(guard.value)}  # as {guard.fn} does "
+                         f"before reading it, at {where}")
+        else:
+            lines.append(f"guard {guard.label} == {shown(guard.value)}  # read at {where}")
     return lines

@@ -47,6 +47,7 @@ from capviz.core.python_guards import (
 )
 from capviz.trace import code_reach, guard_reach
 from capviz.trace import places as walk
+from capviz.trace.assigned import assigned
 from capviz.trace.fn_lines import body, label_pattern, line_at, source_lines
 from capviz.trace.places import Place, function_of
 
@@ -65,6 +66,7 @@ class _Collector:
         self.guards: list[PythonGuard] = []
         self.labels: set[str] = set()
         self.read: set[tuple[int, Any]] = set()  # (id of the holder, key) of each guarded
+        self.assigned: Any = None  # (what fn assigns before it reads: trace/assigned.py)
         self.open = tuple(f"{p.label}{sep}" for p in places if p.kind == "keys" and
                           type(p.holder) in self.found.open_classes for sep in ".[")
 
@@ -79,6 +81,11 @@ class _Collector:
         guard = PythonGuard(label, value, where[0], where[1],
                             self.lines.reading(label, holder, key), self.name)
         now = guard.read()  # (the capture ran fn: what it left there)
+        if self.assigned and label in self.assigned:  # fn assigns it before any read: each
+            if guardable(now):                        # replay assigns what it left there
+                guard.value, guard.sets = now, True
+                self.guards.append(guard)
+            return
         if now is not value and not guardable(now, identity=True) and \
                 all(now is not u for u in UNREAD):  # (a buffer fn made lazily, left
             return  # there: self.mask = np.tril(...) where it held None)
@@ -107,6 +114,7 @@ def collect(fn: Callable, places: list[Place], graph: Any) -> PythonGuards:
         return PythonGuards()
     places = places + deeper(places)
     c = _Collector(fn, places, graph)
+    c.assigned = assigned(fn, places)
     for place in places:
         if place.kind == "keys":  # a walked object: what it reads from its class, and the
             for label, value, where, key in _class_reads(place, c.found):  # names it lacks
