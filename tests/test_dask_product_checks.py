@@ -166,10 +166,11 @@ def test_an_op_no_bound_is_carried_through_refuses_a_product_larger_than_a_block
 
 def _kept(x):
     y = x @ O2
-    return y, np.abs(y).max(1), y.sum(0) * 0.5, np.maximum(y[::-1], 0.0)
+    return (y, np.abs(y).max(1), y.sum(0) * 0.5, np.maximum(y[::-1], 0.0),
+            np.tanh(y * 1e-6), np.sqrt(y))
 
 
-def test_a_larger_product_read_by_magnitudes_picks_and_sums_keeps_its_blocks():
+def test_a_larger_product_read_by_magnitudes_picks_sums_and_monotone_functions_keeps_its_blocks():
     """As since 47ad594 (a larger-than-memory h @ w read by np.abs(y).max(1) and y.sum(0) in
     tests/test_backend_dask.py's two-worker test): declared, in dask.array's blocks."""
     graph = cv.capture(_kept, cv.spec(X.shape, X.dtype))

@@ -39,12 +39,13 @@ product: each rounds in its own order on other values) keeps the gather on one b
 before.
 
 **Read by any other op.** A larger product that reaches no consumer keeps dask.array's blocks,
-declared (47ad594), where what reads it keeps the declared bound: an output, moves, magnitudes,
-real picks and clamps, scalings by numbers, a sum of it (a larger-than-memory ``h @ w`` read
-by ``np.abs(y).max(1)`` and ``y.sum(0)``). Any other reader (``np.convolve(x @ ones, [1, -1])``,
-``np.cos``, ``np.floor``, ``np.argsort``, ``d @ (x @ ones)``) can take the product's rounding
-beyond the tolerance with no check (the hostile review 9's finding 14: 0.25 off NumPy's near
-16,000 after a3c3266, silently): the replay fails when it is built, at that op, with the same
+declared (47ad594), where what reads it keeps the declared bound: an output, moves, magnitudes, real
+picks and clamps, scalings by numbers, a sum of it (a larger-than-memory ``h @ w`` read by
+``np.abs(y).max(1)`` and ``y.sum(0)``), and monotone functions of real values (:data:`MONOTONE`:
+``np.tanh(x @ w)``, which carry the bound's image). Any other reader (``np.convolve(x @ ones, [1,
+-1])``, ``np.cos``, ``np.floor``, ``np.argsort``, ``d @ (x @ ones)``) can take the product's
+rounding beyond the tolerance with no check (the hostile review 9's finding 14: 0.25 off NumPy's
+near 16,000 after a3c3266, silently): the replay fails when it is built, at that op, with the same
 fixes (:func:`unchecked`).
 """
 
@@ -197,6 +198,12 @@ def _contained(each: tuple, users: dict[int, list[Node]], returned: set[int]) ->
 _DECLARED_SUMS = frozenset(("sum", "mean", "nansum", "nanmean"))
 """Sums of a product's values, which add more terms to its contraction: declared as it is."""
 
+MONOTONE = frozenset(("tanh", "arctan", "arcsinh", "arctanh", "arcsin", "sinh", "exp", "expm1",
+                      "exp2", "log", "log1p", "log2", "log10", "sqrt", "cbrt"))
+"""Elementwise functions monotone on the reals: of a real value known within its declared
+bound, the image of that interval (the lead's ruling 37 08:00: monotone ops carry their
+images), declared on as a magnitude is."""
+
 
 def unchecked(nodes: list[Node], found: dict[int, tuple],
               plan: Plan) -> tuple[Node, Node] | None:
@@ -235,6 +242,8 @@ def _keeps(value: Node, user: Node) -> bool | None:
         return None
     if user.op in _DECLARED_SUMS:
         return True if user.args and user.args[0] is value else None
+    if user.op in MONOTONE:
+        return True if _real(value) and _real(user) and len(user.args) == 1 else None
     if user.op in cancelling.MOVES and user.op != "astype":
         return True if user.args and user.args[0] is value else None
     step = _step(value, user)
