@@ -106,3 +106,72 @@ def test_in_place_adam_with_the_quoted_fixes_applied_replays_exactly(warm):
         assert out.tobytes() == want.tobytes()
         for name in ("W", "m", "s", "t"):
             assert getattr(model, name).tobytes() == getattr(eager, name).tobytes(), name
+
+
+class BnDict:  # (review 8's fx_r8train.py T6: the BN dict bound anew, momentum beside it)
+    def __init__(self):
+        self.W, self.v = np.array([1.0, -2.0, 3.0]), np.zeros(3)
+        self.bn = {"mean": np.zeros(3), "var": np.ones(3)}
+
+    def step(self, x):
+        h = x * self.W
+        self.bn = {"mean": 0.9 * self.bn["mean"] + 0.1 * h, "var": self.bn["var"]}
+        self.v *= 0.9; self.v += h; self.W -= 0.1 * self.v  # noqa: E702
+        return h
+
+
+class BnDictItems(BnDict):  # (the first quoted fix applied)
+    def step(self, x):
+        h = x * self.W
+        self.bn["mean"][...] = 0.9 * cv.constant(self.bn["mean"]) + 0.1 * h
+        self.v *= 0.9; self.v += h; self.W -= 0.1 * self.v  # noqa: E702
+        return h
+
+
+class BnDictReads(BnDict):  # (the second)
+    def step(self, x):
+        h = x * self.W
+        self.bn["mean"][...] = 0.9 * cv.constant(self.bn["mean"]) + 0.1 * h
+        self.v *= 0.9; self.v += h; self.W -= 0.1 * cv.constant(self.v)  # noqa: E702
+        return h
+
+
+class BnDictFixed(BnDict):  # (the third)
+    def step(self, x):
+        h = x * self.W
+        self.bn["mean"][...] = 0.9 * cv.constant(self.bn["mean"]) + 0.1 * h
+        self.v *= cv.constant(np.float64(0.9)); self.v += h; self.W -= 0.1 * cv.constant(self.v)  # noqa: E702
+        return h
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_bn_dict_bound_anew_beside_momentum_is_told_each_fix_then_replays_exactly(warm):
+    """Review 8, finding 7 (T6): "keep each value in an ndarray written in place (self.h[...]
+    = h)", which does not fit a dict, then at the W line of ``a; b; c`` a counter's example
+    (self.W += cv.constant(np.float64(1)) for self.W += 1); checked to fail before this change.
+    Now the dict's array written in place, the read of v through cv.constant, NumPy's own
+    ``self.v *= 0.9`` with a tensor; all applied, exact."""
+    what, fix = _fix(BnDict, warm)
+    assert what.startswith('`self.bn = {"mean": 0.9 * self.bn["mean"] + 0.1 * h, ')
+    assert fix == ('Fix: write its arrays in place: self.bn["mean"][...] = 0.9 * '
+                   'cv.constant(self.bn["mean"]) + 0.1 * h, which the capture records as '
+                   'states.')
+    what, fix = _fix(BnDictItems, warm)
+    assert fix.startswith("Fix: write `self.W -= 0.1 * cv.constant(self.v)`: "), fix
+    what, fix = _fix(BnDictReads, warm)
+    line = _line(BnDictReads, "self.v *= 0.9;")
+    assert fix.startswith(f"Fix: write line {line} (`self.v *= 0.9`) with a tensor, which the "
+                          "capture records as a state: `self.v *= cv.constant(np.float64(0.9))`"
+                          ), fix
+    model, eager = BnDictFixed(), BnDict()
+    if warm:
+        model.step(XS[0])
+        eager.step(XS[0])
+    graph = cv.capture(model.step, XS[1])
+    for k, x in enumerate(XS[1:] * 2):
+        out = graph.replay({graph.inputs[0]: x})[graph.outputs[0]] if k % 2 else \
+            graph.compile()(x)[0]
+        assert out.tobytes() == eager.step(x).tobytes()
+        for name in ("W", "v"):
+            assert getattr(model, name).tobytes() == getattr(eager, name).tobytes(), name
+        assert model.bn["mean"].tobytes() == eager.bn["mean"].tobytes()

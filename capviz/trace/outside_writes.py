@@ -479,6 +479,8 @@ def _fix(label: str, text: str, array: np.ndarray, reads: str | None = None) -> 
     (``self.n += cv.constant(np.float64(1.0))``), the reads of a state through
     ``cv.constant`` where the value comes from one (``reads``), else the form of it."""
     kind = array.dtype.name
+    text = next((part for part in state_fixes.simple_statements(text)  # (a; b on one line)
+                 if re.match(rf"^{re.escape(label)}\s*[^=\s]*=(?!=)", part)), text)
     match = re.match(rf"^{re.escape(label)}\s*(?P<op>\*\*|//|>>|<<|[-+*/%@&|^])=\s*(?P<v>.+)$",
                      text)
     if reads is not None and (match is None or not _number(match["v"])):

@@ -45,7 +45,7 @@ import numpy as np
 from capviz import ops
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
-from capviz.trace import effects, item_caches
+from capviz.trace import effects, item_caches, state_fixes
 from capviz.trace.attribute_caches import (
     Held,
     added_removed,
@@ -223,6 +223,12 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
             if isinstance(place.value, np.ndarray) else created_reason(place.label) \
             if place.value is None else NUMBER_REASON if isinstance(place.value, NUMBERS) \
             and _running(place, found, fn) else RETURN_REASON
+        items = state_fixes.dict_in_place(text) if reason is CONTAINER_REASON and \
+            type(found) is dict and type(place.value) is dict else None
+        if items is not None:  # (self.bn = {"mean": ...}: its arrays in place, review 8, #7)
+            reason = ("the capture put the original dict back, and a replay cannot bind a new "
+                      f"dict to a name; write its arrays in place: {items}, which the capture "
+                      "records as states")
         message = explain(Failure("unsupported_op", REBOUND, place.label, source,
                                   UserCode("other", shorten(text)), None, reason))
         recorder.pending.append(("unsupported_op", REBOUND, message, source))

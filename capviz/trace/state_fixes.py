@@ -273,6 +273,32 @@ def in_place(text: str, source: Any = None) -> str | None:
     return f"{made}{''.join(later[:3])}, which the capture records as a state{note}"
 
 
+def dict_in_place(text: str) -> str | None:
+    """A dict of arrays bound anew (``self.bn = {"mean": 0.9 * self.bn["mean"] + 0.1 * h,
+    "var": self.bn["var"]}``) as the in-place writes of its items that capture (``self.bn[
+    "mean"][...] = 0.9 * cv.constant(self.bn["mean"]) + 0.1 * h``: review 8, finding 7, told
+    "keep each value in an ndarray written in place (self.h[...] = h)"); an item bound to
+    itself is left out. ``None``: not such a statement."""
+    line = text.strip()
+    stmt = _statement(line)
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or \
+            not isinstance(stmt.targets[0], (ast.Name, ast.Attribute)) or \
+            not isinstance(stmt.value, ast.Dict) or \
+            not all(isinstance(k, ast.Constant) for k in stmt.value.keys):
+        return None
+    target = ast.unparse(stmt.targets[0])
+    edits = []
+    for key, value in zip(stmt.value.keys, stmt.value.values):
+        shown = ast.get_source_segment(line, key) or repr(key.value)
+        item = f"{target}[{shown}]"
+        if ast.unparse(value) == ast.unparse(ast.parse(item, mode="eval").body):
+            continue  # ("var": self.bn["var"]: the same array)
+        made = f"{item}[...] = {ast.get_source_segment(line, value) or ast.unparse(value)}"
+        edits.append(read_through_constant(made, [ast.unparse(ast.parse(item, mode="eval")
+                                                             .body)]) or made)
+    return "; ".join(edits) or None
+
+
 def _function_lines(path: str, line: int, name: str | None = None) -> list[tuple[int, str]]:
     """The numbered lines of the function ``name`` around ``line`` of ``path``: from the nearest
     ``def`` above it to the next line indented as little as that ``def`` (``[]`` where that
@@ -320,6 +346,7 @@ _COMPOUND = (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.FunctionDef, ast
 
 function_lines = _function_lines  # (public: trace/rebound.py reads the tests of a container)
 statement = _statement  # (public: trace/other_methods.py parses a method's lines)
+simple_statements = _simple_statements  # (public: trace/outside_writes.py, a; b on a line)
 
 
 def fix_for_reads(source: Any, names: Iterable[str], after: int = 0) -> str | None:
@@ -334,11 +361,14 @@ def fix_for_reads(source: Any, names: Iterable[str], after: int = 0) -> str | No
         return None
     path, line = source[0], source[1]
     own, first, last = read_through_constant(linecache.getline(path, line), names), line, line
-    if own is None:  # a statement over several lines (p -= a / (\n np.sqrt(v) + eps))
-        for first, last, text in _statements(_function_lines(path, line, source[2])):
-            if first <= line <= last:
-                own = read_through_constant(text, names) if first < last else None
-                break
+    if own is None:  # a statement over several lines (p -= a / (\n np.sqrt(v) + eps)), or
+        for first, last, text in _statements(_function_lines(path, line, source[2])):  # one
+            if first <= line <= last:  # of several on the line (a; b: review 8, finding 21)
+                several = first == last and len(_simple_statements(
+                    linecache.getline(path, line).strip())) > 1
+                own = read_through_constant(text, names) if first < last or several else None
+                if own is not None or not several:
+                    break
     edits = [] if own is None else \
         [f"`{own}`" if first == last else f"lines {first}-{last} as `{own}`"]
     edits += other_reads(source, names, after, skip=range(first, last + 1))
