@@ -23,7 +23,14 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.backends.jax import cancellation, complex_products, python_ints, unfused, variances
+from capviz.backends.jax import (
+    cancellation,
+    complex_picks,
+    complex_products,
+    python_ints,
+    unfused,
+    variances,
+)
 from capviz.backends.jax.cancellation import sums_of_products
 from capviz.backends.jax.checks import checked
 from capviz.backends.jax.functions import FUNCTIONS
@@ -1078,6 +1085,7 @@ def functional(op: ops.Op, jnp: Any, checks: bool = True) -> Callable:
     if checks:
         fn = variances.checked(op.name, jnp, checked(op.name, jnp,
                                                     cancellation.checked(op.name, jnp, fn)))
+        fn = complex_picks.checked(op.name, jnp, fn)  # a near tie of XLA's values (stop 37)
     if op.name in unfused.PRODUCTS:  # rounded before an add reads it: no fused multiply-add
         fn = unfused.rounding(fn)
     if op.name in unfused.SUMS_FROM_ZERO:  # a zero sum is NumPy's +0.0 (R6 #20)
