@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import gc
 import re
+import types
 
 import numpy as np
 import pytest
@@ -594,3 +595,36 @@ def test_a_flag_read_before_the_call_sets_it_stays_guarded():
     graph = cv.capture(once.forward, SPEC)
     once.ready = False
     _refused(graph, "self.ready", "True", "False", "forward", _line(Once.forward, "if not"))
+
+
+class Wide:
+    def __init__(self, n):
+        self.cfg = types.SimpleNamespace(**{f"c{k}": 0.5 for k in range(n)})
+        self.v = [0.5] * n
+        self.training = True
+
+    def forward(self, x):
+        x = x * self.cfg.c299 * self.v[299]
+        for k in range(0, 300, 60):  # (names 5 more of them: getattr reads strings)
+            x = x * getattr(self.cfg, f"c{k}")
+        return x * 2.0 if self.training else x
+
+
+def test_values_past_the_walk_s_limits_are_guarded():
+    """Review 9, finding 21 (silent): past 256 attributes or items, and past 4096 guards."""
+    wide = Wide(300)
+    graph = cv.capture(wide.forward, SPEC)
+    assert len(graph.python_guards) > 300
+    wide.cfg.c299 = 0.25
+    with pytest.raises(GuardError, match=r"^self\.cfg\.c299 was 0\.5 when forward"):
+        graph.replay({"x": X})
+    wide.cfg.c299 = 0.5
+    wide.v[299] = 0.25
+    with pytest.raises(GuardError, match=r"^self\.v\[299\] was 0\.5 when forward"):
+        graph.replay({"x": X})
+    wide.v[299] = 0.5
+    big = Wide(5000)
+    graph = cv.capture(big.forward, SPEC)
+    big.training = False
+    with pytest.raises(GuardError, match=r"^self\.training was True when forward"):
+        graph.replay({"x": X})

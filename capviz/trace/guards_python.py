@@ -51,8 +51,9 @@ from capviz.trace.assigned import assigned
 from capviz.trace.fn_lines import body, label_pattern, line_at, source_lines
 from capviz.trace.places import Place, function_of
 
-MOST_GUARDS = 4096
-"""The most guards one capture records (past it: the first ones, in the walk's order)."""
+MOST_GUARDS = 1_000_000
+"""The most guards one capture records (a bound against a runaway walk, not a budget: review 9,
+finding 21, 5000 floats named by the code dropped the guard of ``self.training`` at 4096)."""
 
 
 class _Collector:
@@ -152,7 +153,10 @@ def collect(fn: Callable, places: list[Place], graph: Any) -> PythonGuards:
 
 DEEPER = 8
 """The levels :func:`deeper` walks below the walk of :func:`capviz.trace.places.note`."""
-MOST_DEEPER = 20_000
+MOST_DEEPER = 1_000_000
+ENTRIES = 65_536
+"""The entries of one object, list or dict :func:`deeper` walks (past them: not guarded, a
+list of more Python values than that is data, not a hyperparameter: docs/guide/state.md)."""
 """The most places :func:`deeper` makes."""
 
 
@@ -164,6 +168,9 @@ def deeper(places: list[Place]) -> list[Place]:
     seen = {id(p.holder) for p in places}
     found: list[Place] = []
     for place in places:
+        if place.kind in ("keys", "items") and place.path is not None:  # (past the 256
+            _rest(place, seen, found)                # entries places.py walks of one)
+            continue
         if place.kind in ("keys", "items") or id(place.value) in seen or \
                 isinstance(place.value, walk._LEAVES):
             continue
@@ -181,15 +188,15 @@ def _walk(value: Any, label: str, where: tuple, depth: int, seen: set[int],
     anchor, steps = where
     if type(value) is list:
         items = [(i, f"{label}[{i}]", "list", False, item)
-                 for i, item in enumerate(value[:walk.ITEMS])]
+                 for i, item in enumerate(value[:ENTRIES])]
         own = Place("items", value, None, label, list(value))
     elif type(value) in walk.DICTS:
         items = [(key, f"{label}[{key!r}]", "dict", False, item)
-                 for key, item in itertools.islice(value.items(), walk.ITEMS)]
+                 for key, item in itertools.islice(value.items(), ENTRIES)]
         own = Place("items", value, None, label, dict(value))
     elif walk._plain_object(value) and not isinstance(value, enum.Enum):
         items = [(key, f"{label}.{key}", "attribute", True, item)
-                 for key, item in itertools.islice(vars(value).items(), walk.ITEMS)]
+                 for key, item in itertools.islice(vars(value).items(), ENTRIES)]
         own = Place("keys", value, None, label, frozenset(vars(value)))
     else:
         return
@@ -201,6 +208,33 @@ def _walk(value: Any, label: str, where: tuple, depth: int, seen: set[int],
         place.path = (anchor, (*steps, (is_attribute, key)))
         found.append(place)
         _walk(item, inner, place.path, depth - 1, seen, found)
+
+
+def _rest(place: Place, seen: set[int], found: list[Place]) -> None:
+    """The entries past the first :data:`capviz.trace.places.ITEMS` of an object, list or dict
+    places.py walked (``self.cfg.c299`` of 300 attributes, review 9, finding 21), as places
+    walked as :func:`_walk` walks."""
+    holder = place.holder
+    anchor, steps = place.path
+    if steps and steps[-1] == (True, ""):  # (fn's own object)
+        steps = ()
+    if type(holder) is list and len(holder) > walk.ITEMS:
+        entries = [(i, f"{place.label}[{i}]", "list", False, item)
+                   for i, item in enumerate(holder[walk.ITEMS:ENTRIES], walk.ITEMS)]
+    elif type(holder) in walk.DICTS and len(holder) > walk.ITEMS:
+        entries = [(key, f"{place.label}[{key!r}]", "dict", False, item) for key, item in
+                   itertools.islice(holder.items(), walk.ITEMS, ENTRIES)]
+    elif place.kind == "keys" and walk._plain_object(holder) and \
+            len(vars(holder)) > walk.ITEMS:
+        entries = [(key, f"{place.label}.{key}", "attribute", True, item) for key, item in
+                   itertools.islice(vars(holder).items(), walk.ITEMS, ENTRIES)]
+    else:
+        return
+    for key, inner, kind, is_attribute, item in entries:
+        each = Place(kind, holder, key, inner, item, inner=True)
+        each.path = (anchor, (*steps, (is_attribute, key)))
+        found.append(each)
+        _walk(item, inner, each.path, DEEPER, seen, found)
 
 
 def _container(c: _Collector, place: Place) -> None:
