@@ -149,6 +149,39 @@ def _own_arithmetic(graph: Graph, node: Node, names: tuple[str | None, ...]) -> 
     return ""
 
 
+def _declared_contraction(node: Node, names: tuple[str | None, ...]) -> str:
+    """For ``node`` computed from a contraction of linear algebra (not one itself), where a
+    backend taking part has an arithmetic opt-in (JAX's ``arithmetic='xla'``, under which the
+    contractions and what is computed from them take its engine's order, untested: the lead's
+    ruling 37 07:30 (c)), the nearest such contraction, named with the option; else nothing."""
+    engines = [name for name in names if name is not None
+               and registry.get(name).own_arithmetic_option and not registry.get(name).exact]
+    if not engines or contraction_bound.is_contraction_node(node):
+        return ""
+    seen: set[int] = set()
+    stack = [a for a in node.args if isinstance(a, Node)]
+    found: Node | None = None
+    while stack:
+        current = stack.pop()
+        if current.index in seen:
+            continue
+        seen.add(current.index)
+        if current.kind == "op" and contraction_bound.is_contraction_node(current):
+            if found is None or current.index > found.index:
+                found = current
+            continue
+        stack.extend(a for a in current.args if isinstance(a, Node))
+    if found is None:
+        return ""
+    name = engines[0]
+    option = registry.get(name).own_arithmetic_option
+    return (f"; computed from %{found.index} ({found.op}, recorded at "
+            f"{format_source(found.source)}), a contraction of linear algebra, declared "
+            f"(NumPy's BLAS and the {name} engine add its products in their own orders, within "
+            f"2 gamma_k |A| @ |B| of each other): a {name} replay fails where this difference "
+            f"can pass the tolerance, unless given {option}, which takes the engine's order")
+
+
 def _first_own_arithmetic(engine: registry.Backend, node: Node) -> tuple[Node, str] | None:
     """The first node, in program order, among ``node`` and the nodes it is computed from,
     that ``engine`` computes with its own arithmetic, unchecked, with the reason."""
@@ -305,6 +338,7 @@ def compare(graph: Graph, fn: Callable | None, inputs: Mapping[str, Any] | None,
                               f"%{n.index} ({n.op}, recorded at {format_source(n.source)}) "
                               f"differs{within}: max abs error {max_abs:.3g}, max rel error "
                               f"{max_rel:.3g}{_why_inexact(graph, n, ref.dtype, names)}"
-                              f"{_own_arithmetic(graph, n, names)}")
+                              f"{_own_arithmetic(graph, n, names)}"
+                              f"{_declared_contraction(n, names)}")
     graph.marks.pop("diverged", None)
     return Divergence(None, 0.0, 0.0, "no node differs beyond tolerance")

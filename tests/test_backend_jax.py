@@ -518,13 +518,16 @@ def test_large_constants_are_arguments_of_the_compiled_function_not_baked_into_i
     graph = cv.capture(lambda x: (x @ weight)[:, :4] + bias, cv.spec((8, 256), "float32"))
     x = RNG.standard_normal((8, 256)).astype(np.float32)
     program = Program(graph, BACKEND)
-    out = BACKEND.execute(program, [BACKEND.from_host(x)], 0, {})
-    np.testing.assert_allclose(np.asarray(out[0]), (x @ weight)[:, :4] + bias, rtol=1e-5)
+    # XLA's order for the product (the bias add cancels some of these unit values' products
+    # beyond the tolerance: refused by default since the lead's ruling 37 07:30)
+    out = BACKEND.execute(program, [BACKEND.from_host(x)], 0, {"arithmetic": "xla"})
+    np.testing.assert_allclose(np.asarray(out[0]), (x @ weight)[:, :4] + bias, rtol=1e-5,
+                               atol=1e-5)
     compiled = BACKEND._compiled[program]
     assert [c.shape for c in compiled.constants] == [(256, 256)]
     with jax_backend.x64():
         text = compiled._fn.lower((x,), compiled.constants, None, jax_backend._ZERO,
-                                  False).as_text()
+                                  False, (), True).as_text()
     assert len(text) < 20_000, len(text)  # the weight's 262,144 bytes are not in the program
     assert "tensor<256x256xf32>" in text  # an argument of that type
 

@@ -2,7 +2,8 @@
 squared distances (``|x|**2 + |y|**2 - 2 x @ y.T``, k-means, kNN, RBF kernels) are told
 ``backend='numpy'`` or the broadcast difference ``((x[:, None] - y[None]) ** 2).sum(-1)``, not
 "write the sum as np.sum", which applies to a sum written as a product of a constant (``x @
-ones``); a product of two computed values that is neither is told ``backend='numpy'`` alone."""
+ones``); a product of two computed values that is neither is told ``backend='numpy'`` alone;
+and each, last, ``arithmetic='xla'`` (the lead's ruling 37 07:30 (a))."""
 
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def test_pairwise_squared_distances_are_told_the_broadcast_difference_on_jax(fn,
     assert message.endswith(
         "replay with backend='numpy', or write the squared distances as the broadcast "
         "difference ((x[:, None] - y[None]) ** 2).sum(-1), which the JAX replay holds within "
-        "its tolerance")
+        "its tolerance, or take XLA's order of summation for products with arithmetic='xla' "
+        "(graph.compare reports the difference)")
     assert "np.sum" not in message
 
 
@@ -77,4 +79,19 @@ def test_a_product_of_two_computed_values_is_told_backend_numpy_alone():
     x = (1e3 + np.random.default_rng(0).random((16, 768))).astype(np.float32)
     message = _failure(_computed, x)
     assert "in _computed: np.subtract: its operand was a product of linear algebra" in message
-    assert message.endswith("may differ there; replay with backend='numpy'")
+    assert message.endswith("may differ there; replay with backend='numpy', or take XLA's order "
+                            "of summation for products with arithmetic='xla' (graph.compare "
+                            "reports the difference)")
+
+
+def test_a_layer_s_weight_matrix_is_not_told_to_write_a_sum():
+    # the lead's ruling 37 07:30 (a) carries a weight of both signs' bound: x @ W is no sum
+    # written as a product, so the message does not say "np.sum" (as it did for x @ ones)
+    w = (0.02 * np.random.default_rng(1).standard_normal((768, 8))).astype(np.float32)
+    x = (1e3 + np.random.default_rng(0).random((16, 768))).astype(np.float32)
+    message = _failure(lambda v: (v @ w)[1:] - (v @ w)[:-1], x)
+    assert "np.subtract: its operands were a product of linear algebra (np.matmul" in message
+    assert "np.sum" not in message
+    assert message.endswith("replay with backend='numpy', or take XLA's order of summation "
+                            "for products with arithmetic='xla' (graph.compare reports the "
+                            "difference)")

@@ -162,18 +162,24 @@ def test_a_contraction_not_cancelled_against_its_own_operand_replays_where_not_c
         np.abs(x).astype(np.float64) @ np.ones((768, 1)) + np.abs(want)))
 
 
-def test_a_residual_of_weights_of_both_signs_stays_declared_and_replays():
-    """``x + x @ W`` is followed (its add's other operand is the product's own), but the
-    products of weights of both signs cancel among themselves (``|x @ W|`` far below ``|x| @
-    |W|``): there the declaration governs the product and its add, which replays (a bound
-    of worst-case roundings tested there would refuse every such layer)."""
+def test_a_residual_of_weights_of_both_signs_fails_where_it_cancels_unless_xla_s_order():
+    """``x + x @ W`` is followed (its add's other operand is the product's own); the products
+    of weights of both signs cancel among themselves (``|x @ W|`` far below ``|x| @ |W|``),
+    and their declared bound is carried there since the lead's ruling 37 07:30 (a) (it
+    replayed before, carried.ONE_SIGN): the add fails where it cancels the product beyond the
+    tolerance, and ``arithmetic='xla'`` replays it."""
     rng = np.random.default_rng(1)
     w = (rng.standard_normal((768, 768)) * 0.02).astype(np.float32)
     x = rng.standard_normal((16, 768)).astype(np.float32)
 
     def residual(a):
         return a + a @ w
-    got = _replay(_graph(residual, x), x)
+    graph = _graph(residual, x)
+    with pytest.raises(cv.ReplayError, match=r"\(add\), recorded at .* in residual: np\.add: "
+                       r"its operand was a product of linear algebra .*arithmetic='xla'"):
+        _replay(graph, x)
+    got = np.asarray(graph.replay({graph.inputs[0]: x}, backend="jax", arithmetic="xla")[
+        graph.outputs[0]]).astype(np.float64)
     want = residual(x).astype(np.float64)
     assert np.all(np.abs(got - want) <= ATOL + RTOL * np.abs(want))
 

@@ -77,7 +77,9 @@ def test_a_product_of_computed_values_through_a_contraction_fails_at_the_consume
                     rf"{re.escape(__file__)}:\d+ in ", text), text
     assert f"np.{op}: its operand" in text, text
     assert "a product of linear algebra" in text and "np.matmul" in text, text
-    assert text.endswith("replay with backend='numpy'"), text
+    assert text.endswith("replay with backend='numpy', or take XLA's order of summation for "
+                         "products with arithmetic='xla' (graph.compare reports the "
+                         "difference)"), text
 
 
 @pytest.mark.parametrize("spelling", list(SPELLINGS))
@@ -88,8 +90,13 @@ def test_the_fix_it_names_replays_numpy_s_bits(spelling):
     np.testing.assert_array_equal(got, fn(NEAR))
 
 
-@pytest.mark.parametrize("spelling", [s for s in SPELLINGS if "subtract" not in s])
+@pytest.mark.parametrize("spelling", [s for s in SPELLINGS if "subtract" not in s
+                                      and s != "linear attention through its projection to "
+                                      "np.diff"])
 def test_unit_values_still_replay_within_the_tolerance(spelling):
+    # (np.diff of linear attention's unit-valued outputs through WO, weights of both signs,
+    # is refused since W=25s's ONE_SIGN removal, the lead's ruling 37 07:30 (a): the full
+    # bound of every product is carried, and the diff cancels it beyond the tolerance)
     # the bound carried through the second contraction is within the tolerance of results of
     # unit-scale rows: followed, not refused
     _, fn = SPELLINGS[spelling]

@@ -233,7 +233,8 @@ class JaxBackend(Backend):
         return compiled
 
     def execute(self, program: Any, args: list | tuple, seed: int, options: Any) -> tuple:
-        return self.admit(program, options)(tuple(args), seed)
+        xla = options.get("arithmetic", "numpy") == "xla"
+        return self.admit(program, options)(tuple(args), seed, xla)
 
 
 ARITHMETIC = ("numpy", "xla")
@@ -396,7 +397,7 @@ class _Compiled:
             program.constant_nodes, program.host_constants)}
 
         def traced(inputs: tuple, constants: tuple, seed: Any, zero: Any, precise: bool,
-                   input_layouts: tuple = ()) -> tuple:
+                   input_layouts: tuple = (), xla: bool = False) -> tuple:
             backend.traces += 1
             program = program_ref()  # alive: a trace runs inside execute(program, ...)
             nodes = [step[-1] for step in program.table if step[1] is not None]
@@ -408,7 +409,9 @@ class _Compiled:
                     dict(zip(program.input_names, input_layouts[:given])), constant_layouts,
                     {node.index: layout for node, layout in zip(program.states,
                                                                 input_layouts[given:])})
-                trace.carried = cancellation.of(nodes, self._jax.numpy)
+                # arithmetic="xla": the contractions of linear algebra and what is computed
+                # from them take XLA's order, untested (the lead's ruling 37 07:30 (c))
+                trace.carried = cancellation.of(nodes, self._jax.numpy, contractions=not xla)
                 constants = [c.T if flip else c for c, flip in zip(constants, flipped)]
                 trace.known_magnitudes = {id(c): known for c, known in zip(constants, bounds)
                                           if known is not None}
@@ -429,7 +432,7 @@ class _Compiled:
 
         # the fast program merges the elementwise checks (one flag per shape, fused by XLA);
         # the precise one, traced only when a merged flag fails, names the node
-        self._fn = self._jax.jit(traced, static_argnums=(4, 5))
+        self._fn = self._jax.jit(traced, static_argnums=(4, 5, 6))
         # the subnormal check of the float inputs not known normal: a pass over each, as long
         # as a fused elementwise chain's, in a program of its own, so that the replay's program
         # has no branch, argument or result for it once its inputs are known (a conditional
@@ -440,7 +443,7 @@ class _Compiled:
         self._normal: dict[int, weakref.ref] = {}
 
     def _fail(self, inputs: tuple, key: Any, flags: Any, number: int,
-              input_layouts: tuple) -> tuple:
+              input_layouts: tuple, xla: bool) -> tuple:
         """Raise for the first failed check of a node. A check with no node (a merged one, or a
         test for a poisoned NaN, :mod:`capviz.backends.jax.poison`) runs the precise program
         once: its first failed check names the node; when none fails, the fast program's test
@@ -455,7 +458,7 @@ class _Compiled:
         if merged:  # a merged check may have failed first
             with x64(), jax.default_matmul_precision("highest"):
                 outputs, flags, guard_values, number = self._fn(
-                    inputs, self.constants, key, _ZERO, True, input_layouts)
+                    inputs, self.constants, key, _ZERO, True, input_layouts, xla)
             if flags is None:
                 return outputs, guard_values
             checks, failed = self.traced_checks[int(number)], _failed(flags)
@@ -491,7 +494,7 @@ class _Compiled:
         known = self._known_normal
         return [k for k, x in enumerate(inputs) if _floating(x) and not known(x)]
 
-    def __call__(self, inputs: tuple, seed: int) -> tuple:
+    def __call__(self, inputs: tuple, seed: int, xla: bool = False) -> tuple:
         jax = self._jax
         # the seed, and a zero only known at run time (see capviz.backends.jax.random.uniform)
         key = (np.uint64(seed), np.float64(0.0)) if self.random else None
@@ -506,7 +509,7 @@ class _Compiled:
                     inputs = tuple(x if k not in unknown or is_array(x) else jax.device_put(x)
                                    for k, x in enumerate(inputs))
                 outputs, flags, guard_values, number = self._fn(
-                    inputs, self.constants, key, _ZERO, False, input_layouts)
+                    inputs, self.constants, key, _ZERO, False, input_layouts, xla)
                 normal = self._check_fn(tuple(inputs[k] for k in unknown)) if unknown else None
             except CapvizError:
                 raise
@@ -526,7 +529,8 @@ class _Compiled:
         if failing or (number is not None and any(self.traced_warnings)):
             number = int(number)  # read only then: one more transfer
             if failing:
-                outputs, guard_values = self._fail(inputs, key, flags, number, input_layouts)
+                outputs, guard_values = self._fail(inputs, key, flags, number, input_layouts,
+                                                   xla)
             _give(self.traced_warnings[number])
         if self.guards:  # the values the guards read, fetched together, checked before return
             check_all(self.guards, jax.device_get(guard_values))

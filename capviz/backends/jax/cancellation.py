@@ -263,14 +263,16 @@ def _spread(reach: cancelling.Reach) -> bool:
     return reach.consumer.op in SPREAD_CONSUMERS and cancelling.through_contractions(reach)
 
 
-def of(nodes: list[Node], jnp: Any) -> carried.Carried | None:
+def of(nodes: list[Node], jnp: Any, contractions: bool = True) -> carried.Carried | None:
     """The sums of :data:`REACHING` among ``nodes`` (a program's op steps) that reach an add
     or subtract, for one trace (:mod:`capviz.backends.jax.carried`), and the contractions of
     linear algebra whose every reach is a centring (``x - (x @ ones / n)[:, None]``: the
     consumer subtracts the product from its own operand, so the declared bound of the product,
     within the tolerance of no result of a cancelling consumer, is carried there and tested);
-    ``None`` where none does. Elsewhere a contraction's value stays declared, as what is
-    computed from it (a bias or residual add)."""
+    ``None`` where none does. ``contractions`` false (the replay's ``arithmetic="xla"``): the
+    contractions of linear algebra are not followed, their values and what is computed from
+    them XLA's order of summation, untested (the lead's ruling 37 07:30 (c); ``graph.compare``
+    holds each to its declared bound)."""
     found = {}
     declared = set()
     names = REACHING | contraction_bound.CONTRACTIONS | {contraction_bound.NORM} \
@@ -284,6 +286,8 @@ def of(nodes: list[Node], jnp: Any) -> carried.Carried | None:
         elif node.op in carried.UNBOUNDED:
             found[k] = each
         elif contraction_bound.is_contraction_node(node):
+            if not contractions and node.op in contraction_bound.CONTRACTIONS:
+                continue
             if all(r.centring for r in each):
                 found[k] = each
             elif any(_spread(r) for r in each):  # its exact bound, tested at each consumer
