@@ -257,11 +257,13 @@ def in_place(text: str, source: Any = None) -> str | None:
     line = text.strip()
     stmt = _statement(line)
     if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or \
-            not isinstance(stmt.targets[0], (ast.Name, ast.Attribute)):
+            not isinstance(stmt.targets[0], (ast.Name, ast.Attribute, ast.Subscript)) or (
+                isinstance(stmt.targets[0], ast.Subscript) and  # (a dict's item, review 8 #7:
+                not isinstance(stmt.targets[0].slice, ast.Constant)):  # bn["mean"] = ...)
         return None
-    target = ast.unparse(stmt.targets[0])
+    target = line[stmt.targets[0].col_offset:stmt.targets[0].end_col_offset]
     value = line[stmt.value.col_offset:stmt.value.end_col_offset]
-    written = read_through_constant(f"{target}[...] = {value}", [target])
+    written = read_through_constant(f"{target}[...] = {value}", [ast.unparse(stmt.targets[0])])
     made = written or f"{target}[...] = {value}"
     note = f" ({constant_note([target])})" if written else ""
     later = []
