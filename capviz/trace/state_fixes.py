@@ -257,9 +257,10 @@ def in_place(text: str, source: Any = None) -> str | None:
     line = text.strip()
     stmt = _statement(line)
     if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1 or \
-            not isinstance(stmt.targets[0], (ast.Name, ast.Attribute, ast.Subscript)) or (
-                isinstance(stmt.targets[0], ast.Subscript) and  # (a dict's item, review 8 #7:
-                not isinstance(stmt.targets[0].slice, ast.Constant)):  # bn["mean"] = ...)
+            not isinstance(stmt.targets[0], (ast.Name, ast.Attribute, ast.Subscript)):
+        return None
+    key = getattr(stmt.targets[0], "slice", None)  # (a dict's item, review 8 #7: bn["mean"])
+    if key is not None and not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
         return None
     target = line[stmt.targets[0].col_offset:stmt.targets[0].end_col_offset]
     value = line[stmt.value.col_offset:stmt.value.end_col_offset]
