@@ -36,6 +36,8 @@ def items_back(place: Place, recorder: Any, read: set[int], left: Any = None,
     to, which drops its oldest): the graph holds the arrays it read, and eager calls move them
     on."""
     holder = place.holder
+    if isinstance(holder, dict):  # (a memo the call fills: its keys are not the user's)
+        place.filled = place.filled or any(key not in place.value for key in holder)
     tensor = tensor_in(holder, recorder, DEPTH, every=True)  # (past the walked items too)
     if tensor is None and left is not None:  # (its items put back already: a list emptied
         tensor = tensor_in(left, recorder, DEPTH, every=True)  # and filled, slots set)

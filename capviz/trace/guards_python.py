@@ -242,8 +242,8 @@ def _container(c: _Collector, place: Place) -> None:
     self.layers``), as the capture left it, where the code names it and no replay writes it."""
     holder = place.holder
     if type(holder) not in (dict, list) or _written(f"{place.label}[", c.logged) or \
-            not c.named(place):
-        return
+            place.filled or not c.named(place):
+        return  # (a dict the call fills, a memo: its keys are the call's own writes)
     if place.path is not None:
         anchor, steps = place.path
     else:

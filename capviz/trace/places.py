@@ -30,14 +30,15 @@ class Place:
     """One name the captured function can rebind: an object's attribute, a module global,
     a closure cell, a list or dict item; what it held when the scope opened."""
 
-    __slots__ = ("grew", "holder", "inner", "key", "kind", "label", "left", "lifts", "path",
-                 "value")
+    __slots__ = ("filled", "grew", "holder", "inner", "key", "kind", "label", "left", "lifts",
+                 "path", "value")
 
     def __init__(self, kind: str, holder: Any, key: Any, label: str, value: Any,
                  inner: bool = False) -> None:
         self.kind, self.holder, self.key, self.label, self.value = kind, holder, key, label, value
         self.inner = inner  # inside a container: refused only where the capture read its array
         self.grew = False  # a container the last run grew with tensors, then given its items
+        self.filled = False  # a dict the call added keys to (a memo), then given its items
         self.left: Any = None  # the items the last run left in a container it logged Python
         #                        values into (capviz/trace/effects.py: a second run sees them)
         self.lifts: str | None = None  # rebound to a fresh array of its kind: the refusal
