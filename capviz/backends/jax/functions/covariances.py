@@ -12,8 +12,9 @@ weights or ``dtype`` (those stay refused by name: :func:`admitted`):
    of a C-ordered ``x``, an ``np.asfortranarray`` input: :data:`capviz.backends.jax.layouts.F`)
    gives an F-ordered ``X`` (NumPy's copy keeps the order), whose memory is the C-ordered
    ``X.T``: its sums are that array's along the other axis (one row after another where they
-   were pairwise). Any other layout (a transposed slice, a flipped view) is refused at the
-   node;
+   were pairwise); so does a transposed slice (``x[:, :5].T``: NumPy's copy keeps the order
+   of its strides, Fortran's). Any other layout (a flipped or broadcast view) is refused at
+   the node;
 3. ``c = dot(X, X.T.conj())``: a BLAS contraction, its order NumPy's BLAS's: declared as the
    contractions of linear algebra are (:mod:`capviz.backends.contraction_bound`, its ``cov``
    bound), held to it by ``compare`` and the differential harness;
@@ -41,15 +42,15 @@ from capviz.backends.jax import layouts, numpy_order
 from capviz.backends.jax.cancellation import _operand_layout
 from capviz.backends.jax.functions.empty_operands import empty, numpy_of_empty
 from capviz.backends.jax.trace import TRACE, dtype_of, refusal, require_each, warn
+from capviz.core.ir import Node
 
 _PARAMS = frozenset(("rowvar", "bias", "ddof", "dtype"))
 """The parameters of ``np.cov`` this form follows (``y``, ``fweights``, ``aweights`` are
 operands, and stay refused)."""
 
-_LAYOUT = ("np.cov of an operand NumPy holds neither in C nor in Fortran order (a transposed "
-           "slice, a flipped or broadcast view): NumPy's mean adds its values in that memory "
-           "order, which this replay does not know; replay with backend='numpy', or write "
-           "np.cov(x, rowvar=False) for np.cov(x.T) (the same array in NumPy)")
+_LAYOUT = ("np.cov of an operand NumPy holds neither in C nor in Fortran order (a flipped "
+           "or broadcast view): NumPy's mean adds its values in that memory "
+           "order, which this replay does not know; replay with backend='numpy'")
 _FLUSHED = ("np.cov: {what} is below the float's smallest normal ({tiny:.3g}), where XLA "
             "flushes it to zero and NumPy keeps a subnormal; replay with backend='numpy', or "
             "scale the values up")
@@ -117,12 +118,38 @@ def _cov(jnp: Any) -> Callable:
 
 def _layout(operand: Any) -> str | None:
     """The layout NumPy gives the operand: the trace's (:mod:`capviz.backends.jax.layouts`), or
-    for an op run on its own (``compare``'s steps) the layout of the host array it came from."""
+    for an op run on its own (``compare``'s steps) the layout of the host array it came from.
+    A transpose of a C-ordered or strided 2-d value (a transposed slice, ``x[:, :5].T``) is
+    taken as F: NumPy's copy ``np.array(m, ndmin=2, dtype=float64)`` keeps its operand's order
+    of strides (``order='K'``), which is Fortran's there, so its sums are those of ``x.T``."""
     if TRACE.get() is not None:
-        return _operand_layout()
+        found = _operand_layout()
+        return layouts.F if found is None and _transposed_strided() else found
     # the registered JAX backend, looked up by name (importing its module here would close an
     # import circle: the backend imports this module)
     return registry.get("jax").host_layout(operand)
+
+
+_SWAPS = frozenset(("transpose", "swapaxes", "moveaxis", "matrix_transpose",
+                    "linalg.matrix_transpose"))
+
+
+def _transposed_strided() -> bool:
+    """Whether the traced node's first operand is a 2-d transpose of a value NumPy holds
+    C-ordered or strided with its axes in C order (:func:`_layout`)."""
+    trace = TRACE.get()
+    node = trace.node if trace is not None else None
+    if node is None or trace.layouts is None or not node.args:
+        return False
+    view = node.args[0]
+    if not isinstance(view, Node) or view.kind != "op" or view.op not in _SWAPS \
+            or view.shape is None or len(view.shape) != 2 or not view.args:
+        return False
+    source = view.args[0]
+    if not isinstance(source, Node) or source.shape is None or len(source.shape) != 2 \
+            or any(isinstance(a, Node) for a in view.args[1:]):
+        return False
+    return trace.layouts.of(source) in (layouts.C, layouts.STRIDED)
 
 
 def _factor(count: int, bias: bool, ddof: Any) -> np.float64:
