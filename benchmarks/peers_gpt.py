@@ -17,12 +17,17 @@ the same work:
   forward (both trace the Python code once and build an IR; per op / per equation);
 - memory a capture keeps beyond the weights: what ``tracemalloc`` sees the capture allocate and
   keep, against the bytes of the weights the program reads;
-- JAX replay: ``graph.compile(backend="jax")`` called on a token array already on the device,
-  steady state (after a first call), vs ``jax.jit`` of the same forward with its weights as
-  arguments on the device; both wait for the result (``block_until_ready``). capviz's figure
-  includes every check it makes: the values NumPy would refuse, in the XLA program, and the
-  read of the weights kept by reference that refuses a replay after they were edited in place
-  (on a thread of its own while XLA computes: with ``--clock cpu`` it is counted in full);
+- JAX replay, two rows (the lead's ruling 37 07:30 (d)): the default replay (NumPy's
+  arithmetic: a contraction's declared bound carried to every add that can cancel it), its
+  figure where it replays, else where it fails and on how many of ``--feeds`` token draws; and
+  ``arithmetic="xla"`` (XLA's order of summation for products, untested: like with like against
+  ``jax.jit``, issue 22's figure). Each ``graph.compile(backend="jax", ...)`` called on a token
+  array already on the device, steady state (after a first call), vs ``jax.jit`` of the same
+  forward with its weights as arguments on the device; both wait for the result
+  (``block_until_ready``). capviz's figure includes every check it makes: the values NumPy would
+  refuse, in the XLA program, and the read of the weights kept by reference that refuses a
+  replay after they were edited in place (on a thread of its own while XLA computes: with
+  ``--clock cpu`` it is counted in full);
 - the 100-op elementwise chain of ``benchmarks/capture_replay.py`` on (1024, 1024) float32, JAX
   replay vs ``jax.jit`` the same way (ten calls per round);
 - NumPy replay: ``graph.compile(backend="numpy")`` vs the same forward run eagerly by NumPy
@@ -55,15 +60,16 @@ def weight_bytes(params) -> int:
 def report(rows) -> None:
     print(f"{'figure':<34} {'capviz':>22} {'peer':>34} {'ratio':>7}")
     for figure, ours, peer, ratio in rows:
-        print(f"{figure:<34} {ours:>22} {peer:>34} {ratio:>6.2f}x")
+        shown = f"{ratio:>6.2f}x" if ratio == ratio else "     -"  # NaN: no figure (fails)
+        print(f"{figure:<34} {ours:>22} {peer:>34} {shown}")
 
 
 def jax_parts(jax, graph, device_ids, peer, rounds, clock) -> list:
-    """The JAX replay's two parts, each against ``jax.jit`` in the same rounds: the compiled XLA
-    program called alone (reached through capviz's internals: the backend's compiled object of
-    the graph's program, its fast variant), and the check that the weights kept by reference
-    are unchanged (``capviz.core.references.check_unchanged``), which a replay runs on a thread
-    of its own while the program computes."""
+    """The ``arithmetic="xla"`` JAX replay's two parts, each against ``jax.jit`` in the same
+    rounds: the compiled XLA program called alone (reached through capviz's internals: the
+    backend's compiled object of the graph's program, its fast variant), and the check that the
+    weights kept by reference are unchanged (``capviz.core.references.check_unchanged``), which
+    a replay runs on a thread of its own while the program computes."""
     from capviz.backends.jax.backend import _ZERO, BACKEND, x64
     from capviz.core.references import check_unchanged
 
@@ -72,7 +78,7 @@ def jax_parts(jax, graph, device_ids, peer, rounds, clock) -> list:
     def program():
         with x64(), jax.default_matmul_precision("highest"):
             jax.block_until_ready(compiled._fn((device_ids,), compiled.constants, None, _ZERO,
-                                                  False))
+                                                  False, (), True))
 
     t_program, t_jit, t_check = interleaved(
         [program, lambda: jax.block_until_ready(peer()), lambda: check_unchanged(graph)],
@@ -94,22 +100,42 @@ def rebiased(params, scale: float, rng):
     return params
 
 
-def other_biases(jax, weights, scale, spec, device_ids, peer_forward, n_head, rounds,
-                 clock) -> tuple:
-    """The JAX replay row of the same forward with biases ``scale * N(0, 1)`` (same weights),
-    against ``jax.jit`` of it in the same rounds."""
-    other = rebiased(weights, scale, np.random.default_rng(2))
-    fn = cv.capture(lambda x: gpt2_embedded(x, **other, n_head=n_head), spec).compile(
-        backend="jax")
+def jax_rows(jax, forward, spec, feeds, peer_forward, device_params, rounds, clock,
+             label="") -> list:
+    """The two JAX replay rows of ``forward`` (the lead's ruling 37 07:30 (d)): the default
+    replay against ``jax.jit`` where it replays on every one of ``feeds`` (device arrays), else
+    the node it fails at and on how many feeds; ``arithmetic="xla"`` against ``jax.jit``."""
+    graph = cv.capture(forward, spec)
     jitted = jax.jit(peer_forward)
-    device_params = jax.device_put(other)
-    jax.block_until_ready(fn(device_ids))
-    jax.block_until_ready(jitted(device_ids, device_params))
-    t_jax, t_jit = interleaved([lambda: jax.block_until_ready(fn(device_ids)),
-                                lambda: jax.block_until_ready(jitted(device_ids, device_params))],
+    first = feeds[0]
+    jax.block_until_ready(jitted(first, device_params))
+    rows = []
+    default = graph.compile(backend="jax")
+    failed = []
+    for ids in feeds:
+        try:
+            jax.block_until_ready(default(ids))
+        except cv.ReplayError as err:
+            failed.append(err)
+    if failed:
+        node = failed[0].node
+        line = f"{node.source[0].rsplit('/', 1)[-1]}:{node.source[1]}" if node.source else "?"
+        rows.append((f"replay, backend='jax'{label}", f"fails at %{node.index} ({node.op})",
+                     f"{line}, {len(failed)} of {len(feeds)} feeds", float("nan")))
+    else:
+        t_jax, t_jit = interleaved([lambda: jax.block_until_ready(default(first)),
+                                    lambda: jax.block_until_ready(jitted(first, device_params))],
+                                   rounds=rounds, clock=clock)
+        rows.append((f"replay, backend='jax'{label}", f"{1e3 * t_jax:.1f} ms",
+                     f"jax.jit {1e3 * t_jit:.1f} ms", t_jax / t_jit))
+    xla = graph.compile(backend="jax", arithmetic="xla")
+    jax.block_until_ready(xla(first))
+    t_xla, t_jit = interleaved([lambda: jax.block_until_ready(xla(first)),
+                                lambda: jax.block_until_ready(jitted(first, device_params))],
                                rounds=rounds, clock=clock)
-    return (f"  same, biases {scale} * N(0, 1)", f"{1e3 * t_jax:.1f} ms",
-            f"jax.jit {1e3 * t_jit:.1f} ms", t_jax / t_jit)
+    rows.append((f"  arithmetic='xla'{label}", f"{1e3 * t_xla:.1f} ms",
+                 f"jax.jit {1e3 * t_jit:.1f} ms", t_xla / t_jit))
+    return rows, graph, xla
 
 
 def main() -> None:
@@ -127,6 +153,9 @@ def main() -> None:
                         help="a second bias scale whose JAX replay is timed too, on the same "
                              "weights (trained GPT-2's biases run to units: a bias that halves "
                              "an output takes the exact bound's slower path); 0: none")
+    parser.add_argument("--feeds", type=int, default=5,
+                        help="token draws the default JAX replay is tried on (where it fails: "
+                             "on how many)")
     parser.add_argument("--picogpt-scalars", action="store_true",
                         help="keep picoGPT's np.sqrt scalars (float64 under NumPy 2)")
     parser.add_argument("--parts", action="store_true",
@@ -191,21 +220,21 @@ def main() -> None:
 
     device_ids = jax.device_put(ids)
     device_params = jax.device_put(weights)
-    fn = kept.compile(backend="jax")
+    feeds = [device_ids] + [jax.device_put(params["wte"][np.random.default_rng(k).integers(
+        0, 50257, args.tokens)] + params["wpe"][range(args.tokens)]) for k in range(
+        2, args.feeds + 1)]
     jitted = jax.jit(peer_forward)
-    jax.block_until_ready(fn(device_ids))
-    jax.block_until_ready(jitted(device_ids, device_params))
-    t_jax, t_jit = interleaved([lambda: jax.block_until_ready(fn(device_ids)),
-                                lambda: jax.block_until_ready(jitted(device_ids, device_params))],
-                               rounds=args.rounds, clock=clock)
-    rows.append(("replay, backend='jax'", f"{1e3 * t_jax:.1f} ms", f"jax.jit {1e3 * t_jit:.1f} ms",
-                 t_jax / t_jit))
+    replays, xla_graph, fn = jax_rows(jax, forward, spec, feeds, peer_forward, device_params,
+                                      args.rounds, clock)
+    rows.extend(replays)
     if args.also_bias_scale:
-        rows.append(other_biases(jax, weights, args.also_bias_scale, spec, device_ids,
-                                 peer_forward, n_head, args.rounds, clock))
+        other = rebiased(weights, args.also_bias_scale, np.random.default_rng(2))
+        rows.extend(jax_rows(jax, lambda x: gpt2_embedded(x, **other, n_head=n_head), spec,
+                             feeds, peer_forward, jax.device_put(other), args.rounds, clock,
+                             f", biases {args.also_bias_scale}")[0])
     if args.parts:
-        rows.extend(jax_parts(jax, kept, device_ids, lambda: jitted(device_ids, device_params),
-                              args.rounds, clock))
+        rows.extend(jax_parts(jax, xla_graph, device_ids,
+                              lambda: jitted(device_ids, device_params), args.rounds, clock))
 
     x = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
     chain_graph = cv.capture(lambda v: chain(v, 100), cv.spec(x.shape, x.dtype))
@@ -233,7 +262,7 @@ def main() -> None:
     rows.append(("replay, backend='numpy'", f"{1e3 * t_np:.1f} ms",
                  f"eager NumPy {1e3 * t_eager:.1f} ms", t_np / t_eager))
     report(rows)
-    ours = np.asarray(fn(device_ids)[0])
+    ours = np.asarray(fn(device_ids)[0])  # the arithmetic="xla" replay
     theirs = np.asarray(jitted(device_ids, device_params))
     print(f"max |capviz jax - jax.jit| = {np.max(np.abs(ours - theirs)):.3g} "
           f"(dtypes {ours.dtype}, {theirs.dtype})")
