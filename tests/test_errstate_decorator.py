@@ -217,3 +217,18 @@ def test_an_ignoring_errstate_under_a_raising_caller_is_refused_with_the_fix_tha
 def inside_ignore(x):
     with np.errstate(all="ignore"):
         return np.log(x)
+
+
+@np.errstate(all="ignore")
+def _quiet_log(x):
+    return np.log(x)
+
+
+def test_a_function_decorated_to_ignore_replays_each_time_as_eager():
+    # capviz's own errstate hook, in place while the capture ran, was taken for a Python value
+    # the user could change (a guard on NumPy's _make_extobj): every replay was refused
+    graph = cv.capture(_quiet_log, cv.spec((3,), "float64"))
+    x = np.array([1.0, 0.0, -1.0])
+    for _ in range(2):
+        out = graph.replay({"x": x})["out"]
+        assert np.array_equal(out, _quiet_log(x), equal_nan=True)

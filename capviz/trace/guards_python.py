@@ -56,6 +56,14 @@ MOST_GUARDS = 1_000_000
 finding 21, 5000 floats named by the code dropped the guard of ``self.training`` at 4096)."""
 
 
+def _capviz_hook(value: Any) -> bool:
+    """Whether ``value`` is a function of capviz's own, in place only while a capture runs (a
+    hook such as the one ``np.errstate`` decorators are seen through): never the user's value,
+    and gone by the time a replay checks its guards."""
+    return isinstance(value, (types.FunctionType, types.BuiltinFunctionType)) and \
+        str(getattr(value, "__module__", None) or "").startswith("capviz.")
+
+
 class _Collector:
     """The guards of one capture, deduplicated by label and by the place they read."""
 
@@ -74,7 +82,8 @@ class _Collector:
     def add(self, label: str, value: Any, where: tuple[Any, tuple] | None, holder: Any,
             key: Any, read: tuple[int, Any] | None = None) -> None:
         if where is None or label in self.labels or _written(label, self.logged) or \
-                len(self.guards) >= MOST_GUARDS or (read is not None and read in self.read):
+                len(self.guards) >= MOST_GUARDS or (read is not None and read in self.read) \
+                or _capviz_hook(value):
             return
         self.labels.add(label)
         if read is not None:

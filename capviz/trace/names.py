@@ -427,7 +427,9 @@ def path_of(link: Any) -> str:
 
 def _has_attributes(obj: Any) -> bool:
     return isinstance(getattr(obj, "__dict__", None), dict) and not isinstance(obj, _OPAQUE) \
-        and type(obj).__module__ not in ("builtins", "numpy")
+        and type(obj).__module__ not in ("builtins", "numpy") \
+        and not type(obj).__module__.startswith("capviz.")  # (a graph the user holds: its
+    #                                                        own references are not names)
 
 
 _ITEM_OF_DICT, _ITEM_OF_SEQUENCE, _ATTRIBUTE = "dict", "sequence", "attribute"
