@@ -159,3 +159,18 @@ def test_a_sum_as_a_product_into_a_difference_that_does_not_cancel_replays(spell
     got, want = _replay(fn, x), fn(x)
     rtol, atol = registry.get("jax").tolerance_for(want.dtype)
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("op", ["remainder", "fmod"])
+def test_a_product_s_remainder_fails_where_its_bound_is_beyond_the_tolerance(op):
+    # R9 #26 (mod part): np.mod(x @ ones, 1.0) of float32 rows near 1e3 replayed 0.0625 off
+    # NumPy's, silently (a remainder takes the product's integer part away: its error stays)
+    fn = (lambda x: np.mod(x @ ONES.astype(x.dtype), np.float32(1.0))) if op == "remainder" \
+        else (lambda x: np.fmod(x @ ONES.astype(x.dtype), np.float32(1.0)))
+    x = _rows(np.float32)
+    graph = cv.capture(fn, x)
+    with pytest.raises(cv.ReplayError, match=(
+            rf"^replay failed at node %\d+ \({op}\), recorded at .*: np\.{op}: its operand was a "
+            rf"product of linear algebra \(np\.matmul: .*this {op} takes a multiple of the divisor "
+            r"away from it: .*arithmetic='xla' \(graph\.compare reports the difference\)$")):
+        graph.replay(dict(zip(graph.inputs, (x,))), backend="jax")

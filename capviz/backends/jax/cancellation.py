@@ -242,7 +242,7 @@ def _norm_kept_apart(reach: Any) -> bool:
     return reach.consumer.op == "subtract" and reach.position == 0 and float(other) <= 0
 
 
-SPREAD_CONSUMERS = cancelling.DIFFERENCES | cancelling.SPREADS
+SPREAD_CONSUMERS = cancelling.DIFFERENCES | cancelling.SPREADS | cancelling.REMAINDERS
 """The consumers other than an add or subtract that a contraction of linear algebra is
 followed to (:func:`_spread`)."""
 

@@ -179,6 +179,14 @@ _SPREAD_CONTRACTED_MESSAGE = (
     "backend='numpy'" + XLA_FIX)
 
 
+_REMAINDER_CONTRACTED_MESSAGE = (
+    "np.{op}: {operands} a product of linear algebra (np.{sums}: NumPy's BLAS and XLA add its "
+    "products in their own orders, declared within 2 gamma_k |A| @ |B| of each other), and "
+    "this {op} takes a multiple of the divisor away from it: that bound, carried here, is "
+    "beyond the tolerance of the result, so NumPy's value and XLA's may differ there; replay "
+    "with backend='numpy'" + XLA_FIX)
+
+
 _DECLARED_MESSAGE = (
     "np.{op}: {operands} a product of linear algebra (np.{sums}: NumPy's BLAS and XLA add its "
     "products in their own orders, declared within 2 gamma_k |A| @ |B| of each other), and "
@@ -421,6 +429,10 @@ class Carried:
             return _SPREAD_CONTRACTED_MESSAGE.format(
                 op=op, operands=operands, sums=", np.".join(sums),
                 them="its values" if n == 1 else "their values")
+        if carrying and all(contraction_bound.is_contraction_node(s) for s in carrying) \
+                and node.op in cancelling.REMAINDERS:
+            return _REMAINDER_CONTRACTED_MESSAGE.format(op=op, operands=operands,
+                                                        sums=", np.".join(sums))
         if carrying and all(contraction_bound.is_contraction_node(s) for s in carrying):
             return _CONTRACTED_MESSAGE.format(op=op, operands=operands,
                                               sums=", np.".join(sums), them=them)
