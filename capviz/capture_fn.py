@@ -27,7 +27,7 @@ import numpy as np
 from capviz.capture import CaptureDevice, CaptureScope, _observers
 from capviz.core import references
 from capviz.core.errors import CapvizError, UnsupportedOperationError
-from capviz.core.source import PACKAGE_DIR, USER_FILES, user_source
+from capviz.core.source import PACKAGE_DIRS, USER_FILES, user_source
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain, make_error
 from capviz.devices import Device, default_device
@@ -207,7 +207,7 @@ def _let_go(error: BaseException) -> None:
         while tb is not None:
             frame = tb.tb_frame
             filename = frame.f_code.co_filename
-            if filename.startswith(PACKAGE_DIR) and filename not in USER_FILES:
+            if filename.startswith(PACKAGE_DIRS) and filename not in USER_FILES:
                 with contextlib.suppress(RuntimeError):  # (an executing frame: capture's own)
                     frame.clear()
             tb = tb.tb_next

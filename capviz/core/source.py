@@ -22,9 +22,14 @@ def format_source(source: Source | None) -> str | None:
 
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+PACKAGE_DIRS = tuple(dict.fromkeys((PACKAGE_DIR, os.path.dirname(os.path.dirname(__file__))
+                                    + os.sep)))
+"""capviz's folder as :data:`PACKAGE_DIR` and as its code objects' file names spell it: imported
+through a path that is not normal (``sys.path.insert(0, "..")`` in a notebook), they read
+``/work/nb/../capviz/...``, which is capviz's own code all the same."""
 NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
-SKIP_DIRS = (PACKAGE_DIR, NUMPY_DIR, "<frozen ")
-USER_FILES = frozenset({os.path.join(PACKAGE_DIR, "models.py")})  # capviz's own example code
+SKIP_DIRS = (*PACKAGE_DIRS, NUMPY_DIR, "<frozen ")
+USER_FILES = frozenset(os.path.join(d, "models.py") for d in PACKAGE_DIRS)  # (its example code)
 
 
 def is_user_file(filename: str) -> bool:
@@ -37,7 +42,7 @@ def numpy_caller(frame: FrameType | None) -> str | None:
     frame outside capviz when it is NumPy's Python code (``full`` for ``np.full(shape, t)``)."""
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith(PACKAGE_DIR) or filename in USER_FILES:
+        if not filename.startswith(PACKAGE_DIRS) or filename in USER_FILES:
             return frame.f_code.co_name if filename.startswith(NUMPY_DIR) else None
         frame = frame.f_back
     return None

@@ -81,7 +81,7 @@ import numpy as np
 
 from capviz.core.ir import Graph, Node
 from capviz.core.own_weakrefs import OwnRef, only_own
-from capviz.core.source import PACKAGE_DIR, USER_FILES, user_frame
+from capviz.core.source import PACKAGE_DIRS, USER_FILES, user_frame
 from capviz.trace import code_reach, mutation
 from capviz.trace.places import Place, tensor_in
 from capviz.trace.rebound import fresh, rebindable
@@ -222,7 +222,7 @@ class Lifted:
         if self.doubt or frame is None or not self.nodes:
             return
         filename = frame.f_code.co_filename
-        if filename.startswith(PACKAGE_DIR) and filename not in USER_FILES:
+        if filename.startswith(PACKAGE_DIRS) and filename not in USER_FILES:
             return  # capviz's own check (its dispatch, its walks)
         if _depends(tensor._data, {node.index for node in self.nodes}, self.clean):
             self.doubt = True

@@ -28,7 +28,7 @@ import inspect
 from types import CodeType, FrameType
 from typing import Any
 
-from capviz.core.source import PACKAGE_DIR, SKIP_DIRS, USER_FILES
+from capviz.core.source import PACKAGE_DIRS, SKIP_DIRS, USER_FILES
 
 _SUSPENDABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 _NO_LEVEL = frozenset({"<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>", "<module>"})
@@ -55,7 +55,7 @@ def _code_kind(code: CodeType) -> str | None:
     if hit is not None and hit[0] is code:
         return hit[1]
     filename = code.co_filename
-    if filename.startswith(PACKAGE_DIR) and filename not in USER_FILES:
+    if filename.startswith(PACKAGE_DIRS) and filename not in USER_FILES:
         kind: str | None = _CAPVIZ
     elif filename.startswith(SKIP_DIRS) or code.co_name in _NO_LEVEL:
         kind = None
