@@ -52,13 +52,16 @@ def test_a_bias_changed_after_a_weights_refusal_is_taken_by_graph_changed(backen
 
     graph = cv.capture(fwd, cv.spec((4, 1024), "float32"))
     x = rng.standard_normal((4, 1024)).astype(np.float32)
-    fn = graph.compile(backend=backend)
+    # (on JAX the add where b cancels x @ W fails at the node by default, the product's declared
+    # bound beyond the tolerance there: this test is about graph.changed(), so XLA's order)
+    opts = {"arithmetic": "xla"} if backend == "jax" else {}
+    fn = graph.compile(backend=backend, **opts)
     W -= 0.01 * rng.standard_normal(W.shape).astype(np.float32)  # one eager SGD step
     b -= 0.5
     with pytest.raises(cv.ReplayError, match=r"constant %1 'W' .* kept by reference"):
-        graph.replay({"x": x}, backend=backend)
+        graph.replay({"x": x}, backend=backend, **opts)
     graph.changed()
-    got = np.asarray(graph.replay({"x": x}, backend=backend, to_numpy=True)["out"])
+    got = np.asarray(graph.replay({"x": x}, backend=backend, to_numpy=True, **opts)["out"])
     _close(got, fwd(x), backend)  # (was the capture's b: max|d| 0.5)
     _close(np.asarray(fn(x)[0]), fwd(x), backend)
 
