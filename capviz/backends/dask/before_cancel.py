@@ -106,12 +106,7 @@ def feeding(nodes: list[Node]) -> dict[int, tuple]:
     :mod:`capviz.backends.dask.product_checks` carries its bound (the backend takes it out of
     what this returns: :func:`~capviz.backends.dask.product_checks.split`)."""
     found = cancelling.reaches(nodes, SUMS | CONTRACTED)
-    users: dict[int, list[Node]] = {}
-    for node in nodes:
-        if node.kind == "op":
-            for a in node.args:
-                if isinstance(a, Node):
-                    users.setdefault(a.index, []).append(node)
+    users = product_checks.users_of(nodes)
     for node in nodes:
         if node.kind != "op" or node.index in found or node.dtype is None \
                 or np.dtype(node.dtype).kind not in "fc":

@@ -155,7 +155,7 @@ def split(found: dict[int, tuple], nodes: list[Node], returned: set[int],
             if each and blocked(each[0].sum):
                 del kept[index]
         return kept, Plan(products, {})
-    users = _users(nodes)
+    users = users_of(nodes)
     for index, each in found.items():
         if not each or not _paired(each[0].sum) or fits_one_block(each[0].sum):
             continue
@@ -169,7 +169,8 @@ def split(found: dict[int, tuple], nodes: list[Node], returned: set[int],
     return kept, Plan(products, {k: tuple(v) for k, v in consumers.items()})
 
 
-def _users(nodes: list[Node]) -> dict[int, list[Node]]:
+def users_of(nodes: list[Node]) -> dict[int, list[Node]]:
+    """The op nodes among ``nodes`` that read each node, by its index."""
     users: dict[int, list[Node]] = {}
     for node in nodes:
         if node.kind == "op":
@@ -215,7 +216,7 @@ def unchecked(nodes: list[Node], found: dict[int, tuple],
     finding 14), or ``None``. Outputs, moves, magnitudes, real picks and clamps, scalings by
     numbers and sums of it keep the declared bound, as since 47ad594 (a larger-than-memory
     ``h @ w`` read by ``np.abs(y).max(1)`` and ``y.sum(0)`` replays in its blocks)."""
-    users = _users(nodes)
+    users = users_of(nodes)
     for node in nodes:
         if node.index in found or node.index in plan.products or node.index not in users \
                 or not blocked(node):
