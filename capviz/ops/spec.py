@@ -16,6 +16,7 @@ function on one-element proxies of the operands' dtypes and ranks (NumPy's own p
 from __future__ import annotations
 
 import inspect
+import types
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -114,11 +115,27 @@ class FunctionSpec:
 
 
 def resolve(xp: Any, path: str) -> Callable:
-    """``xp.linalg.inv`` for ``path == "linalg.inv"`` (AttributeError when missing)."""
+    """``xp.linalg.inv`` for ``path == "linalg.inv"`` (AttributeError when missing). Where
+    NumPy's function is capviz's stand-in of the moment (a capture is open:
+    :mod:`capviz.randomness.creation`'s hooks of ``np.copy``, ``np.zeros``..., and
+    :mod:`capviz.randomness.hooks`' of ``np.random``), the function it stands in for: an op
+    bound then keeps its callable for every later replay
+    (:meth:`capviz.ops.table.Op.bind` caches it), which must
+    be NumPy's own, not the hook (a dask cluster cannot pickle the hook for its workers: it holds a
+    thread-local)."""
     obj = xp
     for part in path.split("."):
         obj = getattr(obj, part)
+    while _capviz_hook(obj):
+        obj = obj.__wrapped__
     return obj
+
+
+def _capviz_hook(value: Any) -> bool:
+    """Whether ``value`` is one of capviz's hooks of a NumPy function (its ``__wrapped__``:
+    NumPy's function)."""
+    return isinstance(value, types.FunctionType) and hasattr(value, "__wrapped__") \
+        and str(getattr(value, "__module__", None) or "").startswith("capviz.randomness.")
 
 
 def static_params(spec: FunctionSpec) -> tuple[str, ...]:
