@@ -10,7 +10,7 @@ import tempfile
 
 import numpy as np
 import pytest
-from helpers import fakecupy
+from helpers.engines import engine
 
 import capviz as cv
 from capviz.core import references
@@ -21,14 +21,7 @@ BACKENDS = ["numpy", "fakecupy", "dask", "jax"]
 
 @pytest.fixture(params=BACKENDS)
 def backend(request, monkeypatch):
-    if request.param == "fakecupy":
-        fakecupy.install(monkeypatch)
-        return "cupy"
-    if request.param == "dask":
-        pytest.importorskip("dask.array")
-    if request.param == "jax":
-        pytest.importorskip("jax")
-    return request.param
+    return engine(request.param, monkeypatch)
 
 
 def weight(rows=1024, cols=512, seed=0):

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import capviz as cv
+from tests.helpers.twins import assert_same_bytes, replayed
 
 XS = [np.random.default_rng(k).normal(size=3) for k in range(6)]
 
@@ -95,17 +96,9 @@ def test_in_place_adam_two_statements_a_line_is_told_each_fix_that_applies(warm)
 @pytest.mark.parametrize("warm", [False, True])
 def test_in_place_adam_with_the_quoted_fixes_applied_replays_exactly(warm):
     model, eager = AdamFixed(), Adam()
-    if warm:
-        model.step(XS[0])
-        eager.step(XS[0])
-    graph = cv.capture(model.step, XS[1])
-    for k, x in enumerate(XS[1:] * 2):
-        out = graph.replay({graph.inputs[0]: x})[graph.outputs[0]] if k % 2 else \
-            graph.compile()(x)[0]
-        want = eager.step(x)
+    for out, want in replayed(model, eager, XS, warm):
         assert out.tobytes() == want.tobytes()
-        for name in ("W", "m", "s", "t"):
-            assert getattr(model, name).tobytes() == getattr(eager, name).tobytes(), name
+        assert_same_bytes(model, eager, ("W", "m", "s", "t"))
 
 
 class BnDict:  # (review 8's fx_r8train.py T6: the BN dict bound anew, momentum beside it)
@@ -164,16 +157,9 @@ def test_a_bn_dict_bound_anew_beside_momentum_is_told_each_fix_then_replays_exac
                           "capture records as a state: `self.v *= cv.constant(np.float64(0.9))`"
                           ), fix
     model, eager = BnDictFixed(), BnDict()
-    if warm:
-        model.step(XS[0])
-        eager.step(XS[0])
-    graph = cv.capture(model.step, XS[1])
-    for k, x in enumerate(XS[1:] * 2):
-        out = graph.replay({graph.inputs[0]: x})[graph.outputs[0]] if k % 2 else \
-            graph.compile()(x)[0]
-        assert out.tobytes() == eager.step(x).tobytes()
-        for name in ("W", "v"):
-            assert getattr(model, name).tobytes() == getattr(eager, name).tobytes(), name
+    for out, want in replayed(model, eager, XS, warm):
+        assert out.tobytes() == want.tobytes()
+        assert_same_bytes(model, eager, ("W", "v"))
         assert model.bn["mean"].tobytes() == eager.bn["mean"].tobytes()
 
 
@@ -216,14 +202,7 @@ def test_a_running_mean_in_a_dict_item_is_told_its_in_place_write(warm):
                           '[...] = 0.9 * cv.constant(self.bn["mean"]) + 0.1 * h, which the '
                           'capture records as a state')
     model, eager = EmaBesideFixed(), EmaBeside()
-    if warm:
-        model.step(XS[0])
-        eager.step(XS[0])
-    graph = cv.capture(model.step, XS[1])
-    for k, x in enumerate(XS[1:] * 2):
-        out = graph.replay({graph.inputs[0]: x})[graph.outputs[0]] if k % 2 else \
-            graph.compile()(x)[0]
-        assert out.tobytes() == eager.step(x).tobytes()
-        for name in ("W", "v", "ema"):
-            assert getattr(model, name).tobytes() == getattr(eager, name).tobytes(), name
+    for out, want in replayed(model, eager, XS, warm):
+        assert out.tobytes() == want.tobytes()
+        assert_same_bytes(model, eager, ("W", "v", "ema"))
         assert model.bn["mean"].tobytes() == eager.bn["mean"].tobytes()

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import capviz as cv
+from tests.helpers.twins import replayed
 
 XS = [np.random.default_rng(k).normal(size=3) for k in range(5)]
 
@@ -37,14 +38,8 @@ class InputCache:
 @pytest.mark.parametrize("warm", [False, True])
 def test_a_dict_item_input_cache_is_set_by_each_replay(warm):
     model, eager = InputCache(), InputCache()
-    if warm:
-        model.step(XS[0])
-        eager.step(XS[0])
-    graph = cv.capture(model.step, XS[1])
-    for k, x in enumerate(XS[1:] * 2):
-        out = graph.replay({graph.inputs[0]: x})[graph.outputs[0]] if k % 2 else \
-            graph.compile()(x)[0]
-        assert _same(out, eager.step(x))
+    for out, want in replayed(model, eager, XS, warm):
+        assert _same(out, want)
         assert model.cache.keys() == eager.cache.keys()
         assert _same(model.cache["x"], eager.cache["x"])
 
@@ -114,11 +109,6 @@ def test_a_scratch_buffer_made_lazily_in_a_dict_is_told_each_fix_then_replays_ex
     assert what.startswith("`return buf + 1.0` at ")
     assert fix.startswith("Fix: write `return cv.constant(buf) + 1.0`: ")
     model, eager = ScratchFixed(), Scratch()
-    model.step(XS[0])
-    eager.step(XS[0])
-    graph = cv.capture(model.step, XS[1])
-    for k, x in enumerate(XS[1:] * 2):
-        out = graph.replay({graph.inputs[0]: x})[graph.outputs[0]] if k % 2 else \
-            graph.compile()(x)[0]
-        assert _same(out, eager.step(x))
+    for out, want in replayed(model, eager, XS, warm=True):
+        assert _same(out, want)
         assert _same(model.ws["tmp"], eager.ws["tmp"])

@@ -19,21 +19,19 @@ import pytest
 
 import capviz as cv
 from capviz.core.errors import ReplayInputError, UnsupportedOperationError
+from tests.helpers.twins import same
 
 SPEC = cv.spec((3,), "float64")
 
 
-def _same(a, b):
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, (list, tuple, collections.deque)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (np.ndarray, np.generic)):
-        a, b = np.asarray(a), np.asarray(b)
-        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-    return a == b
+def _replayed_beside(graph, model, twin, world, calls):
+    """``graph`` (captured from ``model.step``) replayed on ``np.arange(3.0) + k`` for each
+    ``k < calls``, the eager ``twin`` called beside it: ``world`` of each the same."""
+    for k in range(calls):
+        x = np.arange(3.0) + k
+        graph.replay({"x": x})
+        twin.step(x.copy())
+        assert same(world(model), world(twin))
 
 
 LOG = []
@@ -66,7 +64,7 @@ def test_python_values_logged_are_logged_by_each_replay_as_eager():
     model, twin = Model(), Model()
     LOG.clear()
     graph = cv.capture(model.step, SPEC)
-    assert _same(_world(model), [["start"], [], {}, []]) and LOG == []  # left as found
+    assert same(_world(model), [["start"], [], {}, []]) and LOG == []  # left as found
     assert "log self.log.append 'step'  # the same each replay" in str(graph)
     for k in range(3):
         x = np.arange(3.0) + k
@@ -74,8 +72,8 @@ def test_python_values_logged_are_logged_by_each_replay_as_eager():
         logged = LOG[:]
         LOG.clear()
         want = twin.step(x.copy())
-        assert _same(got, want)
-        assert _same(_world(model), _world(twin)) and logged == LOG
+        assert same(got, want)
+        assert same(_world(model), _world(twin)) and logged == LOG
         LOG.clear()
     assert model.events[0] is not model.events[1]  # a new dict each replay, as each call
 
@@ -102,7 +100,7 @@ def test_python_values_and_tensors_are_logged_in_the_call_order():
         x = np.arange(3.0) * (k + 1)
         graph.replay({"x": x})
         twin.step(x.copy())
-        assert _same(model.log, twin.log) and _same(model.W, twin.W)
+        assert same(model.log, twin.log) and same(model.W, twin.W)
     assert [type(v) for v in model.log[:3]] == [str, np.float64, str]
 
 
@@ -122,11 +120,7 @@ def test_a_list_emptied_and_filled_with_python_values_and_tensors_is_refilled():
     model, twin = Scratch(), Scratch()
     graph = cv.capture(model.step, SPEC)
     assert model.acts == ["old"]
-    for k in range(2):
-        x = np.arange(3.0) + k
-        graph.replay({"x": x})
-        twin.step(x.copy())
-        assert _same(model.acts, twin.acts)
+    _replayed_beside(graph, model, twin, lambda o: o.acts, calls=2)
 
 
 class Stamps:
@@ -244,8 +238,8 @@ def test_a_value_set_once_and_found_by_the_second_run_is_logged_by_each_replay()
     assert model.cfg == {}
     for k in range(2):
         x = np.arange(3.0) + k
-        assert _same(graph.replay({"x": x})["out"], twin.step(x.copy()))
-        assert _same(model.cfg, twin.cfg)
+        assert same(graph.replay({"x": x})["out"], twin.step(x.copy()))
+        assert same(model.cfg, twin.cfg)
 
 
 class Objects:
@@ -320,9 +314,9 @@ def test_ordered_and_default_dicts_are_logged_by_each_replay():
     graph = cv.capture(model.step, SPEC)
     for k in range(3):
         x = np.arange(3.0) * (k + 1)
-        assert _same(graph.replay({"x": x})["out"], twin.step(x.copy()))
-        assert _same(dict(model.last), dict(twin.last))
-        assert _same(dict(model.hist), dict(twin.hist))
+        assert same(graph.replay({"x": x})["out"], twin.step(x.copy()))
+        assert same(dict(model.last), dict(twin.last))
+        assert same(dict(model.hist), dict(twin.hist))
     assert type(model.last) is collections.OrderedDict
 
 
@@ -411,11 +405,7 @@ def test_a_value_from_a_buffer_the_capture_made_appended_is_a_log():
     that cannot apply to an append; a list fn does not test holds logs."""
     model, twin = Drawn(), Drawn()
     graph = cv.capture(model.step, SPEC)
-    for k in range(2):
-        x = np.arange(3.0) + k
-        graph.replay({"x": x})
-        twin.step(x.copy())
-        assert _same(model.log, twin.log)
+    _replayed_beside(graph, model, twin, lambda o: o.log, calls=2)
 
 
 class Ema0:
@@ -431,11 +421,7 @@ def test_the_running_numbers_fix_as_quoted_replays_as_eager():
     """Review 8, finding 24: the quoted example (ema[...] = 0.9 * ema + ...) was refused."""
     model, twin = Ema0(), Ema0()
     graph = cv.capture(model.step, SPEC)
-    for k in range(3):
-        x = np.arange(3.0) + k
-        graph.replay({"x": x})
-        twin.step(x.copy())
-        assert _same(model.ema, twin.ema)
+    _replayed_beside(graph, model, twin, lambda o: o.ema, calls=3)
 
 
 class Shared:

@@ -17,22 +17,10 @@ import pytest
 
 import capviz as cv
 from capviz.core.errors import DataReadError, UnsupportedOperationError
+from tests.helpers.twins import same
 
 SPEC = cv.spec((3,), "float64")
 XS = [np.array([1.0, 2.0, 3.0]), np.array([0.5, -1.0, 2.0]), np.array([3.0, 1.0, -2.0])]
-
-
-def _same(a, b):
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, (list, tuple, collections.deque)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (np.ndarray, np.generic)):
-        a, b = np.asarray(a), np.asarray(b)
-        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
-    return a == b
 
 
 def _replays_as_eager(make, world, given=SPEC, warm=False):
@@ -43,11 +31,11 @@ def _replays_as_eager(make, world, given=SPEC, warm=False):
         eager.step(XS[0])
         captured.step(XS[0])
     graph = cv.capture(captured.step, given)
-    assert _same(world(captured), world(eager))  # (the capture leaves them as it found them)
+    assert same(world(captured), world(eager))  # (the capture leaves them as it found them)
     for x in XS:
         out = graph.replay({"x": x})
-        assert _same(out[next(iter(out))], eager.step(x))
-        assert _same(world(captured), world(eager)), (world(captured), world(eager))
+        assert same(out[next(iter(out))], eager.step(x))
+        assert same(world(captured), world(eager)), (world(captured), world(eager))
     return graph
 
 
@@ -191,14 +179,14 @@ def test_a_logged_dict_holding_tensors_is_compiled_saved_and_returned(tmp_path):
     eager = History()
     eager.step(XS[1])
     graph.compile()(XS[1])
-    assert _same((m.history, m.last), (eager.history, eager.last))
+    assert same((m.history, m.last), (eager.history, eager.last))
     path = tmp_path / "g.json"
     graph.save(path)
     loaded = cv.load(path)
     assert "{'loss': %" in str(loaded)
     result = loaded.replay({"x": XS[1]}, state="return")
     logged = [v for k, v in result.states.items() if k.startswith("self.history")]
-    assert _same(logged, eager.history)
+    assert same(logged, eager.history)
 
 
 class Aliased:
@@ -415,7 +403,7 @@ def test_a_read_inside_a_subscript_of_a_logged_value_is_a_guard_again():
     m, eager = Spellings(), Spellings()
     graph = cv.capture(m.sliced, np.array([2.0, 1.0, 3.0]))
     x = np.array([2.0, 5.0, 1.0])  # the same n: the guard holds
-    assert _same(graph.replay({"x": x})["out"], eager.sliced(x)) and _same(m.hist, eager.hist)
+    assert same(graph.replay({"x": x})["out"], eager.sliced(x)) and same(m.hist, eager.hist)
     with pytest.raises(cv.GuardError):
         graph.replay({"x": np.array([1.0, 5.0, 1.0])})
 
@@ -481,7 +469,7 @@ def test_an_average_meter_the_call_updates_is_refused_with_keep_it_outside(metho
         loss = list(out.values())[1]
         m.losses.update(loss.item() if method == "step_item" else loss[()], 3)
         eager.step_item(x) if method == "step_item" else eager.step(x)
-        assert _same(vars(m.losses), vars(eager.losses))
+        assert same(vars(m.losses), vars(eager.losses))
 
 
 NO_SOURCE_READS = """
@@ -572,7 +560,7 @@ def test_a_number_read_for_a_method_that_updates_nothing_is_a_guard_as_before():
         return x * clip.scale(np.linalg.norm(x).item())
 
     graph = cv.capture(step, XS[0])
-    assert _same(graph.replay({"x": XS[0]})["out"], step(XS[0]))
+    assert same(graph.replay({"x": XS[0]})["out"], step(XS[0]))
     with pytest.raises(cv.GuardError):
         graph.replay({"x": XS[1]})
 
@@ -591,6 +579,6 @@ def test_a_truth_test_or_a_local_list_on_an_appending_line_is_a_guard_as_before(
 
     for fn in (branch, scaled):
         graph = cv.capture(fn, XS[0])
-        assert _same(graph.replay({"x": XS[0]})["out"], fn(XS[0]))
+        assert same(graph.replay({"x": XS[0]})["out"], fn(XS[0]))
         with pytest.raises(cv.GuardError):
             graph.replay({"x": -XS[0]})

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import capviz as cv
-from tests.helpers.public_census import Program, line_of, refusal, run
+from tests.helpers.public_census import Program, line_of, refused_at, run
 
 
 def _x(*shape):
@@ -501,11 +501,7 @@ REFUSED = [
                          ids=[row[0] for row in REFUSED])
 def test_the_program_is_refused_at_its_line_with_the_fix(name, error, line, code, func, what,
                                                          fix):
-    kind, lines = refusal(SIMULATIONS[name][0])
-    assert kind is error
-    assert lines[0].startswith(f"`{code}` at {__file__}:{line_of(__file__, line)} in {func}: "
-                               f"{what}"), lines[0]
-    assert len(lines) <= 3 and lines[-1].startswith("Fix: ")
+    lines = refused_at(SIMULATIONS[name][0], error, __file__, line, code, func, what)
     if fix is not None:
         fix = fix.format(pos=line_of(__file__, "self.pos += dt * self.vel"),
                          energy=line_of(__file__, "return 0.5 * np.sum(self.mass * (self.vel "

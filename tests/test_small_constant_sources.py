@@ -14,7 +14,7 @@ import tempfile
 
 import numpy as np
 import pytest
-from helpers import fakecupy
+from helpers.engines import engine
 
 import capviz as cv
 from capviz.core.references import REFERENCE_BYTES
@@ -24,14 +24,7 @@ BACKENDS = ["numpy", "fakecupy", "dask", "jax"]
 
 @pytest.fixture(params=BACKENDS)
 def backend(request, monkeypatch):
-    if request.param == "fakecupy":
-        fakecupy.install(monkeypatch)
-        return "cupy"
-    if request.param == "dask":
-        pytest.importorskip("dask.array")
-    if request.param == "jax":
-        pytest.importorskip("jax")
-    return request.param
+    return engine(request.param, monkeypatch)
 
 
 def _close(got, want, backend):

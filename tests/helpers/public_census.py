@@ -159,3 +159,16 @@ def refusal(setup: Callable[[], Program]) -> tuple[type, list[str]]:
     verdict = run(setup)
     assert verdict.kind == "refused", (verdict.kind, verdict.detail, verdict.first_line)
     return type(verdict.error), str(verdict.error).splitlines()
+
+
+def refused_at(setup: Callable[[], Program], error: type, path: str, line: str, code: str,
+               func: str, what: str) -> list[str]:
+    """The message lines of the refusal of ``setup``'s program, checked: an ``error``, its
+    first line ``code`` (as quoted) at the line of ``path`` that holds ``line``, in ``func``,
+    then ``what``; at most three lines, the last a fix."""
+    kind, lines = refusal(setup)
+    assert kind is error
+    assert lines[0].startswith(f"`{code}` at {path}:{line_of(path, line)} in {func}: {what}"), \
+        lines[0]
+    assert len(lines) <= 3 and lines[-1].startswith("Fix: ")
+    return lines
