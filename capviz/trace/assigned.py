@@ -22,6 +22,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from capviz.core.python_guards import guardable
+from capviz.trace import guard_reach
 from capviz.trace.places import Place, function_of
 
 _CALLS = frozenset(("CALL", "CALL_FUNCTION", "CALL_METHOD", "CALL_FUNCTION_KW",
@@ -64,53 +66,126 @@ def assigned(fn: Callable, places: list[Place]) -> Assigned:
         return found
     first = code.co_varnames[0] if code.co_varnames else ""
     held = {p.label: p.value for p in places if p.kind not in ("keys", "items")}
-    chain: list[str] | None = None  # the attribute path on the stack: ["self", "model"]
+    stack: list = []  # what the straight run pushed: a chain ["self", "base"], _VALUE, _RETURNED
     method: tuple[str, Any] | None = None  # (owner label, method) of a pending call
     stored: set[str] = set()
-    for ins in dis.get_instructions(code):
+    read: set[str] = set()  # (the names read: self.on = not self.on reads what it stores)
+    instructions = [ins for ins in dis.get_instructions(code) if ins.opname not in _PREPARE]
+    done = len(instructions)
+    for at, ins in enumerate(instructions):
         op = ins.opname
-        if op in _PREPARE:
-            continue
+        top = stack[-1] if stack else None
         if op == "LOAD_FAST" and ins.argval == first:
-            chain = [first]
+            stack.append([first])
             continue
-        if op in ("LOAD_ATTR", "LOAD_METHOD") and chain is not None:
+        if op in ("LOAD_ATTR", "LOAD_METHOD") and type(top) is list:
             name = ins.argval
             if name in stored:
+                done = at
                 break  # (a read of what was just assigned: the rest is not straight)
-            owner = ".".join(chain)
+            owner = ".".join(top)
             value = held.get(owner) if owner != first else _owner(fn)
             attribute = _method(value, name)
             if attribute is not None:
                 method = (owner, attribute)
-                chain = None
+                stack.pop()
                 continue
-            chain.append(name)
+            top.append(name)
+            read.add(name)
             continue
         if op in _CALLS:
             if method is None or ins.arg:
+                done = at
                 break  # (a call of anything else: it may read)
             owner, attribute = method
             names = _assigns(attribute)
             if not names:
+                done = at
                 break
             for name in names:
                 found.under.add((owner, name))
                 stored.add(name)
             method = None
+            stack.append(_RETURNED)
             continue
-        if op == "POP_TOP":
-            chain = None
+        if op == "POP_TOP" and stack:
+            stack.pop()
             continue
-        if op == "LOAD_CONST":
+        if op == "LOAD_CONST" or (  # (a global's Python value, which a guard holds: SCALE)
+                op == "LOAD_GLOBAL" and not ins.arg & 1 and ins.argval not in stored and
+                guardable(getattr(function, "__globals__", {}).get(ins.argval, _UNSET))):
+            stack.append(_VALUE)
             continue
-        if op == "STORE_ATTR" and chain == [first]:
-            found.exact.add(f"{first}.{ins.argval}")
-            stored.add(ins.argval)
-            chain = None
+        if op == "STORE_ATTR" and top == [first] and len(stack) >= 2 and \
+                ins.argval not in read and _value(stack[-2], first, held):
+            found.exact.add(f"{first}.{ins.argval}")  # (a constant, or computed from values
+            stored.add(ins.argval)                    # the guards hold: self.base * 2.0)
+            del stack[-2:]
             continue
+        taken = _PURE.get(op, 0) if op != "BUILD_TUPLE" else ins.arg
+        if taken and len(stack) >= taken and all(_value(v, first, held)
+                                                  for v in stack[-taken:]):
+            del stack[-taken:]
+            stack.append(_VALUE)
+            continue
+        done = at
         break  # (a branch, a read of anything else: the straight run ends)
+    if not getattr(code, "co_exceptiontable", b""):  # (a try: a handler may skip a store)
+        _stored_later(fn, places, instructions[done:], first, found)
     return found
+
+
+_VALUE, _RETURNED, _UNSET = "value", "returned", object()
+_PURE = {"BINARY_OP": 2, "COMPARE_OP": 2, "UNARY_NEGATIVE": 1, "UNARY_NOT": 1,
+         "UNARY_INVERT": 1, "BUILD_TUPLE": -1}
+"""The operations of a straight run on the values it loaded (how many they take; a tuple, its
+argument), which compute a Python value from them and read nothing else."""
+_ENDS = ("JUMP", "FOR_ITER", "RETURN", "RAISE", "YIELD", "SEND", "SETUP", "BEFORE_WITH")
+"""The instructions past which a store may not run on every call."""
+
+
+def _value(item: Any, first: str, held: dict) -> bool:
+    """Whether ``item`` of the straight run's stack is a Python value a guard holds: a constant
+    or a value computed from ones, or a chain of attributes of the first argument to a place
+    the walk noted holding a Python number, str, ``None`` or a tuple of them."""
+    if item is _VALUE:
+        return True
+    if type(item) is not list or len(item) < 2:
+        return False
+    label = ".".join(item)
+    return label in held and guardable(held[label])
+
+
+def _stored_later(fn: Callable, places: list[Place], rest: list, first: str,
+                  found: Assigned) -> None:
+    """Add to ``found.exact`` each constant ``fn`` stores on its first argument after its
+    straight run and before any branch, loop or return (``y = self.f(x); self.called = True``:
+    run by every call, review 9, finding 22), where no code ``fn`` reaches reads that name
+    (so no value of it is read before the store)."""
+    candidates = []
+    for at in range(2, len(rest)):
+        if any(word in rest[at - 2].opname for word in _ENDS):
+            break
+        if rest[at].opname == "STORE_ATTR" and rest[at - 1].opname == "LOAD_FAST" and \
+                rest[at - 1].argval == first and rest[at - 2].opname == "LOAD_CONST":
+            candidates.append(rest[at].argval)
+    if not candidates or not first:
+        return
+    reach = guard_reach.reached(fn, places)
+    if reach.dynamic or reach.open_classes:
+        return
+    loaded: set[str] = set()
+    for function in reach.functions:
+        todo = [function.__code__]
+        while todo:
+            code = todo.pop()
+            loaded.update(ins.argval for ins in dis.get_instructions(code)
+                          if ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "LOAD_NAME",
+                                            "DELETE_ATTR"))
+            todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
+    for name in candidates:
+        if name not in loaded and name not in reach.strings:
+            found.exact.add(f"{first}.{name}")
 
 
 def _owner(fn: Callable) -> Any:

@@ -27,7 +27,6 @@ in ``Drop.forward``), else ``fn``'s ``def`` line.
 
 from __future__ import annotations
 
-import dis
 import enum
 import functools
 import inspect
@@ -46,7 +45,6 @@ from capviz.core.python_guards import (
     guardable,
     same,
 )
-from capviz.core.source import library_type
 from capviz.trace import code_reach, guard_reach
 from capviz.trace import places as walk
 from capviz.trace.assigned import assigned
@@ -131,6 +129,7 @@ def collect(fn: Callable, places: list[Place], graph: Any) -> PythonGuards:
         if place.kind == "keys":  # a walked object: what it reads from its class, and the
             for label, value, where, key in _class_reads(place, c.found):  # names it lacks
                 c.add(label, value, where, place.holder, key)
+            _added(c, place)
             continue
         if place.kind == "items":  # a dict's keys, a list's length
             _container(c, place)
@@ -307,6 +306,32 @@ def _written(label: str, logged: tuple[str, ...]) -> bool:
                for prefix in logged)
 
 
+def _added(c: _Collector, place: Place) -> None:
+    """A guard that :attr:`~capviz.core.python_guards.PythonGuard.sets` each attribute the call
+    added to walked object ``place.holder`` with a Python value by a store every call makes
+    (``self.initialized = True``: :func:`capviz.trace.assigned.assigned`), so that each replay
+    sets it as the call does, also after the user deleted or reset it (review 9, finding 22)."""
+    holder = place.holder
+    if not c.assigned or not hasattr(holder, "__dict__") or type(place.value) is not frozenset:
+        return
+    if place.path is None:
+        anchor, steps = _weakly(holder), ()
+    else:
+        anchor, steps = place.path
+        if steps and steps[-1] == (True, ""):
+            steps = ()
+    for key, now in list(vars(holder).items()):
+        label = f"{place.label}.{key}"
+        if key in place.value or label in c.labels or label not in c.assigned or \
+                not guardable(now):
+            continue
+        guard = PythonGuard(label, now, anchor, (*steps, (True, key)),
+                            c.lines.reading(label, holder, key), c.name)
+        guard.sets = True
+        c.labels.add(label)
+        c.guards.append(guard)
+
+
 def _path(place: Place) -> tuple[Any, tuple] | None:
     """``(anchor, steps)`` leading to ``place`` from what the user holds: its own path where
     the walk knew it, else its holder (weakly where it takes a weak reference) and one step."""
@@ -340,7 +365,7 @@ def _class_reads(place: Place, found: guard_reach.Reached
     there later refuses)."""
     obj = place.holder
     kind = type(obj)
-    if library_type(kind) or isinstance(obj, (types.ModuleType,
+    if kind.__module__ in ("builtins", "numpy") or isinstance(obj, (types.ModuleType,
                                                                      enum.Enum)):
         return []
     if place.path is None:
@@ -380,7 +405,6 @@ class _Lines:
     def __init__(self, fn: Callable, functions: list) -> None:
         found = source_lines(fn)
         self.own = None if found is None else (found[0], found[2], body(found[1]))
-        self.code = getattr(function_of(fn)[1], "__code__", None)
         self.functions = functions  # (the reached ones: helpers, properties, __call__...)
         self.sources: dict[Any, tuple | None] = {}
         self.classes: dict[type, list] = {}
@@ -412,22 +436,7 @@ class _Lines:
         if self.own is not None:
             code, start, _ = self.own
             return line_at(code, start)
-        return self._loading(key if type(key) is str and inner == label else None)
-
-    def _loading(self, key: str | None) -> Any:
-        """With no source text for ``fn`` (``exec(src, {})``, ``python -c``: review 9, finding
-        24): the line of the first instruction of ``fn`` or a function its code reaches that
-        loads the name ``key``, else ``fn``'s ``def`` line (its code's first line)."""
-        codes = [code for code in (getattr(f, "__code__", None) for f in self.functions)
-                 if code is not None]
-        if self.code is not None:
-            codes.insert(0, self.code)
-        for code in codes if key is not None else ():
-            for instruction in dis.get_instructions(code):
-                if instruction.argval == key and instruction.opname.startswith("LOAD_") and \
-                        instruction.positions is not None and instruction.positions.lineno:
-                    return line_at(code, instruction.positions.lineno)
-        return None if self.code is None else line_at(self.code, self.code.co_firstlineno)
+        return None
 
     def _source(self, function: Any) -> tuple | None:
         if function not in self.sources:

@@ -1,0 +1,165 @@
+"""A Python value the call stores that it did not read from the same place (review 9, finding
+22; ruling 38 10:50): ``self.called = True``, ``self.model.train()``, ``self.scale = self.base *
+2.0``, a flag set at the end of the call, an attribute the call adds. Each replay assigns it as
+the call does, cold and warm alike (before: the cold capture was refused as "a Python number
+that changes from call to call"); the values it is computed from stay guarded. A store that
+reads its own place (``self.on = not self.on``) is still refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from capviz.core.errors import GuardError, UnsupportedOperationError
+
+SPEC = cv.spec((3,), "float64")
+SCALE = 2.0
+ROWS = np.random.default_rng(22).standard_normal((3, 3))
+
+
+class Flag:
+    def __init__(self):
+        self.called = False
+        self.p = 0.5
+
+    def step(self, x):
+        self.called = True
+        return x * self.p
+
+
+class FromOther:
+    def __init__(self):
+        self.base = 1.0
+        self.scale = 0.0
+
+    def step(self, x):
+        self.scale = self.base * 2.0
+        return x * self.scale
+
+
+class FromGlobal:
+    def __init__(self):
+        self.p = 0.0
+
+    def step(self, x):
+        self.p = SCALE
+        return x * self.p
+
+
+class Later:
+    def __init__(self):
+        self.called = False
+        self.p = 0.5
+
+    def step(self, x):
+        y = x * self.p
+        self.called = True
+        return y
+
+
+class Added:
+    def __init__(self):
+        self.p = 0.5
+
+    def step(self, x):
+        y = x * self.p
+        self.initialized = True
+        return y
+
+
+class BN:
+    def __init__(self):
+        self.training = True
+
+    def train(self):
+        self.training = True
+
+    def eval(self):
+        self.training = False
+
+    def forward(self, x):
+        return x * 2.0 if self.training else x
+
+
+class Trainer:
+    def __init__(self):
+        self.model = BN()
+        self.model.eval()  # evaluated before the first step (cold: the step sets True)
+
+    def step(self, x):
+        self.model.train()
+        return self.model.forward(x)
+
+
+def _attributes(obj):
+    return {k: (type(v), v) for k, v in vars(obj).items() if not isinstance(v, BN)}
+
+
+def _same_as_eager(graph, mine, twin, between=None, replay=None):
+    replay = replay or (lambda x: graph.replay({"x": x})["out"])
+    for k, x in enumerate(ROWS):
+        if between is not None and k:
+            between(mine)
+            between(twin)
+        got, want = replay(x), twin.step(x)
+        assert np.array_equal(got, want) and got.dtype == want.dtype
+        assert _attributes(mine) == _attributes(twin)
+        if isinstance(mine, Trainer):
+            assert _attributes(mine.model) == _attributes(twin.model)
+
+
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("kind", [Flag, FromOther, FromGlobal, Later, Added, Trainer])
+def test_a_value_the_call_stores_is_set_by_each_replay_cold_and_warm(kind, warm):
+    mine, twin = kind(), kind()
+    if warm:
+        mine.step(ROWS[0])
+        twin.step(ROWS[0])
+    graph = cv.capture(mine.step, SPEC)
+    _same_as_eager(graph, mine, twin)
+    compiled = graph.compile()
+    _same_as_eager(graph, mine, twin, replay=lambda x: compiled(x)[0])
+
+
+@pytest.mark.parametrize("kind", [Flag, Later, Added])
+def test_the_user_s_loop_resets_the_flag_between_replays(kind):
+    """Review 9's g_over.py G18: the call sets it again; so does each replay."""
+    mine, twin = kind(), kind()
+    graph = cv.capture(mine.step, SPEC)
+    _same_as_eager(graph, mine, twin, between=lambda o: setattr(o, "called", False)
+                   if kind is not Added else delattr(o, "initialized"))
+
+
+def test_an_eager_evaluation_between_steps_captured_cold():
+    """Review 9's r9_trainstep.py, the model in eval mode at capture: was refused."""
+    mine, twin = Trainer(), Trainer()
+    graph = cv.capture(mine.step, SPEC)
+    assert "  set self.model.training = True  # as step does before reading it" in str(graph)
+    _same_as_eager(graph, mine, twin, between=lambda t: t.model.eval())
+
+
+def test_the_values_a_stored_value_is_computed_from_stay_guarded():
+    mine = FromOther()
+    graph = cv.capture(mine.step, SPEC)
+    assert "  set self.scale = 2.0  # as step does" in str(graph)
+    mine.base = 3.0
+    with pytest.raises(GuardError, match=r"^self\.base was 1\.0 when step was captured "
+                       r"\(read at \S+test_assigned_values\.py:\d+ in step\) and is 3\.0 now"):
+        graph.replay({"x": ROWS[0]})
+
+
+class Toggle:
+    def __init__(self):
+        self.on = False
+
+    def step(self, x):
+        self.on = not self.on
+        return x * 2.0
+
+
+def test_a_store_that_reads_its_own_place_is_still_refused():
+    with pytest.raises(UnsupportedOperationError, match=r"^`self\.on = not self\.on` at \S+:"
+                       r"\d+ in step: self\.on is a Python number that changes from call to "
+                       r"call\."):
+        cv.capture(Toggle().step, SPEC)
