@@ -3,6 +3,7 @@ recognises it (a notebook cell shows as ``In [3]``), and a node's source as text
 
 from __future__ import annotations
 
+import builtins
 import linecache
 import os
 import sys
@@ -35,6 +36,28 @@ USER_FILES = frozenset(os.path.join(d, "models.py") for d in PACKAGE_DIRS)  # (i
 def is_user_file(filename: str) -> bool:
     """True for code that is neither capviz's (its example models excepted) nor NumPy's."""
     return not filename.startswith(SKIP_DIRS) or filename in USER_FILES
+
+
+_HEAP_TYPE = 1 << 9  # (Py_TPFLAGS_HEAPTYPE: a type made at run time, a class statement's)
+
+
+def interpreters_type(kind: type) -> bool:
+    """Whether ``kind`` is one of the interpreter's own types (``int``, ``list``, ``NoneType``,
+    ``ExceptionGroup``). Decided by what the type is, not by its ``__module__`` alone: a class a
+    user's ``exec(src, {})`` makes reads ``__module__ == "builtins"`` (the namespace has no
+    ``__name__``, so the class statement finds the builtins' one) and is the user's (review 9,
+    finding 24: taken for the interpreter's, its objects got no guards)."""
+    if getattr(kind, "__module__", None) != "builtins":
+        return False
+    if not kind.__flags__ & _HEAP_TYPE:  # (a static type: the interpreter's C code)
+        return True
+    return getattr(builtins, kind.__name__, None) is kind
+
+
+def library_type(kind: type) -> bool:
+    """Whether ``kind`` is a built-in type of the interpreter's or NumPy's (its objects hold no
+    attribute the user set): the test the walks make before reading an object's attributes."""
+    return kind.__module__ == "numpy" or interpreters_type(kind)
 
 
 def numpy_caller(frame: FrameType | None) -> str | None:

@@ -39,6 +39,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from capviz.core.source import interpreters_type
+
 MOST_FUNCTIONS = 256
 """The most functions one :func:`reach` reads (past it: what it found so far)."""
 
@@ -249,9 +251,12 @@ def _users(obj: Any) -> bool:
     library's or an installed package's); remembered per module file."""
     module = obj if isinstance(obj, types.ModuleType) else \
         sys.modules.get(getattr(obj, "__module__", None) or "")
+    made = module is builtins and not (isinstance(obj, type) and interpreters_type(obj))
+    if made:  # (a class or function of code exec'd in a namespace with no __name__: review 9,
+        module = None  # finding 24; by its file, as any code whose module is not imported)
     filename = getattr(module, "__file__", None) if module is not None else _defined_in(obj)
     if not filename:
-        return module is not None and getattr(module, "__name__", "") == "__main__"
+        return made or (module is not None and getattr(module, "__name__", "") == "__main__")
     known = _USERS.get(filename)
     if known is None:
         real = os.path.realpath(filename)

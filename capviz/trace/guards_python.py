@@ -27,6 +27,7 @@ in ``Drop.forward``), else ``fn``'s ``def`` line.
 
 from __future__ import annotations
 
+import dis
 import enum
 import functools
 import inspect
@@ -45,6 +46,7 @@ from capviz.core.python_guards import (
     guardable,
     same,
 )
+from capviz.core.source import library_type
 from capviz.trace import code_reach, guard_reach
 from capviz.trace import places as walk
 from capviz.trace.assigned import assigned
@@ -365,7 +367,7 @@ def _class_reads(place: Place, found: guard_reach.Reached
     there later refuses)."""
     obj = place.holder
     kind = type(obj)
-    if kind.__module__ in ("builtins", "numpy") or isinstance(obj, (types.ModuleType,
+    if library_type(kind) or isinstance(obj, (types.ModuleType,
                                                                      enum.Enum)):
         return []
     if place.path is None:
@@ -405,6 +407,7 @@ class _Lines:
     def __init__(self, fn: Callable, functions: list) -> None:
         found = source_lines(fn)
         self.own = None if found is None else (found[0], found[2], body(found[1]))
+        self.code = getattr(function_of(fn)[1], "__code__", None)
         self.functions = functions  # (the reached ones: helpers, properties, __call__...)
         self.sources: dict[Any, tuple | None] = {}
         self.classes: dict[type, list] = {}
@@ -436,7 +439,22 @@ class _Lines:
         if self.own is not None:
             code, start, _ = self.own
             return line_at(code, start)
-        return None
+        return self._loading(key if type(key) is str and inner == label else None)
+
+    def _loading(self, key: str | None) -> Any:
+        """With no source text for ``fn`` (``exec(src, {})``, ``python -c``: review 9, finding
+        24): the line of the first instruction of ``fn`` or a function its code reaches that
+        loads the name ``key``, else ``fn``'s ``def`` line (its code's first line)."""
+        codes = [code for code in (getattr(f, "__code__", None) for f in self.functions)
+                 if code is not None]
+        if self.code is not None:
+            codes.insert(0, self.code)
+        for code in codes if key is not None else ():
+            for instruction in dis.get_instructions(code):
+                if instruction.argval == key and instruction.opname.startswith("LOAD_") and \
+                        instruction.positions is not None and instruction.positions.lineno:
+                    return line_at(code, instruction.positions.lineno)
+        return None if self.code is None else line_at(self.code, self.code.co_firstlineno)
 
     def _source(self, function: Any) -> tuple | None:
         if function not in self.sources:

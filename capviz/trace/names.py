@@ -49,7 +49,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from capviz.core.source import is_user_file
+from capviz.core.source import is_user_file, library_type
 
 MAX_DEPTH = 6
 MAX_VISITS = 50_000
@@ -427,7 +427,7 @@ def path_of(link: Any) -> str:
 
 def _has_attributes(obj: Any) -> bool:
     return isinstance(getattr(obj, "__dict__", None), dict) and not isinstance(obj, _OPAQUE) \
-        and type(obj).__module__ not in ("builtins", "numpy") \
+        and not library_type(type(obj)) \
         and not type(obj).__module__.startswith("capviz.")  # (a graph the user holds: its
     #                                                        own references are not names)
 

@@ -21,7 +21,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from capviz.core.source import display_file
+from capviz.core.source import display_file, interpreters_type
 from capviz.trace import state_fixes
 from capviz.trace.recapture import entry_spaces
 
@@ -99,7 +99,7 @@ def _writing(cls: type, name: str) -> list[tuple[Any, str]]:
     hits: list[tuple[Any, str]] = []
     seen: set[str] = set()
     for klass in cls.__mro__:
-        if klass.__module__ == "builtins":
+        if interpreters_type(klass):
             continue
         for method, function in vars(klass).items():
             if method == "__init__" or method in seen or not inspect.isfunction(function):

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.core.source import is_user_file
+from capviz.core.source import is_user_file, library_type
 from capviz.trace.recapture import call_method
 from capviz.trace.tensor import Tensor
 
@@ -178,7 +178,7 @@ def _slots(value: Any) -> list[tuple[str, Any]]:
     """``(name, value)`` of the ``__slots__`` attributes ``value``'s classes declare and it
     has set (``[]`` for a built-in type's object)."""
     kind = type(value)
-    if kind.__module__ in ("builtins", "numpy") or isinstance(value, _LEAVES):
+    if library_type(kind) or isinstance(value, _LEAVES):
         return []
     found = []
     for klass in kind.__mro__:
@@ -287,7 +287,7 @@ def _named_holders(owner: Any, first: str, code: Any, seen: set[int]) -> list[Pl
     names = set(code.co_names)
     places: list[Place] = []
     kind = type(owner)
-    if kind.__module__ not in ("builtins", "numpy") and not isinstance(owner, types.ModuleType):
+    if not library_type(kind) and not isinstance(owner, types.ModuleType):
         for key in sorted(names & set(vars(kind))):
             value = vars(kind)[key]
             if type(value) is np.ndarray or isinstance(value, _COUNTS):  # (type(self).calls
