@@ -503,6 +503,8 @@ def _in_order(graph: Graph, nodes: tuple, values: Any, to_host: Any) -> list[tup
         value = to_host(value)
         if node.params.get("scalar") and isinstance(value, np.ndarray) and value.shape == ():
             value = value[()]
+        if node.params.get("python") in _PYTHON:  # (random.random(): a Python float in eager)
+            value = _PYTHON[node.params["python"]](value)
         if node.params["effect"] == "part":
             parts[node.index] = value
             continue
@@ -510,6 +512,11 @@ def _in_order(graph: Graph, nodes: tuple, values: Any, to_host: Any) -> list[tup
                     node.params.get("key"), value, graph.effect_places.get(node.index)))
     out += [_constant(k, logged, parts) for k, logged in constants]
     return out
+
+
+_PYTHON = {"bool": bool, "int": int, "float": float, "complex": complex}
+"""The Python types an effect output marked ``python`` is written back as
+(:func:`capviz.trace.effects.python_number`)."""
 
 
 def _constant(k: int, logged: Any, parts: dict[int, Any]) -> tuple:

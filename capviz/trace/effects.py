@@ -441,6 +441,7 @@ def _effect_output(value: Tensor, kind: str, key: Any, place: Any, recorder: Any
         params["key"] = key
     if node.shape == () and recorder.holds_scalar(value):
         params["scalar"] = True  # (np.mean(...) appends NumPy's scalar, not a 0-d array)
+        python_number(node, params, recorder)
     out = Node(len(graph.nodes), "output", None, (node,), params, node.shape, node.dtype,
                where, "", place.label)
     graph.nodes.append(out)
@@ -480,11 +481,28 @@ def record_attribute(place: Any, key: str, value: Tensor, recorder: Any) -> bool
     params: dict[str, Any] = {"effect": "attr", "key": key}
     if node.shape == () and recorder.holds_scalar(value):
         params["scalar"] = True
+        python_number(node, params, recorder)
     out = Node(len(graph.nodes), "output", None, (node,), params, node.shape, node.dtype,
                source, "", place.label)
     graph.nodes.append(out)
     graph.effect_places[out.index] = place.path
     return True
+
+
+PYTHON_TYPES = {"b": "bool", "i": "int", "u": "int", "f": "float", "c": "complex"}
+"""The Python type of a value eager code holds as a Python number, by its dtype's kind."""
+
+
+def python_number(node: Node, params: dict, recorder: Any) -> None:
+    """Mark effect output ``params`` ``python``: the type eager code holds where ``node`` is a
+    Python number there (a draw of one, ``random.random()``, and Python arithmetic on such
+    draws only: :func:`capviz.trace.state.python_operands`), which a replay writes back as that
+    type, not as NumPy's scalar (review 10, finding 2: ``self.r = random.random()`` came back
+    np.float64, which NumPy 2 promotes strongly: ``x32 * self.r`` became float64)."""
+    if node.index in recorder.python_nodes and node.dtype is not None:
+        kind = PYTHON_TYPES.get(np.dtype(node.dtype).kind)
+        if kind is not None:
+            params["python"] = kind
 
 
 def _first(holder: Any, recorder: Any) -> Tensor | None:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from capviz.core.ir import Node
+from capviz.trace import effects
 from capviz.trace.attribute_caches import unexplained
 from capviz.trace.fn_lines import body, source_lines, writing_line
 from capviz.trace.mutation import current
@@ -68,6 +69,7 @@ def set_by_replays(place: Place, tensor: Tensor, recorder: Any, fn: Callable | N
     params: dict[str, Any] = {"effect": "set", "key": place.key}
     if node.shape == () and recorder.holds_scalar(tensor):
         params["scalar"] = True
+        effects.python_number(node, params, recorder)
     out = Node(len(graph.nodes), "output", None, (node,), params, node.shape, node.dtype,
                where or tensor._data.source, "", place.label.rsplit("[", 1)[0])
     graph.nodes.append(out)

@@ -1,0 +1,95 @@
+"""A Python number drawn in the captured call (``random.random()``, ``random.gauss``,
+``np.random.random()``, ``random.randint``) and Python arithmetic on it, stored on an object,
+in a dict item or appended to a list, is written back by each replay as the Python type eager
+code holds (review 10, finding 2, silent: it came back ``np.float64`` / ``np.int64``, which
+NumPy 2 promotes strongly: ``x32 * self.r`` became float64 after a replay, float32 eagerly)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+SPEC = cv.spec((3,), "float64")
+X = np.array([1.0, -2.0, 0.5])
+
+
+class Drawn:
+    def __init__(self):
+        self.r = 0.0
+        self.k = 0
+        self.log = []
+        self.d = {"r": 0.0}
+
+    def store(self, x):
+        self.r = random.random()
+        return x * 2.0
+
+    def gauss(self, x):
+        self.r = random.gauss(0.0, 1.0)
+        return x * 2.0
+
+    def numpy_global(self, x):
+        self.r = np.random.random()
+        return x * 2.0
+
+    def derived(self, x):
+        self.r = 1.0 + 0.5 * random.random()
+        return x * 2.0
+
+    def integer(self, x):
+        self.k = random.randint(0, 9)
+        return x * 2.0
+
+    def logged(self, x):
+        self.log.append(random.random())
+        return x * 2.0
+
+    def item(self, x):
+        self.d["r"] = random.random()
+        return x * 2.0
+
+
+def _held(obj):
+    return repr((obj.r, obj.k, obj.log, obj.d))
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("name", ["store", "gauss", "numpy_global", "derived", "integer",
+                                  "logged", "item"])
+def test_a_python_draw_is_written_back_as_a_python_number(name, warm, compiled):
+    random.seed(0)
+    np.random.seed(0)
+    eager = Drawn()
+    if warm:
+        getattr(eager, name)(X)
+    want = []
+    for _ in range(3):
+        out = getattr(eager, name)(X)
+        want.append((out, _held(eager)))
+    random.seed(0)
+    np.random.seed(0)
+    mine = Drawn()
+    if warm:
+        getattr(mine, name)(X)
+    graph = cv.capture(getattr(mine, name), SPEC)
+    run = graph.compile() if compiled else None
+    for out, held in want:
+        got = run(X)[0] if compiled else graph.replay({"x": X})["out"]
+        assert np.array_equal(got, out)
+        assert _held(mine) == held  # (repr: float is not np.float64, int not np.int64)
+    assert type(mine.r) is type(eager.r) and type(mine.k) is type(eager.k)
+
+
+def test_the_written_back_draw_keeps_numpy_s_weak_promotion():
+    """The consequence of the type (NEP 50): a float32 array times the stored draw."""
+    mine, eager = Drawn(), Drawn()
+    graph = cv.capture(mine.store, SPEC)
+    graph.replay({"x": X})
+    eager.store(X)
+    x32 = np.ones(2, np.float32)
+    assert (x32 * mine.r).dtype == (x32 * eager.r).dtype == np.float32
