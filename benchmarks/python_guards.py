@@ -9,6 +9,14 @@ timed in alternating rounds in the same process by its CPU time (medians of 15 r
 2,000 replays of a 4x3 input: the smallest replay, where the check weighs most). Each row
 also holds the guards of the model's other values and of the module's globals the code names
 (N + 5 in all).
+
+Then the check alone (``capviz.core.python_guards.check``) in real models, where a guard's path
+runs through dicts and lists (review 9, finding 25): a PyTorch-shaped module tree (12 blocks of
+a batch norm and a dropout, children in ``_modules`` dicts: paths of 7 steps) and GPT-2 small
+(picoGPT's 12 blocks of parameter dicts, ``gpt2_pico.py``). The baseline, timed in alternating
+rounds with it, reads every guard's place from the start, one guard after another
+(``PythonGuard.read`` and ``same``: how the check read every path that is not attributes only
+before it walked the paths as one tree).
 """
 
 from __future__ import annotations
@@ -18,8 +26,10 @@ import time
 
 import numpy as np
 from _common import header, interleaved, row
+from gpt2_pico import gpt2_embedded, init_params
 
 import capviz as cv
+from capviz.core.python_guards import UNREAD, check, same
 
 ROUNDS, CALLS = 15, 2000
 CLOCK = time.process_time  # (this process's CPU time: a loaded machine disturbs it less)
@@ -82,5 +92,109 @@ def main() -> None:
             f"{(a - b) / CALLS / max(count, 1) * 1e9:.0f} ns per guard")
 
 
+class Module:
+    """PyTorch's shape: children in ``_modules``, reached through ``__getattr__``."""
+
+    def __init__(self) -> None:
+        self.__dict__["_modules"] = {}
+        self.training = True
+
+    def __setattr__(self, key, value) -> None:
+        if isinstance(value, Module):
+            self._modules[key] = value
+        else:
+            object.__setattr__(self, key, value)
+
+    def __getattr__(self, key):
+        modules = self.__dict__.get("_modules", {})
+        if key in modules:
+            return modules[key]
+        raise AttributeError(key)
+
+    def __call__(self, x):
+        return self.forward(x)
+
+
+class Dropout(Module):
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        return x * (1.0 - self.p) if self.training else x
+
+
+class Norm(Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.eps = 1e-5
+
+    def forward(self, x):
+        return (x - x.mean(0)) / (1.0 + self.eps) if self.training else x
+
+
+class Block(Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bn = Norm()
+        self.drop = Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.bn(x))
+
+
+class Net(Module):
+    def __init__(self, depth: int) -> None:
+        super().__init__()
+        for k in range(depth):
+            setattr(self, str(k), Block())
+
+    def forward(self, x):
+        for block in self._modules.values():
+            x = block(x)
+        return x
+
+
+def one_by_one(guards) -> None:
+    """The baseline: every guard's place read from the start (as ``check`` reads a guard
+    whose path is not attributes only when its tree's walk fails)."""
+    for guard in guards:
+        now = guard.read()
+        if now is not guard.value and now not in UNREAD and not same(guard.value, now):
+            raise AssertionError(guard.label)
+
+
+def real_models() -> None:
+    header("the check alone in real models vs each guard's path read from the start "
+           f"(median of {ROUNDS} rounds of {CALLS} checks)")
+    net = Net(12)
+    params = init_params(n_layer=12, n_embd=768, n_vocab=100, n_ctx=32, bias_scale=0.02)
+    x = np.ones((8, 768), np.float32)
+    models = [
+        ("module tree, 12 blocks", cv.capture(net, cv.spec((4, 3), "float64"))),
+        ("GPT-2 small (gpt2_pico)", cv.capture(
+            lambda x: gpt2_embedded(x, params["wte"], params["blocks"], params["ln_f"], 12),
+            cv.spec(x.shape, x.dtype)))]
+    for name, graph in models:
+        guards = graph.python_guards
+        count = len(guards)
+        check(guards)
+
+        def checked(guards=guards):
+            for _ in range(CALLS):
+                check(guards)
+
+        def each(guards=guards):
+            for _ in range(CALLS):
+                one_by_one(guards)
+
+        a, b = interleaved([checked, each], ROUNDS, CLOCK)
+        row(f"{name}, {count} guards", f"{a / CALLS * 1e6:.1f} us",
+            f"{b / CALLS * 1e6:.1f} us (one by one)", a / b,
+            f"{a / CALLS / count * 1e9:.0f} ns per guard (one by one: "
+            f"{b / CALLS / count * 1e9:.0f})")
+
+
 if __name__ == "__main__":
     main()
+    real_models()

@@ -192,20 +192,24 @@ def shown(value: Any) -> str:
 
 
 class PythonGuards(list):
-    """A graph's guards (a list of :class:`PythonGuard`) with the plan :func:`check` runs:
-    the guards grouped by the object their paths start from, each group read by one C-level
-    getter (``operator.attrgetter("cfg.c0", "cfg.c1", ...)``, ``itemgetter`` for a module's
-    globals) and compared by identity with the values captured (a value the user did not
-    touch is the same object); only where one differs are its guards compared one by one."""
+    """A graph's guards (a list of :class:`PythonGuard`) with the plan :func:`check` runs,
+    built once per graph (:func:`_plan`): the guards' paths merged into one tree per object
+    they start from, so that a replay reads each object on the way once however many guards
+    pass through it (``self._modules['body']`` once for its 40 guards), each read a C-level
+    getter (``operator.attrgetter("a.b")``, ``itemgetter``), an object's guarded attributes or
+    items read by one getter, and the values compared by identity first (a value the user did
+    not touch is the same object), by :func:`same` only where one is not. Where a value
+    differs or a read fails, the guards are read again one by one, in their order, for the
+    first that differs, the shortest paths first (:func:`_check_each`)."""
 
     __slots__ = ("_plan", "_sets")
 
     def __init__(self, guards: Any = ()) -> None:
         super().__init__(guards)
-        self._plan: list | None = None
+        self._plan: tuple | None = None
         self._sets: list | None = None
 
-    def plan(self) -> list:
+    def plan(self) -> tuple[list[tuple], list[PythonGuard]]:
         if self._plan is None:
             self._plan = _plan(self)
             self._sets = [g for g in self if g.sets and g.anchor is not None]
@@ -216,78 +220,176 @@ class PythonGuards(list):
         return self._sets
 
 
-def _plan(guards: list[PythonGuard]) -> list[tuple]:
-    """``(anchor, getter, values, members)`` per group of live guards (see
-    :class:`PythonGuards`); a guard whose path is neither attributes only nor one item of a
-    dict is a group of its own, read by :meth:`PythonGuard.read`."""
-    groups: dict[tuple, tuple] = {}
+_STEP, _STEP_KEYS, _ONE, _SOME = 0, 1, 2, 3
+"""The kinds of a plan's op: a read kept in a register for the reads below it; the same with
+the keys of what it read compared (``self._modules``, then its keys); one guarded value
+compared; several compared (a getter of several names, a container's keys)."""
+
+
+class _Node:
+    """An object on the guards' paths: the steps to the objects below it, and the guards that
+    read a value from it (their last step)."""
+
+    __slots__ = ("below", "leaves")
+
+    def __init__(self) -> None:
+        self.below: dict[tuple, _Node] = {}
+        self.leaves: list[tuple[tuple, PythonGuard]] = []
+
+
+def _plan(guards: list[PythonGuard]) -> tuple[list[tuple], list[PythonGuard]]:
+    """``(anchor, weak, ops, size)`` per object the live guards' paths start from: ``ops`` in
+    the order the tree is walked, ``(kind, getter, source register, register or values)``,
+    register 0 holding the anchor and ``size`` registers in all (see :class:`PythonGuards`);
+    and the guards read by themselves (on an absent attribute, or with no path)."""
+    trees: dict[int, tuple[Any, _Node]] = {}
     alone = []
     for guard in guards:
         if guard.anchor is None or guard.sets:
             continue
-        steps = guard.steps
-        if guard.value is ABSENT:  # (its getter raises: read by itself)
-            alone.append((guard.anchor, None, (guard.value,), [guard]))
+        if guard.value is ABSENT or not guard.steps:  # (its read raises: read by itself)
+            alone.append(guard)
             continue
-        if steps and all(is_attribute is True and type(key) is str and key.isidentifier()
-                         for is_attribute, key in steps):  # (grouped by the owner's path)
-            key, name = (id(guard.anchor), ".".join(k for _, k in steps[:-1])), steps[-1][1]
-        elif len(steps) == 1 and steps[0][0] is False and type(guard.anchor) is dict:
-            key, name = (id(guard.anchor), None), steps[0][1]
-        else:
-            alone.append((guard.anchor, None, (guard.value,), [guard]))
-            continue
-        group = groups.setdefault(key, (guard.anchor, [], [], []))
-        group[1].append(name)
-        group[2].append(guard.value)
-        group[3].append(guard)
+        node = trees.setdefault(id(guard.anchor), (guard.anchor, _Node()))[1]
+        for step in guard.steps[:-1]:
+            node = node.below.setdefault(step, _Node())
+        node.leaves.append((guard.steps[-1], guard))
     plan = []
-    for (_, owner), (anchor, names, values, members) in groups.items():
-        getter = (operator.itemgetter if owner is None else operator.attrgetter)(*names)
-        plan.append((anchor, _getter(getter, len(names) == 1, owner), tuple(values), members))
-    return plan + alone
+    for anchor, root in trees.values():
+        ops: list[tuple] = []
+        size = _emit(root, 0, ops, 1)
+        plan.append((anchor, type(anchor) is weakref.ref, ops, size))
+    return plan, alone
 
 
-def _getter(getter: Any, one: bool, owner: str | None) -> Any:
-    """``getter`` applied to the object at path ``owner`` from the anchor (``""``, ``None``:
-    the anchor itself), its value made a tuple where it reads ``one`` name."""
-    if owner:
-        follow = operator.attrgetter(owner)
-        if one:
-            return lambda anchor: (getter(follow(anchor)),)
-        return lambda anchor: getter(follow(anchor))
-    if one:
-        return lambda anchor: (getter(anchor),)
-    return getter
+def _emit(node: _Node, register: int, ops: list, size: int, fused: Any = None) -> int:
+    """Append the ops reading ``node``'s guarded values and the objects below it (held in
+    ``register``) to ``ops``; the registers used from ``size`` on. A run of attributes with
+    nothing guarded on the way is one getter (``attrgetter("cfg.inner")``); the keys of an
+    object are compared by the op that read it (guard ``fused``)."""
+    names, items = [], []
+    for (kind, key), guard in node.leaves:
+        if guard is fused:
+            continue
+        if kind is None:  # a container's keys (a tuple) or its length
+            if key == "keys":
+                ops.append((_SOME, tuple, register, guard.value))
+            else:
+                ops.append((_ONE, len, register, guard.value))
+        elif kind and type(key) is str and "." not in key:
+            names.append((key, guard.value))
+        elif not kind and _hashable(key):
+            items.append((key, guard.value))
+        else:
+            ops.append((_ONE, _reader(kind, key), register, guard.value))
+    for many, make in ((names, operator.attrgetter), (items, operator.itemgetter)):
+        if len(many) == 1:
+            ops.append((_ONE, make(many[0][0]), register, many[0][1]))
+        elif many:
+            ops.append((_SOME, make(*(k for k, _ in many)), register,
+                        tuple(v for _, v in many)))
+    for (kind, key), below in node.below.items():
+        path = [key]
+        while kind is True and type(key) is str and "." not in key and not below.leaves \
+                and len(below.below) == 1:  # (nothing read on the way: one getter)
+            (next_kind, next_key), deeper = next(iter(below.below.items()))
+            if next_kind is not True or type(next_key) is not str or "." in next_key:
+                break
+            path.append(next_key)
+            below = deeper
+        if kind is True and type(key) is str and "." not in key:
+            getter = operator.attrgetter(".".join(path))
+        elif kind is False and _hashable(key):
+            getter = operator.itemgetter(key)
+        else:
+            getter = _reader(kind, key)
+        keys = next((guard for (k, name), guard in below.leaves if k is None and
+                     name == "keys"), None)
+        if keys is not None:
+            ops.append((_STEP_KEYS, getter, register, (size, keys.value)))
+        else:
+            ops.append((_STEP, getter, register, size))
+        size = _emit(below, size, ops, size + 1, keys)
+    return size
+
+
+def _hashable(key: Any) -> bool:
+    try:
+        hash(key)
+    except TypeError:
+        return False
+    return True
+
+
+def _reader(kind: Any, key: Any) -> Any:
+    """The getter of one step as :meth:`PythonGuard.read` takes it."""
+    if kind:
+        return lambda owner: getattr(owner, key)
+    return lambda owner: owner[key]
 
 
 def check(guards: list[PythonGuard]) -> None:
     """Read every live guard's place; raise :class:`GuardError` for the first that holds
     another value than when the capture ran."""
     if type(guards) is PythonGuards:
-        plan, sets = guards.plan(), guards.sets()
+        (plan, alone), sets = guards.plan(), guards.sets()
     else:
-        plan, sets = _plan(guards), [g for g in guards if g.sets and g.anchor is not None]
-    for anchor, getter, values, members in plan:
-        if getter is not None:
-            owner = anchor() if type(anchor) is weakref.ref else anchor
-            if owner is None:  # freed: nothing can call the eager code on it
-                continue
-            try:
-                now = getter(owner)
-            except Exception:  # (a place that holds nothing now: found below)
-                now = None
-            if now is not None and all(map(operator.is_, now, values)):
-                continue
-        for guard in members:  # one by one: the first that differs
-            now = guard.read()
-            if now is guard.value or now is _GONE or (now is _MISSING and guard.value is
-                                                      ABSENT):
-                continue
-            if now is _MISSING or not same(guard.value, now):
-                raise guard_error(guard, now)
+        (plan, alone), sets = _plan(guards), [g for g in guards if g.sets and
+                                              g.anchor is not None]
+    if not _verified(plan, alone):  # (a value differs: the first guard that does)
+        _check_each(guards)
     for guard in sets:  # what the call assigns before it reads (self.model.train()): as it
         guard.write()    # does, once every check passed
+
+
+def _verified(plan: list[tuple], alone: list[PythonGuard]) -> bool:
+    """Whether every guard of ``plan`` and ``alone`` reads its value (by identity, else
+    :func:`same`); ``False`` where one does not or a read fails (:func:`_check_each` says
+    which)."""
+    is_ = operator.is_
+    try:
+        for anchor, weak, ops, size in plan:
+            owner = anchor() if weak else anchor
+            if owner is None:  # freed: nothing can call the eager code on it
+                continue
+            held = [owner] * size
+            for kind, getter, source, then in ops:
+                now = getter(held[source])
+                if kind is _STEP:
+                    held[then] = now
+                    continue
+                if kind is _STEP_KEYS:
+                    held[then[0]] = now
+                    now, then = tuple(now), then[1]
+                elif kind is _ONE:
+                    if now is not then and not same(then, now):
+                        return False
+                    continue
+                if len(now) != len(then) or (not all(map(is_, now, then)) and
+                                             not all(map(same, then, now))):
+                    return False
+        for guard in alone:
+            now = guard.read()
+            if now is not guard.value and now is not _GONE and (
+                    now is not _MISSING or guard.value is not ABSENT):
+                return False
+    except Exception:  # (a place that holds nothing now, or whose read raises: read again
+        return False   # one by one, where it raises or is named)
+    return True
+
+
+def _check_each(guards: list[PythonGuard]) -> None:
+    """Read the live guards one by one, the shortest paths first (``self.training`` before
+    ``self._modules['body'].training``: ``model.eval()`` changed both); raise for the first
+    that differs."""
+    for guard in sorted(guards, key=lambda guard: len(guard.steps)):
+        if guard.anchor is None or guard.sets:
+            continue
+        now = guard.read()
+        if now is guard.value or now is _GONE or (now is _MISSING and guard.value is ABSENT):
+            continue
+        if now is _MISSING or not same(guard.value, now):
+            raise guard_error(guard, now)
 
 
 def guard_error(guard: PythonGuard, now: Any) -> GuardError:
