@@ -163,3 +163,47 @@ def test_a_store_that_reads_its_own_place_is_still_refused():
                        r"\d+ in step: self\.on is a Python number that changes from call to "
                        r"call\."):
         cv.capture(Toggle().step, SPEC)
+
+
+# --- a new list or dict each call (review 10, finding 3, silent) -------------------------------
+
+class Fresh:
+    def __init__(self):
+        self.cache = None
+        self.p = 0.5
+
+    def empty_dict(self, x):
+        self.cache = {}
+        return x * 2.0
+
+    def empty_list(self, x):
+        y = x * self.p
+        self.cache = []
+        return y
+
+    def filled(self, x):
+        self.cache = {}
+        self.cache["n"] = 3
+        return x * 2.0
+
+
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("name", ["empty_dict", "empty_list", "filled"])
+def test_a_new_list_or_dict_each_call_is_a_new_one_each_replay(name, warm):
+    """Before: each replay left the capture's one object (cold: the user's writes into it
+    showed in every later step's; warm: GuardError on the keys the user wrote)."""
+    mine, twin = Fresh(), Fresh()
+    if warm:
+        getattr(mine, name)(ROWS[0])
+        getattr(twin, name)(ROWS[0])
+    graph = cv.capture(getattr(mine, name), SPEC)
+    kept, kept_eager = [], []
+    for k, x in enumerate(ROWS):
+        got, want = graph.replay({"x": x})["out"], getattr(twin, name)(x)
+        assert np.array_equal(got, want)
+        kept.append(mine.cache)
+        kept_eager.append(twin.cache)
+        for held in (mine.cache, twin.cache):  # the user's loop writes into each step's
+            held.append(k) if isinstance(held, list) else held.update(step=k)
+    assert kept == kept_eager  # (each step's own object, with its own step)
+    assert len({id(c) for c in kept}) == len(ROWS)

@@ -61,6 +61,21 @@ def guardable(value: Any, depth: int = 2, identity: bool = False) -> bool:
     return identity and isinstance(value, IDENTITIES)
 
 
+def settable(value: Any) -> bool:
+    """Whether ``value`` is what a guard that :attr:`PythonGuard.sets` can assign: a value a
+    guard holds (:func:`guardable`), or a list, dict or set of them (keys too), at most
+    :data:`MOST_ITEMS` long (``self.cache = {}`` each call, ``self.cfg = {"n": 3}``), which it
+    assigns as a new copy at each replay, as each call makes a new one (review 10, finding 3)."""
+    if guardable(value):
+        return True
+    kind = type(value)
+    if kind not in (list, dict, set) or len(value) > MOST_ITEMS:
+        return False
+    if kind is dict:
+        return all(guardable(k) and guardable(v) for k, v in value.items())
+    return all(guardable(item) for item in value)
+
+
 ABSENT = type("Absent", (), {"__repr__": lambda self: "absent", "__slots__": ()})()
 """The value of a guard on an attribute the object did not have (``hasattr(self, "scale")``,
 ``getattr(self, "p", 0.5)``): any value there now refuses."""
@@ -159,10 +174,13 @@ class PythonGuard:
             for is_attribute, key in self.steps[:-1]:
                 owner = getattr(owner, key) if is_attribute else owner[key]
             is_attribute, key = self.steps[-1]
+            value = self.value
+            if type(value) in (list, dict, set):  # (a new one, as each call makes; its
+                value = type(value)(value)         # items are immutable: guardable)
             if is_attribute:
-                setattr(owner, key, self.value)
+                setattr(owner, key, value)
             else:
-                owner[key] = self.value
+                owner[key] = value
         except (AttributeError, KeyError, IndexError, TypeError):
             return  # (the path leads nowhere now: the call would fail there too)
 

@@ -111,7 +111,7 @@ def assigned(fn: Callable, places: list[Place]) -> Assigned:
         if op == "POP_TOP" and stack:
             stack.pop()
             continue
-        if op == "LOAD_CONST" or (  # (a global's Python value, which a guard holds: SCALE)
+        if op == "LOAD_CONST" or (op in _EMPTY and not ins.arg) or (  # ({}: a new one)
                 op == "LOAD_GLOBAL" and not ins.arg & 1 and ins.argval not in stored and
                 guardable(getattr(function, "__globals__", {}).get(ins.argval, _UNSET))):
             stack.append(_VALUE)
@@ -140,6 +140,8 @@ _PURE = {"BINARY_OP": 2, "COMPARE_OP": 2, "UNARY_NEGATIVE": 1, "UNARY_NOT": 1,
          "UNARY_INVERT": 1, "BUILD_TUPLE": -1}
 """The operations of a straight run on the values it loaded (how many they take; a tuple, its
 argument), which compute a Python value from them and read nothing else."""
+_EMPTY = frozenset(("BUILD_LIST", "BUILD_MAP", "BUILD_SET"))
+"""What makes a new list, dict or set (of no items, where its argument is 0: ``{}``)."""
 _ENDS = ("JUMP", "FOR_ITER", "RETURN", "RAISE", "YIELD", "SEND", "SETUP", "BEFORE_WITH")
 """The instructions past which a store may not run on every call."""
 
@@ -166,8 +168,10 @@ def _stored_later(fn: Callable, places: list[Place], rest: list, first: str,
     for at in range(2, len(rest)):
         if any(word in rest[at - 2].opname for word in _ENDS):
             break
+        made = rest[at - 2].opname == "LOAD_CONST" or (rest[at - 2].opname in _EMPTY and
+                                                        not rest[at - 2].arg)
         if rest[at].opname == "STORE_ATTR" and rest[at - 1].opname == "LOAD_FAST" and \
-                rest[at - 1].argval == first and rest[at - 2].opname == "LOAD_CONST":
+                rest[at - 1].argval == first and made:
             candidates.append(rest[at].argval)
     if not candidates or not first:
         return

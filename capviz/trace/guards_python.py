@@ -45,6 +45,7 @@ from capviz.core.python_guards import (
     PythonGuards,
     guardable,
     same,
+    settable,
 )
 from capviz.core.source import library_type
 from capviz.trace import code_reach, guard_reach
@@ -94,7 +95,7 @@ class _Collector:
                             self.lines.reading(label, holder, key), self.name)
         now = guard.read()  # (the capture ran fn: what it left there)
         if self.assigned and label in self.assigned:  # fn assigns it before any read: each
-            if guardable(now):                        # replay assigns what it left there
+            if settable(now):                         # replay assigns what it left there
                 guard.value, guard.sets = now, True
                 self.guards.append(guard)
             return
@@ -144,7 +145,8 @@ def collect(fn: Callable, places: list[Place], graph: Any) -> PythonGuards:
             if code_reach._users(value):
                 c.found.spaces.append((f"{place.label}.", vars(value)))
             continue
-        if guardable(value, identity=True):
+        if guardable(value, identity=True) or (  # (self.cache = {} each call: set anew)
+                c.assigned and place.label in c.assigned and settable(value)):
             c.add(place.label, value, where, place.holder, place.key,
                   (id(place.holder), place.key))
         if where is not None:
@@ -260,6 +262,9 @@ def _container(c: _Collector, place: Place) -> None:
         anchor, steps = place.path
     else:
         anchor, steps = _weakly(holder), ()
+    if c.assigned and place.label in c.assigned and settable(
+            PythonGuard(place.label, None, anchor, steps, None, "").read()):
+        return  # (self.cache = {} each call: a new one set by each replay)
     if type(holder) is dict:
         c.add(f"{place.label}.keys()", tuple(holder), (anchor, (*steps, (None, "keys"))),
               holder, None)
@@ -325,7 +330,7 @@ def _added(c: _Collector, place: Place) -> None:
     for key, now in list(vars(holder).items()):
         label = f"{place.label}.{key}"
         if key in place.value or label in c.labels or label not in c.assigned or \
-                not guardable(now):
+                not settable(now):
             continue
         guard = PythonGuard(label, now, anchor, (*steps, (True, key)),
                             c.lines.reading(label, holder, key), c.name)
