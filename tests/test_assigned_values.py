@@ -207,3 +207,56 @@ def test_a_new_list_or_dict_each_call_is_a_new_one_each_replay(name, warm):
             held.append(k) if isinstance(held, list) else held.update(step=k)
     assert kept == kept_eager  # (each step's own object, with its own step)
     assert len({id(c) for c in kept}) == len(ROWS)
+
+
+# --- a value read from the captured arguments' shape or dtype (review 10, finding 7) -----------
+
+class Shaped:
+    def __init__(self):
+        self.shape = self.n = self.dt = None
+
+    def shape_of(self, x):
+        self.shape = x.shape
+        return x * 2.0
+
+    def rows(self, x):
+        self.n = x.shape[0]
+        return x * 2.0
+
+    def dtype_of(self, x):
+        self.dt = x.dtype
+        return x * 2.0
+
+    def length(self, x):
+        self.n = len(x)
+        return x * 2.0
+
+    def dims(self, x):
+        self.n = x.ndim + 1
+        return x * 2.0
+
+
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("name", ["shape_of", "rows", "dtype_of", "length", "dims"])
+def test_a_value_of_the_input_s_shape_or_dtype_is_set_by_each_replay(name, warm):
+    """Before: the cold capture's first replay, nothing changed, was refused 'self.n was None
+    when rows was captured ... and is 3 now ... Fix: capture rows again'."""
+    mine, twin = Shaped(), Shaped()
+    if warm:
+        getattr(mine, name)(ROWS[0])
+        getattr(twin, name)(ROWS[0])
+    graph = cv.capture(getattr(mine, name), SPEC)
+    for x in ROWS:
+        mine.shape = mine.n = mine.dt = twin.shape = twin.n = twin.dt = None  # (the loop's)
+        got, want = graph.replay({"x": x})["out"], getattr(twin, name)(x)
+        assert np.array_equal(got, want)
+        assert _attributes(mine) == _attributes(twin)
+
+
+def test_another_shape_is_refused():
+    mine = Shaped()
+    graph = cv.capture(mine.rows, SPEC)
+    mine.n = None
+    with pytest.raises(cv.ReplayInputError, match=r"^input 'x': expected float64\[3\], got "
+                       r"float64\[4\]"):
+        graph.replay({"x": np.ones(4)})

@@ -65,6 +65,8 @@ def assigned(fn: Callable, places: list[Place]) -> Assigned:
     if code is None:
         return found
     first = code.co_varnames[0] if code.co_varnames else ""
+    inputs = frozenset(code.co_varnames[1:code.co_argcount]) if first == _first_name(fn) \
+        else frozenset()  # (the captured arguments of a method: their shapes are the graph's)
     held = {p.label: p.value for p in places if p.kind not in ("keys", "items")}
     stack: list = []  # what the straight run pushed: a chain ["self", "base"], _VALUE, _RETURNED
     method: tuple[str, Any] | None = None  # (owner label, method) of a pending call
@@ -77,6 +79,24 @@ def assigned(fn: Callable, places: list[Place]) -> Assigned:
         top = stack[-1] if stack else None
         if op == "LOAD_FAST" and ins.argval == first:
             stack.append([first])
+            continue
+        if op == "LOAD_FAST" and ins.argval in inputs:  # (x.shape: the graph's, fixed)
+            stack.append([ins.argval])
+            continue
+        if op in ("LOAD_ATTR", "LOAD_METHOD") and type(top) is list and top[0] in inputs:
+            if op == "LOAD_ATTR" and len(top) == 1 and ins.argval in _SHAPES:
+                top.append(ins.argval)
+                continue
+            done = at
+            break
+        if op == "LOAD_GLOBAL" and ins.arg & 1 and ins.argval == "len" and \
+                "len" not in getattr(function, "__globals__", {}):
+            stack.append(_LEN)
+            continue
+        if op in _CALLS and ins.arg == 1 and len(stack) >= 2 and stack[-2] is _LEN and \
+                type(top) is list and len(top) == 1 and top[0] in inputs:
+            del stack[-2:]
+            stack.append(_VALUE)  # (len(x): its first dimension, the graph's)
             continue
         if op in ("LOAD_ATTR", "LOAD_METHOD") and type(top) is list:
             name = ins.argval
@@ -135,8 +155,12 @@ def assigned(fn: Callable, places: list[Place]) -> Assigned:
     return found
 
 
-_VALUE, _RETURNED, _UNSET = "value", "returned", object()
-_PURE = {"BINARY_OP": 2, "COMPARE_OP": 2, "UNARY_NEGATIVE": 1, "UNARY_NOT": 1,
+_VALUE, _RETURNED, _LEN, _UNSET = "value", "returned", "len", object()
+_SHAPES = frozenset(("shape", "ndim", "dtype", "size"))
+"""What a straight run may read of a captured argument: the graph fixes them (a replay with
+another shape or dtype is refused), so a value computed from them is the same each replay
+(``self.n = x.shape[0]``, ``len(x)``: review 10, finding 7)."""
+_PURE = {"BINARY_OP": 2, "BINARY_SUBSCR": 2, "COMPARE_OP": 2, "UNARY_NEGATIVE": 1, "UNARY_NOT": 1,
          "UNARY_INVERT": 1, "BUILD_TUPLE": -1}
 """The operations of a straight run on the values it loaded (how many they take; a tuple, its
 argument), which compute a Python value from them and read nothing else."""
@@ -154,6 +178,8 @@ def _value(item: Any, first: str, held: dict) -> bool:
         return True
     if type(item) is not list or len(item) < 2:
         return False
+    if item[0] != first:  # (an argument's shape, ndim, dtype or size)
+        return len(item) == 2 and item[1] in _SHAPES
     label = ".".join(item)
     return label in held and guardable(held[label])
 
@@ -190,6 +216,16 @@ def _stored_later(fn: Callable, places: list[Place], rest: list, first: str,
     for name in candidates:
         if name not in loaded and name not in reach.strings:
             found.exact.add(f"{first}.{name}")
+
+
+def _first_name(fn: Callable) -> str | None:
+    """The name of the first argument of the function under bound method ``fn`` (its object's),
+    ``None`` where ``fn`` is no bound method."""
+    owner, function = function_of(fn)
+    code = getattr(function, "__code__", None)
+    if owner is None or code is None or not code.co_varnames:
+        return None
+    return code.co_varnames[0]
 
 
 def _owner(fn: Callable) -> Any:
