@@ -42,6 +42,7 @@ effects happen twice (docs/guide/state.md).
 from __future__ import annotations
 
 import collections
+import functools
 import io
 import linecache
 import math
@@ -146,8 +147,11 @@ def call_method(obj: Any) -> Callable | None:
     return None
 
 
+@functools.lru_cache(maxsize=8192)
 def line_code(line: str) -> str:
-    """A source line without its comment."""
+    """A source line without its comment (kept for the next capture: every capture reads the
+    lines of the functions it reaches again, and tokenizing them was most of a small capture's
+    time)."""
     line = line.strip()
     try:
         for tok in tokenize.generate_tokens(io.StringIO(line + "\n").readline):
