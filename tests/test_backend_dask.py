@@ -383,6 +383,24 @@ def _body(x, keep, w):
 
 
 @pytest.mark.slow
+def test_a_variance_of_a_product_larger_than_a_worker_is_tested_at_run_time(cluster_client):
+    """np.std of ``x @ w`` over the 1 GiB input (the lead's ruling 38 10:50): the product keeps
+    dask.array's blocks and its declared bound is tested at the std, which fails there by name
+    (float32, 262,144 terms: the roundings alone are beyond the tolerance); before, a product
+    any variance read was gathered onto one block, operands and all, whatever its size. With
+    arithmetic='dask' it replays, within the product's declared bound carried to the std."""
+    w = np.random.default_rng(0).standard_normal((COLS, 16)).astype(np.float32)
+    g = cv.capture(lambda x: np.std(x @ w, axis=0), cv.spec((ROWS, COLS)))
+    x = da.random.default_rng(5).random((ROWS, COLS), dtype=np.float32, chunks=(BLOCK, COLS))
+    with pytest.raises(cv.ReplayError, match=r"\(std\).*ProductCancels: np\.std cancels the "
+                                             r"value of np\.matmul .*arithmetic='dask'"):
+        g.replay({"x": x}, backend="dask", chunks=(BLOCK, COLS))
+    got = g.replay({"x": x}, backend="dask", chunks=(BLOCK, COLS), arithmetic="dask")["out"]
+    want = da.std(x.astype(np.float64) @ w.astype(np.float64), axis=0).compute()
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
+@pytest.mark.slow
 def test_a_two_worker_cluster_replays_inputs_larger_than_a_worker(cluster_client):
     """A graph (elementwise chain, dropout drawn by a capviz random op, matmul, reductions)
     over an input 4x one worker's memory limit, generated on the workers (never in this

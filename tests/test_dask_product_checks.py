@@ -34,6 +34,8 @@ SPELLINGS = {
                                   "add"),
     "np.subtract.outer(x @ ones, x @ ones)": (lambda x: np.subtract.outer(x @ ONES, x @ ONES),
                                               "ufunc_outer"),
+    "np.gradient(x @ ones)": (lambda x: np.gradient(x @ ONES), "gradient"),
+    "np.gradient(x @ o2, axis=0)": (lambda x: np.gradient(x @ O2, axis=0), "gradient"),
 }
 
 
@@ -203,3 +205,113 @@ def test_arithmetic_dask_keeps_dask_arrays_order_with_no_test(spelling):
 def test_arithmetic_takes_numpy_or_dask():
     with pytest.raises(ValueError, match="arithmetic='numpy' \\(the default\\) or 'dask'"):
         _replay(SPELLINGS["x @ o2 - t"][0], X, SMALL, arithmetic="xla")
+
+
+# --- variances of a product larger than a block (the lead's ruling 38 10:50) ------------------
+
+VARIANCES = {
+    "np.var(x @ ones)": (lambda x: np.var(x @ ONES.astype(x.dtype)), "var"),
+    "np.std(x @ o2, axis=0)": (lambda x: np.std(x @ O2.astype(x.dtype), axis=0), "std"),
+    "np.var((x @ o2) * 0.5, axis=1, ddof=1)": (
+        lambda x: np.var((x @ O2.astype(x.dtype)) * 0.5, axis=1, ddof=1), "var"),
+    "(x @ o2).T.std(1)": (lambda x: (x @ O2.astype(x.dtype)).T.std(1), "std"),
+}
+
+
+@pytest.mark.parametrize("spelling", list(VARIANCES))
+def test_a_variance_of_a_product_larger_than_a_block_fails_there(spelling):
+    """float32 rows near 1e3: the product's declared rounding moves the variance beyond its
+    tolerance. Before: the product was gathered onto one block, whatever its size (checked to
+    fail on main 3b9d629: NumPy's bits, no error)."""
+    fn, consumer = VARIANCES[spelling]
+    with pytest.raises(cv.ReplayError) as caught:
+        _replay(fn, X, SMALL)
+    text = str(caught.value)
+    assert f"({consumer})" in text and "test_dask_product_checks.py" in text
+    assert "ProductCancels" in text and "\n" not in text
+    assert f"np.{consumer} cancels the value of np.matmul (node %" in text
+    assert "arithmetic='dask'" in text and "backend='numpy'" in text
+    assert "dask.config.set({'array.chunk-size': '1MiB'})" in text
+
+
+@pytest.mark.parametrize("spelling", list(VARIANCES))
+def test_the_fixes_a_variance_names_apply(spelling):
+    """The chunk-size it names and backend='numpy' give NumPy's bits; arithmetic='dask' keeps
+    dask.array's blocks, untested (declared)."""
+    fn, _ = VARIANCES[spelling]
+    want = fn(X)
+    assert np.array_equal(_replay(fn, X, "1MiB"), want)
+    graph = cv.capture(fn, cv.spec(X.shape, X.dtype))
+    assert np.array_equal(graph.replay({"x": X}, backend="numpy")["out"], want)
+    got = _replay(fn, X, SMALL, arithmetic="dask")
+    assert got.dtype == want.dtype and got.shape == want.shape
+
+
+@pytest.mark.parametrize("spelling", list(VARIANCES))
+def test_a_variance_of_a_product_within_the_tolerance_keeps_dask_arrays_blocks(spelling):
+    """float64 values: the product's carried bound moves the variance by far less than its
+    tolerance, so the product keeps dask.array's blocks (not gathered onto one block) and the
+    result is within the tolerance of NumPy's."""
+    fn, _ = VARIANCES[spelling]
+    x = X.astype(np.float64)
+    graph = cv.capture(fn, cv.spec(x.shape, x.dtype))
+    with dask.config.set({"array.chunk-size": "32KiB"}):
+        lazy = graph.replay({"x": da.from_array(x, chunks=(4, 96))}, backend="dask",
+                            compute=False)["out"]
+        got = graph.replay({"x": da.from_array(x, chunks=(4, 96))}, backend="dask")["out"]
+    assert "matmul" in _task_names(lazy)  # dask.array's blocked product
+    assert "matmul" not in _task_names(_replay(fn, x, "1MiB", compute=False))  # one block
+    want = fn(x)
+    assert np.all(np.abs(got - want) <= 1e-5 + 1e-5 * np.abs(want))
+
+
+def _task_names(lazy):
+    return {(k[0] if isinstance(k, tuple) else k).rsplit("-", 1)[0]
+            for k in lazy.__dask_graph__().keys()}
+
+
+def test_a_nan_variance_of_a_larger_product_is_gathered_as_before():
+    """np.nanvar (a count of terms per output) is not tested at run time: the product is
+    computed as NumPy does, on one block."""
+    def fn(x):
+        return np.nanvar(x @ O2, axis=0)
+
+    assert np.array_equal(_replay(fn, X, SMALL), fn(X))
+
+
+GRADIENTS = {
+    "np.gradient(x @ o2)": lambda x: np.gradient(x @ O2.astype(x.dtype)),  # a result per axis
+    "np.gradient(x @ ones)": lambda x: np.gradient(x @ ONES.astype(x.dtype)),
+}
+
+
+@pytest.mark.parametrize("spelling", list(GRADIENTS))
+def test_a_gradient_of_a_larger_product_tests_each_result(spelling):
+    """float32 near 1e3: fails at the gradient; float64: the product keeps dask.array's
+    blocks and each result is within the tolerance of NumPy's (checked to fail on main
+    3b9d629: gathered onto one block)."""
+    fn = GRADIENTS[spelling]
+    with pytest.raises(cv.ReplayError, match=r"\(gradient\).*ProductCancels: np\.gradient "
+                                             r"cancels the value of np\.matmul"):
+        _replay_all(fn, X, SMALL)
+    x = X.astype(np.float64)
+    lazy = _replay_all(fn, x, "32KiB", compute=False)
+    assert all("matmul" in _task_names(each) for each in lazy)
+    want = fn(x)
+    for got, each in zip(_replay_all(fn, x, "32KiB"), want if isinstance(want, tuple)
+                         else (want,)):
+        assert np.all(np.abs(got - each) <= 1e-5 + 1e-5 * np.abs(each))
+
+
+def test_a_gradient_with_spacings_or_second_order_edges_is_gathered_as_before():
+    for fn in (lambda x: np.gradient(x @ ONES, 2.0),
+               lambda x: np.gradient(x @ ONES, edge_order=2)):
+        assert np.array_equal(_replay_all(fn, X, SMALL)[0], fn(X))
+
+
+def _replay_all(fn, x, chunk_size, compute=True):
+    graph = cv.capture(fn, cv.spec(x.shape, x.dtype))
+    with dask.config.set({"array.chunk-size": chunk_size}):
+        got = graph.replay({"x": da.from_array(x, chunks=(4, 96))}, backend="dask",
+                           compute=compute)
+    return [got[name] for name in graph.outputs]

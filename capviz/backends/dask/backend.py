@@ -202,7 +202,7 @@ class DaskBackend(Backend):
                     if node.index in plan.products:
                         product_checks.record(node, args, params)
                     if node.index in plan.consumers:
-                        result = product_checks.checked(node, result)
+                        result = product_checks.checked(node, result, args)
                 return result
             finally:
                 NODE.reset(token)

@@ -14,7 +14,10 @@ the consumer's result (``E`` the carried bound, ``eps`` one rounding of ``r``), 
 fails at the consumer with :class:`ProductCancels`, naming the product, the user's line and the
 fixes (``arithmetic='dask'``, the opt-in of the lead's ruling 37 08:00, which keeps
 dask.array's order with no test, ``backend='numpy'``, or a dask ``array.chunk-size`` the
-operands fit, which computes the product as NumPy does).
+operands fit, which computes the product as NumPy does). A variance (``np.var``, ``np.std`` of
+real values: the lead's ruling 38 10:50) is tested by its own rule (:class:`_SpreadWithin`):
+the carried bound ``E`` on each of its ``n`` terms moves the standard deviation by at most
+``sqrt(n / (n - ddof)) E``, and each result's roundings in any order of addition are added.
 
 **The bound** is the cheap one (the ruling's rank-1 test): for each output,
 ``(|A| @ |B|)_ij <= ||a_i|| ||b_j||`` (Cauchy-Schwarz over the contracted axes, every summed
@@ -31,10 +34,12 @@ parts first, so a pick of them can jump) and scalings by a number (the bound tim
 and one more bound for the rounding: a product's rounding ``ulp(|c v|)`` is within
 ``2 u |c| |v| <= |c| E_P``). At the consumer (:data:`CONSUMERS`), an add or subtract moves by
 the sum of its operands' bounds, ``np.diff`` of order ``n`` by ``2**n`` times it, ``np.ediff1d``
-and ``np.ptp`` (of real values) by twice it. The product, and every value on those paths,
-must reach nothing else (no other op, no output but the product itself, held to its bound by
-``compare``, no guard): else it is gathered, as before. Every other path or consumer
-(``np.var``, ``np.cov``, a product by a tensor, another contraction on the path, a mean of the
+and ``np.ptp`` (of real values) by twice it, as ``np.gradient`` (of real values, unit spacing,
+``edge_order=1``: each of its results), a variance by :class:`_SpreadWithin`'s rule.
+The product, and every value on those paths, must reach nothing else (no other op, no output
+but the product itself, held to its bound by ``compare``, no guard): else it is gathered, as
+before. Every other path or consumer (``np.nanvar``, ``np.cov``, ``np.gradient`` with spacings
+or ``edge_order=2``, a product by a tensor, another contraction on the path, a mean of the
 product: each rounds in its own order on other values) keeps the gather on one block, as
 before.
 
@@ -73,9 +78,16 @@ from capviz.ops.products import einsum_terms
 PAIRED = frozenset(("matmul", "dot", "vdot", "tensordot", "linalg.tensordot", "einsum"))
 """The products whose rank-1 bound is taken (two operands, each summed label in both once)."""
 
-CONSUMERS = {"add": 1, "subtract": 1, "ufunc_outer": 1, "ediff1d": 2, "ptp": 2, "diff": 2}
+CONSUMERS = {"add": 1, "subtract": 1, "ufunc_outer": 1, "ediff1d": 2, "ptp": 2, "diff": 2,
+             "gradient": 2, "var": 1, "std": 1}
 """The consumers tested, with what they multiply the carried bound by (``np.diff``: by it to
-the power of its order)."""
+the power of its order; ``np.gradient`` of unit spacing and ``edge_order=1``: ``(f[i + 1] -
+f[i - 1]) / 2`` inside, ``f[1] - f[0]`` at the edges; a variance's test is its own,
+:class:`_SpreadWithin`)."""
+
+SPREADS = frozenset(("var", "std"))
+"""The variances tested (:class:`_SpreadWithin`): real values, no ``dtype=``, ``where=``,
+``mean=`` or ``correction=``."""
 
 _SAME = cancelling.LIPSCHITZ | cancelling.CLAMPS | cancelling.PICKS
 """Path ops whose every value is one of their operands' values or its magnitude: the bound
@@ -301,11 +313,19 @@ def _scale(reach: cancelling.Reach) -> float | None:
     does not carry it."""
     consumer = reach.consumer
     factor = CONSUMERS.get(consumer.op)
-    if factor is None or consumer.dtype is None or np.dtype(consumer.dtype).kind not in "fc":
+    if consumer.op == "gradient":  # its results are its unpacks': of the operand's type
+        before = reach.path[-1] if reach.path else reach.sum
+        if len(consumer.args) != 1 or consumer.args[0] is not before or not _real(before) \
+                or consumer.params.get("edge_order", 1) not in (None, 1):
+            return None  # spacings, edge_order=2 (weights 1.5, 2, 0.5): gathered, as before
+    elif factor is None or consumer.dtype is None \
+            or np.dtype(consumer.dtype).kind not in "fc":
         return None
     if consumer.op == "ufunc_outer" and consumer.params.get("ufunc") not in cancelling.OUTERS:
         return None
     if consumer.op == "ptp" and not _real(consumer):  # complex: the largest by real parts
+        return None
+    if consumer.op in SPREADS and not _spread(consumer, reach):
         return None
     if consumer.op == "diff":
         n = consumer.params.get("n", 1)
@@ -321,6 +341,34 @@ def _scale(reach: cancelling.Reach) -> float | None:
         roundings += step[1]
         before = node
     return scale * (1 + roundings) * factor
+
+
+def _spread(consumer: Node, reach: cancelling.Reach) -> bool:
+    """Whether variance ``consumer`` is one :class:`_SpreadWithin` tests: of real values (its
+    first operand the path's value), no ``dtype=``, ``where=``, ``mean=`` or ``correction=``,
+    a number ``ddof`` below its count of terms."""
+    before = reach.path[-1] if reach.path else reach.sum
+    args, params = consumer.args, consumer.params
+    if len(args) != 1 or args[0] is not before or not _real(before) or not _real(consumer) \
+            or before.shape is None or params.get("dtype") is not None \
+            or params.get("where", True) is not True \
+            or any(params.get(k) is not None for k in ("mean", "correction")):
+        return False
+    ddof = params.get("ddof", 0)
+    if isinstance(ddof, bool) or not isinstance(ddof, (int, float, np.integer, np.floating)):
+        return False
+    count = _count(before.shape, params.get("axis"))
+    return count is not None and 0 <= float(ddof) < count
+
+
+def _count(shape: tuple, axis: Any) -> int | None:
+    """The count of terms of each output of a reduction over ``axis`` of ``shape``."""
+    try:
+        axes = range(len(shape)) if axis is None else (axis,) if isinstance(axis, int) \
+            else tuple(axis)
+        return math.prod(int(shape[int(a) % len(shape)]) for a in axes) if shape else 1
+    except (TypeError, ValueError, ZeroDivisionError):
+        return None
 
 
 def _real(node: Node) -> bool:
@@ -399,11 +447,15 @@ def _largest_norm(x: Any, axes: tuple) -> Any:
     return norms.max() if norms.ndim else norms
 
 
-def checked(node: Node, result: Any) -> Any:
-    """Consumer ``node``'s ``result`` (a dask array), failing at the node where the carried
-    bound of the products it reads (:data:`PLAN`) is beyond its tolerance."""
+def checked(node: Node, result: Any, args: tuple = ()) -> Any:
+    """Consumer ``node``'s ``result`` (a dask array) of ``args``, failing at the node where
+    the carried bound of the products it reads (:data:`PLAN`) is beyond its tolerance."""
     plan, bounds = PLAN.get(), BOUNDS.get()
-    if plan is None or bounds is None or not is_array(result):
+    if plan is None or bounds is None:
+        return result
+    if isinstance(result, (tuple, list)):  # np.gradient of several axes: each result tested
+        return type(result)(checked(node, each, args) for each in result)
+    if not is_array(result):
         return result
     parts = [bounds[index] * scale for index, scale in plan.consumers.get(node.index, ())
              if index in bounds]
@@ -412,11 +464,25 @@ def checked(node: Node, result: Any) -> Any:
     carried = sum(parts[1:], parts[0])
     rtol, atol = get("dask").tolerance_for(result.dtype)
     products = [plan.products[index] for index, _ in plan.consumers[node.index]]
-    test = _Within(node.op, _message_parts(products), rtol, atol,
-                   float(np.finfo(np.dtype(result.dtype)).eps))
+    eps = float(np.finfo(np.dtype(result.dtype)).eps)
     index = tuple(range(result.ndim))
+    if node.op in SPREADS:
+        operand = args[0]
+        count = _count(tuple(operand.shape), node.params.get("axis"))
+        spread = _SpreadWithin(node.op, _message_parts(products), rtol, atol, eps,
+                               int(count or 1), float(node.params.get("ddof", 0)))
+        return da.blockwise(guard(spread), index, result, index, carried, (),
+                            _largest(operand), (), dtype=result.dtype,
+                            meta=np.empty((0,) * result.ndim, result.dtype))
+    test = _Within(node.op, _message_parts(products), rtol, atol, eps)
     return da.blockwise(guard(test), index, result, index, carried, (), dtype=result.dtype,
                         meta=np.empty((0,) * result.ndim, result.dtype))
+
+
+def _largest(x: Any) -> Any:
+    """The largest finite magnitude of dask array ``x`` (float64, 0-d)."""
+    magnitude = da.fabs(x).astype(np.float64)
+    return da.where(da.isfinite(magnitude), magnitude, 0.0).max()
 
 
 def _message_parts(products: list[Node]) -> tuple[str, str, str]:
@@ -430,6 +496,65 @@ def _message_parts(products: list[Node]) -> tuple[str, str, str]:
 def _named(node: Node) -> str:
     where = format_source(node.source)
     return f"np.{node.op} (node %{node.index}" + (f" at {where}" if where else "") + ")"
+
+
+class _SpreadWithin:
+    """A task's test of a variance's (``np.var``, ``np.std``) block of a product's values
+    against the carried bound ``E`` on each of its ``n`` terms (picklable).
+
+    ``x`` the values dask.array computed, ``x*`` NumPy's, ``|x - x*| <= E`` each: the
+    standard deviation is ``||P x|| / sqrt(d)`` (``P`` the centring, a projection: norm 1;
+    ``d = n - ddof``), so the exact ones of ``x`` and ``x*`` are within ``lam = sqrt(n / d)
+    E``, and their variances within ``lam (2 s + lam)``. Each computed variance is within
+    ``R = n e**2 / d + (n + 3) eps v`` of its exact one (:mod:`capviz.backends.dask.variance`'s
+    bound, with ``n`` roundings: any order of addition; ``e = (n + 1) eps M``, ``M`` the
+    largest magnitude, ``M + E`` for NumPy's values). An output fails where the sum of these,
+    for the dask.array result and NumPy's, is beyond ``atol + rtol max(|r| - that, 0)``."""
+
+    def __init__(self, name: str, words: tuple[str, str, str], rtol: float, atol: float,
+                 eps: float, n: int, ddof: float) -> None:
+        self.name = name
+        self.words = words
+        self.rtol, self.atol, self.eps = rtol, atol, eps
+        self.n, self.d = float(n), float(n) - ddof
+
+    def _rounding(self, largest: Any, variance: Any) -> Any:
+        e = (self.n + 1) * self.eps * largest
+        grown = (self.n + 3) * self.eps
+        return (self.n * e * e / self.d + grown * variance) / max(1 - grown, 1e-300) \
+            if grown < 0.5 else np.full(np.shape(variance), np.inf)
+
+    def __call__(self, block: np.ndarray, carried: Any, largest: Any) -> np.ndarray:
+        e, m = float(np.asarray(carried)), float(np.asarray(largest))
+        with np.errstate(all="ignore"):
+            r = np.abs(np.asarray(block)).astype(np.float64)
+            root = self.name == "std"
+            lam = math.sqrt(self.n / self.d) * e
+            v = r * r if root else r
+            ours = self._rounding(m, v)  # dask.array's result from its values' exact one
+            s = np.sqrt(v + ours)
+            theirs = self._rounding(m + e, (s + lam) ** 2)  # NumPy's from its values'
+            if root:
+                low = np.maximum(r, 1e-300)
+                first = np.minimum(np.sqrt(ours), ours / low)
+                below = r - first - lam
+                last = np.where(below > 0, np.minimum(np.sqrt(theirs), theirs / below),
+                                np.sqrt(theirs))
+                total = first + lam + last + 2 * self.eps * (r + lam)
+            else:
+                total = ours + theirs + lam * (2 * s + lam)
+            limit = self.atol + self.rtol * np.maximum(r - total, 0)
+            beyond = np.isfinite(r) & ~(total * (1 + self.eps) <= limit)
+        if np.any(beyond):
+            named, held, need = self.words
+            raise ProductCancels(
+                f"np.{self.name} cancels the value of {named}, which dask.array adds in its "
+                f"own blocks since its operands ({held}) do not fit dask's array.chunk-size: "
+                f"its declared rounding, up to {e:.3g} on each of its {int(self.n)} terms, can "
+                f"move this result by up to {float(np.max(np.where(beyond, total, 0))):.3g}, "
+                f"beyond its tolerance ({float(np.min(limit[beyond])):.3g}), so it can differ "
+                f"from NumPy's; {_fixes(need)}")
+        return block
 
 
 class _Within:
