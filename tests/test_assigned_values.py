@@ -7,6 +7,8 @@ reads its own place (``self.on = not self.on``) is still refused."""
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 import pytest
 
@@ -186,9 +188,42 @@ class Fresh:
         self.cache["n"] = 3
         return x * 2.0
 
+    def nested(self, x):
+        self.cache = {"sub": {}, "k": [[]]}
+        return x * 2.0
+
+    def made(self, x):
+        self.cache = dict()
+        return x * 2.0
+
+    def made_set(self, x):
+        self.cache = set()
+        return x * 2.0
+
+    def defaultdict(self, x):
+        self.cache = collections.defaultdict(list)
+        return x * 2.0
+
+    def ordered(self, x):
+        self.cache = collections.OrderedDict(n=3)
+        return x * 2.0
+
+
+def _write(held, k):
+    """The user's loop writes into each step's container, and into the ones inside it."""
+    if isinstance(held, list):
+        held.append(k)
+    elif isinstance(held, set):
+        held.add(k)
+    else:
+        for inner in list(held.values()):
+            _write(inner, -k) if isinstance(inner, (list, dict)) else None
+        held[f"step{k}"] = k
+
 
 @pytest.mark.parametrize("warm", [False, True])
-@pytest.mark.parametrize("name", ["empty_dict", "empty_list", "filled"])
+@pytest.mark.parametrize("name", ["empty_dict", "empty_list", "filled", "nested", "made",
+                                  "made_set", "defaultdict", "ordered"])
 def test_a_new_list_or_dict_each_call_is_a_new_one_each_replay(name, warm):
     """Before: each replay left the capture's one object (cold: the user's writes into it
     showed in every later step's; warm: GuardError on the keys the user wrote)."""
@@ -203,9 +238,36 @@ def test_a_new_list_or_dict_each_call_is_a_new_one_each_replay(name, warm):
         assert np.array_equal(got, want)
         kept.append(mine.cache)
         kept_eager.append(twin.cache)
-        for held in (mine.cache, twin.cache):  # the user's loop writes into each step's
-            held.append(k) if isinstance(held, list) else held.update(step=k)
-    assert kept == kept_eager  # (each step's own object, with its own step)
+        _write(mine.cache, k)
+        _write(twin.cache, k)
+    assert repr(kept) == repr(kept_eager)  # (each step's own object, with its own step; types)
+    assert len({id(c) for c in kept}) == len(ROWS)
+
+
+def _closure_step(o):
+    def step(x):
+        o.cache = {"n": 3}
+        o.cache["m"] = 4
+        return x * 2.0
+    return step
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_new_dict_bound_on_an_object_a_closure_holds(warm):
+    mine, twin = Fresh(), Fresh()
+    step, eager = _closure_step(mine), _closure_step(twin)
+    if warm:
+        step(ROWS[0])
+        eager(ROWS[0])
+    graph = cv.capture(step, SPEC)
+    kept, kept_eager = [], []
+    for k, x in enumerate(ROWS):
+        assert np.array_equal(graph.replay({"x": x})["out"], eager(x))
+        kept.append(mine.cache)
+        kept_eager.append(twin.cache)
+        _write(mine.cache, k)
+        _write(twin.cache, k)
+    assert repr(kept) == repr(kept_eager)
     assert len({id(c) for c in kept}) == len(ROWS)
 
 

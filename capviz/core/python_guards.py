@@ -20,6 +20,8 @@ call the eager code on it). A loaded graph keeps its guards as data with no live
 
 from __future__ import annotations
 
+import collections
+import copy
 import enum
 import functools
 import math
@@ -61,19 +63,26 @@ def guardable(value: Any, depth: int = 2, identity: bool = False) -> bool:
     return identity and isinstance(value, IDENTITIES)
 
 
-def settable(value: Any) -> bool:
+def settable(value: Any, depth: int = 3) -> bool:
     """Whether ``value`` is what a guard that :attr:`PythonGuard.sets` can assign: a value a
-    guard holds (:func:`guardable`), or a list, dict or set of them (keys too), at most
-    :data:`MOST_ITEMS` long (``self.cache = {}`` each call, ``self.cfg = {"n": 3}``), which it
-    assigns as a new copy at each replay, as each call makes a new one (review 10, finding 3)."""
+    guard holds (:func:`guardable`), or a list, dict, set, tuple, deque or one of the dicts of
+    :mod:`collections` of them, three levels at most, :data:`MOST_ITEMS` items each
+    (``self.cache = {}`` each call, ``self.cfg = {"n": 3, "sub": {}}``,
+    ``defaultdict(list)``), which it assigns as a new copy at each replay, as each call makes a
+    new one (review 10, finding 3)."""
     if guardable(value):
         return True
-    kind = type(value)
-    if kind not in (list, dict, set) or len(value) > MOST_ITEMS:
+    if depth <= 0 or not isinstance(value, _CONTAINERS) or len(value) > MOST_ITEMS:
         return False
-    if kind is dict:
-        return all(guardable(k) and guardable(v) for k, v in value.items())
-    return all(guardable(item) for item in value)
+    if isinstance(value, collections.defaultdict) and value.default_factory not in (
+            None, list, dict, set, int, float):
+        return False
+    if isinstance(value, dict):
+        return all(guardable(k) and settable(v, depth - 1) for k, v in value.items())
+    return all(settable(item, depth - 1) for item in value)
+
+
+_CONTAINERS = (list, dict, set, tuple, collections.deque)
 
 
 ABSENT = type("Absent", (), {"__repr__": lambda self: "absent", "__slots__": ()})()
@@ -175,8 +184,8 @@ class PythonGuard:
                 owner = getattr(owner, key) if is_attribute else owner[key]
             is_attribute, key = self.steps[-1]
             value = self.value
-            if type(value) in (list, dict, set):  # (a new one, as each call makes; its
-                value = type(value)(value)         # items are immutable: guardable)
+            if not guardable(value):  # (a new list or dict, as each call makes one)
+                value = copy.deepcopy(value)
             if is_attribute:
                 setattr(owner, key, value)
             else:

@@ -17,6 +17,8 @@ the objects inside it: ``train`` recursing into children assigns the same name t
 
 from __future__ import annotations
 
+import builtins
+import collections
 import dis
 import types
 from collections.abc import Callable
@@ -29,7 +31,7 @@ from capviz.trace.places import Place, function_of
 _CALLS = frozenset(("CALL", "CALL_FUNCTION", "CALL_METHOD", "CALL_FUNCTION_KW",
                     "CALL_FUNCTION_EX"))
 _PREPARE = frozenset(("PRECALL", "KW_NAMES", "PUSH_NULL", "NOP", "RESUME", "CACHE",
-                      "EXTENDED_ARG"))
+                      "EXTENDED_ARG", "COPY_FREE_VARS", "MAKE_CELL"))
 _LOADS = frozenset(("LOAD_FAST", "LOAD_DEREF", "LOAD_CONST", "LOAD_GLOBAL"))
 
 
@@ -64,10 +66,11 @@ def assigned(fn: Callable, places: list[Place]) -> Assigned:
     code = getattr(function, "__code__", None)
     if code is None:
         return found
-    first = code.co_varnames[0] if code.co_varnames else ""
-    inputs = frozenset(code.co_varnames[1:code.co_argcount]) if first == _first_name(fn) \
-        else frozenset()  # (the captured arguments of a method: their shapes are the graph's)
+    first = _first_name(fn) or ""  # (a method's object: self)
+    inputs = frozenset(code.co_varnames[1 if first else 0:code.co_argcount])  # (the captured
+    #                                      arguments: their shapes and dtypes are the graph's)
     held = {p.label: p.value for p in places if p.kind not in ("keys", "items")}
+    space = getattr(function, "__globals__", None) or {}
     stack: list = []  # what the straight run pushed: a chain ["self", "base"], _VALUE, _RETURNED
     method: tuple[str, Any] | None = None  # (owner label, method) of a pending call
     stored: set[str] = set()
@@ -77,8 +80,8 @@ def assigned(fn: Callable, places: list[Place]) -> Assigned:
     for at, ins in enumerate(instructions):
         op = ins.opname
         top = stack[-1] if stack else None
-        if op == "LOAD_FAST" and ins.argval == first:
-            stack.append([first])
+        if (op == "LOAD_FAST" and ins.argval == first) or _held_object(fn, ins):
+            stack.append([ins.argval])  # (self, or an object a global or closure cell holds)
             continue
         if op == "LOAD_FAST" and ins.argval in inputs:  # (x.shape: the graph's, fixed)
             stack.append([ins.argval])
@@ -113,6 +116,8 @@ def assigned(fn: Callable, places: list[Place]) -> Assigned:
             top.append(name)
             read.add(name)
             continue
+        if op in _CALLS and _built(ins, stack, space):  # (dict(), defaultdict(list))
+            continue
         if op in _CALLS:
             if method is None or ins.arg:
                 done = at
@@ -131,18 +136,19 @@ def assigned(fn: Callable, places: list[Place]) -> Assigned:
         if op == "POP_TOP" and stack:
             stack.pop()
             continue
-        if op == "LOAD_CONST" or (op in _EMPTY and not ins.arg) or (  # ({}: a new one)
-                op == "LOAD_GLOBAL" and not ins.arg & 1 and ins.argval not in stored and
-                guardable(getattr(function, "__globals__", {}).get(ins.argval, _UNSET))):
+        if op == "LOAD_GLOBAL" and not ins.arg & 1 and ins.argval not in stored and \
+                guardable(space.get(ins.argval, _UNSET)):  # (a global a guard holds: SCALE)
             stack.append(_VALUE)
             continue
-        if op == "STORE_ATTR" and top == [first] and len(stack) >= 2 and \
+        if _built(ins, stack, space):  # (a constant, {}, [x.shape[0], 2], dict(), ...)
+            continue
+        if op == "STORE_ATTR" and _owned(top, first, inputs) and len(stack) >= 2 and \
                 ins.argval not in read and _value(stack[-2], first, held):
-            found.exact.add(f"{first}.{ins.argval}")  # (a constant, or computed from values
+            found.exact.add(f"{top[0]}.{ins.argval}")  # (a constant, or computed from values
             stored.add(ins.argval)                    # the guards hold: self.base * 2.0)
             del stack[-2:]
             continue
-        taken = _PURE.get(op, 0) if op != "BUILD_TUPLE" else ins.arg
+        taken = _PURE.get(op, 0)
         if taken and len(stack) >= taken and all(_value(v, first, held)
                                                   for v in stack[-taken:]):
             del stack[-taken:]
@@ -160,12 +166,57 @@ _SHAPES = frozenset(("shape", "ndim", "dtype", "size"))
 """What a straight run may read of a captured argument: the graph fixes them (a replay with
 another shape or dtype is refused), so a value computed from them is the same each replay
 (``self.n = x.shape[0]``, ``len(x)``: review 10, finding 7)."""
-_PURE = {"BINARY_OP": 2, "BINARY_SUBSCR": 2, "COMPARE_OP": 2, "UNARY_NEGATIVE": 1, "UNARY_NOT": 1,
-         "UNARY_INVERT": 1, "BUILD_TUPLE": -1}
+_PURE = {"BINARY_OP": 2, "BINARY_SUBSCR": 2, "COMPARE_OP": 2, "UNARY_NEGATIVE": 1,
+         "UNARY_NOT": 1, "UNARY_INVERT": 1}
 """The operations of a straight run on the values it loaded (how many they take; a tuple, its
 argument), which compute a Python value from them and read nothing else."""
-_EMPTY = frozenset(("BUILD_LIST", "BUILD_MAP", "BUILD_SET"))
-"""What makes a new list, dict or set (of no items, where its argument is 0: ``{}``)."""
+_MAKERS = (dict, list, set, tuple, frozenset, collections.OrderedDict, collections.defaultdict,
+           collections.deque, collections.Counter)
+"""The types whose call with values makes a new container of them (``dict()``,
+``defaultdict(list)``): a value each call makes anew."""
+_MAKER, _COLLECTIONS = "maker", "collections"
+
+
+def _built(ins: dis.Instruction, stack: list, space: dict) -> bool:
+    """Apply ``ins`` to ``stack`` where it makes a value of the values on it only (a constant, a
+    list, tuple, set or dict built of them, a call of one of :data:`_MAKERS`); ``False``
+    (``stack`` untouched) where it does not."""
+    op, arg = ins.opname, ins.arg or 0
+    if op == "LOAD_CONST":
+        stack.append(_VALUE)
+        return True
+    if op == "LOAD_GLOBAL":
+        value = space.get(ins.argval, vars(builtins).get(ins.argval, _UNSET))
+        if value is collections:
+            stack.append(_COLLECTIONS)  # (collections.defaultdict(list))
+            return True
+        if not any(value is maker for maker in _MAKERS):
+            return False
+        stack.append(_MAKER if arg & 1 else _VALUE)  # (list as defaultdict's factory)
+        return True
+    if op in ("LOAD_ATTR", "LOAD_METHOD") and stack and stack[-1] is _COLLECTIONS:
+        if not any(getattr(collections, ins.argval, None) is m for m in _MAKERS):
+            return False
+        stack[-1] = _MAKER
+        return True
+    if op in _CALLS:
+        if len(stack) < arg + 1 or stack[-arg - 1] is not _MAKER or \
+                any(v is not _VALUE for v in stack[len(stack) - arg:]):
+            return False
+        del stack[-arg - 1:]
+        stack.append(_VALUE)
+        return True
+    taken = {"BUILD_LIST": arg, "BUILD_SET": arg, "BUILD_TUPLE": arg, "BUILD_MAP": 2 * arg,
+             "BUILD_CONST_KEY_MAP": arg + 1, "LIST_EXTEND": 2, "SET_UPDATE": 2,
+             "DICT_UPDATE": 2, "LIST_TO_TUPLE": 1}.get(op)
+    if taken is None or len(stack) < taken or \
+            any(v is not _VALUE for v in stack[len(stack) - taken:]):
+        return False
+    del stack[len(stack) - taken:]
+    stack.append(_VALUE)
+    return True
+
+
 _ENDS = ("JUMP", "FOR_ITER", "RETURN", "RAISE", "YIELD", "SEND", "SETUP", "BEFORE_WITH")
 """The instructions past which a store may not run on every call."""
 
@@ -178,8 +229,8 @@ def _value(item: Any, first: str, held: dict) -> bool:
         return True
     if type(item) is not list or len(item) < 2:
         return False
-    if item[0] != first:  # (an argument's shape, ndim, dtype or size)
-        return len(item) == 2 and item[1] in _SHAPES
+    if len(item) == 2 and item[1] in _SHAPES and f"{item[0]}.{item[1]}" not in held:
+        return True  # (an argument's shape, ndim, dtype or size)
     label = ".".join(item)
     return label in held and guardable(held[label])
 
@@ -191,15 +242,20 @@ def _stored_later(fn: Callable, places: list[Place], rest: list, first: str,
     run by every call, review 9, finding 22), where no code ``fn`` reaches reads that name
     (so no value of it is read before the store)."""
     candidates = []
-    for at in range(2, len(rest)):
-        if any(word in rest[at - 2].opname for word in _ENDS):
+    space = getattr(function_of(fn)[1], "__globals__", None) or {}
+    stack: list = []  # (constants and what is built of them only: anything else empties it)
+    for ins in rest:
+        if any(word in ins.opname for word in _ENDS):
             break
-        made = rest[at - 2].opname == "LOAD_CONST" or (rest[at - 2].opname in _EMPTY and
-                                                        not rest[at - 2].arg)
-        if rest[at].opname == "STORE_ATTR" and rest[at - 1].opname == "LOAD_FAST" and \
-                rest[at - 1].argval == first and made:
-            candidates.append(rest[at].argval)
-    if not candidates or not first:
+        if (ins.opname == "LOAD_FAST" and ins.argval == first) or _held_object(fn, ins):
+            stack.append([ins.argval])
+        elif ins.opname == "STORE_ATTR" and len(stack) >= 2 and stack[-2] is _VALUE and \
+                type(stack[-1]) is list and len(stack[-1]) == 1:
+            candidates.append((stack[-1][0], ins.argval))
+            del stack[-2:]
+        elif not _built(ins, stack, space):
+            stack.clear()
+    if not candidates:
         return
     reach = guard_reach.reached(fn, places)
     if reach.dynamic or reach.open_classes:
@@ -213,9 +269,35 @@ def _stored_later(fn: Callable, places: list[Place], rest: list, first: str,
                           if ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "LOAD_NAME",
                                             "DELETE_ATTR"))
             todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-    for name in candidates:
+    for owner, name in candidates:
         if name not in loaded and name not in reach.strings:
-            found.exact.add(f"{first}.{name}")
+            found.exact.add(f"{owner}.{name}")
+
+
+def _held_object(fn: Callable, ins: dis.Instruction) -> bool:
+    """Whether ``ins`` loads a user's object a global or a closure cell of ``fn`` holds (``o``
+    of ``o.c = {}``: its attributes are places as ``self``'s are)."""
+    if ins.opname == "LOAD_DEREF":
+        function = function_of(fn)[1]
+        code, cells = getattr(function, "__code__", None), getattr(function, "__closure__", None)
+        if code is None or not cells or ins.argval not in code.co_freevars:
+            return False
+        try:
+            value = cells[code.co_freevars.index(ins.argval)].cell_contents
+        except ValueError:
+            return False
+    elif ins.opname == "LOAD_GLOBAL" and not ins.arg & 1:
+        value = (getattr(function_of(fn)[1], "__globals__", None) or {}).get(ins.argval, _UNSET)
+    else:
+        return False
+    return hasattr(value, "__dict__") and not isinstance(
+        value, (type, types.ModuleType, types.FunctionType, types.MethodType))
+
+
+def _owned(top: Any, first: str, inputs: frozenset) -> bool:
+    """Whether ``top`` is a one-name chain whose attributes are places: ``self``, or an object
+    a global or closure cell holds (not a captured argument)."""
+    return type(top) is list and len(top) == 1 and top[0] not in inputs
 
 
 def _first_name(fn: Callable) -> str | None:

@@ -79,12 +79,15 @@ class _Collector:
         self.labels: set[str] = set()
         self.read: set[tuple[int, Any]] = set()  # (id of the holder, key) of each guarded
         self.assigned: Any = None  # (what fn assigns before it reads: trace/assigned.py)
+        self.renewed: tuple[str, ...] = ()  # (the label prefixes inside a container it makes
+        #                                      anew each call: self.c = {"sub": {}})
         self.open = tuple(f"{p.label}{sep}" for p in places if p.kind == "keys" and
                           type(p.holder) in self.found.open_classes for sep in ".[")
 
     def add(self, label: str, value: Any, where: tuple[Any, tuple] | None, holder: Any,
             key: Any, read: tuple[int, Any] | None = None) -> None:
         if where is None or label in self.labels or _written(label, self.logged) or \
+                (self.renewed and label.startswith(self.renewed)) or \
                 len(self.guards) >= MOST_GUARDS or (read is not None and read in self.read) \
                 or _capviz_hook(value):
             return
@@ -128,6 +131,9 @@ def collect(fn: Callable, places: list[Place], graph: Any) -> PythonGuards:
     places = places + deeper(places)
     c = _Collector(fn, places, graph)
     c.assigned = assigned(fn, places)
+    c.renewed = tuple(f"{p.label}{sep}" for p in places if p.label in c.assigned.exact and
+                      p.kind not in ("keys", "items") and _renewed(p.get())
+                      for sep in ".[")  # (inside what each replay makes anew: no guard)
     for place in places:
         if place.kind == "keys":  # a walked object: what it reads from its class, and the
             for label, value, where, key in _class_reads(place, c.found):  # names it lacks
@@ -262,6 +268,8 @@ def _container(c: _Collector, place: Place) -> None:
         anchor, steps = place.path
     else:
         anchor, steps = _weakly(holder), ()
+    if c.renewed and place.label.startswith(c.renewed):
+        return  # (inside a container each replay makes anew)
     if c.assigned and place.label in c.assigned and settable(
             PythonGuard(place.label, None, anchor, steps, None, "").read()):
         return  # (self.cache = {} each call: a new one set by each replay)
@@ -311,6 +319,11 @@ def _written(label: str, logged: tuple[str, ...]) -> bool:
     """Whether a replay writes the place ``label`` (:func:`_logged_labels`)."""
     return any(label == prefix or (prefix[-1] in ".[" and label.startswith(prefix))
                for prefix in logged)
+
+
+def _renewed(value: Any) -> bool:
+    """Whether ``value`` is a container a 'sets' guard assigns anew each replay."""
+    return not guardable(value) and settable(value)
 
 
 def _added(c: _Collector, place: Place) -> None:
