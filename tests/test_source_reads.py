@@ -6,7 +6,11 @@ the next capture (``recapture.line_code``); what a capture finds is the same."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import numpy as np
+import pytest
 
 import capviz as cv
 from capviz.trace import recapture
@@ -40,3 +44,54 @@ def test_a_line_s_code_is_the_line_without_its_comment():
     assert recapture.line_code("s = '# not a comment'  # one") == "s = '# not a comment'"
     assert recapture.line_code("x = (1 +  # an open bracket") == "x = (1 +"
     assert recapture.line_code('x = """  # text') == 'x = """  # text'  # (as it is)
+
+
+def _logged(fn):
+    @functools.wraps(fn)
+    def wrapper(*args):
+        return fn(*args)
+
+    return wrapper
+
+
+@_logged
+def first_helper(x):
+    return x * 2.0  # first
+
+
+@_logged
+def second_helper(x):
+    return x * 3.0  # second
+
+
+def test_a_second_capture_reads_no_function_s_source_again(monkeypatch):
+    model = Scaled()
+    cv.capture(model.forward, cv.spec((3,), "float64"))
+    reads = []
+    real = inspect.getsourcelines
+    monkeypatch.setattr(inspect, "getsourcelines", lambda f: reads.append(f) or real(f))
+    graph = cv.capture(model.forward, cv.spec((3,), "float64"))
+    assert reads == []
+    assert graph.python_guards[0].source[1] == _line(Scaled.forward, "the line that reads it")
+
+
+def test_functions_a_decorator_wraps_keep_their_own_source_and_code_with_none_is_not_kept():
+    first, start = recapture.source_lines(first_helper)
+    assert first == recapture.source_lines(first_helper)[0] == inspect.getsourcelines(
+        first_helper)[0]
+    assert "# first" in "".join(first) and start == inspect.getsourcelines(first_helper)[1]
+    assert "# second" in "".join(recapture.source_lines(second_helper)[0])
+    first.append("changed by a caller")
+    assert recapture.source_lines(first_helper)[0][-1] != "changed by a caller"
+    space = {}
+    exec(compile("def made(x):\n    return x\n", "<made>", "exec"), space)
+    for _ in range(2):
+        with pytest.raises(OSError):
+            recapture.source_lines(space["made"])
+    with pytest.raises(TypeError):
+        recapture.source_lines(np.add)
+
+
+def _line(fn, text):
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(k for k, line in enumerate(lines) if text in line)

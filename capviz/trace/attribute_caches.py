@@ -6,7 +6,6 @@ could be baked into the graph. Called by :func:`capviz.trace.rebound.put_back`."
 
 from __future__ import annotations
 
-import inspect
 import re
 import types
 from collections.abc import Callable
@@ -14,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.trace import code_reach, effects
+from capviz.trace import code_reach, effects, recapture
 from capviz.trace.fn_lines import body, source_lines
 from capviz.trace.places import DEPTH, NUMBERS, SEQUENCES, Place, anchored, function_of, tensor_in
 from capviz.trace.provenance import ABSENT, made_here, of_data, reaches, read_by_capture
@@ -72,7 +71,7 @@ def cache_set(place: Place, tensor: Tensor, recorder: Any, fn: Callable | None,
         helper = getattr(owner, name, None) if name not in space else space[name]
         if isinstance(helper, (types.FunctionType, types.MethodType)):
             try:
-                texts += [text for _, text in body(inspect.getsourcelines(helper)[0])]
+                texts += [text for _, text in body(recapture.source_lines(helper)[0])]
             except (OSError, TypeError):
                 return False
     reading = re.compile(rf"\.{re.escape(place.key)}\b(?!\s*=(?!=))")

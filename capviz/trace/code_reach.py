@@ -30,7 +30,6 @@ from __future__ import annotations
 import builtins
 import dis
 import functools
-import inspect
 import os
 import re
 import sys
@@ -40,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from capviz.core.source import interpreters_type
+from capviz.trace import recapture
 
 MOST_FUNCTIONS = 256
 """The most functions one :func:`reach` reads (past it: what it found so far)."""
@@ -347,7 +347,7 @@ def writer_of(fn: Callable, label: str) -> tuple[tuple[str, int, str], str] | No
                             rf"(?:\*\*|//|[-+*/%@&|^])?=(?!=)")
     for function in _reached(fn):
         try:
-            lines, start = inspect.getsourcelines(function)
+            lines, start = recapture.source_lines(function)
         except (OSError, TypeError):
             continue
         for offset, line in enumerate(lines):

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import dis
-import inspect
 import re
 import types
 from collections.abc import Callable
 from typing import Any
 
 from capviz.core.source import display_file
+from capviz.trace import recapture
 from capviz.trace.places import function_of
 from capviz.trace.recapture import line_code
 
@@ -43,7 +43,7 @@ def source_lines(fn: Callable) -> tuple[Any, list[str], int] | None:
     if code is None:
         return None
     try:
-        lines, start = inspect.getsourcelines(function)
+        lines, start = recapture.source_lines(function)
     except (OSError, TypeError):
         return None
     return code, lines, start

@@ -30,7 +30,6 @@ from __future__ import annotations
 import dis
 import enum
 import functools
-import inspect
 import itertools
 import re
 import types
@@ -48,7 +47,7 @@ from capviz.core.python_guards import (
     settable,
 )
 from capviz.core.source import library_type
-from capviz.trace import code_reach, guard_reach
+from capviz.trace import code_reach, guard_reach, recapture
 from capviz.trace import places as walk
 from capviz.trace.assigned import assigned
 from capviz.trace.fn_lines import body, label_pattern, line_at, source_lines
@@ -477,7 +476,7 @@ class _Lines:
     def _source(self, function: Any) -> tuple | None:
         if function not in self.sources:
             try:
-                lines, start = inspect.getsourcelines(function)
+                lines, start = recapture.source_lines(function)
             except (OSError, TypeError):
                 self.sources[function] = None
             else:

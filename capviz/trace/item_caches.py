@@ -9,7 +9,6 @@ self.cache.items()``). Called by :func:`capviz.trace.rebound.put_back`."""
 
 from __future__ import annotations
 
-import inspect
 import re
 import types
 from collections.abc import Callable
@@ -18,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from capviz.core.ir import Node
-from capviz.trace import effects
+from capviz.trace import effects, recapture
 from capviz.trace.attribute_caches import unexplained
 from capviz.trace.fn_lines import body, source_lines, writing_line
 from capviz.trace.mutation import current
@@ -46,7 +45,7 @@ def item_cache_set(place: Place, tensor: Tensor, recorder: Any, fn: Callable | N
         helper = space.get(name) if name in space else getattr(owner, name, None)
         if isinstance(helper, (types.FunctionType, types.MethodType)):
             try:
-                texts += [text for _, text in body(inspect.getsourcelines(helper)[0])]
+                texts += [text for _, text in body(recapture.source_lines(helper)[0])]
             except (OSError, TypeError):
                 return False
     container = place.label.rsplit("[", 1)[0]

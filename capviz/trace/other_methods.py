@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from capviz.core.source import display_file, interpreters_type
-from capviz.trace import state_fixes
+from capviz.trace import recapture, state_fixes
 from capviz.trace.recapture import entry_spaces
 
 _LOOPS = ("items", "values", "zip", "enumerate")
@@ -106,7 +106,7 @@ def _writing(cls: type, name: str) -> list[tuple[Any, str]]:
                 continue
             seen.add(method)
             try:
-                lines, start = inspect.getsourcelines(function)
+                lines, start = recapture.source_lines(function)
             except (OSError, TypeError):
                 continue
             for offset, text in enumerate(lines):

@@ -43,11 +43,13 @@ from __future__ import annotations
 
 import collections
 import functools
+import inspect
 import io
 import linecache
 import math
 import threading
 import tokenize
+import types
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -145,6 +147,27 @@ def call_method(obj: Any) -> Callable | None:
         if "__call__" in vars(klass):
             return vars(klass)["__call__"]
     return None
+
+
+_SOURCES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def source_lines(function: Any) -> tuple[list[str], int]:
+    """``inspect.getsourcelines(function)``, kept per code object (of the function decorators
+    wrap: what inspect reads) for the next capture: every capture reads the source of the
+    functions it reaches again, and inspect tokenized each block again (a fifth of a small
+    capture's time). A code object's lines are those of the file it was compiled from; a read
+    that fails (no source) is not kept. Raises what inspect raises (``OSError``, ``TypeError``).
+    """
+    code = getattr(inspect.unwrap(function), "__code__", None) \
+        if callable(function) else None
+    if type(code) is not types.CodeType:
+        return inspect.getsourcelines(function)
+    found = _SOURCES.get(code)
+    if found is None:
+        lines, start = inspect.getsourcelines(function)
+        found = _SOURCES[code] = (tuple(lines), start)
+    return list(found[0]), found[1]
 
 
 @functools.lru_cache(maxsize=8192)
