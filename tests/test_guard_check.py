@@ -159,3 +159,20 @@ def test_a_read_that_raises_is_named_by_the_guard_that_reads_it():
         graph.replay({"x": X})
     assert info.value.place.startswith("self.layers.by_name['l1'].")
     assert "holds nothing now" in str(info.value)
+
+
+def test_a_guard_added_to_the_list_or_changed_in_place_after_a_replay_is_checked():
+    model = Model()
+    graph = cv.capture(model.forward, SPEC)
+    guards = graph.python_guards
+    lr = next(g for g in guards if g.label == "self.lr")
+    guards.remove(lr)
+    graph.replay({"x": X})  # (the check's plan is built, with no guard on self.lr)
+    guards.append(lr)
+    model.lr = 0.5
+    _refused(graph, "self.lr", "0.1", "is 0.5")
+    model.lr = 0.1
+    graph.replay({"x": X})
+    lr.value = 0.5  # (a recorded value changed in place: replan)
+    guards.replan()
+    _refused(graph, "self.lr", "0.5", "is 0.1")

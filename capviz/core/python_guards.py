@@ -246,6 +246,26 @@ class PythonGuards(list):
         self.plan()
         return self._sets
 
+    def replan(self) -> None:
+        """Forget the plan: the next check builds it again (after a guard's value or path is
+        changed in place; a change to the list itself does this)."""
+        self._plan = self._sets = None
+
+
+def _replanning(name: str) -> Any:
+    method = getattr(list, name)
+
+    def changed(self: PythonGuards, *args: Any, **kwargs: Any) -> Any:
+        self._plan = self._sets = None  # (the plan holds the guards it was built from)
+        return method(self, *args, **kwargs)
+
+    changed.__name__ = name
+    return changed
+
+
+for _name in ("append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse",
+              "__setitem__", "__delitem__", "__iadd__", "__imul__"):
+    setattr(PythonGuards, _name, _replanning(_name))
 
 _STEP, _STEP_KEYS, _ONE, _SOME = 0, 1, 2, 3
 """The kinds of a plan's op: a read kept in a register for the reads below it; the same with
