@@ -20,7 +20,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning",
                                                  ((7, 768), (768,)), ((3, 1), (1, 4))])
 def test_the_rank_one_form_is_never_below_the_product_of_the_bounds(ashape, bshape):
     jnp = pytest.importorskip("jax.numpy")
-    from capviz.backends.jax import carried
+    from capviz.backends.jax import carried_paths
     from capviz.backends.jax.backend import x64
 
     rng = np.random.default_rng(0)
@@ -29,25 +29,25 @@ def test_the_rank_one_form_is_never_below_the_product_of_the_bounds(ashape, bsha
             a = np.abs(rng.standard_normal(ashape)) * scale
             a[..., 0] = 0.0
             b = np.abs(rng.standard_normal(bshape)) ** 3
-            got = np.asarray(carried._rank_one(jnp, jnp.asarray(a), jnp.asarray(b)))
+            got = np.asarray(carried_paths._rank_one(jnp, jnp.asarray(a), jnp.asarray(b)))
             exact = a @ b
             assert got.shape == exact.shape
             assert np.all(got >= exact)
             # and tight where one side is constant along the sum
             flat = np.ones(ashape)
-            assert np.allclose(np.asarray(carried._rank_one(jnp, jnp.asarray(flat),
+            assert np.allclose(np.asarray(carried_paths._rank_one(jnp, jnp.asarray(flat),
                                                             jnp.asarray(b))), flat @ b)
 
 
 def test_gpt2s_projection_takes_the_rank_one_form_and_a_heads_product_the_exact_one():
     pytest.importorskip("jax")
-    from capviz.backends.jax import carried
+    from capviz.backends.jax import carried_paths
 
     graph = cv.capture(lambda h, w: h @ w, cv.spec((64, 768), np.float32),
                        cv.spec((768, 768), np.float32))
     node = graph.ops[-1]
-    assert carried._rank_one_form(node, (np.zeros((64, 768)), np.zeros((768, 768))))
-    assert not carried._rank_one_form(node, (np.zeros((64, 64)), np.zeros((64, 64))))
+    assert carried_paths._rank_one_form(node, (np.zeros((64, 768)), np.zeros((768, 768))))
+    assert not carried_paths._rank_one_form(node, (np.zeros((64, 64)), np.zeros((64, 64))))
 
 
 def _exp_projected(x):

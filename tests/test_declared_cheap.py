@@ -4,8 +4,8 @@ A product ``u`` (``x @ W``, moved, scaled...) reaching an add or subtract ``r = 
 tested where the add cancels it (``|r| < |u| / 2``) against its declared bound ``2 gamma_k
 |A| @ |B|``, whatever the signs of its products. The cheap test takes the rank-1
 Cauchy-Schwarz bound ``(|A| @ |B|)_ij <= ||a_i|| ||b_j||`` (:func:`capviz.backends.jax.
-carried.nominal`: the rows' and columns' norms, ``O(MK + KN)``), and the float64 magnitudes'
-product only where that fails (a ``lax.cond``). Stop 36's cheaper tests (the bound from
+carried_contractions.nominal`: the rows' and columns' norms, ``O(MK + KN)``), and the float64
+magnitudes' product only where that fails (a ``lax.cond``). Stop 36's cheaper tests (the bound from
 ``|u|``, a constant bias's static skip, the operand read from the result) held only where
 the products add up as one sign's, and go with carried.ONE_SIGN.
 """
@@ -32,7 +32,7 @@ SHAPES = [("matmul", (64, 768), (768, 64)), ("matmul", (768,), (768, 5)),
 @pytest.mark.parametrize(("op", "ashape", "bshape"), SHAPES)
 def test_the_rank_one_bound_is_never_below_the_declared_one(op, ashape, bshape, dtype):
     jnp = pytest.importorskip("jax.numpy")
-    from capviz.backends.jax import carried
+    from capviz.backends.jax import carried_contractions
     from capviz.backends.jax.backend import x64
 
     fn = np.matmul if op == "matmul" else np.dot
@@ -48,8 +48,8 @@ def test_the_rank_one_bound_is_never_below_the_declared_one(op, ashape, bshape, 
                 a = a + 1j * rng.standard_normal(ashape)
             a, b = jnp.asarray(a.astype(dtype)), jnp.asarray(b.astype(dtype))
             c = jnp.matmul(a, b) if op == "matmul" else jnp.dot(a, b)
-            exact = np.asarray(carried.declared_bound(jnp, node, (a, b), c))
-            cheap = np.asarray(carried.nominal(jnp, node, (a, b), c))
+            exact = np.asarray(carried_contractions.declared_bound(jnp, node, (a, b), c))
+            cheap = np.asarray(carried_contractions.nominal(jnp, node, (a, b), c))
             assert cheap.shape == exact.shape == c.shape
             assert np.all(cheap >= exact)
             assert np.all(exact > 0)  # both signs: carried (0 before, carried.ONE_SIGN)
@@ -109,7 +109,7 @@ def test_where_the_cheap_bound_fails_the_exact_one_decides():
     # tolerance, the magnitudes' product (7e-5) within it, and the replay goes on
     pytest.importorskip("jax")
     jnp = pytest.importorskip("jax.numpy")
-    from capviz.backends.jax import carried
+    from capviz.backends.jax import carried_contractions
     from capviz.backends.jax.backend import x64
 
     x = _spiky()
@@ -118,8 +118,8 @@ def test_where_the_cheap_bound_fails_the_exact_one_decides():
     with x64():
         a, b = jnp.asarray(x), jnp.asarray(SPIKY_W)
         c = a @ b
-        assert float(carried.nominal(jnp, node, (a, b), c)[0, 0]) > 1e-3
-        assert float(carried.declared_bound(jnp, node, (a, b), c)[0, 0]) < 1e-4
+        assert float(carried_contractions.nominal(jnp, node, (a, b), c)[0, 0]) > 1e-3
+        assert float(carried_contractions.declared_bound(jnp, node, (a, b), c)[0, 0]) < 1e-4
     want = _spiky_layer(x)
     assert np.abs(want[0]).max() < 0.5 * np.abs(x @ SPIKY_W)[0].min()  # the add cancels
     got = np.asarray(graph.replay({graph.inputs[0]: x}, backend="jax")[graph.outputs[0]])

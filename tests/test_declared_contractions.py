@@ -138,7 +138,7 @@ def test_a_sum_written_as_a_product_plus_a_number_replays_on_jax():
 
 def test_the_bound_from_the_products_own_value_is_never_below_the_magnitudes_one():
     jnp = pytest.importorskip("jax.numpy")
-    from capviz.backends.jax import carried
+    from capviz.backends.jax import carried_contractions
     from capviz.backends.jax.backend import x64
 
     graph = cv.capture(lambda a, b: a @ b, cv.spec((8, 300), np.float32),
@@ -150,6 +150,6 @@ def test_the_bound_from_the_products_own_value_is_never_below_the_magnitudes_one
                      (rng.standard_normal((8, 300)), rng.standard_normal((300, 5)))]:
             a, b = jnp.asarray(a.astype(np.float32)), jnp.asarray(b.astype(np.float32))
             c = a @ b
-            exact = np.asarray(carried.declared_bound(jnp, node, (a, b), c))
-            cheap = np.asarray(carried.nominal(jnp, node, (a, b), c))
+            exact = np.asarray(carried_contractions.declared_bound(jnp, node, (a, b), c))
+            cheap = np.asarray(carried_contractions.nominal(jnp, node, (a, b), c))
             assert np.all(cheap >= exact)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import capviz as cv
-from capviz.backends.jax import carried
+from capviz.backends.jax import carried_sources
 
 jax = pytest.importorskip("jax")
 
@@ -68,7 +68,7 @@ def test_complex_log1p_and_expm1_replay_within_the_declared_ulps(name, dtype):
     got = _replay(fn, z)
     assert got.dtype == want.dtype
     ulps = _ulps_of_modulus(got, want)
-    assert ulps.max() <= carried.APPROXIMATED[name], ulps.max()
+    assert ulps.max() <= carried_sources.APPROXIMATED[name], ulps.max()
     if name == "log1p" and dtype == np.complex128:  # glibc's hypot, written out: its bits
         assert _same_parts(got, want).all()
 
@@ -100,7 +100,7 @@ def test_the_signs_of_zeros_and_exact_values_are_numpys(name, dtype):
     for part in (np.real, np.imag):  # NumPy's zeros are zeros of the same sign
         zero = part(want) == 0
         assert (part(got)[zero] == 0).all()
-    assert _ulps_of_modulus(got, want).max() <= carried.APPROXIMATED[name]
+    assert _ulps_of_modulus(got, want).max() <= carried_sources.APPROXIMATED[name]
 
 
 @pytest.mark.parametrize("name, z, what", [

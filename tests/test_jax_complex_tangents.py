@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import capviz as cv
-from capviz.backends.jax import carried
+from capviz.backends.jax import carried_sources
 
 jax = pytest.importorskip("jax")
 
@@ -52,7 +52,7 @@ def test_complex_tan_and_tanh_replay_within_the_declared_ulps(name, dtype):
     assert len(z) > 19_000
     got = _replay(fn, z)
     assert got.dtype == want.dtype
-    assert _ulps_of_modulus(got, want).max() <= carried.APPROXIMATED[name]
+    assert _ulps_of_modulus(got, want).max() <= carried_sources.APPROXIMATED[name]
 
 
 def _kept(name, z, want):
@@ -89,7 +89,7 @@ def test_the_zeros_signs_and_large_arguments_are_numpys(name, dtype):
         assert (part(got)[exact] == 0).all()
     exact = one & ((np.abs(want.real) == 1) | (np.abs(want.imag) == 1))
     assert (got[exact] == want[exact]).all()
-    assert _ulps_of_modulus(got, want).max() <= carried.APPROXIMATED[name]
+    assert _ulps_of_modulus(got, want).max() <= carried_sources.APPROXIMATED[name]
 
 
 @pytest.mark.parametrize("name, z, what", [

@@ -97,7 +97,7 @@ from typing import Any
 import numpy as np
 
 from capviz.backends import cancelling, contraction_bound
-from capviz.backends.jax import carried, layouts, numpy_order
+from capviz.backends.jax import carried, carried_sources, layouts, numpy_order
 from capviz.backends.jax.trace import TRACE, dtype_of, require_each
 from capviz.core.ir import Node
 from capviz.ops.products import einsum_terms
@@ -208,12 +208,12 @@ def _reached() -> bool:
 
 
 REACHING = SUMS | frozenset(("einsum", "sum_where", "mean_where", "average")) \
-    | frozenset(carried.APPROXIMATED)
+    | frozenset(carried_sources.APPROXIMATED)
 """The sums :func:`of` follows to an add or subtract: :data:`SUMS`, an ``einsum`` of one
 operand, the ``where=``/``initial=`` forms of ``sum`` and ``mean`` (checked as they are), and
 ``np.average`` without weights (NumPy's ``a.mean(axis)``, checked as ``mean``,
 :mod:`capviz.backends.jax.functions.averages`); and the functions XLA approximates
-(:data:`capviz.backends.jax.carried.APPROXIMATED`)."""
+(:data:`capviz.backends.jax.carried_sources.APPROXIMATED`)."""
 
 _ONE_OPERAND = frozenset(("einsum", "average"))
 """Those of :data:`REACHING` followed with one tensor operand only (with two: a contraction,
@@ -276,14 +276,14 @@ def of(nodes: list[Node], jnp: Any, contractions: bool = True) -> carried.Carrie
     found = {}
     declared = set()
     names = REACHING | contraction_bound.CONTRACTIONS | {contraction_bound.NORM} \
-        | carried.UNBOUNDED
+        | carried_sources.UNBOUNDED
     for k, each in cancelling.reaches(nodes, names).items():
         node = each[0].sum
         if node.op == contraction_bound.NORM:  # a sum of squares: one sign, its bound tight
             each = tuple(r for r in each if not _norm_kept_apart(r))
             if each:  # NumPy's BLAS dot (declared), or a norm along an axis (unbounded)
                 found[k] = each
-        elif node.op in carried.UNBOUNDED:
+        elif node.op in carried_sources.UNBOUNDED:
             found[k] = each
         elif contraction_bound.is_contraction_node(node):
             if not contractions and node.op in contraction_bound.CONTRACTIONS:
@@ -298,7 +298,7 @@ def of(nodes: list[Node], jnp: Any, contractions: bool = True) -> carried.Carrie
                     found[k] = kept
                     declared.add(k)
         elif node.op not in _ONE_OPERAND or len(node.operands) == 1 or node.op == "average":
-            found[k] = each  # a weighted average: unbounded (carried.unbounded)
+            found[k] = each  # a weighted average: unbounded (carried_sources.unbounded)
     return carried.Carried(found, jnp, tolerance, frozenset(declared)) if found else None
 
 

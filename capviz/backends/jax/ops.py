@@ -270,7 +270,7 @@ def _float_power(jnp: Any, a: Any, b: Any, dtype: np.dtype) -> Any:
     loop takes that path: ``-0.0`` and ``-inf`` give ``-0.0`` and NaN, ``pow``'s ``0.0`` and
     ``inf``), an integer outside :data:`_FLOAT_EXPONENTS` as a float of ``dtype`` (XLA's
     ``pow``, within 1.35 ``eps * |result|`` of NumPy's on this CPU, as for any other exponent:
-    ``capviz.backends.jax.carried.approximated``)."""
+    ``capviz.backends.jax.carried_sources.approximated``)."""
     number = isinstance(b, (int, float, np.integer, np.floating)) and not isinstance(b, bool)
     if number and dtype.kind == "f" and b == 0.5:
         return jnp.sqrt(a)
@@ -941,7 +941,7 @@ def _logspace(jnp: Any) -> Callable:
     ``axis``, cast to ``dtype`` last. jax.numpy's logspace interpolates its own points: ``inf``
     and ``0.0`` where NumPy's are NaN (the differential profile's 3 silent ``np.logspace``
     cases). The power is XLA's ``pow``, carried to a cancelling add or subtract as any
-    approximated power (:data:`capviz.backends.jax.carried.APPROXIMATED`)."""
+    approximated power (:data:`capviz.backends.jax.carried_sources.APPROXIMATED`)."""
 
     def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
                  base: Any = 10.0, dtype: Any = None, axis: int = 0) -> Any:

@@ -241,7 +241,7 @@ computes (the hostile review 5, finding 2): ``x + 0.0`` and ``x - -0.0`` folded 
 + 3`` (NumPy rounds each sum: up to 4,270 times the tolerance), ``x * 2 * 0.5`` to ``x`` (NumPy
 overflows to inf), ``(x * 10) * 0`` to ``x * 0`` (NumPy: NaN where ``x * 10`` is inf). A
 quotient's operands are hidden already (:func:`quotient`); a power's exponent is left a number
-(NumPy's loop picks its form by it: :data:`capviz.backends.jax.carried.EXACT_EXPONENTS`)."""
+(NumPy's loop picks its form by it: :data:`capviz.backends.jax.carried_sources.EXACT_EXPONENTS`)."""
 
 _LIKE = frozenset(("zeros_like", "ones_like", "full_like"))
 """Creations whose first operand gives only a shape: XLA holds their values as constants."""

@@ -16,8 +16,9 @@ correctly rounded but in rare cases, which this is nearest to). Measured against
 glibc 2.36 over 300,000 values (parts 1e-12 to 1e3, a third near ``a = -1``):
 complex128 ``log1p`` is NumPy's bits on every value, complex64 within 1 ulp of ``|w|`` (94%
 bits); ``expm1`` within 2.9 (complex128, 69% bits) and 2.2 (complex64, 97% bits) ulps of
-``|w|``: inside the tolerance the backend declares for them (``carried.APPROXIMATED``). Signed
-zeros follow NumPy's on the grid of special values (``tests/test_jax_complex_exponentials.py``).
+``|w|``: inside the tolerance the backend declares for them
+(``carried_sources.APPROXIMATED``). Signed zeros follow NumPy's on the grid of special values
+(``tests/test_jax_complex_exponentials.py``).
 Infinite, NaN and huge parts fail the complex check of :mod:`capviz.backends.jax.checks`;
 parts NumPy would make subnormal fail the check of
 :mod:`capviz.backends.jax.subnormals.complex_functions`. Real operands take jax.numpy's own.

@@ -9,7 +9,7 @@ roles of the parts exchanged (``sin x cos x / d + j sinh y cosh y / d``). The re
 jax.numpy's (complex64: in float64, rounded), each product rounded before an add reads it
 (:func:`capviz.backends.jax.unfused.in_trace`: glibc is built without fused multiply-adds).
 Measured against NumPy 2.4 on glibc 2.36 over 200,000 values of each type: within 4.4 ulps of
-``|w|`` (``tanh``: 24 and ``tan``: 12 declared, ``carried.APPROXIMATED``). Infinite, NaN and
+``|w|`` (``tanh``: 24 and ``tan``: 12 declared, ``carried_sources.APPROXIMATED``). Infinite, NaN and
 huge parts fail the complex check of :mod:`capviz.backends.jax.checks`; a part NumPy may make
 subnormal (the small part past ``t``) fails the check of
 :mod:`capviz.backends.jax.subnormals.complex_functions` unless NumPy's formula makes it 0.

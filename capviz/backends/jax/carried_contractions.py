@@ -1,0 +1,136 @@
+"""The bound of a contraction of linear algebra (``np.matmul``, ``np.dot``, ``np.einsum``...,
+and ``np.linalg.norm`` of a whole array) XLA computes, from NumPy's, which is its BLAS's: the
+declared ``2 gamma_k |A| @ |B|`` (:func:`declared_bound`) and the cheap rank-1 bound never below
+it (:func:`nominal`), which :mod:`capviz.backends.jax.carried` carries to the consumers that can
+cancel it (the lead's ruling 37 07:30)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from capviz import ops
+from capviz.backends import contraction_bound
+from capviz.backends.jax.trace import dtype_of
+from capviz.core.ir import Node
+
+
+def declared_bound(jnp: Any, node: Node, args: tuple, result: Any) -> Any:
+    """The bound of XLA's contraction ``result`` (``np.matmul``...) from NumPy's, which is
+    its BLAS's order: the declared ``2 gamma_k |A| @ |B|`` (+ the flushed partial
+    results' ``2 k m tiny``; :func:`capviz.backends.contraction_bound.bound`), the
+    magnitudes' contraction computed here in float64; 0 where the result is not finite;
+    ``None`` for an integer result. Whatever the signs of its products (the lead's ruling 37
+    07:30 (a): where they cancel among themselves, a layer's weights of both signs, NumPy's
+    value and XLA's are as far apart as where they add up as one sign's; the hostile review
+    8's #16, #20 and #28 measured it beyond the tolerance of what cancels them)."""
+    kind = dtype_of(result)
+    if kind.kind not in "fc":
+        return None
+    real = np.dtype(kind.type(0).real.dtype)
+    operands = [jnp.asarray(a) for a, n in zip(args, node.args) if isinstance(n, Node)]
+    if node.op == contraction_bound.NORM:
+        return _norm_bound(jnp, operands[0], result, real)
+    count, m, g, floor = _gamma(node, operands, kind)
+    k = count + m - 2
+    kept = {key: v for key, v in node.params.items()
+            if key not in ("dtype", "casting", "out")}
+    # every argument in its place (np.dot(x, 2.0): a number beside the tensor)
+    absolute = [jnp.abs(jnp.asarray(a)).astype(np.float64) if isinstance(n, Node) else
+                (abs(a) if isinstance(a, (int, float, complex, np.number)) else a)
+                for a, n in zip(args, node.args)]
+    fn = ops.OPS[node.op].bind(jnp)
+    size = fn(*absolute, **kept) / (1 - contraction_bound.gamma(k + 2, np.float64))
+    # the products that are not 0, per output (exact in float64): a sum of fewer terms
+    # rounds fewer times (adding a 0 is exact), and one product of two factors is NumPy's
+    # own rounding of it in every order (s @ np.eye(n), a one-hot row times a table)
+    terms = fn(*[(jnp.asarray(a) != 0).astype(np.float64) if isinstance(n, Node) else
+                 (float(a != 0) if isinstance(a, (int, float, complex, np.number)) else a)
+                 for a, n in zip(args, node.args)], **kept)
+    fewer = jnp.minimum(terms, count) + (m - 2)
+    u = float(np.finfo(real).eps) / 2
+    if kind.kind == "c":
+        fewer = fewer + 2
+    each = jnp.where(fewer * u < 1, fewer * u / jnp.where(fewer * u < 1, 1 - fewer * u, 1),
+                     np.inf)
+    each = np.sqrt(2) * each if kind.kind == "c" else each
+    g = jnp.minimum(g, each)
+    bound = jnp.where((m == 2) & (terms <= 1) & (kind.kind != "c"), floor,
+                      2 * g * size + floor)
+    finite = jnp.isfinite(jnp.abs(result)) & jnp.isfinite(bound)
+    return jnp.where(finite, bound, 0)
+
+
+def _gamma(node: Node, operands: list, kind: np.dtype) -> tuple[int, int, float, float]:
+    """``(count, m, g, floor)`` of the contraction ``node`` of ``operands`` (a ``kind``
+    result): the products per output, the operands (at least 2), ``gamma_k`` of its type
+    (``sqrt(2) gamma_{k+2}`` for a complex one), and the flushed partial results' floor
+    ``2 count m tiny``."""
+    real = np.dtype(kind.type(0).real.dtype)
+    count = contraction_bound.terms(node.op, [tuple(np.shape(a)) for a in operands],
+                                    node.params)
+    m = max(len(operands), 2)
+    k = count + m - 2
+    g = np.sqrt(2) * contraction_bound.gamma(k + 2, real) if kind.kind == "c" \
+        else contraction_bound.gamma(k, real)
+    return count, m, g, 2 * count * m * float(np.finfo(real).tiny)
+
+
+def nominal(jnp: Any, node: Node, args: tuple, result: Any) -> Any:
+    """The cheap bound of the contraction ``node``'s ``result``, never below
+    :func:`declared_bound` (the lead's ruling 37 07:30 (b)): for a ``matmul`` of two
+    operands (a ``dot`` of 1-d and 2-d ones), the rank-1 Cauchy-Schwarz bound of ``|A| @
+    |B|``, ``(|A| @ |B|)_ij <= ||a_i|| ||b_j||`` (each row's and column's norm in float64,
+    ``O(MK + KN)``: :func:`_norms_form`); for any other contraction, :func:`declared_bound`
+    itself. 0 where ``result`` is not finite; infinite where the norms overflow float64 (the
+    exact bound is then taken: :meth:`capviz.backends.jax.carried.Carried._declared`)."""
+    if not _norms_form(node, args):
+        return declared_bound(jnp, node, args, result)
+    kind = dtype_of(result)
+    a, b = (jnp.abs(jnp.asarray(x)).astype(np.float64) for x in args)
+    count, _, g, floor = _gamma(node, [a, b], kind)
+    rows = jnp.sqrt(jnp.sum(a * a, axis=-1))  # (..., M), or () for a 1-d a
+    cols = jnp.sqrt(jnp.sum(b * b, axis=-2 if b.ndim >= 2 else -1))  # (..., N), or ()
+    if a.ndim >= 2 and b.ndim >= 2:
+        size = rows[..., :, None] * cols[..., None, :]
+    else:
+        size = rows[..., None] * cols if b.ndim >= 2 else rows * cols
+    # four float64 roundings of each norm and one of their product, rounded up
+    size = size / (1 - contraction_bound.gamma(count + 10, np.float64))
+    bound = jnp.broadcast_to(2 * g * size + floor, jnp.shape(result))
+    return jnp.where(jnp.isfinite(jnp.abs(result)), bound, 0)
+
+
+def _norms_form(node: Node, args: tuple) -> bool:
+    """Whether the contraction ``node`` of ``args`` takes :func:`nominal`'s rank-1 bound: a
+    ``matmul`` of two tensor operands (any batch), or a ``dot`` of two 1-d or 2-d ones, with no
+    parameter but ``dtype``."""
+    if node.op not in ("matmul", "dot") or len(args) != 2 \
+            or not all(isinstance(n, Node) for n in node.args) \
+            or any(k not in ("dtype",) for k in node.params):
+        return False
+    shapes = [np.shape(a) for a in args]
+    if any(len(s) == 0 for s in shapes):
+        return False
+    return node.op == "matmul" or all(len(s) <= 2 for s in shapes)
+
+
+def _norm_bound(jnp: Any, x: Any, result: Any, real: np.dtype) -> Any:
+    """The bound of XLA's ``np.linalg.norm(x)`` (no axis) from NumPy's, its BLAS ``dot``:
+    :func:`capviz.backends.contraction_bound.norm_bound` computed here (the squares' sum in
+    float64); 0 where the result is not finite (the same in every order). Its squares are
+    one sign's, so the bound is carried to every add or subtract the norm reaches (review 5,
+    on c91ba55: ``norm(x) - norm(y)`` of close vectors was 312x beyond the tolerance)."""
+    count = max(int(np.prod(x.shape)), 1)
+    k = 2 * count if dtype_of(x).kind == "c" else count
+    g = contraction_bound.gamma(k, real)
+    total = jnp.sum(jnp.abs(x).astype(np.float64) ** 2) \
+        / (1 - contraction_bound.gamma(k + 2, np.float64))
+    d = 2 * g * total + 2 * k * 2 * float(np.finfo(real).tiny)
+    low = total * (1 - g) if g < 1 else jnp.zeros_like(total)
+    apart = jnp.where(low > 0, jnp.minimum(jnp.sqrt(d), d / (2 * jnp.sqrt(jnp.maximum(low,
+                      1e-300)))), jnp.sqrt(d))
+    bound = apart + float(np.finfo(real).eps) * jnp.sqrt(total * (1 + g))
+    finite = jnp.isfinite(jnp.abs(result)) & jnp.isfinite(bound)
+    return jnp.where(finite, bound, 0).reshape(np.shape(result))
