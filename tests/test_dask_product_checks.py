@@ -215,6 +215,11 @@ VARIANCES = {
     "np.var((x @ o2) * 0.5, axis=1, ddof=1)": (
         lambda x: np.var((x @ O2.astype(x.dtype)) * 0.5, axis=1, ddof=1), "var"),
     "(x @ o2).T.std(1)": (lambda x: (x @ O2.astype(x.dtype)).T.std(1), "std"),
+    "np.cov(x @ o2, rowvar=False)": (lambda x: np.cov(x @ O2.astype(x.dtype), rowvar=False),
+                                     "cov"),
+    "np.cov(x @ ones)": (lambda x: np.cov(x @ ONES.astype(x.dtype)), "cov"),
+    "np.cov((x @ o2).T, bias=True)": (lambda x: np.cov((x @ O2.astype(x.dtype)).T, bias=True),
+                                      "cov"),
 }
 
 
@@ -270,12 +275,12 @@ def _task_names(lazy):
             for k in lazy.__dask_graph__().keys()}
 
 
-def test_a_nan_variance_of_a_larger_product_is_gathered_as_before():
-    """np.nanvar (a count of terms per output) is not tested at run time: the product is
-    computed as NumPy does, on one block."""
-    def fn(x):
-        return np.nanvar(x @ O2, axis=0)
-
+@pytest.mark.parametrize("fn", [lambda x: np.nanvar(x @ O2, axis=0),
+                                lambda x: np.cov(x @ ONES, aweights=np.arange(1.0, 17.0)),
+                                lambda x: np.corrcoef((x @ O2).T)])
+def test_a_nan_variance_weights_or_a_correlation_of_a_larger_product_is_gathered_as_before(fn):
+    """np.nanvar (a count of terms per output), np.cov with weights, np.corrcoef are not tested
+    at run time: the product is computed as NumPy does, on one block."""
     assert np.array_equal(_replay(fn, X, SMALL), fn(X))
 
 

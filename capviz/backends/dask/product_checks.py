@@ -15,7 +15,7 @@ fails at the consumer with :class:`ProductCancels`, naming the product, the user
 fixes (``arithmetic='dask'``, the opt-in of the lead's ruling 37 08:00, which keeps
 dask.array's order with no test, ``backend='numpy'``, or a dask ``array.chunk-size`` the
 operands fit, which computes the product as NumPy does). A variance (``np.var``, ``np.std`` of
-real values: the lead's ruling 38 10:50) is tested by its own rule (:class:`_SpreadWithin`):
+real values: the lead's ruling 38 10:50) is tested by its own rule (:class:`.SpreadWithin`):
 the carried bound ``E`` on each of its ``n`` terms moves the standard deviation by at most
 ``sqrt(n / (n - ddof)) E``, and each result's roundings in any order of addition are added.
 
@@ -35,10 +35,12 @@ and one more bound for the rounding: a product's rounding ``ulp(|c v|)`` is with
 ``2 u |c| |v| <= |c| E_P``). At the consumer (:data:`CONSUMERS`), an add or subtract moves by
 the sum of its operands' bounds, ``np.diff`` of order ``n`` by ``2**n`` times it, ``np.ediff1d``
 and ``np.ptp`` (of real values) by twice it, as ``np.gradient`` (of real values, unit spacing,
-``edge_order=1``: each of its results), a variance by :class:`_SpreadWithin`'s rule.
+``edge_order=1``: each of its results), a variance by :class:`.SpreadWithin`'s rule, a
+covariance (one operand, no weights) by :class:`.CovWithin`'s.
 The product, and every value on those paths, must reach nothing else (no other op, no output
 but the product itself, held to its bound by ``compare``, no guard): else it is gathered, as
-before. Every other path or consumer (``np.nanvar``, ``np.cov``, ``np.gradient`` with spacings
+before. Every other path or consumer (``np.nanvar``, ``np.cov`` with weights, ``np.corrcoef``,
+``np.gradient`` with spacings
 or ``edge_order=2``, a product by a tensor, another contraction on the path, a mean of the
 product: each rounds in its own order on other values) keeps the gather on one block, as
 before.
@@ -68,6 +70,13 @@ from dask.utils import format_bytes, parse_bytes
 
 from capviz.backends import cancelling, contraction_bound
 from capviz.backends.dask import contractions
+from capviz.backends.dask.product_tests import (
+    CovWithin,
+    ProductCancels,
+    SpreadWithin,
+    Within,
+    fixes,
+)
 from capviz.backends.dask.shapes import is_array
 from capviz.backends.dask.tasks import guard
 from capviz.backends.registry import get
@@ -79,24 +88,19 @@ PAIRED = frozenset(("matmul", "dot", "vdot", "tensordot", "linalg.tensordot", "e
 """The products whose rank-1 bound is taken (two operands, each summed label in both once)."""
 
 CONSUMERS = {"add": 1, "subtract": 1, "ufunc_outer": 1, "ediff1d": 2, "ptp": 2, "diff": 2,
-             "gradient": 2, "var": 1, "std": 1}
+             "gradient": 2, "var": 1, "std": 1, "cov": 1}
 """The consumers tested, with what they multiply the carried bound by (``np.diff``: by it to
 the power of its order; ``np.gradient`` of unit spacing and ``edge_order=1``: ``(f[i + 1] -
 f[i - 1]) / 2`` inside, ``f[1] - f[0]`` at the edges; a variance's test is its own,
-:class:`_SpreadWithin`)."""
+:class:`.SpreadWithin`)."""
 
 SPREADS = frozenset(("var", "std"))
-"""The variances tested (:class:`_SpreadWithin`): real values, no ``dtype=``, ``where=``,
+"""The variances tested (:class:`.SpreadWithin`): real values, no ``dtype=``, ``where=``,
 ``mean=`` or ``correction=``."""
 
 _SAME = cancelling.LIPSCHITZ | cancelling.CLAMPS | cancelling.PICKS
 """Path ops whose every value is one of their operands' values or its magnitude: the bound
 passes unchanged."""
-
-
-class ProductCancels(FloatingPointError):
-    """A consumer cancels the value of a product dask.array computed in its blocks beyond the
-    tolerance of its result (picklable, so a cluster's worker sends it back)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -270,16 +274,7 @@ def unchecked_error(product: Node, reader: Node) -> ProductCancels:
         f"np.{reader.op} reads the value of {named}, which dask.array adds in its own blocks "
         f"since its operands ({held}) do not fit dask's array.chunk-size: no check carries its "
         f"declared rounding (2 gamma_k |A| @ |B|) through np.{reader.op}, which can take it "
-        f"beyond the tolerance; {_fixes(need)}")
-
-
-def _fixes(need: str) -> str:
-    """The fixes of a product beyond one block, the opt-in first (the lead's ruling 37
-    08:00: for data larger than memory it is the one that applies)."""
-    return ("replay with arithmetic='dask' (dask.array's order of summation, held by compare "
-            "to the product's declared bound), with backend='numpy' where the data fit in "
-            f"memory, or under dask.config.set({{'array.chunk-size': '{need}'}}), which "
-            "computes the product as NumPy does, on one block")
+        f"beyond the tolerance; {fixes(need)}")
 
 
 def _tensors(node: Node) -> list[Node]:
@@ -327,6 +322,9 @@ def _scale(reach: cancelling.Reach) -> float | None:
         return None
     if consumer.op in SPREADS and not _spread(consumer, reach):
         return None
+    if consumer.op == "cov" and _observations(
+            consumer, reach.path[-1] if reach.path else reach.sum) is None:
+        return None
     if consumer.op == "diff":
         n = consumer.params.get("n", 1)
         if not isinstance(n, int) or n < 0:
@@ -344,7 +342,7 @@ def _scale(reach: cancelling.Reach) -> float | None:
 
 
 def _spread(consumer: Node, reach: cancelling.Reach) -> bool:
-    """Whether variance ``consumer`` is one :class:`_SpreadWithin` tests: of real values (its
+    """Whether variance ``consumer`` is one :class:`.SpreadWithin` tests: of real values (its
     first operand the path's value), no ``dtype=``, ``where=``, ``mean=`` or ``correction=``,
     a number ``ddof`` below its count of terms."""
     before = reach.path[-1] if reach.path else reach.sum
@@ -359,6 +357,28 @@ def _spread(consumer: Node, reach: cancelling.Reach) -> bool:
         return False
     count = _count(before.shape, params.get("axis"))
     return count is not None and 0 <= float(ddof) < count
+
+
+def _observations(consumer: Node, before: Node) -> tuple[int, float] | None:
+    """``np.cov`` ``consumer``'s count of observations and degrees of freedom, where
+    :class:`CovWithin` tests it: one real operand of one or two axes (``before``, the path's
+    value), no ``y``, weights or ``dtype=``; else ``None``."""
+    args, params = consumer.args, consumer.params
+    if len(args) != 1 or args[0] is not before or not _real(before) or not _real(consumer) \
+            or before.shape is None or len(before.shape) not in (1, 2) \
+            or any(params.get(k) is not None for k in ("y", "fweights", "aweights", "dtype")):
+        return None
+    rowvar, bias, ddof = params.get("rowvar", True), params.get("bias", False), \
+        params.get("ddof")
+    if not isinstance(rowvar, bool) or not isinstance(bias, bool) \
+            or not (ddof is None or (isinstance(ddof, (int, np.integer))
+                    and not isinstance(ddof, bool))):
+        return None
+    shape = tuple(before.shape)
+    rows = 1 if len(shape) == 1 else shape[0]
+    n = shape[-1] if len(shape) == 1 or rowvar or rows == 1 else shape[0]
+    d = n - ((0 if bias else 1) if ddof is None else int(ddof))
+    return (int(n), float(d)) if d > 0 else None
 
 
 def _count(shape: tuple, axis: Any) -> int | None:
@@ -469,12 +489,18 @@ def checked(node: Node, result: Any, args: tuple = ()) -> Any:
     if node.op in SPREADS:
         operand = args[0]
         count = _count(tuple(operand.shape), node.params.get("axis"))
-        spread = _SpreadWithin(node.op, _message_parts(products), rtol, atol, eps,
+        spread = SpreadWithin(node.op, _message_parts(products), rtol, atol, eps,
                                int(count or 1), float(node.params.get("ddof", 0)))
         return da.blockwise(guard(spread), index, result, index, carried, (),
                             _largest(operand), (), dtype=result.dtype,
                             meta=np.empty((0,) * result.ndim, result.dtype))
-    test = _Within(node.op, _message_parts(products), rtol, atol, eps)
+    if node.op == "cov":
+        n, d = _observations(node, node.args[0]) or (1, 1.0)
+        cov = CovWithin(node.op, _message_parts(products), rtol, atol, eps, n, d)
+        return da.blockwise(guard(cov), index, result.rechunk(-1), index, carried, (),
+                            _largest(args[0]), (), dtype=result.dtype,
+                            meta=np.empty((0,) * result.ndim, result.dtype))
+    test = Within(node.op, _message_parts(products), rtol, atol, eps)
     return da.blockwise(guard(test), index, result, index, carried, (), dtype=result.dtype,
                         meta=np.empty((0,) * result.ndim, result.dtype))
 
@@ -496,88 +522,3 @@ def _message_parts(products: list[Node]) -> tuple[str, str, str]:
 def _named(node: Node) -> str:
     where = format_source(node.source)
     return f"np.{node.op} (node %{node.index}" + (f" at {where}" if where else "") + ")"
-
-
-class _SpreadWithin:
-    """A task's test of a variance's (``np.var``, ``np.std``) block of a product's values
-    against the carried bound ``E`` on each of its ``n`` terms (picklable).
-
-    ``x`` the values dask.array computed, ``x*`` NumPy's, ``|x - x*| <= E`` each: the
-    standard deviation is ``||P x|| / sqrt(d)`` (``P`` the centring, a projection: norm 1;
-    ``d = n - ddof``), so the exact ones of ``x`` and ``x*`` are within ``lam = sqrt(n / d)
-    E``, and their variances within ``lam (2 s + lam)``. Each computed variance is within
-    ``R = n e**2 / d + (n + 3) eps v`` of its exact one (:mod:`capviz.backends.dask.variance`'s
-    bound, with ``n`` roundings: any order of addition; ``e = (n + 1) eps M``, ``M`` the
-    largest magnitude, ``M + E`` for NumPy's values). An output fails where the sum of these,
-    for the dask.array result and NumPy's, is beyond ``atol + rtol max(|r| - that, 0)``."""
-
-    def __init__(self, name: str, words: tuple[str, str, str], rtol: float, atol: float,
-                 eps: float, n: int, ddof: float) -> None:
-        self.name = name
-        self.words = words
-        self.rtol, self.atol, self.eps = rtol, atol, eps
-        self.n, self.d = float(n), float(n) - ddof
-
-    def _rounding(self, largest: Any, variance: Any) -> Any:
-        e = (self.n + 1) * self.eps * largest
-        grown = (self.n + 3) * self.eps
-        return (self.n * e * e / self.d + grown * variance) / max(1 - grown, 1e-300) \
-            if grown < 0.5 else np.full(np.shape(variance), np.inf)
-
-    def __call__(self, block: np.ndarray, carried: Any, largest: Any) -> np.ndarray:
-        e, m = float(np.asarray(carried)), float(np.asarray(largest))
-        with np.errstate(all="ignore"):
-            r = np.abs(np.asarray(block)).astype(np.float64)
-            root = self.name == "std"
-            lam = math.sqrt(self.n / self.d) * e
-            v = r * r if root else r
-            ours = self._rounding(m, v)  # dask.array's result from its values' exact one
-            s = np.sqrt(v + ours)
-            theirs = self._rounding(m + e, (s + lam) ** 2)  # NumPy's from its values'
-            if root:
-                low = np.maximum(r, 1e-300)
-                first = np.minimum(np.sqrt(ours), ours / low)
-                below = r - first - lam
-                last = np.where(below > 0, np.minimum(np.sqrt(theirs), theirs / below),
-                                np.sqrt(theirs))
-                total = first + lam + last + 2 * self.eps * (r + lam)
-            else:
-                total = ours + theirs + lam * (2 * s + lam)
-            limit = self.atol + self.rtol * np.maximum(r - total, 0)
-            beyond = np.isfinite(r) & ~(total * (1 + self.eps) <= limit)
-        if np.any(beyond):
-            named, held, need = self.words
-            raise ProductCancels(
-                f"np.{self.name} cancels the value of {named}, which dask.array adds in its "
-                f"own blocks since its operands ({held}) do not fit dask's array.chunk-size: "
-                f"its declared rounding, up to {e:.3g} on each of its {int(self.n)} terms, can "
-                f"move this result by up to {float(np.max(np.where(beyond, total, 0))):.3g}, "
-                f"beyond its tolerance ({float(np.min(limit[beyond])):.3g}), so it can differ "
-                f"from NumPy's; {_fixes(need)}")
-        return block
-
-
-class _Within:
-    """A task's test of a consumer's block against the carried bound (picklable)."""
-
-    def __init__(self, name: str, words: tuple[str, str, str], rtol: float, atol: float,
-                 eps: float) -> None:
-        self.name = name
-        self.words = words
-        self.rtol, self.atol, self.eps = rtol, atol, eps
-
-    def __call__(self, block: np.ndarray, carried: Any) -> np.ndarray:
-        e = float(np.asarray(carried))
-        with np.errstate(all="ignore"):
-            r = np.abs(np.asarray(block)).astype(np.float64)
-            limit = self.atol + self.rtol * np.maximum(r - e, 0)  # NumPy's |r| may be less
-            beyond = np.isfinite(r) & (e * (1 + self.eps) + self.eps * r > limit)
-        if np.any(beyond):
-            named, held, need = self.words
-            raise ProductCancels(
-                f"np.{self.name} cancels the value of {named}, which dask.array adds in its "
-                f"own blocks since its operands ({held}) do not fit dask's array.chunk-size: "
-                f"its declared rounding, up to {e:.3g} here, is beyond this result's "
-                f"tolerance ({float(np.min(limit[beyond])):.3g}), so it can differ from "
-                f"NumPy's; {_fixes(need)}")
-        return block
