@@ -322,3 +322,69 @@ def test_another_shape_is_refused():
     with pytest.raises(cv.ReplayInputError, match=r"^input 'x': expected float64\[3\], got "
                        r"float64\[4\]"):
         graph.replay({"x": np.ones(4)})
+
+
+# --- a size the data decides, stored outside (review 10, finding 11, silent) -------------------
+
+EXAMPLE = np.array([1.0, -2.0, 3.0, 4.0])
+OTHERS = [np.array([1.0, 2.0, 3.0, -4.0]), np.array([-1.0, -2.0, 3.0, -4.0])]
+
+
+class Sized:
+    def __init__(self):
+        self.n = self.shape = None
+
+    def rows(self, x):
+        y = x[x > 0]
+        self.n = y.shape[0]
+        return y * 2.0
+
+    def shape_of(self, x):
+        y = x[x > 0]
+        self.shape = y.shape
+        return y.sum()
+
+    def unique(self, x):
+        u = np.unique(np.round(x))
+        self.n = u.shape[0]
+        return u.sum()
+
+    def fixed(self, x):  # the fix: return what it measures, read its length there
+        y = x[x > 0]
+        return y * 2.0, y
+
+
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("name, label, text", [
+    ("rows", "n", "self.n = y.shape[0]"), ("shape_of", "shape", "self.shape = y.shape"),
+    ("unique", "n", "self.n = u.shape[0]")])
+def test_a_size_the_data_decides_stored_outside_is_refused(name, label, text, warm):
+    """Before: the capture left its size symbol (Symbol('n0', ...)) in self.n and no replay
+    stored the replay's length (eager 3, then 1)."""
+    mine = Sized()
+    if warm:
+        getattr(mine, name)(EXAMPLE)
+    held = getattr(mine, label)
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(getattr(mine, name), EXAMPLE)
+    first, why, fix = str(info.value).splitlines()
+    assert first == (f"`{text}` at {__file__}:{_line_of(getattr(Sized, name), text)} in {name}: "
+                     f"self.{label} is rebound to a value of the capture.")
+    assert "it holds the length of a result whose size depends on the data" in why
+    assert fix == ("Fix: take it from what each replay returns: return the result it measures "
+                   "(return out, y) and read its length there.")
+    assert getattr(mine, label) is held  # (put back)
+
+
+def test_the_size_s_fix_replays_as_eager():
+    graph = cv.capture(Sized().fixed, EXAMPLE)
+    for x in OTHERS:
+        result = graph.replay({"x": x})
+        out, y = Sized().fixed(x)
+        assert np.array_equal(result["out0"], out) and len(result["out1"]) == len(y)
+
+
+def _line_of(fn, text):
+    import inspect
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(k for k, line in enumerate(lines) if text in line)

@@ -88,6 +88,8 @@ from capviz.trace.rebound_refusals import (
     refuse_changed,
     refuse_numpy,
     refuse_owner,
+    refuse_sized,
+    sized_by_data,
 )
 from capviz.trace.recapture import line_code
 from capviz.trace.tensor import Tensor
@@ -130,6 +132,10 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
             continue
         found = place.get()
         if found is place.value:
+            continue
+        if sized_by_data(found):  # (self.n = y.shape[0] of y = x[x > 0]: review 10, #11)
+            place.put_back()
+            refuse_sized(place, found, recorder, source, fn)
             continue
         if isinstance(place.value, NUMBERS) and type(found) is not Tensor:
             if not _same_number(place.value, found):  # self.t += 1: a replay repeats t

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from capviz.core.symbols import Symbol
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
 from capviz.trace import code_reach, effects, state_fixes
@@ -100,6 +101,33 @@ def refuse_changed(place: Place, now: Any, recorder: Any, source: Any,
     message = explain(Failure("unsupported_op", CHANGES, place.label, source,
                               UserCode("other", shorten(text), parts), None, reason))
     recorder.pending.append(("unsupported_op", CHANGES, message, source))
+
+
+def sized_by_data(value: Any, depth: int = 3) -> bool:
+    """Whether ``value`` is, or a tuple, list or dict holds, the length of a result whose size
+    depends on the data (a :class:`~capviz.core.symbols.Symbol`: ``y.shape[0]`` of ``y =
+    x[x > 0]``, ``np.unique(x).size``)."""
+    if type(value) is Symbol:
+        return True
+    if depth <= 0 or type(value) not in (tuple, list, dict):
+        return False
+    items = value.values() if type(value) is dict else value
+    return any(sized_by_data(item, depth - 1) for item in list(items)[:256])
+
+
+def refuse_sized(place: Place, found: Any, recorder: Any, source: Any,
+                 fn: Callable | None) -> None:
+    """Refuse a size the data decides that the call stored outside (``self.n = y.shape[0]``
+    of ``y = x[x > 0]``: review 10, finding 11, silent: the capture left its size symbol there
+    and no replay stored the replay's length), at the line of ``fn`` that stores it."""
+    where, text = writing_line(fn, place.label) if fn is not None else (None, "")
+    reason = ("it holds the length of a result whose size depends on the data, which a replay "
+              "does not store (it runs no Python), and the capture put back what it held; "
+              "take it from what each replay returns: return the result it measures (return "
+              "out, y) and read its length there")
+    message = explain(Failure("unsupported_op", REBOUND, place.label, where or source,
+                              UserCode("other", shorten(text)), None, reason))
+    recorder.pending.append(("unsupported_op", REBOUND, message, where or source))
 
 
 BY_NUMPY = "an array NumPy computed bound outside the capture"
