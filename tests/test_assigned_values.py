@@ -208,6 +208,17 @@ class Fresh:
         self.cache = collections.OrderedDict(n=3)
         return x * 2.0
 
+    def _fresh(self):
+        return {"n": 3}
+
+    def helper(self, x):
+        self.cache = self._fresh()
+        return x * 2.0
+
+    def comprehension(self, x):
+        self.cache = {k: 0 for k in ("a", "b")}
+        return x * 2.0
+
 
 def _write(held, k):
     """The user's loop writes into each step's container, and into the ones inside it."""
@@ -223,7 +234,8 @@ def _write(held, k):
 
 @pytest.mark.parametrize("warm", [False, True])
 @pytest.mark.parametrize("name", ["empty_dict", "empty_list", "filled", "nested", "made",
-                                  "made_set", "defaultdict", "ordered"])
+                                  "made_set", "defaultdict", "ordered", "helper",
+                                  "comprehension"])
 def test_a_new_list_or_dict_each_call_is_a_new_one_each_replay(name, warm):
     """Before: each replay left the capture's one object (cold: the user's writes into it
     showed in every later step's; warm: GuardError on the keys the user wrote)."""
@@ -388,3 +400,40 @@ def _line_of(fn, text):
     import inspect
     lines, start = inspect.getsourcelines(fn)
     return start + next(k for k, line in enumerate(lines) if text in line)
+
+
+class Proto:
+    def __init__(self):
+        self.proto = {"a": 1}
+        self.cache = None
+
+    def copy_of(self, x):
+        self.cache = dict(self.proto)
+        return x * 2.0
+
+    def alias(self, x):
+        self.cache = self.proto  # (the same object each call: not copied)
+        return x * 2.0
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_copy_of_an_outliving_dict_is_made_anew_and_its_source_stays_guarded(warm):
+    mine, twin = Proto(), Proto()
+    if warm:
+        mine.copy_of(ROWS[0])
+        twin.copy_of(ROWS[0])
+    graph = cv.capture(mine.copy_of, SPEC)
+    for k, x in enumerate(ROWS[:2]):
+        assert np.array_equal(graph.replay({"x": x})["out"], twin.copy_of(x))
+        assert mine.cache == twin.cache and mine.cache is not mine.proto
+        mine.cache[k] = twin.cache[k] = k  # (the user's write into this step's copy)
+    mine.proto["a"] = 5
+    with pytest.raises(GuardError, match=r"^self\.proto\['a'\] was 1 when copy_of was captured"):
+        graph.replay({"x": ROWS[2]})
+
+
+def test_an_outliving_dict_bound_each_call_stays_that_object():
+    mine = Proto()
+    graph = cv.capture(mine.alias, SPEC)
+    graph.replay({"x": ROWS[0]})
+    assert mine.cache is mine.proto

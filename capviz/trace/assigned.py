@@ -40,11 +40,14 @@ class Assigned:
     label, name)``: the name assigned on the object at the owner's label and the objects inside
     it, by a method of it)."""
 
-    __slots__ = ("exact", "under")
+    __slots__ = ("anew", "exact", "under")
 
     def __init__(self) -> None:
         self.exact: set[str] = set()
         self.under: set[tuple[str, str]] = set()
+        self.anew: set[str] = set()  # (labels every call stores a value capviz cannot read
+        #                               the making of: set again only where it is a new list
+        #                               or dict nothing else holds, self.c = self._fresh())
 
     def __contains__(self, label: str) -> bool:
         if label in self.exact:
@@ -56,7 +59,7 @@ class Assigned:
         return False
 
     def __bool__(self) -> bool:
-        return bool(self.exact or self.under)
+        return bool(self.exact or self.under or self.anew)
 
 
 def assigned(fn: Callable, places: list[Place]) -> Assigned:
@@ -249,10 +252,11 @@ def _stored_later(fn: Callable, places: list[Place], rest: list, first: str,
             break
         if (ins.opname == "LOAD_FAST" and ins.argval == first) or _held_object(fn, ins):
             stack.append([ins.argval])
-        elif ins.opname == "STORE_ATTR" and len(stack) >= 2 and stack[-2] is _VALUE and \
-                type(stack[-1]) is list and len(stack[-1]) == 1:
-            candidates.append((stack[-1][0], ins.argval))
-            del stack[-2:]
+        elif ins.opname == "STORE_ATTR" and stack and type(stack[-1]) is list and \
+                len(stack[-1]) == 1:  # (a constant; else any value: self.c = self._fresh())
+            made = len(stack) >= 2 and stack[-2] is _VALUE
+            candidates.append((stack[-1][0], ins.argval, made))
+            stack.clear()
         elif not _built(ins, stack, space):
             stack.clear()
     if not candidates:
@@ -269,9 +273,9 @@ def _stored_later(fn: Callable, places: list[Place], rest: list, first: str,
                           if ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "LOAD_NAME",
                                             "DELETE_ATTR"))
             todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-    for owner, name in candidates:
+    for owner, name, made in candidates:
         if name not in loaded and name not in reach.strings:
-            found.exact.add(f"{owner}.{name}")
+            (found.exact if made else found.anew).add(f"{owner}.{name}")
 
 
 def _held_object(fn: Callable, ins: dis.Instruction) -> bool:

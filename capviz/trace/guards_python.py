@@ -32,6 +32,7 @@ import enum
 import functools
 import itertools
 import re
+import sys
 import types
 import weakref
 from collections.abc import Callable
@@ -96,7 +97,8 @@ class _Collector:
         guard = PythonGuard(label, value, where[0], where[1],
                             self.lines.reading(label, holder, key), self.name)
         now = guard.read()  # (the capture ran fn: what it left there)
-        if self.assigned and label in self.assigned:  # fn assigns it before any read: each
+        if self.assigned and (label in self.assigned or (  # fn assigns it before any read:
+                label in self.assigned.anew and _renewed(now) and _alone(now))):  # each
             if settable(now):                         # replay assigns what it left there
                 guard.value, guard.sets = now, True
                 self.guards.append(guard)
@@ -130,8 +132,10 @@ def collect(fn: Callable, places: list[Place], graph: Any) -> PythonGuards:
     places = places + deeper(places)
     c = _Collector(fn, places, graph)
     c.assigned = assigned(fn, places)
-    c.renewed = tuple(f"{p.label}{sep}" for p in places if p.label in c.assigned.exact and
-                      p.kind not in ("keys", "items") and _renewed(p.get())
+    c.renewed = tuple(f"{p.label}{sep}" for p in places if p.kind not in ("keys", "items")
+                      and (p.label in c.assigned.exact or (p.label in c.assigned.anew and
+                                                           _alone(p.get())))
+                      and _renewed(p.get())
                       for sep in ".[")  # (inside what each replay makes anew: no guard)
     for place in places:
         if place.kind == "keys":  # a walked object: what it reads from its class, and the
@@ -151,7 +155,8 @@ def collect(fn: Callable, places: list[Place], graph: Any) -> PythonGuards:
                 c.found.spaces.append((f"{place.label}.", vars(value)))
             continue
         if guardable(value, identity=True) or (  # (self.cache = {} each call: set anew)
-                c.assigned and place.label in c.assigned and settable(value)):
+                c.assigned and (place.label in c.assigned or place.label in
+                                c.assigned.anew) and settable(value)):
             c.add(place.label, value, where, place.holder, place.key,
                   (id(place.holder), place.key))
         if where is not None:
@@ -269,9 +274,10 @@ def _container(c: _Collector, place: Place) -> None:
         anchor, steps = _weakly(holder), ()
     if c.renewed and place.label.startswith(c.renewed):
         return  # (inside a container each replay makes anew)
-    if c.assigned and place.label in c.assigned and settable(
-            PythonGuard(place.label, None, anchor, steps, None, "").read()):
-        return  # (self.cache = {} each call: a new one set by each replay)
+    if c.assigned and (place.label in c.assigned or place.label in c.assigned.anew):
+        now = PythonGuard(place.label, None, anchor, steps, None, "").read()
+        if settable(now) and (place.label in c.assigned or (_renewed(now) and _alone(now))):
+            return  # (self.cache = {} each call: a new one set by each replay)
     if type(holder) is dict:
         c.add(f"{place.label}.keys()", tuple(holder), (anchor, (*steps, (None, "keys"))),
               holder, None)
@@ -318,6 +324,16 @@ def _written(label: str, logged: tuple[str, ...]) -> bool:
     """Whether a replay writes the place ``label`` (:func:`_logged_labels`)."""
     return any(label == prefix or (prefix[-1] in ".[" and label.startswith(prefix))
                for prefix in logged)
+
+
+def _alone(value: Any) -> bool:
+    """Whether only the place it was read from (and the callers' frames) holds ``value``: a
+    new object the call made (``self._fresh()``'s dict), not one held elsewhere too
+    (``self.c = self.proto``: eager binds that same object each call)."""
+    return sys.getrefcount(value) <= _ALONE
+
+
+_ALONE = 4  # (the place, the caller's name for it, this function's argument, getrefcount's)
 
 
 def _renewed(value: Any) -> bool:
