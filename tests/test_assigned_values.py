@@ -388,6 +388,38 @@ def test_a_size_the_data_decides_stored_outside_is_refused(name, label, text, wa
     assert getattr(mine, label) is held  # (put back)
 
 
+class SizedItem:
+    def __init__(self):
+        self.d = {}
+        self.e = {"n": 0}
+
+    def new_key(self, x):
+        y = x[x > 0]
+        self.d["n"] = y.shape[0]
+        return y.sum()
+
+    def old_key(self, x):
+        y = x[x > 0]
+        self.e["n"] = y.shape[0]
+        return y.sum()
+
+
+@pytest.mark.parametrize("name, label, text", [
+    ("new_key", "self.d['n']", 'self.d["n"] = y.shape[0]'),
+    ("old_key", "self.e['n']", 'self.e["n"] = y.shape[0]')])
+def test_a_size_the_data_decides_stored_in_a_dict_is_refused(name, label, text):
+    """Before: Symbol('n0', ...) was left in the user's dict (eager: 3, then 1)."""
+    mine = SizedItem()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(getattr(mine, name), EXAMPLE)
+    first, _why, fix = str(info.value).splitlines()
+    line = _line_of(getattr(SizedItem, name), text)
+    assert first == (f"`{text}` at {__file__}:{line} in {name}: {label} is rebound to a value "
+                     "of the capture.")
+    assert fix.startswith("Fix: take it from what each replay returns")
+    assert mine.d == {} and mine.e == {"n": 0}
+
+
 def test_the_size_s_fix_replays_as_eager():
     graph = cv.capture(Sized().fixed, EXAMPLE)
     for x in OTHERS:

@@ -21,13 +21,19 @@ from capviz.trace.fn_lines import body, label_pattern, line_at, source_lines
 from capviz.trace.mutation import current
 from capviz.trace.places import DEPTH, ITEMS, Place, tensor_in
 from capviz.trace.provenance import accumulates, of_data, read_by_capture
-from capviz.trace.rebound_refusals import NUMBER_REASON, STORED_REASON, created_reason
+from capviz.trace.rebound_refusals import (
+    NUMBER_REASON,
+    STORED_REASON,
+    created_reason,
+    refuse_sized,
+    sized_by_data,
+)
 from capviz.trace.recapture import line_code
 from capviz.trace.tensor import Tensor
 
 
 def items_back(place: Place, recorder: Any, read: set[int], left: Any = None,
-                line: Any = None, outside: Any = frozenset()) -> None:
+                line: Any = None, outside: Any = frozenset(), fn: Any = None) -> None:
     """The items a walked list, dict or deque held when the scope opened, put back when it
     holds a tensor of ``recorder`` now (appended, or bound to an item the capture did not
     read), or a Python value the call logged (``self.log.append("step")``: logged again by
@@ -38,6 +44,14 @@ def items_back(place: Place, recorder: Any, read: set[int], left: Any = None,
     holder = place.holder
     if isinstance(holder, dict):  # (a memo the call fills: its keys are not the user's)
         place.filled = place.filled or any(key not in place.value for key in holder)
+    sized = next(((k, v) for k, v in (holder.items() if isinstance(holder, dict) else
+                                      enumerate(holder)) if sized_by_data(v)), None)
+    if sized is not None:  # (self.d["n"] = y.shape[0] of y = x[x > 0]: review 10, #11)
+        effects.set_items(holder, place.value)
+        item = Place("dict" if isinstance(holder, dict) else "list", holder, sized[0],
+                     f"{place.label}[{sized[0]!r}]", None)
+        refuse_sized(item, sized[1], recorder, line, fn)
+        return
     tensor = tensor_in(holder, recorder, DEPTH, every=True)  # (past the walked items too)
     if tensor is None and left is not None:  # (its items put back already: a list emptied
         tensor = tensor_in(left, recorder, DEPTH, every=True)  # and filled, slots set)

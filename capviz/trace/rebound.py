@@ -250,7 +250,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
         if place.kind == "items":
             if read is None:
                 read = {id(ref()) for ref in recorder.graph.constant_origins.values()}
-            items_back(place, recorder, read, logs.get(id(place.holder)), line, outside)
+            items_back(place, recorder, read, logs.get(id(place.holder)), line, outside, fn)
             numpy_logged(place, recorder, source, fn)
         elif place.kind == "keys":
             binds += added_removed(place, recorder, fn, asks, source)
