@@ -14,6 +14,7 @@ import pytest
 
 import capviz as cv
 from capviz.core.errors import GuardError
+from capviz.core.python_guards import PythonGuard
 
 X = np.arange(12.0).reshape(4, 3)
 SPEC = cv.spec((4, 3), "float64")
@@ -176,3 +177,45 @@ def test_a_guard_added_to_the_list_or_changed_in_place_after_a_replay_is_checked
     lr.value = 0.5  # (a recorded value changed in place: replan)
     guards.replan()
     _refused(graph, "self.lr", "0.5", "is 0.1")
+
+
+class Lazy:
+    """Reads what it may lack: an attribute, a dict item (hasattr, getattr with a default)."""
+
+    def __init__(self):
+        self.opts = {"scale": 2.0}
+
+    def forward(self, x):
+        if hasattr(self, "cache"):
+            x = x + 1.0
+        return x * getattr(self, "p", 0.5) * self.opts.get("shift", 1.0)
+
+
+def test_a_replay_reads_no_guard_one_by_one_where_nothing_changed(monkeypatch):
+    """Before: a guard on an absent place (``hasattr(self, "cache")``) was read by itself at
+    every replay, raising and catching an AttributeError (about a microsecond)."""
+    lazy = Lazy()
+    graph = cv.capture(lazy.forward, SPEC)
+    assert {"self.cache", "self.p"} <= {g.label for g in graph.python_guards
+                                        if repr(g.value) == "absent"}
+    reads = []
+    real = PythonGuard.read
+    monkeypatch.setattr(PythonGuard, "read", lambda guard: reads.append(guard) or real(guard))
+    np.testing.assert_array_equal(graph.replay({"x": X})["out"], lazy.forward(X))
+    assert reads == []
+
+
+def test_a_place_that_was_absent_and_holds_a_value_now_refuses():
+    lazy = Lazy()
+    graph = cv.capture(lazy.forward, SPEC)
+    lazy.cache = None
+    with pytest.raises(GuardError, match=r"^self\.cache was absent when forward was captured"):
+        graph.replay({"x": X})
+    del lazy.cache
+    Lazy.p = 0.25  # (read through the object: a class attribute)
+    try:
+        with pytest.raises(GuardError, match=r"^self\.p was absent when forward was captured"):
+            graph.replay({"x": X})
+    finally:
+        del Lazy.p
+    np.testing.assert_array_equal(graph.replay({"x": X})["out"], lazy.forward(X))

@@ -294,8 +294,8 @@ def _plan(guards: list[PythonGuard]) -> tuple[list[tuple], list[PythonGuard]]:
     for guard in guards:
         if guard.anchor is None or guard.sets:
             continue
-        if guard.value is ABSENT or not guard.steps:  # (its read raises: read by itself)
-            alone.append(guard)
+        if not guard.steps or (guard.value is ABSENT and _absence(guard.steps[-1]) is None):
+            alone.append(guard)  # (read by itself)
             continue
         node = trees.setdefault(id(guard.anchor), (guard.anchor, _Node()))[1]
         for step in guard.steps[:-1]:
@@ -318,7 +318,9 @@ def _emit(node: _Node, register: int, ops: list, size: int, fused: Any = None) -
     for (kind, key), guard in node.leaves:
         if guard is fused:
             continue
-        if kind is None:  # a container's keys (a tuple) or its length
+        if guard.value is ABSENT:  # (asked without raising: an exception costs a microsecond)
+            ops.append((_ONE, _absence((kind, key)), register, _MISSING))
+        elif kind is None:  # a container's keys (a tuple) or its length
             if key == "keys":
                 ops.append((_SOME, tuple, register, guard.value))
             else:
@@ -358,6 +360,18 @@ def _emit(node: _Node, register: int, ops: list, size: int, fused: Any = None) -
             ops.append((_STEP, getter, register, size))
         size = _emit(below, size, ops, size + 1, keys)
     return size
+
+
+def _absence(step: tuple) -> Any:
+    """The getter of a guard on an absent attribute or dict item (``hasattr(self, "cache")``,
+    ``getattr(self, "p", 0.5)``) that gives ``_MISSING`` where the place holds nothing, as
+    :meth:`PythonGuard.read` does, without raising (``None``: a step it does not read)."""
+    kind, key = step
+    if kind is True and type(key) is str:
+        return lambda owner: getattr(owner, key, _MISSING)
+    if kind is False and _hashable(key):
+        return lambda owner: owner.get(key, _MISSING) if type(owner) is dict else owner[key]
+    return None
 
 
 def _hashable(key: Any) -> bool:
