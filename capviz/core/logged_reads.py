@@ -71,6 +71,45 @@ def logging_fix(call: str, source: Any, code: str = "", frame: Any = None) -> st
     return None
 
 
+_TOTAL = re.compile(r"^\s*(?P<target>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\s*(?P<op>[-+*])=(?!=)"
+                    r"\s*(?P<rest>.+?)\s*$")
+_BEST = re.compile(r"^\s*(?P<target>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\s*=\s*(?P<pick>min|max)\("
+                   r"\s*(?P=target)\s*,\s*(?P<rest>.+?)\s*\)\s*$")
+
+
+def total_fix(call: str, source: Any, code: str = "") -> str | None:
+    """The fix for ``call``'s read (its expression: ``code``) at ``source`` where the line adds
+    it to (or takes the least or greatest of it and) a Python number an object keeps across
+    calls: ``self.correct += int((pred == y).sum())``, ``self.best = min(self.best,
+    float(loss))``: the number kept in a 0-d array the tensor itself is written into, which the
+    capture records as a state (ruling 38 10:50's lifted numbers: refused with the fix that
+    works); ``None`` where the line is no such update."""
+    if call not in READS or call == "operator.index()" or not source or not code or \
+            not _EXPLICIT.match(code.strip()):
+        return None
+    line = linecache.getline(source[0], source[1]).rstrip("\n")
+    at = line.find(code)
+    if at < 0 or line.find(code, at + 1) >= 0:
+        return None
+    text, at = _statement(line, at)
+    if _EXTENDS.match(text):
+        return None  # (self.hist += [loss.item()]: a log, logging_fix's)
+    total, best = _TOTAL.match(text), _BEST.match(text)
+    found = total or best
+    if found is None or at < found.start("rest") or at + len(code) > found.end("rest"):
+        return None
+    target, value = found["target"], unwrapped(found["rest"])
+    if value.startswith("(") and _closing(value, 1) == len(value) - 1:
+        value = value[1:-1]  # (((pred == y).sum()): the whole value, unwrapped)
+    before = f"{target} = np.array({target}) before the capture"
+    if total is not None:
+        return (f"keep {target} in a 0-d array and {total['op']}= the tensor itself: {before}, "
+                f"then {target} {total['op']}= {value} (the capture records it as a state)")
+    pick = "minimum" if best["pick"] == "min" else "maximum"
+    return (f"keep {target} in a 0-d array written with the tensor itself: {before}, then "
+            f"{target}[...] = np.{pick}({target}, {value}) (the capture records it as a state)")
+
+
 _SCALAR = ("each replay logs NumPy's scalar of its value, np.float64, which is a float; take "
            "float() of it after the replay where a Python float is needed")
 _LOGS_AS = {

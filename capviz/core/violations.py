@@ -57,7 +57,7 @@ from capviz.core.errors import (
 )
 from capviz.core.guards import READS
 from capviz.core.ir import Graph, Violation
-from capviz.core.logged_reads import logging_fix
+from capviz.core.logged_reads import logging_fix, total_fix
 from capviz.core.source import Source, format_source, source_of, user_frame
 from capviz.core.user_code import UserCode, user_code
 
@@ -204,6 +204,8 @@ class Failure:
         values["reason_why"], values["reason_fix"] = _split_reason(self.reason)
         values["logged"] = logging_fix(self.call, self.source, self.code.text) or "" \
             if self.kind == "data_read" else ""  # (losses.append(loss.item()): review 8 #18)
+        values["totalled"] = total_fix(self.call, self.source, self.code.text) or "" \
+            if self.kind == "data_read" else ""  # (self.correct += int(...): ruling 38)
         return values
 
 
@@ -501,6 +503,16 @@ SITUATIONS: list[Situation] = [
         "compute it on the replay's outputs, outside the capture: "
         "graph.replay(inputs)[\"out\"].",
         "def f(x):\n    assert np.allclose(x, 0)\n    return x\n\ncv.capture(f, cv.spec(3))"),
+    Situation(
+        "totalled_value_read", "data_read", lambda f: bool(f.fields()["totalled"]),
+        "updates a Python number the object keeps with the value of {operand} ({call})",
+        "capviz cannot record it: a Python number read from a tensor is fixed when the capture "
+        "runs, and a replay does not update a Python number, so every replay would leave it "
+        "as the capture found it.",
+        "{totalled}.",
+        "class Acc:\n    def __init__(self):\n        self.correct = 0\n\n"
+        "    def f(self, x):\n        self.correct += int((x > 0).sum())\n        return x\n\n"
+        "cv.capture(Acc().f, cv.spec(3))"),
     Situation(
         "logged_value_read", "data_read", lambda f: bool(f.fields()["logged"]),
         "logs the value of {operand} as a Python number ({call})",

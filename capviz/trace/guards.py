@@ -20,7 +20,7 @@ import numpy as np
 
 from capviz.core.guards import READS, SIZE, read_value
 from capviz.core.ir import Node
-from capviz.core.logged_reads import logging_fix, updated_object
+from capviz.core.logged_reads import logging_fix, total_fix, updated_object
 from capviz.core.source import format_source, numpy_caller, user_frame, user_source
 from capviz.core.symbols import Symbol
 from capviz.core.user_code import UserCode, user_code
@@ -55,7 +55,8 @@ def read(rec: Any, tensor: Any, call: str) -> np.ndarray:
         return _refuse_owned(rec, call, node, owned)
     frame = user_frame(sys._getframe(1))
     if has_example and call in READS and logging_fix(
-            call, user_source(), user_code(frame).text, frame) is None:
+            call, user_source(), user_code(frame).text, frame) is None and total_fix(
+            call, user_source(), user_code(frame).text) is None:  # (self.n += int(t): ruling 38)
         try:  # (a value logged, losses.append(loss.item()): no guard, refused; review 8 #18)
             value = np.asarray(examples.value(node))
         except NoExample:  # an input given by its spec: refused as without examples

@@ -1,0 +1,142 @@
+"""A Python number an object keeps across calls, updated with a value read from a tensor
+(``self.correct += int((pred == y).sum())``, ``self.best = min(self.best, float(loss))``,
+``self.total += loss.item() * n``; ruling 38 10:50, lifted Python numbers): refused at the read,
+with a spec and with an example alike, with the one fix that works (keep it in a 0-d array
+written with the tensor itself: a state), which replays as eager over 3 calls. Before: a spec
+was told "capture with an example", and then the example "changes from call to call" with a
+counter's fix naming ``cv.constant(np.float64(1))``."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import numpy as np
+import pytest
+
+import capviz as cv
+from capviz.core.errors import DataReadError
+
+ROWS = np.random.default_rng(38).standard_normal((3, 4))
+
+
+class Acc:
+    def __init__(self):
+        self.correct = 0
+
+    def step(self, x):
+        pred = x > 0
+        self.correct += int((pred == (x > 0.5)).sum())
+        return x * 2.0
+
+
+class Best:
+    def __init__(self):
+        self.best = float("inf")
+
+    def step(self, x):
+        loss = (x * x).sum()
+        self.best = min(self.best, float(loss))
+        return x * 2.0
+
+
+class Worst:
+    def __init__(self):
+        self.worst = 0.0
+
+    def step(self, x):
+        loss = (x * x).mean()
+        self.worst = max(self.worst, loss.item())
+        return x * 2.0
+
+
+class Total:
+    def __init__(self):
+        self.total = 0.0
+
+    def step(self, x):
+        loss = (x * x).mean()
+        self.total += loss.item() * x.shape[0]
+        return x * 2.0
+
+
+CASES = {
+    Acc: ("int((pred == (x > 0.5)).sum())", "int()",
+          "keep self.correct in a 0-d array and += the tensor itself: self.correct = "
+          "np.array(self.correct) before the capture, then self.correct += "
+          "(pred == (x > 0.5)).sum() (the capture records it as a state)."),
+    Best: ("float(loss)", "float()",
+           "keep self.best in a 0-d array written with the tensor itself: self.best = "
+           "np.array(self.best) before the capture, then self.best[...] = "
+           "np.minimum(self.best, loss) (the capture records it as a state)."),
+    Worst: ("loss.item()", ".item()",
+            "keep self.worst in a 0-d array written with the tensor itself: self.worst = "
+            "np.array(self.worst) before the capture, then self.worst[...] = "
+            "np.maximum(self.worst, loss) (the capture records it as a state)."),
+    Total: ("loss.item()", ".item()",
+            "keep self.total in a 0-d array and += the tensor itself: self.total = "
+            "np.array(self.total) before the capture, then self.total += loss * x.shape[0] "
+            "(the capture records it as a state)."),
+}
+
+
+@pytest.mark.parametrize("example", [False, True])
+@pytest.mark.parametrize("kind", list(CASES))
+def test_an_update_of_a_kept_python_number_is_refused_with_the_fix(kind, example):
+    code, call, fix = CASES[kind]
+    lines, start = inspect.getsourcelines(kind.step)
+    line = start + next(k for k, text in enumerate(lines) if code in text)
+    with pytest.raises(DataReadError) as info:
+        cv.capture(kind().step, ROWS[0] if example else cv.spec((4,), "float64"))
+    first, why, fixed = str(info.value).splitlines()
+    assert re.fullmatch(rf"`{re.escape(code)}` at \S+test_kept_numbers\.py:{line} in step: "
+                        rf"updates a Python number the object keeps with the value of %\d+ "
+                        rf"\(\w+, \w+\[\]\) \({re.escape(call)}\)\.", first), first
+    assert why.startswith("capviz cannot record it: a Python number read from a tensor")
+    assert fixed == f"Fix: {fix}"
+
+
+class AccFixed:
+    def __init__(self):
+        self.correct = 0
+        self.correct = np.array(self.correct)
+
+    def step(self, x):
+        pred = x > 0
+        self.correct += (pred == (x > 0.5)).sum()
+        return x * 2.0
+
+
+class BestFixed:
+    def __init__(self):
+        self.best = float("inf")
+        self.best = np.array(self.best)
+
+    def step(self, x):
+        loss = (x * x).sum()
+        self.best[...] = np.minimum(self.best, loss)
+        return x * 2.0
+
+
+class TotalFixed:
+    def __init__(self):
+        self.total = 0.0
+        self.total = np.array(self.total)
+
+    def step(self, x):
+        loss = (x * x).mean()
+        self.total += loss * x.shape[0]
+        return x * 2.0
+
+
+@pytest.mark.parametrize("example", [False, True])
+@pytest.mark.parametrize("kind, name", [(AccFixed, "correct"), (BestFixed, "best"),
+                                        (TotalFixed, "total")])
+def test_the_fix_replays_as_eager(kind, name, example):
+    mine, twin = kind(), kind()
+    graph = cv.capture(mine.step, ROWS[0] if example else cv.spec((4,), "float64"))
+    for x in ROWS:
+        assert np.array_equal(graph.replay({"x": x})["out"], twin.step(x))
+        kept, eager = getattr(mine, name), getattr(twin, name)
+        assert type(kept) is type(eager) and kept.dtype == eager.dtype
+        assert kept.tobytes() == eager.tobytes()
