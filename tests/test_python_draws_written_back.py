@@ -93,3 +93,56 @@ def test_the_written_back_draw_keeps_numpy_s_weak_promotion():
     eager.store(X)
     x32 = np.ones(2, np.float32)
     assert (x32 * mine.r).dtype == (x32 * eager.r).dtype == np.float32
+
+
+# --- Python int arithmetic on draws beyond int64 (review 10, finding 9, silent) ---------------
+
+class Wide:
+    def __init__(self):
+        self.k = 0
+        self.r = 0.0
+
+    def scaled(self, x):
+        self.k = random.randint(1, 10) * 2 ** 62  # (eager: an exact Python int past int64)
+        return x * 2.0
+
+    def small(self, x):
+        self.k = (random.randint(0, 10) * 3 + 1) // 2
+        return x * 2.0
+
+    def bits(self, x):
+        self.k = random.getrandbits(64)
+        return x * 2.0
+
+    def divided(self, x):
+        self.r = divmod(random.random(), 0.3)[1]
+        return x * 2.0
+
+
+def test_python_int_arithmetic_on_a_draw_past_int64_is_refused():
+    """Before: replayed as int64 and wrapped (replay -4.6e18, eager 3.2e19), silently."""
+    with pytest.raises(cv.CapvizError, match=r"Python int arithmetic on a draw at \S+"
+                       r"test_python_draws_written_back\.py:\d+ in scaled"):
+        cv.capture(Wide().scaled, SPEC)
+
+
+def test_a_draw_that_may_return_an_int_past_int64_is_refused_at_capture():
+    """Before: captured, and a replay that drew past int64 failed inside the replay."""
+    with pytest.raises(cv.CapvizError, match=r"random\.getrandbits\(64\)"):
+        cv.capture(Wide().bits, SPEC)
+
+
+@pytest.mark.parametrize("name", ["small", "divided"])
+def test_python_arithmetic_on_draws_within_int64_replays_as_eager(name):
+    random.seed(1)
+    eager = Wide()
+    want = []
+    for _ in range(3):
+        getattr(eager, name)(X)
+        want.append(repr((eager.k, eager.r)))
+    random.seed(1)
+    mine = Wide()
+    graph = cv.capture(getattr(mine, name), SPEC)
+    for held in want:
+        graph.replay({"x": X})
+        assert repr((mine.k, mine.r)) == held

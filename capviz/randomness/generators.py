@@ -43,6 +43,7 @@ from capviz import ops
 from capviz.core.source import user_source
 from capviz.randomness.creation import plain, static, user_call
 from capviz.trace.context import active
+from capviz.trace.state import python_bounds as state_bounds
 from capviz.trace.tensor import Tensor
 
 _TYPES = (Generator, RandomState, random.Random)
@@ -120,6 +121,10 @@ def record(recorder: Any, generator: Any, label: str, method: str, args: tuple,
     value = getattr(probe, method)(*args, **kwargs)
     python = type(value) in (float, int)
     if python:  # a Python number: float64 or int64, promoted weakly where it is used
+        bounds = _int_bounds(method, args, kwargs) if type(value) is int else None
+        if bounds is not None and not (_INT64.min <= bounds[0] and bounds[1] <= _INT64.max):
+            raise NotRecordable(f"{call} may return an int beyond int64 (up to {bounds[1]}), "
+                                "which a graph cannot hold; use bounds within int64")
         if type(value) is int and not _INT64.min <= value <= _INT64.max:
             raise NotRecordable(f"{call} returned {value}, an int beyond int64, which a graph "
                                 "cannot hold; use bounds within int64")
@@ -138,7 +143,29 @@ def record(recorder: Any, generator: Any, label: str, method: str, args: tuple,
     node = recorder.record(ops.OPS["draw"], (state,), params)
     if python:
         recorder.python_nodes.add(node.index)
+        if value.dtype.kind == "i":  # (its bounds: trace/state.py checks int64 arithmetic)
+            bounds = _int_bounds(method, args, kwargs)
+            if bounds is not None:
+                state_bounds(recorder)[node.index] = bounds
     return Tensor(node, recorder)
+
+
+def _int_bounds(method: str, args: tuple, kwargs: dict) -> tuple[int, int] | None:
+    """The least and greatest Python int ``random.<method>(*args)`` can return (``None``:
+    not known, taken as int64's)."""
+    try:
+        if kwargs:
+            return None
+        if method == "randint" and len(args) == 2:
+            return int(args[0]), int(args[1])
+        if method == "randrange" and 1 <= len(args) <= 3:
+            start, stop = (0, args[0]) if len(args) == 1 else (args[0], args[1])
+            return min(int(start), int(stop) - 1), max(int(start), int(stop) - 1)
+        if method == "getrandbits" and len(args) == 1:
+            return 0, 2 ** int(args[0]) - 1
+    except (TypeError, ValueError):
+        return None
+    return None
 
 
 # --- stand-ins for generator objects ---------------------------------------------------------
