@@ -68,11 +68,11 @@ CASES = {
     Best: ("float(loss)", "float()",
            "keep self.best in a 0-d array written with the tensor itself: self.best = "
            "np.array(self.best) before the capture, then self.best[...] = "
-           "np.minimum(self.best, loss) (the capture records it as a state)."),
+           "np.where(loss < self.best, loss, self.best) (the capture records it as a state)."),
     Worst: ("loss.item()", ".item()",
             "keep self.worst in a 0-d array written with the tensor itself: self.worst = "
             "np.array(self.worst) before the capture, then self.worst[...] = "
-            "np.maximum(self.worst, loss) (the capture records it as a state)."),
+            "np.where(loss > self.worst, loss, self.worst) (the capture records it as a state)."),
     Total: ("loss.item()", ".item()",
             "keep self.total in a 0-d array and += the tensor itself: self.total = "
             "np.array(self.total) before the capture, then self.total += loss * x.shape[0] "
@@ -114,7 +114,7 @@ class BestFixed:
 
     def step(self, x):
         loss = (x * x).sum()
-        self.best[...] = np.minimum(self.best, loss)
+        self.best[...] = np.where(loss < self.best, loss, self.best)
         return x * 2.0
 
 
@@ -140,3 +140,29 @@ def test_the_fix_replays_as_eager(kind, name, example):
         kept, eager = getattr(mine, name), getattr(twin, name)
         assert type(kept) is type(eager) and kept.dtype == eager.dtype
         assert kept.tobytes() == eager.tobytes()
+
+
+class BestEager:
+    def __init__(self):
+        self.best = float("inf")
+
+    def step(self, x):
+        loss = (x * x).sum()
+        self.best = min(self.best, float(loss))
+        return x * 2.0
+
+
+@pytest.mark.parametrize("losses", [[3.0, float("nan"), 1.0], [float("nan"), 2.0, 1.0],
+                                    [0.0, -0.0, 0.0]])
+def test_the_quoted_min_is_python_s_min_nan_and_signed_zero_alike(losses):
+    """Review 10, finding 15: np.minimum made a NaN loss the best for good; min skips it."""
+    fixed, eager = BestFixed(), BestEager()
+    fixed.best[...] = eager.best = losses[0]
+    graph = cv.capture(fixed.step, cv.spec((1,), "float64"))
+    fixed.best[...] = losses[0]
+    for loss in losses[1:]:
+        x = np.array([np.sqrt(loss) if loss == loss else loss])
+        x = np.copysign(x, loss) if loss == 0 else x
+        graph.replay({"x": x})
+        eager.step(x)
+        assert np.asarray(eager.best).tobytes() == fixed.best.tobytes()

@@ -105,9 +105,11 @@ def total_fix(call: str, source: Any, code: str = "") -> str | None:
     if total is not None:
         return (f"keep {target} in a 0-d array and {total['op']}= the tensor itself: {before}, "
                 f"then {target} {total['op']}= {value} (the capture records it as a state)")
-    pick = "minimum" if best["pick"] == "min" else "maximum"
+    side = "<" if best["pick"] == "min" else ">"  # (Python's min(a, b): b if b < a else a,
+    #                                              NaN and -0.0 alike: not np.minimum / fmin)
     return (f"keep {target} in a 0-d array written with the tensor itself: {before}, then "
-            f"{target}[...] = np.{pick}({target}, {value}) (the capture records it as a state)")
+            f"{target}[...] = np.where({value} {side} {target}, {value}, {target}) (the capture "
+            "records it as a state)")
 
 
 _SCALAR = ("each replay logs NumPy's scalar of its value, np.float64, which is a float; take "
