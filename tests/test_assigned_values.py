@@ -111,8 +111,18 @@ def _same_as_eager(graph, mine, twin, between=None, replay=None):
             assert _attributes(mine.model) == _attributes(twin.model)
 
 
+class TupleOf:
+    def __init__(self):
+        self.base = 2
+        self.shape = None
+
+    def step(self, x):
+        self.shape = (self.base, 3)  # (a tuple of a guarded value: 7b75376 refused it cold)
+        return x * 1.0
+
+
 @pytest.mark.parametrize("warm", [False, True])
-@pytest.mark.parametrize("kind", [Flag, FromOther, FromGlobal, Later, Added, Trainer])
+@pytest.mark.parametrize("kind", [Flag, FromOther, FromGlobal, Later, Added, Trainer, TupleOf])
 def test_a_value_the_call_stores_is_set_by_each_replay_cold_and_warm(kind, warm):
     mine, twin = kind(), kind()
     if warm:
@@ -219,6 +229,11 @@ class Fresh:
         self.cache = {k: 0 for k in ("a", "b")}
         return x * 2.0
 
+    def then_read(self, x):
+        y = x * 2.0
+        self.cache = {"n": 3}
+        return y * float(len(self.cache))  # (read after the store: the one it made)
+
 
 def _write(held, k):
     """The user's loop writes into each step's container, and into the ones inside it."""
@@ -235,7 +250,7 @@ def _write(held, k):
 @pytest.mark.parametrize("warm", [False, True])
 @pytest.mark.parametrize("name", ["empty_dict", "empty_list", "filled", "nested", "made",
                                   "made_set", "defaultdict", "ordered", "helper",
-                                  "comprehension"])
+                                  "comprehension", "then_read"])
 def test_a_new_list_or_dict_each_call_is_a_new_one_each_replay(name, warm):
     """Before: each replay left the capture's one object (cold: the user's writes into it
     showed in every later step's; warm: GuardError on the keys the user wrote)."""

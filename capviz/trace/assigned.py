@@ -119,7 +119,8 @@ def assigned(fn: Callable, places: list[Place]) -> Assigned:
             top.append(name)
             read.add(name)
             continue
-        if op in _CALLS and _built(ins, stack, space):  # (dict(), defaultdict(list))
+        if op in _CALLS and _built(ins, stack, space,  # (dict(), defaultdict(list))
+                                   lambda v: _value(v, first, held)):
             continue
         if op in _CALLS:
             if method is None or ins.arg:
@@ -143,8 +144,8 @@ def assigned(fn: Callable, places: list[Place]) -> Assigned:
                 guardable(space.get(ins.argval, _UNSET)):  # (a global a guard holds: SCALE)
             stack.append(_VALUE)
             continue
-        if _built(ins, stack, space):  # (a constant, {}, [x.shape[0], 2], dict(), ...)
-            continue
+        if _built(ins, stack, space, lambda v: _value(v, first, held)):  # (a constant, {},
+            continue  # [x.shape[0], 2], (self.base, 3), dict(), ...)
         if op == "STORE_ATTR" and _owned(top, first, inputs) and len(stack) >= 2 and \
                 ins.argval not in read and _value(stack[-2], first, held):
             found.exact.add(f"{top[0]}.{ins.argval}")  # (a constant, or computed from values
@@ -180,7 +181,8 @@ _MAKERS = (dict, list, set, tuple, frozenset, collections.OrderedDict, collectio
 _MAKER, _COLLECTIONS = "maker", "collections"
 
 
-def _built(ins: dis.Instruction, stack: list, space: dict) -> bool:
+def _built(ins: dis.Instruction, stack: list, space: dict,
+           valued: Callable[[Any], bool] = lambda v: v is _VALUE) -> bool:
     """Apply ``ins`` to ``stack`` where it makes a value of the values on it only (a constant, a
     list, tuple, set or dict built of them, a call of one of :data:`_MAKERS`); ``False``
     (``stack`` untouched) where it does not."""
@@ -204,7 +206,7 @@ def _built(ins: dis.Instruction, stack: list, space: dict) -> bool:
         return True
     if op in _CALLS:
         if len(stack) < arg + 1 or stack[-arg - 1] is not _MAKER or \
-                any(v is not _VALUE for v in stack[len(stack) - arg:]):
+                not all(valued(v) for v in stack[len(stack) - arg:]):
             return False
         del stack[-arg - 1:]
         stack.append(_VALUE)
@@ -213,7 +215,7 @@ def _built(ins: dis.Instruction, stack: list, space: dict) -> bool:
              "BUILD_CONST_KEY_MAP": arg + 1, "LIST_EXTEND": 2, "SET_UPDATE": 2,
              "DICT_UPDATE": 2, "LIST_TO_TUPLE": 1}.get(op)
     if taken is None or len(stack) < taken or \
-            any(v is not _VALUE for v in stack[len(stack) - taken:]):
+            not all(valued(v) for v in stack[len(stack) - taken:]):
         return False
     del stack[len(stack) - taken:]
     stack.append(_VALUE)
@@ -255,7 +257,7 @@ def _stored_later(fn: Callable, places: list[Place], rest: list, first: str,
         elif ins.opname == "STORE_ATTR" and stack and type(stack[-1]) is list and \
                 len(stack[-1]) == 1:  # (a constant; else any value: self.c = self._fresh())
             made = len(stack) >= 2 and stack[-2] is _VALUE
-            candidates.append((stack[-1][0], ins.argval, made))
+            candidates.append((stack[-1][0], ins.argval, made, ins.offset))
             stack.clear()
         elif not _built(ins, stack, space):
             stack.clear()
@@ -264,17 +266,23 @@ def _stored_later(fn: Callable, places: list[Place], rest: list, first: str,
     reach = guard_reach.reached(fn, places)
     if reach.dynamic or reach.open_classes:
         return
-    loaded: set[str] = set()
+    own = getattr(function_of(fn)[1], "__code__", None)
+    first_read: dict[str, int] = {}  # (where fn's own code first reads each name)
+    loaded: set[str] = set()  # (the names any other code it reaches reads, or code in fn's)
     for function in reach.functions:
         todo = [function.__code__]
         while todo:
             code = todo.pop()
-            loaded.update(ins.argval for ins in dis.get_instructions(code)
-                          if ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "LOAD_NAME",
-                                            "DELETE_ATTR"))
+            for ins in dis.get_instructions(code):
+                if ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "LOAD_NAME", "DELETE_ATTR"):
+                    if code is own:
+                        first_read.setdefault(ins.argval, ins.offset)
+                    else:
+                        loaded.add(ins.argval)
             todo.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-    for owner, name, made in candidates:
-        if name not in loaded and name not in reach.strings:
+    for owner, name, made, at in candidates:  # (read by fn only after the store: the value
+        if name not in loaded and name not in reach.strings and \
+                first_read.get(name, at + 1) > at:  # it reads is the one the call stored)
             (found.exact if made else found.anew).add(f"{owner}.{name}")
 
 
