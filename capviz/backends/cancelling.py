@@ -52,7 +52,9 @@ cancels too); the differences of neighbouring values (``np.diff``, ``np.ediff1d`
 ``np.corrcoef``, which subtract their mean: ``np.std(x.sum(-1))``); every pair
 of two operands' values (``np.subtract.outer``, ``np.add.outer``); and the rest of a value
 after a multiple of a divisor is taken away (``np.mod``/``np.remainder``, ``np.fmod`` of the
-value: ``np.mod(s, 1.0)`` is ``s - floor(s)``, the fraction of a sum of 1e5). A path stops there
+value: ``np.mod(s, 1.0)`` is ``s - floor(s)``, the fraction of a sum of 1e5); and, where an
+engine names them (:func:`reaches`' ``periodic``), the periodic functions (:data:`PERIODIC`:
+``np.sin(s)`` takes the multiples of its period away as a remainder does). A path stops there
 (the consumer's own result is then held to the tolerance, checked or exact, like any other
 node's); ``np.modf``'s fraction and ``np.divmod``'s remainder (:data:`TUPLE_CONSUMERS`) are
 consumers too. Both sums of ``x.sum(-1) - x[:, :384].sum(-1) * 2`` reach
@@ -102,6 +104,22 @@ OUTERS = frozenset(("add", "subtract"))
 REMAINDERS = frozenset(("remainder", "fmod"))
 """Consumers that take a multiple of the divisor away from the value (``np.mod`` is
 ``np.remainder``)."""
+
+PERIODIC = frozenset(("sin", "cos", "tan", "sinc"))
+"""Consumers an engine may name (:func:`reaches`' ``periodic``; :func:`periodic`): the
+periodic functions, which take a multiple of their period away from the value as a remainder
+does (the hostile review 9, finding 26: ``np.sin(x @ ones)`` of float32 rows near 1e3 was
+2.3e-4 off NumPy's on JAX, and ``np.cos`` 0.054, silently: the product's error, within its own
+tolerance, is the whole of the result's; ``np.sinc``, a sine over its value), and a complex
+``np.exp`` (periodic in the imaginary part: ``np.exp(1j * s)``, review 10, finding 8)."""
+
+
+def periodic(node: Node) -> bool:
+    """Whether ``node`` is a periodic function of its value (:data:`PERIODIC`, or ``exp`` of a
+    complex result)."""
+    if node.op in PERIODIC:
+        return True
+    return node.op == "exp" and node.dtype is not None and np.dtype(node.dtype).kind == "c"
 
 STOPS = frozenset(("isnan", "isinf", "isfinite", "isposinf", "isneginf", "zeros_like",
                    "ones_like", "empty_like", "shape", "ndim", "size", "iscomplexobj",
@@ -190,18 +208,22 @@ class Reach:
         return args[1 - self.position] if len(args) == 2 and self.position < 2 else None
 
 
-def reaches(nodes: Iterable[Node], sums: Collection[str]) -> dict[int, tuple[Reach, ...]]:
+def reaches(nodes: Iterable[Node], sums: Collection[str],
+            periodic: bool = False) -> dict[int, tuple[Reach, ...]]:
     """For each float or complex op node of ``nodes`` whose op is one of ``sums`` and whose
     value reaches a cancelling add or subtract (the module docstring's rule): its reaches, keyed
     by the sum node's ``index``. ``nodes``: the graph's nodes in program order (all of them, or
-    the op steps of a program); only the op nodes among them are followed."""
+    the op steps of a program); only the op nodes among them are followed. ``periodic``: the
+    periodic functions (:func:`periodic`) are consumers too (JAX, which carries a bound to
+    them; Dask computes what reaches them in NumPy's order, or refuses it, by its own
+    rule)."""
     listed = list(nodes)
     users = _users(listed)
     found: dict[int, tuple[Reach, ...]] = {}
     for node in listed:
         if node.kind != "op" or node.op not in sums or not _floating(node):
             continue
-        each = tuple(_walk(node, users))
+        each = tuple(_walk(node, users, periodic))
         if each:
             found[node.index] = each
     return found
@@ -252,14 +274,16 @@ def _numeric(node: Node) -> bool:
     return node.dtype is not None and np.dtype(node.dtype).kind in "fciu"
 
 
-def _walk(start: Node, users: dict[int, list[Node]]) -> Iterable[Reach]:
-    """The reaches from the sum ``start``: a walk over the passing ops, each node once."""
+def _walk(start: Node, users: dict[int, list[Node]], periodic_: bool) -> Iterable[Reach]:
+    """The reaches from the sum ``start``: a walk over the passing ops, each node once
+    (``periodic_``: the functions of :func:`periodic` are consumers)."""
     stack: list[tuple[Node, tuple[Node, ...], float | None]] = [(start, (), 1.0)]
     visited: set[int] = set()
     while stack:
         value, path, factor = stack.pop()
         for user in users.get(value.index, ()):
-            if user.op in CONSUMERS or _tuple_consumer(user):
+            if user.op in CONSUMERS or _tuple_consumer(user) \
+                    or (periodic_ and periodic(user)):
                 reach = _consumed(start, value, user, path, factor)
                 if reach is not None:
                     yield reach
@@ -377,6 +401,8 @@ def _consumed(start: Node, value: Node, user: Node, path: tuple[Node, ...],
         return None  # a boolean add (a logical or): carried on
     if user.op in DIFFERENCES or user.op in SPREADS:
         return Reach(start, user, path, position, factor, False)
+    if periodic(user):  # np.sin(s): of the value, modulo its period
+        return Reach(start, user, path, 0, factor, False)
     if len(user.args) != 2:
         return None
     first, second = user.args

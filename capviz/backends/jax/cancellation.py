@@ -244,7 +244,9 @@ def _norm_kept_apart(reach: Any) -> bool:
 
 SPREAD_CONSUMERS = cancelling.DIFFERENCES | cancelling.SPREADS | cancelling.REMAINDERS
 """The consumers other than an add or subtract that a contraction of linear algebra is
-followed to (:func:`_spread`)."""
+followed to (:func:`_spread`), besides the periodic functions
+(:func:`capviz.backends.cancelling.periodic`: ``np.sin(x @ ones)``, the hostile review 9,
+finding 26)."""
 
 
 def _spread(reach: cancelling.Reach) -> bool:
@@ -260,7 +262,8 @@ def _spread(reach: cancelling.Reach) -> bool:
     (:func:`capviz.backends.jax.carried_bounds.consumer_bound`; ``np.cov``, ``np.gradient``: no
     bound written, the replay fails there) where it cancels the values it subtracts
     (:func:`capviz.backends.jax.carried_bounds.not_cancelled`, the lead's ruling 36 05:17)."""
-    return reach.consumer.op in SPREAD_CONSUMERS and cancelling.through_contractions(reach)
+    return (reach.consumer.op in SPREAD_CONSUMERS or cancelling.periodic(reach.consumer)) \
+        and cancelling.through_contractions(reach)
 
 
 def of(nodes: list[Node], jnp: Any, contractions: bool = True) -> carried.Carried | None:
@@ -277,7 +280,7 @@ def of(nodes: list[Node], jnp: Any, contractions: bool = True) -> carried.Carrie
     declared = set()
     names = REACHING | contraction_bound.CONTRACTIONS | {contraction_bound.NORM} \
         | carried_sources.UNBOUNDED
-    for k, each in cancelling.reaches(nodes, names).items():
+    for k, each in cancelling.reaches(nodes, names, periodic=True).items():
         node = each[0].sum
         if node.op == contraction_bound.NORM:  # a sum of squares: one sign, its bound tight
             each = tuple(r for r in each if not _norm_kept_apart(r))

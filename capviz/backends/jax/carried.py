@@ -235,10 +235,12 @@ class Carried:
         require_each(ok if apart is None else ok & apart, message)
 
     def _products_only(self, node: Node) -> bool:
-        """Whether every bound reaching the difference or spread ``node`` comes from a
-        contraction of linear algebra (the lead's ruling 36 05:17: such a consumer fails only
-        where it cancels the values it subtracts, as a subtract of a declared product does)."""
-        if node.op not in cancelling.DIFFERENCES | cancelling.SPREADS:
+        """Whether every bound reaching the difference, spread or periodic function ``node``
+        comes from a contraction of linear algebra (the lead's ruling 36 05:17: such a consumer
+        fails only where it cancels the values it subtracts, as a subtract of a declared product
+        does; ruling 38 10:50 for ``np.sin``, ``np.cos``, ``np.tan``)."""
+        if node.op not in cancelling.DIFFERENCES | cancelling.SPREADS \
+                and not cancelling.periodic(node):
             return False
         reaches = self.consumers.get(node.index, ())
         return bool(reaches) and all(contraction_bound.is_contraction_node(r.sum)

@@ -22,10 +22,13 @@ def consumer_bound(jnp: Any, node: Node, args: tuple, result: Any, carried: list
     an add or subtract (broadcast), of each pair's for an ``.outer``, of each neighbour's for
     a difference (:func:`_differences`); the value's for a remainder, which must keep its
     result off the jumps at 0 and at the divisor's magnitude (NumPy's value and XLA's would
-    take another multiple of the divisor away there)."""
+    take another multiple of the divisor away there); the value's through a periodic function
+    (:func:`_periodic`)."""
     zero = [jnp.zeros(jnp.shape(a)) if b is None else b for a, b in zip(args, carried)]
     if node.op in ("var", "std", "nanvar", "nanstd", "ptp"):
         return _spread(jnp, node, jnp.asarray(args[0]), zero[0], result), None
+    if cancelling.periodic(node):
+        return _periodic(jnp, node, jnp.asarray(args[0]), zero[0], result), None
     if node.op not in _BOUNDED:  # a consumer whose bound is not written here: it fails
         return jnp.full(jnp.shape(result), np.inf), None
     if node.op in cancelling.DIFFERENCES:
@@ -47,8 +50,8 @@ def consumer_bound(jnp: Any, node: Node, args: tuple, result: Any, carried: list
 
 _BOUNDED = frozenset(("add", "subtract", "diff", "ediff1d", "ufunc_outer", "remainder",
                       "fmod"))
-"""The consumers :func:`consumer_bound` writes a bound for besides the spreads (any other,
-``np.cov``, ``np.gradient``, fails where a bound reaches it)."""
+"""The consumers :func:`consumer_bound` writes a bound for besides the spreads and the
+periodic functions (any other, ``np.cov``, ``np.gradient``, fails where a bound reaches it)."""
 
 
 def _axis(params: dict, default: Any = None) -> Any:
@@ -69,6 +72,35 @@ def picked(jnp: Any, node: Node, a: Any, bound: Any, value: Any) -> Any:
     largest = jnp.max(wide, axis=_axis(node.params),
                       keepdims=bool(node.params.get("keepdims", False)))
     return jnp.broadcast_to(largest, jnp.shape(value))
+
+
+def _periodic(jnp: Any, node: Node, v: Any, bound: Any, result: Any) -> Any:
+    """The bound of the periodic function ``node`` (``np.sin``, ``np.cos``, ``np.tan``,
+    ``np.sinc``, a complex ``np.exp``) of ``v``, a value off NumPy's by ``bound``: ``bound``
+    times the largest magnitude of the function's derivative between the two values (the
+    lead's ruling 38 10:50: a Lipschitz-1 image for a real ``sin`` and ``cos``);
+    ``cosh(|Im v| + bound)`` for a complex ``sin`` and ``cos`` (``|cos(x + iy)| <= cosh y``);
+    ``1 / (|cos v| - bound)**2`` for a real ``tan`` (``|cos|`` moves by at most ``bound``),
+    infinite where the interval may hold a pole; ``pi / 2`` for a real ``sinc`` (the mean of
+    ``pi t sin(pi v t)`` over ``t`` in [0, 1]); ``exp(Re v + bound)`` for a complex ``exp``;
+    infinite for a complex ``tan`` and ``sinc`` (no bound written)."""
+    real = np.dtype(dtype_of(result).type(0).real.dtype)
+    e = jnp.broadcast_to(bound, jnp.shape(result)).astype(real)
+    complex_ = dtype_of(v).kind == "c"
+    if node.op in ("tan", "sinc") and complex_:
+        return jnp.where(e > 0, np.inf, 0).astype(real)
+    if node.op == "exp":
+        return (e * jnp.exp(jnp.real(v).astype(real) + e)).astype(real)
+    if node.op == "sinc":
+        return (e * (np.pi / 2)).astype(real)
+    if node.op == "tan":
+        # XLA's cos of v, a few ulps off the true one: taken off the room too
+        room = jnp.abs(jnp.cos(v)).astype(real) - e - 4 * float(np.finfo(real).eps)
+        return jnp.where(e > 0, jnp.where(room > 0, e / jnp.where(room > 0, room, 1) ** 2,
+                                          np.inf), 0).astype(real)
+    if complex_:
+        return (e * jnp.cosh(jnp.abs(jnp.imag(v)).astype(real) + e)).astype(real)
+    return e
 
 
 def _spread(jnp: Any, node: Node, a: Any, bound: Any, result: Any) -> Any:
@@ -140,8 +172,9 @@ def _differences(jnp: Any, node: Node, args: tuple, result: Any, bounds: list) -
 
 def not_cancelled(jnp: Any, node: Node, args: tuple, result: Any, share: float) -> Any:
     """Where the difference or spread ``node`` (``np.diff`` of ``n=1``, ``np.ediff1d``,
-    ``np.ptp``) does not cancel its operand's values: each result at least ``share`` of the
-    larger magnitude of the values it subtracts (the subtract's rule for a declared product,
+    ``np.ptp``), or the periodic function (``np.sin``...), does not cancel its operand's values:
+    each result at least ``share`` of the larger magnitude of the values it subtracts (of its
+    value) (the subtract's rule for a declared product,
     :data:`capviz.backends.jax.carried.DECLARED_KEPT`); ``None`` where no such mask is written
     (``n`` > 1, values laid beside, ``np.cov``): every value is tested."""
     params = node.params
@@ -162,6 +195,8 @@ def not_cancelled(jnp: Any, node: Node, args: tuple, result: Any, share: float) 
     elif node.op == "ptp":
         size = jnp.max(jnp.abs(a), axis=_axis(params),
                        keepdims=bool(params.get("keepdims", False)))
+    elif cancelling.periodic(node):  # np.sin(v) of a small v: about v, not cancelled
+        size = jnp.abs(a)
     else:
         return None
     return jnp.abs(result) >= share * size

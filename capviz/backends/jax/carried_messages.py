@@ -14,12 +14,12 @@ from capviz.backends.jax.trace import dtype_of
 from capviz.core.ir import Node
 
 _MESSAGE = ("np.{op}: {operands} added in XLA's order (np.{sums}, within the tolerance of "
-            "the sum), and this {op} cancels {them}: the sum's error, carried here, is beyond "
+            "the sum), and this {op} {cancels}: the sum's error, carried here, is beyond "
             "the tolerance of the result, so NumPy's value and XLA's may differ there; replay "
             "with backend='numpy'{fix}")
 
 _APPROXIMATED_MESSAGE = ("np.{op}: {operands} computed by XLA's own np.{sums} (within {k} "
-                         "units in the last place of NumPy's), and this {op} cancels {them}: "
+                         "units in the last place of NumPy's), and this {op} {cancels}: "
                          "that difference, carried here, is beyond the tolerance of the "
                          "result, so NumPy's value and XLA's may differ there; replay with "
                          "backend='numpy'")
@@ -28,7 +28,7 @@ _APPROXIMATED_MESSAGE = ("np.{op}: {operands} computed by XLA's own np.{sums} (w
 _NORM_MESSAGE = (
     "np.{op}: {operands} np.linalg.norm of a whole array (NumPy takes it from its BLAS dot, "
     "whose order is its own: declared within 2 gamma_n sum(|x|**2) of XLA's sum of squares), "
-    "and this {op} cancels {them}: that bound, carried here, is beyond the tolerance of the "
+    "and this {op} {cancels}: that bound, carried here, is beyond the tolerance of the "
     "result, so NumPy's value and XLA's may differ there; replay with backend='numpy', or take "
     "the norms in float64 (np.linalg.norm(x.astype(np.float64)))")
 
@@ -59,6 +59,14 @@ _REMAINDER_CONTRACTED_MESSAGE = (
     "np.{op}: {operands} a product of linear algebra (np.{sums}: NumPy's BLAS and XLA add its "
     "products in their own orders, declared within 2 gamma_k |A| @ |B| of each other), and "
     "this {op} takes a multiple of the divisor away from it: that bound, carried here, is "
+    "beyond the tolerance of the result, so NumPy's value and XLA's may differ there; replay "
+    "with backend='numpy'" + XLA_FIX)
+
+
+_PERIODIC_CONTRACTED_MESSAGE = (
+    "np.{op}: {operands} a product of linear algebra (np.{sums}: NumPy's BLAS and XLA add its "
+    "products in their own orders, declared within 2 gamma_k |A| @ |B| of each other), and "
+    "this {op} takes a multiple of its period away from it: that bound, carried here, is "
     "beyond the tolerance of the result, so NumPy's value and XLA's may differ there; replay "
     "with backend='numpy'" + XLA_FIX)
 
@@ -133,10 +141,12 @@ def consumer(node: Node, result: Any, reaches: list, bounds: dict) -> str:
     fix = ", or sum in float64 (dtype=np.float64)" if real != np.float64 else ""
     operands = "its operand was" if n == 1 else "its operands were"
     them = "it" if n == 1 else "them"
+    cancels = f"takes a multiple of its period away from {them}" \
+        if cancelling.periodic(node) else f"cancels {them}"
     op = shown_consumer(node)
     carrying = [r.sum for r in reaches if bounds.get(r.sum.index) is not None]
     if carrying and all(s.op == contraction_bound.NORM for s in carrying):
-        return _NORM_MESSAGE.format(op=op, operands=operands, them=them)
+        return _NORM_MESSAGE.format(op=op, operands=operands, cancels=cancels)
     if carrying and all(contraction_bound.is_contraction_node(s) for s in carrying) \
             and node.op in cancelling.DIFFERENCES | cancelling.SPREADS:
         return _SPREAD_CONTRACTED_MESSAGE.format(
@@ -146,15 +156,19 @@ def consumer(node: Node, result: Any, reaches: list, bounds: dict) -> str:
             and node.op in cancelling.REMAINDERS:
         return _REMAINDER_CONTRACTED_MESSAGE.format(op=op, operands=operands,
                                                     sums=", np.".join(sums))
+    if carrying and all(contraction_bound.is_contraction_node(s) for s in carrying) \
+            and cancelling.periodic(node):
+        return _PERIODIC_CONTRACTED_MESSAGE.format(op=op, operands=operands,
+                                                   sums=", np.".join(sums))
     if carrying and all(contraction_bound.is_contraction_node(s) for s in carrying):
         return _CONTRACTED_MESSAGE.format(op=op, operands=operands,
                                           sums=", np.".join(sums), them=them)
     if sums and all(s in APPROXIMATED for s in sums):
         return _APPROXIMATED_MESSAGE.format(
-            op=op, operands=operands, sums=", np.".join(sums), them=them,
+            op=op, operands=operands, sums=", np.".join(sums), cancels=cancels,
             k=max(APPROXIMATED[s] for s in sums))
     return _MESSAGE.format(op=op, operands=operands, sums=", np.".join(sums),
-                           them=them, fix=fix)
+                           cancels=cancels, fix=fix)
 
 def declared(node: Node, mine: list) -> str:
     """The message of the consumer ``node``'s failure where only declared contractions' reaches
