@@ -37,7 +37,7 @@ from capviz.core.violations import make_error, seed_message
 from capviz.devices import Device, default_device
 from capviz.graph import CapturedGraph
 from capviz.randomness import backstop, creation, generator_watch, generators, hooks, memoised
-from capviz.trace import marked, mutation, rebound, state, views
+from capviz.trace import guards_block, marked, mutation, rebound, state, views
 from capviz.trace import places as walk
 from capviz.trace.context import (
     active,
@@ -308,6 +308,7 @@ class CaptureScope:
         self._binds: list = []  # arrays made there to bind once fn is captured (rebound.py)
         self._marked: BaseException | None = None  # fn's error while a state held the mark
         self._memoised: Any = None  # lru_cache wrappers, memo dicts (randomness/memoised.py)
+        self._block: Any = None  # the scope form's block, for its guards (trace/guards_block)
 
     @property
     def graph(self) -> CapturedGraph:
@@ -338,6 +339,8 @@ class CaptureScope:
         self._watched = generator_watch.note(roots)
         if not self._places:  # (cv.capture notes them before, for trace/outside_writes.py)
             self._places = walk.note(self._entry_function)
+        if self._entry_function is None:  # the Python values the block reads: its guards
+            self._block = guards_block.note(entry, None if entry is None else entry.f_lineno)
         self._backstop = backstop.note([w.obj for w in self._watched])  # every other one
         try:
             self._acquire(rng)
@@ -479,6 +482,9 @@ class CaptureScope:
             error.graph = graph
         graph.error = error
         graph.complete = error is None
+        block, self._block = self._block, None
+        if graph.complete and block is not None:  # the Python values it read (m.training)
+            graph.python_guards = guards_block.collect(block, graph)
         try:
             if self.view is not None:
                 self.view.finish(graph)  # raises a render failure of the live view

@@ -19,6 +19,7 @@ import inspect
 import linecache
 import traceback
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ import numpy as np
 from capviz.capture import CaptureDevice, CaptureScope, _observers
 from capviz.core import references
 from capviz.core.errors import CapvizError, UnsupportedOperationError
+from capviz.core.python_guards import Digest
 from capviz.core.source import PACKAGE_DIRS, USER_FILES, user_source
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain, make_error
@@ -276,8 +278,29 @@ def _capture(fn: Callable, specs: tuple, live: bool, on_violation: str, rng: Dev
             place.bind(value)               # as the call left it
         graph.python_guards = guards_python.collect(fn, places, graph)  # the Python values
         #                             it read (self.training...), checked by every replay
+        if any(type(g.value) is Digest for g in graph.python_guards):  # (graph.changed()
+            graph.recapture = _again(fn, specs, on_violation, rng, device, global_random)
         references.guard_copies(graph)  # its small arrays' sources (a bias, a 0-d lr) and
     return graph                        # the paths of the arrays it checks
+
+
+def _again(fn: Callable, specs: tuple, *options: Any) -> Callable[[], CapturedGraph]:
+    """What ``graph.changed()`` calls to capture ``fn`` again where an array its NumPy read
+    outside the graph changed (lead ruling 38 10:51): ``fn`` held weakly where it can be (a
+    graph keeps no user's object alive), the examples copied."""
+    try:
+        ref: Any = weakref.WeakMethod(fn) if inspect.ismethod(fn) else weakref.ref(fn)
+    except TypeError:
+        ref = lambda: fn  # noqa: E731 (a callable no weak reference can point at)
+    kept = tuple(np.array(s, copy=True) if type(s) is np.ndarray else s for s in specs)
+
+    def again() -> CapturedGraph:
+        live = ref()
+        if live is None:
+            raise CapvizError("graph.changed() cannot capture the function again: it is gone. "
+                              "Capture it again where you hold it")
+        return _capture(live, kept, False, *options)
+    return again
 
 
 def _capture_twice(scope: CaptureScope, fn: Callable, names: list[str], specs: tuple,

@@ -628,3 +628,112 @@ def test_values_past_the_walk_s_limits_are_guarded():
     big.training = False
     with pytest.raises(GuardError, match=r"^self\.training was True when forward"):
         graph.replay({"x": X})
+
+
+STEP = 0  # a loop counter of the user's module, which the captured code never reads
+SCALE0 = 2.0
+
+
+class Named:
+    def __init__(self):
+        self.layer0 = np.full(3, 1.0)
+        self.layer1 = np.full(3, 2.0)
+
+    def forward(self, x):
+        for i in range(2):
+            x = x * getattr(self, f"layer{i}")  # an attribute by a name built at run time
+        return x
+
+
+def scaled(x):
+    return x * globals()[f"SCALE{0}"]  # a global by a name built at run time
+
+
+def test_getattr_of_a_built_name_reads_attributes_and_globals_does_globals():
+    """Review 10, finding 1 (refusal of common code): ``getattr(self, f"layer{i}")`` made every
+    global of the module a guard, so a warm-up loop's ``step`` changed refused each replay
+    (read at the def line). ``globals()[k]`` reads globals: still guarded."""
+    global STEP, SCALE0
+    layers = Named()
+    graph = cv.capture(layers.forward, SPEC)
+    assert not [g for g in graph.python_guards if g.label == "STEP"]
+    for STEP in range(1, 4):
+        assert np.array_equal(graph.replay({"x": X})["out"], layers.forward(X))
+    graph = cv.capture(scaled, SPEC)
+    SCALE0 = 3.0
+    try:
+        with pytest.raises(GuardError, match=r"^SCALE0 was 2\.0 when scaled was captured"):
+            graph.replay({"x": X})
+    finally:
+        SCALE0 = 2.0
+
+
+class LayerDict(dict):
+    pass
+
+
+class LayerList(list):
+    pass
+
+
+class Held:
+    def __init__(self):
+        self.layers = LayerDict(a=Drop())
+        self.blocks = LayerList([Drop()])
+
+    def forward(self, x):
+        for layer in self.layers.values():
+            x = layer.forward(x)
+        for block in self.blocks:
+            x = block.forward(x)
+        return x
+
+
+def test_layers_held_in_a_user_s_dict_or_list_subclass_are_guarded():
+    """20p's finding (silent): ``class Layers(dict)`` holding the layers: no guard at all."""
+    held = Held()
+    graph = cv.capture(held.forward, SPEC)
+    held.layers["a"].p = 0.25
+    with pytest.raises(GuardError, match=r"^self\.layers\['a'\]\.p was 0\.5 when forward"):
+        graph.replay({"x": X})
+    held.layers["a"].p = 0.5
+    held.blocks[0].p = 0.25
+    with pytest.raises(GuardError, match=r"^self\.blocks\[0\]\.p was 0\.5 when forward"):
+        graph.replay({"x": X})
+    held.blocks[0].p = 0.5
+    assert np.array_equal(cv.capture(held.forward, SPEC).replay({"x": X})["out"],
+                          held.forward(X))
+
+
+class Memo:
+    def __init__(self):
+        self.memo = {}
+        self.last = {}
+
+    def forward(self, x):
+        if "s" not in self.memo:
+            self.memo["s"] = 2.0  # filled when missing
+        self.last["s"] = 3.0  # set by each call, whatever it held
+        return x * self.memo["s"] * self.last["s"]
+
+
+def test_a_memo_entry_the_user_put_there_between_replays_is_refused():
+    """A cold capture of a memo (review 8's memo kinds): each replay sets the entry the call
+    set when it found none; an entry the user put there with another value, which an eager
+    call reads instead, was silently overwritten."""
+    memo = Memo()
+    graph = cv.capture(memo.forward, SPEC)
+    for _ in range(2):  # (the first replay fills it, the second finds it filled)
+        assert np.array_equal(graph.replay({"x": X})["out"], X * 6.0)
+        assert memo.memo == {"s": 2.0}
+    memo.last["s"] = 7.0  # (each call sets it again: no guard)
+    assert np.array_equal(graph.replay({"x": X})["out"], X * 6.0)
+    memo.memo["s"] = 5.0
+    with pytest.raises(GuardError, match=r"^self\.memo\['s'\] was 2\.0 when forward was "
+                                         r"captured .* and is 5\.0 now"):
+        graph.replay({"x": X})
+    memo.memo.clear()
+    assert np.array_equal(graph.replay({"x": X})["out"], X * 6.0)
+    memo.memo["s"] = 5.0
+    again = cv.capture(memo.forward, SPEC)  # the fix
+    assert np.array_equal(again.replay({"x": X})["out"], memo.forward(X))

@@ -51,15 +51,24 @@ CHANGES = {  # what the user changes between replays: (the change, the place, th
 }
 
 
-def _made(namespace: dict) -> dict:
-    exec(compile(SRC, FILE, "exec"), namespace)
+def _made(namespace: dict, file: str = FILE) -> dict:
+    exec(compile(SRC, file, "exec"), namespace)
     return namespace
 
 
+NAMESPACES = {  # (its namespace, the file name its code is compiled with)
+    "no_name": ({}, FILE),
+    "named": ({"__name__": "loaded"}, FILE),
+    "a_library_s_name": ({"__name__": "json"}, FILE),  # (review 10, finding 6: silent)
+    "a_library_s_name_no_file": ({"__name__": "numpy.linalg"}, "<string>"),
+}
+
+
 @pytest.mark.parametrize("change", sorted(CHANGES))
-@pytest.mark.parametrize("namespace", [{}, {"__name__": "loaded"}], ids=["no_name", "named"])
-def test_a_value_of_an_exec_d_class_changed_between_replays_is_refused(namespace, change):
-    ns = _made(dict(namespace))
+@pytest.mark.parametrize("how", sorted(NAMESPACES))
+def test_a_value_of_an_exec_d_class_changed_between_replays_is_refused(how, change):
+    namespace, file = NAMESPACES[how]
+    ns = _made(dict(namespace), file)
     model = ns["Model"]()
     graph = cv.capture(model.forward, SPEC)
     assert np.array_equal(graph.replay({"x": X})["out"], model.forward(X))
@@ -69,7 +78,7 @@ def test_a_value_of_an_exec_d_class_changed_between_replays_is_refused(namespace
         graph.replay({"x": X})
     text = str(e.value)
     assert text.startswith(f"{place} was ")
-    assert f"(read at {FILE}:{line} in forward)" in text
+    assert f"(read at {file}:{line} in forward)" in text
     assert "Fix: capture forward again" in text
     again = cv.capture(model.forward, SPEC)  # the fix
     for _ in range(2):
@@ -112,3 +121,20 @@ except cv.GuardError as e:
                          cwd=tmp_path, check=True).stdout
     assert out.startswith("self.training was True when forward was captured (read at "
                           "<string>:16 in forward) and is False now"), out
+
+
+def test_a_class_type_made_in_exec_d_code_with_no_module_is_guarded():
+    """Review 10, finding 5 (raw error): ``type("Dyn", (), {...})`` run by ``exec(src, {})``
+    makes a class with no ``__module__``: the capture raised AttributeError."""
+    ns: dict = {}
+    exec(compile("Dyn = type('Dyn', (), {'k': 2.0})\n"
+                 "class Net:\n"
+                 "    def __init__(self): self.dyn = Dyn()\n"
+                 "    def forward(self, x): return x * self.dyn.k\n", FILE, "exec"), ns)
+    assert "__module__" not in vars(ns["Dyn"])
+    net = ns["Net"]()
+    graph = cv.capture(net.forward, SPEC)
+    net.dyn.k = 3.0
+    with pytest.raises(GuardError, match=r"^self\.dyn\.k was 2\.0 when forward was captured"):
+        graph.replay({"x": X})
+    assert np.array_equal(cv.capture(net.forward, SPEC).replay({"x": X})["out"], X * 3.0)

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from capviz.core.errors import UnsupportedOperationError
+from capviz.core.python_guards import changed_sources, stale_source_error
 from capviz.core.references import (
     fingerprint,
     source_view,
@@ -373,7 +374,19 @@ class Graph:
         replays are rebuilt at their next call. A constant kept by reference whose array the
         user changed in place is accepted with its new value: every backend replays with it;
         so is a small array's copy (:attr:`constant_sources`): the array's values now are
-        copied in."""
+        copied in. Where an array the capture's NumPy read outside the graph changed
+        (``np.linalg.norm(self.W)``, a guard holding its fingerprint: lead ruling 38 10:51), the
+        graph is captured again from the live objects (:attr:`recapture`, set by
+        ``cv.capture``: its node edits are not kept), or, where it holds no function (the
+        scope form), :class:`capviz.GuardError` says to capture again."""
+        if self.python_guards:
+            stale = changed_sources(self.python_guards)
+            if stale:
+                again = getattr(self, "recapture", None)
+                if again is None:
+                    raise stale_source_error(stale[0])
+                self._take(again())
+                return
         if self.constant_fingerprints:
             take_rebound(self)  # (an array the user bound at a constant's path since)
             values, sources = self.constant_values, self.constant_sources
@@ -390,6 +403,15 @@ class Graph:
                 i: view_fingerprint(source_view(sources[i])) if i in sources else
                 fingerprint(values[i]) for i in self.constant_fingerprints}
         self.version += 1
+
+    def _take(self, new: Graph) -> None:
+        """Become ``new`` (a capture of the same function again), keeping this object, which
+        the user holds, and moving :attr:`version` past both."""
+        version = max(self.version, new.version) + 1
+        values = new.constant_values
+        self.__dict__.update(new.__dict__)
+        values._graph = weakref.ref(self)
+        self.version = version
 
     def _of_kind(self, kind: str) -> list[Node]:
         return [n for n in self.nodes if n.kind == kind]

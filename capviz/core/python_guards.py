@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from capviz.core.errors import GuardError
+from capviz.core.references import view_fingerprint
 from capviz.core.source import format_source
 
 SCALARS = (bool, int, float, complex, str, bytes, type(None))
@@ -123,6 +124,22 @@ UNREAD = (_GONE, _MISSING)
 """What :meth:`PythonGuard.read` gives where it read no value."""
 
 
+class Digest(bytes):
+    """What an array guard holds: the :func:`capviz.core.references.view_fingerprint` of an
+    ndarray the capture's NumPy read outside the graph (``np.linalg.norm(self.W)``, whose
+    result the graph holds as a constant: review 9, finding 19's derived rows; review 10,
+    finding 4). Its place's path ends in the step :data:`DIGEST`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<its values when captured>"
+
+
+DIGEST = (None, "digest")
+"""The last step of an array guard's path: the fingerprint of the array there."""
+
+
 class PythonGuard:
     """One Python value a capture read from an object that outlives the call.
 
@@ -136,7 +153,8 @@ class PythonGuard:
         live: whether the guard can read the place (``False`` on a loaded graph).
     """
 
-    __slots__ = ("anchor", "fn", "label", "left", "sets", "source", "steps", "value")
+    __slots__ = ("anchor", "fn", "label", "left", "optional", "sets", "source", "steps",
+                 "value")
 
     def __init__(self, label: str, value: Any, anchor: Any, steps: tuple, source: Any,
                  fn: str) -> None:
@@ -147,6 +165,8 @@ class PythonGuard:
         #                    assigns it (capviz/trace/assigned.py), nothing is checked
         self.left: Any = _MISSING  # the value the captured call itself left there, where it
         #                            set another (self.phase = "train"): its message says so
+        self.optional = False  # nothing there is right too: a memo's entry the call adds
+        #                        when it finds none (its replays add it: trace/effects.py)
 
     @property
     def live(self) -> bool:
@@ -162,8 +182,9 @@ class PythonGuard:
                 return _GONE
         try:
             for is_attribute, key in self.steps:
-                if is_attribute is None:  # a container's keys or length
-                    owner = tuple(owner) if key == "keys" else len(owner)
+                if is_attribute is None:  # a container's keys or length, an array's digest
+                    owner = tuple(owner) if key == "keys" else len(owner) if key == "len" \
+                        else _digest(owner)
                 elif is_attribute:
                     owner = getattr(owner, key)
                 else:
@@ -294,7 +315,8 @@ def _plan(guards: list[PythonGuard]) -> tuple[list[tuple], list[PythonGuard]]:
     for guard in guards:
         if guard.anchor is None or guard.sets:
             continue
-        if not guard.steps or (guard.value is ABSENT and _absence(guard.steps[-1]) is None):
+        if not guard.steps or guard.optional or (guard.value is ABSENT and
+                                                  _absence(guard.steps[-1]) is None):
             alone.append(guard)  # (read by itself)
             continue
         node = trees.setdefault(id(guard.anchor), (guard.anchor, _Node()))[1]
@@ -320,9 +342,11 @@ def _emit(node: _Node, register: int, ops: list, size: int, fused: Any = None) -
             continue
         if guard.value is ABSENT:  # (asked without raising: an exception costs a microsecond)
             ops.append((_ONE, _absence((kind, key)), register, _MISSING))
-        elif kind is None:  # a container's keys (a tuple) or its length
+        elif kind is None:  # a container's keys (a tuple), its length, an array's digest
             if key == "keys":
                 ops.append((_SOME, tuple, register, guard.value))
+            elif key == "digest":
+                ops.append((_ONE, _digest, register, guard.value))
             else:
                 ops.append((_ONE, len, register, guard.value))
         elif kind and type(key) is str and "." not in key:
@@ -372,6 +396,11 @@ def _absence(step: tuple) -> Any:
     if kind is False and _hashable(key):
         return lambda owner: owner.get(key, _MISSING) if type(owner) is dict else owner[key]
     return None
+
+
+def _digest(owner: Any) -> Any:
+    """What an array guard's last step (:data:`DIGEST`) reads."""
+    return Digest(view_fingerprint(owner)) if type(owner) is np.ndarray else _MISSING
 
 
 def _hashable(key: Any) -> bool:
@@ -432,7 +461,8 @@ def _verified(plan: list[tuple], alone: list[PythonGuard]) -> bool:
         for guard in alone:
             now = guard.read()
             if now is not guard.value and now is not _GONE and (
-                    now is not _MISSING or guard.value is not ABSENT):
+                    now is not _MISSING or (guard.value is not ABSENT and
+                                            not guard.optional)):
                 return False
     except Exception:  # (a place that holds nothing now, or whose read raises: read again
         return False   # one by one, where it raises or is named)
@@ -447,10 +477,15 @@ def _check_each(guards: list[PythonGuard]) -> None:
         if guard.anchor is None or guard.sets:
             continue
         now = guard.read()
-        if now is guard.value or now is _GONE or (now is _MISSING and guard.value is ABSENT):
+        if now is guard.value or now is _GONE or (now is _MISSING and (
+                guard.value is ABSENT or guard.optional)):
             continue
         if now is _MISSING or not same(guard.value, now):
             raise guard_error(guard, now)
+
+
+BLOCK = "the with block at "
+"""How a guard of the scope form names what was captured (``the with block at nb.py:12``)."""
 
 
 def guard_error(guard: PythonGuard, now: Any) -> GuardError:
@@ -459,13 +494,16 @@ def guard_error(guard: PythonGuard, now: Any) -> GuardError:
     what = "holds nothing" if now is _MISSING else f"is {shown(now)}"
     if guard.value is ABSENT:
         what = f"holds {shown(now)}"
+    block = guard.fn.startswith(BLOCK)  # (the scope form: trace/guards_block.py)
+    if guard.steps[-1:] == (DIGEST,):
+        return _array_error(guard, now, block)
     if guard.left is not _MISSING and now is not _MISSING and same(guard.left, now):
         err = GuardError(
             f"{guard.label} was {shown(guard.value)} when {guard.fn} was captured (read at "
             f"{where}), and {guard.fn} set it to {shown(now)}, which a replay does not do (it "
             f"runs no Python), so the graph is the program for {shown(guard.value)}.\nFix: "
-            f"call {guard.fn} once before capturing it, so that the capture starts from the "
-            "value it leaves")
+            f"{'run' if block else 'call'} {guard.fn} once before capturing it, so that the "
+            "capture starts from the value it leaves")
         err.recorded, err.got, err.place, err.source = guard.value, now, guard.label, \
             guard.source
         return err
@@ -473,12 +511,29 @@ def guard_error(guard: PythonGuard, now: Any) -> GuardError:
         f"{guard.label} was {shown(guard.value)} when {guard.fn} was captured (read at "
         f"{where}) and {what} now, so the graph computes what the code did with the old "
         f"value.\nFix: capture {guard.fn} again after changing {guard.label} (a graph per "
-        "value: keep one for each), or pass it to the function as an argument (an input "
-        "the graph reads)")
+        "value: keep one for each)" + ("" if block else ", or pass it to the function as an "
+                                       "argument (an input the graph reads)"))
     err.recorded = guard.value
     err.got = None if now is _MISSING else now
     err.place = guard.label
     err.source = guard.source
+    return err
+
+
+def _array_error(guard: PythonGuard, now: Any, block: bool) -> GuardError:
+    """The refusal of a replay after the user changed (or rebound) an array the capture's NumPy
+    read outside the graph."""
+    where = format_source(guard.source) or "its line not found"
+    what = f"array {guard.label} holds other values than" if isinstance(now, Digest) else \
+        f"{guard.label} holds no array now, and held one"
+    fix = f"capture {guard.fn} again after changing {guard.label}" if block else (
+        f"call graph.changed() to capture {guard.fn} again from the live objects, or pass "
+        f"{guard.label} to the function as an argument (an input the graph reads)")
+    err = GuardError(
+        f"{what} when {guard.fn} was captured, and the graph holds values NumPy computed from "
+        f"it outside the graph (read at {where}: np.linalg.norm, .mean(), float() of it are "
+        f"computed by the capture, not by each replay).\nFix: {fix}")
+    err.recorded, err.got, err.place, err.source = guard.value, now, guard.label, guard.source
     return err
 
 
@@ -496,3 +551,28 @@ def listing(guards: list[PythonGuard]) -> list[str]:
         else:
             lines.append(f"guard {guard.label} == {shown(guard.value)}  # read at {where}")
     return lines
+
+
+def changed_sources(guards: list[PythonGuard]) -> list[PythonGuard]:
+    """The array guards (:class:`Digest`) among ``guards`` whose array holds other values now
+    or is no longer there (for ``graph.changed()``: the derived constants are stale)."""
+    stale = []
+    for guard in guards:
+        if type(guard.value) is Digest and guard.anchor is not None:
+            now = guard.read()
+            if now is not _GONE and not same(guard.value, now):
+                stale.append(guard)
+    return stale
+
+
+def stale_source_error(guard: PythonGuard) -> GuardError:
+    """``graph.changed()``'s refusal where it cannot capture again (the scope form, a graph
+    made by hand): the array ``guard`` reads changed, and values derived from it are baked."""
+    where = format_source(guard.source) or "its line not found"
+    err = GuardError(
+        f"graph.changed() cannot take the new values of array {guard.label}: the graph holds "
+        f"values NumPy computed from it outside the graph when {guard.fn} was captured (read "
+        f"at {where}), and it holds no function to capture again.\nFix: capture {guard.fn} "
+        f"again after changing {guard.label}")
+    err.recorded, err.got, err.place, err.source = guard.value, None, guard.label, guard.source
+    return err

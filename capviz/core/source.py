@@ -57,7 +57,7 @@ def interpreters_type(kind: type) -> bool:
 def library_type(kind: type) -> bool:
     """Whether ``kind`` is a built-in type of the interpreter's or NumPy's (its objects hold no
     attribute the user set): the test the walks make before reading an object's attributes."""
-    return kind.__module__ == "numpy" or interpreters_type(kind)
+    return getattr(kind, "__module__", None) == "numpy" or interpreters_type(kind)
 
 
 def numpy_caller(frame: FrameType | None) -> str | None:

@@ -35,6 +35,7 @@ import re
 import sys
 import sysconfig
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -247,16 +248,50 @@ def _functions_of(cls: type) -> list[types.FunctionType]:
 
 
 def _users(obj: Any) -> bool:
-    """Whether a class or module is the user's own code (not capviz's, NumPy's, the standard
-    library's or an installed package's); remembered per module file."""
-    module = obj if isinstance(obj, types.ModuleType) else \
-        sys.modules.get(getattr(obj, "__module__", None) or "")
-    made = module is builtins and not (isinstance(obj, type) and interpreters_type(obj))
-    if made:  # (a class or function of code exec'd in a namespace with no __name__: review 9,
-        module = None  # finding 24; by its file, as any code whose module is not imported)
-    filename = getattr(module, "__file__", None) if module is not None else _defined_in(obj)
-    if not filename:
-        return made or (module is not None and getattr(module, "__name__", "") == "__main__")
+    """Whether a class, function or module is the user's own code (not capviz's, NumPy's, the
+    standard library's or an installed package's), decided by where its code's file is (lead
+    ruling 38, 10:50), never by a module name alone: a class or function whose functions were
+    compiled from a file is judged by that file (one of them in a user's file: the user's,
+    so a method a library decorator wraps does not make its class the library's); one whose
+    code has no file (``"<string>"``) by its module where that module holds it, else it is the
+    user's (``exec(src, {})`` names the module ``builtins``, review 9, finding 24;
+    ``exec(src, {"__name__": "json"})`` borrows a module's name, review 10, finding 6);
+    remembered per file."""
+    if isinstance(obj, types.ModuleType):
+        filename = getattr(obj, "__file__", None)
+        return _by_file(filename) if filename else obj.__name__ == "__main__"
+    if isinstance(obj, type):
+        try:
+            known = _CLASSES.get(obj)
+        except TypeError:  # (not weakly referable)
+            return _judged(obj)
+        if known is None or known[0] != len(vars(obj)):
+            known = (len(vars(obj)), _judged(obj))
+            if len(_CLASSES) < 65_536:
+                _CLASSES[obj] = known
+        return known[1]
+    return _judged(obj)
+
+
+_CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # class -> (its attributes'
+#                                                                    count, _users)
+
+
+def _judged(obj: Any) -> bool:
+    files = _code_files(obj)
+    real = [f for f in files if not f.startswith("<")]
+    if real:
+        return any(map(_by_file, real))
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    if module is builtins:
+        return not (isinstance(obj, type) and interpreters_type(obj))
+    if module is None or (files and not _holds(module, obj)):
+        return bool(files) or module is not None
+    filename = getattr(module, "__file__", None)
+    return _by_file(filename) if filename else module.__name__ == "__main__"
+
+
+def _by_file(filename: str) -> bool:
     known = _USERS.get(filename)
     if known is None:
         real = os.path.realpath(filename)
@@ -265,22 +300,40 @@ def _users(obj: Any) -> bool:
     return known
 
 
-_USERS: dict[str, bool] = {}
-
-
-def _defined_in(obj: Any) -> str | None:
-    """The file of a function, or of the first function a class defines, whose module is not
-    in ``sys.modules`` (loaded by ``importlib.util.module_from_spec`` and ``exec_module``, as
-    plugin loaders and config systems do: hostile review 6, finding 2, its classes' methods
-    were taken as not the user's and never read)."""
-    code = getattr(obj, "__code__", None)
-    if code is None and isinstance(obj, type):
-        for value in vars(obj).values():
-            value = getattr(value, "__func__", value)
-            if isinstance(value, types.FunctionType):
-                code = value.__code__
+def _code_files(obj: Any) -> list[str]:
+    """The files the code of function ``obj``, or of the functions class ``obj`` defines, was
+    compiled from (a decorator's wrapper unwrapped)."""
+    values = [obj] if not isinstance(obj, type) else list(vars(obj).values())
+    files = []
+    for value in values:
+        value = getattr(value, "__func__", value)
+        if isinstance(value, property):
+            value = value.fget
+        for _ in range(8):
+            inner = getattr(value, "__wrapped__", None) if isinstance(
+                value, types.FunctionType) else None
+            if inner is None:
                 break
-    return getattr(code, "co_filename", None)
+            value = inner
+        code = getattr(value, "__code__", None)
+        if isinstance(code, types.CodeType):
+            files.append(code.co_filename)
+    return files
+
+
+def _holds(module: types.ModuleType, obj: Any) -> bool:
+    """Whether ``module`` holds ``obj`` by its qualified name (a class or function defined in
+    a function of it, ``<locals>``, is taken as held)."""
+    qualified = getattr(obj, "__qualname__", None)
+    if not isinstance(qualified, str) or "<locals>" in qualified:
+        return True
+    found: Any = module
+    for part in qualified.split("."):
+        found = getattr(found, part, None)
+    return found is obj
+
+
+_USERS: dict[str, bool] = {}
 
 
 def _static(cls: type, name: str) -> Any:

@@ -25,6 +25,13 @@ from typing import Any
 from capviz.trace import code_reach
 from capviz.trace.places import Place, function_of
 
+GLOBALS = frozenset(("globals", "locals", "vars", "eval", "exec", "modules", "import_module",
+                     "__import__"))
+"""Names through which code reaches a global of its module by a name built at run time
+(``globals()[k]``, ``getattr(sys.modules[__name__], k)``); ``getattr(self, f"layer{i}")``
+reaches an attribute, not a global (hostile review 10, finding 1: every global of the module
+was guarded, a warm-up loop's ``step`` refused each replay)."""
+
 SPECIAL = ("__call__", "__getattr__", "__getattribute__")
 """The methods a class's objects run with no name of theirs in the code that uses them."""
 
@@ -33,16 +40,20 @@ class Reached:
     """``names`` (every global, attribute and closure name the code uses), ``strings`` (its
     string constants that are identifiers: names ``getattr`` may read), ``dynamic`` (it reads
     names built at run time: ``getattr`` of a variable, ``globals()``, ``vars``...),
-    ``spaces`` (``(prefix, namespace)`` of each module whose globals it reads: ``""`` for
+    ``globals`` (it reads globals by names built at run time: :data:`GLOBALS`), ``spaces``
+    (``(prefix, namespace)`` of each module whose globals it reads: ``""`` for
     ``fn``'s own, ``"gcfg2."`` for another), ``open_classes`` (the user classes with a
     ``__getattr__`` or ``__getattribute__``: any attribute of their objects may be read)."""
 
-    __slots__ = ("dynamic", "functions", "names", "open_classes", "spaces", "strings")
+    __slots__ = ("dynamic", "functions", "global_loads", "globals", "names", "open_classes",
+                 "spaces", "strings")
 
     def __init__(self) -> None:
         self.names: set[str] = set()
         self.strings: set[str] = set()
         self.dynamic = False
+        self.globals = False
+        self.global_loads: set[str] = set()  # the names it loads as globals (not attributes)
         self.spaces: list[tuple[str, dict]] = []
         self.open_classes: set[type] = set()
         self.functions: list[types.FunctionType] = []  # every function read, in order
@@ -82,8 +93,9 @@ def reached(fn: Callable, places: list[Place]) -> Reached:
                 continue
             seen.add(code)
             found.functions.append(each)
-            _loads, _globals, named, _catching, texts = code_reach._summary(code)
+            _loads, loaded, named, _catching, texts = code_reach._summary(code)
             found.names |= named
+            found.global_loads |= loaded
             found.strings |= texts
             space = getattr(each, "__globals__", None)
             if isinstance(space, dict) and id(space) not in spaces:
@@ -128,6 +140,7 @@ def reached(fn: Callable, places: list[Place]) -> Reached:
     if "getattr" in found.names or "hasattr" in found.names:
         found.names |= found.strings  # (getattr(self, "p", 0.5): "p" is read)
     found.dynamic = found.dynamic or bool(found.names & code_reach.DYNAMIC)
+    found.globals = bool(found.names & GLOBALS)
     return found
 
 

@@ -31,6 +31,7 @@ import dis
 import enum
 import functools
 import itertools
+import linecache
 import re
 import sys
 import types
@@ -38,20 +39,25 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from capviz.core.python_guards import (
     ABSENT,
+    DIGEST,
     UNREAD,
+    Digest,
     PythonGuard,
     PythonGuards,
     guardable,
     same,
     settable,
 )
+from capviz.core.references import view_fingerprint
 from capviz.core.source import library_type
-from capviz.trace import code_reach, guard_reach, recapture
+from capviz.trace import code_reach, effects, guard_reach, recapture
 from capviz.trace import places as walk
 from capviz.trace.assigned import assigned
-from capviz.trace.fn_lines import body, label_pattern, line_at, source_lines
+from capviz.trace.fn_lines import body, label_pattern, line_at
 from capviz.trace.places import Place, function_of
 
 MOST_GUARDS = 1_000_000
@@ -70,17 +76,20 @@ def _capviz_hook(value: Any) -> bool:
 class _Collector:
     """The guards of one capture, deduplicated by label and by the place they read."""
 
-    def __init__(self, fn: Callable, places: list[Place], graph: Any) -> None:
+    def __init__(self, fn: Callable, places: list[Place], graph: Any,
+                 source: tuple | None = None) -> None:
         self.found = guard_reach.reached(fn, places)
         self.logged = _logged_labels(graph)
         self.name = getattr(function_of(fn)[1], "__name__", None) or "the function"
-        self.lines = _Lines(fn, self.found.functions)
+        self.lines = _Lines(fn, self.found.functions, source)
         self.guards: list[PythonGuard] = []
         self.labels: set[str] = set()
         self.read: set[tuple[int, Any]] = set()  # (id of the holder, key) of each guarded
         self.assigned: Any = None  # (what fn assigns before it reads: trace/assigned.py)
         self.renewed: tuple[str, ...] = ()  # (the label prefixes inside a container it makes
         #                                      anew each call: self.c = {"sub": {}})
+        self.checked: set[int] = set()  # (arrays the graph reads itself: _checked_arrays)
+        self.written: list = []  # (the arrays it writes: _written_memory)
         self.open = tuple(f"{p.label}{sep}" for p in places if p.kind == "keys" and
                           type(p.holder) in self.found.open_classes for sep in ".[")
 
@@ -97,6 +106,10 @@ class _Collector:
         guard = PythonGuard(label, value, where[0], where[1],
                             self.lines.reading(label, holder, key), self.name)
         now = guard.read()  # (the capture ran fn: what it left there)
+        if type(value) is Digest:  # (an array: guarded where the call left it as it was)
+            if same(value, now):
+                self.guards.append(guard)
+            return
         if self.assigned and (label in self.assigned or (  # fn assigns it before any read:
                 label in self.assigned.anew and _renewed(now) and _alone(now))):  # each
             if settable(now):                         # replay assigns what it left there
@@ -123,15 +136,21 @@ class _Collector:
         return bool(names) and names[-1].strip("<>") in found.names
 
 
-def collect(fn: Callable, places: list[Place], graph: Any) -> PythonGuards:
+def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
+            source: tuple | None = None) -> PythonGuards:
     """The guards of a complete capture of ``fn`` (``places``: :func:`capviz.trace.places.note`
     of ``fn`` when the capture started; ``graph``: the capture's graph, whose logged places
-    are left out)."""
+    are left out; ``assigns``: whether ``fn``'s first statements assigning a place before
+    reading it make it a value each replay sets, :mod:`capviz.trace.assigned`; ``source``:
+    ``(code, lines, first line)`` of its source where ``inspect`` would not find it: a scope's
+    block, :mod:`capviz.trace.guards_block`)."""
     if not places and not hasattr(function_of(fn)[1], "__globals__"):
         return PythonGuards()
     places = places + deeper(places)
-    c = _Collector(fn, places, graph)
-    c.assigned = assigned(fn, places)
+    c = _Collector(fn, places, graph, source)
+    c.checked = _checked_arrays(graph)
+    c.written = _written_memory(graph)
+    c.assigned = assigned(fn, places if assigns else [])  # (the scope's whole frame: none)
     c.renewed = tuple(f"{p.label}{sep}" for p in places if p.kind not in ("keys", "items")
                       and (p.label in c.assigned.exact or (p.label in c.assigned.anew and
                                                            _alone(p.get())))
@@ -159,20 +178,66 @@ def collect(fn: Callable, places: list[Place], graph: Any) -> PythonGuards:
                                 c.assigned.anew) and settable(value)):
             c.add(place.label, value, where, place.holder, place.key,
                   (id(place.holder), place.key))
+        elif type(value) is np.ndarray and where is not None and id(_root(value)) not in \
+                c.checked and (place.kind != "global" or place.key in c.found.global_loads or
+                               c.found.globals) and \
+                not any(np.may_share_memory(value, w) for w in c.written):
+            # an array the graph holds no value of (NumPy's reads of it are constants of it;
+            # a global by a name the code loads as one, not self.W's name)
+            c.add(place.label, Digest(view_fingerprint(value)),
+                  (where[0], (*where[1], DIGEST)), place.holder, place.key,
+                  (id(place.holder), place.key))
         if where is not None:
             _callable_values(c, place, value, where)
     for prefix, space in c.found.spaces:  # the globals the code reaches reads
         own = prefix == ""
-        names = [k for k in space if not k.startswith("__")] if own and c.found.dynamic \
+        every = own and c.found.globals  # (every global: its values only, not its code)
+        names = [k for k in space if not k.startswith("__")] if every \
             else sorted(c.found.names & set(space))
-        every = own and c.found.dynamic  # (every global: its values only, not its code)
         for name in names:
             value = space[name]
             if guardable(value, identity=not every or name in c.found.names) and \
                     not isinstance(value, types.ModuleType):
                 c.add(f"{prefix}{name}", value, (space, ((False, name),)), None, name,
                       (id(space), name))
+    _memo(c, graph)
     return PythonGuards(c.guards)
+
+
+def _root(value: np.ndarray) -> np.ndarray:
+    while isinstance(value.base, np.ndarray):
+        value = value.base
+    return value
+
+
+def _checked_arrays(graph: Any) -> set[int]:
+    """The ids of the root arrays whose values the graph reads or writes itself: its states'
+    targets, its constants kept by reference and the arrays its small constants were copied
+    from (checked at each replay by :mod:`capviz.core.references`). Any other array a place
+    holds is one the code read, if at all, through NumPy outside the graph
+    (``np.linalg.norm(self.W)``: review 9, finding 19's derived rows, review 10, finding 4,
+    silent): guarded by its fingerprint (:class:`capviz.core.python_guards.Digest`)."""
+    found: set[int] = set()
+    for ref in list(graph.state_targets.values()) + list(graph.constant_origins.values()):
+        target = ref() if callable(ref) else None
+        if isinstance(target, np.ndarray):
+            found.add(id(_root(target)))
+    for value in graph.constant_values.values():
+        if isinstance(value, np.ndarray):
+            found.add(id(_root(value)))
+    return found
+
+
+def _written_memory(graph: Any) -> list[np.ndarray]:
+    """The arrays the graph writes (its states' targets): an array sharing their memory by
+    other means than a view (a ctypes alias of a state's address) changes with each replay,
+    as with each call: no guard of its own."""
+    found = []
+    for ref in graph.state_targets.values():
+        target = ref() if callable(ref) else None
+        if isinstance(target, np.ndarray):
+            found.append(target)
+    return found
 
 
 DEEPER = 8
@@ -191,6 +256,15 @@ def deeper(places: list[Place]) -> list[Place]:
     :data:`DEEPER` levels more for the guards (each with its path from what the user holds)."""
     seen = {id(p.holder) for p in places}
     found: list[Place] = []
+    for place in places:  # a user's dict or list subclass places.py walked as an object
+        holder = place.holder  # (class Layers(dict), 20p's finding: its items unwalked)
+        if place.kind == "keys" and isinstance(holder, (dict, list)) and \
+                type(holder) not in (list, *walk.DICTS) and _plain_items(holder):
+            seen.discard(id(holder))
+            path = place.path if place.path is not None else (_weakly(holder), ())
+            if path[1] and path[1][-1] == (True, ""):
+                path = (path[0], ())
+            _walk(holder, place.label, path, DEEPER, seen, found)
     for place in places:
         if place.kind in ("keys", "items") and place.path is not None:  # (past the 256
             _rest(place, seen, found)                # entries places.py walks of one)
@@ -210,13 +284,13 @@ def _walk(value: Any, label: str, where: tuple, depth: int, seen: set[int],
             isinstance(value, walk._LEAVES):
         return
     anchor, steps = where
-    if type(value) is list:
-        items = [(i, f"{label}[{i}]", "list", False, item)
-                 for i, item in enumerate(value[:ENTRIES])]
+    if isinstance(value, list) and _plain_items(value):  # (a user's subclass too: 20p's
+        items = [(i, f"{label}[{i}]", "list", False, item)  # finding, class Layers(dict))
+                 for i, item in enumerate(list.__getitem__(value, slice(0, ENTRIES)))]
         own = Place("items", value, None, label, list(value))
-    elif type(value) in walk.DICTS:
+    elif isinstance(value, dict) and _plain_items(value):
         items = [(key, f"{label}[{key!r}]", "dict", False, item)
-                 for key, item in itertools.islice(value.items(), ENTRIES)]
+                 for key, item in itertools.islice(dict.items(value), ENTRIES)]
         own = Place("items", value, None, label, dict(value))
     elif walk._plain_object(value) and not isinstance(value, enum.Enum):
         items = [(key, f"{label}.{key}", "attribute", True, item)
@@ -224,14 +298,30 @@ def _walk(value: Any, label: str, where: tuple, depth: int, seen: set[int],
         own = Place("keys", value, None, label, frozenset(vars(value)))
     else:
         return
+    if type(value) not in (list, *walk.DICTS) and own.kind == "items":  # (a subclass: the
+        own = None  # objects it holds, not its length, keys or plain values, which no
+        items = [i for i in items if not guardable(i[4], identity=True)]  # replay logs:
+    if own is not None:  # a list subclass the call appends to, test_lifted.py's RUNS)
+        seen.add(id(value))
+        own.path = where
+        found.append(own)
     seen.add(id(value))
-    own.path = where
-    found.append(own)
     for key, inner, kind, is_attribute, item in items:
         place = Place(kind, value, key, inner, item, inner=True)
         place.path = (anchor, (*steps, (is_attribute, key)))
         found.append(place)
         _walk(item, inner, place.path, depth - 1, seen, found)
+
+
+def _plain_items(value: Any) -> bool:
+    """A list or dict, or a user's subclass of one that reads its items as they are (no
+    ``__getitem__`` of its own: its items are what a path's ``[key]`` reads)."""
+    kind = type(value)
+    if kind in (list, *walk.DICTS):
+        return True
+    base = list if isinstance(value, list) else dict
+    return not library_type(kind) and all(
+        getattr(kind, name) is getattr(base, name) for name in ("__getitem__", "__iter__"))
 
 
 def _rest(place: Place, seen: set[int], found: list[Place]) -> None:
@@ -265,7 +355,7 @@ def _container(c: _Collector, place: Place) -> None:
     """The guard of a walked dict's keys or list's length (``"s" in self.cfg``, ``for l in
     self.layers``), as the capture left it, where the code names it and no replay writes it."""
     holder = place.holder
-    if type(holder) not in (dict, list) or _written(f"{place.label}[", c.logged) or \
+    if not isinstance(holder, (dict, list)) or _written(f"{place.label}[", c.logged) or \
             place.filled or not c.named(place):
         return  # (a dict the call fills, a memo: its keys are the call's own writes)
     if place.path is not None:
@@ -278,12 +368,34 @@ def _container(c: _Collector, place: Place) -> None:
         now = PythonGuard(place.label, None, anchor, steps, None, "").read()
         if settable(now) and (place.label in c.assigned or (_renewed(now) and _alone(now))):
             return  # (self.cache = {} each call: a new one set by each replay)
-    if type(holder) is dict:
+    if isinstance(holder, dict):
         c.add(f"{place.label}.keys()", tuple(holder), (anchor, (*steps, (None, "keys"))),
               holder, None)
     else:
         c.add(f"len({place.label})", len(holder), (anchor, (*steps, (None, "len"))), holder,
               None)
+
+
+def _memo(c: _Collector, graph: Any) -> None:
+    """The entries a replay sets in a dict the call fills when it finds one missing (a memo:
+    ``if "s" not in self.memo: self.memo["s"] = 2.0``, logged by each replay,
+    :mod:`capviz.trace.effects`), each a guard that nothing there is right for too
+    (:attr:`capviz.core.python_guards.PythonGuard.optional`): an entry the user put there with
+    another value between replays, which an eager call reads instead of setting it, refuses
+    the replay (silent before: the replay set the capture's value over it)."""
+    for logged in graph.logged_values:
+        if logged.kind != "set" or logged.path is None or not guardable(logged.value) or \
+                not effects.tested(logged.name, logged.source):
+            continue
+        label = f"{logged.name}[{logged.key!r}]"
+        if label in c.labels or len(c.guards) >= MOST_GUARDS:
+            continue
+        c.labels.add(label)
+        anchor, steps = logged.path
+        guard = PythonGuard(label, logged.value, anchor, (*steps, (False, logged.key)),
+                            logged.source, c.name)
+        guard.optional = True
+        c.guards.append(guard)
 
 
 def _callable_values(c: _Collector, place: Place, value: Any, where: tuple) -> None:
@@ -437,13 +549,16 @@ class _Lines:
     """The lines of ``fn``, of the functions the code it reaches runs and of its objects'
     classes, each read once when first searched, searched for the line that reads a place."""
 
-    def __init__(self, fn: Callable, functions: list) -> None:
-        found = source_lines(fn)
-        self.own = None if found is None else (found[0], found[2], body(found[1]))
+    def __init__(self, fn: Callable, functions: list, source: tuple | None = None) -> None:
+        self.own = _source_of(function_of(fn)[1]) if source is None else \
+            (source[0], source[2], body(source[1]))
+        self.sources: dict[Any, tuple | None] = {}
+        if source is not None:  # (a scope's block: inspect would not find its lines)
+            self.sources[function_of(fn)[1]] = self.own
         self.code = getattr(function_of(fn)[1], "__code__", None)
         self.functions = functions  # (the reached ones: helpers, properties, __call__...)
-        self.sources: dict[Any, tuple | None] = {}
         self.classes: dict[type, list] = {}
+        self.loads: dict[Any, dict[str, int]] = {}  # code -> the first line loading each name
 
     def reading(self, label: str, holder: Any, key: Any) -> Any:
         """``(file, line, function)`` of the first line that names ``label`` in ``fn`` (the
@@ -483,20 +598,21 @@ class _Lines:
         if self.code is not None:
             codes.insert(0, self.code)
         for code in codes if key is not None else ():
-            for instruction in dis.get_instructions(code):
-                if instruction.argval == key and instruction.opname.startswith("LOAD_") and \
-                        instruction.positions is not None and instruction.positions.lineno:
-                    return line_at(code, instruction.positions.lineno)
+            loads = self.loads.get(code)
+            if loads is None:
+                loads = self.loads[code] = {}
+                for instruction in dis.get_instructions(code):
+                    if instruction.opname.startswith("LOAD_") and \
+                            instruction.positions is not None and \
+                            instruction.positions.lineno and type(instruction.argval) is str:
+                        loads.setdefault(instruction.argval, instruction.positions.lineno)
+            if key in loads:
+                return line_at(code, loads[key])
         return None if self.code is None else line_at(self.code, self.code.co_firstlineno)
 
     def _source(self, function: Any) -> tuple | None:
         if function not in self.sources:
-            try:
-                lines, start = recapture.source_lines(function)
-            except (OSError, TypeError):
-                self.sources[function] = None
-            else:
-                self.sources[function] = (function.__code__, start, body(lines))
+            self.sources[function] = _source_of(function)
         return self.sources[function]
 
     def _methods(self, kind: type) -> list:
@@ -510,6 +626,33 @@ class _Lines:
                         found.append(source)
                 found.sort(key=lambda f: f[0].co_name == "__init__")  # (it sets, others read)
         return found
+
+
+_SOURCES: dict[Any, tuple] = {}  # code -> (its file's lines as read, its source or None)
+
+
+def _source_of(function: Any) -> tuple | None:
+    """``(code, first line, statements)`` of ``function``'s source, or ``None``; kept per code
+    object while its file's lines (:mod:`linecache`) are the ones read (a capture in a loop
+    reads each function once)."""
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None
+    now = linecache.cache.get(code.co_filename)
+    kept = _SOURCES.get(code)
+    if kept is not None and now is not None and kept[0] is now:
+        return kept[1]
+    try:
+        lines, start = recapture.source_lines(function)
+    except (OSError, TypeError):
+        found = None
+    else:  # (lines of another file where the code's has none: exec'd code named like a
+        found = (code, start, body(lines)) if any(  # module whose loader gives its source)
+            f"def {code.co_name}" in line or "lambda" in line for line in lines[:8]) else None
+    if len(_SOURCES) > 4096:
+        _SOURCES.clear()
+    _SOURCES[code] = (linecache.cache.get(code.co_filename), found)
+    return found
 
 
 _DERIVED = re.compile(r"^(?:len\((.+)\)|(.+)\.keys\(\)"

@@ -405,9 +405,9 @@ def block_places(frame: types.FrameType | None, names: frozenset[str] | None
             places += _module_places(value, name, seen)
         elif isinstance(value, (types.FunctionType, types.MethodType, functools.partial)):
             places += _called_places(value, seen, 2)  # its closure cells, globals, self
-        elif not isinstance(value, _OPAQUE):
-            places.append(Place("dict", space, name, name, value))
-            places += _inside(value, name, DEPTH, seen)
+        elif not isinstance(value, _OPAQUE):  # (with its path from the frame's namespace: a
+            places.append(Place("dict", space, name, name, value))  # guard reads m.sub.k
+            places += _inside(value, name, DEPTH, seen, (space, ((False, name),)))  # anew)
     return places
 
 
