@@ -143,3 +143,38 @@ def test_the_scope_form_guards_an_array_it_read_outside_the_graph():
             graph.changed()
     finally:
         W[0, 0] = 1.0
+
+
+class Shaped:
+    def __init__(self):
+        self.data = np.zeros((4, 3))  # read for its shape only
+
+    def forward(self, x):
+        return x * float(self.data.shape[0]) + len(self.data)
+
+
+def test_an_array_read_only_for_its_shape_is_guarded_by_its_shape_not_its_values():
+    """Review 10 (lead 11:53 (a)): an array read only for .shape / len() had its values
+    digested at each replay (100 MB: 12.9 ms a replay); its shape and dtype are what the graph
+    depends on."""
+    m = Shaped()
+    graph = cv.capture(m.forward, X)
+    assert [g.value for g in graph.python_guards if g.label == "self.data"] == \
+        [((4, 3), "<f8")]
+    m.data[...] = 5.0  # (its values: not read)
+    assert np.array_equal(graph.replay({"x": X})["out"], m.forward(X))
+    m.data = np.zeros((5, 3))
+    with pytest.raises(GuardError, match=r"^self\.data was \(\(4, 3\), '<f8'\) when forward"):
+        graph.replay({"x": X})
+
+
+def test_changed_of_a_loaded_graph_with_an_array_guard_is_refused(tmp_path):
+    """Ruling 38 10:51: a loaded graph cannot read the array nor capture again."""
+    m = Model()
+    path = tmp_path / "norm.cvz"
+    cv.capture(m.norm, X).save(path)
+    with pytest.warns(cv.UncheckedGuardWarning):
+        loaded = cv.load(path)
+    with pytest.raises(GuardError, match=r"^graph\.changed\(\) cannot take the new values of "
+                                         r"array self\.W: .*\nFix: capture norm again"):
+        loaded.changed()

@@ -44,6 +44,7 @@ import numpy as np
 from capviz.core.python_guards import (
     ABSENT,
     DIGEST,
+    METADATA,
     UNREAD,
     Digest,
     PythonGuard,
@@ -90,6 +91,7 @@ class _Collector:
         #                                      anew each call: self.c = {"sub": {}})
         self.checked: set[int] = set()  # (arrays the graph reads itself: _checked_arrays)
         self.written: list = []  # (the arrays it writes: _written_memory)
+        self.content_names: set[str] | None = None  # (contents(), computed once)
         self.open = tuple(f"{p.label}{sep}" for p in places if p.kind == "keys" and
                           type(p.holder) in self.found.open_classes for sep in ".[")
 
@@ -123,6 +125,20 @@ class _Collector:
                 not same(value, now):
             guard.left = now  # (self.phase = "train" in fn: its message says so)
         self.guards.append(guard)
+
+    def contents(self) -> set[str]:
+        """The names the code reached loads for anything but an array's ``.shape``,
+        ``.ndim``, ``.dtype``, ``.size`` or ``len()`` (review 10: an array read only for its
+        shape needs no digest of its values each replay: 100 MB, 12.9 ms a replay)."""
+        if self.content_names is None:
+            found: set[str] = set()
+            codes = [f.__code__ for f in self.found.functions if hasattr(f, "__code__")]
+            while codes:
+                code = codes.pop()
+                codes.extend(k for k in code.co_consts if isinstance(k, types.CodeType))
+                found |= _content_loads(code)
+            self.content_names = found
+        return self.content_names
 
     def named(self, place: Place) -> bool:
         """Whether code ``fn`` reaches can read ``place``: the last name on its path (the
@@ -184,9 +200,15 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
                 not any(np.may_share_memory(value, w) for w in c.written):
             # an array the graph holds no value of (NumPy's reads of it are constants of it;
             # a global by a name the code loads as one, not self.W's name)
-            c.add(place.label, Digest(view_fingerprint(value)),
-                  (where[0], (*where[1], DIGEST)), place.holder, place.key,
-                  (id(place.holder), place.key))
+            names = code_reach._names_of(place.label)
+            if names and not c.found.dynamic and names[-1].strip("<>") not in c.contents():
+                c.add(place.label, (value.shape, value.dtype.str),  # (only its .shape, len(),
+                      (where[0], (*where[1], METADATA)), place.holder, place.key,  # .dtype:
+                      (id(place.holder), place.key))  # those are guarded, not its values)
+            else:
+                c.add(place.label, Digest(view_fingerprint(value)),
+                      (where[0], (*where[1], DIGEST)), place.holder, place.key,
+                      (id(place.holder), place.key))
         if where is not None:
             _callable_values(c, place, value, where)
     for prefix, space in c.found.spaces:  # the globals the code reaches reads
@@ -208,6 +230,35 @@ def _root(value: np.ndarray) -> np.ndarray:
     while isinstance(value.base, np.ndarray):
         value = value.base
     return value
+
+
+_METADATA = frozenset(("shape", "ndim", "dtype", "size", "nbytes", "itemsize"))
+_LOADS: dict[Any, frozenset] = {}
+
+
+def _content_loads(code: Any) -> frozenset:
+    """The names ``code`` loads other than right before ``.shape`` / ``.ndim`` / ``.dtype`` /
+    ``.size`` or as ``len()``'s one argument (kept per code object)."""
+    found = _LOADS.get(code)
+    if found is not None:
+        return found
+    names = set()
+    ops = list(dis.get_instructions(code))
+    for i, op in enumerate(ops):
+        if not op.opname.startswith("LOAD_") or type(op.argval) is not str:
+            continue
+        after = ops[i + 1] if i + 1 < len(ops) else None
+        if after is not None and after.opname in ("LOAD_ATTR", "LOAD_METHOD") and \
+                after.argval in _METADATA:
+            continue
+        if after is not None and after.opname in ("PRECALL", "CALL") and after.arg == 1 and \
+                any(o.opname == "LOAD_GLOBAL" and o.argval == "len" for o in ops[max(0, i - 2):i]):
+            continue
+        names.add(op.argval)
+    found = frozenset(names)
+    if len(_LOADS) < 4096:
+        _LOADS[code] = found
+    return found
 
 
 def _checked_arrays(graph: Any) -> set[int]:
