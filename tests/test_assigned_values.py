@@ -484,3 +484,45 @@ def test_an_outliving_dict_bound_each_call_stays_that_object():
     graph = cv.capture(mine.alias, SPEC)
     graph.replay({"x": ROWS[0]})
     assert mine.cache is mine.proto
+
+
+# --- a Python number rebound by a helper the step holds in a closure (review 10, finding 14) ---
+
+class Running:
+    def __init__(self, s=0.0):
+        self.s = s
+
+
+def _update(st, x):
+    st.s = st.s + x.mean()
+    return x * 2.0
+
+
+def _update_fixed(st, x):
+    st.s += x.mean()  # (the fix: a 0-d ndarray updated in place, a state)
+    return x * 2.0
+
+
+def _make(st, fn):
+    def step(x):
+        return fn(st, x)
+    return step
+
+
+def test_a_number_rebound_by_a_helper_held_in_a_closure_is_refused_with_its_fix():
+    """Before: taken for a cache each replay sets, so every replay restarted from the
+    capture's value (replay 1 left 2.0 where eager has 2.8333), silently."""
+    st = Running()
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(_make(st, _update), SPEC)
+    first, _why, fix = str(info.value).splitlines()
+    assert first.startswith("`st.s = st.s + x.mean()` at ") and \
+        first.endswith(" in _update: st.s is rebound to a value of the capture.")
+    assert fix.startswith("Fix: keep it in a 0-d ndarray made before the capture")
+    assert st.s == 0.0
+    mine, twin = Running(np.zeros(())), Running(np.zeros(()))
+    graph = cv.capture(_make(mine, _update_fixed), SPEC)
+    eager = _make(twin, _update_fixed)
+    for x in ROWS:
+        assert np.array_equal(graph.replay({"x": x})["out"], eager(x))
+        assert mine.s.tobytes() == twin.s.tobytes() and type(mine.s) is type(twin.s)

@@ -67,8 +67,14 @@ def cache_set(place: Place, tensor: Tensor, recorder: Any, fn: Callable | None,
         return False
     texts = [text for _, text in body(found[1])]  # (a one-line def's too)
     owner, space = type(place.holder), getattr(function_of(fn)[1], "__globals__", {})
-    for name in found[0].co_names:  # (a method or a function of its module reading it)
-        helper = getattr(owner, name, None) if name not in space else space[name]
+    helpers = [getattr(owner, name, None) if name not in space else space[name]
+               for name in found[0].co_names]  # (a method or a function of its module)
+    for cell in getattr(function_of(fn)[1], "__closure__", None) or ():
+        try:  # (a function the call holds in a closure cell: make_step(st, update)'s
+            helpers.append(cell.cell_contents)  # update(st, x), review 10, finding 14)
+        except ValueError:
+            continue
+    for helper in helpers:
         if isinstance(helper, (types.FunctionType, types.MethodType)):
             try:
                 texts += [text for _, text in body(recapture.source_lines(helper)[0])]
