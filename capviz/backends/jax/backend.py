@@ -415,6 +415,7 @@ class _Compiled:
                 constants = [c.T if flip else c for c, flip in zip(constants, flipped)]
                 trace.known_magnitudes = {id(c): known for c, known in zip(constants, bounds)
                                           if known is not None}
+                trace.constant_hosts = {id(c): host for c, (_, _, host) in zip(constants, large)}
                 outputs = program(list(inputs), 0 if seed is None else seed,
                                   dict(zip(registers, constants)), guard_values)
                 if trace.poisons:  # the fast trace poisoned values: test where they leave

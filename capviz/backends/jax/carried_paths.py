@@ -14,7 +14,7 @@ from capviz import ops
 from capviz.backends import cancelling, contraction_bound
 from capviz.backends.jax import carried_bounds
 from capviz.backends.jax.carried_sources import APPROXIMATED
-from capviz.backends.jax.trace import dtype_of
+from capviz.backends.jax.trace import dtype_of, host_measured
 from capviz.core.ir import Node
 
 _ROUNDED = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
@@ -197,9 +197,14 @@ def _through_contraction(jnp: Any, node: Node, args: Any, known: dict, value: An
     (:func:`_rank_one`), which is never below it."""
     kept = {k: v for k, v in node.params.items() if k not in ("dtype", "casting", "out")}
     fn = ops.OPS[node.op].bind(jnp)
-    sizes = [jnp.abs(jnp.asarray(a)).astype(np.float64) if isinstance(n, Node) else a
-             for a, n in zip(args, node.args)]
     rank_one = _rank_one_form(node, args)
+    # a weight's statistics for the rank-1 form measured on the host, once per trace (the
+    # lead's ruling 38 10:50), where no bound widens it: its magnitudes are then not computed
+    hosts = tuple(None if j in known else rank_one_statistics(args[j], j)
+                  for j in range(2)) if rank_one else (None, None)
+    sizes = [(jnp.asarray(a) if j < 2 and hosts[j] is not None else
+              jnp.abs(jnp.asarray(a)).astype(np.float64)) if isinstance(n, Node) else a
+             for j, (a, n) in enumerate(zip(args, node.args))]
     bound = None
     for k, b in known.items():
         parts = list(sizes)
@@ -208,7 +213,7 @@ def _through_contraction(jnp: Any, node: Node, args: Any, known: dict, value: An
         for j, other in known.items():
             if j != k:
                 parts[j] = sizes[j] + jnp.broadcast_to(other, jnp.shape(args[j]))
-        each = _rank_one(jnp, *parts) if rank_one else fn(*parts, **kept)
+        each = _rank_one(jnp, *parts, hosts=hosts) if rank_one else fn(*parts, **kept)
         bound = each if bound is None else bound + each
     return jnp.broadcast_to(bound, jnp.shape(value)).astype(real)
 
@@ -227,22 +232,50 @@ def _rank_one_form(node: Node, args: Any) -> bool:
     return m * a[-1] * n >= RANK_ONE_TERMS
 
 
-def _rank_one(jnp: Any, a: Any, b: Any) -> Any:
+def _rank_one(jnp: Any, a: Any, b: Any, hosts: tuple = (None, None)) -> Any:
     """An upper bound of ``a @ b`` for nonnegative ``a`` (``M x K`` or ``K``) and ``b`` (``K x
     N`` or ``K``), in ``O(MK + KN)``: each value ``sum_k a_ik b_kj`` is at most ``max_k a_ik *
     sum_k b_kj`` and at most ``sum_k a_ik * max_k b_kj`` (Hoelder), the smaller of the two
-    outer products, rounded up for their float64 roundings."""
-    rows = (a if a.ndim == 2 else a[None, :])
-    cols = (b if b.ndim == 2 else b[:, None])
-    k = rows.shape[1]
-    first = jnp.max(rows, axis=1)[:, None] * jnp.sum(cols, axis=0)[None, :]
-    second = jnp.sum(rows, axis=1)[:, None] * jnp.max(cols, axis=0)[None, :]
+    outer products, rounded up for their float64 roundings. ``hosts``: for either operand, its
+    statistics measured once on the host where it is a constant's magnitudes
+    (:func:`rank_one_statistics`: ``a``'s row maxima and sums, ``b``'s column sums and
+    maxima), which the replay's program then does not read (the lead's ruling 38 10:50)."""
+    k = a.shape[-1]
+    if hosts[0] is None:
+        rows = a if a.ndim == 2 else a[None, :]
+        largest, total = jnp.max(rows, axis=1), jnp.sum(rows, axis=1)
+    else:  # (a is then only its shape)
+        largest, total = hosts[0]
+    if hosts[1] is None:
+        cols = b if b.ndim == 2 else b[:, None]
+        summed, most = jnp.sum(cols, axis=0), jnp.max(cols, axis=0)
+    else:
+        summed, most = hosts[1]
+    first = largest[:, None] * summed[None, :]
+    second = total[:, None] * most[None, :]
     bound = jnp.minimum(first, second) / (1 - contraction_bound.gamma(k + 2, np.float64))
     if a.ndim == 1:
         bound = bound[0]
     if b.ndim == 1:
         bound = bound[..., 0]
     return bound
+
+
+def rank_one_statistics(value: Any, position: int) -> tuple | None:
+    """The statistics :func:`_rank_one` takes of ``|value|``, operand ``position`` (0: rows'
+    maxima and sums; 1: columns' sums and maxima, in float64), measured on the host once per
+    trace where ``value`` is a large constant of the program (a weight:
+    :func:`capviz.backends.jax.trace.host_measured`); ``None`` for a computed value."""
+    def measure(host: np.ndarray) -> np.ndarray:
+        size = np.abs(np.asarray(host)).astype(np.float64)
+        if position == 0:
+            size = size if size.ndim == 2 else size[None, :]
+            return np.stack([np.max(size, axis=1), np.sum(size, axis=1)])
+        size = size if size.ndim == 2 else size[:, None]
+        return np.stack([np.sum(size, axis=0), np.max(size, axis=0)])
+
+    measured = host_measured(value, f"rank_one_{position}", measure)
+    return None if measured is None else (measured[0], measured[1])
 
 
 def _rounding(jnp: Any, real: np.dtype, value: Any) -> Any:

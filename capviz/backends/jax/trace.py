@@ -65,6 +65,11 @@ class Trace:
         argument of the program, by the id of its traced value: measured once on the host,
         where a check would read a model's weights at every replay
         (:mod:`capviz.backends.jax.subnormals`)."""
+        self.constant_hosts: dict[int, np.ndarray] = {}
+        """The host array of each large constant argument of the program (a model's weights),
+        by the id of its traced value: what a bound may measure once on the host
+        (:func:`host_measured`) instead of reading the weights in every replay's program."""
+        self._measured: dict[tuple[int, str], np.ndarray] = {}
         self.poisons = None if precise else Poisons(jnp, self.clean, self.flag)
         """What the fast trace poisoned (:mod:`capviz.backends.jax.poison`)."""
         self.lax: Any = None
@@ -241,6 +246,34 @@ def known_magnitudes(value: Any) -> tuple[float, float] | None:
     of the traced program (:attr:`Trace.known_magnitudes`), else ``None``."""
     trace = TRACE.get()
     return None if trace is None else trace.known_magnitudes.get(id(value))
+
+
+HOST_MEASURED = True
+"""Whether :func:`host_measured` measures constants on the host (``False``: every bound reads
+them in the program, as before stop 38; ``benchmarks/jax_weight_statistics.py``'s baseline)."""
+
+
+def host_measured(value: Any, what: str,
+                  measure: Callable[[np.ndarray], np.ndarray]) -> np.ndarray | None:
+    """``measure(host)`` (a NumPy array) when ``value`` is a large constant argument of the
+    traced program (:attr:`Trace.constant_hosts`), computed on the host once per trace and
+    ``what``; else ``None`` (a computed value, or an op run on its own). Sound for as long as
+    the program runs on those values: a graph keeping its weights by reference refuses a
+    replay after they changed (:mod:`capviz.core.references`) until ``graph.changed()``, which
+    makes a new program, traced and measured again; a graph holding copies holds them
+    unchanged. (The lead's ruling 38 10:50: a weight's column norms measured once per
+    fingerprint, not at every replay.)"""
+    trace = TRACE.get()
+    if trace is None or not HOST_MEASURED:
+        return None
+    host = trace.constant_hosts.get(id(value))
+    if host is None:
+        return None
+    key = (id(value), what)
+    kept = trace._measured.get(key)
+    if kept is None:
+        kept = trace._measured[key] = np.asarray(measure(host))
+    return kept
 
 
 def precise() -> bool:
