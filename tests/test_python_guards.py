@@ -737,3 +737,26 @@ def test_a_memo_entry_the_user_put_there_between_replays_is_refused():
     memo.memo["s"] = 5.0
     again = cv.capture(memo.forward, SPEC)  # the fix
     assert np.array_equal(again.replay({"x": X})["out"], memo.forward(X))
+
+
+class Defaults(dict):
+    def __missing__(self, key):
+        return 0.0
+
+
+class WithDefaults:
+    def __init__(self):
+        self.sub = Defaults()
+
+    def forward(self, x):
+        return x * (1.0 + self.sub.get("s", 0.0))
+
+
+def test_a_key_added_to_a_user_s_dict_subclass_is_refused():
+    """Review 10 (12:06, regression of the squash): a dict subclass's keys were not guarded,
+    so m.sub['s'] = 2.0 between replays replayed the default (1.0 where eager gives 3.0)."""
+    m = WithDefaults()
+    graph = cv.capture(m.forward, SPEC)
+    m.sub["s"] = 2.0
+    with pytest.raises(GuardError, match=r"^self\.sub\.keys\(\) was \(\) when forward"):
+        graph.replay({"x": X})

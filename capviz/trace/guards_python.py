@@ -349,10 +349,10 @@ def _walk(value: Any, label: str, where: tuple, depth: int, seen: set[int],
         own = Place("keys", value, None, label, frozenset(vars(value)))
     else:
         return
-    if type(value) not in (list, *walk.DICTS) and own.kind == "items":  # (a subclass: the
-        own = None  # objects it holds, not its length, keys or plain values, which no
-        items = [i for i in items if not guardable(i[4], identity=True)]  # replay logs:
-    if own is not None:  # a list subclass the call appends to, test_lifted.py's RUNS)
+    if isinstance(value, list) and type(value) is not list:  # (a list subclass: the objects
+        own = None  # it holds, not its length or plain values, which no replay logs: a
+        items = [i for i in items if not guardable(i[4], identity=True)]  # list subclass
+    if own is not None:  # the call appends to, test_lifted.py's RUNS; a dict subclass whole)
         seen.add(id(value))
         own.path = where
         found.append(own)
