@@ -760,3 +760,26 @@ def test_a_key_added_to_a_user_s_dict_subclass_is_refused():
     m.sub["s"] = 2.0
     with pytest.raises(GuardError, match=r"^self\.sub\.keys\(\) was \(\) when forward"):
         graph.replay({"x": X})
+
+
+class HelperMemo:
+    def __init__(self):
+        self.memo = {}
+
+    def scale(self, n):
+        if n not in self.memo:
+            self.memo[n] = 1.0 / n
+        return self.memo[n]
+
+    def forward(self, x):
+        return x * self.scale(4)
+
+
+def test_a_memo_filled_in_a_helper_is_refused_when_the_user_puts_another_value():
+    """Review 10, finding 12 (silent): the memo tested in a helper with a variable key."""
+    m = HelperMemo()
+    graph = cv.capture(m.forward, SPEC)
+    assert np.array_equal(graph.replay({"x": X})["out"], X * 0.25)
+    m.memo[4] = 0.5
+    with pytest.raises(GuardError, match=r"^self\.memo\[4\] was 0\.25 when forward"):
+        graph.replay({"x": X})

@@ -435,8 +435,11 @@ def _memo(c: _Collector, graph: Any) -> None:
     another value between replays, which an eager call reads instead of setting it, refuses
     the replay (silent before: the replay set the capture's value over it)."""
     for logged in graph.logged_values:
-        if logged.kind != "set" or logged.path is None or not guardable(logged.value) or \
-                not effects.tested(logged.name, logged.source):
+        if logged.kind != "set" or logged.path is None or not guardable(logged.value) or not (
+                effects.tested(logged.name, logged.source) or any(  # (or a helper it calls:
+                    effects.tested(logged.name, (f.__code__.co_filename,  # R10 #12)
+                                                 f.__code__.co_firstlineno, f.__code__.co_name))
+                    for f in c.found.functions if hasattr(f, "__code__"))):
             continue
         label = f"{logged.name}[{logged.key!r}]"
         if label in c.labels or len(c.guards) >= MOST_GUARDS:
