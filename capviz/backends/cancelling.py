@@ -56,7 +56,10 @@ value: ``np.mod(s, 1.0)`` is ``s - floor(s)``, the fraction of a sum of 1e5); an
 engine names them (:func:`reaches`' ``periodic``), the periodic functions (:data:`PERIODIC`:
 ``np.sin(s)`` takes the multiples of its period away as a remainder does). A path stops there
 (the consumer's own result is then held to the tolerance, checked or exact, like any other
-node's); ``np.modf``'s fraction and ``np.divmod``'s remainder (:data:`TUPLE_CONSUMERS`) are
+node's), but where an engine names ``past_adds`` (JAX): a contraction's path goes on past
+the first add or subtract of two operands it reaches to the next consumer
+(:func:`through_add`: ``np.diff(x @ w + b)``, whose bias add passes where it keeps the
+product); ``np.modf``'s fraction and ``np.divmod``'s remainder (:data:`TUPLE_CONSUMERS`) are
 consumers too. Both sums of ``x.sum(-1) - x[:, :384].sum(-1) * 2`` reach
 its subtract; ``(x - x.mean()).sum()`` reports the mean (the outer sum reaches nothing).
 
@@ -208,22 +211,24 @@ class Reach:
         return args[1 - self.position] if len(args) == 2 and self.position < 2 else None
 
 
-def reaches(nodes: Iterable[Node], sums: Collection[str],
-            periodic: bool = False) -> dict[int, tuple[Reach, ...]]:
+def reaches(nodes: Iterable[Node], sums: Collection[str], periodic: bool = False,
+            past_adds: bool = False) -> dict[int, tuple[Reach, ...]]:
     """For each float or complex op node of ``nodes`` whose op is one of ``sums`` and whose
     value reaches a cancelling add or subtract (the module docstring's rule): its reaches, keyed
     by the sum node's ``index``. ``nodes``: the graph's nodes in program order (all of them, or
     the op steps of a program); only the op nodes among them are followed. ``periodic``: the
     periodic functions (:func:`periodic`) are consumers too (JAX, which carries a bound to
     them; Dask computes what reaches them in NumPy's order, or refuses it, by its own
-    rule)."""
+    rule). ``past_adds``: a contraction's path goes on past the first add or subtract it
+    reaches, to the next consumer (JAX, which tests a declared product's add by the share it
+    keeps, :func:`through_add`)."""
     listed = list(nodes)
     users = _users(listed)
     found: dict[int, tuple[Reach, ...]] = {}
     for node in listed:
         if node.kind != "op" or node.op not in sums or not _floating(node):
             continue
-        each = tuple(_walk(node, users, periodic))
+        each = tuple(_walk(node, users, periodic, past_adds))
         if each:
             found[node.index] = each
     return found
@@ -274,19 +279,28 @@ def _numeric(node: Node) -> bool:
     return node.dtype is not None and np.dtype(node.dtype).kind in "fciu"
 
 
-def _walk(start: Node, users: dict[int, list[Node]], periodic_: bool) -> Iterable[Reach]:
+def _walk(start: Node, users: dict[int, list[Node]], periodic_: bool,
+          past_adds: bool = False) -> Iterable[Reach]:
     """The reaches from the sum ``start``: a walk over the passing ops, each node once
-    (``periodic_``: the functions of :func:`periodic` are consumers)."""
-    stack: list[tuple[Node, tuple[Node, ...], float | None]] = [(start, (), 1.0)]
+    (``periodic_``: the functions of :func:`periodic` are consumers; ``past_adds``: see
+    :func:`through_add`)."""
+    stack: list[tuple[Node, tuple[Node, ...], float | None, bool]] = [(start, (), 1.0, False)]
     visited: set[int] = set()
     while stack:
-        value, path, factor = stack.pop()
+        value, path, factor, passed = stack.pop()
         for user in users.get(value.index, ()):
             if user.op in CONSUMERS or _tuple_consumer(user) \
                     or (periodic_ and periodic(user)):
                 reach = _consumed(start, value, user, path, factor)
                 if reach is not None:
                     yield reach
+                    if not (past_adds and not passed and through_add(reach)) \
+                            or user.index in visited:
+                        continue
+                    # a declared product's add that keeps it (x @ w + b): the value goes
+                    # on to the next consumer (np.diff(x @ w + b))
+                    visited.add(user.index)
+                    stack.append((user, (*path, user), None, True))
                     continue
                 # an add or subtract that cannot cancel (s + s, s + 0), a remainder of the
                 # divisor: it carries the value on, as any op
@@ -294,7 +308,24 @@ def _walk(start: Node, users: dict[int, list[Node]], periodic_: bool) -> Iterabl
             if scale is _STOPS or user.index in visited:
                 continue
             visited.add(user.index)
-            stack.append((user, (*path, user), _scaled(factor, user, scale)))
+            stack.append((user, (*path, user), _scaled(factor, user, scale), passed))
+
+
+def through_add(reach: Reach) -> bool:
+    """Whether the walk of :func:`reaches`' ``past_adds`` goes on past ``reach``'s consumer:
+    an add or subtract of two operands that a contraction of linear algebra reaches, once on
+    a path (the next consumer ends it), not a centring (tested strictly, :func:`reaches`).
+    An engine that passes such an add where it keeps the product's share (JAX: ``x @ w +
+    b``, :data:`capviz.backends.jax.carried.DECLARED_KEPT`) leaves the product's error,
+    within its declared bound, in the add's result, which a later consumer can cancel:
+    ``np.diff(x @ w + b)``, ``(x @ w + b) - (x @ w + b).mean(0)``, ``np.sin(30 * (x @ w +
+    b))`` (W=25x, stop 38: float32 rows near each other, 0.0038 of the result off NumPy's
+    on JAX, silently, where the walk ended at the bias add)."""
+    return not reach.centring and reach.consumer.op in ("add", "subtract") \
+        and reach.consumer.dtype is not None \
+        and np.dtype(reach.consumer.dtype).kind in "fc" \
+        and reach.sum.op in contraction_bound.CONTRACTIONS \
+        and contraction_bound.is_contraction_node(reach.sum)
 
 
 _STOPS = object()
@@ -438,7 +469,8 @@ def declared(reach: Reach) -> bool:
     (``capviz.backends.contraction_bound``); an engine follows it as a difference or a
     spread."""
     return reach.consumer.op in ("add", "subtract") \
-        and reach.sum.op in contraction_bound.CONTRACTIONS and through_contractions(reach)
+        and reach.sum.op in contraction_bound.CONTRACTIONS \
+        and contraction_bound.is_contraction_node(reach.sum) and through_contractions(reach)
 
 
 def through_contractions(reach: Reach) -> bool:

@@ -280,7 +280,7 @@ def of(nodes: list[Node], jnp: Any, contractions: bool = True) -> carried.Carrie
     declared = set()
     names = REACHING | contraction_bound.CONTRACTIONS | {contraction_bound.NORM} \
         | carried_sources.UNBOUNDED
-    for k, each in cancelling.reaches(nodes, names, periodic=True).items():
+    for k, each in cancelling.reaches(nodes, names, periodic=True, past_adds=True).items():
         node = each[0].sum
         if node.op == contraction_bound.NORM:  # a sum of squares: one sign, its bound tight
             each = tuple(r for r in each if not _norm_kept_apart(r))

@@ -230,21 +230,46 @@ class Carried:
         total, apart = carried_bounds.consumer_bound(self.jnp, node, args, result, carried)
         ok = self._within(result, [total])
         if self._products_only(node):  # a declared product's error, where nothing cancels it
-            kept = carried_bounds.not_cancelled(self.jnp, node, args, result, DECLARED_KEPT)
+            if node.op in _ADDS:  # a product's add its path goes on past (x @ w + b)
+                kept = self._add_kept(node, args, result)
+                message = carried_messages.declared(node, list(self.consumers[node.index]))
+            else:
+                kept = carried_bounds.not_cancelled(self.jnp, node, args, result,
+                                                    DECLARED_KEPT)
             ok = ok if kept is None else ok | kept
         require_each(ok if apart is None else ok & apart, message)
 
     def _products_only(self, node: Node) -> bool:
         """Whether every bound reaching the difference, spread or periodic function ``node``
-        comes from a contraction of linear algebra (the lead's ruling 36 05:17: such a consumer
+        (or the add or subtract a product's path goes on past,
+        :func:`capviz.backends.cancelling.through_add`) comes from a contraction of linear
+        algebra (the lead's ruling 36 05:17: such a consumer
         fails only where it cancels the values it subtracts, as a subtract of a declared product
         does; ruling 38 10:50 for ``np.sin``, ``np.cos``, ``np.tan``)."""
-        if node.op not in cancelling.DIFFERENCES | cancelling.SPREADS \
+        if node.op in _ADDS:  # only an add a product's path goes on past
+            if node.index not in self.on_paths:
+                return False
+        elif node.op not in cancelling.DIFFERENCES | cancelling.SPREADS \
                 and not cancelling.periodic(node):
             return False
         reaches = self.consumers.get(node.index, ())
         return bool(reaches) and all(contraction_bound.is_contraction_node(r.sum)
                                      for r in reaches)
+
+    def _add_kept(self, node: Node, args: tuple, result: Any) -> Any:
+        """Where the add or subtract ``node`` that only followed contractions reach (a bias
+        add a product's path goes on past, :func:`capviz.backends.cancelling.through_add`,
+        to ``np.diff(x @ w + b)``) keeps each of their values: ``|result| >=``
+        :data:`DECLARED_KEPT` ``* |value|``, the rule :meth:`_declared` tests an add of a
+        declared product by (W=25x, stop 38: ``x @ w + b`` is not refused where it keeps the
+        product, whatever is computed from it later)."""
+        jnp = self.jnp
+        size = jnp.abs(result)
+        kept = None
+        for p in sorted({r.position for r in self.consumers.get(node.index, ())}):
+            each = size >= DECLARED_KEPT * jnp.abs(jnp.asarray(args[p]))
+            kept = each if kept is None else kept & each
+        return kept
 
     def _declared(self, node: Node, args: tuple, result: Any, carried: list,
                   shown: str) -> None:
@@ -320,6 +345,11 @@ class Carried:
         # a result not finite is the same in every order (the sum's bound is 0 where it is
         # not finite); a NaN bound (an infinite one times 0) fails
         return (total <= atol + rtol * size) | ~jnp.isfinite(size)
+
+
+_ADDS = frozenset(("add", "subtract"))
+"""The consumers :meth:`Carried._products_only` holds to the share kept too (an add a product's
+path goes on past)."""
 
 
 def _prev(reach: cancelling.Reach, step: Node) -> Node:

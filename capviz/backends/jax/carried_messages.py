@@ -167,6 +167,8 @@ def consumer(node: Node, result: Any, reaches: list, bounds: dict) -> str:
         return _APPROXIMATED_MESSAGE.format(
             op=op, operands=operands, sums=", np.".join(sums), cancels=cancels,
             k=max(APPROXIMATED[s] for s in sums))
+    if any(contraction_bound.is_contraction_node(s) for s in carrying):
+        fix += XLA_FIX  # np.diff(np.tanh(x @ w + b)): the product's bound among others
     return _MESSAGE.format(op=op, operands=operands, sums=", np.".join(sums),
                            cancels=cancels, fix=fix)
 
