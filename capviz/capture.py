@@ -109,6 +109,8 @@ def constant(value: Any, name: str | None = None) -> Any:
     if type(value) in (bool, int, float, complex):  # as weak in NumPy's promotion as outside
         tensor = Tensor(recorder.constant(host_copy(value), name, user_source()), recorder)
         state.mark_python(recorder, tensor)  # (x32 * cv.constant(0.1) is float32, as x32 * 0.1)
+        if type(value) is int:  # its exact bounds: Python int arithmetic on it is not a draw's
+            state.python_bounds(recorder)[tensor._data.index] = (value, value)
         return tensor
     if isinstance(value, Tensor):
         if value._trace is recorder and name is None:  # recorded: cv.constant(h), h = self.h
