@@ -74,15 +74,20 @@ class SpreadWithin:
             limit = self.atol + self.rtol * np.maximum(r - total, 0)
             beyond = np.isfinite(r) & ~(total * (1 + self.eps) <= limit)
         if np.any(beyond):
-            named, held, need = self.words
-            raise ProductCancels(
-                f"np.{self.name} cancels the value of {named}, which dask.array adds in its "
-                f"own blocks since its operands ({held}) do not fit dask's array.chunk-size: "
-                f"its declared rounding, up to {e:.3g} on each of its {int(self.n)} terms, can "
-                f"move this result by up to {float(np.max(np.where(beyond, total, 0))):.3g}, "
-                f"beyond its tolerance ({float(np.min(limit[beyond])):.3g}), so it can differ "
-                f"from NumPy's; {fixes(need)}")
+            self._refuse(self.name, "terms", e, total, limit, beyond)
         return block
+
+    def _refuse(self, name: str, unit: str, e: float, total: Any, limit: Any,
+                beyond: Any) -> None:
+        """Raise :class:`ProductCancels` for ``np.<name>``, whose results marked ``beyond``
+        can move by ``total``, beyond their tolerance ``limit``."""
+        named, held, need = self.words
+        raise ProductCancels(
+            f"np.{name} cancels the value of {named}, which dask.array adds in its own blocks "
+            f"since its operands ({held}) do not fit dask's array.chunk-size: its declared "
+            f"rounding, up to {e:.3g} on each of its {int(self.n)} {unit}, can move this result "
+            f"by up to {float(np.max(np.where(beyond, total, 0))):.3g}, beyond its tolerance "
+            f"({float(np.min(limit[beyond])):.3g}), so it can differ from NumPy's; {fixes(need)}")
 
 
 class CovWithin(SpreadWithin):
@@ -123,14 +128,7 @@ class CovWithin(SpreadWithin):
             limit = self.atol + self.rtol * np.maximum(r - total, 0)
             beyond = np.isfinite(r) & ~(total * (1 + self.eps) <= limit)
         if np.any(beyond):
-            named, held, need = self.words
-            raise ProductCancels(
-                f"np.cov cancels the value of {named}, which dask.array adds in its own blocks "
-                f"since its operands ({held}) do not fit dask's array.chunk-size: its declared "
-                f"rounding, up to {e:.3g} on each of its {int(self.n)} observations, can move "
-                f"this result by up to {float(np.max(np.where(beyond, total, 0))):.3g}, beyond "
-                f"its tolerance ({float(np.min(limit[beyond])):.3g}), so it can differ from "
-                f"NumPy's; {fixes(need)}")
+            self._refuse("cov", "observations", e, total, limit, beyond)
         return block
 
 
