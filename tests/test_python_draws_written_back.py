@@ -7,6 +7,7 @@ NumPy 2 promotes strongly: ``x32 * self.r`` became float64 after a replay, float
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -146,3 +147,80 @@ def test_python_arithmetic_on_draws_within_int64_replays_as_eager(name):
     for held in want:
         graph.replay({"x": X})
         assert repr((mine.k, mine.r)) == held
+
+
+class Lcg:
+    """An LCG on Python ints (``(a * x + c) % 2**48``): the product leaves int64, which int64
+    wraps modulo 2**64, and the remainder by 2**48 (a divisor of 2**64) undoes the wrap."""
+
+    def __init__(self):
+        self.k = 0
+
+    def lcg(self, x):
+        self.k = (random.randint(0, 2 ** 40) * 1103515245 + 12345) % 2 ** 48
+        return x * 2.0
+
+    def negated(self, x):
+        self.k = (-random.randint(0, 2 ** 40) * 1103515245 - 12345) % 281474976710656
+        return x * 2.0
+
+    def bounded(self, x):  # (exact bounds of % and // by a known number: within int64)
+        self.k = (random.randint(0, 2 ** 62) % 1000) * 2 ** 52 + \
+            (random.randint(0, 2 ** 62) // 2 ** 40) * 2 ** 40
+        return x * 2.0
+
+    def unreduced(self, x):
+        self.k = random.randint(0, 2 ** 40) * 1103515245 + 12345
+        return x * 2.0
+
+    def by_three(self, x):
+        self.k = (random.randint(0, 2 ** 40) * 1103515245 + 12345) % 3
+        return x * 2.0
+
+    def halved(self, x):
+        self.k = (random.randint(0, 2 ** 40) * 1103515245 + 0.5) % 2 ** 48
+        return x * 2.0
+
+    def scaled_after(self, x):
+        self.k = (random.randint(0, 2 ** 40) * 1103515245 + 12345) % 2 ** 48 * 2 ** 20
+        return x * 2.0
+
+
+@pytest.mark.parametrize("example", [False, True])
+@pytest.mark.parametrize("name", ["lcg", "negated", "bounded"])
+def test_an_lcg_reduced_by_a_power_of_two_replays_as_eager(name, example):
+    """Before: refused at the product ('Python int arithmetic on a draw ... would wrap past
+    2**63 - 1'), though int64's wrap is undone by the remainder (review 10's r10_draws LCG
+    row; ruling 39 14:10: exact bounds where they are known)."""
+    random.seed(2)
+    eager = Lcg()
+    want = []
+    for _ in range(3):
+        getattr(eager, name)(X)
+        want.append(eager.k)
+    assert max(want) > 0
+    random.seed(2)
+    mine = Lcg()
+    graph = cv.capture(getattr(mine, name), X if example else SPEC)
+    for held in want:
+        graph.replay({"x": X})
+        assert type(mine.k) is int and mine.k == held
+
+
+@pytest.mark.parametrize("name, code", [
+    ("unreduced", "random.randint(0, 2 ** 40) * 1103515245"),
+    ("by_three", "random.randint(0, 2 ** 40) * 1103515245"),
+    ("halved", "random.randint(0, 2 ** 40) * 1103515245 + 0.5"),
+    ("scaled_after", "(random.randint(0, 2 ** 40) * 1103515245 + 12345) % 2 ** 48 * 2 ** 20"),
+])
+def test_a_wrap_no_power_of_two_remainder_undoes_is_refused(name, code):
+    """A result past int64 that is not taken by ``% 2**k`` alone (no remainder, another
+    divisor, a float added on the way, the remainder scaled past int64 again): refused at its
+    line, as before."""
+    with pytest.raises(cv.CapvizError) as info:
+        cv.capture(getattr(Lcg(), name), SPEC)
+    first = str(info.value).splitlines()[0]
+    assert first.startswith(f"`{code}` at "), first
+    assert re.search(rf"test_python_draws_written_back\.py:\d+ in {name}: Python int "
+                     r"arithmetic on a draw at ", first), first
+    assert "would wrap past 2**63 - 1" in str(info.value)

@@ -57,6 +57,7 @@ from capviz.core.source import format_source, source_of, user_frame
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
 from capviz.trace import fold, mutation, state_fixes, statements
+from capviz.trace.python_ints import python_bounds, refuse_wrap, within_int64, wrapped_ints
 from capviz.trace.tensor import Tensor
 
 
@@ -688,8 +689,12 @@ def python_operands(recorder: Any, op: Any, args: tuple, params: dict) -> tuple[
     if not drawn:
         return args, False
     if all(k in drawn or type(a) in (bool, int, float, complex) for k, a in enumerate(args)):
-        _within_int64(recorder, op, args)
+        within_int64(recorder, op, args)
         return args, True
+    wrapped = wrapped_ints(recorder)
+    for k in drawn:  # (a wrapped int64 meets an array: only its % 2**k is Python's)
+        if args[k]._data.index in wrapped:
+            raise refuse_wrap(recorder, *wrapped[args[k]._data.index])
     strong = tuple(a._data if type(a) is Tensor else a for a in args)  # shapes and dtypes
     weak = tuple(_WEAK[a.dtype.kind] if k in drawn else strong[k] for k, a in enumerate(args))
     try:
@@ -723,7 +728,8 @@ def python_operands(recorder: Any, op: Any, args: tuple, params: dict) -> tuple[
 
 def mark_python(recorder: Any, result: Any) -> None:
     """Note that ``result`` (a tensor) is a Python number in eager code
-    (:func:`python_operands`), with the bounds :func:`_within_int64` found for it."""
+    (:func:`python_operands`), with the bounds
+    :func:`capviz.trace.python_ints.within_int64` found for it."""
     if type(result) is tuple:  # (divmod of Python numbers: a tuple of them)
         for each in result:
             mark_python(recorder, each)
@@ -733,67 +739,9 @@ def mark_python(recorder: Any, result: Any) -> None:
         bounds = recorder.__dict__.pop("_next_bounds", None)
         if bounds is not None:
             python_bounds(recorder)[result._data.index] = bounds
-
-
-INT64 = (-2 ** 63, 2 ** 63 - 1)
-
-
-def python_bounds(recorder: Any) -> dict[int, tuple[int, int]]:
-    """The bounds of each Python int the capture holds as an int64 node (a draw's:
-    ``random.randint(1, 10)``, and arithmetic on them), by node index."""
-    return recorder.__dict__.setdefault("_python_bounds", {})
-
-
-_BOUNDED = {
-    "add": lambda a, b: (a[0] + b[0], a[1] + b[1]),
-    "subtract": lambda a, b: (a[0] - b[1], a[1] - b[0]),
-    "multiply": lambda a, b: (min(x * y for x in a for y in b), max(x * y for x in a for y in b)),
-    "negative": lambda a: (-a[1], -a[0]),
-    "positive": lambda a: a,
-    "absolute": lambda a: (0 if a[0] <= 0 <= a[1] else min(abs(a[0]), abs(a[1])),
-                           max(abs(a[0]), abs(a[1]))),
-}
-
-
-def _within_int64(recorder: Any, op: Any, args: tuple) -> None:
-    """Refuse Python int arithmetic on draws of Python ints whose result may leave int64, where
-    eager Python computes the exact integer and the graph's int64 would wrap
-    (``random.randint(1, 10) * 2**62``: review 10, finding 9, silent); note the result's bounds
-    for the next op."""
-    ints = [a for a in args if (type(a) is Tensor and a._data.dtype is not None and
-                                np.dtype(a._data.dtype).kind in "iu") or type(a) is int]
-    if len(ints) != len(args) or not args:
-        return  # (a float among them: Python's float arithmetic, float64's)
-    known = python_bounds(recorder)
-    bounds = [(a, a) if type(a) is int else known.get(a._data.index, INT64) for a in args]
-    name = getattr(op, "name", "")
-    rule = _BOUNDED.get(name)
-    if rule is not None and len(bounds) == (1 if name in ("negative", "positive", "absolute")
-                                            else 2):
-        low, high = rule(*bounds)
-    elif name in ("floor_divide", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor",
-                  "minimum", "maximum", "fmod") and len(bounds) == 2:
-        low, high = min(b[0] for b in bounds), max(b[1] for b in bounds)
-        low, high = min(low, -abs(high)), max(high, abs(low))  # (a quotient or remainder:
-    elif name in ("power", "left_shift") and len(bounds) == 2:  # within the operands' sizes)
-        (a_low, a_high), (b_low, b_high) = bounds
-        if name == "power" and b_low < 0:
-            return  # (a negative power of a Python int: Python's float)
-        top = max(abs(a_low), abs(a_high))
-        size = top ** b_high if name == "power" and b_high <= 64 else \
-            top << b_high if b_high <= 64 else INT64[1] + 1
-        low, high = -size, size
-    else:
-        return  # (a float result, or an op whose bounds are not known: int64's for the next)
-    if low < INT64[0] or high > INT64[1]:
-        drawn = next(a._data for a in args if type(a) is Tensor)
-        raise recorder.refuse_here(f"Python int arithmetic on a draw at "
-                                   f"{format_source(drawn.source)}", (
-            f"Python computes it as an exact integer (between {low} and {high} here), and the "
-            "graph holds a Python int drawn in the call as an int64, which would wrap past "
-            "2**63 - 1; compute it with floats (float(...)) where the value may be that "
-            "large, or keep it within int64"))
-    recorder.__dict__["_next_bounds"] = (low, high)
+        wrapped = recorder.__dict__.pop("_next_wrapped", None)
+        if wrapped is not None:  # (past int64, on its way to a % 2**k: python_ints)
+            wrapped_ints(recorder)[result._data.index] = wrapped
 
 
 # --- `a[idx] = t` with an ndarray `a`: NumPy converts t; the statement says where it goes -----
