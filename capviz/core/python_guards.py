@@ -509,10 +509,11 @@ def guard_error(guard: PythonGuard, now: Any) -> GuardError:
     if guard.steps[-1:] == (DIGEST,):
         return _array_error(guard, now, block)
     if guard.left is not _MISSING and now is not _MISSING and same(guard.left, now):
+        program = f"{guard.label} absent" if guard.value is ABSENT else shown(guard.value)
         err = GuardError(
             f"{guard.label} was {shown(guard.value)} when {guard.fn} was captured (read at "
             f"{where}), and {guard.fn} set it to {shown(now)}, which a replay does not do (it "
-            f"runs no Python), so the graph is the program for {shown(guard.value)}.\nFix: "
+            f"runs no Python), so the graph is the program for {program}.\nFix: "
             f"{'run' if block else 'call'} {guard.fn} once before capturing it, so that the "
             "capture starts from the value it leaves")
         err.recorded, err.got, err.place, err.source = guard.value, now, guard.label, \

@@ -59,6 +59,7 @@ from capviz.trace import code_reach, effects, guard_reach, recapture
 from capviz.trace import places as walk
 from capviz.trace.assigned import assigned
 from capviz.trace.fn_lines import body, label_pattern, line_at
+from capviz.trace.guards_slots import unset_slots
 from capviz.trace.places import Place, function_of
 
 MOST_GUARDS = 1_000_000
@@ -121,9 +122,10 @@ class _Collector:
         if now is not value and not guardable(now, identity=True) and \
                 all(now is not u for u in UNREAD):  # (a buffer fn made lazily, left
             return  # there: self.mask = np.tril(...) where it held None)
-        if now is not value and guard.value is not ABSENT and type(now) is type(value) and \
-                not same(value, now):
-            guard.left = now  # (self.phase = "train" in fn: its message says so)
+        if now is not value and ((guard.value is not ABSENT and type(now) is type(value) and
+                                  not same(value, now)) or (
+                guard.value is ABSENT and all(now is not u for u in UNREAD))):
+            guard.left = now  # (self.phase = "train" in fn, a slot it sets: its message says so)
         self.guards.append(guard)
 
     def contents(self) -> set[str]:
@@ -222,6 +224,7 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
                     not isinstance(value, types.ModuleType):
                 c.add(f"{prefix}{name}", value, (space, ((False, name),)), None, name,
                       (id(space), name))
+    unset_slots(c, fn, places, _path)
     _memo(c, graph)
     return PythonGuards(c.guards)
 
