@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from capviz.backends.host import host_copy
+from capviz.core import references
 from capviz.core.errors import (
     BoundaryError,
     CapvizError,
@@ -487,6 +488,9 @@ class CaptureScope:
         block, self._block = self._block, None
         if graph.complete and block is not None:  # the Python values it read (m.training)
             graph.python_guards = guards_block.collect(block, graph)
+        if graph.complete and self._entry_function is None:  # (the scope form: its small
+            references.guard_copies(graph)  # arrays' sources checked, as cv.capture's are)
+            graph.scope_form = "the with block" if block is None else block.fn.__name__
         try:
             if self.view is not None:
                 self.view.finish(graph)  # raises a render failure of the live view

@@ -15,9 +15,11 @@ from __future__ import annotations
 import collections
 import contextlib
 import dis
+import functools
 import inspect
 import linecache
 import traceback
+import types
 import warnings
 import weakref
 from collections.abc import Callable
@@ -278,18 +280,23 @@ def _capture(fn: Callable, specs: tuple, live: bool, on_violation: str, rng: Dev
             place.bind(value)               # as the call left it
         graph.python_guards = guards_python.collect(fn, places, graph)  # the Python values
         #                             it read (self.training...), checked by every replay
-        if any(type(g.value) is Digest for g in graph.python_guards):  # (graph.changed()
-            graph.recapture = _again(fn, specs, on_violation, rng, device, global_random)
         references.guard_copies(graph)  # its small arrays' sources (a bias, a 0-d lr) and
-    return graph                        # the paths of the arrays it checks
+        #                                 the paths of the arrays it checks
+        if graph.constant_fingerprints or any(type(g.value) is Digest for g in
+                                              graph.python_guards):  # (graph.changed() of a
+            graph.recapture = _again(fn, specs, on_violation, rng, device,  # changed array
+                                     global_random)  # captures fn again: ruling 39 14:10)
+    return graph
 
 
 def _again(fn: Callable, specs: tuple, *options: Any) -> Callable[[], CapturedGraph]:
     """What ``graph.changed()`` calls to capture ``fn`` again where an array its NumPy read
     outside the graph changed (lead ruling 38 10:51): ``fn`` held weakly where it can be (a
     graph keeps no user's object alive), the examples copied."""
-    try:
-        ref: Any = weakref.WeakMethod(fn) if inspect.ismethod(fn) else weakref.ref(fn)
+    try:  # (a function or lambda is held: nothing else holds `lambda x: x @ w` once
+        ref: Any = weakref.WeakMethod(fn) if inspect.ismethod(fn) else (  # captured, and
+            (lambda: fn) if isinstance(fn, (types.FunctionType, functools.partial))  # its
+            else weakref.ref(fn))  # weight can still change; a model's method, weakly)
     except TypeError:
         ref = lambda: fn  # noqa: E731 (a callable no weak reference can point at)
     kept = tuple(np.array(s, copy=True) if type(s) is np.ndarray else s for s in specs)

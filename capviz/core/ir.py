@@ -53,8 +53,12 @@ import numpy as np
 from capviz.core.errors import UnsupportedOperationError
 from capviz.core.python_guards import changed_sources, stale_source_error
 from capviz.core.references import (
+    changed_constants,
+    edited_copies,
+    edited_copy_error,
     fingerprint,
     source_view,
+    stale_weight_error,
     take_rebound,
     view_fingerprint,
 )
@@ -217,6 +221,7 @@ class ConstantValues(dict):
             for key in list(keys):
                 graph.constant_fingerprints.pop(key, None)
                 graph.constant_sources.pop(key, None)
+                graph.copy_fingerprints.pop(key, None)
                 graph.constant_places.pop(key, None)
 
     def __setitem__(self, key: int, value: Any) -> None:
@@ -307,6 +312,10 @@ class Graph:
             replay refuses it changed as it refuses a constant kept by reference, and
             :meth:`changed` copies its new values in (hostile review 9, finding 3: the copy
             replayed silently; not saved).
+        copy_fingerprints: the fingerprint of each such copy as the graph holds it (when
+            recorded or last copied in by :meth:`changed`): an in-place edit of the graph's
+            copy is refused by :meth:`changed`, which would copy the user's array over it
+            (hostile review 10, finding 10; not saved).
         constant_places: for a checked constant (kept by reference, or a checked copy) read
             from a path the user holds (``self.b``, ``params["w"]``), ``(anchor, steps, a weak
             reference to the array)``: a replay refuses the path holding another array (the
@@ -332,6 +341,9 @@ class Graph:
         self.constant_origins: dict[int, Any] = {}
         self.constant_fingerprints: dict[int, bytes] = {}
         self.constant_sources: dict[int, Any] = {}
+        self.copy_fingerprints: dict[int, bytes] = {}
+        self.scope_form: str | None = None  # the scope form's block (``the with block at
+        #   cell.py:7``): its graph.changed() cannot capture it again (not saved)
         self.constant_places: dict[int, Any] = {}
         self.violation_records: list[Violation] = []
         self.rng_seed: int | None = None
@@ -378,7 +390,14 @@ class Graph:
         (``np.linalg.norm(self.W)``, a guard holding its fingerprint: lead ruling 38 10:51), the
         graph is captured again from the live objects (:attr:`recapture`, set by
         ``cv.capture``: its node edits are not kept), or, where it holds no function (the
-        scope form), :class:`capviz.GuardError` says to capture again."""
+        scope form), :class:`capviz.GuardError` says to capture again. A copy the user
+        edited in place in the graph (``graph.constant_values[i][...] = 5.0``) is refused
+        (:class:`capviz.ReplayError`, hostile review 10, finding 10): its values would be
+        replaced by those of the array it was copied from; ``graph.constant_values[i] =
+        graph.constant_values[i]`` keeps them as the graph's own."""
+        edited = edited_copies(self)
+        if edited:
+            raise edited_copy_error(self, edited[0])
         if self.python_guards:
             stale = changed_sources(self.python_guards)
             if stale:
@@ -388,6 +407,14 @@ class Graph:
                 self._take(again())
                 return
         if self.constant_fingerprints:
+            stale = changed_constants(self)
+            if stale:  # (fn may have read the array through NumPy outside the graph too:
+                again = getattr(self, "recapture", None)  # x @ self.W / norm(self.W),
+                if again is not None:                      # ruling 39 14:10: capture again)
+                    self._take(again())
+                    return
+                if self.scope_form is not None:
+                    raise stale_weight_error(self, stale[0], self.scope_form)
             take_rebound(self)  # (an array the user bound at a constant's path since)
             values, sources = self.constant_values, self.constant_sources
             for i, source in list(sources.items()):  # (its new values, with the copy's layout)
@@ -397,8 +424,10 @@ class Graph:
                 if live is None:  # (the user's array is gone: the copy stays, unchecked)
                     del sources[i]
                     self.constant_fingerprints.pop(i, None)
+                    self.copy_fingerprints.pop(i, None)
                     continue
                 dict.__setitem__(values, i, np.array(live, order="K", copy=True))
+                self.copy_fingerprints[i] = view_fingerprint(values[i])
             self.constant_fingerprints = {
                 i: view_fingerprint(source_view(sources[i])) if i in sources else
                 fingerprint(values[i]) for i in self.constant_fingerprints}

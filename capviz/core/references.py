@@ -216,11 +216,50 @@ def guard_copies(graph: Any) -> None:
             continue
         graph.constant_sources[index] = source
         graph.constant_fingerprints[index] = view_fingerprint(live)
+        graph.copy_fingerprints[index] = view_fingerprint(copy)
     origins = graph.constant_origins
     graph.constant_places = {  # (the checked ones whose path leads to them as the call left
         index: place for index, place in graph.constant_places.items()  # it)
         if index in graph.constant_fingerprints and place[2]() is not None and
         rebound(place) is None and index in origins and id(origins[index]()) not in written}
+
+
+def edited_copies(graph: Any) -> list[int]:
+    """The checked copies (:attr:`capviz.core.ir.Graph.constant_sources`) whose values in the
+    graph differ from those it copied or last copied in (the user edited the graph's own
+    copy in place: ``graph.constant_values[i][...] = 5.0``), by node index."""
+    kept, values = graph.copy_fingerprints, graph.constant_values
+    return [i for i in graph.constant_sources if i in kept and
+            isinstance(values.get(i), np.ndarray) and view_fingerprint(values[i]) != kept[i]]
+
+
+def edited_copy_error(graph: Any, index: int) -> ReplayError:
+    """``graph.changed()``'s refusal of a copy the user edited in the graph (hostile review
+    10, finding 10: changed() copied the user's array over the edit, silently)."""
+    err = ReplayError(
+        f"graph.changed() found constant {describe_constant(graph, index)} edited in place in "
+        "the graph: it is a copy of the user's array, whose values graph.changed() takes again, "
+        f"which would undo the edit.\nFix: keep the edit as the graph's own value, no longer "
+        f"read from the user's array: graph.constant_values[{index}] = "
+        f"graph.constant_values[{index}]")
+    err.node = graph.nodes[index]
+    return err
+
+
+def stale_weight_error(graph: Any, index: int, block: str) -> ReplayError:
+    """``graph.changed()``'s refusal in the scope form of a constant whose user's array
+    changed (ruling 39 14:10): the block may also have read it through NumPy outside the graph
+    (``x @ W / np.linalg.norm(W)``), whose results the graph holds as the capture computed
+    them, and the graph holds no function to capture again."""
+    err = ReplayError(
+        f"graph.changed() cannot take the new values of constant "
+        f"{describe_constant(graph, index)}: {block} may also have read its array through "
+        "NumPy outside the graph (np.linalg.norm, .mean(), a branch on it), which the graph "
+        "holds as computed when it was captured, and it holds no function to capture again."
+        f"\nFix: capture {block} again after changing the array (cv.capture(fn)'s "
+        "graph.changed() captures fn again)")
+    err.node = graph.nodes[index]
+    return err
 
 
 def source_view(source: tuple) -> np.ndarray | None:
@@ -310,11 +349,18 @@ def _refusal(graph: Any, changed: list[int]) -> ReplayError | None:
         value = graph.constant_values.get(index)
         same = type(found) is np.ndarray and isinstance(value, np.ndarray) and \
             found.shape == value.shape and found.dtype == value.dtype
-        err = ReplayError(rebound_since(describe_constant(graph, index), same))
+        same = same and getattr(graph, "scope_form", None) is None  # (the scope form:
+        err = ReplayError(rebound_since(describe_constant(graph, index), same))  # capture
+        #                                                                  again, no changed())
         err.node = graph.nodes[index]
         return err
     why = changed_copy if index in graph.constant_sources else changed_since_capture
-    err = ReplayError(why(describe_constant(graph, index)))
+    text = why(describe_constant(graph, index))
+    block = getattr(graph, "scope_form", None)
+    if block is not None:  # (its graph.changed() cannot take the values: stale_weight_error)
+        text = text[:text.index(" Call graph.changed()")] + (
+            f" Capture {block} again after changing the array, or pass it as an input")
+    err = ReplayError(text)
     err.node = graph.nodes[changed[0]]
     return err
 
