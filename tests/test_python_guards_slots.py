@@ -96,3 +96,66 @@ def test_a_slot_the_call_sets_when_unset_is_refused_with_the_fix_then_replays():
     m.n = 5.0
     with pytest.raises(GuardError, match=r"^self\.n was 2\.0 when forward was captured"):
         graph.replay({"x": X})
+
+
+# --- review 11, finding 6 (silent): the absence read where an AttributeError is caught --------
+
+NAMES = ("sl",)
+
+
+class Plain:
+    def __init__(self):
+        self.names = ["sl"]
+
+    def tried(self, x):
+        try:
+            v = self.sl
+        except AttributeError:
+            v = 0.5
+        return x * v
+
+    def tried_in_helper(self, x):
+        try:
+            v = self.scale()
+        except Exception:
+            v = 0.5
+        return x * v
+
+    def scale(self):
+        return self.sl * 2.0
+
+    def names_of_a_global(self, x):
+        v = 0.5
+        for name in NAMES:
+            if hasattr(self, name):
+                v = getattr(self, name)
+        return x * v
+
+    def names_held(self, x):
+        v = 0.5
+        for name in self.names:
+            v = getattr(self, name, v)
+        return x * v
+
+
+class SlottedPlain(Plain):
+    __slots__ = ("sl",)
+
+
+@pytest.mark.parametrize("method", ["tried", "tried_in_helper", "names_of_a_global",
+                                    "names_held"])
+@pytest.mark.parametrize("make", [Plain, SlottedPlain], ids=["dict", "slot"])
+def test_an_attribute_absent_where_its_error_is_caught_is_guarded(make, method):
+    m = make()
+    fn = getattr(m, method)
+    graph = cv.capture(fn, X)
+    _replays_as_eager(graph, fn)
+    m.sl = 1.5
+    with pytest.raises(GuardError) as info:
+        graph.replay({"x": X})
+    lines = str(info.value).splitlines()
+    assert lines[0].startswith(f"self.sl was absent when {method} was captured (read at ")
+    assert lines[0].endswith("and holds 1.5 now, so the graph computes what the code did with "
+                             "the old value.")
+    again = cv.capture(fn, X)  # the fix, applied
+    _replays_as_eager(again, fn)

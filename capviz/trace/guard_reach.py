@@ -16,6 +16,8 @@ functions its namespaces hold under those names, transitively, up to
 
 from __future__ import annotations
 
+import builtins
+import dis
 import functools
 import sys
 import types
@@ -46,7 +48,7 @@ class Reached:
     ``__getattr__`` or ``__getattribute__``: any attribute of their objects may be read)."""
 
     __slots__ = ("dynamic", "functions", "global_loads", "globals", "names", "open_classes",
-                 "spaces", "strings")
+                 "spaces", "strings", "tried")
 
     def __init__(self) -> None:
         self.names: set[str] = set()
@@ -57,6 +59,8 @@ class Reached:
         self.spaces: list[tuple[str, dict]] = []
         self.open_classes: set[type] = set()
         self.functions: list[types.FunctionType] = []  # every function read, in order
+        self.tried: set[str] = set()  # the attribute names it may read where an
+        #   AttributeError is caught (try: v = self.sl / except AttributeError: review 11, #6)
 
 
 def reached(fn: Callable, places: list[Place]) -> Reached:
@@ -83,6 +87,7 @@ def reached(fn: Callable, places: list[Place]) -> Reached:
     if isinstance(own, dict):
         spaces[id(own)] = ("", own)
     seen: set[Any] = set()
+    calls = False  # (a call made where an AttributeError is caught)
     modules_seen: set[str] = set()
     done_classes: set[tuple[type, str]] = set()
     while True:
@@ -97,6 +102,9 @@ def reached(fn: Callable, places: list[Place]) -> Reached:
             found.names |= named
             found.global_loads |= loaded
             found.strings |= texts
+            tried_names, tried_calls = tried(code)
+            found.tried |= tried_names
+            calls = calls or tried_calls
             space = getattr(each, "__globals__", None)
             if isinstance(space, dict) and id(space) not in spaces:
                 module = space.get("__name__", "")
@@ -137,7 +145,12 @@ def reached(fn: Callable, places: list[Place]) -> Reached:
         if not grew or len(seen) >= code_reach.MOST_FUNCTIONS:
             break
     found.spaces = list(spaces.values())
+    if calls:  # (raised in a function called there: any name read is caught there too)
+        found.tried |= found.names
     if "getattr" in found.names or "hasattr" in found.names:
+        for place in places:  # (names held as data: for n in NAMES: getattr(self, n, 0.5),
+            held = place.value if type(place.value) is tuple else (place.value,)  # R11 #6)
+            found.strings.update(s for s in held if type(s) is str and s.isidentifier())
         found.names |= found.strings  # (getattr(self, "p", 0.5): "p" is read)
     found.dynamic = found.dynamic or bool(found.names & code_reach.DYNAMIC)
     found.globals = bool(found.names & GLOBALS)
@@ -165,3 +178,76 @@ def _functions(value: Any) -> list[types.FunctionType]:
     if isinstance(value, types.FunctionType) and code_reach._users(value):
         return [value]
     return []
+
+
+_LOADS_ATTR = frozenset(("LOAD_ATTR", "LOAD_METHOD"))
+_CALLS = frozenset(("CALL", "CALL_FUNCTION", "CALL_FUNCTION_EX", "CALL_METHOD", "CALL_FUNCTION_KW"))
+_TRIED: dict[Any, tuple[frozenset, bool]] = {}
+
+
+def tried(code: types.CodeType) -> tuple[frozenset, bool]:
+    """``(names, calls)``: the attribute names ``code`` (and the code objects defined in it)
+    loads where an AttributeError raised is caught, and whether a call is made there (an
+    AttributeError raised in the function it calls is caught too)."""
+    found = _TRIED.get(code)
+    if found is not None:
+        return found
+    names: set[str] = set()
+    calls = False
+    stack = [code]
+    while stack:
+        each = stack.pop()
+        stack.extend(c for c in each.co_consts if isinstance(c, types.CodeType))
+        ops = list(dis.get_instructions(each))
+        entries = getattr(dis.Bytecode(each), "exception_entries", None)
+        if entries is None:  # (Python 3.10: blocks set up by SETUP_FINALLY / SETUP_WITH)
+            if any(op.opname.startswith("SETUP_") for op in ops):
+                names.update(op.argval for op in ops if op.opname in _LOADS_ATTR)
+                calls = True
+            continue
+        where = {op.offset: i for i, op in enumerate(ops)}
+        for entry in entries:
+            kind = _handler(ops, where.get(entry.target))
+            if kind is None:
+                continue
+            for op in ops:
+                if entry.start <= op.offset < entry.end:
+                    if op.opname in _LOADS_ATTR:
+                        names.add(op.argval)
+                    elif kind == "except" and op.opname in _CALLS:
+                        calls = True
+    found = (frozenset(names), calls)
+    if len(_TRIED) < 4096:
+        _TRIED[code] = found
+    return found
+
+
+def _handler(ops: list, at: int | None) -> str | None:
+    """``"except"`` where the handler at ``ops[at]`` may catch an AttributeError (a bare
+    ``except``, ``except AttributeError`` or a base of it, a class not built in), ``"with"``
+    for a ``with`` block's (its ``__exit__`` may swallow it: ``contextlib.suppress``), else
+    ``None`` (no handler there: a cleanup; or one catching other errors only)."""
+    if at is None or ops[at].opname != "PUSH_EXC_INFO":
+        return None
+    if at + 1 < len(ops) and ops[at + 1].opname == "WITH_EXCEPT_START":
+        return "with"
+    matched: list[tuple[str, Any]] = []
+    for i in range(at + 1, len(ops)):
+        op = ops[i]
+        if op.opname == "CHECK_EXC_MATCH":
+            j = i - 1
+            while j > at and ops[j].opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_ATTR",
+                                                "LOAD_DEREF", "LOAD_FAST", "BUILD_TUPLE"):
+                if ops[j].opname != "BUILD_TUPLE":
+                    matched.append((ops[j].opname, ops[j].argval))
+                j -= 1
+        elif op.opname == "RERAISE":
+            if op.arg != 0:  # (the handler's cleanup first: a bare except clause)
+                return "except"
+            break
+    for opname, name in matched:
+        value = getattr(builtins, name, None) if opname in ("LOAD_GLOBAL", "LOAD_NAME") else None
+        if not (isinstance(value, type) and issubclass(value, BaseException)) or \
+                issubclass(AttributeError, value):
+            return "except"
+    return None

@@ -594,8 +594,11 @@ def _class_reads(place: Place, found: guard_reach.Reached
                 continue
             found_here.append((f"{place.label}.{key}", value, (anchor, (*steps, (True, key))),
                                key))
-    if users and not opened and ("getattr" in found.names or "hasattr" in found.names):
-        for key in sorted(found.strings - own - held):
+    absent = set(found.tried)  # (names read where an AttributeError is caught: R11 #6)
+    if "getattr" in found.names or "hasattr" in found.names:
+        absent |= found.strings
+    if users and not opened and absent:
+        for key in sorted(absent - own - held):
             if key.isidentifier() and not key.startswith("__"):
                 found_here.append((f"{place.label}.{key}", ABSENT,
                                    (anchor, (*steps, (True, key))), key))

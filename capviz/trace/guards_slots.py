@@ -28,7 +28,9 @@ def unset_slots(c: Any, fn: Callable, places: list[Place],
     of an object's ``__dict__`` miss it. ``c``: the collector; ``path``: its ``_path`` (a
     place's ``(anchor, steps)`` from what the user holds)."""
     found = c.found
-    if not ("getattr" in found.names or "hasattr" in found.names or found.dynamic):
+    named = found.strings if "getattr" in found.names or "hasattr" in found.names else set()
+    named = named | found.tried  # (try: v = self.sl / except AttributeError: review 11, #6)
+    if not (named or found.dynamic):
         return
     owner, function = function_of(fn)
     code = getattr(function, "__code__", None)
@@ -57,7 +59,7 @@ def unset_slots(c: Any, fn: Callable, places: list[Place],
         for klass in kind.__mro__:
             names = vars(klass).get("__slots__", ())
             for key in (names,) if isinstance(names, str) else names:
-                if key.startswith("__") or not (found.dynamic or key in found.strings) or (
+                if key.startswith("__") or not (found.dynamic or key in named) or (
                         (id(obj), key) in held if id(obj) in walked else hasattr(obj, key)):
                     continue  # (set when the capture began: a place of its own)
                 c.add(f"{label}.{key}", ABSENT, (anchor, (*steps, (True, key))), obj, key,
