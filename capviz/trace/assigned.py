@@ -62,6 +62,24 @@ class Assigned:
         return bool(self.exact or self.under or self.anew)
 
 
+_LISTED: dict[int, tuple[types.CodeType, tuple[dis.Instruction, ...]]] = {}  # id ->
+#   (code, its listing): the code held, so that its id stays its own
+_MAX_LISTED = 1024
+
+
+def _instructions(code: types.CodeType) -> tuple[dis.Instruction, ...]:
+    """``code``'s instructions but the preparing ones (:data:`_PREPARE`), listed once per code
+    object: ``dis`` builds each instruction anew, a tenth of a millisecond for a ten-line step
+    at every capture (a tuple of named tuples: no caller can change it)."""
+    got = _LISTED.get(id(code))
+    if got is None or got[0] is not code:
+        if len(_LISTED) >= _MAX_LISTED:  # (code made on the fly: exec, lambdas in a loop)
+            _LISTED.clear()
+        got = _LISTED[id(code)] = (code, tuple(ins for ins in dis.get_instructions(code)
+                                               if ins.opname not in _PREPARE))
+    return got[1]
+
+
 def assigned(fn: Callable, places: list[Place]) -> Assigned:
     """What ``fn`` assigns before it reads (see the module docstring)."""
     found = Assigned()
@@ -78,7 +96,7 @@ def assigned(fn: Callable, places: list[Place]) -> Assigned:
     method: tuple[str, Any] | None = None  # (owner label, method) of a pending call
     stored: set[str] = set()
     read: set[str] = set()  # (the names read: self.on = not self.on reads what it stores)
-    instructions = [ins for ins in dis.get_instructions(code) if ins.opname not in _PREPARE]
+    instructions = _instructions(code)
     done = len(instructions)
     for at, ins in enumerate(instructions):
         op = ins.opname
@@ -240,7 +258,7 @@ def _value(item: Any, first: str, held: dict) -> bool:
     return label in held and guardable(held[label])
 
 
-def _stored_later(fn: Callable, places: list[Place], rest: list, first: str,
+def _stored_later(fn: Callable, places: list[Place], rest: tuple, first: str,
                   found: Assigned) -> None:
     """Add to ``found.exact`` each constant ``fn`` stores on its first argument after its
     straight run and before any branch, loop or return (``y = self.f(x); self.called = True``:
