@@ -185,6 +185,10 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
             continue
         if isinstance(place.holder, enum.Enum) or not c.named(place):
             continue  # (an enum member's own name and value)
+        if place.kind == "global" and "." not in place.label and not c.found.globals and \
+                place.key not in c.found.global_loads:
+            continue  # (a global named like an attribute the code reads, self.scale and a
+            #           global scale: not read, review 11, finding 2)
         value = place.value
         where = _path(place)
         if isinstance(value, types.ModuleType):  # self.cfg = a user's config module
@@ -217,7 +221,7 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
         own = prefix == ""
         every = own and c.found.globals  # (every global: its values only, not its code)
         names = [k for k in space if not k.startswith("__")] if every \
-            else sorted(c.found.names & set(space))
+            else sorted((c.found.global_loads if own else c.found.names) & set(space))
         for name in names:
             value = space[name]
             if guardable(value, identity=not every or name in c.found.names) and \
