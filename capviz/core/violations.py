@@ -506,12 +506,13 @@ SITUATIONS: list[Situation] = [
     Situation(
         "totalled_value_read", "data_read", lambda f: bool(f.fields()["totalled"]),
         "updates a Python number the object keeps with the value of {operand} ({call})",
-        "capviz cannot record it: a Python number read from a tensor is fixed when the capture "
-        "runs, and a replay does not update a Python number, so every replay would leave it "
-        "as the capture found it.",
+        "capviz cannot record it: a Python number read from a tensor here is fixed when the "
+        "capture runs (a replay updates a number the object keeps from t.item() in Python's "
+        "operators, or float(t) / int(t) taken as they are by +=, min or max), so every replay "
+        "would leave it as the capture found it.",
         "{totalled}.",
-        "class Acc:\n    def __init__(self):\n        self.correct = 0\n\n"
-        "    def f(self, x):\n        self.correct += int((x > 0).sum())\n        return x\n\n"
+        "class Acc:\n    def __init__(self):\n        self.total = 0.0\n\n"
+        "    def f(self, x):\n        self.total += float(x.sum()) * 2\n        return x\n\n"
         "cv.capture(Acc().f, cv.spec(3))"),
     Situation(
         "logged_value_read", "data_read", lambda f: bool(f.fields()["logged"]),

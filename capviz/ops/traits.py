@@ -15,7 +15,7 @@ ELEMENTWISE = {  # besides every ufunc: one result element per operand element
     "scalar_power", "scalar_multiply", "scalar_absolute", "astype", "round", "where", "clip",
     "zeros_like", "ones_like", "full_like",
     "copy", "angle", "real", "imag", "i0", "sinc", "fix", "isneginf", "isposinf", "isreal",
-    "iscomplex", "nan_to_num", "isclose", "choose", "select",
+    "iscomplex", "nan_to_num", "isclose", "choose", "select", "python_number",
 }
 """Ops with one result element per operand element, besides the ufuncs."""
 AXIS = {  # op -> the axis of NumPy's signature when the node has none

@@ -83,6 +83,8 @@ def live(graph: Graph, node: Node, given: Mapping[str, Any] | None) -> Any:
         value = given[label(node)]
     elif "rebind" in node.params:
         value = _rebind_live(graph, node)
+        if "python" in node.params:  # a Python number an object keeps (trace/kept_numbers)
+            value = _number_in(node, value)
     else:
         ref = graph.state_targets.get(node.index)
         value = ref() if isinstance(ref, weakref.ref) else ref
@@ -136,8 +138,27 @@ def _rebind_live(graph: Graph, node: Node) -> Any:
             "capture again") from err
 
 
+def _number_in(node: Node, value: Any) -> np.ndarray:
+    """The 0-d array of the Python number a kept number's place holds when a replay starts;
+    one of another type (an int where the capture met a float, a NumPy scalar, a bool, an
+    int past int64) would compute otherwise eagerly: refused."""
+    kind = node.params["python"]
+    if type(value) is not (float if kind == "float" else int) or (
+            kind == "int" and not -2 ** 63 <= value < 2 ** 63):
+        raise ReplayInputError(
+            f"{label(node)} holds {type(value).__name__} {value}, and the graph replays it as "
+            f"the Python {kind} it held when captured (recorded at "
+            f"{format_source(node.source)}), with that type's arithmetic. Fix: set it to "
+            f"{'an' if kind == 'int' else 'a'} {kind}, or capture again")
+    return np.array(value, dtype=node.dtype)
+
+
 def rebind(graph: Graph, node: Node, value: Any) -> None:
-    """Bind ``value`` (a rebind state's new array) to the place, as the eager call binds it."""
+    """Bind ``value`` (a rebind state's new array) to the place, as the eager call binds it
+    (a kept Python number as its Python type: ``float``, ``int``)."""
+    kind = node.params.get("python")
+    if kind is not None:
+        value = float(value) if kind == "float" else int(value)
     anchor, steps = graph.state_places[node.index]
     owner = anchor() if type(anchor) is weakref.ref else anchor
     if owner is None:

@@ -154,6 +154,20 @@ class _Collector:
         return bool(names) and names[-1].strip("<>") in found.names
 
 
+def _kept_numbers(graph: Any) -> set[tuple[int, str]]:
+    """``(id(object), name)`` of each Python number the graph keeps as a state (a replay
+    reads it and binds its new value: :mod:`capviz.trace.kept_numbers`)."""
+    found = set()
+    for node in getattr(graph, "state_nodes", ()):
+        place = graph.state_places.get(node.index) if "python" in node.params else None
+        if place is not None:
+            anchor, steps = place
+            owner = anchor() if isinstance(anchor, weakref.ref) else anchor
+            if owner is not None and len(steps) == 1:
+                found.add((id(owner), steps[0][1]))
+    return found
+
+
 def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
             source: tuple | None = None) -> PythonGuards:
     """The guards of a complete capture of ``fn`` (``places``: :func:`capviz.trace.places.note`
@@ -174,7 +188,10 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
                                                            _alone(p.get())))
                       and _renewed(p.get())
                       for sep in ".[")  # (inside what each replay makes anew: no guard)
+    kept = _kept_numbers(graph)
     for place in places:
+        if kept and place.kind == "attribute" and (id(place.holder), place.key) in kept:
+            continue  # (a Python number the graph keeps as a state: trace/kept_numbers.py)
         if place.kind == "keys":  # a walked object: what it reads from its class, and the
             for label, value, where, key in _class_reads(place, c.found):  # names it lacks
                 c.add(label, value, where, place.holder, key)

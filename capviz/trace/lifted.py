@@ -82,8 +82,8 @@ import numpy as np
 from capviz.core.ir import Graph, Node
 from capviz.core.own_weakrefs import OwnRef, only_own
 from capviz.core.source import PACKAGE_DIRS, USER_FILES, user_frame
-from capviz.trace import code_reach, mutation
-from capviz.trace.places import Place, tensor_in
+from capviz.trace import code_reach, kept_numbers, mutation
+from capviz.trace.places import Place, function_of, tensor_in
 from capviz.trace.rebound import fresh, rebindable
 from capviz.trace.recapture import array_states
 from capviz.trace.state import State
@@ -246,10 +246,13 @@ def plan(fn: Callable, places: list[Place]) -> Lifted | None:
     function, owner = key
     table = _table(function, False)
     remembered = None if table is None else table.get(owner if owner is not None else function)
-    if remembered is None:
+    numbers = kept_numbers.plan(*function_of(fn), places)  # (self.sum += loss.item() * n)
+    if remembered is None and not numbers:
         return None
     if reads_type(fn, places):
         return None  # ``type(self.W)``: no hook sees it (the module docstring, point 5)
+    if remembered is None:
+        return Lifted([_number(place, line, fn) for place, line in numbers], places)
     holding = _holding(places)
     by_label = {p.label: p for held in holding.values() for p in held}
     ours = _our_references(places)
@@ -260,7 +263,28 @@ def plan(fn: Callable, places: list[Place]) -> Lifted | None:
             return None
         root = first.value
         states.append((root, holding[id(root)], name, place, source))
+    kept = {id(place) for place, _line in numbers}
+    if any(id(p) in kept for held in holding.values() for p in held):
+        return None  # (never both: a kept number is no array)
+    states.extend(_number(place, line, fn) for place, line in numbers)
     return Lifted(states, places)
+
+
+def _number(place: Place, line: int, fn: Callable) -> tuple:
+    """The state of a kept Python number (:mod:`capviz.trace.kept_numbers`): a 0-d array of
+    its value, bound again by each replay at ``place`` as the Python number it is."""
+    code = getattr(function_of(fn)[1], "__code__", None)
+    source = None if code is None else (code.co_filename, line, code.co_name)
+    return (kept_numbers.root_of(place.value), [place], None, _anchor(place), source)
+
+
+def _anchor(place: Place) -> tuple:
+    """``(anchor, steps)`` of an attribute ``place``: its object, weakly where it can be."""
+    try:
+        held: Any = weakref.ref(place.holder)
+    except TypeError:
+        held = place.holder
+    return held, ((True, place.key),)
 
 
 def liftable(root: Any, holding: dict[int, list[Place]], ours: collections.Counter) -> bool:
@@ -345,11 +369,15 @@ def lift(recorder: Any, lifted: Lifted) -> None:
     frame = user_frame(sys._getframe())
     if recorder.examples is not None:  # (a branch on a lifted state: decided by two passes)
         recorder.examples.states_known = False
+    numbers: list[Node] = []
     for root, holders, name, place, source in lifted.states:
         if name is None:  # a rebound place (trace/rebinding.py): named as a constant of
             name, place = _rebind_place(recorder, root, holders[0], place, frame)  # it is
         node = recorder._append("state", None, (), {}, tuple(root.shape), root.dtype, source,
                                 name, frame=frame)
+        if _is_number(holders):  # a kept Python number (kept_numbers): written back so
+            node.params["python"] = type(holders[0].value).__name__
+            numbers.append(node)
         graph.state_values[node.index] = root.copy("K")
         ref = OwnRef(root)
         graph.state_targets[node.index] = ref
@@ -367,6 +395,13 @@ def lift(recorder: Any, lifted: Lifted) -> None:
                 vars(holder.holder)[holder.key] = tensor
             else:
                 holder.bind(tensor)
+    if numbers:
+        kept_numbers.start(recorder, numbers)
+
+
+def _is_number(holders: list[Place]) -> bool:
+    return len(holders) == 1 and holders[0].kind == "attribute" and \
+        type(holders[0].value) in (float, int)
 
 
 def _rebind_place(recorder: Any, root: np.ndarray, held: Place, place: Any, frame: Any
@@ -433,7 +468,14 @@ def unlift(lifted: Lifted, recorder: Any) -> None:
     scope exits, also when ``fn`` raised)."""
     recorder.lifted = None
     recorder.lifted_tensors = {id(t) for t in lifted.tensors}  # (_logs: none of them logged)
+    if recorder.__dict__.get("_kept_nodes") is not None and not kept_numbers.stop(recorder):
+        lifted.held = False  # (a float(t) no op took: Python computed with it, unseen)
     for (root, holders, *_), tensor in zip(lifted.states, lifted.tensors):
+        if _is_number(holders):  # a kept Python number: rebound to its new value's tensor
+            if not _rebound_number(holders[0], root, tensor, recorder):
+                lifted.held = False
+            holders[0].put_back()
+            continue
         if len(holders) == 1 and _rebound(holders[0], root, tensor, recorder):
             holders[0].put_back()  # (a rebind state: trace/rebinding.py)
             continue
@@ -468,6 +510,24 @@ def _rebound(place: Place, root: np.ndarray, tensor: Tensor, recorder: Any) -> b
     #                   path from what the user holds: _rebind_place)
     state.node.params["rebind"] = True
     state.tensor = found  # (its final value: :func:`capviz.trace.state.final_values`)
+    return True
+
+
+def _rebound_number(place: Place, root: np.ndarray, tensor: Tensor, recorder: Any) -> bool:
+    """Whether the place of a kept Python number (lifted as ``root``) holds a new Python
+    number's tensor of ``recorder`` of ``root``'s dtype (``self.count += 0.5`` makes an int a
+    float: not replayed): its state becomes a rebind state whose final value is that tensor."""
+    found = place.get()
+    if found is tensor or type(found) is not Tensor or found._trace is not recorder or \
+            found._data.index not in kept_numbers.kept_nodes(recorder) or found.shape != () \
+            or found.dtype != root.dtype:
+        return False
+    state = recorder.states.get(id(root))
+    if state is None or state.tensor is not tensor or \
+            mutation.current(recorder, tensor) is not state.node:
+        return False
+    state.node.params["rebind"] = True
+    state.tensor = found
     return True
 
 

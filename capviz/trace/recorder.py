@@ -266,6 +266,8 @@ class Recorder(Trace):
         python = False
         if self.python_nodes:  # draws of Python numbers, promoted weakly (trace/state.py)
             args, python = state.python_operands(self, op, args, params)
+            if python:  # (Python's own operator on the numbers an object keeps)
+                op, params = state.kept_op(self, op, args, params)
         if self.closed or self not in RECORDERS.get():
             if self.closed:  # name the tensor used after its scope
                 raise self.closed_error(next((a._data for a in args if type(a) is Tensor

@@ -56,7 +56,8 @@ from capviz.core.own_weakrefs import OwnRef
 from capviz.core.source import format_source, source_of, user_frame
 from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
-from capviz.trace import fold, mutation, state_fixes, statements
+from capviz.ops import python_numbers
+from capviz.trace import fold, kept_numbers, mutation, state_fixes, statements
 from capviz.trace.python_ints import python_bounds, refuse_wrap, within_int64, wrapped_ints
 from capviz.trace.tensor import Tensor
 
@@ -685,10 +686,16 @@ def python_operands(recorder: Any, op: Any, args: tuple, params: dict) -> tuple[
     the dtype NumPy converts it to (``np.result_type`` of the other operands and a Python
     number), which is what NumPy computes with, bit for bit; a conversion to a narrower integer
     (which raises OverflowError for a draw out of its range) is refused at the line."""
+    kept = recorder.__dict__.get("_kept_nodes")
+    if kept:  # (float(t) / int(t) in a kept number's update: kept_numbers.stand_in)
+        args = kept_numbers.taken(recorder, args)
     drawn = [k for k, a in enumerate(args) if _python(recorder, a)]
     if not drawn:
         return args, False
     if all(k in drawn or type(a) in (bool, int, float, complex) for k, a in enumerate(args)):
+        if kept and any(args[k]._data.index in kept for k in drawn):
+            recorder.__dict__["_next_kept"] = True  # (Python's arithmetic: kept_op)
+            return args, True
         within_int64(recorder, op, args)
         return args, True
     wrapped = wrapped_ints(recorder)
@@ -726,6 +733,28 @@ def python_operands(recorder: Any, op: Any, args: tuple, params: dict) -> tuple[
     return tuple(args), False
 
 
+def kept_op(recorder: Any, op: Any, args: tuple, params: dict) -> tuple[Any, dict]:
+    """The op recorded for ``op`` on Python numbers one of which an object keeps
+    (:mod:`capviz.trace.kept_numbers`): ``python_number``, Python's own operator
+    (:mod:`capviz.ops.python_numbers`); ``where`` (Python's min/max) as it is; any other
+    refused (the lifted run is thrown away, and the two captures give their refusal)."""
+    if not recorder.__dict__.get("_next_kept"):
+        return op, params
+    name = getattr(op, "name", "")
+    if name == "where" and not params:
+        return op, params
+    kinds = [type(a) if type(a) in (bool, int, float) else
+             {"f": float, "b": bool}.get(np.dtype(a._data.dtype).kind, int) for a in args]
+    if params or python_numbers.result_type(name, kinds) is None:
+        recorder.__dict__.pop("_next_kept", None)
+        raise recorder.refuse_here(f"np.{name} of a Python number the object keeps", (
+            "the capture replays the Python numbers an object keeps with Python's own "
+            "operators (+ - * / // % and comparisons), and this one is not one of them; keep "
+            "the number in a 0-d array written with the tensor itself (np.array(...) before "
+            "the capture)"))
+    return ops.OPS["python_number"], {"op": name}
+
+
 def mark_python(recorder: Any, result: Any) -> None:
     """Note that ``result`` (a tensor) is a Python number in eager code
     (:func:`python_operands`), with the bounds
@@ -739,6 +768,8 @@ def mark_python(recorder: Any, result: Any) -> None:
         bounds = recorder.__dict__.pop("_next_bounds", None)
         if bounds is not None:
             python_bounds(recorder)[result._data.index] = bounds
+        if recorder.__dict__.pop("_next_kept", False):  # (of a kept number: kept_numbers)
+            kept_numbers.kept_nodes(recorder).add(result._data.index)
         wrapped = recorder.__dict__.pop("_next_wrapped", None)
         if wrapped is not None:  # (past int64, on its way to a % 2**k: python_ints)
             wrapped_ints(recorder)[result._data.index] = wrapped

@@ -21,6 +21,7 @@ from capviz.core.errors import UnsupportedOperationError
 from capviz.core.source import source_of, user_frame
 from capviz.core.violations import unsupported_message
 from capviz.ops.advanced_index import READ, UFUNC_AT, split_key, tensor_key
+from capviz.trace import kept_numbers
 from capviz.trace.call_site import MULTIPLY, POWER, names_reflected, power_call
 from capviz.trace.dispatch import HANDLED, UFUNC_METHODS, function_name, refusal
 from capviz.trace.statements import augments_local
@@ -342,7 +343,11 @@ def _inplace(symbol: str) -> Any:
     reference sees the new value); a capture records it as an update (trace/mutation.py)."""
 
     def method(self: Tensor, other: Any) -> Any:
-        return self._trace.inplace(symbol, self, other)
+        trace = self._trace
+        python = getattr(trace, "python_nodes", None)
+        if python and self._data.index in python:
+            return NotImplemented  # (a Python number: += binds a new one, as Python does)
+        return trace.inplace(symbol, self, other)
 
     method.__name__ = f"__i{symbol[:-1]}__"
     return method
@@ -564,9 +569,17 @@ class Tensor:
 
     def item(self) -> Any:
         """The single element as a Python scalar."""
+        if getattr(self._trace, "python_nodes", None):  # (a kept number's update: lifted)
+            kept = kept_numbers.item(self)
+            if kept is not None:
+                return kept
         return self._trace.read(self, ".item()").item()
 
     def __float__(self) -> float:
+        if getattr(self._trace, "python_nodes", None):  # (a kept number's update: lifted)
+            kept = kept_numbers.stand_in(self, "float()")
+            if kept is not None:
+                return kept
         return float(self._trace.read(self, "float()"))
 
     def is_integer(self) -> bool:
@@ -581,6 +594,10 @@ class Tensor:
         return bool(self._trace.read(self, ".is_integer()")[()].is_integer())
 
     def __int__(self) -> int:
+        if getattr(self._trace, "python_nodes", None):  # (a kept number's update: lifted)
+            kept = kept_numbers.stand_in(self, "int()")
+            if kept is not None:
+                return kept
         return int(self._trace.read(self, "int()"))
 
     def __index__(self) -> int:

@@ -1,0 +1,426 @@
+"""Python numbers an object keeps across calls, updated from tensors, lifted as states.
+
+``self.sum += loss.item() * n; self.count += n; self.avg = self.sum / self.count`` (an
+AverageMeter), ``self.correct += int((pred == y).sum())``, ``self.best = min(self.best,
+float(loss))``: each call rebinds a Python float or int the object keeps (ruling 38 10:50,
+39 14:10: lifted Python numbers). :func:`plan` finds them in the source of ``fn`` before it
+runs: an attribute of ``fn``'s ``self`` that holds a ``float`` or an ``int`` (not a bool, within
+int64) and that a statement of ``fn`` rebinds from its own value (``self.x += v``, ``self.x =
+self.x + v``, ``self.x = min(self.x, v)``) or from such a number (``self.avg = self.sum /
+self.count``), where one of those statements reads a tensor's value (``.item()``, ``float()``,
+``int()``). Each becomes a state of the graph (a 0-d float64 for a float, int64 for an int),
+lifted as :mod:`capviz.trace.lifted` lifts an array: the place holds the state's tensor while
+``fn`` runs, marked a Python number (NumPy's weak promotion), and the run is kept only where
+:func:`capviz.trace.lifted.kept` keeps it; anything else is thrown away, and the two captures
+give today's refusal. A replay reads the number the place holds when it starts (its Python type
+checked) and binds the new one as that Python type (``type(m.sum) is float``).
+
+What they compute is Python's arithmetic, not NumPy's: every operator on them is recorded as
+``python_number`` (:mod:`capviz.ops.python_numbers`), which a replay runs with Python's own
+operators on Python numbers (an int past int64 raises at that node, ``int / int`` is Python's
+exactly rounded quotient, a division by zero raises ``ZeroDivisionError``); ``min``/``max`` of
+two of them are Python's (``b if b < a else a``: NaN's order as Python's).
+
+The reads: ``t.item()`` in such a statement gives the tensor's value as a Python number's
+tensor. ``float(t)`` and ``int(t)`` must return a real float or int (CPython checks), so they
+return a new one the capture knows by identity (:func:`stand_in`), which the op it is a direct
+operand of (``+=``, ``min``) takes as the tensor's value; the statement's form (read from the
+source) guarantees no other code sees it, and a run where one was not taken is thrown away.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import sys
+import textwrap
+import threading
+from typing import Any
+
+import numpy as np
+
+from capviz import ops
+from capviz.core.source import user_frame
+from capviz.trace import statements
+
+INT64 = (-2 ** 63, 2 ** 63 - 1)
+_READS = frozenset(("item", "float", "int"))
+
+
+def _source_tree(code: Any) -> tuple[ast.FunctionDef, int, int] | None:
+    """The ``def`` of code object ``code``: its tree, the first line's number, and the
+    indentation its source was dedented by (in bytes, as the columns of both)."""
+    try:
+        lines, start = inspect.getsourcelines(code)
+    except (OSError, TypeError):
+        return None
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    first = lines[0] if lines else ""
+    shift = len(first.encode()) - len(dedented.splitlines(True)[0].encode()) if dedented else 0
+    try:
+        tree = ast.parse(dedented)
+    except SyntaxError:
+        return None
+    body = tree.body[0] if tree.body else None
+    if not isinstance(body, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+            body.name != code.co_name:
+        return None
+    return body, start, shift
+
+
+def _own(node: ast.AST, me: str) -> str | None:
+    """``x`` where ``node`` is ``me.x``."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+            node.value.id == me:
+        return node.attr
+    return None
+
+
+def _statements(tree: ast.FunctionDef) -> list[ast.stmt]:
+    """The statements of ``tree``'s body, nested blocks included, not nested functions."""
+    found: list[ast.stmt] = []
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.stmt):
+            found.append(node)
+        stack.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+    return found
+
+
+def _reads(node: ast.AST) -> bool:
+    """Whether ``node`` calls ``.item()``, ``float()`` or ``int()``."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            func = sub.func
+            if (isinstance(func, ast.Attribute) and func.attr == "item" and not sub.args) or \
+                    (isinstance(func, ast.Name) and func.id in ("float", "int") and
+                     len(sub.args) == 1 and not sub.keywords):
+                return True
+    return False
+
+
+def updates(stmt: ast.stmt, me: str) -> tuple[str, ast.AST] | None:
+    """``(name, value)`` where ``stmt`` rebinds ``me.name`` from its own value: ``me.name op=
+    value``, or ``me.name = value`` with ``value`` reading ``me.name`` (``me.name + v``,
+    ``min(me.name, v)``)."""
+    if isinstance(stmt, ast.AugAssign):
+        name = _own(stmt.target, me)
+        if name is not None and isinstance(stmt.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+            return name, stmt.value
+        return None
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+        return None
+    name = _own(stmt.targets[0], me)
+    value = stmt.value
+    if name is None:
+        return None
+    if any(_own(sub, me) == name for sub in ast.walk(value)):  # (self.x = self.x + v,
+        return name, value                     # min(self.x, v), 0.9 * self.x + 0.1 * v)
+    return None
+
+
+def _derived(stmt: ast.stmt, me: str, kept: set[str]) -> str | None:
+    """``name`` where ``stmt`` is ``me.name = <an expression reading a kept number>``."""
+    if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+        return None
+    name = _own(stmt.targets[0], me)
+    if name is None:
+        return None
+    if any(_own(sub, me) in kept for sub in ast.walk(stmt.value)):
+        return name
+    return None
+
+
+def _python(value: Any) -> bool:
+    return (type(value) is float) or (type(value) is int and INT64[0] <= value <= INT64[1])
+
+
+def plan(owner: Any, function: Any, places: list[Any]) -> list[tuple[Any, int]]:
+    """The places (:class:`capviz.trace.places.Place`) of the kept Python numbers of the
+    method ``function`` bound to ``owner`` (see the module docstring), each with the line of
+    the statement that first rebinds it; ``[]`` where there are none."""
+    if owner is None or not hasattr(function, "__code__"):
+        return []
+    found = _tree(function.__code__)
+    if found is None:
+        return []
+    tree, start, _shift = found
+    if not tree.args.args:
+        return []
+    me = tree.args.args[0].arg
+    listed = _statements(tree)
+    kept: dict[str, int] = {}
+    read = False
+    for stmt in listed:
+        update = updates(stmt, me)
+        if update is not None:
+            kept.setdefault(update[0], stmt.lineno + start - 1)
+            read = read or _reads(update[1])
+    if not read:
+        return []
+    grown = True
+    while grown:
+        grown = False
+        for stmt in listed:
+            name = _derived(stmt, me, set(kept))
+            if name is not None and name not in kept:
+                kept[name] = stmt.lineno + start - 1
+                grown = True
+    held = vars(owner) if hasattr(owner, "__dict__") else {}
+    chosen = []
+    for place in places:
+        if place.kind == "attribute" and place.holder is owner and place.key in kept and \
+                _python(held.get(place.key)):
+            chosen.append((place, kept[place.key]))
+    return chosen
+
+
+def root_of(value: Any) -> np.ndarray:
+    """The 0-d array a Python number is lifted as: float64 for a float, int64 for an int."""
+    return np.array(value, dtype=np.float64 if type(value) is float else np.int64)
+
+
+# --- the reads in a kept statement --------------------------------------------------------------
+
+def _statement(frame: Any) -> tuple[ast.stmt, str, ast.AST] | None:
+    """The statement ``frame`` runs, its ``self`` name and the node of the running
+    instruction, where it is an update of a kept number (:func:`updates`)."""
+    here = statements.instruction(frame)
+    if here is None or here.positions is None or here.positions.lineno is None:
+        return None
+    code = frame.f_code
+    if not code.co_varnames:
+        return None
+    found = _tree(code)
+    if found is None:
+        return None
+    tree, start, shift = found
+    me = tree.args.args[0].arg if tree.args.args else None
+    if me is None:
+        return None
+    pos = here.positions
+    line = pos.lineno - start + 1
+    for stmt in _statements(tree):
+        if stmt.lineno <= line <= stmt.end_lineno and updates(stmt, me) is not None:
+            for sub in ast.walk(stmt):
+                if getattr(sub, "lineno", None) == line and \
+                        getattr(sub, "end_lineno", None) == pos.end_lineno - start + 1 and \
+                        sub.col_offset + shift == pos.col_offset and \
+                        sub.end_col_offset + shift == pos.end_col_offset:
+                    return stmt, me, sub
+    return None
+
+
+_TREES: dict[Any, Any] = {}  # code object -> _source_tree's (read once per code object)
+
+
+def _tree(code: Any) -> tuple[ast.FunctionDef, int, int] | None:
+    if code not in _TREES:
+        if len(_TREES) > 256:
+            _TREES.clear()
+        _TREES[code] = _source_tree(code)
+    return _TREES[code]
+
+
+def _kept_target(recorder: Any, frame: Any, stmt: ast.stmt, me: str) -> bool:
+    """Whether the place ``stmt`` rebinds holds a kept number's tensor of ``recorder``."""
+    name = updates(stmt, me)[0]
+    owner = frame.f_locals.get(me)
+    held = getattr(owner, "__dict__", {}).get(name)
+    return held is not None and getattr(held, "_trace", None) is recorder and \
+        held._data.index in recorder.python_nodes and \
+        held._data.index in kept_nodes(recorder)
+
+
+def kept_nodes(recorder: Any) -> set[int]:
+    """The nodes of the kept numbers and of Python's arithmetic on them."""
+    return recorder.__dict__.setdefault("_kept_nodes", set())
+
+
+def item(tensor: Any) -> Any:
+    """``tensor.item()`` where it is read in the update of a kept number (``self.sum +=
+    loss.item() * n``): a Python number's tensor of its value (float64 for a float or float32
+    tensor, int64 for an integer one); ``None`` otherwise (a read, as before)."""
+    recorder = tensor._trace
+    if not kept_nodes_active(recorder) or tensor.shape != () or \
+            np.dtype(tensor.dtype).kind not in "fiu":
+        return None
+    frame = user_frame(sys._getframe(1))
+    found = None if frame is None else _statement(frame)
+    if found is None or not _kept_target(recorder, frame, found[0], found[1]) or \
+            not _operands_only(found[0], found[1], found[2]):
+        return None
+    return _as_python(recorder, tensor, "f" if np.dtype(tensor.dtype).kind == "f" else "i")
+
+
+def kept_nodes_active(recorder: Any) -> bool:
+    return bool(recorder.__dict__.get("_kept_nodes"))
+
+
+def _as_python(recorder: Any, tensor: Any, kind: str) -> Any:
+    dtype = "float64" if kind == "f" else "int64"
+    node = tensor._data
+    if np.dtype(node.dtype).kind == "u" and kind == "i" and np.dtype(node.dtype).itemsize == 8:
+        return None  # (a uint64 past int64: Python's int is exact, int64 is not)
+    made = type(tensor)(recorder.record(ops.OPS["astype"], (node,), {"dtype": dtype}), recorder)
+    recorder.python_nodes.add(made._data.index)
+    kept_nodes(recorder).add(made._data.index)
+    return made
+
+
+def stand_in(tensor: Any, call: str) -> Any:
+    """``float(t)`` / ``int(t)`` where it is a direct operand of the update of a kept number
+    (``self.correct += int(...)``, ``min(self.best, float(loss))``): a new Python number the
+    capture takes, by identity, as ``t``'s value (:func:`taken`); ``None`` otherwise."""
+    recorder = tensor._trace
+    if not kept_nodes_active(recorder) or tensor.shape != () or \
+            np.dtype(tensor.dtype).kind not in ("iub" if call == "int()" else "fiu"):
+        # (int() of a float: Python truncates exactly or raises for NaN and inf: not int64's)
+        return None
+    frame = user_frame(sys._getframe(1))
+    found = None if frame is None else _statement(frame)
+    if found is None:
+        return None
+    stmt, me, node = found
+    if not _kept_target(recorder, frame, stmt, me) or not _direct(stmt, me, node):
+        return None
+    kind = "f" if call == "float()" else "i"
+    value = _as_python(recorder, tensor, kind)
+    if value is None:
+        return None
+    number = float("0.5") if kind == "f" else int("4611686018427387905")  # (a new object)
+    standing(recorder)[id(number)] = (number, value)
+    return number
+
+
+def _operands_only(stmt: ast.stmt, me: str, node: ast.AST) -> bool:
+    """Whether ``node`` (``t.item()``) reaches the update's value through Python's operators
+    and ``min``/``max``/``abs`` only: its value goes to no other code (a helper that could
+    keep it where no walk looks)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
+            node.func.attr == "item" and not node.args and not node.keywords):
+        return False
+    value = updates(stmt, me)[1]
+    parents = {id(child): sub for sub in ast.walk(stmt) for child in ast.iter_child_nodes(sub)}
+    while node is not value:
+        parent = parents.get(id(node))
+        if parent is None:
+            return False
+        if not (isinstance(parent, (ast.BinOp, ast.UnaryOp)) or (
+                isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and
+                parent.func.id in ("min", "max", "abs") and node in parent.args)):
+            return False
+        node = parent
+    return True
+
+
+def _direct(stmt: ast.stmt, me: str, node: ast.AST) -> bool:
+    """Whether ``node`` is a call ``float(...)`` / ``int(...)`` that the update takes
+    directly: its value (``self.n += int(...)``) or an operand of ``min``/``max`` or of the
+    operator whose result it is (not inside a call of other code, which could keep it)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and
+            node.func.id in ("float", "int") and len(node.args) == 1 and not node.keywords):
+        return False
+    _name, value = updates(stmt, me)
+    if value is node:
+        return True
+    for sub in ast.walk(stmt):
+        if isinstance(sub, ast.BinOp) and (sub.left is node or sub.right is node):
+            return True
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and \
+                sub.func.id in ("min", "max") and node in sub.args and len(sub.args) == 2:
+            return True
+    return False
+
+
+def standing(recorder: Any) -> dict[int, tuple[Any, Any]]:
+    """The numbers :func:`stand_in` gave, not yet taken, by ``id``."""
+    return recorder.__dict__.setdefault("_stand_ins", {})
+
+
+def taken(recorder: Any, args: tuple) -> tuple:
+    """``args`` with each number :func:`stand_in` gave replaced by its tensor."""
+    found = recorder.__dict__.get("_stand_ins")
+    if not found:
+        return args
+    out = list(args)
+    for k, a in enumerate(args):
+        if type(a) in (float, int):
+            held = found.get(id(a))
+            if held is not None and held[0] is a:
+                out[k] = held[1]
+                del found[id(a)]
+    return tuple(out)
+
+
+# --- Python's min and max of kept numbers ------------------------------------------------------
+
+_MIN, _MAX = builtins.min, builtins.max
+_LOCK = threading.Lock()
+_ACTIVE: list[Any] = []  # the recorders of the lifted runs holding kept numbers
+
+
+def _picked(args: tuple, pick: str) -> Any:
+    """Python's ``min(a, b)`` (``b if b < a else a``) or ``max`` of two kept numbers as a
+    tensor; ``None`` where they are not such (the builtin runs)."""
+    for recorder in list(_ACTIVE):
+        a, b = taken(recorder, args)
+        kinds = [_kind(x, recorder) for x in (a, b)]
+        if None in kinds or not any(k[1] for k in kinds) or kinds[0][0] != kinds[1][0]:
+            continue
+        less = (b < a) if pick == "min" else (b > a)
+        return np.where(less, b, a)
+    return None
+
+
+def _kind(x: Any, recorder: Any) -> tuple[str, bool] | None:
+    if type(x) is float:
+        return "f", False
+    if type(x) is int:
+        return "i", False
+    data = getattr(x, "_data", None)
+    if getattr(x, "_trace", None) is recorder and data is not None and \
+            data.index in kept_nodes(recorder) and data.dtype is not None:
+        kind = np.dtype(data.dtype).kind
+        return ("f" if kind == "f" else "i" if kind in "iu" else "?"), True
+    return None
+
+
+def _min(*args: Any, **kwargs: Any) -> Any:
+    if len(args) == 2 and not kwargs and _ACTIVE:
+        found = _picked(args, "min")
+        if found is not None:
+            return found
+    return _MIN(*args, **kwargs)
+
+
+def _max(*args: Any, **kwargs: Any) -> Any:
+    if len(args) == 2 and not kwargs and _ACTIVE:
+        found = _picked(args, "max")
+        if found is not None:
+            return found
+    return _MAX(*args, **kwargs)
+
+
+def start(recorder: Any, nodes: list[Any]) -> None:
+    """Mark the kept numbers' state ``nodes`` and let ``min``/``max`` take them."""
+    kept_nodes(recorder).update(node.index for node in nodes)
+    recorder.python_nodes.update(node.index for node in nodes)
+    with _LOCK:
+        _ACTIVE.append(recorder)
+        builtins.min, builtins.max = _min, _max
+
+
+def stop(recorder: Any) -> bool:
+    """Undo :func:`start`; whether every number :func:`stand_in` gave was taken."""
+    with _LOCK:
+        if recorder in _ACTIVE:
+            _ACTIVE.remove(recorder)
+        if not _ACTIVE:
+            builtins.min, builtins.max = _MIN, _MAX
+    return not recorder.__dict__.get("_stand_ins")
