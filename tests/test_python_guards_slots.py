@@ -7,6 +7,9 @@ refused naming it; one the call itself sets is refused with the fix (call it onc
 
 from __future__ import annotations
 
+import contextlib
+import operator
+
 import numpy as np
 import pytest
 
@@ -159,3 +162,57 @@ def test_an_attribute_absent_where_its_error_is_caught_is_guarded(make, method):
                              "the old value.")
     again = cv.capture(fn, X)  # the fix, applied
     _replays_as_eager(again, fn)
+
+
+def tried_global(x):
+    try:
+        v = SCALE  # (the user defines it later)
+    except NameError:
+        v = 0.5
+    return x * v
+
+
+class Others:
+    def attrgetter(self, x):
+        try:
+            v = operator.attrgetter("sl")(self)
+        except AttributeError:
+            v = 0.5
+        return x * v
+
+    def suppressed(self, x):
+        v = 0.5
+        with contextlib.suppress(AttributeError):
+            v = self.sl
+        return x * v
+
+    def listed(self, x):
+        return x * (3.0 if "sl" in dir(self) else 1.0)
+
+
+def test_a_global_absent_where_its_name_error_is_caught_is_guarded():
+    """Review 11, finding 6's remnant (silent): ``try: v = SCALE`` / ``except NameError``."""
+    graph = cv.capture(tried_global, X)
+    _replays_as_eager(graph, tried_global)
+    globals()["SCALE"] = 1.5
+    try:
+        with pytest.raises(GuardError, match=r"^SCALE was absent when tried_global was "
+                                             r"captured \(read at .*\) and holds 1\.5 now"):
+            graph.replay({"x": X})
+        again = cv.capture(tried_global, X)  # the fix, applied
+        _replays_as_eager(again, tried_global)
+    finally:
+        del globals()["SCALE"]
+
+
+@pytest.mark.parametrize("method", ["attrgetter", "suppressed", "listed"])
+def test_an_attribute_absent_read_by_other_spellings_is_guarded(method):
+    """Review 11, finding 6's remnant (silent): ``operator.attrgetter("sl")`` in a try,
+    ``contextlib.suppress(AttributeError)``, ``"sl" in dir(self)``."""
+    m = Others()
+    fn = getattr(m, method)
+    graph = cv.capture(fn, X)
+    _replays_as_eager(graph, fn)
+    m.sl = 1.5
+    with pytest.raises(GuardError, match=rf"^self\.sl was absent when {method} was captured"):
+        graph.replay({"x": X})

@@ -34,6 +34,11 @@ GLOBALS = frozenset(("globals", "locals", "vars", "eval", "exec", "modules", "im
 reaches an attribute, not a global (hostile review 10, finding 1: every global of the module
 was guarded, a warm-up loop's ``step`` refused each replay)."""
 
+STRUNG = frozenset(("getattr", "hasattr", "attrgetter", "__dict__", "dir", "getattr_static"))
+"""Names through which code reads an attribute named by a string (``getattr(self, "p", 0.5)``,
+``operator.attrgetter("p")(self)``, ``self.__dict__.get("p")``, ``"p" in dir(self)``): its
+string constants are names it may read, and find absent."""
+
 SPECIAL = ("__call__", "__getattr__", "__getattribute__")
 """The methods a class's objects run with no name of theirs in the code that uses them."""
 
@@ -48,7 +53,7 @@ class Reached:
     ``__getattr__`` or ``__getattribute__``: any attribute of their objects may be read)."""
 
     __slots__ = ("dynamic", "functions", "global_loads", "globals", "names", "open_classes",
-                 "spaces", "strings", "tried")
+                 "spaces", "strings", "strung", "tried", "tried_globals")
 
     def __init__(self) -> None:
         self.names: set[str] = set()
@@ -61,6 +66,8 @@ class Reached:
         self.functions: list[types.FunctionType] = []  # every function read, in order
         self.tried: set[str] = set()  # the attribute names it may read where an
         #   AttributeError is caught (try: v = self.sl / except AttributeError: review 11, #6)
+        self.tried_globals: set[str] = set()  # the globals it may read where a NameError is
+        self.strung = False  # it reads attributes by strings (getattr, hasattr, attrgetter)
 
 
 def reached(fn: Callable, places: list[Place]) -> Reached:
@@ -102,8 +109,9 @@ def reached(fn: Callable, places: list[Place]) -> Reached:
             found.names |= named
             found.global_loads |= loaded
             found.strings |= texts
-            tried_names, tried_calls = tried(code)
+            tried_names, tried_globals, tried_calls = tried(code)
             found.tried |= tried_names
+            found.tried_globals |= tried_globals
             calls = calls or tried_calls
             space = getattr(each, "__globals__", None)
             if isinstance(space, dict) and id(space) not in spaces:
@@ -147,7 +155,9 @@ def reached(fn: Callable, places: list[Place]) -> Reached:
     found.spaces = list(spaces.values())
     if calls:  # (raised in a function called there: any name read is caught there too)
         found.tried |= found.names
-    if "getattr" in found.names or "hasattr" in found.names:
+        found.tried_globals |= found.global_loads
+    found.strung = not found.names.isdisjoint(STRUNG)
+    if found.strung:
         for place in places:  # (names held as data: for n in NAMES: getattr(self, n, 0.5),
             held = place.value if type(place.value) is tuple else (place.value,)  # R11 #6)
             found.strings.update(s for s in held if type(s) is str and s.isidentifier())
@@ -185,14 +195,16 @@ _CALLS = frozenset(("CALL", "CALL_FUNCTION", "CALL_FUNCTION_EX", "CALL_METHOD", 
 _TRIED: dict[Any, tuple[frozenset, bool]] = {}
 
 
-def tried(code: types.CodeType) -> tuple[frozenset, bool]:
-    """``(names, calls)``: the attribute names ``code`` (and the code objects defined in it)
-    loads where an AttributeError raised is caught, and whether a call is made there (an
-    AttributeError raised in the function it calls is caught too)."""
+def tried(code: types.CodeType) -> tuple[frozenset, frozenset, bool]:
+    """``(attributes, globals, calls)``: the attribute names ``code`` (and the code objects
+    defined in it) loads where an AttributeError raised is caught, the global names it loads
+    where a NameError is, and whether a call is made where either is (raised in the function
+    it calls, it is caught too)."""
     found = _TRIED.get(code)
     if found is not None:
         return found
     names: set[str] = set()
+    loaded: set[str] = set()
     calls = False
     stack = [code]
     while stack:
@@ -203,34 +215,42 @@ def tried(code: types.CodeType) -> tuple[frozenset, bool]:
         if entries is None:  # (Python 3.10: blocks set up by SETUP_FINALLY / SETUP_WITH)
             if any(op.opname.startswith("SETUP_") for op in ops):
                 names.update(op.argval for op in ops if op.opname in _LOADS_ATTR)
+                loaded.update(op.argval for op in ops if op.opname in _LOADS_GLOBAL)
                 calls = True
             continue
         where = {op.offset: i for i, op in enumerate(ops)}
         for entry in entries:
-            kind = _handler(ops, where.get(entry.target))
-            if kind is None:
+            caught = _handler(ops, where.get(entry.target))
+            if not caught:
                 continue
             for op in ops:
                 if entry.start <= op.offset < entry.end:
-                    if op.opname in _LOADS_ATTR:
+                    if op.opname in _LOADS_ATTR and AttributeError in caught:
                         names.add(op.argval)
-                    elif kind == "except" and op.opname in _CALLS:
+                    elif op.opname in _LOADS_GLOBAL and NameError in caught:
+                        loaded.add(op.argval)
+                    elif op.opname in _CALLS and "call" in caught:
                         calls = True
-    found = (frozenset(names), calls)
+    found = (frozenset(names), frozenset(loaded), calls)
     if len(_TRIED) < 4096:
         _TRIED[code] = found
     return found
 
 
-def _handler(ops: list, at: int | None) -> str | None:
-    """``"except"`` where the handler at ``ops[at]`` may catch an AttributeError (a bare
-    ``except``, ``except AttributeError`` or a base of it, a class not built in), ``"with"``
-    for a ``with`` block's (its ``__exit__`` may swallow it: ``contextlib.suppress``), else
-    ``None`` (no handler there: a cleanup; or one catching other errors only)."""
+_LOADS_GLOBAL = frozenset(("LOAD_GLOBAL", "LOAD_NAME"))
+
+
+def _handler(ops: list, at: int | None) -> frozenset:
+    """What the handler at ``ops[at]`` may catch of ``AttributeError``, ``NameError`` (a bare
+    ``except``, one of them or a base of it, a class not built in) and whether it catches them
+    from a call (``"call"``: not a ``with`` block's, whose ``__exit__`` may swallow them too,
+    ``contextlib.suppress``, but around the whole computation in ``np.errstate``); empty where
+    it is no handler (a cleanup) or catches other errors only."""
+    both = frozenset((AttributeError, NameError))
     if at is None or ops[at].opname != "PUSH_EXC_INFO":
-        return None
+        return frozenset()
     if at + 1 < len(ops) and ops[at + 1].opname == "WITH_EXCEPT_START":
-        return "with"
+        return both
     matched: list[tuple[str, Any]] = []
     for i in range(at + 1, len(ops)):
         op = ops[i]
@@ -243,11 +263,12 @@ def _handler(ops: list, at: int | None) -> str | None:
                 j -= 1
         elif op.opname == "RERAISE":
             if op.arg != 0:  # (the handler's cleanup first: a bare except clause)
-                return "except"
+                return both | {"call"}
             break
+    caught: set[Any] = set()
     for opname, name in matched:
-        value = getattr(builtins, name, None) if opname in ("LOAD_GLOBAL", "LOAD_NAME") else None
-        if not (isinstance(value, type) and issubclass(value, BaseException)) or \
-                issubclass(AttributeError, value):
-            return "except"
-    return None
+        value = getattr(builtins, name, None) if opname in _LOADS_GLOBAL else None
+        if not (isinstance(value, type) and issubclass(value, BaseException)):
+            return both | {"call"}  # (a class not built in, or not known: any)
+        caught.update(error for error in both if issubclass(error, value))
+    return frozenset(caught | ({"call"} if caught else set()))

@@ -27,6 +27,7 @@ in ``Drop.forward``), else ``fn``'s ``def`` line.
 
 from __future__ import annotations
 
+import builtins
 import dis
 import enum
 import functools
@@ -245,6 +246,9 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
                     not isinstance(value, types.ModuleType):
                 c.add(f"{prefix}{name}", value, (space, ((False, name),)), None, name,
                       (id(space), name))
+        for name in sorted(c.found.tried_globals - set(space) - set(vars(builtins))):
+            c.add(f"{prefix}{name}", ABSENT, (space, ((False, name),)), None, name,
+                  (id(space), name))  # (try: v = SCALE / except NameError: review 11, #6)
     unset_slots(c, fn, places, _path)
     _memo(c, graph)
     return PythonGuards(c.guards)
@@ -616,7 +620,7 @@ def _class_reads(place: Place, found: guard_reach.Reached
             found_here.append((f"{place.label}.{key}", value, (anchor, (*steps, (True, key))),
                                key))
     absent = set(found.tried)  # (names read where an AttributeError is caught: R11 #6)
-    if "getattr" in found.names or "hasattr" in found.names:
+    if found.strung:
         absent |= found.strings
     if users and not opened and absent:
         for key in sorted(absent - own - held):

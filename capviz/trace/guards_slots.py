@@ -28,7 +28,7 @@ def unset_slots(c: Any, fn: Callable, places: list[Place],
     of an object's ``__dict__`` miss it. ``c``: the collector; ``path``: its ``_path`` (a
     place's ``(anchor, steps)`` from what the user holds)."""
     found = c.found
-    named = found.strings if "getattr" in found.names or "hasattr" in found.names else set()
+    named = found.strings if found.strung else set()
     named = named | found.tried  # (try: v = self.sl / except AttributeError: review 11, #6)
     if not (named or found.dynamic):
         return
