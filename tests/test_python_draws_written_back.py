@@ -224,3 +224,80 @@ def test_a_wrap_no_power_of_two_remainder_undoes_is_refused(name, code):
     assert re.search(rf"test_python_draws_written_back\.py:\d+ in {name}: Python int "
                      r"arithmetic on a draw at ", first), first
     assert "would wrap past 2**63 - 1" in str(info.value)
+
+
+M48 = 2 ** 48
+
+
+class Bits:
+    def __init__(self):
+        self.k = 0
+
+    def named(self, x):  # (the modulus a module constant: R11 #4)
+        self.k = (random.randint(0, M48 - 1) * 25214903917 + 11) % M48
+        return x * 2.0
+
+    def masked(self, x):  # (& (2**k - 1), Java's LCG: R11 #4)
+        self.k = (random.randint(0, M48 - 1) * 25214903917 + 11) & (2 ** 48 - 1)
+        return x * 2.0
+
+    def bools(self, x):  # (True + True is 2 to Python, True to NumPy)
+        self.k = (random.random() < 0.5) + (random.random() < 0.7) - (random.random() < 0.2)
+        return x * 2.0
+
+    def bool_past(self, x):  # (a bool is an int to Python: checked like 1: R11 #5)
+        self.k = random.randint(2 ** 63 - 3, 2 ** 63 - 1) + True
+        return x * 2.0
+
+    def powered(self, x):  # (a 0-d ** : scalar_power, checked like power)
+        self.k = random.randint(2, 2 ** 20) ** 5
+        return x * 2.0
+
+
+@pytest.mark.parametrize("name", ["named", "masked", "bools"])
+def test_named_moduli_masks_and_bools_replay_as_eager(name):
+    """R11 #4: `% M48` (a module constant) and `& (2**48 - 1)` were refused with a fix that
+    changed the stream; bool arithmetic on draws: NumPy's bool add (True + True is True) was
+    written back where Python holds 2 (silent, pre-existing)."""
+    random.seed(3)
+    eager = Bits()
+    want = []
+    for _ in range(4):
+        getattr(eager, name)(X)
+        want.append(eager.k)
+    random.seed(3)
+    mine = Bits()
+    graph = cv.capture(getattr(mine, name), SPEC)
+    for held in want:
+        graph.replay({"x": X})
+        assert type(mine.k) is int and mine.k == held
+    if name == "bools":
+        assert {type(k) for k in want} == {int}
+
+
+def test_a_0_d_power_of_a_draw_is_checked_against_int64():
+    """``randint(2, 2**20) ** 5`` (NumPy's scalar ``**``, ``scalar_power``) was not checked at
+    all: replayed -9115655216411947127 where eager holds 118877927863440053805222481801
+    (silent, pre-existing); now refused at its line like ``power``."""
+    with pytest.raises(cv.CapvizError) as info:
+        cv.capture(Bits().powered, SPEC)
+    first, _why, fix = str(info.value).splitlines()
+    assert first.startswith("`random.randint(2, 2 ** 20) ** 5` at "), first
+    assert "Python int arithmetic on a draw at " in first
+    assert fix == ("Fix: keep it within int64, or reduce it in the same expression with % 2**k "
+                   "or & (2**k - 1) (k <= 62), which int64 computes exactly.")
+
+
+def test_a_bool_operand_past_int64_fails_at_its_node():
+    """R11 #5 (silent): ``randint(2**63 - 3, 2**63 - 1) + True`` skipped the int64 check (a
+    bool is no int to it) and wrapped to -2**63. Arithmetic with a bool is Python's operator
+    now (``python_number``), whose result past int64 fails the replay at that node."""
+    random.seed(0)
+    mine = Bits()
+    graph = cv.capture(mine.bool_past, SPEC)
+    random.seed(4)  # (a draw of 2**63 - 1: eager holds 2**63)
+    with pytest.raises(cv.ReplayError, match=r"node %\d+ \(python_number\) of int64\[\], "
+                                             r"recorded at \S+:\d+ in bool_past: OverflowError: "
+                                             r"Python int 9223372036854775808 past int64"):
+        for _ in range(20):
+            graph.replay({"x": X})

@@ -7,7 +7,7 @@ int), ``int / int`` is Python's exactly rounded quotient (NumPy converts both to
 a comparison of an int with a float is exact, a division by zero raises ``ZeroDivisionError``.
 The node's ``params["op"]`` names the operator; a replay converts each 0-d operand to the Python
 number it stands for (float64 to ``float``, an integer to ``int``, a bool to ``bool``), applies
-the operator and gives back a 0-d array of the result's kind (float64, int64 or bool).
+the operator and gives back NumPy's scalar of the result's kind (float64, int64 or bool).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _impl(xp: Any) -> Callable:
                 f"Python int {value} past int64: eager Python holds it exactly, and the graph "
                 "holds the number an object keeps as an int64 (keep it within int64, or "
                 "capture again with a float)")
-        return xp.asarray(value, dtype=_DTYPES[type(value)])
+        return _DTYPES[type(value)].type(value)  # (a scalar, as NumPy's 0-d results)
 
     return python_number
 

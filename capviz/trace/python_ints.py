@@ -45,13 +45,15 @@ def within_int64(recorder: Any, op: Any, args: tuple) -> None:
     eager Python computes the exact integer and the graph's int64 would wrap
     (``random.randint(1, 10) * 2**62``: review 10, finding 9, silent); note the result's bounds
     for the next op. One wrap is exact: a result past int64 that the expression it is in takes
-    only through ``+``, ``-``, ``*`` into ``% 2**k`` (an LCG, ``(a * x + c) % 2**48``): int64
-    computes it modulo 2**64, and 2**k divides 2**64, so the remainder is Python's
+    only through ``+``, ``-``, ``*`` into ``% 2**k`` or ``& (2**k - 1)`` (an LCG, ``(a * x + c)
+    % 2**48``): int64 computes it modulo 2**64, and 2**k divides 2**64, so the remainder is
+    Python's
     (:func:`restored`)."""
     recorder.__dict__.pop("_next_wrapped", None)  # (not left by an op that failed)
     wrapped = wrapped_ints(recorder)
     ints = [a for a in args if (type(a) is Tensor and a._data.dtype is not None and
-                                np.dtype(a._data.dtype).kind in "iu") or type(a) is int]
+                                np.dtype(a._data.dtype).kind in "iub") or type(a) in (int, bool)]
+    #        (a bool is an int to Python: True + randint(...) is checked like 1 + ...: R11 #5)
     held = [wrapped[a._data.index] for a in args
             if type(a) is Tensor and a._data.index in wrapped]
     name = getattr(op, "name", "")
@@ -64,6 +66,9 @@ def within_int64(recorder: Any, op: Any, args: tuple) -> None:
         modulus = _power_of_two(args[1]) if name == "remainder" and len(args) == 2 and \
             len(ints) == 2 and type(args[0]) is Tensor and \
             args[0]._data.index in wrapped else None
+        if name == "bitwise_and" and len(args) == 2 and len(ints) == 2:  # (& (2**k - 1))
+            mask = [a for a in args if type(a) is int]
+            modulus = _power_of_two(mask[0] + 1) if len(mask) == 1 else None
         if modulus is None:
             raise refuse_wrap(recorder, *held[0])
         recorder.__dict__["_next_bounds"] = (0, modulus - 1)
@@ -71,7 +76,9 @@ def within_int64(recorder: Any, op: Any, args: tuple) -> None:
     if len(ints) != len(args) or not args:
         return  # (a float among them: Python's float arithmetic, float64's)
     known = python_bounds(recorder)
-    bounds = [(a, a) if type(a) is int else known.get(a._data.index, INT64) for a in args]
+    bounds = [(int(a), int(a)) if type(a) in (int, bool) else
+              (0, 1) if np.dtype(a._data.dtype).kind == "b" else
+              known.get(a._data.index, INT64) for a in args]
     rule = _BOUNDED.get(name)
     if rule is not None and len(bounds) == (1 if name in ("negative", "positive", "absolute")
                                             else 2):
@@ -88,12 +95,13 @@ def within_int64(recorder: Any, op: Any, args: tuple) -> None:
                   "minimum", "maximum", "fmod") and len(bounds) == 2:
         low, high = min(b[0] for b in bounds), max(b[1] for b in bounds)
         low, high = min(low, -abs(high)), max(high, abs(low))  # (a quotient or remainder:
-    elif name in ("power", "left_shift") and len(bounds) == 2:  # within the operands' sizes)
+    elif name in ("power", "scalar_power", "left_shift") and len(bounds) == 2:  # (within the
+        #                      operands' sizes; scalar_power: a 0-d one's **, as x.sum() ** 2)
         (a_low, a_high), (b_low, b_high) = bounds
-        if name == "power" and b_low < 0:
+        if name != "left_shift" and b_low < 0:
             return  # (a negative power of a Python int: Python's float)
         top = max(abs(a_low), abs(a_high))
-        size = top ** b_high if name == "power" and b_high <= 64 else \
+        size = top ** b_high if name != "left_shift" and b_high <= 64 else \
             top << b_high if b_high <= 64 else INT64[1] + 1
         low, high = -size, size
     else:
@@ -114,8 +122,8 @@ def refuse_wrap(recorder: Any, drawn: Node, low: int, high: int) -> Exception:
                                 f"{format_source(drawn.source)}", (
         f"Python computes it as an exact integer (between {low} and {high} here), and the "
         "graph holds a Python int drawn in the call as an int64, which would wrap past "
-        "2**63 - 1; compute it with floats (float(...)) where the value may be that "
-        "large, or keep it within int64"))
+        "2**63 - 1; keep it within int64, or reduce it in the same expression with % 2**k "
+        "or & (2**k - 1) (k <= 62), which int64 computes exactly"))
 
 
 def wrapped_ints(recorder: Any) -> dict[int, tuple[Node, int, int]]:
@@ -136,9 +144,10 @@ _TREES: dict[str, tuple[list[str], ast.AST | None]] = {}
 
 def restored(frame: FrameType | None) -> bool:
     """Whether the op ``frame`` runs (a ``BINARY_OP``) is, in its expression, an operand of
-    ``+``, ``-``, ``*`` and unary ``-`` only, up to the left operand of ``% 2**k`` (k <= 62,
-    written as a number or ``2 ** k``): its int64 result, wrapped modulo 2**64, is then taken
-    by that remainder alone, which is Python's exact one (the LCG's ``(a * x + c) % 2**48``).
+    ``+``, ``-``, ``*`` and unary ``-`` only, up to the left operand of ``% 2**k`` or ``&
+    (2**k - 1)`` (k <= 62, written as a number, ``2 ** k`` or a name holding one): its int64
+    result, wrapped modulo 2**64, is then taken by that remainder alone, which is Python's
+    exact one (the LCG's ``(a * x + c) % 2**48``).
     Read from the source by the instruction's position; ``False`` where that is not found."""
     if frame is None:
         return False
@@ -180,16 +189,29 @@ def restored(frame: FrameType | None) -> bool:
                 isinstance(parent, ast.UnaryOp) and isinstance(parent.op, (ast.USub, ast.UAdd))):
             node = parent
             continue
-        return isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Mod) and \
-            parent.left is node and _power_of_two(_literal(parent.right)) is not None
+        if not isinstance(parent, ast.BinOp) or parent.left is not node:
+            return False
+        divisor = _literal(parent.right, frame)
+        if isinstance(parent.op, ast.Mod):
+            return _power_of_two(divisor) is not None
+        return isinstance(parent.op, ast.BitAnd) and type(divisor) is int and \
+            _power_of_two(divisor + 1) is not None
 
 
-def _literal(node: ast.AST) -> Any:
-    """The int a literal ``2 ** 48`` or ``281474976710656`` is, else ``None``."""
+def _literal(node: ast.AST, frame: FrameType) -> Any:
+    """The int ``node`` is: a literal (``2 ** 48``, ``281474976710656``, ``2 ** 48 - 1``), or
+    a name the frame holds an int in (``M48``: a global the call reads, which its guard
+    checks at every replay), else ``None``."""
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
-        base, power = _literal(node.left), _literal(node.right)
-        if base is not None and power is not None and 0 <= power <= 64:
-            return base ** power
+    if isinstance(node, ast.Name):
+        held = frame.f_locals.get(node.id, frame.f_globals.get(node.id))
+        return held if type(held) is int else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Pow, ast.Sub)):
+        a, b = _literal(node.left, frame), _literal(node.right, frame)
+        if a is None or b is None:
+            return None
+        if isinstance(node.op, ast.Sub):
+            return a - b
+        return a ** b if 0 <= b <= 64 else None
     return None

@@ -696,6 +696,10 @@ def python_operands(recorder: Any, op: Any, args: tuple, params: dict) -> tuple[
         if kept and any(args[k]._data.index in kept for k in drawn):
             recorder.__dict__["_next_kept"] = True  # (Python's arithmetic: kept_op)
             return args, True
+        if getattr(op, "name", "") in python_numbers.OPERATORS and any(
+                type(a) is bool or (type(a) is Tensor and a.dtype.kind == "b") for a in args):
+            recorder.__dict__["_next_python"] = True  # (True + True is 2 to Python, True to
+            return args, True                        # NumPy: Python's operator, kept_op)
         within_int64(recorder, op, args)
         return args, True
     wrapped = wrapped_ints(recorder)
@@ -738,6 +742,9 @@ def kept_op(recorder: Any, op: Any, args: tuple, params: dict) -> tuple[Any, dic
     (:mod:`capviz.trace.kept_numbers`): ``python_number``, Python's own operator
     (:mod:`capviz.ops.python_numbers`); ``where`` (Python's min/max) as it is; any other
     refused (the lifted run is thrown away, and the two captures give their refusal)."""
+    if recorder.__dict__.pop("_next_python", False):
+        recorder.__dict__["_next_kept"] = True  # (a bool among draws: Python's operator)
+        recorder.__dict__["_draws_only"] = True
     if not recorder.__dict__.get("_next_kept"):
         return op, params
     name = getattr(op, "name", "")
@@ -768,7 +775,8 @@ def mark_python(recorder: Any, result: Any) -> None:
         bounds = recorder.__dict__.pop("_next_bounds", None)
         if bounds is not None:
             python_bounds(recorder)[result._data.index] = bounds
-        if recorder.__dict__.pop("_next_kept", False):  # (of a kept number: kept_numbers)
+        if recorder.__dict__.pop("_next_kept", False) and not \
+                recorder.__dict__.pop("_draws_only", False):  # (of a kept number)
             kept_numbers.kept_nodes(recorder).add(result._data.index)
         wrapped = recorder.__dict__.pop("_next_wrapped", None)
         if wrapped is not None:  # (past int64, on its way to a % 2**k: python_ints)
