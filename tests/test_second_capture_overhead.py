@@ -164,3 +164,44 @@ def test_a_state_numpy_wrote_before_the_first_write_is_still_refused():
                                                r"write to it"):
         cv.capture(d.step, np.ones(4))
     assert np.array_equal(d.ms[0], np.full(4, 0.9))  # (the first capture's write stays)
+
+
+def test_the_comparison_decides_0_d_and_1_d_shapes_of_ints_inline(monkeypatch):
+    """The two graphs' 0-d and 1-d shapes of plain ints are compared inline, not by a call of
+    recapture._same_shape per node (a quarter of the comparison's time on benchmarks/state.py's
+    first capture); the capture is the same."""
+    calls = []
+    real = recapture._same_shape
+    monkeypatch.setattr(recapture, "_same_shape", lambda a, b: calls.append((a, b)) or real(a, b))
+    opt = Optimiser()
+    graph = cv.capture(opt.step, cv.spec((4,), "float64"))
+    assert graph.complete and calls == []
+    g = np.arange(4.0)
+    expected = Optimiser().step(g)
+    np.testing.assert_array_equal(graph.replay({"g": g})["out"], expected)
+
+
+class _Shaped:
+    def __init__(self):
+        self.W = np.ones(4)
+
+    def step(self, x):
+        n = 2 if self.W.sum() > 0 else 3  # NumPy's read of the state: a length from it
+        y = x[:n] * 1.0
+        self.W += x[:1] * 0.5
+        return y
+
+
+class _Matrix(_Shaped):
+    def step(self, x):
+        n = 2 if self.W.sum() > 0 else 3
+        y = x.reshape(2, 2)[:, :1] * np.ones((1, n))  # a 2-d shape: compared by _same_shape
+        self.W += x[:1] * 0.5
+        return y
+
+
+@pytest.mark.parametrize("kind", [_Shaped, _Matrix])
+def test_a_shape_the_other_values_change_is_still_a_path_from_a_state(kind):
+    with pytest.raises(cv.UnsupportedOperationError,
+                       match=r"recorded other operations here when self\.W held other values"):
+        cv.capture(kind().step, cv.spec((4,), "float64"))
