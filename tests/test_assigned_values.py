@@ -526,3 +526,50 @@ def test_a_number_rebound_by_a_helper_held_in_a_closure_is_refused_with_its_fix(
     for x in ROWS:
         assert np.array_equal(graph.replay({"x": x})["out"], eager(x))
         assert mine.s.tobytes() == twin.s.tobytes() and type(mine.s) is type(twin.s)
+
+
+def _deep0(st, x):
+    st.s = st.s + x.mean()
+    return x * 2.0
+
+
+def _deep1(st, x):
+    return _deep0(st, x)
+
+
+def _deep2(st, x):
+    return _deep1(st, x)
+
+
+HELPERS = [_deep0, _deep2]
+
+
+class Deep:
+    def __init__(self, k):
+        self.s = 0.0
+        self.k = k
+
+    def step(self, x):
+        return HELPERS[self.k](self, x)
+
+
+@pytest.mark.parametrize("form", ["two_below", "listed", "listed_deep"])
+def test_a_number_rebound_two_calls_below_or_through_a_list_is_refused(form):
+    """R11 #1 (silent, pre-existing): the update two calls below fn (step -> _deep2 ->
+    _deep1 -> _deep0), or by a helper found in a list (HELPERS[k](self, x)), was taken for a
+    cache each replay sets (the lines read were fn's, its names' and its closure cells'
+    only): every replay restarted from the capture's value. The lines of every function the
+    capture recorded an op in are read too."""
+    if form == "two_below":
+        owner = Running()
+        step = _make(owner, _deep2)
+    else:
+        owner = Deep(0 if form == "listed" else 1)
+        step = owner.step
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(step, SPEC)
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("`st.s = st.s + x.mean()` at ") and \
+        first.endswith(" in _deep0: " + ("st" if form == "two_below" else "self") +
+                       ".s is rebound to a value of the capture."), first
+    assert owner.s == 0.0

@@ -6,6 +6,7 @@ could be baked into the graph. Called by :func:`capviz.trace.rebound.put_back`."
 
 from __future__ import annotations
 
+import linecache
 import re
 import types
 from collections.abc import Callable
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.trace import code_reach, effects, recapture
+from capviz.trace import code_reach, effects, recapture, state_fixes
 from capviz.trace.fn_lines import body, source_lines
 from capviz.trace.places import DEPTH, NUMBERS, SEQUENCES, Place, anchored, function_of, tensor_in
 from capviz.trace.provenance import ABSENT, made_here, of_data, reaches, read_by_capture
@@ -80,8 +81,31 @@ def cache_set(place: Place, tensor: Tensor, recorder: Any, fn: Callable | None,
                 texts += [text for _, text in body(recapture.source_lines(helper)[0])]
             except (OSError, TypeError):
                 return False
+    texts += traced_lines(recorder)  # (the functions the call ran ops in, however deep:
+    #                                    h0(s, x) two calls below fn, H[d](s, x): R11 #1)
     reading = re.compile(rf"\.{re.escape(place.key)}\b(?!\s*=(?!=))")
     return not any(reading.search(part) for text in texts for part in text.split(";"))
+
+
+def traced_lines(recorder: Any) -> list[str]:
+    """The lines of every function the capture recorded an op in (each op node's source: its
+    file, line and function), the recorded lines themselves included (a one-line ``def``'s
+    body): code the call ran, however it was reached (not the capture's caller, whose lines
+    the inputs' nodes name)."""
+    graph = recorder.graph
+    lines: set[tuple[str, int]] = set()
+    functions: dict[tuple[str, str], int] = {}
+    for node in graph.nodes:
+        source = node.source
+        if node.kind != "op" or not source or len(source) < 3 or \
+                not isinstance(source[0], str):  # (an input's: the capture's caller)
+            continue
+        lines.add((source[0], source[1]))
+        functions.setdefault((source[0], source[2]), source[1])
+    texts = [linecache.getline(path, line) for path, line in lines]
+    for (path, name), line in functions.items():
+        texts += [text for _, text in state_fixes.function_lines(path, line, name)]
+    return texts
 
 
 def bases(array: np.ndarray) -> list[np.ndarray]:
