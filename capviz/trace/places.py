@@ -353,10 +353,14 @@ def _defaults(function: Any, label: str | None, seen: set[int]) -> list[Place]:
     pairs = list(zip(named, defaults)) + list((getattr(function, "__kwdefaults__", None)
                                                 or {}).items())
     places: list[Place] = []
-    for name, value in pairs:
-        if type(value) in (list, dict):
-            places += _inside(value, name if label is None else f"{label}.<{name}>", DEPTH,
-                              seen)
+    paths = [(defaults, ((False, i),)) for i in range(len(named))] + [  # (the tuple, the
+        (function.__kwdefaults__, ((False, key),)) for key in (  # dict itself, as a cell is
+            getattr(function, "__kwdefaults__", None) or {})]      # for a closure's value)
+    for (name, value), path in zip(pairs, paths):
+        if label is None:  # fn's own: every default, as its closure cells (lambda x, m=m:
+            places += _inside(value, name, DEPTH, seen, path)  # m.scale: review 11, #3)
+        elif type(value) in (list, dict):
+            places += _inside(value, f"{label}.<{name}>", DEPTH, seen)
     return places
 
 
