@@ -8,6 +8,9 @@ reads its own place (``self.on = not self.on``) is still refused."""
 from __future__ import annotations
 
 import collections
+import dataclasses
+import re
+import types
 
 import numpy as np
 import pytest
@@ -573,3 +576,81 @@ def test_a_number_rebound_two_calls_below_or_through_a_list_is_refused(form):
         first.endswith(" in _deep0: " + ("st" if form == "two_below" else "self") +
                        ".s is rebound to a value of the capture."), first
     assert owner.s == 0.0
+
+
+# --- a new object of a kind no replay can make, bound each call (review 11, finding 7) ----------
+
+class Box:
+    def __init__(self):
+        self.items = []
+
+
+@dataclasses.dataclass
+class Pair:
+    n: int = 0
+
+
+class Made:
+    def __init__(self):
+        self.c = None
+        self.shared = Box()
+
+    def box(self, x):
+        self.c = Box()
+        return x * 2.0
+
+    def pair(self, x):
+        self.c = Pair()
+        return x * 2.0
+
+    def namespace(self, x):
+        self.c = types.SimpleNamespace()
+        return x * 2.0
+
+    def raw(self, x):
+        self.c = bytearray(2)
+        return x * 2.0
+
+    def same(self, x):
+        self.c = self.shared  # (the same object each call, eagerly too)
+        return x * 2.0
+
+    def lazy(self, x):
+        if self.c is None:
+            self.c = Box()
+        return x * 2.0
+
+
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("name, code, kind", [
+    ("box", "self.c = Box()", "Box"), ("pair", "self.c = Pair()", "Pair"),
+    ("namespace", "self.c = types.SimpleNamespace()", "SimpleNamespace"),
+    ("raw", "self.c = bytearray(2)", "bytearray"),
+])
+def test_a_new_object_no_replay_can_make_is_refused_by_name(name, code, kind, warm):
+    """R11 #7 (silent, pre-existing): every replay left the capture's one object there (the
+    user's writes into it piled up: distinct objects 1, eagerly 3), cold and warm."""
+    mine = Made()
+    if warm:
+        getattr(mine, name)(ROWS[0])
+    held = mine.c
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(getattr(mine, name), SPEC)
+    first, why, fix = str(info.value).splitlines()
+    assert re.fullmatch(rf"`{re.escape(code)}` at \S+test_assigned_values\.py:\d+ in {name}: a "
+                        r"new object bound each call is not supported by capviz\.", first), first
+    assert why == (f"capviz cannot record it: each call binds a new {kind} there, and a replay "
+                   f"binds no new one (it cannot make a {kind}: it would leave the capture's one "
+                   "object, the same each call).")
+    assert fix == (f"Fix: make it outside the captured function and bind it before each replay: "
+                   f"self.c = {kind}(...).")
+    assert mine.c is held  # (what it held, put back)
+
+
+@pytest.mark.parametrize("name", ["same", "lazy"])
+def test_an_object_held_elsewhere_or_made_once_still_replays(name):
+    mine, twin = Made(), Made()
+    graph = cv.capture(getattr(mine, name), SPEC)
+    for x in ROWS:
+        assert np.array_equal(graph.replay({"x": x})["out"], getattr(twin, name)(x))
+    assert type(mine.c) is Box and (mine.c is mine.shared) == (name == "same")

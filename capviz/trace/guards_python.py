@@ -56,7 +56,7 @@ from capviz.core.python_guards import (
 )
 from capviz.core.references import view_fingerprint
 from capviz.core.source import library_type
-from capviz.trace import code_reach, effects, guard_reach, recapture
+from capviz.trace import code_reach, effects, fresh_objects, guard_reach, recapture
 from capviz.trace import places as walk
 from capviz.trace.assigned import assigned
 from capviz.trace.fn_lines import body, label_pattern, line_at
@@ -81,6 +81,7 @@ class _Collector:
 
     def __init__(self, fn: Callable, places: list[Place], graph: Any,
                  source: tuple | None = None) -> None:
+        self.fn = fn
         self.found = guard_reach.reached(fn, places)
         self.logged = _logged_labels(graph)
         self.name = getattr(function_of(fn)[1], "__name__", None) or "the function"
@@ -209,6 +210,13 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
             #           global scale: not read, review 11, finding 2)
         value = place.value
         where = _path(place)
+        if c.assigned and place.kind == "attribute" and (
+                place.label in c.assigned or place.label in c.assigned.anew):
+            now = place.get()  # (a new Box() each call: no replay makes one, R11 #7)
+            if now is not value and fresh_objects.unmakeable(now) and _alone(now):
+                raise fresh_objects.refuse_fresh(c.fn, place.label, place.holder, place.key,
+                                                 value, now)
+            del now
         if isinstance(value, types.ModuleType):  # self.cfg = a user's config module
             if code_reach._users(value):
                 c.found.spaces.append((f"{place.label}.", vars(value)))
