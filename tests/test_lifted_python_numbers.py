@@ -210,3 +210,25 @@ def test_what_the_lifted_run_cannot_keep_is_refused_as_before():
     with pytest.raises(cv.CapvizError, match=r"`float\(\(x \* x\)\.sum\(\)\)` at \S+:\d+ in "
                                              r"step: updates a Python number the object keeps"):
         cv.capture(Kept().step, cv.spec((4,), "float64"))
+
+
+class Counter:
+    def __init__(self):
+        self.count = 0
+        self.t = 0
+        self.seen = 0
+
+    def step(self, x):
+        self.count += 1
+        self.t = self.t + 1
+        self.seen += x.shape[0]
+        return x * 2.0
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_counter_alone_replays_as_a_python_int(warm):
+    """R11 #11 (refusal of common code, d24473e): `self.count += 1` alone was refused ('a
+    Python number that changes from call to call', fix: an ndarray) while the same counter
+    beside `self.sum += loss.item()` replayed."""
+    mine = _replays_as_eager(Counter, warm, False)
+    assert type(mine.count) is int and type(mine.t) is int and type(mine.seen) is int

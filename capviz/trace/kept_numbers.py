@@ -7,9 +7,9 @@ float(loss))``: each call rebinds a Python float or int the object keeps (ruling
 runs: an attribute of ``fn``'s ``self`` that holds a ``float`` or an ``int`` (not a bool, within
 int64) and that a statement of ``fn`` rebinds from its own value (``self.x += v``, ``self.x =
 self.x + v``, ``self.x = min(self.x, v)``) or from such a number (``self.avg = self.sum /
-self.count``), where one of those statements reads a tensor's value (``.item()``, ``float()``,
-``int()``). Each becomes a state of the graph (a 0-d float64 for a float, int64 for an int),
-lifted as :mod:`capviz.trace.lifted` lifts an array: the place holds the state's tensor while
+self.count``), a counter alone too (``self.count += 1``: review 11, finding 11). Each becomes
+a state of the graph (a 0-d float64 for a float, int64 for an int), lifted as
+:mod:`capviz.trace.lifted` lifts an array: the place holds the state's tensor while
 ``fn`` runs, marked a Python number (NumPy's weak promotion), and the run is kept only where
 :func:`capviz.trace.lifted.kept` keeps it; anything else is thrown away, and the two captures
 give today's refusal. A replay reads the number the place holds when it starts (its Python type
@@ -92,18 +92,6 @@ def _statements(tree: ast.FunctionDef) -> list[ast.stmt]:
     return found
 
 
-def _reads(node: ast.AST) -> bool:
-    """Whether ``node`` calls ``.item()``, ``float()`` or ``int()``."""
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Call):
-            func = sub.func
-            if (isinstance(func, ast.Attribute) and func.attr == "item" and not sub.args) or \
-                    (isinstance(func, ast.Name) and func.id in ("float", "int") and
-                     len(sub.args) == 1 and not sub.keywords):
-                return True
-    return False
-
-
 def updates(stmt: ast.stmt, me: str) -> tuple[str, ast.AST] | None:
     """``(name, value)`` where ``stmt`` rebinds ``me.name`` from its own value: ``me.name op=
     value``, or ``me.name = value`` with ``value`` reading ``me.name`` (``me.name + v``,
@@ -155,13 +143,11 @@ def plan(owner: Any, function: Any, places: list[Any]) -> list[tuple[Any, int]]:
     me = tree.args.args[0].arg
     listed = _statements(tree)
     kept: dict[str, int] = {}
-    read = False
     for stmt in listed:
         update = updates(stmt, me)
         if update is not None:
             kept.setdefault(update[0], stmt.lineno + start - 1)
-            read = read or _reads(update[1])
-    if not read:
+    if not kept:
         return []
     grown = True
     while grown:
