@@ -286,6 +286,7 @@ def _capture(fn: Callable, specs: tuple, live: bool, on_violation: str, rng: Dev
                                               graph.python_guards):  # (graph.changed() of a
             graph.recapture = _again(fn, specs, on_violation, rng, device,  # changed array
                                      global_random)  # captures fn again: ruling 39 14:10)
+            graph.remember_nodes()  # (an edit of a node it would drop is refused then)
     return graph
 
 

@@ -144,3 +144,31 @@ def test_the_scope_form_refuses_changed_after_a_weight_changed():
                                   x @ W / np.linalg.norm(W) + BIAS)
     finally:
         W[0, 0], BIAS[0] = 1.0, 1.0
+
+
+def test_changed_refuses_to_drop_a_node_edit_when_it_must_capture_again():
+    """A new capture drops the user's edits of the graph's nodes: where graph.changed() must
+    capture again (a weight changed), an edit made in place is refused, not dropped."""
+    w = np.ones((3, 3))
+    graph = cv.capture(lambda x: x @ w * 2.0, cv.spec((3,), "float64"))
+    graph.replay({"x": X})
+    graph.compile(backend="numpy")(X)
+    multiply = graph.ops[-1]
+    multiply.args = (multiply.args[0], 10.0)  # the user's edit
+    graph.changed()  # (nothing else changed: the edit is taken)
+    assert np.array_equal(graph.replay({"x": X})["out"], X @ w * 10.0)
+    w += 1.0
+    with pytest.raises(cv.ReplayError) as info:
+        graph.changed()
+    assert str(info.value).splitlines()[1] == (
+        "Fix: capture the function again after the change, and edit the new graph")
+    assert str(info.value).splitlines()[0].endswith(
+        "changed, and the function may also have read its array through NumPy outside the "
+        f"graph), which would drop your edit of node %{multiply.index} (multiply) in the graph.")
+    assert info.value.node is multiply
+    again = cv.capture(lambda x: x @ w * 2.0, cv.spec((3,), "float64"))  # the fix, applied
+    multiply = again.ops[-1]
+    multiply.args = (multiply.args[0], 10.0)
+    again.changed()
+    for _ in range(3):
+        assert np.array_equal(again.replay({"x": X})["out"], X @ w * 10.0)

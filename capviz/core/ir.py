@@ -44,16 +44,18 @@ it; :class:`capviz.CapturedGraph` (``capviz/graph.py``) adds the methods that re
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import weakref
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from capviz.core.errors import UnsupportedOperationError
+from capviz.core.errors import ReplayError, UnsupportedOperationError
 from capviz.core.python_guards import changed_sources, stale_source_error
 from capviz.core.references import (
     changed_constants,
+    describe_constant,
     edited_copies,
     edited_copy_error,
     fingerprint,
@@ -200,6 +202,27 @@ VIOLATION_LEVELS = {"seed": "error", "frozen_random": "error", "data_read": "err
                     "unsupported_op": "error", "unseeded_random": "warning"}
 
 
+def _fields(node: Node) -> tuple:
+    """What an edit of ``node`` in place changes: its fields, its params' items."""
+    return (node, node.kind, node.op, node.args, node.params, tuple(node.params.items()),
+            node.shape, node.dtype, node.name)
+
+
+def _same_fields(node: Node, was: tuple) -> bool:
+    """Whether ``node`` holds the fields :func:`_fields` noted (``was``)."""
+    now = _fields(node)
+    if any(a is not b for a, b in zip(now[:5:3] + now[4:5], was[:5:3] + was[4:5])):
+        return False  # (another node there, its args or params replaced)
+    try:
+        if (now[1], now[2], now[6], now[7], now[8]) != (was[1], was[2], was[6], was[7],
+                                                        was[8]):
+            return False
+    except Exception:  # (a shape's size that compares by no value)
+        return False
+    return len(now[5]) == len(was[5]) and all(k == j and v is w for (k, v), (j, w) in
+                                              zip(now[5], was[5]))
+
+
 class ConstantValues(dict):
     """The constants' values by node index; replacing or removing one moves the graph's
     ``version``, so a compiled replay never runs with an old value."""
@@ -344,6 +367,8 @@ class Graph:
         self.copy_fingerprints: dict[int, bytes] = {}
         self.scope_form: str | None = None  # the scope form's block (``the with block at
         #   cell.py:7``): its graph.changed() cannot capture it again (not saved)
+        self.captured_nodes: tuple | None = None  # each node's fields as captured, where
+        #   graph.changed() may capture again: an edit it would drop is refused (not saved)
         self.constant_places: dict[int, Any] = {}
         self.violation_records: list[Violation] = []
         self.rng_seed: int | None = None
@@ -382,19 +407,22 @@ class Graph:
         self.version += 1
 
     def changed(self) -> None:
-        """Say the graph was edited in place (a node's fields, a constant's array): compiled
-        replays are rebuilt at their next call. A constant kept by reference whose array the
-        user changed in place is accepted with its new value: every backend replays with it;
-        so is a small array's copy (:attr:`constant_sources`): the array's values now are
-        copied in. Where an array the capture's NumPy read outside the graph changed
-        (``np.linalg.norm(self.W)``, a guard holding its fingerprint: lead ruling 38 10:51), the
-        graph is captured again from the live objects (:attr:`recapture`, set by
-        ``cv.capture``: its node edits are not kept), or, where it holds no function (the
-        scope form), :class:`capviz.GuardError` says to capture again. A copy the user
-        edited in place in the graph (``graph.constant_values[i][...] = 5.0``) is refused
-        (:class:`capviz.ReplayError`, hostile review 10, finding 10): its values would be
-        replaced by those of the array it was copied from; ``graph.constant_values[i] =
-        graph.constant_values[i]`` keeps them as the graph's own."""
+        """Say the graph was edited in place (a node's fields, a constant's array), or that the
+        user's arrays it read changed: compiled replays are rebuilt at their next call.
+
+        Where an array the graph's constants were read from changed (a weight kept by
+        reference, a small array's copy, in place or bound anew at its path), or an array the
+        capture's NumPy read outside the graph (``np.linalg.norm(self.W)``, a guard holding
+        its fingerprint), the graph is captured again from the live objects (:attr:`recapture`,
+        set by ``cv.capture``; lead rulings 38 10:51, 39 14:10): the function may have read
+        such an array through NumPy too, and no check tells which it did. A node the user
+        edited in place since the capture, which the new capture would drop, is refused
+        (:class:`capviz.ReplayError`); so is a copy the user edited in place in the graph
+        (``graph.constant_values[i][...] = 5.0``: hostile review 10, finding 10), whose values
+        the array it was copied from would replace (``graph.constant_values[i] =
+        graph.constant_values[i]`` keeps them as the graph's own). Where the graph holds no
+        function (the scope form, a loaded graph) the change is refused, saying to capture
+        again; a graph made by hand takes the arrays' new values."""
         edited = edited_copies(self)
         if edited:
             raise edited_copy_error(self, edited[0])
@@ -404,14 +432,17 @@ class Graph:
                 again = getattr(self, "recapture", None)
                 if again is None:
                     raise stale_source_error(stale[0])
-                self._take(again())
+                self._again(again, f"array {stale[0].label} changed, and the graph holds "
+                                   "values NumPy computed from it outside the graph")
                 return
         if self.constant_fingerprints:
             stale = changed_constants(self)
             if stale:  # (fn may have read the array through NumPy outside the graph too:
                 again = getattr(self, "recapture", None)  # x @ self.W / norm(self.W),
                 if again is not None:                      # ruling 39 14:10: capture again)
-                    self._take(again())
+                    self._again(again, f"constant {describe_constant(self, stale[0])} changed, "
+                                       "and the function may also have read its array "
+                                       "through NumPy outside the graph")
                     return
                 if self.scope_form is not None:
                     raise stale_weight_error(self, stale[0], self.scope_form)
@@ -432,6 +463,30 @@ class Graph:
                 i: view_fingerprint(source_view(sources[i])) if i in sources else
                 fingerprint(values[i]) for i in self.constant_fingerprints}
         self.version += 1
+
+    def remember_nodes(self) -> None:
+        """Note each node's fields as captured (:attr:`captured_nodes`)."""
+        self.captured_nodes = tuple(_fields(node) for node in self.nodes)
+
+    def _again(self, again: Any, why: str) -> None:
+        """Capture the function again (``again``: :attr:`recapture`) and become the new
+        capture; refused where the user edited a node in place since the capture, an edit the
+        new capture would drop."""
+        kept = self.captured_nodes
+        if kept is not None:
+            edited = next((node for node, was in itertools.zip_longest(self.nodes, kept)
+                           if node is None or was is None or not _same_fields(node, was)),
+                          False)
+            if edited is not False:
+                where = "the graph's nodes" if edited is None else \
+                    f"node %{edited.index} ({edited.op or edited.kind})"
+                err = ReplayError(
+                    f"graph.changed() must capture the function again ({why}), which would "
+                    f"drop your edit of {where} in the graph.\nFix: capture the function "
+                    "again after the change, and edit the new graph")
+                err.node = edited
+                raise err
+        self._take(again())
 
     def _take(self, new: Graph) -> None:
         """Become ``new`` (a capture of the same function again), keeping this object, which
