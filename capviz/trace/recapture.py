@@ -676,7 +676,9 @@ def first_difference(one: Graph, two: Graph) -> tuple[Node, str, Any, Any] | Non
             elif not (kind is float and type(y) is float and x == y and x != 0.0) \
                     and not same(x, y):  # (a nonzero float equal to another is the same)
                 return a, "value", x, y
-        if (a.params or b.params) and not same(a.params, b.params):
+        params, others = a.params, b.params
+        if (params or others) and not _same_plain_item(params, others) \
+                and not same(params, others):
             if a.kind == "guard":
                 return a, "path", None, None
             return a, "value", a.params, b.params
@@ -687,6 +689,19 @@ def first_difference(one: Graph, two: Graph) -> tuple[Node, str, Any, Any] | Non
         return one.nodes[min(shorter, len(one.nodes) - 1)], "path", None, None
     return None
 
+
+def _same_plain_item(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are dicts of one item each, the same ``str`` key and values of
+    one exact kind that are equal (``{"state": 2}``, each state's output node): :func:`same`'s
+    answer for them, decided without its recursion (``False`` sends any other pair to it;
+    the types are compared first: ``{"k": True}`` is not ``{"k": 1}``)."""
+    if type(a) is not dict or type(b) is not dict or len(a) != 1 or len(b) != 1:
+        return False
+    (key, value), = a.items()
+    (other_key, other), = b.items()
+    kind = type(value)
+    return type(key) is str and type(other_key) is str and key == other_key \
+        and kind in _EXACT and type(other) is kind and value == other
 
 def _same_shape(a: Any, b: Any) -> bool:
     """:func:`same` of two shapes, ints compared inline."""
