@@ -232,3 +232,21 @@ def test_a_counter_alone_replays_as_a_python_int(warm):
     beside `self.sum += loss.item()` replayed."""
     mine = _replays_as_eager(Counter, warm, False)
     assert type(mine.count) is int and type(mine.t) is int and type(mine.seen) is int
+
+
+class Compared:
+    def __init__(self):
+        self.n = 0
+        self.s = 0.0
+
+    def step(self, x):
+        self.n += (x * x).mean().item() > 0.5
+        self.s += (x[0].item() > 0) * 0.5
+        return x * 2.0
+
+
+def test_a_comparison_of_an_item_replays_as_python_s():
+    """``self.n += loss.item() > 3.0`` (an int plus a bool), ``(x[0].item() > 0) * 0.5``:
+    Python's comparison and bool arithmetic (R11 #10's rows; refused before)."""
+    mine = _replays_as_eager(Compared, False, False)
+    assert type(mine.n) is int and type(mine.s) is float

@@ -52,7 +52,7 @@ def logging_fix(call: str, source: Any, code: str = "", frame: Any = None) -> st
     text, at = _statement(line, at)
     spans = [(m.end(), _closing(text, m.end())) for m in _CALLS.finditer(text)
              if not _made_here(text[:m.start()], frame)]
-    extended = _EXTENDS.match(text)
+    extended = _extends(text)
     stored = _STORES.match(text)
     spans += [(m.end(), len(text)) for m in (extended, stored) if m is not None]
     if any(start <= at and (end is None or at + len(code) <= end) and
@@ -92,7 +92,7 @@ def total_fix(call: str, source: Any, code: str = "") -> str | None:
     if at < 0 or line.find(code, at + 1) >= 0:
         return None
     text, at = _statement(line, at)
-    if _EXTENDS.match(text):
+    if _extends(text):
         return None  # (self.hist += [loss.item()]: a log, logging_fix's)
     total, best = _TOTAL.match(text), _BEST.match(text)
     found = total or best
@@ -242,6 +242,23 @@ def unwrapped(text: str) -> str:
         value = value if re.fullmatch(r"[\w.]+(?:\([^()]*\))*", value) else f"({value})"
         fixed = f"{fixed[:found.start()]}{value}.astype(np.{found[1]}){fixed[inner + 1:]}"
     return fixed
+
+
+def _extends(text: str) -> re.Match | None:
+    """``_EXTENDS``'s match where the value added is a list or tuple display and nothing else
+    (``self.hist += [loss.item()]``), not a number in parentheses (``self.sum += (x **
+    2).mean().item()``: an update of a number, R11 #10, which was refused as a log with a fix
+    calling ``.extend`` on a float)."""
+    found = _EXTENDS.match(text)
+    if found is None:
+        return None
+    rest = text[found.end():].rstrip()
+    depth = 0
+    for k, char in enumerate(rest):
+        depth += 1 if char in "([{" else -1 if char in ")]}" else 0
+        if depth == 0:
+            return found if k == len(rest) - 1 else None
+    return None
 
 
 def _closing(text: str, start: int) -> int | None:

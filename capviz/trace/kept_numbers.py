@@ -286,8 +286,8 @@ def stand_in(tensor: Any, call: str) -> Any:
 
 def _operands_only(stmt: ast.stmt, me: str, node: ast.AST) -> bool:
     """Whether ``node`` (``t.item()``) reaches the update's value through Python's operators
-    and ``min``/``max``/``abs`` only: its value goes to no other code (a helper that could
-    keep it where no walk looks)."""
+    (one comparison included) and ``min``/``max``/``abs`` only: its value goes to no other
+    code (a helper that could keep it where no walk looks)."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
             node.func.attr == "item" and not node.args and not node.keywords):
         return False
@@ -298,6 +298,7 @@ def _operands_only(stmt: ast.stmt, me: str, node: ast.AST) -> bool:
         if parent is None:
             return False
         if not (isinstance(parent, (ast.BinOp, ast.UnaryOp)) or (
+                isinstance(parent, ast.Compare) and len(parent.ops) == 1) or (
                 isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and
                 parent.func.id in ("min", "max", "abs") and node in parent.args)):
             return False
