@@ -654,3 +654,63 @@ def test_an_object_held_elsewhere_or_made_once_still_replays(name):
     for x in ROWS:
         assert np.array_equal(graph.replay({"x": x})["out"], getattr(twin, name)(x))
     assert type(mine.c) is Box and (mine.c is mine.shared) == (name == "same")
+
+
+def _reset(m):
+    setattr(m, "c", {})
+
+
+def _reset_list(m):
+    m.c = []
+
+
+def _reset_box(m):
+    setattr(m, "c", Box())
+
+
+class Reset:
+    def __init__(self):
+        self.c = None
+
+    def by_setattr(self, x):
+        _reset(self)
+        return x * 2.0
+
+    def by_store(self, x):
+        _reset_list(self)
+        return x * 2.0
+
+    def a_box(self, x):
+        _reset_box(self)
+        return x * 2.0
+
+
+@pytest.mark.parametrize("name", ["by_setattr", "by_store"])
+def test_a_container_a_helper_binds_each_call_is_a_new_one_each_replay(name):
+    """Ruling 39 14:10 / R11 #7 (silent, pre-existing): ``setattr(m, "c", {})`` or ``m.c =
+    []`` in another function, cold: every replay left the capture's one container (the user's
+    writes into it piled up). No code the call reaches reads ``c``: a store each call makes,
+    bound anew by each replay (a lazy init reads it: test above)."""
+    mine, twin = Reset(), Reset()
+    graph = cv.capture(getattr(mine, name), SPEC)
+    held = []
+    for k, x in enumerate(ROWS):
+        graph.replay({"x": x})
+        getattr(twin, name)(x)
+        held.append(mine.c)
+        if isinstance(mine.c, dict):
+            mine.c[k] = k
+            twin.c[k] = k
+        else:
+            mine.c.append(k)
+            twin.c.append(k)
+        assert mine.c == twin.c
+    assert len({id(c) for c in held}) == len(ROWS)
+
+
+def test_an_object_a_helper_binds_each_call_is_refused_by_name():
+    mine = Reset()
+    with pytest.raises(UnsupportedOperationError, match=r"a new object bound each call is "
+                                                        r"not supported by capviz"):
+        cv.capture(mine.a_box, SPEC)
+    assert mine.c is None

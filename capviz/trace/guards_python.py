@@ -82,6 +82,7 @@ class _Collector:
     def __init__(self, fn: Callable, places: list[Place], graph: Any,
                  source: tuple | None = None) -> None:
         self.fn = fn
+        self.fresh = False  # (collect: the function form, whose stores are analysed)
         self.found = guard_reach.reached(fn, places)
         self.logged = _logged_labels(graph)
         self.name = getattr(function_of(fn)[1], "__name__", None) or "the function"
@@ -123,6 +124,16 @@ class _Collector:
             return
         if now is not value and not guardable(now, identity=True) and \
                 all(now is not u for u in UNREAD):  # (a buffer fn made lazily, left
+            if self.fresh and type(key) is str and where[1] and where[1][-1] == (True, key) \
+                    and _alone(now) and not fresh_objects.read_anywhere(self.found, key):
+                # (bound by code that never reads it: each call, setattr(m, "c", {}) in
+                #  another function, not a lazy init: R11 #7)
+                if settable(now):
+                    guard.value, guard.sets = now, True
+                    self.guards.append(guard)
+                    return
+                if fresh_objects.unmakeable(now):
+                    raise fresh_objects.refuse_fresh(self.fn, label, holder, key, value, now)
             return  # there: self.mask = np.tril(...) where it held None)
         if now is not value and ((guard.value is not ABSENT and type(now) is type(value) and
                                   not same(value, now)) or (
@@ -156,6 +167,26 @@ class _Collector:
         return bool(names) and names[-1].strip("<>") in found.names
 
 
+def _bound_unnamed(c: _Collector, place: Place) -> None:
+    """A fresh container or object an attribute no code names got in the call (``setattr(m,
+    "c", {})`` in a helper: a store each call makes, as no code reads it): a 'sets' guard
+    binding a new copy each replay, or refused where no replay can make one (R11 #7)."""
+    now = place.get()
+    if now is place.value or guardable(now, identity=True) or type(place.key) is not str \
+            or not _alone(now) or fresh_objects.read_anywhere(c.found, place.key):
+        return
+    where = _path(place)
+    if settable(now) and where is not None and place.label not in c.labels:
+        guard = PythonGuard(place.label, now, where[0], where[1],
+                            c.lines.reading(place.label, place.holder, place.key), c.name)
+        guard.sets = True
+        c.labels.add(place.label)
+        c.guards.append(guard)
+    elif fresh_objects.unmakeable(now):
+        raise fresh_objects.refuse_fresh(c.fn, place.label, place.holder, place.key,
+                                         place.value, now)
+
+
 def _kept_numbers(graph: Any) -> set[tuple[int, str]]:
     """``(id(object), name)`` of each Python number the graph keeps as a state (a replay
     reads it and binds its new value: :mod:`capviz.trace.kept_numbers`)."""
@@ -185,6 +216,7 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
     c.checked = _checked_arrays(graph)
     c.written = _written_memory(graph)
     c.assigned = assigned(fn, places if assigns else [])  # (the scope's whole frame: none)
+    c.fresh = assigns
     c.renewed = tuple(f"{p.label}{sep}" for p in places if p.kind not in ("keys", "items")
                       and (p.label in c.assigned.exact or (p.label in c.assigned.anew and
                                                            _alone(p.get())))
@@ -203,6 +235,8 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
             _container(c, place)
             continue
         if isinstance(place.holder, enum.Enum) or not c.named(place):
+            if place.kind == "attribute" and c.fresh:  # (setattr(m, "c", {}): R11 #7)
+                _bound_unnamed(c, place)
             continue  # (an enum member's own name and value)
         if place.kind == "global" and "." not in place.label and not c.found.globals and \
                 place.key not in c.found.global_loads:
