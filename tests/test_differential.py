@@ -40,7 +40,7 @@ def test_ci_profile_has_no_raw_error_and_no_silent_difference():
 def test_ci_compositions_have_no_raw_error_and_no_silent_difference():
     """A producer (a contraction, a sum, a mean, an approximated function, a float16 sum, a
     complex product) through a path to a consumer that can cancel it, values that cancel and
-    that do not (tests/differential/compositions.py: the CI profile's quarter of them, 180
+    that do not (tests/differential/compositions.py: the CI profile's fifth of them, 260
     cases), on every backend."""
     drawn = cases.compose(SEED, 1, every=False)
     outcomes = run.run(drawn, run.available())
@@ -51,6 +51,53 @@ def test_ci_compositions_have_no_raw_error_and_no_silent_difference():
     assert counts["numpy"]["exact"] == len(drawn)
 
 
+BIAS_SEED = 39
+KNOWN_OPEN_BIAS = {
+    f"comp.wide_matmul.bias_add.{consumer}.cancel[float32,normal,own,C]":
+        "JAX after a kept bias add (W=25d to W=25k, /work/notes/s39/for-25k-from-25d.md 14:22; "
+        "ruling 39 14:10 (a)): a subtract of the value's own rows (q + (-q[:1]), q - q[::-1]) "
+        "after the add ends the product's path untested"
+    for consumer in ("add", "subtract")}
+"""The bias-add path's rows still silent on JAX (:func:`_bias_add_cases`), each with its
+finding: a strict xfail each (:func:`test_a_known_open_bias_add_row_is_still_silent`)."""
+
+
+def _bias_add_cases() -> list:
+    """The bias-add path of the widest product (``x @ W + b`` of 1,024 terms, values that cancel:
+    rows moved by 100) to every consumer, float32 and float64: the row the lead's ruling 39
+    14:10 adds to the harness (``x @ W + b`` then ``np.diff``, batch centring, ``np.sin``,
+    softmax, and the other consumers)."""
+    rng = np.random.default_rng(BIAS_SEED)
+    bases = [b for b in cases.composition_bases()
+             if b.id.startswith("comp.wide_matmul.bias_add.") and b.id.endswith(".cancel")]
+    return [cases.draw(base, rng, dtype, "normal", "own", "C") for base in bases
+            for dtype in ("float32", "float64")]
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_the_bias_add_path_has_no_raw_error_and_no_silent_difference_on_any_backend():
+    drawn = _bias_add_cases()
+    assert {c.base.id.split(".")[3] for c in drawn} == {
+        name.replace(" ", "_") for name in compositions.CONSUMERS}
+    outcomes = run.run(drawn, run.available())
+    bad = [f"{o.backend} {o.kind} {o.case.id}: {o.detail}" for o in outcomes
+           if o.kind in classify.BAD
+           and not (o.backend == "jax" and o.case.id in KNOWN_OPEN_BIAS)]
+    assert bad == []
+    assert run.totals(outcomes)["numpy"]["exact"] == len(drawn)
+
+
+@pytest.mark.parametrize("case_id", sorted(KNOWN_OPEN_BIAS))
+@pytest.mark.filterwarnings("ignore")
+def test_a_known_open_bias_add_row_is_still_silent(case_id, request):
+    if "jax" not in run.available():
+        pytest.skip("jax is not installed")
+    request.applymarker(pytest.mark.xfail(reason=KNOWN_OPEN_BIAS[case_id], strict=True))
+    case = next(c for c in _bias_add_cases() if c.id == case_id)
+    [outcome] = run.run([case], ["jax"])
+    assert outcome.kind not in classify.BAD, outcome.detail
+
+
 def test_the_compositions_take_every_producer_path_consumer_and_values():
     every = {b.id for b in cases.composition_bases()}
     parts = [compositions.PRODUCERS, compositions.THROUGH, compositions.CONSUMERS,
@@ -58,7 +105,7 @@ def test_the_compositions_take_every_producer_path_consumer_and_values():
     assert len(every) == np.prod([len(p) for p in parts])
     ci = [c.base.id.split(".")[1:] for c in cases.compose(SEED, 1, every=False)]
     assert len(ci) == len(every) // len(compositions.THROUGH)
-    for k, part in enumerate(parts):  # the CI quarter still takes each of each
+    for k, part in enumerate(parts):  # the CI fifth still takes each of each
         assert {names[k] for names in ci} == {name.replace(" ", "_") for name in part}
     thorough = cases.compose(SEED, 4)
     assert len(thorough) == 4 * len(every)

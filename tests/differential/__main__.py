@@ -7,7 +7,7 @@ base (:data:`cases.SLOW`: ``float16_sums``) draws at most its limit, every base 
 N``. ``--part K/N`` runs the K-th of N contiguous slices of the drawn cases (two parts run side by
 side on two cores); an interrupted run (Ctrl-C) prints the totals of what it did. Eager NumPy runs
 in a worker process: a case it does not finish within ``--eager-limit`` seconds is classed
-``eager_timeout`` and always listed. The compositions (:mod:`.compositions`: a quarter of them drawn
+``eager_timeout`` and always listed. The compositions (:mod:`.compositions`: a fifth of them drawn
 once in the CI profile, each of them four times in the thorough one) come after the op table's
 cases (``--compositions none`` leaves them out, ``only`` runs them alone; ``--only`` selects among
 all of them too, ``--cases`` counts the op table's cases only)."""
@@ -30,8 +30,8 @@ generator twice: 2,500 captures and compiles)."""
 
 
 COMPOSITION_DRAWS = 4
-"""Draws of each composition in the thorough profile (one per value generator: 2,880 cases); the
-CI profile draws a quarter of them once (:func:`compositions.table`: 180 cases)."""
+"""Draws of each composition in the thorough profile (one per value generator: 5,200 cases); the
+CI profile draws a fifth of them once (:func:`compositions.table`: 260 cases)."""
 
 
 def main(argv: list[str] | None = None) -> int:
