@@ -320,3 +320,47 @@ def _replay_all(fn, x, chunk_size, compute=True):
         got = graph.replay({"x": da.from_array(x, chunks=(4, 96))}, backend="dask",
                            compute=compute)
     return [got[name] for name in graph.outputs]
+
+
+B2 = np.array([0.25, -0.5])
+AFTER = {
+    "np.diff(x @ w + b, axis=0)": lambda x: np.diff(x @ O2.astype(x.dtype) + B2, axis=0),
+    "batch centring q - q.mean(0)": lambda x: (lambda q: q - q.mean(0))(
+        x @ O2.astype(x.dtype) + B2),
+    "np.sin(x @ w + b)": lambda x: np.sin(x @ O2.astype(x.dtype) + B2),
+    "np.var(x @ w + b, axis=0)": lambda x: np.var(x @ O2.astype(x.dtype) + B2, axis=0),
+    "np.diff(x @ ones) - t": lambda x: np.diff(x @ ONES.astype(x.dtype)) - x[1:, 0] * 768,
+}
+
+
+@pytest.mark.parametrize("spelling", list(AFTER))
+def test_what_reads_a_consumers_result_beyond_its_tolerance_gets_numpys_bits(spelling):
+    """A consumer's result (the bias add of ``x @ w + b``, a np.diff) is tested against its own
+    tolerance only: an op that subtracts it again cancels that rounding, untested. float64 rows
+    near 1e8 (each row's spread 1, 768 terms) past the chunk-size: ``np.diff(x @ w + b)`` was
+    3.05e-5 off NumPy's values up to 15.1 (beyond atol 1e-5 + rtol 1e-5), the centring 3.05e-5,
+    ``np.sin`` 2.3e-5, silently, on 9ebd8e3 (``np.var``: 3e-4 off 7.7 near 1e9; ``np.diff(x @
+    ones) - t`` was refused at the diff). Now such a product is computed as NumPy does on one
+    block (as any path no bound is carried on): its bits."""
+    fn = AFTER[spelling]
+    x = 1e8 + np.random.default_rng(3).random((16, 768))
+    lazy = _replay(fn, x, "32KiB", compute=False)
+    assert not _in_blocks(lazy)
+    assert np.array_equal(lazy.compute(), fn(x))
+
+
+def _in_blocks(lazy) -> bool:
+    """Whether dask.array's own matmul builds the product (in blocks), not one block."""
+    return any(name.startswith("matmul-") for name in lazy.dask.layers)
+
+
+def test_a_consumers_result_read_by_picks_and_scalings_keeps_the_blocks():
+    """np.abs(np.diff(x @ o2, axis=0)).max(0) * 0.5: magnitudes, picks and scalings keep the
+    consumer's tolerance; the product keeps dask.array's row blocks, tested at the diff."""
+    def fn(x):
+        return np.abs(np.diff(x @ O2.astype(x.dtype), axis=0)).max(0) * 0.5
+
+    x = X.astype(np.float64)
+    lazy = _replay(fn, x, "32KiB", compute=False)
+    assert _in_blocks(lazy) and not _in_blocks(_replay(fn, x, "1MiB", compute=False))
+    assert np.allclose(lazy.compute(), fn(x), rtol=1e-5, atol=1e-5)

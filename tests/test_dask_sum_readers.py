@@ -3,7 +3,7 @@
 in NumPy's order, NumPy's bits (stop 36, W=25d: silent before, /tmp/25d36/sums2.py, dask64: 4
 rows, e.g. ``np.convolve(x.sum(-1), [1, -1])`` of float32 rows near 1e3 -19.875 against NumPy's
 -19.9375). Its check holds the sum to its own tolerance, which scalings, picks and moves keep
-(``before_cancel._KEEPS``); any other reader can cancel in ways no list of consumers names."""
+(``kept_error.KEEPS``); any other reader can cancel in ways no list of consumers names."""
 
 from __future__ import annotations
 

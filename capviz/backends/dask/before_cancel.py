@@ -52,12 +52,11 @@ from typing import Any
 import numpy as np
 
 from capviz.backends import cancelling, contraction_bound
-from capviz.backends.dask import contractions, product_checks
+from capviz.backends.dask import contractions, kept_error, product_checks
 from capviz.backends.dask.overflow import OrderMatters, blocks_add_otherwise
 from capviz.backends.dask.shapes import is_array
 from capviz.core.ir import Node
 from capviz.core.source import format_source
-from capviz.ops import traits
 
 SUMS = frozenset(("sum", "nansum", "mean", "nanmean", "trace", "einsum", "var", "std",
                   "nanvar", "nanstd"))
@@ -114,37 +113,9 @@ def feeding(nodes: list[Node]) -> dict[int, tuple]:
         if contraction_bound.is_contraction_node(node) and node.index in users \
                 and product_checks.fits_one_block(node):
             found[node.index] = ()
-        elif node.op in SUMS and _combined(node, users):
+        elif node.op in SUMS and kept_error.combined(node, users):
             found[node.index] = ()
     return found
-
-
-_KEEPS = frozenset(("multiply", "divide", "true_divide", "negative", "positive", "absolute",
-                    "fabs", "sqrt", "square", "maximum", "minimum", "fmax", "fmin", "max",
-                    "min", "nanmax", "nanmin", "copy", "asarray", "tanh", "arctan",
-                    "arcsinh")) | traits.MOVE
-"""Ops whose result keeps a sum's relative error (scalings, picks, moves, and ``tanh``,
-``arctan``, ``arcsinh``, whose condition number is at most 1; not ``exp``, whose is the value's
-magnitude): a sum read only through them needs no more than its own tolerance, which its check
-holds (:mod:`capviz.backends.dask.cancellation`)."""
-
-
-def _combined(node: Node, users: dict) -> bool:
-    """Whether sum ``node``'s value reaches an op other than :data:`_KEEPS` (a cast to a float
-    type among them): one that combines values in ways no list of consumers names
-    (``np.convolve(x.sum(-1), [1, -1])``, ``np.fft.fft``, ``np.add.reduce`` of a stack of it:
-    silent on Dask before stop 36)."""
-    stack, seen = [node], {node.index}
-    while stack:
-        for user in users.get(stack.pop().index, ()):
-            float_cast = user.op == "astype" and user.dtype is not None \
-                and np.dtype(user.dtype).kind in "fc"
-            if user.op not in _KEEPS and not float_cast:
-                return True
-            if user.index not in seen:
-                seen.add(user.index)
-                stack.append(user)
-    return False
 
 
 def read_only(index: int | None) -> bool:
