@@ -308,10 +308,50 @@ def test_a_gradient_of_a_larger_product_tests_each_result(spelling):
         assert np.all(np.abs(got - each) <= 1e-5 + 1e-5 * np.abs(each))
 
 
-def test_a_gradient_with_spacings_or_second_order_edges_is_gathered_as_before():
-    for fn in (lambda x: np.gradient(x @ ONES, 2.0),
-               lambda x: np.gradient(x @ ONES, edge_order=2)):
-        assert np.array_equal(_replay_all(fn, X, SMALL)[0], fn(X))
+SPACED = {
+    "np.gradient(x @ ones, 2.0)": lambda x: np.gradient(x @ ONES.astype(x.dtype), 2.0),
+    "np.gradient(x @ ones, edge_order=2)": lambda x: np.gradient(x @ ONES.astype(x.dtype),
+                                                                 edge_order=2),
+    "np.gradient(x @ o2, 0.3, 7.0)": lambda x: np.gradient(x @ O2.astype(x.dtype), 0.3, 7.0),
+    "np.gradient(x @ o2, 0.1, axis=0, edge_order=2)": lambda x: np.gradient(
+        x @ O2.astype(x.dtype), 0.1, axis=0, edge_order=2),
+}
+
+
+@pytest.mark.parametrize("spelling", list(SPACED))
+def test_a_gradient_with_spacings_or_second_order_edges_is_tested_at_run_time(spelling):
+    """Ruling 39 14:10 (W=25d): np.gradient with a number per axis as spacings, or
+    edge_order=2, of a larger product was gathered onto one block whatever its size (9ebd8e3).
+    Now the product keeps dask.array's blocks and the bound is carried by the formula's weights
+    (2 / h, 4 / h at edge_order=2's edges, whose products round on |f|: 12 eps (M + E) / h
+    added): float32 near 1e3 fails at the gradient with its message; float64 replays within
+    the tolerance, in blocks."""
+    fn = SPACED[spelling]
+    with pytest.raises(cv.ReplayError) as caught:
+        _replay_all(fn, X, SMALL)
+    text = str(caught.value)
+    assert "(gradient)" in text and "test_dask_product_checks.py" in text
+    assert "ProductCancels: np.gradient cancels the value of np.matmul (node %" in text
+    assert "arithmetic='dask'" in text and "backend='numpy'" in text
+    assert "dask.config.set({'array.chunk-size': '1MiB'})" in text
+    x = X.astype(np.float64)
+    lazy = _replay_all(fn, x, "32KiB", compute=False)
+    assert all("matmul" in _task_names(each) for each in lazy)
+    want = fn(x)
+    for got, each in zip(_replay_all(fn, x, "32KiB"), want if isinstance(want, tuple)
+                         else (want,)):
+        assert np.all(np.abs(got - each) <= 1e-5 + 1e-5 * np.abs(each))
+
+
+def test_a_gradient_with_coordinates_is_gathered_as_before():
+    """Coordinates (an array of positions): the weights differ per point and round on other
+    values; the product is computed as NumPy does, on one block."""
+    def fn(x):
+        return np.gradient(x @ ONES, np.cumsum(np.arange(1.0, 17.0)))
+
+    lazy = _replay_all(fn, X, SMALL, compute=False)
+    assert "matmul" not in _task_names(lazy[0])
+    assert np.array_equal(_replay_all(fn, X, SMALL)[0], fn(X))
 
 
 def _replay_all(fn, x, chunk_size, compute=True):

@@ -34,16 +34,17 @@ parts first, so a pick of them can jump) and scalings by a number (the bound tim
 and one more bound for the rounding: a product's rounding ``ulp(|c v|)`` is within
 ``2 u |c| |v| <= |c| E_P``). At the consumer (:data:`CONSUMERS`), an add or subtract moves by
 the sum of its operands' bounds, ``np.diff`` of order ``n`` by ``2**n`` times it, ``np.ediff1d``
-and ``np.ptp`` (of real values) by twice it, as ``np.gradient`` (of real values, unit spacing,
-``edge_order=1``: each of its results), a variance by :class:`.SpreadWithin`'s rule, a
-covariance (one operand, no weights) by :class:`.CovWithin`'s.
-The product, and every value on those paths, must reach nothing else (no other op, no output
-but the product itself, held to its bound by ``compare``, no guard): else it is gathered, as
+and ``np.ptp`` (of real values) by twice it, ``np.gradient`` (of real values, a number per axis
+or none as spacings, ``edge_order`` 1 or 2: each of its results) by :func:`_spacing`'s rule, a
+variance by :class:`.SpreadWithin`'s rule, a covariance (one operand, no weights) by
+:class:`.CovWithin`'s. The product, and every value on those paths, must reach nothing else (no
+other op, no output but the product itself, held to its bound by ``compare``, no guard), and
+each consumer's result, tested against its own tolerance, must be read only through ops that
+keep its relative error (:mod:`capviz.backends.dask.kept_error`): else it is gathered, as
 before. Every other path or consumer (``np.nanvar``, ``np.cov`` with weights, ``np.corrcoef``,
-``np.gradient`` with spacings
-or ``edge_order=2``, a product by a tensor, another contraction on the path, a mean of the
-product: each rounds in its own order on other values) keeps the gather on one block, as
-before.
+``np.gradient`` with coordinates, a product by a tensor, another contraction on the path, a
+mean of the product: each rounds in its own order on other values) keeps the gather on one
+block, as before.
 
 **Read by any other op.** A larger product that reaches no consumer keeps dask.array's blocks,
 declared (47ad594), where what reads it keeps the declared bound: an output, moves, magnitudes, real
@@ -90,9 +91,9 @@ PAIRED = frozenset(("matmul", "dot", "vdot", "tensordot", "linalg.tensordot", "e
 CONSUMERS = {"add": 1, "subtract": 1, "ufunc_outer": 1, "ediff1d": 2, "ptp": 2, "diff": 2,
              "gradient": 2, "var": 1, "std": 1, "cov": 1}
 """The consumers tested, with what they multiply the carried bound by (``np.diff``: by it to
-the power of its order; ``np.gradient`` of unit spacing and ``edge_order=1``: ``(f[i + 1] -
-f[i - 1]) / 2`` inside, ``f[1] - f[0]`` at the edges; a variance's test is its own,
+the power of its order; ``np.gradient``: :func:`_spacing`; a variance's test is its own,
 :class:`.SpreadWithin`)."""
+
 
 SPREADS = frozenset(("var", "std"))
 """The variances tested (:class:`.SpreadWithin`): real values, no ``dtype=``, ``where=``,
@@ -315,9 +316,10 @@ def _scale(reach: cancelling.Reach) -> float | None:
     factor = CONSUMERS.get(consumer.op)
     if consumer.op == "gradient":  # its results are its unpacks': of the operand's type
         before = reach.path[-1] if reach.path else reach.sum
-        if len(consumer.args) != 1 or consumer.args[0] is not before or not _real(before) \
-                or consumer.params.get("edge_order", 1) not in (None, 1):
-            return None  # spacings, edge_order=2 (weights 1.5, 2, 0.5): gathered, as before
+        spacing = _spacing(consumer, before)
+        if spacing is None:
+            return None  # coordinates (arrays of spacings): gathered, as before
+        factor = (4.0 if _second_order(consumer) else 2.0) / spacing
     elif factor is None or consumer.dtype is None \
             or np.dtype(consumer.dtype).kind not in "fc":
         return None
@@ -344,6 +346,37 @@ def _scale(reach: cancelling.Reach) -> float | None:
         roundings += step[1]
         before = node
     return scale * (1 + roundings) * factor
+
+
+def _second_order(node: Node) -> bool:
+    """Whether ``np.gradient`` ``node`` takes ``edge_order=2``."""
+    return node.params.get("edge_order", 1) == 2
+
+
+def _spacing(consumer: Node, before: Node) -> float | None:
+    """The smallest magnitude of ``np.gradient`` ``consumer``'s spacings (1 where none is
+    given), where its test carries the bound: real values (``before``, the path's value), one
+    number per axis or one for all, ``edge_order`` 1 or 2; else ``None`` (coordinates, arrays
+    of spacings: their weights round on other values).
+
+    NumPy's formula runs on each block with its neighbours (dask.array's ``gradient``): ``(f[i
+    + 1] - f[i - 1]) / (2 h)`` inside moves by at most ``E / h``, ``(f[1] - f[0]) / h`` at
+    ``edge_order=1``'s edges by ``2 E / h``, ``(-1.5 f[0] + 2 f[1] - 0.5 f[2]) / h`` at
+    ``edge_order=2``'s by ``4 E / h`` (``h`` the smallest spacing): the bound times ``2 / h`` or
+    ``4 / h``. Roundings, of both results: the difference and the quotient by a spacing that
+    is not a power of two, one each (``2 eps |r|`` in the test); at ``edge_order=2``'s edges
+    the three products and two sums of values up to ``M`` (the largest magnitude of ``f``)
+    round on ``|f|``, not on the result: ``2 * 3 u * 4 (M + E) / h = 12 eps (M + E) / h``,
+    added to the bound (:func:`checked`)."""
+    args = consumer.args
+    edge_order = consumer.params.get("edge_order", 1)
+    if not args or args[0] is not before or not _real(before) \
+            or isinstance(edge_order, bool) or edge_order not in (None, 1, 2):
+        return None
+    numbers = [_number(a) for a in args[1:]]
+    if any(n is None or n == 0 for n in numbers):
+        return None
+    return min(numbers, default=1.0)
 
 
 def _spread(consumer: Node, reach: cancelling.Reach) -> bool:
@@ -505,6 +538,13 @@ def checked(node: Node, result: Any, args: tuple = ()) -> Any:
         return da.blockwise(guard(cov), index, result.rechunk(-1), index, carried, (),
                             _largest(args[0]), (), dtype=result.dtype,
                             meta=np.empty((0,) * result.ndim, result.dtype))
+    if node.op == "gradient":  # the roundings of _spacing's rule
+        spacing = _spacing(node, node.args[0]) or 1.0
+        if _second_order(node):
+            fourth = carried * (spacing / 4)  # the bound on each value of the operand
+            carried = carried + 12 * eps * (_largest(args[0]) + fourth) / spacing
+        if len(node.args) > 1:
+            eps *= 2
     test = Within(node.op, _message_parts(products), rtol, atol, eps)
     return da.blockwise(guard(test), index, result, index, carried, (), dtype=result.dtype,
                         meta=np.empty((0,) * result.ndim, result.dtype))
