@@ -36,12 +36,13 @@ and one more bound for the rounding: a product's rounding ``ulp(|c v|)`` is with
 the sum of its operands' bounds, ``np.diff`` of order ``n`` by ``2**n`` times it, ``np.ediff1d``
 and ``np.ptp`` (of real values) by twice it, ``np.gradient`` (of real values, a number per axis
 or none as spacings, ``edge_order`` 1 or 2: each of its results) by :func:`_spacing`'s rule, a
-variance by :class:`.SpreadWithin`'s rule, a covariance (one operand, no weights) by
+variance (``np.nanvar``, ``np.nanstd`` too, with each output's own count) by
+:class:`.SpreadWithin`'s rule, a covariance (one operand, no weights) by
 :class:`.CovWithin`'s. The product, and every value on those paths, must reach nothing else (no
 other op, no output but the product itself, held to its bound by ``compare``, no guard), and
 each consumer's result, tested against its own tolerance, must be read only through ops that
 keep its relative error (:mod:`capviz.backends.dask.kept_error`): else it is gathered, as
-before. Every other path or consumer (``np.nanvar``, ``np.cov`` with weights, ``np.corrcoef``,
+before. Every other path or consumer (``np.cov`` with weights or ``y``, ``np.corrcoef``,
 ``np.gradient`` with coordinates, a product by a tensor, another contraction on the path, a
 mean of the product: each rounds in its own order on other values) keeps the gather on one
 block, as before.
@@ -89,15 +90,18 @@ PAIRED = frozenset(("matmul", "dot", "vdot", "tensordot", "linalg.tensordot", "e
 """The products whose rank-1 bound is taken (two operands, each summed label in both once)."""
 
 CONSUMERS = {"add": 1, "subtract": 1, "ufunc_outer": 1, "ediff1d": 2, "ptp": 2, "diff": 2,
-             "gradient": 2, "var": 1, "std": 1, "cov": 1}
+             "gradient": 2, "var": 1, "std": 1, "nanvar": 1, "nanstd": 1, "cov": 1}
 """The consumers tested, with what they multiply the carried bound by (``np.diff``: by it to
 the power of its order; ``np.gradient``: :func:`_spacing`; a variance's test is its own,
 :class:`.SpreadWithin`)."""
 
 
-SPREADS = frozenset(("var", "std"))
+SPREADS = frozenset(("var", "std", "nanvar", "nanstd"))
 """The variances tested (:class:`.SpreadWithin`): real values, no ``dtype=``, ``where=``,
-``mean=`` or ``correction=``."""
+``mean=`` or ``correction=``; the ``nan`` forms with each output's own count of terms (NaN
+where NumPy's operand is NaN: from an operand's NaN, or an infinity times 0 or of both signs,
+in any order of addition; an order that overflows where another does not has a bound beyond
+every finite result's tolerance)."""
 
 _SAME = cancelling.LIPSCHITZ | cancelling.CLAMPS | cancelling.PICKS
 """Path ops whose every value is one of their operands' values or its magnitude: the bound
@@ -526,11 +530,17 @@ def checked(node: Node, result: Any, args: tuple = ()) -> Any:
     index = tuple(range(result.ndim))
     if node.op in SPREADS:
         operand = args[0]
-        count = _count(tuple(operand.shape), node.params.get("axis"))
+        axis = node.params.get("axis")
+        count = _count(tuple(operand.shape), axis)
         spread = SpreadWithin(node.op, _message_parts(products), rtol, atol, eps,
                                int(count or 1), float(node.params.get("ddof", 0)))
+        extra: tuple = ()
+        if node.op.startswith("nan"):  # each output's own count of terms
+            counts = (~da.isnan(operand)).sum(axis=axis, keepdims=bool(
+                node.params.get("keepdims", False)), dtype=np.float64)
+            extra = (counts.rechunk(result.chunks), index)
         return da.blockwise(guard(spread), index, result, index, carried, (),
-                            _largest(operand), (), dtype=result.dtype,
+                            _largest(operand), (), *extra, dtype=result.dtype,
                             meta=np.empty((0,) * result.ndim, result.dtype))
     if node.op == "cov":
         n, d = _observations(node, node.args[0]) or (1, 1.0)

@@ -46,22 +46,28 @@ class SpreadWithin:
         self.rtol, self.atol, self.eps = rtol, atol, eps
         self.n, self.d = float(n), float(n) - ddof
 
-    def _rounding(self, largest: Any, variance: Any) -> Any:
-        e = (self.n + 1) * self.eps * largest
-        grown = (self.n + 3) * self.eps
-        return (self.n * e * e / self.d + grown * variance) / max(1 - grown, 1e-300) \
-            if grown < 0.5 else np.full(np.shape(variance), np.inf)
+    def _rounding(self, largest: Any, variance: Any, n: Any, d: Any) -> Any:
+        e = (n + 1) * self.eps * largest
+        grown = (n + 3) * self.eps
+        return np.where(grown < 0.5, (n * e * e / d + grown * variance)
+                        / np.maximum(1 - grown, 1e-300), np.inf)
 
-    def __call__(self, block: np.ndarray, carried: Any, largest: Any) -> np.ndarray:
+    def __call__(self, block: np.ndarray, carried: Any, largest: Any,
+                 counts: Any = None) -> np.ndarray:
+        """``counts``: each output's own count of terms (``np.nanvar``, ``np.nanstd``), else
+        every output's is ``n``; an output of ``ddof`` terms or fewer is NumPy's NaN or
+        infinity, not tested."""
         e, m = float(np.asarray(carried)), float(np.asarray(largest))
         with np.errstate(all="ignore"):
             r = np.abs(np.asarray(block)).astype(np.float64)
-            root = self.name == "std"
-            lam = math.sqrt(self.n / self.d) * e
+            n = self.n if counts is None else np.asarray(counts, np.float64)
+            d = n - (self.n - self.d)
+            root = self.name in ("std", "nanstd")
+            lam = np.sqrt(n / d) * e
             v = r * r if root else r
-            ours = self._rounding(m, v)  # dask.array's result from its values' exact one
+            ours = self._rounding(m, v, n, d)  # dask.array's result from its values' exact one
             s = np.sqrt(v + ours)
-            theirs = self._rounding(m + e, (s + lam) ** 2)  # NumPy's from its values'
+            theirs = self._rounding(m + e, (s + lam) ** 2, n, d)  # NumPy's from its values'
             if root:
                 low = np.maximum(r, 1e-300)
                 first = np.minimum(np.sqrt(ours), ours / low)
@@ -72,7 +78,7 @@ class SpreadWithin:
             else:
                 total = ours + theirs + lam * (2 * s + lam)
             limit = self.atol + self.rtol * np.maximum(r - total, 0)
-            beyond = np.isfinite(r) & ~(total * (1 + self.eps) <= limit)
+            beyond = np.isfinite(r) & (d > 0) & ~(total * (1 + self.eps) <= limit)
         if np.any(beyond):
             self._refuse(self.name, "terms", e, total, limit, beyond)
         return block
