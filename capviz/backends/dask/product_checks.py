@@ -47,6 +47,16 @@ before. Every other path or consumer (``np.cov`` with weights or ``y``, ``np.cor
 mean of the product: each rounds in its own order on other values) keeps the gather on one
 block, as before.
 
+**float32 layers stay refused** (the lead's ruling 39 14:10 asked for a run-time check where one
+is sound). NumPy's product is its BLAS's order, which no one states, so a sound test must hold
+every order, and an order's rounding reaches ``gamma_k (|A| @ |B|)``, at least ``k u |r|`` where
+the terms do not cancel at all (``|A| @ |B| = |r|``). For float32 (``u = 2**-24``) that is beyond
+the tolerance's ``rtol = 1e-5`` of the result itself from ``k = 168`` terms, whatever the test,
+and the bias add that follows cannot shrink it: no sound test passes ``x @ W + b`` of a
+768-wide float32 layer, which is refused by default, as before, with ``arithmetic='dask'`` (its
+declared bound held by ``compare``) named first (a layer of fewer terms passes where its rank-1
+bound is within the tolerance).
+
 **Read by any other op.** A larger product that reaches no consumer keeps dask.array's blocks,
 declared (47ad594), where what reads it keeps the declared bound: an output, moves, magnitudes, real
 picks and clamps, scalings by numbers, a sum of it (a larger-than-memory ``h @ w`` read by
