@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.capture import CaptureDevice, CaptureScope, _observers
+from capviz.capture import CaptureDevice, CaptureScope, _observers, spec
 from capviz.core import references
 from capviz.core.errors import CapvizError, UnsupportedOperationError
 from capviz.core.python_guards import Digest
@@ -284,10 +284,22 @@ def _capture(fn: Callable, specs: tuple, live: bool, on_violation: str, rng: Dev
         #                                 the paths of the arrays it checks
         if graph.constant_fingerprints or any(type(g.value) is Digest for g in
                                               graph.python_guards):  # (graph.changed() of a
-            graph.recapture = _again(fn, specs, on_violation, rng, device,  # changed array
-                                     global_random)  # captures fn again: ruling 39 14:10)
+            graph.recapture = _again(fn, _kept(specs, scope), on_violation, rng, device,  #
+                                     global_random)  # (captures fn again: ruling 39 14:10)
             graph.remember_nodes()  # (an edit of a node it would drop is refused then)
     return graph
+
+
+def _kept(specs: tuple, scope: CaptureScope) -> tuple:
+    """What :func:`_again` captures with: the example arrays where the capture read a value
+    computed from them (``if np.any(x > 0):``, a mask's length), else their shapes and dtypes
+    only (a graph keeps no copy of a batch it never read)."""
+    recorder = getattr(scope, "recorder", None)
+    examples = getattr(recorder, "examples", None)
+    inputs = {node.index for node in scope.graph.input_nodes}
+    if examples is not None and any(index not in inputs for index in examples.values):
+        return specs
+    return tuple(spec(s.shape, s.dtype) if type(s) is np.ndarray else s for s in specs)
 
 
 def _again(fn: Callable, specs: tuple, *options: Any) -> Callable[[], CapturedGraph]:

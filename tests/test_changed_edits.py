@@ -172,3 +172,25 @@ def test_changed_refuses_to_drop_a_node_edit_when_it_must_capture_again():
     again.changed()
     for _ in range(3):
         assert np.array_equal(again.replay({"x": X})["out"], X @ w * 10.0)
+
+
+def test_the_capture_again_keeps_no_copy_of_an_example_it_never_read():
+    """d3e4d28 kept a copy of the examples of every graph holding a weight (for changed()'s
+    capture again): an 8 MB batch held 8 MB more. Only an example the capture read a value of
+    is kept now; changed() still captures again exactly."""
+    import tracemalloc
+
+    w = np.ones((1000, 3))
+    x = np.ones((1000, 1000))  # 8 MB
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        graph = cv.capture(lambda x: x @ w / np.linalg.norm(w), x)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < x.nbytes / 4, held
+    w += 1.0
+    graph.changed()
+    for _ in range(3):
+        assert np.array_equal(graph.replay({"x": x})["out"], x @ w / np.linalg.norm(w))
