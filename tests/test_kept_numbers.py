@@ -44,8 +44,8 @@ CASES = {
           "(the capture records it as a state)."),
     Total: ("float(loss)", "float()",
             "keep self.total in a 0-d array and += the tensor itself: self.total = "
-            "np.array(self.total) before the capture, then self.total += loss * x.shape[0] "
-            "(the capture records it as a state)."),
+            "np.array(self.total, dtype=float) before the capture, then self.total += loss * "
+            "x.shape[0] (the capture records it as a state)."),
 }
 
 
@@ -90,6 +90,17 @@ class BestFixed:
         return x * 2.0
 
 
+class IntTotalFixed:  # (a meter reset to 0: the quoted dtype=float lets += a float)
+    def __init__(self):
+        self.total = 0
+        self.total = np.array(self.total, dtype=float)
+
+    def step(self, x):
+        loss = (x * x).mean()
+        self.total += loss * x.shape[0]
+        return x * 2.0
+
+
 class TotalFixed:
     def __init__(self):
         self.total = 0.0
@@ -103,6 +114,7 @@ class TotalFixed:
 
 @pytest.mark.parametrize("example", [False, True])
 @pytest.mark.parametrize("kind, name", [(AccFixed, "correct"), (BestFixed, "best"),
+                                        (IntTotalFixed, "total"),
                                         (TotalFixed, "total")])
 def test_the_fix_replays_as_eager(kind, name, example):
     mine, twin = kind(), kind()

@@ -101,7 +101,9 @@ def total_fix(call: str, source: Any, code: str = "") -> str | None:
     target, value = found["target"], unwrapped(found["rest"])
     if value.startswith("(") and _closing(value, 1) == len(value) - 1:
         value = value[1:-1]  # (((pred == y).sum()): the whole value, unwrapped)
-    before = f"{target} = np.array({target}) before the capture"
+    as_float = ", dtype=float" if call == "float()" else ""  # (a meter reset to 0: an int,
+    before = f"{target} = np.array({target}{as_float}) before the capture"  # which += float
+    #                                               cannot update as an int64 array)
     if total is not None:
         return (f"keep {target} in a 0-d array and {total['op']}= the tensor itself: {before}, "
                 f"then {target} {total['op']}= {value} (the capture records it as a state)")
