@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -60,6 +61,10 @@ class Trace:
         each run of the trace, at the node's line."""
         self.precise = precise
         self._masks: dict[tuple, Any] = {}
+        self._batches: dict[Any, tuple[Callable, list]] = {}
+        """The checks :meth:`require_batched` deferred, by kind: the test and, per check,
+        its slot among the flags and its operands."""
+        self._batched_elements: dict[Any, int] = {}
         self.known_magnitudes: dict[int, tuple[float, float]] = {}
         """The smallest nonzero and the largest finite magnitude of each float constant
         argument of the program, by the id of its traced value: measured once on the host,
@@ -147,6 +152,40 @@ class Trace:
         self.poisons.result(mask)
         return value
 
+    def require_batched(self, kind: Any, operands: tuple, test: Callable, message: str) -> None:
+        """:meth:`require` of ``test(*stacked)[0]``, ``stacked`` the ``operands`` each with a
+        leading axis of 1: one check of a kind (``kind``, hashable, also naming the operands'
+        shapes and dtypes and ``test``'s constants) that a program makes at many nodes (GPT-2's
+        subnormal test of each head's ``q @ k.T`` and ``p @ v``: 288 checks of 64 x 64
+        operands at 12 layers). Its flag keeps its place among the checks, and so its node,
+        but the test is made once per kind, after the program (:meth:`merged`), on the
+        operands of every such check stacked: one reduction per kind where a reduction per
+        check is a kernel of its own that XLA cannot fuse. ``test`` takes arrays of ``n``
+        checks' operands (leading axis ``n``) and gives ``n`` booleans. Operands larger
+        than :data:`BATCHED_ELEMENTS` are tested now, and a kind's checks as soon as their
+        operands reach :data:`BATCHED_TOTAL` elements (kept alive to the end of the program,
+        they would hold memory)."""
+        if not batchable(*operands):
+            self.require(test(*(a[None] for a in operands))[0], message)
+            return
+        self.checks.append((self.node, message))
+        self.flags.append(None)  # its slot, filled by _tested()
+        _, pending = self._batches.setdefault(kind, (test, []))
+        pending.append((len(self.flags) - 1, operands))
+        held = self._batched_elements.get(kind, 0) + sum(math.prod(a.shape) for a in operands)
+        self._batched_elements[kind] = held
+        if held >= BATCHED_TOTAL:  # what is kept alive stays small
+            self._tested(test, self._batches.pop(kind)[1])
+            del self._batched_elements[kind]
+
+    def _tested(self, test: Callable, pending: list) -> None:
+        """The flags of deferred checks of one kind (:meth:`require_batched`): one test of
+        their operands stacked."""
+        jnp = self._jnp
+        ok = test(*(jnp.stack(column) for column in zip(*(ops for _, ops in pending))))
+        for k, (slot, _) in enumerate(pending):
+            self.flags[slot] = ok[k]
+
     def flag(self, ok: Any) -> None:
         """A flag with no node: when it fails, the precise trace is run, and says which check
         failed, if any."""
@@ -167,7 +206,11 @@ class Trace:
         self.flag(~jnp.any(nan))
 
     def merged(self) -> None:
-        """Add the merged masks' flags (one per shape, no node: see :meth:`require_each`)."""
+        """Make the deferred checks' tests (:meth:`require_batched`, one per kind) and add the
+        merged masks' flags (one per shape, no node: see :meth:`require_each`)."""
+        for test, pending in self._batches.values():
+            self._tested(test, pending)
+        self._batches, self._batched_elements = {}, {}
         for mask in self._masks.values():
             self.checks.append((None, ""))
             self.flags.append(mask.all())
@@ -295,6 +338,34 @@ def poisoned(value: Any, mask: Any, message: str, operand: bool = False) -> Any:
     if not bool(mask.all()):
         raise ValueError(message)
     return value
+
+
+BATCHED_ELEMENTS = 1 << 16
+"""The largest operand (in elements) whose check :meth:`Trace.require_batched` defers to the
+end of the program: a model's per-head values (64 x 64) are, its layers' activations and
+weights are not."""
+
+
+BATCHED_TOTAL = 1 << 22
+"""The elements of the operands of one kind's deferred checks (:meth:`Trace.require_batched`)
+past which they are tested at once (16 MiB of float32): GPT-2 small's 288 head products hold
+2.4 million."""
+
+
+def batchable(*operands: Any) -> bool:
+    """Whether :func:`require_batched` defers a check of ``operands`` (each of at most
+    :data:`BATCHED_ELEMENTS` elements)."""
+    return all(math.prod(a.shape) <= BATCHED_ELEMENTS for a in operands)
+
+
+def require_batched(kind: Any, operands: tuple, test: Callable, message: str) -> None:
+    """Inside a traced op: :meth:`Trace.require_batched` (the check made with every other of
+    its kind, after the program); in an op run on its own: :func:`require` now."""
+    trace = TRACE.get()
+    if trace is not None:
+        trace.require_batched(kind, operands, test, message)
+    elif not bool(test(*(a[None] for a in operands))[0]):
+        raise ValueError(message)
 
 
 def require_each(mask: Any, message: str) -> None:

@@ -6,12 +6,13 @@ sum of products of parts)."""
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from capviz.backends.jax.subnormals.operands import operand_magnitudes, rerun, smallest
-from capviz.backends.jax.trace import dtype_of, poisoned, require
+from capviz.backends.jax.trace import dtype_of, poisoned, require, require_batched
 from capviz.ops import traits
 
 PRODUCTS = frozenset((*traits.CONTRACT, "inner", "outer", "linalg.outer", "kron", "vecdot",
@@ -43,6 +44,12 @@ def products(jnp: Any, name: str, fn: Any, args: tuple, operands: list, r: Any,
         a, b = floats
         a = a[None, :] if a.ndim == 1 else a
         b = b[:, None] if b.ndim == 1 else b
+        if len(computed) == 2 and real and a.ndim == b.ndim == 2:
+            # each head's q @ k.T and p @ v: tested with every other of their shapes at once
+            kind = ("matmul", tuple(a.shape), tuple(b.shape), dtype_of(a), dtype_of(b), bound)
+            require_batched(kind, (a, b), partial(_matmul_ok, jnp, bound),
+                            _PRODUCT.format(op=name, tiny=float(info.tiny)))
+            return r
         # per contracted index k: min_i |a[..., i, k]| * min_j |b[..., k, j]|
         low = jnp.log2(smallest(jnp, a, axis=-2)) + jnp.log2(smallest(jnp, b, axis=-1))
         ok = jnp.all(low >= bound)
@@ -53,6 +60,14 @@ def products(jnp: Any, name: str, fn: Any, args: tuple, operands: list, r: Any,
         ok = sum(logs) >= bound
     require(ok, _PRODUCT.format(op=name, tiny=float(info.tiny)))
     return r
+
+
+def _matmul_ok(jnp: Any, bound: float, a: Any, b: Any) -> Any:
+    """Per product ``a[n] @ b[n]`` of matrices (``n`` the leading axis): whether no product of
+    its terms may be subnormal, as :func:`products` tests one: per contracted index k,
+    ``min_i |a[n, i, k]| * min_j |b[n, k, j]|`` reaches ``2 ** bound`` (in logarithms)."""
+    low = jnp.log2(smallest(jnp, a, axis=-2)) + jnp.log2(smallest(jnp, b, axis=-1))
+    return jnp.all(low >= bound, axis=1)
 
 
 def _product_with_constants(jnp: Any, floats: list, x: Any, bound: float, message: str) -> Any:
