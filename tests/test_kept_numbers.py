@@ -175,5 +175,5 @@ def test_an_update_a_helper_method_makes_beside_it_is_refused_as_an_update_not_a
     first, _why, fixed = str(info.value).splitlines()
     assert "updates a Python number the object keeps" in first, first
     assert fixed == ("Fix: keep self.sum in a 0-d array and += the tensor itself: self.sum = "
-                     "np.array(self.sum) before the capture, then self.sum += (x ** 2).mean() "
-                     "(the capture records it as a state).")
+                     "np.array(self.sum, dtype=float) before the capture, then self.sum += "
+                     "(x ** 2).mean() (the capture records it as a state).")

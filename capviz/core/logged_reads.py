@@ -77,7 +77,7 @@ _BEST = re.compile(r"^\s*(?P<target>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\s*=\s*(?P<p
                    r"\s*(?P=target)\s*,\s*(?P<rest>.+?)\s*\)\s*$")
 
 
-def total_fix(call: str, source: Any, code: str = "") -> str | None:
+def total_fix(call: str, source: Any, code: str = "", operand: str = "") -> str | None:
     """The fix for ``call``'s read (its expression: ``code``) at ``source`` where the line adds
     it to (or takes the least or greatest of it and) a Python number an object keeps across
     calls: ``self.correct += int((pred == y).sum())``, ``self.best = min(self.best,
@@ -101,7 +101,8 @@ def total_fix(call: str, source: Any, code: str = "") -> str | None:
     target, value = found["target"], unwrapped(found["rest"])
     if value.startswith("(") and _closing(value, 1) == len(value) - 1:
         value = value[1:-1]  # (((pred == y).sum()): the whole value, unwrapped)
-    as_float = ", dtype=float" if call == "float()" else ""  # (a meter reset to 0: an int,
+    as_float = ", dtype=float" if call == "float()" or (call == ".item()" and re.search(
+        r"\(\w+, float", operand)) else ""  # (a meter reset to 0: an int,
     before = f"{target} = np.array({target}{as_float}) before the capture"  # which += float
     #                                               cannot update as an int64 array)
     if total is not None:

@@ -204,7 +204,8 @@ class Failure:
         values["reason_why"], values["reason_fix"] = _split_reason(self.reason)
         values["logged"] = logging_fix(self.call, self.source, self.code.text) or "" \
             if self.kind == "data_read" else ""  # (losses.append(loss.item()): review 8 #18)
-        values["totalled"] = total_fix(self.call, self.source, self.code.text) or "" \
+        values["totalled"] = total_fix(self.call, self.source, self.code.text,
+                                       self.operand) or "" \
             if self.kind == "data_read" else ""  # (self.correct += int(...): ruling 38)
         return values
 
