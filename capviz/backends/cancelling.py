@@ -59,9 +59,15 @@ engine names them (:func:`reaches`' ``periodic``), the periodic functions (:data
 node's), but where an engine names ``past_adds`` (JAX): a contraction's path goes on past
 the first add or subtract of two operands it reaches to the next consumer
 (:func:`through_add`: ``np.diff(x @ w + b)``, whose bias add passes where it keeps the
-product); ``np.modf``'s fraction and ``np.divmod``'s remainder (:data:`TUPLE_CONSUMERS`) are
-consumers too. Both sums of ``x.sum(-1) - x[:, :384].sum(-1) * 2`` reach
-its subtract; ``(x - x.mean()).sum()`` reports the mean (the outer sum reaches nothing).
+product). Past that add (the lead's ruling 39 14:10) every add or subtract is a consumer
+(``h - h.mean(0)``, ``h - t``), and the path goes on past one whose other operand is a leaf
+(a number, a constant, an input, a state: ``np.diff(h + c)``) and ends at a computed one (a
+residual); softmax's shift ``h - h.max(-1, keepdims=True)`` used only by ``np.exp``
+(:func:`softmax_shift`) passes the value on to the exp, the consumer then; an op of several
+results (``np.split``) passes it to its pieces. ``np.modf``'s fraction and ``np.divmod``'s
+remainder (:data:`TUPLE_CONSUMERS`) are consumers too. Both sums of ``x.sum(-1) - x[:,
+:384].sum(-1) * 2`` reach its subtract; ``(x - x.mean()).sum()`` reports the mean (the outer
+sum reaches nothing).
 
 A reach is a **centring** (:attr:`Reach.centring`) where the consumer's other operand is the
 sum's own operand and the path holds only moves, casts, negations and scalings by numbers: ``x -
@@ -283,49 +289,104 @@ def _walk(start: Node, users: dict[int, list[Node]], periodic_: bool,
           past_adds: bool = False) -> Iterable[Reach]:
     """The reaches from the sum ``start``: a walk over the passing ops, each node once
     (``periodic_``: the functions of :func:`periodic` are consumers; ``past_adds``: see
-    :func:`through_add`)."""
-    stack: list[tuple[Node, tuple[Node, ...], float | None, bool]] = [(start, (), 1.0, False)]
+    :func:`through_add`; past such an add, the rules of :func:`_past_add`)."""
+    # (value, path, factor, past a kept add, past a softmax's subtract)
+    stack: list[tuple[Node, tuple[Node, ...], float | None, bool, bool]] = [
+        (start, (), 1.0, False, False)]
     visited: set[int] = set()
     while stack:
-        value, path, factor, passed = stack.pop()
+        value, path, factor, passed, soft = stack.pop()
         for user in users.get(value.index, ()):
+            if soft and user.op in EXPONENTIALS:  # softmax's exp: tested by the absolute rule
+                yield Reach(start, user, path, 0, None, False)
+                continue
+            if passed and softmax_shift(user, users):
+                # x - x.max(-1, keepdims=True), every use an exp: the value goes on to it
+                if user.index not in visited:
+                    visited.add(user.index)
+                    stack.append((user, (*path, user), None, True, True))
+                continue
             if user.op in CONSUMERS or _tuple_consumer(user) \
                     or (periodic_ and periodic(user)):
                 reach = _consumed(start, value, user, path, factor)
-                if reach is not None and passed and user.op in ("add", "subtract"):
-                    # past a kept add, an add or subtract ends the path untested: softmax's
-                    # x - x.max() after the mask add (GPT-2's attention, float32, was refused
-                    # there on a31efeb; 49cb1ed replayed it within 1.2e-7)
-                    continue
                 if reach is not None:
                     yield reach
-                    if not (past_adds and not passed and through_add(reach)) \
-                            or user.index in visited:
+                    if passed:
+                        # past a kept add, an add or subtract is tested and ends the path,
+                        # unless its other operand is a leaf (a bias, an input, a state):
+                        # the walk goes on (np.diff(x @ w + b + c))
+                        if not (user.op in ("add", "subtract") and _leaf(reach.other)) \
+                                or user.index in visited:
+                            continue
+                    elif not (past_adds and through_add(reach)) or user.index in visited:
                         continue
                     # a declared product's add that keeps it (x @ w + b): the value goes
                     # on to the next consumer (np.diff(x @ w + b))
                     visited.add(user.index)
-                    stack.append((user, (*path, user), None, True))
+                    stack.append((user, (*path, user), None, True, False))
                     continue
                 # an add or subtract that cannot cancel (s + s, s + 0), a remainder of the
                 # divisor: it carries the value on, as any op
             scale = _passes(value, user)
             if scale is _STOPS or user.index in visited:
                 continue
-            if passed and (user.shape is None or user.op == "unpack"):
-                # several results (GPT-2's np.split of the heads after c_attn's bias): the
-                # engine carries no bound through them past an add (KeyError on JAX, 6cafa95)
-                continue
             visited.add(user.index)
-            stack.append((user, (*path, user), _scaled(factor, user, scale), passed))
+            stack.append((user, (*path, user), _scaled(factor, user, scale), passed, soft))
+
+
+EXPONENTIALS = frozenset(("exp", "expm1"))
+"""The functions softmax's shift reaches (:func:`softmax_shift`): a real exponential's relative
+error is its argument's absolute error."""
+
+_SHIFTS = frozenset(("max", "amax", "min", "amin", "nanmax", "nanmin"))
+"""The picks softmax (and logsumexp) subtracts from a value: its largest (or smallest) along an
+axis."""
+
+
+def softmax_shift(user: Node, users: dict[int, list[Node]]) -> bool:
+    """Whether ``user`` is softmax's shift of a value past a kept add (the lead's ruling 39
+    14:10 (b)): ``v - v.max(axis, keepdims=True)`` (or a min) whose every use is ``np.exp`` or
+    ``np.expm1``, directly or through a quotient by another value (a temperature) or a product
+    by a number. There the path goes on to each exponential, which tests the bound carried to
+    it by its absolute error (``exp(v + e)`` is ``exp(v) * exp(e)``); a subtract used any other
+    way is a consumer, tested as any other past a kept add."""
+    if user.op != "subtract" or len(user.args) != 2 or not _floating(user):
+        return False
+    value, shift = user.args
+    if not isinstance(value, Node) or not isinstance(shift, Node) or shift.op not in _SHIFTS \
+            or not shift.args or shift.args[0] is not value:
+        return False
+
+    def exponentials(node: Node, depth: int) -> bool:
+        uses = users.get(node.index, ())
+        if not uses:
+            return False
+        for use in uses:
+            if use.op in EXPONENTIALS and len(use.args) == 1:
+                continue
+            scaled = depth < 2 and len(use.args) == 2 and use.args[0] is node and (
+                (use.op == "divide" and use.args[1] is not node)
+                or (use.op == "multiply" and not isinstance(use.args[1], Node)))
+            if not (scaled and exponentials(use, depth + 1)):
+                return False
+        return True
+
+    return exponentials(user, 0)
+
+
+def _leaf(other: Any) -> bool:
+    """Whether the other operand of an add or subtract past a kept add is a leaf: a number, a
+    constant, an input, a state (the lead's ruling 39 14:10 (c): the walk goes on past it; a
+    computed one, GPT-2's residual, ends the path there)."""
+    return not isinstance(other, Node) or other.kind in ("constant", "input", "state")
 
 
 def through_add(reach: Reach) -> bool:
     """Whether the walk of :func:`reaches`' ``past_adds`` goes on past ``reach``'s consumer:
-    an add or subtract of two operands that a contraction of linear algebra reaches, once on
-    a path (the next consumer ends it: a difference, a spread, a remainder, a periodic
-    function is tested; an add or subtract is not), not a centring (tested strictly), and not
-    through an op of several results (``np.split``). An engine that passes such an add where
+    an add or subtract of two operands that a contraction of linear algebra reaches, the first
+    on a path (past it, the next add or subtract is a consumer too, and the walk goes on past
+    it only where its other operand is a leaf: :func:`_leaf`, :func:`softmax_shift`), not a
+    centring (tested strictly). An engine that passes such an add where
     it keeps the product's share (JAX: ``x @ w + b``,
     :data:`capviz.backends.jax.carried.DECLARED_KEPT`) leaves the product's error, within its
     declared bound, in the add's result, which a later consumer can cancel: ``np.diff(x @ w +

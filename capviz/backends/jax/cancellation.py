@@ -266,6 +266,14 @@ def _spread(reach: cancelling.Reach) -> bool:
         and cancelling.through_contractions(reach)
 
 
+def _shifted(reach: cancelling.Reach) -> bool:
+    """Whether ``reach`` of a contraction ends at softmax's exponential past a kept add
+    (:func:`capviz.backends.cancelling.softmax_shift`: ``np.exp(a - a.max(-1, keepdims=True))``
+    of ``a = q @ k.T / s + mask``): the bound carried there is tested by exp's absolute rule
+    (:func:`capviz.backends.jax.carried_bounds.consumer_bound`), cheaply first as at an add."""
+    return reach.consumer.op in cancelling.EXPONENTIALS
+
+
 def of(nodes: list[Node], jnp: Any, contractions: bool = True) -> carried.Carried | None:
     """The sums of :data:`REACHING` among ``nodes`` (a program's op steps) that reach an add
     or subtract, for one trace (:mod:`capviz.backends.jax.carried`), and the contractions of
@@ -294,9 +302,10 @@ def of(nodes: list[Node], jnp: Any, contractions: bool = True) -> carried.Carrie
             if all(r.centring for r in each):
                 found[k] = each
             elif any(_spread(r) for r in each):  # its exact bound, tested at each consumer
-                found[k] = tuple(r for r in each if _spread(r) or cancelling.declared(r))
+                found[k] = tuple(r for r in each if _spread(r) or cancelling.declared(r)
+                                 or _shifted(r))
             else:  # to an add or subtract by moves and numbers: followed, cheaply first
-                kept = tuple(r for r in each if cancelling.declared(r))
+                kept = tuple(r for r in each if cancelling.declared(r) or _shifted(r))
                 if kept:
                     found[k] = kept
                     declared.add(k)

@@ -162,11 +162,10 @@ class Carried:
         elif node.index in self.found:  # a sum: its own bound (start), None where NumPy's
             own = self.bounds.get(node.index)
         if node.index in self.on_paths:
-            carried = {k: self.bounds[a.index] for k, a in enumerate(node.args)
-                       if isinstance(a, Node) and a.index in self.bounds}
-            lazy = {k: self.lazy[a.index] for k, a in enumerate(node.args)
-                    if isinstance(a, Node) and a.index in self.lazy} \
-                if node.index in self.declared_paths else {}
+            carried = {k: b for k, b in enumerate(_of(self.bounds, a) for a in node.args)
+                       if b is not None}
+            lazy = {k: b for k, b in enumerate(_of(self.lazy, a) for a in node.args)
+                    if b is not None} if node.index in self.declared_paths else {}
             if not carried and not lazy:  # from a reduce of another ufunc than add: no bound
                 return result
             # a declared contraction's value is not NumPy's bits: its products by numbers
@@ -216,8 +215,7 @@ class Carried:
     def consumed(self, node: Node, args: tuple, result: Any) -> None:
         """The add or subtract ``node`` (operands ``args``, ``result``): fails the replay at
         it where the bounds carried to its operands reach beyond the tolerance of ``result``."""
-        carried = [self.bounds.get(a.index) if isinstance(a, Node) else None
-                   for a in node.args]
+        carried = [_of(self.bounds, a) for a in node.args]
         declared = any(r.sum.index in self.declared for r in self.consumers[node.index])
         if all(b is None for b in carried) and not declared:
             return
@@ -225,7 +223,7 @@ class Carried:
             node, result, [r for r in self.consumers[node.index]
                            if r.sum.index not in self.declared], self.bounds)
         if declared:
-            self._declared(node, args, result, carried, message)
+            self._declared(node, args, result, carried)
             return
         total, apart = carried_bounds.consumer_bound(self.jnp, node, args, result, carried)
         ok = self._within(result, [total])
@@ -246,13 +244,14 @@ class Carried:
         algebra (the lead's ruling 36 05:17: such a consumer
         fails only where it cancels the values it subtracts, as a subtract of a declared product
         does; ruling 38 10:50 for ``np.sin``, ``np.cos``, ``np.tan``)."""
-        if node.op in _ADDS:  # only an add a product's path goes on past
-            if node.index not in self.on_paths:
+        reaches = self.consumers.get(node.index, ())
+        if node.op in _ADDS:  # an add a product's path goes on past, or one past that add
+            if node.index not in self.on_paths and not all(
+                    any(n.op in _ADDS for n in r.path) for r in reaches):
                 return False
         elif node.op not in cancelling.DIFFERENCES | cancelling.SPREADS \
                 and not cancelling.periodic(node):
             return False
-        reaches = self.consumers.get(node.index, ())
         return bool(reaches) and all(contraction_bound.is_contraction_node(r.sum)
                                      for r in reaches)
 
@@ -271,36 +270,44 @@ class Carried:
             kept = each if kept is None else kept & each
         return kept
 
-    def _declared(self, node: Node, args: tuple, result: Any, carried: list,
-                  shown: str) -> None:
+    def _declared(self, node: Node, args: tuple, result: Any, carried: list) -> None:
         """The add or subtract ``node`` that declared contractions reach
         (:func:`capviz.backends.cancelling.declared`), besides any other bound ``carried``:
         each such operand's bound is left out where the add does not cancel it
         (:data:`DECLARED_KEPT`), and tested elsewhere, first as
         :func:`carried_contractions.nominal`'s, then, where that fails somewhere, as
         :func:`carried_contractions.declared_bound`'s (the magnitudes' product, in a
-        ``lax.cond``: only where needed) carried along the path; ``shown``: the message where
-        other bounds reach it too."""
+        ``lax.cond``: only where needed) carried along the path. Softmax's exponential past a
+        kept add (:func:`capviz.backends.cancelling.softmax_shift`) keeps no share: its
+        operand's bound is tested everywhere as the exponential's
+        (:func:`carried_bounds.exponential`)."""
         import jax
 
         jnp = self.jnp
         mine = [r for r in self.consumers[node.index] if r.sum.index in self.declared]
         positions = sorted({r.position for r in mine})
         size = jnp.abs(result)
-        kept = {p: size >= DECLARED_KEPT * jnp.abs(jnp.asarray(args[p])) for p in positions}
+        shifted = node.op in cancelling.EXPONENTIALS  # softmax's exp: no share kept
+        kept = {p: jnp.zeros(jnp.shape(size), bool) if shifted
+                else size >= DECLARED_KEPT * jnp.abs(jnp.asarray(args[p])) for p in positions}
         others = [b for b in carried if b is not None]
         total = None
         for b in others:
             total = b if total is None else total + b
+        if shifted and total is not None:  # other bounds reaching the exponential, as its own
+            total = carried_bounds.exponential(jnp, node, args[0], result, total)
 
         def tested(bounds: dict) -> Any:
+            if shifted:  # the argument's bound, as the exponential's (its absolute rule)
+                bounds = {p: carried_bounds.exponential(jnp, node, args[0], result, bounds[p])
+                          for p in positions}
             parts = [total] + [jnp.where(kept[p], 0, bounds[p]) for p in positions]
             return self._within(result, parts)
 
         # the cheap bound first (:func:`carried_contractions.nominal`: the rank-1 one, never
         # below the exact one), the magnitudes' product only where it fails (a bias that
         # cancels a product: the lead's ruling 37 07:30 (b)), in both traces
-        cheap = tested({p: self.lazy[node.args[p].index] for p in positions})
+        cheap = tested({p: _of(self.lazy, node.args[p]) for p in positions})
 
         def exact() -> Any:
             bounds = self._exact(node, mine)
@@ -308,7 +315,10 @@ class Carried:
                                     jnp.shape(cheap))
 
         ok = jax.lax.cond(jnp.all(cheap), lambda: jnp.ones(jnp.shape(cheap), bool), exact)
-        message = carried_messages.declared(node, mine) if total is None else shown
+        message = carried_messages.declared(node, mine) if total is None else \
+            carried_messages.consumer(node, result, [
+                r for r in self.consumers[node.index] if r.sum.index not in self.declared],
+                self.bounds, tuple({r.sum.index: r.sum for r in mine}.values()))
         require_each(ok, message)
 
     def _exact(self, node: Node, mine: list) -> dict:
@@ -321,9 +331,13 @@ class Carried:
         bounds: dict[int, Any] = {}
         for index in sorted(steps):
             step = steps[index]
-            args, value = self.saved[index]
+            if step.op == "unpack":  # a step the trace does not enter: its source's result
+                value = self.saved[step.args[0].index][1]
+                args, value = (value,), value[int(step.params["index"])]
+            else:
+                args, value = self.saved[index]
             known = {k: bounds[a.index] for k, a in enumerate(step.args)
-                     if isinstance(a, Node) and a.index in bounds}
+                     if isinstance(a, Node) and bounds.get(a.index) is not None}
             bound = carried_paths.passed(self.jnp, step, args, value, known)[1] \
                 if known else None
             if index in self.declared:
@@ -348,6 +362,26 @@ class Carried:
 
 
 _ADDS = frozenset(("add", "subtract"))
+
+
+def _of(store: dict, a: Any) -> Any:
+    """The bound ``store`` (bounds or cheap bounds, by node index) holds for the operand ``a``
+    (``None``: none, or a number): an ``unpack`` of an op of several results (``np.split``), a
+    step the trace does not enter, takes its part of its source's (a tuple, or one bound for
+    all; written in ``store`` then). Without it a bound carried to ``np.split`` was lost at
+    its pieces: ``a, b = np.split(np.nansum(x, -1), 2); a - b`` of float32 rows near 1e3
+    replayed 0.25 off NumPy's, silently."""
+    if not isinstance(a, Node):
+        return None
+    bound = store.get(a.index)
+    if bound is not None or a.op != "unpack" or not a.args or not isinstance(a.args[0], Node):
+        return bound
+    whole = store.get(a.args[0].index)
+    if whole is None:
+        return None
+    bound = whole[int(a.params["index"])] if isinstance(whole, (tuple, list)) else whole
+    store[a.index] = bound
+    return bound
 """The consumers :meth:`Carried._products_only` holds to the share kept too (an add a product's
 path goes on past)."""
 

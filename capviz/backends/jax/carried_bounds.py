@@ -29,6 +29,8 @@ def consumer_bound(jnp: Any, node: Node, args: tuple, result: Any, carried: list
         return _spread(jnp, node, jnp.asarray(args[0]), zero[0], result), None
     if cancelling.periodic(node):
         return _periodic(jnp, node, jnp.asarray(args[0]), zero[0], result), None
+    if node.op in cancelling.EXPONENTIALS:  # softmax's exp past a kept add
+        return exponential(jnp, node, args[0], result, zero[0]), None
     if node.op not in _BOUNDED:  # a consumer whose bound is not written here: it fails
         return jnp.full(jnp.shape(result), np.inf), None
     if node.op in cancelling.DIFFERENCES:
@@ -69,9 +71,27 @@ def picked(jnp: Any, node: Node, a: Any, bound: Any, value: Any) -> Any:
         if axis is None:
             return jnp.broadcast_to(jnp.max(wide), jnp.shape(value))
         return jnp.broadcast_to(jnp.max(wide, axis=axis, keepdims=True), jnp.shape(value))
-    largest = jnp.max(wide, axis=_axis(node.params),
-                      keepdims=bool(node.params.get("keepdims", False)))
-    return jnp.broadcast_to(largest, jnp.shape(value))
+    axis = _axis(node.params)
+    keep = bool(node.params.get("keepdims", False))
+    largest = jnp.max(wide, axis=axis, keepdims=keep)
+    if node.op not in _EXTREMES or node.params.get("where") is not None \
+            or node.params.get("initial") is not None or dtype_of(a).kind != "f":
+        return jnp.broadcast_to(largest, jnp.shape(value))
+    # the largest value: XLA's is a_i, NumPy's b_j, |max a - max b| <= max(e_i, e_j), and
+    # b_j >= b_i puts a_j + e_j >= max a - e_i: only such j can be NumPy's pick. A masked
+    # score (a - 1e10, its add's rounding 1e3) is none, and its bound is not the row's
+    # (GPT-2's softmax x - x.max(-1) after the mask add)
+    v = a if _EXTREMES[node.op] else -a
+    top = jnp.max(v, axis=axis, keepdims=True)
+    own = jnp.max(jnp.where(v == top, wide, 0), axis=axis, keepdims=True)
+    near = jnp.max(jnp.where(v + wide >= top - own, wide, 0), axis=axis, keepdims=keep)
+    nan = jnp.any(jnp.isnan(a), axis=axis, keepdims=keep)
+    return jnp.broadcast_to(jnp.where(nan, largest, near), jnp.shape(value))
+
+
+_EXTREMES = {"max": True, "amax": True, "min": False, "amin": False}
+"""The picks of one extreme along an axis (``True``: the largest) whose bound
+:func:`picked` takes from the values that can be NumPy's pick only."""
 
 
 def _periodic(jnp: Any, node: Node, v: Any, bound: Any, result: Any) -> Any:
@@ -101,6 +121,20 @@ def _periodic(jnp: Any, node: Node, v: Any, bound: Any, result: Any) -> Any:
     if complex_:
         return (e * jnp.cosh(jnp.abs(jnp.imag(v)).astype(real) + e)).astype(real)
     return e
+
+
+def exponential(jnp: Any, node: Node, v: Any, result: Any, bound: Any) -> Any:
+    """The bound of a real ``np.exp`` (or ``np.expm1``) ``result`` of ``v``, a value off
+    NumPy's by ``bound``: ``exp(v) * expm1(bound)`` (``exp(v + e) = exp(v) exp(e)``: the
+    relative error is the argument's absolute one; the lead's ruling 39 14:10 (b), softmax's
+    ``np.exp(a - a.max(-1, keepdims=True))``), ``exp(v) = |result|`` for ``exp``, ``|result +
+    1|`` for ``expm1``; where that underflows to 0, ``exp(v + bound)``, the largest NumPy's
+    value can be (0 for a masked score, ``exp(-1e10 + 2e3)``; not for ``exp(-120 + 30)``)."""
+    real = np.dtype(dtype_of(result).type(0).real.dtype)
+    size = jnp.abs(result if node.op == "exp" else result + 1).astype(real)
+    e = jnp.broadcast_to(bound, jnp.shape(result)).astype(real)
+    top = jnp.exp(jnp.asarray(v).astype(real) + e)
+    return jnp.where(size == 0, top, size * jnp.expm1(e)).astype(real)
 
 
 def _spread(jnp: Any, node: Node, a: Any, bound: Any, result: Any) -> Any:

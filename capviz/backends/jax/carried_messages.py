@@ -71,6 +71,15 @@ _PERIODIC_CONTRACTED_MESSAGE = (
     "with backend='numpy'" + XLA_FIX)
 
 
+_SHIFTED_MESSAGE = (
+    "np.{op}: {operands} a product of linear algebra (np.{sums}: NumPy's BLAS and XLA add its "
+    "products in their own orders, declared within 2 gamma_k |A| @ |B| of each other) less its "
+    "largest value, and this {op}'s relative error is its argument's absolute error: that "
+    "bound, carried here, is beyond the tolerance of the result, so NumPy's value and XLA's "
+    "may differ there; replay with backend='numpy'" + XLA_FIX)
+"""Softmax's exponential past a kept add (:func:`capviz.backends.cancelling.softmax_shift`)."""
+
+
 _DECLARED_MESSAGE = (
     "np.{op}: {operands} a product of linear algebra (np.{sums}: NumPy's BLAS and XLA add its "
     "products in their own orders, declared within 2 gamma_k |A| @ |B| of each other), and "
@@ -128,10 +137,12 @@ def shown_consumer(node: Node) -> str:
     return node.op
 
 
-def consumer(node: Node, result: Any, reaches: list, bounds: dict) -> str:
+def consumer(node: Node, result: Any, reaches: list, bounds: dict,
+             products: tuple = ()) -> str:
     """The message of the consumer ``node``'s failure, naming the sums whose bounds reach
     it (``reaches``: those of sums not declared; ``bounds``: the carried bounds by node
-    index)."""
+    index; ``products``: the declared contractions whose bounds reach it too, past a kept add:
+    ``h - h.mean(0)`` of ``h = x @ w + b``, named with the fix ``arithmetic='xla'``)."""
     sums = sorted({_SHOWN.get(r.sum.op, r.sum.op) for r in reaches
                    if bounds.get(r.sum.index) is not None})
     if not sums:  # the bounds come from another consumer's reaches: the same test
@@ -160,6 +171,9 @@ def consumer(node: Node, result: Any, reaches: list, bounds: dict) -> str:
             and cancelling.periodic(node):
         return _PERIODIC_CONTRACTED_MESSAGE.format(op=op, operands=operands,
                                                    sums=", np.".join(sums))
+    if carrying and all(contraction_bound.is_contraction_node(s) for s in carrying) \
+            and node.op in cancelling.EXPONENTIALS:
+        return _SHIFTED_MESSAGE.format(op=op, operands=operands, sums=", np.".join(sums))
     if carrying and all(contraction_bound.is_contraction_node(s) for s in carrying):
         return _CONTRACTED_MESSAGE.format(op=op, operands=operands,
                                           sums=", np.".join(sums), them=them)
@@ -167,7 +181,12 @@ def consumer(node: Node, result: Any, reaches: list, bounds: dict) -> str:
         return _APPROXIMATED_MESSAGE.format(
             op=op, operands=operands, sums=", np.".join(sums), cancels=cancels,
             k=max(APPROXIMATED[s] for s in sums))
-    if any(contraction_bound.is_contraction_node(s) for s in carrying):
+    if products:  # named after the sums (the generic message only)
+        sums = sums + sorted({p.op for p in products} - set(sums))
+        operands = "its operands were"
+        cancels = "takes a multiple of its period away from them" \
+            if cancelling.periodic(node) else "cancels them"
+    if products or any(contraction_bound.is_contraction_node(s) for s in carrying):
         fix += XLA_FIX  # np.diff(np.tanh(x @ w + b)): the product's bound among others
     return _MESSAGE.format(op=op, operands=operands, sums=", np.".join(sums),
                            cancels=cancels, fix=fix)
@@ -176,6 +195,9 @@ def declared(node: Node, mine: list) -> str:
     """The message of the consumer ``node``'s failure where only declared contractions' reaches
     ``mine`` carry their bounds to it (:meth:`capviz.backends.jax.carried.Carried._declared`)."""
     n = len({r.position for r in mine})
+    if node.op in cancelling.EXPONENTIALS:
+        return _SHIFTED_MESSAGE.format(op=node.op, operands="its operand was",
+                                       sums=", np.".join(sorted({r.sum.op for r in mine})))
     return _DECLARED_MESSAGE.format(
         op=shown_consumer(node), operands="its operand was" if n == 1 else
         "its operands were", them="it" if n == 1 else "them",
