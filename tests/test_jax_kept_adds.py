@@ -88,6 +88,14 @@ def residual(x):
     return (x @ _w(x) + B.astype(x.dtype)) + np.negative(_target(x.shape[-1]).astype(x.dtype))
 
 
+def residual_centred(x):
+    # R11 #9 on fe8cb96: a residual of a function of the layer passed by the share it keeps
+    # and ended the path; its centring was 0.002 off NumPy's, silently
+    h = x @ _w(x) + B.astype(x.dtype)
+    h2 = h + np.tanh(h) * x.dtype.type(1e-3)
+    return h2 - h2.mean(axis=0)
+
+
 def shifted(x):
     h = x @ _w(x) + B.astype(x.dtype)
     return h - h.max(axis=0)
@@ -109,6 +117,11 @@ def _target(k):
 def _near():
     """float32 rows nearly equal (a batch of one sample with noise)."""
     return (np.repeat(BASE, 8, 0) + 1e-4 * NOISE).astype(np.float32)
+
+
+def _near_100():
+    """float32 rows nearly equal, 100 times larger (the flat atol 1e-4 hides less)."""
+    return (100 * (np.repeat(BASE, 8, 0) + 1e-4 * NOISE)).astype(np.float32)
 
 
 def _near_1e3():
@@ -173,6 +186,16 @@ def test_the_rows_past_the_add_differ_under_xla_arithmetic(name):
     graph = cv.capture(fn, x)
     got, want = _replayed(graph, x, arithmetic="xla"), fn(x)
     assert np.max(np.abs(got - want)) > 1e-3 * np.max(np.abs(want))
+
+
+@pytest.mark.xfail(strict=True, reason="open (R11 #9, stop 39): a computed add past the kept "
+                   "add passes by the share it keeps and ends the path; testing it strictly "
+                   "refuses GPT-2 at gelu's x + 0.044715 * x**3 (no bound written for x**3)")
+def test_a_centring_after_a_residual_of_the_layer_fails():
+    x = _near_100()
+    graph = cv.capture(residual_centred, x)
+    with pytest.raises(cv.ReplayError):
+        graph.replay(_feeds(graph, x), backend="jax")
 
 
 def test_batch_norm_message_names_the_product_and_the_mean():
