@@ -194,3 +194,21 @@ def test_the_capture_again_keeps_no_copy_of_an_example_it_never_read():
     graph.changed()
     for _ in range(3):
         assert np.array_equal(graph.replay({"x": x})["out"], x @ w / np.linalg.norm(w))
+
+
+def test_changed_refuses_to_drop_a_params_list_edited_in_place():
+    """Review 11, finding 13 (silent): a list a node's params hold, edited in place (the same
+    object), was not seen as an edit: a capture again dropped it."""
+    w = np.arange(12.0).reshape(3, 4) / 10
+    graph = cv.capture(lambda x: np.pad(x @ w, [(0, 0), (1, 2)]) / np.linalg.norm(w),
+                       cv.spec((1, 3), "float64"))
+    (pad,) = [node for node in graph.ops if node.op == "pad"]
+    pad.params["pad_width"].reverse()  # the user's edit, in place
+    graph.changed()  # (nothing else changed: the edit is taken)
+    x = np.array([[1.0, 2.0, 3.0]])
+    assert graph.replay({"x": x})["out"].shape == (4, 4)
+    w *= 2.0
+    with pytest.raises(cv.ReplayError, match=rf"which would drop your edit of node %{pad.index} "
+                                             r"\(pad\) in the graph\.\nFix: capture the "
+                                             r"function again after the change"):
+        graph.changed()

@@ -43,6 +43,7 @@ it; :class:`capviz.CapturedGraph` (``capviz/graph.py``) adds the methods that re
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import itertools
 import weakref
@@ -203,9 +204,32 @@ VIOLATION_LEVELS = {"seed": "error", "frozen_random": "error", "data_read": "err
 
 
 def _fields(node: Node) -> tuple:
-    """What an edit of ``node`` in place changes: its fields, its params' items."""
+    """What an edit of ``node`` in place changes: its fields, its params' items, and a copy of
+    each list, dict, set or ndarray its args and params hold (edited in place, it stays the
+    same object: ``node.params["pad_width"].reverse()``, review 11, finding 13)."""
+    held = [v for v in (*node.args, *node.params.values()) if isinstance(v, _MUTABLE)]
     return (node, node.kind, node.op, node.args, node.params, tuple(node.params.items()),
-            node.shape, node.dtype, node.name)
+            node.shape, node.dtype, node.name, tuple((v, copy.deepcopy(v)) for v in held))
+
+
+_MUTABLE = (list, dict, set, tuple, np.ndarray)
+
+
+def _same_value(now: Any, was: Any) -> bool:
+    """Whether ``now`` holds what its copy ``was`` holds (arrays bit for bit)."""
+    if type(now) is not type(was):
+        return False
+    if isinstance(now, np.ndarray):
+        return now.shape == was.shape and now.dtype == was.dtype and \
+            now.tobytes() == was.tobytes()
+    if isinstance(now, (list, tuple)):
+        return len(now) == len(was) and all(map(_same_value, now, was))
+    if isinstance(now, dict):
+        return now.keys() == was.keys() and all(_same_value(now[k], was[k]) for k in now)
+    try:
+        return bool(now == was)
+    except Exception:  # (a value that compares by no truth value)
+        return False
 
 
 def _same_fields(node: Node, was: tuple) -> bool:
@@ -220,7 +244,8 @@ def _same_fields(node: Node, was: tuple) -> bool:
     except Exception:  # (a shape's size that compares by no value)
         return False
     return len(now[5]) == len(was[5]) and all(k == j and v is w for (k, v), (j, w) in
-                                              zip(now[5], was[5]))
+                                              zip(now[5], was[5])) and \
+        all(_same_value(v, kept) for v, kept in was[9])
 
 
 class ConstantValues(dict):
