@@ -34,7 +34,9 @@ infinity):
   partial sum of products above that bound is either 0 or normal; of three operands or more,
   a partial product of any of them may come first, so each smallest magnitude below 1
   counts): checked with one reduction per operand (for ``matmul``, per contracted index: the
-  smallest magnitude of each column of ``a`` times that of each row of ``b``); with every
+  smallest magnitude of each column of ``a`` times that of each row of ``b``, made for every
+  product of two computed matrices of one shape at once, after the program:
+  :meth:`capviz.backends.jax.trace.Trace.require_batched`); with every
   operand but one a constant (a model's weights), an elementwise threshold of that one
   (:func:`.products._product_with_constants`), which poisons that operand in the fast program.
 * **Products along an axis** (:data:`PRODS`: ``prod``, ``cumprod`` and ``nan`` forms): a
