@@ -255,6 +255,20 @@ class Carried:
         return bool(reaches) and all(contraction_bound.is_contraction_node(r.sum)
                                      for r in reaches)
 
+    def _past_kept(self, node: Node, position: int) -> bool:
+        """Whether the bounds carried to ``position`` of the add or subtract ``node`` that are
+        not declared come from contractions only, on paths past their kept add (``node`` an
+        add the path goes on past, or every such reach with an add on its path): the share
+        ``node`` keeps decides there, as at :meth:`_add_kept`."""
+        if node.op not in _ADDS:
+            return False
+        reaches = [r for r in self.consumers.get(node.index, ())
+                   if r.position == position and r.sum.index not in self.declared]
+        return bool(reaches) and all(contraction_bound.is_contraction_node(r.sum)
+                                     for r in reaches) \
+            and (node.index in self.on_paths
+                 or all(any(n.op in _ADDS for n in r.path) for r in reaches))
+
     def _add_kept(self, node: Node, args: tuple, result: Any) -> Any:
         """Where the add or subtract ``node`` that only followed contractions reach (a bias
         add a product's path goes on past, :func:`capviz.backends.cancelling.through_add`,
@@ -290,7 +304,16 @@ class Carried:
         shifted = node.op in cancelling.EXPONENTIALS  # softmax's exp: no share kept
         kept = {p: jnp.zeros(jnp.shape(size), bool) if shifted
                 else size >= DECLARED_KEPT * jnp.abs(jnp.asarray(args[p])) for p in positions}
-        others = [b for b in carried if b is not None]
+        others = []
+        for p, b in enumerate(carried):
+            if b is None:
+                continue
+            if not shifted and self._past_kept(node, p):
+                # a product's bound carried past its own kept add (c_attn's through q @ k.T
+                # to the mask add): left out where this add keeps the value, as the add's
+                # own products' are (R11 #14: GPT-2 of larger c_attn weights was refused here)
+                b = jnp.where(size >= DECLARED_KEPT * jnp.abs(jnp.asarray(args[p])), 0, b)
+            others.append(b)
         total = None
         for b in others:
             total = b if total is None else total + b
