@@ -224,6 +224,10 @@ VARIANCES = {
     "np.cov((x @ o2).T, bias=True)": (lambda x: np.cov((x @ O2.astype(x.dtype)).T, bias=True),
                                       "cov"),
     # ruling 39 14:10 (W=25d): gathered onto one block on 9ebd8e3
+    "np.cov(x @ o2, y, rowvar=False)": (
+        lambda x: np.cov(x @ O2.astype(x.dtype), x[:, :2] * 3.0, rowvar=False), "cov"),
+    "np.cov(y, x @ ones)": (lambda x: np.cov(x[:, 0] * 768.0, x @ ONES.astype(x.dtype)),
+                            "cov"),
     "np.nanvar(x @ o2, axis=0)": (lambda x: np.nanvar(x @ O2.astype(x.dtype), axis=0),
                                   "nanvar"),
     "np.nanstd(x' @ ones, ddof=1), a NaN row": (

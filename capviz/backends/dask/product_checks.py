@@ -37,12 +37,12 @@ the sum of its operands' bounds, ``np.diff`` of order ``n`` by ``2**n`` times it
 and ``np.ptp`` (of real values) by twice it, ``np.gradient`` (of real values, a number per axis
 or none as spacings, ``edge_order`` 1 or 2: each of its results) by :func:`_spacing`'s rule, a
 variance (``np.nanvar``, ``np.nanstd`` too, with each output's own count) by
-:class:`.SpreadWithin`'s rule, a covariance (one operand, no weights) by
+:class:`.SpreadWithin`'s rule, a covariance (``m`` and an optional ``y``, no weights) by
 :class:`.CovWithin`'s. The product, and every value on those paths, must reach nothing else (no
 other op, no output but the product itself, held to its bound by ``compare``, no guard), and
 each consumer's result, tested against its own tolerance, must be read only through ops that
 keep its relative error (:mod:`capviz.backends.dask.kept_error`): else it is gathered, as
-before. Every other path or consumer (``np.cov`` with weights or ``y``, ``np.corrcoef``,
+before. Every other path or consumer (``np.cov`` with weights, ``np.corrcoef``,
 ``np.gradient`` with coordinates, a product by a tensor, another contraction on the path, a
 mean of the product: each rounds in its own order on other values) keeps the gather on one
 block, as before.
@@ -413,13 +413,17 @@ def _spread(consumer: Node, reach: cancelling.Reach) -> bool:
 
 def _observations(consumer: Node, before: Node) -> tuple[int, float] | None:
     """``np.cov`` ``consumer``'s count of observations and degrees of freedom, where
-    :class:`CovWithin` tests it: one real operand of one or two axes (``before``, the path's
-    value), no ``y``, weights or ``dtype=``; else ``None``."""
+    :class:`CovWithin` tests it: real operands of one or two axes, ``m`` and an optional ``y``
+    (one of them ``before``, the path's value: NumPy stacks ``y``'s variables under ``m``'s,
+    and the test takes the bound on every variable), no weights or ``dtype=``; else
+    ``None``."""
     args, params = consumer.args, consumer.params
-    if len(args) != 1 or args[0] is not before or not _real(before) or not _real(consumer) \
-            or before.shape is None or len(before.shape) not in (1, 2) \
+    if len(args) not in (1, 2) or not any(a is before for a in args) or not _real(consumer) \
+            or any(not isinstance(a, Node) or not _real(a) or a.shape is None
+                   or len(a.shape) not in (1, 2) for a in args) \
             or any(params.get(k) is not None for k in ("y", "fweights", "aweights", "dtype")):
         return None
+    before = args[0]
     rowvar, bias, ddof = params.get("rowvar", True), params.get("bias", False), \
         params.get("ddof")
     if not isinstance(rowvar, bool) or not isinstance(bias, bool) \
@@ -555,8 +559,10 @@ def checked(node: Node, result: Any, args: tuple = ()) -> Any:
     if node.op == "cov":
         n, d = _observations(node, node.args[0]) or (1, 1.0)
         cov = CovWithin(node.op, _message_parts(products), rtol, atol, eps, n, d)
+        largest = _largest(args[0]) if len(args) == 1 \
+            else da.maximum(_largest(args[0]), _largest(args[1]))  # m's and y's
         return da.blockwise(guard(cov), index, result.rechunk(-1), index, carried, (),
-                            _largest(args[0]), (), dtype=result.dtype,
+                            largest, (), dtype=result.dtype,
                             meta=np.empty((0,) * result.ndim, result.dtype))
     if node.op == "gradient":  # the roundings of _spacing's rule
         spacing = _spacing(node, node.args[0]) or 1.0
