@@ -52,12 +52,9 @@ def test_ci_compositions_have_no_raw_error_and_no_silent_difference():
 
 
 BIAS_SEED = 39
-KNOWN_OPEN_BIAS = {
-    f"comp.wide_matmul.bias_add.{consumer}.cancel[float32,normal,own,C]":
-        "JAX after a kept bias add (W=25d to W=25k, /work/notes/s39/for-25k-from-25d.md 14:22; "
-        "ruling 39 14:10 (a)): a subtract of the value's own rows (q + (-q[:1]), q - q[::-1]) "
-        "after the add ends the product's path untested"
-    for consumer in ("add", "subtract")}
+KNOWN_OPEN_BIAS: dict[str, str] = {}
+# closed by 508843b (W=25k): q + (-q[:1]) and q - q[::-1] after the kept add of the 1,024-term
+# product (float32, rows moved by 100) are refused on JAX at the add / subtract
 """The bias-add path's rows still silent on JAX (:func:`_bias_add_cases`), each with its
 finding: a strict xfail each (:func:`test_a_known_open_bias_add_row_is_still_silent`)."""
 
