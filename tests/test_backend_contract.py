@@ -145,9 +145,19 @@ REFUSAL = re.compile(r"op '(?P<op>[^']+)' cannot run on the (?P<backend>\w+) bac
                      r"\(node %\d+, recorded at .+\)")
 
 
+STATE_REFUSAL = re.compile(r"the graph writes the state (?P<state>\S+) \(recorded at .+\), which "
+                           r"backend '(?P<backend>\w+)' cannot write back")
+
+
 def assert_refusal(err: Exception, graph, backend: registry.Backend) -> None:
     """A refusal names an op of the graph, the backend and the reason, and the op is one the
-    backend's module declares."""
+    backend's module declares; or, on a backend that cannot write states back
+    (``Backend.mutable`` false), it names the graph's first state."""
+    state = STATE_REFUSAL.search(str(err))
+    if state and not backend.mutable:
+        assert state["backend"] == backend.name, str(err)
+        assert state["state"] == graph.state_nodes[0].name, str(err)
+        return
     found = REFUSAL.search(str(err))
     assert found, str(err)
     assert found["backend"] == backend.name, str(err)

@@ -4,9 +4,9 @@
 The examples are the ones the rest of the suite already uses to check each NumPy function and
 ndarray method against eager NumPy (``test_numpy_coverage.CASES`` and ``METHOD_CASES``), one per
 ufunc of the table (inputs of a dtype the ufunc has a loop for), and written ones for what those
-do not reach: the random ops, the update ops a write records, integer-tensor indexing and NumPy
-scalar power. :func:`uncovered` names any op of the table no example reaches, so a new op
-without an example fails the contract's coverage test.
+do not reach: the random ops, the update ops a write records, integer-tensor indexing, NumPy
+scalar power and Python numbers an object keeps. :func:`uncovered` names any op of the table no
+example reaches, so a new op without an example fails the contract's coverage test.
 """
 
 from __future__ import annotations
@@ -88,6 +88,31 @@ def _scalar_power(x):
     return x.sum() ** 2.5
 
 
+class _Meter:
+    """Python numbers an object keeps across calls (``python_number``, trace/kept_numbers.py).
+    The outputs do not read the meter, so that replays in any order agree."""
+
+    def __init__(self):
+        self.sum = 0.0
+        self.count = 0
+        self.avg = 0.0
+
+    def step(self, x):
+        loss = (x * x).mean()
+        n = x.shape[0]
+        self.sum += loss.item() * n
+        self.count += n
+        self.avg = self.sum / self.count
+        return x * 2.0
+
+
+def _python_numbers():
+    """A fresh meter per example (the graph's states are its numbers)."""
+    meter = _Meter()
+    meter.step(np.ones((3, 4)))  # warm: the numbers hold their Python types
+    return meter.step  # (fn itself: a number kept on another object is refused, issue-20L.md)
+
+
 def _complex_scalar_math(z):
     """A complex NumPy scalar's own * and abs() (``scalar_multiply``, ``scalar_absolute``)."""
     return z[0] * np.conj(z[1]), abs(z.sum()), 2.5j * z[2]
@@ -166,6 +191,7 @@ def examples() -> list[tuple[str, object, list]]:
     out.append(("index", _index, [x, np.array([0, 5, 1], np.int64)]))
     out.append(("advanced_index", _advanced_index, [x, np.array([1, 2], np.int64)]))
     out.append(("scalar_power", _scalar_power, [np.abs(x)]))
+    out.append(("python_numbers", _python_numbers(), [x]))
     out.append(("complex_scalar_math", _complex_scalar_math,
                 [_RNG.standard_normal(3) + 1j * _RNG.standard_normal(3)]))
     out.append(("ufunc_methods", _ufunc_methods, [x, np.array([[1, -2], [3, 4]], np.int32)]))
