@@ -12,6 +12,7 @@ example reaches, so a new op without an example fails the contract's coverage te
 from __future__ import annotations
 
 import numpy as np
+import test_lifted_python_numbers as lifted_cases
 import test_numpy_coverage as coverage_cases
 
 import capviz as cv
@@ -88,29 +89,11 @@ def _scalar_power(x):
     return x.sum() ** 2.5
 
 
-class _Meter:
-    """Python numbers an object keeps across calls (``python_number``, trace/kept_numbers.py).
-    The outputs do not read the meter, so that replays in any order agree."""
-
-    def __init__(self):
-        self.sum = 0.0
-        self.count = 0
-        self.avg = 0.0
-
-    def step(self, x):
-        loss = (x * x).mean()
-        n = x.shape[0]
-        self.sum += loss.item() * n
-        self.count += n
-        self.avg = self.sum / self.count
-        return x * 2.0
-
-
 def _python_numbers():
     """A fresh meter per example (the graph's states are its numbers)."""
-    meter = _Meter()
+    meter = lifted_cases.Meter()  # (the outputs do not read the meter: replays in any order agree)
     meter.step(np.ones((3, 4)))  # warm: the numbers hold their Python types
-    return meter.step  # (fn itself: a number kept on another object is refused, issue-20L.md)
+    return meter.step  # (fn itself: a number kept on another object is still refused)
 
 
 def _complex_scalar_math(z):
