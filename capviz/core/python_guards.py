@@ -139,6 +139,9 @@ class Digest(bytes):
 _DIGEST_TEXT = "<its values when captured>"
 DIGEST = (None, "digest")
 """The last step of an array guard's path: the fingerprint of the array there."""
+NAMES = ((True, "__dict__"), (None, "keys"))
+"""The last steps of the guard of an object's attribute names (code that reads attributes by
+names it builds at run time: :func:`capviz.trace.guard_reach.built_names`)."""
 METADATA = (None, "meta")
 """The last step of the guard of an array the code read only for its ``.shape``, ``len()``,
 ``.dtype``: ``(shape, dtype.str)`` of the array there (its values are not read)."""
@@ -508,6 +511,8 @@ def guard_error(guard: PythonGuard, now: Any) -> GuardError:
     block = guard.fn.startswith(BLOCK)  # (the scope form: trace/guards_block.py)
     if guard.steps[-1:] == (DIGEST,):
         return _array_error(guard, now, block)
+    if guard.steps[-2:] == NAMES and now is not _MISSING:
+        return _names_error(guard, now, block)
     if guard.left is not _MISSING and now is not _MISSING and same(guard.left, now):
         program = f"{guard.label} absent" if guard.value is ABSENT else shown(guard.value)
         err = GuardError(
@@ -529,6 +534,24 @@ def guard_error(guard: PythonGuard, now: Any) -> GuardError:
     err.got = None if now is _MISSING else now
     err.place = guard.label
     err.source = guard.source
+    return err
+
+
+def _names_error(guard: PythonGuard, now: Any, block: bool) -> GuardError:
+    """The refusal of a replay after the user added or deleted an attribute of an object
+    whose attributes the code reads by names it builds at run time."""
+    where = format_source(guard.source) or "its line not found"
+    owner = guard.label[:-len(".__dict__.keys()")]
+    added = [n for n in now if n not in guard.value]
+    gone = [n for n in guard.value if n not in now]
+    what = ", ".join([f"{owner}.{n} added" for n in added] +
+                     [f"{owner}.{n} deleted" for n in gone]) or f"{owner}'s attributes reordered"
+    err = GuardError(
+        f"{what} since {guard.fn} was captured, whose code reads attributes by names it builds "
+        f"at run time (getattr(obj, f\"l{{i}}\"), vars(obj); read at {where}), so the graph is the "
+        f"program for the attributes {owner} had then.\nFix: capture {guard.fn} again after "
+        f"changing the attributes of {owner} (a graph per set of attributes: keep one for each)")
+    err.recorded, err.got, err.place, err.source = guard.value, now, guard.label, guard.source
     return err
 
 

@@ -52,8 +52,8 @@ class Reached:
     ``fn``'s own, ``"gcfg2."`` for another), ``open_classes`` (the user classes with a
     ``__getattr__`` or ``__getattribute__``: any attribute of their objects may be read)."""
 
-    __slots__ = ("dynamic", "functions", "global_loads", "globals", "names", "open_classes",
-                 "spaces", "strings", "strung", "tried", "tried_globals")
+    __slots__ = ("built", "dynamic", "functions", "global_loads", "globals", "names",
+                 "open_classes", "spaces", "strings", "strung", "tried", "tried_globals")
 
     def __init__(self) -> None:
         self.names: set[str] = set()
@@ -68,6 +68,8 @@ class Reached:
         #   AttributeError is caught (try: v = self.sl / except AttributeError: review 11, #6)
         self.tried_globals: set[str] = set()  # the globals it may read where a NameError is
         self.strung = False  # it reads attributes by strings (getattr, hasattr, attrgetter)
+        self.built = False  # it may read an object's attributes by names no constant of its
+        #   code spells (getattr(self, f"l{i}", None), vars(self)): :func:`built_names`
 
 
 def reached(fn: Callable, places: list[Place]) -> Reached:
@@ -113,6 +115,7 @@ def reached(fn: Callable, places: list[Place]) -> Reached:
             found.tried |= tried_names
             found.tried_globals |= tried_globals
             calls = calls or tried_calls
+            found.built = found.built or built_names(code)
             space = getattr(each, "__globals__", None)
             if isinstance(space, dict) and id(space) not in spaces:
                 module = space.get("__name__", "")
@@ -238,6 +241,64 @@ def tried(code: types.CodeType) -> tuple[frozenset, frozenset, bool]:
 
 
 _LOADS_GLOBAL = frozenset(("LOAD_GLOBAL", "LOAD_NAME"))
+
+_BY_NAME = frozenset(("getattr", "hasattr", "getattr_static", "attrgetter"))
+"""The functions that read an attribute by a string: with a constant string, the name is one
+of the code's strings (:attr:`Reached.strings`); with any other, any name."""
+_LISTING = frozenset(("vars", "__dict__", "dir"))
+"""The names through which code reads or lists an object's attributes as data."""
+_SIMPLE = frozenset(("LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME"))
+_BUILT: dict[Any, bool] = {}
+
+
+def built_names(code: types.CodeType) -> bool:
+    """Whether ``code`` (or a code object defined in it) may read an object's attributes by a
+    name no string constant of it spells: a ``getattr``, ``hasattr``, ``getattr_static`` or
+    ``attrgetter`` whose name is anything but a string constant (``getattr(self, f"l{i}",
+    None)``, ``hasattr(self, name)``), or any use of ``vars``, ``__dict__`` or ``dir`` (an
+    object's attributes listed or read by key). Such code finds an attribute the user adds
+    later, under any name: where it does, the guards hold each walked object's attribute
+    names (:func:`capviz.trace.guards_python.collect`). Read from the bytecode: a call
+    whose name argument is not a plain string constant right after a plain receiver counts
+    as built (an unsure reading over-guards, never under)."""
+    found = _BUILT.get(code)
+    if found is not None:
+        return found
+    found = False
+    stack = [code]
+    while stack and not found:
+        each = stack.pop()
+        stack.extend(c for c in each.co_consts if isinstance(c, types.CodeType))
+        ops = list(dis.get_instructions(each))
+        for i, op in enumerate(ops):
+            name = op.argval if op.opname.startswith("LOAD_") else None
+            if name in _LISTING or (name in _BY_NAME and not _constant_name(ops, i, name)):
+                found = True
+                break
+    if len(_BUILT) < 4096:
+        _BUILT[code] = found
+    return found
+
+
+def _constant_name(ops: list, at: int, function: str) -> bool:
+    """Whether the call of ``function`` loaded at ``ops[at]`` reads a name spelled by a string
+    constant: ``getattr(<a name>[.<attribute>...], "<constant>"[, <a name or constant>])``,
+    ``attrgetter("<constant>")``."""
+    j = at + 1
+    if function != "attrgetter":
+        if j >= len(ops) or ops[j].opname not in _SIMPLE:
+            return False
+        j += 1
+        while j < len(ops) and ops[j].opname == "LOAD_ATTR":
+            j += 1
+    if j >= len(ops) or ops[j].opname != "LOAD_CONST" or type(ops[j].argval) is not str:
+        return False
+    j += 1
+    if j < len(ops) and (ops[j].opname in _SIMPLE or ops[j].opname == "LOAD_CONST"):
+        j += 1  # (a default)
+    while j < len(ops) and ops[j].opname in ("PRECALL", "KW_NAMES"):
+        j += 1
+    return j < len(ops) and ops[j].opname in _CALLS
 
 
 def _handler(ops: list, at: int | None) -> frozenset:

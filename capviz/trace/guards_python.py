@@ -227,6 +227,8 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
         if place.kind == "keys":  # a walked object: what it reads from its class, and the
             for label, value, where, key in _class_reads(place, c.found):  # names it lacks
                 c.add(label, value, where, place.holder, key)
+            if c.found.built:
+                _attribute_names(c, place)
             _added(c, place)
             continue
         if place.kind == "items":  # a dict's keys, a list's length
@@ -623,6 +625,29 @@ def _weakly(obj: Any) -> Any:
         return weakref.ref(obj)
     except TypeError:
         return obj
+
+
+def _attribute_names(c: _Collector, place: Place) -> None:
+    """Where the code reads attributes by names it builds at run time (``getattr(self,
+    f"l{i}", None)``, ``vars(self)``: :func:`capviz.trace.guard_reach.built_names`), the
+    guard of walked object ``place.holder``'s attribute names, as the call left them: an
+    attribute the user adds or deletes later, under any name, refuses the replay (silent
+    before: the loop over ``l0, l1, ...`` replayed the layers it found; the names cannot be
+    listed to guard each one absent, as a ``__slots__`` object's are)."""
+    obj = place.holder
+    kind = type(obj)
+    if library_type(kind) or not code_reach._users(kind) or \
+            isinstance(obj, (types.ModuleType, enum.Enum, type)) or \
+            type(getattr(obj, "__dict__", None)) is not dict:
+        return
+    if place.path is None:
+        anchor, steps = _weakly(obj), ()
+    else:
+        anchor, steps = place.path
+        if steps and steps[-1] == (True, ""):
+            steps = ()
+    c.add(f"{place.label}.__dict__.keys()", tuple(vars(obj)),
+          (anchor, (*steps, (True, "__dict__"), (None, "keys"))), obj, "__dict__")
 
 
 def _class_reads(place: Place, found: guard_reach.Reached

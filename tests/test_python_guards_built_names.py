@@ -1,0 +1,98 @@
+"""Attributes read by names the code builds at run time (``getattr(self, f"l{i}", None)``,
+``vars(self)``): the guards hold each walked object's attribute names (ruling 40 17:35, #20,
+W=20g; silent before: an attribute the user added later was never read by a replay)."""
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+
+class Layers:
+    def __init__(self):
+        self.l0 = np.eye(3) * 2.0
+        self.l1 = np.eye(3) * 3.0
+
+    def walrus(self, x):
+        i = 0
+        while (layer := getattr(self, f"l{i}", None)) is not None:
+            x = x @ layer
+            i += 1
+        return x
+
+    def has(self, x):
+        i = 0
+        while hasattr(self, f"l{i}"):
+            x = x @ getattr(self, f"l{i}")
+            i += 1
+        return x
+
+    def concatenated(self, x):
+        for i in range(3):
+            layer = getattr(self, "l" + str(i), None)
+            if layer is not None:
+                x = x @ layer
+        return x
+
+    def dict_get(self, x):
+        for i in range(3):
+            layer = self.__dict__.get(f"l{i}")
+            if layer is not None:
+                x = x @ layer
+        return x
+
+    def in_vars(self, x):
+        for i in range(3):
+            if f"l{i}" in vars(self):
+                x = x @ vars(self)[f"l{i}"]
+        return x
+
+    def caught(self, x):
+        for i in range(3):
+            try:
+                x = x @ getattr(self, f"l{i}")
+            except AttributeError:
+                pass
+        return x
+
+    def named(self, x):
+        return x @ self.l0 * getattr(self, "scale", 0.5)
+
+
+X = np.ones((2, 3))
+BUILT = ["walrus", "has", "concatenated", "dict_get", "in_vars", "caught"]
+
+
+@pytest.mark.parametrize("method", BUILT)
+def test_an_attribute_added_under_a_built_name_refuses_the_replay(method):
+    m = Layers()
+    graph = cv.capture(getattr(m, method), X)
+    assert np.array_equal(graph.replay({"x": X})["out"], X * 6.0)
+    m.l2 = np.eye(3) * 5.0
+    with pytest.raises(cv.GuardError, match=(
+            rf"^self\.l2 added since {method} was captured, whose code reads attributes by "
+            r"names it builds at run time .*\nFix: capture " + method + r" again after "
+            r"changing the attributes of self")):
+        graph.replay({"x": X})
+    graph = cv.capture(getattr(m, method), X)  # the fix
+    assert np.array_equal(graph.replay({"x": X})["out"], getattr(m, method)(X))
+    assert np.array_equal(graph.replay({"x": X})["out"], X * 30.0)
+
+
+@pytest.mark.parametrize("method", ["walrus", "in_vars"])
+def test_an_attribute_deleted_refuses_the_replay(method):
+    m = Layers()
+    graph = cv.capture(getattr(m, method), X)
+    del m.l1
+    with pytest.raises(cv.GuardError, match=r"^self\.l1 deleted since "):
+        graph.replay({"x": X})
+
+
+def test_getattr_of_a_constant_name_guards_that_name_only():
+    m = Layers()
+    graph = cv.capture(m.named, X)
+    m.other = 1.0  # (a name the code never reads: no refusal)
+    assert np.array_equal(graph.replay({"x": X})["out"], m.named(X))
+    m.scale = 2.0
+    with pytest.raises(cv.GuardError, match=r"^self\.scale was absent when named was captured"):
+        graph.replay({"x": X})
