@@ -578,6 +578,77 @@ def test_a_number_rebound_two_calls_below_or_through_a_list_is_refused(form):
     assert owner.s == 0.0
 
 
+
+def _store(st, old, x):
+    st.s = old + x.mean()
+    return x * 2.0
+
+
+def _read_then_store(st, x):
+    old = st.s  # (the read: no op recorded here, and step names _pass_down only)
+    return _store(st, old, x)
+
+
+def _pass_down(st, x):
+    return _read_then_store(st, x)
+
+
+READERS = [_read_then_store]
+
+
+class Reading(Running):
+    def __init__(self, s=0.0):
+        super().__init__(s)
+        self.h = _read_then_store
+
+    def listed(self, x):
+        return READERS[0](self, x)
+
+    def held(self, x):
+        return self.h(self, x)
+
+
+@pytest.mark.parametrize("form", ["two_below", "listed", "held"])
+def test_a_number_read_in_a_helper_that_records_no_op_is_refused(form):
+    """R11 #1's rest (silent, pre-existing; ruling 40 17:35, W=20g): ``old = st.s`` read in a
+    helper that records no op and that step does not name (step -> _pass_down ->
+    _read_then_store; READERS[0](self, x); self.h(self, x)), passed down to the helper that
+    stores: taken for a cache each replay sets, every replay restarted from the capture's
+    value (replay 1 left 2.0, eager 2.8333). The lines of every function the code reaches by
+    name or holds in a walked place are read too."""
+    st = Reading()
+    step = _make(st, _pass_down) if form == "two_below" else getattr(st, form)
+    with pytest.raises(UnsupportedOperationError) as info:
+        cv.capture(step, SPEC)
+    first = str(info.value).splitlines()[0]
+    label = "st" if form == "two_below" else "self"
+    assert first.startswith("`st.s = old + x.mean()` at ") and \
+        first.endswith(f" in _store: {label}.s is rebound to a value of the capture."), first
+    assert st.s == 0.0
+
+
+def test_the_number_read_in_a_helper_replays_kept_in_a_0d_array():
+    mine, twin = Running(np.zeros(())), Running(np.zeros(()))
+    graph = cv.capture(_make(mine, _pass_down_fixed), SPEC)
+    eager = _make(twin, _pass_down_fixed)
+    for x in ROWS:
+        assert np.array_equal(graph.replay({"x": x})["out"], eager(x))
+        assert mine.s.tobytes() == twin.s.tobytes() and type(mine.s) is type(twin.s)
+
+
+def _store_fixed(st, old, x):
+    st.s[...] = old + x.mean()
+    return x * 2.0
+
+
+def _read_then_store_fixed(st, x):
+    old = st.s
+    return _store_fixed(st, old, x)
+
+
+def _pass_down_fixed(st, x):
+    return _read_then_store_fixed(st, x)
+
 # --- a new object of a kind no replay can make, bound each call (review 11, finding 7) ----------
 
 class Box:

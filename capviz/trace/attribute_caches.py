@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from capviz.trace import code_reach, effects, recapture, state_fixes
+from capviz.trace import code_reach, effects, guard_reach, recapture, state_fixes
 from capviz.trace.fn_lines import body, source_lines
 from capviz.trace.places import DEPTH, NUMBERS, SEQUENCES, Place, anchored, function_of, tensor_in
 from capviz.trace.provenance import ABSENT, made_here, of_data, reaches, read_by_capture
@@ -53,7 +53,8 @@ def asks_on_path(fn: Callable | None, places: list[Place]) -> bool:
 
 
 def cache_set(place: Place, tensor: Tensor, recorder: Any, fn: Callable | None,
-               read: set[int], known: set[int] = frozenset()) -> bool:
+               read: set[int], known: set[int] = frozenset(), places: list[Place] = ()
+               ) -> bool:
     """Whether the call sets attribute ``place`` (which held an ndarray) to ``tensor``, a value
     of the data, and no line of ``fn``, of a method of the object or a function of its module
     ``fn`` names, mentions the attribute but to set it (NumPy may read the array it held with
@@ -83,8 +84,34 @@ def cache_set(place: Place, tensor: Tensor, recorder: Any, fn: Callable | None,
                 return False
     texts += traced_lines(recorder)  # (the functions the call ran ops in, however deep:
     #                                    h0(s, x) two calls below fn, H[d](s, x): R11 #1)
+    reached = reached_lines(fn, helpers, places)  # (and those it reaches by name, however deep,
+    if reached is None:  # that ran no op: old = s.n two calls below, R11 #1's rest)
+        return False
+    texts += reached
     reading = re.compile(rf"\.{re.escape(place.key)}\b(?!\s*=(?!=))")
     return not any(reading.search(part) for text in texts for part in text.split(";"))
+
+
+def reached_lines(fn: Callable, read: list, places: list[Place] = ()) -> list[str] | None:
+    """The lines of every function the code ``fn`` reaches by the names it uses, however deep
+    (:func:`capviz.trace.guard_reach.reached`: its module's functions, the methods of the
+    classes it reaches, the functions held in the walked ``places``: ``H[0](self, x)``,
+    ``self.h(self, x)``), but those of ``read`` (already read): a helper that reads the
+    attribute and records no op (``old = s.n`` in ``h1``, which ``fn`` reaches through
+    ``h2``), which :func:`traced_lines` does not find (R11 #1's rest); ``None`` where the
+    source of one is not found (it may read it)."""
+    done = {getattr(getattr(f, "__func__", f), "__code__", None) for f in read}
+    texts = []
+    for function in guard_reach.reached(fn, list(places)).functions:
+        code = getattr(function, "__code__", None)
+        if code is None or code in done:
+            continue
+        done.add(code)
+        try:
+            texts += [text for _, text in body(recapture.source_lines(function)[0])]
+        except (OSError, TypeError):
+            return None
+    return texts
 
 
 def traced_lines(recorder: Any) -> list[str]:

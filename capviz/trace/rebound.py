@@ -206,7 +206,7 @@ def put_back(places: list[Place], recorder: Any, source: Any = None, fn: Callabl
             if known is None:  # (the walked arrays and the arrays they are views of)
                 known = {id(a) for p in places if type(p.value) is np.ndarray
                          for a in bases(p.value)}
-            if cache_set(place, found, recorder, fn, read, known) and not asks():
+            if cache_set(place, found, recorder, fn, read, known, places) and not asks():
                 place.put_back()  # a cache the call sets over the last one (self.x = x after
                 set_by_replays(place, found, recorder)  # an eager call): by each replay
                 continue
