@@ -48,7 +48,7 @@ import dataclasses
 import itertools
 import weakref
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -203,13 +203,28 @@ VIOLATION_LEVELS = {"seed": "error", "frozen_random": "error", "data_read": "err
                     "unsupported_op": "error", "unseeded_random": "warning"}
 
 
-def _fields(node: Node) -> tuple:
+class _Noted(NamedTuple):
+    """A node's fields as :func:`_fields` noted them (:attr:`Graph.captured_nodes`)."""
+
+    node: Node
+    kind: str
+    op: Any
+    args: tuple
+    params: dict
+    items: tuple  # its params' items
+    shape: Any
+    dtype: Any
+    name: Any
+    held: tuple  # (value, a copy of it) of each list, dict, set, tuple or ndarray it holds
+
+
+def _fields(node: Node) -> _Noted:
     """What an edit of ``node`` in place changes: its fields, its params' items, and a copy of
     each list, dict, set or ndarray its args and params hold (edited in place, it stays the
     same object: ``node.params["pad_width"].reverse()``, review 11, finding 13)."""
     held = [v for v in (*node.args, *node.params.values()) if isinstance(v, _MUTABLE)]
-    return (node, node.kind, node.op, node.args, node.params, tuple(node.params.items()),
-            node.shape, node.dtype, node.name, tuple((v, copy.deepcopy(v)) for v in held))
+    return _Noted(node, node.kind, node.op, node.args, node.params, tuple(node.params.items()),
+                  node.shape, node.dtype, node.name, tuple((v, copy.deepcopy(v)) for v in held))
 
 
 _MUTABLE = (list, dict, set, tuple, np.ndarray)
@@ -232,20 +247,20 @@ def _same_value(now: Any, was: Any) -> bool:
         return False
 
 
-def _same_fields(node: Node, was: tuple) -> bool:
+def _same_fields(node: Node, was: _Noted) -> bool:
     """Whether ``node`` holds the fields :func:`_fields` noted (``was``)."""
-    now = _fields(node)
-    if any(a is not b for a, b in zip(now[:5:3] + now[4:5], was[:5:3] + was[4:5])):
+    if node is not was.node or node.args is not was.args or node.params is not was.params:
         return False  # (another node there, its args or params replaced)
     try:
-        if (now[1], now[2], now[6], now[7], now[8]) != (was[1], was[2], was[6], was[7],
-                                                        was[8]):
+        if (node.kind, node.op, node.shape, node.dtype, node.name) != (
+                was.kind, was.op, was.shape, was.dtype, was.name):
             return False
     except Exception:  # (a shape's size that compares by no value)
         return False
-    return len(now[5]) == len(was[5]) and all(k == j and v is w for (k, v), (j, w) in
-                                              zip(now[5], was[5])) and \
-        all(_same_value(v, kept) for v, kept in was[9])
+    items = tuple(node.params.items())
+    return len(items) == len(was.items) and all(k == j and v is w for (k, v), (j, w) in
+                                                zip(items, was.items)) and \
+        all(_same_value(v, kept) for v, kept in was.held)
 
 
 class ConstantValues(dict):
