@@ -8,6 +8,15 @@ a comparison of an int with a float is exact, a division by zero raises ``ZeroDi
 The node's ``params["op"]`` names the operator; a replay converts each 0-d operand to the Python
 number it stands for (float64 to ``float``, an integer to ``int``, a bool to ``bool``), applies
 the operator and gives back NumPy's scalar of the result's kind (float64, int64 or bool).
+
+``**`` (``b1 ** self.t``: Adam's bias correction) is Python's ``pow``, whose result type
+depends on the values: ``int ** int`` is an exact int for an exponent >= 0 and a float for a
+negative one, a negative base to a fractional power is a complex, ``0.0 ** -1`` raises
+``ZeroDivisionError`` and a float past the float range ``OverflowError``. The node holds the
+type the capture recorded (``params["result"]``: a float where an operand is one or the exponent
+a negative literal, an int otherwise); a replay whose Python result is of another type (an int
+exponent gone negative, a complex) fails at the node, as an int past int64 does, which is
+checked before it is computed (``3 ** 10**9``).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ OPERATORS: dict[str, Callable[..., Any]] = {
     "negative": operator.neg, "positive": operator.pos, "absolute": operator.abs,
     "less": operator.lt, "less_equal": operator.le, "greater": operator.gt,
     "greater_equal": operator.ge, "equal": operator.eq, "not_equal": operator.ne,
+    "power": operator.pow,
 }
 """The ufuncs a Python operator on Python numbers records, and that operator."""
 
@@ -43,11 +53,21 @@ def number(value: Any) -> Any:
     return float(held) if kind == "f" else bool(held) if kind == "b" else int(held)
 
 
-def result_type(name: str, kinds: list[type]) -> type | None:
+POWERS = ("power", "scalar_power")
+"""The ops ``**`` records (``np.sqrt`` / ``np.square`` of a kept number stay refused: NumPy's,
+not Python's ``pow``)."""
+
+
+def result_type(name: str, kinds: list[type], exponent: Any = None) -> type | None:
     """The Python type of ``name`` on operands of ``kinds`` (``None``: not one this op
-    computes: a complex, or a power whose type depends on the value)."""
+    computes: a complex); for ``power``, the type for an int exponent that is not a negative
+    literal ``exponent`` (``int ** t``: an int; a replay checks it)."""
     if name not in OPERATORS or any(k not in (float, int, bool) for k in kinds):
         return None
+    if name == "power":
+        if float in kinds or (type(exponent) in (int, bool) and exponent < 0):
+            return float
+        return int
     samples = [1.0 if k is float else True if k is bool else 3 for k in kinds]
     return type(OPERATORS[name](*samples))
 
@@ -55,15 +75,20 @@ def result_type(name: str, kinds: list[type]) -> type | None:
 def _meta(args: Any, params: dict) -> tuple[tuple, np.dtype]:
     kinds = [type(a) if type(a) in (float, int, bool) else
              {"f": float, "b": bool}.get(np.dtype(a.dtype).kind, int) for a in args]
-    found = result_type(params["op"], kinds)
+    found = result_type(params["op"], kinds) if "result" not in params else \
+        {"float": float, "int": int}.get(params["result"])
     if found is None:
         raise TypeError(f"python_number: no Python operator {params['op']!r} on {kinds}")
     return (), _DTYPES[found]
 
 
 def _impl(xp: Any) -> Callable:
-    def python_number(*args: Any, op: str) -> Any:
-        value = OPERATORS[op](*(number(a) for a in args))
+    def python_number(*args: Any, op: str, result: str | None = None) -> Any:
+        numbers = [number(a) for a in args]
+        if op == "power":
+            value = _power(*numbers, result)
+        else:
+            value = OPERATORS[op](*numbers)
         if type(value) is int and not INT64[0] <= value <= INT64[1]:
             raise OverflowError(
                 f"Python int {value} past int64: eager Python holds it exactly, and the graph "
@@ -74,4 +99,27 @@ def _impl(xp: Any) -> Callable:
     return python_number
 
 
-register(Op("python_number", _impl, _meta, params=("op",), nargs=(1, 2)))
+def _power(base: Any, exponent: Any, recorded: str | None) -> Any:
+    """Python's ``base ** exponent``, failing where the graph cannot hold what eager Python
+    does: an int past int64 (checked before it is computed), a complex, or another type than
+    the ``recorded`` one (an int exponent gone negative: Python's float)."""
+    ints = type(base) in (int, bool) and type(exponent) in (int, bool)
+    if ints and exponent >= 64 and abs(base) >= 2:
+        raise OverflowError(
+            f"Python int {base} ** {exponent} past int64: eager Python holds it exactly, and the "
+            "graph holds the number an object keeps as an int64 (keep it within int64, or "
+            "capture again with a float)")
+    value = base ** exponent  # (ZeroDivisionError and OverflowError as Python raises them)
+    if type(value) is complex:
+        raise ValueError(f"{base!r} ** {exponent!r} is the complex {value!r} in Python, and the "
+                         "graph holds a real number here (compute it with cmath, or keep the "
+                         "base >= 0)")
+    if recorded is not None and type(value).__name__ != recorded:
+        raise TypeError(f"{base!r} ** {exponent!r} is the Python {type(value).__name__} "
+                        f"{value!r}, and the graph holds the {recorded} the capture met here "
+                        "(an int ** a negative int is a float in Python); capture again "
+                        f"with {'a float base' if recorded == 'int' else 'the exponent'}")
+    return value
+
+
+register(Op("python_number", _impl, _meta, params=("op", "result"), nargs=(1, 2)))

@@ -752,11 +752,15 @@ def kept_op(recorder: Any, op: Any, args: tuple, params: dict) -> tuple[Any, dic
         return op, params
     kinds = [type(a) if type(a) in (bool, int, float) else
              {"f": float, "b": bool}.get(np.dtype(a._data.dtype).kind, int) for a in args]
+    if name in python_numbers.POWERS and not params and len(args) == 2:  # (b1 ** self.t)
+        found = python_numbers.result_type("power", kinds, args[1])
+        if found is not None:
+            return ops.OPS["python_number"], {"op": "power", "result": found.__name__}
     if params or python_numbers.result_type(name, kinds) is None:
         recorder.__dict__.pop("_next_kept", None)
         raise recorder.refuse_here(f"np.{name} of a Python number the object keeps", (
             "the capture replays the Python numbers an object keeps with Python's own "
-            "operators (+ - * / // % and comparisons), and this one is not one of them; keep "
+            "operators (+ - * / // % ** and comparisons), and this one is not one of them; keep "
             "the number in a 0-d array written with the tensor itself (np.array(...) before "
             "the capture)"))
     return ops.OPS["python_number"], {"op": name}
