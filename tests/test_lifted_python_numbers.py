@@ -250,3 +250,24 @@ def test_a_comparison_of_an_item_replays_as_python_s():
     Python's comparison and bool arithmetic (R11 #10's rows; refused before)."""
     mine = _replays_as_eager(Compared, False, False)
     assert type(mine.n) is int and type(mine.s) is float
+
+
+def test_state_return_gives_the_numbers_as_python_numbers():
+    """``state="return"`` leaves the object as it is and gives each kept number as the Python
+    number eager code holds (``type(r.states["self.sum"]) is float``), which ``states=`` takes
+    back, type checked: three replays chained against eager. Before: 0-d arrays
+    (``{'self.sum': array(4.)}``), refused by ``states=`` ("expected an ndarray")."""
+    mine, eager = Meter(), Meter()
+    graph = cv.capture(mine.step, cv.spec((4,), "float64"))
+    given = None
+    for x in ROWS[:4]:
+        result = graph.replay({"x": x}, state="return", states=given)
+        eager.step(x)
+        assert sorted(result.states) == [f"self.{k}" for k in sorted(vars(eager))]
+        for name, value in vars(eager).items():
+            assert _same(result.states[f"self.{name}"], value), name
+        given = result.states
+    assert vars(mine) == vars(Meter())  # (left as it was)
+    with pytest.raises(ReplayInputError, match=r"self\.count holds float 4\.0, and the graph "
+                                               r"replays it as the Python int"):
+        graph.replay({"x": ROWS[0]}, state="return", states={**given, "self.count": 4.0})

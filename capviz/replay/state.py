@@ -81,6 +81,8 @@ def live(graph: Graph, node: Node, given: Mapping[str, Any] | None) -> Any:
         return view_of(node, live(graph, graph.nodes[node.params["of"]], given))
     if given and label(node) in given:
         value = given[label(node)]
+        if "python" in node.params:  # (a kept number given: its Python type checked)
+            return _number_in(node, value)
     elif "rebind" in node.params:
         value = _rebind_live(graph, node)
         if "python" in node.params:  # a Python number an object keeps (trace/kept_numbers)
@@ -153,12 +155,19 @@ def _number_in(node: Node, value: Any) -> np.ndarray:
     return np.array(value, dtype=node.dtype)
 
 
+def python_value(node: Node, value: Any) -> Any:
+    """``value`` (a state's new 0-d array) as the Python number eager code holds, for a kept
+    number (``params["python"]``: ``float``, ``int``); other values as they are."""
+    kind = node.params.get("python")
+    if kind is None:
+        return value
+    return float(value) if kind == "float" else int(value)
+
+
 def rebind(graph: Graph, node: Node, value: Any) -> None:
     """Bind ``value`` (a rebind state's new array) to the place, as the eager call binds it
     (a kept Python number as its Python type: ``float``, ``int``)."""
-    kind = node.params.get("python")
-    if kind is not None:
-        value = float(value) if kind == "float" else int(value)
+    value = python_value(node, value)
     anchor, steps = graph.state_places[node.index]
     owner = anchor() if type(anchor) is weakref.ref else anchor
     if owner is None:
@@ -676,7 +685,7 @@ def run(graph: Graph, prog: Any, engine: Backend, args: Any, seed: int, direct: 
             value = to_host(value)
             if write:
                 rebind(graph, node, value)
-            states[node.name or label(node)] = value
+            states[node.name or label(node)] = python_value(node, value)
         elif write:
             if value is not target:
                 np.copyto(target, to_host(value))
