@@ -194,8 +194,13 @@ def _kept_numbers(graph: Any) -> set[tuple[int, str]]:
         if place is not None:
             anchor, steps = place
             owner = anchor() if isinstance(anchor, weakref.ref) else anchor
-            if owner is not None and len(steps) == 1:
-                found.add((id(owner), steps[0][1]))
+            try:  # (self.meter.sum, STATS.count: the object that holds it)
+                for is_attribute, key in steps[:-1]:
+                    owner = vars(owner)[key] if is_attribute else owner[key]
+            except (KeyError, IndexError, TypeError):
+                continue
+            if owner is not None and steps:
+                found.add((id(owner), steps[-1][1]))
     return found
 
 
@@ -222,7 +227,8 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
                       for sep in ".[")  # (inside what each replay makes anew: no guard)
     kept = _kept_numbers(graph)
     for place in places:
-        if kept and place.kind == "attribute" and (id(place.holder), place.key) in kept:
+        if kept and place.kind in ("attribute", "slot") and \
+                (id(place.holder), place.key) in kept:
             continue  # (a Python number the graph keeps as a state: trace/kept_numbers.py)
         if place.kind == "keys":  # a walked object: what it reads from its class, and the
             for label, value, where, key in _class_reads(place, c.found):  # names it lacks

@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import ast
 import builtins
+import collections
 import inspect
 import sys
 import textwrap
 import threading
+import types
 from typing import Any
 
 import numpy as np
@@ -70,12 +72,55 @@ def _source_tree(code: Any) -> tuple[ast.FunctionDef, int, int] | None:
     return body, start, shift
 
 
-def _own(node: ast.AST, me: str) -> str | None:
-    """``x`` where ``node`` is ``me.x``."""
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
-            node.value.id == me:
-        return node.attr
-    return None
+class _Names:
+    """How the statements of one function name the places of kept numbers, by the places'
+    labels (:func:`capviz.trace.places.note`: ``self.sum``, ``self.meter.sum``,
+    ``STATS.count``): ``me``, its first parameter where it is a method (``self``); an alias, a
+    local name assigned once in the function from such a path and never otherwise (``m =
+    self.meter``); a global's name that is no local of the function (``STATS``)."""
+
+    __slots__ = ("aliases", "locals", "me")
+
+    def __init__(self, tree: ast.FunctionDef, code: Any, method: bool = True) -> None:
+        self.me = tree.args.args[0].arg if method and tree.args.args else None
+        self.locals = set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
+        self.aliases: dict[str, str] = {}
+        stores = collections.Counter(
+            node.id for node in ast.walk(tree)
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load))
+        stores.update(arg.arg for arg in ast.walk(tree.args) if isinstance(arg, ast.arg))
+        for stmt in _statements(tree):
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+                    isinstance(stmt.targets[0], ast.Name) and stores[stmt.targets[0].id] == 1:
+                found = self.path(stmt.value, bare=True)
+                if found is not None:
+                    self.aliases[stmt.targets[0].id] = found
+
+    def path(self, node: ast.AST, bare: bool = False) -> str | None:
+        """The label of the place ``node`` names (``me.a.b``, ``alias.b``, ``GLOBAL.b``);
+        ``bare``: a name alone too (``self``, ``STATS``)."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or not (parts or bare):
+            return None
+        root = node.id
+        if root == self.me:
+            base = root
+        elif root in self.aliases:
+            base = self.aliases[root]
+        elif root in self.locals:
+            return None
+        else:
+            base = root  # (a global: STATS.count)
+        return ".".join([base, *reversed(parts)])
+
+
+def _own(node: ast.AST, names: _Names) -> str | None:
+    """The label of the attribute ``node`` names (``self.x``, ``self.meter.x``, ``m.x`` with
+    ``m = self.meter``, ``STATS.x``)."""
+    return names.path(node) if isinstance(node, ast.Attribute) else None
 
 
 def _statements(tree: ast.FunctionDef) -> list[ast.stmt]:
@@ -92,10 +137,10 @@ def _statements(tree: ast.FunctionDef) -> list[ast.stmt]:
     return found
 
 
-def updates(stmt: ast.stmt, me: str) -> tuple[str, ast.AST] | None:
-    """``(name, value)`` where ``stmt`` rebinds ``me.name`` from its own value: ``me.name op=
-    value``, or ``me.name = value`` with ``value`` reading ``me.name`` (``me.name + v``,
-    ``min(me.name, v)``)."""
+def updates(stmt: ast.stmt, me: _Names) -> tuple[str, ast.AST] | None:
+    """``(label, value)`` where ``stmt`` rebinds the attribute of label ``label`` (``self.x``,
+    ``self.meter.x``: :class:`_Names`) from its own value: ``self.x op= value``, or ``self.x =
+    value`` with ``value`` reading ``self.x`` (``self.x + v``, ``min(self.x, v)``)."""
     if isinstance(stmt, ast.AugAssign):
         name = _own(stmt.target, me)
         if name is not None and isinstance(stmt.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
@@ -112,8 +157,8 @@ def updates(stmt: ast.stmt, me: str) -> tuple[str, ast.AST] | None:
     return None
 
 
-def _derived(stmt: ast.stmt, me: str, kept: set[str]) -> str | None:
-    """``name`` where ``stmt`` is ``me.name = <an expression reading a kept number>``."""
+def _derived(stmt: ast.stmt, me: _Names, kept: set[str]) -> str | None:
+    """``label`` where ``stmt`` is ``self.x = <an expression reading a kept number>``."""
     if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
         return None
     name = _own(stmt.targets[0], me)
@@ -129,18 +174,19 @@ def _python(value: Any) -> bool:
 
 
 def plan(owner: Any, function: Any, places: list[Any]) -> list[tuple[Any, int]]:
-    """The places (:class:`capviz.trace.places.Place`) of the kept Python numbers of the
-    method ``function`` bound to ``owner`` (see the module docstring), each with the line of
-    the statement that first rebinds it; ``[]`` where there are none."""
-    if owner is None or not hasattr(function, "__code__"):
+    """The places (:class:`capviz.trace.places.Place`) of the kept Python numbers of
+    ``function`` (a method bound to ``owner``, or a function: ``owner`` ``None``): on its own
+    object, on an object it holds (``self.meter.sum += ...``, through an alias ``m =
+    self.meter``), in ``__slots__``, on an object a global names (``STATS.count += 1``); each
+    with the line of the statement that first rebinds it (see the module docstring); ``[]``
+    where there are none."""
+    if not hasattr(function, "__code__"):
         return []
     found = _tree(function.__code__)
     if found is None:
         return []
     tree, start, _shift = found
-    if not tree.args.args:
-        return []
-    me = tree.args.args[0].arg
+    me = _names(function.__code__, owner is not None)
     listed = _statements(tree)
     kept: dict[str, int] = {}
     for stmt in listed:
@@ -157,13 +203,24 @@ def plan(owner: Any, function: Any, places: list[Any]) -> list[tuple[Any, int]]:
             if name is not None and name not in kept:
                 kept[name] = stmt.lineno + start - 1
                 grown = True
-    held = vars(owner) if hasattr(owner, "__dict__") else {}
     chosen = []
     for place in places:
-        if place.kind == "attribute" and place.holder is owner and place.key in kept and \
-                _python(held.get(place.key)):
-            chosen.append((place, kept[place.key]))
+        if place.kind in ("attribute", "slot") and place.label in kept and \
+                _python(place.value):
+            chosen.append((place, kept[place.label]))
     return chosen
+
+
+_NAMES: dict[tuple[Any, bool], _Names] = {}
+
+
+def _names(code: Any, method: bool) -> _Names:
+    key = (code, method)
+    if key not in _NAMES:
+        if len(_NAMES) > 256:
+            _NAMES.clear()
+        _NAMES[key] = _Names(_tree(code)[0], code, method)
+    return _NAMES[key]
 
 
 def root_of(value: Any) -> np.ndarray:
@@ -173,9 +230,9 @@ def root_of(value: Any) -> np.ndarray:
 
 # --- the reads in a kept statement --------------------------------------------------------------
 
-def _statement(frame: Any) -> tuple[ast.stmt, str, ast.AST] | None:
-    """The statement ``frame`` runs, its ``self`` name and the node of the running
-    instruction, where it is an update of a kept number (:func:`updates`)."""
+def _statement(frame: Any) -> tuple[ast.stmt, _Names, ast.AST] | None:
+    """The statement ``frame`` runs, how it names places (:class:`_Names`) and the node of the
+    running instruction, where it is an update of a kept number (:func:`updates`)."""
     here = statements.instruction(frame)
     if here is None or here.positions is None or here.positions.lineno is None:
         return None
@@ -186,9 +243,7 @@ def _statement(frame: Any) -> tuple[ast.stmt, str, ast.AST] | None:
     if found is None:
         return None
     tree, start, shift = found
-    me = tree.args.args[0].arg if tree.args.args else None
-    if me is None:
-        return None
+    me = _names(code, True)  # (labels resolved in this frame: :func:`_held`)
     pos = here.positions
     line = pos.lineno - start + 1
     for stmt in _statements(tree):
@@ -213,14 +268,35 @@ def _tree(code: Any) -> tuple[ast.FunctionDef, int, int] | None:
     return _TREES[code]
 
 
-def _kept_target(recorder: Any, frame: Any, stmt: ast.stmt, me: str) -> bool:
+def _kept_target(recorder: Any, frame: Any, stmt: ast.stmt, me: _Names) -> bool:
     """Whether the place ``stmt`` rebinds holds a kept number's tensor of ``recorder``."""
-    name = updates(stmt, me)[0]
-    owner = frame.f_locals.get(me)
-    held = getattr(owner, "__dict__", {}).get(name)
+    held = _held(frame, me, updates(stmt, me)[0])
     return held is not None and getattr(held, "_trace", None) is recorder and \
         held._data.index in recorder.python_nodes and \
         held._data.index in kept_nodes(recorder)
+
+
+_ABSENT = object()
+
+
+def _held(frame: Any, me: _Names, label: str) -> Any:
+    """What the place of ``label`` holds now, read from ``frame`` through instance
+    dictionaries and ``__slots__`` only (no property or ``__getattr__`` runs); ``None``
+    where it cannot be read so."""
+    root, *steps = label.split(".")
+    value = frame.f_locals.get(root, _ABSENT) if root == me.me else \
+        frame.f_globals.get(root, _ABSENT)
+    for step in steps:
+        if value is _ABSENT:
+            return None
+        own = getattr(value, "__dict__", None)
+        if isinstance(own, dict) and step in own:
+            value = own[step]
+            continue
+        slot = next((vars(k)[step] for k in type(value).__mro__ if step in vars(k)), None)
+        value = slot.__get__(value) if isinstance(slot, types.MemberDescriptorType) and \
+            hasattr(value, step) else _ABSENT
+    return None if value is _ABSENT else value
 
 
 def kept_nodes(recorder: Any) -> set[int]:

@@ -241,12 +241,14 @@ def plan(fn: Callable, places: list[Place]) -> Lifted | None:
     ``fn`` was not captured whole before or one of its states cannot be lifted soundly (see the
     module docstring, point 2)."""
     key = _key(fn)
-    if key is None:
-        return None
+    numbers = kept_numbers.plan(*function_of(fn), places)  # (self.sum += loss.item() * n)
+    if key is None:  # (no array remembered: an owner with __slots__ and no __weakref__)
+        if not numbers or reads_type(fn, places):
+            return None
+        return Lifted([_number(place, line, fn) for place, line in numbers], places)
     function, owner = key
     table = _table(function, False)
     remembered = None if table is None else table.get(owner if owner is not None else function)
-    numbers = kept_numbers.plan(*function_of(fn), places)  # (self.sum += loss.item() * n)
     if remembered is None and not numbers:
         return None
     if reads_type(fn, places):
@@ -275,7 +277,8 @@ def _number(place: Place, line: int, fn: Callable) -> tuple:
     its value, bound again by each replay at ``place`` as the Python number it is."""
     code = getattr(function_of(fn)[1], "__code__", None)
     source = None if code is None else (code.co_filename, line, code.co_name)
-    return (kept_numbers.root_of(place.value), [place], None, _anchor(place), source)
+    return (kept_numbers.root_of(place.value), [place], None, place.path or _anchor(place),
+            source)  # (self.meter.sum, STATS.count: followed from self / the globals)
 
 
 def _anchor(place: Place) -> tuple:
@@ -400,7 +403,7 @@ def lift(recorder: Any, lifted: Lifted) -> None:
 
 
 def _is_number(holders: list[Place]) -> bool:
-    return len(holders) == 1 and holders[0].kind == "attribute" and \
+    return len(holders) == 1 and holders[0].kind in ("attribute", "slot") and \
         type(holders[0].value) in (float, int)
 
 

@@ -1,0 +1,188 @@
+"""Python numbers kept on an object other than ``fn``'s own replay as eager Python's (ruling 40
+17:35, #20, W=20L; capviz/trace/kept_numbers.py): on an object ``self`` holds
+(``self.meter.sum += loss.item() * n``), through an alias (``m = self.meter; m.sum += ...``),
+on an object a module global names (``STATS.count += 1``), in ``__slots__`` (an owner with no
+``__weakref__``). Each is a state of the graph, followed from ``self`` (or the module's
+globals) when a replay starts and written back there as its Python type, so a meter the user
+replaces between replays (``self.meter = AverageMeter()`` at an epoch's start) is the one
+updated, as eagerly. Before (abcf2a1): each was refused at the read (``.item()``: "keep
+self.meter.sum in a 0-d array"). A property setter stays refused, with the 0-d array fix,
+which works (applied below)."""
+
+from __future__ import annotations
+
+import math
+import types
+
+import numpy as np
+import pytest
+
+import capviz as cv
+
+ROWS = np.random.default_rng(40).standard_normal((5, 4))
+ROWS[3, 2] = np.nan  # (a NaN loss on the fourth call)
+
+
+class AverageMeter:
+    def __init__(self):
+        self.sum = 0.0
+        self.count = 0
+        self.avg = 0.0
+
+
+class Held:
+    def __init__(self):
+        self.meter = AverageMeter()
+
+    def step(self, x):
+        loss = (x * x).mean()
+        n = x.shape[0]
+        self.meter.sum += loss.item() * n
+        self.meter.count += n
+        self.meter.avg = self.meter.sum / self.meter.count
+        return x * 2.0
+
+
+class Aliased:
+    def __init__(self):
+        self.meter = AverageMeter()
+
+    def step(self, x):
+        m = self.meter
+        m.sum += (x * x).mean().item() * x.shape[0]
+        m.count += x.shape[0]
+        m.avg = m.sum / m.count
+        return x * 2.0
+
+
+STATS = types.SimpleNamespace(count=0, total=0.0)
+
+
+class Global:
+    def __init__(self):
+        STATS.count, STATS.total = 0, 0.0
+
+    def step(self, x):
+        STATS.count += 1
+        STATS.total += (x * x).sum().item()
+        return x / (1.0 + STATS.count)
+
+
+class Slotted:
+    __slots__ = ("count", "sum")
+
+    def __init__(self):
+        self.sum = 0.0
+        self.count = 0
+
+    def step(self, x):
+        self.sum += (x * x).mean().item()
+        self.count += 1
+        return x * 2.0
+
+
+def _same(a, b):
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        return (a == b and math.copysign(1, a) == math.copysign(1, b)) or (a != a and b != b)
+    return a == b
+
+
+def _numbers(obj):
+    """The Python numbers ``obj``'s step keeps, by label."""
+    if isinstance(obj, Global):
+        return {"STATS.count": STATS.count, "STATS.total": STATS.total}
+    if isinstance(obj, Slotted):
+        return {"sum": obj.sum, "count": obj.count}
+    return {k: v for k, v in vars(obj.meter).items()}
+
+
+def _replays_as_eager(kind, warm, example):
+    """Four calls against eager: outputs bit for bit, the numbers and their types."""
+    mine = kind()
+    if warm:
+        mine.step(ROWS[0])
+    graph = cv.capture(mine.step, ROWS[0] if example else cv.spec((4,), "float64"))
+    assert {n.params["python"] for n in graph.state_nodes} <= {"float", "int"}
+    got = []
+    for x in ROWS[1:]:
+        got.append((graph.replay({"x": x})["out"], _numbers(mine)))
+    eager = kind()  # (STATS: reset by the constructor)
+    if warm:
+        eager.step(ROWS[0])
+    for x, (out, numbers) in zip(ROWS[1:], got):
+        want = eager.step(x)
+        assert out.tobytes() == want.tobytes()
+        wanted = _numbers(eager)
+        assert numbers.keys() == wanted.keys()
+        for name in wanted:
+            assert _same(numbers[name], wanted[name]), (name, numbers[name], wanted[name])
+    return mine
+
+
+@pytest.mark.parametrize("example", [False, True])
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("kind", [Held, Aliased, Global, Slotted])
+def test_a_number_kept_elsewhere_replays_as_eager_with_its_type(kind, warm, example):
+    """Before: refused at the ``.item()`` ("keep self.meter.sum in a 0-d array")."""
+    _replays_as_eager(kind, warm, example)
+
+
+def test_a_meter_replaced_between_replays_is_the_one_updated():
+    """``self.meter = AverageMeter()`` between replays (an epoch's start): the replay reads and
+    writes ``self.meter.sum`` through ``self``, as the eager call does, not the meter the
+    capture met."""
+    mine, eager = Held(), Held()
+    graph = cv.capture(mine.step, cv.spec((4,), "float64"))
+    old = mine.meter
+    graph.replay({"x": ROWS[0]})
+    eager.step(ROWS[0])
+    mine.meter, eager.meter = AverageMeter(), AverageMeter()
+    for x in ROWS[1:3]:
+        graph.replay({"x": x})
+        eager.step(x)
+    assert vars(mine.meter) == vars(eager.meter) and mine.meter.count == 8
+    assert old.count == 4  # (the first meter: one replay's)
+
+
+class Prop:
+    def __init__(self):
+        self._s = 0.0
+
+    @property
+    def s(self):
+        return self._s
+
+    @s.setter
+    def s(self, value):
+        self._s = value
+
+    def step(self, x):
+        self.s += (x * x).mean().item()
+        return x * 2.0
+
+
+class PropFixed(Prop):
+    def step(self, x):
+        self.s += (x * x).mean()  # (the fix: the tensor itself, into a 0-d array)
+        return x * 2.0
+
+
+def test_a_property_setter_is_refused_with_a_fix_that_works():
+    """A number set through a property is refused at the read, naming the property; the
+    quoted fix (a 0-d array before the capture, ``+=`` the tensor itself) replays as eager."""
+    with pytest.raises(cv.CapvizError) as info:
+        cv.capture(Prop().step, cv.spec((4,), "float64"))
+    message = str(info.value)
+    assert "updates a Python number the object keeps" in message and \
+        "Fix: keep self.s in a 0-d array and += the tensor itself: self.s = " \
+        "np.array(self.s, dtype=float) before the capture, then self.s += (x * x).mean()" \
+        in message, message
+    mine, eager = PropFixed(), Prop()
+    mine.s = np.array(mine.s, dtype=float)
+    graph = cv.capture(mine.step, cv.spec((4,), "float64"))
+    for x in ROWS:
+        graph.replay({"x": x})
+        eager.step(x)
+        assert _same(float(mine.s), eager.s)
