@@ -116,6 +116,7 @@ def reached(fn: Callable, places: list[Place]) -> Reached:
             found.tried_globals |= tried_globals
             calls = calls or tried_calls
             found.built = found.built or built_names(code)
+            todo += default_functions(each)  # (lambda x, fn=helper: fn(m, x): review 12, #1)
             space = getattr(each, "__globals__", None)
             if isinstance(space, dict) and id(space) not in spaces:
                 module = space.get("__name__", "")
@@ -167,6 +168,34 @@ def reached(fn: Callable, places: list[Place]) -> Reached:
         found.names |= found.strings  # (getattr(self, "p", 0.5): "p" is read)
     found.dynamic = found.dynamic or bool(found.names & code_reach.DYNAMIC)
     found.globals = bool(found.names & GLOBALS)
+    return found
+
+
+def default_functions(function: Any, depth: int = 3) -> list[types.FunctionType]:
+    """The user's functions ``function``'s default arguments hold (``lambda x, m=m,
+    fn=helper: fn(m, x)``, ``def f(x, *, fn=helper)``, ``t=(helper,)``, a ``functools.
+    partial`` or bound method there), inside tuples, lists and dicts ``depth`` levels down:
+    code the call may run, whose reads are guarded (review 12, finding 1, silent: a helper
+    reading ``m.W`` through NumPy, reached only through a default, was not)."""
+    found: list[types.FunctionType] = []
+    todo = list(getattr(function, "__defaults__", None) or ()) + list(
+        (getattr(function, "__kwdefaults__", None) or {}).values())
+    todo = [(value, depth) for value in todo]
+    while todo:
+        value, left = todo.pop()
+        if isinstance(value, functools.partial):
+            todo += [(v, left - 1) for v in (value.func, *value.args,
+                                               *value.keywords.values())] if left > 0 else []
+            continue
+        value = getattr(value, "__func__", value) if isinstance(value, types.MethodType) \
+            else value
+        if isinstance(value, types.FunctionType):
+            if code_reach._users(value):
+                found.append(value)
+        elif left > 0 and type(value) in (tuple, list):
+            todo += [(v, left - 1) for v in value[:256]]
+        elif left > 0 and type(value) is dict:
+            todo += [(v, left - 1) for v in list(value.values())[:256]]
     return found
 
 

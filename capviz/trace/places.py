@@ -108,6 +108,8 @@ def _inside(value: Any, label: str, depth: int, seen: set[int], path: tuple | No
     steps)`` from what the user holds (``None``: not known), given to its places."""
     if depth <= 0 or isinstance(value, _LEAVES) or id(value) in seen:
         return []
+    if type(value) is tuple or type(value) is functools.partial:  # what they hold (no
+        return _held_inside(value, label, depth, seen, path)  # place of their own: fixed)
     if type(value) is list:
         seen.add(id(value))
         items = [(i, f"{label}[{i}]", "list", item) for i, item in enumerate(value[:ITEMS])]
@@ -150,6 +152,28 @@ def _inside(value: Any, label: str, depth: int, seen: set[int], path: tuple | No
         places += _inside(item, inner, depth - 1, seen, place.path)
     return places
 
+
+
+def _held_inside(value: Any, label: str, depth: int, seen: set[int], path: tuple | None
+                 ) -> list[Place]:
+    """The places inside what a tuple or a ``functools.partial`` holds (``def f(x, t=(m,))``,
+    ``p = functools.partial(helper, m)`` in a closure cell: ``m.W``, read by the helper
+    through NumPy, is guarded through them: review 12, finding 1); the tuple's items and the
+    partial's arguments themselves are no places (they cannot be rebound)."""
+    seen.add(id(value))
+    if type(value) is tuple:
+        entries = [(f"{label}[{i}]", ((False, i),), item) for i, item in enumerate(value[:ITEMS])]
+    else:
+        entries = [(f"{label}.func", ((True, "func"),), value.func)] + [
+            (f"{label}.args[{i}]", ((True, "args"), (False, i)), item)
+            for i, item in enumerate(value.args[:ITEMS])] + [
+            (f"{label}.keywords[{key!r}]", ((True, "keywords"), (False, key)), item)
+            for key, item in itertools.islice(value.keywords.items(), ITEMS)]
+    places: list[Place] = []
+    for inner, steps, item in entries:
+        places += _inside(item, inner, depth - 1, seen,
+                          None if path is None else (path[0], (*path[1], *steps)))
+    return places
 
 
 def anchored(owner: Any, step: tuple) -> tuple:
