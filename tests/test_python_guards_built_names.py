@@ -2,6 +2,8 @@
 ``vars(self)``): the guards hold each walked object's attribute names (ruling 40 17:35, #20,
 W=20g; silent before: an attribute the user added later was never read by a replay)."""
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -55,12 +57,27 @@ class Layers:
                 pass
         return x
 
+    def by_getattribute(self, x):
+        for i in range(3):
+            try:
+                x = x @ object.__getattribute__(self, f"l{i}")
+            except AttributeError:
+                pass
+        return x
+
+    def listed(self, x):
+        for name, value in inspect.getmembers(self):
+            if name.startswith("l") and isinstance(value, np.ndarray):
+                x = x @ value
+        return x
+
     def named(self, x):
         return x @ self.l0 * getattr(self, "scale", 0.5)
 
 
 X = np.ones((2, 3))
-BUILT = ["walrus", "has", "concatenated", "dict_get", "in_vars", "caught"]
+BUILT = ["walrus", "has", "concatenated", "dict_get", "in_vars", "caught", "by_getattribute",
+         "listed"]
 
 
 @pytest.mark.parametrize("method", BUILT)

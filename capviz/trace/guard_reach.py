@@ -274,8 +274,10 @@ _LOADS_GLOBAL = frozenset(("LOAD_GLOBAL", "LOAD_NAME"))
 _BY_NAME = frozenset(("getattr", "hasattr", "getattr_static", "attrgetter"))
 """The functions that read an attribute by a string: with a constant string, the name is one
 of the code's strings (:attr:`Reached.strings`); with any other, any name."""
-_LISTING = frozenset(("vars", "__dict__", "dir"))
-"""The names through which code reads or lists an object's attributes as data."""
+_LISTING = frozenset(("vars", "__dict__", "dir", "__dir__", "__getattribute__", "getmembers",
+                      "getmembers_static"))
+"""The names through which code reads or lists an object's attributes as data (by any name:
+``object.__getattribute__(self, name)``, ``inspect.getmembers(self)``)."""
 _SIMPLE = frozenset(("LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME"))
 _BUILT: dict[Any, bool] = {}
 
@@ -284,8 +286,9 @@ def built_names(code: types.CodeType) -> bool:
     """Whether ``code`` (or a code object defined in it) may read an object's attributes by a
     name no string constant of it spells: a ``getattr``, ``hasattr``, ``getattr_static`` or
     ``attrgetter`` whose name is anything but a string constant (``getattr(self, f"l{i}",
-    None)``, ``hasattr(self, name)``), or any use of ``vars``, ``__dict__`` or ``dir`` (an
-    object's attributes listed or read by key). Such code finds an attribute the user adds
+    None)``, ``hasattr(self, name)``), or any use of :data:`_LISTING` (``vars``,
+    ``__dict__``, ``dir``, ``__getattribute__``, ``inspect.getmembers``: an object's attributes
+    listed or read by key). Such code finds an attribute the user adds
     later, under any name: where it does, the guards hold each walked object's attribute
     names (:func:`capviz.trace.guards_python.collect`). Read from the bytecode: a call
     whose name argument is not a plain string constant right after a plain receiver counts
