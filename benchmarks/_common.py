@@ -35,10 +35,12 @@ def header(title: str) -> None:
 
 
 def interleaved(fns: list[Callable[[], object]], rounds: int = 11,
-                clock: Callable[[], float] = time.perf_counter) -> list[float]:
+                clock: Callable[[], float] = time.perf_counter,
+                rotate: bool = False) -> list[float]:
     """Median time of each of ``fns`` by ``clock`` (wall time; ``time.process_time`` counts
     this process's CPU time only, which other processes on a busy machine disturb less), run in
-    turn for ``rounds`` rounds, in seconds.
+    turn for ``rounds`` rounds, in seconds; ``rotate``: each round starts one later in
+    ``fns`` (no function always runs first after another).
 
     As ``timeit`` does, each call runs with the cycle collector off, after a collection, so no
     side pays for garbage the other left.
@@ -47,8 +49,10 @@ def interleaved(fns: list[Callable[[], object]], rounds: int = 11,
     import statistics
 
     times: list[list[float]] = [[] for _ in fns]
-    for _ in range(rounds):
-        for fn, kept in zip(fns, times):
+    for r in range(rounds):
+        start_at = r % len(fns) if rotate and fns else 0
+        order = list(zip(fns, times))
+        for fn, kept in order[start_at:] + order[:start_at]:
             gc.collect()
             gc.disable()
             try:

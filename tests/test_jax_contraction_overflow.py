@@ -161,3 +161,52 @@ def test_a_float16_einsum_far_from_overflow_replays():
     b = np.full((64, 2), 1.0, np.float16)
     np.testing.assert_array_equal(_replay(lambda a, b: np.einsum("ik,kj->ij", a, b), a, b),
                                   np.einsum("ik,kj->ij", a, b))
+
+
+def _fast_program_reductions(fn, *arrays):
+    """The primitives of the fast program of ``fn`` on ``arrays`` (traced once, replayed)."""
+    import jax
+
+    from capviz.backends.jax.backend import _ZERO, BACKEND, x64
+    from capviz.backends.jax.layouts import C
+
+    graph = cv.capture(fn, *arrays)
+    compiled = graph.compile(backend="jax")
+    jax.block_until_ready(compiled(*arrays))
+    program = BACKEND._compiled[graph.replay_cache["jax"][2]]
+    with x64(), jax.default_matmul_precision("highest"):
+        closed = jax.make_jaxpr(program._fn.__wrapped__, static_argnums=(4, 5, 6))(
+            tuple(arrays), program.constants, None, _ZERO, False, (C,) * len(arrays), False)
+    return [str(e.primitive) for e in closed.jaxpr.eqns]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+def test_the_fast_program_poisons_a_real_operand_past_its_share(dtype, monkeypatch):
+    # the fast test of each computed operand is a NaN where it fails (a select XLA fuses into
+    # the operand), not a mask and-ed with the others of its shape and reduced at the end: two
+    # reductions fewer (one per operand's shape) than with every share test merged, and one
+    # NaN test where the product leaves the program
+    from capviz.backends.jax import checks
+
+    a = np.full((2, 4), 1.5, dtype)
+    b = np.full((4, 3), 0.5, dtype)
+    found = _fast_program_reductions(lambda a, b: (a * 2) @ (b * 2), a, b)
+    monkeypatch.setattr(checks, "PROPAGATES", {})  # no op carries a NaN: the masks merged
+    merged = _fast_program_reductions(lambda a, b: (a * 2) @ (b * 2), a, b)
+    assert (found.count("reduce_and"), found.count("reduce_or")) == (
+        merged.count("reduce_and") - 2, merged.count("reduce_or") + 1), (found, merged)
+
+
+@pytest.mark.parametrize("read", ["compare", "argmax", "integer", "where"])
+def test_a_product_near_max_read_by_an_op_that_drops_nan_still_fails(read):
+    # the poisoned operand's NaN reaches the product's result; an op that does not carry a
+    # NaN (a comparison, argmax, a cast to an integer, a choice) tests its operand first
+    big = np.sqrt(M64) / 2  # K * big**2 = max / 2 > max / 4
+    a = np.full((2, 2), big)
+    b = np.full((2, 2), big)
+    b[0, 0] = -big
+    reads = {"compare": lambda a, b: (a @ b) > 0,
+             "argmax": lambda a, b: np.argmax(a @ b, axis=1),
+             "integer": lambda a, b: np.sign(a @ b).astype(np.int64),
+             "where": lambda a, b: np.where(a[:, :1] > 0, a @ b, 0.0)}
+    _refused(reads[read], a, b)

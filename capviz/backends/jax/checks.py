@@ -45,8 +45,16 @@ import numpy as np
 
 from capviz.backends import contraction_bound
 from capviz.backends.jax import subnormals
+from capviz.backends.jax.poison import PROPAGATES
 from capviz.backends.jax.subnormals.operands import operand_magnitudes
-from capviz.backends.jax.trace import dtype_of, precise, refusal, require, require_each
+from capviz.backends.jax.trace import (
+    dtype_of,
+    poisoned,
+    precise,
+    refusal,
+    require,
+    require_each,
+)
 from capviz.ops import traits
 
 FLOAT16_OVERFLOW = frozenset((*traits.REDUCE, *traits.CONTRACT, *traits.ACCUMULATES,
@@ -186,24 +194,31 @@ def _float16_einsum(jnp: Any, name: str, operands: list, params: dict) -> None:
             _FLOAT16_EINSUM)
 
 
-def _overflow_free(jnp: Any, name: str, operands: list, result: Any, params: dict) -> None:
+def _overflow_free(jnp: Any, name: str, operands: list, result: Any,
+                   params: dict) -> dict[int, Any]:
     """Fail unless no product or partial sum of contraction ``name`` can reach ``finfo.max`` in
     any order (the module docstring's *Contractions near overflow*). The precise trace tests
     ``K * max|A| * max|B|`` (a reduction of each computed operand); the fast one, each computed
     operand's values elementwise against its share of the limit (after a constant's largest
-    magnitude, measured on the host), a mask XLA fuses into the op that made the operand, which
-    fails wherever the exact test does (a failure reruns the precise program)."""
+    magnitude, measured on the host), which fails wherever the exact test does (a failure
+    reruns the precise program). There a real float operand of an op that carries a NaN to
+    every result element it reads (:data:`capviz.backends.jax.poison.PROPAGATES`) is poisoned
+    where its test fails (NaN, an elementwise select XLA fuses into the operand's producer,
+    :func:`capviz.backends.jax.trace.poisoned`): each result element that reads a value past its
+    share is then NaN, and the NaN reruns the precise program where it leaves; the others
+    (complex, ``multi_dot``) are and-ed into the merged masks. Returns the poisoned operands
+    by the id of the operand each replaces (the op is to be run on them)."""
     result_dtype = np.dtype(dtype_of(result))
     if result_dtype == np.float16:
         if name == "einsum":
             _float16_einsum(jnp, name, operands, params)
-        return  # NumPy's other float16 contractions add in float32: the float16 check
+        return {}  # NumPy's other float16 contractions add in float32: the float16 check
     if result_dtype.kind not in "fc":
-        return
+        return {}
     count = contraction_bound.terms(name, [tuple(a.shape) for a in operands], params)
     count *= 2 if result_dtype.kind == "c" else 1  # a part adds two real products per term
     if count < 2:  # one product: the same rounding, the same overflow, in every order
-        return
+        return {}
     real = np.dtype(result_dtype.type(0).real.dtype)
     limit = float(np.finfo(real).max) / 4 / count
     message = _NEAR_MAX.format(op=name, k=count)
@@ -212,19 +227,26 @@ def _overflow_free(jnp: Any, name: str, operands: list, result: Any, params: dic
     fixed = math.prod(float(k[1]) for k in known if k is not None)
     if not computed:
         require(jnp.asarray(fixed <= limit), message)
-        return
+        return {}
     if precise():
         total = jnp.asarray(float(count) * fixed, real)
         for a in computed:
             total = total * jnp.asarray(_largest(jnp, a)).astype(real)
         require(total <= np.finfo(real).max / 4, message)
-        return
+        return {}
     if fixed == 0:  # a zero constant: every product 0 (or NaN in every order)
-        return
+        return {}
     # each computed operand's share, rounded down a little (float rounding of the threshold)
     share = (limit / fixed) ** (1 / len(computed)) * (1 - 1e-6)
+    carries = result_dtype.kind == "f" and name in PROPAGATES and PROPAGATES[name] is None
+    replaced = {}
     for a in computed:
-        require_each(_within(jnp, a, share), message)
+        ok = _within(jnp, a, share)
+        if carries and dtype_of(a).kind == "f" and tuple(ok.shape) == tuple(a.shape):
+            replaced[id(a)] = poisoned(a, ok, message, operand=True)
+        else:
+            require_each(ok, message)
+    return replaced
 
 
 def _one_term(name: str, operands: list) -> bool:
@@ -275,7 +297,11 @@ def checked(name: str, jnp: Any, fn: Callable) -> Callable:
                           "backend='numpy'")
         result = fn(*args, **params)
         if contraction_bound.is_contraction(name, len(operands)) and operands:
-            _overflow_free(jnp, name, operands, result, params)
+            replaced = _overflow_free(jnp, name, operands, result, params)
+            if replaced:  # the op run again on its poisoned operands (XLA drops the first)
+                args = tuple(replaced.get(id(a), a) for a in args)
+                operands = [replaced.get(id(a), a) for a in operands]
+                result = fn(*args, **params)
         if computes:
             values = operands if plain_result else (*operands, *_arrays(result))
             for value in values:

@@ -1,0 +1,115 @@
+"""What the checks of GPT-2's fast JAX program (``arithmetic='xla'``) cost, with each of stop
+40's changes (the lead's ruling 40 17:35, W=25p) undone while its program is traced, against
+jax.jit of the same source. Run:
+python benchmarks/jax_fast_checks.py [--layers N] [--rounds R] [--clock cpu] [--vocab V]
+
+Programs (each from a capture of its own, traced once, then timed):
+
+- ``after``: the tree as it is;
+- ``merged shares``: the fast test of a contraction near overflow (each computed operand's values
+  against its share of ``finfo.max / 4 / K``, ``capviz.backends.jax.checks._overflow_free``)
+  and-ed into the masks merged per shape and reduced at the end of the program, as before stop
+  40 (``checks.PROPAGATES`` empty while traced); after, a real operand is poisoned where it
+  fails (NaN, a select XLA fuses into the operand), tested where the product's values leave
+  the program;
+- ``before``: every change above undone at once (where there are several).
+
+Timed interleaved with ``jax.jit`` (medians of ``--rounds`` rounds, each starting one program
+later than the one before, each ten full replays
+``fn(x)`` on an array already on the device: the weights' fingerprint check and the flags'
+transfer included); "same bits" compares each program's output with ``after``'s. ``--vocab``
+below GPT-2's 50257 shrinks the final product with the token embeddings (the same in all), so
+that the layers weigh more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import gpt2_pico
+import numpy as np
+from _common import interleaved
+from gpt2_pico import gpt2_embedded, init_params, with_numpy
+
+import capviz as cv
+from capviz.backends.jax import checks
+
+UNDONE = {
+    "merged shares": [(checks, "PROPAGATES", {})],
+}
+"""Each of stop 40's changes, as the patches that undo it while a program is traced."""
+
+
+def compiled(forward, spec, probe, patches):
+    """``forward`` captured afresh, compiled for jax with ``arithmetic='xla'``, traced once on
+    ``probe`` with ``patches`` (module, attribute, value) applied, then put back."""
+    import jax
+
+    fn = cv.capture(forward, spec).compile(backend="jax", arithmetic="xla")
+    kept = [(module, name, getattr(module, name)) for module, name, _ in patches]
+    for module, name, value in patches:
+        setattr(module, name, value)
+    try:
+        jax.block_until_ready(fn(probe))
+    finally:
+        for module, name, value in kept:
+            setattr(module, name, value)
+    return fn
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=12)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--vocab", type=int, default=50257)
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    args = parser.parse_args()
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
+
+    import jax
+    import jax.numpy as jnp
+
+    print(f"medians of {args.rounds} interleaved rounds of 10 calls, {args.clock} time; jax "
+          f"{jax.__version__}, numpy {np.__version__}; load {open('/proc/loadavg').read()[:15]}")
+    gpt2_pico.PICOGPT_SCALARS = False
+    params = init_params(args.layers, n_vocab=args.vocab, bias_scale=0.02)
+    tokens = np.random.default_rng(1).integers(0, args.vocab, 64)
+    ids = params["wte"][tokens] + params["wpe"][range(64)]
+    weights = {k: v for k, v in params.items() if k != "wpe"}
+    peer = with_numpy(jnp)
+    device_weights = jax.device_put(weights)
+    probe = jax.device_put(ids)
+    spec = cv.spec(ids.shape, ids.dtype)
+
+    def forward(x):
+        return gpt2_embedded(x, **weights, n_head=12)
+
+    variants = {**({"before": [p for patches in UNDONE.values() for p in patches]}
+                   if len(UNDONE) > 1 else {}), **UNDONE, "after": []}
+    programs = {name: compiled(forward, spec, probe, patches)
+                for name, patches in variants.items()}
+    jitted = jax.jit(lambda x, w: peer.gpt2_embedded(x, **w, n_head=12))
+    jax.block_until_ready(jitted(probe, device_weights))
+    want = np.asarray(programs["after"](probe))
+    same = {name: np.array_equal(np.asarray(fn(probe)), want) for name, fn in programs.items()}
+
+    def ten(call):
+        return lambda: [jax.block_until_ready(call()) for _ in range(10)]
+
+    times = [t / 10 for t in interleaved(
+        [ten(lambda: jitted(probe, device_weights))]
+        + [ten(lambda fn=fn: fn(probe)) for fn in programs.values()],
+        rounds=args.rounds, clock=clock, rotate=True)]
+    t_jit = times[0]
+    first = next(iter(programs))
+    print(f"GPT-2, {args.layers} layers, vocab {args.vocab}, arithmetic='xla'; jax.jit "
+          f"{1e3 * t_jit:.2f} ms")
+    for (name, _), t in zip(programs.items(), times[1:]):
+        print(f"  {name:<16} {1e3 * t:8.2f} ms {t / t_jit:6.3f}x jax.jit "
+              f"{t / times[1]:6.3f}x {first}   {'same bits' if same[name] else 'DIFFERENT'}")
+    print(f"load {open('/proc/loadavg').read()[:15]}")
+
+
+if __name__ == "__main__":
+    main()
