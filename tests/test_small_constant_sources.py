@@ -246,3 +246,25 @@ def test_an_array_the_user_rebinds_between_replays_is_refused_until_changed(name
     graph.changed()
     for k in range(2):
         assert _same_bits(graph.replay({"x": x + k})["out"], getattr(model, name)(x + k))
+
+
+@pytest.mark.parametrize("order", ["C", "F", "strided"])
+def test_a_copy_is_checked_in_each_layout_after_the_digest_compare(order):
+    """guard_copies tells that the user's array still holds the values copied by the two
+    fingerprints where the copy has the array's layout (C, F), by the bytes otherwise (a
+    strided view): each is checked, refused once edited, taken by graph.changed()."""
+    base = np.arange(1.0, 25.0).reshape(4, 6)
+    held = {"C": base[:, :3].copy(), "F": np.asfortranarray(base[:, :3]),
+            "strided": base[:, ::2]}[order]
+
+    def fn(x):
+        return x @ held
+
+    x = np.array([[1.0, 2.0, -1.0, 0.5]])
+    graph = cv.capture(fn, x)
+    assert graph.constant_sources and graph.constant_fingerprints
+    held[1, 1] += 1.0
+    with pytest.raises(cv.ReplayError, match="is a copy of the user's array"):
+        graph.replay({"x": x})
+    graph.changed()
+    assert _same_bits(graph.replay({"x": x})["out"], fn(x))

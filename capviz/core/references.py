@@ -89,6 +89,10 @@ def _memory_digest(value: np.ndarray) -> bytes:
     return xxhash.xxh3_128_digest(flat.view(np.uint8))
 
 
+_DIGEST = 16
+"""The bytes of :func:`fingerprint`'s digest (before the layout)."""
+
+
 def _layout(value: np.ndarray) -> bytes:
     return repr((value.dtype.str, value.shape, value.strides)).encode()
 
@@ -189,7 +193,11 @@ def guard_copies(graph: Any) -> None:
     bias or a 0-d learning rate the user changed in place between replays replayed the
     capture's copy, also after ``graph.changed()`` had accepted a big weight's change). Its
     place in its root array was noted when it was copied (:func:`note_copy`); one the code
-    changed after reading it keeps its copy unchecked (the read before the change). The paths
+    changed after reading it keeps its copy unchecked (the read before the change); whether
+    the array still holds the values copied is told by the two fingerprints the checks keep
+    anyway where the copy has the array's layout (one hash pass each, no byte copies: the
+    capture again of ``graph.changed()``, hostile review 11, finding 8), else by their bytes.
+    The paths
     the checked constants were read from (``self.b``) are kept where they still lead to them
     (:func:`rebound`)."""
     noted = graph.constant_sources
@@ -211,12 +219,18 @@ def guard_copies(graph: Any) -> None:
             continue
         source = (ref, offset, shape, strides, dtype)
         live = source_view(source)
-        if live is None or live.shape != copy.shape or live.dtype != copy.dtype or \
-                live.tobytes() != copy.tobytes():
+        if live is None or live.shape != copy.shape or live.dtype != copy.dtype:
+            continue
+        kept, copied = view_fingerprint(live), view_fingerprint(copy)
+        if live.strides == copy.strides and (copy.flags.c_contiguous or  # (one memory order:
+                                             copy.flags.f_contiguous):   # the digests tell)
+            if kept[:_DIGEST] != copied[:_DIGEST]:
+                continue
+        elif live.tobytes() != copy.tobytes():  # (another layout: the values compared)
             continue
         graph.constant_sources[index] = source
-        graph.constant_fingerprints[index] = view_fingerprint(live)
-        graph.copy_fingerprints[index] = view_fingerprint(copy)
+        graph.constant_fingerprints[index] = kept
+        graph.copy_fingerprints[index] = copied
     origins = graph.constant_origins
     graph.constant_places = {  # (the checked ones whose path leads to them as the call left
         index: place for index, place in graph.constant_places.items()  # it)
