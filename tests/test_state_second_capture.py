@@ -499,9 +499,10 @@ def test_the_generators_a_second_capture_meets_are_left_as_they_were(second_capt
 
 
 def test_a_python_number_the_call_changes_is_refused_too():
-    """``self.n += 1`` on a Python int, then ``x * self.n``: the graph would hold 1 for
-    ever. Refused as a Python number that changes from call to call (review 2, finding 14: the
-    message blamed NumPy and quoted another program's fix)."""
+    """``self.n += 1`` on a Python int that steers Python (``if self.n > 2:``): the graph
+    would take the branch the capture took for ever. Refused as a Python number that changes
+    from call to call (review 2, finding 14: the message blamed NumPy and quoted another
+    program's fix). Without the branch the counter replays (the next test)."""
 
     class M:
         def __init__(self):
@@ -511,6 +512,8 @@ def test_a_python_number_the_call_changes_is_refused_too():
         def step(self, x):
             self.n += 1
             self.m += x * self.n
+            if self.n > 2:
+                self.m += x
             return x * 1.0
 
     model = M()
@@ -526,6 +529,31 @@ def test_a_python_number_the_call_changes_is_refused_too():
     assert fix == "Fix: pass it as an input (an argument of the captured function), or keep " \
         "the counter in an ndarray written with a tensor (self.t += cv.constant(np.float64(1)))."
     assert model.n == 0 and not model.m.any()
+
+
+def test_a_counter_beside_an_array_state_replays_on_a_first_capture():
+    """``self.n += 1`` then ``self.m += x * self.n`` (ruling 40 17:35, 20L): the counter is a
+    kept Python number, lifted on the first capture with the array its lines write; four
+    replays as four eager calls (the array, the counter's value and type). Refused before."""
+
+    class M:
+        def __init__(self):
+            self.n = 0
+            self.m = np.zeros(3)
+
+        def step(self, x):
+            self.n += 1
+            self.m += x * self.n
+            return x * 1.0
+
+    model, eager = M(), M()
+    graph = cv.capture(model.step, cv.spec(3, "float64"))
+    for k in range(4):
+        x = np.array([1.0, -2.0, 0.5]) * (k + 1)
+        graph.replay({"x": x})
+        eager.step(x)
+        assert model.m.tobytes() == eager.m.tobytes()
+        assert type(model.n) is int and model.n == eager.n == k + 1
 
 
 def test_graphs_with_size_symbols_are_compared_without_asking_the_closed_capture():

@@ -211,6 +211,31 @@ def plan(owner: Any, function: Any, places: list[Any]) -> list[tuple[Any, int]]:
     return chosen
 
 
+def written(owner: Any, function: Any) -> dict[str, int]:
+    """The labels of the places whose array the statements of ``function`` (as :func:`plan`
+    reads it) write in place, each with the line that first does (``self.m[...] = ...``,
+    ``self.w -= lr * g``, ``self.v[0] += ...``): what a first capture that keeps numbers lifts
+    beside them (an optimiser's moments beside its step counter,
+    :func:`capviz.trace.lifted.plan`); a guess, which the lifted run checks."""
+    found = _tree(function.__code__) if hasattr(function, "__code__") else None
+    if found is None:
+        return {}
+    tree, start, _shift = found
+    me = _names(function.__code__, owner is not None)
+    labels: dict[str, int] = {}
+    for stmt in _statements(tree):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else \
+            [stmt.target] if isinstance(stmt, ast.AugAssign) else []
+        for target in targets:
+            inplace = isinstance(stmt, ast.AugAssign)
+            if isinstance(target, ast.Subscript):
+                target, inplace = target.value, True
+            label = me.path(target) if inplace else None
+            if label is not None:
+                labels.setdefault(label, stmt.lineno + start - 1)
+    return labels
+
+
 _NAMES: dict[tuple[Any, bool], _Names] = {}
 
 

@@ -253,8 +253,9 @@ def plan(fn: Callable, places: list[Place]) -> Lifted | None:
         return None
     if reads_type(fn, places):
         return None  # ``type(self.W)``: no hook sees it (the module docstring, point 5)
-    if remembered is None:
-        return Lifted([_number(place, line, fn) for place, line in numbers], places)
+    if remembered is None:  # (a first capture: the numbers, and the arrays fn writes)
+        return Lifted([_number(place, line, fn) for place, line in numbers] +
+                      _written(fn, places, numbers), places)
     holding = _holding(places)
     by_label = {p.label: p for held in holding.values() for p in held}
     ours = _our_references(places)
@@ -270,6 +271,39 @@ def plan(fn: Callable, places: list[Place]) -> Lifted | None:
         return None  # (never both: a kept number is no array)
     states.extend(_number(place, line, fn) for place, line in numbers)
     return Lifted(states, places)
+
+
+def _written(fn: Callable, places: list[Place], numbers: list) -> list[tuple]:
+    """The states of the arrays a first capture of ``fn`` that keeps Python numbers lifts
+    beside them: those ``fn``'s statements write in place (``self.m[...] = b1 * self.m + ...``
+    beside ``self.t += 1``: Adam's, :func:`capviz.trace.kept_numbers.written`), each
+    :func:`liftable` through the places that hold it; ``[]`` where one is not (the run lifts
+    the numbers only, and is thrown away where it writes an array: two captures). A guess the
+    run checks (:func:`kept`: every lifted state written, no array state not lifted)."""
+    if not numbers:
+        return []
+    owner, function = function_of(fn)
+    labels = kept_numbers.written(owner, function)
+    if not labels:
+        return []
+    code = function.__code__
+    holding = _holding(places)
+    ours = _our_references(places)
+    states: list[tuple] = []
+    roots: set[int] = set()
+    for place in places:
+        if place.label not in labels or type(place.value) is not np.ndarray or \
+                id(place.value) in roots or place.kind not in _SLOTS:
+            continue
+        # (no local name holds the array while liftable() counts its references)
+        if not liftable(place.value, holding, ours):
+            return []
+        roots.add(id(place.value))
+        states.append((place.value, holding[id(place.value)], place.label,
+                       place.path or _anchor(place),
+                       (code.co_filename, labels[place.label], code.co_name)))
+        ours[id(place.value)] += 1  # (the plan's own reference)
+    return states
 
 
 def _number(place: Place, line: int, fn: Callable) -> tuple:
