@@ -306,6 +306,11 @@ def _written(fn: Callable, places: list[Place], numbers: list) -> list[tuple]:
     return states
 
 
+def has_numbers(lifted: Lifted | None) -> bool:
+    """Whether ``lifted`` lifts a kept Python number (:mod:`capviz.trace.kept_numbers`)."""
+    return lifted is not None and any(_is_number(holders) for _r, holders, *_ in lifted.states)
+
+
 def _number(place: Place, line: int, fn: Callable) -> tuple:
     """The state of a kept Python number (:mod:`capviz.trace.kept_numbers`): a 0-d array of
     its value, bound again by each replay at ``place`` as the Python number it is."""
