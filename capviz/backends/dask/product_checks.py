@@ -29,19 +29,23 @@ a silent difference).
 
 **Carried** through a path of ops each of which moves every value by at most what its operand
 moved (moves, casts to a float type as wide, negation, joins, ``np.where`` picks, ``np.abs``,
-and of real values clamps, maxima, sorts: :func:`_step`; complex values compare by their real
-parts first, so a pick of them can jump) and scalings by a number (the bound times its magnitude,
-and one more bound for the rounding: a product's rounding ``ulp(|c v|)`` is within
-``2 u |c| |v| <= |c| E_P``). At the consumer (:data:`CONSUMERS`), an add or subtract moves by
-the sum of its operands' bounds, ``np.diff`` of order ``n`` by ``2**n`` times it, ``np.ediff1d``
-and ``np.ptp`` (of real values) by twice it, ``np.gradient`` (of real values, a number per axis
-or none as spacings, ``edge_order`` 1 or 2: each of its results) by :func:`_spacing`'s rule, a
-variance (``np.nanvar``, ``np.nanstd`` too, with each output's own count) by
-:class:`.SpreadWithin`'s rule, a covariance (``m`` and an optional ``y``, no weights) by
-:class:`.CovWithin`'s. The product, and every value on those paths, must reach nothing else (no
-other op, no output but the product itself, held to its bound by ``compare``, no guard), and
-each consumer's result, tested against its own tolerance, must be read only through ops that
-keep its relative error (:mod:`capviz.backends.dask.kept_error`): else it is gathered, as
+and of real values clamps, maxima, sorts; complex values compare by their real parts first, so
+a pick of them can jump) and scalings by a number (the bound times its magnitude, and one more
+bound for the rounding: a product's rounding ``ulp(|c v|)`` is within ``2 u |c| |v| <= |c|
+E_P``): :func:`~capviz.backends.dask.product_scales.step`. At the consumer
+(:data:`~capviz.backends.dask.product_scales.CONSUMERS`), an add or subtract moves by the sum
+of its operands' bounds, ``np.diff`` of order ``n`` by ``2**n`` times it, ``np.ediff1d`` and
+``np.ptp`` (of real values) by twice it, ``np.gradient`` (of real values, a number per axis or
+none as spacings, ``edge_order`` 1 or 2: each of its results) by
+:func:`~capviz.backends.dask.product_scales.spacing`'s rule, a variance (``np.nanvar``,
+``np.nanstd`` too, with each output's own count) by :class:`.SpreadWithin`'s rule, a
+covariance (``m`` and an optional ``y``, no weights) by :class:`.CovWithin`'s. The product, and
+every value on those paths, must reach nothing else (no other op, no output but the product
+itself, held to its bound by ``compare``, no guard), and each consumer's result, tested against
+its own tolerance, must be read only through ops that keep its relative error
+(:mod:`capviz.backends.dask.kept_error`), or reach the next product tested here through ops
+that carry a bound (an MLP's ``np.maximum(x @ W1 + b1, 0) @ W2 + b2``: the result's bound is
+added to that product's, :mod:`capviz.backends.dask.chained`, stop 40): else it is gathered, as
 before. Every other path or consumer (``np.cov`` with weights, ``np.corrcoef``,
 ``np.gradient`` with coordinates, a product by a tensor, another contraction on the path, a
 mean of the product: each rounds in its own order on other values) keeps the gather on one
@@ -81,7 +85,7 @@ import numpy as np
 from dask.utils import format_bytes, parse_bytes
 
 from capviz.backends import cancelling, contraction_bound
-from capviz.backends.dask import contractions, kept_error
+from capviz.backends.dask import chained, contractions, product_scales
 from capviz.backends.dask.product_tests import (
     CovWithin,
     ProductCancels,
@@ -99,25 +103,6 @@ from capviz.ops.products import einsum_terms
 PAIRED = frozenset(("matmul", "dot", "vdot", "tensordot", "linalg.tensordot", "einsum"))
 """The products whose rank-1 bound is taken (two operands, each summed label in both once)."""
 
-CONSUMERS = {"add": 1, "subtract": 1, "ufunc_outer": 1, "ediff1d": 2, "ptp": 2, "diff": 2,
-             "gradient": 2, "var": 1, "std": 1, "nanvar": 1, "nanstd": 1, "cov": 1}
-"""The consumers tested, with what they multiply the carried bound by (``np.diff``: by it to
-the power of its order; ``np.gradient``: :func:`_spacing`; a variance's test is its own,
-:class:`.SpreadWithin`)."""
-
-
-SPREADS = frozenset(("var", "std", "nanvar", "nanstd"))
-"""The variances tested (:class:`.SpreadWithin`): real values, no ``dtype=``, ``where=``,
-``mean=`` or ``correction=``; the ``nan`` forms with each output's own count of terms (NaN
-where NumPy's operand is NaN: from an operand's NaN, or an infinity times 0 or of both signs,
-in any order of addition; an order that overflows where another does not has a bound beyond
-every finite result's tolerance)."""
-
-_SAME = cancelling.LIPSCHITZ | cancelling.CLAMPS | cancelling.PICKS
-"""Path ops whose every value is one of their operands' values or its magnitude: the bound
-passes unchanged."""
-
-
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """The replay's products tested at their consumers instead of gathered.
@@ -125,10 +110,19 @@ class Plan:
     Attributes:
         products: product node index -> the node.
         consumers: consumer node index -> ``(product index, scale)`` for each path.
+        chains: product node index -> ``(consumer index, operand position, scale)`` for each
+            consumer whose result it reads (:mod:`capviz.backends.dask.chained`).
     """
 
     products: dict[int, Node]
     consumers: dict[int, tuple[tuple[int, float], ...]]
+    chains: dict[int, tuple[tuple[int, int, float], ...]] = dataclasses.field(
+        default_factory=dict)
+
+    @property
+    def carries(self) -> frozenset[int]:
+        """The consumers whose result's bound a product reads."""
+        return frozenset(c for each in self.chains.values() for c, _, _ in each)
 
 
 PLAN: ContextVar[Plan | None] = ContextVar("capviz_dask_product_plan", default=None)
@@ -177,11 +171,13 @@ def split(found: dict[int, tuple], nodes: list[Node], returned: set[int],
     whose value reaches nothing else (:func:`_contained`; ``returned``: the nodes a replay
     returns or a guard reads, where the product itself may be one, its bound held by
     ``compare``) and whose consumers' results are read only through ops that keep their
-    relative error (:func:`capviz.backends.dask.kept_error.combined`: a consumer's result is
-    tested against its own tolerance only, which a later subtract can take it beyond:
-    ``np.diff(x @ w + b)`` of float64 rows near 1e8 was 3e-5 off NumPy's 15, silently, before
-    stop 39), and the plan that tests them. ``own`` (``arithmetic='dask'``): without every
-    product larger than one block, and no plan: dask.array's order, untested."""
+    relative error (:mod:`capviz.backends.dask.kept_error`: a consumer's result is tested
+    against its own tolerance only, which a later subtract can take it beyond: ``np.diff(x @
+    w + b)`` of float64 rows near 1e8 was 3e-5 off NumPy's 15, silently, before stop 39) or
+    carry its bound into a later product tested here (:func:`capviz.backends.dask.chained.
+    into_products`: an MLP's next layer), and the plan that tests them. ``own``
+    (``arithmetic='dask'``): without every product larger than one block, and no plan:
+    dask.array's order, untested."""
     kept = dict(found)
     products: dict[int, Node] = {}
     consumers: dict[int, list] = {}
@@ -191,18 +187,30 @@ def split(found: dict[int, tuple], nodes: list[Node], returned: set[int],
                 del kept[index]
         return kept, Plan(products, {})
     users = users_of(nodes)
-    for index, each in found.items():
+    order = {node.index: k for k, node in enumerate(nodes)}
+    chains: dict[int, dict[tuple[int, int], float]] = {}
+    for index in sorted(found, key=lambda i: order.get(i, -1), reverse=True):  # later first
+        each = found[index]
         if not each or not _paired(each[0].sum) or fits_one_block(each[0].sum):
             continue
-        scales = [_scale(reach) for reach in each]
-        if any(s is None for s in scales) or not _contained(each, users, returned) \
-                or any(kept_error.combined(reach.consumer, users) for reach in each):
+        scales = [product_scales.scale(reach) for reach in each]
+        if any(s is None for s in scales) or not _contained(each, users, returned):
+            continue
+        reads = [chained.into_products(reach.consumer, users, products,
+                                       product_scales.step) for reach in each]
+        if any(read is None for read in reads):
             continue
         del kept[index]
         products[index] = each[0].sum
-        for reach, scale in zip(each, scales):
+        for reach, scale, read in zip(each, scales, reads):
             consumers.setdefault(reach.consumer.index, []).append((index, scale))
-    return kept, Plan(products, {k: tuple(v) for k, v in consumers.items()})
+            for product, position, factor in read or ():
+                into = chains.setdefault(product, {})
+                key = (reach.consumer.index, position)
+                into[key] = max(into.get(key, 0.0), factor)
+    return kept, Plan(products, {k: tuple(v) for k, v in consumers.items()},
+                      {p: tuple((c, k, s) for (c, k), s in v.items())
+                       for p, v in chains.items()})
 
 
 def users_of(nodes: list[Node]) -> dict[int, list[Node]]:
@@ -280,10 +288,11 @@ def _keeps(value: Node, user: Node) -> bool | None:
     if user.op in _DECLARED_SUMS:
         return True if user.args and user.args[0] is value else None
     if user.op in MONOTONE:
-        return True if _real(value) and _real(user) and len(user.args) == 1 else None
+        return True if product_scales.real(value) and product_scales.real(user) \
+            and len(user.args) == 1 else None
     if user.op in cancelling.MOVES and user.op != "astype":
         return True if user.args and user.args[0] is value else None
-    step = _step(value, user)
+    step = product_scales.step(value, user)
     return None if step is None else True
 
 
@@ -322,180 +331,22 @@ def _paired(node: Node) -> bool:
     return all(term.count(label) == 1 for label in summed for term in labels)
 
 
-def _scale(reach: cancelling.Reach) -> float | None:
-    """What the product's bound is multiplied by at the end of ``reach``: the numbers the path
-    scales by, one more bound per rounding, the consumer's factor; ``None`` where this module
-    does not carry it."""
-    consumer = reach.consumer
-    factor = CONSUMERS.get(consumer.op)
-    if consumer.op == "gradient":  # its results are its unpacks': of the operand's type
-        before = reach.path[-1] if reach.path else reach.sum
-        spacing = _spacing(consumer, before)
-        if spacing is None:
-            return None  # coordinates (arrays of spacings): gathered, as before
-        factor = (4.0 if _second_order(consumer) else 2.0) / spacing
-    elif factor is None or consumer.dtype is None \
-            or np.dtype(consumer.dtype).kind not in "fc":
-        return None
-    if consumer.op == "ufunc_outer" and consumer.params.get("ufunc") not in cancelling.OUTERS:
-        return None
-    if consumer.op == "ptp" and not _real(consumer):  # complex: the largest by real parts
-        return None
-    if consumer.op in SPREADS and not _spread(consumer, reach):
-        return None
-    if consumer.op == "cov" and _observations(
-            consumer, reach.path[-1] if reach.path else reach.sum) is None:
-        return None
-    if consumer.op == "diff":
-        n = consumer.params.get("n", 1)
-        if not isinstance(n, int) or n < 0:
-            return None
-        factor = 2 ** n
-    scale, roundings, before = 1.0, 0, reach.sum
-    for node in reach.path:
-        step = _step(before, node)
-        if step is None:
-            return None
-        scale *= step[0]
-        roundings += step[1]
-        before = node
-    return scale * (1 + roundings) * factor
-
-
-def _second_order(node: Node) -> bool:
-    """Whether ``np.gradient`` ``node`` takes ``edge_order=2``."""
-    return node.params.get("edge_order", 1) == 2
-
-
-def _spacing(consumer: Node, before: Node) -> float | None:
-    """The smallest magnitude of ``np.gradient`` ``consumer``'s spacings (1 where none is
-    given), where its test carries the bound: real values (``before``, the path's value), one
-    number per axis or one for all, ``edge_order`` 1 or 2; else ``None`` (coordinates, arrays
-    of spacings: their weights round on other values).
-
-    NumPy's formula runs on each block with its neighbours (dask.array's ``gradient``): ``(f[i
-    + 1] - f[i - 1]) / (2 h)`` inside moves by at most ``E / h``, ``(f[1] - f[0]) / h`` at
-    ``edge_order=1``'s edges by ``2 E / h``, ``(-1.5 f[0] + 2 f[1] - 0.5 f[2]) / h`` at
-    ``edge_order=2``'s by ``4 E / h`` (``h`` the smallest spacing): the bound times ``2 / h`` or
-    ``4 / h``. Roundings, of both results: the difference and the quotient by a spacing that
-    is not a power of two, one each (``2 eps |r|`` in the test); at ``edge_order=2``'s edges
-    the three products and two sums of values up to ``M`` (the largest magnitude of ``f``)
-    round on ``|f|``, not on the result: ``2 * 3 u * 4 (M + E) / h = 12 eps (M + E) / h``,
-    added to the bound (:func:`checked`)."""
-    args = consumer.args
-    edge_order = consumer.params.get("edge_order", 1)
-    if not args or args[0] is not before or not _real(before) \
-            or isinstance(edge_order, bool) or edge_order not in (None, 1, 2):
-        return None
-    numbers = [_number(a) for a in args[1:]]
-    if any(n is None or n == 0 for n in numbers):
-        return None
-    return min(numbers, default=1.0)
-
-
-def _spread(consumer: Node, reach: cancelling.Reach) -> bool:
-    """Whether variance ``consumer`` is one :class:`.SpreadWithin` tests: of real values (its
-    first operand the path's value), no ``dtype=``, ``where=``, ``mean=`` or ``correction=``,
-    a number ``ddof`` below its count of terms."""
-    before = reach.path[-1] if reach.path else reach.sum
-    args, params = consumer.args, consumer.params
-    if len(args) != 1 or args[0] is not before or not _real(before) or not _real(consumer) \
-            or before.shape is None or params.get("dtype") is not None \
-            or params.get("where", True) is not True \
-            or any(params.get(k) is not None for k in ("mean", "correction")):
-        return False
-    ddof = params.get("ddof", 0)
-    if isinstance(ddof, bool) or not isinstance(ddof, (int, float, np.integer, np.floating)):
-        return False
-    count = _count(before.shape, params.get("axis"))
-    return count is not None and 0 <= float(ddof) < count
-
-
-def _observations(consumer: Node, before: Node) -> tuple[int, float] | None:
-    """``np.cov`` ``consumer``'s count of observations and degrees of freedom, where
-    :class:`CovWithin` tests it: real operands of one or two axes, ``m`` and an optional ``y``
-    (one of them ``before``, the path's value: NumPy stacks ``y``'s variables under ``m``'s,
-    and the test takes the bound on every variable), no weights or ``dtype=``; else
-    ``None``."""
-    args, params = consumer.args, consumer.params
-    if len(args) not in (1, 2) or not any(a is before for a in args) or not _real(consumer) \
-            or any(not isinstance(a, Node) or not _real(a) or a.shape is None
-                   or len(a.shape) not in (1, 2) for a in args) \
-            or any(params.get(k) is not None for k in ("y", "fweights", "aweights", "dtype")):
-        return None
-    before = args[0]
-    rowvar, bias, ddof = params.get("rowvar", True), params.get("bias", False), \
-        params.get("ddof")
-    if not isinstance(rowvar, bool) or not isinstance(bias, bool) \
-            or not (ddof is None or (isinstance(ddof, (int, np.integer))
-                    and not isinstance(ddof, bool))):
-        return None
-    shape = tuple(before.shape)
-    rows = 1 if len(shape) == 1 else shape[0]
-    n = shape[-1] if len(shape) == 1 or rowvar or rows == 1 else shape[0]
-    d = n - ((0 if bias else 1) if ddof is None else int(ddof))
-    return (int(n), float(d)) if d > 0 else None
-
-
-def _count(shape: tuple, axis: Any) -> int | None:
-    """The count of terms of each output of a reduction over ``axis`` of ``shape``."""
-    try:
-        axes = range(len(shape)) if axis is None else (axis,) if isinstance(axis, int) \
-            else tuple(axis)
-        return math.prod(int(shape[int(a) % len(shape)]) for a in axes) if shape else 1
-    except (TypeError, ValueError, ZeroDivisionError):
-        return None
-
-
-def _real(node: Node) -> bool:
-    return node.dtype is not None and np.dtype(node.dtype).kind == "f"
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, (Node, bool, complex, np.complexfloating)) \
-            or not isinstance(value, (int, float, np.integer, np.floating)):
-        return None
-    number = abs(float(value))
-    return number if math.isfinite(number) else None
-
-
-def _step(before: Node, node: Node) -> tuple[float, int] | None:
-    """How path op ``node`` moves the bound of its operand ``before``: (its factor, its
-    roundings), or ``None``."""
-    args = node.args
-    if node.dtype is None or np.dtype(node.dtype).kind not in "fc" or node.shape is None:
-        return None
-    if node.op in cancelling.MOVES:
-        if not args or args[0] is not before or any(a is before for a in args[1:]):
-            return None
-        if node.op == "astype" and (before.dtype is None or np.dtype(node.dtype).itemsize
-                                    < np.dtype(before.dtype).itemsize):
-            return None  # a narrowing cast rounds
-        return 1.0, 0
-    if node.op in cancelling.JOINS or node.op in cancelling.LIPSCHITZ:
-        return 1.0, 0
-    if node.op in _SAME:  # complex values compare by their real parts first: a pick jumps
-        return (1.0, 0) if _real(before) and _real(node) else None
-    if node.op in cancelling.SELECTS:
-        return (1.0, 0) if args and args[0] is not before else None
-    if node.op not in cancelling.SCALINGS or len(args) != 2:
-        return None
-    first, second = args
-    if node.op == "divide":
-        number = _number(second) if first is before else None
-        return (1 / number, 1) if number else None
-    other = second if first is before else first if second is before else None
-    number = None if other is before else _number(other)
-    return None if number is None else (number, 1)
-
-
 def record(node: Node, args: tuple, params: dict) -> None:
     """Product ``node`` of ``args`` (dask arrays) being built: its bound (:func:`bound`) kept
     for its consumers."""
-    bounds = BOUNDS.get()
+    bounds, plan = BOUNDS.get(), PLAN.get()
     if bounds is not None:
         operands = [a if is_array(a) else da.asarray(a) for a in args]
-        bounds[node.index] = bound(node.op, operands, params, np.dtype(node.dtype))
+        found = bound(node.op, operands, params, np.dtype(node.dtype))
+        errors: list = [None, None]  # the consumers' results it reads (chained)
+        for consumer, position, scale in (plan.chains.get(node.index, ()) if plan else ()):
+            part = bounds[("result", consumer)] * scale
+            errors[position] = part if errors[position] is None else errors[position] + part
+        if any(e is not None for e in errors):
+            found = found + chained.added(node.op, operands, params, np.dtype(node.dtype),
+                                          errors)
+            found = da.where(da.isnan(found), np.inf, found)
+        bounds[node.index] = found
 
 
 def bound(name: str, operands: list, params: dict, dtype: np.dtype) -> Any:
@@ -540,13 +391,15 @@ def checked(node: Node, result: Any, args: tuple = ()) -> Any:
     carried = sum(parts[1:], parts[0])
     rtol, atol = get("dask").tolerance_for(result.dtype)
     products = [plan.products[index] for index, _ in plan.consumers[node.index]]
+    sources = [plan.products[i] for p in products for c, _, _ in plan.chains.get(p.index, ())
+               for i, _ in plan.consumers.get(c, ()) if i in plan.products]
     eps = float(np.finfo(np.dtype(result.dtype)).eps)
     index = tuple(range(result.ndim))
-    if node.op in SPREADS:
+    if node.op in product_scales.SPREADS:
         operand = args[0]
         axis = node.params.get("axis")
-        count = _count(tuple(operand.shape), axis)
-        spread = SpreadWithin(node.op, _message_parts(products), rtol, atol, eps,
+        count = product_scales.count(tuple(operand.shape), axis)
+        spread = SpreadWithin(node.op, _message_parts(products, sources), rtol, atol, eps,
                                int(count or 1), float(node.params.get("ddof", 0)))
         extra: tuple = ()
         if node.op.startswith("nan"):  # each output's own count of terms
@@ -557,21 +410,23 @@ def checked(node: Node, result: Any, args: tuple = ()) -> Any:
                             _largest(operand), (), *extra, dtype=result.dtype,
                             meta=np.empty((0,) * result.ndim, result.dtype))
     if node.op == "cov":
-        n, d = _observations(node, node.args[0]) or (1, 1.0)
-        cov = CovWithin(node.op, _message_parts(products), rtol, atol, eps, n, d)
+        n, d = product_scales.observations(node, node.args[0]) or (1, 1.0)
+        cov = CovWithin(node.op, _message_parts(products, sources), rtol, atol, eps, n, d)
         largest = _largest(args[0]) if len(args) == 1 \
             else da.maximum(_largest(args[0]), _largest(args[1]))  # m's and y's
         return da.blockwise(guard(cov), index, result.rechunk(-1), index, carried, (),
                             largest, (), dtype=result.dtype,
                             meta=np.empty((0,) * result.ndim, result.dtype))
-    if node.op == "gradient":  # the roundings of _spacing's rule
-        spacing = _spacing(node, node.args[0]) or 1.0
-        if _second_order(node):
+    if node.op == "gradient":  # the roundings of spacing()'s rule
+        spacing = product_scales.spacing(node, node.args[0]) or 1.0
+        if product_scales.second_order(node):
             fourth = carried * (spacing / 4)  # the bound on each value of the operand
             carried = carried + 12 * eps * (_largest(args[0]) + fourth) / spacing
         if len(node.args) > 1:
             eps *= 2
-    test = Within(node.op, _message_parts(products), rtol, atol, eps)
+    if node.index in plan.carries:  # its result's bound, read by a later product
+        bounds[("result", node.index)] = chained.result_bound(carried, result)
+    test = Within(node.op, _message_parts(products, sources), rtol, atol, eps)
     return da.blockwise(guard(test), index, result, index, carried, (), dtype=result.dtype,
                         meta=np.empty((0,) * result.ndim, result.dtype))
 
@@ -582,10 +437,17 @@ def _largest(x: Any) -> Any:
     return da.where(da.isfinite(magnitude), magnitude, 0.0).max()
 
 
-def _message_parts(products: list[Node]) -> tuple[str, str, str]:
-    """(the products named, their operands' size, the chunk-size that holds them), as words."""
+def _message_parts(products: list[Node],
+                   sources: list[Node] | None = None) -> tuple[str, str, str]:
+    """(the products named, their operands' size, the chunk-size that holds them), as words;
+    ``sources``: the earlier products whose rounding the products' operands carry
+    (:mod:`capviz.backends.dask.chained`)."""
     unique = list({p.index: p for p in products}.values())
     named = ", ".join(_named(p) for p in unique[:2])
+    earlier = list({p.index: p for p in sources or ()}.values())
+    if earlier:
+        named += f" (whose operand carries the rounding of {_named(earlier[0])})"
+    unique += earlier
     held = max(operand_bytes(p) or 0 for p in unique)
     return named, format_bytes(held), f"{math.ceil(held / 2 ** 20)}MiB"
 
