@@ -291,12 +291,50 @@ def _task_names(lazy):
             for k in lazy.__dask_graph__().keys()}
 
 
-@pytest.mark.parametrize("fn", [lambda x: np.cov(x @ ONES, aweights=np.arange(1.0, 17.0)),
-                                lambda x: np.corrcoef((x @ O2).T)])
-def test_weights_or_a_correlation_of_a_larger_product_is_gathered_as_before(fn):
-    """np.cov with weights, np.corrcoef are not tested at run time: the product is computed as
-    NumPy does, on one block."""
-    assert np.array_equal(_replay(fn, X, SMALL), fn(X))
+WEIGHTED = {
+    "np.cov(p, aweights=a)": (lambda x: np.cov(x @ ONES.astype(x.dtype),
+                                               aweights=np.arange(1.0, 17.0)), "cov"),
+    "np.cov(p.T, fweights=f, aweights=a, ddof=2)": (lambda x: np.cov(
+        (x @ O2.astype(x.dtype)).T, fweights=np.arange(16) % 3 + 1,
+        aweights=np.linspace(0.5, 2.0, 16), ddof=2), "cov"),
+    "np.cov(p, rowvar=False, fweights=f, bias=True)": (lambda x: np.cov(
+        x @ O2.astype(x.dtype), rowvar=False, fweights=np.arange(16) % 4, bias=True), "cov"),
+    "np.corrcoef(p.T)": (lambda x: np.corrcoef((x @ O2.astype(x.dtype)).T), "corrcoef"),
+    "np.corrcoef(p, y, rowvar=False)": (lambda x: np.corrcoef(
+        x @ O2.astype(x.dtype), x[:, :3] * 10, rowvar=False), "corrcoef"),
+}
+
+
+@pytest.mark.parametrize("spelling", list(WEIGHTED))
+def test_weights_or_a_correlation_of_a_larger_product_is_tested_at_run_time(spelling):
+    """Ruling 40 17:35 (W=25d): np.cov with weights and np.corrcoef of a larger product were
+    gathered onto one block whatever its size (abcf2a1). Now the product keeps dask.array's
+    blocks and the consumer is tested: with weights ``w`` the centring is a projection
+    orthogonal in the norm ``sqrt(sum w y**2)``, so the covariance's rule holds with their sum
+    and NumPy's ``fact`` (taken at run time); the correlation's bound follows from the
+    covariances' through the diagonal's roots. float32 near 1e3 fails at the consumer with its
+    message; float64 replays within the tolerance, in blocks."""
+    fn, consumer = WEIGHTED[spelling]
+    with pytest.raises(cv.ReplayError) as caught:
+        _replay(fn, X, SMALL)
+    text = str(caught.value)
+    assert f"({consumer})" in text and "test_dask_product_checks.py" in text
+    assert f"ProductCancels: np.{consumer} cancels the value of np.matmul (node %" in text
+    assert "arithmetic='dask'" in text and "backend='numpy'" in text
+    assert np.array_equal(_replay(fn, X, "1MiB"), fn(X))  # the chunk-size it names
+    _float64_in_blocks_within_the_tolerance(fn)
+
+
+def test_a_correlation_of_a_variable_whose_variance_can_be_zero_fails():
+    """A product's column of equal values (its variance 0 in dask.array's order, NumPy's
+    maybe not: NaN against a number) fails at np.corrcoef however small the bound."""
+    x = X.astype(np.float64)
+
+    def fn(x):
+        return np.corrcoef((x @ np.stack([ONES, np.zeros(768, np.float32)], 1)).T)
+
+    with pytest.raises(cv.ReplayError, match=r"\(corrcoef\).*ProductCancels: np\.corrcoef"):
+        _replay(fn, x, "32KiB")
 
 
 GRADIENTS = {
@@ -358,15 +396,30 @@ def test_a_gradient_with_spacings_or_second_order_edges_is_tested_at_run_time(sp
     _float64_in_blocks_within_the_tolerance(fn)
 
 
-def test_a_gradient_with_coordinates_is_gathered_as_before():
-    """Coordinates (an array of positions): the weights differ per point and round on other
-    values; the product is computed as NumPy does, on one block."""
-    def fn(x):
-        return np.gradient(x @ ONES, np.cumsum(np.arange(1.0, 17.0)))
+COORDINATES = {
+    "np.gradient(p, x)": lambda x: np.gradient(x @ ONES.astype(x.dtype),
+                                               np.cumsum(np.arange(1.0, 17.0))),
+    "np.gradient(p, x, axis=0, edge_order=2)": lambda x: np.gradient(
+        x @ O2.astype(x.dtype), np.linspace(0.0, 3.0, 16) ** 2, axis=0, edge_order=2),
+    "np.gradient(p, x, 0.5)": lambda x: np.gradient(x @ O2.astype(x.dtype),
+                                                    np.arange(16) * 3, 0.5),
+}
 
-    lazy = _replay_all(fn, X, SMALL, compute=False)
-    assert "matmul" not in _task_names(lazy[0])
-    assert np.array_equal(_replay_all(fn, X, SMALL)[0], fn(X))
+
+@pytest.mark.parametrize("spelling", list(COORDINATES))
+def test_a_gradient_with_coordinates_is_tested_at_run_time(spelling):
+    """Ruling 40 17:35 (W=25d): coordinates (an array of positions) were gathered onto one
+    block (abcf2a1). Now the bound is carried by the largest sum of the magnitudes of NumPy's
+    weights, taken from the coordinates at run time, plus their roundings on |f| (4 eps F (M +
+    E)): float32 near 1e3 fails at the gradient; float64 replays within the tolerance, in
+    blocks."""
+    fn = COORDINATES[spelling]
+    with pytest.raises(cv.ReplayError) as caught:
+        _replay_all(fn, X, SMALL)
+    text = str(caught.value)
+    assert "(gradient)" in text and "test_dask_product_checks.py" in text
+    assert "ProductCancels: np.gradient cancels the value of np.matmul (node %" in text
+    _float64_in_blocks_within_the_tolerance(fn)
 
 
 def _replay_all(fn, x, chunk_size, compute=True):

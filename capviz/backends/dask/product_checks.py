@@ -87,11 +87,14 @@ from dask.utils import format_bytes, parse_bytes
 from capviz.backends import cancelling, contraction_bound
 from capviz.backends.dask import chained, contractions, product_scales
 from capviz.backends.dask.product_tests import (
+    CorrWithin,
     CovWithin,
     ProductCancels,
     SpreadWithin,
     Within,
     fixes,
+    weight_terms,
+    weights_bound,
 )
 from capviz.backends.dask.shapes import is_array
 from capviz.backends.dask.tasks import guard
@@ -409,15 +412,18 @@ def checked(node: Node, result: Any, args: tuple = ()) -> Any:
         return da.blockwise(guard(spread), index, result, index, carried, (),
                             _largest(operand), (), *extra, dtype=result.dtype,
                             meta=np.empty((0,) * result.ndim, result.dtype))
-    if node.op == "cov":
-        n, d = product_scales.observations(node, node.args[0]) or (1, 1.0)
-        cov = CovWithin(node.op, _message_parts(products, sources), rtol, atol, eps, n, d)
-        largest = _largest(args[0]) if len(args) == 1 \
-            else da.maximum(_largest(args[0]), _largest(args[1]))  # m's and y's
-        return da.blockwise(guard(cov), index, result.rechunk(-1), index, carried, (),
-                            largest, (), dtype=result.dtype,
-                            meta=np.empty((0,) * result.ndim, result.dtype))
-    if node.op == "gradient":  # the roundings of spacing()'s rule
+    if node.op in ("cov", "corrcoef"):
+        return _covariances(node, result, args, carried, _message_parts(products, sources),
+                            (rtol, atol, eps))
+    if node.op == "gradient" and product_scales.coordinates(node):  # weights at run time
+        second = product_scales.second_order(node)
+        blocks = [_one_block(a) if is_array(a) else a for a in args[1:]]
+        weights = da.from_delayed(dask.delayed(weights_bound, pure=True)(
+            *blocks, second=second), (), dtype=np.float64)
+        # each result: its weights times the bound, and roundings on |f| (three products
+        # and two sums, in both: 4 eps F (M + E))
+        carried = weights * carried + 4 * eps * weights * (_largest(args[0]) + carried)
+    elif node.op == "gradient":  # the roundings of spacing()'s rule
         spacing = product_scales.spacing(node, node.args[0]) or 1.0
         if product_scales.second_order(node):
             fourth = carried * (spacing / 4)  # the bound on each value of the operand
@@ -429,6 +435,47 @@ def checked(node: Node, result: Any, args: tuple = ()) -> Any:
     test = Within(node.op, _message_parts(products, sources), rtol, atol, eps)
     return da.blockwise(guard(test), index, result, index, carried, (), dtype=result.dtype,
                         meta=np.empty((0,) * result.ndim, result.dtype))
+
+
+def _covariances(node: Node, result: Any, args: tuple, carried: Any, words: tuple,
+                 tolerance: tuple[float, float, float]) -> Any:
+    """``np.cov`` (weights too) or ``np.corrcoef`` ``node``'s ``result`` of ``args``, failing
+    at the node where the bound ``carried`` on its values can move it beyond the tolerance
+    (:class:`.CovWithin`, :class:`.CorrWithin`)."""
+    rtol, atol, eps = tolerance
+    n, d = product_scales.observations(node, node.args[0]) or (1, 1.0)
+    data = [a for a in args[:2] if is_array(a)]
+    largest = _largest(data[0])
+    for other in data[1:]:  # m's and y's
+        largest = da.maximum(largest, _largest(other))
+    meta = np.empty((0,) * result.ndim, result.dtype)
+    if node.op == "corrcoef":
+        test = CorrWithin(node.op, words, rtol, atol, eps, n, d,
+                          bool(node.params.get("rowvar", True)))
+        task = dask.delayed(guard(test), pure=True)(
+            _one_block(result), _one_block(carried), _one_block(largest),
+            *(_one_block(a) for a in data))
+        return da.from_delayed(task, result.shape, dtype=result.dtype, meta=meta)
+    cov = CovWithin(node.op, words, rtol, atol, eps, n, d)
+    index = tuple(range(result.ndim))
+    weights: tuple = ()
+    if any(a is not None for a in args[2:4]):  # fweights, aweights: S and fact at run time
+        fweights, aweights = (tuple(args[2:4]) + (None, None))[:2]
+        terms = da.from_delayed(dask.delayed(weight_terms, pure=True)(
+            *(None if a is None else _one_block(a) for a in (fweights, aweights)),
+            node.params.get("ddof"), bool(node.params.get("bias", False)), n), (2,),
+            dtype=np.float64)
+        weights = (terms[0], (), terms[1], ())
+    return da.blockwise(guard(cov), index, result.rechunk(-1), index, carried, (), largest, (),
+                        *weights, dtype=result.dtype, meta=meta)
+
+
+def _one_block(array: Any) -> Any:
+    """Dask array ``array`` as one ``Delayed`` (its blocks joined into one task)."""
+    if array.npartitions != 1:
+        array = array.rechunk(tuple((size,) for size in array.shape) or ())
+    (block,) = array.to_delayed(optimize_graph=False).ravel()
+    return block
 
 
 def _largest(x: Any) -> Any:

@@ -15,7 +15,8 @@ from capviz.backends import cancelling
 from capviz.core.ir import Node
 
 CONSUMERS = {"add": 1, "subtract": 1, "ufunc_outer": 1, "ediff1d": 2, "ptp": 2, "diff": 2,
-             "gradient": 2, "var": 1, "std": 1, "nanvar": 1, "nanstd": 1, "cov": 1}
+             "gradient": 2, "var": 1, "std": 1, "nanvar": 1, "nanstd": 1, "cov": 1,
+             "corrcoef": 1}
 """The consumers tested, with what they multiply the carried bound by (``np.diff``: by it to
 the power of its order; ``np.gradient``: :func:`spacing`; a variance's test is its own,
 :class:`.SpreadWithin`)."""
@@ -43,8 +44,9 @@ def scale(reach: cancelling.Reach) -> float | None:
         before = reach.path[-1] if reach.path else reach.sum
         h = spacing(consumer, before)
         if h is None:
-            return None  # coordinates (arrays of spacings): gathered, as before
-        factor = (4.0 if second_order(consumer) else 2.0) / h
+            return None
+        # coordinates (arrays of positions): their weights' largest sum is taken at run time
+        factor = 1.0 if coordinates(consumer) else (4.0 if second_order(consumer) else 2.0) / h
     elif factor is None or consumer.dtype is None \
             or np.dtype(consumer.dtype).kind not in "fc":
         return None
@@ -54,7 +56,7 @@ def scale(reach: cancelling.Reach) -> float | None:
         return None
     if consumer.op in SPREADS and not spread(consumer, reach):
         return None
-    if consumer.op == "cov" and observations(
+    if consumer.op in ("cov", "corrcoef") and observations(
             consumer, reach.path[-1] if reach.path else reach.sum) is None:
         return None
     if consumer.op == "diff":
@@ -81,8 +83,9 @@ def second_order(node: Node) -> bool:
 def spacing(consumer: Node, before: Node) -> float | None:
     """The smallest magnitude of ``np.gradient`` ``consumer``'s spacings (1 where none is
     given), where its test carries the bound: real values (``before``, the path's value), one
-    number per axis or one for all, ``edge_order`` 1 or 2; else ``None`` (coordinates, arrays
-    of spacings: their weights round on other values).
+    number per axis or one for all, or coordinates (real or integer arrays of one axis, whose
+    weights the test takes at run time: :func:`coordinates`), ``edge_order`` 1 or 2; else
+    ``None``.
 
     NumPy's formula runs on each block with its neighbours (dask.array's ``gradient``): ``(f[i
     + 1] - f[i - 1]) / (2 h)`` inside moves by at most ``E / h``, ``(f[1] - f[0]) / h`` at
@@ -98,10 +101,21 @@ def spacing(consumer: Node, before: Node) -> float | None:
     if not args or args[0] is not before or not real(before) \
             or isinstance(edge_order, bool) or edge_order not in (None, 1, 2):
         return None
-    numbers = [number(a) for a in args[1:]]
+    positions = [a for a in args[1:] if isinstance(a, Node)]
+    if any(a.dtype is None or np.dtype(a.dtype).kind not in "fiu" or a.shape is None
+           or len(a.shape) > 1 for a in positions):
+        return None
+    numbers = [number(a) for a in args[1:] if not isinstance(a, Node)]
     if any(n is None or n == 0 for n in numbers):
         return None
     return min(numbers, default=1.0)
+
+
+def coordinates(consumer: Node) -> bool:
+    """Whether ``np.gradient`` ``consumer`` is given an array as a spacing (coordinates, or a
+    0-d array): its test takes the largest sum of NumPy's weights' magnitudes at run time
+    (:func:`capviz.backends.dask.product_tests.weights_bound`)."""
+    return any(isinstance(a, Node) for a in consumer.args[1:])
 
 
 def spread(consumer: Node, reach: cancelling.Reach) -> bool:
@@ -123,16 +137,26 @@ def spread(consumer: Node, reach: cancelling.Reach) -> bool:
 
 
 def observations(consumer: Node, before: Node) -> tuple[int, float] | None:
-    """``np.cov`` ``consumer``'s count of observations and degrees of freedom, where
-    :class:`CovWithin` tests it: real operands of one or two axes, ``m`` and an optional ``y``
-    (one of them ``before``, the path's value: NumPy stacks ``y``'s variables under ``m``'s,
-    and the test takes the bound on every variable), no weights or ``dtype=``; else
-    ``None``."""
+    """``np.cov`` or ``np.corrcoef`` ``consumer``'s count of observations and degrees of
+    freedom (without weights: with them, its ``fact`` is taken at run time), where
+    :class:`CovWithin` or :class:`CorrWithin` tests it: real operands of one or two axes, ``m``
+    and an optional ``y`` (one of them ``before``, the path's value: NumPy stacks ``y``'s
+    variables under ``m``'s, and the test takes the bound on every variable), ``np.cov``'s
+    ``fweights`` and ``aweights`` arrays of one axis that are not the path's value, no
+    ``dtype=`` (nor ``np.corrcoef``'s ``bias`` or ``ddof``); else ``None``."""
     args, params = consumer.args, consumer.params
-    if len(args) not in (1, 2) or not any(a is before for a in args) or not real(consumer) \
+    data = [a for a in args[:2] if a is not None]
+    weights = [a for a in args[2:] if a is not None]
+    if len(args) > (4 if consumer.op == "cov" else 2) or not data \
+            or not any(a is before for a in data) or any(a is before for a in weights) \
+            or not real(consumer) \
             or any(not isinstance(a, Node) or not real(a) or a.shape is None
-                   or len(a.shape) not in (1, 2) for a in args) \
-            or any(params.get(k) is not None for k in ("y", "fweights", "aweights", "dtype")):
+                   or len(a.shape) not in (1, 2) for a in data) \
+            or any(not isinstance(a, Node) or a.dtype is None or a.shape is None
+                   or np.dtype(a.dtype).kind not in "fiu" or len(a.shape) != 1
+                   for a in weights) \
+            or any(params.get(k) is not None for k in ("y", "fweights", "aweights", "dtype")) \
+            or (consumer.op == "corrcoef" and any(k in params for k in ("bias", "ddof"))):
         return None
     before = args[0]
     rowvar, bias, ddof = params.get("rowvar", True), params.get("bias", False), \
@@ -145,6 +169,8 @@ def observations(consumer: Node, before: Node) -> tuple[int, float] | None:
     rows = 1 if len(shape) == 1 else shape[0]
     n = shape[-1] if len(shape) == 1 or rowvar or rows == 1 else shape[0]
     d = n - ((0 if bias else 1) if ddof is None else int(ddof))
+    if weights:
+        return int(n), float(d) if d > 0 else 1.0  # d unused: NumPy's fact at run time
     return (int(n), float(d)) if d > 0 else None
 
 
