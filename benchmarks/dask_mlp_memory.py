@@ -1,7 +1,7 @@
 """Peak memory and time of Dask replays of a plain MLP past dask's array.chunk-size (the hostile
 review 11's finding 12), against the bare ``dask.array`` expression in the same run.
 
-Run: ``python benchmarks/dask_mlp_memory.py [--rows 16384] [--rounds 3]``
+Run: ``python benchmarks/dask_mlp_memory.py [--rows 16384] [--rounds 3] [--only relu]``
 
 ``x`` float64 (rows, 512) in row chunks of 256 (a dask array: the input is held, as the bare
 expression holds it), weights 512 x 512, ``array.chunk-size`` 2 MiB (so each product's operands
@@ -65,6 +65,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=16384)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", default="", help="the programs whose name holds this")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     rng = np.random.default_rng(0)
@@ -79,6 +80,8 @@ def main() -> None:
     with dask.config.set({"array.chunk-size": "2MiB", "scheduler": "single-threaded"}):
         x = da.from_array(host, chunks=(256, d))
         for label, fn in _programs(w1, b1, w2, b2).items():
+            if args.only not in label:
+                continue
             graph = cv.capture(fn, cv.spec(host.shape, host.dtype))
             want = fn(host)
             try:

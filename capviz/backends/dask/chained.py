@@ -39,7 +39,7 @@ import dask.array as da
 import numpy as np
 
 from capviz.backends import contraction_bound
-from capviz.backends.dask import contractions, kept_error
+from capviz.backends.dask import contractions, kept_error, magnitudes
 from capviz.core.ir import Node
 
 CHAINED = frozenset(("add", "subtract", "ufunc_outer", "ediff1d", "ptp", "diff"))
@@ -99,9 +99,7 @@ def result_bound(carried: Any, result: Any) -> Any:
     (a dask array) whose exact value is within ``carried`` of NumPy's (0-d, float64); not
     finite where ``carried`` is not."""
     eps = float(np.finfo(np.dtype(result.dtype)).eps)
-    magnitude = da.fabs(result).astype(np.float64)
-    largest = da.where(da.isfinite(magnitude), magnitude, 0.0).max()
-    return carried * (1 + eps) + eps * (1 + eps) * largest
+    return carried * (1 + eps) + eps * (1 + eps) * magnitudes.largest(result)
 
 
 def added(name: str, operands: list, params: dict, dtype: np.dtype, errors: list) -> Any:
@@ -112,8 +110,9 @@ def added(name: str, operands: list, params: dict, dtype: np.dtype, errors: list
     real = np.dtype(np.finfo(dtype).dtype)
     g = math.sqrt(2) * contraction_bound.gamma(k + 2, real) if dtype.kind == "c" \
         else contraction_bound.gamma(k, real)
-    sums = [_largest_sum(x, tuple(a)) for x, a in zip(operands, axes)]
     first, second = errors
+    sums = [None if error is None else _largest_sum(x, tuple(a))  # the other operand's only
+            for x, a, error in zip(operands, axes, (second, first))]
     total: Any = 0.0
     if first is not None:
         total = total + first * sums[1]
