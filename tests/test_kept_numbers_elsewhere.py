@@ -186,3 +186,39 @@ def test_a_property_setter_is_refused_with_a_fix_that_works():
         graph.replay({"x": x})
         eager.step(x)
         assert _same(float(mine.s), eager.s)
+
+
+class TwoMeters:
+    def __init__(self, shared=False):
+        self.meter = AverageMeter()
+        self.other = self.meter if shared else AverageMeter()
+
+    def step(self, x):
+        self.meter.sum += x.sum().item()
+        self.other.sum += x.max().item()
+        return x * 2.0
+
+
+def test_two_kept_numbers_made_one_after_the_capture_are_refused_by_name():
+    """R12 #5 (silent against d493e84): ``self.other = self.meter`` after the capture made the
+    two kept numbers one; the replay read both at its start and bound one (5.75 where eager
+    holds 11.75). Refused now, naming both, before anything is written."""
+    mine, eager = TwoMeters(), TwoMeters()
+    graph = cv.capture(mine.step, cv.spec((4,), "float64"))
+    graph.replay({"x": ROWS[0]})
+    eager.step(ROWS[0])
+    assert vars(mine.meter) == vars(eager.meter) and vars(mine.other) == vars(eager.other)
+    mine.other = mine.meter
+    before = dict(vars(mine.meter))
+    with pytest.raises(cv.ReplayInputError, match=r"^self\.meter\.sum and self\.other\.sum are "
+                                                   r"one number now .* Fix: capture again$"):
+        graph.replay({"x": ROWS[1]})
+    assert vars(mine.meter) == before
+
+
+def test_one_number_under_two_paths_at_the_capture_is_refused():
+    """``self.other is self.meter`` when captured: one number the lines update through two
+    paths (a replay after ``self.other = AverageMeter()`` would update one: silent on d493e84):
+    refused at the read, as before d493e84."""
+    with pytest.raises(cv.CapvizError, match=r"updates a Python number the object keeps"):
+        cv.capture(TwoMeters(shared=True).step, cv.spec((4,), "float64"))

@@ -325,6 +325,9 @@ def _live_all(graph: Graph, prog: Any, given: Mapping[str, Any] | None) -> list:
     if given:
         found = [live(graph, n, given) for n in nodes]
         _check_given_apart(nodes, found, given)
+        _numbers_apart(graph, [n for n in nodes if "python" in n.params and "rebind" in
+                               n.params and n.index in graph.state_places and
+                               label(n) not in given])
         if graph.state_places:
             check_places(graph, nodes, found, None, given)
         return found
@@ -335,7 +338,9 @@ def _live_all(graph: Graph, prog: Any, given: Mapping[str, Any] | None) -> list:
             (node, targets.get(node.index) if node.dtype is not None and "of" not in
              node.params and "rebind" not in node.params else None, node.shape, node.dtype)
             for node in nodes],
-            _place_groups(graph, nodes))
+            _place_groups(graph, nodes),
+            [node for node in nodes if "python" in node.params and "rebind" in node.params
+             and node.index in graph.state_places])  # (kept numbers: _numbers_apart)
     found = []
     append = found.append
     for node, ref, shape, dtype in plan[1]:
@@ -346,7 +351,40 @@ def _live_all(graph: Graph, prog: Any, given: Mapping[str, Any] | None) -> list:
         append(value)
     if plan[2]:
         check_places(graph, nodes, found, plan[2], given)
+    if len(plan[3]) > 1:
+        _numbers_apart(graph, plan[3])
     return found
+
+
+def _follow_or_none(owner: Any, steps: tuple) -> Any:
+    if owner is None:
+        return None
+    try:
+        return _follow(owner, steps)
+    except (AttributeError, LookupError, TypeError):
+        return None
+
+
+def _numbers_apart(graph: Graph, nodes: list[Node]) -> None:
+    """Refuse two kept Python numbers (``self.meter.sum``, ``self.other.sum``: two places when
+    captured) whose paths lead to one attribute of one object now (``self.other =
+    self.meter`` since): eager code updates it twice, each from what the other left, where a
+    replay computes both from its start and binds one (review 12, finding 5: silent)."""
+    seen: dict[tuple[int, Any], Node] = {}
+    for node in nodes:
+        anchor, steps = graph.state_places[node.index]
+        owner = anchor() if type(anchor) is weakref.ref else anchor
+        holder = _follow_or_none(owner, steps[:-1])
+        if holder is None:  # (what holds it is gone: live() says so)
+            continue
+        key = (id(holder), steps[-1][1])
+        other = seen.setdefault(key, node)
+        if other is not node:
+            raise ReplayInputError(
+                f"{label(other)} and {label(node)} are one number now (one object holds both "
+                f"paths), which the graph updates as two (captured apart, recorded at "
+                f"{format_source(other.source)} and {format_source(node.source)}): eager code "
+                "updates it twice. Fix: capture again")
 
 
 def _check_given_apart(nodes: list[Node], found: list, given: Mapping[str, Any]) -> None:

@@ -208,7 +208,30 @@ def plan(owner: Any, function: Any, places: list[Any]) -> list[tuple[Any, int]]:
         if place.kind in ("attribute", "slot") and place.label in kept and \
                 _python(place.value):
             chosen.append((place, kept[place.label]))
+    ours = {(id(place.holder), place.key): place.label for place, _line in chosen}
+    for name in kept:  # (self.other.sum where self.other is self.meter: one number, two
+        root, *steps = name.split(".")  # paths; a replay after `self.other = Meter()`
+        found = owner if root == me.me else function.__globals__.get(root, _ABSENT)
+        holder = _step(found, steps[:-1]) if steps else _ABSENT  # would update one: refused)
+        if holder is not _ABSENT and ours.get((id(holder), steps[-1]), name) != name:
+            return []
     return chosen
+
+
+def _step(value: Any, steps: list[str]) -> Any:
+    """``value.a.b`` for ``steps`` ``["a", "b"]``, through instance dictionaries and
+    ``__slots__`` only (no property or ``__getattr__`` runs); ``_ABSENT`` where one is not."""
+    for step in steps:
+        if value is _ABSENT:
+            return _ABSENT
+        own = getattr(value, "__dict__", None)
+        if isinstance(own, dict) and step in own:
+            value = own[step]
+            continue
+        slot = next((vars(k)[step] for k in type(value).__mro__ if step in vars(k)), None)
+        value = slot.__get__(value) if isinstance(slot, types.MemberDescriptorType) and \
+            hasattr(value, step) else _ABSENT
+    return value
 
 
 def written(owner: Any, function: Any) -> dict[str, int]:
@@ -311,16 +334,7 @@ def _held(frame: Any, me: _Names, label: str) -> Any:
     root, *steps = label.split(".")
     value = frame.f_locals.get(root, _ABSENT) if root == me.me else \
         frame.f_globals.get(root, _ABSENT)
-    for step in steps:
-        if value is _ABSENT:
-            return None
-        own = getattr(value, "__dict__", None)
-        if isinstance(own, dict) and step in own:
-            value = own[step]
-            continue
-        slot = next((vars(k)[step] for k in type(value).__mro__ if step in vars(k)), None)
-        value = slot.__get__(value) if isinstance(slot, types.MemberDescriptorType) and \
-            hasattr(value, step) else _ABSENT
+    value = _step(value, steps)
     return None if value is _ABSENT else value
 
 
