@@ -80,6 +80,39 @@ def test_adam_with_its_moments_in_arrays_replays_as_eager(warm, dtype):
         assert type(mine.t) is int and mine.t == eager.t
 
 
+class RebindAdam(FullAdam):
+    """The same Adam with the moments and weights bound anew each call (``self.m = b1 * self.m
+    + ...``: rebind states, trace/rebinding.py)."""
+
+    def step(self, g):
+        self.t += 1
+        self.m = self.b1 * self.m + (1 - self.b1) * g
+        self.v = self.b2 * self.v + (1 - self.b2) * g * g
+        m_hat = self.m / (1 - self.b1 ** self.t)
+        v_hat = self.v / (1 - self.b2 ** self.t)
+        self.w = self.w - self.lr * m_hat / (np.sqrt(v_hat) + 1e-8)
+        return self.w.copy()
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_adam_with_its_moments_bound_anew_replays_as_eager(warm):
+    """R12 #10 (refusal of common code against fa05be0): the moments rebound, not written in
+    place, beside the Python counter: lifted as rebind states with it on the first capture.
+    Before: refused at ``self.t += 1`` ('changes from call to call')."""
+    mine, eager = RebindAdam(), RebindAdam()
+    if warm:
+        mine.step(ROWS[0])
+        eager.step(ROWS[0])
+    graph = cv.capture(mine.step, cv.spec((4,), "float64"))
+    for g in ROWS:
+        got = graph.replay({"g": g})["out"]
+        want = eager.step(g)
+        assert got.tobytes() == want.tobytes()
+        for name in "mvw":
+            assert getattr(mine, name).tobytes() == getattr(eager, name).tobytes(), name
+        assert type(mine.t) is int and mine.t == eager.t
+
+
 class Powers:
     def __init__(self):
         self.t = 30

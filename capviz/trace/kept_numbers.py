@@ -236,8 +236,9 @@ def _step(value: Any, steps: list[str]) -> Any:
 
 def written(owner: Any, function: Any) -> dict[str, int]:
     """The labels of the places whose array the statements of ``function`` (as :func:`plan`
-    reads it) write in place, each with the line that first does (``self.m[...] = ...``,
-    ``self.w -= lr * g``, ``self.v[0] += ...``): what a first capture that keeps numbers lifts
+    reads it) write in place or bind anew from its own value, each with the line that first
+    does (``self.m[...] = ...``, ``self.w -= lr * g``, ``self.v[0] += ...``, ``self.m = b1 *
+    self.m + (1 - b1) * g``): what a first capture that keeps numbers lifts
     beside them (an optimiser's moments beside its step counter,
     :func:`capviz.trace.lifted.plan`); a guess, which the lifted run checks."""
     found = _tree(function.__code__) if hasattr(function, "__code__") else None
@@ -253,10 +254,11 @@ def written(owner: Any, function: Any) -> dict[str, int]:
             inplace = isinstance(stmt, ast.AugAssign)
             if isinstance(target, ast.Subscript):
                 target, inplace = target.value, True
-            label = me.path(target) if inplace else None
-            if label is not None:
-                labels.setdefault(label, stmt.lineno + start - 1)
-    return labels
+            label = me.path(target)
+            if label is not None and (inplace or (len(targets) == 1 and any(
+                    me.path(sub) == label for sub in ast.walk(stmt.value)))):
+                labels.setdefault(label, stmt.lineno + start - 1)  # (or rebound from its own
+    return labels  # value, self.m = b1 * self.m + ...: a rebind state, trace/rebinding.py)
 
 
 _NAMES: dict[tuple[Any, bool], _Names] = {}
