@@ -6,6 +6,8 @@ every replay, naming a value the code never reads. Only names the code loads as 
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
@@ -53,3 +55,85 @@ def test_a_global_the_code_reads_is_still_guarded():
             graph.replay({"x": X})
     finally:
         scale = 2.0
+
+
+# --- a global object's attribute read outside fn's own code (review 12, finding 8, silent) ----
+#
+# ``def temperature(): return CONFIG.temperature`` then ``x / temperature()``: the walk entered
+# the globals fn's own code names (temperature, a function), not CONFIG, so no guard read
+# CONFIG.temperature; also through an inline lambda, a nested def, a comprehension, a dict
+# item, a plain object, and an array NumPy reads there (np.linalg.norm(W) in a helper).
+
+class Holder:
+    def __init__(self):
+        self.scale = 2.0
+
+
+CFG = types.SimpleNamespace(scale=2.0)
+HCFG = Holder()
+DCFG = {"scale": 2.0}
+WEIGHT = np.arange(1.0, 4.0)
+
+
+def _cfg_scale():
+    return CFG.scale
+
+
+def _holder_scale():
+    return HCFG.scale
+
+
+def _norm():
+    return np.linalg.norm(WEIGHT)
+
+
+def _nested(x):
+    def inner():
+        return CFG.scale
+    return x * inner()
+
+
+READS = {
+    "helper": (lambda x: x * _cfg_scale(), "CFG.scale"),
+    "inline_lambda": (lambda x: x * (lambda: CFG.scale)(), "CFG.scale"),
+    "comprehension": (lambda x: x * [CFG.scale for _ in range(2)][1], "CFG.scale"),
+    "generator": (lambda x: x * sum(CFG.scale for _ in range(1)), "CFG.scale"),
+    "nested_def": (_nested, "CFG.scale"),
+    "plain_object": (lambda x: x * _holder_scale(), "HCFG.scale"),
+    "dict_item": (lambda x: x * (lambda: DCFG["scale"])(), r"DCFG\['scale'\]"),
+}
+
+
+def _set(value):
+    CFG.scale = HCFG.scale = value
+    DCFG["scale"] = value
+
+
+@pytest.mark.parametrize("name", list(READS))
+def test_a_global_object_s_attribute_read_outside_fn_s_code_is_guarded(name):
+    fn, label = READS[name]
+    _set(2.0)
+    try:
+        graph = cv.capture(fn, X)
+        assert np.array_equal(graph.replay({"x": X})["out"], X * 2.0)
+        _set(3.0)
+        with pytest.raises(GuardError, match=rf"^{label} was 2\.0 when .* and is 3\.0 now"):
+            graph.replay({"x": X})
+        graph = cv.capture(fn, X)  # the fix: capture again after changing it
+        assert np.array_equal(graph.replay({"x": X})["out"], fn(X))
+    finally:
+        _set(2.0)
+
+
+def test_a_global_array_numpy_reads_in_a_helper_is_guarded():
+    fn = lambda x: x / _norm()  # noqa: E731
+    graph = cv.capture(fn, X)
+    before = WEIGHT.copy()
+    try:
+        WEIGHT[0] = 5.0
+        with pytest.raises(GuardError, match=r"^array WEIGHT holds other values than when "):
+            graph.replay({"x": X})
+        graph.changed()  # the fix the message gives
+        assert np.array_equal(graph.replay({"x": X})["out"], fn(X))
+    finally:
+        WEIGHT[...] = before

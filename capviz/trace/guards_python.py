@@ -216,6 +216,9 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
         return PythonGuards()
     places = places + deeper(places)
     c = _Collector(fn, places, graph, source)
+    held = _global_objects(c.found, places)  # (CFG.scale read in a helper: review 12, #8)
+    if held:
+        places = places + held + [p for p in deeper(held) if _unseen_kept(p)]
     c.checked = _checked_arrays(graph)
     c.written = _written_memory(graph)
     c.assigned = assigned(fn, places if assigns else [])  # (the scope's whole frame: none)
@@ -300,6 +303,43 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
     unset_slots(c, fn, places, _path)
     _memo(c, graph)
     return PythonGuards(c.guards)
+
+
+def _global_objects(found: guard_reach.Reached, places: list[Place]) -> list[Place]:
+    """The globals the code reached loads that hold an ndarray, and the places inside the
+    objects, dicts and lists they hold (``CFG.scale``, ``DCFG["scale"]``, ``W`` read in a
+    helper, an inline lambda, a nested ``def`` or a comprehension, of ``fn``'s module or
+    another user module) that the walk of
+    :func:`capviz.trace.places.note` did not enter (it walks the globals ``fn``'s own code
+    names): review 12, finding 8, silent: ``def temperature(): return CONFIG.temperature``,
+    ``CONFIG.temperature`` changed between replays, was read by no guard."""
+    have = {(id(p.holder), p.key) for p in places if p.kind == "global"}
+    seen = {id(p.holder) for p in places if p.kind in ("keys", "items")}
+    made: list[Place] = []
+    for prefix, space in found.spaces:
+        own = prefix == ""
+        for name in sorted((found.global_loads if own else found.names) & set(space)):
+            value = space[name]
+            if (id(space), name) in have or guardable(value, identity=True) or \
+                    isinstance(value, types.ModuleType) or id(value) in seen:
+                continue
+            inside = [p for p in walk._inside(value, f"{prefix}{name}", walk.DEPTH, seen,
+                                              (space, ((False, name),))) if _unseen_kept(p)]
+            if inside or type(value) is np.ndarray:  # (an array: its digest, np.linalg.norm(W)
+                #                                       in a helper)
+                place = Place("global", space, name, f"{prefix}{name}", value)
+                place.path = (space, ((False, name),))
+                made += [place, *inside]
+    return made
+
+
+def _unseen_kept(place: Place) -> bool:
+    """Whether a place :func:`_global_objects` found is guarded: not a container's keys or
+    length, nor an item holding ``None`` (a memo or a log a helper fills, which the capture's
+    walk did not see and no replay logs: its keys, and the ``None`` a ``defaultdict`` read
+    left, change with the user's next call, which would then refuse every replay)."""
+    return place.kind != "items" and not (place.kind in ("dict", "list") and
+                                          place.value is None)
 
 
 def _root(value: np.ndarray) -> np.ndarray:
