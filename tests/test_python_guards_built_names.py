@@ -3,6 +3,7 @@
 W=20g; silent before: an attribute the user added later was never read by a replay)."""
 
 import inspect
+import types
 
 import numpy as np
 import pytest
@@ -113,3 +114,54 @@ def test_getattr_of_a_constant_name_guards_that_name_only():
     m.scale = 2.0
     with pytest.raises(cv.GuardError, match=r"^self\.scale was absent when named was captured"):
         graph.replay({"x": X})
+
+
+class Spaced:
+    def __init__(self):
+        self.ns = types.SimpleNamespace(l0=np.eye(3) * 2.0, l1=np.eye(3) * 3.0)
+
+    def forward(self, x):
+        i = 0
+        while (layer := getattr(self.ns, f"l{i}", None)) is not None:
+            x = x @ layer
+            i += 1
+        return x
+
+
+def test_a_namespace_s_attribute_added_under_a_built_name_refuses_the_replay():
+    """Review 12, finding 7 (silent): a types.SimpleNamespace of layers was no user object,
+    so its attribute names were not guarded."""
+    m = Spaced()
+    graph = cv.capture(m.forward, X)
+    m.ns.l2 = np.eye(3) * 5.0
+    with pytest.raises(cv.GuardError, match=r"^self\.ns\.l2 added since forward was captured"):
+        graph.replay({"x": X})
+    graph = cv.capture(m.forward, X)
+    assert np.array_equal(graph.replay({"x": X})["out"], X * 30.0)
+
+
+def _l2_only(self, name):
+    if name == "l2":
+        return np.eye(3) * 5.0
+    raise AttributeError(name)
+
+
+@pytest.mark.parametrize("added", ["class_attribute", "getattr_on_the_class"])
+def test_a_name_added_to_the_class_under_a_built_name_refuses_the_replay(added):
+    """Review 12, finding 7 (silent): getattr(self, f"l{i}", None) falls through to the class
+    (a class attribute, a __getattr__ set on it after the capture)."""
+    class Local(Layers):
+        pass
+
+    m = Local()
+    graph = cv.capture(m.walrus, X)
+    if added == "class_attribute":
+        Local.l2 = np.eye(3) * 5.0
+    else:
+        Local.__getattr__ = _l2_only
+    with pytest.raises(cv.GuardError, match=(
+            r"^type\(self\)\.(l2|__getattr__) added since walrus was captured.*\nFix: capture "
+            r"walrus again after changing the attributes of type\(self\)")):
+        graph.replay({"x": X})
+    graph = cv.capture(m.walrus, X)
+    assert np.array_equal(graph.replay({"x": X})["out"], m.walrus(X))

@@ -27,6 +27,7 @@ in ``Drop.forward``), else ``fn``'s ``def`` line.
 
 from __future__ import annotations
 
+import argparse
 import builtins
 import dis
 import enum
@@ -676,13 +677,16 @@ def _weakly(obj: Any) -> Any:
 def _attribute_names(c: _Collector, place: Place) -> None:
     """Where the code reads attributes by names it builds at run time (``getattr(self,
     f"l{i}", None)``, ``vars(self)``: :func:`capviz.trace.guard_reach.built_names`), the
-    guard of walked object ``place.holder``'s attribute names, as the call left them: an
-    attribute the user adds or deletes later, under any name, refuses the replay (silent
-    before: the loop over ``l0, l1, ...`` replayed the layers it found; the names cannot be
-    listed to guard each one absent, as a ``__slots__`` object's are)."""
+    guard of walked object ``place.holder``'s attribute names, as the call left them, and of
+    the names its user classes hold (a name the object lacks falls through to them: a class
+    attribute, a ``__getattr__``): an attribute the user adds or deletes later, under any
+    name, refuses the replay (silent before: the loop over ``l0, l1, ...`` replayed the layers
+    it found; the names cannot be listed to guard each one absent, as a ``__slots__``
+    object's are). A ``types.SimpleNamespace`` or an ``argparse.Namespace`` (a config or a
+    set of layers) is guarded as a user's object (review 12, finding 7)."""
     obj = place.holder
     kind = type(obj)
-    if library_type(kind) or not code_reach._users(kind) or \
+    if (kind not in _NAMESPACES and (library_type(kind) or not code_reach._users(kind))) or \
             isinstance(obj, (types.ModuleType, enum.Enum, type)) or \
             type(getattr(obj, "__dict__", None)) is not dict:
         return
@@ -694,6 +698,17 @@ def _attribute_names(c: _Collector, place: Place) -> None:
             steps = ()
     c.add(f"{place.label}.__dict__.keys()", tuple(vars(obj)),
           (anchor, (*steps, (True, "__dict__"), (None, "keys"))), obj, "__dict__")
+    for i, klass in enumerate(kind.__mro__):
+        if klass is object or library_type(klass) or not code_reach._users(klass):
+            continue
+        label = f"type({place.label})" if i == 0 else f"type({place.label}).__mro__[{i}]"
+        c.add(f"{label}.__dict__.keys()", tuple(vars(klass)),
+              (anchor, (*steps, (True, "__class__"), (True, "__mro__"), (False, i),
+                        (True, "__dict__"), (None, "keys"))), klass, "__dict__",
+              (id(klass), "__dict__"))
+
+
+_NAMESPACES = (types.SimpleNamespace, argparse.Namespace)
 
 
 def _class_reads(place: Place, found: guard_reach.Reached
