@@ -243,6 +243,14 @@ def _capture(fn: Callable, specs: tuple, live: bool, on_violation: str, rng: Dev
         done = None if plan is None else _capture_lifted(
             fn, names, specs, cap, plan, outside, (on_violation, rng, global_random),
             quiet=True)
+        if done is None and lifted.guesses_floats(plan):  # (an int guessed a float: as an int)
+            plan = outside = None  # (they hold the arrays: the next plan counts references)
+            plan = lifted.plan(fn, places, floats=False)
+            drawn._draws = draws
+            outside = outside_writes.note(places if plan is None else plan.others(), fn=fn)
+            done = None if plan is None else _capture_lifted(
+                fn, names, specs, cap, plan, outside, (on_violation, rng, global_random),
+                quiet=True)
         if done is not None and lifted.has_numbers(plan) and (  # (kept numbers, a list
                 recapture.grown(places) or done[0].graph.logged_values or  # grown or a value
                 any(p.left is not None or p.filled for p in places if p.kind == "items")):

@@ -271,3 +271,60 @@ def test_state_return_gives_the_numbers_as_python_numbers():
     with pytest.raises(ReplayInputError, match=r"self\.count holds float 4\.0, and the graph "
                                                r"replays it as the Python int"):
         graph.replay({"x": ROWS[0]}, state="return", states={**given, "self.count": 4.0})
+
+
+class ResetMeter:
+    """PyTorch's ImageNet AverageMeter reset to ints (``self.sum = 0``), updated in fn."""
+
+    def __init__(self):
+        self.sum = 0
+        self.count = 0
+        self.avg = 0
+
+    def step(self, x):
+        loss = (x * x).mean()
+        n = x.shape[0]
+        self.sum += loss.item() * n
+        self.count += n
+        self.avg = self.sum / self.count
+        return x * 2.0
+
+
+@pytest.mark.parametrize("example", [False, True])
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_meter_reset_to_int_zero_replays_as_eager(warm, example):
+    """Cold, the sum and avg are the int 0 and the call makes them floats (``0 + 3.2``):
+    lifted as floats read from the int as Python's ``int + float`` converts it (every use of
+    it makes it a float first, checked), four calls against eager with their types. Before
+    (d24473e): refused at the read, with the fix ``np.array(self.sum, dtype=float)``."""
+    mine = _replays_as_eager(ResetMeter, warm, example)
+    assert type(mine.sum) is float and type(mine.count) is int and type(mine.avg) is float
+
+
+def test_a_meter_reset_to_int_zero_between_replays_is_read_as_python_does():
+    mine, eager = ResetMeter(), ResetMeter()
+    graph = cv.capture(mine.step, cv.spec((4,), "float64"))
+    for k, x in enumerate(ROWS):
+        if k == 2:  # (an epoch's start: reset to ints)
+            mine.sum = eager.sum = 0
+            mine.count = eager.count = 0
+        graph.replay({"x": x})
+        eager.step(x)
+        for name, value in vars(eager).items():
+            assert _same(getattr(mine, name), value), (name, getattr(mine, name), value)
+
+
+class IntItems:
+    def __init__(self):
+        self.total = 0
+
+    def step(self, x):
+        self.total += (x > 0).sum().item()  # (an int tensor's .item(): int + int)
+        return x * 2.0
+
+
+def test_an_int_kept_from_an_int_item_stays_an_int():
+    """``.item()`` of an int tensor into an int: no float is made, so the int is kept as an
+    int (the guess of a float is checked and dropped): four calls exact, ``type`` int."""
+    mine = _replays_as_eager(IntItems, False, False)
+    assert type(mine.total) is int

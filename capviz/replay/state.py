@@ -145,6 +145,9 @@ def _number_in(node: Node, value: Any) -> np.ndarray:
     one of another type (an int where the capture met a float, a NumPy scalar, a bool, an
     int past int64) would compute otherwise eagerly: refused."""
     kind = node.params["python"]
+    if type(value) is int and "from_int" in node.params and -2 ** 63 <= value < 2 ** 63:
+        return np.array(float(value), dtype=node.dtype)  # (a meter reset to 0: every use
+    #                                       makes it a float first, as Python's int + float)
     if type(value) is not (float if kind == "float" else int) or (
             kind == "int" and not -2 ** 63 <= value < 2 ** 63):
         raise ReplayInputError(

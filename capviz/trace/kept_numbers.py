@@ -173,13 +173,15 @@ def _python(value: Any) -> bool:
     return (type(value) is float) or (type(value) is int and INT64[0] <= value <= INT64[1])
 
 
-def plan(owner: Any, function: Any, places: list[Any]) -> list[tuple[Any, int]]:
+def plan(owner: Any, function: Any, places: list[Any], floats: bool = True
+         ) -> list[tuple[Any, int, bool]]:
     """The places (:class:`capviz.trace.places.Place`) of the kept Python numbers of
     ``function`` (a method bound to ``owner``, or a function: ``owner`` ``None``): on its own
     object, on an object it holds (``self.meter.sum += ...``, through an alias ``m =
     self.meter``), in ``__slots__``, on an object a global names (``STATS.count += 1``); each
-    with the line of the statement that first rebinds it (see the module docstring); ``[]``
-    where there are none."""
+    with the line of the statement that first rebinds it and whether it is an int lifted as
+    the float the call makes of it (``floats``: guessed from the statements' form, checked by
+    :func:`converts`; a run thrown away tries again without); ``[]`` where there are none."""
     if not hasattr(function, "__code__"):
         return []
     found = _tree(function.__code__)
@@ -203,12 +205,14 @@ def plan(owner: Any, function: Any, places: list[Any]) -> list[tuple[Any, int]]:
             if name is not None and name not in kept:
                 kept[name] = stmt.lineno + start - 1
                 grown = True
+    floats = _floats(listed, me, set(kept)) if floats else set()
     chosen = []
     for place in places:
         if place.kind in ("attribute", "slot") and place.label in kept and \
                 _python(place.value):
-            chosen.append((place, kept[place.label]))
-    ours = {(id(place.holder), place.key): place.label for place, _line in chosen}
+            chosen.append((place, kept[place.label], type(place.value) is int and
+                           place.label in floats))
+    ours = {(id(place.holder), place.key): place.label for place, *_ in chosen}
     for name in kept:  # (self.other.sum where self.other is self.meter: one number, two
         root, *steps = name.split(".")  # paths; a replay after `self.other = Meter()`
         found = owner if root == me.me else function.__globals__.get(root, _ABSENT)
@@ -216,6 +220,67 @@ def plan(owner: Any, function: Any, places: list[Any]) -> list[tuple[Any, int]]:
         if holder is not _ABSENT and ours.get((id(holder), steps[-1]), name) != name:
             return []
     return chosen
+
+
+def _floats(listed: list[ast.stmt], me: _Names, kept: set[str]) -> set[str]:
+    """The kept places a statement makes a float of, read from its form (``self.sum +=
+    loss.item() * n``, ``float(t)``, a float literal, ``/``): a meter reset to the int ``0``
+    is lifted as a float from its first call (:func:`converts` checks that every use of the
+    int converts it to a float first, as Python's ``int + float`` does)."""
+    found = set()
+    for stmt in listed:
+        target = stmt.target if isinstance(stmt, ast.AugAssign) else \
+            stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None
+        label = _own(target, me) if target is not None else None
+        if label not in kept:
+            continue
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Div):
+            found.add(label)
+        stack = [stmt.value]  # (its operands through Python's operators only)
+        while stack:
+            sub = stack.pop()
+            if isinstance(sub, ast.BinOp):
+                if isinstance(sub.op, ast.Div):
+                    found.add(label)
+                stack += [sub.left, sub.right]
+            elif isinstance(sub, ast.UnaryOp):
+                stack.append(sub.operand)
+            elif (isinstance(sub, ast.Constant) and type(sub.value) is float) or \
+                    (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and
+                     sub.func.attr == "item") or \
+                    (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and
+                     sub.func.id == "float"):
+                found.add(label)
+    return found
+
+
+CONVERTING = frozenset(("add", "subtract", "multiply", "true_divide", "divide", "power"))
+"""The operators of ``python_number`` that convert an int operand to a float when the other
+is a float (Python's ``int + float``: ``float(int)`` first, exactly rounded)."""
+
+
+def converts(graph: Any, nodes: list[Any]) -> bool:
+    """Whether every use of each state in ``nodes`` (a kept int lifted as a float:
+    ``params["from_int"]``) is a ``python_number`` whose other operand is a float and whose
+    result is one: what it computes from the float is what Python computes from the int."""
+    indices = {node.index for node in nodes}
+    if not indices:
+        return True
+    for node in graph.nodes:
+        args = [a for a in node.args if hasattr(a, "index")]
+        if not any(a.index in indices for a in args) or node.op == "output":
+            continue
+        if node.op != "python_number" or node.params.get("op") not in CONVERTING or \
+                node.dtype is None or np.dtype(node.dtype).kind != "f" or len(node.args) != 2:
+            return False
+        for a in node.args:
+            if hasattr(a, "index") and a.index in indices:
+                continue
+            kind = type(a) if type(a) in (int, float, bool) else \
+                float if np.dtype(getattr(a, "dtype", None) or "int64").kind == "f" else int
+            if kind is not float:
+                return False
+    return True
 
 
 def _step(value: Any, steps: list[str]) -> Any:
@@ -273,9 +338,10 @@ def _names(code: Any, method: bool) -> _Names:
     return _NAMES[key]
 
 
-def root_of(value: Any) -> np.ndarray:
-    """The 0-d array a Python number is lifted as: float64 for a float, int64 for an int."""
-    return np.array(value, dtype=np.float64 if type(value) is float else np.int64)
+def root_of(value: Any, as_float: bool = False) -> np.ndarray:
+    """The 0-d array a Python number is lifted as: float64 for a float (or an int the call
+    makes a float: ``as_float``), int64 for an int."""
+    return np.array(value, dtype=np.float64 if type(value) is float or as_float else np.int64)
 
 
 # --- the reads in a kept statement --------------------------------------------------------------

@@ -235,17 +235,17 @@ class Lifted:
         return [p for p in self.places if id(p.value) not in lifted]
 
 
-def plan(fn: Callable, places: list[Place]) -> Lifted | None:
+def plan(fn: Callable, places: list[Place], floats: bool = True) -> Lifted | None:
     """The states to lift for this capture of ``fn`` (``places``: :func:`places.note`'s), or
     ``None`` when
     ``fn`` was not captured whole before or one of its states cannot be lifted soundly (see the
     module docstring, point 2)."""
     key = _key(fn)
-    numbers = kept_numbers.plan(*function_of(fn), places)  # (self.sum += loss.item() * n)
+    numbers = kept_numbers.plan(*function_of(fn), places, floats)  # (self.sum += ...)
     if key is None:  # (no array remembered: an owner with __slots__ and no __weakref__)
         if not numbers or reads_type(fn, places):
             return None
-        return Lifted([_number(place, line, fn) for place, line in numbers], places)
+        return Lifted([_number(*number, fn) for number in numbers], places)
     function, owner = key
     table = _table(function, False)
     remembered = None if table is None else table.get(owner if owner is not None else function)
@@ -254,7 +254,7 @@ def plan(fn: Callable, places: list[Place]) -> Lifted | None:
     if reads_type(fn, places):
         return None  # ``type(self.W)``: no hook sees it (the module docstring, point 5)
     if remembered is None:  # (a first capture: the numbers, and the arrays fn writes)
-        return Lifted([_number(place, line, fn) for place, line in numbers] +
+        return Lifted([_number(*number, fn) for number in numbers] +
                       _written(fn, places, numbers), places)
     holding = _holding(places)
     by_label = {p.label: p for held in holding.values() for p in held}
@@ -266,10 +266,10 @@ def plan(fn: Callable, places: list[Place]) -> Lifted | None:
             return None
         root = first.value
         states.append((root, holding[id(root)], name, place, source))
-    kept = {id(place) for place, _line in numbers}
+    kept = {id(place) for place, *_ in numbers}
     if any(id(p) in kept for held in holding.values() for p in held):
         return None  # (never both: a kept number is no array)
-    states.extend(_number(place, line, fn) for place, line in numbers)
+    states.extend(_number(*number, fn) for number in numbers)
     return Lifted(states, places)
 
 
@@ -306,17 +306,27 @@ def _written(fn: Callable, places: list[Place], numbers: list) -> list[tuple]:
     return states
 
 
+def guesses_floats(lifted: Lifted | None) -> bool:
+    """Whether ``lifted`` lifts a kept int as the float the call makes of it (a guess:
+    :func:`capviz.trace.kept_numbers.plan`)."""
+    return lifted is not None and any(
+        _is_number(holders) and type(holders[0].value) is int and root.dtype.kind == "f"
+        for root, holders, *_ in lifted.states)
+
+
 def has_numbers(lifted: Lifted | None) -> bool:
     """Whether ``lifted`` lifts a kept Python number (:mod:`capviz.trace.kept_numbers`)."""
     return lifted is not None and any(_is_number(holders) for _r, holders, *_ in lifted.states)
 
 
-def _number(place: Place, line: int, fn: Callable) -> tuple:
+def _number(place: Place, line: int, as_float: bool, fn: Callable) -> tuple:
     """The state of a kept Python number (:mod:`capviz.trace.kept_numbers`): a 0-d array of
-    its value, bound again by each replay at ``place`` as the Python number it is."""
+    its value (float64 for an int the call makes a float: ``as_float``), bound again by each
+    replay at ``place`` as the Python number it is."""
     code = getattr(function_of(fn)[1], "__code__", None)
     source = None if code is None else (code.co_filename, line, code.co_name)
-    return (kept_numbers.root_of(place.value), [place], None, place.path or _anchor(place),
+    return (kept_numbers.root_of(place.value, as_float), [place], None,
+            place.path or _anchor(place),
             source)  # (self.meter.sum, STATS.count: followed from self / the globals)
 
 
@@ -418,7 +428,9 @@ def lift(recorder: Any, lifted: Lifted) -> None:
         node = recorder._append("state", None, (), {}, tuple(root.shape), root.dtype, source,
                                 name, frame=frame)
         if _is_number(holders):  # a kept Python number (kept_numbers): written back so
-            node.params["python"] = type(holders[0].value).__name__
+            node.params["python"] = "float" if root.dtype.kind == "f" else "int"
+            if type(holders[0].value) is int and root.dtype.kind == "f":
+                node.params["from_int"] = True  # (a meter reset to 0: read as Python's float)
             numbers.append(node)
         graph.state_values[node.index] = root.copy("K")
         ref = OwnRef(root)
@@ -654,6 +666,8 @@ def kept(graph: Graph, lifted: Lifted, noted: Any, outputs: list) -> bool:
     for tensor in lifted.tensors:  # a reference left elsewhere: stored where no walk looks
         if sys.getrefcount(tensor) != _HELD + returned[id(tensor)]:
             return False
+    if not kept_numbers.converts(graph, [n for n in lifted.nodes if "from_int" in n.params]):
+        return False  # (an int lifted as a float that a use would not make a float first)
     nodes = {node.index for node in lifted.nodes}
     for index, ref in graph.state_targets.items():
         if isinstance(ref, weakref.ref) and index not in nodes:  # a state not lifted
