@@ -421,10 +421,57 @@ def item(tensor: Any) -> Any:
         return None
     frame = user_frame(sys._getframe(1))
     found = None if frame is None else _statement(frame)
-    if found is None or not _kept_target(recorder, frame, found[0], found[1]) or \
+    if found is None:
+        if frame is None or not _item_local(frame):  # (l = loss.item(); self.sum += l)
+            return None
+    elif not _kept_target(recorder, frame, found[0], found[1]) or \
             not _operands_only(found[0], found[1], found[2]):
         return None
     return _as_python(recorder, tensor, "f" if np.dtype(tensor.dtype).kind == "f" else "i")
+
+
+def _item_local(frame: Any) -> bool:
+    """Whether ``frame`` runs ``name = t.item()`` (the call the statement's whole value) where
+    ``name`` is a local assigned there only and read only as an operand of updates of kept
+    numbers (``l = loss.item(); self.meter.sum += l * n``: through Python's operators,
+    ``min``/``max``/``abs`` only, as :func:`_operands_only`): its value goes to no other code
+    (review 12, finding 4: refused at every replay, 'another branch'). The update's target
+    not kept, the tensor stays there and the lifted run is thrown away."""
+    here = statements.instruction(frame)
+    found = _tree(frame.f_code)
+    if here is None or here.positions is None or here.positions.lineno is None or \
+            found is None:
+        return False
+    tree, start, shift = found
+    me = _names(frame.f_code, True)
+    pos = here.positions
+    line = pos.lineno - start + 1
+    listed = _statements(tree)
+    stmt = next((st for st in listed if isinstance(st, ast.Assign) and st.lineno == line), None)
+    if stmt is None or len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+        return False
+    call = stmt.value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and
+            call.func.attr == "item" and not call.args and not call.keywords and
+            call.lineno == line and call.col_offset + shift == pos.col_offset and
+            call.end_col_offset + shift == pos.end_col_offset):
+        return False
+    name = stmt.targets[0].id
+    if name == me.me or name in me.aliases:
+        return False
+    stores = [node for node in ast.walk(tree) if isinstance(node, ast.Name) and
+              node.id == name and not isinstance(node.ctx, ast.Load)]
+    if len(stores) != 1 or any(arg.arg == name for arg in ast.walk(tree.args)
+                               if isinstance(arg, ast.arg)):
+        return False
+    loads = [node for node in ast.walk(tree) if isinstance(node, ast.Name) and
+             node.id == name and isinstance(node.ctx, ast.Load)]
+    for node in loads:
+        owner = next((st for st in listed if updates(st, me) is not None and
+                      any(sub is node for sub in ast.walk(st))), None)
+        if owner is None or not _operands_only(owner, me, node):
+            return False
+    return bool(loads)
 
 
 def kept_nodes_active(recorder: Any) -> bool:
@@ -472,7 +519,8 @@ def _operands_only(stmt: ast.stmt, me: str, node: ast.AST) -> bool:
     (one comparison included) and ``min``/``max``/``abs`` only: its value goes to no other
     code (a helper that could keep it where no walk looks)."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
-            node.func.attr == "item" and not node.args and not node.keywords):
+            node.func.attr == "item" and not node.args and not node.keywords) and \
+            not isinstance(node, ast.Name):  # (a local holding one: _item_local)
         return False
     value = updates(stmt, me)[1]
     parents = {id(child): sub for sub in ast.walk(stmt) for child in ast.iter_child_nodes(sub)}
