@@ -101,6 +101,7 @@ READS = {
     "nested_def": (_nested, "CFG.scale"),
     "plain_object": (lambda x: x * _holder_scale(), "HCFG.scale"),
     "dict_item": (lambda x: x * (lambda: DCFG["scale"])(), r"DCFG\['scale'\]"),
+    "globals_call": (lambda x: x * globals()["CFG"].scale, "CFG.scale"),
 }
 
 
@@ -137,3 +138,28 @@ def test_a_global_array_numpy_reads_in_a_helper_is_guarded():
         assert np.array_equal(graph.replay({"x": X})["out"], fn(X))
     finally:
         WEIGHT[...] = before
+
+
+# --- a user's class used as a namespace of settings (silent, pre-existing) -----------------------
+
+class Config:
+    scale = 2.0
+
+
+def _config_scale():
+    return Config.scale
+
+
+@pytest.mark.parametrize("how", ["direct", "helper", "inline_lambda"])
+def test_a_class_attribute_of_a_global_class_is_guarded(how):
+    fn = {"direct": lambda x: x * Config.scale, "helper": lambda x: x * _config_scale(),
+          "inline_lambda": lambda x: x * (lambda: Config.scale)()}[how]
+    graph = cv.capture(fn, X)
+    try:
+        Config.scale = 3.0
+        with pytest.raises(GuardError, match=r"^Config\.scale was 2\.0 when .* and is 3\.0 now"):
+            graph.replay({"x": X})
+        graph = cv.capture(fn, X)  # the fix: capture again after changing it
+        assert np.array_equal(graph.replay({"x": X})["out"], fn(X))
+    finally:
+        Config.scale = 2.0

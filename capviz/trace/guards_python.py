@@ -298,6 +298,8 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
                     not isinstance(value, types.ModuleType):
                 c.add(f"{prefix}{name}", value, (space, ((False, name),)), None, name,
                       (id(space), name))
+            if isinstance(value, type) and code_reach._users(value):
+                _class_values(c, f"{prefix}{name}", value, (space, ((False, name),)))
         for name in sorted(c.found.tried_globals - set(space) - set(vars(builtins))):
             c.add(f"{prefix}{name}", ABSENT, (space, ((False, name),)), None, name,
                   (id(space), name))  # (try: v = SCALE / except NameError: review 11, #6)
@@ -319,7 +321,10 @@ def _global_objects(found: guard_reach.Reached, places: list[Place]) -> list[Pla
     made: list[Place] = []
     for prefix, space in found.spaces:
         own = prefix == ""
-        for name in sorted((found.global_loads if own else found.names) & set(space)):
+        names = (found.global_loads if own else found.names) & set(space)
+        if own and found.globals:  # (globals()["CFG"].scale: the code's strings name it)
+            names |= found.strings & set(space)
+        for name in sorted(names):
             value = space[name]
             if (id(space), name) in have or guardable(value, identity=True) or \
                     isinstance(value, types.ModuleType) or id(value) in seen:
@@ -332,6 +337,22 @@ def _global_objects(found: guard_reach.Reached, places: list[Place]) -> list[Pla
                 place.path = (space, ((False, name),))
                 made += [place, *inside]
     return made
+
+
+def _class_values(c: _Collector, label: str, klass: type, where: tuple) -> None:
+    """The guards of the Python values a user's class held as a global holds that the code
+    reached names (``class Config: scale = 2.0`` read as ``Config.scale`` in fn, a helper or
+    a lambda: a class used as a namespace of settings; silent before, a new value set on the
+    class was never read by a replay), read through the class (its bases' too)."""
+    anchor, steps = where
+    for base in klass.__mro__:
+        if base is object or not code_reach._users(base):
+            continue
+        for key, value in list(vars(base).items()):
+            if key.startswith("__") or key not in c.found.names or not guardable(value):
+                continue
+            c.add(f"{label}.{key}", getattr(klass, key, value), (anchor, (*steps, (True, key))),
+                  klass, key, (id(klass), key))
 
 
 def _unseen_kept(place: Place) -> bool:
