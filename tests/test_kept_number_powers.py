@@ -266,3 +266,41 @@ def test_a_type_python_gives_otherwise_fails_at_the_node():
     assert (mine.e, mine.r) == (0, 1.0)  # (left as it was)
     mine.e, mine.r = 3, 0.25
     _fails_at_power(graph, r"ValueError: -0\.25 \*\* 0\.5 is the complex")
+
+
+class CS231nAdam:
+    """CS231n's optim.adam: the moments and the step counter in a config dict."""
+
+    def __init__(self):
+        self.w = np.ones(4)
+        self.config = {"learning_rate": 1e-2, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8,
+                       "m": np.zeros(4), "v": np.zeros(4), "t": 0}
+
+    def step(self, dw):
+        config = self.config
+        config["t"] += 1
+        config["m"] = config["beta1"] * config["m"] + (1 - config["beta1"]) * dw
+        mt = config["m"] / (1 - config["beta1"] ** config["t"])
+        config["v"] = config["beta2"] * config["v"] + (1 - config["beta2"]) * (dw ** 2)
+        vt = config["v"] / (1 - config["beta2"] ** config["t"])
+        self.w = self.w - config["learning_rate"] * mt / (np.sqrt(vt) + config["epsilon"])
+        return self.w.copy()
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_cs231n_adam_with_its_config_dict_replays_as_eager(warm):
+    """R12 #10's last row: the counter a dict's item (``config["t"] += 1``), the moments bound
+    anew in the dict: kept numbers named by a dict's item, lifted with the arrays. Before:
+    refused at ``config["t"] += 1`` ('changes from call to call')."""
+    mine, eager = CS231nAdam(), CS231nAdam()
+    if warm:
+        mine.step(ROWS[0])
+        eager.step(ROWS[0])
+    graph = cv.capture(mine.step, cv.spec((4,), "float64"))
+    for g in ROWS:
+        got = graph.replay({"dw": g})["out"]
+        want = eager.step(g)
+        assert got.tobytes() == want.tobytes() and mine.w.tobytes() == eager.w.tobytes()
+        for name in "mv":
+            assert mine.config[name].tobytes() == eager.config[name].tobytes(), name
+        assert type(mine.config["t"]) is int and mine.config["t"] == eager.config["t"]

@@ -231,7 +231,7 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
                       for sep in ".[")  # (inside what each replay makes anew: no guard)
     kept = _kept_numbers(graph)
     for place in places:
-        if kept and place.kind in ("attribute", "slot") and \
+        if kept and place.kind in ("attribute", "slot", "dict") and \
                 (id(place.holder), place.key) in kept:
             continue  # (a Python number the graph keeps as a state: trace/kept_numbers.py)
         if place.kind == "keys":  # a walked object: what it reads from its class, and the

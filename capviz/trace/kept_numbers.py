@@ -34,6 +34,7 @@ import ast
 import builtins
 import collections
 import inspect
+import re
 import sys
 import textwrap
 import threading
@@ -100,8 +101,13 @@ class _Names:
         """The label of the place ``node`` names (``me.a.b``, ``alias.b``, ``GLOBAL.b``);
         ``bare``: a name alone too (``self``, ``STATS``)."""
         parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            if isinstance(node, ast.Attribute):
+                parts.append(f".{node.attr}")
+            elif isinstance(node.slice, ast.Constant) and type(node.slice.value) in (str, int):
+                parts.append(f"[{node.slice.value!r}]")  # (config["t"]: a dict's item)
+            else:
+                return None
             node = node.value
         if not isinstance(node, ast.Name) or not (parts or bare):
             return None
@@ -114,13 +120,33 @@ class _Names:
             return None
         else:
             base = root  # (a global: STATS.count)
-        return ".".join([base, *reversed(parts)])
+        return base + "".join(reversed(parts))
 
 
 def _own(node: ast.AST, names: _Names) -> str | None:
     """The label of the attribute ``node`` names (``self.x``, ``self.meter.x``, ``m.x`` with
     ``m = self.meter``, ``STATS.x``)."""
-    return names.path(node) if isinstance(node, ast.Attribute) else None
+    return names.path(node) if isinstance(node, (ast.Attribute, ast.Subscript)) else None
+
+
+_STEP = re.compile(r"""\.(\w+)|\[('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|-?\d+)\]""")
+
+
+def _parse(label: str) -> tuple[str, list[tuple[bool, Any]]] | None:
+    """``(root, steps)`` of a label (``self.config['t']``: ``("self", [(True, "config"),
+    (False, "t")])``); ``None`` where it is not one :meth:`_Names.path` writes."""
+    root = re.match(r"[A-Za-z_]\w*", label)
+    if root is None:
+        return None
+    steps, at = [], root.end()
+    while at < len(label):
+        found = _STEP.match(label, at)
+        if found is None:
+            return None
+        steps.append((True, found.group(1)) if found.group(1) is not None else
+                     (False, ast.literal_eval(found.group(2))))
+        at = found.end()
+    return root.group(0), steps
 
 
 def _statements(tree: ast.FunctionDef) -> list[ast.stmt]:
@@ -208,16 +234,19 @@ def plan(owner: Any, function: Any, places: list[Any], floats: bool = True
     floats = _floats(listed, me, set(kept)) if floats else set()
     chosen = []
     for place in places:
-        if place.kind in ("attribute", "slot") and place.label in kept and \
+        if place.kind in ("attribute", "slot", "dict") and place.label in kept and \
                 _python(place.value):
             chosen.append((place, kept[place.label], type(place.value) is int and
                            place.label in floats))
     ours = {(id(place.holder), place.key): place.label for place, *_ in chosen}
     for name in kept:  # (self.other.sum where self.other is self.meter: one number, two
-        root, *steps = name.split(".")  # paths; a replay after `self.other = Meter()`
+        parsed = _parse(name)  # paths; a replay after `self.other = Meter()` would update
+        if parsed is None or not parsed[1]:  # one: refused)
+            continue
+        root, steps = parsed
         found = owner if root == me.me else function.__globals__.get(root, _ABSENT)
-        holder = _step(found, steps[:-1]) if steps else _ABSENT  # would update one: refused)
-        if holder is not _ABSENT and ours.get((id(holder), steps[-1]), name) != name:
+        holder = _step(found, steps[:-1])
+        if holder is not _ABSENT and ours.get((id(holder), steps[-1][1]), name) != name:
             return []
     return chosen
 
@@ -283,12 +312,16 @@ def converts(graph: Any, nodes: list[Any]) -> bool:
     return True
 
 
-def _step(value: Any, steps: list[str]) -> Any:
-    """``value.a.b`` for ``steps`` ``["a", "b"]``, through instance dictionaries and
-    ``__slots__`` only (no property or ``__getattr__`` runs); ``_ABSENT`` where one is not."""
-    for step in steps:
+def _step(value: Any, steps: list[tuple[bool, Any]]) -> Any:
+    """``value.a['b']`` for ``steps`` ``[(True, "a"), (False, "b")]``, through instance
+    dictionaries, ``__slots__`` and plain dicts only (no property, ``__getattr__`` or
+    ``__getitem__`` of the user's runs); ``_ABSENT`` where one is not."""
+    for is_attribute, step in steps:
         if value is _ABSENT:
             return _ABSENT
+        if not is_attribute:
+            value = value.get(step, _ABSENT) if type(value) is dict else _ABSENT
+            continue
         own = getattr(value, "__dict__", None)
         if isinstance(own, dict) and step in own:
             value = own[step]
@@ -317,9 +350,9 @@ def written(owner: Any, function: Any) -> dict[str, int]:
             [stmt.target] if isinstance(stmt, ast.AugAssign) else []
         for target in targets:
             inplace = isinstance(stmt, ast.AugAssign)
-            if isinstance(target, ast.Subscript):
-                target, inplace = target.value, True
-            label = me.path(target)
+            if isinstance(target, ast.Subscript) and me.path(target) is None:
+                target, inplace = target.value, True  # (self.m[...] =; config["m"] = ...:
+            label = me.path(target)                   # a dict's item, bound anew)
             if label is not None and (inplace or (len(targets) == 1 and any(
                     me.path(sub) == label for sub in ast.walk(stmt.value)))):
                 labels.setdefault(label, stmt.lineno + start - 1)  # (or rebound from its own
@@ -399,7 +432,10 @@ def _held(frame: Any, me: _Names, label: str) -> Any:
     """What the place of ``label`` holds now, read from ``frame`` through instance
     dictionaries and ``__slots__`` only (no property or ``__getattr__`` runs); ``None``
     where it cannot be read so."""
-    root, *steps = label.split(".")
+    parsed = _parse(label)
+    if parsed is None:
+        return None
+    root, steps = parsed
     value = frame.f_locals.get(root, _ABSENT) if root == me.me else \
         frame.f_globals.get(root, _ABSENT)
     value = _step(value, steps)

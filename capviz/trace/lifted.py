@@ -454,7 +454,7 @@ def lift(recorder: Any, lifted: Lifted) -> None:
 
 
 def _is_number(holders: list[Place]) -> bool:
-    return len(holders) == 1 and holders[0].kind in ("attribute", "slot") and \
+    return len(holders) == 1 and holders[0].kind in ("attribute", "slot", "dict") and \
         type(holders[0].value) in (float, int)
 
 
