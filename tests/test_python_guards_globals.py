@@ -144,22 +144,51 @@ def test_a_global_array_numpy_reads_in_a_helper_is_guarded():
 
 class Config:
     scale = 2.0
+    opts = {"lr": 2.0}
+    ns = types.SimpleNamespace(lr=2.0)
+
+    class Sub:
+        lr = 2.0
+
+
+class Derived(Config):
+    pass
 
 
 def _config_scale():
     return Config.scale
 
 
-@pytest.mark.parametrize("how", ["direct", "helper", "inline_lambda"])
-def test_a_class_attribute_of_a_global_class_is_guarded(how):
-    fn = {"direct": lambda x: x * Config.scale, "helper": lambda x: x * _config_scale(),
-          "inline_lambda": lambda x: x * (lambda: Config.scale)()}[how]
+CLASS_READS = {
+    "direct": (lambda x: x * Config.scale, "Config.scale", ("scale",)),
+    "helper": (lambda x: x * _config_scale(), "Config.scale", ("scale",)),
+    "inline_lambda": (lambda x: x * (lambda: Config.scale)(), "Config.scale", ("scale",)),
+    "a_base_s": (lambda x: x * Derived.scale, "Derived.scale", ("scale",)),
+    "dict_inside": (lambda x: x * Config.opts["lr"], r"Config\.opts\['lr'\]", ("opts", "lr")),
+    "namespace_inside": (lambda x: x * Config.ns.lr, r"Config\.ns\.lr", ("ns", "lr")),
+    "nested_class": (lambda x: x * Config.Sub.lr, r"Config\.Sub\.lr", ("Sub", "lr")),
+}
+
+
+def _set_class(path, value):
+    holder = Config
+    for step in path[:-1]:
+        holder = getattr(holder, step)
+    if isinstance(holder, dict):
+        holder[path[-1]] = value
+    else:
+        setattr(holder, path[-1], value)
+
+
+@pytest.mark.parametrize("how", list(CLASS_READS))
+def test_a_value_a_global_class_holds_is_guarded(how):
+    fn, label, path = CLASS_READS[how]
     graph = cv.capture(fn, X)
     try:
-        Config.scale = 3.0
-        with pytest.raises(GuardError, match=r"^Config\.scale was 2\.0 when .* and is 3\.0 now"):
+        _set_class(path, 3.0)
+        with pytest.raises(GuardError, match=rf"^{label} was 2\.0 when .* and is 3\.0 now"):
             graph.replay({"x": X})
         graph = cv.capture(fn, X)  # the fix: capture again after changing it
         assert np.array_equal(graph.replay({"x": X})["out"], fn(X))
     finally:
-        Config.scale = 2.0
+        _set_class(path, 2.0)

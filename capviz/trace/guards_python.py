@@ -298,8 +298,6 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
                     not isinstance(value, types.ModuleType):
                 c.add(f"{prefix}{name}", value, (space, ((False, name),)), None, name,
                       (id(space), name))
-            if isinstance(value, type) and code_reach._users(value):
-                _class_values(c, f"{prefix}{name}", value, (space, ((False, name),)))
         for name in sorted(c.found.tried_globals - set(space) - set(vars(builtins))):
             c.add(f"{prefix}{name}", ABSENT, (space, ((False, name),)), None, name,
                   (id(space), name))  # (try: v = SCALE / except NameError: review 11, #6)
@@ -326,6 +324,10 @@ def _global_objects(found: guard_reach.Reached, places: list[Place]) -> list[Pla
             names |= found.strings & set(space)
         for name in sorted(names):
             value = space[name]
+            if isinstance(value, type) and code_reach._users(value):  # (named by fn or
+                made += _class_places(found, f"{prefix}{name}", value,  # not: the capture's
+                                      (space, ((False, name),)), seen, 3)  # walk enters no
+                continue  #                                                   class)
             if (id(space), name) in have or guardable(value, identity=True) or \
                     isinstance(value, types.ModuleType) or id(value) in seen:
                 continue
@@ -339,20 +341,38 @@ def _global_objects(found: guard_reach.Reached, places: list[Place]) -> list[Pla
     return made
 
 
-def _class_values(c: _Collector, label: str, klass: type, where: tuple) -> None:
-    """The guards of the Python values a user's class held as a global holds that the code
-    reached names (``class Config: scale = 2.0`` read as ``Config.scale`` in fn, a helper or
-    a lambda: a class used as a namespace of settings; silent before, a new value set on the
-    class was never read by a replay), read through the class (its bases' too)."""
+def _class_places(found: guard_reach.Reached, label: str, klass: type, where: tuple,
+                  seen: set[int], depth: int) -> list[Place]:
+    """The places of what a user's class used as a namespace of settings holds under the names
+    the reached code uses (``class Config: scale = 2.0`` read as ``Config.scale``, its
+    ``opts = {...}``, a nested ``class Sub``, a base's value: review 12, finding 13, silent),
+    read through the class: its Python values (guarded as attributes are), and the places
+    inside its dicts, lists and objects (no keys or length guard of theirs: a memo)."""
     anchor, steps = where
-    for base in klass.__mro__:
-        if base is object or not code_reach._users(base):
+    made: list[Place] = []
+    if depth <= 0 or id(klass) in seen:
+        return made
+    seen.add(id(klass))
+    keys = {key for base in klass.__mro__ if base is not object and code_reach._users(base)
+            for key in vars(base)}
+    for key in sorted(k for k in keys if not k.startswith("__") and k in found.names):
+        try:
+            value = getattr(klass, key)
+        except AttributeError:
             continue
-        for key, value in list(vars(base).items()):
-            if key.startswith("__") or key not in c.found.names or not guardable(value):
-                continue
-            c.add(f"{label}.{key}", getattr(klass, key, value), (anchor, (*steps, (True, key))),
-                  klass, key, (id(klass), key))
+        path = (anchor, (*steps, (True, key)))
+        if isinstance(value, type):
+            if code_reach._users(value):
+                made += _class_places(found, f"{label}.{key}", value, path, seen, depth - 1)
+            continue
+        if guardable(value) or type(value) is np.ndarray:
+            place = Place("attribute", klass, key, f"{label}.{key}", value)
+            place.path = path
+            made.append(place)
+        elif not callable(value) and not isinstance(value, (property, types.ModuleType)):
+            made += [p for p in walk._inside(value, f"{label}.{key}", walk.DEPTH, seen, path)
+                     if _unseen_kept(p)]
+    return made
 
 
 def _unseen_kept(place: Place) -> bool:
