@@ -287,7 +287,8 @@ class DaskBackend(Backend):
         ``layouts`` NumPy gives their operands), and the values its guards read."""
         tokens = (CHUNKS.set(chunks), STEPS.set(steps), in_order.NODES.set(dict(ordered)),
                   in_order.LAYOUTS.set(layouts), before_cancel.FEEDING.set(feeding),
-                  product_checks.PLAN.set(plan), product_checks.BOUNDS.set({}))
+                  product_checks.PLAN.set(plan), product_checks.BOUNDS.set({}),
+                  before_cancel.RELATIVE.set(before_cancel.relative(steps.nodes)))
         guard_values: list = []  # what the guards read: computed with the outputs
         try:
             outputs = program(args, seed, None, guard_values)
@@ -299,6 +300,7 @@ class DaskBackend(Backend):
             before_cancel.FEEDING.reset(tokens[4])
             product_checks.PLAN.reset(tokens[5])
             product_checks.BOUNDS.reset(tokens[6])
+            before_cancel.RELATIVE.reset(tokens[7])
         return outputs, guard_values
 
     @staticmethod

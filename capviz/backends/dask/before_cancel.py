@@ -118,6 +118,25 @@ def feeding(nodes: list[Node]) -> dict[int, tuple]:
     return found
 
 
+RELATIVE: ContextVar[frozenset[int]] = ContextVar("capviz_dask_relative", default=frozenset())
+"""The replay being built's sums whose check holds the tolerance's relative part alone
+(:func:`relative`)."""
+
+
+def relative(nodes: list[Node]) -> frozenset[int]:
+    """The float or complex sums among op ``nodes`` whose value reaches, through ops that keep
+    its relative error, one that can take the tolerance's absolute part beyond its own result's
+    (:func:`capviz.backends.dask.kept_error.amplified`: ``x.sum(-1) * 1e12`` of rows summing
+    near 0 was 7.3 off NumPy's, silently, before stop 40, the sum within ``atol`` of NumPy's):
+    their check fails where their rounding passes ``rtol |s|`` alone, and they are computed
+    again in NumPy's order (softmax's ``e / e.sum(-1, keepdims=True)``, whose sum is at least
+    1, keeps dask.array's tree)."""
+    users = product_checks.users_of(nodes)
+    return frozenset(node.index for node in nodes
+                     if node.kind == "op" and node.op in SUMS and node.dtype is not None
+                     and np.dtype(node.dtype).kind in "fc" and kept_error.amplified(node, users))
+
+
 def read_only(index: int | None) -> bool:
     """Whether node ``index`` of the replay being built is followed only because an op reads
     it (:func:`feeding`): where its operands' layout is not known it is left to dask.array's

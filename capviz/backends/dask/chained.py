@@ -49,21 +49,27 @@ their result (not ``np.gradient``'s quotients, nor a variance's or covariance's 
 
 
 def into_products(consumer: Node, users: dict[int, list[Node]], planned: dict[int, Node],
-                  step: Any) -> list[tuple[int, int, float]] | None:
+                  step: Any, returned: frozenset[int] | set[int] = frozenset()
+                  ) -> list[tuple[int, int, float]] | None:
     """Where consumer ``consumer``'s result goes: ``[(product index, operand position,
     scale)]`` for each path to a product of ``planned`` (tested at its own consumers) through
     ops ``step`` passes the bound through (``step(before, node)``: ``(factor, roundings)`` or
     ``None``), every other path through ops that keep its relative error
     (:data:`capviz.backends.dask.kept_error.KEEPS`, or ``step``'s); ``None`` where it reaches
     anything else (an op that can cancel it, a product not tested, a path no bound is carried
-    through to a product). ``users``: the op nodes reading each node, by its index."""
+    through to a product), or where a value past an op that can take the tolerance's absolute
+    part beyond its own (:func:`capviz.backends.dask.kept_error.amplifying`: ``(x @ w + b) *
+    1e12``) goes anywhere but such a product (``returned``: the nodes a replay returns or a
+    guard reads). ``users``: the op nodes reading each node, by its index."""
     chains: list[tuple[int, int, float]] = []
     if consumer.op not in CHAINED:  # no result bound carried: its relative error only
         planned = {}
-    best: dict[int, float | None] = {consumer.index: 1.0}
-    stack: list[tuple[Node, float | None]] = [(consumer, 1.0)]
+    best: dict[int, tuple[float | None, bool]] = {consumer.index: (1.0, False)}
+    stack: list[tuple[Node, float | None, bool]] = [(consumer, 1.0, False)]
     while stack:
-        value, scale = stack.pop()
+        value, scale, amplified = stack.pop()
+        if amplified and (value.index in returned or not users.get(value.index)):
+            return None  # within the tolerance's absolute part no more
         for user in users.get(value.index, ()):
             if user.index in planned:
                 if scale is None:
@@ -76,12 +82,14 @@ def into_products(consumer: Node, users: dict[int, list[Node]], planned: dict[in
                 return None
             after = None if moved is None or scale is None \
                 else scale * moved[0] * (1 + moved[1])
-            known = best.get(user.index, 0.0)
-            if user.index in best and (known is None or (after is not None
-                                                         and after <= known)):
-                continue
-            best[user.index] = after
-            stack.append((user, after))
+            grown = amplified or kept_error.amplifying(value, user)
+            if user.index in best:
+                known, was = best[user.index]
+                if (was or not grown) and (known is None or (after is not None
+                                                             and after <= known)):
+                    continue
+            best[user.index] = (after, grown)
+            stack.append((user, after, grown))
     return chains
 
 

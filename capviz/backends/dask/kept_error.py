@@ -42,3 +42,48 @@ def combined(node: Node, users: dict[int, list[Node]]) -> bool:
                 seen.add(user.index)
                 stack.append(user)
     return False
+
+
+def amplifying(value: Node, user: Node) -> bool:
+    """Whether :data:`KEEPS` op ``user`` of ``value`` can take an error within the tolerance's
+    absolute part (``atol``) beyond the tolerance of its own result: a product by anything but
+    a number of magnitude at most 1, a quotient of ``value`` by anything but a number of
+    magnitude at least 1 (or by ``value``: ``x / s``), a root, a square (``(x @ w + b) *
+    1e12`` of a result near 0 within ``atol``, ``x.sum(-1) * 1e12`` of a sum near 0: 116 and
+    7.3 off NumPy's 0, silently, on Dask before stop 40)."""
+    args = user.args
+    if user.op in ("sqrt", "square"):
+        return True
+    if user.op == "multiply" and len(args) == 2:
+        other = args[1] if args[0] is value else args[0]
+        return other is value or _magnitude(other) is None or _magnitude(other) > 1
+    if user.op in ("divide", "true_divide") and len(args) == 2:
+        divisor = _magnitude(args[1])
+        return args[0] is not value or args[1] is value or divisor is None or divisor < 1
+    return False
+
+
+def amplified(node: Node, users: dict[int, list[Node]]) -> bool:
+    """Whether ``node``'s value reaches, through :data:`KEEPS` ops, one that is
+    :func:`amplifying`: its check must then hold the tolerance's relative part alone (a sum's,
+    :func:`capviz.backends.dask.reductions`; a larger product's consumer is gathered,
+    :mod:`capviz.backends.dask.chained`)."""
+    stack, seen = [node], {node.index}
+    while stack:
+        value = stack.pop()
+        for user in users.get(value.index, ()):
+            if amplifying(value, user):
+                return True
+            if user.index not in seen:
+                seen.add(user.index)
+                stack.append(user)
+    return False
+
+
+def _magnitude(value: object) -> float | None:
+    """The magnitude of a real number, ``None`` for a tensor or anything else."""
+    if isinstance(value, (Node, bool, complex, np.complexfloating)) \
+            or not isinstance(value, (int, float, np.integer, np.floating)):
+        return None
+    return abs(float(value))
+

@@ -200,7 +200,7 @@ def split(found: dict[int, tuple], nodes: list[Node], returned: set[int],
         if any(s is None for s in scales) or not _contained(each, users, returned):
             continue
         reads = [chained.into_products(reach.consumer, users, products,
-                                       product_scales.step) for reach in each]
+                                       product_scales.step, returned) for reach in each]
         if any(read is None for read in reads):
             continue
         del kept[index]
