@@ -12,6 +12,11 @@ Programs (each from a capture of its own, traced once, then timed):
   40 (``checks.PROPAGATES`` empty while traced); after, a real operand is poisoned where it
   fails (NaN, a select XLA fuses into the operand), tested where the product's values leave
   the program;
+- ``tested exp sums``: the subnormal test of each term of a sum of ``exp``, ``exp2`` or
+  ``square`` results (softmax's ``np.sum(np.exp(...))``: 12 a layer), which XLA computes never
+  subnormal and never negative, made as before stop 40 (``reductions.NONNEGATIVE_TERMS`` empty
+  while traced); after, none (and the sum's and its carried bound's reductions read the same
+  array: two reductions fewer a head);
 - ``before``: every change above undone at once (where there are several).
 
 Timed interleaved with ``jax.jit`` (medians of ``--rounds`` rounds, each starting one program
@@ -34,9 +39,11 @@ from gpt2_pico import gpt2_embedded, init_params, with_numpy
 
 import capviz as cv
 from capviz.backends.jax import checks
+from capviz.backends.jax.subnormals import reductions
 
 UNDONE = {
     "merged shares": [(checks, "PROPAGATES", {})],
+    "tested exp sums": [(reductions, "NONNEGATIVE_TERMS", frozenset())],
 }
 """Each of stop 40's changes, as the patches that undo it while a program is traced."""
 

@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from capviz.backends.jax.subnormals.operands import FLUSHED, rerun
-from capviz.backends.jax.trace import dtype_of, poisoned, require_each
+from capviz.backends.jax.trace import TRACE, dtype_of, poisoned, require_each
+from capviz.core.ir import Node
 
 SUMS = frozenset(("sum", "nansum", "cumsum", "nancumsum", "cumulative_sum", "mean",
                   "nanmean", "diff", "ediff1d", "trace", "linalg.trace"))
@@ -56,14 +57,44 @@ same ops with another one (``prepend=``...) are unchecked, and so is a sum whose
 is a nonzero magnitude below ``tiny * 2**(nmant + 1)``."""
 
 
+NONNEGATIVE_TERMS = frozenset(("exp", "exp2", "square"))
+"""Ops whose float results XLA computes, never negative, and so never subnormal (XLA flushes
+what it computes): a sum (:data:`_SUMS_OF_TERMS`) of one of their results, each term 0 or at
+least ``tiny``, has partial sums each 0 or at least its largest term so far, all normal, in any
+order; :func:`sums` does not test it (softmax's ``np.sum(np.exp(...))``: the stop-40 speed
+ruling). A term NumPy has subnormal where XLA's is 0 is the op's own check's
+(:mod:`.elementwise`)."""
+
+_SUMS_OF_TERMS = frozenset(("sum", "cumsum", "cumulative_sum"))
+"""The sums whose results are partial sums of the terms (a mean divides: a normal sum over
+``n`` may be subnormal; ``diff`` subtracts; the ``nan`` forms drop terms)."""
+
+
+def _normal_nonnegative_terms(name: str, params: dict) -> bool:
+    """Whether the sum ``name`` being traced adds the results of an op of
+    :data:`NONNEGATIVE_TERMS` (its node's first operand), with no ``initial=`` term."""
+    trace = TRACE.get()
+    node = None if trace is None else trace.node
+    if name not in _SUMS_OF_TERMS or params.get("initial") is not None or node is None \
+            or not node.args or not isinstance(node.args[0], Node):
+        return False
+    made = node.args[0]
+    return made.kind == "op" and made.op in NONNEGATIVE_TERMS and made.dtype is not None \
+        and np.dtype(made.dtype).kind == "f"
+
+
 def sums(jnp: Any, name: str, fn: Any, args: tuple, x: Any, r: Any, params: dict) -> Any:
     """Every nonzero term at least ``tiny * 2**(nmant + 1)`` (times the count for a mean):
     then every partial sum, a multiple of the smallest term's spacing, is 0 or normal, and so
     is the mean. An elementwise mask of the operand: in the fast trace, the operand poisoned
     where it fails, which XLA fuses into the sum (a ``nan`` sum, which would drop the poison,
-    merges the mask into a flag, :func:`capviz.backends.jax.trace.require_each`)."""
+    merges the mask into a flag, :func:`capviz.backends.jax.trace.require_each`). A sum of
+    terms XLA computed that are never negative needs no test
+    (:data:`NONNEGATIVE_TERMS`)."""
     if dtype_of(x) != dtype_of(r):
         return r  # an integer or narrower operand: its terms are exact in the result's type
+    if _normal_nonnegative_terms(name, params):
+        return r
     info = np.finfo(dtype_of(r))
     bound = float(info.tiny) * 2.0 ** (info.nmant + 1)
     if name in ("mean", "nanmean"):
