@@ -328,3 +328,46 @@ def test_an_int_kept_from_an_int_item_stays_an_int():
     int (the guess of a float is checked and dropped): four calls exact, ``type`` int."""
     mine = _replays_as_eager(IntItems, False, False)
     assert type(mine.total) is int
+
+
+class InlinedMeter:
+    """PyTorch's ImageNet AverageMeter (reset to ints) with its update inlined in fn."""
+
+    def __init__(self):
+        self.val = 0
+        self.avg = 0
+        self.sum = 0
+        self.count = 0
+
+    def step(self, x):
+        loss = (x * x).mean()
+        n = x.shape[0]
+        val = loss.item()
+        self.val = val
+        self.sum += val * n
+        self.count += n
+        self.avg = self.sum / self.count
+        return x * 2.0
+
+
+class StoredItems:
+    def __init__(self):
+        self.val = 0.0
+        self.positives = 0
+
+    def step(self, x):
+        self.val = (x * x).mean().item()
+        self.positives = (x > 0).sum().item()  # (an int tensor's: an int)
+        return x * 2.0
+
+
+@pytest.mark.parametrize("example", [False, True])
+@pytest.mark.parametrize("warm", [False, True])
+@pytest.mark.parametrize("kind", [InlinedMeter, StoredItems])
+def test_a_number_set_from_an_item_each_call_replays_as_eager(kind, warm, example):
+    """R12 #4's rest: ``self.val = val`` (``val = loss.item()``) and ``self.val = t.item()``:
+    a kept number set from a tensor each call (a state whose new value is the item, as a
+    Python number), four calls against eager with a NaN loss, types included. Before: refused
+    (at the read from a spec; at every replay from an example: 'another branch')."""
+    mine = _replays_as_eager(kind, warm, example)
+    assert type(mine.val) is float

@@ -80,7 +80,7 @@ class _Names:
     local name assigned once in the function from such a path and never otherwise (``m =
     self.meter``); a global's name that is no local of the function (``STATS``)."""
 
-    __slots__ = ("aliases", "locals", "me")
+    __slots__ = ("aliases", "items", "locals", "me")
 
     def __init__(self, tree: ast.FunctionDef, code: Any, method: bool = True) -> None:
         self.me = tree.args.args[0].arg if method and tree.args.args else None
@@ -90,9 +90,13 @@ class _Names:
             node.id for node in ast.walk(tree)
             if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load))
         stores.update(arg.arg for arg in ast.walk(tree.args) if isinstance(arg, ast.arg))
+        self.items: set[str] = set()  # (locals assigned once from t.item(): _item_local)
         for stmt in _statements(tree):
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
                     isinstance(stmt.targets[0], ast.Name) and stores[stmt.targets[0].id] == 1:
+                if _is_item(stmt.value):
+                    self.items.add(stmt.targets[0].id)
+                    continue
                 found = self.path(stmt.value, bare=True)
                 if found is not None:
                     self.aliases[stmt.targets[0].id] = found
@@ -180,7 +184,15 @@ def updates(stmt: ast.stmt, me: _Names) -> tuple[str, ast.AST] | None:
         return None
     if any(_own(sub, me) == name for sub in ast.walk(value)):  # (self.x = self.x + v,
         return name, value                     # min(self.x, v), 0.9 * self.x + 0.1 * v)
+    if any(_is_item(sub) or (isinstance(sub, ast.Name) and sub.id in me.items)
+           for sub in ast.walk(value)):  # (self.val = loss.item(), self.val = val of a
+        return name, value              # val = loss.item(): a number set from a tensor)
     return None
+
+
+def _is_item(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+        node.func.attr == "item" and not node.args and not node.keywords
 
 
 def _derived(stmt: ast.stmt, me: _Names, kept: set[str]) -> str | None:
@@ -275,6 +287,7 @@ def _floats(listed: list[ast.stmt], me: _Names, kept: set[str]) -> set[str]:
             elif isinstance(sub, ast.UnaryOp):
                 stack.append(sub.operand)
             elif (isinstance(sub, ast.Constant) and type(sub.value) is float) or \
+                    (isinstance(sub, ast.Name) and sub.id in me.items) or \
                     (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and
                      sub.func.attr == "item") or \
                     (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and
