@@ -371,3 +371,22 @@ def test_a_number_set_from_an_item_each_call_replays_as_eager(kind, warm, exampl
     (at the read from a spec; at every replay from an example: 'another branch')."""
     mine = _replays_as_eager(kind, warm, example)
     assert type(mine.val) is float
+
+
+@pytest.mark.parametrize("kind", [Meter, InlinedMeter])
+def test_a_float_reset_to_int_zero_after_a_warm_capture_is_read_as_python_does(kind):
+    """R12 #14: a meter captured warm (its sum a float) and reset to the int ``0`` between
+    replays (an epoch's start) is read as Python's ``0 + 3.2`` reads it: every use of the
+    sum makes it a float first (checked when captured). Before: refused 'set it to a float'."""
+    mine, eager = kind(), kind()
+    mine.step(ROWS[0])
+    eager.step(ROWS[0])
+    graph = cv.capture(mine.step, cv.spec((4,), "float64"))
+    for k, x in enumerate(ROWS[1:]):
+        if k == 1:
+            mine.sum = eager.sum = 0
+            mine.count = eager.count = 0
+        graph.replay({"x": x})
+        eager.step(x)
+        for name, value in vars(eager).items():
+            assert _same(getattr(mine, name), value), (name, getattr(mine, name), value)

@@ -682,6 +682,10 @@ def kept(graph: Graph, lifted: Lifted, noted: Any, outputs: list) -> bool:
         root = ref()
         if root is not None and id(_owner(root)) not in copied:
             return False
+    for node in lifted.nodes:  # (a float every use of which an int would become first: a
+        if node.params.get("python") == "float" and "from_int" not in node.params and \
+                kept_numbers.converts(graph, [node]):  # reset to int 0 between replays is
+            node.params["from_int"] = True             # read as Python reads it)
     return True
 
 
