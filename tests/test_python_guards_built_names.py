@@ -2,7 +2,9 @@
 ``vars(self)``): the guards hold each walked object's attribute names (ruling 40 17:35, #20,
 W=20g; silent before: an attribute the user added later was never read by a replay)."""
 
+import importlib
 import inspect
+import sys
 import types
 
 import numpy as np
@@ -165,3 +167,41 @@ def test_a_name_added_to_the_class_under_a_built_name_refuses_the_replay(added):
         graph.replay({"x": X})
     graph = cv.capture(m.walrus, X)
     assert np.array_equal(graph.replay({"x": X})["out"], m.walrus(X))
+
+
+SETTINGS = "lr_0 = 2.0\nlr_1 = 3.0\n"
+STEP = '''import capviz_built_settings
+
+
+def f(x):
+    i = 0
+    while (v := getattr(capviz_built_settings, f"lr_{i}", None)) is not None:
+        x = x * v
+        i += 1
+    return x
+'''
+
+
+def test_a_name_added_to_another_user_module_under_a_built_name_refuses_the_replay(
+        tmp_path, monkeypatch):
+    """getattr(settings_module, f"lr_{i}", None) of an imported user module: the module's
+    names are guarded (silent before: lr_2 added later was read by no replay)."""
+    (tmp_path / "capviz_built_settings.py").write_text(SETTINGS)
+    (tmp_path / "capviz_built_step.py").write_text(STEP)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("capviz_built_settings", "capviz_built_step"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    step = importlib.import_module("capviz_built_step")
+    settings = importlib.import_module("capviz_built_settings")
+    try:
+        graph = cv.capture(step.f, X)
+        settings.lr_2 = 5.0
+        with pytest.raises(cv.GuardError, match=(
+                r"^capviz_built_settings\.lr_2 added since f was captured, whose code reads "
+                r"attributes by names it builds at run time")):
+            graph.replay({"x": X})
+        graph = cv.capture(step.f, X)  # the fix
+        assert np.array_equal(graph.replay({"x": X})["out"], X * 30.0)
+    finally:
+        for name in ("capviz_built_settings", "capviz_built_step"):
+            sys.modules.pop(name, None)

@@ -301,9 +301,25 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
         for name in sorted(c.found.tried_globals - set(space) - set(vars(builtins))):
             c.add(f"{prefix}{name}", ABSENT, (space, ((False, name),)), None, name,
                   (id(space), name))  # (try: v = SCALE / except NameError: review 11, #6)
+    if c.found.built:
+        _module_names(c)
     unset_slots(c, fn, places, _path)
     _memo(c, graph)
     return PythonGuards(c.guards)
+
+
+def _module_names(c: _Collector) -> None:
+    """Where the code reads attributes by names it builds at run time, the guard of the names
+    each other user module it reaches holds (``getattr(cfg, f"lr_{i}", None)`` of an imported
+    settings module: ``cfg.lr_2`` added later was read by no replay, silent), as the call left
+    them; ``fn``'s own module's are not (a notebook's globals grow with every cell)."""
+    for prefix, space in c.found.spaces:
+        module = sys.modules.get(space.get("__name__", "")) if prefix else None
+        if module is None or getattr(module, "__dict__", None) is not space:
+            continue
+        c.add(f"{prefix[:-1]}.__dict__.keys()", tuple(space),
+              (_weakly(module), ((True, "__dict__"), (None, "keys"))), module, "__dict__",
+              (id(space), "__dict__"))
 
 
 def _global_objects(found: guard_reach.Reached, places: list[Place]) -> list[Place]:
