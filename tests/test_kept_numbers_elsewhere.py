@@ -314,3 +314,31 @@ def test_an_item_local_that_goes_elsewhere_is_refused_at_the_read():
     with pytest.raises(cv.CapvizError, match=r"`\(x \* x\)\.mean\(\)\.item\(\)` at \S+:\d+ in "
                                              r"step: reads the value of"):
         cv.capture(LocalItemKept().step, cv.spec((4,), "float64"))
+
+
+class ListHeld:
+    def __init__(self):
+        self.meters = [AverageMeter(), AverageMeter()]
+
+    def step(self, x):
+        m = self.meters[0]
+        m.sum += (x * x).mean().item()
+        m.count += 1
+        return x * 2.0
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_a_meter_held_in_a_list_through_an_alias_replays_as_eager(warm):
+    """R12's 'list alias' row: ``m = self.meters[0]; m.sum += ...`` (followed by position, as
+    the eager line reads it). Before: refused at the read."""
+    mine, eager = ListHeld(), ListHeld()
+    if warm:
+        mine.step(ROWS[0])
+        eager.step(ROWS[0])
+    graph = cv.capture(mine.step, cv.spec((4,), "float64"))
+    for x in ROWS[1:]:
+        graph.replay({"x": x})
+        eager.step(x)
+        for got, want in zip(mine.meters, eager.meters):
+            for name, value in vars(want).items():
+                assert _same(getattr(got, name), value), name

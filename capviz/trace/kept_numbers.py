@@ -332,8 +332,10 @@ def _step(value: Any, steps: list[tuple[bool, Any]]) -> Any:
     for is_attribute, step in steps:
         if value is _ABSENT:
             return _ABSENT
-        if not is_attribute:
-            value = value.get(step, _ABSENT) if type(value) is dict else _ABSENT
+        if not is_attribute:  # (a plain dict's item, a plain list's: self.meters[0])
+            value = value.get(step, _ABSENT) if type(value) is dict else \
+                value[step] if type(value) is list and type(step) is int and \
+                -len(value) <= step < len(value) else _ABSENT
             continue
         own = getattr(value, "__dict__", None)
         if isinstance(own, dict) and step in own:
