@@ -96,6 +96,45 @@ def residual_centred(x):
     return h2 - h2.mean(axis=0)
 
 
+def residual_relu(x):
+    h = x @ _w(x) + B.astype(x.dtype)
+    h2 = h + np.maximum(h, 0) * x.dtype.type(0.01)
+    return h2 - h2.mean(axis=0)
+
+
+def residual_linear(x):
+    h = x @ _w(x) + B.astype(x.dtype)
+    h2 = h + (h @ W2.astype(x.dtype) + B.astype(x.dtype))
+    return h2 - h2.mean(axis=0)
+
+
+def residual_gelu(x):
+    # GPT-2's gelu (benchmarks/gpt2_pico.py) of the layer as its residual: x ** 3 carries the
+    # bound (an integer power's)
+    h = x @ _w(x) + B.astype(x.dtype)
+    h2 = h + 0.5 * h * (1 + np.tanh((2 / np.pi) ** 0.5 * (h + 0.044715 * h**3)))
+    return h2 - h2.mean(axis=0)
+
+
+def residual_diff(x):
+    h = x @ _w(x) + B.astype(x.dtype)
+    return np.diff(h + np.maximum(h, 0) * x.dtype.type(0.01), axis=0)
+
+
+def diff_diff(x):
+    # a product's first difference passed by the share it keeps ended the path (main abcf2a1:
+    # 3.4% of the result off NumPy's on rows in a ramp, silently)
+    return np.diff(np.diff(x @ _w(x), axis=0), axis=0)
+
+
+def diff_centred(x):
+    d = np.diff(x @ _w(x), axis=0)
+    return d - d.mean(axis=0)
+
+
+W2 = _RNG.standard_normal((16, 16)) * 0.01
+
+
 def shifted(x):
     h = x @ _w(x) + B.astype(x.dtype)
     return h - h.max(axis=0)
@@ -128,6 +167,12 @@ def _near_1e3():
     return (1e3 + np.repeat(BASE, 8, 0) + 1e-4 * NOISE).astype(np.float32)
 
 
+def _ramp():
+    """float32 rows in a ramp (their first differences nearly equal, kept by each)."""
+    return (100 * (np.arange(4)[:, None] - 1.5) * BASE
+            + 1e-3 * NOISE[:4]).astype(np.float32)
+
+
 ROWS = {  # fn, data, the consumer the replay fails at
     "diff_bias": (diff_bias, _near, "diff"),
     "diff_tensor": (diff_tensor, _near, "diff"),
@@ -141,10 +186,22 @@ ROWS = {  # fn, data, the consumer the replay fails at
     "residual": (residual, _near, "add"),
     "shifted": (shifted, _near, "subtract"),
     "sharp_softmax": (sharp_softmax, _near, "exp"),
+    "residual_centred": (residual_centred, _near_100, "subtract"),
+    "residual_relu": (residual_relu, _near_100, "subtract"),
+    "residual_linear": (residual_linear, _near_100, "subtract"),
+    "residual_gelu": (residual_gelu, _near_100, "subtract"),
+    "residual_diff": (residual_diff, _near_100, "diff"),
+    "diff_diff": (diff_diff, _ramp, "diff"),
+    "diff_centred": (diff_centred, _ramp, "subtract"),
 }
 PAST = ("batch_norm", "centred", "minus_target", "diff_leaf", "residual", "shifted",
         "sharp_softmax")
 """The rows past the kept add (stop 39): each replayed on 9ebd8e3, silently (checked)."""
+ON = ("residual_centred", "residual_relu", "residual_linear", "residual_gelu", "residual_diff",
+      "diff_diff", "diff_centred")
+"""The rows past a consumer passed by the share it keeps (stop 40, R11 #9 and the lead's
+ruling 40 17:35): each replayed on abcf2a1, silently (checked: 0.0003 to 3.4% of the result
+off NumPy's)."""
 
 
 def _feeds(graph, x):
@@ -177,7 +234,7 @@ def test_a_consumer_after_a_kept_add_fails_at_the_consumer(name):
         "(graph.compare reports the difference)"), text
 
 
-@pytest.mark.parametrize("name", PAST)
+@pytest.mark.parametrize("name", PAST + ON)
 def test_the_rows_past_the_add_differ_under_xla_arithmetic(name):
     # what the refusal keeps from being silent: XLA's order is 0.1% of the result's scale off
     # NumPy's or more (0.39% to 0.51%: on 9ebd8e3 the default replay gave these values)
@@ -188,14 +245,6 @@ def test_the_rows_past_the_add_differ_under_xla_arithmetic(name):
     assert np.max(np.abs(got - want)) > 1e-3 * np.max(np.abs(want))
 
 
-@pytest.mark.xfail(strict=True, reason="open (R11 #9, stop 39): a computed add past the kept "
-                   "add passes by the share it keeps and ends the path; testing it strictly "
-                   "refuses GPT-2 at gelu's x + 0.044715 * x**3 (no bound written for x**3)")
-def test_a_centring_after_a_residual_of_the_layer_fails():
-    x = _near_100()
-    graph = cv.capture(residual_centred, x)
-    with pytest.raises(cv.ReplayError):
-        graph.replay(_feeds(graph, x), backend="jax")
 
 
 def test_batch_norm_message_names_the_product_and_the_mean():
@@ -224,6 +273,11 @@ def test_the_layers_replay_on_ordinary_data(name, dtype, k):
     if name == "sharp_softmax":
         # exp((h - max) / 0.01) of unit rows: subnormal results, refused by their own check
         pytest.skip("exp of values 1e3 apart underflows to subnormals")
+    if name == "residual_gelu" and dtype == np.float32:
+        # the bound carried through gelu (x ** 3, tanh) to the centring is 1.2-1.7 times its
+        # tolerance there: refused (GPT-2 pico's gelu, whose path ends at the layer norm's
+        # centring, replays: test_gpt2_pico_replays)
+        pytest.skip("float32 gelu residual then centring of unit rows: refused by its bound")
     if name == "siren" and dtype == np.float32:
         # 30 times the float32 product's bound is beyond sin's tolerance: refused on 49cb1ed
         # without the bias too (np.sin(30 * (x @ w))), as the position encodings are
@@ -352,3 +406,122 @@ def test_attention_heads_split_after_a_bias_replay():
     x = np.random.default_rng(5).standard_normal((8, 16))
     graph = cv.capture(fn, x)
     _within(_replayed(graph, x), fn(x))
+
+
+def _gpt2_pico():
+    import importlib.util
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(__file__)), "benchmarks",
+                        "gpt2_pico.py")
+    spec = importlib.util.spec_from_file_location("gpt2_pico_kept", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gpt2_pico_replays(dtype):
+    # the walk goes on past every kept add to the layer norms' centrings (tested strictly, the
+    # path ends there) and through gelu's x ** 3: GPT-2 pico (2 layers, biases 0.02) replays
+    gpt = _gpt2_pico()
+    params = gpt.init_params(n_layer=2, n_embd=64, n_vocab=100, n_ctx=64, bias_scale=0.02)
+
+    def cast(v):
+        if isinstance(v, dict):
+            return {k: cast(w) for k, w in v.items()}
+        if isinstance(v, list):
+            return [cast(w) for w in v]
+        return v.astype(dtype)
+
+    params = cast(params)
+    x = params["wte"][np.arange(16) % 100] + params["wpe"][range(16)]
+    weights = {k: v for k, v in params.items() if k != "wpe"}
+
+    def fn(v):
+        return gpt.gpt2_embedded(v, **weights, n_head=4)
+
+    graph = cv.capture(fn, x)
+    reaches = cancelling.reaches(graph.nodes, {"matmul"}, periodic=True, past_adds=True)
+    centrings = {r.consumer.index for each in reaches.values() for r in each
+                 if cancelling.centres(r.consumer)}
+    # ln_2 of both layers, ln_1 of layer 1, ln_f (ln_1 of layer 0 centres the input)
+    assert len(centrings) == 4
+    _within(_replayed(graph, x), fn(x))
+
+
+def test_a_fractional_power_past_the_add_carries_no_bound():
+    # only integer exponents carry a bound (x ** 3): a fractional one's is infinite, so the
+    # centring after it fails where x ** 3 replays (float64 unit rows)
+    def cube(x):
+        h = x @ _w(x) + B.astype(x.dtype)
+        h2 = h + h**3 * 1e-3
+        return h2 - h2.mean(axis=0)
+
+    def root(x):
+        h = x @ _w(x) + B.astype(x.dtype)
+        h2 = h + np.abs(h) ** 1.5 * 1e-3
+        return h2 - h2.mean(axis=0)
+
+    x = np.random.default_rng(3).standard_normal((8, K))
+    graph = cv.capture(cube, x)
+    _within(_replayed(graph, x), cube(x))
+    graph = cv.capture(root, x)
+    with pytest.raises(cv.ReplayError) as info:
+        graph.replay(_feeds(graph, x), backend="jax")
+    assert re.match(r"replay failed at node %\d+ \(subtract\), recorded at "
+                    rf"{re.escape(__file__)}:\d+ in root: np\.subtract: ", str(info.value))
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 7])
+def test_an_integer_power_bound_holds(n):
+    # |(m + e) ** n - m ** n| of every m and |e| within the bound, float32 bases in float64
+    # (n = 2: the square's rule, computed in float64 since stop 40: in float32 it was a unit of
+    # the last place below on some values)
+    import jax.numpy as jnp
+
+    from capviz.backends.jax import carried_paths
+    from capviz.backends.jax.backend import x64
+    from capviz.core.ir import Node
+
+    rng = np.random.default_rng(n)
+    m = (rng.standard_normal(4000) * 10.0 ** rng.integers(-3, 3, 4000)).astype(np.float32)
+    e = (np.abs(m) * 10.0 ** rng.uniform(-8, 0, 4000)).astype(np.float32)
+    base = Node(0, "input", None, (), {}, (4000,), np.dtype(np.float32), None)
+    node = Node(1, "op", "power", (base, n), {}, (4000,), np.dtype(np.float32), None)
+    value = np.power(m, np.float32(n))
+    with x64():  # as the replay traces it
+        _, bound = carried_paths.passed(jnp, node, (m, n), jnp.asarray(value), {0: e})
+        bound = np.asarray(bound, np.float64)
+    wide = m.astype(np.float64)
+    for sign in (1, -1):
+        moved = np.abs((wide + sign * e.astype(np.float64)) ** n - wide**n)
+        assert np.all(moved <= bound), np.max(moved / bound)
+
+
+def test_a_float16_sum_after_a_bias_add_is_followed():
+    # W=25d's thorough profile (stop 39): a float16 sum's path ended at its add (tested there
+    # by its tolerance), so a centring or max - min after a bias add was silent on main
+    # abcf2a1 (0.0 for NumPy's 0.5, 5.5 for 6.0; checked)
+    b = np.array([0.25, -0.5, 0.75, 0.125], np.float16)
+
+    def centring(x):
+        v = x.sum(-1, keepdims=True) + b
+        return v - v.mean(0)
+
+    def spread(x):
+        v = x.sum(-1, keepdims=True) + b
+        return v.max(0) - v.min(0)
+
+    rng = np.random.default_rng(25)
+    x = (100 + rng.standard_normal((16, 64))).astype(np.float16)
+    for fn in (centring, spread):
+        graph = cv.capture(fn, x)
+        with pytest.raises(cv.ReplayError) as info:
+            graph.replay(_feeds(graph, x), backend="jax")
+        assert re.match(r"replay failed at node %\d+ \(subtract\), recorded at "
+                        rf"{re.escape(__file__)}:\d+ in {fn.__name__}: np\.subtract: "
+                        r"its operands were added in XLA's order \((np\.mean, )?np\.sum, ",
+                        str(info.value)), str(info.value)
+        plain = rng.standard_normal((16, 64)).astype(np.float16)  # nothing cancels
+        _within(_replayed(graph, plain), fn(plain))

@@ -59,10 +59,14 @@ engine names them (:func:`reaches`' ``periodic``), the periodic functions (:data
 node's), but where an engine names ``past_adds`` (JAX): a contraction's path goes on past
 the first add or subtract of two operands it reaches to the next consumer
 (:func:`through_add`: ``np.diff(x @ w + b)``, whose bias add passes where it keeps the
-product). Past that add (the lead's ruling 39 14:10) every add or subtract is a consumer
-(``h - h.mean(0)``, ``h - t``), and the path goes on past one whose other operand is a leaf
-(a number, a constant, an input, a state: ``np.diff(h + c)``) and ends at a computed one (a
-residual); softmax's shift ``h - h.max(-1, keepdims=True)`` used only by ``np.exp``
+product), as a float16 sum's does (no engine adds it in NumPy's order). Past that add (the
+lead's ruling 39 14:10) every add or subtract is a consumer (``h - h.mean(0)``, ``h - t``),
+and the path goes on past every add or subtract, ``np.diff``, ``np.ediff1d``, ``np.ptp`` and
+periodic function it reaches (the lead's ruling 40 17:35: a residual ``h + np.tanh(h) *
+1e-3`` passed by the share it keeps; a contraction's first difference too,
+``np.diff(np.diff(x @ w))``: :func:`goes_on`, :func:`kept_first`), and ends at a strict
+test: a centring (:func:`centres`, a layer norm's ``x - x.mean(-1, keepdims=True)``), a
+variance, a remainder...; softmax's shift ``h - h.max(-1, keepdims=True)`` used only by ``np.exp``
 (:func:`softmax_shift`) passes the value on to the exp, the consumer then; an op of several
 results (``np.split``) passes it to its pieces. ``np.modf``'s fraction and ``np.divmod``'s
 remainder (:data:`TUPLE_CONSUMERS`) are consumers too. Both sums of ``x.sum(-1) - x[:,
@@ -311,12 +315,14 @@ def _walk(start: Node, users: dict[int, list[Node]], periodic_: bool,
                 reach = _consumed(start, value, user, path, factor)
                 if reach is not None:
                     yield reach
-                    if passed:
-                        # past a kept add, an add or subtract is tested and ends the path,
-                        # unless its other operand is a leaf (a bias, an input, a state):
-                        # the walk goes on (np.diff(x @ w + b + c))
-                        if not (user.op in ("add", "subtract") and _leaf(reach.other)) \
-                                or user.index in visited:
+                    if passed or (past_adds and kept_first(reach)):
+                        # past a kept add (or a contraction's first difference, spread or
+                        # periodic function, np.diff(np.diff(x @ w))), a consumer is tested
+                        # and the walk goes on past it (the lead's ruling 40 17:35: its test
+                        # may pass by the share it keeps, and a later consumer can cancel
+                        # what it kept, h2 = h + np.tanh(h) * 1e-3; h2 - h2.mean(0)), but at
+                        # a strict test: a centring, a variance, softmax's exp (above)
+                        if not goes_on(user) or user.index in visited:
                             continue
                     elif not (past_adds and through_add(reach)) or user.index in visited:
                         continue
@@ -374,29 +380,108 @@ def softmax_shift(user: Node, users: dict[int, list[Node]]) -> bool:
     return exponentials(user, 0)
 
 
-def _leaf(other: Any) -> bool:
-    """Whether the other operand of an add or subtract past a kept add is a leaf: a number, a
-    constant, an input, a state (the lead's ruling 39 14:10 (c): the walk goes on past it; a
-    computed one, GPT-2's residual, ends the path there)."""
-    return not isinstance(other, Node) or other.kind in ("constant", "input", "state")
+PASSED_CONSUMERS = frozenset(("add", "subtract", "diff", "ediff1d", "ptp"))
+"""The consumers past a kept add the walk of :func:`reaches`' ``past_adds`` goes on past
+(:func:`goes_on`), besides the periodic functions: an engine may pass them by the share of
+the values they keep (:data:`capviz.backends.jax.carried.DECLARED_KEPT`), so a later consumer
+can cancel the error they keep. The others (a variance, a covariance, ``np.gradient``, a
+remainder, an ``.outer``) are tested strictly, and the path ends there."""
+
+REDUCTIONS = frozenset(("mean", "nanmean", "sum", "nansum"))
+"""The reductions a centring subtracts from their own operand (:func:`centres`)."""
+
+
+def goes_on(user: Node) -> bool:
+    """Whether the walk past a kept add goes on past the consumer ``user``
+    (:data:`PASSED_CONSUMERS`, the periodic functions), but a centring (:func:`centres`): an
+    engine tests that strictly (JAX: :attr:`capviz.backends.jax.carried.Carried.centrings`),
+    and the path ends there (GPT-2's layer norm, ``x - x.mean(-1, keepdims=True)``)."""
+    if user.op not in PASSED_CONSUMERS and not periodic(user):
+        return False
+    return not centres(user)
+
+
+def centres(user: Node) -> bool:
+    """Whether the add or subtract ``user`` takes from a value a mean or sum of it (up to
+    moves and scalings by numbers): ``v - v.mean(axis, keepdims=True)``, ``v - v.mean(0)``,
+    ``v - np.mean(v, -1)[:, None]``, ``v - v.sum(-1, keepdims=True) / n``, ``-v.mean(0) +
+    v``, ``v + (-v.mean(0))``: a centring, tested strictly by the engines that follow a path
+    past a kept add."""
+    if user.op not in ("add", "subtract") or len(user.args) != 2:
+        return False
+    for k in (0, 1):
+        value, other = user.args[k], user.args[1 - k]
+        if not isinstance(value, Node) or not isinstance(other, Node):
+            continue
+        negated = False
+        for _ in range(8):  # back through moves and scalings by numbers to a reduction
+            if other.op in REDUCTIONS:
+                break
+            if other.op == "negative":
+                negated = not negated
+            elif other.op in SCALINGS and len(other.args) == 2 \
+                    and sum(isinstance(a, Node) for a in other.args) == 1 \
+                    and (other.op == "multiply" or isinstance(other.args[0], Node)):
+                number = next(a for a in other.args if not isinstance(a, Node))
+                try:
+                    negated ^= bool(np.real(number) < 0)
+                except (TypeError, ValueError):
+                    break
+                other = next(a for a in other.args if isinstance(a, Node))
+                continue
+            elif not (other.op in MOVES and other.op != "astype" and other.args
+                      and isinstance(other.args[0], Node)
+                      and not any(isinstance(a, Node) for a in other.args[1:])):
+                break
+            other = other.args[0]
+        if other.op not in REDUCTIONS or not other.args or not same_value(other.args[0],
+                                                                           value):
+            continue
+        if (user.op == "subtract") != negated:  # v - m, m - v, v + (-m)
+            return True
+    return False
+
+
+def kept_first(reach: Reach) -> bool:
+    """Whether the walk of :func:`reaches`' ``past_adds`` goes on past ``reach``'s consumer,
+    a contraction's first difference, ``np.ptp`` or periodic function (not an add: see
+    :func:`through_add`): an engine may pass it by the share it keeps (JAX,
+    :meth:`capviz.backends.jax.carried.Carried._products_only`), and a later consumer can
+    cancel what it kept (``np.diff(np.diff(x @ w, axis=0), axis=0)``)."""
+    return reach.consumer.op not in ("add", "subtract") and goes_on(reach.consumer) \
+        and reach.sum.op in contraction_bound.CONTRACTIONS \
+        and contraction_bound.is_contraction_node(reach.sum) \
+        and reach.consumer.dtype is not None and np.dtype(reach.consumer.dtype).kind in "fc"
 
 
 def through_add(reach: Reach) -> bool:
     """Whether the walk of :func:`reaches`' ``past_adds`` goes on past ``reach``'s consumer:
     an add or subtract of two operands that a contraction of linear algebra reaches, the first
     on a path (past it, the next add or subtract is a consumer too, and the walk goes on past
-    it only where its other operand is a leaf: :func:`_leaf`, :func:`softmax_shift`), not a
-    centring (tested strictly). An engine that passes such an add where
+    it: :func:`goes_on`, :func:`softmax_shift`), not a centring (tested strictly); or the
+    first such add a float16 sum reaches (:func:`_half`). An engine that passes such an add where
     it keeps the product's share (JAX: ``x @ w + b``,
     :data:`capviz.backends.jax.carried.DECLARED_KEPT`) leaves the product's error, within its
     declared bound, in the add's result, which a later consumer can cancel: ``np.diff(x @ w +
     b)``, ``np.sin(30 * (x @ w + b))`` (W=25x, stop 38: float32 rows near each other, 0.0038
     of the result off NumPy's on JAX, silently, where the walk ended at the bias add)."""
     return not reach.centring and reach.consumer.op in ("add", "subtract") \
-        and reach.consumer.dtype is not None \
+        and not centres(reach.consumer) and reach.consumer.dtype is not None \
         and np.dtype(reach.consumer.dtype).kind in "fc" \
-        and reach.sum.op in contraction_bound.CONTRACTIONS \
-        and contraction_bound.is_contraction_node(reach.sum)
+        and ((reach.sum.op in contraction_bound.CONTRACTIONS
+              and contraction_bound.is_contraction_node(reach.sum))
+             or _half(reach.sum))
+
+
+def _half(node: Node) -> bool:
+    """Whether ``node`` is a float16 sum (not a contraction): no engine adds it in NumPy's
+    order (NumPy adds float16 in float32 and rounds once), so its error is carried, and an add
+    tested by its tolerance (a bias add, ``x.sum(-1, keepdims=True) + b``) leaves it in the
+    result, which a later consumer can cancel (W=25d's thorough profile, stop 39: float16
+    ``x.sum(-1, keepdims=True) + b`` then ``v - v.mean(0)`` gave 0.0 where NumPy gives 0.5 on
+    JAX, and ``v.max(0) - v.min(0)`` 5.5 for 6.0, silently)."""
+    return node.dtype is not None and np.dtype(node.dtype) == np.float16 \
+        and not contraction_bound.is_contraction_node(node)
 
 
 _STOPS = object()

@@ -89,6 +89,11 @@ class Carried:
         """The cheap bound of each declared contraction's value
         (:func:`carried_contractions.nominal`) and of what its path makes of it, by node
         index."""
+        self.centrings = frozenset(k for k, each in self.consumers.items()
+                                   if cancelling.centres(each[0].consumer))
+        """The consumers that subtract a mean or sum of a value from it
+        (:func:`capviz.backends.cancelling.centres`): tested strictly, with no share kept
+        (the walk past a kept add ends there: the lead's ruling 40 17:35)."""
         self.saved: dict[int, tuple] = {}
         """The operands and result of each declared contraction and path node, by node index,
         for the exact bound a consumer computes where the cheap one fails."""
@@ -227,7 +232,8 @@ class Carried:
             return
         total, apart = carried_bounds.consumer_bound(self.jnp, node, args, result, carried)
         ok = self._within(result, [total])
-        if self._products_only(node):  # a declared product's error, where nothing cancels it
+        if self._products_only(node) and node.index not in self.centrings:
+            # a declared product's error, where nothing cancels it
             if node.op in _ADDS:  # a product's add its path goes on past (x @ w + b)
                 kept = self._add_kept(node, args, result)
                 message = carried_messages.declared(node, list(self.consumers[node.index]))
@@ -245,6 +251,8 @@ class Carried:
         fails only where it cancels the values it subtracts, as a subtract of a declared product
         does; ruling 38 10:50 for ``np.sin``, ``np.cos``, ``np.tan``)."""
         reaches = self.consumers.get(node.index, ())
+        if node.op in _ADDS and self._goes_on(node):
+            return bool(reaches)
         if node.op in _ADDS:  # an add a product's path goes on past, or one past that add
             if node.index not in self.on_paths and not all(
                     any(n.op in _ADDS for n in r.path) for r in reaches):
@@ -255,6 +263,15 @@ class Carried:
         return bool(reaches) and all(contraction_bound.is_contraction_node(r.sum)
                                      for r in reaches)
 
+    def _goes_on(self, node: Node) -> bool:
+        """Whether a path goes on past the add or subtract ``node`` (not a centring): every
+        bound reaching it is carried on to the next consumer (:meth:`after` passes them all
+        on), so the share it keeps decides here for each of them, an approximated function's
+        own bound too (``h + np.tanh(h)`` then a batch norm: the walk from the product goes on
+        to the norm's centring; testing the tanh's side strictly here refused ordinary data,
+        R12's note on the stop's work)."""
+        return node.index in self.on_paths and node.index not in self.centrings
+
     def _past_kept(self, node: Node, position: int) -> bool:
         """Whether the bounds carried to ``position`` of the add or subtract ``node`` that are
         not declared come from contractions only, on paths past their kept add (``node`` an
@@ -264,6 +281,8 @@ class Carried:
             return False
         reaches = [r for r in self.consumers.get(node.index, ())
                    if r.position == position and r.sum.index not in self.declared]
+        if self._goes_on(node):
+            return bool(reaches)
         return bool(reaches) and all(contraction_bound.is_contraction_node(r.sum)
                                      for r in reaches) \
             and (node.index in self.on_paths
@@ -301,14 +320,16 @@ class Carried:
         mine = [r for r in self.consumers[node.index] if r.sum.index in self.declared]
         positions = sorted({r.position for r in mine})
         size = jnp.abs(result)
-        shifted = node.op in cancelling.EXPONENTIALS  # softmax's exp: no share kept
-        kept = {p: jnp.zeros(jnp.shape(size), bool) if shifted
+        # softmax's exp, a centring: no share kept (tested strictly)
+        shifted = node.op in cancelling.EXPONENTIALS
+        strict = shifted or node.index in self.centrings
+        kept = {p: jnp.zeros(jnp.shape(size), bool) if strict
                 else size >= DECLARED_KEPT * jnp.abs(jnp.asarray(args[p])) for p in positions}
         others = []
         for p, b in enumerate(carried):
             if b is None:
                 continue
-            if not shifted and self._past_kept(node, p):
+            if not strict and self._past_kept(node, p):
                 # a product's bound carried past its own kept add (c_attn's through q @ k.T
                 # to the mask add): left out where this add keeps the value, as the add's
                 # own products' are (R11 #14: GPT-2 of larger c_attn weights was refused here)
@@ -348,12 +369,27 @@ class Carried:
         """The bounds of the values on the reaches ``mine`` (declared contractions' reaches
         ending at the consumer ``node``), by node index:
         :func:`carried_contractions.declared_bound` of each contraction, carried along the paths
-        as the trace carried :func:`carried_contractions.nominal`'s."""
-        steps = {r.sum.index: r.sum for r in mine}
-        steps.update((n.index, n) for r in mine for n in r.path)
+        as the trace carried :func:`carried_contractions.nominal`'s: every node of their paths
+        that ``node`` reads, through any of them (a reach's path is the walk's first way to
+        each node: ``h + np.abs(h) ** 1.5 * 1e-3`` reached by ``h`` first left the power's
+        infinite bound out of the centring after it, which replayed)."""
+        sums = {r.sum.index: r.sum for r in mine}
+        paths = dict(sums)
+        paths.update((n.index, n) for k in sums for r in self.found[k] for n in r.path
+                     if n.index < node.index)
+        steps: dict[int, Node] = {}
+        todo = [a for a in node.args if isinstance(a, Node)]
+        while todo:  # the nodes of the paths node reads, through the paths only
+            a = todo.pop()
+            if a.index in steps or a.index not in paths:
+                continue
+            steps[a.index] = a  # a sum on another's path (q @ k.T on q's) goes on too
+            todo.extend(b for b in a.args if isinstance(b, Node))
         bounds: dict[int, Any] = {}
         for index in sorted(steps):
             step = steps[index]
+            if step.op != "unpack" and index not in self.saved:  # no bound reached it
+                continue
             if step.op == "unpack":  # a step the trace does not enter: its source's result
                 value = self.saved[step.args[0].index][1]
                 args, value = (value,), value[int(step.params["index"])]

@@ -6,6 +6,7 @@ other op as an infinite one."""
 
 from __future__ import annotations
 
+from math import comb
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,11 @@ tutorial cross-entropy) took the infinite bound of an op not written here, and
 SUMMED = frozenset(("sum", "mean", "nansum", "nanmean"))
 """The reductions a bound passes through as their own sum of each term's bound."""
 
+_PASSED_CONSUMERS = frozenset(("diff", "ediff1d", "ptp"))
+"""The consumers besides an add or subtract (and the periodic functions) that a path can go on
+past (:data:`capviz.backends.cancelling.PASSED_CONSUMERS`): the bound of their result
+(:func:`carried_bounds.consumer_bound`) and their rounding."""
+
 _LINEAR_ADDS = frozenset(("add", "subtract"))
 """An add or subtract on a path (one that cannot cancel, ``s + s``, ``s + 0``): the operands'
 bounds added, and one rounding."""
@@ -70,9 +76,11 @@ def _rule(node: Node, known: dict) -> str | None:
         return "linear" if set(known) == {0} and tensors == [0] else None
     if op in MONOTONE:
         return "interval" if set(known) == {0} and tensors == [0] else None
+    if op in _PASSED_CONSUMERS or cancelling.periodic(node):
+        return "consumer" if set(known) == {0} and tensors == [0] else None
     if op in ("square", "power"):
         return "listed" if set(known) == {0} and (op == "square" or cancelling.squares(
-            node.args[0], node)) else None
+            node.args[0], node) or integer_exponent(node) is not None) else None
     if op in cancelling.SCALINGS:
         return "listed"
     if op in cancelling.CLAMPS or op in cancelling.JOINS or op in cancelling.SELECTS:
@@ -278,6 +286,50 @@ def rank_one_statistics(value: Any, position: int) -> tuple | None:
     return None if measured is None else (measured[0], measured[1])
 
 
+POWER_EXPONENTS = 64
+"""The largest integer exponent whose power a bound passes through (:func:`_powered`)."""
+
+
+def integer_exponent(node: Node) -> int | None:
+    """The exponent of the ``power`` ``node`` where it is a number that is an integer from 1
+    to :data:`POWER_EXPONENTS` (``x ** 3`` in GPT-2's gelu), else ``None``: a negative, a
+    fractional or a tensor exponent passes no bound (an infinite one: a cancelling consumer
+    after it fails)."""
+    if node.op != "power" or len(node.args) != 2:
+        return None
+    exponent = node.args[1]
+    if isinstance(exponent, (Node, bool, np.bool_)) \
+            or not isinstance(exponent, (int, float, np.integer, np.floating)):
+        return None
+    if not np.isfinite(exponent) or exponent != int(exponent) \
+            or not 1 <= int(exponent) <= POWER_EXPONENTS:
+        return None
+    return int(exponent)
+
+
+def _powered(jnp: Any, node: Node, base: Any, bound: Any, value: Any, real: np.dtype) -> Any:
+    """The bound of ``base ** n`` (:func:`integer_exponent`) where ``base`` is off NumPy's by
+    ``bound``: ``|(m + e) ** n - m ** n| <= (|m| + e) ** n - |m| ** n``, written as ``e *
+    sum_k C(n, k) |m| ** (n - k) e ** (k - 1)`` (terms of one sign: no cancellation; ``3 m**2
+    e + 3 |m| e**2 + e**3`` for ``x ** 3``), in float64 and rounded up, then XLA's
+    approximation of the power (:data:`APPROXIMATED`) and one rounding of each side added. A
+    result that is not finite is the same in NumPy where its bound is 0; anything else not
+    finite (an overflow of the bound) fails."""
+    n = integer_exponent(node)
+    size = jnp.abs(jnp.asarray(base)).astype(np.float64)
+    e = jnp.broadcast_to(bound, jnp.shape(size)).astype(np.float64)
+    total = jnp.zeros(jnp.shape(size), np.float64)
+    for k in range(n, 0, -1):  # Horner's form in e: sum_k C(n, k) m**(n-k) e**(k-1)
+        total = total * e + comb(n, k) * size ** (n - k)
+    moved = e * total * (1 + 4 * n * float(np.finfo(np.float64).eps))
+    ulps = APPROXIMATED["power"] + 2
+    moved = moved + ulps * float(np.finfo(real).eps) * jnp.abs(value).astype(np.float64)
+    info = np.finfo(real)  # rounded up to real, and not to 0 (XLA flushes subnormals)
+    moved = jnp.where(e > 0, jnp.maximum(moved * (1 + float(info.eps)),
+                                         float(info.tiny)), 0)
+    return jnp.broadcast_to(moved, jnp.shape(value)).astype(real)
+
+
 def _rounding(jnp: Any, real: np.dtype, value: Any) -> Any:
     """What one rounding of each side adds to a bound: ``eps * |value|`` (two where XLA's op
     is not NumPy's own rounding: complex and float16 results)."""
@@ -335,13 +387,24 @@ def passed(jnp: Any, node: Node, args: Any, value: Any, carried: dict) -> tuple:
     rule = _rule(node, known)
     if rule is None:  # an op whose bound is not written here: infinite, so it fails
         return value, _unknown(jnp, known, value)
+    if rule == "consumer":  # a difference, np.ptp, a periodic function the walk went past
+        bound = carried_bounds.consumer_bound(jnp, node, args, value, [known[0]])[0]
+        bound = jnp.broadcast_to(bound, jnp.shape(value)).astype(real)
+        ulps = APPROXIMATED.get(node.op, 1) + 1
+        moved = bound + ulps * _rounding(jnp, real, value)
+        return value, jnp.where(bound != 0, moved, 0).astype(real)
     if rule == "interval":  # a monotone function of the value: its ends' images
         return value, _interval(jnp, node, args, known[0], value, real)
     if rule == "linear":  # a sum, an add that cannot cancel, a product of linear algebra
         return value, _linear(jnp, node, args, known, value, real)
+    if node.op == "power" and not cancelling.squares(node.args[0], node):  # m ** n
+        return value, _powered(jnp, node, args[0], known[0], value, real)
     if node.op in ("square", "power"):  # m ** 2, m off by e: e * (2 |m| + e), rounded
-        bound = known[0] * (2 * jnp.abs(args[0]) + known[0])
-        moved = jnp.where(bound > 0, bound + _rounding(jnp, real, value), 0)
+        e = jnp.asarray(known[0]).astype(np.float64)  # in float64, rounded up to real
+        bound = e * (2 * jnp.abs(jnp.asarray(args[0])).astype(np.float64) + e) \
+            * (1 + float(np.finfo(real).eps))
+        moved = jnp.where(bound > 0, jnp.maximum(bound + _rounding(jnp, real, value),
+                                                 float(np.finfo(real).tiny)), 0)
         return value, moved.astype(real)
     if node.op in cancelling.LIPSCHITZ:  # |v|, re(v): moved by at most v's error
         return value, jnp.broadcast_to(known[0], jnp.shape(value)).astype(real)
