@@ -223,7 +223,55 @@ def _through_contraction(jnp: Any, node: Node, args: Any, known: dict, value: An
                 parts[j] = sizes[j] + jnp.broadcast_to(other, jnp.shape(args[j]))
         each = _rank_one(jnp, *parts, hosts=hosts) if rank_one else fn(*parts, **kept)
         bound = each if bound is None else bound + each
+    bound = _grown(jnp, node, args, bound, real)
+    bound = _more_terms(jnp, node, args, known, bound, fn, kept, real)
     return jnp.broadcast_to(bound, jnp.shape(value)).astype(real)
+
+
+def _more_terms(jnp: Any, node: Node, args: Any, known: dict, bound: Any, fn: Any,
+                kept: dict, real: np.dtype) -> Any:
+    """``bound`` plus NumPy's whole rounding of the product of its own operands, ``2 gamma_k``
+    of their widened magnitudes' product, where an operand XLA holds 0 carries a bound (the
+    hostile review 12's note, 18:21): NumPy's operand may be no 0 there, so its sum can add
+    more products than XLA's operands count
+    (:func:`capviz.backends.jax.carried_contractions.declared_bound`'s ``n``, and its
+    ``n <= 1`` of one product). A ``lax.cond``: the product only where such a 0 is."""
+    import jax
+
+    flag = None
+    for k, b in known.items():
+        each = jnp.any((jnp.asarray(args[k]) == 0) & (jnp.broadcast_to(b, jnp.shape(args[k]))
+                                                       != 0))
+        flag = each if flag is None else flag | each
+    if flag is None:
+        return bound
+    shapes = [tuple(np.shape(a)) for a, n in zip(args, node.args) if isinstance(n, Node)]
+    count = contraction_bound.terms(node.op, shapes, node.params)
+    wide = np.sqrt(2) * contraction_bound.gamma(count + len(shapes) + 2, real)
+
+    def more() -> Any:
+        parts = [jnp.abs(jnp.asarray(a)).astype(np.float64)
+                 + (jnp.broadcast_to(known[j], jnp.shape(a)).astype(np.float64) if j in known
+                    else 0) if isinstance(n, Node) else a
+                 for j, (a, n) in enumerate(zip(args, node.args))]
+        size = fn(*parts, **kept) / (1 - contraction_bound.gamma(count + 2, np.float64))
+        return (bound + 2 * wide * size).astype(np.float64)
+
+    return jax.lax.cond(flag, more, lambda: jnp.asarray(bound).astype(np.float64)
+                        + jnp.zeros(jnp.shape(bound), np.float64))
+
+
+def _grown(jnp: Any, node: Node, args: Any, bound: Any, real: np.dtype) -> Any:
+    """``bound``, carried through the contraction ``node`` of ``args``, widened by NumPy's
+    rounding of the product of its own operands, whose magnitudes are XLA's widened by the
+    operands' bounds: that rounding (the declared one of XLA's operands, added at the node)
+    grows by at most ``2 sqrt(2) gamma_(k + m + 2)`` of ``bound``
+    (:func:`capviz.backends.jax.carried_contractions.any_order` of ``A + bound``; the declared
+    ``2 gamma_k A``, complex ``sqrt(2) gamma_(k + 2)``, of ``m`` operands)."""
+    shapes = [tuple(np.shape(a)) for a, n in zip(args, node.args) if isinstance(n, Node)]
+    count = contraction_bound.terms(node.op, shapes, node.params)
+    grown = 1 + 2 * np.sqrt(2) * contraction_bound.gamma(count + len(shapes) + 2, real)
+    return jnp.where(bound > 0, bound * grown, bound)  # (0 where no bound: not 0 * inf)
 
 
 def _rank_one_form(node: Node, args: Any) -> bool:
