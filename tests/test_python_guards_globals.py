@@ -192,3 +192,36 @@ def test_a_value_a_global_class_holds_is_guarded(how):
         assert np.array_equal(graph.replay({"x": X})["out"], fn(X))
     finally:
         _set_class(path, 2.0)
+
+
+# --- a notebook cell's globals: capviz's own objects are not walked (the lead, stop 40) ------
+CELL = '''
+import numpy as np
+import capviz as cv
+w1 = np.full((3, 4), 0.5)
+cap = cv.CaptureDevice()
+with cap.capture_scope() as scope:
+    x = scope.input("x", (2, 3))
+    h = np.tanh(x @ w1)
+    scope.output(h * CFG.scale, "y")
+'''
+
+
+def test_a_cells_device_and_tensors_are_not_walked_but_its_config_is_guarded():
+    """A notebook cell runs in ``__main__``'s globals, where ``cap`` (the ``CaptureDevice``)
+    and ``h`` (a capture's ``Tensor``) are globals the block loads. 216a677 walked them as
+    a user's global objects: places over the live capture's own state (its lock, the
+    Tensor's node), and JupyterLab's live view of the quickstart failed 3 runs in 4
+    (tests/test_browser.py). Only the user's objects are walked: ``CFG.scale`` is still
+    guarded, ``w1`` by its digest."""
+    namespace = {"__name__": "__main__", "CFG": types.SimpleNamespace(scale=2.0)}
+    exec(compile(CELL, "<cell>", "exec"), namespace)
+    labels = [g.label for g in namespace["scope"].graph.python_guards]
+    assert [lab for lab in labels if lab.split(".")[0] in ("cap", "h", "scope")] == []
+    assert "CFG.scale" in labels
+    x = np.ones((2, 3), np.float32)
+    graph = namespace["scope"].graph
+    assert np.array_equal(graph.replay({"x": x})["y"], np.tanh(x @ namespace["w1"]) * 2.0)
+    namespace["CFG"].scale = 3.0
+    with pytest.raises(GuardError, match=r"^CFG\.scale was 2\.0 when .* and is 3\.0 now"):
+        graph.replay({"x": x})
