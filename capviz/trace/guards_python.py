@@ -407,7 +407,7 @@ def _library_object(value: Any) -> bool:
     kind = type(value)
     if kind in _CONTAINERS:
         return False
-    return library_type(kind) or not code_reach._users(kind)
+    return _foreign(kind)
 
 
 def _unseen_kept(place: Place) -> bool:
@@ -700,6 +700,22 @@ def _renewed(value: Any) -> bool:
     return not guardable(value) and settable(value)
 
 
+def _anchored(place: Place, holder: Any) -> tuple[Any, tuple]:
+    """``(anchor, steps)`` by which a guard reaches walked object ``holder`` again: the place's
+    path from what the user holds (its last ``(True, "")`` step, the object itself, dropped),
+    else a weak reference to the object itself."""
+    if place.path is None:
+        return _weakly(holder), ()
+    anchor, steps = place.path
+    return anchor, (() if steps and steps[-1] == (True, "") else steps)
+
+
+def _foreign(kind: type) -> bool:
+    """Whether class ``kind`` is not the user's own (a library's, NumPy's, the interpreter's
+    or capviz's): the walks read no attribute of its objects as the user's settings."""
+    return library_type(kind) or not code_reach._users(kind)
+
+
 def _added(c: _Collector, place: Place) -> None:
     """A guard that :attr:`~capviz.core.python_guards.PythonGuard.sets` each attribute the call
     added to walked object ``place.holder`` with a Python value by a store every call makes
@@ -708,12 +724,7 @@ def _added(c: _Collector, place: Place) -> None:
     holder = place.holder
     if not c.assigned or not hasattr(holder, "__dict__") or type(place.value) is not frozenset:
         return
-    if place.path is None:
-        anchor, steps = _weakly(holder), ()
-    else:
-        anchor, steps = place.path
-        if steps and steps[-1] == (True, ""):
-            steps = ()
+    anchor, steps = _anchored(place, holder)
     for key, now in list(vars(holder).items()):
         label = f"{place.label}.{key}"
         if key in place.value or label in c.labels or label not in c.assigned or \
@@ -762,20 +773,15 @@ def _attribute_names(c: _Collector, place: Place) -> None:
     set of layers) is guarded as a user's object (review 12, finding 7)."""
     obj = place.holder
     kind = type(obj)
-    if (kind not in _NAMESPACES and (library_type(kind) or not code_reach._users(kind))) or \
+    if (kind not in _NAMESPACES and _foreign(kind)) or \
             isinstance(obj, (types.ModuleType, enum.Enum, type)) or \
             type(getattr(obj, "__dict__", None)) is not dict:
         return
-    if place.path is None:
-        anchor, steps = _weakly(obj), ()
-    else:
-        anchor, steps = place.path
-        if steps and steps[-1] == (True, ""):
-            steps = ()
+    anchor, steps = _anchored(place, obj)
     c.add(f"{place.label}.__dict__.keys()", tuple(vars(obj)),
           (anchor, (*steps, (True, "__dict__"), (None, "keys"))), obj, "__dict__")
     for i, klass in enumerate(kind.__mro__):
-        if klass is object or library_type(klass) or not code_reach._users(klass):
+        if klass is object or _foreign(klass):
             continue
         label = f"type({place.label})" if i == 0 else f"type({place.label}).__mro__[{i}]"
         c.add(f"{label}.__dict__.keys()", tuple(vars(klass)),
@@ -799,12 +805,7 @@ def _class_reads(place: Place, found: guard_reach.Reached
     if library_type(kind) or isinstance(obj, (types.ModuleType,
                                                                      enum.Enum)):
         return []
-    if place.path is None:
-        anchor, steps = _weakly(obj), ()
-    else:
-        anchor, steps = place.path
-        if steps and steps[-1] == (True, ""):
-            steps = ()
+    anchor, steps = _anchored(place, obj)
     own = place.value  # the names of its attributes
     users = code_reach._users(kind)
     opened = kind in found.open_classes
