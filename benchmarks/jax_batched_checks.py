@@ -19,13 +19,9 @@ embeddings (the same cost in the three), so that the layers weigh more.
 
 from __future__ import annotations
 
-import argparse
-import time
-
-import gpt2_pico
 import numpy as np
 from _common import interleaved
-from gpt2_pico import gpt2_embedded, init_params, with_numpy
+from _gpt2_jax import arguments, gpt2, ten
 
 import capviz as cv
 from capviz.backends.jax import trace
@@ -47,40 +43,15 @@ def compiled(forward, spec, probe, batched: bool, **options):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layers", type=int, default=12)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--vocab", type=int, default=50257)
-    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
-    args = parser.parse_args()
-    clock = time.perf_counter if args.clock == "wall" else time.process_time
-
-    import jax
-    import jax.numpy as jnp
-
-    print(f"medians of {args.rounds} interleaved rounds of 10 calls, {args.clock} time; jax "
-          f"{jax.__version__}, numpy {np.__version__}; load {open('/proc/loadavg').read()[:15]}")
-    gpt2_pico.PICOGPT_SCALARS = False
-    params = init_params(args.layers, n_vocab=args.vocab, bias_scale=0.02)
-    tokens = np.random.default_rng(1).integers(0, args.vocab, 64)
-    ids = params["wte"][tokens] + params["wpe"][range(64)]
-    weights = {k: v for k, v in params.items() if k != "wpe"}
-    peer = with_numpy(jnp)
-    device_weights = jax.device_put(weights)
-    probe = jax.device_put(ids)
-    spec = cv.spec(ids.shape, ids.dtype)
-
-    def forward(x):
-        return gpt2_embedded(x, **weights, n_head=12)
+    args = arguments(__doc__.splitlines()[0])
+    clock = args.timer
+    model = gpt2(args)
+    forward, spec, probe = model.forward, model.spec, model.probe
+    jitted, device_weights = model.jitted, model.device_weights
 
     before = compiled(forward, spec, probe, False, arithmetic="xla")
     after = compiled(forward, spec, probe, True, arithmetic="xla")
-    jitted = jax.jit(lambda x, w: peer.gpt2_embedded(x, **w, n_head=12))
-    jax.block_until_ready(jitted(probe, device_weights))
     same = np.array_equal(np.asarray(before(probe)), np.asarray(after(probe)))
-
-    def ten(call):
-        return lambda: [jax.block_until_ready(call()) for _ in range(10)]
 
     t_before, t_after, t_jit = (t / 10 for t in interleaved(
         [ten(lambda: before(probe)), ten(lambda: after(probe)),
