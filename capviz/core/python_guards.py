@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from capviz.core import code_guards
 from capviz.core.errors import GuardError
 from capviz.core.references import view_fingerprint
 from capviz.core.source import format_source
@@ -257,12 +258,16 @@ class PythonGuards(list):
     differs or a read fails, the guards are read again one by one, in their order, for the
     first that differs, the shortest paths first (:func:`_check_each`)."""
 
-    __slots__ = ("_plan", "_sets")
+    __slots__ = ("_plan", "_sets", "codes")
 
-    def __init__(self, guards: Any = ()) -> None:
+    def __init__(self, guards: Any = (), codes: tuple = ()) -> None:
         super().__init__(guards)
         self._plan: tuple | None = None
         self._sets: list | None = None
+        self.codes = codes  # (the code the capture ran: capviz.core.code_guards, not listed)
+
+    def __bool__(self) -> bool:
+        return bool(len(self) or self.codes)
 
     def plan(self) -> tuple[list[tuple], list[PythonGuard]]:
         if self._plan is None:
@@ -434,8 +439,10 @@ def _reader(kind: Any, key: Any) -> Any:
 
 def check(guards: list[PythonGuard]) -> None:
     """Read every live guard's place; raise :class:`GuardError` for the first that holds
-    another value than when the capture ran."""
+    another value than when the capture ran, or whose code was changed in place since
+    (:mod:`capviz.core.code_guards`)."""
     if type(guards) is PythonGuards:
+        code_guards.check(guards.codes)
         (plan, alone), sets = guards.plan(), guards.sets()
     else:
         (plan, alone), sets = _plan(guards), [g for g in guards if g.sets and

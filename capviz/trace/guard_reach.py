@@ -52,11 +52,13 @@ class Reached:
     ``fn``'s own, ``"gcfg2."`` for another), ``open_classes`` (the user classes with a
     ``__getattr__`` or ``__getattribute__``: any attribute of their objects may be read)."""
 
-    __slots__ = ("built", "dynamic", "functions", "global_loads", "globals", "names",
-                 "open_classes", "spaces", "strings", "strung", "tried", "tried_globals")
+    __slots__ = ("built", "defaulted", "dynamic", "functions", "global_loads", "globals",
+                 "names", "open_classes", "spaces", "strings", "strung", "tried", "tried_globals")
 
     def __init__(self) -> None:
         self.names: set[str] = set()
+        self.defaulted: set[str] = set()  # the parameters of reached functions that hold a
+        #   default (def f(x, cfg=CFG): cfg["scale"] reads an item of what the default holds)
         self.strings: set[str] = set()
         self.dynamic = False
         self.globals = False
@@ -70,6 +72,14 @@ class Reached:
         self.strung = False  # it reads attributes by strings (getattr, hasattr, attrgetter)
         self.built = False  # it may read an object's attributes by names no constant of its
         #   code spells (getattr(self, f"l{i}", None), vars(self)): :func:`built_names`
+
+
+def _defaulted(function: Any) -> set[str]:
+    """The names of ``function``'s parameters that hold a default value."""
+    code = function.__code__
+    count = len(getattr(function, "__defaults__", None) or ())
+    named = set(code.co_varnames[code.co_argcount - count:code.co_argcount]) if count else set()
+    return named | set(getattr(function, "__kwdefaults__", None) or ())
 
 
 def reached(fn: Callable, places: list[Place]) -> Reached:
@@ -116,6 +126,7 @@ def reached(fn: Callable, places: list[Place]) -> Reached:
             found.tried_globals |= tried_globals
             calls = calls or tried_calls
             found.built = found.built or built_names(code)
+            found.defaulted |= _defaulted(each)
             todo += default_functions(each)  # (lambda x, fn=helper: fn(m, x): review 12, #1)
             space = getattr(each, "__globals__", None)
             if isinstance(space, dict) and id(space) not in spaces:

@@ -55,12 +55,12 @@ from capviz.core.python_guards import (
 )
 from capviz.core.references import view_fingerprint
 from capviz.core.source import library_type
-from capviz.trace import code_reach, effects, fresh_objects, guard_reach
+from capviz.trace import code_reach, effects, fresh_objects, guard_reach, guards_code
 from capviz.trace import places as walk
 from capviz.trace.assigned import assigned
 from capviz.trace.guard_lines import Lines
 from capviz.trace.guards_slots import unset_slots
-from capviz.trace.places import Place, function_of
+from capviz.trace.places import Place, default_places, function_of
 
 MOST_GUARDS = 1_000_000
 """The most guards one capture records (a bound against a runaway walk, not a budget: review 9,
@@ -163,7 +163,11 @@ class _Collector:
                 self.open or ("\0",)):
             return True
         names = code_reach._names_of(place.label)
-        return bool(names) and names[-1].strip("<>") in found.names
+        if not names:
+            return False
+        last = names[-1].strip("<>")
+        defaulted = (len(names) == 1 or names[-1].startswith("<")) and last in found.defaulted
+        return last in found.names or defaulted  # (cfg["scale"] of def f(x, cfg=CFG): R13 #6)
 
 
 def _bound_unnamed(c: _Collector, place: Place) -> None:
@@ -217,6 +221,7 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
         return PythonGuards()
     places = places + deeper(places)
     c = _Collector(fn, places, graph, source)
+    places = places + _helper_defaults(fn, c.found)  # (helper(v, cfg=CFG): R13 #6)
     held = _global_objects(c.found, places)  # (CFG.scale read in a helper: review 12, #8)
     if held:
         places = places + held + [p for p in deeper(held) if _unseen_kept(p)]
@@ -305,7 +310,20 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
         _module_names(c)
     unset_slots(c, fn, places, _path)
     _memo(c, graph)
-    return PythonGuards(c.guards)
+    return PythonGuards(c.guards, guards_code.collect(c.found, places, c.name))
+
+
+def _helper_defaults(fn: Callable, found: guard_reach.Reached) -> list[Place]:
+    """The places inside the list and dict defaults of the functions the code of ``fn``
+    reaches besides its own (``def helper(v, cfg=CFG)`` that ``fn`` calls: an item of ``CFG``
+    changed after the capture was read by no replay, hostile review 13, finding 6)."""
+    own = function_of(fn)[1]
+    found_places: list[Place] = []
+    for function in found.functions:
+        if function is not own and type(function) is types.FunctionType and (
+                function.__defaults__ or function.__kwdefaults__):
+            found_places += default_places(function, function.__name__)
+    return found_places
 
 
 def _module_names(c: _Collector) -> None:

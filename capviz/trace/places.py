@@ -364,6 +364,12 @@ _COUNTS = (bool, int, float, complex, np.generic)
 """The Python and NumPy numbers a counter or a schedule holds."""
 
 
+def default_places(function: Any, label: str) -> list[Place]:
+    """The places inside the list and dict defaults of ``function``'s parameters, labelled
+    ``label.<cfg>["scale"]`` (a helper the captured code calls: :func:`_defaults`)."""
+    return _defaults(function, label, set())
+
+
 def _defaults(function: Any, label: str | None, seen: set[int]) -> list[Place]:
     """The places inside the mutable defaults of ``function``'s parameters (``def step(self,
     x, _c=[0]): _c[0] += 1``: a counter each call changes; hostile review 8, finding 1),
