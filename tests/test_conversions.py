@@ -206,3 +206,31 @@ def test_copy_false_of_a_numpy_scalar_raises_numpys_error():
         f(np.ones(3))
     with pytest.raises(ValueError, match="Unable to avoid copy"):
         cv.capture(f, cv.spec((3,), "float64"))
+
+
+@pytest.mark.parametrize("read", [
+    lambda x: x.item(3), lambda x: x.item(-1), lambda x: x.item(np.int64(2)),
+    lambda x: x.reshape(2, 3).item(1, 2), lambda x: x.reshape(2, 3).item((0, 1))],
+    ids=["flat", "negative", "numpy_int", "two_indices", "tuple"])
+def test_item_of_an_index_is_the_element_read_as_item_reads_it(read):
+    """``t.item(i)`` (R13 #12: a bare TypeError on dc00c85, 'takes 1 positional argument') is
+    ``ndarray.item(i)``: the element, read into Python as ``t[i].item()`` is (a guard)."""
+    x, v = np.arange(6.0), np.ones(2)
+
+    def fn(x, v):
+        return v * read(x)
+
+    graph = cv.capture(fn, x, v)
+    same(graph.replay({"x": x, "v": v})["out"], fn(x, v))
+    with pytest.raises(cv.GuardError, match="these inputs take another branch than the "
+                                            r"capture's examples: guard %\d+ \(\.item\(\) of"):
+        graph.replay({"x": x + 1, "v": v})
+
+
+@pytest.mark.parametrize("index, numpys", [((10,), IndexError), ((1, 2), ValueError)])
+def test_item_of_a_bad_index_raises_numpys_error_type(index, numpys):
+    x = np.arange(6.0)
+    with pytest.raises(numpys):
+        x.item(*index)
+    with pytest.raises(numpys):
+        cv.capture(lambda x: x * x.item(*index), x)

@@ -567,12 +567,18 @@ class Tensor:
         """The value as a host ``numpy.ndarray`` (a data-read violation while capturing)."""
         return self._trace.read(self, ".numpy()")
 
-    def item(self) -> Any:
-        """The single element as a Python scalar."""
-        if getattr(self._trace, "python_nodes", None):  # (a kept number's update: lifted)
-            kept = kept_numbers.item(self)
+    def item(self, *args: Any) -> Any:
+        """The single element as a Python scalar, or with ``args`` the element at a flat index
+        or an index tuple (``x.item(3)``, ``x.item(0, 1)``), as ``ndarray.item`` (a data read)."""
+        if not args and getattr(self._trace, "python_nodes", None):  # (a kept number's
+            kept = kept_numbers.item(self)                           # update: lifted)
             if kept is not None:
                 return kept
+        if args:  # (the element recorded, then read as t[i].item() is: a guard)
+            index = args[0] if len(args) == 1 else args
+            if type(index) is tuple:
+                return self[index].item()
+            return self.reshape(-1)[operator.index(index)].item()
         return self._trace.read(self, ".item()").item()
 
     def __float__(self) -> float:
