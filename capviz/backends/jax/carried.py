@@ -71,7 +71,7 @@ class Carried:
         # a power by an exponent XLA computes as NumPy is no source (cancelling.reaches
         # follows every op of carried_sources.APPROXIMATED)
         self.found = {k: each for k, each in found.items()
-                      if each[0].sum.op not in carried_sources.EXACT_EXPONENTS
+                      if each[0].sum.op not in carried_sources.CONDITIONAL
                       or carried_sources.approximated(each[0].sum)}
         found = self.found
         self.jnp = jnp
@@ -203,10 +203,7 @@ class Carried:
         kind = dtype_of(result)
         if kind.kind != "f":
             return
-        jnp = self.jnp
-        size = jnp.abs(result)
-        bound = carried_sources.APPROXIMATED[node.op] * float(np.finfo(kind).eps) * size
-        self.bounds[node.index] = jnp.where(jnp.isfinite(size), bound, 0).astype(kind)
+        self.bounds[node.index] = carried_sources.bound(self.jnp, node, result)
 
     def _contracted(self, node: Node, args: tuple, result: Any) -> None:
         """The bound of XLA's contraction ``result`` (``np.matmul``...) from NumPy's

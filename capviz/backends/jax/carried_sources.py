@@ -19,7 +19,9 @@ APPROXIMATED = {
     "exp": 8, "expm1": 20, "log": 8, "log2": 8, "log10": 12, "log1p": 320, "sin": 8,
     "cos": 8, "tan": 12, "sinh": 100, "cosh": 100, "tanh": 24, "arcsin": 12, "arccos": 12,
     "arctan": 8, "arcsinh": 12, "arccosh": 12, "arctanh": 520, "cbrt": 12, "exp2": 360,
-    "power": 8, "float_power": 8, "logspace": 8, "geomspace": 9000,
+    "power": 8, "float_power": 8, "logspace": 8, "geomspace": 9000, "hypot": 8,
+    "arctan2": 12, "i0": 20, "rad2deg": 8, "degrees": 8, "sinc": 8, "logaddexp": 4,
+    "logaddexp2": 4,
 }
 """The functions XLA computes with its own approximation, and how many units in the last
 place of the result the replay's value and NumPy's may be apart: four times the largest gap
@@ -42,7 +44,46 @@ the ends' exponents (``tests/test_jax_geomspace.py``, its doc; 400
 pairs of ends x 50 points per range, 5 ulps for ends in [1, 10], 52 in [1e-5, 1e5], 293 in
 [1e-30, 1e30], 2,238 in [1e-300, 1e300] in float64; 398 in float32 over its whole range): four
 times the largest. (``np.geomspace`` of plain numbers is NumPy's own, a constant of the
-program: exact.)"""
+program: exact.)
+
+``hypot``, ``arctan2``, ``i0``, ``rad2deg``/``degrees``, ``sinc``, ``logaddexp`` and
+``logaddexp2`` were missing (R13 #4, stop 41: ``np.hypot(a, b) - R`` of float32 values near 2e4
+was 0.00195 off NumPy's 0, 19 times the tolerance, silently). A sweep of every one- and
+two-operand float ufunc of the op table through the backend's own binding against NumPy
+(``/work/notes/s41/25x/sweep.py``, ``sweep2.py``: 200,000 values per range, seven ranges, normal
+results) found them and no other: largest ``|jax - numpy| / (eps |numpy|)`` hypot 1.40,
+arctan2 2.01, i0 5.0, rad2deg 1.12 (float32 only: XLA's product by its own rounded constant;
+float64 is NumPy's bits, as is sinc's, 1.93 in float32). ``logaddexp`` and ``logaddexp2`` are 88
+``eps |value|`` apart near a zero of the value, so their bound has an absolute part too
+(:data:`ABSOLUTE`, :func:`bound`). ``deg2rad``/``radians`` are NumPy's bits in both types."""
+
+ABSOLUTE = {"logaddexp": 4, "logaddexp2": 4}
+"""The functions whose gap from NumPy's is not relative to their value (``max(a, b) +
+log1p(exp(-|a - b|))``: one rounding of the value plus the ``log1p`` part's, at most ``ln 2``,
+whatever the value): ``(K |value| + A) eps``, ``K`` of :data:`APPROXIMATED`, ``A`` here: twice
+the largest ``(|jax - numpy| - 2 eps |value|) / eps`` measured (``sweep3.py``: 0.5 and 1.14
+in float32, 1.0 and 1.35 in float64, 3.2 million pairs each, results near 0 among them)."""
+
+
+def bound(jnp: Any, node: Node, result: Any) -> Any:
+    """The bound of XLA's approximation ``result`` of the function ``node`` from NumPy's:
+    ``K * eps * |result|`` (:data:`APPROXIMATED`), plus ``A * eps`` for those of
+    :data:`ABSOLUTE`; 0 where ``result`` is not finite (the same in NumPy)."""
+    kind = np.dtype(dtype_of(result))
+    eps = float(np.finfo(kind).eps)
+    size = jnp.abs(result)
+    value = APPROXIMATED[node.op] * eps * size
+    if node.op in ABSOLUTE:
+        value = value + ABSOLUTE[node.op] * eps
+    return jnp.where(jnp.isfinite(size), value, 0).astype(kind)
+
+CONDITIONAL = frozenset(("power", "float_power", "rad2deg", "degrees", "sinc"))
+"""The functions of :data:`APPROXIMATED` that are NumPy's bits for some nodes
+(:func:`approximated` says which): a power by an exponent of :data:`EXACT_EXPONENTS`, and
+``rad2deg``/``degrees``/``sinc`` but in float32 (:data:`FLOAT32_ONLY`)."""
+
+FLOAT32_ONLY = frozenset(("rad2deg", "degrees", "sinc"))
+"""The functions XLA computes as NumPy in float64 and otherwise in float32 (sweep above)."""
 
 UNBOUNDED = frozenset(("trapezoid", "linalg.vector_norm", "convolve", "correlate",
                        "polymul"))
@@ -94,7 +135,9 @@ is one ulp off ``x * x`` on 80 of 100,000 float64 values)."""
 def approximated(node: Node) -> bool:
     """Whether the value of ``node`` is an approximation of XLA's (:data:`APPROXIMATED`):
     every function there, but a power by a number of :data:`EXACT_EXPONENTS` (a tensor
-    exponent is approximated)."""
+    exponent is approximated) and a float64 one of :data:`FLOAT32_ONLY`."""
+    if node.op in FLOAT32_ONLY:
+        return node.dtype is None or np.dtype(node.dtype) != np.float64
     exact = EXACT_EXPONENTS.get(node.op)
     if exact is None:
         return node.op in APPROXIMATED
