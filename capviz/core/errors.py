@@ -135,8 +135,10 @@ class UncheckedGuardWarning(UserWarning):
 
 class InexactResultWarning(UserWarning):
     """A replay on an inexact backend (JAX, Dask) returns integer or boolean outputs computed
-    from floats that backend rounds otherwise than NumPy: they may differ by more than any
-    tolerance (an integer off by one, a boolean flipped). See ``capviz/replay/exactness.py``."""
+    from floats that backend rounds otherwise than NumPy, or float outputs read from a step of
+    such a float (a rounding, a comparison, an index): they may differ by more than any
+    tolerance (an integer off by one, a boolean flipped, a float off by its step). See
+    ``capviz/replay/exactness.py`` and ``capviz/replay/steps.py``."""
 
 
 # --- graphs on disk ------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from capviz.core.errors import InexactResultWarning
 from capviz.core.ir import Graph, Node
 from capviz.core.source import format_source
 from capviz.ops import traits
+from capviz.replay import steps
 
 # ops whose result elements are operand elements (moved, selected, compared or converted): exact
 # when their operands are, whatever the dtype
@@ -65,8 +66,10 @@ def inexact_nodes(graph: Graph, backend: Any = None) -> dict[int, Node]:
 
 
 def inexact_integer_outputs(graph: Graph, backend: Any = None) -> list[tuple[Node, Node]]:
-    """The integer and boolean outputs an inexact backend may compute otherwise: ``(output
-    node, the float op it comes from)`` each."""
+    """The integer and boolean outputs an inexact backend may compute otherwise, and the float
+    ones read from a step of such a value (:mod:`capviz.replay.steps`: ``np.floor(np.exp(x))``,
+    ``np.mean(np.exp(x) >= t)``, a row gathered by ``np.argmax`` of one): ``(output node, the
+    float op it comes from)`` each, the step itself for a float output."""
     inexact = inexact_nodes(graph, backend)
     found = []
     for out in graph.output_nodes:
@@ -74,6 +77,7 @@ def inexact_integer_outputs(graph: Graph, backend: Any = None) -> list[tuple[Nod
         if value.dtype is not None and np.dtype(value.dtype).kind in "biu" \
                 and value.index in inexact:
             found.append((out, inexact[value.index]))
+    found += [(out, step) for out, step, _ in steps.stepped_float_outputs(graph, inexact)]
     return found
 
 
@@ -93,7 +97,8 @@ def _user_level() -> int:
 
 def warn_inexact_outputs(graph: Graph, backend: Any) -> None:
     """On an inexact backend, warn (:class:`capviz.InexactResultWarning`) naming the integer
-    and boolean outputs computed from its inexact floats; nothing otherwise."""
+    and boolean outputs computed from its inexact floats, and the float ones read from a step
+    of such a value (:mod:`capviz.replay.steps`); nothing otherwise."""
     if backend.exact:
         return
     found = inexact_integer_outputs(graph, backend)
@@ -102,9 +107,10 @@ def warn_inexact_outputs(graph: Graph, backend: Any) -> None:
     names = ", ".join(f"{out.name!r} ({np.dtype(out.dtype)}, from {origin_text(origin)})"
                       for out, origin in found)
     warnings.warn(
-        f"the {backend.name} backend rounds floats otherwise than NumPy, and the integer or "
-        f"boolean outputs {names} are computed from such floats: they may differ from NumPy's "
-        "by more than any tolerance (an integer off by one, a boolean flipped). Replay with "
-        "backend='numpy' for NumPy's exact values, or find where with "
+        f"the {backend.name} backend rounds floats otherwise than NumPy, and the integer, "
+        f"boolean or stepped outputs {names} are computed from such floats: they may differ "
+        "from NumPy's by more than any tolerance (an integer off by one, a boolean flipped, a "
+        "float read from a rounding, a comparison or an index of such a value off by its "
+        "step). Replay with backend='numpy' for NumPy's exact values, or find where with "
         f"graph.compare(inputs, against={backend.name!r})",
         InexactResultWarning, stacklevel=_user_level())
