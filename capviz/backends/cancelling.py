@@ -310,7 +310,7 @@ def _walk(start: Node, users: dict[int, list[Node]], periodic_: bool,
                     visited.add(user.index)
                     stack.append((user, (*path, user), None, True, True))
                 continue
-            if user.op in CONSUMERS or _tuple_consumer(user) \
+            if user.op in CONSUMERS or tuple_consumer(user) \
                     or (periodic_ and periodic(user)):
                 reach = _consumed(start, value, user, path, factor)
                 if reach is not None:
@@ -544,7 +544,7 @@ def _passes(value: Node, user: Node) -> Any:
     return second if first is value else first
 
 
-def _tuple_consumer(user: Node) -> bool:
+def tuple_consumer(user: Node) -> bool:
     """Whether ``user`` is the ``unpack`` of the result of :data:`TUPLE_CONSUMERS` that takes
     a multiple away from the value (``np.modf(s)[0]``)."""
     if user.op != "unpack" or not user.args or not isinstance(user.args[0], Node):
@@ -580,7 +580,7 @@ def _consumed(start: Node, value: Node, user: Node, path: tuple[Node, ...],
     position = next(k for k, a in enumerate(user.args) if a is value)
     if user.op == "gradient":  # several outputs: the differences of the value's neighbours
         return Reach(start, user, path, position, factor, False) if _floating(value) else None
-    if _tuple_consumer(user):  # np.modf(s)[0], np.divmod(s, d)[1]: of the value divided
+    if tuple_consumer(user):  # np.modf(s)[0], np.divmod(s, d)[1]: of the value divided
         before = path[-2] if len(path) > 1 else start  # what reached the np.modf/np.divmod
         return Reach(start, user, path, 0, factor, False) \
             if value.args and value.args[0] is before else None

@@ -94,6 +94,12 @@ class Carried:
         """The consumers that subtract a mean or sum of a value from it
         (:func:`capviz.backends.cancelling.centres`): tested strictly, with no share kept
         (the walk past a kept add ends there: the lead's ruling 40 17:35)."""
+        self.unpacked = {each[0].consumer.args[0].index: each[0].consumer
+                         for each in self.consumers.values()
+                         if each[0].consumer.op == "unpack"}
+        """The ops of several results (``np.modf``, ``np.divmod``) one of whose unpacks is a
+        consumer (:func:`capviz.backends.cancelling.tuple_consumer`), by the op's index: the
+        trace does not enter an unpack, so the op tests it."""
         self.saved: dict[int, tuple] = {}
         """The operands and result of each declared contraction and path node, by node index,
         for the exact bound a consumer computes where the cheap one fails."""
@@ -144,6 +150,9 @@ class Carried:
         :data:`carried_sources.APPROXIMATED` that reaches one starts its bound."""
         if node.index in self.consumers:  # a consumer of one value may carry another on
             self.consumed(node, args, result)
+        unpack = self.unpacked.get(node.index)
+        if unpack is not None:  # np.modf(v)[0]: its unpack is not traced, tested here
+            self.consumed(unpack, (result,), result[int(unpack.params["index"])])
         own = None
         if node.index in self.declared:
             self.saved[node.index] = (args, result)
@@ -217,7 +226,9 @@ class Carried:
     def consumed(self, node: Node, args: tuple, result: Any) -> None:
         """The add or subtract ``node`` (operands ``args``, ``result``): fails the replay at
         it where the bounds carried to its operands reach beyond the tolerance of ``result``."""
-        carried = [_of(self.bounds, a) for a in node.args]
+        # an unpack (np.modf(v)[0]), tested at its op: the bounds of the op's operands
+        read = node.args[0].args if node.op == "unpack" else node.args
+        carried = [_of(self.bounds, a) for a in read]
         declared = any(r.sum.index in self.declared for r in self.consumers[node.index])
         if all(b is None for b in carried) and not declared:
             return
@@ -227,7 +238,12 @@ class Carried:
         if declared:
             self._declared(node, args, result, carried)
             return
-        total, apart = carried_bounds.consumer_bound(self.jnp, node, args, result, carried)
+        if node.op == "unpack":  # np.modf(v)[0], np.divmod(v, d)[1]: v's bound
+            total, apart = carried_bounds.unpacked(self.jnp, node.args[0], carried[0],
+                                                   carried[1] if len(carried) > 1 else None,
+                                                   result)
+        else:
+            total, apart = carried_bounds.consumer_bound(self.jnp, node, args, result, carried)
         ok = self._within(result, [total])
         if self._products_only(node) and node.index not in self.centrings:
             # a declared product's error, where nothing cancels it
@@ -254,7 +270,7 @@ class Carried:
             if node.index not in self.on_paths and not all(
                     any(n.op in _ADDS for n in r.path) for r in reaches):
                 return False
-        elif node.op not in cancelling.DIFFERENCES | cancelling.SPREADS \
+        elif node.op not in cancelling.DIFFERENCES | cancelling.SPREADS | _OUTERS \
                 and not cancelling.periodic(node):
             return False
         return bool(reaches) and all(contraction_bound.is_contraction_node(r.sum)
@@ -418,6 +434,9 @@ class Carried:
 
 
 _ADDS = frozenset(("add", "subtract"))
+_OUTERS = frozenset(("ufunc_outer",))
+"""``np.subtract.outer``/``np.add.outer``: held to the share kept as a difference is
+(:func:`carried_bounds.not_cancelled`)."""
 
 
 def _of(store: dict, a: Any) -> Any:

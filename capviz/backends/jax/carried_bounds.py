@@ -50,6 +50,27 @@ def consumer_bound(jnp: Any, node: Node, args: tuple, result: Any, carried: list
     return total, None
 
 
+def unpacked(jnp: Any, made: Node, bound: Any, divisor_bound: Any, result: Any) -> tuple:
+    """(the bound of ``result``, ``np.modf(v)``'s fraction or ``np.divmod(v, d)``'s remainder
+    (``made``: the ``modf`` or ``divmod`` node), from ``v``'s ``bound``; where it holds): the
+    value's bound, where the result keeps off the jumps at 0 and at the divisor's magnitude (1
+    for ``np.modf``), as :func:`consumer_bound`'s remainder. A divisor that is a tensor, or
+    carries a bound of its own, has none written here: infinite, the replay fails (W=25w,
+    stop 41; R12 #12: ``np.modf(h * 7)[0]`` of a product's float32 values replayed 0.98 off
+    NumPy's fraction, silently)."""
+    size = jnp.abs(jnp.asarray(result))
+    if bound is None:
+        bound = jnp.zeros(jnp.shape(size))
+    total = jnp.broadcast_to(bound, jnp.shape(size))
+    if made.op == "modf":
+        divisor = 1.0
+    elif len(made.args) > 1 and not isinstance(made.args[1], Node) and divisor_bound is None:
+        divisor = abs(complex(made.args[1]))
+    else:
+        return jnp.full(jnp.shape(size), np.inf), None
+    return total, (total < size) & (total < divisor - size)
+
+
 _BOUNDED = frozenset(("add", "subtract", "diff", "ediff1d", "ufunc_outer", "remainder",
                       "fmod"))
 """The consumers :func:`consumer_bound` writes a bound for besides the spreads and the
@@ -206,11 +227,12 @@ def _differences(jnp: Any, node: Node, args: tuple, result: Any, bounds: list) -
 
 def not_cancelled(jnp: Any, node: Node, args: tuple, result: Any, share: float) -> Any:
     """Where the difference or spread ``node`` (``np.diff`` of ``n=1``, ``np.ediff1d``,
-    ``np.ptp``), or the periodic function (``np.sin``...), does not cancel its operand's values:
-    each result at least ``share`` of the larger magnitude of the values it subtracts (of its
-    value) (the subtract's rule for a declared product,
-    :data:`capviz.backends.jax.carried.DECLARED_KEPT`); ``None`` where no such mask is written
-    (``n`` > 1, values laid beside, ``np.cov``): every value is tested."""
+    ``np.ptp``, ``np.subtract.outer``/``np.add.outer`` of every pair), or the periodic
+    function (``np.sin``...), does not cancel its operand's values: each result at least
+    ``share`` of the larger magnitude of the values it subtracts (of its value) (the
+    subtract's rule for a declared product, :data:`capviz.backends.jax.carried.DECLARED_KEPT`);
+    ``None`` where no such mask is written (``n`` > 1, values laid beside, ``np.cov``): every
+    value is tested."""
     params = node.params
     a = jnp.asarray(args[0])
     if node.op == "diff":
@@ -231,6 +253,9 @@ def not_cancelled(jnp: Any, node: Node, args: tuple, result: Any, share: float) 
                        keepdims=bool(params.get("keepdims", False)))
     elif cancelling.periodic(node):  # np.sin(v) of a small v: about v, not cancelled
         size = jnp.abs(a)
+    elif node.op == "ufunc_outer" and len(args) == 2:  # every pair: the larger of each
+        first, second = (jnp.abs(jnp.asarray(v)) for v in args)
+        size = jnp.maximum(first.reshape(first.shape + (1,) * second.ndim), second)
     else:
         return None
     return jnp.abs(result) >= share * size
