@@ -16,6 +16,7 @@ import collections
 import contextlib
 import dis
 import functools
+import gc
 import inspect
 import linecache
 import traceback
@@ -178,7 +179,10 @@ def capture(fn: Callable, *specs: Any, live: bool = False, on_violation: str = "
     refuses it at its line. Python side effects of ``fn`` (a print, ``next()`` of an
     iterator) happen at capture time, twice; a plain Python value it logs into a list or dict
     it reaches (``self.log.append("step")``) is logged by each replay instead, and refused
-    where two runs log different values. A later capture of the same
+    where two runs log different values. Where ``fn``'s statements name the arrays it writes
+    (``self.W -= ...``, a loop's names over ``zip(self.params, self.mems)``), a first capture
+    runs it twice with those arrays lifted (below) and compares the two graphs, so NumPy's
+    reads of them are recorded too. A later capture of the same
     function and object runs ``fn`` once: the places that held its states are bound to the
     states' tensors before it runs, where a count of references shows nothing else can read
     them (:mod:`capviz.trace.lifted`; anything it cannot decide: the two captures, ``fn`` run
@@ -243,29 +247,39 @@ def _capture(fn: Callable, specs: tuple, live: bool, on_violation: str, rng: Dev
         done = None if plan is None else _capture_lifted(
             fn, names, specs, cap, plan, outside, (on_violation, rng, global_random),
             quiet=True)
+        floats, again_thrown, guessed = True, False, False
         if done is None and lifted.guesses_floats(plan):  # (an int guessed a float: as an int)
             plan = outside = None  # (they hold the arrays: the next plan counts references)
+            floats = False
             plan = lifted.plan(fn, places, floats=False)
             drawn._draws = draws
             outside = outside_writes.note(places if plan is None else plan.others(), fn=fn)
             done = None if plan is None else _capture_lifted(
                 fn, names, specs, cap, plan, outside, (on_violation, rng, global_random),
                 quiet=True)
-        if done is not None and lifted.has_numbers(plan) and (  # (kept numbers, a list
-                recapture.grown(places) or done[0].graph.logged_values or  # grown or a value
+        if done is not None and (lifted.has_numbers(plan) or plan.guessed) and (  # (kept
+                recapture.grown(places) or done[0].graph.logged_values or  # numbers or a
                 any(p.left is not None or p.filled for p in places if p.kind == "items")):
-            done = None  # logged: one run cannot tell len(self.log) or a memo's size read in a
-            #              helper from a constant, 20L 18:10; the two captures decide)
+            done = None  # first capture's guess; a list grown or a value logged: one run
+            #              cannot tell len(self.log) or a memo's size read in a helper from a
+            #              constant, 20L 18:10; the two captures decide)
         elif done is not None and done[1] is None:
-            for callback in list(_observers):  # (told once the run stands)
-                callback(done[0].graph)
-        if done is not None:  # one pass was enough
+            if plan.guessed:  # a first capture: a second lifted run, compared (ruling 36)
+                plan = outside = None  # (they hold the arrays: the next plan counts references)
+                done = _lifted_again(fn, names, specs, cap, places, done, floats,
+                                     (drawn, draws), (on_violation, rng, global_random))
+                again_thrown, guessed = done is None, done is not None
+            for callback in [] if done is None or done[1] is not None else list(_observers):
+                callback(done[0].graph)  # (told once the run stands)
+        if done is not None:  # the lifted runs were enough
             scope, error = done
             graph = scope.graph
         else:
-            if plan is not None:  # a lifted run thrown away: it drew nothing that counts, and
+            thrown = plan is not None or again_thrown
+            if thrown:  # a lifted run thrown away: it drew nothing that counts, and
                 drawn._draws = draws  # left every array as it was (the lifted ones untouched)
-                outside = outside_writes.note(places, fn=fn)
+                plan = outside = None  # (they hold the arrays: a rebinding's plan counts
+                outside = outside_writes.note(places, fn=fn)  # references)
             try:
                 graph, error = _capture_twice(scope, fn, names, specs, outside, cap,
                                               (drawn, draws), global_random)
@@ -273,6 +287,10 @@ def _capture(fn: Callable, specs: tuple, live: bool, on_violation: str, rng: Dev
             except CapvizError as err:
                 refused, graph = err, getattr(err, "graph", None)
             outside = None  # (its copies hold the arrays: a rebinding lifts only unheld ones)
+            if thrown and rebinding.marked(places):  # (the run thrown away left cycles that
+                gc.collect()  # hold its plan, and so the arrays, until the collector runs:
+                #               counted, they made pid_controller's rebinding lift nothing,
+                #               refused one time in two)
             again = None if not rebinding.marked(places) else _capture_rebinding(
                 fn, names, specs, cap, places, graph, (drawn, draws),
                 (on_violation, rng, global_random), refused)
@@ -288,8 +306,9 @@ def _capture(fn: Callable, specs: tuple, live: bool, on_violation: str, rng: Dev
         hooks.uninstall(held)
     if not graph.complete:
         graph.constant_sources, graph.constant_places = {}, {}
-    if graph.complete and done is None:
-        lifted.remember(fn, graph, places)  # its states, lifted at the next capture of fn
+    if graph.complete and (done is None or guessed):  # (two passes, or a first capture's
+        lifted.remember(fn, graph, places)  # two lifted runs: its states, lifted at the
+        #                                     next capture of fn, which runs it once)
     if error is not None and on_violation == "raise":
         raise error
     if graph.complete:
@@ -443,6 +462,38 @@ def _capture_rebinding(fn: Callable, names: list[str], specs: tuple, cap: Captur
     return first, error
 
 
+def _lifted_again(fn: Callable, names: list[str], specs: tuple, cap: CaptureDevice,
+                  places: list, done: tuple[CaptureScope, None], floats: bool,
+                  draws: tuple[Device, int], options: tuple
+                  ) -> tuple[CaptureScope, CapvizError | None] | None:
+    """A first capture's lifted run (``done``, standing) followed by a second lifted run of
+    ``fn``, compared with it (:func:`capviz.trace.rebinding.difference`): the first scope and
+    the refusal, recorded on its graph, of a Python value the call changes from one run to the
+    next (a counter in a helper's module, a schedule: what the two passes of
+    :mod:`capviz.trace.recapture` refuse, and one run would freeze); ``None`` where the second
+    run is thrown away (the two passes decide). The lifted runs read the states through their
+    tensors, so nothing is planted: each run reads what the other does, and a difference
+    comes from Python values alone. The second run draws the indices the first drew."""
+    drawn, before = draws
+    after = drawn._draws
+    plan = lifted.plan(fn, places, floats)
+    if plan is None or not plan.guessed:
+        return None
+    drawn._draws = before
+    outside = outside_writes.note(plan.others(), fn=fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the first run's warnings were given)
+        again = _capture_lifted(fn, names, specs, cap, plan, outside, options, quiet=True)
+    plan = outside = None  # (they hold the arrays)
+    drawn._draws = after
+    if again is None or again[1] is not None:
+        return None
+    first, second = done[0].graph, again[0].graph
+    error = rebinding.difference(first, second) or (
+        logged_runs.differs(first, second) if first.logged_values else None)
+    return done[0], error
+
+
 def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDevice,
                     plan: lifted.Lifted, outside: outside_writes.Snapshot, options: tuple,
                     quiet: bool = False, more: list | None = None
@@ -461,8 +512,9 @@ def _capture_lifted(fn: Callable, names: list[str], specs: tuple, cap: CaptureDe
     scope._places = plan.places
     try:
         _run(scope, fn, names, specs, plan)
-    except Exception:  # (fn's own error, or a refusal: the two captures give today's)
-        failed = True
+    except Exception as err:  # (fn's own error, or a refusal: the two captures give today's)
+        _let_go(err)  # (its frames hold the plan, which holds the arrays: until the collector
+        failed = True  # ran, a rebinding's plan counted them and lifted nothing)
     else:
         failed = False
     finally:

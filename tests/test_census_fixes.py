@@ -13,6 +13,7 @@ import tests.test_public_models as models
 import tests.test_public_training as training
 from capviz.trace import state_fixes
 from tests.helpers.public_census import Program, line_of, refusal, run
+from tests.helpers.two_passes import two_passes  # noqa: F401 (the fixture)
 from tests.test_public_models import Rod, WindowAttention
 from tests.test_public_training import (
     IsingChain,
@@ -20,6 +21,9 @@ from tests.test_public_training import (
     pre_bound_random,
     systematic_resample,
 )
+
+pytestmark = pytest.mark.usefixtures("two_passes")  # (the two passes' refusals: a first
+#   capture that lifts its guess runs lifted, tests/test_first_capture_guessed.py)
 
 # --- (d) an outside ndarray indexed by a tensor computed from a draw ---------------------------
 

@@ -13,7 +13,11 @@ from hypothesis import strategies as st
 
 import capviz as cv
 from capviz.trace import lifted, recapture
+from tests.helpers.two_passes import two_passes  # noqa: F401 (the fixture)
 from tests.test_state_properties import _same, programs, replays_equal_calls, run
+
+pytestmark = pytest.mark.usefixtures("two_passes")  # (the two passes' refusals: a first
+#   capture that lifts its guess runs once, tests/test_first_capture_guessed.py)
 
 
 class _Runs(list):

@@ -12,6 +12,7 @@ import pytest
 
 import capviz as cv
 from tests.helpers.public_census import Program, line_of, refused_at, run
+from tests.helpers.two_passes import two_passes  # noqa: F401 (the fixture)
 
 
 def _x(*shape):
@@ -539,6 +540,10 @@ LEARNING = {
 # --- what the census finds -------------------------------------------------------------------
 
 EXACT = ["char_rnn_clip", "rmsprop_dict"]
+# (refused by the two passes, whose second run found NumPy reading or writing a state; a
+# first capture lifts the arrays its statements write and runs once: every read is the
+# tensor's, recorded)
+EXACT += ["gan_toy_step", "oja_rule"]
 
 
 @pytest.mark.parametrize("name", EXACT)
@@ -605,6 +610,8 @@ REFUSED = [
 
 @pytest.mark.parametrize("name, error, line, code, func, what, fix", REFUSED,
                          ids=[row[0] for row in REFUSED])
+@pytest.mark.usefixtures("two_passes")  # (its message: a first capture
+#   whose guess does not stand; this program, guessed, replays as eager: EXACT)
 def test_the_program_is_refused_at_its_line_with_the_fix(name, error, line, code, func, what,
                                                          fix):
     lines = refused_at(LEARNING[name][0], error, __file__, line, code, func, what)

@@ -9,6 +9,7 @@ import pytest
 
 import capviz as cv
 from tests.helpers.public_census import Program, line_of, refusal, run
+from tests.helpers.two_passes import two_passes  # noqa: F401 (the fixture)
 
 
 def _x(*shape):
@@ -302,6 +303,10 @@ NETWORKS = {
 
 EXACT = ["lstm_cell", "temperature_sampling", "conv_im2col", "masked_attention",
          "dropout_module_rng"]
+# (refused by the two passes, whose second run found NumPy reading or writing a state; a
+# first capture lifts the arrays its statements write and runs once: every read is the
+# tensor's, recorded)
+EXACT += ["weight_decay_inplace"]
 
 
 @pytest.mark.parametrize("name", EXACT)
@@ -345,6 +350,8 @@ REFUSED = [
 
 @pytest.mark.parametrize("name, error, line, code, func, what, fix", REFUSED,
                          ids=[row[0] for row in REFUSED])
+@pytest.mark.usefixtures("two_passes")  # (its message: a first capture
+#   whose guess does not stand; this program, guessed, replays as eager: EXACT)
 def test_the_program_is_refused_at_its_line_with_the_fix(name, error, line, code, func, what,
                                                          fix):
     kind, lines = refusal(NETWORKS[name][0])

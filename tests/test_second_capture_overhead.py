@@ -14,6 +14,10 @@ import capviz as cv
 from capviz.core.errors import CaptureViolation
 from capviz.randomness import backstop, hooks
 from capviz.trace import names, recapture
+from tests.helpers.two_passes import two_passes  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.usefixtures("two_passes")  # (the two passes' refusals: a first
+#   capture that lifts its guess runs lifted, tests/test_first_capture_guessed.py)
 
 
 class Optimiser:

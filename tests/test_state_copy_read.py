@@ -9,6 +9,10 @@ import numpy as np
 import pytest
 
 import capviz as cv
+from tests.helpers.two_passes import two_passes  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.usefixtures("two_passes")  # (the two passes' refusals: a first
+#   capture that lifts its guess runs once, tests/test_first_capture_guessed.py)
 
 
 class HMC:

@@ -9,9 +9,14 @@ import gc
 import weakref
 
 import numpy as np
+import pytest
 
 import capviz as cv
 from capviz.trace import state
+from tests.helpers.two_passes import two_passes  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.usefixtures("two_passes")  # (the two passes' refusals: a first
+#   capture that lifts its guess runs once, tests/test_first_capture_guessed.py)
 
 
 class Step:

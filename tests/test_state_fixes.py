@@ -14,6 +14,10 @@ import pytest
 
 import capviz as cv
 from capviz.trace import state_fixes
+from tests.helpers.two_passes import two_passes  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.usefixtures("two_passes")  # (the two passes' refusals: a first
+#   capture that lifts its guess runs once, tests/test_first_capture_guessed.py)
 
 XS = [np.array([0.5, -1.0, 2.0]), np.array([1.5, 0.25, -0.75]), np.array([-2.0, 1.0, 0.5])]
 

@@ -17,6 +17,10 @@ import pytest
 import capviz as cv
 from capviz.core.errors import IncompleteGraphError, UnsupportedOperationError
 from capviz.trace import recapture
+from tests.helpers.two_passes import two_passes  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.usefixtures("two_passes")  # (the two passes' refusals: a first
+#   capture that lifts its guess runs once, tests/test_first_capture_guessed.py)
 
 capture_module = importlib.import_module("capviz.capture")
 

@@ -82,7 +82,7 @@ import numpy as np
 from capviz.core.ir import Graph, Node
 from capviz.core.own_weakrefs import OwnRef, only_own
 from capviz.core.source import PACKAGE_DIRS, USER_FILES, user_frame
-from capviz.trace import code_reach, kept_numbers, mutation
+from capviz.trace import code_reach, kept_numbers, loop_writes, mutation
 from capviz.trace.places import Place, function_of, tensor_in
 from capviz.trace.rebound import fresh, rebindable
 from capviz.trace.recapture import array_states
@@ -99,6 +99,11 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 whole capture."""
 
 _NO_OWNER = object()
+
+BY_NAMER = "<named as the two captures name it>"
+"""The name of a state a first capture lifts by a guess (:func:`_written`): found when
+:func:`lift` makes its node, from the frames the capture sees, as a state the first of two
+captures finds is named (``opt.params[3]``)."""
 
 
 class _Remembered:
@@ -200,7 +205,7 @@ class Lifted:
     """The states a capture lifts: for each, its array, the places that hold it, its name,
     place and line; after :func:`lift`, its tensor."""
 
-    __slots__ = ("clean", "doubt", "held", "nodes", "places", "states", "tensors")
+    __slots__ = ("clean", "doubt", "guessed", "held", "nodes", "places", "states", "tensors")
 
     def __init__(self, states: list[tuple[np.ndarray, list[Place], str | None, Any, Any]],
                  places: list[Place]) -> None:
@@ -211,6 +216,7 @@ class Lifted:
         self.held = True  # every place still held its tensor when put back
         self.doubt = False  # the run saw what it cannot tell from the two passes' run
         self.clean: set[int] = set()  # nodes known to depend on no lifted state
+        self.guessed = False  # a first capture's: its arrays guessed from fn's statements
 
     def class_read(self, tensor: Tensor, frame: Any) -> None:
         """``tensor.__class__`` read from ``frame`` (``isinstance(self.W, np.ndarray)``,
@@ -249,13 +255,17 @@ def plan(fn: Callable, places: list[Place], floats: bool = True) -> Lifted | Non
     function, owner = key
     table = _table(function, False)
     remembered = None if table is None else table.get(owner if owner is not None else function)
-    if remembered is None and not numbers:
-        return None
+    if remembered is None:  # a first capture: the numbers, and the arrays fn's statements
+        guessed = _written(fn, places)  # write (a guess the run checks: kept())
+        if not numbers and not guessed:
+            return None
+        if reads_type(fn, places):
+            return None  # ``type(self.W)``: no hook sees it (the module docstring, point 5)
+        made = Lifted([_number(*number, fn) for number in numbers] + guessed, places)
+        made.guessed = True
+        return made
     if reads_type(fn, places):
         return None  # ``type(self.W)``: no hook sees it (the module docstring, point 5)
-    if remembered is None:  # (a first capture: the numbers, and the arrays fn writes)
-        return Lifted([_number(*number, fn) for number in numbers] +
-                      _written(fn, places, numbers), places)
     holding = _holding(places)
     by_label = {p.label: p for held in holding.values() for p in held}
     ours = _our_references(places)
@@ -273,37 +283,62 @@ def plan(fn: Callable, places: list[Place], floats: bool = True) -> Lifted | Non
     return Lifted(states, places)
 
 
-def _written(fn: Callable, places: list[Place], numbers: list) -> list[tuple]:
-    """The states of the arrays a first capture of ``fn`` that keeps Python numbers lifts
-    beside them: those ``fn``'s statements write in place (``self.m[...] = b1 * self.m + ...``
-    beside ``self.t += 1``: Adam's, :func:`capviz.trace.kept_numbers.written`), each
-    :func:`liftable` through the places that hold it; ``[]`` where one is not (the run lifts
-    the numbers only, and is thrown away where it writes an array: two captures). A guess the
-    run checks (:func:`kept`: every lifted state written, no array state not lifted)."""
-    if not numbers:
-        return []
+def _written(fn: Callable, places: list[Place]) -> list[tuple]:
+    """The states of the outside arrays a first capture of ``fn`` lifts: those ``fn``'s
+    statements write in place (``self.m[...] = b1 * self.m + ...``, ``self.w -= lr * g``:
+    :func:`capviz.trace.kept_numbers.written`; Adam's moments beside its step counter) or
+    through a loop's name (``for w, m in zip(self.params, self.mems): m += g * g``: each item
+    of the lists, :func:`capviz.trace.loop_writes.written`), each :func:`liftable` through
+    the places that hold it, in the order the call first writes them; ``[]`` where one is not
+    (the run lifts the numbers only where it keeps any, and is thrown away where it writes an
+    array: two captures). A guess the run checks (:func:`kept`: every lifted state written,
+    no array state not lifted)."""
     owner, function = function_of(fn)
-    labels = kept_numbers.written(owner, function)
-    if not labels:
+    code = getattr(function, "__code__", None)
+    if code is None:
         return []
-    code = function.__code__
+    labels = kept_numbers.written(owner, function)
+    loops = loop_writes.written(owner, function)
+    if not labels and not loops:
+        return []
+    containers: dict[int, tuple[int, int, int]] = {}
+    for place in places:  # (the lists and dicts a loop writes the items of, by identity)
+        if place.kind == "items" and type(place.holder) in (list, dict):
+            if place.label in loops:
+                containers[id(place.holder)] = loops[place.label]
+            elif place.label in labels:  # (self.ws[i] -= ...: a list's item by index)
+                line = labels[place.label]
+                containers[id(place.holder)] = (line, 0, line)
     holding = _holding(places)
     ours = _our_references(places)
-    states: list[tuple] = []
+    found: list[tuple[tuple, tuple]] = []
     roots: set[int] = set()
+    counts: collections.Counter = collections.Counter()
     for place in places:
-        if place.label not in labels or type(place.value) is not np.ndarray or \
-                id(place.value) in roots or place.kind not in _SLOTS:
+        if type(place.value) is not np.ndarray or place.kind not in _SLOTS:
+            continue
+        if place.label in labels:
+            line = labels[place.label]
+            order: tuple = (line, 0, 0, 0)
+        elif place.kind in ("list", "dict") and id(place.holder) in containers:
+            loop, position, line = containers[id(place.holder)]  # (each item in turn,
+            #   as the loop writes them: self.mems[0], self.params[0], self.mems[1]...)
+            order = (loop, counts[id(place.holder)], line, position)
+            counts[id(place.holder)] += 1
+        else:
+            continue
+        if id(place.value) in roots:
             continue
         # (no local name holds the array while liftable() counts its references)
         if not liftable(place.value, holding, ours):
             return []
         roots.add(id(place.value))
-        states.append((place.value, holding[id(place.value)], place.label,
-                       place.path or _anchor(place),
-                       (code.co_filename, labels[place.label], code.co_name)))
+        found.append((order, (place.value, holding[id(place.value)], BY_NAMER,
+                              place.path or _anchor(place),
+                              (code.co_filename, line, code.co_name))))
         ours[id(place.value)] += 1  # (the plan's own reference)
-    return states
+    found.sort(key=lambda item: item[0])
+    return [state for _order, state in found]
 
 
 def guesses_floats(lifted: Lifted | None) -> bool:
@@ -425,6 +460,9 @@ def lift(recorder: Any, lifted: Lifted) -> None:
     for root, holders, name, place, source in lifted.states:
         if name is None:  # a rebound place (trace/rebinding.py): named as a constant of
             name, place = _rebind_place(recorder, root, holders[0], place, frame)  # it is
+        elif name is BY_NAMER:  # a first capture's guess: named as the two captures name it
+            name = recorder.namer.find_place(root, recorder.namer.frames(
+                frame, recorder.scopes.entry), placed=False)[0] or holders[0].label
         node = recorder._append("state", None, (), {}, tuple(root.shape), root.dtype, source,
                                 name, frame=frame)
         if _is_number(holders):  # a kept Python number (kept_numbers): written back so
