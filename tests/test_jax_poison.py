@@ -275,3 +275,36 @@ def test_a_nan_in_either_part_of_a_complex_value_leaving_the_program_is_tested(v
         trace.clean(jnp.asarray(np.array([1 + 2j, 3 - 1j], dtype)))
     assert [bool(flag) for flag in trace.flags] == [False, True, False, True]
     assert trace.checks == [(None, "")] * 4  # flags with no node: the precise program says
+
+
+def _recurrence(steps):
+    def fn(th, p):  # a symplectic map, a Fibonacci-style recurrence of two values
+        for _ in range(steps):
+            p = p + th
+            th = th + p
+        return th
+    return fn
+
+
+@pytest.mark.parametrize("steps", [7, 20])
+def test_a_recurrence_of_two_values_compiles_and_replays_as_numpy(steps):
+    # each add and-ed its operands' pending masks, one of which held the other's: a mask
+    # expression that doubled per step, on which XLA's CPU compiler failed from 7 steps on
+    # ('Unknown MLIR failure', R13 #11); now one and per check
+    rng = np.random.default_rng(1)
+    th, p = rng.uniform(0, 6, 256), rng.uniform(-1, 1, 256)
+    fn = _recurrence(steps)
+    graph = cv.capture(fn, th, p)
+    for arithmetic in ("numpy", "xla"):
+        out = graph.replay({"th": th, "p": p}, backend="jax", arithmetic=arithmetic,
+                           to_numpy=True)["out"]
+        assert np.array_equal(out, fn(th, p))
+
+
+def test_a_check_inside_a_recurrence_of_two_values_still_fails_at_its_node():
+    th = np.full(4, 3e-308)
+    p = np.full(4, -2.99e-308)  # p + th is a subnormal, which XLA flushes to 0
+    graph = cv.capture(_recurrence(10), th, p)
+    with pytest.raises(cv.ReplayError, match="add gave 0") as info:
+        graph.replay({"th": th, "p": p}, backend="jax")
+    assert info.value.node.index == graph.ops[0].index

@@ -138,6 +138,11 @@ class Poisons:
         self.tainted: set[int] = set()
         self.pending: dict[int, Any] = {}
         self._own: Any = None
+        # the checks each pending mask is the and of, as bits (one per check, by its order): an
+        # operand's mask whose checks the result's already holds is not and-ed in again
+        self._terms: dict[int, int] = {}
+        self._own_terms = 0
+        self._checks = 0
 
     def __bool__(self) -> bool:
         return bool(self.tainted or self.pending)
@@ -146,9 +151,23 @@ class Poisons:
         jnp = self._jnp
         return jnp.where(mask, value, jnp.asarray(np.nan, value.dtype))
 
-    def result(self, mask: Any) -> None:
-        """The running op's result is to be NaN where ``mask`` is false (pending)."""
-        self._own = mask if self._own is None else self._own & mask
+    def result(self, mask: Any, terms: int = 0) -> None:
+        """The running op's result is to be NaN where ``mask`` is false (pending): a check of
+        its own, or (``terms``: the checks it is the and of) an operand's pending mask.
+
+        An operand's mask whose checks the result's mask already holds is left out, and one
+        that holds all of the result's replaces it: ``p = p + th; th = th + p`` (a recurrence
+        of two values) and-ed each mask with one its other operand's already held, a mask
+        whose expression doubled at every step, on which XLA's CPU compiler failed past 14
+        adds ('Unknown MLIR failure', hostile review 13, finding 11); now it is a chain of
+        one and per check."""
+        if not terms:
+            self._checks += 1
+            terms = 1 << self._checks
+        if self._own is None or terms | self._own_terms == terms:
+            self._own, self._own_terms = mask, terms
+        elif terms | self._own_terms != self._own_terms:
+            self._own, self._own_terms = self._own & mask, self._own_terms | terms
 
     def operand(self, node: Node, value: Any, mask: Any) -> Any:
         """An operand of the running op ``node``, NaN where ``mask`` is false (applied: the op
@@ -169,7 +188,7 @@ class Poisons:
             mask = self.pending.get(a.index)
             carried = _carries(node, k)
             if mask is not None and inherits and carried:
-                self.result(mask)
+                self.result(mask, self._terms[a.index])
                 mask = None
             if mask is not None:
                 out[offset + k] = self._nan(args[offset + k], mask)
@@ -183,7 +202,7 @@ class Poisons:
 
     def settle(self, node: Node, result: Any) -> None:
         """After op ``node`` ran: its pending mask (its own checks' and its operands')."""
-        mask, self._own = self._own, None
+        mask, terms, self._own, self._own_terms = self._own, self._own_terms, None, 0
         if mask is None:
             return
         jnp = self._jnp
@@ -192,6 +211,7 @@ class Poisons:
             self._flag(jnp.all(mask))  # a mask that does not fit the result: tested now
             return
         self.pending[node.index] = mask
+        self._terms[node.index] = terms
 
     def sink(self, value: Any, node: Node) -> None:
         """``value`` (of ``node``) leaves the program: tested for a poisoned NaN."""
