@@ -203,6 +203,8 @@ class DaskBackend(Backend):
                         product_checks.record(node, args, params)
                     if node.index in plan.consumers:
                         result = product_checks.checked(node, result, args)
+                    if node.index in plan.tails:
+                        result = product_checks.tail_checked(node, result)
                 return result
             finally:
                 NODE.reset(token)

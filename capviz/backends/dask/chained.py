@@ -102,12 +102,15 @@ def _keeps(user: Node) -> bool:
     return user.op in kept_error.KEEPS or float_cast
 
 
-def result_bound(carried: Any, result: Any) -> Any:
+def result_bound(carried: Any, result: Any, largest: Any = None) -> Any:
     """``E_C`` of the module docstring: the bound on each value of consumer result ``result``
     (a dask array) whose exact value is within ``carried`` of NumPy's (0-d, float64); not
-    finite where ``carried`` is not."""
+    finite where ``carried`` is not. ``largest``: ``result``'s largest finite magnitude, where
+    the caller has it."""
     eps = float(np.finfo(np.dtype(result.dtype)).eps)
-    return carried * (1 + eps) + eps * (1 + eps) * magnitudes.largest(result)
+    if largest is None:
+        largest = magnitudes.largest(result)
+    return carried * (1 + eps) + eps * (1 + eps) * largest
 
 
 def added(name: str, operands: list, params: dict, dtype: np.dtype, errors: list) -> Any:

@@ -85,7 +85,7 @@ import numpy as np
 from dask.utils import format_bytes, parse_bytes
 
 from capviz.backends import cancelling, contraction_bound
-from capviz.backends.dask import chained, contractions, magnitudes, product_scales
+from capviz.backends.dask import chained, contractions, magnitudes, product_scales, tails
 from capviz.backends.dask.product_tests import (
     CorrWithin,
     CovWithin,
@@ -115,17 +115,21 @@ class Plan:
         consumers: consumer node index -> ``(product index, scale)`` for each path.
         chains: product node index -> ``(consumer index, operand position, scale)`` for each
             consumer whose result it reads (:mod:`capviz.backends.dask.chained`).
+        tails: the last op's node index -> the squared loss or softmax of a consumer's result
+            it ends (:mod:`capviz.backends.dask.tails`).
     """
 
     products: dict[int, Node]
     consumers: dict[int, tuple[tuple[int, float], ...]]
     chains: dict[int, tuple[tuple[int, int, float], ...]] = dataclasses.field(
         default_factory=dict)
+    tails: dict[int, tails.Tail] = dataclasses.field(default_factory=dict)
 
     @property
     def carries(self) -> frozenset[int]:
-        """The consumers whose result's bound a product reads."""
-        return frozenset(c for each in self.chains.values() for c, _, _ in each)
+        """The consumers whose result's bound a product or a tail reads."""
+        return frozenset(c for each in self.chains.values() for c, _, _ in each) \
+            | frozenset(t.consumer for t in self.tails.values())
 
 
 PLAN: ContextVar[Plan | None] = ContextVar("capviz_dask_product_plan", default=None)
@@ -192,6 +196,7 @@ def split(found: dict[int, tuple], nodes: list[Node], returned: set[int],
     users = users_of(nodes)
     order = {node.index: k for k, node in enumerate(nodes)}
     chains: dict[int, dict[tuple[int, int], float]] = {}
+    ends: dict[int, tails.Tail] = {}
     for index in sorted(found, key=lambda i: order.get(i, -1), reverse=True):  # later first
         each = found[index]
         if not each or not _paired(each[0].sum) or fits_one_block(each[0].sum):
@@ -201,8 +206,12 @@ def split(found: dict[int, tuple], nodes: list[Node], returned: set[int],
             continue
         reads = [chained.into_products(reach.consumer, users, products,
                                        product_scales.step, returned) for reach in each]
-        if any(read is None for read in reads):
+        found_tails = [tails.match(reach.consumer, users, returned)
+                       if read is None and reach.consumer.op in chained.CHAINED else None
+                       for reach, read in zip(each, reads)]
+        if any(read is None and tail is None for read, tail in zip(reads, found_tails)):
             continue
+        ends.update((tail.last, tail) for tail in found_tails if tail is not None)
         del kept[index]
         products[index] = each[0].sum
         for reach, scale, read in zip(each, scales, reads):
@@ -213,7 +222,7 @@ def split(found: dict[int, tuple], nodes: list[Node], returned: set[int],
                 into[key] = max(into.get(key, 0.0), factor)
     return kept, Plan(products, {k: tuple(v) for k, v in consumers.items()},
                       {p: tuple((c, k, s) for (c, k), s in v.items())
-                       for p, v in chains.items()})
+                       for p, v in chains.items()}, ends)
 
 
 def users_of(nodes: list[Node]) -> dict[int, list[Node]]:
@@ -419,11 +428,39 @@ def checked(node: Node, result: Any, args: tuple = ()) -> Any:
             carried = carried + 12 * eps * (magnitudes.largest(args[0]) + fourth) / spacing
         if len(node.args) > 1:
             eps *= 2
-    if node.index in plan.carries:  # its result's bound, read by a later product
-        bounds[("result", node.index)] = chained.result_bound(carried, result)
+    if node.index in plan.carries:  # its result's bound, read by a later product or tail
+        largest = magnitudes.largest(result)
+        bounds[("result", node.index)] = chained.result_bound(carried, result, largest)
+        bounds[("largest", node.index)] = largest
     test = Within(node.op, _message_parts(products, sources), rtol, atol, eps)
     return da.blockwise(guard(test), index, result, index, carried, (), dtype=result.dtype,
                         meta=np.empty((0,) * result.ndim, result.dtype))
+
+
+def tail_checked(node: Node, result: Any) -> Any:
+    """The last op ``node`` of a squared loss or softmax (:data:`Plan.tails`) of a consumer's
+    ``result`` (a dask array), failing at the node where the bound carried to that consumer's
+    result can move it beyond its tolerance (:mod:`capviz.backends.dask.tails`)."""
+    plan, bounds = PLAN.get(), BOUNDS.get()
+    if plan is None or bounds is None or not is_array(result):
+        return result
+    tail = plan.tails[node.index]
+    products = [plan.products[index] for index, _ in plan.consumers.get(tail.consumer, ())]
+    sources = [plan.products[i] for p in products for c, _, _ in plan.chains.get(p.index, ())
+               for i, _ in plan.consumers.get(c, ()) if i in plan.products]
+    rtol, atol = get("dask").tolerance_for(result.dtype)
+    words = _message_parts(products, sources)
+    carried = bounds.get(("result", tail.consumer), np.inf)
+    index = tuple(range(result.ndim))
+    meta = np.empty((0,) * result.ndim, result.dtype)
+    if tail.kind == "squares":
+        test = tails.SquaresWithin(tail, words, rtol, atol, result.dtype)
+        return da.blockwise(guard(test), index, result, index, carried, (),
+                            dtype=result.dtype, meta=meta)
+    test = tails.SoftmaxWithin(tail, words, rtol, atol, result.dtype)
+    largest = bounds.get(("largest", tail.consumer), np.inf)
+    return da.blockwise(guard(test), index, result, index, carried, (), largest, (),
+                        dtype=result.dtype, meta=meta)
 
 
 def _covariances(node: Node, result: Any, args: tuple, carried: Any, words: tuple,
