@@ -1,6 +1,6 @@
 """What the checks of GPT-2's fast JAX program (``arithmetic='xla'``) cost, with each of stop
-40's changes (the lead's ruling 40 17:35, W=25p) undone while its program is traced, against
-jax.jit of the same source. Run:
+40's and 41's changes (W=25p) undone while its program is traced, against jax.jit of the same
+source. Run:
 python benchmarks/jax_fast_checks.py [--layers N] [--rounds R] [--clock cpu] [--vocab V]
 
 Programs (each from a capture of its own, traced once, then timed):
@@ -17,6 +17,11 @@ Programs (each from a capture of its own, traced once, then timed):
   subnormal and never negative, made as before stop 40 (``reductions.NONNEGATIVE_TERMS`` empty
   while traced); after, none (and the sum's and its carried bound's reductions read the same
   array: two reductions fewer a head);
+- ``cond widening`` (stop 41): the widening of a head's bound carried through ``p @ v`` where
+  an operand XLA holds 0 carries a bound (``carried_paths._more_terms``) under a ``lax.cond``
+  per contraction, its flag a reduction (144 at 12 layers), as before stop 41
+  (``trace.DEFERRED_WIDENING`` false while traced); after, the fast program tests for such a 0
+  with the merged masks (fused, one reduction) and leaves the widening to the precise program;
 - ``before``: every change above undone at once (where there are several).
 
 Timed interleaved with ``jax.jit`` (medians of ``--rounds`` rounds, each starting one program
@@ -34,14 +39,15 @@ from _common import interleaved
 from _gpt2_jax import arguments, gpt2, ten
 
 import capviz as cv
-from capviz.backends.jax import checks
+from capviz.backends.jax import checks, trace
 from capviz.backends.jax.subnormals import reductions
 
 UNDONE = {
     "merged shares": [(checks, "PROPAGATES", {})],
     "tested exp sums": [(reductions, "NONNEGATIVE_TERMS", frozenset())],
+    "cond widening": [(trace, "DEFERRED_WIDENING", False)],
 }
-"""Each of stop 40's changes, as the patches that undo it while a program is traced."""
+"""Each of stop 40's and 41's changes, as the patches that undo it while a program is traced."""
 
 
 def compiled(forward, spec, probe, patches):

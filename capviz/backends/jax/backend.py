@@ -74,7 +74,7 @@ from capviz.backends.jax import (  # noqa: F401 (forms)
     writes,
 )
 from capviz.backends.jax.ops import OVERRIDES, UNSUPPORTED, functional
-from capviz.backends.jax.trace import bound, tracing
+from capviz.backends.jax.trace import WIDENING, bound, trace_state, tracing
 from capviz.backends.registry import Backend, install_hint, register, unsupported
 from capviz.core.errors import (
     BackendUnavailableError,
@@ -397,13 +397,16 @@ class _Compiled:
             program.constant_nodes, program.host_constants)}
 
         def traced(inputs: tuple, constants: tuple, seed: Any, zero: Any, precise: bool,
-                   input_layouts: tuple = (), xla: bool = False) -> tuple:
+                   input_layouts: tuple = (), xla: bool = False,
+                   deferred: bool = False) -> tuple:
             backend.traces += 1
             program = program_ref()  # alive: a trace runs inside execute(program, ...)
             nodes = [step[-1] for step in program.table if step[1] is not None]
             guard_values: list = []  # what the guards read, checked after the run
             with tracing(nodes, precise, self._jax.numpy) as trace:
                 trace.zero, trace.lax = zero, self._jax.lax  # products rounded: unfused.py
+                if deferred:  # carried_paths._more_terms, at this level of the program
+                    trace.deferred_widening = trace_state()
                 given = len(program.input_names)  # the states' values follow the inputs'
                 trace.layouts = layouts.Layouts(
                     dict(zip(program.input_names, input_layouts[:given])), constant_layouts,
@@ -433,7 +436,12 @@ class _Compiled:
 
         # the fast program merges the elementwise checks (one flag per shape, fused by XLA);
         # the precise one, traced only when a merged flag fails, names the node
-        self._fn = self._jax.jit(traced, static_argnums=(4, 5, 6))
+        self._fn = self._jax.jit(traced, static_argnums=(4, 5, 6, 7))
+        # whether the fast program defers the widening of a bound carried through a contraction
+        # whose operand XLA holds 0 to the precise program (trace.deferred_widening): until the
+        # fast program's test for such a 0 once failed (the precise program then ran), after
+        # which the fast program is traced with that widening (no precise run at each replay)
+        self._deferred = True
         # the subnormal check of the float inputs not known normal: a pass over each, as long
         # as a fused elementwise chain's, in a program of its own, so that the replay's program
         # has no branch, argument or result for it once its inputs are known (a conditional
@@ -455,6 +463,8 @@ class _Compiled:
         program's may hold poisoned NaNs)."""
         jax = self._jax
         checks, failed = self.traced_checks[number], _failed(flags)
+        if any(checks[k] == (None, WIDENING) for k in failed):  # an operand XLA holds 0 with a
+            self._deferred = False  # bound: from now on widened in the fast program (its cond)
         merged = any(node is None for node, _ in checks)
         if merged:  # a merged check may have failed first
             with x64(), jax.default_matmul_precision("highest"):
@@ -510,7 +520,8 @@ class _Compiled:
                     inputs = tuple(x if k not in unknown or is_array(x) else jax.device_put(x)
                                    for k, x in enumerate(inputs))
                 outputs, flags, guard_values, number = self._fn(
-                    inputs, self.constants, key, _ZERO, False, input_layouts, xla)
+                    inputs, self.constants, key, _ZERO, False, input_layouts, xla,
+                    self._deferred)
                 normal = self._check_fn(tuple(inputs[k] for k in unknown)) if unknown else None
             except CapvizError:
                 raise

@@ -15,7 +15,13 @@ from capviz import ops
 from capviz.backends import cancelling, contraction_bound
 from capviz.backends.jax import carried_bounds
 from capviz.backends.jax.carried_sources import APPROXIMATED
-from capviz.backends.jax.trace import dtype_of, host_measured
+from capviz.backends.jax.trace import (
+    WIDENING,
+    deferred_widening,
+    dtype_of,
+    host_measured,
+    require_each,
+)
 from capviz.core.ir import Node
 
 _ROUNDED = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
@@ -235,16 +241,25 @@ def _more_terms(jnp: Any, node: Node, args: Any, known: dict, bound: Any, fn: An
     hostile review 12's note, 18:21): NumPy's operand may be no 0 there, so its sum can add
     more products than XLA's operands count
     (:func:`capviz.backends.jax.carried_contractions.declared_bound`'s ``n``, and its
-    ``n <= 1`` of one product). A ``lax.cond``: the product only where such a 0 is."""
+    ``n <= 1`` of one product). A ``lax.cond``: the product only where such a 0 is. In a
+    replay's fast program (:func:`capviz.backends.jax.trace.deferred_widening`): ``bound``
+    as the cond's other branch gives it, and a merged test that no such 0 is; where one
+    is, the precise program (with this cond) runs, and gives the checks and outputs."""
     import jax
 
+    if not known:
+        return bound
+    if deferred_widening():  # the fast program: a merged test; the precise one has the cond
+        for k, b in known.items():
+            require_each(~((jnp.asarray(args[k]) == 0)
+                           & (jnp.broadcast_to(b, jnp.shape(args[k])) != 0)), WIDENING,
+                         WIDENING)
+        return jnp.asarray(bound).astype(np.float64) + jnp.zeros(jnp.shape(bound), np.float64)
     flag = None
     for k, b in known.items():
         each = jnp.any((jnp.asarray(args[k]) == 0) & (jnp.broadcast_to(b, jnp.shape(args[k]))
                                                        != 0))
         flag = each if flag is None else flag | each
-    if flag is None:
-        return bound
     shapes = [tuple(np.shape(a)) for a, n in zip(args, node.args) if isinstance(n, Node)]
     count = contraction_bound.terms(node.op, shapes, node.params)
     wide = np.sqrt(2) * contraction_bound.gamma(count + len(shapes) + 2, real)

@@ -96,6 +96,12 @@ class Trace:
         self.layouts: Any = None
         """The layout NumPy gives each value (:class:`capviz.backends.jax.layouts.Layouts`),
         for the checks of sums; ``None``: every value taken as C-ordered."""
+        self.deferred_widening: Any = None
+        """Where the fast trace tests, elementwise and merged (:meth:`require_each`), that no
+        contraction's operand XLA holds 0 carries a bound, instead of widening that bound
+        under a ``lax.cond`` per contraction (:func:`deferred_widening`): jax's trace state of
+        the program's own level (not inside a branch of a ``lax.cond``, from which no mask
+        can be kept); ``None``: nowhere."""
 
     @property
     def nodes(self) -> list[Node]:
@@ -119,17 +125,18 @@ class Trace:
         self.checks.append((self.node, message))
         self.flags.append(ok)
 
-    def require_each(self, mask: Any, message: str) -> None:
+    def require_each(self, mask: Any, message: str, group: str = "") -> None:
         """Check every element of ``mask`` (a boolean jax array) after the run. In the precise
         trace, one flag for this node, as :meth:`require`; in the fast one, ``mask`` is and-ed
         into one mask per shape, reduced once at the end (:meth:`merged`): XLA fuses the
         elementwise checks of a chain of ops into the chain, where a flag per op is a reduction
         per value that it cannot fuse. A failed merged flag names no node: the replay runs the
-        precise trace to find it."""
+        precise trace to find it. ``group``: the fast trace's masks of that group are merged
+        apart from the others, and their flag's check names the group (``(None, group)``)."""
         if self.precise:
             self.require(mask.all(), message)
             return
-        key = tuple(mask.shape)
+        key = (group, tuple(mask.shape))
         merged = self._masks.get(key)
         self._masks[key] = mask if merged is None else merged & mask
 
@@ -211,8 +218,8 @@ class Trace:
         for test, pending in self._batches.values():
             self._tested(test, pending)
         self._batches, self._batched_elements = {}, {}
-        for mask in self._masks.values():
-            self.checks.append((None, ""))
+        for (group, _), mask in self._masks.items():
+            self.checks.append((None, group))
             self.flags.append(mask.all())
         self._masks = {}
 
@@ -328,6 +335,42 @@ def precise() -> bool:
     return trace is None or trace.precise
 
 
+DEFERRED_WIDENING = True
+"""Whether a replay's fast program defers the widening of a bound carried through a contraction
+whose operand XLA holds 0 (:func:`deferred_widening`); ``False``: a ``lax.cond`` per such
+contraction in every program, as before stop 41 (``benchmarks/jax_fast_checks.py``'s
+baseline)."""
+
+
+WIDENING = "widening"
+"""The group of the fast trace's merged masks that test "no operand XLA holds 0 carries a
+bound" (:func:`deferred_widening`), the message of their flags' checks."""
+
+
+def deferred_widening() -> bool:
+    """Whether this trace is a fast one that defers :func:`capviz.backends.jax.carried_paths.
+    _more_terms`'s widening: it then tests "no operand XLA holds 0 carries a bound" with the
+    merged masks (:meth:`Trace.require_each`), whose failure reruns the precise program, which
+    widens the bound under its ``lax.cond`` (the same bound, the same checks as before), and
+    after which the replay traces its fast program with the conds
+    (:class:`capviz.backends.jax.backend._Compiled`). A ``lax.cond`` per contraction is a
+    reduction and a branch that XLA cannot fuse: 144 of them in GPT-2 small's program, whose
+    widening GPT-2's values never take."""
+    trace = TRACE.get()
+    if trace is None or trace.precise or trace.deferred_widening is None \
+            or not DEFERRED_WIDENING:
+        return False
+    return trace_state() == trace.deferred_widening
+
+
+def trace_state() -> Any:
+    """jax's state of the trace being made (equal at one level of a program, another inside a
+    ``lax.cond``'s branch)."""
+    from jax.extend.core import get_opaque_trace_state
+
+    return get_opaque_trace_state(convention="flax")
+
+
 def poisoned(value: Any, mask: Any, message: str, operand: bool = False) -> Any:
     """Inside a traced op: its result ``value`` (or an ``operand``) checked element by element
     against ``mask`` (:meth:`Trace.poison`: NaN where it fails in the fast trace, a flag at
@@ -368,12 +411,12 @@ def require_batched(kind: Any, operands: tuple, test: Callable, message: str) ->
         raise ValueError(message)
 
 
-def require_each(mask: Any, message: str) -> None:
+def require_each(mask: Any, message: str, group: str = "") -> None:
     """:func:`require` of every element of ``mask``, fused with the op in a traced program
-    (:meth:`Trace.require_each`)."""
+    (:meth:`Trace.require_each`, merged with the masks of ``group`` in a fast one)."""
     trace = TRACE.get()
     if trace is not None:
-        trace.require_each(mask, message)
+        trace.require_each(mask, message, group)
     elif not bool(mask.all()):
         raise ValueError(message)
 
