@@ -143,6 +143,10 @@ DIGEST = (None, "digest")
 NAMES = ((True, "__dict__"), (None, "keys"))
 """The last steps of the guard of an object's attribute names (code that reads attributes by
 names it builds at run time: :func:`capviz.trace.guard_reach.built_names`)."""
+GLOBAL_NAMES = (None, "names")
+"""The last step of the guard of the names a module's globals bind to Python values
+(:func:`global_names`), where the code reads its globals by names it builds at run time
+(``globals().get(f"CFG{i}", 1.0)``): a ``CFG1`` added after the capture refuses the replay."""
 METADATA = (None, "meta")
 """The last step of the guard of an array the code read only for its ``.shape``, ``len()``,
 ``.dtype``: ``(shape, dtype.str)`` of the array there (its values are not read)."""
@@ -192,7 +196,8 @@ class PythonGuard:
             for is_attribute, key in self.steps:
                 if is_attribute is None:  # a container's keys or length, an array's digest
                     owner = tuple(owner) if key == "keys" else len(owner) if key == "len" \
-                        else _digest(owner) if key == "digest" else _meta(owner)
+                        else _digest(owner) if key == "digest" else global_names(owner) \
+                        if key == "names" else _meta(owner)
                 elif is_attribute:
                     owner = getattr(owner, key)
                 else:
@@ -361,6 +366,8 @@ def _emit(node: _Node, register: int, ops: list, size: int, fused: Any = None) -
                 ops.append((_ONE, _digest, register, guard.value))
             elif key == "meta":
                 ops.append((_ONE, _meta, register, guard.value))
+            elif key == "names":
+                ops.append((_ONE, global_names, register, guard.value))
             else:
                 ops.append((_ONE, len, register, guard.value))
         elif kind and type(key) is str and "." not in key:
@@ -410,6 +417,17 @@ def _absence(step: tuple) -> Any:
     if kind is False and _hashable(key):
         return lambda owner: owner.get(key, _MISSING) if type(owner) is dict else owner[key]
     return None
+
+
+def global_names(space: Any) -> Any:
+    """What the guard of a module's global names (:data:`GLOBAL_NAMES`) reads: the names
+    ``space`` binds to a value a guard holds (:func:`guardable`: a setting, not a function, a
+    class, an array or a notebook's capviz objects), but those starting with ``_`` (a
+    notebook's ``_i3``, ``_3`` history grows with every cell)."""
+    if type(space) is not dict:
+        return _MISSING
+    return tuple(sorted(k for k, v in list(space.items())
+                        if type(k) is str and not k.startswith("_") and guardable(v)))
 
 
 def _meta(owner: Any) -> Any:
@@ -520,6 +538,8 @@ def guard_error(guard: PythonGuard, now: Any) -> GuardError:
         return _array_error(guard, now, block)
     if guard.steps[-2:] == NAMES and now is not _MISSING:
         return _names_error(guard, now, block)
+    if guard.steps[-1:] == (GLOBAL_NAMES,) and now is not _MISSING:
+        return _global_names_error(guard, now, block)
     if guard.left is not _MISSING and now is not _MISSING and same(guard.left, now):
         program = f"{guard.label} absent" if guard.value is ABSENT else shown(guard.value)
         err = GuardError(
@@ -558,6 +578,24 @@ def _names_error(guard: PythonGuard, now: Any, block: bool) -> GuardError:
         f"at run time (getattr(obj, f\"l{{i}}\"), vars(obj); read at {where}), so the graph is the "
         f"program for the attributes {owner} had then.\nFix: capture {guard.fn} again after "
         f"changing the attributes of {owner} (a graph per set of attributes: keep one for each)")
+    err.recorded, err.got, err.place, err.source = guard.value, now, guard.label, guard.source
+    return err
+
+
+def _global_names_error(guard: PythonGuard, now: Any, block: bool) -> GuardError:
+    """The refusal of a replay after the user added or deleted a global setting of a module
+    whose globals the code reads by names it builds at run time (``globals()[f"CFG{i}"]``)."""
+    where = format_source(guard.source) or "its line not found"
+    added = [n for n in now if n not in guard.value]
+    gone = [n for n in guard.value if n not in now]
+    what = " and ".join(part for part in (
+        ", ".join(added) + (" added" if added else ""),
+        ", ".join(gone) + (" deleted" if gone else "")) if part.strip())
+    err = GuardError(
+        f"global {what} since {guard.fn} was captured, whose code reads globals by names it "
+        f"builds at run time (read at {where}), so the graph is the program for the globals "
+        f"there were then.\nFix: capture {guard.fn} again after "
+        f"changing the globals (a graph per set of globals: keep one for each)")
     err.recorded, err.got, err.place, err.source = guard.value, now, guard.label, guard.source
     return err
 

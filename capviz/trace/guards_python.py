@@ -44,11 +44,13 @@ import numpy as np
 from capviz.core.python_guards import (
     ABSENT,
     DIGEST,
+    GLOBAL_NAMES,
     METADATA,
     UNREAD,
     Digest,
     PythonGuard,
     PythonGuards,
+    global_names,
     guardable,
     same,
     settable,
@@ -95,6 +97,9 @@ class _Collector:
         self.checked: set[int] = set()  # (arrays the graph reads itself: _checked_arrays)
         self.written: list = []  # (the arrays it writes: _written_memory)
         self.content_names: set[str] | None = None  # (contents(), computed once)
+        own = function_of(fn)[1]
+        self.defaults = {id(d) for d in (getattr(own, "__defaults__", None),  # (fn's own:
+                                         getattr(own, "__kwdefaults__", None)) if d}  # s[0])
         self.open = tuple(f"{p.label}{sep}" for p in places if p.kind == "keys" and
                           type(p.holder) in self.found.open_classes for sep in ".[")
 
@@ -160,8 +165,9 @@ class _Collector:
         lies inside an object of a user class that reads any attribute (``__getattr__``)."""
         found = self.found
         if found.dynamic or place.label.startswith("type(") or place.label.startswith(
-                self.open or ("\0",)):
-            return True
+                self.open or ("\0",)) or (place.path is not None and
+                                          id(place.path[0]) in self.defaults):
+            return True  # (inside fn's own default argument: def f(x, s=[2.0]): s[0])
         names = code_reach._names_of(place.label)
         if not names:
             return False
@@ -303,11 +309,15 @@ def collect(fn: Callable, places: list[Place], graph: Any, assigns: bool = True,
                     not isinstance(value, types.ModuleType):
                 c.add(f"{prefix}{name}", value, (space, ((False, name),)), None, name,
                       (id(space), name))
+        if every:  # (globals().get(f"CFG{i}", 1.0): a CFG1 added later is read eagerly)
+            c.add("globals().keys()", global_names(space), (space, (GLOBAL_NAMES,)), None,
+                  None)
         for name in sorted(c.found.tried_globals - set(space) - set(vars(builtins))):
             c.add(f"{prefix}{name}", ABSENT, (space, ((False, name),)), None, name,
                   (id(space), name))  # (try: v = SCALE / except NameError: review 11, #6)
     if c.found.built:
         _module_names(c)
+    _own_defaults(c, function_of(fn)[1])
     unset_slots(c, fn, places, _path)
     _memo(c, graph)
     return PythonGuards(c.guards, guards_code.collect(c.found, places, c.name))
@@ -324,6 +334,18 @@ def _helper_defaults(fn: Callable, found: guard_reach.Reached) -> list[Place]:
                 function.__defaults__ or function.__kwdefaults__):
             found_places += default_places(function, function.__name__)
     return found_places
+
+
+def _own_defaults(c: _Collector, function: Any) -> None:
+    """The guards of ``fn``'s own default arguments (``def step(x, s=2.0)``,
+    ``lambda x, *, flag=True: ...``) where they hold Python values: ``step.__defaults__ =
+    (5.0,)`` or ``step.__kwdefaults__["flag"] = False`` after the capture changes what an eager
+    call computes (silent before: each replay computed with the captured value)."""
+    if type(function) is not types.FunctionType:
+        return
+    name = function.__qualname__ if "<" not in function.__qualname__ else function.__name__
+    place = Place("attribute", function, "__defaults__", name, function)
+    _callable_values(c, place, function, (_weakly(function), ()))
 
 
 def _module_names(c: _Collector) -> None:
@@ -672,6 +694,10 @@ def _callable_values(c: _Collector, place: Place, value: Any, where: tuple) -> N
         if defaults and guardable(defaults):
             c.add(f"{place.label}.__defaults__", defaults,
                   (anchor, (*steps, (True, "__defaults__"))), value, "__defaults__")
+        for key, item in (value.__kwdefaults__ or {}).items():  # (def f(x, *, s=2.0))
+            if guardable(item):
+                c.add(f"{place.label}.__kwdefaults__[{key!r}]", item,
+                      (anchor, (*steps, (True, "__kwdefaults__"), (False, key))), value, key)
     elif isinstance(value, functools.partial):
         if value.args and guardable(value.args):
             c.add(f"{place.label}.args", value.args, (anchor, (*steps, (True, "args"))),
