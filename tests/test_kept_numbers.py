@@ -150,30 +150,3 @@ def test_the_quoted_min_is_python_s_min_nan_and_signed_zero_alike(losses):
         graph.replay({"x": x})
         eager.step(x)
         assert np.asarray(eager.best).tobytes() == fixed.best.tobytes()
-
-
-class Bumped:
-    def __init__(self):
-        self.sum = 0.0
-        self.count = 0
-
-    def _bump(self):
-        self.count += 1
-
-    def step(self, x):
-        self.sum += (x ** 2).mean().item()
-        self._bump()
-        return x * 2.0
-
-
-def test_an_update_a_helper_method_makes_beside_it_is_refused_as_an_update_not_a_log():
-    """R11 #10 (wrong message and fix): ``self.sum += (x ** 2).mean().item()`` was taken for a
-    log (``+=`` of a parenthesised value read as a list extended by a tuple), with 'Fix: log
-    the tensor itself: self.sum.extend(...)' on a float (AttributeError when applied)."""
-    with pytest.raises(DataReadError) as info:
-        cv.capture(Bumped().step, cv.spec((4,), "float64"))
-    first, _why, fixed = str(info.value).splitlines()
-    assert "updates a Python number the object keeps" in first, first
-    assert fixed == ("Fix: keep self.sum in a 0-d array and += the tensor itself: self.sum = "
-                     "np.array(self.sum, dtype=float) before the capture, then self.sum += "
-                     "(x ** 2).mean() (the capture records it as a state).")

@@ -540,6 +540,9 @@ def guard_error(guard: PythonGuard, now: Any) -> GuardError:
         return _names_error(guard, now, block)
     if guard.steps[-1:] == (GLOBAL_NAMES,) and now is not _MISSING:
         return _global_names_error(guard, now, block)
+    if guard.steps[-1:] == ((None, "keys"),) and guard.label.endswith(".keys()") and \
+            type(guard.value) is tuple and type(now) is tuple:
+        return _keys_error(guard, now, block)
     if guard.left is not _MISSING and now is not _MISSING and same(guard.left, now):
         program = f"{guard.label} absent" if guard.value is ABSENT else shown(guard.value)
         err = GuardError(
@@ -555,8 +558,9 @@ def guard_error(guard: PythonGuard, now: Any) -> GuardError:
         f"{guard.label} was {shown(guard.value)} when {guard.fn} was captured (read at "
         f"{where}) and {what} now, so the graph computes what the code did with the old "
         f"value.\nFix: capture {guard.fn} again after changing {guard.label} (a graph per "
-        "value: keep one for each)" + ("" if block else ", or pass it to the function as an "
-                                       "argument (an input the graph reads)"))
+        "value: keep one for each)" + ("" if block or guard.label.startswith("type(") else
+                                       ", or pass it to the function as an argument (an "
+                                       "input the graph reads)"))
     err.recorded = guard.value
     err.got = None if now is _MISSING else now
     err.place = guard.label
@@ -578,6 +582,24 @@ def _names_error(guard: PythonGuard, now: Any, block: bool) -> GuardError:
         f"at run time (getattr(obj, f\"l{{i}}\"), vars(obj); read at {where}), so the graph is the "
         f"program for the attributes {owner} had then.\nFix: capture {guard.fn} again after "
         f"changing the attributes of {owner} (a graph per set of attributes: keep one for each)")
+    err.recorded, err.got, err.place, err.source = guard.value, now, guard.label, guard.source
+    return err
+
+
+def _keys_error(guard: PythonGuard, now: tuple, block: bool) -> GuardError:
+    """The refusal of a replay after the user added or deleted a key of a dict the code reads
+    (``self.stats["acc"] = 0.0`` between calls: review 12, finding 14)."""
+    where = format_source(guard.source) or "its line not found"
+    owner = guard.label[:-len(".keys()")]
+    added = [k for k in now if k not in guard.value]
+    gone = [k for k in guard.value if k not in now]
+    what = ", ".join([f"{owner}[{k!r}] added" for k in added] +
+                     [f"{owner}[{k!r}] deleted" for k in gone]) or f"{owner}'s keys reordered"
+    err = GuardError(
+        f"{what} since {guard.fn} was captured, whose code reads {owner} (read at {where}), so "
+        f"the graph is the program for the keys {owner} had then.\nFix: "
+        f"capture {guard.fn} again after changing the keys of {owner} "
+        "(a graph per set of keys: keep one for each)")
     err.recorded, err.got, err.place, err.source = guard.value, now, guard.label, guard.source
     return err
 

@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 
 from capviz import ops
-from capviz.core.source import user_frame
-from capviz.trace import statements
+from capviz.core.source import library_type, user_frame
+from capviz.trace import kept_properties, statements
 
 INT64 = (-2 ** 63, 2 ** 63 - 1)
 _READS = frozenset(("item", "float", "int"))
@@ -229,10 +229,15 @@ def plan(owner: Any, function: Any, places: list[Any], floats: bool = True
     me = _names(function.__code__, owner is not None)
     listed = _statements(tree)
     kept: dict[str, int] = {}
+    helped: set[str] = set()  # (the kept numbers a helper method makes floats of)
     for stmt in listed:
         update = updates(stmt, me)
         if update is not None:
             kept.setdefault(update[0], stmt.lineno + start - 1)
+        for label, as_float in _helper_updates(stmt, me, owner, function.__globals__):
+            kept.setdefault(label, stmt.lineno + start - 1)  # (self.meter.update(v, n))
+            if as_float:
+                helped.add(label)
     if not kept:
         return []
     grown = True
@@ -243,15 +248,19 @@ def plan(owner: Any, function: Any, places: list[Any], floats: bool = True
             if name is not None and name not in kept:
                 kept[name] = stmt.lineno + start - 1
                 grown = True
-    floats = _floats(listed, me, set(kept)) if floats else set()
+    floats = (_floats(listed, me, set(kept)) | helped) if floats else set()
+    roots = {me.me: owner} if me.me is not None else {}
+    plain = {name: _plain_label(name, roots, function.__globals__) for name in kept}
+    lines = {plain[name]: line for name, line in reversed(kept.items())}  # (the first's)
+    floats = {plain[name] for name in floats if name in plain}
     chosen = []
     for place in places:
-        if place.kind in ("attribute", "slot", "dict") and place.label in kept and \
+        if place.kind in ("attribute", "slot", "dict") and place.label in lines and \
                 _python(place.value):
-            chosen.append((place, kept[place.label], type(place.value) is int and
+            chosen.append((place, lines[place.label], type(place.value) is int and
                            place.label in floats))
     ours = {(id(place.holder), place.key): place.label for place, *_ in chosen}
-    for name in kept:  # (self.other.sum where self.other is self.meter: one number, two
+    for name in lines:  # (self.other.sum where self.other is self.meter: one number, two
         parsed = _parse(name)  # paths; a replay after `self.other = Meter()` would update
         if parsed is None or not parsed[1]:  # one: refused)
             continue
@@ -263,11 +272,93 @@ def plan(owner: Any, function: Any, places: list[Any], floats: bool = True
     return chosen
 
 
-def _floats(listed: list[ast.stmt], me: _Names, kept: set[str]) -> set[str]:
+def _plain_label(label: str, roots: dict[str, Any], space: dict) -> str:
+    """``label`` with each step through a plain property (:mod:`capviz.trace.kept_properties`)
+    replaced by the attribute it stands for (``self.s`` -> ``self._s``): the place a
+    replay reads and binds."""
+    parsed = _parse(label)
+    if parsed is None:
+        return label
+    root, steps = parsed
+    value = roots[root] if root in roots else space.get(root, _ABSENT)
+    out = root
+    for is_attribute, key in steps:
+        if value is _ABSENT:
+            return label
+        if is_attribute and not _held_directly(value, key):
+            key = kept_properties.backing(type(value), key) or key
+        out += f".{key}" if is_attribute else f"[{key!r}]"
+        value = _step(value, [(is_attribute, key)])
+    return out
+
+
+def _held_directly(value: Any, key: str) -> bool:
+    own = getattr(value, "__dict__", None)
+    return isinstance(own, dict) and key in own
+
+
+def _method(kind: type, name: str) -> Any:
+    """The plain function ``kind``'s objects call as method ``name`` where it is the user's
+    (``AverageMeter.update``), else ``None``."""
+    found = next((vars(k)[name] for k in kind.__mro__ if name in vars(k)), None)
+    if type(found) is not types.FunctionType or library_type(kind) or \
+            found.__code__.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS) or \
+            _tree(found.__code__) is None:
+        return None
+    return found
+
+
+def _helper_updates(stmt: ast.stmt, me: _Names, owner: Any, space: dict
+                    ) -> list[tuple[str, bool]]:
+    """``(label, makes a float)`` of each number a method that ``stmt`` calls on a held
+    object updates on that object (``self.meter.update(loss.item(), n)`` whose ``update``
+    does ``self.sum += val * n; self.count += n; self.avg = self.sum / self.count``:
+    ``self.meter.sum``, ``self.meter.count``, ``self.meter.avg``), as :func:`plan` reads
+    ``fn``'s own statements; one level of calls."""
+    found: list[tuple[str, bool]] = []
+    for call in ast.walk(stmt):
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+            continue
+        base = me.path(call.func.value, bare=True)
+        parsed = None if base is None else _parse(base)
+        if parsed is None:
+            continue
+        root, steps = parsed
+        held = _step(owner if root == me.me else space.get(root, _ABSENT), steps)
+        method = None if held is _ABSENT else _method(type(held), call.func.attr)
+        if method is None:
+            continue
+        helper = _names(method.__code__, True)
+        listed = _statements(_tree(method.__code__)[0])
+        kept = {update[0] for update in map(lambda st: updates(st, helper), listed) if update}
+        grown = bool(kept)
+        while grown:
+            grown = False
+            for st in listed:
+                name = _derived(st, helper, kept)
+                if name is not None and name not in kept:
+                    kept.add(name)
+                    grown = True
+        params = method.__code__.co_varnames[1:method.__code__.co_argcount]
+        items = {params[k] for k, arg in enumerate(call.args) if k < len(params) and
+                 (_is_item(arg) or (isinstance(arg, ast.Name) and arg.id in me.items))} | {
+            kw.arg for kw in call.keywords if kw.arg is not None and (
+                _is_item(kw.value) or (isinstance(kw.value, ast.Name) and
+                                       kw.value.id in me.items))}  # (update(loss.item()))
+        floats = _floats(listed, helper, kept, items)
+        for label in kept:
+            if label.startswith(f"{helper.me}.") or label.startswith(f"{helper.me}["):
+                found.append((base + label[len(helper.me):], label in floats))
+    return found
+
+
+def _floats(listed: list[ast.stmt], me: _Names, kept: set[str],
+            items: frozenset | set = frozenset()) -> set[str]:
     """The kept places a statement makes a float of, read from its form (``self.sum +=
     loss.item() * n``, ``float(t)``, a float literal, ``/``): a meter reset to the int ``0``
     is lifted as a float from its first call (:func:`converts` checks that every use of the
-    int converts it to a float first, as Python's ``int + float`` does)."""
+    int converts it to a float first, as Python's ``int + float`` does); ``items``: names
+    that hold a ``t.item()`` too (a helper's parameter given one)."""
     found = set()
     for stmt in listed:
         target = stmt.target if isinstance(stmt, ast.AugAssign) else \
@@ -287,7 +378,7 @@ def _floats(listed: list[ast.stmt], me: _Names, kept: set[str]) -> set[str]:
             elif isinstance(sub, ast.UnaryOp):
                 stack.append(sub.operand)
             elif (isinstance(sub, ast.Constant) and type(sub.value) is float) or \
-                    (isinstance(sub, ast.Name) and sub.id in me.items) or \
+                    (isinstance(sub, ast.Name) and (sub.id in me.items or sub.id in items)) or \
                     (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and
                      sub.func.attr == "item") or \
                     (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and
@@ -340,6 +431,10 @@ def _step(value: Any, steps: list[tuple[bool, Any]]) -> Any:
         own = getattr(value, "__dict__", None)
         if isinstance(own, dict) and step in own:
             value = own[step]
+            continue
+        plain = kept_properties.backing(type(value), step)  # (self.s: self._s)
+        if plain is not None and isinstance(own, dict) and plain in own:
+            value = own[plain]
             continue
         slot = next((vars(k)[step] for k in type(value).__mro__ if step in vars(k)), None)
         value = slot.__get__(value) if isinstance(slot, types.MemberDescriptorType) and \
@@ -473,7 +568,8 @@ def item(tensor: Any) -> Any:
     frame = user_frame(sys._getframe(1))
     found = None if frame is None else _statement(frame)
     if found is None:
-        if frame is None or not _item_local(frame):  # (l = loss.item(); self.sum += l)
+        if frame is None or not (_item_local(frame) or  # (l = loss.item(); self.sum += l)
+                                 _item_argument(frame)):  # (self.meter.update(l.item(), n))
             return None
     elif not _kept_target(recorder, frame, found[0], found[1]) or \
             not _operands_only(found[0], found[1], found[2]):
@@ -521,6 +617,72 @@ def _item_local(frame: Any) -> bool:
         owner = next((st for st in listed if updates(st, me) is not None and
                       any(sub is node for sub in ast.walk(st))), None)
         if owner is None or not _operands_only(owner, me, node):
+            return False
+    return bool(loads)
+
+
+def _item_argument(frame: Any) -> bool:
+    """Whether ``frame`` runs ``t.item()`` as an argument of a call of a method of a held
+    object (``self.meter.update(loss.item(), n)``, :func:`_helper_updates`) whose parameter
+    it binds is read only as an operand of updates of numbers that object keeps (``self.sum
+    += val * n``, as :func:`_operands_only`) and bound nowhere else: its value goes to no
+    other code. The update's target not kept, the tensor stays there and the lifted run is
+    thrown away."""
+    here = statements.instruction(frame)
+    found = _tree(frame.f_code)
+    if here is None or here.positions is None or here.positions.lineno is None or \
+            found is None:
+        return False
+    tree, start, shift = found
+    me = _names(frame.f_code, True)
+    pos = here.positions
+    line = pos.lineno - start + 1
+    for stmt in _statements(tree):
+        if not stmt.lineno <= line <= stmt.end_lineno:
+            continue
+        for call in ast.walk(stmt):
+            if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+                continue
+            bound = [(k, arg) for k, arg in enumerate(call.args)] + \
+                [(kw.arg, kw.value) for kw in call.keywords if kw.arg is not None]
+            at = next((k for k, arg in bound if _is_item(arg) and arg.lineno == line and
+                       arg.col_offset + shift == pos.col_offset and
+                       arg.end_col_offset + shift == pos.end_col_offset), None)
+            if at is None:
+                continue
+            base = me.path(call.func.value, bare=True)
+            parsed = None if base is None else _parse(base)
+            if parsed is None or any(isinstance(a, ast.Starred) for a in call.args):
+                return False
+            root, steps = parsed
+            held = _step(frame.f_locals.get(root, _ABSENT) if root == me.me else
+                         frame.f_globals.get(root, _ABSENT), steps)
+            method = None if held is _ABSENT else _method(type(held), call.func.attr)
+            if method is None:
+                return False
+            names = method.__code__.co_varnames[1:method.__code__.co_argcount +
+                                                method.__code__.co_kwonlyargcount]
+            param = names[at] if type(at) is int and at < method.__code__.co_argcount - 1 \
+                else at if at in names else None
+            return param is not None and _operand_parameter(method, param)
+    return False
+
+
+def _operand_parameter(method: Any, name: str) -> bool:
+    """Whether parameter ``name`` of ``method`` is bound nowhere in it and read only as an
+    operand of its updates of kept numbers (:func:`_operands_only`)."""
+    tree = _tree(method.__code__)[0]
+    helper = _names(method.__code__, True)
+    if any(isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load)
+           for node in ast.walk(tree)):
+        return False
+    loads = [node for node in ast.walk(tree) if isinstance(node, ast.Name) and
+             node.id == name and isinstance(node.ctx, ast.Load)]
+    listed = _statements(tree)
+    for node in loads:
+        owner = next((st for st in listed if updates(st, helper) is not None and
+                      any(sub is node for sub in ast.walk(st))), None)
+        if owner is None or not _operands_only(owner, helper, node):
             return False
     return bool(loads)
 
