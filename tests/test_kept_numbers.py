@@ -2,7 +2,8 @@
 spelling the lifted numbers do not replay (``int()`` of a float tensor, ``float(loss) * n``:
 tests/test_lifted_python_numbers.py replays the others): refused at the read, with a spec and
 with an example alike, with the one fix that works (keep it in a 0-d array written with the
-tensor itself: a state), which replays as eager over 3 calls (ruling 38 10:50)."""
+tensor itself: a state, which replays as eager over 3 calls, ruling 38 10:50; for
+``float(loss) * n``, write ``loss.item() * n``: tests/test_kept_numbers_messages.py)."""
 
 from __future__ import annotations
 
@@ -43,9 +44,8 @@ CASES = {
           "np.array(self.correct) before the capture, then self.correct += (x * x).sum() "
           "(the capture records it as a state)."),
     Total: ("float(loss)", "float()",
-            "keep self.total in a 0-d array and += the tensor itself: self.total = "
-            "np.array(self.total, dtype=float) before the capture, then self.total += loss * "
-            "x.shape[0] (the capture records it as a state)."),
+            "write loss.item() for float(loss): self.total += loss.item() * x.shape[0] (a "
+            "replay updates self.total from .item() in Python's operators, as the call does)."),
 }
 
 

@@ -94,11 +94,25 @@ def total_fix(call: str, source: Any, code: str = "", operand: str = "") -> str 
     text, at = _statement(line, at)
     if _extends(text):
         return None  # (self.hist += [loss.item()]: a log, logging_fix's)
+    item = _item_for(call, code, operand)
+    local = _LOCAL.match(text)
+    if local is not None and item is not None and local["rest"].strip() == code.strip():
+        target = _updated_by(local["name"], source, text)  # (v = float(loss); self.t += v:
+        if target is None:                                 # review 12, finding 4)
+            return None
+        return (f"write {local['name']} = {item} for {code.strip()} (a replay updates {target} "
+                "from it in Python's operators, as the call does)")
     total, best = _TOTAL.match(text), _BEST.match(text)
     found = total or best
     if found is None or at < found.start("rest") or at + len(code) > found.end("rest"):
         return None
     target, value = found["target"], unwrapped(found["rest"])
+    if item is not None and value != code.strip():  # (self.total += float(loss) * n: R12 #3)
+        rest = found["rest"].replace(code.strip(), item, 1)
+        written = f"{target} {total['op']}= {rest}" if total is not None else \
+            f"{target} = {best['pick']}({target}, {rest})"
+        return (f"write {item} for {code.strip()}: {written} (a replay updates {target} from "
+                ".item() in Python's operators, as the call does)")
     if value.startswith("(") and _closing(value, 1) == len(value) - 1:
         value = value[1:-1]  # (((pred == y).sum()): the whole value, unwrapped)
     as_float = ", dtype=float" if call == "float()" or (call == ".item()" and re.search(
@@ -113,6 +127,56 @@ def total_fix(call: str, source: Any, code: str = "", operand: str = "") -> str 
     return (f"keep {target} in a 0-d array written with the tensor itself: {before}, then "
             f"{target}[...] = np.where({value} {side} {target}, {value}, {target}) (the capture "
             "records it as a state)")
+
+
+_LOCAL = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*=(?!=)\s*(?P<rest>.+?)\s*$")
+_WRAPPED = re.compile(r"^(?:float|int)\((?P<inner>.+)\)$")
+_CHAIN = re.compile(r"[A-Za-z_][\w.]*(?:\([^()]*\))*")
+
+
+def _item_for(call: str, code: str, operand: str) -> str | None:
+    """``loss.item()`` for the read ``float(loss)`` (``int(n)``) where ``.item()`` gives the
+    same Python number (a float tensor's ``float()``, an integer tensor's ``int()``: its dtype
+    read from ``operand``, ``%2 (mean, float64[])``), else ``None``."""
+    wrapped = _WRAPPED.match(code.strip())
+    dtype = re.search(r",\s*(\w+)\[", operand or "")
+    if wrapped is None or dtype is None or call not in ("float()", "int()"):
+        return None
+    try:
+        kind = np.dtype(dtype.group(1)).kind
+    except TypeError:
+        return None
+    if kind not in ("f" if call == "float()" else "iu"):
+        return None
+    inner = wrapped["inner"].strip()
+    return f"{inner}.item()" if _CHAIN.fullmatch(inner) else f"({inner}).item()"
+
+
+def _updated_by(name: str, source: Any, text: str) -> str | None:
+    """The target of the update of a kept number (``self.total += v``, ``self.best =
+    min(self.best, v)``) that local ``name`` assigned on ``source``'s line (``text``) is read by,
+    where every later line of its block that names it is one (read from the source)."""
+    indent = len(text) - len(text.lstrip())
+    pattern = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
+    target = None
+    number = source[1] + 1
+    while True:
+        line = linecache.getline(source[0], number)
+        if not line:
+            break
+        number += 1
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if len(line) - len(line.lstrip()) < indent:
+            break
+        if not pattern.search(line):
+            continue
+        found = _TOTAL.match(line.rstrip("\n")) or _BEST.match(line.rstrip("\n"))
+        if found is None or pattern.search(found["target"]) or \
+                not pattern.search(found["rest"]):
+            return None
+        target = target or found["target"]
+    return target
 
 
 _SCALAR = ("each replay logs NumPy's scalar of its value, np.float64, which is a float; take "

@@ -673,6 +673,19 @@ SITUATIONS: list[Situation] = [
         "    def f(self, x):\n        return x * next(self.steps)\n\n"
         "cv.capture(C().f, cv.spec(3, \"float64\"))"),
     Situation(
+        "cached_property_filled", "unsupported_op",
+        _call_is("a functools.cached_property the call fills"),
+        "{operand} is a functools.cached_property, which this call computes and caches",
+        "capviz cannot record it: a first call computes it and caches it in the object, a "
+        "later call reads the cache, and a replay runs no Python to fill it ({reason_why}).",
+        "call the function once before capturing it, so that the capture reads the cached "
+        "{operand}, as every later call does.",
+        "import functools\n\n\nclass C:\n    def __init__(self):\n        self.W = np.ones(3)\n\n"
+        "    @functools.cached_property\n    def norm(self):\n"
+        "        return np.linalg.norm(self.W)\n\n"
+        "    def f(self, x):\n        return x / self.norm\n\n\n"
+        "cv.capture(C().f, cv.spec(3, \"float64\"))"),
+    Situation(
         "changes_per_call", "unsupported_op",
         _call_is("a Python number that changes from call to call"),
         "{operand} is a Python number that changes from call to call",

@@ -56,7 +56,8 @@ def read(rec: Any, tensor: Any, call: str) -> np.ndarray:
     frame = user_frame(sys._getframe(1))
     if has_example and call in READS and logging_fix(
             call, user_source(), user_code(frame).text, frame) is None and total_fix(
-            call, user_source(), user_code(frame).text) is None:  # (self.n += int(t): ruling 38)
+            call, user_source(), user_code(frame).text, _describe(node)) is None:  # (self.n +=
+        #                                                                 int(t): ruling 38)
         try:  # (a value logged, losses.append(loss.item()): no guard, refused; review 8 #18)
             value = np.asarray(examples.value(node))
         except NoExample:  # an input given by its spec: refused as without examples

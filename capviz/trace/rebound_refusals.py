@@ -5,6 +5,7 @@ about, a class attribute shadowed."""
 
 from __future__ import annotations
 
+import functools
 import linecache
 import re
 from collections.abc import Callable
@@ -17,7 +18,14 @@ from capviz.core.user_code import UserCode, shorten
 from capviz.core.violations import Failure, explain
 from capviz.trace import code_reach, effects, state_fixes
 from capviz.trace.effects import REBOUND
-from capviz.trace.fn_lines import label_pattern, naming_line, writing_line
+from capviz.trace.fn_lines import (
+    body,
+    label_pattern,
+    line_at,
+    naming_line,
+    source_lines,
+    writing_line,
+)
 from capviz.trace.places import REBINDABLE, Place
 from capviz.trace.recapture import CHANGES, line_code
 from capviz.trace.tensor import Tensor
@@ -28,6 +36,29 @@ _UPDATE = re.compile(r"^\s*(?P<target>[\w.]+(?:\[[^\]=]+\][\w.]*)*)\s*=\s*(?P=ta
 
 OWNER = "an attribute of an object the call updates by its method"
 """The ``call`` of the situation ``updated_by_method`` (an AverageMeter's ``self.sum += v``)."""
+
+
+CACHED = "a functools.cached_property the call fills"
+"""The ``call`` of the situation ``cached_property_filled`` (R12 #2)."""
+
+
+def _cached_property(place: Place) -> bool:
+    """Whether attribute ``place`` is a ``functools.cached_property`` of its object's class
+    (the call's first read computes it and stores it in the object's ``__dict__``)."""
+    kind = type(place.holder)
+    found = next((vars(k)[place.key] for k in kind.__mro__ if place.key in vars(k)), None)
+    return isinstance(found, functools.cached_property)
+
+
+def _reading_line(fn: Callable, label: str) -> tuple[Any, str]:
+    """``((file, line, function), code)`` of the first line of ``fn`` naming ``label``."""
+    found = source_lines(fn)
+    if found is None:
+        return None, ""
+    code, lines, start = found
+    name = re.compile(rf"(?<![\w.]){label_pattern(label)}(?![\w])")
+    return next(((line_at(code, start + offset), text) for offset, text in body(lines)
+                 if name.search(text)), (None, ""))
 
 
 def owner_fix(place: Place, fn: Callable | None) -> tuple[Any, str, str, str] | None:
@@ -73,6 +104,14 @@ def refuse_changed(place: Place, now: Any, recorder: Any, source: Any,
     finding 25), at the line of ``fn`` that writes it, else at ``source`` (the capture's
     line): a replay repeats what the capture computed from its value, and does not change
     it."""
+    if place.kind == "attribute" and _cached_property(place):
+        where, text = _reading_line(fn, place.label) if fn is not None else (None, "")
+        message = explain(Failure(
+            "unsupported_op", CACHED, place.label, where or source,
+            UserCode("other", shorten(text)), None,
+            f"the capture's call cached {now!r} there, and the capture put back what it held"))
+        recorder.pending.append(("unsupported_op", CACHED, message, where or source))
+        return
     reason = (f"the call changes {place.label} ({place.value!r} -> {now!r}) every time it "
               "runs, and the capture put it back")
     owned = owner_fix(place, fn) if place.kind == "attribute" else None
