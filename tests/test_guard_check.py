@@ -129,7 +129,16 @@ def test_keys_in_another_order_refuse_and_equal_keys_in_new_objects_replay():
     model.layers.by_name = {"".join(["l", str(k)]): layers[f"l{k}"] for k in range(3)}
     np.testing.assert_array_equal(graph.replay({"x": X})["out"], _eager(model))
     model.layers.by_name = {k: layers[k] for k in ("l1", "l0", "l2")}
-    _refused(graph, "self.layers.by_name.keys()", "('l0', 'l1', 'l2')", "is ('l1', 'l0', 'l2')")
+    with pytest.raises(GuardError) as info:  # (the keys named, stop 41)
+        graph.replay({"x": X})
+    first, fix = str(info.value).splitlines()
+    assert re.fullmatch(r"self\.layers\.by_name's keys reordered since forward was captured, "
+                        r"whose code reads self\.layers\.by_name \(read at "
+                        r"\S*test_guard_check\.py:\d+ in forward\), so the graph is the program "
+                        r"for the keys self\.layers\.by_name had then\.", first), first
+    assert fix.startswith("Fix: capture forward again after changing the keys of "
+                          "self.layers.by_name")
+    assert info.value.place == "self.layers.by_name.keys()"
 
 
 def test_a_dict_edit_and_an_attribute_shadowing_the_class_s_refuse():

@@ -394,8 +394,14 @@ def test_a_layer_added_a_key_added_a_dtype_and_a_default_changed_are_refused():
              _line(Layers.forward, "self.layers"))
     m.layers.pop()
     m.cfg["s"] = 4.0
-    _refused(graph, "self.cfg.keys()", "()", "('s',)", "forward",
-             _line(Layers.forward, "self.cfg"))
+    with pytest.raises(GuardError) as info:  # (R12 #14: the key named, stop 41)
+        graph.replay({"x": X})
+    assert re.fullmatch(
+        rf"self\.cfg\['s'\] added since forward was captured, whose code reads self\.cfg \(read "
+        rf"at \S*{HERE}:{_line(Layers.forward, 'self.cfg')} in \w+\), so the graph is the program "
+        r"for the keys self\.cfg had then\.\nFix: capture forward again after changing the keys "
+        r"of self\.cfg \(a graph per set of keys: keep one for each\)", str(info.value)), \
+        str(info.value)
     del m.cfg["s"]
     m.dt = np.float32
     _refused(graph, "self.dt", "<class 'numpy.float64'>", "<class 'numpy.float32'>",
