@@ -855,15 +855,15 @@ def _class_reads(place: Place, found: guard_reach.Reached
     opened = kind in found.open_classes
     found_here = []
     held: set[str] = set()
-    called: list[tuple[str, Any]] = []  # (the methods of its class the code names)
+    called = None  # (a method of its class the code names)
     for klass in kind.__mro__:
         if klass is object:
             break
         for key, value in list(vars(klass).items()):
-            if key not in held and not key.startswith("__") and key not in own and \
+            if called is None and not key.startswith("__") and key not in own and \
                     isinstance(value, (types.FunctionType, staticmethod)) and \
                     (key in found.names or found.dynamic or opened):
-                called.append((key, getattr(kind, key)))
+                called = key
             held.add(key)
             if key.startswith("__") or key in own or not guardable(value):
                 continue
@@ -871,15 +871,9 @@ def _class_reads(place: Place, found: guard_reach.Reached
                 continue
             found_here.append((f"{place.label}.{key}", value, (anchor, (*steps, (True, key))),
                                key))
-    if called and users:  # (self.meter.update(v): the class swapped or its method
-        found_here.append((f"type({place.label})", kind,  # patched after the capture runs
-                           (anchor, (*steps, (True, "__class__"))), called[0][0]))  # other code)
-        for key, function in called:
-            found_here.append((f"type({place.label}).{key}", function,
-                               (anchor, (*steps, (True, "__class__"), (True, key))), key))
-            if isinstance(own, frozenset) and hasattr(obj, "__dict__"):
-                found_here.append((f"{place.label}.{key}", ABSENT,
-                                   (anchor, (*steps, (True, "__dict__"), (False, key))), key))
+    if called is not None and users and steps:  # (self.meter = Doubled() after the capture:
+        found_here.append((f"type({place.label})", kind,  # the eager call runs the new class's
+                           (anchor, (*steps, (True, "__class__"))), called))  # code; not fn's own
     absent = set(found.tried)  # (names read where an AttributeError is caught: R11 #6)
     if found.strung:
         absent |= found.strings
