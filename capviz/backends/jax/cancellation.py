@@ -97,7 +97,7 @@ from typing import Any
 import numpy as np
 
 from capviz.backends import cancelling, contraction_bound
-from capviz.backends.jax import carried, carried_sources, layouts, numpy_order
+from capviz.backends.jax import amplified, carried, carried_sources, layouts, numpy_order
 from capviz.backends.jax.trace import TRACE, dtype_of, require_each
 from capviz.core.ir import Node
 from capviz.ops.products import einsum_terms
@@ -339,7 +339,8 @@ def _sum_cancels(jnp: Any, name: str, label: str, fn: Callable, args: tuple, par
         options["initial"] = abs(complex(params["initial"]))  # a term: its magnitude
     count = max(int(np.prod(a.shape)) // max(int(np.prod(np.shape(result))), 1), 1)
     largest = float(np.finfo(wide).max) / (count if name in MEANS else 1)
-    rtol, atol = tolerance(real)
+    # atol over what the readers scale the sum's error by (x.sum(1) * 1e12: stop 41)
+    rtol, atol = amplified.tolerance(*tolerance(real), amplified.of_current())
     eps = float(np.finfo(wide).eps)
     message = _SUM.format(op=label, eps=eps)
     if not _pairwise(name, params, a):  # NumPy rounds each of the n partial sums (row by row)
@@ -393,7 +394,7 @@ def _einsum_checked(jnp: Any, fn: Callable) -> Callable:
         if n <= 1:  # a transpose, a diagonal: no sum
             return result
         real = np.dtype(out.type(0).real.dtype)
-        rtol, atol = tolerance(real)
+        rtol, atol = amplified.tolerance(*tolerance(real), amplified.of_current())
         eps = n * float(np.finfo(real).eps)
         kept_each = bound = None
         for part in ((jnp.real, jnp.imag) if out.kind == "c" else (None,)):

@@ -19,7 +19,8 @@ from capviz.core.ir import Node
 
 def declared_bound(jnp: Any, node: Node, args: tuple, result: Any) -> Any:
     """The bound of XLA's contraction ``result`` (``np.matmul``...) from NumPy's, which is
-    its BLAS's order; 0 where the result is not finite; ``None`` for an integer result.
+    its BLAS's order; 0 where the result is not finite, infinite where no bound holds (a
+    float16 one of ``k >= 2048`` products: ``k u >= 1``); ``None`` for an integer result.
     Whatever the signs of its products (the lead's ruling 37 07:30 (a): where they cancel
     among themselves, a layer's weights of both signs, NumPy's value and XLA's are as far
     apart as where they add up as one sign's; the hostile review 8's #16, #20 and #28
@@ -64,8 +65,10 @@ def declared_bound(jnp: Any, node: Node, args: tuple, result: Any) -> Any:
         g = jnp.minimum(g, each)
         bound = jnp.where((m == 2) & (terms <= 1) & (kind.kind != "c"), floor,
                           2 * g * size + floor)
-    finite = jnp.isfinite(jnp.abs(result)) & jnp.isfinite(bound)
-    return jnp.where(finite, bound, 0)
+    # an infinite bound (float16's gamma_k for k >= 2048) stays infinite: the consumer fails
+    # (it was 0, a pass, before stop 41); products all 0 add up to 0 in every order
+    bound = jnp.where(jnp.isnan(bound) & (size == 0), floor, bound)
+    return jnp.where(jnp.isfinite(jnp.abs(result)), bound, 0)
 
 
 def _nonzero_terms(jnp: Any, fn: Any, node: Node, args: tuple, kept: dict) -> Any:
@@ -235,5 +238,5 @@ def _norm_bound(jnp: Any, x: Any, result: Any, real: np.dtype) -> Any:
     apart = jnp.where(low > 0, jnp.minimum(jnp.sqrt(d), d / (2 * jnp.sqrt(jnp.maximum(low,
                       1e-300)))), jnp.sqrt(d))
     bound = apart + float(np.finfo(real).eps) * jnp.sqrt(total * (1 + g))
-    finite = jnp.isfinite(jnp.abs(result)) & jnp.isfinite(bound)
-    return jnp.where(finite, bound, 0).reshape(np.shape(result))
+    bound = jnp.where(jnp.isnan(bound) & (total == 0), 0, bound)  # infinite stays so
+    return jnp.where(jnp.isfinite(jnp.abs(result)), bound, 0).reshape(np.shape(result))
