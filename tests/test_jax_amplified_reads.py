@@ -44,7 +44,7 @@ def _replayed(fn, x):
 REFUSED = {
     "(x @ w + b) * 1e12": lambda x: (x @ W + B) * 1e12,
     "(x @ w + b) / 1e-12": lambda x: (x @ W + B) / 1e-12,
-    "(x @ w + b) * x[:, :2] * 1e9": lambda x: (x @ W + B) * x[:, :2] * 1e9,
+    "(x @ w + b) * x[:, :2] * 1e9": lambda x: (x @ W + B) * x[:, :2] * 1e9,  # by 1e9
     "(np.einsum('ij,jk->ik', x, w) + b) * 1e12":
         lambda x: (np.einsum("ij,jk->ik", x, W) + B) * 1e12,
     "np.sqrt(np.abs(x @ w + b))": lambda x: np.sqrt(np.abs(x @ W + B)),

@@ -8,7 +8,12 @@ carries the error, not the tolerance: ``x.sum(1) * 1e12`` of rows summing near 0
 NumPy's 3.6, ``(x @ w + b) * 1e12`` of a bias cancelling a row 437 off NumPy's 0, float64,
 silently, before stop 41 (Dask's d1db3b0 is the same class). :func:`gain` says how far the
 absolute error of a tested value can grow on its way to what reads it, so that the test holds
-``atol / gain`` instead."""
+``atol / gain`` instead.
+
+Left (stop 41): a product or quotient by a tensor is taken as keeping the error (a factor the
+run alone knows: gelu's ``h * (1 + tanh(...))``, a layer norm's ``(x - m) / sqrt(v + eps)``,
+softmax's ``e / e.sum()`` are by factors near or under 1, and counting them refused GPT-2 pico's
+layer norm); ``(x @ w + b) * t`` of a tensor ``t`` of large values stays as before."""
 
 from __future__ import annotations
 
@@ -42,11 +47,12 @@ def gain(node: Node, users: dict[int, list[Node]], carried: Collection[int] = fr
          ) -> float:
     """How many times an absolute error of ``node``'s value can grow through the ops that read
     it, as far as an op that keeps it or scales it goes (:data:`KEEPS`, products and quotients
-    by numbers: ``|c|`` and ``1 / |c|``); ``math.inf`` where a reader's factor is known at run
-    time only (a product by a tensor, a quotient by one, of anything by the value) or grows
-    near 0 (:data:`GROWING`); 1 where nothing scales it up. An op of ``carried`` (a path a
-    bound is carried along to a later test, :mod:`capviz.backends.jax.carried`) is tested
-    there with the factor it takes: not counted. ``users``: the op nodes reading each node."""
+    by numbers: ``|c|`` and ``1 / |c|``); ``math.inf`` where a reader grows it without
+    bound near 0 (a quotient by the value, a square, :data:`GROWING`); a product or quotient
+    by a tensor counts 1 (the module's "Left"); 1 where nothing scales it up. An op of
+    ``carried`` (a path a bound is carried along to a later test,
+    :mod:`capviz.backends.jax.carried`) is tested there with the factor it takes: not
+    counted. ``users``: the op nodes reading each node."""
     best: dict[int, float] = {node.index: 1.0}
     stack: list[tuple[Node, float]] = [(node, 1.0)]
     worst = 1.0
@@ -122,13 +128,16 @@ def _factor(value: Node, user: Node) -> float | None:
         return math.inf
     if op == "multiply" and len(args) == 2:
         other = args[1] if args[0] is value else args[0]
-        k = None if other is value else _number(other)
-        return math.inf if k is None else k
+        if other is value:
+            return math.inf  # a square
+        k = _number(other)
+        # a tensor factor: its magnitude is known at run time only (left: see the module)
+        return 1.0 if k is None else k
     if op in ("divide", "true_divide") and len(args) == 2:
+        if args[1] is value:
+            return math.inf  # a quotient by the value (1 / x.sum(1))
         k = _number(args[1])
-        if args[0] is not value or args[1] is value or k is None or k == 0:
-            return math.inf
-        return 1.0 / k
+        return 1.0 if k is None else (math.inf if k == 0 else 1.0 / k)
     if op == "astype":
         return 1.0 if user.dtype is not None and np.dtype(user.dtype).kind in "fc" else None
     return 1.0 if op in KEEPS else None

@@ -530,6 +530,8 @@ def _argsort(jnp: Any) -> Callable:
             raise refusal("argsort(order=...) sorts structured arrays, which jax has not")
         if params.pop("stable", None):
             kind = "stable"
+        if jnp.ndim(a) == 0:  # NumPy sorts a 0-d value as one of one: [0] (jax raises)
+            a, axis = jnp.reshape(a, (1,)), -1
         result = jnp.argsort(a, axis=axis, stable=True, **params)
         if kind not in ("stable", "mergesort"):
             ordered = jnp.sort(a.reshape(-1) if axis is None else a,

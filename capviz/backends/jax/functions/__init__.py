@@ -13,6 +13,8 @@ binary search of an unsorted array). One module per family: :mod:`.ranges` (``li
 :mod:`.covariances` (``cov``), :mod:`.empty_operands` (``median``, ``nanmedian`` of an empty
 operand: NumPy's own result),
 :mod:`.interpolation` (``interp``), :mod:`.joins` (``column_stack``, ``dstack`` of numbers),
+:mod:`.division` (``floor_divide``, ``remainder``, ``divmod``: NumPy's signs of zero), :mod:`.ranks`
+(``linalg.matrix_rank`` of an empty operand),
 :mod:`.transforms` (``np.fft``), :mod:`.insertion` (``insert``), :mod:`.special_values`
 (``nan_to_num``), :mod:`.phases` (``unwrap``), :mod:`.searching` (``searchsorted``), and
 :mod:`.rounding`, the NumPy rounding they share. :data:`FUNCTIONS` joins
@@ -29,6 +31,7 @@ from capviz.backends.jax.functions import (
     complex_exponentials,
     complex_tangents,
     covariances,
+    division,
     empty_operands,
     hyperbolic,
     insertion,
@@ -39,6 +42,7 @@ from capviz.backends.jax.functions import (
     phases,
     polynomials,
     ranges,
+    ranks,
     searching,
     special_values,
     transforms,
@@ -73,5 +77,5 @@ _FORMS: dict[str, Callable[[Any], Callable]] = {
 FUNCTIONS: dict[str, Callable[[Any], Callable]] = {
     **{name: _called_as_numpy(name, form) for name, form in _FORMS.items()},
     **transforms.FORMS, **hyperbolic.FORMS, **complex_exponentials.FORMS,
-    **complex_tangents.FORMS}
+    **complex_tangents.FORMS, **division.FORMS, **ranks.FORMS}
 """The forms of this package by op name (joined to ``OVERRIDES``)."""
