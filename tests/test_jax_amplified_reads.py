@@ -72,6 +72,7 @@ EXACT = {
     "1 / x.sum(1)": lambda x: 1 / x.sum(1),
     "x.sum(1) * x[:, 0] * 1e9": lambda x: x.sum(1) * x[:, 0] * 1e9,
     "np.sqrt(np.abs(x.sum(1)))": lambda x: np.sqrt(np.abs(x.sum(1))),
+    "np.log(np.abs(x.sum(1)))": lambda x: np.log(np.abs(x.sum(1))),
 }
 
 

@@ -38,9 +38,10 @@ KEEPS = frozenset(("negative", "positive", "absolute", "fabs", "maximum", "minim
 negation, magnitudes, and ``tanh``, ``arctan``, ``arcsinh``, whose derivative is at most 1):
 the walk goes on through them with the gain it has."""
 
-GROWING = frozenset(("sqrt", "cbrt", "square", "power", "float_power", "reciprocal"))
+GROWING = frozenset(("sqrt", "cbrt", "square", "power", "float_power", "reciprocal", "log",
+                     "log2", "log10"))
 """Ops whose result's error grows without a bound known before the run where their operand is
-near 0 (a root, a power, a reciprocal)."""
+near 0 (a root, a power, a reciprocal, a logarithm: R13 #3, 25x's note)."""
 
 
 def gain(node: Node, users: dict[int, list[Node]], carried: Collection[int] = frozenset()
