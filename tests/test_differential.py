@@ -157,6 +157,30 @@ def test_a_contraction_is_within_its_bound_or_the_flat_tolerance():
     assert classify.compare([np.array([0.5])], want, dask, limits={0: np.ones(1)}) == "tolerance"
 
 
+def test_a_bias_add_an_output_keeps_is_held_to_its_products_bound_on_jax_only():
+    # x @ w + b where the add keeps half of the product's value: the JAX replay holds it to the
+    # product's declared bound (carried.DECLARED_KEPT, ruling of stop 38), as for the product
+    # itself; where the add cancels the product the replay tests it, and the flat tolerance
+    # holds (comp.wide_matmul.direct.bias.plain[float32,normal,own,strided] of the CI profile:
+    # 1.75x the flat tolerance, within the product's bound)
+    x = np.tile(np.linspace(-1, 1, 8, dtype=np.float32), (3, 64))
+    w = np.tile(np.linspace(1, -0.5, 32, dtype=np.float32).reshape(8, 4), (64, 1))
+    keep = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+    cancel = -(x @ w)[0] + np.float32(1e-3)
+
+    def fn(x, w, b):
+        return x @ w + b
+
+    for b, held in ((keep, True), (cancel, False)):
+        graph = cv.capture(fn, x, w, b)
+        jax_limits = classify.contraction_limits(graph, [x, w, b], kept_adds=True)
+        assert classify.contraction_limits(graph, [x, w, b]) == {}
+        product = (x.astype(np.float64) @ w.astype(np.float64))
+        kept = np.abs(product + b) >= 0.5 * np.abs(product)
+        assert bool(np.all(jax_limits[0][kept] > 0)) and not np.any(jax_limits[0][~kept])
+        assert bool(kept[0].all()) is held
+
+
 def test_a_zero_of_the_other_sign_is_a_difference_no_tolerance_covers():
     # 1 / x tells -0.0 from +0.0 (inf against -inf): np.allclose called them equal, so a
     # replay giving +0.0 where NumPy gives -0.0 was counted "within the tolerance"

@@ -161,12 +161,15 @@ def declared_inexact(graph: Any, backend: registry.Backend) -> set[int]:
     return {k for k, node in enumerate(graph.output_nodes) if node.index in names}
 
 
-def contraction_limits(graph: Any, arrays: Sequence[np.ndarray]) -> dict[int, np.ndarray]:
+def contraction_limits(graph: Any, arrays: Sequence[np.ndarray], kept_adds: bool = False
+                       ) -> dict[int, np.ndarray]:
     """The declared componentwise bound of each output that is a contraction of linear algebra
     (``matmul``, ``dot``, ``einsum`` of two operands...: ``2 * gamma_k * (|A| @ |B|)``,
     :mod:`capviz.backends.contraction_bound`), by output position: NumPy's result is its BLAS's
     order, so an engine's is held to the bound every order meets, not to the flat tolerance.
-    ``|A| @ |B|`` is computed by NumPy from the operands' values (a NumPy replay keeping them)."""
+    ``|A| @ |B|`` is computed by NumPy from the operands' values (a NumPy replay keeping them).
+    With ``kept_adds`` (the JAX rows), also an output adding a value to a contraction's that
+    keeps it (``x @ w + b``: :func:`_kept_add_limit`)."""
     try:
         from capviz.backends import contraction_bound
         from capviz.replay.stepper import Executor
@@ -174,7 +177,9 @@ def contraction_limits(graph: Any, arrays: Sequence[np.ndarray]) -> dict[int, np
         return {}
     made = {k: out.args[0] for k, out in enumerate(graph.output_nodes)
             if contraction_bound.is_contraction_node(out.args[0])}
-    if not made:
+    added = {k: out.args[0] for k, out in enumerate(graph.output_nodes)
+             if kept_adds and k not in made and _kept_add(out.args[0])}
+    if not made and not added:
         return {}
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -189,7 +194,53 @@ def contraction_limits(graph: Any, arrays: Sequence[np.ndarray]) -> dict[int, np
         limit = contraction_bound.bound(node.op, operands, node.params, node.dtype)
         if limit is not None:
             limits[k] = limit
+    for k, node in added.items():  # x @ w + b, an output
+        limit = _kept_add_limit(node, ex.values)
+        if limit is not None:
+            limits[k] = limit
     return limits
+
+
+KEPT = 0.5
+"""The share of a contraction's value an add keeps for the JAX replay to hold the result to
+the contraction's declared bound instead of testing it (``DECLARED_KEPT`` of
+``capviz/backends/jax/carried.py``: ``x @ w + b`` is declared as the product is where the add
+does not cancel it, the lead's ruling of stop 38)."""
+
+
+def _kept_add(node: Any) -> bool:
+    """Whether ``node`` adds a value to a contraction's (``x @ w + b``): one operand a
+    contraction of linear algebra, the other anything not computed from it."""
+    from capviz.backends import contraction_bound
+
+    if getattr(node, "kind", None) != "op" or node.op not in ("add", "subtract"):
+        return False
+    products = [a for a in node.args if hasattr(a, "kind")
+                and contraction_bound.is_contraction_node(a)]
+    return len(products) == 1 and len([a for a in node.args if hasattr(a, "kind")]) <= 2
+
+
+def _kept_add_limit(node: Any, values: Any) -> np.ndarray | None:
+    """The declared bound of ``x @ w + b`` (an output): the product's declared bound plus two
+    roundings of the result, where the add keeps :data:`KEPT` of the product's value (as the
+    replay decides, from NumPy's values here), and 0 elsewhere (the flat tolerance alone:
+    there the replay tests the add)."""
+    from capviz.backends import contraction_bound
+
+    product = next(a for a in node.args if hasattr(a, "kind")
+                   and contraction_bound.is_contraction_node(a))
+    operands = [np.asarray(values[a]) for a in product.args if hasattr(a, "kind")]
+    limit = contraction_bound.bound(product.op, operands, product.params, product.dtype)
+    dtype = np.dtype(node.dtype)
+    if limit is None or dtype.kind != "f":
+        return None
+    value = np.abs(np.asarray(values[product], np.float64))
+    result = np.abs(np.asarray(values[node], np.float64))
+    if limit.shape != result.shape:
+        limit = np.broadcast_to(limit, np.broadcast_shapes(limit.shape, result.shape))
+    eps = float(np.finfo(dtype).eps)
+    kept = result >= KEPT * np.broadcast_to(value, result.shape)
+    return np.where(kept, limit + 2 * eps * result, 0.0)
 
 
 def _within_bound(got: np.ndarray, want: np.ndarray, limit: np.ndarray) -> bool:

@@ -237,6 +237,21 @@ class JaxBackend(Backend):
         return self.admit(program, options)(tuple(args), seed, xla)
 
 
+def _refuse_raising() -> None:
+    """Refuse a replay while NumPy's error settings say ``raise`` (``np.errstate(divide=
+    "raise")`` around ``graph.replay``, ``np.seterr``): XLA computes IEEE's ``inf`` and ``nan``
+    and raises nothing, where eager NumPy and the NumPy and Dask replays fail at the op
+    (hostile review 13, finding 28: ``1.0 / x`` of a 0 gave ``inf`` with no error)."""
+    raising = sorted(k for k, v in np.geterr().items() if v == "raise")
+    if raising:
+        settings = ", ".join(f"{k}='raise'" for k in raising)
+        raise ReplayError(
+            f"NumPy's error settings say {settings} (np.errstate or np.seterr), which the jax "
+            "backend cannot honour: XLA computes inf and nan and raises nothing, where NumPy "
+            "raises FloatingPointError at the op. Fix: replay with backend='numpy' (or "
+            "'dask'), which fails at the node, or replay outside the 'raise' setting")
+
+
 ARITHMETIC = ("numpy", "xla")
 """The values of the jax backend's ``arithmetic=`` option (:attr:`JaxBackend.options`)."""
 
@@ -507,6 +522,7 @@ class _Compiled:
 
     def __call__(self, inputs: tuple, seed: int, xla: bool = False) -> tuple:
         jax = self._jax
+        _refuse_raising()
         # the seed, and a zero only known at run time (see capviz.backends.jax.random.uniform)
         key = (np.uint64(seed), np.float64(0.0)) if self.random else None
         unknown = self._unknown_floats(inputs)
