@@ -175,6 +175,13 @@ def test_each_spelling_replays_numpys_bits_or_fails_at_the_subtract(backend, lab
                            match="op 'choose' cannot run on the jax backend"):
             graph.replay({graph.inputs[0]: x}, backend="jax")
         return
+    if backend == "jax" and label == "hypot":  # XLA's hypot is approximated (c4b1887: within
+        # 8 ulps, R13 #4): the subtract that cancels it fails, as for np.exp
+        with pytest.raises(cv.ReplayError, match=(
+                r"node %\d+ \(subtract\), recorded at .*test_cancelling_default\.py:\d+ in _d: "
+                r"np\.subtract: its operands were computed by XLA's own np\.hypot")):
+            graph.replay({graph.inputs[0]: x}, backend="jax")
+        return
     if backend == "jax" and _against_t(fn):  # the slice's sum: its bound carried here
         with pytest.raises(cv.ReplayError, match=(
                 r"node %\d+ \(subtract\), recorded at .*test_cancelling_default\.py:\d+ in "
