@@ -159,3 +159,43 @@ def test_an_item_of_a_default_argument_changed_after_the_capture_refuses(fn, lab
         _replays_as_eager(cv.capture(fn, X), fn)
     finally:
         CFG["scale"], SCALES[0] = 2.0, 2.0
+
+
+def _aliased(x):
+    return HALIAS.layer(x) + 1.0  # noqa: F821 (bound by the test: import ... as HALIAS)
+
+
+@pytest.mark.parametrize("bound", ["global", "closure"])
+def test_a_helper_of_a_module_imported_under_another_name_is_guarded(bound, tmp_path,
+                                                                      monkeypatch):
+    # import helpers as H; H.layer(x): the functions of a user module reached through an alias
+    # (the usual notebook import), as a global or a closure's, were not reached, so
+    # %autoreload's edit of them was silent
+    name = f"aliased_helpers_{bound}"
+    (tmp_path / f"{name}.py").write_text(
+        "import numpy as np\nSCALE = 2.0\n\n\ndef layer(x):\n    return np.tanh(x) * SCALE\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = __import__(name)
+    if bound == "global":
+        monkeypatch.setitem(globals(), "HALIAS", module)
+        fn, label = _aliased, "HALIAS"
+    else:
+        H = module
+
+        def fn(x):
+            return H.layer(x) + 1.0
+        label = "H"
+    graph = cv.capture(fn, X)
+    _replays_as_eager(graph, fn)
+    code = module.layer.__code__
+    module.layer.__code__ = _sin.__code__
+    try:
+        with pytest.raises(GuardError, match=rf"^the code of layer \(def at {name}\.py:5\)"):
+            graph.replay({"x": X})
+    finally:
+        module.layer.__code__ = code
+    _replays_as_eager(graph, fn)
+    module.SCALE = 3.0
+    with pytest.raises(GuardError,
+                       match=rf"^{label}\.SCALE was 2\.0 when {fn.__name__} was captured"):
+        graph.replay({"x": X})

@@ -82,6 +82,20 @@ def _defaulted(function: Any) -> set[str]:
     return named | set(getattr(function, "__kwdefaults__", None) or ())
 
 
+def _cell_modules(function: Any) -> list[tuple[str, types.ModuleType]]:
+    """``(name, module)`` of each user module a closure cell of ``function`` holds."""
+    found = []
+    code = function.__code__
+    for name, cell in zip(code.co_freevars, getattr(function, "__closure__", None) or ()):
+        try:
+            held = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(held, types.ModuleType) and code_reach._users(held):
+            found.append((name, held))
+    return found
+
+
 def reached(fn: Callable, places: list[Place]) -> Reached:
     """What the code ``fn`` reaches can read (see the module docstring)."""
     found = Reached()
@@ -132,6 +146,9 @@ def reached(fn: Callable, places: list[Place]) -> Reached:
             if isinstance(space, dict) and id(space) not in spaces:
                 module = space.get("__name__", "")
                 spaces[id(space)] = (f"{module}.", space)
+            for name, held in _cell_modules(each):  # (a module a closure holds: H.layer(x))
+                if id(vars(held)) not in spaces:
+                    spaces[id(vars(held))] = (f"{name}.", vars(held))
         grew = False
         for cls in list(classes):  # the methods they may run, by the names the code uses
             for name in (*SPECIAL, *found.names):
@@ -157,6 +174,10 @@ def reached(fn: Callable, places: list[Place]) -> Reached:
                     grew = True
                 elif isinstance(value, type) and code_reach._users(value):
                     classes.add(value)
+                    grew = True
+                elif isinstance(value, types.ModuleType) and code_reach._users(value) and \
+                        id(vars(value)) not in spaces:  # import helpers as H; H.layer(x)
+                    spaces[id(vars(value))] = (f"{name}.", vars(value))
                     grew = True
         for name in found.names - modules_seen:  # a user module imported in the code
             module = sys.modules.get(name)
