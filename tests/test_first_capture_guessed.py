@@ -225,3 +225,37 @@ def test_a_python_number_that_changes_from_run_to_run_is_refused_at_its_line():
     assert first.startswith("`self.W -= _rate() * g` at ") and "in step:" in first
     assert "changes from call to call" in first
     assert _same(model.W, before)  # every array put back
+
+
+class _Calls:
+    def __init__(self):
+        self.calls = np.zeros(1, np.int64)
+
+    def step(self, x):
+        self.calls += 1
+        return x * 2.0
+
+
+@pytest.mark.parametrize("name", ["accumulator", "calls", "decay", "nudge", "momentum"])
+def test_the_outside_writes_the_two_passes_refuse_replay_as_eager_calls(name):
+    # tests/test_outside_writes.py's programs (refused by the two passes, tested there under
+    # them): a first capture lifts the arrays their statements write, and three replays leave
+    # the outputs and every array as three eager calls do, dtypes included
+    from tests.test_outside_writes import Accumulator, Decay, Momentum, Sparse
+
+    make, method, shape = {
+        "accumulator": (Accumulator, "step", (3,)), "calls": (_Calls, "step", (3,)),
+        "decay": (Decay, "step", (512,)), "nudge": (Sparse, "nudge", (3,)),
+        "momentum": (lambda: Momentum(4), "step", (4, 4))}[name]
+    m, twin = make(), make()
+    graph = cv.capture(getattr(m, method), cv.spec(shape, "float64"))
+    assert graph.state_nodes
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        x = rng.standard_normal(shape)
+        out = graph.replay({graph.inputs[0]: x})[graph.outputs[0]]
+        want = getattr(twin, method)(x)
+        assert out.dtype == want.dtype and out.tobytes() == want.tobytes()
+        for attribute, value in vars(twin).items():
+            assert getattr(m, attribute).dtype == value.dtype
+            assert getattr(m, attribute).tobytes() == value.tobytes()

@@ -9,6 +9,11 @@ import pytest
 
 import capviz as cv
 from capviz.core.errors import UnsupportedOperationError
+from tests.helpers.two_passes import two_passes  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.usefixtures("two_passes")  # (the two passes' refusals: a first
+#   capture that lifts the arrays its statements write replays these programs as eager,
+#   states included, tests/test_first_capture_guessed.py)
 
 
 class TwoReturns:
