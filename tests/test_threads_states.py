@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import capviz as cv
+from tests.helpers.two_passes import two_passes  # noqa: F401 (the fixture)
 
 
 class _Runs(list):
@@ -176,6 +177,7 @@ class Counter:
         return x * 2.0
 
 
+@pytest.mark.usefixtures("two_passes")  # (7c2430d's lifted first capture records both writes)
 def test_fn_s_own_unseen_write_is_put_back_and_refused_while_another_thread_lives():
     """The peer is alive (waiting) through the capture, as a notebook kernel's threads are:
     an array ``fn``'s code names is ``fn``'s, put back and refused at its line."""
@@ -206,8 +208,9 @@ def _seen_as_documented(runs):
     """capture.md "Threads": a pass with the states in their arrays shows the peer the state's
     own values until the first write, then capviz's fills (other values); a lifted pass shows
     a capture tensor whose use raises CaptureError."""
-    if runs == 1:  # lifted
-        assert [kind for kind, _ in SEEN] == ["tensor", "tensor"]
+    if all(kind == "tensor" for kind, _ in SEEN):  # lifted: a later capture's one run, or a
+        # first capture's two lifted runs (7c2430d)
+        assert len(SEEN) == 2 * runs
         assert all("a capture tensor of 'step' was used from another thread" in text
                    for _, text in SEEN)
         return

@@ -12,6 +12,7 @@ import pytest
 import capviz as cv
 from capviz.core.errors import UnsupportedOperationError
 from capviz.trace.recapture import _reversed_ranks
+from tests.helpers.two_passes import two_passes  # noqa: F401 (the fixture)
 
 
 class Strongest:
@@ -26,6 +27,19 @@ class Strongest:
         return x * i
 
 
+def test_argmax_of_a_state_read_before_its_write_replays_as_eager_on_a_first_capture():
+    # 7c2430d: the first capture lifts self.W (its statement writes it), so np.argmax(self.W)
+    # is recorded on the state, ties included: four replays as four eager calls
+    m, twin = Strongest(np.ones(3)), Strongest(np.ones(3))
+    graph = cv.capture(m.step, cv.spec((3,), "float64"))
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        x = rng.standard_normal(3)
+        assert graph.replay({"x": x})["out"].tobytes() == twin.step(x).tobytes()
+        assert m.W.tobytes() == twin.W.tobytes()
+
+
+@pytest.mark.usefixtures("two_passes")  # (where the first capture takes the two passes)
 def test_argmax_of_a_tied_state_read_before_its_write_is_refused_at_the_line_using_it():
     m = Strongest(np.ones(3))
     with pytest.raises(UnsupportedOperationError) as info:
