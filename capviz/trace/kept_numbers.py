@@ -51,6 +51,12 @@ INT64 = (-2 ** 63, 2 ** 63 - 1)
 _READS = frozenset(("item", "float", "int"))
 
 
+_PARSING = threading.Lock()
+"""Held while :func:`_source_tree` parses: every first capture reads its function's statements
+(7c2430d), and eight threads capturing at once raised CPython's ``SystemError: AST constructor
+recursion depth mismatch`` under load (tests/test_threads.py, CI of 7720542)."""
+
+
 def _source_tree(code: Any) -> tuple[ast.FunctionDef, int, int] | None:
     """The ``def`` of code object ``code``: its tree, the first line's number, and the
     indentation its source was dedented by (in bytes, as the columns of both)."""
@@ -63,7 +69,8 @@ def _source_tree(code: Any) -> tuple[ast.FunctionDef, int, int] | None:
     first = lines[0] if lines else ""
     shift = len(first.encode()) - len(dedented.splitlines(True)[0].encode()) if dedented else 0
     try:
-        tree = ast.parse(dedented)
+        with _PARSING:  # (CPython's AST constructor is not safe to run in several threads at
+            tree = ast.parse(dedented)  # once: 'recursion depth mismatch', test_threads)
     except SyntaxError:
         return None
     body = tree.body[0] if tree.body else None
