@@ -573,17 +573,14 @@ def _names_error(guard: PythonGuard, now: Any, block: bool) -> GuardError:
     whose attributes the code reads by names it builds at run time."""
     where = format_source(guard.source) or "its line not found"
     owner = guard.label[:-len(".__dict__.keys()")]
-    added = [n for n in now if n not in guard.value]
-    gone = [n for n in guard.value if n not in now]
+    added, gone = _changes(guard.value, now)
     what = ", ".join([f"{owner}.{n} added" for n in added] +
                      [f"{owner}.{n} deleted" for n in gone]) or f"{owner}'s attributes reordered"
-    err = GuardError(
+    return _refusal(guard, now, (
         f"{what} since {guard.fn} was captured, whose code reads attributes by names it builds "
         f"at run time (getattr(obj, f\"l{{i}}\"), vars(obj); read at {where}), so the graph is the "
         f"program for the attributes {owner} had then.\nFix: capture {guard.fn} again after "
-        f"changing the attributes of {owner} (a graph per set of attributes: keep one for each)")
-    err.recorded, err.got, err.place, err.source = guard.value, now, guard.label, guard.source
-    return err
+        f"changing the attributes of {owner} (a graph per set of attributes: keep one for each)"))
 
 
 def _keys_error(guard: PythonGuard, now: tuple, block: bool) -> GuardError:
@@ -591,33 +588,39 @@ def _keys_error(guard: PythonGuard, now: tuple, block: bool) -> GuardError:
     (``self.stats["acc"] = 0.0`` between calls: review 12, finding 14)."""
     where = format_source(guard.source) or "its line not found"
     owner = guard.label[:-len(".keys()")]
-    added = [k for k in now if k not in guard.value]
-    gone = [k for k in guard.value if k not in now]
+    added, gone = _changes(guard.value, now)
     what = ", ".join([f"{owner}[{k!r}] added" for k in added] +
                      [f"{owner}[{k!r}] deleted" for k in gone]) or f"{owner}'s keys reordered"
-    err = GuardError(
+    return _refusal(guard, now, (
         f"{what} since {guard.fn} was captured, whose code reads {owner} (read at {where}), so "
         f"the graph is the program for the keys {owner} had then.\nFix: "
         f"capture {guard.fn} again after changing the keys of {owner} "
-        "(a graph per set of keys: keep one for each)")
-    err.recorded, err.got, err.place, err.source = guard.value, now, guard.label, guard.source
-    return err
+        "(a graph per set of keys: keep one for each)"))
 
 
 def _global_names_error(guard: PythonGuard, now: Any, block: bool) -> GuardError:
     """The refusal of a replay after the user added or deleted a global setting of a module
     whose globals the code reads by names it builds at run time (``globals()[f"CFG{i}"]``)."""
     where = format_source(guard.source) or "its line not found"
-    added = [n for n in now if n not in guard.value]
-    gone = [n for n in guard.value if n not in now]
+    added, gone = _changes(guard.value, now)
     what = " and ".join(part for part in (
         ", ".join(added) + (" added" if added else ""),
         ", ".join(gone) + (" deleted" if gone else "")) if part.strip())
-    err = GuardError(
+    return _refusal(guard, now, (
         f"global {what} since {guard.fn} was captured, whose code reads globals by names it "
         f"builds at run time (read at {where}), so the graph is the program for the globals "
         f"there were then.\nFix: capture {guard.fn} again after "
-        f"changing the globals (a graph per set of globals: keep one for each)")
+        f"changing the globals (a graph per set of globals: keep one for each)"))
+
+
+def _changes(recorded: Any, now: Any) -> tuple[list, list]:
+    """The names (or keys) ``now`` holds that ``recorded`` did not, and those it lost."""
+    return [n for n in now if n not in recorded], [n for n in recorded if n not in now]
+
+
+def _refusal(guard: PythonGuard, now: Any, message: str) -> GuardError:
+    """The :class:`GuardError` of ``guard``, whose place holds ``now``."""
+    err = GuardError(message)
     err.recorded, err.got, err.place, err.source = guard.value, now, guard.label, guard.source
     return err
 
